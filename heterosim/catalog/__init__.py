@@ -1,0 +1,1 @@
+"""Catalogues of hardware (GPUs) and models (the zoo)."""

@@ -1,0 +1,1 @@
+"""One module per ``heterosim`` sub-command, each with ``register(subparsers)``."""

@@ -1,0 +1,1 @@
+"""Experiment and cluster configuration: schemas, loading, validation."""

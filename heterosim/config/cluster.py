@@ -1,0 +1,197 @@
+"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
+
+All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
+(host 0's GPUs first); that numbering is the default rank placement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_gpu_names
+from heterosim.config.fields import Section, read_yaml_mapping
+
+FABRIC_KINDS = ("rail-optimized", "fat-tree")
+HOST_FABRICS = ("nvswitch", "pcie")
+
+
+@dataclass(frozen=True)
+class HostType:
+    """One kind of server: its GPUs, intra-host fabric and NICs."""
+
+    name: str
+    gpu: str  # canonical catalogue name
+    gpus: int
+    fabric: str  # nvswitch | pcie
+    nics: int
+    nic_speed_bps: float
+    nvlink_bps: float  # per GPU, per direction (nvswitch hosts)
+    pcie_bps: float  # per PCIe x16 link, per direction
+    gpu_nic: tuple[int, ...]  # NIC index used by each local GPU
+    pcie_switches: int  # PCIe switches in the host; GPUs and NICs spread over them
+
+    @property
+    def spec(self) -> GpuSpec:
+        return gpu_spec(self.gpu)
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    """The scale-out network between hosts."""
+
+    kind: str
+    link_delay_ns: int
+    oversubscription: float
+    spine_speed_bps: float
+    hosts_per_leaf: int  # fat-tree: hosts under one leaf switch
+    nvlink_delay_ns: int
+    pcie_delay_ns: int
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A whole cluster, hosts listed in rank-placement order."""
+
+    name: str
+    host_types: dict[str, HostType]
+    host_type_of_host: tuple[str, ...]
+    fabric: FabricConfig
+    source: str = ""
+
+    @property
+    def num_hosts(self) -> int:
+        return len(self.host_type_of_host)
+
+    def host(self, host: int) -> HostType:
+        return self.host_types[self.host_type_of_host[host]]
+
+    @cached_property
+    def world_size(self) -> int:
+        return int(sum(self.host(h).gpus for h in range(self.num_hosts)))
+
+    @cached_property
+    def gpu_host(self) -> np.ndarray:
+        """Host index of every global GPU."""
+        return np.repeat(
+            np.arange(self.num_hosts), [self.host(h).gpus for h in range(self.num_hosts)]
+        )
+
+    @cached_property
+    def gpu_local_index(self) -> np.ndarray:
+        """Index of every global GPU inside its host."""
+        return np.concatenate([np.arange(self.host(h).gpus) for h in range(self.num_hosts)])
+
+    @cached_property
+    def gpu_type(self) -> tuple[str, ...]:
+        """Canonical GPU name of every global GPU."""
+        return tuple(self.host(int(h)).gpu for h in self.gpu_host)
+
+    @cached_property
+    def gpu_nic(self) -> np.ndarray:
+        """NIC index (inside its host) used by every global GPU."""
+        return np.array(
+            [self.host(int(h)).gpu_nic[int(i)] for h, i in zip(self.gpu_host, self.gpu_local_index)],
+            dtype=np.int64,
+        )
+
+    @cached_property
+    def gpu_nic_speed_bps(self) -> np.ndarray:
+        return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
+
+
+def _host_type(section: Section, name: str) -> HostType:
+    gpu_name = section.string("gpu")
+    canonical = canonical_gpu_name(gpu_name)
+    if canonical is None:
+        raise section.error(
+            "gpu", f"unknown GPU {gpu_name!r}; known: {', '.join(known_gpu_names())}"
+        )
+    spec = gpu_spec(canonical)
+    gpus = section.integer("gpus", minimum=1, maximum=1024)
+    default_fabric = "nvswitch" if spec.has_nvlink else "pcie"
+    fabric = section.string("fabric", default_fabric, choices=HOST_FABRICS)
+    if fabric == "nvswitch" and not spec.has_nvlink and not section.has("nvlink_bw"):
+        raise section.error(
+            "fabric", f"{canonical} has no NVLink in the catalogue; use fabric: pcie or set nvlink_bw"
+        )
+    nics = section.integer("nics", minimum=1, maximum=gpus * 4)
+    nic_speed = section.rate("nic_speed")
+    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0)
+    pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8)
+    if section.has("gpu_nic"):
+        mapping = section.raw("gpu_nic")
+        if (
+            not isinstance(mapping, list)
+            or len(mapping) != gpus
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in mapping)
+        ):
+            raise section.error("gpu_nic", f"expected a list of {gpus} NIC indices, one per GPU")
+        bad = [x for x in mapping if not 0 <= x < nics]
+        if bad:
+            raise section.error("gpu_nic", f"NIC index {bad[0]} out of range 0..{nics - 1}")
+        gpu_nic = tuple(mapping)
+    else:
+        gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(
+            range(gpus)
+        )
+    default_switches = max(1, min(nics, gpus // 2)) if fabric == "pcie" else 1
+    pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
+    section.reject_unknown()
+    return HostType(
+        name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
+        nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
+    )
+
+
+def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
+    """Validate a cluster mapping read from ``source``."""
+    top = Section(data, source)
+    name = top.string("name", "cluster")
+    types_section = top.section("host_types", required=True)
+    if not types_section.data:
+        raise types_section.error("", "at least one host type is required")
+    host_types = {
+        type_name: _host_type(types_section.section(type_name, required=True), type_name)
+        for type_name in list(types_section.data)
+    }
+    hosts_raw = top.raw("hosts")
+    if not isinstance(hosts_raw, list) or not hosts_raw:
+        raise top.error("hosts", "expected a non-empty list of {type: NAME, count: N}")
+    order: list[str] = []
+    for index, entry in enumerate(hosts_raw):
+        entry_section = Section(entry, source, f"hosts[{index}]")
+        type_name = entry_section.string("type")
+        if type_name not in host_types:
+            raise entry_section.error(
+                "type", f"unknown host type {type_name!r}; defined: {', '.join(host_types)}"
+            )
+        count = entry_section.integer("count", 1, minimum=1, maximum=100_000)
+        entry_section.reject_unknown()
+        order.extend([type_name] * count)
+    fabric_section = top.section("fabric")
+    fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
+    fabric = FabricConfig(
+        kind=fabric_section.string("kind", "rail-optimized", choices=FABRIC_KINDS),
+        link_delay_ns=fabric_section.time_ns("link_delay", "1us"),
+        oversubscription=fabric_section.number("oversubscription", 1.0, minimum=1.0, maximum=64),
+        spine_speed_bps=fabric_section.rate("spine_speed", fastest_nic),
+        hosts_per_leaf=fabric_section.integer("hosts_per_leaf", 16, minimum=1),
+        nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns"),
+        pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns"),
+    )
+    fabric_section.reject_unknown()
+    top.reject_unknown()
+    return ClusterConfig(
+        name=name, host_types=host_types, host_type_of_host=tuple(order), fabric=fabric,
+        source=source,
+    )
+
+
+def load_cluster(path: str | Path) -> ClusterConfig:
+    """Read and validate a cluster YAML file."""
+    return parse_cluster(read_yaml_mapping(path), str(path))

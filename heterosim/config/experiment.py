@@ -1,0 +1,287 @@
+"""Experiment files: model, training, parallel strategy, cluster, network and simulation settings.
+
+``load_experiment(path, overrides)`` reads the YAML, applies ``--set key=value`` overrides,
+resolves the cluster file relative to the experiment, and validates everything before any
+simulation starts. Errors name the file, the dotted key and the expectation.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from heterosim.catalog.models import ModelConfig, resolve_model
+from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.errors import UserError
+
+SCHEDULES = ("1f1b", "gpipe", "interleaved")
+RECOMPUTE = ("none", "selective", "full")
+DTYPES = ("bf16", "fp16", "fp8", "fp32")
+PARTITIONS = ("auto", "uniform")
+RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
+CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
+FIDELITIES = ("packet", "flow")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    global_batch: int  # sequences per optimizer step
+    micro_batch: int
+    seq_len: int
+    dtype: str
+    recompute: str
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    schedule: str
+    vpp: int
+    zero: int
+    sequence_parallel: bool
+    partition: str
+    dp_bucket_bytes: int
+    rank_order: str
+    distributed_optimizer: bool
+    zero3_prefetch: int
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    cc: str
+    mtu_bytes: int
+    pfc: bool
+    buffer_bytes: int  # per switch, shared
+    ecmp: bool
+    attributes: dict[str, Any] = field(default_factory=dict)  # ns-3 attribute overrides by name
+    collective_algorithm: str = "auto"  # auto | ring | tree | nvls
+    collective_protocol: str = "auto"  # auto | simple | ll | ll128
+    channels: int = 0  # 0 = from the topology
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    fidelity: str
+    seed: int
+    iterations: int
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    name: str
+    model: ModelConfig
+    training: TrainingConfig
+    parallel: ParallelConfig
+    cluster: ClusterConfig
+    network: NetworkConfig
+    simulation: SimulationConfig
+    source: str = ""
+    resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def micro_batches_per_replica(self) -> int:
+        """Micro-batches per data-parallel replica under a uniform split."""
+        return self.training.global_batch // (self.training.micro_batch * self.parallel.dp)
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> dict[str, Any]:
+    """Apply ``key.sub=value`` strings (value parsed as YAML) to a copy of ``data``."""
+    result = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise UserError(f"--set {item!r}: expected KEY=VALUE, e.g. network.cc=hpcc")
+        key, text = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise UserError(f"--set {item!r}: empty key")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = text
+        node = result
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise UserError(f"--set {item!r}: {part} in {source} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return result
+
+
+def _training(section: Section, model: ModelConfig) -> TrainingConfig:
+    training = TrainingConfig(
+        global_batch=section.integer("global_batch", minimum=1),
+        micro_batch=section.integer("micro_batch", 1, minimum=1),
+        seq_len=section.integer("seq_len", model.max_seq, minimum=1),
+        dtype=section.string("dtype", "bf16", choices=DTYPES),
+        recompute=section.string("recompute", "none", choices=RECOMPUTE),
+    )
+    section.reject_unknown()
+    return training
+
+
+def _parallel(section: Section) -> ParallelConfig:
+    pp = section.integer("pp", 1, minimum=1)
+    schedule = section.string("schedule", "1f1b", choices=SCHEDULES)
+    vpp = section.integer("vpp", 1, minimum=1)
+    if vpp > 1 and schedule != "interleaved":
+        schedule = "interleaved"
+    if schedule == "interleaved" and vpp == 1:
+        raise section.error("vpp", "schedule: interleaved needs vpp >= 2 virtual stages per rank")
+    if vpp > 1 and pp == 1:
+        raise section.error("vpp", "virtual pipeline stages need pp >= 2")
+    parallel = ParallelConfig(
+        tp=section.integer("tp", 1, minimum=1),
+        pp=pp,
+        dp=section.integer("dp", minimum=1),
+        ep=section.integer("ep", 1, minimum=1),
+        schedule=schedule,
+        vpp=vpp,
+        zero=section.integer("zero", 0, minimum=0, maximum=3),
+        sequence_parallel=section.boolean("sequence_parallel", False),
+        partition=section.string("partition", "auto", choices=PARTITIONS),
+        dp_bucket_bytes=section.size("dp_bucket", "40MB"),
+        rank_order=section.string("rank_order", "tp-dp-pp", choices=RANK_ORDERS),
+        distributed_optimizer=section.boolean("distributed_optimizer", False),
+        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
+    )
+    section.reject_unknown()
+    return parallel
+
+
+def _network(section: Section) -> NetworkConfig:
+    attributes = section.raw("attributes", {})
+    if not isinstance(attributes, dict):
+        raise section.error("attributes", "expected a mapping of ns-3 attribute names to values")
+    network = NetworkConfig(
+        cc=section.string("cc", "dcqcn", choices=CC_ALGORITHMS),
+        mtu_bytes=section.size("mtu", "4KiB"),
+        pfc=section.boolean("pfc", True),
+        buffer_bytes=section.size("buffer", "32MiB"),
+        ecmp=section.boolean("ecmp", True),
+        attributes=dict(attributes),
+        collective_algorithm=section.string(
+            "collective_algorithm", "auto", choices=("auto", "ring", "tree", "nvls")
+        ),
+        collective_protocol=section.string(
+            "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
+        ),
+        channels=section.integer("channels", 0, minimum=0, maximum=64),
+    )
+    if not 256 <= network.mtu_bytes <= 9216:
+        raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
+    section.reject_unknown()
+    return network
+
+
+def _simulation(section: Section) -> SimulationConfig:
+    simulation = SimulationConfig(
+        fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
+        seed=section.integer("seed", 1, minimum=0),
+        iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
+    )
+    section.reject_unknown()
+    return simulation
+
+
+def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
+    par, model, cluster = exp.parallel, exp.model, exp.cluster
+    product = par.tp * par.pp * par.dp
+    if product != cluster.world_size:
+        raise top.error(
+            "parallel",
+            f"tp*pp*dp = {par.tp}*{par.pp}*{par.dp} = {product} but the cluster "
+            f"{cluster.name!r} has {cluster.world_size} GPUs",
+        )
+    if model.heads % par.tp:
+        raise top.error("parallel.tp", f"model heads {model.heads} not divisible by tp {par.tp}")
+    if model.kv_heads % par.tp and par.tp % model.kv_heads:
+        raise top.error(
+            "parallel.tp", f"kv_heads {model.kv_heads} and tp {par.tp}: neither divides the other"
+        )
+    if model.layers < par.pp * par.vpp:
+        raise top.error(
+            "parallel.pp",
+            f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
+        )
+    train = exp.training
+    if train.global_batch % (train.micro_batch * par.dp):
+        raise top.error(
+            "training.global_batch",
+            f"{train.global_batch} is not divisible by micro_batch*dp = "
+            f"{train.micro_batch}*{par.dp}",
+        )
+    if par.ep > 1:
+        if model.moe is None:
+            raise top.error("parallel.ep", "expert parallelism needs a model with moe layers")
+        if model.moe.experts % par.ep:
+            raise top.error(
+                "parallel.ep", f"{model.moe.experts} experts not divisible by ep {par.ep}"
+            )
+        if par.dp % par.ep:
+            raise top.error("parallel.ep", f"ep {par.ep} must divide dp {par.dp}")
+    if par.schedule == "interleaved" and exp.micro_batches_per_replica % par.pp:
+        raise top.error(
+            "parallel.schedule",
+            f"interleaved 1F1B needs micro-batches per replica "
+            f"({exp.micro_batches_per_replica}) to be a multiple of pp ({par.pp})",
+        )
+    if par.sequence_parallel and par.tp == 1:
+        raise top.error("parallel.sequence_parallel", "sequence parallelism needs tp >= 2")
+    if par.zero == 3 and par.pp > 1:
+        raise top.error("parallel.zero", "ZeRO-3 with pipeline parallelism is not supported")
+    if train.seq_len % max(1, par.tp) and par.sequence_parallel:
+        raise top.error("training.seq_len", f"seq_len {train.seq_len} not divisible by tp")
+
+
+def parse_experiment(
+    data: dict[str, Any], source: str, base_dir: Path | None = None,
+    cluster_override: ClusterConfig | None = None,
+) -> ExperimentConfig:
+    """Validate an experiment mapping read from ``source``."""
+    top = Section(data, source)
+    name = top.string("name", Path(source).stem if source else "experiment")
+    model = resolve_model(top.raw("model"), source)
+    training = _training(top.section("training", required=True), model)
+    parallel = _parallel(top.section("parallel", required=True))
+    if cluster_override is not None:
+        top.raw("cluster", None)
+        cluster = cluster_override
+    else:
+        cluster_value = top.raw("cluster")
+        if isinstance(cluster_value, str):
+            cluster_path = Path(cluster_value)
+            if not cluster_path.is_absolute():
+                cluster_path = (base_dir or Path.cwd()) / cluster_path
+            cluster = load_cluster(cluster_path)
+        elif isinstance(cluster_value, dict):
+            cluster = parse_cluster(cluster_value, f"{source}: cluster")
+        else:
+            raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
+    network = _network(top.section("network"))
+    simulation = _simulation(top.section("simulation"))
+    top.reject_unknown()
+    experiment = ExperimentConfig(
+        name=name, model=model, training=training, parallel=parallel, cluster=cluster,
+        network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+    )
+    _check_consistency(top, experiment)
+    return experiment
+
+
+def load_experiment(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read, override and validate an experiment YAML file."""
+    path = Path(path)
+    data = read_yaml_mapping(path)
+    data = apply_overrides(data, overrides or [], str(path))
+    return parse_experiment(data, str(path), base_dir=path.parent)

@@ -1,0 +1,17 @@
+"""The one user-facing error type: the CLI prints it as one line and exits with status 2."""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input from the user: a file, key or value that cannot be used.
+
+    The message names the file (when there is one), the key and what was expected,
+    e.g. ``cluster.yaml: host_types.h100.gpu: unknown GPU 'H10'; known: A100-40GB-SXM, ...``.
+    """
+
+
+def located(source: str | None, key: str, problem: str) -> UserError:
+    """Build a UserError whose message reads ``source: key: problem``."""
+    parts = [p for p in (source, key) if p]
+    return UserError(": ".join([*parts, problem]))
