@@ -126,6 +126,8 @@ class Section:
     def size(self, key: str, default: Any = _MISSING) -> int:
         """Bytes from a size such as ``4KiB``."""
         value = self.raw(key, default)
+        if value is default and not isinstance(default, str):
+            return default
         try:
             return parse_size(value)
         except ValueError as exc:
@@ -134,6 +136,8 @@ class Section:
     def rate(self, key: str, default: Any = _MISSING) -> float:
         """Bits per second from a rate such as ``400Gbps`` or ``450GB/s``."""
         value = self.raw(key, default)
+        if value is default and not isinstance(default, str):
+            return default
         try:
             return parse_rate(value)
         except ValueError as exc:
@@ -142,6 +146,8 @@ class Section:
     def time_ns(self, key: str, default: Any = _MISSING) -> int:
         """Nanoseconds from a time such as ``1us``."""
         value = self.raw(key, default)
+        if value is default and not isinstance(default, str):
+            return default
         try:
             return parse_time_ns(value)
         except ValueError as exc:
