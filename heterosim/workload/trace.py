@@ -43,6 +43,18 @@ COLLECTIVE_NAMES = {
 }
 
 PHASES = ("fwd", "bwd", "opt", "recompute")
+
+# Compute op kinds and the meaning of their shape columns (shape: 4 ints, shape_extra: 2 ints):
+#   gemm          (m, n, k, batch)  C[m,n] = A[m,k] @ B[k,n], `batch` independent GEMMs
+#   attention     (batch, seq_q, heads, head_dim); extra (kv_heads, causal 0/1); fused flash kernel
+#   norm          (rows, cols, 0, 0)          LayerNorm / RMSNorm over `cols`
+#   elementwise   (elements, 0, 0, 0)        activation, residual add, dropout, bias
+#   softmax_loss  (rows, vocab, 0, 0)        cross-entropy over the logits
+#   embedding     (tokens, hidden, 0, 0)     table lookup (fwd) / scatter-add (bwd)
+#   optimizer     (parameters, 0, 0, 0)      Adam step over this rank's parameter shard
+#   comm          (0, 0, 0, 0)               a communication node (see comm_* columns)
+OP_KINDS = ("gemm", "attention", "norm", "elementwise", "softmax_loss", "embedding", "optimizer",
+            "comm")
 DTYPES = ("bf16", "fp16", "fp8", "fp32", "tf32")
 
 
@@ -61,7 +73,7 @@ class OpTemplates:
     label: np.ndarray  # uint16 index into label_names
     phase: np.ndarray  # uint8 index into PHASES
     dtype: np.ndarray  # uint8 index into DTYPES
-    shape: np.ndarray  # int64 (T, 4)
+    shape: np.ndarray  # int64 (T, 4), meaning per op kind: see OP_KINDS
     shape_extra: np.ndarray  # int64 (T, 2)
     flops: np.ndarray  # int64
     bytes_moved: np.ndarray  # int64, memory traffic of a compute op

@@ -1,0 +1,1 @@
+"""HeteroSim plan package."""

@@ -1,0 +1,1 @@
+"""HeteroSim plan/collectives package."""

@@ -1,0 +1,1 @@
+"""HeteroSim report package."""

@@ -1,0 +1,1 @@
+"""HeteroSim sweep package."""

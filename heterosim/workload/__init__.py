@@ -1,0 +1,1 @@
+"""Workload layer: model + parallel strategy -> per-rank traces."""
