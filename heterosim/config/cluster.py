@@ -139,7 +139,7 @@ def _host_type(section: Section, name: str) -> HostType:
         gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(
             range(gpus)
         )
-    default_switches = max(1, min(nics, gpus // 2)) if fabric == "pcie" else 1
+    default_switches = max(1, min(nics, gpus // 2))
     pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
     section.reject_unknown()
     return HostType(

@@ -1,0 +1,410 @@
+"""Cluster -> network graph: nodes (GPUs, NVSwitches, PCIe switches, NICs, fabric switches), full
+duplex links with per-direction rate and delay, and ECMP next-hop tables.
+
+Both network models (packet and flow) are built from the same :class:`Topology`, so they see the
+same links and routes.
+
+Inside a host
+    * ``nvswitch`` hosts: every GPU has an NVLink link to one non-blocking NVSwitch node at the GPU's
+      NVLink bandwidth (per direction). The NVSwitch traversal latency (``fabric.nvlink_delay``) is
+      split over the two links.
+    * GPUs and NICs sit behind PCIe switches (GPUDirect RDMA): NIC ``j`` is on PCIe switch
+      ``j * pcie_switches // nics`` and GPU ``g`` on the switch of its NIC; PCIe switches join at a
+      root complex node (their shared upstream bandwidth is the x16 link to the root).
+    * On ``pcie`` hosts intra-host GPU traffic crosses PCIe switches (and the root between switches).
+
+Between hosts
+    * ``rail-optimized``: NIC ``j`` of every host in a group of ``fabric.hosts_per_leaf`` hosts
+      connects to rail switch ``(group, j)``; every rail switch connects to the spines.
+    * ``fat-tree`` (two-tier leaf-spine): all NICs of ``hosts_per_leaf`` hosts connect to one leaf;
+      leaves connect to the spines.
+    * Uplinks: a leaf with downlink capacity ``D`` gets ``ceil(D / (oversubscription * spine_speed))``
+      uplinks at ``spine_speed``, to spines ``0, 1, ...``; the spine count is the largest of these.
+
+Routing
+    A flow from GPU ``a`` to GPU ``b`` on the same host follows the cheapest host-internal path
+    (cost = sum of 1/rate, GPUs never transit: NVLink beats PCIe where both exist). Across hosts it
+    goes ``a -> NIC(a)`` inside the host, ``NIC(a) -> NIC(b)`` through the fabric on shortest paths
+    by hop count with ECMP over equal-cost next hops, then ``NIC(b) -> b``. :class:`Topology`
+    carries next-hop tables for both parts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components, shortest_path
+
+from heterosim.config.cluster import ClusterConfig
+from heterosim.errors import UserError
+
+GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
+NODE_KIND_NAMES = ("gpu", "nvswitch", "pcie-switch", "pcie-root", "nic", "leaf", "spine")
+NVLINK, PCIE, ACCESS, FABRIC = range(4)
+LINK_KIND_NAMES = ("nvlink", "pcie", "access", "fabric")
+
+
+@dataclass
+class Topology:
+    """The network graph and its routes. Links are full duplex: ``link_rate_bps`` is per direction.
+
+    Next hops are CSR tables keyed by (node, destination): entry ``e`` says that from
+    ``route_node[e]`` towards ``route_dst[e]`` the packet may take any of the links
+    ``route_link[route_ptr[e]:route_ptr[e+1]]`` (ECMP set). Fabric entries exist for every
+    fabric switch and NIC towards every NIC; host entries for every host-internal node towards
+    every GPU and NIC of the same host.
+    """
+
+    node_kind: np.ndarray  # uint8
+    node_host: np.ndarray  # int32, -1 for fabric switches
+    node_name: list[str]
+    link_a: np.ndarray  # int32
+    link_b: np.ndarray  # int32
+    link_rate_bps: np.ndarray  # float64, per direction
+    link_delay_ns: np.ndarray  # int64
+    link_kind: np.ndarray  # uint8
+    gpu_node: np.ndarray  # int32, node of every global GPU
+    gpu_nic_node: np.ndarray  # int32, NIC node used by every global GPU
+    route_node: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    route_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    route_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    route_link: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_kind.shape[0])
+
+    @property
+    def num_links(self) -> int:
+        return int(self.link_a.shape[0])
+
+    def other_end(self, link: int, node: int) -> int:
+        a, b = int(self.link_a[link]), int(self.link_b[link])
+        return b if node == a else a
+
+    def next_hops(self, node: int, dst: int) -> list[int]:
+        """ECMP link set from ``node`` towards ``dst`` (empty if no entry)."""
+        key = self._route_index().get((node, dst))
+        if key is None:
+            return []
+        return [int(x) for x in self.route_link[self.route_ptr[key] : self.route_ptr[key + 1]]]
+
+    def _route_index(self) -> dict[tuple[int, int], int]:
+        cached = getattr(self, "_route_cache", None)
+        if cached is None:
+            cached = {
+                (int(n), int(d)): i for i, (n, d) in enumerate(zip(self.route_node, self.route_dst))
+            }
+            object.__setattr__(self, "_route_cache", cached)
+        return cached
+
+    def path_links(self, src_gpu: int, dst_gpu: int, flow_hash: int = 0) -> list[int]:
+        """Links of one path from GPU to GPU, choosing among ECMP next hops by ``flow_hash``.
+
+        A reference implementation for tests and small tools; the C++ models route on their own
+        copy of the same tables.
+        """
+        src, dst = int(self.gpu_node[src_gpu]), int(self.gpu_node[dst_gpu])
+        if src == dst:
+            return []
+        if self.node_host[src] == self.node_host[dst]:
+            return self._walk(src, dst, flow_hash)
+        nic_a, nic_b = int(self.gpu_nic_node[src_gpu]), int(self.gpu_nic_node[dst_gpu])
+        return (
+            self._walk(src, nic_a, flow_hash)
+            + self._walk(nic_a, nic_b, flow_hash)
+            + self._walk(nic_b, dst, flow_hash)
+        )
+
+    def _walk(self, node: int, dst: int, flow_hash: int) -> list[int]:
+        links: list[int] = []
+        hop = 0
+        while node != dst:
+            options = self.next_hops(node, dst)
+            if not options:
+                raise UserError(
+                    f"topology: no route from {self.node_name[node]} to {self.node_name[dst]}"
+                )
+            link = options[ecmp_index(flow_hash, hop, len(options))]
+            links.append(link)
+            node = self.other_end(link, node)
+            hop += 1
+            if hop > self.num_nodes:
+                raise UserError("topology: routing loop")
+        return links
+
+
+def to_native(topo: Topology, gbl) -> object:
+    """Fill an ``ns3::TopologyDescription`` (from ``native.load()``) with this topology."""
+    desc = gbl.ns3.CreateObject[gbl.ns3.TopologyDescription]()
+    arrays = _native_arrays(topo)
+    desc.SetNodes(topo.num_nodes, arrays["kind"], arrays["host"])
+    desc.SetLinks(topo.num_links, arrays["a"], arrays["b"], arrays["rate"], arrays["delay"],
+                  arrays["lkind"])
+    desc.SetGpus(len(topo.gpu_node), arrays["gpu"], arrays["nic"])
+    desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"],
+                   arrays["rlink"])
+    return desc
+
+
+def _native_arrays(topo: Topology) -> dict[str, np.ndarray]:
+    c = np.ascontiguousarray
+    return {
+        "kind": c(topo.node_kind, np.uint8), "host": c(topo.node_host, np.int32),
+        "a": c(topo.link_a, np.int32), "b": c(topo.link_b, np.int32),
+        "rate": c(topo.link_rate_bps, np.float64), "delay": c(topo.link_delay_ns, np.int64),
+        "lkind": c(topo.link_kind, np.uint8), "gpu": c(topo.gpu_node, np.int32),
+        "nic": c(topo.gpu_nic_node, np.int32), "rnode": c(topo.route_node, np.int32),
+        "rdst": c(topo.route_dst, np.int32), "rptr": c(topo.route_ptr, np.int64),
+        "rlink": c(topo.route_link, np.int32),
+    }
+
+
+def ecmp_index(flow_hash: int, hop: int, choices: int) -> int:
+    """Deterministic ECMP choice: mixes the flow hash with the hop number (same in C++)."""
+    x = (flow_hash * 0x9E3779B1 + hop * 0x85EBCA77 + 0x165667B1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    return x % choices
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.host: list[int] = []
+        self.name: list[str] = []
+        self.links: list[tuple[int, int, float, int, int]] = []
+
+    def node(self, kind: int, host: int, name: str) -> int:
+        self.kind.append(kind)
+        self.host.append(host)
+        self.name.append(name)
+        return len(self.kind) - 1
+
+    def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int) -> None:
+        self.links.append((a, b, float(rate_bps), int(delay_ns), kind))
+
+
+def build_topology(cluster: ClusterConfig) -> Topology:
+    """The network graph and routes of ``cluster``."""
+    builder = _Builder()
+    fabric = cluster.fabric
+    gpu_node: list[int] = []
+    gpu_nic_node: list[int] = []
+    host_nics: list[list[int]] = []
+    for host in range(cluster.num_hosts):
+        htype = cluster.host(host)
+        gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
+        nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
+        switches = [
+            builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)
+        ]
+        if len(switches) > 1:
+            root = builder.node(PCIE_ROOT, host, f"h{host}.root")
+            for sw in switches:
+                builder.link(sw, root, htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
+
+        def switch_of_nic(j: int, htype=htype, switches=switches) -> int:
+            return switches[j * len(switches) // htype.nics]
+
+        for j, nic in enumerate(nics):
+            builder.link(nic, switch_of_nic(j), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
+        for g, node in enumerate(gpus):
+            builder.link(node, switch_of_nic(htype.gpu_nic[g]), htype.pcie_bps,
+                         fabric.pcie_delay_ns, PCIE)
+        if htype.fabric == "nvswitch":
+            nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
+            for node in gpus:
+                builder.link(node, nvswitch, htype.nvlink_bps, fabric.nvlink_delay_ns // 2, NVLINK)
+        gpu_node += gpus
+        gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
+        host_nics.append(nics)
+
+    leaves = _build_fabric(builder, cluster, host_nics)
+    if not leaves:
+        raise UserError(f"{cluster.source}: fabric: no switches were built")
+    topo = Topology(
+        node_kind=np.array(builder.kind, dtype=np.uint8),
+        node_host=np.array(builder.host, dtype=np.int32),
+        node_name=builder.name,
+        link_a=np.array([x[0] for x in builder.links], dtype=np.int32),
+        link_b=np.array([x[1] for x in builder.links], dtype=np.int32),
+        link_rate_bps=np.array([x[2] for x in builder.links], dtype=np.float64),
+        link_delay_ns=np.array([x[3] for x in builder.links], dtype=np.int64),
+        link_kind=np.array([x[4] for x in builder.links], dtype=np.uint8),
+        gpu_node=np.array(gpu_node, dtype=np.int32),
+        gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
+    )
+    _check_connected(topo, cluster.source)
+    _compute_routes(topo, cluster)
+    return topo
+
+
+def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
+    fabric = cluster.fabric
+    per_leaf = fabric.hosts_per_leaf
+    groups = [list(range(start, min(start + per_leaf, cluster.num_hosts)))
+              for start in range(0, cluster.num_hosts, per_leaf)]
+    leaves: list[int] = []
+    leaf_down_bps: list[float] = []
+    for gi, hosts in enumerate(groups):
+        if fabric.kind == "rail-optimized":
+            rails = max(cluster.host(h).nics for h in hosts)
+            for rail in range(rails):
+                leaf = builder.node(LEAF, -1, f"rail{rail}.g{gi}")
+                down = 0.0
+                for h in hosts:
+                    if rail < len(host_nics[h]):
+                        speed = cluster.host(h).nic_speed_bps
+                        builder.link(host_nics[h][rail], leaf, speed, fabric.link_delay_ns, ACCESS)
+                        down += speed
+                leaves.append(leaf)
+                leaf_down_bps.append(down)
+        else:
+            leaf = builder.node(LEAF, -1, f"leaf{gi}")
+            down = 0.0
+            for h in hosts:
+                speed = cluster.host(h).nic_speed_bps
+                for nic in host_nics[h]:
+                    builder.link(nic, leaf, speed, fabric.link_delay_ns, ACCESS)
+                    down += speed
+            leaves.append(leaf)
+            leaf_down_bps.append(down)
+    if len(leaves) == 1:
+        return leaves
+    uplinks = [
+        max(1, math.ceil(down / (fabric.oversubscription * fabric.spine_speed_bps) - 1e-9))
+        for down in leaf_down_bps
+    ]
+    spines = [builder.node(SPINE, -1, f"spine{s}") for s in range(max(uplinks))]
+    for leaf, count in zip(leaves, uplinks):
+        for s in range(count):
+            builder.link(leaf, spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
+    return leaves
+
+
+def _check_connected(topo: Topology, source: str) -> None:
+    n = topo.num_nodes
+    graph = csr_matrix((np.ones(topo.num_links), (topo.link_a, topo.link_b)), shape=(n, n))
+    count, labels = connected_components(graph, directed=False)
+    if count > 1:
+        lonely = int(np.flatnonzero(labels != labels[topo.gpu_node[0]])[0])
+        raise UserError(
+            f"{source}: topology is disconnected: {topo.node_name[lonely]} cannot reach GPU 0"
+        )
+
+
+def _compute_routes(topo: Topology, cluster: ClusterConfig) -> None:
+    parts = [_fabric_routes(topo), *_host_routes(topo, cluster)]
+    topo.route_node = np.concatenate([p[0] for p in parts]).astype(np.int32)
+    topo.route_dst = np.concatenate([p[1] for p in parts]).astype(np.int32)
+    counts = np.concatenate([p[2] for p in parts]).astype(np.int64)
+    topo.route_ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    topo.route_link = np.concatenate([p[3] for p in parts]).astype(np.int32)
+
+
+_RouteBlock = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # node, dst, count, links
+
+
+def _fabric_routes(topo: Topology) -> _RouteBlock:
+    """Hop-count shortest paths from every fabric node to every NIC, all equal-cost next hops."""
+    fabric_links = np.flatnonzero(np.isin(topo.link_kind, (ACCESS, FABRIC)))
+    members = np.unique(np.concatenate([topo.link_a[fabric_links], topo.link_b[fabric_links]]))
+    to_local = np.full(topo.num_nodes, -1, dtype=np.int64)
+    to_local[members] = np.arange(len(members))
+    a, b = to_local[topo.link_a[fabric_links]], to_local[topo.link_b[fabric_links]]
+    m = len(members)
+    graph = csr_matrix((np.ones(len(a)), (a, b)), shape=(m, m))
+    nic_local = np.flatnonzero(topo.node_kind[members] == NIC)
+    dist = shortest_path(graph, directed=False, unweighted=True, indices=nic_local)  # (nics, m)
+    eu, ev = np.concatenate([a, b]), np.concatenate([b, a])
+    elink = np.concatenate([fabric_links, fabric_links])
+    order = np.argsort(eu, kind="stable")
+    eu, ev, elink = eu[order], ev[order], elink[order]
+    forwards = topo.node_kind[members[ev]] != NIC  # a NIC never forwards for others
+    out_nodes, out_dsts, out_counts, out_links = [], [], [], []
+    for d_index, d_local in enumerate(nic_local):
+        dd = dist[d_index]
+        sel = np.flatnonzero((dd[ev] == dd[eu] - 1) & (forwards | (ev == d_local)))
+        us, counts = np.unique(eu[sel], return_counts=True)
+        out_nodes.append(members[us])
+        out_dsts.append(np.full(len(us), members[d_local]))
+        out_counts.append(counts)
+        out_links.append(elink[sel])
+    return (np.concatenate(out_nodes), np.concatenate(out_dsts), np.concatenate(out_counts),
+            np.concatenate(out_links))
+
+
+def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:
+    """Cheapest (sum of 1/rate) host-internal paths; GPUs and NICs are never transit nodes.
+
+    Hosts of one type are built identically, so routes are computed once per type and shifted by
+    each host's first node and first link.
+    """
+    host_link = np.isin(topo.link_kind, (NVLINK, PCIE))
+    link_host = np.where(host_link, topo.node_host[topo.link_a], -1)
+    blocks: list[_RouteBlock] = []
+    template: dict[str, tuple[int, int, _RouteBlock]] = {}
+    for host in range(cluster.num_hosts):
+        node_ids = np.flatnonzero(topo.node_host == host)
+        link_ids = np.flatnonzero(link_host == host)
+        type_name = cluster.host_type_of_host[host]
+        if type_name not in template:
+            template[type_name] = (
+                int(node_ids[0]), int(link_ids[0]), _routes_of_host(topo, node_ids, link_ids)
+            )
+        node0, link0, (rn, rd, rc, rl) = template[type_name]
+        dn, dl = int(node_ids[0]) - node0, int(link_ids[0]) - link0
+        blocks.append((rn + dn, rd + dn, rc, rl + dl))
+    return blocks
+
+
+def _routes_of_host(topo: Topology, node_ids: np.ndarray, link_ids: np.ndarray) -> _RouteBlock:
+    adjacency: dict[int, list[tuple[int, int, float]]] = {}
+    for link in link_ids:
+        u, v = int(topo.link_a[link]), int(topo.link_b[link])
+        cost = 1e12 / float(topo.link_rate_bps[link])
+        adjacency.setdefault(u, []).append((v, int(link), cost))
+        adjacency.setdefault(v, []).append((u, int(link), cost))
+    endpoint = (topo.node_kind == GPU) | (topo.node_kind == NIC)
+    nodes, dsts, counts, links = [], [], [], []
+    for dst in node_ids[endpoint[node_ids]]:
+        dist = _dijkstra(int(dst), adjacency, endpoint)
+        for u in node_ids:
+            u = int(u)
+            if u == dst or u not in dist:
+                continue
+            best = sorted(
+                link for v, link, cost in adjacency.get(u, [])
+                if v in dist and (v == dst or not endpoint[v])
+                and math.isclose(dist[v] + cost, dist[u], rel_tol=1e-9)
+            )
+            if best:
+                nodes.append(u)
+                dsts.append(int(dst))
+                counts.append(len(best))
+                links.extend(best)
+    return (np.array(nodes, np.int64), np.array(dsts, np.int64), np.array(counts, np.int64),
+            np.array(links, np.int64))
+
+
+def _dijkstra(source: int, adjacency: dict, endpoint: np.ndarray) -> dict[int, float]:
+    dist = {source: 0.0}
+    heap = [(0.0, source)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > dist.get(u, math.inf):
+            continue
+        if u != source and endpoint[u]:
+            continue  # endpoints terminate paths: no transit through a GPU or NIC
+        for v, _link, cost in adjacency.get(u, []):
+            nd = d + cost
+            if nd < dist.get(v, math.inf) - 1e-12 * nd:
+                dist[v] = nd
+                heapq.heappush(heap, (nd, v))
+    return dist

@@ -1,0 +1,239 @@
+/*
+ * HeteroSim: the network graph and routes shared by the packet and the flow network models.
+ */
+#include "topology-description.h"
+
+#include "ns3/assert.h"
+#include "ns3/log.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("TopologyDescription");
+NS_OBJECT_ENSURE_REGISTERED(TopologyDescription);
+
+TypeId
+TopologyDescription::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::TopologyDescription")
+                            .SetParent<Object>()
+                            .SetGroupName("Heterosim")
+                            .AddConstructor<TopologyDescription>();
+    return tid;
+}
+
+TopologyDescription::TopologyDescription()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+void
+TopologyDescription::SetNodes(uint32_t n, const uint8_t* kind, const int32_t* host)
+{
+    m_nodeKind.assign(kind, kind + n);
+    m_nodeHost.assign(host, host + n);
+    m_nodeLinks.assign(n, {});
+}
+
+void
+TopologyDescription::SetLinks(uint32_t n,
+                              const int32_t* a,
+                              const int32_t* b,
+                              const double* rateBps,
+                              const int64_t* delayNs,
+                              const uint8_t* kind)
+{
+    NS_ASSERT_MSG(!m_nodeKind.empty(), "SetNodes() before SetLinks()");
+    m_linkA.assign(a, a + n);
+    m_linkB.assign(b, b + n);
+    m_linkRate.assign(rateBps, rateBps + n);
+    m_linkDelay.assign(delayNs, delayNs + n);
+    m_linkKind.assign(kind, kind + n);
+    for (auto& links : m_nodeLinks)
+    {
+        links.clear();
+    }
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        NS_ASSERT(m_linkA[i] < m_nodeKind.size() && m_linkB[i] < m_nodeKind.size());
+        m_nodeLinks[m_linkA[i]].push_back(i);
+        m_nodeLinks[m_linkB[i]].push_back(i);
+    }
+}
+
+void
+TopologyDescription::SetGpus(uint32_t n, const int32_t* gpuNode, const int32_t* nicNode)
+{
+    m_gpuNode.assign(gpuNode, gpuNode + n);
+    m_gpuNic.assign(nicNode, nicNode + n);
+}
+
+void
+TopologyDescription::SetRoutes(uint32_t entries,
+                               const int32_t* node,
+                               const int32_t* dst,
+                               const int64_t* ptr,
+                               const int32_t* links)
+{
+    m_routes.clear();
+    m_routes.reserve(entries);
+    for (uint32_t e = 0; e < entries; ++e)
+    {
+        uint64_t key = (static_cast<uint64_t>(node[e]) << 32) | static_cast<uint32_t>(dst[e]);
+        m_routes[key].assign(links + ptr[e], links + ptr[e + 1]);
+    }
+}
+
+uint32_t
+TopologyDescription::GetNNodes() const
+{
+    return m_nodeKind.size();
+}
+
+uint32_t
+TopologyDescription::GetNLinks() const
+{
+    return m_linkA.size();
+}
+
+uint32_t
+TopologyDescription::GetNGpus() const
+{
+    return m_gpuNode.size();
+}
+
+uint8_t
+TopologyDescription::GetNodeKind(uint32_t node) const
+{
+    return m_nodeKind.at(node);
+}
+
+int32_t
+TopologyDescription::GetNodeHost(uint32_t node) const
+{
+    return m_nodeHost.at(node);
+}
+
+uint32_t
+TopologyDescription::GetLinkA(uint32_t link) const
+{
+    return m_linkA.at(link);
+}
+
+uint32_t
+TopologyDescription::GetLinkB(uint32_t link) const
+{
+    return m_linkB.at(link);
+}
+
+double
+TopologyDescription::GetLinkRateBps(uint32_t link) const
+{
+    return m_linkRate.at(link);
+}
+
+int64_t
+TopologyDescription::GetLinkDelayNs(uint32_t link) const
+{
+    return m_linkDelay.at(link);
+}
+
+uint8_t
+TopologyDescription::GetLinkKind(uint32_t link) const
+{
+    return m_linkKind.at(link);
+}
+
+uint32_t
+TopologyDescription::GetOtherEnd(uint32_t link, uint32_t node) const
+{
+    return m_linkA.at(link) == node ? m_linkB.at(link) : m_linkA.at(link);
+}
+
+uint32_t
+TopologyDescription::GetGpuNode(uint32_t gpu) const
+{
+    return m_gpuNode.at(gpu);
+}
+
+uint32_t
+TopologyDescription::GetGpuNicNode(uint32_t gpu) const
+{
+    return m_gpuNic.at(gpu);
+}
+
+const std::vector<uint32_t>&
+TopologyDescription::GetNodeLinks(uint32_t node) const
+{
+    return m_nodeLinks.at(node);
+}
+
+const std::vector<uint32_t>&
+TopologyDescription::GetNextHops(uint32_t node, uint32_t dst) const
+{
+    auto it = m_routes.find((static_cast<uint64_t>(node) << 32) | dst);
+    return it == m_routes.end() ? m_noRoute : it->second;
+}
+
+uint32_t
+TopologyDescription::EcmpIndex(uint32_t flowHash, uint32_t hop, uint32_t choices)
+{
+    uint32_t x = flowHash * 0x9E3779B1u + hop * 0x85EBCA77u + 0x165667B1u;
+    x ^= x >> 15;
+    x *= 0x2C1B3C6Du;
+    x ^= x >> 12;
+    return x % choices;
+}
+
+bool
+TopologyDescription::Walk(uint32_t node,
+                          uint32_t dst,
+                          uint32_t flowHash,
+                          std::vector<uint32_t>& out) const
+{
+    uint32_t hop = 0;
+    while (node != dst)
+    {
+        const auto& options = GetNextHops(node, dst);
+        if (options.empty() || hop > m_nodeKind.size())
+        {
+            return false;
+        }
+        uint32_t link = options[EcmpIndex(flowHash, hop, options.size())];
+        out.push_back(link);
+        node = GetOtherEnd(link, node);
+        ++hop;
+    }
+    return true;
+}
+
+std::vector<uint32_t>
+TopologyDescription::GetPath(uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash) const
+{
+    std::vector<uint32_t> path;
+    uint32_t src = GetGpuNode(srcGpu);
+    uint32_t dst = GetGpuNode(dstGpu);
+    if (src == dst)
+    {
+        return path;
+    }
+    bool ok;
+    if (m_nodeHost.at(src) == m_nodeHost.at(dst))
+    {
+        ok = Walk(src, dst, flowHash, path);
+    }
+    else
+    {
+        uint32_t nicA = GetGpuNicNode(srcGpu);
+        uint32_t nicB = GetGpuNicNode(dstGpu);
+        ok = Walk(src, nicA, flowHash, path) && Walk(nicA, nicB, flowHash, path) &&
+             Walk(nicB, dst, flowHash, path);
+    }
+    if (!ok)
+    {
+        path.clear();
+    }
+    return path;
+}
+
+} // namespace ns3

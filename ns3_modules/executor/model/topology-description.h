@@ -1,0 +1,179 @@
+/*
+ * HeteroSim: the network graph and routes shared by the packet and the flow network models.
+ */
+#ifndef HETEROSIM_TOPOLOGY_DESCRIPTION_H
+#define HETEROSIM_TOPOLOGY_DESCRIPTION_H
+
+#include "ns3/object.h"
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Nodes, full-duplex links and ECMP next-hop tables, as built by
+ * heterosim/engine/topology.py (see that module for the construction rules).
+ *
+ * Filled in bulk from arrays; read by the network models. Node kinds and link kinds use the
+ * same numbering as the Python module. A route entry gives, for (node, destination endpoint),
+ * the set of equal-cost outgoing links. Paths between GPUs on different hosts go
+ * GPU -> its NIC (host routes), NIC -> NIC (fabric routes), NIC -> GPU (host routes).
+ */
+class TopologyDescription : public Object
+{
+  public:
+    /** Node kinds (same numbers as heterosim.engine.topology). */
+    enum NodeKind : uint8_t
+    {
+        GPU = 0,
+        NVSWITCH = 1,
+        PCIE_SWITCH = 2,
+        PCIE_ROOT = 3,
+        NIC = 4,
+        LEAF = 5,
+        SPINE = 6
+    };
+
+    /** Link kinds (same numbers as heterosim.engine.topology). */
+    enum LinkKind : uint8_t
+    {
+        NVLINK = 0,
+        PCIE = 1,
+        ACCESS = 2,
+        FABRIC = 3
+    };
+
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    TopologyDescription();
+
+    /**
+     * \brief Set the nodes.
+     * \param n number of nodes
+     * \param kind node kind per node
+     * \param host host index per node (-1 for fabric switches)
+     */
+    void SetNodes(uint32_t n, const uint8_t* kind, const int32_t* host);
+
+    /**
+     * \brief Set the links (full duplex; rate is per direction).
+     * \param n number of links
+     * \param a first end
+     * \param b second end
+     * \param rateBps rate per direction in bit/s
+     * \param delayNs propagation delay in ns
+     * \param kind link kind
+     */
+    void SetLinks(uint32_t n,
+                  const int32_t* a,
+                  const int32_t* b,
+                  const double* rateBps,
+                  const int64_t* delayNs,
+                  const uint8_t* kind);
+
+    /**
+     * \brief Set the GPUs: node of each GPU and node of the NIC it uses.
+     * \param n number of GPUs
+     * \param gpuNode node id per GPU
+     * \param nicNode NIC node id per GPU
+     */
+    void SetGpus(uint32_t n, const int32_t* gpuNode, const int32_t* nicNode);
+
+    /**
+     * \brief Set the ECMP next-hop tables (CSR, see heterosim.engine.topology.Topology).
+     * \param entries number of (node, dst) entries
+     * \param node node per entry
+     * \param dst destination endpoint per entry
+     * \param ptr CSR offsets (entries + 1 values)
+     * \param links next-hop links
+     */
+    void SetRoutes(uint32_t entries,
+                   const int32_t* node,
+                   const int32_t* dst,
+                   const int64_t* ptr,
+                   const int32_t* links);
+
+    /** \return number of nodes */
+    uint32_t GetNNodes() const;
+    /** \return number of links */
+    uint32_t GetNLinks() const;
+    /** \return number of GPUs */
+    uint32_t GetNGpus() const;
+
+    /** \param node a node \return its kind */
+    uint8_t GetNodeKind(uint32_t node) const;
+    /** \param node a node \return its host, -1 for fabric switches */
+    int32_t GetNodeHost(uint32_t node) const;
+    /** \param link a link \return first end */
+    uint32_t GetLinkA(uint32_t link) const;
+    /** \param link a link \return second end */
+    uint32_t GetLinkB(uint32_t link) const;
+    /** \param link a link \return rate per direction, bit/s */
+    double GetLinkRateBps(uint32_t link) const;
+    /** \param link a link \return propagation delay, ns */
+    int64_t GetLinkDelayNs(uint32_t link) const;
+    /** \param link a link \return kind */
+    uint8_t GetLinkKind(uint32_t link) const;
+    /** \param link a link \param node one end \return the other end */
+    uint32_t GetOtherEnd(uint32_t link, uint32_t node) const;
+    /** \param gpu a GPU \return its node */
+    uint32_t GetGpuNode(uint32_t gpu) const;
+    /** \param gpu a GPU \return the node of the NIC it uses */
+    uint32_t GetGpuNicNode(uint32_t gpu) const;
+    /** \param node a node \return links attached to it */
+    const std::vector<uint32_t>& GetNodeLinks(uint32_t node) const;
+
+    /**
+     * \brief Equal-cost next hops.
+     * \param node current node
+     * \param dst destination endpoint (GPU or NIC node)
+     * \return the ECMP set of outgoing links (empty if none)
+     */
+    const std::vector<uint32_t>& GetNextHops(uint32_t node, uint32_t dst) const;
+
+    /**
+     * \brief Deterministic ECMP choice, identical to heterosim.engine.topology.ecmp_index.
+     * \param flowHash the flow's hash
+     * \param hop hop number along the path segment (0 = first)
+     * \param choices size of the ECMP set
+     * \return index in [0, choices)
+     */
+    static uint32_t EcmpIndex(uint32_t flowHash, uint32_t hop, uint32_t choices);
+
+    /**
+     * \brief The links of one GPU-to-GPU path, ECMP choices made by \p flowHash.
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU
+     * \param flowHash the flow's hash
+     * \return links in path order (empty when src == dst or unroutable)
+     */
+    std::vector<uint32_t> GetPath(uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash) const;
+
+  private:
+    /** Append the links from \p node to \p dst; false if a hop has no route. */
+    bool Walk(uint32_t node, uint32_t dst, uint32_t flowHash, std::vector<uint32_t>& out) const;
+
+    std::vector<uint8_t> m_nodeKind;              //!< kind per node
+    std::vector<int32_t> m_nodeHost;              //!< host per node
+    std::vector<uint32_t> m_linkA;                //!< first end per link
+    std::vector<uint32_t> m_linkB;                //!< second end per link
+    std::vector<double> m_linkRate;               //!< bit/s per direction
+    std::vector<int64_t> m_linkDelay;             //!< ns
+    std::vector<uint8_t> m_linkKind;              //!< kind per link
+    std::vector<std::vector<uint32_t>> m_nodeLinks; //!< adjacency
+    std::vector<uint32_t> m_gpuNode;              //!< node per GPU
+    std::vector<uint32_t> m_gpuNic;               //!< NIC node per GPU
+    std::unordered_map<uint64_t, std::vector<uint32_t>> m_routes; //!< (node<<32|dst) -> links
+    std::vector<uint32_t> m_noRoute;              //!< empty set returned when unroutable
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_TOPOLOGY_DESCRIPTION_H */
