@@ -3,8 +3,8 @@
  */
 #include "flow-network.h"
 
+#include "ns3/assert.h"
 #include "ns3/log.h"
-#include "ns3/simulator.h"
 
 namespace ns3
 {
@@ -36,9 +36,54 @@ FlowNetwork::SetFlowDoneCallback(FlowDoneCallback cb)
 }
 
 void
+FlowNetwork::ScheduleFlows(uint32_t n,
+                           const uint32_t* ids,
+                           const uint32_t* src,
+                           const uint32_t* dst,
+                           const uint64_t* bytes,
+                           const int64_t* startNs,
+                           const uint8_t* priority)
+{
+    NS_LOG_FUNCTION(this << n);
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        NS_ASSERT_MSG(startNs[i] >= 0, "flow start time must not be negative");
+        Simulator::Schedule(NanoSeconds(startNs[i]),
+                            &FlowNetwork::StartFlow,
+                            this,
+                            ids[i],
+                            src[i],
+                            dst[i],
+                            bytes[i],
+                            priority[i]);
+    }
+}
+
+void
+FlowNetwork::CopyFinishTimes(uint32_t n, const uint32_t* ids, int64_t* out) const
+{
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        out[i] = ids[i] < m_finishNs.size() ? m_finishNs[ids[i]] : -1;
+    }
+}
+
+uint64_t
+FlowNetwork::GetFinishedCount() const
+{
+    return m_finished;
+}
+
+void
 FlowNetwork::NotifyFlowDone(uint32_t flowId)
 {
     NS_LOG_FUNCTION(this << flowId);
+    if (flowId >= m_finishNs.size())
+    {
+        m_finishNs.resize(flowId + 1, -1);
+    }
+    m_finishNs[flowId] = Simulator::Now().GetNanoSeconds();
+    ++m_finished;
     if (!m_flowDone.IsNull())
     {
         m_flowDone(flowId, Simulator::Now());

@@ -7,8 +7,10 @@
 #include "ns3/callback.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
+#include "ns3/simulator.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace ns3
 {
@@ -63,6 +65,37 @@ class FlowNetwork : public Object
      */
     virtual uint32_t GetNGpus() const = 0;
 
+    /**
+     * \brief Schedule flows to start at given simulated times (bulk, from arrays).
+     *
+     * Used for stand-alone network runs (netbench); the plan executor calls StartFlow() itself.
+     * \param n number of flows
+     * \param ids flow ids (small integers; finish times are kept in a vector indexed by id)
+     * \param src sending GPU per flow
+     * \param dst receiving GPU per flow
+     * \param bytes payload bytes per flow
+     * \param startNs start time per flow, ns
+     * \param priority traffic class per flow
+     */
+    void ScheduleFlows(uint32_t n,
+                       const uint32_t* ids,
+                       const uint32_t* src,
+                       const uint32_t* dst,
+                       const uint64_t* bytes,
+                       const int64_t* startNs,
+                       const uint8_t* priority);
+
+    /**
+     * \brief Copy finish times of flows (ns; -1 for a flow not finished).
+     * \param n number of ids
+     * \param ids flow ids
+     * \param out finish time per id, ns
+     */
+    void CopyFinishTimes(uint32_t n, const uint32_t* ids, int64_t* out) const;
+
+    /** \return how many flows have finished so far */
+    uint64_t GetFinishedCount() const;
+
   protected:
     /**
      * \brief Report a finished flow to the executor.
@@ -73,7 +106,9 @@ class FlowNetwork : public Object
     void DoDispose() override;
 
   private:
-    FlowDoneCallback m_flowDone; //!< set by the executor
+    FlowDoneCallback m_flowDone;     //!< set by the executor
+    std::vector<int64_t> m_finishNs; //!< finish time per flow id, -1 if not finished
+    uint64_t m_finished{0};          //!< number of finished flows
 };
 
 } // namespace ns3
