@@ -1,0 +1,204 @@
+"""The operation record and the small builders shared by the per-layer, embedding and head op lists.
+
+Every op describes ONE micro-batch on ONE rank. Byte counts are HBM traffic of the kernel (reads
+plus writes); FLOP counts of GEMMs are exact (2*m*n*k*batch), those of elementwise kernels, norms
+and the loss use the per-element constants below, which are approximate (these kernels are
+memory-bound and are timed by their bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heterosim.catalog.gpus import DTYPE_BYTES
+from heterosim.catalog.models import ModelConfig
+from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.trace import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    ALL_TO_ALL,
+    COMM_COLL_NODE,
+    COMP_NODE,
+    NO_COLLECTIVE,
+    REDUCE_SCATTER,
+)
+
+# Approximate FLOPs per element of the memory-bound kernels (forward; backward noted).
+LAYERNORM_FLOPS = 8  # mean, variance, normalize, scale, shift; backward 2x
+RMSNORM_FLOPS = 4  # square-sum, rsqrt scale, weight; backward 2x
+GELU_FLOPS = 8  # tanh approximation; backward 2x
+SWIGLU_FLOPS = 5  # SiLU (exp, add, div) and the multiply, per output element; backward 2x
+DROPOUT_FLOPS = 2  # random draw compare and scale
+SOFTMAX_LOSS_FLOPS = 5  # max, subtract, exp, sum, divide per logit
+ADAM_FLOPS = 12  # m and v updates, bias corrections, sqrt, divide, weight decay, update
+MASK_BYTES = 1  # dropout masks are stored as bytes
+FP32 = 4
+
+# FlashAttention-2 (Dao 2023, §3.1/§4): the backward pass runs 5 matmuls of the forward's 2
+# (recomputing the scores S = QK^T instead of storing them), i.e. 2.5x the forward FLOPs.
+FLASH_BACKWARD_FACTOR = 2.5
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One kernel or collective of one micro-batch on one rank (see trace.OP_KINDS for shapes).
+
+    ``comm_bytes`` follows the nccl-tests "size" convention: the per-rank buffer size (AllReduce
+    input; AllGather output/total; ReduceScatter input/total; AllToAll per-rank total).
+    ``comm_group`` names the process-group role ("tp", "ep", "dp", "ep_dp"); the generator
+    resolves it to a group id.
+    """
+
+    label: str
+    op_kind: str
+    phase: str
+    dtype: str
+    shape: tuple[int, int, int, int]
+    shape_extra: tuple[int, int] = (0, 0)
+    flops: int = 0
+    bytes_moved: int = 0
+    node_type: int = COMP_NODE
+    comm_type: int = NO_COLLECTIVE
+    comm_bytes: int = 0
+    comm_group: str = ""
+
+    @property
+    def is_comm(self) -> bool:
+        return self.node_type != COMP_NODE
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Per-rank sizes of one micro-batch, derived once from the configs."""
+
+    b: int  # micro-batch (sequences)
+    s: int  # sequence length
+    h: int  # hidden
+    tp: int
+    sp: bool  # sequence parallelism (only meaningful with tp > 1)
+    tokens: int  # b*s
+    sp_tokens: int  # tokens held by a rank in the norm/dropout/residual region
+    heads: int  # attention heads on this rank
+    kv_heads: int  # KV heads on this rank (replicated when tp > kv_heads)
+    head_dim: int
+    ffn: int  # dense FFN columns on this rank
+    vocab: int  # vocabulary rows on this rank (vocab-parallel)
+    gemm_dtype: str  # training dtype (fp8 GEMMs with bf16 everything else)
+    act_dtype: str  # dtype of activations, elementwise kernels, attention and TP traffic
+    gemm_in_bytes: int
+    act_bytes: int
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim
+
+
+def activation_dtype(dtype: str) -> str:
+    """fp8 training (Transformer Engine) runs GEMMs in fp8, everything else in bf16."""
+    return "bf16" if dtype == "fp8" else dtype
+
+
+def kv_heads_per_rank(model: ModelConfig, tp: int) -> int:
+    """KV heads on one TP rank: kv_heads/tp, or 1 (replicated) when tp exceeds kv_heads."""
+    return model.kv_heads // tp if model.kv_heads >= tp else 1
+
+
+def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> Dims:
+    tp = parallel.tp
+    sp = parallel.sequence_parallel and tp > 1
+    tokens = training.micro_batch * training.seq_len
+    act = activation_dtype(training.dtype)
+    return Dims(
+        b=training.micro_batch,
+        s=training.seq_len,
+        h=model.hidden,
+        tp=tp,
+        sp=sp,
+        tokens=tokens,
+        sp_tokens=-(-tokens // tp) if sp else tokens,
+        heads=model.heads // tp,
+        kv_heads=kv_heads_per_rank(model, tp),
+        head_dim=model.head_dim,
+        ffn=-(-model.ffn // tp),
+        vocab=-(-model.vocab // tp),
+        gemm_dtype=training.dtype,
+        act_dtype=act,
+        gemm_in_bytes=DTYPE_BYTES[training.dtype],
+        act_bytes=DTYPE_BYTES[act],
+    )
+
+
+def gemm(label: str, phase: str, d: Dims, m: int, n: int, k: int, batch: int = 1,
+         accumulate_fp32: bool = False) -> OpSpec:
+    """C[m,n] = A[m,k] @ B[k,n]; inputs in the GEMM dtype, output in the activation dtype, or
+    read-modify-written in fp32 when ``accumulate_fp32`` (Megatron's gradient-accumulation fusion
+    adds weight gradients into fp32 ``main_grad``)."""
+    inputs = (m * k + k * n) * batch * d.gemm_in_bytes
+    output = m * n * batch * (2 * FP32 if accumulate_fp32 else d.act_bytes)
+    return OpSpec(label, "gemm", phase, d.gemm_dtype, (m, n, k, batch),
+                  flops=2 * m * n * k * batch, bytes_moved=inputs + output)
+
+
+def gemm_backward(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1) -> list[OpSpec]:
+    """Backward of Y[m,n] = X[m,k] W[k,n]: dgrad dX = dY W^T (m,k,n), then wgrad dW = X^T dY
+    (k,n,m), same FLOPs each."""
+    return [
+        gemm(f"{label}.dgrad", "bwd", d, m, k, n, batch),
+        gemm(f"{label}.wgrad", "bwd", d, k, n, m, batch, accumulate_fp32=True),
+    ]
+
+
+def elementwise(label: str, phase: str, d: Dims, elements: int, flops_per_element: float,
+                bytes_moved: int) -> OpSpec:
+    return OpSpec(label, "elementwise", phase, d.act_dtype, (elements, 0, 0, 0),
+                  flops=int(elements * flops_per_element), bytes_moved=bytes_moved)
+
+
+def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int) -> OpSpec:
+    """LayerNorm (gpt) or RMSNorm (llama) over ``rows`` x hidden. Forward reads x and the weights,
+    writes y and the fp32 statistics; backward reads dy, x, statistics, weights and writes dx and
+    the weight gradients (2x the forward's element work)."""
+    h = d.h
+    per = LAYERNORM_FLOPS if model.arch == "gpt" else RMSNORM_FLOPS
+    stats = (2 if model.arch == "gpt" else 1) * rows * FP32
+    params = model.norm_params() * d.act_bytes
+    if phase == "bwd":
+        moved = 3 * rows * h * d.act_bytes + stats + params + model.norm_params() * FP32
+        flops = 2 * per * rows * h
+    else:
+        moved = 2 * rows * h * d.act_bytes + stats + params
+        flops = per * rows * h
+    return OpSpec(label, "norm", phase, d.act_dtype, (rows, h, 0, 0), flops=flops,
+                  bytes_moved=moved)
+
+
+_TP_KINDS = {"allreduce": ALL_REDUCE, "allgather": ALL_GATHER, "reducescatter": REDUCE_SCATTER}
+
+
+def collective(label: str, phase: str, comm_type: int, size_bytes: int, group: str,
+               dtype: str) -> OpSpec:
+    return OpSpec(label, "comm", phase, dtype, (0, 0, 0, 0), node_type=COMM_COLL_NODE,
+                  comm_type=comm_type, comm_bytes=size_bytes, comm_group=group)
+
+
+def tp_collective(kind: str, where: str, phase: str, d: Dims, size_bytes: int | None = None,
+                  dtype: str | None = None) -> OpSpec:
+    """A TP collective labelled ``tp_<kind>.<where>``; default size: the full b*s*h activation."""
+    size = d.tokens * d.h * d.act_bytes if size_bytes is None else size_bytes
+    return collective(f"tp_{kind}.{where}", phase, _TP_KINDS[kind], size, "tp",
+                      dtype or d.act_dtype)
+
+
+def ep_alltoall(where: str, phase: str, d: Dims, size_bytes: int) -> OpSpec:
+    return collective(f"ep_alltoall.{where}", phase, ALL_TO_ALL, size_bytes, "ep", d.act_dtype)
+
+
+def main_grad_bytes(dtype: str) -> int:
+    """Bytes per gradient element kept for the optimizer: Megatron accumulates and all-reduces
+    gradients in fp32 ``main_grad`` for bf16 (and fp8, whose weights are bf16) training; fp16
+    keeps 16-bit gradients (the ZeRO paper's 2+2+12 bytes); fp32 training keeps fp32 gradients."""
+    return 2 if dtype == "fp16" else 4

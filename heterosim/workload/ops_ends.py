@@ -1,0 +1,242 @@
+"""Op lists outside the transformer layers: embedding, logits + loss, optimizer step; and the
+parameter counts a rank holds.
+
+Embedding (Megatron VocabParallelEmbedding): each TP rank holds vocab/tp rows, looks up the ids
+that fall in its shard and writes zeros for the others, then the partial results are summed over
+TP (all-reduce of b*s*h, or reduce-scatter with sequence parallelism). gpt adds learned positions
+(replicated over TP) and applies embedding dropout on the (sequence-sharded) result.
+
+Head: final norm, logits GEMM (column-parallel over the vocabulary, the input all-gathered first
+under sequence parallelism), vocab-parallel cross-entropy (Megatron-core
+``VocabParallelCrossEntropy``): a local max, an all-reduce (MAX) of b*s fp32 values, exp and sums,
+then one all-reduce (SUM) of the concatenated predicted logits and sums of exponentials,
+2*b*s fp32 values. With tied embeddings (gpt) the last pipeline stage holds its own copy of the
+word embedding for the logits; synchronising that copy with the first stage is a per-iteration
+all-reduce the generator adds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from heterosim.catalog.models import ModelConfig
+from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.ops_base import (
+    ADAM_FLOPS,
+    DROPOUT_FLOPS,
+    FP32,
+    MASK_BYTES,
+    SOFTMAX_LOSS_FLOPS,
+    Dims,
+    OpSpec,
+    dims,
+    elementwise,
+    gemm,
+    gemm_backward,
+    kv_heads_per_rank,
+    main_grad_bytes,
+    norm,
+    tp_collective,
+)
+
+TOKEN_ID_BYTES = 8  # int64 token ids
+
+
+def embedding_forward_ops(model: ModelConfig, training: TrainingConfig,
+                          parallel: ParallelConfig) -> list[OpSpec]:
+    d = dims(model, training, parallel)
+    t, h, e = d.tokens, d.h, d.act_bytes
+    ops = [OpSpec("embedding", "embedding", "fwd", d.act_dtype, (t, h, 0, 0),
+                  bytes_moved=t * TOKEN_ID_BYTES + -(-t * h // d.tp) * e + t * h * e)]
+    if d.tp > 1:
+        ops.append(tp_collective("reducescatter" if d.sp else "allreduce", "embedding", "fwd", d))
+    n = d.sp_tokens * h
+    if model.learned_positions:
+        ops.append(elementwise("pos_embedding", "fwd", d, n, 1, 3 * n * e))
+    if model.arch == "gpt":
+        ops.append(elementwise("embedding_dropout", "fwd", d, n, DROPOUT_FLOPS,
+                               2 * n * e + n * MASK_BYTES))
+    return ops
+
+
+def embedding_backward_ops(model: ModelConfig, training: TrainingConfig,
+                           parallel: ParallelConfig) -> list[OpSpec]:
+    """Dropout and position-table gradients, the TP all-gather that undoes the forward
+    reduce-scatter (sequence parallelism only; the forward all-reduce's backward is the identity),
+    then the scatter-add of the word-embedding gradient: PyTorch builds a dense gradient of the
+    rank's vocab shard that Megatron then adds into the fp32 main gradient."""
+    d = dims(model, training, parallel)
+    t, h, e = d.tokens, d.h, d.act_bytes
+    n = d.sp_tokens * h
+    ops: list[OpSpec] = []
+    if model.arch == "gpt":
+        ops.append(elementwise("embedding_dropout.bwd", "bwd", d, n, DROPOUT_FLOPS,
+                               2 * n * e + n * MASK_BYTES))
+    if model.learned_positions:
+        positions = -(-d.sp_tokens // d.b) * h
+        ops.append(elementwise("pos_embedding.wgrad", "bwd", d, n, 1,
+                               n * e + 2 * positions * FP32))
+    if d.sp:
+        ops.append(tp_collective("allgather", "embedding.bwd", "bwd", d))
+    shard = d.vocab * h
+    ops.append(OpSpec("embedding.wgrad", "embedding", "bwd", d.act_dtype, (t, h, 0, 0),
+                      bytes_moved=t * TOKEN_ID_BYTES + t * h * e + shard * (e + 2 * FP32)))
+    return ops
+
+
+def _cross_entropy_fwd(d: Dims, tp: int) -> list[OpSpec]:
+    t, v, e = d.tokens, d.vocab, d.act_bytes
+    ops: list[OpSpec] = []
+    if tp > 1:
+        ops.append(elementwise("ce_max", "fwd", d, t * v, 1, t * v * e + t * FP32))
+        ops.append(tp_collective("allreduce", "ce_max", "fwd", d, t * FP32, "fp32"))
+    ops.append(OpSpec("cross_entropy", "softmax_loss", "fwd", d.act_dtype, (t, v, 0, 0),
+                      flops=SOFTMAX_LOSS_FLOPS * t * v, bytes_moved=t * v * (e + FP32)))
+    if tp > 1:
+        ops.append(tp_collective("allreduce", "ce_sum", "fwd", d, 2 * t * FP32, "fp32"))
+    return ops
+
+
+def head_forward_ops(model: ModelConfig, training: TrainingConfig,
+                     parallel: ParallelConfig) -> list[OpSpec]:
+    d = dims(model, training, parallel)
+    ops = [norm("final_norm", "fwd", d, model, d.sp_tokens)]
+    if d.sp:
+        ops.append(tp_collective("allgather", "head", "fwd", d))
+    ops.append(gemm("logits", "fwd", d, d.tokens, d.vocab, d.h))
+    return ops + _cross_entropy_fwd(d, d.tp)
+
+
+def head_backward_ops(model: ModelConfig, training: TrainingConfig,
+                      parallel: ParallelConfig) -> list[OpSpec]:
+    """Loss gradient (softmax minus one-hot from the stored fp32 exponentials), logits dgrad and
+    wgrad with the column-parallel TP communication (see ops_layer), final norm backward."""
+    d = dims(model, training, parallel)
+    t, v, e = d.tokens, d.vocab, d.act_bytes
+    ops = [OpSpec("cross_entropy.bwd", "softmax_loss", "bwd", d.act_dtype, (t, v, 0, 0),
+                  flops=2 * t * v, bytes_moved=t * v * (FP32 + e))]
+    dgrad, wgrad = gemm_backward("logits", d, t, d.vocab, d.h)
+    if d.sp:
+        ops.append(tp_collective("allgather", "head_input.bwd", "bwd", d))
+    ops.append(dgrad)
+    if d.tp > 1:
+        ops.append(tp_collective("reducescatter" if d.sp else "allreduce", "head.bwd", "bwd", d))
+    ops.append(wgrad)
+    ops.append(norm("final_norm.bwd", "bwd", d, model, d.sp_tokens))
+    return ops
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters per rank
+
+
+def _mlp_params_on_rank(model: ModelConfig, ffn: int, tp: int) -> int:
+    """One (dense or expert) MLP split over TP: column-parallel fc1 (+bias), row-parallel fc2
+    (its bias replicated)."""
+    ffn_r = -(-ffn // tp)
+    h = model.hidden
+    if model.gated_mlp:
+        return 3 * h * ffn_r
+    return 2 * h * ffn_r + (ffn_r + h if model.has_bias else 0)
+
+
+def layer_expert_params_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: int) -> int:
+    """Routed-expert parameters of ``layer`` on one rank (experts/ep experts, each split by TP);
+    they are replicated over the ``ep_dp`` group instead of ``dp``. 0 for dense layers."""
+    if not model.is_moe_layer(layer):
+        return 0
+    assert model.moe is not None
+    local = model.moe.experts // parallel.ep
+    return local * _mlp_params_on_rank(model, model.moe.expert_ffn, parallel.tp)
+
+
+def layer_params_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: int) -> int:
+    """Parameters one TP rank holds for ``layer``: QKV/out_proj split by TP (KV heads replicated
+    when tp > kv_heads), out_proj bias and norms replicated, MLP split by TP; for MoE layers the
+    router (replicated), shared experts (TP-split) and experts/ep routed experts (TP-split)."""
+    if not 0 <= layer < model.layers:
+        raise ValueError(f"layer {layer} outside 0..{model.layers - 1} of {model.name}")
+    tp, h = parallel.tp, model.hidden
+    q = model.hidden // tp
+    kv = kv_heads_per_rank(model, tp) * model.head_dim
+    attention = h * q + 2 * h * kv + q * h
+    if model.has_bias:
+        attention += q + 2 * kv + h
+    norms = 2 * model.norm_params()
+    if not model.is_moe_layer(layer):
+        return attention + norms + _mlp_params_on_rank(model, model.ffn, tp)
+    assert model.moe is not None
+    moe = model.moe
+    shared = _mlp_params_on_rank(model, moe.shared_experts * moe.expert_ffn, tp) \
+        if moe.shared_experts else 0
+    return attention + norms + h * moe.experts + shared + \
+        layer_expert_params_on_rank(model, parallel, layer)
+
+
+def embedding_params_on_rank(model: ModelConfig, parallel: ParallelConfig) -> int:
+    """The word-embedding vocab shard plus the (replicated) learned position table."""
+    vocab_r = -(-model.vocab // parallel.tp)
+    positions = model.max_seq * model.hidden if model.learned_positions else 0
+    return vocab_r * model.hidden + positions
+
+
+def head_params_on_rank(model: ModelConfig, parallel: ParallelConfig, has_embedding: bool) -> int:
+    """Final norm plus the output projection's vocab shard; with tied embeddings the shard is the
+    embedding itself when the same rank holds it, else a copy (Megatron's last pipeline stage)."""
+    vocab_r = -(-model.vocab // parallel.tp)
+    output = 0 if (model.tied_embeddings and has_embedding) else vocab_r * model.hidden
+    return model.norm_params() + output
+
+
+def rank_params(model: ModelConfig, parallel: ParallelConfig, layers: Iterable[int],
+                has_embedding: bool, has_head: bool) -> int:
+    """All parameters one rank holds (its layers, embedding and head pieces)."""
+    total = sum(layer_params_on_rank(model, parallel, layer) for layer in layers)
+    if has_embedding:
+        total += embedding_params_on_rank(model, parallel)
+    if has_head:
+        total += head_params_on_rank(model, parallel, has_embedding)
+    return total
+
+
+def rank_expert_params(model: ModelConfig, parallel: ParallelConfig,
+                       layers: Iterable[int]) -> int:
+    """The routed-expert part of :func:`rank_params` (data-parallel over ``ep_dp``)."""
+    return sum(layer_expert_params_on_rank(model, parallel, layer) for layer in layers)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimizer
+
+
+def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params_on_rank: int = 0
+                    ) -> int:
+    """Parameters whose optimizer step this rank runs: all of them, or with ZeRO >= 1 / the
+    distributed optimizer 1/dp of the dense ones and 1/(dp/ep) of the routed-expert ones."""
+    if parallel.zero == 0 and not parallel.distributed_optimizer:
+        return params_on_rank
+    dense = params_on_rank - expert_params_on_rank
+    expert_dp = max(1, parallel.dp // parallel.ep)
+    return -(-dense // parallel.dp) + -(-expert_params_on_rank // expert_dp)
+
+
+def optimizer_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
+                  params_on_rank: int, expert_params_on_rank: int = 0) -> list[OpSpec]:
+    """Gradient-norm pass (Megatron clips at 1.0 by default) and the Adam step over this rank's
+    shard, both memory-bound. Adam per parameter, mixed precision: read the main gradient, read and
+    write the fp32 master weight, m and v, write the 16-bit model weight; fp32 training has no
+    master copy. FLOPs are an approximate constant per parameter. The global norm's tiny
+    all-reduce and the ZeRO parameter all-gather are left to the generator."""
+    del model  # the step depends on the shard size only
+    n = optimizer_shard(parallel, params_on_rank, expert_params_on_rank)
+    g = main_grad_bytes(training.dtype)
+    if training.dtype == "fp32":
+        adam_bytes = g + 3 * 2 * FP32
+    else:
+        adam_bytes = g + 3 * 2 * FP32 + 2
+    return [
+        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n,
+               bytes_moved=n * g),
+        OpSpec("adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n,
+               bytes_moved=n * adam_bytes),
+    ]

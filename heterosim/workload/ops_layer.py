@@ -1,0 +1,316 @@
+"""Op lists of one transformer layer: forward, backward (with recomputation), Megatron TP/EP comms.
+
+Block structure (Megatron-LM, pre-norm):
+  x -> norm1 -> QKV -> flash attention -> out_proj -> [bias+dropout] -> +x = y
+  y -> norm2 -> fc1 -> act -> fc2 -> [bias+dropout] -> +y
+gpt: LayerNorm, GELU MLP, biases (fused: QKV bias in the GEMM epilogue, fc1 bias in the GELU
+kernel, out_proj/fc2 biases in the bias-dropout kernels), hidden dropout 0.1 after out_proj and
+fc2. Attention dropout runs inside the flash-attention kernel (no mask is stored, no extra op).
+llama: RMSNorm, SwiGLU (fc1 is gate+up fused, n = 2*ffn/tp), no biases, no dropout.
+
+Tensor parallelism (Megatron, Shoeybi et al. 2019; Korthikanti et al. 2022): QKV and fc1 are
+column-parallel, out_proj and fc2 row-parallel. Without sequence parallelism: forward all-reduce
+after out_proj and after fc2; backward all-reduce of the input gradient after the QKV and fc1
+dgrads (issued between dgrad and wgrad, as Megatron overlaps it with the wgrad). With sequence
+parallelism norms/dropouts/residuals work on s/tp tokens: forward all-gather before QKV and fc1,
+reduce-scatter after out_proj and fc2; backward all-gather of the output gradient before the
+out_proj/fc2 dgrads, and for QKV/fc1 an all-gather of the (sharded, stored) input again for the
+wgrad (Megatron's LinearWithGradAccumulationAndAsyncCommunication), then dgrad, reduce-scatter
+of the input gradient, wgrad.
+
+MoE layers (Megatron-core, all-to-all token dispatcher): the router runs on all b*s tokens of the
+TP group (gathered first under sequence parallelism), experts are sharded over the EP group
+(experts/ep per rank) and each expert is tensor-parallel like the dense MLP. Routing is assumed
+balanced: each rank sends b*s*top_k token copies and receives as many, so its local experts
+process b*s*top_k tokens in all, ceil(b*s*top_k / local_experts) each (a grouped GEMM with
+batch = local experts). The dispatch and combine all-to-alls move b*s*top_k*h activations per
+rank (none when ep == 1); the TP reduction follows the combine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from heterosim.catalog.models import ModelConfig
+from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.ops_base import (
+    DROPOUT_FLOPS,
+    FLASH_BACKWARD_FACTOR,
+    FP32,
+    GELU_FLOPS,
+    MASK_BYTES,
+    SOFTMAX_LOSS_FLOPS,
+    SWIGLU_FLOPS,
+    Dims,
+    OpSpec,
+    dims,
+    elementwise,
+    ep_alltoall,
+    gemm,
+    gemm_backward,
+    norm,
+    tp_collective,
+)
+
+
+def attention_core(phase: str, d: Dims, causal: bool = True) -> OpSpec:
+    """Flash attention on this rank's heads. Forward FLOPs 4*b*s^2*(heads/tp)*head_dim (QK^T and
+    PV), halved when causal; backward 2.5x forward (FlashAttention-2). Bytes: Q, K, V, O and the
+    fp32 logsumexp forward; Q, K, V, O, dO read and dQ, dK, dV written plus logsumexp and the
+    fp32 row sums D = rowsum(dO*O) backward."""
+    full = 4 * d.b * d.s * d.s * d.q_dim
+    fwd_flops = full // 2 if causal else full
+    q = d.tokens * d.q_dim * d.act_bytes
+    kv = d.tokens * d.kv_dim * d.act_bytes
+    lse = d.b * d.heads * d.s * FP32
+    if phase == "bwd":
+        flops = int(fwd_flops * FLASH_BACKWARD_FACTOR)
+        moved = 4 * q + 4 * kv + 3 * lse
+    else:
+        flops = fwd_flops
+        moved = 2 * q + 2 * kv + lse
+    return OpSpec("attn_core" + (".bwd" if phase == "bwd" else ""), "attention", phase,
+                  d.act_dtype, (d.b, d.s, d.heads, d.head_dim), (d.kv_heads, int(causal)),
+                  flops=flops, bytes_moved=moved)
+
+
+def _dropout(label: str, phase: str, d: Dims, n: int) -> OpSpec:
+    # fwd: read x, write y and the byte mask; bwd: read dy and mask, write dx
+    return elementwise(label, phase, d, n, DROPOUT_FLOPS, 2 * n * d.act_bytes + n * MASK_BYTES)
+
+
+def _add(label: str, phase: str, d: Dims, n: int) -> OpSpec:
+    return elementwise(label, phase, d, n, 1, 3 * n * d.act_bytes)
+
+
+def _activation(label: str, phase: str, d: Dims, model: ModelConfig, tokens: int,
+                ffn: int) -> OpSpec:
+    """GELU over tokens x ffn, or SwiGLU: SiLU(gate)*up from 2*ffn inputs to ffn outputs."""
+    n = tokens * ffn
+    if model.gated_mlp:
+        per, io = SWIGLU_FLOPS, 3 * n  # fwd: read gate+up, write out
+    else:
+        per, io = GELU_FLOPS, 2 * n  # fwd: read x, write y
+    if phase == "bwd":  # read dy and the inputs, write d(inputs)
+        per, io = 2 * per, (5 * n if model.gated_mlp else 3 * n)
+    return elementwise(label, phase, d, n, per, io * d.act_bytes)
+
+
+def _tp_reduce(where: str, phase: str, d: Dims) -> list[OpSpec]:
+    """Reduction of a row-parallel output (fwd) or a column-parallel input gradient (bwd)."""
+    if d.tp == 1:
+        return []
+    return [tp_collective("reducescatter" if d.sp else "allreduce", where, phase, d)]
+
+
+def _sp_gather(where: str, phase: str, d: Dims) -> list[OpSpec]:
+    return [tp_collective("allgather", where, phase, d)] if d.sp else []
+
+
+def _block_tail_fwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
+    n = d.sp_tokens * d.h
+    ops = [_dropout(f"dropout{idx}", "fwd", d, n)] if model.arch == "gpt" else []
+    return ops + [_add(f"residual{idx}", "fwd", d, n)]
+
+
+def _attention_block_fwd(model: ModelConfig, d: Dims) -> list[OpSpec]:
+    ops = [norm("ln1", "fwd", d, model, d.sp_tokens)]
+    ops += _sp_gather("attn", "fwd", d)
+    ops.append(gemm("qkv_proj", "fwd", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h))
+    ops.append(attention_core("fwd", d))
+    ops.append(gemm("out_proj", "fwd", d, d.tokens, d.h, d.q_dim))
+    ops += _tp_reduce("attn", "fwd", d)
+    return ops + _block_tail_fwd("1", model, d)
+
+
+def _mlp_width(model: ModelConfig, ffn: int) -> int:
+    return 2 * ffn if model.gated_mlp else ffn
+
+
+def _dense_mlp_fwd(model: ModelConfig, d: Dims, prefix: str, ffn: int) -> list[OpSpec]:
+    return [
+        gemm(f"{prefix}fc1", "fwd", d, d.tokens, _mlp_width(model, ffn), d.h),
+        _activation(f"{prefix}act", "fwd", d, model, d.tokens, ffn),
+        gemm(f"{prefix}fc2", "fwd", d, d.tokens, d.h, ffn),
+    ]
+
+
+def _local_experts(model: ModelConfig, parallel: ParallelConfig) -> int:
+    assert model.moe is not None
+    return model.moe.experts // parallel.ep
+
+
+def _expert_tokens(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> int:
+    """Tokens per local expert under balanced routing: ceil(b*s*top_k / local experts)."""
+    assert model.moe is not None
+    return -(-d.tokens * model.moe.top_k // _local_experts(model, parallel))
+
+
+def _moe_sizes(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> tuple[int, int, int, int]:
+    assert model.moe is not None
+    routed = d.tokens * model.moe.top_k
+    return routed, _local_experts(model, parallel), _expert_tokens(model, parallel, d), \
+        -(-model.moe.expert_ffn // d.tp)
+
+
+def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[OpSpec]:
+    assert model.moe is not None
+    moe = model.moe
+    routed, local, per_expert, effn = _moe_sizes(model, parallel, d)
+    e = d.act_bytes
+    ops = [
+        gemm("router", "fwd", d, d.tokens, moe.experts, d.h),
+        elementwise("topk", "fwd", d, d.tokens * moe.experts, SOFTMAX_LOSS_FLOPS,
+                    d.tokens * moe.experts * (e + FP32) + routed * 8),
+        elementwise("permute", "fwd", d, routed * d.h, 0, (d.tokens + routed) * d.h * e),
+    ]
+    if parallel.ep > 1:
+        ops.append(ep_alltoall("dispatch", "fwd", d, routed * d.h * e))
+    ops += [
+        gemm("expert_fc1", "fwd", d, per_expert, _mlp_width(model, effn), d.h, local),
+        _activation("expert_act", "fwd", d, model, per_expert * local, effn),
+        gemm("expert_fc2", "fwd", d, per_expert, d.h, effn, local),
+    ]
+    if parallel.ep > 1:
+        ops.append(ep_alltoall("combine", "fwd", d, routed * d.h * e))
+    ops.append(elementwise("unpermute", "fwd", d, routed * d.h, 2,
+                           (routed + d.tokens) * d.h * e + routed * FP32))
+    if moe.shared_experts:
+        shared_ffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
+        ops += _dense_mlp_fwd(model, d, "shared_", shared_ffn)
+        ops.append(_add("shared_add", "fwd", d, d.tokens * d.h))
+    return ops
+
+
+def _mlp_block_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
+                   layer: int) -> list[OpSpec]:
+    ops = [norm("ln2", "fwd", d, model, d.sp_tokens)]
+    ops += _sp_gather("mlp", "fwd", d)
+    if model.is_moe_layer(layer):
+        ops += _moe_mlp_fwd(model, parallel, d)
+    else:
+        ops += _dense_mlp_fwd(model, d, "", d.ffn)
+    ops += _tp_reduce("mlp", "fwd", d)
+    return ops + _block_tail_fwd("2", model, d)
+
+
+def _check_layer(model: ModelConfig, layer: int) -> None:
+    if not 0 <= layer < model.layers:
+        raise ValueError(f"layer {layer} outside 0..{model.layers - 1} of {model.name}")
+
+
+def layer_forward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
+                      layer: int) -> list[OpSpec]:
+    """Forward kernels and TP/EP collectives of transformer layer ``layer``, in issue order."""
+    _check_layer(model, layer)
+    d = dims(model, training, parallel)
+    return _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer)
+
+
+# ---------------------------------------------------------------------------------------------
+# Backward
+
+
+def _block_tail_bwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
+    n = d.sp_tokens * d.h
+    return [_dropout(f"dropout{idx}.bwd", "bwd", d, n)] if model.arch == "gpt" else []
+
+
+def _column_parallel_bwd(label: str, where: str, d: Dims, m: int, n: int, k: int) -> list[OpSpec]:
+    """Backward of a column-parallel GEMM: [SP: all-gather the stored input], dgrad, TP
+    reduction of the input gradient, wgrad."""
+    dgrad, wgrad = gemm_backward(label, d, m, n, k)
+    return _sp_gather(f"{where}_input.bwd", "bwd", d) + [dgrad] + \
+        _tp_reduce(f"{where}.bwd", "bwd", d) + [wgrad]
+
+
+def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int,
+                   tp_comms: bool) -> list[OpSpec]:
+    ops = gemm_backward(f"{prefix}fc2", d, d.tokens, d.h, ffn)
+    ops.append(_activation(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn))
+    if tp_comms:
+        ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, _mlp_width(model, ffn),
+                                    d.h)
+    else:
+        ops += gemm_backward(f"{prefix}fc1", d, d.tokens, _mlp_width(model, ffn), d.h)
+    return ops
+
+
+def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[OpSpec]:
+    assert model.moe is not None
+    moe = model.moe
+    routed, local, per_expert, effn = _moe_sizes(model, parallel, d)
+    e = d.act_bytes
+    ops: list[OpSpec] = []
+    if moe.shared_experts:
+        shared_ffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
+        ops += _dense_mlp_bwd(model, d, "shared_", shared_ffn, tp_comms=False)
+    ops.append(elementwise("unpermute.bwd", "bwd", d, routed * d.h, 2,
+                           (d.tokens + 2 * routed) * d.h * e + routed * FP32))
+    if parallel.ep > 1:
+        ops.append(ep_alltoall("combine.bwd", "bwd", d, routed * d.h * e))
+    ops += gemm_backward("expert_fc2", d, per_expert, d.h, effn, local)
+    ops.append(_activation("expert_act.bwd", "bwd", d, model, per_expert * local, effn))
+    ops += gemm_backward("expert_fc1", d, per_expert, _mlp_width(model, effn), d.h, local)
+    if parallel.ep > 1:
+        ops.append(ep_alltoall("dispatch.bwd", "bwd", d, routed * d.h * e))
+    ops += [
+        elementwise("permute.bwd", "bwd", d, routed * d.h, 1, (routed + d.tokens) * d.h * e),
+        elementwise("topk.bwd", "bwd", d, d.tokens * moe.experts, SOFTMAX_LOSS_FLOPS,
+                    d.tokens * moe.experts * (2 * FP32 + e)),
+    ]
+    ops += gemm_backward("router", d, d.tokens, moe.experts, d.h)
+    # The tokens were gathered (SP) or replicated over TP and the experts are TP-split: reduce the
+    # input gradient over TP (reduce-scatter with SP, the backward of the gather).
+    ops += _tp_reduce("mlp.bwd", "bwd", d)
+    return ops
+
+
+def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
+                   layer: int) -> list[OpSpec]:
+    ops = _block_tail_bwd("2", model, d)
+    ops += _sp_gather("mlp.bwd", "bwd", d)  # backward of the forward reduce-scatter
+    if model.is_moe_layer(layer):
+        ops += _moe_mlp_bwd(model, parallel, d)
+    else:
+        ops += _dense_mlp_bwd(model, d, "", d.ffn, tp_comms=True)
+    ops.append(norm("ln2.bwd", "bwd", d, model, d.sp_tokens))
+    # gradient accumulation where the residual stream forks (dx = dy + d(norm path))
+    ops.append(_add("residual2.bwd", "bwd", d, d.sp_tokens * d.h))
+    return ops
+
+
+def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> list[OpSpec]:
+    ops = _block_tail_bwd("1", model, d)
+    ops += _sp_gather("attn.bwd", "bwd", d)
+    ops += gemm_backward("out_proj", d, d.tokens, d.h, d.q_dim)
+    if recompute_core:
+        ops.append(_with_phase(attention_core("fwd", d), "recompute"))
+    ops.append(attention_core("bwd", d))
+    ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h)
+    ops.append(norm("ln1.bwd", "bwd", d, model, d.sp_tokens))
+    ops.append(_add("residual1.bwd", "bwd", d, d.sp_tokens * d.h))
+    return ops
+
+
+def _with_phase(op: OpSpec, phase: str) -> OpSpec:
+    return replace(op, phase=phase)
+
+
+def layer_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
+                       layer: int) -> list[OpSpec]:
+    """Backward of layer ``layer`` in issue order, each GEMM as dgrad then wgrad.
+
+    recompute=full (Megatron "full" granularity): the whole forward, TP collectives included, is
+    re-run first with phase "recompute" (only the layer input was kept). recompute=selective
+    (Korthikanti et al. 2022): core attention is re-run right before its backward.
+    """
+    _check_layer(model, layer)
+    d = dims(model, training, parallel)
+    ops: list[OpSpec] = []
+    if training.recompute == "full":
+        ops += [_with_phase(op, "recompute")
+                for op in layer_forward_ops(model, training, parallel, layer)]
+    ops += _mlp_block_bwd(model, parallel, d, layer)
+    ops += _attention_block_bwd(model, d, training.recompute == "selective")
+    return ops
