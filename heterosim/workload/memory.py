@@ -1,0 +1,162 @@
+"""Per-rank memory estimate: weights, gradients, optimizer states and activations.
+
+Model states (mixed-precision Adam, Megatron): 16-bit weights (2 bytes; fp32 training 4; fp8
+training keeps bf16 weights), gradients in Megatron's fp32 ``main_grad`` for bf16/fp8 (4 bytes;
+fp16: 2, as in the ZeRO paper; fp32: 4), optimizer states fp32 master weights + m + v (12 bytes;
+fp32 training has no master copy: 8). ZeRO-1 and Megatron's distributed optimizer shard the
+optimizer states over data parallelism, ZeRO-2 also the gradients, ZeRO-3 also the weights; the
+routed-expert parameters are sharded over dp/ep (their data-parallel group) instead of dp.
+ZeRO-3 additionally holds the all-gathered weights of the layer being computed and of
+``zero3_prefetch`` prefetched layers.
+
+Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+Models" (2022), §4: per layer and micro-batch, with 16-bit activations and 1-byte dropout masks,
+    no parallelism                 s*b*h*(34 + 5*a*s/h)
+    tensor parallel t              s*b*h*(10 + 24/t + 5*a*s/(h*t))
+    tensor + sequence parallel     s*b*h/t*(34 + 5*a*s/h)
+    selective recompute            the 5*a*s/h term disappears
+    full recompute                 2*s*b*h (the layer input; /t with sequence parallelism)
+The 34 are: norm inputs 4, QKV input 2, Q/K 4, V 2, out_proj input 2, attention-output dropout
+mask 1, fc1 input 2, GELU input 8, fc2 input 8, MLP-output dropout mask 1; the 10 are the parts
+outside the tensor-parallel region (norm inputs, QKV and fc1 inputs, two masks). Our op lists use
+FlashAttention, which stores no s x s matrices: by default the 5*a*s/h term (softmax output 2,
+attention-dropout mask 1, dropout output 2) is replaced by the fp32 logsumexp, 4*a*s*b bytes,
+which selective recomputation (core attention re-run from Q, K, V) drops too;
+``flash_attention=False`` gives Korthikanti's numbers. Generalised honestly to other blocks:
+K and V use kv_heads (GQA), SwiGLU stores its 2*ffn input, llama has no dropout masks, ffn is the
+model's own, MoE layers store router probabilities, the dispatched tokens, the expert
+intermediates and the expert outputs (balanced routing, see ops_layer). Full recomputation also
+holds one layer's complete activations while that layer is recomputed and back-propagated
+(Korthikanti leave this working set out). Embedding (gpt: dropout mask) and head (final-norm and
+logits inputs, fp32 softmax of the vocab shard kept for the loss gradient) activations are
+counted when the rank holds them. Framework workspace, allocator fragmentation and communication
+buffers are not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from heterosim.catalog.models import ModelConfig
+from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.ops import (
+    layer_params_on_rank,
+    main_grad_bytes,
+    rank_expert_params,
+    rank_params,
+)
+from heterosim.workload.ops_base import FP32, MASK_BYTES, dims
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    total_bytes: int
+    params: int = 0  # parameters the rank holds (before any ZeRO sharding)
+
+
+def weight_bytes_per_param(dtype: str) -> int:
+    return 4 if dtype == "fp32" else 2
+
+
+def optimizer_bytes_per_param(dtype: str) -> int:
+    """fp32 master weights (mixed precision only), Adam m and v."""
+    return 8 if dtype == "fp32" else 12
+
+
+def _sharded(dense: int, expert: int, parallel: ParallelConfig) -> int:
+    expert_dp = max(1, parallel.dp // parallel.ep)
+    return -(-dense // parallel.dp) + -(-expert // expert_dp)
+
+
+def layer_activation_bytes(model: ModelConfig, training: TrainingConfig,
+                           parallel: ParallelConfig, layer: int,
+                           flash_attention: bool = True, recompute: str | None = None) -> int:
+    """Activations layer ``layer`` keeps for backward, one micro-batch on one rank (see the
+    module docstring). ``recompute`` overrides ``training.recompute``."""
+    recompute = training.recompute if recompute is None else recompute
+    d = dims(model, training, parallel)
+    e = d.act_bytes
+    replicated_tokens = d.sp_tokens  # tokens of the norm/dropout/residual region on this rank
+    if recompute == "full":
+        return e * replicated_tokens * d.h
+    masks = 2 * MASK_BYTES if model.arch == "gpt" else 0
+    total = (4 * e + masks) * replicated_tokens * d.h  # norm inputs, QKV and fc1 inputs, masks
+    t = d.tokens
+    total += e * t * (d.q_dim + 2 * d.kv_dim)  # Q, K, V
+    total += e * t * d.q_dim  # out_proj input (= the attention output O)
+    if recompute != "selective":
+        if flash_attention:
+            total += FP32 * d.b * d.heads * d.s  # logsumexp
+        else:
+            scores = d.b * d.heads * d.s * d.s
+            dropout = (MASK_BYTES + e) * scores if model.arch == "gpt" else 0
+            total += e * scores + dropout
+    if model.is_moe_layer(layer):
+        assert model.moe is not None
+        moe = model.moe
+        routed = t * moe.top_k
+        effn = -(-moe.expert_ffn // d.tp)
+        total += FP32 * t * moe.experts  # router probabilities
+        total += 2 * e * routed * d.h  # dispatched tokens, expert outputs
+        total += e * routed * effn * (3 if model.gated_mlp else 2)  # act and fc2 inputs
+        if moe.shared_experts:
+            sffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
+            total += e * t * sffn * (3 if model.gated_mlp else 2)
+    else:
+        total += e * t * d.ffn * (3 if model.gated_mlp else 2)  # act input(s), fc2 input
+    return total
+
+
+def _end_activation_bytes(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
+                          has_embedding: bool, has_head: bool) -> int:
+    d = dims(model, training, parallel)
+    total = 0
+    if has_embedding and model.arch == "gpt":
+        total += MASK_BYTES * d.sp_tokens * d.h  # embedding dropout mask
+    if has_head:
+        total += 2 * d.act_bytes * d.sp_tokens * d.h  # final norm input, logits input
+        total += FP32 * d.tokens * d.vocab  # softmax of the vocab shard, for the loss gradient
+    return total
+
+
+def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
+                         layers: Iterable[int], has_embedding: bool, has_head: bool,
+                         in_flight_micro_batches: int, flash_attention: bool = True
+                         ) -> MemoryEstimate:
+    """Peak memory of one rank holding ``layers`` (any iterable of layer indices, e.g. a range or
+    the union of interleaved chunks) with ``in_flight_micro_batches`` micro-batches whose
+    activations are alive at once (1F1B: pp - stage; GPipe: all of them)."""
+    if in_flight_micro_batches < 1:
+        raise ValueError(f"in_flight_micro_batches must be >= 1, got {in_flight_micro_batches}")
+    layers = list(layers)
+    dtype = training.dtype
+    params = rank_params(model, parallel, layers, has_embedding, has_head)
+    expert = rank_expert_params(model, parallel, layers)
+    dense = params - expert
+    sharded = _sharded(dense, expert, parallel)
+
+    weights = weight_bytes_per_param(dtype) * (sharded if parallel.zero >= 3 else params)
+    if parallel.zero >= 3 and layers:
+        biggest = max(layer_params_on_rank(model, parallel, layer) for layer in layers)
+        weights += weight_bytes_per_param(dtype) * biggest * (1 + parallel.zero3_prefetch)
+    grads = main_grad_bytes(dtype) * (sharded if parallel.zero >= 2 else params)
+    optimizer_sharded = parallel.zero >= 1 or parallel.distributed_optimizer
+    optimizer = optimizer_bytes_per_param(dtype) * (sharded if optimizer_sharded else params)
+
+    per_micro_batch = sum(
+        layer_activation_bytes(model, training, parallel, layer, flash_attention)
+        for layer in layers
+    ) + _end_activation_bytes(model, training, parallel, has_embedding, has_head)
+    activations = per_micro_batch * in_flight_micro_batches
+    if training.recompute == "full" and layers:
+        activations += max(
+            layer_activation_bytes(model, training, parallel, layer, flash_attention, "none")
+            for layer in layers
+        )
+    total = weights + grads + optimizer + activations
+    return MemoryEstimate(weights, grads, optimizer, activations, total, params)
