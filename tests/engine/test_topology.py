@@ -56,7 +56,7 @@ def test_inter_host_path_leaves_through_the_gpus_own_nic():
     topo = build_topology(cluster())
     for src, dst in [(0, 8), (3, 11), (2, 13)]:
         links = topo.path_links(src, dst, 5)
-        nodes = {int(topo.link_a[l]) for l in links} | {int(topo.link_b[l]) for l in links}
+        nodes = {int(topo.link_a[k]) for k in links} | {int(topo.link_b[k]) for k in links}
         assert int(topo.gpu_nic_node[src]) in nodes and int(topo.gpu_nic_node[dst]) in nodes
         assert NVLINK not in kinds_on_path(topo, links)
         assert kinds_on_path(topo, links).count(ACCESS) == 2
@@ -66,8 +66,8 @@ def test_oversubscription_sets_uplink_count():
     # 4 hosts per leaf (fat-tree), 8 x 400G NICs each = 12.8T down; 4:1 -> 3.2T up = 8 x 400G
     topo = build_topology(cluster(hosts=8, kind="fat-tree", oversub=4, per_leaf=4))
     leaf = int(np.flatnonzero(topo.node_kind == LEAF)[0])
-    up = [l for l in range(topo.num_links) if topo.link_kind[l] == FABRIC
-          and leaf in (topo.link_a[l], topo.link_b[l])]
+    up = [k for k in range(topo.num_links) if topo.link_kind[k] == FABRIC
+          and leaf in (topo.link_a[k], topo.link_b[k])]
     assert len(up) == 8
 
 
