@@ -124,6 +124,19 @@ def _end_activation_bytes(model: ModelConfig, training: TrainingConfig, parallel
     return total
 
 
+def _layer_kinds(model: ModelConfig, layers: list[int]) -> list[tuple[int, int]]:
+    """(representative layer, count) per distinct layer structure (dense / MoE)."""
+    first: dict[bool, int] = {}
+    count: dict[bool, int] = {}
+    for layer in layers:
+        if not 0 <= layer < model.layers:
+            raise ValueError(f"layer {layer} outside 0..{model.layers - 1} of {model.name}")
+        key = model.is_moe_layer(layer)
+        first.setdefault(key, layer)
+        count[key] = count.get(key, 0) + 1
+    return [(first[key], count[key]) for key in first]
+
+
 def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
                          layers: Iterable[int], has_embedding: bool, has_head: bool,
                          in_flight_micro_batches: int, flash_attention: bool = True
@@ -135,28 +148,33 @@ def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel:
         raise ValueError(f"in_flight_micro_batches must be >= 1, got {in_flight_micro_batches}")
     layers = list(layers)
     dtype = training.dtype
-    params = rank_params(model, parallel, layers, has_embedding, has_head)
-    expert = rank_expert_params(model, parallel, layers)
+    # Layers differ only in being dense or MoE: evaluate one of each kind (this runs inside the
+    # partitioner's search, so it must stay cheap).
+    kinds = _layer_kinds(model, layers)
+    params = rank_params(model, parallel, [], has_embedding, has_head) + sum(
+        count * layer_params_on_rank(model, parallel, layer) for layer, count in kinds
+    )
+    expert = sum(count * rank_expert_params(model, parallel, [layer]) for layer, count in kinds)
     dense = params - expert
     sharded = _sharded(dense, expert, parallel)
 
     weights = weight_bytes_per_param(dtype) * (sharded if parallel.zero >= 3 else params)
-    if parallel.zero >= 3 and layers:
-        biggest = max(layer_params_on_rank(model, parallel, layer) for layer in layers)
+    if parallel.zero >= 3 and kinds:
+        biggest = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds)
         weights += weight_bytes_per_param(dtype) * biggest * (1 + parallel.zero3_prefetch)
     grads = main_grad_bytes(dtype) * (sharded if parallel.zero >= 2 else params)
     optimizer_sharded = parallel.zero >= 1 or parallel.distributed_optimizer
     optimizer = optimizer_bytes_per_param(dtype) * (sharded if optimizer_sharded else params)
 
     per_micro_batch = sum(
-        layer_activation_bytes(model, training, parallel, layer, flash_attention)
-        for layer in layers
+        count * layer_activation_bytes(model, training, parallel, layer, flash_attention)
+        for layer, count in kinds
     ) + _end_activation_bytes(model, training, parallel, has_embedding, has_head)
     activations = per_micro_batch * in_flight_micro_batches
-    if training.recompute == "full" and layers:
+    if training.recompute == "full" and kinds:
         activations += max(
             layer_activation_bytes(model, training, parallel, layer, flash_attention, "none")
-            for layer in layers
+            for layer, _ in kinds
         )
     total = weights + grads + optimizer + activations
     return MemoryEstimate(weights, grads, optimizer, activations, total, params)
