@@ -1,0 +1,1 @@
+"""Shipped compute-model data: publication tables and per-GPU model inputs (YAML)."""

@@ -1,0 +1,188 @@
+"""The compute model: a duration and a provenance for every compute op on a given GPU.
+
+Lookup order for one op on GPU ``G`` (the provenance recorded is in quotes):
+
+1. "measured": the same op (kind, dtype class, shape; bytes for memory-bound kinds; pass for
+   attention) measured on ``G`` in any database (the user's first, the shipped one last).
+2. "interpolated": between measured sizes of the same op family on ``G``, monotone in log-log,
+   only inside the measured range (:mod:`heterosim.plan.compute.interpolation`).
+3. "roofline" with ``G``'s *calibrated* curves, when ``G`` has measurements of its own for this op
+   kind (fitted by :mod:`heterosim.plan.compute.calibration`): a curve fitted on ``G`` carries
+   ``G``'s own kernel behaviour and beats a spec-ratio guess from another GPU.
+4. "scaled": the same op measured (or interpolated) on the nearest other GPU, scaled by the
+   FLOP/s ratio (compute-bound) or the bandwidth ratio (memory-bound)
+   (:mod:`heterosim.plan.compute.scaling`). A measurement of the very op on another GPU keeps
+   shape effects (tile choice, kernel selection) that default curves only approximate, so it is
+   preferred over uncalibrated curves.
+5. "roofline" with ``G``'s default (modelled, uncalibrated) curves.
+
+So the issue's order "roofline before scaling" holds for calibrated curves, and scaling comes
+before the uncalibrated roofline; tests/plan/test_compute_model.py checks both branches.
+Communication rows get 0 ns and provenance "none". GPUs are catalogue names (aliases accepted)
+or device labels that occur only in a database (e.g. ``cpu`` from a CPU profile); such a device
+has no specs, so an op outside its measurements is a UserError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from heterosim.catalog.gpus import canonical_gpu_name, gpu_spec, known_gpu_names
+from heterosim.errors import UserError
+from heterosim.plan.compute.calibration import CalibrationReport, calibrate
+from heterosim.plan.compute.database import Measurement, OpDatabase
+from heterosim.plan.compute.efficiency import EfficiencyParams, default_params
+from heterosim.plan.compute.interpolation import MeasurementIndex
+from heterosim.plan.compute.roofline import roofline_time_ns
+from heterosim.plan.compute.scaling import nearest_sources, scale_time_ns
+from heterosim.workload.trace import DTYPES, OpTemplates
+
+PROVENANCES = ("measured", "interpolated", "roofline", "scaled", "none")
+PROVENANCE_CODE = {name: i for i, name in enumerate(PROVENANCES)}
+
+
+class ComputeModel:
+    """Times compute ops per GPU from layered operation databases, curves and spec scaling."""
+
+    def __init__(self, databases: Sequence[str | Path] | None = None, *,
+                 include_shipped: bool = True) -> None:
+        layers: list[list[Measurement]] = []
+        self.database_names: list[str] = []
+        for path in databases or []:
+            db = OpDatabase(path)
+            layers.append(db.measurements())
+            self.database_names.append(db.name)
+            db.close()
+        if include_shipped:
+            shipped = OpDatabase.shipped()
+            layers.append(shipped.measurements())
+            self.database_names.append(shipped.name)
+            shipped.close()
+        self._index = MeasurementIndex(layers)
+        self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
+        self._cache: dict[tuple, tuple[int, str]] = {}
+
+    # ------------------------------------------------------------------ GPUs and calibration
+
+    def known_devices(self) -> list[str]:
+        extra = sorted(d for d in self._index.devices if d not in known_gpu_names())
+        return [*known_gpu_names(), *extra]
+
+    def resolve_gpu(self, gpu: str) -> str:
+        """Catalogue name or database-only device label; UserError listing the known ones."""
+        name = canonical_gpu_name(gpu)
+        if name is not None:
+            return name
+        label = str(gpu).strip().lower()
+        if label in self._index.devices:
+            return label
+        raise UserError(f"unknown GPU {gpu!r}; known: {', '.join(self.known_devices())}")
+
+    def _calibrated(self, gpu: str) -> tuple[EfficiencyParams, CalibrationReport]:
+        if gpu not in self._params:
+            spec = gpu_spec(gpu)
+            self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []),
+                                          default_params(gpu))
+        return self._params[gpu]
+
+    def params(self, gpu: str) -> EfficiencyParams:
+        """The efficiency parameters used for ``gpu`` (defaults refitted to its measurements)."""
+        return self._calibrated(self.resolve_gpu(gpu))[0]
+
+    def calibration(self, gpu: str) -> CalibrationReport:
+        return self._calibrated(self.resolve_gpu(gpu))[1]
+
+    # ------------------------------------------------------------------ timing
+
+    def time_op(self, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: int,
+                bytes_moved: int, gpu: str) -> tuple[int, str]:
+        """(duration_ns, provenance) of one op on ``gpu``; comm ops are (0, "none")."""
+        name = self.resolve_gpu(gpu)
+        if op_kind == "comm":
+            return 0, "none"
+        shape = tuple(int(x) for x in shape) + (0,) * (4 - len(shape))
+        shape_extra = tuple(int(x) for x in shape_extra) + (0,) * (2 - len(shape_extra))
+        key = (name, op_kind, dtype, shape, shape_extra, int(flops), int(bytes_moved))
+        if key not in self._cache:
+            self._cache[key] = self._time(name, op_kind, dtype, shape, shape_extra, float(flops),
+                                          float(bytes_moved))
+        return self._cache[key]
+
+    def _time(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
+              flops: float, bytes_moved: float) -> tuple[int, str]:
+        args = (op_kind, dtype, shape, shape_extra, flops, bytes_moved)
+        found = self._index.lookup(gpu, *args)
+        if found is not None:
+            return _ns(found[0]), found[1]
+        if gpu not in known_gpu_names():
+            raise UserError(f"device {gpu!r} is known only from its database, which has no"
+                            f" measurement covering {op_kind} {dtype} shape {shape}")
+        spec = gpu_spec(gpu)
+        params, report = self._calibrated(gpu)
+        if op_kind not in report.calibrated_kinds:
+            scaled = self._scaled(gpu, *args)
+            if scaled is not None:
+                return _ns(scaled), "scaled"
+        return _ns(roofline_time_ns(*args, spec, params)), "roofline"
+
+    def _scaled(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
+                flops: float, bytes_moved: float) -> float | None:
+        target = gpu_spec(gpu)
+        others = [gpu_spec(d) for d in self._index.devices
+                  if d != gpu and d in known_gpu_names()]
+        for source in nearest_sources(target, others, dtype):
+            found = self._index.lookup(source.name, op_kind, dtype, shape, shape_extra, flops,
+                                       bytes_moved)
+            if found is None:
+                continue
+            value = scale_time_ns(found[0], op_kind, dtype, shape, shape_extra, flops,
+                                  bytes_moved, source, target)
+            if value is not None:
+                return value
+        return None
+
+    def time_templates(self, templates: OpTemplates, gpu: str) -> tuple[np.ndarray, np.ndarray]:
+        """Durations (uint64 ns, 0 for comm rows) and provenance codes (uint8, PROVENANCES)."""
+        n = len(templates)
+        durations = np.zeros(n, dtype=np.uint64)
+        provenance = np.full(n, PROVENANCE_CODE["none"], dtype=np.uint8)
+        names = templates.op_kind_names
+        for i in range(n):
+            kind = names[int(templates.op_kind[i])]
+            if kind == "comm":
+                continue
+            t, prov = self.time_op(kind, DTYPES[int(templates.dtype[i])],
+                                   tuple(templates.shape[i]), tuple(templates.shape_extra[i]),
+                                   int(templates.flops[i]), int(templates.bytes_moved[i]), gpu)
+            durations[i] = t
+            provenance[i] = PROVENANCE_CODE[prov]
+        return durations, provenance
+
+    def relative_speed(self, gpu: str, reference_ops: OpTemplates) -> float:
+        """Speed of ``gpu`` on a reference op set: 1 / (sum of its template durations in s).
+
+        Higher is faster; the ratio of two GPUs' speeds is the inverse ratio of their times.
+        """
+        durations, _ = self.time_templates(reference_ops, gpu)
+        total_s = float(durations.sum()) * 1e-9
+        if total_s <= 0:
+            raise ValueError("reference op set has no compute time")
+        return 1.0 / total_s
+
+
+def provenance_shares(durations_ns: np.ndarray, provenance: np.ndarray,
+                      counts: np.ndarray | None = None) -> dict[str, float]:
+    """Share of total compute time (duration x count) per provenance; shares sum to 1."""
+    d = np.asarray(durations_ns, dtype=float)
+    w = d * (np.asarray(counts, dtype=float) if counts is not None else 1.0)
+    total = float(w.sum())
+    codes = np.asarray(provenance, dtype=np.int64)
+    return {name: (float(w[codes == i].sum()) / total if total > 0 else 0.0)
+            for i, name in enumerate(PROVENANCES)}
+
+
+def _ns(value: float) -> int:
+    return max(int(round(value)), 1)
