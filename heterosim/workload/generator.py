@@ -1,0 +1,486 @@
+"""From an experiment to one trace per rank: layout, groups, partition, schedule, communication.
+
+``generate_workload(experiment)`` returns a :class:`Workload`; each rank's
+:class:`~heterosim.workload.trace.RankTrace` is built on demand (``workload.trace(rank)``,
+``workload.traces[rank]`` or by iterating ``workload.traces``), so a realistic iteration never
+holds every rank's arrays at once. What a rank's trace contains, in issue order:
+
+- per schedule step (forward or backward of one model chunk for one micro-batch): a PP recv
+  (activations forward / gradients backward) unless the chunk is the first (forward) or last
+  (backward) virtual stage, the chunk's op chain (embedding / layers / head, TP and EP
+  collectives from the op lists), then a PP send. Activations are ``b*s*h`` elements of the
+  activation dtype per TP rank, ``b*s*h/tp`` with sequence parallelism (each TP rank sends its own
+  sequence shard, Megatron-core's behaviour). Tags: ``(micro_batch * V + boundary) * 2 + dir``
+  with ``boundary`` the lower virtual stage of the link and ``dir`` 0 forward, 1 backward, so a
+  send and its recv agree on (peer, tag, bytes).
+- data-parallel gradient synchronisation in buckets of ``parallel.dp_bucket`` bytes, walking the
+  blocks (head, layers in reverse, embedding) of the *last* backward of each model chunk; a
+  bucket's collective depends only on the block whose gradients complete it, so it overlaps the
+  rest of the backward (Megatron DDP with overlap). ZeRO-0: all-reduce; ZeRO-1 and the
+  distributed optimizer: reduce-scatter, then an all-gather of the updated parameters after the
+  optimizer (Megatron distributed optimizer). ZeRO-2 (DeepSpeed semantics): bucketed
+  reduce-scatter in *every* micro-batch's backward, all-gather after the optimizer. ZeRO-3/FSDP:
+  per block a parameter all-gather in forward and again in backward, issued ``zero3_prefetch``
+  blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch.
+  Routed-expert gradients use the expert-data-parallel group. Gradients travel as
+  ``main_grad_bytes(dtype)`` per element (fp32 for bf16), parameters as 16-bit values.
+- with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
+  and last stage (Megatron's embedding group), after the DP synchronisation.
+- the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
+  all-gathers of ZeRO-1/2 and the distributed optimizer.
+
+Approximations (documented, not hidden): the tiny all-reduces of the gradient norm and of
+sequence-parallel norm weights are omitted; bucket boundaries follow whole blocks' parameter
+bytes (a bucket closes once it holds at least ``dp_bucket`` bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from heterosim.catalog.gpus import DTYPE_BYTES
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.workload.builder import (
+    PREVIOUS_TAIL,
+    FrozenUnit,
+    TemplateTable,
+    TraceAssembler,
+    UnitProgram,
+)
+from heterosim.workload.groups import ParallelGroups, RankLayout
+from heterosim.workload.ops import (
+    OpSpec,
+    embedding_backward_ops,
+    embedding_forward_ops,
+    embedding_params_on_rank,
+    head_backward_ops,
+    head_forward_ops,
+    head_params_on_rank,
+    layer_backward_ops,
+    layer_expert_params_on_rank,
+    layer_forward_ops,
+    layer_params_on_rank,
+    main_grad_bytes,
+    optimizer_ops,
+    rank_expert_params,
+    rank_params,
+)
+from heterosim.workload.ops_base import activation_dtype
+from heterosim.workload.partition import CostFn, MemoryFn, Partition, plan_partition
+from heterosim.workload.schedule import Step, pipeline_schedule
+from heterosim.workload.trace import (
+    ALL_GATHER,
+    ALL_REDUCE,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    NO_COLLECTIVE,
+    REDUCE_SCATTER,
+    RankTrace,
+)
+
+EMBEDDING_BLOCK = -1
+HEAD_BLOCK = -2
+
+
+@dataclass(frozen=True)
+class Block:
+    """A piece of a model chunk with its own parameters: the embedding, one layer or the head."""
+
+    layer: int  # layer index, EMBEDDING_BLOCK or HEAD_BLOCK
+    forward: list[OpSpec]
+    backward: list[OpSpec]
+    params: int  # parameters on this rank
+    expert_params: int  # of which routed-expert parameters (synchronised over ep_dp)
+
+    @property
+    def layer_attr(self) -> int:
+        return self.layer if self.layer >= 0 else -1
+
+
+def _comm(label: str, phase: str, comm_type: int, size: int, dtype: str, node_type: int,
+          role: str = "") -> OpSpec:
+    return OpSpec(label, "comm", phase, dtype, (0, 0, 0, 0), node_type=node_type,
+                  comm_type=comm_type, comm_bytes=int(size), comm_group=role)
+
+
+class RankProgram:
+    """Builds the trace of one rank of a workload."""
+
+    def __init__(self, workload: Workload, rank: int) -> None:
+        self.w = workload
+        self.rank = rank
+        exp = workload.experiment
+        self.exp = exp
+        self.model, self.training, self.par = exp.model, exp.training, exp.parallel
+        lay = workload.layout
+        self.stage = lay.pp_index(rank)
+        self.replica = lay.dp_index(rank)
+        self.tp_index = lay.tp_index(rank)
+        self.V = self.par.pp * self.par.vpp
+        self.templates = TemplateTable()
+        self.act_dtype = activation_dtype(self.training.dtype)
+        self.grad_bytes = main_grad_bytes(self.training.dtype)
+        self.param_bytes = 4 if self.training.dtype == "fp32" else 2
+        self.micro_batches = workload.partition.replica_micro_batches[self.replica]
+
+    # -- templates -------------------------------------------------------------------------
+
+    def _template(self, op: OpSpec) -> int | None:
+        """Template row for ``op``; None for a collective over a one-rank group (nothing to do)."""
+        if op.node_type == COMM_COLL_NODE:
+            gid = self.w.groups.group_id(self.rank, op.comm_group)
+            if gid is None:
+                return None
+            return self.templates.add(op, gid)
+        return self.templates.add(op)
+
+    # -- blocks ----------------------------------------------------------------------------
+
+    def blocks(self, chunk: int) -> list[Block]:
+        m, t, p = self.model, self.training, self.par
+        v = chunk * p.pp + self.stage
+        out: list[Block] = []
+        if v == 0:
+            out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
+                             embedding_backward_ops(m, t, p), embedding_params_on_rank(m, p), 0))
+        for layer in self.w.partition.layers_of(self.stage, chunk):
+            out.append(Block(layer, layer_forward_ops(m, t, p, layer),
+                             layer_backward_ops(m, t, p, layer), layer_params_on_rank(m, p, layer),
+                             layer_expert_params_on_rank(m, p, layer)))
+        if v == self.V - 1:
+            out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
+                             head_params_on_rank(m, p, has_embedding=(v == 0)), 0))
+        return out
+
+    # -- unit programs ---------------------------------------------------------------------
+
+    def _gather(self, block: Block, phase: str) -> OpSpec:
+        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER,
+                     block.params * self.param_bytes, self.act_dtype, COMM_COLL_NODE, "dp")
+
+    def _forward_unit(self, chunk: int) -> FrozenUnit:
+        return self._unit(self.blocks(chunk), "fwd", sync=False)
+
+    def _backward_unit(self, chunk: int, sync: bool) -> FrozenUnit:
+        return self._unit(list(reversed(self.blocks(chunk))), "bwd", sync)
+
+    def _unit(self, blocks: list[Block], phase: str, sync: bool) -> FrozenUnit:
+        unit = UnitProgram()
+        zero3 = self.par.zero >= 3
+        prefetch = self.par.zero3_prefetch
+        gathers: dict[int, int] = {}
+
+        def issue_gather(j: int, deps: list[int]) -> None:
+            if zero3 and j < len(blocks) and j not in gathers:
+                tmpl = self._template(self._gather(blocks[j], phase))
+                if tmpl is not None:
+                    gathers[j] = unit.add(tmpl, blocks[j].layer_attr, deps)
+
+        if prefetch > 0:
+            for j in range(min(prefetch, len(blocks))):
+                issue_gather(j, [PREVIOUS_TAIL])
+        buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
+        for j, block in enumerate(blocks):
+            if prefetch == 0:
+                issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
+            ops = block.forward if phase == "fwd" else block.backward
+            first = True
+            for op in ops:
+                tmpl = self._template(op)
+                if tmpl is None:
+                    continue
+                extra = [gathers[j]] if first and j in gathers else []
+                unit.chain(tmpl, block.layer_attr, extra)
+                if first and prefetch > 0:
+                    issue_gather(j + prefetch, [unit.tail])
+                first = False
+            if zero3 and phase == "bwd":
+                self._zero3_scatter(unit, block)
+            if buckets is not None:
+                buckets.add(block)
+        if buckets is not None:
+            buckets.flush()
+        return unit.freeze()
+
+    def _zero3_scatter(self, unit: UnitProgram, block: Block) -> None:
+        for role, params in (("dp", block.params - block.expert_params),
+                             ("ep_dp", block.expert_params)):
+            if params <= 0:
+                continue
+            op = _comm("zero3_reduce_scatter.grad", "bwd", REDUCE_SCATTER,
+                       params * self.grad_bytes, "fp32", COMM_COLL_NODE, role)
+            tmpl = self._template(op)
+            if tmpl is not None:
+                unit.grad_sync.append(unit.add(tmpl, block.layer_attr, [unit.tail]))
+
+    # -- pipeline --------------------------------------------------------------------------
+
+    def _p2p_bytes(self) -> int:
+        t = self.training
+        tokens = t.micro_batch * t.seq_len
+        if self.par.sequence_parallel:
+            tokens = -(-tokens // self.par.tp)
+        return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
+
+    def _peer(self, virtual_stage: int) -> int:
+        lay = self.w.layout
+        return lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp)
+
+    def _tag(self, micro_batch: int, boundary: int, direction: int) -> int:
+        return (micro_batch * self.V + boundary) * 2 + direction
+
+    # -- the whole rank --------------------------------------------------------------------
+
+    def steps(self) -> list[Step]:
+        p = self.par
+        return pipeline_schedule(p.schedule, p.pp, self.stage, self.micro_batches, p.vpp)
+
+    def build(self) -> RankTrace:
+        p = self.par
+        steps = self.steps()
+        zero_every_step = p.zero >= 2
+        last_backward = {}
+        for i, s in enumerate(steps):
+            if s.kind == "B":
+                last_backward[s.chunk] = i
+        fwd_units = {c: self._forward_unit(c) for c in range(p.vpp)}
+        bwd_units = {c: self._backward_unit(c, sync=zero_every_step) for c in range(p.vpp)}
+        sync_units = bwd_units if zero_every_step else {
+            c: self._backward_unit(c, sync=True) for c in range(p.vpp)
+        }
+        nbytes = self._p2p_bytes()
+        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE, nbytes,
+                                          self.act_dtype, COMM_RECV_NODE))
+        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE, nbytes,
+                                          self.act_dtype, COMM_SEND_NODE))
+        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE, nbytes,
+                                          self.act_dtype, COMM_RECV_NODE))
+        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE, nbytes,
+                                          self.act_dtype, COMM_SEND_NODE))
+        out = TraceAssembler()
+        for i, step in enumerate(steps):
+            v = step.chunk * p.pp + self.stage
+            mb = step.micro_batch
+            if step.kind == "F":
+                deps: tuple[int, ...] = ()
+                if v > 0:
+                    r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
+                                 tag=self._tag(mb, v - 1, 0),
+                                 deps=(out.tail,) if out.tail >= 0 else ())
+                    deps = (r,)
+                out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
+                if v < self.V - 1:
+                    out.node(send_f, micro_batch=mb, stage=v, peer=self._peer(v + 1),
+                             tag=self._tag(mb, v, 0), deps=(out.tail,))
+            else:
+                deps = ()
+                if v < self.V - 1:
+                    r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
+                                 tag=self._tag(mb, v, 1),
+                                 deps=(out.tail,) if out.tail >= 0 else ())
+                    deps = (r,)
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
+                    bwd_units[step.chunk]
+                out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
+                if v > 0:
+                    out.node(send_b, micro_batch=mb, stage=v, peer=self._peer(v - 1),
+                             tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+        self._finish_iteration(out)
+        exp = self.exp
+        meta = {
+            "experiment": exp.name, "model": exp.model.name, "rank": str(self.rank),
+            "world_size": str(self.w.layout.world_size), "stage": str(self.stage),
+            "dp_replica": str(self.replica), "schedule": p.schedule,
+            "micro_batches": str(self.micro_batches),
+        }
+        gpu = exp.cluster.gpu_type[self.rank]
+        return out.finish(self.rank, self.templates.build(), gpu, meta)
+
+    def _finish_iteration(self, out: TraceAssembler) -> None:
+        p, m = self.par, self.model
+        chunks = [self.w.partition.layers_of(self.stage, c) for c in range(p.vpp)]
+        layers = [layer for rng in chunks for layer in rng]
+        has_embedding = self.stage == 0
+        has_head = self.stage == (self.V - 1) % p.pp
+        waits = list(out.grad_sync)
+        embd = self.w.groups.group_id(self.rank, "embd")
+        if embd is not None and m.tied_embeddings:
+            size = -(-m.vocab // p.tp) * m.hidden * self.grad_bytes
+            tmpl = self.templates.add(_comm("embedding_grad_allreduce", "bwd", ALL_REDUCE, size,
+                                            "fp32", COMM_COLL_NODE, "embd"), embd)
+            waits.append(out.node(tmpl, stage=self.stage, deps=tuple(
+                [out.tail, *out.grad_sync] if out.tail >= 0 else out.grad_sync)))
+        params = rank_params(m, p, layers, has_embedding, has_head)
+        expert = rank_expert_params(m, p, layers)
+        first = True
+        for op in optimizer_ops(m, self.training, p, params, expert):
+            tmpl = self._template(op)
+            if tmpl is None:
+                continue
+            deps = [out.tail] + (waits if first else [])
+            out.tail = out.node(tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
+            first = False
+        if p.zero in (1, 2) or (p.zero == 0 and p.distributed_optimizer):
+            for role, count in (("dp", params - expert), ("ep_dp", expert)):
+                for size in _bucket_sizes(count * self.param_bytes, p.dp_bucket_bytes):
+                    op = _comm("param_allgather", "opt", ALL_GATHER, size, self.act_dtype,
+                               COMM_COLL_NODE, role)
+                    tmpl = self._template(op)
+                    if tmpl is not None:
+                        out.node(tmpl, stage=self.stage, deps=(out.tail,))
+
+
+def _bucket_sizes(total: int, bucket: int) -> list[int]:
+    if total <= 0:
+        return []
+    full, rest = divmod(total, max(1, bucket))
+    return [bucket] * full + ([rest] if rest else [])
+
+
+class _Buckets:
+    """Gradient buckets filled block by block during a synchronising backward."""
+
+    def __init__(self, program: RankProgram, unit: UnitProgram, phase: str) -> None:
+        self.prog = program
+        self.unit = unit
+        self.pending = {"dp": 0, "ep_dp": 0}
+        par = program.par
+        self.zero3 = par.zero >= 3
+        if par.zero == 0 and not par.distributed_optimizer:
+            self.comm_type, self.label = ALL_REDUCE, "dp_grad_allreduce"
+        else:
+            self.comm_type, self.label = REDUCE_SCATTER, "dp_grad_reduce_scatter"
+        self.layer = -1
+
+    def add(self, block: Block) -> None:
+        if self.zero3:
+            return  # ZeRO-3 scatters per block instead
+        self.layer = block.layer_attr
+        self.pending["dp"] += (block.params - block.expert_params) * self.prog.grad_bytes
+        self.pending["ep_dp"] += block.expert_params * self.prog.grad_bytes
+        for role in self.pending:
+            if self.pending[role] >= self.prog.par.dp_bucket_bytes:
+                self._emit(role)
+
+    def flush(self) -> None:
+        if self.zero3:
+            return
+        for role in self.pending:
+            if self.pending[role] > 0:
+                self._emit(role)
+
+    def _emit(self, role: str) -> None:
+        op = _comm(self.label, "bwd", self.comm_type, self.pending[role], "fp32", COMM_COLL_NODE,
+                   role)
+        self.pending[role] = 0
+        tmpl = self.prog._template(op)
+        if tmpl is not None:
+            self.unit.grad_sync.append(self.unit.add(tmpl, self.layer, [self.unit.tail]))
+
+
+@dataclass
+class Workload:
+    """An experiment's layout, communicators, partition and (lazily built) per-rank traces."""
+
+    experiment: ExperimentConfig
+    layout: RankLayout
+    groups: ParallelGroups
+    partition: Partition
+    memory_fn: MemoryFn | None = None
+    _summaries: dict[int, dict] = field(default_factory=dict, repr=False)
+
+    @property
+    def world_size(self) -> int:
+        return self.layout.world_size
+
+    def trace(self, rank: int) -> RankTrace:
+        """Build rank ``rank``'s trace (not cached: a big iteration has millions of nodes)."""
+        if not 0 <= rank < self.world_size:
+            raise IndexError(f"rank {rank} outside 0..{self.world_size - 1}")
+        return RankProgram(self, rank).build()
+
+    def iter_traces(self, ranks: Sequence[int] | None = None) -> Iterator[RankTrace]:
+        for rank in range(self.world_size) if ranks is None else ranks:
+            yield self.trace(rank)
+
+    @cached_property
+    def traces(self) -> LazyTraces:
+        return LazyTraces(self)
+
+    def schedule(self, rank: int) -> list[Step]:
+        return RankProgram(self, rank).steps()
+
+    def rank_layers(self, rank: int) -> list[range]:
+        stage = self.layout.pp_index(rank)
+        return self.partition.stage_layers(stage)
+
+    def memory_bytes(self, rank: int) -> int:
+        """Estimated peak memory of ``rank`` (weights, gradients, optimizer, activations)."""
+        from heterosim.workload.partition import in_flight_micro_batches
+
+        par = self.experiment.parallel
+        stage = self.layout.pp_index(rank)
+        layers = [layer for rng in self.rank_layers(rank) for layer in rng]
+        fn = self.memory_fn
+        if fn is None:
+            from heterosim.workload.memory import estimate_rank_memory
+
+            e = self.experiment
+            est = estimate_rank_memory(
+                e.model, e.training, par, layers, stage == 0,
+                stage == (par.pp * par.vpp - 1) % par.pp, in_flight_micro_batches(e, stage),
+            )
+            return int(est.total_bytes)
+        return int(fn(layers, stage == 0, stage == (par.pp * par.vpp - 1) % par.pp,
+                      in_flight_micro_batches(self.experiment, stage)))
+
+    def summary(self, ranks: Sequence[int] | None = None) -> dict:
+        """workload.json content (see DESIGN.md); builds each listed rank's trace once."""
+        from heterosim.workload.summary import workload_summary
+
+        return workload_summary(self, ranks)
+
+
+class LazyTraces(Sequence[RankTrace]):
+    """``workload.traces``: a sequence whose items are built when accessed."""
+
+    def __init__(self, workload: Workload) -> None:
+        self._w = workload
+
+    def __len__(self) -> int:
+        return self._w.world_size
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self._w.trace(r) for r in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        return self._w.trace(index)
+
+    def __iter__(self) -> Iterator[RankTrace]:
+        return self._w.iter_traces()
+
+
+def generate_workload(
+    experiment: ExperimentConfig,
+    *,
+    cost_fn: CostFn | None = None,
+    memory_fn: MemoryFn | None = None,
+) -> Workload:
+    """Lay out ranks, list communicators and partition layers and micro-batches.
+
+    ``cost_fn(gpu_type, ops) -> seconds`` times op lists for the partitioner (default: catalogue
+    roofline); ``memory_fn(layers, has_embedding, has_head, in_flight) -> bytes`` overrides the
+    memory estimate. Traces are built lazily from the returned :class:`Workload`.
+    """
+    par = experiment.parallel
+    layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
+    groups = ParallelGroups(layout, tied_embeddings=experiment.model.tied_embeddings)
+    partition = plan_partition(experiment, layout, cost_fn, memory_fn)
+    return Workload(experiment, layout, groups, partition, memory_fn)
+
+
+__all__ = ["LazyTraces", "RankProgram", "Workload", "generate_workload"]
