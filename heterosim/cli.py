@@ -17,6 +17,7 @@ from heterosim.errors import UserError
 
 COMMAND_MODULES = (
     "build",
+    "netbench",
 )
 
 DESCRIPTION = """\

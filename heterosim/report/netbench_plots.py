@@ -1,0 +1,105 @@
+"""Netbench PNG plots: per-flow rate over time, queue depth of the busiest ports, FCT bars, and the
+CC comparison panel. Matplotlib with the Agg backend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from heterosim.report.plots import plot_series  # noqa: E402
+
+MAX_RATE_LINES = 16
+BUSIEST_PORTS = 4
+
+
+def _empty(path: Path, title: str, reason: str) -> None:
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    ax.text(0.5, 0.5, reason, ha="center", va="center", transform=ax.transAxes)
+    ax.set_axis_off()
+    ax.set_title(title)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence[str]) -> None:
+    """Sending rate (Gb/s) of each flow over time (the first ``MAX_RATE_LINES`` flows)."""
+    title = "per-flow sending rate"
+    if not rate or len(rate.get("time_ns", ())) == 0:
+        _empty(path, title, "no rate samples (simulation.sample_interval: 0 or flow fidelity)")
+        return
+    times = np.asarray(rate["time_ns"], dtype=np.int64)
+    flows = np.asarray(rate["flow"], dtype=np.int64)
+    values = np.asarray(rate["rate_bps"], dtype=np.float64) / 1e9
+    series = {}
+    for fid in np.unique(flows)[:MAX_RATE_LINES]:
+        sel = flows == fid
+        label = flow_labels[fid] if 0 <= fid < len(flow_labels) else f"flow {fid}"
+        series[label] = (times[sel], values[sel])
+    plot_series(path, series, "rate (Gb/s)", title)
+
+
+def plot_queues(path: Path, queue: Mapping[str, Any] | None, port_names: Sequence[str],
+                max_queue_bytes: np.ndarray) -> None:
+    """Queue depth (KiB) over time at the ports with the largest maximum queue."""
+    title = "queue depth at the busiest ports"
+    if not queue or len(queue.get("time_ns", ())) == 0:
+        _empty(path, title, "no queue samples (simulation.sample_interval: 0 or flow fidelity)")
+        return
+    times = np.asarray(queue["time_ns"], dtype=np.int64)
+    ports = np.asarray(queue["port"], dtype=np.int64)
+    depth = np.asarray(queue["bytes"], dtype=np.float64) / 1024
+    if len(max_queue_bytes):
+        busiest = [int(p) for p in np.argsort(-np.asarray(max_queue_bytes), kind="stable")]
+    else:
+        peaks = {int(p): float(depth[ports == p].max()) for p in np.unique(ports)}
+        busiest = sorted(peaks, key=lambda p: -peaks[p])
+    series = {}
+    for port in busiest[:BUSIEST_PORTS]:
+        sel = ports == port
+        if np.any(sel):
+            name = port_names[port] if port < len(port_names) else f"port {port}"
+            series[name] = (times[sel], depth[sel])
+    plot_series(path, series, "queue (KiB)", title)
+
+
+def plot_fct(path: Path, flows: Sequence[Mapping[str, Any]], sim_end_s: float,
+             max_bars: int = 64) -> None:
+    """Flow completion time per flow (unfinished flows: hatched bars up to the end of the run)."""
+    shown = list(flows)[:max_bars]
+    fig, ax = plt.subplots(figsize=(max(5, 0.3 * len(shown) + 2), 3.5))
+    for f in shown:
+        done = f["fct_s"] is not None
+        height = (f["fct_s"] if done else max(0.0, sim_end_s - f["start_s"])) * 1e6
+        ax.bar(f["id"], height, color="tab:blue" if done else "lightgray",
+               hatch=None if done else "//", edgecolor="black" if not done else None, linewidth=0.5)
+    ax.set_xlabel("flow id")
+    ax.set_ylabel("FCT (us)")
+    ax.set_title("flow completion times" + ("" if all(f["fct_s"] is not None for f in shown)
+                                            else " (hatched: unfinished)"))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_comparison(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """One bar panel per metric (mean and max FCT, Jain, max queue, pauses, drops) across CCs."""
+    panels = (("fct_mean_s", "mean FCT (us)", 1e6), ("fct_max_s", "max FCT (us)", 1e6),
+              ("fairness_jain", "Jain's index", 1.0), ("max_queue_bytes", "max queue (KiB)", 1 / 1024),
+              ("pfc_pause_frames", "PFC pause frames", 1.0), ("drops", "drops", 1.0))
+    names = [r["cc"] for r in rows]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.2))
+    for ax, (key, label, scale) in zip(axes, panels):
+        values = [np.nan if r[key] is None else r[key] * scale for r in rows]
+        ax.bar(range(len(names)), values, color="tab:blue")
+        ax.set_xticks(range(len(names)), names, rotation=45, fontsize=8)
+        ax.set_title(label, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

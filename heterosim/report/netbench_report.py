@@ -1,0 +1,318 @@
+"""Netbench results: results.json, CSV tables and time series, the terminal summary.
+
+Input is the dict returned by a network run (``heterosim.engine.packet.run_flows`` or
+``heterosim.engine.fluid.run_flows_fluid``): per-flow arrays under ``"flows"``, packet-level
+counters, per-port arrays and sampled series. Output follows the netbench contract in DESIGN.md.
+
+Jain's fairness index (``fairness_jain``)
+    Compared flows ``C``: the scenario's ``fairness_flows``, or every flow. The interval during
+    which all of them are active together is ``[t0, t1]`` with ``t0 = max(start_i)`` and
+    ``t1 = min(end_i)`` over ``C`` (an unfinished flow ends at the end of the simulation). The
+    window is its second half, ``[(t0 + t1) / 2, t1]``. Each flow's throughput ``x_i`` is the mean
+    of its sampled sending rates (``series.rate``) whose sample time lies in the window, and
+    ``J = (sum x_i)^2 / (n * sum x_i^2)``. ``J`` is ``null`` (with ``fairness_note`` saying why)
+    when there is no rate series, when the flows are never all active together, or when some flow
+    has no sample in the window (window shorter than the sample interval).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heterosim import __version__
+from heterosim.config.scenario import ScenarioConfig
+from heterosim.engine.topology import Topology
+from heterosim.errors import UserError
+
+COUNTER_KEYS = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
+PORT_KEYS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent", "pause_received",
+             "paused_ns", "ecn_marks", "drops")
+
+
+def jain_index(values: np.ndarray) -> float | None:
+    """Jain's fairness index ``(sum x)^2 / (n * sum x^2)``; None for no values or all zeros."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return None
+    square_sum = float(np.sum(x * x))
+    if square_sum <= 0.0:
+        return None
+    return float(np.sum(x) ** 2 / (x.size * square_sum))
+
+
+def fairness_window(start_ns: np.ndarray, end_ns: np.ndarray, sim_end_ns: int) -> tuple[int, int] | None:
+    """Second half of the interval during which all the given flows are active (None if empty)."""
+    if len(start_ns) == 0:
+        return None
+    ends = np.where(np.asarray(end_ns) < 0, sim_end_ns, end_ns)
+    t0, t1 = int(np.max(start_ns)), int(np.min(ends))
+    if t1 <= t0:
+        return None
+    return (t0 + t1) // 2, t1
+
+
+def fairness_from_series(
+    flow_ids: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, sim_end_ns: int,
+    rate_series: Mapping[str, Any] | None,
+) -> tuple[float | None, tuple[int, int] | None, str]:
+    """Jain's index over the window (module docstring) with the window and a note."""
+    window = fairness_window(start_ns, end_ns, sim_end_ns)
+    if window is None:
+        return None, None, "the compared flows are never all active at the same time"
+    if not rate_series or len(rate_series.get("time_ns", ())) == 0:
+        return None, window, "no per-flow rate series (sampling off or not provided by this fidelity)"
+    times = np.asarray(rate_series["time_ns"], dtype=np.int64)
+    flows = np.asarray(rate_series["flow"], dtype=np.int64)
+    rates = np.asarray(rate_series["rate_bps"], dtype=np.float64)
+    in_window = (times >= window[0]) & (times <= window[1])
+    means = []
+    for fid in np.asarray(flow_ids, dtype=np.int64):
+        sel = in_window & (flows == fid)
+        if not np.any(sel):
+            return None, window, f"flow {int(fid)} has no rate sample in the window"
+        means.append(float(rates[sel].mean()))
+    jain = jain_index(np.array(means))
+    return jain, window, "" if jain is not None else "all compared rates are zero"
+
+
+def _arr(mapping: Mapping[str, Any], key: str, n: int, dtype: Any, fill: Any = 0) -> np.ndarray:
+    value = mapping.get(key)
+    if value is None:
+        return np.full(n, fill, dtype=dtype)
+    return np.asarray(value, dtype=dtype)
+
+
+def _num(value: float | None, digits: int = 12) -> float | None:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return float(f"{value:.{digits}g}")
+
+
+def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[str, Any]]:
+    """The ``flows`` list of results.json (seconds, Gb/s; unfinished flows have null times)."""
+    flows = run["flows"]
+    n = len(scenario.flows)
+    ids = _arr(flows, "id", n, np.int64) if "id" in flows else np.arange(n)
+    start = _arr(flows, "start_ns", n, np.int64)
+    end = _arr(flows, "end_ns", n, np.int64, -1)
+    size = _arr(flows, "bytes", n, np.int64)
+    retx = _arr(flows, "retransmits", n, np.int64)
+    records = []
+    for i in range(len(ids)):
+        done = end[i] >= 0
+        fct_ns = int(end[i] - start[i]) if done else None
+        goodput = size[i] * 8 / fct_ns if done and fct_ns > 0 else None
+        records.append({
+            "id": int(ids[i]), "src": int(scenario.flows.src[ids[i]]),
+            "dst": int(scenario.flows.dst[ids[i]]), "bytes": int(size[i]),
+            "start_s": start[i] / 1e9, "end_s": end[i] / 1e9 if done else None,
+            "fct_s": fct_ns / 1e9 if fct_ns is not None else None,
+            "goodput_Gbps": _num(goodput, 9), "retransmits": int(retx[i]),
+        })
+    return records
+
+
+def network_counters(run: Mapping[str, Any], scenario: ScenarioConfig) -> dict[str, int]:
+    """The ``network`` counters of results.json; a fluid run has no packets (zeros)."""
+    counters = run.get("counters") or {}
+    out = {key: int(counters.get(key, 0)) for key in COUNTER_KEYS}
+    if not counters:
+        out["flows"] = len(scenario.flows)
+        end = np.asarray(run["flows"]["end_ns"])
+        out["bytes"] = int(np.asarray(run["flows"]["bytes"], dtype=np.int64)[end >= 0].sum())
+    return out
+
+
+def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str) -> dict[str, Any]:
+    """results.json for one netbench run (contract keys plus scenario echo and sim info)."""
+    flows = flow_records(run, scenario)
+    sim_end_ns = int(run.get("sim_end_ns", scenario.simulation.stop_ns))
+    compared = np.array(scenario.fairness_flows if scenario.fairness_flows else range(len(flows)))
+    start = np.array([flows[i]["start_s"] for i in compared]) * 1e9
+    end = np.array([-1 if flows[i]["end_s"] is None else flows[i]["end_s"] * 1e9 for i in compared])
+    series = run.get("series") or {}
+    jain, window, note = fairness_from_series(
+        compared, start.round().astype(np.int64), end.round().astype(np.int64), sim_end_ns,
+        series.get("rate"),
+    )
+    injected = scenario.flows.total_bytes
+    delivered = sum(f["bytes"] for f in flows if f["end_s"] is not None)
+    fcts = [f["fct_s"] for f in flows if f["fct_s"] is not None]
+    results: dict[str, Any] = {
+        "name": scenario.name,
+        "flows": flows,
+        "fairness_jain": _num(jain, 9),
+        "fairness_window_s": [window[0] / 1e9, window[1] / 1e9] if window else None,
+        "fairness_flows": [int(i) for i in compared],
+        "network": network_counters(run, scenario),
+        "summary": {
+            "injected_bytes": injected, "delivered_bytes": int(delivered),
+            "unfinished_flows": sum(1 for f in flows if f["end_s"] is None),
+            "fct_mean_s": _num(float(np.mean(fcts))) if fcts else None,
+            "fct_max_s": _num(float(np.max(fcts))) if fcts else None,
+            "max_queue_bytes": _max_port(run, "max_queue_bytes"),
+        },
+        "scenario": {"source": scenario.source, "cc": scenario.network.cc,
+                     "pfc": scenario.network.pfc, "config": scenario.resolved},
+        "sim": {"fidelity": fidelity, "wall_s": round(float(run.get("wall_s", 0.0)), 6),
+                "events": int(run.get("events", 0)), "sim_end_s": sim_end_ns / 1e9,
+                "stop_s": scenario.simulation.stop_ns / 1e9, "seed": scenario.simulation.seed,
+                "version": __version__},
+    }
+    if note:
+        results["fairness_note"] = note
+    return results
+
+
+def _max_port(run: Mapping[str, Any], key: str) -> int | None:
+    ports = run.get("ports")
+    if not ports or len(ports.get(key, ())) == 0:
+        return None
+    return int(np.max(np.asarray(ports[key])))
+
+
+def port_names(run: Mapping[str, Any], topology: Topology) -> list[str]:
+    """``node->neighbour`` for every port in ``run["ports"]`` (the node that sends on the link)."""
+    ports = run.get("ports") or {}
+    nodes = np.asarray(ports.get("node", ()), dtype=np.int64)
+    links = np.asarray(ports.get("link", ()), dtype=np.int64)
+    return [
+        f"{topology.node_name[n]}->{topology.node_name[topology.other_end(int(link), int(n))]}"
+        for n, link in zip(nodes, links)
+    ]
+
+
+def comparison_row(cc: str, results: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of the CC comparison table."""
+    summary, net = results["summary"], results["network"]
+    return {
+        "cc": cc, "fct_mean_s": summary["fct_mean_s"], "fct_max_s": summary["fct_max_s"],
+        "fairness_jain": results["fairness_jain"], "max_queue_bytes": summary["max_queue_bytes"],
+        "pfc_pause_frames": net["pfc_pause_frames"], "drops": net["drops"],
+        "retransmits": net["retransmits"], "ecn_marks": net["ecn_marks"], "cnps": net["cnps"],
+        "unfinished_flows": summary["unfinished_flows"],
+    }
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def write_csv(path: Path, header: list[str], rows: Any) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any],
+                 topology: Topology) -> None:
+    """flows.csv, ports.csv, rates.csv, queues.csv (time series empty when sampling was off)."""
+    flow_keys = ["id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps",
+                 "retransmits"]
+    write_csv(out / "flows.csv", flow_keys,
+              ([("" if f[k] is None else f[k]) for k in flow_keys] for f in results["flows"]))
+    ports = run.get("ports") or {}
+    names = port_names(run, topology)
+    n = len(names)
+    columns = [_arr(ports, key, n, np.float64) for key in PORT_KEYS]
+    write_csv(out / "ports.csv", ["port", "name", "node", "link", *PORT_KEYS],
+              ([i, names[i], int(ports["node"][i]), int(ports["link"][i]),
+                *(_cell(col[i]) for col in columns)] for i in range(n)))
+    series = run.get("series") or {}
+    rate = series.get("rate") or {}
+    write_csv(out / "rates.csv", ["time_s", "flow", "rate_Gbps"],
+              zip(np.asarray(rate.get("time_ns", []), dtype=np.float64) / 1e9,
+                  np.asarray(rate.get("flow", []), dtype=np.int64),
+                  np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9))
+    queue = series.get("queue") or {}
+    port_ids = np.asarray(queue.get("port", []), dtype=np.int64)
+    write_csv(out / "queues.csv", ["time_s", "port", "name", "queue_bytes"],
+              ((t, p, names[p] if p < n else "", int(b)) for t, p, b in zip(
+                  np.asarray(queue.get("time_ns", []), dtype=np.float64) / 1e9, port_ids,
+                  np.asarray(queue.get("bytes", []), dtype=np.int64))))
+
+
+def _cell(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def summary_text(results: Mapping[str, Any], max_flows: int = 16) -> str:
+    """Terminal table: per-flow FCT and goodput, counters, Jain's index."""
+    lines = [f"netbench {results['name']}  (cc={results['scenario']['cc']}, "
+             f"pfc={'on' if results['scenario']['pfc'] else 'off'}, "
+             f"fidelity={results['sim']['fidelity']})",
+             f"{'flow':>5} {'src':>4} {'dst':>4} {'bytes':>12} {'start_us':>10} {'fct_us':>11} "
+             f"{'goodput_Gbps':>13} {'retx':>6}"]
+    for f in results["flows"][:max_flows]:
+        fct = f"{f['fct_s'] * 1e6:11.2f}" if f["fct_s"] is not None else f"{'unfinished':>11}"
+        goodput = f"{f['goodput_Gbps']:13.2f}" if f["goodput_Gbps"] is not None else f"{'-':>13}"
+        lines.append(f"{f['id']:>5} {f['src']:>4} {f['dst']:>4} {f['bytes']:>12} "
+                     f"{f['start_s'] * 1e6:10.2f} {fct} {goodput} {f['retransmits']:>6}")
+    if len(results["flows"]) > max_flows:
+        lines.append(f"  ... {len(results['flows']) - max_flows} more flows in flows.csv")
+    net = results["network"]
+    lines.append("network: " + ", ".join(f"{k}={net[k]}" for k in COUNTER_KEYS))
+    jain = results["fairness_jain"]
+    lines.append(f"fairness (Jain, second half): {jain:.4f}" if jain is not None
+                 else f"fairness (Jain): n/a ({results.get('fairness_note', '')})")
+    summary = results["summary"]
+    lines.append(f"delivered {summary['delivered_bytes']} of {summary['injected_bytes']} bytes; "
+                 f"unfinished flows: {summary['unfinished_flows']}; "
+                 f"wall {results['sim']['wall_s']:.2f}s, events {results['sim']['events']}")
+    return "\n".join(lines)
+
+
+def comparison_text(rows: list[Mapping[str, Any]]) -> str:
+    """Terminal table of a CC comparison."""
+    head = (f"{'cc':<7} {'fct_mean_us':>12} {'fct_max_us':>11} {'jain':>7} {'max_queue_KiB':>14} "
+            f"{'pauses':>8} {'drops':>7} {'retx':>7} {'unfinished':>10}")
+    lines = [head]
+    for r in rows:
+        def us(v: float | None) -> str:
+            return "-" if v is None else f"{v * 1e6:.2f}"
+        jain = "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.4f}"
+        queue = "-" if r["max_queue_bytes"] is None else f"{r['max_queue_bytes'] / 1024:.1f}"
+        lines.append(f"{r['cc']:<7} {us(r['fct_mean_s']):>12} {us(r['fct_max_s']):>11} {jain:>7} "
+                     f"{queue:>14} {r['pfc_pause_frames']:>8} {r['drops']:>7} "
+                     f"{r['retransmits']:>7} {r['unfinished_flows']:>10}")
+    return "\n".join(lines)
+
+
+@contextmanager
+def staged_output(out: Path) -> Iterator[Path]:
+    """Yield a temporary folder beside ``out``; on success its files replace those in ``out``.
+
+    On an exception nothing in ``out`` changes and the temporary folder is removed, so a failed
+    run never leaves half-written results.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: exists and is not a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    stage.chmod(0o755)  # mkdtemp makes it private; the results folder is an ordinary one
+    try:
+        yield stage
+        if not out.exists():
+            os.replace(stage, out)
+            return
+        for path in sorted(stage.rglob("*")):
+            target = out / path.relative_to(stage)
+            if path.is_dir():
+                target.mkdir(exist_ok=True)
+            else:
+                os.replace(path, target)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
