@@ -16,8 +16,10 @@ from heterosim import __version__
 from heterosim.errors import UserError
 
 COMMAND_MODULES = (
+    "workload",
     "build",
     "netbench",
+    "profile",
 )
 
 DESCRIPTION = """\
