@@ -19,7 +19,6 @@ COMMAND_MODULES = (
     "workload",
     "build",
     "netbench",
-    "profile",
 )
 
 DESCRIPTION = """\
