@@ -1,0 +1,224 @@
+"""``heterosim netbench``: Jain's index and its window, the contract keys and files, atomic output,
+the CC comparison table; on the packet network (ns3 marker): conservation and a tiny comparison."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from heterosim.cli import main
+from heterosim.commands.netbench import netbench
+from heterosim.config.scenario import load_scenario
+from heterosim.report.netbench_report import fairness_from_series, fairness_window, jain_index
+
+REPO = Path(__file__).resolve().parents[2]
+STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
+FLOW_KEYS = {"id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"}
+NETWORK_KEYS = {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps"}
+FILES = ("results.json", "flows.csv", "rates.csv", "queues.csv", "ports.csv", "rates.png",
+         "queues.png", "fct.png")
+HAS_PACKET = importlib.util.find_spec("heterosim.engine.packet") is not None
+needs_packet = pytest.mark.skipif(
+    not HAS_PACKET, reason="heterosim.engine.packet (the packet-level network) is not built yet"
+)
+
+
+def tiny_scenario(tmp_path: Path, **changes) -> Path:
+    data = {
+        "name": "tiny-incast",
+        "cluster": STAR,
+        "pattern": {"kind": "incast", "senders": [0, 1], "receiver": 2, "size": "512KiB"},
+        "network": {"cc": "dcqcn", "pfc": True, "buffer": "4MiB", "mtu": "1KiB"},
+        "simulation": {"stop": "5ms", "sample_interval": "5us", "seed": 1},
+    }
+    data.update(changes)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def shared_bottleneck_run(scenario, topology, fidelity):
+    """A synthetic run: flows split a 100 Gb/s bottleneck equally (exercises the report only)."""
+    flows = scenario.flows
+    n = len(flows)
+    rate = 100e9 / n
+    fct = np.ceil(flows.size_bytes * 8 / rate * 1e9).astype(np.int64)
+    end = flows.start_ns + fct
+    interval = scenario.simulation.sample_interval_ns
+    t, f = [], []
+    for i in range(n):
+        times = np.arange(flows.start_ns[i], end[i], interval)
+        t.append(times)
+        f.append(np.full(len(times), i))
+    times, ids = np.concatenate(t), np.concatenate(f)
+    grid = np.arange(0, int(end.max()), interval)
+    return {
+        "flows": {"id": np.arange(n), "src": flows.src, "dst": flows.dst, "bytes": flows.size_bytes,
+                  "start_ns": flows.start_ns, "end_ns": end, "fct_ns": fct,
+                  "retransmits": np.zeros(n, np.int64)},
+        "counters": {"flows": n, "bytes": flows.total_bytes, "drops": 0, "retransmits": 0,
+                     "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0},
+        "ports": {"node": topology.link_a[:2], "link": np.arange(2), "direction": np.zeros(2),
+                  "bytes_sent": np.array([flows.total_bytes, 0]),
+                  "max_queue_bytes": np.array([2048, 0]), "mean_queue_bytes": np.array([512.5, 0]),
+                  "pause_sent": np.zeros(2), "pause_received": np.zeros(2),
+                  "paused_ns": np.zeros(2), "ecn_marks": np.zeros(2), "drops": np.zeros(2)},
+        "series": {"queue": {"time_ns": np.repeat(grid, 2), "port": np.tile([0, 1], len(grid)),
+                             "bytes": np.tile([2048, 0], len(grid))},
+                   "rate": {"time_ns": times, "flow": ids, "rate_bps": np.full(len(times), rate)}},
+        "events": 10, "sim_end_ns": int(end.max()), "wall_s": 0.001,
+    }
+
+
+def test_jain_index_hand_computed():
+    assert jain_index(np.array([1.0, 2.0, 3.0, 4.0])) == pytest.approx(100 / 120)  # 10^2/(4*30)
+    assert jain_index(np.array([5.0, 5.0, 5.0])) == pytest.approx(1.0)
+    assert jain_index(np.array([1.0, 0.0, 0.0, 0.0])) == pytest.approx(0.25)  # 1/n: one hog
+    assert jain_index(np.array([0.0, 0.0])) is None
+
+
+def test_fairness_uses_the_second_half_of_the_all_active_interval():
+    # flow 0 active 0..5000 ns, flow 1 active 1000..9000 ns -> together 1000..5000, window 3000..5000
+    start, end = np.array([0, 1000]), np.array([5000, 9000])
+    assert fairness_window(start, end, 10_000) == (3000, 5000)
+    t = np.arange(0, 9000, 500)
+    times = np.concatenate([t[t < 5000], t[t >= 1000]])
+    flows = np.concatenate([np.zeros((t < 5000).sum()), np.ones((t >= 1000).sum())])
+    rates = np.where(times < 3000, np.where(flows == 0, 90.0, 10.0),
+                     np.where(flows == 0, 60.0, 40.0))
+    rates[(flows == 1) & (times > 5000)] = 100.0  # flow 1 alone afterwards: outside the window
+    jain, window, note = fairness_from_series(
+        np.array([0, 1]), start, end, 10_000, {"time_ns": times, "flow": flows, "rate_bps": rates}
+    )
+    assert window == (3000, 5000) and note == ""
+    assert jain == pytest.approx(100**2 / (2 * (60**2 + 40**2)))  # 0.9615
+
+
+def test_fairness_undefined_cases():
+    series = {"time_ns": np.array([0, 0]), "flow": np.array([0, 1]), "rate_bps": np.array([1, 1])}
+    jain, window, note = fairness_from_series(
+        np.array([0, 1]), np.array([0, 6000]), np.array([5000, 9000]), 10_000, series)
+    assert jain is None and window is None and "never all active" in note
+    jain, window, note = fairness_from_series(
+        np.array([0, 1]), np.array([0, 0]), np.array([-1, 4000]), 10_000, None)
+    assert jain is None and window == (2000, 4000) and "no per-flow rate series" in note
+
+
+def test_unfinished_flow_ends_at_the_end_of_the_run():
+    assert fairness_window(np.array([0, 0]), np.array([-1, -1]), 8000) == (4000, 8000)
+
+
+def test_outputs_have_every_contract_key_and_file(tmp_path):
+    scenario = load_scenario(tiny_scenario(tmp_path))
+    out = tmp_path / "out"
+    results = netbench(scenario, out, simulate_fn=shared_bottleneck_run)
+    for name in FILES:
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    saved = json.loads((out / "results.json").read_text())
+    assert saved == json.loads(json.dumps(results))
+    assert {"flows", "fairness_jain", "network", "sim", "scenario"} <= set(saved)
+    assert [set(f) for f in saved["flows"]] == [FLOW_KEYS] * 2
+    assert set(saved["network"]) == NETWORK_KEYS
+    assert {"fidelity", "wall_s", "events", "version"} <= set(saved["sim"])
+    first = saved["flows"][0]
+    # equal split of 100 Gb/s between 2 flows of 512 KiB: FCT = 512 KiB * 8 / 50 Gb/s
+    assert first["fct_s"] == pytest.approx(512 * 1024 * 8 / 50e9, abs=1e-9)  # whole ns
+    assert first["goodput_Gbps"] == pytest.approx(50.0, rel=1e-4)
+    assert saved["fairness_jain"] == pytest.approx(1.0)
+    with (out / "flows.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 2 and set(rows[0]) == FLOW_KEYS
+    with (out / "ports.csv").open() as handle:
+        ports = list(csv.DictReader(handle))
+    assert ports[0]["name"].startswith("h0.") and ports[0]["max_queue_bytes"] == "2048"
+    assert (out / "rates.csv").read_text().startswith("time_s,flow,rate_Gbps\n")
+    assert (out / "queues.csv").read_text().startswith("time_s,port,name,queue_bytes\n")
+
+
+def test_a_failing_run_leaves_nothing_behind(tmp_path):
+    scenario = load_scenario(tiny_scenario(tmp_path))
+
+    def broken(*_args):
+        raise RuntimeError("simulated crash")
+
+    with pytest.raises(RuntimeError):
+        netbench(scenario, tmp_path / "out", simulate_fn=broken)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["tiny.yaml"]
+
+
+def test_comparison_has_one_row_per_cc(tmp_path):
+    scenario = load_scenario(tiny_scenario(tmp_path))
+    ccs = ("dcqcn", "hpcc", "none")
+    results = netbench(scenario, tmp_path / "cmp", compare_cc=ccs,
+                       simulate_fn=shared_bottleneck_run)
+    assert [row["cc"] for row in results["compare_cc"]] == list(ccs)
+    with (tmp_path / "cmp" / "comparison.csv").open() as handle:
+        assert [r["cc"] for r in csv.DictReader(handle)] == list(ccs)
+    assert (tmp_path / "cmp" / "comparison.png").is_file()
+    for cc in ccs:
+        per_cc = json.loads((tmp_path / "cmp" / cc / "results.json").read_text())
+        assert per_cc["scenario"]["cc"] == cc
+
+
+def test_help_has_examples(capsys):
+    with pytest.raises(SystemExit):
+        main(["netbench", "--help"])
+    text = capsys.readouterr().out
+    assert "--compare-cc" in text and "workloads/netbench/incast_4to1.yaml" in text
+
+
+# ---- packet-level network ----------------------------------------------------------------------
+
+
+@pytest.mark.ns3
+@needs_packet
+def test_tiny_incast_on_packet_network_conserves_bytes(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["netbench", str(tiny_scenario(tmp_path)), "--out", str(out)]) == 0
+    assert "fairness" in capsys.readouterr().out
+    for name in FILES:
+        assert (out / name).is_file(), name
+    saved = json.loads((out / "results.json").read_text())
+    assert [set(f) for f in saved["flows"]] == [FLOW_KEYS] * 2
+    assert set(saved["network"]) == NETWORK_KEYS
+    injected = 2 * 512 * 1024
+    assert all(f["end_s"] is not None for f in saved["flows"])
+    assert sum(f["bytes"] for f in saved["flows"]) == injected
+    assert saved["network"]["bytes"] == injected  # bytes delivered = bytes injected
+    assert saved["network"]["drops"] == 0  # PFC on: lossless
+    for f in saved["flows"]:  # no flow beats its NIC's 100 Gb/s line rate
+        assert 0 < f["goodput_Gbps"] < 100.0
+
+
+@pytest.mark.ns3
+@needs_packet
+def test_pfc_off_small_buffer_still_delivers_every_byte(tmp_path):
+    path = tiny_scenario(tmp_path, network={"cc": "none", "pfc": False, "buffer": "64KiB",
+                                            "mtu": "1KiB"})
+    out = tmp_path / "out"
+    assert main(["netbench", str(path), "--out", str(out)]) == 0
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["network"]["drops"] > 0 and saved["network"]["retransmits"] > 0
+    assert saved["network"]["pfc_pause_frames"] == 0
+    assert all(f["end_s"] is not None for f in saved["flows"])
+    assert saved["network"]["bytes"] == 2 * 512 * 1024
+
+
+@pytest.mark.ns3
+@needs_packet
+def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    code = main(["netbench", str(tiny_scenario(tmp_path)), "--out", str(out),
+                 "--compare-cc", "dcqcn,hpcc,timely,dctcp,none"])
+    assert code == 0
+    saved = json.loads((out / "results.json").read_text())
+    assert [r["cc"] for r in saved["compare_cc"]] == ["dcqcn", "hpcc", "timely", "dctcp", "none"]
+    assert all(r["unfinished_flows"] == 0 for r in saved["compare_cc"])
+    assert (out / "comparison.csv").is_file() and (out / "comparison.png").is_file()
