@@ -18,7 +18,9 @@ from heterosim.errors import UserError
 COMMAND_MODULES = (
     "workload",
     "build",
+    "trace",
     "netbench",
+    "profile",
 )
 
 DESCRIPTION = """\

@@ -1,0 +1,253 @@
+"""Profiler: time ops with PyTorch on the local device and write them to an operation database.
+
+Each op is run ``warmup`` times, then timed ``repeats`` times; the median is stored. On CUDA the
+timing uses CUDA events around the op alone, and ``l2_flush`` overwrites a buffer larger than the
+L2 cache before each timed run (so inputs come from DRAM, as in training). On CPU it uses
+``time.perf_counter_ns`` and the shapes are small: a CPU profile checks the plumbing, its times
+are CPU times, not GPU times, and the database says so in its ``runs.note``.
+
+The op list is either the distinct compute ops of an experiment (from
+:mod:`heterosim.workload.ops`) or a standard sweep of GEMM, attention (fwd and bwd), norm and
+elementwise shapes. torch is an optional dependency (``pip install heterosim[profile]``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from heterosim.catalog.gpus import DTYPE_BYTES, canonical_gpu_name
+from heterosim.errors import UserError
+from heterosim.plan.compute.database import Measurement, OpDatabase
+from heterosim.plan.compute.efficiency import attention_forward_flops
+
+CPU_NOTE = "CPU timings are not GPU timings: this profile only exercises the plumbing"
+PROFILED_KINDS = ("gemm", "attention", "norm", "elementwise")
+L2_FLUSH_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class ProfileOp:
+    """One op to time; shapes follow trace.OP_KINDS; ``pass_`` is fwd or bwd."""
+
+    op_kind: str
+    dtype: str
+    shape: tuple[int, int, int, int]
+    shape_extra: tuple[int, int]
+    flops: int
+    bytes_moved: int
+    pass_: str = "fwd"
+
+
+def import_torch():
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        raise UserError("profile: PyTorch is not installed; install it with "
+                        "`pip install heterosim[profile]`") from None
+
+
+def gemm_op(m: int, n: int, k: int, dtype: str, batch: int = 1) -> ProfileOp:
+    e = DTYPE_BYTES[dtype]
+    return ProfileOp("gemm", dtype, (m, n, k, batch), (0, 0), 2 * m * n * k * batch,
+                     (m * k + k * n + m * n) * batch * e)
+
+
+def attention_op(batch: int, seq: int, heads: int, head_dim: int, causal: bool, dtype: str,
+                 backward: bool = False) -> ProfileOp:
+    fwd = attention_forward_flops(batch, seq, heads, head_dim, causal)
+    tensor = batch * seq * heads * head_dim * DTYPE_BYTES[dtype]
+    flops, moved = (2.5 * fwd, 8 * tensor) if backward else (fwd, 4 * tensor)
+    return ProfileOp("attention", dtype, (batch, seq, heads, head_dim), (heads, int(causal)),
+                     int(flops), moved, "bwd" if backward else "fwd")
+
+
+def norm_op(rows: int, cols: int, dtype: str) -> ProfileOp:
+    return ProfileOp("norm", dtype, (rows, cols, 0, 0), (0, 0), 8 * rows * cols,
+                     2 * rows * cols * DTYPE_BYTES[dtype])
+
+
+def elementwise_op(elements: int, dtype: str) -> ProfileOp:
+    """GELU over ``elements`` values: read x, write y."""
+    return ProfileOp("elementwise", dtype, (elements, 0, 0, 0), (0, 0), 8 * elements,
+                     2 * elements * DTYPE_BYTES[dtype])
+
+
+def standard_sweep(device: str, dtype: str) -> list[ProfileOp]:
+    """GEMM / attention / norm / elementwise shapes; small ones on CPU."""
+    if device == "cpu":
+        gemm_sizes = [64, 128, 256, 384]
+        seqs, heads, hd = [64, 128, 256], 4, 32
+        rows, elems = [256, 1024, 4096], [2**14, 2**16, 2**18]
+        cols = 256
+    else:
+        gemm_sizes = [256, 512, 1024, 2048, 4096, 8192]
+        seqs, heads, hd = [512, 1024, 2048, 4096, 8192], 16, 128
+        rows, elems = [1024, 4096, 16384, 65536], [2**20, 2**22, 2**24, 2**26]
+        cols = 4096
+    ops = [gemm_op(s, s, s, dtype) for s in gemm_sizes]
+    ops += [gemm_op(gemm_sizes[-1] * 2, gemm_sizes[-2], gemm_sizes[-2], dtype)]
+    tokens = seqs[-1] * 2
+    for causal in (False, True):
+        for backward in (False, True):
+            ops += [attention_op(max(tokens // s, 1), s, heads, hd, causal, dtype, backward)
+                    for s in seqs]
+    ops += [norm_op(r, cols, dtype) for r in rows]
+    ops += [elementwise_op(n, dtype) for n in elems]
+    return ops
+
+
+def experiment_ops(path: str | Path) -> list[ProfileOp]:
+    """The distinct compute ops (gemm, attention, norm, elementwise) of one micro-batch of every
+    layer of an experiment, as :mod:`heterosim.workload.ops` builds them for its TP degree."""
+    from heterosim.config.experiment import load_experiment
+    from heterosim.workload import ops as workload_ops
+
+    exp = load_experiment(path)
+    seen: dict[tuple, ProfileOp] = {}
+    for layer in range(exp.model.layers):
+        specs = (workload_ops.layer_forward_ops(exp.model, exp.training, exp.parallel, layer)
+                 + workload_ops.layer_backward_ops(exp.model, exp.training, exp.parallel, layer))
+        for op in specs:
+            if op.is_comm or op.op_kind not in PROFILED_KINDS:
+                continue
+            key = (op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved)
+            pass_ = "bwd" if op.phase == "bwd" else "fwd"
+            seen.setdefault(key, ProfileOp(op.op_kind, op.dtype, tuple(op.shape),
+                                           tuple(op.shape_extra), op.flops, op.bytes_moved,
+                                           pass_))
+    return list(seen.values())
+
+
+def _torch_dtype(torch, dtype: str):
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
+            "tf32": torch.float32}[dtype]
+
+
+def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object]:
+    """A closure that runs ``op`` once on fresh inputs allocated here."""
+    dt = _torch_dtype(torch, op.dtype)
+    kw = {"device": device, "dtype": dt}
+    if op.op_kind == "gemm":
+        m, n, k, batch = op.shape
+        a = torch.randn(batch, m, k, **kw) if batch > 1 else torch.randn(m, k, **kw)
+        b = torch.randn(batch, k, n, **kw) if batch > 1 else torch.randn(k, n, **kw)
+        return lambda: torch.matmul(a, b)
+    if op.op_kind == "attention":
+        batch, seq, heads, hd = op.shape
+        causal = bool(op.shape_extra[1])
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        q, k, v = (torch.randn(batch, heads, seq, hd, **kw, requires_grad=op.pass_ == "bwd")
+                   for _ in range(3))
+        if op.pass_ != "bwd":
+            return lambda: sdpa(q, k, v, is_causal=causal)
+        out = sdpa(q, k, v, is_causal=causal)
+        grad = torch.randn_like(out)
+        return lambda: torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
+    if op.op_kind == "norm":
+        rows, cols = op.shape[0], op.shape[1]
+        x = torch.randn(rows, cols, **kw)
+        w, b = torch.ones(cols, **kw), torch.zeros(cols, **kw)
+        return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b)
+    if op.op_kind == "elementwise":
+        x = torch.randn(op.shape[0], **kw)
+        return lambda: torch.nn.functional.gelu(x)
+    raise ValueError(f"cannot profile op kind {op.op_kind!r}")
+
+
+def time_runner(torch, run: Callable[[], object], device: str, warmup: int, repeats: int,
+                l2_flush: bool) -> float:
+    """Median time of ``run`` in ns."""
+    for _ in range(warmup):
+        run()
+    samples: list[float] = []
+    if device == "cuda":
+        flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda") if l2_flush else None
+        torch.cuda.synchronize()
+        for _ in range(repeats):
+            if flush is not None:
+                flush.zero_()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1e6)
+    else:
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            run()
+            samples.append(float(time.perf_counter_ns() - t0))
+    return float(statistics.median(samples))
+
+
+def _driver_version() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10, check=False)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def device_gpu_label(torch, device: str, override: str | None) -> tuple[str, str]:
+    """(catalogue name or device label for the rows, the device's own name)."""
+    if device == "cpu":
+        return (override or "cpu"), "cpu"
+    raw = torch.cuda.get_device_name(0)
+    if override:
+        return override, raw
+    name = raw.replace("NVIDIA ", "").strip()
+    guess = canonical_gpu_name(name) or canonical_gpu_name(name.split()[0])
+    if guess is None:
+        raise UserError(f"profile: cannot map device {raw!r} to a catalogued GPU; pass --gpu NAME")
+    return guess, raw
+
+
+def profile(out: str | Path, ops: Iterable[ProfileOp] | None = None, *, device: str = "auto",
+            repeats: int = 20, warmup: int = 5, l2_flush: bool = True, gpu: str | None = None,
+            dtype: str | None = None, log: Callable[[str], None] = print) -> int:
+    """Time ``ops`` (default: the standard sweep) and append them to the database at ``out``."""
+    torch = import_torch()
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise UserError("profile: --device cuda requested but PyTorch sees no CUDA device")
+    if repeats < 1:
+        raise UserError("profile: --repeats must be >= 1")
+    label, raw_name = device_gpu_label(torch, device, gpu)
+    dtype = dtype or ("fp32" if device == "cpu" else "bf16")
+    op_list = list(ops) if ops is not None else standard_sweep(device, dtype)
+    if device == "cpu":
+        log(f"profile: running on CPU ({CPU_NOTE}).")
+    db = OpDatabase(out, create=True)
+    run_id = db.add_run(
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        device=raw_name, gpu=label, driver=_driver_version() if device == "cuda" else "",
+        torch=str(torch.__version__), cuda=str(torch.version.cuda or ""), repeats=repeats,
+        l2_flush=int(l2_flush and device == "cuda"), note=CPU_NOTE if device == "cpu" else "")
+    rows = []
+    source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
+    for op in op_list:
+        if device == "cpu" and op.dtype in ("bf16", "fp16", "fp8"):
+            op = ProfileOp(op.op_kind, "fp32", op.shape, op.shape_extra, op.flops, op.bytes_moved,
+                           op.pass_)
+        if op.dtype == "fp8":
+            log(f"profile: skipping fp8 {op.op_kind} {op.shape} (plain PyTorch has no fp8 GEMM)")
+            continue
+        runner = build_runner(torch, op, device)
+        t = time_runner(torch, runner, device, warmup, repeats, l2_flush)
+        rows.append(Measurement(label, op.op_kind, op.dtype, op.pass_, op.shape, op.shape_extra,
+                                op.flops, op.bytes_moved, t, source,
+                                f"heterosim profile run {run_id} on {raw_name}"))
+    written = db.add(rows, run_id)
+    db.close()
+    log(f"profile: wrote {written} measurements for {label} ({raw_name}, {device}) to {out}")
+    return written

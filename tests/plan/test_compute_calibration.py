@@ -1,0 +1,84 @@
+"""Least-squares calibration recovers known efficiency parameters from synthetic measurements."""
+
+import itertools
+
+import pytest
+
+from heterosim.catalog.gpus import gpu_spec
+from heterosim.plan.compute.calibration import calibrate
+from heterosim.plan.compute.database import Measurement
+from heterosim.plan.compute.efficiency import attention_forward_flops, default_params
+from heterosim.plan.compute.model import ComputeModel
+from heterosim.plan.compute.roofline import roofline_time_ns
+
+GPU = "A100-80GB-SXM"
+
+
+def _synthetic(kind_rows, spec, truth):
+    rows = []
+    for kind, dtype, shape, extra, flops, moved, pass_ in kind_rows:
+        t = roofline_time_ns(kind, dtype, shape, extra, flops, moved, spec, truth)
+        rows.append(Measurement(spec.name, kind, dtype, pass_, shape, extra, flops, moved, t, "synthetic"))
+    return rows
+
+
+def test_recovers_gemm_parameters_within_2_percent():
+    spec, base = gpu_spec(GPU), default_params(GPU)
+    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.71}, gemm_k_half=310.0,
+                             launch_overhead_ns=6500.0)
+    shapes = [(m, n, k) for m, n, k in itertools.product([128, 1024, 8192], [256, 4096], [32, 256, 4096])]
+    rows = _synthetic([("gemm", "bf16", (m, n, k, 1), (0, 0), 2 * m * n * k,
+                        2 * (m * k + k * n + m * n), "fwd") for m, n, k in shapes], spec, truth)
+    params, report = calibrate(spec, rows, base)
+    assert params.gemm_max_by_dtype["bf16"] == pytest.approx(0.71, rel=0.02)
+    assert params.gemm_k_half == pytest.approx(310.0, rel=0.02)
+    assert params.launch_overhead_ns == pytest.approx(6500.0, rel=0.02)
+    assert report.fits["gemm"].rms_rel_error < 1e-3
+    assert "gemm" in report.summary()
+
+
+def test_recovers_attention_parameters_within_2_percent():
+    spec, base = gpu_spec(GPU), default_params(GPU)
+    truth = base.with_values(attention_fwd_efficiency=0.62, attention_bwd_ratio=0.8,
+                             attention_seq_half=410.0, attention_head_dim_half=24.0)
+    specs = []
+    for s, d, causal, pass_ in itertools.product([256, 1024, 4096, 16384], [64, 128], [0, 1],
+                                                 ["fwd", "bwd"]):
+        b, h = max(16384 // s, 1), 2048 // d
+        fwd = attention_forward_flops(b, s, h, d, bool(causal))
+        flops = fwd * (2.5 if pass_ == "bwd" else 1.0)
+        specs.append(("attention", "fp16", (b, s, h, d), (h, causal), int(flops), 8 * b * s * h * d, pass_))
+    params, report = calibrate(spec, _synthetic(specs, spec, truth), base)
+    for name, value in (("attention_fwd_efficiency", 0.62), ("attention_bwd_ratio", 0.8),
+                        ("attention_seq_half", 410.0), ("attention_head_dim_half", 24.0)):
+        assert getattr(params, name) == pytest.approx(value, rel=0.02), name
+    assert report.fits["attention"].r2_log > 0.999
+
+
+def test_recovers_memory_parameters_within_2_percent():
+    spec, base = gpu_spec(GPU), default_params(GPU)
+    truth = base.with_values(memory_efficiency=0.91, launch_overhead_ns=2500.0)
+    rows = _synthetic([("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n, "fwd")
+                       for n in (2**12, 2**16, 2**20, 2**24, 2**27)], spec, truth)
+    params, _ = calibrate(spec, rows, base)
+    assert params.memory_efficiency == pytest.approx(0.91, rel=0.02)
+    assert params.launch_overhead_ns == pytest.approx(2500.0, rel=0.02)
+
+
+def test_gemm_fit_never_exceeds_the_published_envelope():
+    # Synthetic data claiming 95 % of peak: the fit is clipped at the MAMF envelope (0.869).
+    spec, base = gpu_spec(GPU), default_params(GPU)
+    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.95})
+    rows = _synthetic([("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
+                       for s in (2048, 4096, 8192, 16384)], spec, truth)
+    params, _ = calibrate(spec, rows, base)
+    assert params.gemm_ceiling("bf16") <= 0.869 + 1e-9
+
+
+def test_shipped_flashattention_tables_calibrate_a100_and_h100():
+    model = ComputeModel()
+    for gpu, max_rms in (("A100-80GB-SXM", 0.06), ("H100-SXM", 0.10)):
+        fit = model.calibration(gpu).fits["attention"]
+        print(model.calibration(gpu).summary())
+        assert fit.rms_rel_error < max_rms
+        assert any("fa2-" in c for c in fit.citations)

@@ -1,0 +1,95 @@
+"""ComputeModel interface: unknown GPUs, templates, provenance shares, speed, shipped data."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from heterosim.catalog.gpus import known_gpu_names
+from heterosim.errors import UserError
+from heterosim.plan.compute import PROVENANCES, ComputeModel, provenance_shares
+from heterosim.plan.compute.efficiency import published_kernels
+from heterosim.workload.trace import COMM_COLL_NODE, COMP_NODE, DTYPES, OP_KINDS, OpTemplates
+
+VALIDATION = Path(__file__).resolve().parents[3] / "shared" / "validation" / "cases_public.yaml"
+
+
+def _templates(rows):
+    """rows: (op_kind, dtype, shape, extra, flops, bytes)."""
+    n = len(rows)
+    kinds = [r[0] for r in rows]
+    return OpTemplates(
+        node_type=np.array([COMM_COLL_NODE if k == "comm" else COMP_NODE for k in kinds], np.uint8),
+        op_kind=np.array([OP_KINDS.index(k) for k in kinds], np.uint16),
+        label=np.zeros(n, np.uint16), phase=np.zeros(n, np.uint8),
+        dtype=np.array([DTYPES.index(r[1]) for r in rows], np.uint8),
+        shape=np.array([r[2] for r in rows], np.int64).reshape(n, 4),
+        shape_extra=np.array([r[3] for r in rows], np.int64).reshape(n, 2),
+        flops=np.array([r[4] for r in rows], np.int64),
+        bytes_moved=np.array([r[5] for r in rows], np.int64),
+        comm_type=np.zeros(n, np.int8), comm_bytes=np.zeros(n, np.int64),
+        comm_group=np.zeros(n, np.int32), duration_ns=np.zeros(n, np.uint64),
+        op_kind_names=list(OP_KINDS), label_names=["x"])
+
+
+ROWS = [
+    ("gemm", "bf16", (8192, 12288, 4096, 1), (0, 0), 2 * 8192 * 12288 * 4096, 2 * 4096 * 20480 * 2),
+    ("attention", "bf16", (4, 2048, 32, 128), (32, 1), 4 * 4 * 2048**2 * 32 * 128 // 2, 10**8),
+    ("norm", "bf16", (8192, 4096, 0, 0), (0, 0), 8 * 8192 * 4096, 4 * 8192 * 4096),
+    ("comm", "bf16", (0, 0, 0, 0), (0, 0), 0, 0),
+]
+
+
+def test_unknown_gpu_is_a_one_line_error_listing_known_gpus():
+    with pytest.raises(UserError) as err:
+        ComputeModel().time_op(*ROWS[0], "Z100")
+    message = str(err.value)
+    assert "\n" not in message and "Z100" in message
+    for name in known_gpu_names():
+        assert name in message
+
+
+def test_time_templates_types_comm_rows_and_provenance():
+    durations, prov = ComputeModel().time_templates(_templates(ROWS), "H100")
+    assert durations.dtype == np.uint64 and prov.dtype == np.uint8
+    assert durations[3] == 0 and PROVENANCES[prov[3]] == "none"
+    assert all(d > 0 for d in durations[:3])
+    assert PROVENANCES[prov[0]] == "roofline"
+    assert PROVENANCES[prov[1]] == "interpolated"  # shipped FA2 forward rows on H100
+
+
+def test_provenance_shares_weight_by_counts_and_sum_to_one():
+    shares = provenance_shares(np.array([100, 300, 0], np.uint64), np.array([0, 2, 4], np.uint8),
+                               np.array([3, 1, 5]))
+    assert shares["measured"] == pytest.approx(0.5) and shares["roofline"] == pytest.approx(0.5)
+    assert sum(shares.values()) == pytest.approx(1.0)
+    assert set(shares) == set(PROVENANCES)
+
+
+def test_relative_speed_orders_gpus_by_generation():
+    model = ComputeModel()
+    ops = _templates([(r[0], "fp16", *r[2:]) for r in ROWS])  # V100 has no bf16
+    speeds = {g: model.relative_speed(g, ops) for g in ("V100-SXM2-32GB", "A100-80GB-SXM", "H100-SXM")}
+    assert speeds["V100-SXM2-32GB"] < speeds["A100-80GB-SXM"] < speeds["H100-SXM"]
+    durations, _ = model.time_templates(ops, "H100-SXM")
+    assert speeds["H100-SXM"] == pytest.approx(1e9 / float(durations.sum()))
+
+
+def test_unsupported_dtype_is_a_user_error():
+    fp8 = ("gemm", "fp8", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 3 * 4096**2)
+    with pytest.raises(UserError, match="fp8"):
+        ComputeModel().time_op(*fp8, "A100")
+
+
+@pytest.mark.skipif(not VALIDATION.is_file(), reason="validation data not present")
+def test_shipped_publication_rows_match_the_validation_file():
+    cases = {k["id"]: k for k in yaml.safe_load(VALIDATION.read_text())["kernels"]}
+    shipped = published_kernels()
+    for series in shipped["attention"]:
+        case = cases[series["case"]]
+        assert series["tflops"] == case["measured"]["tflops"]
+        assert series["seq_len"] == case["shape"]["seq_len"] and series["batch"] == case["shape"]["batch"]
+        assert series["head_dim"] == case["shape"]["head_dim"]
+    for row in shipped["gemm_envelopes"]:
+        assert row["efficiency"] == cases[row["case"]]["measured"]["efficiency"]
