@@ -10,6 +10,7 @@ Results are written to a temporary folder first, so a failed run leaves nothing 
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import sys
 import time
@@ -117,8 +118,10 @@ def netbench(scenario: ScenarioConfig, out: Path, compare_cc: tuple[str, ...] = 
         started = time.perf_counter()
         rows = []
         for cc in compare_cc:
+            resolved = copy.deepcopy(scenario.resolved)
+            resolved["network"] = {**(resolved.get("network") or {}), "cc": cc}
             variant = dataclasses.replace(
-                scenario, network=dataclasses.replace(scenario.network, cc=cc)
+                scenario, network=dataclasses.replace(scenario.network, cc=cc), resolved=resolved,
             )
             folder = stage / cc
             folder.mkdir()
