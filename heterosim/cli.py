@@ -18,7 +18,6 @@ from heterosim.errors import UserError
 COMMAND_MODULES = (
     "workload",
     "build",
-    "trace",
     "netbench",
     "profile",
 )
