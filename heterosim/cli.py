@@ -18,6 +18,7 @@ from heterosim.errors import UserError
 COMMAND_MODULES = (
     "workload",
     "build",
+    "trace",
     "netbench",
     "profile",
 )
