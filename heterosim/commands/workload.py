@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in part.chunk_layers)
     print(f"{experiment.name}: {workload.world_size} ranks, {len(entries)} traces, {nodes} nodes "
           f"in {elapsed:.1f}s -> {out}", file=sys.stdout)
-    print(f"  stage layers: {layers}; micro-batches per replica: "
-          f"{list(part.replica_micro_batches)}")
+    counts = list(part.replica_micro_batches)
+    shown = f"{counts[0]} x {len(counts)}" if len(set(counts)) == 1 else str(counts)
+    print(f"  stage layers: {layers}; micro-batches per replica: {shown}")
     return 0
