@@ -248,3 +248,34 @@ def test_simai_suite_generates(path: Path) -> None:
         trace = w.trace(rank)
         trace.check()
         assert trace_counts(trace)["flops"] > 0
+
+
+def test_cli_writes_traces_groups_and_summary(tmp_path: Path) -> None:
+    import json
+
+    from heterosim.cli import main
+    from heterosim.workload.chakra import read_comm_groups, read_trace, traces_equal
+
+    out = tmp_path / "out"
+    assert main(["workload", str(ROOT / "workloads" / "default.yaml"), "--out", str(out),
+                 "--ranks", "0-1,15", "--prefix", "gpt"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "comm_group.json", "gpt.0.et", "gpt.1.et", "gpt.15.et", "workload.json"]
+    summary = json.loads((out / "workload.json").read_text())
+    assert [r["rank"] for r in summary["ranks"]] == [0, 1, 15] and summary["world_size"] == 16
+    groups = read_comm_groups(out / "comm_group.json")
+    assert groups[0] == list(range(16))
+    w = generate_workload(load_experiment(ROOT / "workloads" / "default.yaml"))
+    assert traces_equal(read_trace(out / "gpt.15.et"), w.trace(15))
+
+
+def test_cli_error_leaves_no_partial_output(tmp_path: Path, capsys) -> None:
+    from heterosim.cli import main
+
+    out = tmp_path / "out"
+    code = main(["workload", str(ROOT / "workloads" / "default.yaml"), "--out", str(out),
+                 "--set", "training.micro_batch=64", "--set", "training.global_batch=128",
+                 "--set", "model.layers=2", "--set", "model.hidden=65536"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs" in err and "Traceback" not in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []
