@@ -1,0 +1,128 @@
+"""Names and NCCL constants shared by the collective decomposers.
+
+Collective names are lower-case strings (``allreduce``, ``allgather``, ...); trace collective
+constants (:mod:`heterosim.workload.trace`) map onto them. Protocol and chunk constants follow
+NCCL 2.30 (reference/network_models.md §4.2, §4.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from heterosim.errors import UserError
+from heterosim.workload import trace
+
+ALLREDUCE = "allreduce"
+ALLGATHER = "allgather"
+REDUCESCATTER = "reducescatter"
+BROADCAST = "broadcast"
+REDUCE = "reduce"
+ALLTOALL = "alltoall"
+SENDRECV = "sendrecv"
+GATHER = "gather"
+SCATTER = "scatter"
+BARRIER = "barrier"
+COLLECTIVES = (ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, REDUCE, ALLTOALL, SENDRECV, GATHER,
+               SCATTER, BARRIER)
+
+_TRACE_TO_NAME = {
+    trace.ALL_REDUCE: ALLREDUCE, trace.REDUCE: REDUCE, trace.ALL_GATHER: ALLGATHER,
+    trace.GATHER: GATHER, trace.SCATTER: SCATTER, trace.BROADCAST: BROADCAST,
+    trace.ALL_TO_ALL: ALLTOALL, trace.REDUCE_SCATTER: REDUCESCATTER,
+    trace.REDUCE_SCATTER_BLOCK: REDUCESCATTER, trace.BARRIER: BARRIER,
+}
+_ALIASES = {
+    "all_reduce": ALLREDUCE, "all-reduce": ALLREDUCE, "all_gather": ALLGATHER,
+    "all-gather": ALLGATHER, "reduce_scatter": REDUCESCATTER, "reduce-scatter": REDUCESCATTER,
+    "all_to_all": ALLTOALL, "all-to-all": ALLTOALL, "send_recv": SENDRECV, "send": SENDRECV,
+    "p2p": SENDRECV, "bcast": BROADCAST,
+}
+
+# Protocols.
+SIMPLE, LL, LL128 = "simple", "ll", "ll128"
+PROTOCOLS = (LL, LL128, SIMPLE)  # NCCL's order (index p in the tuning tables)
+# Bytes on the wire per payload byte: LL sends 8 B (4 data + 4 flag) per 4 B, LL128 128 B per 120 B.
+WIRE_FACTOR = {SIMPLE: 1.0, LL: 2.0, LL128: 128.0 / 120.0}
+# Alignment grain of per-channel parts.
+GRAIN = {SIMPLE: 512, LL: 16, LL128: 1920}
+
+# Algorithms.
+RING, TREE, NVLS, NVLS_TREE, P2P = "ring", "tree", "nvls", "nvls_tree", "p2p"
+
+NCCL_STEPS = 8
+SIMPLE_STEP = (1 << 22) // NCCL_STEPS  # 512 KiB
+LL_STEP_PAYLOAD = (1 << 19) // NCCL_STEPS // 2  # 64 KiB on the wire, half payload
+LL128_STEP_PAYLOAD = 4_915_200 // NCCL_STEPS * 120 // 128  # 576,000 B
+NVLS_CHUNK = 128 * 1024
+P2P_NET_CHUNK = 128 * 1024
+P2P_NVL_CHUNK = 512 * 1024
+P2P_PCI_CHUNK = 128 * 1024
+MAX_CHANNELS = 64
+
+
+def ring_chunk(coll: str, protocol: str) -> tuple[int, int]:
+    """(payload bytes per chunk, chunks in flight per connection) for ring collectives.
+
+    Simple: AllReduce/AllGather/ReduceScatter move chunks of CHUNKSTEPS = 4 steps (2 MiB) with
+    8 steps of credit (2 chunks in flight); Broadcast/Reduce chunks are one step (512 KiB, 8 in
+    flight). LL and LL128 move one step per chunk.
+    """
+    if protocol == LL:
+        return LL_STEP_PAYLOAD, NCCL_STEPS
+    if protocol == LL128:
+        return LL128_STEP_PAYLOAD, NCCL_STEPS
+    if coll in (BROADCAST, REDUCE):
+        return SIMPLE_STEP, NCCL_STEPS
+    return SIMPLE_STEP * 4, NCCL_STEPS // 4
+
+
+def tree_chunk(protocol: str) -> tuple[int, int]:
+    """(payload bytes per chunk, chunks in flight per connection) for tree collectives."""
+    if protocol == LL:
+        return LL_STEP_PAYLOAD, NCCL_STEPS
+    if protocol == LL128:
+        return LL128_STEP_PAYLOAD, NCCL_STEPS
+    return SIMPLE_STEP, NCCL_STEPS
+
+
+def collective_name(op: int | str) -> str:
+    """Canonical collective name from a trace constant or a (case-insensitive) name."""
+    if isinstance(op, (int, np.integer)) and not isinstance(op, bool):
+        name = _TRACE_TO_NAME.get(int(op))
+        if name is None:
+            raise UserError(f"collective: op: unknown trace collective type {int(op)}")
+        return name
+    text = str(op).strip().lower()
+    text = _ALIASES.get(text, text)
+    if text not in COLLECTIVES:
+        raise UserError(f"collective: op: unknown collective {op!r}; known: {', '.join(COLLECTIVES)}")
+    return text
+
+
+def wire_bytes(payload: np.ndarray, protocol: str) -> np.ndarray:
+    """Bytes a flow carries on the wire for ``payload`` bytes under ``protocol``."""
+    payload = np.asarray(payload, dtype=np.int64)
+    if protocol == SIMPLE:
+        return payload
+    return np.ceil(payload * WIRE_FACTOR[protocol]).astype(np.int64)
+
+
+def split_even(total: int, parts: int, grain: int = 1) -> np.ndarray:
+    """``parts`` int64 sizes summing to ``total``, equal up to ``grain`` (the tail gets less)."""
+    if parts <= 0:
+        return np.zeros(0, dtype=np.int64)
+    units = -(-total // grain) if grain > 1 else total
+    per = -(-units // parts)
+    sizes = np.minimum(np.full(parts, per, dtype=np.int64) * grain,
+                       np.maximum(total - np.arange(parts, dtype=np.int64) * per * grain, 0))
+    return sizes
+
+
+def split_rows(totals: np.ndarray, parts: int, grain: int = 1) -> np.ndarray:
+    """Split every entry of ``totals`` like :func:`split_even`; result shape ``totals.shape + (parts,)``."""
+    totals = np.asarray(totals, dtype=np.int64)
+    units = -(-totals // grain)
+    per = -(-units // parts)
+    start = np.arange(parts, dtype=np.int64) * grain
+    sizes = np.minimum(per[..., None] * grain, np.maximum(totals[..., None] - start * per[..., None], 0))
+    return sizes.astype(np.int64)

@@ -1,0 +1,224 @@
+"""``decompose_collective``: one collective -> a sub-DAG of point-to-point flows, NCCL style.
+
+Sizes follow nccl-tests (reference §4.5): AllReduce, Broadcast, Reduce and Send/Recv take the
+per-rank buffer; AllGather and ReduceScatter the whole gathered / reduced array (rank i owns
+1/n of it); AllToAll the per-rank send buffer (1/n to every peer); Gather/Scatter the whole
+array. Uneven "v" variants (AllGatherv, ReduceScatterv, AllToAllv, Gatherv, Scatterv) pass
+``sizes_per_rank`` - rank i's block - and then ``size_bytes`` must be 0 or their sum.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from heterosim.config.cluster import ClusterConfig
+from heterosim.errors import UserError
+from heterosim.plan.collectives import nvls, p2p, ring, tree
+from heterosim.plan.collectives.common import (
+    ALLGATHER,
+    ALLREDUCE,
+    ALLTOALL,
+    BARRIER,
+    BROADCAST,
+    GATHER,
+    GRAIN,
+    NVLS,
+    NVLS_CHUNK,
+    NVLS_TREE,
+    P2P,
+    PROTOCOLS,
+    REDUCE,
+    REDUCESCATTER,
+    RING,
+    SCATTER,
+    SENDRECV,
+    SIMPLE,
+    TREE,
+    collective_name,
+    ring_chunk,
+    split_even,
+    split_rows,
+    tree_chunk,
+)
+from heterosim.plan.collectives.commview import CommView, comm_view
+from heterosim.plan.collectives.graph import CollectivePlan, FlowGraph, empty_graph, finish_plan
+from heterosim.plan.collectives.tuning import BASE_LAT_US, TuningChoice, choose, step_delay_ns
+
+_P = {p: i for i, p in enumerate(PROTOCOLS)}
+V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
+ALGORITHMS = ("auto", RING, TREE, NVLS)
+_CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
+_CACHE_SIZE = 256
+
+
+def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.ndarray,
+                         cluster: ClusterConfig, *, algorithm: str = "auto", protocol: str = "auto",
+                         channels: int = 0, sizes_per_rank: list[int] | np.ndarray | None = None,
+                         priority: int = 0, root: int = 0, strict: bool = True) -> CollectivePlan:
+    """Decompose one collective into flows with dependencies (see the package modules).
+
+    ``ranks``: global GPU ids in communicator order. ``algorithm`` ring|tree|nvls|auto,
+    ``protocol`` simple|ll|ll128|auto, ``channels`` 0 = as NCCL would pick. ``root`` is a
+    communicator index (Broadcast, Reduce, Gather, Scatter). With ``strict=False`` an algorithm
+    or protocol the collective cannot use falls back to NCCL's own choice (the plan records what
+    was used). ``priority`` is accepted for symmetry with the plan builder, which applies it.
+    Results are cached per (arguments, cluster object); treat returned arrays as read-only.
+    """
+    del priority  # applied when the plan is appended (PlanBuilder.add_collective)
+    name = collective_name(op)
+    if algorithm not in ALGORITHMS:
+        raise UserError(f"collective: algorithm: expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
+    if protocol != "auto" and protocol not in PROTOCOLS:
+        raise UserError(f"collective: protocol: expected auto, {', '.join(PROTOCOLS)}, got {protocol!r}")
+    ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
+    sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
+    key = (name, int(size_bytes), ranks_arr.tobytes(), algorithm, protocol, int(channels),
+           None if sizes is None else sizes.tobytes(), int(root), strict, id(cluster))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is cluster:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    plan = _decompose(name, int(size_bytes), ranks_arr, cluster, algorithm, protocol, int(channels),
+                      sizes, int(root), strict)
+    _CACHE[key] = (cluster, plan)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return plan
+
+
+def _check_sizes(name: str, size_bytes: int, sizes: np.ndarray | None,
+                 n: int) -> tuple[int, np.ndarray | None]:
+    if size_bytes < 0:
+        raise UserError(f"collective: size: must not be negative, got {size_bytes}")
+    if sizes is None:
+        return size_bytes, None
+    if name not in V_COLLECTIVES:
+        raise UserError(f"collective: sizes_per_rank: {name} has no uneven variant")
+    if sizes.size != n or (sizes < 0).any():
+        raise UserError(f"collective: sizes_per_rank: expected {n} non-negative sizes, one per rank")
+    total = int(sizes.sum())
+    if size_bytes not in (0, total):
+        raise UserError(f"collective: size: {size_bytes} differs from the sum of sizes_per_rank ({total})")
+    return total, sizes
+
+
+def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterConfig, algorithm: str,
+               protocol: str, channels: int, sizes: np.ndarray | None, root: int,
+               strict: bool) -> CollectivePlan:
+    view = comm_view(ranks, cluster)
+    n = view.n
+    size_bytes, sizes = _check_sizes(name, size_bytes, sizes, n)
+    if name == BARRIER:
+        name, size_bytes = ALLREDUCE, 4  # frameworks implement a barrier as a one-element all-reduce
+    if name == SENDRECV and n != 2:
+        raise UserError(f"collective: ranks: sendrecv takes exactly 2 ranks (sender, receiver), got {n}")
+    if not 0 <= root < n:
+        raise UserError(f"collective: root: expected a communicator index in 0..{n - 1}, got {root}")
+    if n == 1 or size_bytes == 0:
+        return finish_plan(empty_graph(), op=name, size_bytes=size_bytes, ranks=ranks,
+                           algorithm="none", protocol="none", channels=0, predicted_ns=0)
+    if name in (ALLTOALL, SENDRECV, GATHER, SCATTER):
+        return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root)
+    try:
+        choice = choose(name, size_bytes, view, algorithm=algorithm, protocol=protocol, channels=channels)
+    except UserError:
+        if strict:
+            raise
+        choice = choose(name, size_bytes, view, channels=channels)
+    if choice.algorithm == NVLS_TREE and len({g.size for g in view.groups}) != 1:
+        if strict and algorithm != "auto":
+            raise UserError(
+                "collective: algorithm: nvls across hosts needs the same number of ranks per host")
+        choice = choose(name, size_bytes, view, algorithm=RING, protocol=SIMPLE, channels=channels)
+    graph = _build(name, size_bytes, view, choice, sizes, root)
+    return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=choice.algorithm,
+                       protocol=choice.protocol, channels=choice.channels,
+                       predicted_ns=int(round(choice.predicted_us * 1000)),
+                       candidates=choice.candidates)
+
+
+def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, sizes: np.ndarray | None,
+           root: int) -> FlowGraph:
+    a, p, c = choice.algorithm, choice.protocol, choice.channels
+    if a == RING:
+        return _ring(name, size_bytes, view, p, c, sizes, root)
+    if a == TREE:
+        chunk, window = tree_chunk(p)
+        per_channel = split_even(size_bytes, c, GRAIN[p])
+        k = max(1, -(-int(per_channel.max()) // chunk))
+        parents = tree.tree_parents(view, c)
+        return tree.tree_allreduce_graph(
+            view, parents, split_rows(per_channel, k), window, p,
+            step_delay_ns(view, TREE, p, False), step_delay_ns(view, TREE, p, True),
+            int(BASE_LAT_US[TREE][_P[p]] * 1000))
+    nvls_channels = max(1, min(16, c))
+    if a == NVLS:
+        piece = nvls_channels * view.n * NVLS_CHUNK
+        if sizes is None:
+            pieces = max(1, -(-size_bytes // piece))
+            per_rank = split_even(size_bytes, view.n, GRAIN[SIMPLE])
+        else:
+            pieces = max(1, -(-int(sizes.max()) * view.n // piece))
+            per_rank = sizes
+        seg = split_rows(per_rank, pieces).T.copy()
+        return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False) // 2)
+    ppn = view.groups[0].size
+    pieces = max(1, -(-size_bytes // (nvls_channels * ppn * NVLS_CHUNK)))
+    seg = split_rows(split_even(size_bytes, ppn, GRAIN[SIMPLE]), pieces).T.copy()
+    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False) // 2,
+                                step_delay_ns(view, NVLS_TREE, SIMPLE, True), 0)
+
+
+def _ring(name: str, size_bytes: int, view: CommView, protocol: str, channels: int,
+          sizes: np.ndarray | None, root: int) -> FlowGraph:
+    n = view.n
+    grain = GRAIN[protocol]
+    orders = ring.ring_orders(view, channels)
+    chunk, window = ring_chunk(name, protocol)
+    if name in (BROADCAST, REDUCE):
+        where = np.argmax(orders == root, axis=1)
+        shift = where if name == BROADCAST else where - (n - 1)
+        orders = orders[np.arange(channels)[:, None], (np.arange(n)[None, :] + shift[:, None]) % n]
+        seg_total = split_even(size_bytes, channels, grain)[:, None]
+        segment_of = ring.chain_segments(n)
+    else:
+        if sizes is None:
+            seg_total = split_rows(split_even(size_bytes, channels, grain), n, grain)
+        else:
+            seg_total = split_rows(sizes, channels, grain).T[np.arange(channels)[:, None], orders]
+        steps = 2 * (n - 1) if name == ALLREDUCE else n - 1
+        segment_of = ring.ring_segments(steps, n, 0 if name == ALLGATHER else 1)
+    loops = max(1, -(-int(seg_total.max()) // chunk))
+    seg_bytes = np.moveaxis(split_rows(seg_total, loops), -1, 0)
+    delays = ring.ring_hop_delays(view, orders, step_delay_ns(view, RING, protocol, False),
+                                  step_delay_ns(view, RING, protocol, True))
+    return ring.ring_graph(view, orders, seg_bytes, segment_of, window, protocol, delays,
+                           int(BASE_LAT_US[RING][_P[protocol]] * 1000))
+
+
+def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, protocol: str,
+              sizes: np.ndarray | None, root: int) -> CollectivePlan:
+    proto = SIMPLE if protocol == "auto" else protocol
+    intra = step_delay_ns(view, RING, proto, False)
+    inter = step_delay_ns(view, RING, proto, True)
+    n = view.n
+    per_rank = sizes if sizes is not None else split_even(size_bytes, n) if name != ALLTOALL else None
+    if name == SENDRECV:
+        graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter)
+        moved = size_bytes
+    elif name == ALLTOALL:
+        send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
+        graph = p2p.alltoall_graph(view, send, proto, intra, inter)
+        moved = int(graph.payload.max(initial=0)) * (n - 1)
+    else:
+        graph = p2p.rooted_graph(view, per_rank, root, name == GATHER, proto, intra, inter)
+        moved = int(graph.payload.sum())
+    # Prediction: per-hop latency + the busiest sender's bytes at its bottleneck rate.
+    multi = view.num_hosts > 1
+    rate = min(view.intra_gbps, view.nic_gbps) if multi else view.intra_gbps
+    lat_ns = inter if multi else intra
+    predicted = lat_ns + moved / rate  # bytes / (GB/s) = ns
+    return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=P2P,
+                       protocol=proto, channels=1, predicted_ns=int(round(predicted)))

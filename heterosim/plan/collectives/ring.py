@@ -1,0 +1,110 @@
+"""Ring collectives as NCCL runs them: channels, loops of chunks, step-by-step forwarding.
+
+Ring order (:func:`ring_orders`): ranks of one host are contiguous; every channel starts its
+walk through a host at a different GPU, so with one NIC per GPU every NIC carries ring traffic.
+With several hosts, hosts alternate direction: an even host is walked ``L[o], L[o+1], ...,
+L[o-1]`` and an odd one ``L[o-1], ..., L[o]``, so the GPU that leaves host h and the GPU that
+enters host h+1 have the same local index - the same rail (NCCL_CROSS_NIC=2 behaviour on
+rail-optimised fabrics). With an odd number of hosts the closing hop changes rail.
+
+Schedule (:func:`ring_graph`, reference §4.3): channel ``c`` carries an even share of every
+segment; a segment is cut into ``L`` loop chunks. In loop ``l`` position ``i`` sends, at step
+``s``, segment ``segment_of[i, s]`` to position ``i+1``. A send at step ``s >= 1`` depends on
+the transfer that brought that chunk in (position ``i-1``, step ``s-1``), and on the send ``W``
+places earlier on the same connection (NCCL's 8-step credit window, W chunks).
+
+* AllReduce: 2(n-1) steps, segment (i-1-s) mod n (reduce-scatter then all-gather);
+* ReduceScatter: n-1 steps, segment (i-1-s) mod n; AllGather: n-1 steps, segment (i-s) mod n;
+* Broadcast (root at position 0) / Reduce (root at position n-1): position i sends at step i
+  only, for i = 0..n-2: a pipelined chain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from heterosim.plan.collectives.common import wire_bytes
+from heterosim.plan.collectives.commview import CommView
+from heterosim.plan.collectives.graph import FlowGraph
+
+
+def ring_orders(view: CommView, channels: int) -> np.ndarray:
+    """(channels, n) rank indices: the ring of every channel (see module docstring)."""
+    c = np.arange(channels)[:, None]
+    parts = []
+    for position, group in enumerate(view.groups):
+        g = group.size
+        offset = c % g
+        if position % 2 == 0:
+            local = (offset + np.arange(g)[None, :]) % g
+        else:
+            local = (offset - 1 - np.arange(g)[None, :]) % g
+        parts.append(group[local])
+    return np.concatenate(parts, axis=1).astype(np.int64)
+
+
+def ring_segments(coll_steps: int, n: int, shift: int) -> np.ndarray:
+    """(n, steps) segment index sent by position i at step s: (i - shift - s) mod n."""
+    i = np.arange(n)[:, None]
+    s = np.arange(coll_steps)[None, :]
+    return (i - shift - s) % n
+
+
+def chain_segments(n: int) -> np.ndarray:
+    """(n, n-1) pipelined chain: position i sends segment 0 at step i (i < n-1), else -1."""
+    seg = np.full((n, max(n - 1, 0)), -1, dtype=np.int64)
+    idx = np.arange(n - 1)
+    seg[idx, idx] = 0
+    return seg
+
+
+def ring_hop_delays(view: CommView, orders: np.ndarray, intra_ns: int, inter_ns: int) -> np.ndarray:
+    """(C, n) delay of the hop from position i to i+1 in every channel."""
+    host = view.host_of_rank[orders]
+    inter = host != np.roll(host, -1, axis=1)
+    return np.where(inter, inter_ns, intra_ns).astype(np.int64)
+
+
+def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segment_of: np.ndarray,
+               window: int, protocol: str, hop_delay_ns: np.ndarray, base_ns: int) -> FlowGraph:
+    """Flows and dependencies of a ring schedule (see module docstring).
+
+    ``seg_bytes``: (L, C, m) payload of segment j in loop l on channel c, segment j belonging
+    to position j (or the single segment 0 of a chain). ``segment_of``: (n, S) segment sent by
+    position i at step s, -1 where position i does not send.
+    """
+    loops, channels, _ = seg_bytes.shape
+    n, steps = segment_of.shape
+    active = segment_of >= 0
+    grid = np.broadcast_to(active, (loops, channels, n, steps))
+    ll, cc, ii, ss = np.nonzero(grid)
+    f = ll.size
+    index = np.full((loops, channels, n, steps), -1, dtype=np.int64)
+    index[ll, cc, ii, ss] = np.arange(f)
+    gpus = view.gpus
+    src = gpus[orders[cc, ii]]
+    dst = gpus[orders[cc, (ii + 1) % n]]
+    payload = seg_bytes[ll, cc, segment_of[ii, ss]]
+    # Data dependency: the chunk arrived from position i-1 at step s-1.
+    data_parent = np.where(ss >= 1, index[ll, cc, (ii - 1) % n, np.maximum(ss - 1, 0)], -1)
+    # Credit window on connection (c, i): the send `window` places earlier.
+    per_pos = active.sum(axis=1)
+    rank_in_pos = np.cumsum(active, axis=1) - 1
+    steps_of = np.zeros((n, max(int(per_pos.max()), 1)), dtype=np.int64)
+    pi, ps = np.nonzero(active)
+    steps_of[pi, rank_in_pos[pi, ps]] = ps
+    m = per_pos[ii]
+    k = ll * m + rank_in_pos[ii, ss] - window
+    ok = k >= 0
+    kk = np.where(ok, k, 0)
+    win_parent = np.where(ok, index[kk // np.maximum(m, 1), cc, ii, steps_of[ii, kk % np.maximum(m, 1)]], -1)
+    delay = hop_delay_ns[cc, ii] + np.where((ll == 0) & (data_parent < 0), base_ns, 0)
+    flows = np.arange(f)
+    has_data, has_win = data_parent >= 0, win_parent >= 0
+    return FlowGraph(
+        src=src, dst=dst, payload=payload, wire=wire_bytes(payload, protocol),
+        delay_ns=delay.astype(np.int64), channel=cc.astype(np.int32), step=ss.astype(np.int32),
+        chunk=ll.astype(np.int32),
+        edge_child=np.concatenate([flows[has_data], flows[has_win]]),
+        edge_parent=np.concatenate([data_parent[has_data], win_parent[has_win]]),
+    )
