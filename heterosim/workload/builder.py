@@ -136,13 +136,21 @@ class TraceAssembler:
         self._cols: dict[str, list[np.ndarray]] = {
             k: [] for k in ("template", "layer", "micro_batch", "stage", "peer", "tag")
         }
+        self._pending: dict[str, list[int]] = {k: [] for k in self._cols}
         self._child: list[np.ndarray] = []
         self._parent: list[np.ndarray] = []
         self.size = 0
         self.tail = -1  # last chain node so far (compute-stream order)
         self.grad_sync: list[int] = []
 
+    def _flush(self) -> None:
+        if self._pending["template"]:
+            for key, values in self._pending.items():
+                self._cols[key].append(np.array(values, dtype=np.int64))
+                values.clear()
+
     def _push(self, template, layer, micro_batch, stage, peer, tag, n: int) -> None:
+        self._flush()
         for key, value, dtype in (
             ("template", template, np.int32), ("layer", layer, np.int32),
             ("micro_batch", micro_batch, np.int32), ("stage", stage, np.int16),
@@ -156,7 +164,11 @@ class TraceAssembler:
              peer: int = -1, tag: int = -1, deps: list[int] | tuple[int, ...] = ()) -> int:
         """Append one node; returns its global index."""
         index = self.size
-        self._push(template, layer, micro_batch, stage, peer, tag, 1)
+        for key, value in (("template", template), ("layer", layer),
+                           ("micro_batch", micro_batch), ("stage", stage), ("peer", peer),
+                           ("tag", tag)):
+            self._pending[key].append(value)
+        self.size += 1
         if deps:
             self._child.append(np.full(len(deps), index, dtype=np.int64))
             self._parent.append(np.array(deps, dtype=np.int64))
@@ -184,6 +196,7 @@ class TraceAssembler:
 
     def finish(self, rank: int, templates: OpTemplates, gpu_type: str,
                metadata: dict[str, str]) -> RankTrace:
+        self._flush()
         n = self.size
         cols = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in self._cols.items()}
         child = np.concatenate(self._child) if self._child else np.zeros(0, dtype=np.int64)

@@ -125,6 +125,7 @@ class RankProgram:
         self.grad_bytes = main_grad_bytes(self.training.dtype)
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
+        self._blocks: dict[int, list[Block]] = {}
 
     # -- templates -------------------------------------------------------------------------
 
@@ -140,6 +141,11 @@ class RankProgram:
     # -- blocks ----------------------------------------------------------------------------
 
     def blocks(self, chunk: int) -> list[Block]:
+        if chunk not in self._blocks:
+            self._blocks[chunk] = self._make_blocks(chunk)
+        return self._blocks[chunk]
+
+    def _make_blocks(self, chunk: int) -> list[Block]:
         m, t, p = self.model, self.training, self.par
         v = chunk * p.pp + self.stage
         out: list[Block] = []
@@ -147,8 +153,8 @@ class RankProgram:
             out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
                              embedding_backward_ops(m, t, p), embedding_params_on_rank(m, p), 0))
         for layer in self.w.partition.layers_of(self.stage, chunk):
-            out.append(Block(layer, layer_forward_ops(m, t, p, layer),
-                             layer_backward_ops(m, t, p, layer), layer_params_on_rank(m, p, layer),
+            fwd, bwd = self.w.layer_ops(layer)
+            out.append(Block(layer, fwd, bwd, layer_params_on_rank(m, p, layer),
                              layer_expert_params_on_rank(m, p, layer)))
         if v == self.V - 1:
             out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
@@ -390,7 +396,17 @@ class Workload:
     groups: ParallelGroups
     partition: Partition
     memory_fn: MemoryFn | None = None
-    _summaries: dict[int, dict] = field(default_factory=dict, repr=False)
+    _layer_ops: dict[bool, tuple[list[OpSpec], list[OpSpec]]] = field(
+        default_factory=dict, repr=False)
+
+    def layer_ops(self, layer: int) -> tuple[list[OpSpec], list[OpSpec]]:
+        """(forward, backward) ops of ``layer``; layers differ only in being dense or MoE."""
+        key = self.experiment.model.is_moe_layer(layer)
+        if key not in self._layer_ops:
+            e = self.experiment
+            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, e.parallel, layer),
+                                    layer_backward_ops(e.model, e.training, e.parallel, layer))
+        return self._layer_ops[key]
 
     @property
     def world_size(self) -> int:

@@ -19,8 +19,7 @@ approximate: it ignores kernel efficiency, so it ranks GPUs by their peak number
 
 Interleaved schedules are partitioned into ``pp * vpp`` contiguous chunks by the same min-max
 rule (chunk ``v`` runs on stage ``v mod pp``); memory is then checked per rank for the layers of
-all its chunks together (approximation: activation memory of the chunks is estimated as one
-range).
+all its chunks together (the cut search itself ignores memory in that case).
 """
 
 from __future__ import annotations
@@ -46,7 +45,7 @@ from heterosim.workload.ops import (
 )
 
 CostFn = Callable[[str, Sequence[OpSpec]], float]
-MemoryFn = Callable[[range, bool, bool, int], int]
+MemoryFn = Callable[[Sequence[int], bool, bool, int], int]
 
 
 def roofline_cost(gpu_type: str, ops: Sequence[OpSpec]) -> float:
@@ -225,10 +224,10 @@ class _Costs:
         )
 
 
-def _default_memory_fn(experiment: ExperimentConfig) -> Callable[[range, bool, bool, int], int]:
+def _default_memory_fn(experiment: ExperimentConfig) -> MemoryFn:
     from heterosim.workload.memory import estimate_rank_memory
 
-    def memory(layers: range, has_embedding: bool, has_head: bool, in_flight: int) -> int:
+    def memory(layers: Sequence[int], has_embedding: bool, has_head: bool, in_flight: int) -> int:
         e = experiment
         est = estimate_rank_memory(
             e.model, e.training, e.parallel, layers, has_embedding, has_head, in_flight
@@ -256,8 +255,8 @@ def _check_memory(
     last = len(chunks) - 1
     for stage in range(pp):
         mine = [chunks[c * pp + stage] for c in range(vpp)]
-        span = range(mine[0].start, mine[0].start + sum(len(r) for r in mine))
-        need = memory_fn(span, stage == 0, (vpp - 1) * pp + stage == last,
+        held = [layer for rng in mine for layer in rng]
+        need = memory_fn(held, stage == 0, (vpp - 1) * pp + stage == last,
                          in_flight_micro_batches(experiment, stage))
         for rank in layout.stage_ranks(stage):
             gpu = experiment.cluster.gpu_type[rank]
