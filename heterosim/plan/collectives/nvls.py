@@ -67,7 +67,7 @@ def _phase(members_gpu: np.ndarray, seg: np.ndarray, factor: float, to_owner: bo
     parent = grid[q[ok] - window, i[ok], j[ok]]
     graph = FlowGraph(
         src=src, dst=dst, payload=payload, wire=_scaled(payload, factor),
-        delay_ns=np.full(f, delay_ns, np.int64), channel=np.zeros(f, np.int32),
+        delay_ns=np.where(q == 0, delay_ns, 0).astype(np.int64), channel=np.zeros(f, np.int32),
         step=np.full(f, step, np.int32), chunk=q.astype(np.int32), edge_child=child,
         edge_parent=parent,
     )
@@ -103,100 +103,67 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
                     window: int = 2) -> FlowGraph:
     """Multi-host NVLS Tree AllReduce. ``seg``: (P, ppn) payload of local slot j in piece q.
 
-    Every host must hold the same number of ranks (checked by the caller).
+    Slot j's reduced slice is all-reduced across hosts over both binary trees (half each, as
+    NCCL splits channels over the two trees) among the GPUs of local index j. Every host must
+    hold the same number of ranks (checked by the caller).
     """
     pieces, ppn = seg.shape
     hosts = view.num_hosts
     members = np.stack(view.groups)  # (N, ppn) rank indices
     factor = ppn / (ppn - 1)  # reduce-scatter / all-gather alone inside each host
-    rs_parts, ag_parts, rs_grids, ag_grids = [], [], [], []
+    rs_parts, ag_parts = [], []
     for h in range(hosts):
-        rs, rs_grid = _phase(view.gpus[members[h]], seg, factor, True, 0, intra_ns, window)
-        ag, ag_grid = _phase(view.gpus[members[h]], seg, factor, False, 2, intra_ns, window)
-        rs_parts.append(rs)
-        ag_parts.append(ag)
-        rs_grids.append(rs_grid)
-        ag_grids.append(ag_grid)
-    # Tree across hosts per slot j (slot = "channel" of the tree builder).
-    parents = np.full((ppn, view.n), -1, dtype=np.int64)
+        rs_parts.append(_phase(view.gpus[members[h]], seg, factor, True, 0, intra_ns, window)[0])
+        ag_parts.append(_phase(view.gpus[members[h]], seg, factor, False, 2, intra_ns, window)[0])
+    # Tree rows (slot j, tree t): parents among the slot-j GPUs of every host.
+    parents = np.full((2 * ppn, view.n), -1, dtype=np.int64)
     for j in range(ppn):
-        host_parent = binary_tree_parents(hosts, j % 2)
-        for h in range(hosts):
-            if host_parent[h] >= 0:
-                parents[j, members[h, j]] = members[host_parent[h], j]
-    tree = tree_allreduce_graph(view, parents, seg.T.copy(), window, "simple", intra_ns, inter_ns,
-                                base_ns)
+        for t in range(2):
+            host_parent = binary_tree_parents(hosts, t)
+            for h in range(hosts):
+                if host_parent[h] >= 0:
+                    parents[2 * j + t, members[h, j]] = members[host_parent[h], j]
+    half = seg.T[:, :, None] // 2
+    halves = np.concatenate([seg.T[:, :, None] - half, half], axis=2)  # (ppn, P, 2)
+    tree_bytes = np.moveaxis(halves, 2, 1).reshape(2 * ppn, pieces)
+    tree = tree_allreduce_graph(view, parents, tree_bytes, window, "simple", intra_ns, inter_ns, base_ns)
     tree.step = tree.step + 1
-    tree.channel = tree.channel.astype(np.int32)
-    rs_all = concat_graphs(rs_parts)
-    ag_all = concat_graphs(ag_parts)
-    off_tree = len(rs_all)
-    off_ag = off_tree + len(tree)
+    rs_all, ag_all = concat_graphs(rs_parts), concat_graphs(ag_parts)
+    off_tree, off_ag = len(rs_all), len(rs_all) + len(tree)
     graph = concat_graphs([rs_all, tree, ag_all])
-    rs_off = np.cumsum([0] + [len(g) for g in rs_parts[:-1]])
-    ag_off = np.cumsum([0] + [len(g) for g in ag_parts[:-1]])
-    # Which rank (slot j of host h) receives / sends each tree flow.
-    e = len(tree) // (2 * pieces)
-    up_src_rank = _rank_of_gpu(view, tree.src[: e * pieces])
-    up_dst_rank = _rank_of_gpu(view, tree.dst[: e * pieces])
-    host_pos = np.empty(view.n, dtype=np.int64)
-    slot = np.empty(view.n, dtype=np.int64)
-    for h in range(hosts):
-        host_pos[members[h]] = h
-        slot[members[h]] = np.arange(ppn)
-    q_tree = tree.chunk[: e * pieces].astype(np.int64)
-    x = np.arange(ppn)
-    children, parents_e = [graph.edge_child], [graph.edge_parent]
-
-    def rs_into(rank: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(repeat index, global rs flow ids) of every reduce-scatter flow into ``rank`` in piece q."""
-        h, j = host_pos[rank], slot[rank]
-        rep = np.repeat(np.arange(rank.size), ppn)
-        xs = np.tile(x, rank.size)
-        local = np.stack(rs_grids)[np.repeat(h, ppn), np.repeat(q, ppn), xs, np.repeat(j, ppn)]
-        return rep[local >= 0], local[local >= 0] + rs_off[np.repeat(h, ppn)][local >= 0]
-
-    # Up flows (and down flows out of a root) wait for the sender's slice to be reduced in-host.
-    up_ids = np.arange(e * pieces) + off_tree
-    rep, rs_ids = rs_into(up_src_rank, q_tree)
-    children.append(up_ids[rep])
-    parents_e.append(rs_ids)
-    down_ids = np.arange(e * pieces, 2 * e * pieces) + off_tree
-    root_sender = np.ones(view.n, dtype=bool)
-    root_sender[up_src_rank] = False  # ranks that send up are not roots
-    down_src_rank = _rank_of_gpu(view, tree.src[e * pieces:])
-    is_root = root_sender[down_src_rank]
-    rep, rs_ids = rs_into(down_src_rank[is_root], q_tree[is_root])
-    children.append(down_ids[is_root][rep])
-    parents_e.append(rs_ids)
-    # All-gather flows out of rank r (slot j, host h) in piece q wait for r's final slice: the
-    # down flow into r, or (r a root) every up flow into r and r's own reduce-scatter.
-    ag_stack = np.stack(ag_grids)  # (H, P, ppn, ppn): flow j -> i is [h, q, i, j]
-    down_dst_rank = _rank_of_gpu(view, tree.dst[e * pieces:])
-    final_key = down_dst_rank * pieces + q_tree
-    down_into = np.full(view.n * pieces, -1, dtype=np.int64)
-    down_into[final_key] = down_ids
-    for h in range(hosts):
-        hq, hi, hj = np.nonzero(ag_stack[h] >= 0)
-        ag_ids = ag_stack[h][hq, hi, hj] + ag_off[h] + off_ag
-        sender = members[h, hj]
-        d = down_into[sender * pieces + hq]
-        nonroot = d >= 0
-        children.append(ag_ids[nonroot])
-        parents_e.append(d[nonroot])
-        root_rows = np.flatnonzero(~nonroot)
-        if root_rows.size:
-            into_root = up_dst_rank[None, :] == sender[root_rows][:, None]
-            same_q = q_tree[None, :] == hq[root_rows][:, None]
-            rr, uu = np.nonzero(into_root & same_q)
-            children.append(ag_ids[root_rows][rr])
-            parents_e.append(up_ids[uu])
-            rep, rs_ids = rs_into(sender[root_rows], hq[root_rows])
-            children.append(ag_ids[root_rows][rep])
-            parents_e.append(rs_ids)
-    graph.edge_child = np.concatenate(children).astype(np.int64)
-    graph.edge_parent = np.concatenate(parents_e).astype(np.int64)
+    rank_of = _rank_of_gpu
+    # Keys (rank, piece) for every phase's flows.
+    rs_key = rank_of(view, rs_all.dst) * pieces + rs_all.chunk
+    t_src = rank_of(view, tree.src) * pieces + tree.chunk
+    t_dst = rank_of(view, tree.dst) * pieces + tree.chunk
+    ag_key = rank_of(view, ag_all.src) * pieces + ag_all.chunk
+    tree_ids = np.arange(len(tree)) + off_tree
+    up = tree.step == 1
+    sends_up = np.zeros(view.n * pieces, dtype=bool)
+    sends_up[t_src[up]] = True
+    # A tree flow leaves a GPU after its in-host reduce-scatter (up flows, and down flows of roots).
+    needs_rs = up | ~sends_up[t_src]
+    c1, p1 = _join(t_src[needs_rs], tree_ids[needs_rs], rs_key, np.arange(len(rs_all)))
+    # The final slice at a GPU: down flows into it, or up flows into it where it is a root.
+    final = ~up | ~sends_up[t_dst]
+    c2, p2 = _join(ag_key, np.arange(len(ag_all)) + off_ag, t_dst[final], tree_ids[final])
+    c3, p3 = _join(ag_key, np.arange(len(ag_all)) + off_ag, rs_key, np.arange(len(rs_all)))
+    graph.edge_child = np.concatenate([graph.edge_child, c1, c2, c3]).astype(np.int64)
+    graph.edge_parent = np.concatenate([graph.edge_parent, p1, p2, p3]).astype(np.int64)
     return graph
+
+
+def _join(child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray,
+          parent_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (child, parent) pair whose keys are equal."""
+    order = np.argsort(parent_key, kind="stable")
+    pk, pid = parent_key[order], parent_id[order]
+    lo = np.searchsorted(pk, child_key, side="left")
+    hi = np.searchsorted(pk, child_key, side="right")
+    counts = hi - lo
+    children = np.repeat(child_id, counts)
+    pos = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return children, pid[np.repeat(lo, counts) + pos]
 
 
 def _rank_of_gpu(view: CommView, gpus: np.ndarray) -> np.ndarray:

@@ -98,7 +98,9 @@ def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segmen
     ok = k >= 0
     kk = np.where(ok, k, 0)
     win_parent = np.where(ok, index[kk // np.maximum(m, 1), cc, ii, steps_of[ii, kk % np.maximum(m, 1)]], -1)
-    delay = hop_delay_ns[cc, ii] + np.where((ll == 0) & (data_parent < 0), base_ns, 0)
+    # Per-hop latency is charged in the first loop only: later loops' latency overlaps with the
+    # slices already in flight, as in NCCL's cost model (latency once + size / bandwidth).
+    delay = np.where(ll == 0, hop_delay_ns[cc, ii], 0) + np.where((ll == 0) & (data_parent < 0), base_ns, 0)
     flows = np.arange(f)
     has_data, has_win = data_parent >= 0, win_parent >= 0
     return FlowGraph(

@@ -118,7 +118,7 @@ def tree_allreduce_graph(view: CommView, parents: np.ndarray, chunk_bytes: np.nd
     step = np.concatenate([np.zeros(e * chunks, np.int32), np.ones(e * chunks, np.int32)])
     is_leaf = np.ones((channels, n), dtype=bool)
     is_leaf[cc, pp] = False
-    delay = np.tile(np.repeat(hop, chunks), 2)
+    delay = np.tile(np.repeat(hop, chunks) * (np.tile(k_all, e) == 0), 2)  # first chunk pays latency
     leaf_up = np.repeat(is_leaf[cc, xx], chunks) & (np.tile(k_all, e) == 0)
     delay[: e * chunks] += np.where(leaf_up, base_ns, 0)
     children, parents_e = [], []
