@@ -1,0 +1,145 @@
+"""The ``flow`` fidelity: a fluid network model (``ns3::FluidNetwork``) on the packet model's topology.
+
+Every flow takes the same route the packet network would give it (ECMP choice by a hash of the
+flow id and the seed) and moves as a fluid at its max-min fair rate: each direction of each link
+is a resource with capacity equal to its rate, and rates are recomputed (progressive filling)
+whenever a flow starts or finishes, for the links and flows the change touches. A flow of ``B``
+bytes finishes ``sum(delay) + sum(P / rate) - P / min(rate)`` after its fluid transfer, with
+``P = min(mtu, B)``: propagation plus one packet stored and forwarded per hop.
+
+Approximations, by design: no queues (no queueing delay, no buffer limits), no congestion-control
+dynamics (rates jump to the max-min fair allocation instantly), no packet loss, retransmission or
+PFC, no priorities between traffic classes, no header overhead unless the ns-3 attribute
+``FluidNetwork::HeaderBytes`` is set through ``network.attributes``. Where the packet model is
+governed by those effects (incast queues, PFC pauses, slow CC convergence) the two disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from heterosim.config.experiment import NetworkConfig
+from heterosim.engine import native
+from heterosim.engine.topology import Topology, to_native
+from heterosim.errors import UserError
+
+ATTRIBUTE_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
+
+
+def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int) -> Any:
+    """An ``ns3::FluidNetwork`` on ``desc`` (an ``ns3::TopologyDescription``).
+
+    ``network.mtu_bytes`` sets the store-and-forward packet size; ``network.attributes`` entries
+    named ``FluidNetwork::<Attribute>`` (or ``ns3::FluidNetwork::<Attribute>``) override the
+    model's attributes; other entries belong to the packet model and are ignored here.
+    """
+    ns3 = gbl.ns3
+    net = ns3.CreateObject[ns3.FluidNetwork]()
+    net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
+    net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
+    for key, value in network.attributes.items():
+        for prefix in ATTRIBUTE_PREFIXES:
+            if str(key).startswith(prefix):
+                name = str(key)[len(prefix):]
+                if not net.SetAttributeFailSafe(name, ns3.StringValue(str(value))):
+                    raise UserError(
+                        f"network: attributes: {key}: not a FluidNetwork attribute or bad value "
+                        f"{value!r}"
+                    )
+    net.SetTopology(desc)
+    return net
+
+
+def fluid_link_stats(net: Any, topology: Topology, sim_end_ns: int) -> dict[str, np.ndarray]:
+    """Per link direction (entry ``2 * link + direction``, direction 0 = a->b): bytes carried,
+    busy time (some flow active) and utilization = bytes * 8 / (rate * sim_end)."""
+    count = 2 * topology.num_links
+    carried = np.zeros(count, np.uint64)
+    busy = np.zeros(count, np.int64)
+    net.CopyLinkStats(carried, busy)
+    rate = np.repeat(topology.link_rate_bps, 2)
+    seconds = max(sim_end_ns, 1) * 1e-9
+    return {
+        "link": np.repeat(np.arange(topology.num_links, dtype=np.int32), 2),
+        "direction": np.tile(np.array([0, 1], np.int8), topology.num_links),
+        "bytes": carried.astype(np.int64),
+        "busy_ns": busy,
+        "utilization": np.divide(carried.astype(np.float64) * 8.0, rate * seconds,
+                                 out=np.zeros(count), where=rate > 0),
+    }
+
+
+def fluid_counters(net: Any) -> dict[str, int]:
+    """The network counters of the run contract; the fluid model has no drops, pauses or marks."""
+    return {
+        "flows": int(net.GetFlowsStarted()), "bytes": int(net.GetBytesDelivered()), "drops": 0,
+        "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0,
+    }
+
+
+def reset_simulator(gbl: Any) -> None:
+    """Destroy ns-3's simulator state so that the next run starts at time 0 with no events."""
+    gbl.ns3.Simulator.Destroy()
+
+
+def run_flows_fluid(
+    topology: Topology,
+    network: NetworkConfig,
+    src: np.ndarray,
+    dst: np.ndarray,
+    size_bytes: np.ndarray,
+    start_ns: np.ndarray,
+    *,
+    seed: int = 1,
+) -> dict[str, Any]:
+    """Run independent flows through the fluid model (the layout of ``packet.run_flows``).
+
+    Returns ``{"flows": {id, src, dst, bytes, start_ns, end_ns, fct_ns}, "links": {...},
+    "network": counters, "sim_end_ns", "wall_s"}``; flow ids are 0..n-1 in input order.
+    """
+    src = np.ascontiguousarray(src, dtype=np.uint32)
+    dst = np.ascontiguousarray(dst, dtype=np.uint32)
+    size = np.ascontiguousarray(size_bytes, dtype=np.uint64)
+    start = np.ascontiguousarray(start_ns, dtype=np.int64)
+    n = int(src.shape[0])
+    if not (dst.shape == size.shape == start.shape == (n,)):
+        raise UserError("flows: src, dst, size and start must have the same length")
+    gpus = len(topology.gpu_node)
+    if n and (int(src.max()) >= gpus or int(dst.max()) >= gpus):
+        raise UserError(f"flows: GPU index out of range (the cluster has {gpus} GPUs)")
+    if np.any(src == dst) or np.any(size == 0) or np.any(start < 0):
+        raise UserError("flows: every flow needs two different GPUs, >= 1 byte, start >= 0")
+    gbl = native.load()
+    started = time.perf_counter()
+    reset_simulator(gbl)
+    desc = to_native(topology, gbl)
+    net = create_fluid_network(gbl, desc, network, seed)
+    ids = np.arange(n, dtype=np.uint32)
+    prio = np.zeros(n, np.uint8)
+    net.ScheduleFlows(n, ids, src, dst, size, start, prio)
+    gbl.ns3.Simulator.Run()
+    end = np.empty(n, np.int64)
+    net.CopyFinishTimes(n, ids, end)
+    sim_end = int(gbl.ns3.Simulator.Now().GetNanoSeconds())
+    if net.GetFlowsUnroutable():
+        message = str(net.GetUnroutableMessage())
+        reset_simulator(gbl)
+        raise UserError(f"flows: {message}")
+    links = fluid_link_stats(net, topology, sim_end)
+    counters = fluid_counters(net)
+    reset_simulator(gbl)
+    net.Dispose()
+    return {
+        "flows": {
+            "id": ids.astype(np.int64), "src": src.astype(np.int32), "dst": dst.astype(np.int32),
+            "bytes": size.astype(np.int64), "start_ns": start, "end_ns": end,
+            "fct_ns": np.where(end >= 0, end - start, -1),
+        },
+        "links": links,
+        "network": counters,
+        "sim_end_ns": sim_end,
+        "wall_s": time.perf_counter() - started,
+    }

@@ -1,0 +1,203 @@
+/*
+ * HeteroSim: fluid (flow-level) network with max-min fair bandwidth sharing.
+ */
+#ifndef HETEROSIM_FLUID_NETWORK_H
+#define HETEROSIM_FLUID_NETWORK_H
+
+#include "flow-network.h"
+#include "topology-description.h"
+
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
+#include "ns3/ptr.h"
+#include "ns3/string.h"
+#include "ns3/traced-callback.h"
+#include "ns3/uinteger.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Flow-level network: every flow is a fluid that moves at its max-min fair rate.
+ *
+ * Flows follow the same routes as the packet network: the path of a flow is
+ * TopologyDescription::GetPath(src, dst, hash(flowId, Seed)). Each direction of each link is a
+ * resource whose capacity is the link rate. The rates of all active flows are max-min fair
+ * (progressive filling). They are recomputed whenever a flow starts or finishes, and only for
+ * the connected component (links joined by shared flows) that the change touches; starts and
+ * finishes at the same simulated instant are batched into one recomputation. Each flow's
+ * end-of-transfer event is rescheduled when its rate changes.
+ *
+ * A flow of B bytes on a path of hops k = 1..h (rate R_k, propagation delay D_k) finishes at
+ *   start + (fluid transfer time at the max-min rates) + sum_k D_k + sum_k P/R_k - P/min_k R_k
+ * with P = min(Mtu, B): the first packet is stored and forwarded at every hop, and the
+ * serialization at the slowest hop is already part of the fluid transfer. For a lone flow this is
+ * the exact completion time of a back-to-back packet stream without header overhead.
+ * HeaderBytes (per Mtu of payload) optionally scales every capacity by Mtu / (Mtu + HeaderBytes).
+ *
+ * Approximations (what this model does not have): no queues and no queueing delay, no
+ * congestion-control dynamics (rates converge instantly to max-min fairness), no packet loss,
+ * retransmission or PFC, no traffic-class priorities (the priority argument is ignored), and the
+ * latency terms above do not consume link capacity. A flow whose path has no hops (source equals
+ * destination) or no route is counted as unroutable and never completes; the plan executor checks
+ * routes before it runs, so that only stand-alone callers can hit this.
+ */
+class FluidNetwork : public FlowNetwork
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    /** Trace signature of FlowStart: flow id, source GPU, destination GPU, bytes. */
+    typedef void (*FlowStartCallback)(uint32_t, uint32_t, uint32_t, uint64_t);
+    /** Trace signature of TransferDone: flow id. */
+    typedef void (*FlowIdCallback)(uint32_t);
+    /** Trace signature of RateChange: flow id, rate in bit/s. */
+    typedef void (*RateCallback)(uint32_t, double);
+
+    FluidNetwork();
+    ~FluidNetwork() override;
+
+    /**
+     * \brief Set the topology and routes; must be called before the first flow starts.
+     * \param topo the topology description
+     */
+    void SetTopology(Ptr<TopologyDescription> topo);
+
+    // FlowNetwork
+    void StartFlow(uint32_t flowId,
+                   uint32_t srcGpu,
+                   uint32_t dstGpu,
+                   uint64_t bytes,
+                   uint8_t priority) override;
+    uint32_t GetNGpus() const override;
+
+    /**
+     * \brief The hash that selects a flow's ECMP path.
+     * \param flowId the flow id
+     * \return hash of (flowId, Seed)
+     */
+    uint32_t FlowHash(uint32_t flowId) const;
+
+    /** \return number of flows started */
+    uint64_t GetFlowsStarted() const;
+    /** \return number of flows whose last byte has been delivered */
+    uint64_t GetFlowsFinished() const;
+    /** \return number of flows now moving data */
+    uint64_t GetFlowsActive() const;
+    /** \return number of flows that could not be routed (never complete) */
+    uint64_t GetFlowsUnroutable() const;
+    /** \return a description of the first unroutable flow, empty if none */
+    std::string GetUnroutableMessage() const;
+    /** \return bytes of payload delivered by finished flows */
+    uint64_t GetBytesDelivered() const;
+    /** \return number of max-min rate recomputations */
+    uint64_t GetRecomputations() const;
+    /** \return total number of flow rate assignments over all recomputations (work measure) */
+    uint64_t GetRateAssignments() const;
+
+    /**
+     * \brief Per-link-direction counters up to now: payload bytes carried and busy time (time with
+     * at least one active flow). Entry 2*link is direction a->b, 2*link+1 is b->a. Bytes of
+     * flows still in flight count as far as they have got.
+     * \param bytes output, 2 * nLinks values
+     * \param busyNs output, 2 * nLinks values
+     */
+    void CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const;
+
+    /**
+     * \brief The current max-min rate of an active flow.
+     * \param flowId the flow id
+     * \return rate in bit/s; -1 if the flow is not moving data
+     */
+    double GetFlowRateBps(uint32_t flowId) const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /** One direction of one link. */
+    struct Resource
+    {
+        double capacity{0};                                 //!< bytes per ns
+        std::vector<std::pair<uint32_t, uint32_t>> flows;   //!< (flow slot, hop index)
+        uint64_t bytesDone{0};                              //!< bytes of finished flows
+        int64_t busySince{-1};                              //!< ns, -1 when idle
+        int64_t busyNs{0};                                  //!< closed busy intervals
+        uint64_t stamp{0};                                  //!< visit mark
+    };
+
+    /** One active flow. */
+    struct Flow
+    {
+        uint32_t id{0};                 //!< caller's flow id
+        uint64_t bytes{0};              //!< payload size
+        double remaining{0};            //!< bytes left to transfer
+        double rate{0};                 //!< bytes per ns
+        int64_t lastUpdate{0};          //!< ns, when remaining was last brought up to date
+        int64_t latencyNs{0};           //!< fixed latency added after the transfer
+        std::vector<uint32_t> res;      //!< resources along the path
+        std::vector<uint32_t> pos;      //!< index of this flow in each resource's list
+        EventId done;                   //!< end-of-transfer event
+        uint64_t stamp{0};              //!< visit mark
+        bool frozen{false};             //!< rate fixed in the current water-filling
+        bool inUse{false};              //!< slot holds an active flow
+    };
+
+    /** Bring a flow's remaining bytes up to now. */
+    void Advance(Flow& f, int64_t now);
+    /** Mark a resource as touched and make sure a recomputation is pending. */
+    void Touch(uint32_t resource);
+    /** Recompute max-min rates of every component touched since the last recomputation. */
+    void Recompute();
+    /** Progressive filling over the flows m_compFlows and resources m_compRes. */
+    void WaterFill();
+    /** The fluid transfer of the flow in \p slot is over. */
+    void TransferDone(uint32_t slot);
+    /** Deliver: report the flow as finished (after its latency). */
+    void Deliver(uint32_t flowId);
+
+    Ptr<TopologyDescription> m_topo; //!< graph and routes
+    uint32_t m_mtu;                  //!< bytes, store-and-forward unit
+    uint32_t m_headerBytes;          //!< header bytes per Mtu of payload
+    uint32_t m_seed;                 //!< ECMP hash seed
+
+    std::vector<Resource> m_res;      //!< 2 per link
+    std::vector<Flow> m_flows;        //!< slots
+    std::vector<uint32_t> m_freeSlots; //!< unused slots
+    std::vector<uint32_t> m_dirty;    //!< resources touched since the last recomputation
+    bool m_recomputePending{false};   //!< a Recompute event is scheduled
+    uint64_t m_stamp{0};              //!< visit stamp counter
+
+    std::vector<uint32_t> m_compFlows; //!< scratch: flows of the component
+    std::vector<uint32_t> m_compRes;   //!< scratch: resources of the component
+    std::vector<double> m_capLeft;     //!< scratch: capacity left per resource
+    std::vector<uint32_t> m_cntLeft;   //!< scratch: unfrozen flows per resource
+    std::vector<uint32_t> m_version;   //!< scratch: heap entry version per resource
+
+    uint64_t m_started{0};        //!< flows started
+    uint64_t m_finished{0};       //!< flows delivered
+    uint64_t m_active{0};         //!< flows transferring
+    uint64_t m_unroutable{0};     //!< flows without a path
+    std::string m_unroutableMsg;  //!< first unroutable flow
+    uint64_t m_bytesDelivered{0}; //!< payload delivered
+    uint64_t m_recomputations{0}; //!< recomputations
+    uint64_t m_assignments{0};    //!< flow rate assignments
+    std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
+
+    TracedCallback<uint32_t, uint32_t, uint32_t, uint64_t> m_startTrace; //!< id, src, dst, bytes
+    TracedCallback<uint32_t> m_transferDoneTrace;                       //!< id
+    TracedCallback<uint32_t, double> m_rateTrace;                       //!< id, bit/s
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_FLUID_NETWORK_H */

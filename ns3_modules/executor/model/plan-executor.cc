@@ -1,0 +1,735 @@
+/*
+ * HeteroSim: runs an execution plan (compute tasks, flows, markers with dependencies) on ns-3.
+ */
+#include "plan-executor.h"
+
+#include "ns3/assert.h"
+#include "ns3/log.h"
+#include "ns3/nstime.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("PlanExecutor");
+NS_OBJECT_ENSURE_REGISTERED(PlanExecutor);
+
+namespace
+{
+/** Stall and cycle messages name at most this many tasks. */
+constexpr uint32_t kMaxNamed = 5;
+/** Completions between two wall-clock checks. */
+constexpr uint32_t kWallCheckEvery = 512;
+} // namespace
+
+TypeId
+PlanExecutor::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::PlanExecutor")
+            .SetParent<Object>()
+            .SetGroupName("Heterosim")
+            .AddConstructor<PlanExecutor>()
+            .AddAttribute("StopTime",
+                          "Simulated time at which the run stops even if tasks remain (partial "
+                          "results); 0 = run to the end",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&PlanExecutor::m_stopTime),
+                          MakeTimeChecker())
+            .AddAttribute("ProgressInterval",
+                          "Simulated time between two progress samples (tasks finished, flows "
+                          "in flight); 0 = no samples",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&PlanExecutor::m_progressInterval),
+                          MakeTimeChecker())
+            .AddAttribute("WallInterval",
+                          "Wall-clock time after which Resume() returns so that the caller can "
+                          "report progress; 0 = run without returning",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&PlanExecutor::m_wallInterval),
+                          MakeTimeChecker())
+            .AddTraceSource("TaskStart",
+                            "A task started: task index",
+                            MakeTraceSourceAccessor(&PlanExecutor::m_taskStartTrace),
+                            "ns3::PlanExecutor::TaskCallback")
+            .AddTraceSource("TaskDone",
+                            "A task finished: task index",
+                            MakeTraceSourceAccessor(&PlanExecutor::m_taskDoneTrace),
+                            "ns3::PlanExecutor::TaskCallback");
+    return tid;
+}
+
+PlanExecutor::PlanExecutor()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+PlanExecutor::~PlanExecutor()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+void
+PlanExecutor::SetNetwork(Ptr<FlowNetwork> network)
+{
+    m_network = network;
+    m_network->SetFlowDoneCallback(MakeCallback(&PlanExecutor::OnFlowDone, this));
+}
+
+void
+PlanExecutor::SetTopology(Ptr<TopologyDescription> topo)
+{
+    m_topo = topo;
+}
+
+void
+PlanExecutor::LoadPlan(uint32_t n,
+                       const uint8_t* kind,
+                       const int32_t* gpu,
+                       const int32_t* dst,
+                       const int64_t* bytes,
+                       const int64_t* durationNs,
+                       const int64_t* delayNs,
+                       const int16_t* stream,
+                       const uint8_t* priority,
+                       const int64_t* depPtr,
+                       const int64_t* depIdx)
+{
+    NS_LOG_FUNCTION(this << n);
+    m_n = n;
+    m_kind.assign(kind, kind + n);
+    m_gpu.assign(gpu, gpu + n);
+    m_dst.assign(dst, dst + n);
+    m_bytes.assign(bytes, bytes + n);
+    m_duration.assign(durationNs, durationNs + n);
+    m_delay.assign(delayNs, delayNs + n);
+    m_stream.assign(stream, stream + n);
+    m_priority.assign(priority, priority + n);
+    m_depPtr.assign(depPtr, depPtr + n + 1);
+    int64_t edges = n > 0 ? depPtr[n] : 0;
+    m_depIdx.assign(depIdx, depIdx + std::max<int64_t>(edges, 0));
+    m_validated = false;
+    m_runState = NOT_STARTED;
+    m_error.clear();
+}
+
+bool
+PlanExecutor::Validate()
+{
+    NS_LOG_FUNCTION(this);
+    m_validated = false;
+    std::ostringstream err;
+    if (!m_network)
+    {
+        m_error = "no network set";
+        return false;
+    }
+    int64_t nGpus = m_network->GetNGpus();
+    // structure of every task
+    std::unordered_set<uint64_t> checkedPairs;
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        uint8_t k = m_kind[i];
+        if (k > MARKER)
+        {
+            err << "task " << i << ": unknown kind " << +k << " (expected 0 compute, 1 flow, 2 marker)";
+            break;
+        }
+        if (m_delay[i] < 0)
+        {
+            err << "task " << i << ": negative delay " << m_delay[i] << " ns";
+            break;
+        }
+        if (k == COMPUTE)
+        {
+            if (m_gpu[i] < 0 || m_gpu[i] >= nGpus)
+            {
+                err << "task " << i << ": compute task on GPU " << m_gpu[i] << ", but the cluster has "
+                    << nGpus << " GPUs";
+                break;
+            }
+            if (m_duration[i] < 0 || m_stream[i] < 0)
+            {
+                err << "task " << i << ": negative duration or stream";
+                break;
+            }
+        }
+        else if (k == FLOW)
+        {
+            if (m_gpu[i] < 0 || m_gpu[i] >= nGpus || m_dst[i] < 0 || m_dst[i] >= nGpus)
+            {
+                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
+                    << ", but the cluster has " << nGpus << " GPUs";
+                break;
+            }
+            if (m_gpu[i] == m_dst[i])
+            {
+                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to itself";
+                break;
+            }
+            if (m_bytes[i] <= 0)
+            {
+                err << "task " << i << ": flow of " << m_bytes[i] << " bytes (expected > 0)";
+                break;
+            }
+            uint64_t pair = (static_cast<uint64_t>(m_gpu[i]) << 32) | static_cast<uint32_t>(m_dst[i]);
+            if (m_topo && checkedPairs.insert(pair).second &&
+                m_topo->GetPath(m_gpu[i], m_dst[i], 0).empty())
+            {
+                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
+                    << " is unreachable (no route in the topology)";
+                break;
+            }
+        }
+    }
+    // dependency arrays
+    if (err.str().empty())
+    {
+        if (m_depPtr[0] != 0 || m_depPtr[m_n] != static_cast<int64_t>(m_depIdx.size()))
+        {
+            err << "dependency offsets do not match the dependency list";
+        }
+        for (uint32_t i = 0; i < m_n && err.str().empty(); ++i)
+        {
+            if (m_depPtr[i + 1] < m_depPtr[i])
+            {
+                err << "task " << i << ": dependency offsets decrease";
+                break;
+            }
+            for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
+            {
+                int64_t p = m_depIdx[e];
+                if (p < 0 || p >= m_n)
+                {
+                    err << "task " << i << ": depends on task " << p << ", which does not exist";
+                    break;
+                }
+            }
+        }
+    }
+    if (!err.str().empty())
+    {
+        m_error = err.str();
+        return false;
+    }
+    // children CSR
+    std::vector<uint32_t> indeg(m_n, 0);
+    m_childPtr.assign(m_n + 1, 0);
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        indeg[i] = m_depPtr[i + 1] - m_depPtr[i];
+        for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
+        {
+            ++m_childPtr[m_depIdx[e] + 1];
+        }
+    }
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        m_childPtr[i + 1] += m_childPtr[i];
+    }
+    m_childIdx.assign(m_depIdx.size(), 0);
+    {
+        std::vector<int64_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
+        for (uint32_t i = 0; i < m_n; ++i)
+        {
+            for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
+            {
+                m_childIdx[fill[m_depIdx[e]]++] = i;
+            }
+        }
+    }
+    // Kahn's algorithm: every task must be reachable in a topological order
+    std::vector<uint32_t> left = indeg;
+    std::vector<uint32_t> order;
+    order.reserve(m_n);
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        if (left[i] == 0)
+        {
+            order.push_back(i);
+        }
+    }
+    for (size_t head = 0; head < order.size(); ++head)
+    {
+        uint32_t u = order[head];
+        for (int64_t e = m_childPtr[u]; e < m_childPtr[u + 1]; ++e)
+        {
+            if (--left[m_childIdx[e]] == 0)
+            {
+                order.push_back(m_childIdx[e]);
+            }
+        }
+    }
+    if (order.size() < m_n)
+    {
+        // walk back through unfinished parents until a task repeats: that loop is a cycle
+        uint32_t v = 0;
+        while (left[v] == 0)
+        {
+            ++v;
+        }
+        std::vector<int64_t> seenAt(m_n, -1);
+        std::vector<uint32_t> walk;
+        while (seenAt[v] < 0)
+        {
+            seenAt[v] = walk.size();
+            walk.push_back(v);
+            for (int64_t e = m_depPtr[v]; e < m_depPtr[v + 1]; ++e)
+            {
+                if (left[m_depIdx[e]] > 0)
+                {
+                    v = m_depIdx[e];
+                    break;
+                }
+            }
+        }
+        std::vector<uint32_t> cycle(walk.begin() + seenAt[v], walk.end());
+        std::reverse(cycle.begin(), cycle.end()); // parent -> child order
+        err << "dependency cycle (" << (m_n - order.size()) << " tasks can never start): task ";
+        for (size_t i = 0; i < cycle.size() && i < 2 * kMaxNamed; ++i)
+        {
+            err << cycle[i] << " -> ";
+        }
+        err << (cycle.size() > 2 * kMaxNamed ? std::string("... -> ") : std::string()) << cycle[0];
+        m_error = err.str();
+        return false;
+    }
+    // dense compute streams
+    std::unordered_map<uint64_t, uint32_t> streams;
+    m_streamOf.assign(m_n, 0);
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        if (m_kind[i] == COMPUTE)
+        {
+            uint64_t key = (static_cast<uint64_t>(m_gpu[i]) << 16) | static_cast<uint16_t>(m_stream[i]);
+            auto [it, fresh] = streams.emplace(key, streams.size());
+            m_streamOf[i] = it->second;
+        }
+    }
+    m_nStreams = streams.size();
+    m_validated = true;
+    m_error.clear();
+    return true;
+}
+
+bool
+PlanExecutor::Start()
+{
+    NS_LOG_FUNCTION(this);
+    if (!Validate())
+    {
+        m_runState = INVALID;
+        return false;
+    }
+    m_waiting.resize(m_n);
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        m_waiting[i] = m_depPtr[i + 1] - m_depPtr[i];
+    }
+    m_state.assign(m_n, 0);
+    m_start.assign(m_n, -1);
+    m_end.assign(m_n, -1);
+    m_queues.clear();
+    m_queues.resize(m_nStreams);
+    m_streamBusy.assign(m_nStreams, 0);
+    m_completed.clear();
+    m_kick.clear();
+    m_done = 0;
+    m_flowsInFlight = 0;
+    m_makespan = 0;
+    m_yield = false;
+    m_stopHit = false;
+    m_sampleTime.clear();
+    m_sampleDone.clear();
+    m_sampleFlows.clear();
+    m_nextSample = 0;
+    m_lastYield = std::chrono::steady_clock::now();
+    Simulator::ScheduleNow(&PlanExecutor::StartRoots, this);
+    if (m_stopTime.IsStrictlyPositive())
+    {
+        Simulator::Schedule(m_stopTime, &PlanExecutor::StopTimeReached, this);
+    }
+    m_runState = YIELDED;
+    return true;
+}
+
+int32_t
+PlanExecutor::Resume()
+{
+    NS_LOG_FUNCTION(this);
+    if (m_runState != YIELDED)
+    {
+        return m_runState;
+    }
+    m_yield = false;
+    m_lastYield = std::chrono::steady_clock::now();
+    if (m_done < m_n)
+    {
+        Simulator::Run();
+    }
+    if (m_done == m_n)
+    {
+        SampleUntil(m_makespan, true);
+        m_runState = FINISHED;
+    }
+    else if (m_yield)
+    {
+        m_runState = YIELDED;
+    }
+    else if (m_stopHit)
+    {
+        SampleUntil(Simulator::Now().GetNanoSeconds(), true);
+        m_runState = STOPPED;
+    }
+    else
+    {
+        SampleUntil(Simulator::Now().GetNanoSeconds(), true);
+        m_error = DescribeStall();
+        m_runState = STALLED;
+    }
+    return m_runState;
+}
+
+int32_t
+PlanExecutor::Run()
+{
+    if (!Start())
+    {
+        return m_runState;
+    }
+    int32_t state;
+    do
+    {
+        state = Resume();
+    } while (state == YIELDED);
+    return state;
+}
+
+void
+PlanExecutor::StartRoots()
+{
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        if (m_waiting[i] == 0)
+        {
+            Ready(i);
+        }
+    }
+    Drain();
+    if (m_n == 0)
+    {
+        Simulator::Stop();
+    }
+}
+
+void
+PlanExecutor::StopTimeReached()
+{
+    NS_LOG_FUNCTION(this);
+    if (!Simulator::IsFinished())
+    {
+        m_stopHit = true; // otherwise nothing else is pending: Resume() reports the stall
+    }
+    Simulator::Stop();
+}
+
+void
+PlanExecutor::Ready(uint32_t task)
+{
+    if (m_delay[task] > 0)
+    {
+        m_state[task] = 1;
+        Simulator::Schedule(NanoSeconds(m_delay[task]), &PlanExecutor::DelayedRelease, this, task);
+    }
+    else
+    {
+        Release(task);
+    }
+}
+
+void
+PlanExecutor::DelayedRelease(uint32_t task)
+{
+    Release(task);
+    Drain();
+}
+
+void
+PlanExecutor::Release(uint32_t task)
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    switch (m_kind[task])
+    {
+    case COMPUTE: {
+        uint32_t s = m_streamOf[task];
+        m_state[task] = 2;
+        m_queues[s].push(task);
+        m_kick.push_back(s);
+        break;
+    }
+    case FLOW:
+        m_state[task] = 3;
+        m_start[task] = now;
+        ++m_flowsInFlight;
+        m_taskStartTrace(task);
+        m_network->StartFlow(task, m_gpu[task], m_dst[task], m_bytes[task], m_priority[task]);
+        break;
+    default:
+        m_state[task] = 3;
+        m_start[task] = now;
+        m_taskStartTrace(task);
+        m_completed.push_back(task);
+        break;
+    }
+}
+
+void
+PlanExecutor::TryStartStream(uint32_t s)
+{
+    if (m_streamBusy[s] || m_queues[s].empty())
+    {
+        return;
+    }
+    uint32_t task = m_queues[s].top();
+    m_queues[s].pop();
+    m_streamBusy[s] = 1;
+    m_state[task] = 3;
+    m_start[task] = Simulator::Now().GetNanoSeconds();
+    m_taskStartTrace(task);
+    Simulator::Schedule(NanoSeconds(m_duration[task]), &PlanExecutor::ComputeDone, this, s, task);
+}
+
+void
+PlanExecutor::ComputeDone(uint32_t stream, uint32_t task)
+{
+    m_streamBusy[stream] = 0;
+    m_completed.push_back(task);
+    m_kick.push_back(stream);
+    Drain();
+}
+
+void
+PlanExecutor::OnFlowDone(uint32_t flowId, Time when)
+{
+    NS_ASSERT_MSG(flowId < m_n && m_kind[flowId] == FLOW && m_state[flowId] == 3,
+                  "network reported a flow that is not running: " << flowId);
+    --m_flowsInFlight;
+    m_completed.push_back(flowId);
+    Drain();
+}
+
+void
+PlanExecutor::Drain()
+{
+    if (m_draining)
+    {
+        return; // the outer call finishes the work
+    }
+    m_draining = true;
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    size_t head = 0;
+    while (true)
+    {
+        while (head < m_completed.size())
+        {
+            uint32_t t = m_completed[head++];
+            SampleUntil(now, false);
+            m_state[t] = 4;
+            m_end[t] = now;
+            m_makespan = std::max(m_makespan, now);
+            ++m_done;
+            m_taskDoneTrace(t);
+            for (int64_t e = m_childPtr[t]; e < m_childPtr[t + 1]; ++e)
+            {
+                uint32_t c = m_childIdx[e];
+                if (--m_waiting[c] == 0)
+                {
+                    Ready(c);
+                }
+            }
+        }
+        if (m_kick.empty())
+        {
+            break;
+        }
+        // every task made ready at this instant is queued: now start streams in index order
+        std::vector<uint32_t> kick;
+        kick.swap(m_kick);
+        for (uint32_t s : kick)
+        {
+            TryStartStream(s);
+        }
+    }
+    m_sinceWallCheck += head;
+    m_completed.clear();
+    m_draining = false;
+    if (m_done == m_n)
+    {
+        Simulator::Stop();
+        return;
+    }
+    if (m_wallInterval.IsStrictlyPositive() && m_sinceWallCheck >= kWallCheckEvery)
+    {
+        m_sinceWallCheck = 0;
+        auto now = std::chrono::steady_clock::now();
+        if (now - m_lastYield >= std::chrono::nanoseconds(m_wallInterval.GetNanoSeconds()))
+        {
+            m_yield = true;
+            Simulator::Stop();
+        }
+    }
+}
+
+void
+PlanExecutor::SampleUntil(int64_t nowNs, bool inclusive)
+{
+    if (!m_progressInterval.IsStrictlyPositive())
+    {
+        return;
+    }
+    int64_t step = m_progressInterval.GetNanoSeconds();
+    while (m_nextSample < nowNs || (inclusive && m_nextSample == nowNs))
+    {
+        m_sampleTime.push_back(m_nextSample);
+        m_sampleDone.push_back(m_done);
+        m_sampleFlows.push_back(m_flowsInFlight);
+        m_nextSample += step;
+    }
+}
+
+void
+PlanExecutor::DescribeTask(uint32_t t, std::ostream& out) const
+{
+    out << "task " << t;
+    switch (m_kind[t])
+    {
+    case COMPUTE:
+        out << " (compute on GPU " << m_gpu[t] << " stream " << m_stream[t] << ")";
+        break;
+    case FLOW:
+        out << " (flow GPU " << m_gpu[t] << " -> GPU " << m_dst[t] << ", " << m_bytes[t]
+            << " bytes)";
+        break;
+    default:
+        out << " (marker)";
+        break;
+    }
+    switch (m_state[t])
+    {
+    case 0:
+        out << " waits for " << m_waiting[t] << " unfinished parent(s)";
+        break;
+    case 1:
+        out << " is delayed";
+        break;
+    case 2:
+        out << " is queued on its stream";
+        break;
+    default:
+        out << " started at " << m_start[t] << " ns and never finished";
+        break;
+    }
+}
+
+std::string
+PlanExecutor::DescribeStall() const
+{
+    std::ostringstream out;
+    out << "plan stalled at " << Simulator::Now().GetNanoSeconds() << " ns with no event left: "
+        << (m_n - m_done) << " of " << m_n << " tasks unfinished";
+    // name the tasks that are stuck in progress first: they are where the run got stuck
+    std::vector<uint32_t> named;
+    for (uint32_t state : {3u, 2u, 1u, 0u})
+    {
+        for (uint32_t t = 0; t < m_n && named.size() < kMaxNamed; ++t)
+        {
+            if (m_state[t] == state)
+            {
+                named.push_back(t);
+            }
+        }
+        if (!named.empty())
+        {
+            break;
+        }
+    }
+    for (uint32_t t : named)
+    {
+        out << "; ";
+        DescribeTask(t, out);
+    }
+    return out.str();
+}
+
+std::string
+PlanExecutor::GetError() const
+{
+    return m_error;
+}
+
+uint32_t
+PlanExecutor::GetNTasks() const
+{
+    return m_n;
+}
+
+uint64_t
+PlanExecutor::GetTasksDone() const
+{
+    return m_done;
+}
+
+uint64_t
+PlanExecutor::GetFlowsInFlight() const
+{
+    return m_flowsInFlight;
+}
+
+int64_t
+PlanExecutor::GetMakespanNs() const
+{
+    return m_makespan;
+}
+
+void
+PlanExecutor::CopyTimes(int64_t* start, int64_t* end) const
+{
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        start[i] = i < m_start.size() ? m_start[i] : -1;
+        end[i] = i < m_end.size() ? m_end[i] : -1;
+    }
+}
+
+uint32_t
+PlanExecutor::GetNSamples() const
+{
+    return m_sampleTime.size();
+}
+
+void
+PlanExecutor::CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsInFlight) const
+{
+    std::copy(m_sampleTime.begin(), m_sampleTime.end(), timeNs);
+    std::copy(m_sampleDone.begin(), m_sampleDone.end(), tasksDone);
+    std::copy(m_sampleFlows.begin(), m_sampleFlows.end(), flowsInFlight);
+}
+
+void
+PlanExecutor::DoDispose()
+{
+    if (m_network)
+    {
+        m_network->SetFlowDoneCallback(MakeNullCallback<void, uint32_t, Time>());
+    }
+    m_network = nullptr;
+    m_topo = nullptr;
+    Object::DoDispose();
+}
+
+} // namespace ns3

@@ -1,0 +1,257 @@
+/*
+ * HeteroSim: runs an execution plan (compute tasks, flows, markers with dependencies) on ns-3.
+ */
+#ifndef HETEROSIM_PLAN_EXECUTOR_H
+#define HETEROSIM_PLAN_EXECUTOR_H
+
+#include "flow-network.h"
+#include "topology-description.h"
+
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/ptr.h"
+#include "ns3/traced-callback.h"
+
+#include <chrono>
+#include <cstdint>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Executes the DAG of heterosim/plan/execution_plan.py on ns-3's scheduler.
+ *
+ * Task kinds: COMPUTE (0) runs for its duration on compute stream (gpu, stream), one task at a
+ * time per stream, ready tasks in task-index order; FLOW (1) is handed to the FlowNetwork when
+ * ready and finishes when the network reports its last byte delivered; MARKER (2) finishes as
+ * soon as it is ready. A task is ready when all its parents have finished; its delay (if any)
+ * then passes before it is released (a COMPUTE task enters its stream's queue, a FLOW starts);
+ * the delay does not hold the stream. Start times are the release (FLOW, MARKER) or the moment
+ * the stream picks the task (COMPUTE).
+ *
+ * Before running, Validate() rejects a plan that cannot finish: unknown kinds, GPU indices out
+ * of range, flows to the same GPU or with no route in the topology, dependency indices out of
+ * range, and dependency cycles (Kahn's algorithm; the message names the tasks of one cycle).
+ * While running, a stall (no event left but tasks unfinished) ends the run with a message that
+ * names unfinished tasks; it never hangs. StopTime ends the run early (partial results).
+ *
+ * Progress: the number of finished tasks is sampled every ProgressInterval of simulated time
+ * (recorded lazily at task completions, no extra events), and Resume() returns to the caller
+ * about every WallInterval of wall-clock time so that the caller can show progress.
+ */
+class PlanExecutor : public Object
+{
+  public:
+    /** Task kinds (same numbers as heterosim.plan.execution_plan). */
+    enum TaskKind : uint8_t
+    {
+        COMPUTE = 0,
+        FLOW = 1,
+        MARKER = 2
+    };
+
+    /** What Resume() reports. */
+    enum RunState : int32_t
+    {
+        NOT_STARTED = 0,
+        FINISHED = 1, //!< every task finished
+        YIELDED = 2,  //!< returned for progress reporting; call Resume() again
+        STOPPED = 3,  //!< StopTime reached first (partial results)
+        STALLED = 4,  //!< no event left but tasks unfinished (see GetError())
+        INVALID = 5   //!< the plan failed Validate() (see GetError())
+    };
+
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    /** Trace signature of TaskStart / TaskDone: task index. */
+    typedef void (*TaskCallback)(uint32_t);
+
+    PlanExecutor();
+    ~PlanExecutor() override;
+
+    /**
+     * \brief Set the network that moves FLOW tasks (its GPU count bounds GPU indices).
+     * \param network the network
+     */
+    void SetNetwork(Ptr<FlowNetwork> network);
+
+    /**
+     * \brief Set the topology used to check, before running, that every flow has a route.
+     * \param topo the topology (optional)
+     */
+    void SetTopology(Ptr<TopologyDescription> topo);
+
+    /**
+     * \brief Load the plan from arrays (copied).
+     * \param n number of tasks
+     * \param kind task kind
+     * \param gpu GPU of a compute task / source of a flow
+     * \param dst destination GPU of a flow
+     * \param bytes flow size
+     * \param durationNs compute duration, ns
+     * \param delayNs fixed latency before the task is released, ns
+     * \param stream compute stream
+     * \param priority flow traffic class
+     * \param depPtr CSR offsets of the parent lists (n + 1 values)
+     * \param depIdx parent task indices
+     */
+    void LoadPlan(uint32_t n,
+                  const uint8_t* kind,
+                  const int32_t* gpu,
+                  const int32_t* dst,
+                  const int64_t* bytes,
+                  const int64_t* durationNs,
+                  const int64_t* delayNs,
+                  const int16_t* stream,
+                  const uint8_t* priority,
+                  const int64_t* depPtr,
+                  const int64_t* depIdx);
+
+    /**
+     * \brief Check that the loaded plan can finish (see class doc).
+     * \return true if valid; otherwise GetError() says why
+     */
+    bool Validate();
+
+    /**
+     * \brief Validate, then schedule the root tasks and the StopTime event at simulated time 0.
+     * \return false if the plan is invalid
+     */
+    bool Start();
+
+    /**
+     * \brief Run the simulator until the plan finishes, stalls, stops, or it is time to report
+     * progress.
+     * \return a RunState
+     */
+    int32_t Resume();
+
+    /**
+     * \brief Start() and Resume() until the run ends.
+     * \return the final RunState
+     */
+    int32_t Run();
+
+    /** \return the error of an invalid or stalled plan, empty otherwise */
+    std::string GetError() const;
+    /** \return number of tasks */
+    uint32_t GetNTasks() const;
+    /** \return number of finished tasks */
+    uint64_t GetTasksDone() const;
+    /** \return number of flows handed to the network and not yet finished */
+    uint64_t GetFlowsInFlight() const;
+    /** \return the latest task end time, ns (0 if none finished) */
+    int64_t GetMakespanNs() const;
+
+    /**
+     * \brief Copy start and end times of every task (ns; -1 if it did not start / finish).
+     * \param start output, n values
+     * \param end output, n values
+     */
+    void CopyTimes(int64_t* start, int64_t* end) const;
+
+    /** \return number of progress samples */
+    uint32_t GetNSamples() const;
+
+    /**
+     * \brief Copy progress samples: at time k * ProgressInterval, tasks finished and flows in
+     * flight.
+     * \param timeNs output
+     * \param tasksDone output
+     * \param flowsInFlight output
+     */
+    void CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsInFlight) const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /** A task's dependencies are met. */
+    void Ready(uint32_t task);
+    /** A task's delay has passed (or it had none): hand it to its stream / the network. */
+    void Release(uint32_t task);
+    /** Event: a delayed task is released. */
+    void DelayedRelease(uint32_t task);
+    /** Start the next ready task of an idle stream. */
+    void TryStartStream(uint32_t stream);
+    /** Event: a compute task ends. */
+    void ComputeDone(uint32_t stream, uint32_t task);
+    /** Network callback: a flow's last byte arrived. */
+    void OnFlowDone(uint32_t flowId, Time when);
+    /** Event: release every task without parents. */
+    void StartRoots();
+    /** Event: StopTime reached. */
+    void StopTimeReached();
+    /** Finish queued completed tasks and everything they make ready; kick idle streams. */
+    void Drain();
+    /** Record progress samples up to (but excluding) \p nowNs. */
+    void SampleUntil(int64_t nowNs, bool inclusive);
+    /** Build the stall message. */
+    std::string DescribeStall() const;
+    /** Append a one-line description of task \p t to \p out. */
+    void DescribeTask(uint32_t t, std::ostream& out) const;
+
+    Ptr<FlowNetwork> m_network;       //!< moves the flows
+    Ptr<TopologyDescription> m_topo;  //!< route checks
+    Time m_stopTime;                  //!< 0 = no limit
+    Time m_progressInterval;          //!< 0 = no samples
+    Time m_wallInterval;              //!< 0 = never yield
+
+    // the plan
+    uint32_t m_n{0};                  //!< tasks
+    std::vector<uint8_t> m_kind;      //!< kind per task
+    std::vector<int32_t> m_gpu;       //!< gpu per task
+    std::vector<int32_t> m_dst;       //!< flow destination
+    std::vector<int64_t> m_bytes;     //!< flow bytes
+    std::vector<int64_t> m_duration;  //!< compute ns
+    std::vector<int64_t> m_delay;     //!< release delay ns
+    std::vector<int16_t> m_stream;    //!< compute stream
+    std::vector<uint8_t> m_priority;  //!< flow class
+    std::vector<int64_t> m_depPtr;    //!< parents CSR
+    std::vector<int64_t> m_depIdx;    //!< parents
+    std::vector<int64_t> m_childPtr;  //!< children CSR
+    std::vector<uint32_t> m_childIdx; //!< children
+    std::vector<uint32_t> m_streamOf; //!< dense stream per compute task
+    uint32_t m_nStreams{0};           //!< dense streams
+    bool m_validated{false};          //!< Validate() passed
+
+    // run state
+    std::vector<uint32_t> m_waiting;  //!< unfinished parents per task
+    std::vector<uint8_t> m_state;     //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
+    std::vector<int64_t> m_start;     //!< ns
+    std::vector<int64_t> m_end;       //!< ns
+    std::vector<std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>>
+        m_queues;                     //!< ready compute tasks per stream
+    std::vector<uint8_t> m_streamBusy; //!< per stream
+    std::vector<uint32_t> m_completed; //!< tasks to finish in Drain()
+    std::vector<uint32_t> m_kick;      //!< streams to kick in Drain()
+    bool m_draining{false};            //!< inside Drain()
+    uint64_t m_done{0};                //!< finished tasks
+    uint64_t m_flowsInFlight{0};       //!< flows in the network
+    int64_t m_makespan{0};             //!< latest end
+    int32_t m_runState{NOT_STARTED};   //!< last state
+    bool m_yield{false};               //!< Stop() called for progress
+    bool m_stopHit{false};             //!< StopTime reached
+    std::string m_error;               //!< why the plan is invalid / stalled
+    uint32_t m_sinceWallCheck{0};      //!< completions since the last wall-clock check
+    std::chrono::steady_clock::time_point m_lastYield; //!< wall clock of the last return
+
+    std::vector<int64_t> m_sampleTime;    //!< ns
+    std::vector<uint64_t> m_sampleDone;   //!< tasks finished
+    std::vector<uint64_t> m_sampleFlows;  //!< flows in flight
+    int64_t m_nextSample{0};              //!< ns
+
+    TracedCallback<uint32_t> m_taskStartTrace; //!< task started
+    TracedCallback<uint32_t> m_taskDoneTrace;  //!< task finished
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_PLAN_EXECUTOR_H */
