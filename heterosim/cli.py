@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "trace",
     "netbench",
     "profile",
+    "collective",
 )
 
 DESCRIPTION = """\
