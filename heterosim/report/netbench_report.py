@@ -125,7 +125,7 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
 
 def network_counters(run: Mapping[str, Any], scenario: ScenarioConfig) -> dict[str, int]:
     """The ``network`` counters of results.json; a fluid run has no packets (zeros)."""
-    counters = run.get("counters") or {}
+    counters = run.get("counters") or run.get("network") or {}
     out = {key: int(counters.get(key, 0)) for key in COUNTER_KEYS}
     if not counters:
         out["flows"] = len(scenario.flows)
@@ -182,9 +182,27 @@ def _max_port(run: Mapping[str, Any], key: str) -> int | None:
     return int(np.max(np.asarray(ports[key])))
 
 
+def ports_of_run(run: Mapping[str, Any], topology: Topology) -> dict[str, np.ndarray]:
+    """Per-port arrays: the packet model's ``ports``, or, for a fluid run, its per link-direction
+    ``links`` (bytes carried; no queues, pauses, marks or drops exist in that model)."""
+    if run.get("ports"):
+        return dict(run["ports"])
+    links = run.get("links")
+    if not links:
+        return {}
+    link = np.asarray(links["link"], dtype=np.int64)
+    direction = np.asarray(links["direction"], dtype=np.int64)
+    node = np.where(direction == 0, topology.link_a[link], topology.link_b[link])
+    ports: dict[str, np.ndarray] = {"node": node, "link": link, "direction": direction}
+    for key in PORT_KEYS:
+        ports[key] = np.zeros(len(link), dtype=np.int64)
+    ports["bytes_sent"] = np.asarray(links["bytes"], dtype=np.int64)
+    return ports
+
+
 def port_names(run: Mapping[str, Any], topology: Topology) -> list[str]:
     """``node->neighbour`` for every port in ``run["ports"]`` (the node that sends on the link)."""
-    ports = run.get("ports") or {}
+    ports = ports_of_run(run, topology)
     nodes = np.asarray(ports.get("node", ()), dtype=np.int64)
     links = np.asarray(ports.get("link", ()), dtype=np.int64)
     return [
@@ -223,7 +241,7 @@ def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any],
                  "retransmits"]
     write_csv(out / "flows.csv", flow_keys,
               ([("" if f[k] is None else f[k]) for k in flow_keys] for f in results["flows"]))
-    ports = run.get("ports") or {}
+    ports = ports_of_run(run, topology)
     names = port_names(run, topology)
     n = len(names)
     columns = [_arr(ports, key, n, np.float64) for key in PORT_KEYS]

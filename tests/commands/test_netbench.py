@@ -222,3 +222,34 @@ def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
     assert [r["cc"] for r in saved["compare_cc"]] == ["dcqcn", "hpcc", "timely", "dctcp", "none"]
     assert all(r["unfinished_flows"] == 0 for r in saved["compare_cc"])
     assert (out / "comparison.csv").is_file() and (out / "comparison.png").is_file()
+
+
+def fluid_shaped_run(scenario, topology, fidelity):
+    """The fluid model's layout: no counters/ports/series, per link-direction ``links`` instead."""
+    run = shared_bottleneck_run(scenario, topology, fidelity)
+    del run["counters"], run["ports"], run["series"], run["events"]
+    run["flows"].pop("retransmits")
+    run["network"] = {"flows": len(scenario.flows), "bytes": scenario.flows.total_bytes,
+                      "drops": 0, "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0,
+                      "cnps": 0}
+    links = topology.num_links
+    run["links"] = {"link": np.repeat(np.arange(links), 2), "direction": np.tile([0, 1], links),
+                    "bytes": np.arange(2 * links), "busy_ns": np.zeros(2 * links),
+                    "utilization": np.zeros(2 * links)}
+    return run
+
+
+def test_fluid_layout_fills_ports_from_links_and_leaves_fairness_undefined(tmp_path):
+    scenario = load_scenario(tiny_scenario(tmp_path), ["simulation.fidelity=flow"])
+    out = tmp_path / "out"
+    results = netbench(scenario, out, simulate_fn=fluid_shaped_run)
+    assert results["sim"]["fidelity"] == "flow"
+    assert results["fairness_jain"] is None and "rate series" in results["fairness_note"]
+    assert results["network"]["bytes"] == scenario.flows.total_bytes
+    assert results["summary"]["max_queue_bytes"] is None
+    with (out / "ports.csv").open() as handle:
+        ports = list(csv.DictReader(handle))
+    assert [int(p["bytes_sent"]) for p in ports] == list(range(len(ports)))
+    assert ports[1]["name"].split("->")[::-1] == ports[0]["name"].split("->")  # both directions
+    for name in FILES:
+        assert (out / name).is_file(), name
