@@ -1,0 +1,709 @@
+/*
+ * HeteroSim: the packet-level RDMA network behind the FlowNetwork interface.
+ */
+#include "packet-network.h"
+
+#include "ns3/assert.h"
+#include "ns3/boolean.h"
+#include "ns3/data-rate.h"
+#include "ns3/dcqcn.h"
+#include "ns3/dctcp.h"
+#include "ns3/hpcc.h"
+#include "ns3/log.h"
+#include "ns3/mac48-address.h"
+#include "ns3/no-congestion-control.h"
+#include "ns3/red-ecn-marker.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/switch-mmu.h"
+#include "ns3/timely.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("PacketNetwork");
+NS_OBJECT_ENSURE_REGISTERED(PacketNetwork);
+
+namespace
+{
+/** Congestion control names, in m_ccFactories order. */
+const char* const CC_NAMES[] = {"dcqcn", "hpcc", "timely", "dctcp", "none"};
+/** Their TypeIds. */
+const char* const CC_TYPES[] = {"ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::Dctcp",
+                                "ns3::NoCongestionControl"};
+constexpr int N_CC = 5;
+
+/** splitmix-style hash of a flow's identity. */
+uint32_t
+FlowHash(uint32_t seed, uint32_t flowId, uint32_t src, uint32_t dst, uint32_t salt)
+{
+    uint64_t z = (static_cast<uint64_t>(seed) << 32 | flowId) * 0x9E3779B97F4A7C15ULL;
+    z ^= (static_cast<uint64_t>(src) << 40) ^ (static_cast<uint64_t>(dst) << 16) ^ salt;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<uint32_t>(z);
+}
+
+/** Serialisation time of \p bytes at \p rateBps, ns, rounded up. */
+int64_t
+TxNs(uint32_t bytes, double rateBps)
+{
+    return static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 8e9 / rateBps));
+}
+} // namespace
+
+TypeId
+PacketNetwork::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::PacketNetwork")
+            .SetParent<FlowNetwork>()
+            .SetGroupName("Heterosim")
+            .AddConstructor<PacketNetwork>()
+            .AddAttribute("Cc",
+                          "Congestion control between hosts: dcqcn, hpcc, timely, dctcp or none",
+                          StringValue("dcqcn"),
+                          MakeStringAccessor(&PacketNetwork::m_cc),
+                          MakeStringChecker())
+            .AddAttribute("Mtu",
+                          "RDMA payload bytes per packet, bytes",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&PacketNetwork::m_mtu),
+                          MakeUintegerChecker<uint32_t>(64, 9216))
+            .AddAttribute("PfcEnabled",
+                          "Lossless fabric (PFC) on leaf and spine switches",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&PacketNetwork::m_pfc),
+                          MakeBooleanChecker())
+            .AddAttribute("BufferSize",
+                          "Shared buffer of each leaf/spine switch, bytes",
+                          UintegerValue(32ULL << 20),
+                          MakeUintegerAccessor(&PacketNetwork::m_buffer),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("HostBufferSize",
+                          "Buffer of each NVSwitch / PCIe switch / root node, bytes",
+                          UintegerValue(64ULL << 20),
+                          MakeUintegerAccessor(&PacketNetwork::m_hostBuffer),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("EcnEnabled",
+                          "ECN marking at leaf/spine egress queues",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&PacketNetwork::m_ecn),
+                          MakeBooleanChecker())
+            .AddAttribute("Seed",
+                          "Run seed: drives the per-flow ECMP hash only",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&PacketNetwork::m_seed),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("SampleInterval",
+                          "Sampling period of queue depths and queue-pair rates (0 = off)",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&PacketNetwork::m_sampleInterval),
+                          MakeTimeChecker())
+            .AddAttribute("SampleAllPorts",
+                          "Sample every port (else only leaf/spine ports and NIC uplinks)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&PacketNetwork::m_sampleAllPorts),
+                          MakeBooleanChecker())
+            .AddAttribute("IncludePhyOverhead",
+                          "Count the 8-byte preamble/SFD and 12-byte inter-frame gap of every "
+                          "frame on the wire",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&PacketNetwork::m_phyOverhead),
+                          MakeBooleanChecker());
+    return tid;
+}
+
+PacketNetwork::PacketNetwork()
+{
+    NS_LOG_FUNCTION(this);
+    m_nicFactory.SetTypeId("ns3::RdmaNic");
+    m_mmuFactory.SetTypeId("ns3::SwitchMmu");
+    m_markerFactory.SetTypeId("ns3::RedEcnMarker");
+    m_ccFactories.resize(N_CC);
+    for (int i = 0; i < N_CC; ++i)
+    {
+        m_ccFactories[i].SetTypeId(CC_TYPES[i]);
+    }
+}
+
+PacketNetwork::~PacketNetwork()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+bool
+PacketNetwork::SetComponentAttribute(std::string name, std::string value)
+{
+    std::string cls;
+    std::string attr = name;
+    std::size_t cut = name.rfind("::");
+    if (cut != std::string::npos)
+    {
+        cls = name.substr(0, cut);
+        attr = name.substr(cut + 2);
+        if (cls.rfind("ns3::", 0) != 0)
+        {
+            cls = "ns3::" + cls;
+        }
+    }
+    struct Target
+    {
+        const char* type;
+        ObjectFactory* factory;
+    };
+    std::vector<Target> targets{{"ns3::PacketNetwork", nullptr},
+                                {"ns3::RdmaNic", &m_nicFactory},
+                                {"ns3::SwitchMmu", &m_mmuFactory},
+                                {"ns3::RedEcnMarker", &m_markerFactory}};
+    for (int i = 0; i < N_CC; ++i)
+    {
+        targets.push_back({CC_TYPES[i], &m_ccFactories[i]});
+    }
+    bool any = false;
+    for (const Target& t : targets)
+    {
+        if (!cls.empty() && cls != t.type)
+        {
+            continue;
+        }
+        TypeId tid = TypeId::LookupByName(t.type);
+        TypeId::AttributeInformation info;
+        if (!tid.LookupAttributeByName(attr, &info))
+        {
+            continue;
+        }
+        Ptr<AttributeValue> v = info.checker->CreateValidValue(StringValue(value));
+        if (!v)
+        {
+            return false;
+        }
+        if (t.factory == nullptr)
+        {
+            SetAttribute(attr, *v);
+        }
+        else
+        {
+            t.factory->Set(attr, *v);
+        }
+        any = true;
+    }
+    return any;
+}
+
+uint32_t
+PacketNetwork::PortOf(uint32_t node, uint32_t link) const
+{
+    const std::vector<uint32_t>& ports = m_nodePorts[node];
+    for (uint32_t p = 0; p < ports.size(); ++p)
+    {
+        if (ports[p] / 2 == link)
+        {
+            return p;
+        }
+    }
+    NS_ASSERT_MSG(false, "node " << node << " is not on link " << link);
+    return 0;
+}
+
+bool
+PacketNetwork::Build(Ptr<TopologyDescription> desc)
+{
+    NS_LOG_FUNCTION(this);
+    m_ccIndex = -1;
+    for (int i = 0; i < N_CC; ++i)
+    {
+        if (m_cc == CC_NAMES[i])
+        {
+            m_ccIndex = i;
+        }
+    }
+    if (m_ccIndex < 0)
+    {
+        return false;
+    }
+    m_desc = desc;
+    m_pool = Create<RdmaFramePool>();
+    uint32_t phy = m_phyOverhead ? 20 : 0;
+    bool hpcc = m_cc == "hpcc";
+    m_sizes.dataHeader = 62 + phy;
+    m_sizes.ack = 66 + phy;
+    m_sizes.cnp = 78 + phy;
+    m_sizes.intBytes = hpcc ? 42 : 0;
+    m_maxFrame = m_mtu + m_sizes.dataHeader + m_sizes.intBytes;
+
+    uint32_t nNodes = desc->GetNNodes();
+    uint32_t nLinks = desc->GetNLinks();
+    m_nodes.clear();
+    for (uint32_t n = 0; n < nNodes; ++n)
+    {
+        m_nodes.push_back(CreateObject<Node>());
+    }
+    m_nodePorts.assign(nNodes, {});
+    m_portDev.clear();
+    for (uint32_t l = 0; l < nLinks; ++l)
+    {
+        auto rate = static_cast<uint64_t>(std::llround(desc->GetLinkRateBps(l)));
+        Ptr<QbbChannel> channel = CreateObject<QbbChannel>();
+        channel->SetAttribute("Delay", TimeValue(NanoSeconds(desc->GetLinkDelayNs(l))));
+        uint32_t ends[2] = {desc->GetLinkA(l), desc->GetLinkB(l)};
+        for (uint32_t end : ends)
+        {
+            Ptr<QbbNetDevice> dev = CreateObject<QbbNetDevice>();
+            dev->SetAttribute("DataRate", DataRateValue(DataRate(rate)));
+            dev->SetAttribute("PfcFrameBytes", UintegerValue(64 + phy));
+            dev->SetAddress(Mac48Address::Allocate());
+            m_nodes[end]->AddDevice(dev);
+            dev->Attach(channel);
+            m_nodePorts[end].push_back(static_cast<uint32_t>(m_portDev.size()));
+            m_portDev.push_back(dev);
+        }
+    }
+    m_nics.assign(nNodes, nullptr);
+    m_switches.assign(nNodes, nullptr);
+    for (uint32_t n = 0; n < nNodes; ++n)
+    {
+        std::vector<Ptr<QbbNetDevice>> ports;
+        std::vector<uint32_t> links;
+        for (uint32_t gp : m_nodePorts[n])
+        {
+            ports.push_back(m_portDev[gp]);
+            links.push_back(gp / 2);
+        }
+        uint8_t kind = desc->GetNodeKind(n);
+        if (kind == TopologyDescription::GPU || kind == TopologyDescription::NIC)
+        {
+            Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
+            nic->Setup(n, ports, PeekPointer(m_pool), &m_qps, m_sizes, m_mtu);
+            nic->SetDeliveredCallback(MakeCallback(&PacketNetwork::Delivered, this));
+            m_nodes[n]->AggregateObject(nic);
+            m_nics[n] = nic;
+        }
+        else
+        {
+            bool fabric = kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE;
+            Ptr<RdmaSwitch> sw = CreateObject<RdmaSwitch>();
+            Ptr<SwitchMmu> mmu = m_mmuFactory.Create<SwitchMmu>();
+            Ptr<RedEcnMarker> marker =
+                fabric && m_ecn ? m_markerFactory.Create<RedEcnMarker>() : nullptr;
+            sw->Setup(n,
+                      desc,
+                      ports,
+                      links,
+                      PeekPointer(m_pool),
+                      mmu,
+                      marker,
+                      fabric ? m_buffer : m_hostBuffer,
+                      fabric ? m_pfc : true,
+                      fabric && hpcc,
+                      m_maxFrame);
+            m_nodes[n]->AggregateObject(sw);
+            m_switches[n] = sw;
+        }
+    }
+    m_samplePorts.clear();
+    for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
+    {
+        uint32_t link = gp / 2;
+        uint32_t node = gp % 2 == 0 ? desc->GetLinkA(link) : desc->GetLinkB(link);
+        uint8_t kind = desc->GetNodeKind(node);
+        uint8_t lkind = desc->GetLinkKind(link);
+        bool fabricPort = lkind == TopologyDescription::ACCESS || lkind == TopologyDescription::FABRIC;
+        if (m_sampleAllPorts || (fabricPort && kind != TopologyDescription::GPU))
+        {
+            m_samplePorts.push_back(gp);
+        }
+    }
+    return true;
+}
+
+void
+PacketNetwork::StartFlow(uint32_t flowId,
+                         uint32_t srcGpu,
+                         uint32_t dstGpu,
+                         uint64_t bytes,
+                         uint8_t priority)
+{
+    NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes);
+    NS_ASSERT_MSG(m_desc, "Build() before StartFlow()");
+    ++m_flows;
+    m_bytes += bytes;
+    ++m_pending;
+    if (srcGpu == dstGpu || bytes == 0)
+    {
+        Simulator::ScheduleNow(&PacketNetwork::Finish, this, flowId);
+        return;
+    }
+    NS_ASSERT_MSG(priority < QbbNetDevice::N_PRIORITIES, "priority must be 0..7");
+    uint32_t hash = FlowHash(m_seed, flowId, srcGpu, dstGpu, 0);
+    uint32_t ackHash = FlowHash(m_seed, flowId, srcGpu, dstGpu, 1);
+    uint32_t srcNode = m_desc->GetGpuNode(srcGpu);
+    uint32_t dstNode = m_desc->GetGpuNode(dstGpu);
+    bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
+    uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
+    uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
+    std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
+    NS_ASSERT_MSG(!path.empty(), "no route from GPU " << srcGpu << " to GPU " << dstGpu);
+
+    // Split the path into host segments (modelled as latency + rate cap) and the transport part.
+    std::size_t first = 0;
+    std::size_t last = path.size();
+    if (!sameHost)
+    {
+        first = path.size();
+        for (std::size_t i = 0; i < path.size(); ++i)
+        {
+            uint8_t k = m_desc->GetLinkKind(path[i]);
+            if (k == TopologyDescription::ACCESS || k == TopologyDescription::FABRIC)
+            {
+                first = std::min(first, i);
+                last = i + 1;
+            }
+        }
+        NS_ASSERT_MSG(first < last, "path between hosts without fabric links");
+    }
+    int64_t srcDelay = 0;
+    int64_t dstDelay = 0;
+    double cap = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < path.size(); ++i)
+    {
+        if (i >= first && i < last)
+        {
+            continue;
+        }
+        double rate = m_desc->GetLinkRateBps(path[i]);
+        int64_t hop = m_desc->GetLinkDelayNs(path[i]) + TxNs(m_maxFrame, rate);
+        (i < first ? srcDelay : dstDelay) += hop;
+        cap = std::min(cap, rate);
+    }
+    int64_t rttNs = 0;
+    for (std::size_t i = first; i < last; ++i)
+    {
+        double rate = m_desc->GetLinkRateBps(path[i]);
+        rttNs += 2 * m_desc->GetLinkDelayNs(path[i]) + TxNs(m_maxFrame, rate) +
+                 TxNs(m_sizes.ack + m_sizes.intBytes, rate);
+    }
+
+    auto qp = std::make_unique<RdmaQueuePair>();
+    uint32_t slot = static_cast<uint32_t>(m_qps.size());
+    qp->flowId = flowId;
+    qp->slot = slot;
+    qp->srcNode = srcEp;
+    qp->dstNode = dstEp;
+    qp->hash = hash;
+    qp->ackHash = ackHash;
+    qp->priority = priority;
+    qp->size = bytes;
+    qp->srcPort = PortOf(srcEp, path[first]);
+    const auto& back = m_desc->GetNextHops(dstEp, srcEp);
+    NS_ASSERT_MSG(!back.empty(), "no route back from node " << dstEp << " to " << srcEp);
+    qp->dstPort = PortOf(dstEp, back[TopologyDescription::EcmpIndex(ackHash, 0, back.size())]);
+    qp->portRate = static_cast<double>(m_portDev[m_nodePorts[srcEp][qp->srcPort]]->GetRateBps());
+    qp->lineRate = std::min(qp->portRate, cap);
+    qp->deliverDelayNs = dstDelay;
+    if (sameHost)
+    {
+        qp->cc = CreateObject<NoCongestionControl>();
+    }
+    else
+    {
+        qp->cc = m_ccFactories[m_ccIndex].Create<RdmaCongestionControl>();
+    }
+    qp->cc->Start(qp->lineRate, NanoSeconds(rttNs), m_mtu);
+    m_slotOf[flowId] = slot;
+    m_qps.push_back(std::move(qp));
+    Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    if (m_sampleInterval.IsStrictlyPositive() && !m_sampleEvent.IsPending())
+    {
+        int64_t period = m_sampleInterval.GetNanoSeconds();
+        int64_t now = Simulator::Now().GetNanoSeconds();
+        int64_t next = (now / period + 1) * period;
+        m_sampleEvent = Simulator::Schedule(NanoSeconds(next - now), &PacketNetwork::Sample, this);
+    }
+}
+
+void
+PacketNetwork::Delivered(uint32_t slot)
+{
+    const RdmaQueuePair* qp = m_qps[slot].get();
+    Simulator::Schedule(NanoSeconds(qp->deliverDelayNs), &PacketNetwork::Finish, this, qp->flowId);
+}
+
+void
+PacketNetwork::Finish(uint32_t flowId)
+{
+    --m_pending;
+    NotifyFlowDone(flowId);
+}
+
+void
+PacketNetwork::Sample()
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    for (uint32_t gp : m_samplePorts)
+    {
+        m_qTime.push_back(now);
+        m_qPort.push_back(gp);
+        m_qBytes.push_back(m_portDev[gp]->GetTotalQueueBytes());
+        m_qTx.push_back(m_portDev[gp]->GetTxBytes());
+    }
+    for (const auto& qp : m_qps)
+    {
+        if (qp->active)
+        {
+            m_rTime.push_back(now);
+            m_rFlow.push_back(qp->flowId);
+            m_rRate.push_back(qp->cc->GetRate());
+            m_rAcked.push_back(qp->sndUna);
+        }
+    }
+    if (m_pending > 0)
+    {
+        m_sampleEvent = Simulator::Schedule(m_sampleInterval, &PacketNetwork::Sample, this);
+    }
+}
+
+uint32_t
+PacketNetwork::GetNGpus() const
+{
+    return m_desc ? m_desc->GetNGpus() : 0;
+}
+
+uint32_t
+PacketNetwork::GetNPorts() const
+{
+    return static_cast<uint32_t>(m_portDev.size());
+}
+
+void
+PacketNetwork::CopyPortStats(int32_t* node,
+                             int32_t* link,
+                             uint8_t* direction,
+                             uint64_t* bytesSent,
+                             uint64_t* maxQueue,
+                             double* meanQueue,
+                             uint64_t* pauseSent,
+                             uint64_t* pauseReceived,
+                             int64_t* pausedNs,
+                             uint64_t* ecnMarks,
+                             uint64_t* drops,
+                             uint64_t* framesSent) const
+{
+    for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
+    {
+        const QbbNetDevice* dev = PeekPointer(m_portDev[gp]);
+        uint32_t l = gp / 2;
+        direction[gp] = static_cast<uint8_t>(gp % 2);
+        link[gp] = static_cast<int32_t>(l);
+        node[gp] = static_cast<int32_t>(gp % 2 == 0 ? m_desc->GetLinkA(l) : m_desc->GetLinkB(l));
+        bytesSent[gp] = dev->GetTxBytes();
+        maxQueue[gp] = dev->GetMaxQueueBytes();
+        meanQueue[gp] = dev->GetMeanQueueBytes();
+        pauseSent[gp] = dev->GetPauseSent();
+        pauseReceived[gp] = dev->GetPauseReceived();
+        pausedNs[gp] = dev->GetPausedNs();
+        ecnMarks[gp] = dev->GetEcnMarks();
+        drops[gp] = dev->GetDrops();
+        framesSent[gp] = dev->GetTxFrames();
+    }
+}
+
+void
+PacketNetwork::CopyFlowStats(uint32_t n,
+                             const uint32_t* ids,
+                             uint64_t* retransmits,
+                             uint64_t* cnps,
+                             uint64_t* rateChanges,
+                             uint64_t* timeouts,
+                             uint64_t* bytesAcked,
+                             uint64_t* bytesDelivered) const
+{
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        auto it = m_slotOf.find(ids[i]);
+        if (it == m_slotOf.end())
+        {
+            retransmits[i] = cnps[i] = rateChanges[i] = timeouts[i] = bytesAcked[i] =
+                bytesDelivered[i] = 0;
+            continue;
+        }
+        const RdmaQueuePair* qp = m_qps[it->second].get();
+        retransmits[i] = qp->retransmits;
+        cnps[i] = qp->cnps;
+        rateChanges[i] = qp->cc->GetRateChanges();
+        timeouts[i] = qp->timeouts;
+        bytesAcked[i] = qp->sndUna;
+        bytesDelivered[i] = qp->rcvNxt;
+    }
+}
+
+void
+PacketNetwork::CopyCounters(uint64_t* out) const
+{
+    uint64_t drops = 0;
+    uint64_t pauses = 0;
+    uint64_t marks = 0;
+    uint64_t frames = 0;
+    for (const auto& dev : m_portDev)
+    {
+        drops += dev->GetDrops();
+        pauses += dev->GetPauseSent();
+        marks += dev->GetEcnMarks();
+        frames += dev->GetTxFrames();
+    }
+    uint64_t retx = 0;
+    uint64_t cnps = 0;
+    uint64_t timeouts = 0;
+    for (const auto& qp : m_qps)
+    {
+        retx += qp->retransmits;
+        cnps += qp->cnps;
+        timeouts += qp->timeouts;
+    }
+    out[0] = m_flows;
+    out[1] = m_bytes;
+    out[2] = drops;
+    out[3] = retx;
+    out[4] = pauses;
+    out[5] = marks;
+    out[6] = cnps;
+    out[7] = frames;
+    out[8] = timeouts;
+}
+
+uint64_t
+PacketNetwork::GetNQueueSamples() const
+{
+    return m_qTime.size();
+}
+
+void
+PacketNetwork::CopyQueueSeries(int64_t* timeNs, uint32_t* port, uint64_t* bytes, uint64_t* txBytes) const
+{
+    std::copy(m_qTime.begin(), m_qTime.end(), timeNs);
+    std::copy(m_qPort.begin(), m_qPort.end(), port);
+    std::copy(m_qBytes.begin(), m_qBytes.end(), bytes);
+    std::copy(m_qTx.begin(), m_qTx.end(), txBytes);
+}
+
+uint64_t
+PacketNetwork::GetNRateSamples() const
+{
+    return m_rTime.size();
+}
+
+void
+PacketNetwork::CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, uint64_t* bytesAcked) const
+{
+    std::copy(m_rTime.begin(), m_rTime.end(), timeNs);
+    std::copy(m_rFlow.begin(), m_rFlow.end(), flow);
+    std::copy(m_rRate.begin(), m_rRate.end(), rateBps);
+    std::copy(m_rAcked.begin(), m_rAcked.end(), bytesAcked);
+}
+
+uint64_t
+PacketNetwork::GetSmallestSharedPool() const
+{
+    uint64_t smallest = std::numeric_limits<uint64_t>::max();
+    for (uint32_t n = 0; n < m_switches.size(); ++n)
+    {
+        uint8_t kind = m_desc->GetNodeKind(n);
+        if (m_switches[n] &&
+            (kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE))
+        {
+            smallest = std::min(smallest, m_switches[n]->GetMmu()->GetSharedPool());
+        }
+    }
+    return smallest == std::numeric_limits<uint64_t>::max() ? 0 : smallest;
+}
+
+uint64_t
+PacketNetwork::GetFramesInUse() const
+{
+    return m_pool ? m_pool->GetInUse() : 0;
+}
+
+Ptr<QbbNetDevice>
+PacketNetwork::GetPortDevice(uint32_t port) const
+{
+    return port < m_portDev.size() ? m_portDev[port] : nullptr;
+}
+
+Ptr<RdmaCongestionControl>
+PacketNetwork::GetFlowCc(uint32_t flowId) const
+{
+    auto it = m_slotOf.find(flowId);
+    return it == m_slotOf.end() ? nullptr : m_qps[it->second]->cc;
+}
+
+std::vector<uint32_t>
+PacketNetwork::GetFlowPath(uint32_t flowId) const
+{
+    auto it = m_slotOf.find(flowId);
+    if (it == m_slotOf.end())
+    {
+        return {};
+    }
+    const RdmaQueuePair* qp = m_qps[it->second].get();
+    // Walk the tables exactly as the devices forward: from the sending endpoint.
+    std::vector<uint32_t> links;
+    uint32_t node = qp->srcNode;
+    uint32_t hop = 0;
+    while (node != qp->dstNode && hop <= m_desc->GetNNodes())
+    {
+        const auto& set = m_desc->GetNextHops(node, qp->dstNode);
+        if (set.empty())
+        {
+            return {};
+        }
+        uint32_t link = set.size() == 1 ? set[0]
+                                        : set[TopologyDescription::EcmpIndex(qp->hash, hop, set.size())];
+        links.push_back(link);
+        node = m_desc->GetOtherEnd(link, node);
+        ++hop;
+    }
+    return links;
+}
+
+void
+PacketNetwork::DoDispose()
+{
+    m_sampleEvent.Cancel();
+    for (auto& qp : m_qps)
+    {
+        qp->rtoEvent.Cancel();
+        if (qp->cc)
+        {
+            qp->cc->Dispose();
+        }
+    }
+    for (auto& nic : m_nics)
+    {
+        if (nic)
+        {
+            nic->Dispose();
+        }
+    }
+    for (auto& sw : m_switches)
+    {
+        if (sw)
+        {
+            sw->Dispose();
+        }
+    }
+    m_nics.clear();
+    m_switches.clear();
+    m_portDev.clear();
+    m_nodes.clear();
+    m_qps.clear();
+    m_desc = nullptr;
+    FlowNetwork::DoDispose();
+}
+
+} // namespace ns3

@@ -1,0 +1,238 @@
+/*
+ * HeteroSim: the packet-level RDMA network behind the FlowNetwork interface.
+ */
+#ifndef HETEROSIM_PACKET_NETWORK_H
+#define HETEROSIM_PACKET_NETWORK_H
+
+#include "ns3/event-id.h"
+#include "ns3/flow-network.h"
+#include "ns3/node.h"
+#include "ns3/nstime.h"
+#include "ns3/object-factory.h"
+#include "ns3/qbb-net-device.h"
+#include "ns3/rdma-frame-pool.h"
+#include "ns3/rdma-nic.h"
+#include "ns3/rdma-queue-pair.h"
+#include "ns3/rdma-switch.h"
+#include "ns3/topology-description.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Packet-level RDMA network built from a TopologyDescription.
+ *
+ * One ns3::Node per topology node; each topology link is a QbbChannel joining two
+ * QbbNetDevices with the link's per-direction rate and delay. GPU and NIC nodes run an
+ * RdmaNic; every other node is an RdmaSwitch. Leaf and spine switches use the configured
+ * buffer, PFC setting and ECN marker (INT stamping with HPCC); NVSwitch and PCIe switch/root
+ * nodes are lossless (PFC always on), never mark and use HostBufferSize.
+ *
+ * A flow between GPUs of one host runs GPU to GPU over the host links (no NIC) with no
+ * congestion control. A flow between hosts runs as a queue pair from the source GPU's NIC to
+ * the destination GPU's NIC with the selected congestion control. The GPUDirect PCIe segments
+ * (GPU -> NIC, NIC -> GPU) are modelled as a rate constraint and a latency, not packet by
+ * packet: the queue pair's maximum rate is the smallest of the NIC port rate and the rates of
+ * the host links on both segments, the queue pair starts after the source segment's latency
+ * and the flow completes after the destination segment's latency, where a segment's latency
+ * is the sum over its links of propagation delay plus one maximum-size frame's serialisation.
+ * Consequence: PCIe links carry only intra-host traffic in this model, and several NICs
+ * behind one PCIe switch do not contend for its upstream link.
+ *
+ * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU); ECN marking
+ * uses its own random streams, so the seed changes ECMP choices only.
+ */
+class PacketNetwork : public FlowNetwork
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    PacketNetwork();
+    ~PacketNetwork() override;
+
+    /**
+     * \brief Set an attribute of the network or of a component it creates (RdmaNic,
+     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp) by name, before Build().
+     * A plain name sets it on every component that has it; "Class::Name" on that class only.
+     * \param name attribute name
+     * \param value value as text (ns-3 syntax, e.g. "50us", "25Gbps", "true")
+     * \return false if no component has the attribute or the value does not parse
+     */
+    bool SetComponentAttribute(std::string name, std::string value);
+
+    /**
+     * \brief Build nodes, devices, channels, switches and endpoints.
+     * \param desc the topology
+     * \return false if the Cc attribute names no known algorithm
+     */
+    bool Build(Ptr<TopologyDescription> desc);
+
+    void StartFlow(uint32_t flowId,
+                   uint32_t srcGpu,
+                   uint32_t dstGpu,
+                   uint64_t bytes,
+                   uint8_t priority) override;
+    uint32_t GetNGpus() const override;
+
+    /** \return number of ports (2 per link: port 2*l is link l's a->b direction) */
+    uint32_t GetNPorts() const;
+
+    /**
+     * \brief Copy per-port counters (arrays of GetNPorts() entries).
+     * \param node transmitting node
+     * \param link topology link
+     * \param direction 0 = a->b, 1 = b->a
+     * \param bytesSent wire bytes sent
+     * \param maxQueue max data queue bytes
+     * \param meanQueue time-weighted mean data queue bytes
+     * \param pauseSent PFC XOFF frames sent
+     * \param pauseReceived PFC XOFF frames received
+     * \param pausedNs time paused by the peer, ns
+     * \param ecnMarks ECN marks applied at this egress
+     * \param drops drops of frames bound for this port
+     * \param framesSent frames sent (packet-hops)
+     */
+    void CopyPortStats(int32_t* node,
+                       int32_t* link,
+                       uint8_t* direction,
+                       uint64_t* bytesSent,
+                       uint64_t* maxQueue,
+                       double* meanQueue,
+                       uint64_t* pauseSent,
+                       uint64_t* pauseReceived,
+                       int64_t* pausedNs,
+                       uint64_t* ecnMarks,
+                       uint64_t* drops,
+                       uint64_t* framesSent) const;
+
+    /**
+     * \brief Copy per-flow statistics for the given flow ids (zeros for unknown ids).
+     * \param n number of ids
+     * \param ids flow ids
+     * \param retransmits data packets sent again
+     * \param cnps CNPs received by the sender
+     * \param rateChanges congestion-control rate changes
+     * \param timeouts retransmission timeouts
+     * \param bytesAcked bytes acknowledged
+     * \param bytesDelivered bytes delivered in order at the receiver
+     */
+    void CopyFlowStats(uint32_t n,
+                       const uint32_t* ids,
+                       uint64_t* retransmits,
+                       uint64_t* cnps,
+                       uint64_t* rateChanges,
+                       uint64_t* timeouts,
+                       uint64_t* bytesAcked,
+                       uint64_t* bytesDelivered) const;
+
+    /**
+     * \brief Copy network totals: flows, bytes, drops, retransmits, PFC pause frames, ECN
+     * marks, CNPs, frames sent (packet-hops), timeouts.
+     * \param out 9 values
+     */
+    void CopyCounters(uint64_t* out) const;
+
+    /** \return number of queue samples */
+    uint64_t GetNQueueSamples() const;
+    /**
+     * \brief Copy the queue series.
+     * \param timeNs sample time
+     * \param port port index
+     * \param bytes data queue bytes
+     * \param txBytes cumulative wire bytes sent by the port
+     */
+    void CopyQueueSeries(int64_t* timeNs, uint32_t* port, uint64_t* bytes, uint64_t* txBytes) const;
+    /** \return number of rate samples */
+    uint64_t GetNRateSamples() const;
+    /**
+     * \brief Copy the per-queue-pair rate series.
+     * \param timeNs sample time
+     * \param flow flow id
+     * \param rateBps congestion-control rate
+     * \param bytesAcked bytes acknowledged so far
+     */
+    void CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, uint64_t* bytesAcked) const;
+
+    /** \return smallest shared pool of a fabric switch, bytes (0: buffer too small) */
+    uint64_t GetSmallestSharedPool() const;
+    /** \return frames handed out by the frame pool now (in flight or queued) */
+    uint64_t GetFramesInUse() const;
+    /** \return the device of port \p port */
+    Ptr<QbbNetDevice> GetPortDevice(uint32_t port) const;
+    /** \return the congestion controller of flow \p flowId (null if unknown) */
+    Ptr<RdmaCongestionControl> GetFlowCc(uint32_t flowId) const;
+    /** \return the path links of a flow as routed (empty if unknown) */
+    std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /** The receiver got every byte of slot's flow. */
+    void Delivered(uint32_t slot);
+    /** Report a flow done. */
+    void Finish(uint32_t flowId);
+    /** Take one sample of queues and rates. */
+    void Sample();
+    /** Local port of \p node on \p link. */
+    uint32_t PortOf(uint32_t node, uint32_t link) const;
+
+    // attributes
+    std::string m_cc;          //!< congestion control name
+    uint32_t m_mtu;            //!< payload per packet
+    bool m_pfc;                //!< PFC on fabric switches
+    uint64_t m_buffer;         //!< fabric switch buffer
+    uint64_t m_hostBuffer;     //!< host switch buffer
+    bool m_ecn;                //!< ECN marking on fabric switches
+    uint32_t m_seed;           //!< ECMP seed
+    Time m_sampleInterval;     //!< 0 = no sampling
+    bool m_sampleAllPorts;     //!< sample every port (else fabric ports only)
+    bool m_phyOverhead;        //!< count preamble + IFG
+
+    ObjectFactory m_nicFactory;                 //!< RdmaNic
+    ObjectFactory m_mmuFactory;                 //!< SwitchMmu
+    ObjectFactory m_markerFactory;              //!< RedEcnMarker
+    std::vector<ObjectFactory> m_ccFactories;   //!< one per algorithm
+    int m_ccIndex{-1};                          //!< selected algorithm
+
+    Ptr<TopologyDescription> m_desc;                 //!< topology
+    Ptr<RdmaFramePool> m_pool;                       //!< frames
+    std::vector<Ptr<Node>> m_nodes;                  //!< one per topology node
+    std::vector<Ptr<QbbNetDevice>> m_portDev;        //!< global port -> device
+    std::vector<std::vector<uint32_t>> m_nodePorts;  //!< node -> global ports (local order)
+    std::vector<Ptr<RdmaNic>> m_nics;                //!< node -> endpoint (or null)
+    std::vector<Ptr<RdmaSwitch>> m_switches;         //!< node -> switch (or null)
+    RdmaFrameSizes m_sizes;                          //!< frame sizes
+    uint32_t m_maxFrame{0};                          //!< largest data frame
+
+    std::vector<std::unique_ptr<RdmaQueuePair>> m_qps; //!< by slot
+    std::unordered_map<uint32_t, uint32_t> m_slotOf;   //!< flow id -> slot
+    uint64_t m_flows{0};                               //!< flows started
+    uint64_t m_bytes{0};                               //!< bytes of flows started
+    uint64_t m_pending{0};                             //!< flows not finished
+
+    std::vector<uint32_t> m_samplePorts;  //!< ports sampled
+    EventId m_sampleEvent;                //!< next sample
+    std::vector<int64_t> m_qTime;         //!< queue series: time
+    std::vector<uint32_t> m_qPort;        //!< queue series: port
+    std::vector<uint64_t> m_qBytes;       //!< queue series: bytes
+    std::vector<uint64_t> m_qTx;          //!< queue series: tx bytes
+    std::vector<int64_t> m_rTime;         //!< rate series: time
+    std::vector<uint32_t> m_rFlow;        //!< rate series: flow id
+    std::vector<double> m_rRate;          //!< rate series: rate
+    std::vector<uint64_t> m_rAcked;       //!< rate series: acked bytes
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_PACKET_NETWORK_H */

@@ -1,0 +1,109 @@
+/*
+ * HeteroSim: DCQCN reaction point (Mellanox ConnectX variant).
+ */
+#ifndef HETEROSIM_DCQCN_H
+#define HETEROSIM_DCQCN_H
+
+#include "rdma-congestion-control.h"
+
+#include "ns3/event-id.h"
+
+namespace ns3
+{
+
+/**
+ * \brief DCQCN reaction point as implemented by Mellanox ConnectX NICs (network_models.md
+ * §1.5; defaults are the firmware defaults of §1.6 [S4], CNP interval at the NP 50 us).
+ *
+ * - Alpha is updated periodically (AlphaUpdateInterval, periods counted from the first CNP):
+ *   alpha <- (1-g) alpha + g if a CNP arrived in the period, else (1-g) alpha.
+ * - Rate decrease is periodic: a CNP cuts at once if no cut happened in the last
+ *   RateDecreaseInterval, otherwise at the end of that interval. A cut sets Rt <- Rc (always
+ *   with ClampTargetRate; with ClampTargetRateAfterTimeInc only if an increase event happened
+ *   since the previous cut), Rc <- max(MinRate, Rc (1 - alpha/2), MinDecreaseFactor Rc), and
+ *   resets both increase stages, the byte counter and the increase timer.
+ * - Increase events: the timer (every IncreaseTimer while below line rate) bumps the T stage,
+ *   the byte counter (every ByteCounter payload bytes sent below line rate) bumps the BC stage.
+ *   With F = FastRecoveryThreshold: fast recovery while both stages < F (Rc <- (Rt+Rc)/2);
+ *   additive increase when one stage reached F (Rt += RateAi); hyper increase when both did
+ *   (Rt += i RateHai, i = min(T, BC) - F + 1); then Rc <- (Rt+Rc)/2; both capped at line rate.
+ *
+ * Alpha is evaluated lazily (the decay of k periods without CNP is applied as (1-g)^k when
+ * next needed), so an idle QP costs no events. The same object can be driven without a
+ * network: Start(), then ReceiveCnp()/OnSend() at chosen simulated times.
+ */
+class Dcqcn : public RdmaCongestionControl
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    Dcqcn();
+
+    void Start(double lineRateBps, Time baseRtt, uint32_t mtuBytes) override;
+    void Stop() override;
+    void ReceiveCnp() override;
+    void OnSend(uint32_t bytes) override;
+    bool UsesCnp() const override;
+
+    /** \return alpha, brought up to date to the current time */
+    double GetAlpha();
+    /** \return the target rate Rt, bit/s */
+    double GetTargetRate() const;
+    /** \return the timer stage counter */
+    uint32_t GetTimerStage() const;
+    /** \return the byte-counter stage counter */
+    uint32_t GetByteStage() const;
+    /** \return CNPs received */
+    uint64_t GetCnpCount() const;
+
+  private:
+    /** Apply the alpha updates of every period that ended by now. */
+    void UpdateAlpha();
+    /** Cut the rate. */
+    void Decrease();
+    /** End of a decrease-monitor period. */
+    void DecreaseCheck();
+    /** Increase timer expired. */
+    void TimerExpired();
+    /** One increase event (timer or byte counter). */
+    void Increase();
+
+    // attributes
+    Time m_alphaInterval;      //!< alpha update period
+    Time m_decreaseInterval;   //!< rate decrease monitor period
+    Time m_increaseTimer;      //!< increase timer period
+    uint64_t m_byteCounter;    //!< byte counter quantum
+    double m_g;                //!< alpha EWMA gain
+    double m_initialAlpha;     //!< alpha at start
+    uint32_t m_f;              //!< fast recovery threshold F
+    DataRate m_rai;            //!< additive increase step
+    DataRate m_rhai;           //!< hyper increase step
+    double m_minDecFactor;     //!< smallest allowed Rc_new / Rc_old
+    bool m_clampTarget;        //!< Rt <- Rc on every cut
+    bool m_clampAfterInc;      //!< Rt <- Rc on a cut after an increase event
+    double m_rateOnFirstCnp;   //!< Rc scale at the first CNP (0 = not used)
+
+    // state
+    double m_rt{0};              //!< target rate
+    double m_alpha{1};           //!< congestion estimate
+    bool m_started{false};       //!< first CNP seen (alpha periods run)
+    int64_t m_alphaOriginNs{0};  //!< start of alpha period 0
+    uint64_t m_alphaPeriod{0};   //!< first period whose update is pending
+    bool m_cnpInPeriod{false};   //!< a CNP arrived in the pending period
+    bool m_cnpPending{false};    //!< a CNP arrived since the last cut
+    bool m_increasedSinceCut{false}; //!< an increase event happened since the last cut
+    uint32_t m_timerStage{0};    //!< T stage
+    uint32_t m_byteStage{0};     //!< BC stage
+    uint64_t m_bytes{0};         //!< bytes towards the next byte-counter event
+    uint64_t m_cnps{0};          //!< CNPs received
+    EventId m_decreaseEvent;     //!< end of the current decrease-monitor period
+    EventId m_timerEvent;        //!< increase timer
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_DCQCN_H */

@@ -1,0 +1,500 @@
+/*
+ * HeteroSim: RDMA (RoCEv2) endpoint: queue-pair scheduler, transport and NP of a NIC or GPU.
+ */
+#include "rdma-nic.h"
+
+#include "ns3/assert.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("RdmaNic");
+NS_OBJECT_ENSURE_REGISTERED(RdmaNic);
+
+TypeId
+RdmaNic::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::RdmaNic")
+            .SetParent<Object>()
+            .SetGroupName("Heterosim")
+            .AddConstructor<RdmaNic>()
+            .AddAttribute("AckInterval",
+                          "Acknowledge every N in-order data packets (and the last one)",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&RdmaNic::m_ackInterval),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("CnpInterval",
+                          "NP: at most one CNP per queue pair per interval (DCQCN paper N)",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&RdmaNic::m_cnpInterval),
+                          MakeTimeChecker())
+            .AddAttribute("NackInterval",
+                          "Receiver: minimum time between NACKs for the same expected byte",
+                          TimeValue(MicroSeconds(500)),
+                          MakeTimeAccessor(&RdmaNic::m_nackInterval),
+                          MakeTimeChecker())
+            .AddAttribute("Rto",
+                          "Retransmission timeout: go back N after this long without ACK "
+                          "progress (IRN's high RTO)",
+                          TimeValue(MicroSeconds(320)),
+                          MakeTimeAccessor(&RdmaNic::m_rto),
+                          MakeTimeChecker(NanoSeconds(1)))
+            .AddTraceSource("Retransmit",
+                            "A queue pair went back to its first unacknowledged byte "
+                            "(flow id, sequence)",
+                            MakeTraceSourceAccessor(&RdmaNic::m_retransmitTrace),
+                            "ns3::RdmaNic::RetransmitTracedCallback")
+            .AddTraceSource("Cnp",
+                            "The NP sent a CNP (flow id)",
+                            MakeTraceSourceAccessor(&RdmaNic::m_cnpTrace),
+                            "ns3::RdmaNic::CnpTracedCallback");
+    return tid;
+}
+
+RdmaNic::RdmaNic()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+RdmaNic::~RdmaNic()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+void
+RdmaNic::Setup(uint32_t nodeId,
+               const std::vector<Ptr<QbbNetDevice>>& ports,
+               RdmaFramePool* pool,
+               const std::vector<std::unique_ptr<RdmaQueuePair>>* qps,
+               const RdmaFrameSizes& sizes,
+               uint32_t mtu)
+{
+    m_nodeId = nodeId;
+    m_ports = ports;
+    m_pool = pool;
+    m_qps = qps;
+    m_sizes = sizes;
+    m_mtu = mtu;
+    std::size_t n = ports.size();
+    m_active.assign(n, {});
+    m_rr.assign(n, 0);
+    m_wake.assign(n, EventId());
+    m_wakeAt.assign(n, std::numeric_limits<int64_t>::max());
+    m_finishedOnPort.assign(n, 0);
+    for (uint32_t p = 0; p < n; ++p)
+    {
+        ports[p]->SetHandler(this, p, pool);
+    }
+}
+
+void
+RdmaNic::SetDeliveredCallback(Callback<void, uint32_t> cb)
+{
+    m_delivered = cb;
+}
+
+void
+RdmaNic::StartQueuePair(uint32_t slot)
+{
+    RdmaQueuePair* qp = (*m_qps)[slot].get();
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    qp->active = true;
+    qp->startNs = now;
+    qp->lastProgressNs = now;
+    qp->nextAvailNs = now;
+    qp->cc->SetRateChangeCallback(MakeCallback(&RdmaNic::RateChanged, this, slot));
+    m_active[qp->srcPort].push_back(qp);
+    m_ports[qp->srcPort]->TryTransmit();
+}
+
+RdmaFrame*
+RdmaNic::PullFrame(uint32_t port)
+{
+    std::vector<RdmaQueuePair*>& list = m_active[port];
+    std::size_t n = list.size();
+    if (n == 0)
+    {
+        return nullptr;
+    }
+    const QbbNetDevice* dev = PeekPointer(m_ports[port]);
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    int64_t earliest = std::numeric_limits<int64_t>::max();
+    std::size_t start = m_rr[port] % n;
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        std::size_t idx = start + i;
+        if (idx >= n)
+        {
+            idx -= n;
+        }
+        RdmaQueuePair* qp = list[idx];
+        if (!qp->active || qp->sndNxt >= qp->size || dev->IsPaused(qp->priority))
+        {
+            continue;
+        }
+        uint64_t window = qp->cc->GetWindow();
+        if (window > 0 && qp->InFlight() >= window)
+        {
+            continue;
+        }
+        if (qp->nextAvailNs > now)
+        {
+            earliest = std::min(earliest, qp->nextAvailNs);
+            continue;
+        }
+        m_rr[port] = static_cast<uint32_t>(idx + 1);
+        return MakeData(qp);
+    }
+    if (earliest != std::numeric_limits<int64_t>::max() &&
+        (!m_wake[port].IsPending() || m_wakeAt[port] > earliest))
+    {
+        m_wake[port].Cancel();
+        m_wakeAt[port] = earliest;
+        m_wake[port] = Simulator::Schedule(NanoSeconds(earliest - now), &RdmaNic::Wake, this, port);
+    }
+    return nullptr;
+}
+
+void
+RdmaNic::Wake(uint32_t port)
+{
+    m_wakeAt[port] = std::numeric_limits<int64_t>::max();
+    m_ports[port]->TryTransmit();
+}
+
+RdmaFrame*
+RdmaNic::MakeData(RdmaQueuePair* qp)
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, qp->size - qp->sndNxt));
+    RdmaFrame* f = m_pool->Alloc();
+    f->type = RdmaFrame::DATA;
+    f->seq = qp->sndNxt;
+    f->payload = payload;
+    f->wireBytes = payload + m_sizes.dataHeader + m_sizes.intBytes;
+    f->flow = qp->slot;
+    f->dst = qp->dstNode;
+    f->hash = qp->hash;
+    f->priority = qp->priority;
+    f->tsNs = now;
+    f->last = qp->sndNxt + payload >= qp->size ? 1 : 0;
+    if (qp->sndNxt < qp->maxSent)
+    {
+        ++qp->retransmits;
+    }
+    if (qp->sndUna == qp->sndNxt)
+    {
+        qp->lastProgressNs = now; // the outstanding window opens now
+    }
+    qp->sndNxt += payload;
+    qp->maxSent = std::max(qp->maxSent, qp->sndNxt);
+    qp->lastTxNs = now;
+    qp->lastTxBytes = f->wireBytes;
+    double rate = qp->cc->GetRate();
+    if (rate >= qp->portRate)
+    {
+        qp->nextAvailNs = now;
+        qp->paceCarry = 0;
+    }
+    else
+    {
+        double gap = static_cast<double>(f->wireBytes) * 8e9 / rate + qp->paceCarry;
+        double whole = std::floor(gap);
+        qp->paceCarry = gap - whole;
+        qp->nextAvailNs = now + static_cast<int64_t>(whole);
+    }
+    if (!qp->rtoEvent.IsPending())
+    {
+        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, qp->slot);
+    }
+    qp->cc->OnSend(payload);
+    return f;
+}
+
+void
+RdmaNic::RateChanged(uint32_t slot, double oldRate, double newRate)
+{
+    RdmaQueuePair* qp = (*m_qps)[slot].get();
+    if (!qp->active)
+    {
+        return;
+    }
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    if (qp->nextAvailNs <= now && qp->lastTxNs != now)
+    {
+        return; // no gap pending: the next packet is paced at the new rate
+    }
+    // Re-time the pending gap at the new rate (S3 semantics).
+    int64_t gap = newRate >= qp->portRate
+                      ? 0
+                      : static_cast<int64_t>(static_cast<double>(qp->lastTxBytes) * 8e9 / newRate);
+    qp->paceCarry = 0;
+    qp->nextAvailNs = std::max(now, qp->lastTxNs + gap);
+    if (qp->nextAvailNs <= now)
+    {
+        m_ports[qp->srcPort]->TryTransmit();
+    }
+    else if (!m_wake[qp->srcPort].IsPending() || m_wakeAt[qp->srcPort] > qp->nextAvailNs)
+    {
+        m_wake[qp->srcPort].Cancel();
+        m_wakeAt[qp->srcPort] = qp->nextAvailNs;
+        m_wake[qp->srcPort] =
+            Simulator::Schedule(NanoSeconds(qp->nextAvailNs - now), &RdmaNic::Wake, this, qp->srcPort);
+    }
+}
+
+void
+RdmaNic::HandleFrame(RdmaFrame* frame, uint32_t port)
+{
+    switch (frame->type)
+    {
+    case RdmaFrame::DATA:
+        ReceiveData(frame);
+        break;
+    case RdmaFrame::ACK:
+    case RdmaFrame::NACK:
+        ReceiveAck(frame);
+        break;
+    case RdmaFrame::CNP: {
+        RdmaQueuePair* qp = (*m_qps)[frame->flow].get();
+        ++qp->cnps;
+        if (!qp->IsFinished())
+        {
+            qp->cc->ReceiveCnp();
+        }
+        break;
+    }
+    default:
+        NS_ASSERT_MSG(false, "unexpected frame type at an endpoint");
+        break;
+    }
+    m_pool->Free(frame);
+}
+
+void
+RdmaNic::ReceiveData(RdmaFrame* f)
+{
+    RdmaQueuePair* qp = (*m_qps)[f->flow].get();
+    NS_ASSERT_MSG(qp->dstNode == m_nodeId, "data delivered to the wrong endpoint");
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    if (f->ce && qp->cc->UsesCnp() &&
+        (qp->lastCnpNs < 0 || now - qp->lastCnpNs >= m_cnpInterval.GetNanoSeconds()))
+    {
+        qp->lastCnpNs = now;
+        ++m_cnpsSent;
+        m_cnpTrace(qp->flowId);
+        SendControl(qp, RdmaFrame::CNP, 0, true, nullptr);
+    }
+    if (f->seq == qp->rcvNxt)
+    {
+        qp->rcvNxt += f->payload;
+        ++qp->pktsSinceAck;
+        qp->ceSinceAck = qp->ceSinceAck || f->ce;
+        bool done = qp->rcvNxt >= qp->size;
+        if (qp->pktsSinceAck >= m_ackInterval || done)
+        {
+            SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, qp->ceSinceAck, f);
+            qp->pktsSinceAck = 0;
+            qp->ceSinceAck = false;
+        }
+        if (done && !qp->delivered)
+        {
+            qp->delivered = true;
+            if (!m_delivered.IsNull())
+            {
+                m_delivered(qp->slot);
+            }
+        }
+    }
+    else if (f->seq > qp->rcvNxt)
+    {
+        if (qp->lastNackNs < 0 || qp->lastNackSeq != qp->rcvNxt ||
+            now - qp->lastNackNs >= m_nackInterval.GetNanoSeconds())
+        {
+            qp->lastNackNs = now;
+            qp->lastNackSeq = qp->rcvNxt;
+            SendControl(qp, RdmaFrame::NACK, qp->rcvNxt, false, f);
+        }
+    }
+    else if (qp->delivered && f->last)
+    {
+        // A retransmitted tail of a delivered message: re-acknowledge so the sender can stop.
+        SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, false, f);
+    }
+}
+
+void
+RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, const RdmaFrame* data)
+{
+    RdmaFrame* f = m_pool->Alloc();
+    f->type = type;
+    f->seq = seq;
+    f->ce = ce ? 1 : 0;
+    f->flow = qp->slot;
+    f->dst = qp->srcNode;
+    f->hash = qp->ackHash;
+    f->priority = qp->priority;
+    if (type == RdmaFrame::CNP)
+    {
+        f->wireBytes = m_sizes.cnp;
+    }
+    else
+    {
+        f->wireBytes = m_sizes.ack + m_sizes.intBytes;
+        if (type == RdmaFrame::ACK)
+        {
+            ++m_acksSent;
+        }
+        else
+        {
+            ++m_nacksSent;
+        }
+    }
+    if (data != nullptr)
+    {
+        f->tsNs = data->tsNs;
+        if (type == RdmaFrame::ACK && data->nHops > 0)
+        {
+            f->nHops = data->nHops;
+            std::copy(data->hops, data->hops + data->nHops, f->hops);
+        }
+    }
+    m_ports[qp->dstPort]->Enqueue(f, QbbNetDevice::CONTROL_QUEUE);
+}
+
+void
+RdmaNic::ReceiveAck(RdmaFrame* f)
+{
+    RdmaQueuePair* qp = (*m_qps)[f->flow].get();
+    if (!qp->active || qp->IsFinished())
+    {
+        return;
+    }
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    uint64_t newly = 0;
+    if (f->seq > qp->sndUna)
+    {
+        newly = f->seq - qp->sndUna;
+        qp->sndUna = f->seq;
+        qp->lastProgressNs = now;
+        qp->sndNxt = std::max(qp->sndNxt, qp->sndUna);
+    }
+    if (f->type == RdmaFrame::NACK)
+    {
+        ++qp->nacks;
+        GoBack(qp);
+    }
+    else
+    {
+        RdmaAckInfo info{f->seq,
+                         qp->sndNxt,
+                         newly,
+                         f->ce != 0,
+                         now - f->tsNs,
+                         f->nHops > 0 ? f->hops : nullptr,
+                         f->nHops};
+        qp->cc->ReceiveAck(info);
+    }
+    if (qp->IsFinished())
+    {
+        qp->senderDoneNs = now;
+        qp->active = false;
+        qp->cc->Stop();
+        qp->rtoEvent.Cancel();
+        if (++m_finishedOnPort[qp->srcPort] * 2 > m_active[qp->srcPort].size())
+        {
+            Compact(qp->srcPort);
+        }
+        return;
+    }
+    m_ports[qp->srcPort]->TryTransmit();
+}
+
+void
+RdmaNic::GoBack(RdmaQueuePair* qp)
+{
+    if (qp->sndNxt > qp->sndUna)
+    {
+        m_retransmitTrace(qp->flowId, qp->sndUna);
+        qp->sndNxt = qp->sndUna;
+    }
+}
+
+void
+RdmaNic::RetransmitTimeout(uint32_t slot)
+{
+    RdmaQueuePair* qp = (*m_qps)[slot].get();
+    if (!qp->active || qp->IsFinished() || qp->sndNxt == qp->sndUna)
+    {
+        return; // re-armed by the next send
+    }
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    int64_t due = qp->lastProgressNs + m_rto.GetNanoSeconds();
+    if (now >= due)
+    {
+        ++qp->timeouts;
+        GoBack(qp);
+        qp->lastProgressNs = now;
+        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, slot);
+        m_ports[qp->srcPort]->TryTransmit();
+    }
+    else
+    {
+        qp->rtoEvent = Simulator::Schedule(NanoSeconds(due - now), &RdmaNic::RetransmitTimeout, this, slot);
+    }
+}
+
+void
+RdmaNic::Compact(uint32_t port)
+{
+    std::vector<RdmaQueuePair*>& list = m_active[port];
+    list.erase(std::remove_if(list.begin(), list.end(), [](RdmaQueuePair* qp) { return !qp->active; }),
+               list.end());
+    m_finishedOnPort[port] = 0;
+    m_rr[port] = list.empty() ? 0 : m_rr[port] % list.size();
+}
+
+uint64_t
+RdmaNic::GetCnpsSent() const
+{
+    return m_cnpsSent;
+}
+
+uint64_t
+RdmaNic::GetAcksSent() const
+{
+    return m_acksSent;
+}
+
+uint64_t
+RdmaNic::GetNacksSent() const
+{
+    return m_nacksSent;
+}
+
+void
+RdmaNic::DoDispose()
+{
+    for (auto& ev : m_wake)
+    {
+        ev.Cancel();
+    }
+    for (auto& dev : m_ports)
+    {
+        dev->SetHandler(nullptr, 0, nullptr);
+    }
+    m_ports.clear();
+    m_active.clear();
+    m_delivered = MakeNullCallback<void, uint32_t>();
+    Object::DoDispose();
+}
+
+} // namespace ns3

@@ -1,0 +1,162 @@
+/*
+ * HeteroSim: RDMA (RoCEv2) endpoint: queue-pair scheduler, transport and NP of a NIC or GPU.
+ */
+#ifndef HETEROSIM_RDMA_NIC_H
+#define HETEROSIM_RDMA_NIC_H
+
+#include "rdma-queue-pair.h"
+
+#include "ns3/callback.h"
+#include "ns3/event-id.h"
+#include "ns3/frame-handler.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/qbb-net-device.h"
+#include "ns3/rdma-frame-pool.h"
+#include "ns3/traced-callback.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief Wire sizes of the RoCEv2 frames, bytes.
+ *
+ * Counted: Ethernet header 14 + FCS 4, IPv4 20, UDP 8, BTH 12, ICRC 4 (= 62 per data packet);
+ * ACK/NACK add AETH 4 (66); CNP carries 16 reserved bytes (78); HPCC adds a 42-byte INT stack
+ * to data and ACK frames; the 8-byte preamble/SFD and 12-byte inter-frame gap (20) are added
+ * to every frame when the physical-layer overhead is counted (the default). No 802.1Q tag.
+ */
+struct RdmaFrameSizes
+{
+    uint32_t dataHeader{82}; //!< bytes added to each data payload
+    uint32_t ack{86};        //!< ACK/NACK frame bytes
+    uint32_t cnp{98};        //!< CNP frame bytes
+    uint32_t intBytes{0};    //!< INT stack bytes added to data and ACK frames
+};
+
+/**
+ * \brief RDMA transport of one endpoint node: NICs for traffic between hosts, GPUs for
+ * traffic inside a host (GPU copy engines over NVLink/PCIe use the same reliable transport
+ * without congestion control; their links are lossless).
+ *
+ * Sender: one queue pair per flow; on each port the queue pairs that have data, whose
+ * priority is not paused, whose window (if any) is open and whose pacing time has come are
+ * served round-robin, one MTU-sized packet at a time. Pacing: after a packet of L wire bytes
+ * at rate R the queue pair waits L*8/R (a rate change re-times the pending gap); a queue pair
+ * at (or above) the port's rate is not paced. Loss recovery is go-back-N on NACK and on the
+ * retransmission timeout (no ACK progress for Rto while data is outstanding).
+ *
+ * Receiver: in-order data advances the expected sequence and is acknowledged every
+ * AckInterval packets and on the last packet; out-of-order data triggers a NACK for the
+ * expected byte (at most one per NackInterval for the same byte); duplicates are discarded.
+ * NP (DCQCN): a CE-marked arrival triggers a CNP unless one was sent for that queue pair in
+ * the last CnpInterval. ACKs echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC).
+ * The receive buffer is unlimited (the NIC never sends PFC).
+ */
+class RdmaNic : public Object, public FrameHandler
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    RdmaNic();
+    ~RdmaNic() override;
+
+    /**
+     * \brief Wire the endpoint up.
+     * \param nodeId topology node id
+     * \param ports devices, in port order
+     * \param pool frame allocator
+     * \param qps the network's queue-pair table (indexed by flow slot)
+     * \param sizes frame sizes
+     * \param mtu payload bytes per packet
+     */
+    void Setup(uint32_t nodeId,
+               const std::vector<Ptr<QbbNetDevice>>& ports,
+               RdmaFramePool* pool,
+               const std::vector<std::unique_ptr<RdmaQueuePair>>* qps,
+               const RdmaFrameSizes& sizes,
+               uint32_t mtu);
+
+    /**
+     * \brief Set the hook called when a flow's last byte arrived in order at this receiver.
+     * \param cb callback(flow slot)
+     */
+    void SetDeliveredCallback(Callback<void, uint32_t> cb);
+
+    /**
+     * \brief Start sending a queue pair from this endpoint.
+     * \param slot flow slot in the queue-pair table
+     */
+    void StartQueuePair(uint32_t slot);
+
+    void HandleFrame(RdmaFrame* frame, uint32_t port) override;
+    RdmaFrame* PullFrame(uint32_t port) override;
+
+    /** \return CNPs sent by this endpoint's NP */
+    uint64_t GetCnpsSent() const;
+    /** \return ACKs sent */
+    uint64_t GetAcksSent() const;
+    /** \return NACKs sent */
+    uint64_t GetNacksSent() const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /** Receiver side of a data frame. */
+    void ReceiveData(RdmaFrame* frame);
+    /** Sender side of an ACK or NACK. */
+    void ReceiveAck(RdmaFrame* frame);
+    /** Queue an ACK/NACK/CNP for \p qp. */
+    void SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, const RdmaFrame* data);
+    /** Build the next data packet of \p qp. */
+    RdmaFrame* MakeData(RdmaQueuePair* qp);
+    /** Retransmission timer of \p slot. */
+    void RetransmitTimeout(uint32_t slot);
+    /** Go back to the first unacknowledged byte. */
+    void GoBack(RdmaQueuePair* qp);
+    /** Rate change of \p slot (re-times the pending pacing gap). */
+    void RateChanged(uint32_t slot, double oldRate, double newRate);
+    /** Wake-up of a port waiting for a pacing gap. */
+    void Wake(uint32_t port);
+    /** Remove finished queue pairs of \p port from the scheduling list. */
+    void Compact(uint32_t port);
+
+    // attributes
+    uint32_t m_ackInterval;   //!< ACK every N in-order packets
+    Time m_cnpInterval;       //!< NP: minimum time between CNPs of a queue pair
+    Time m_nackInterval;      //!< receiver: minimum time between NACKs for the same byte
+    Time m_rto;               //!< retransmission timeout
+
+    uint32_t m_nodeId{0};                            //!< topology node
+    std::vector<Ptr<QbbNetDevice>> m_ports;          //!< devices
+    RdmaFramePool* m_pool{nullptr};                  //!< frame allocator
+    const std::vector<std::unique_ptr<RdmaQueuePair>>* m_qps{nullptr}; //!< queue-pair table
+    RdmaFrameSizes m_sizes;                          //!< frame sizes
+    uint32_t m_mtu{4096};                            //!< payload per packet
+    std::vector<std::vector<RdmaQueuePair*>> m_active; //!< scheduling list per port
+    std::vector<uint32_t> m_rr;                      //!< round-robin position per port
+    std::vector<EventId> m_wake;                     //!< pacing wake-up per port
+    std::vector<int64_t> m_wakeAt;                   //!< its time, ns
+    std::vector<uint32_t> m_finishedOnPort;          //!< finished entries awaiting compaction
+    Callback<void, uint32_t> m_delivered;            //!< delivery hook
+
+    uint64_t m_cnpsSent{0};  //!< CNPs sent
+    uint64_t m_acksSent{0};  //!< ACKs sent
+    uint64_t m_nacksSent{0}; //!< NACKs sent
+
+    TracedCallback<uint32_t, uint64_t> m_retransmitTrace; //!< flow id, go-back sequence
+    TracedCallback<uint32_t> m_cnpTrace;                  //!< flow id of a CNP sent
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_RDMA_NIC_H */

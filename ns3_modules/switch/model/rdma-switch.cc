@@ -1,0 +1,256 @@
+/*
+ * HeteroSim: an output-queued switch of the RDMA fabric (leaf, spine, NVSwitch, PCIe switch).
+ */
+#include "rdma-switch.h"
+
+#include "ns3/assert.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("RdmaSwitch");
+NS_OBJECT_ENSURE_REGISTERED(RdmaSwitch);
+
+TypeId
+RdmaSwitch::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::RdmaSwitch")
+                            .SetParent<Object>()
+                            .SetGroupName("Heterosim")
+                            .AddConstructor<RdmaSwitch>();
+    return tid;
+}
+
+RdmaSwitch::RdmaSwitch()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+RdmaSwitch::~RdmaSwitch()
+{
+    NS_LOG_FUNCTION(this);
+}
+
+void
+RdmaSwitch::Setup(uint32_t nodeId,
+                  Ptr<TopologyDescription> desc,
+                  const std::vector<Ptr<QbbNetDevice>>& ports,
+                  const std::vector<uint32_t>& portLinks,
+                  RdmaFramePool* pool,
+                  Ptr<SwitchMmu> mmu,
+                  Ptr<RedEcnMarker> marker,
+                  uint64_t bufferBytes,
+                  bool pfcEnabled,
+                  bool intEnabled,
+                  uint32_t maxFrameBytes)
+{
+    m_nodeId = nodeId;
+    m_ports = ports;
+    m_pool = pool;
+    m_mmu = mmu;
+    m_marker = marker;
+    m_int = intEnabled;
+    if (m_marker)
+    {
+        m_marker->SetStream(nodeId);
+    }
+    // Forwarding table: destination endpoint -> ECMP set of local ports.
+    uint32_t nNodes = desc->GetNNodes();
+    m_dstSlot.assign(nNodes, -1);
+    m_nextPorts.clear();
+    for (uint32_t d = 0; d < nNodes; ++d)
+    {
+        uint8_t kind = desc->GetNodeKind(d);
+        if (kind != TopologyDescription::GPU && kind != TopologyDescription::NIC)
+        {
+            continue;
+        }
+        const auto& links = desc->GetNextHops(nodeId, d);
+        if (links.empty())
+        {
+            continue;
+        }
+        std::vector<uint16_t> set;
+        for (uint32_t link : links)
+        {
+            for (uint32_t p = 0; p < portLinks.size(); ++p)
+            {
+                if (portLinks[p] == link)
+                {
+                    set.push_back(static_cast<uint16_t>(p));
+                    break;
+                }
+            }
+        }
+        NS_ASSERT_MSG(set.size() == links.size(), "route uses a link not attached to the switch");
+        m_dstSlot[d] = static_cast<int32_t>(m_nextPorts.size());
+        m_nextPorts.push_back(std::move(set));
+    }
+    // Headroom: everything that can still arrive after XOFF is decided: the frame the
+    // switch is sending on the reverse direction, the PFC frame, the upstream's frame in
+    // progress, the crossing frame itself, and two propagation delays of line-rate data.
+    std::vector<uint64_t> rates(ports.size());
+    m_headroom.assign(ports.size(), 0);
+    for (uint32_t p = 0; p < ports.size(); ++p)
+    {
+        rates[p] = ports[p]->GetRateBps();
+        int64_t delayNs = desc->GetLinkDelayNs(portLinks[p]);
+        double inflight = 2.0 * static_cast<double>(rates[p]) * static_cast<double>(delayNs) * 1e-9 / 8.0;
+        m_headroom[p] = static_cast<uint64_t>(inflight) + 3ULL * maxFrameBytes + 84;
+    }
+    m_mmu->Configure(rates, m_headroom, pfcEnabled, bufferBytes);
+    m_refresh.assign(ports.size() * QbbNetDevice::N_PRIORITIES, EventId());
+    for (uint32_t p = 0; p < ports.size(); ++p)
+    {
+        ports[p]->SetHandler(this, p, pool);
+    }
+}
+
+void
+RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
+{
+    int32_t slot = frame->dst < m_dstSlot.size() ? m_dstSlot[frame->dst] : -1;
+    NS_ASSERT_MSG(slot >= 0, "switch " << m_nodeId << " has no route to node " << frame->dst);
+    const std::vector<uint16_t>& set = m_nextPorts[slot];
+    uint32_t out = set.size() == 1
+                       ? set[0]
+                       : set[TopologyDescription::EcmpIndex(frame->hash, frame->hop, set.size())];
+    ++frame->hop;
+    QbbNetDevice* egress = PeekPointer(m_ports[out]);
+    if (frame->type != RdmaFrame::DATA)
+    {
+        egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
+        return;
+    }
+    uint8_t prio = frame->priority;
+    if (!m_mmu->Admit(port, prio, frame->wireBytes))
+    {
+        ++m_drops;
+        egress->CountDrop(frame);
+        m_pool->Free(frame);
+        return;
+    }
+    frame->inPort = static_cast<uint16_t>(port);
+    if (m_marker && m_marker->MarksAtEnqueue() && !frame->ce &&
+        m_marker->ShouldMark(egress->GetQueueBytes(prio), egress->GetRateBps()))
+    {
+        frame->ce = 1;
+        egress->CountEcnMark(frame);
+    }
+    egress->Enqueue(frame, prio);
+    CheckPause(port, prio);
+}
+
+void
+RdmaSwitch::OnDequeue(RdmaFrame* frame, uint32_t port)
+{
+    if (frame->type != RdmaFrame::DATA)
+    {
+        return;
+    }
+    QbbNetDevice* egress = PeekPointer(m_ports[port]);
+    uint8_t prio = frame->priority;
+    m_mmu->Release(frame->inPort, prio, frame->wireBytes);
+    if (m_marker && !m_marker->MarksAtEnqueue() && !frame->ce &&
+        m_marker->ShouldMark(egress->GetQueueBytes(prio), egress->GetRateBps()))
+    {
+        frame->ce = 1;
+        egress->CountEcnMark(frame);
+    }
+    if (m_int && frame->nHops < RdmaFrame::MAX_INT_HOPS)
+    {
+        IntHop& hop = frame->hops[frame->nHops++];
+        hop.rateBps = egress->GetRateBps();
+        hop.tsNs = Simulator::Now().GetNanoSeconds();
+        hop.txBytes = egress->GetTxBytes();
+        hop.qlenBytes = static_cast<uint32_t>(egress->GetTotalQueueBytes());
+    }
+    CheckPause(frame->inPort, prio);
+}
+
+void
+RdmaSwitch::CheckPause(uint32_t port, uint8_t priority)
+{
+    if (!m_mmu->IsPfcEnabled())
+    {
+        return;
+    }
+    std::size_t key = static_cast<std::size_t>(port) * QbbNetDevice::N_PRIORITIES + priority;
+    if (m_mmu->ShouldPause(port, priority))
+    {
+        m_mmu->SetPaused(port, priority, true);
+        uint16_t quanta = m_mmu->GetPauseQuanta();
+        m_ports[port]->SendPfc(priority, quanta);
+        uint64_t bits = static_cast<uint64_t>(quanta) * 512;
+        Time half = NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
+        m_refresh[key].Cancel();
+        m_refresh[key] = Simulator::Schedule(half, &RdmaSwitch::RefreshPause, this, port, priority);
+    }
+    else if (m_mmu->ShouldResume(port, priority))
+    {
+        m_mmu->SetPaused(port, priority, false);
+        m_refresh[key].Cancel();
+        m_ports[port]->SendPfc(priority, 0);
+    }
+}
+
+void
+RdmaSwitch::RefreshPause(uint32_t port, uint8_t priority)
+{
+    if (!m_mmu->IsPaused(port, priority))
+    {
+        return;
+    }
+    std::size_t key = static_cast<std::size_t>(port) * QbbNetDevice::N_PRIORITIES + priority;
+    if (m_mmu->ShouldResume(port, priority))
+    {
+        m_mmu->SetPaused(port, priority, false);
+        m_ports[port]->SendPfc(priority, 0);
+        return;
+    }
+    // Still congested: re-send XOFF before the previous one expires.
+    uint16_t quanta = m_mmu->GetPauseQuanta();
+    m_ports[port]->SendPfc(priority, quanta);
+    uint64_t bits = static_cast<uint64_t>(quanta) * 512;
+    Time half = NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
+    m_refresh[key] = Simulator::Schedule(half, &RdmaSwitch::RefreshPause, this, port, priority);
+}
+
+Ptr<SwitchMmu>
+RdmaSwitch::GetMmu() const
+{
+    return m_mmu;
+}
+
+uint64_t
+RdmaSwitch::GetDrops() const
+{
+    return m_drops;
+}
+
+uint64_t
+RdmaSwitch::GetHeadroom(uint32_t port) const
+{
+    return port < m_headroom.size() ? m_headroom[port] : 0;
+}
+
+void
+RdmaSwitch::DoDispose()
+{
+    for (auto& ev : m_refresh)
+    {
+        ev.Cancel();
+    }
+    for (auto& dev : m_ports)
+    {
+        dev->SetHandler(nullptr, 0, nullptr);
+    }
+    m_ports.clear();
+    m_mmu = nullptr;
+    m_marker = nullptr;
+    Object::DoDispose();
+}
+
+} // namespace ns3
