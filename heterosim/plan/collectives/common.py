@@ -112,21 +112,22 @@ def wire_bytes(payload: np.ndarray, protocol: str) -> np.ndarray:
 
 
 def split_even(total: int, parts: int, grain: int = 1) -> np.ndarray:
-    """``parts`` int64 sizes summing to ``total``, equal up to ``grain`` (the tail gets less)."""
+    """``parts`` int64 sizes summing to ``total``: whole grains spread as evenly as possible
+    (sizes differ by at most one grain), the sub-grain remainder taken off the last non-empty part."""
     if parts <= 0:
         return np.zeros(0, dtype=np.int64)
-    units = -(-total // grain) if grain > 1 else total
-    per = -(-units // parts)
-    sizes = np.minimum(np.full(parts, per, dtype=np.int64) * grain,
-                       np.maximum(total - np.arange(parts, dtype=np.int64) * per * grain, 0))
-    return sizes
+    return split_rows(np.array([total]), parts, grain)[0]
 
 
 def split_rows(totals: np.ndarray, parts: int, grain: int = 1) -> np.ndarray:
     """Split every entry of ``totals`` like :func:`split_even`; result shape ``totals.shape + (parts,)``."""
     totals = np.asarray(totals, dtype=np.int64)
     units = -(-totals // grain)
-    per = -(-units // parts)
-    start = np.arange(parts, dtype=np.int64) * grain
-    sizes = np.minimum(per[..., None] * grain, np.maximum(totals[..., None] - start * per[..., None], 0))
+    q, r = units // parts, units % parts
+    k = np.arange(parts, dtype=np.int64)
+    sizes = (q[..., None] + (k < r[..., None])) * grain
+    excess = units * grain - totals
+    last = np.where(r > 0, r - 1, parts - 1)
+    np.put_along_axis(sizes, last[..., None],
+                      np.take_along_axis(sizes, last[..., None], -1) - excess[..., None], -1)
     return sizes.astype(np.int64)

@@ -76,8 +76,9 @@ def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segmen
     loops, channels, _ = seg_bytes.shape
     n, steps = segment_of.shape
     active = segment_of >= 0
-    grid = np.broadcast_to(active, (loops, channels, n, steps))
-    ll, cc, ii, ss = np.nonzero(grid)
+    # Flows ordered by (loop, step, channel, position): every parent precedes its child.
+    grid = np.broadcast_to(active.T[None, :, None, :], (loops, steps, channels, n))
+    ll, ss, cc, ii = np.nonzero(grid)
     f = ll.size
     index = np.full((loops, channels, n, steps), -1, dtype=np.int64)
     index[ll, cc, ii, ss] = np.arange(f)
