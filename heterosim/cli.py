@@ -16,6 +16,7 @@ from heterosim import __version__
 from heterosim.errors import UserError
 
 COMMAND_MODULES = (
+    "run",
     "workload",
     "build",
     "trace",

@@ -1,0 +1,105 @@
+"""``heterosim run``: simulate one training iteration of an experiment and write its results."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+from heterosim.config.experiment import load_experiment
+from heterosim.errors import UserError
+
+EXAMPLES = """\
+examples:
+  heterosim run                                    # the shipped default (16 GPUs, H100 + A100)
+  heterosim run workloads/default.yaml --fidelity flow --out out/default
+  heterosim run workloads/simai/gpt3_13b.yaml --set network.cc=hpcc --set simulation.seed=2
+outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
+(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
+"""
+
+
+def default_experiment() -> Path:
+    """workloads/default.yaml of the checkout (or the copy installed with the package)."""
+    here = Path(__file__).resolve().parents[2] / "workloads" / "default.yaml"
+    if here.exists():
+        return here
+    return Path(str(resources.files("heterosim").joinpath("data/default.yaml")))
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "run", help="simulate one training iteration of an experiment", epilog=EXAMPLES,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("experiment", nargs="?", help="experiment YAML (default: the shipped one)")
+    parser.add_argument("--fidelity", choices=("packet", "flow"), help="network model to use")
+    parser.add_argument("--out", default="out/run", help="output folder (default: out/run)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override an experiment key, e.g. network.cc=hpcc (repeatable)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+    parser.set_defaults(func=run)
+
+
+class Progress:
+    """Prints simulated time, share of the plan done and events/s, at most every 0.5 s."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def __call__(self, sim_ns: int, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < 0.5:
+            return
+        self.last = now
+        share = 100.0 * done / total if total else 100.0
+        end = "\r" if sys.stderr.isatty() else "\n"
+        print(f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
+              f"{now - self.started:6.1f} s wall", end=end, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled and self.last and sys.stderr.isatty():
+            print(file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    from heterosim.report.run_report import results_dict, write_run_outputs
+    from heterosim.simulate import run_experiment
+
+    path = Path(args.experiment) if args.experiment else default_experiment()
+    overrides = list(args.overrides)
+    if args.fidelity:
+        overrides.append(f"simulation.fidelity={args.fidelity}")
+    experiment = load_experiment(path, overrides)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: exists and is not a folder")
+    progress = Progress(not args.quiet)
+    if not args.quiet:
+        print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
+              f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
+              f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
+    artifacts = run_experiment(experiment, progress=progress)
+    progress.close()
+    results = results_dict(artifacts)
+    results["experiment"]["overrides"] = overrides
+    write_run_outputs(artifacts, out, results, plots=not args.no_plots)
+    b = results["breakdown"]
+    partial = " (PARTIAL: stopped early)" if results["sim"]["partial"] else ""
+    print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
+    print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
+    print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
+    print(f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms")
+    print(f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
+          f"{b['inter_host_comm_s'] * 1e3:.3f} ms")
+    net = results["network"]
+    print(f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
+          f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}")
+    print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
+    print(f"results in      {out}/")
+    return 0

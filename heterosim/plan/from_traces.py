@@ -1,0 +1,327 @@
+"""Per-rank traces -> one execution plan: compute tasks, collective sub-DAGs, point-to-point flows.
+
+Every trace node becomes one *node task* on its rank's GPU:
+
+* compute node -> COMPUTE task (duration from the compute model) on stream 0;
+* collective node -> MARKER that finishes when the collective instance's end marker does;
+* send / recv node -> MARKER that finishes when the matching transfer (one FLOW) does.
+
+Trace edges become edges between node tasks. A collective *instance* is the k-th collective a
+rank issues on communicator g: NCCL requires every member to issue its collectives on a
+communicator in the same order, so (g, k) names the same operation on every member. Each
+instance is decomposed once per distinct (type, size, GPUs) by the NCCL-style decomposer and
+copied with numpy for every instance that shares it. Its start marker waits for every member's
+trace parents (a collective cannot complete before all members join), and for the previous
+instance on the same communicator (NCCL runs one communicator's collectives in order).
+A send on rank a to b with tag t matches the recv on b from a with tag t (the n-th such pair
+matches the n-th); the transfer waits for both sides' parents (rendezvous).
+
+Approximations (documented, tested): a collective's members start together (at the last
+arrival) rather than each as soon as its ring neighbours are ready; compute and communication
+kernels do not slow each other down (no SM or memory-bandwidth contention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heterosim.config.cluster import ClusterConfig
+from heterosim.errors import UserError
+from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
+from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
+from heterosim.workload.trace import (
+    COLLECTIVE_NAMES,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    RankTrace,
+)
+
+Decomposer = Callable[[int, int, list[int]], CollectivePlan]
+
+
+@dataclass
+class PlanTables:
+    """Plan plus the bookkeeping the reports need."""
+
+    plan: ExecutionPlan
+    node_task_offset: np.ndarray  # first node task of each rank (node task = offset + node id)
+    collectives: dict[str, np.ndarray]  # one row per instance
+    algorithms: list[str]  # names indexed by collectives["algorithm"]
+    protocols: list[str]
+    p2p_bytes: int
+
+
+@dataclass
+class _Rows:
+    """Accumulates task rows and COO edges as lists of numpy blocks."""
+
+    kind: list
+    gpu: list
+    dst: list
+    size: list
+    duration: list
+    delay: list
+    priority: list
+    rank: list
+    node: list
+    collective: list
+    child: list
+    parent: list
+    count: int = 0
+
+    @classmethod
+    def empty(cls) -> _Rows:
+        return cls(*([] for _ in range(12)))
+
+    def add(self, n: int, *, kind, gpu=-1, dst=-1, size=0, duration=0, delay=0, priority=0,
+            rank=-1, node=-1, collective=-1) -> int:
+        first = self.count
+        for store, value, dtype in (
+            (self.kind, kind, np.uint8), (self.gpu, gpu, np.int32), (self.dst, dst, np.int32),
+            (self.size, size, np.int64), (self.duration, duration, np.int64),
+            (self.delay, delay, np.int64), (self.priority, priority, np.uint8),
+            (self.rank, rank, np.int32), (self.node, node, np.int64),
+            (self.collective, collective, np.int64),
+        ):
+            store.append(np.broadcast_to(np.asarray(value, dtype=dtype), (n,)))
+        self.count += n
+        return first
+
+    def edges(self, child: np.ndarray, parent: np.ndarray) -> None:
+        self.child.append(np.asarray(child, dtype=np.int64))
+        self.parent.append(np.asarray(parent, dtype=np.int64))
+
+
+def build_plan(
+    traces: Sequence[RankTrace],
+    rank_gpu: np.ndarray,
+    durations_ns: Sequence[np.ndarray],
+    groups: dict[int, list[int]],
+    cluster: ClusterConfig,
+    decompose: Decomposer,
+) -> PlanTables:
+    """Assemble the execution plan of all ranks.
+
+    ``durations_ns[r]`` gives a duration per template row of ``traces[r]``; ``groups`` maps a
+    communicator id to its ranks in communicator order; ``decompose(comm_type, size_bytes,
+    gpus)`` returns the collective's sub-DAG.
+    """
+    rows = _Rows.empty()
+    world = len(traces)
+    offsets = np.zeros(world + 1, dtype=np.int64)
+    coll_parts, send_parts, recv_parts = [], [], []
+    for r, trace in enumerate(traces):
+        n = len(trace)
+        node_type = trace.templates.node_type[trace.template]
+        kinds = np.where(node_type == COMP_NODE, COMPUTE, MARKER).astype(np.uint8)
+        duration = np.where(node_type == COMP_NODE,
+                            np.asarray(durations_ns[r], dtype=np.int64)[trace.template], 0)
+        first = rows.add(n, kind=kinds, gpu=np.where(node_type == COMP_NODE, rank_gpu[r], -1),
+                         duration=duration, rank=r, node=np.arange(n))
+        offsets[r] = first
+        child = np.repeat(np.arange(n), np.diff(trace.dep_ptr)) + first
+        rows.edges(child, trace.dep_idx + first)
+        coll = np.flatnonzero(node_type == COMM_COLL_NODE)
+        if coll.size:
+            t = trace.template[coll]
+            coll_parts.append(np.stack([
+                np.full(coll.size, r), coll, trace.templates.comm_group[t],
+                trace.templates.comm_type[t], trace.templates.comm_bytes[t],
+            ], axis=1).astype(np.int64))
+        for wanted, parts in ((COMM_SEND_NODE, send_parts), (COMM_RECV_NODE, recv_parts)):
+            idx = np.flatnonzero(node_type == wanted)
+            if idx.size:
+                parts.append(np.stack([
+                    np.full(idx.size, r), idx, trace.peer[idx], trace.tag[idx],
+                    trace.templates.comm_bytes[trace.template[idx]],
+                ], axis=1).astype(np.int64))
+    offsets[world] = rows.count
+    dep_ptr_of = [t.dep_ptr for t in traces]
+    dep_idx_of = [t.dep_idx for t in traces]
+
+    def parents(ranks: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(which input row, parent node task) pairs for trace nodes (ranks[i], nodes[i])."""
+        out_row, out_parent = [], []
+        for r in np.unique(ranks):
+            sel = np.flatnonzero(ranks == r)
+            lo, hi = dep_ptr_of[r][nodes[sel]], dep_ptr_of[r][nodes[sel] + 1]
+            counts = hi - lo
+            starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+            flat = dep_idx_of[r][np.arange(counts.sum()) + starts]
+            out_row.append(np.repeat(sel, counts))
+            out_parent.append(flat + offsets[r])
+        if not out_row:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(out_row), np.concatenate(out_parent)
+
+    collectives, algorithms, protocols = _add_collectives(
+        rows, coll_parts, rank_gpu, groups, decompose, offsets, parents
+    )
+    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents)
+
+    cat = np.concatenate
+    dep_ptr, dep_idx = coo_to_csr(
+        rows.count, cat(rows.child) if rows.child else np.zeros(0, np.int64),
+        cat(rows.parent) if rows.parent else np.zeros(0, np.int64),
+    )
+    plan = ExecutionPlan(
+        kind=cat(rows.kind), gpu=cat(rows.gpu), dst=cat(rows.dst), bytes=cat(rows.size),
+        duration_ns=cat(rows.duration), delay_ns=cat(rows.delay),
+        stream=np.zeros(rows.count, np.int16), priority=cat(rows.priority),
+        dep_ptr=dep_ptr, dep_idx=dep_idx, rank=cat(rows.rank), node=cat(rows.node),
+        collective=cat(rows.collective), num_gpus=cluster.world_size, collectives=collectives,
+    )
+    return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
+
+
+def _occurrence(keys: np.ndarray) -> np.ndarray:
+    """For each row, how many earlier rows (in the given order) have the same key."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    start = np.flatnonzero(np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]]))
+    run_start = np.repeat(start, np.diff(np.concatenate([start, [len(keys)]])))
+    occurrence = np.empty(len(keys), dtype=np.int64)
+    occurrence[order] = np.arange(len(keys)) - run_start
+    return occurrence
+
+
+def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, parents):
+    empty = {k: np.zeros(0, np.int64) for k in (
+        "id", "comm_type", "group", "size_bytes", "ranks", "algorithm", "protocol", "channels",
+        "start_task", "end_task", "predicted_ns")}
+    if not coll_parts:
+        return empty, [], []
+    table = np.concatenate(coll_parts)  # rank, node, group, type, bytes (rank-major, node order)
+    rank, node, group, ctype, size = table.T
+    # k-th collective of each rank on each group, in the rank's issue order.
+    occurrence = _occurrence(rank * (int(group.max()) + 2) + (group + 1))
+    key = np.stack([group, occurrence])
+    instances, inverse = np.unique(key, axis=1, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    n_inst = instances.shape[1]
+    members = np.bincount(inverse, minlength=n_inst)
+    inst_type = np.full(n_inst, -1, np.int64)
+    inst_size = np.full(n_inst, -1, np.int64)
+    inst_type[inverse] = ctype
+    inst_size[inverse] = size
+    for i in np.flatnonzero(members != np.array([len(groups.get(int(g), [])) for g in instances[0]])):
+        g = int(instances[0, i])
+        raise UserError(
+            f"traces: collective #{int(instances[1, i])} on communicator {g} is issued by "
+            f"{members[i]} of its {len(groups.get(g, []))} ranks"
+        )
+    mismatch = (inst_type[inverse] != ctype) | (inst_size[inverse] != size)
+    if mismatch.any():
+        i = int(np.flatnonzero(mismatch)[0])
+        raise UserError(
+            f"traces: rank {int(rank[i])} node {int(node[i])}: collective on communicator "
+            f"{int(group[i])} disagrees with its peers on type or size"
+        )
+    algorithms: list[str] = []
+    protocols: list[str] = []
+    out = {k: np.zeros(n_inst, np.int64) for k in empty}
+    out["id"] = np.arange(n_inst)
+    out["comm_type"], out["group"], out["size_bytes"] = inst_type, instances[0], inst_size
+    out["ranks"] = members
+    start_task = np.zeros(n_inst, np.int64)
+    end_task = np.zeros(n_inst, np.int64)
+    # Decompose once per distinct (type, size, communicator members).
+    signature = {}
+    for i in range(n_inst):
+        gpus = tuple(int(rank_gpu[m]) for m in groups[int(instances[0, i])])
+        signature.setdefault((int(inst_type[i]), int(inst_size[i]), gpus), []).append(i)
+    for (ctype_i, size_i, gpus), inst in signature.items():
+        sub = decompose(ctype_i, size_i, list(gpus))
+        inst = np.array(inst, dtype=np.int64)
+        copies, n = inst.size, len(sub)
+        first = rows.add(
+            copies * n, kind=np.tile(sub.kind, copies), gpu=np.tile(sub.gpu, copies),
+            dst=np.tile(sub.dst, copies), size=np.tile(sub.bytes, copies),
+            delay=np.tile(sub.delay_ns, copies), collective=np.repeat(inst, n),
+        )
+        base = first + np.arange(copies) * n
+        sub_child = np.repeat(np.arange(n), np.diff(sub.dep_ptr))
+        rows.edges((base[:, None] + sub_child[None, :]).ravel(),
+                   (base[:, None] + sub.dep_idx[None, :]).ravel())
+        start_task[inst] = base
+        end_task[inst] = base + sub.end_task
+        name = f"{sub.algorithm}"
+        if name not in algorithms:
+            algorithms.append(name)
+        if sub.protocol not in protocols:
+            protocols.append(sub.protocol)
+        out["algorithm"][inst] = algorithms.index(name)
+        out["protocol"][inst] = protocols.index(sub.protocol)
+        out["channels"][inst] = sub.channels
+        out["predicted_ns"][inst] = sub.predicted_ns
+    out["start_task"], out["end_task"] = start_task, end_task
+    # Collective node task <- end marker; start marker <- every member's trace parents.
+    rows.edges(offsets[rank] + node, end_task[inverse])
+    which, parent = parents(rank, node)
+    rows.edges(start_task[inverse[which]], parent)
+    # One communicator's instances run in order.
+    order = np.lexsort((instances[1], instances[0]))
+    same = instances[0, order[1:]] == instances[0, order[:-1]]
+    rows.edges(start_task[order[1:][same]], end_task[order[:-1][same]])
+    return out, algorithms, protocols
+
+
+def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents) -> int:
+    if not send_parts and not recv_parts:
+        return 0
+    sends = np.concatenate(send_parts) if send_parts else np.zeros((0, 5), np.int64)
+    recvs = np.concatenate(recv_parts) if recv_parts else np.zeros((0, 5), np.int64)
+    if len(sends) != len(recvs):
+        raise UserError(f"traces: {len(sends)} sends but {len(recvs)} recvs")
+    # Match (src, dst, tag, occurrence) on both sides.
+    s_key = np.stack([sends[:, 0], sends[:, 2], sends[:, 3]])
+    r_key = np.stack([recvs[:, 2], recvs[:, 0], recvs[:, 3]])
+    s_occ = _occurrence(np.ravel_multi_index(s_key, _dims(s_key, r_key)))
+    r_occ = _occurrence(np.ravel_multi_index(r_key, _dims(s_key, r_key)))
+    s_order = np.lexsort((s_occ, *s_key[::-1]))
+    r_order = np.lexsort((r_occ, *r_key[::-1]))
+    same = np.all(s_key[:, s_order] == r_key[:, r_order], axis=0) & (
+        s_occ[s_order] == r_occ[r_order])
+    if not same.all():
+        i = s_order[int(np.flatnonzero(~same)[0])]
+        raise UserError(
+            f"traces: send on rank {int(sends[i, 0])} to {int(sends[i, 2])} tag {int(sends[i, 3])} "
+            "has no matching recv"
+        )
+    sends, recvs = sends[s_order], recvs[r_order]
+    if np.any(sends[:, 4] != recvs[:, 4]):
+        i = int(np.flatnonzero(sends[:, 4] != recvs[:, 4])[0])
+        raise UserError(
+            f"traces: send rank {int(sends[i, 0])} -> {int(sends[i, 2])} tag {int(sends[i, 3])} "
+            f"has {int(sends[i, 4])} bytes but the recv expects {int(recvs[i, 4])}"
+        )
+    n = len(sends)
+    src_gpu, dst_gpu = rank_gpu[sends[:, 0]], rank_gpu[sends[:, 2]]
+    local = src_gpu == dst_gpu
+    kinds = np.where(local | (sends[:, 4] == 0), MARKER, FLOW)
+    first = rows.add(n, kind=kinds, gpu=np.where(kinds == FLOW, src_gpu, -1),
+                     dst=np.where(kinds == FLOW, dst_gpu, -1),
+                     size=np.where(kinds == FLOW, sends[:, 4], 0))
+    flow_task = first + np.arange(n)
+    rows.edges(offsets[sends[:, 0]] + sends[:, 1], flow_task)
+    rows.edges(offsets[recvs[:, 0]] + recvs[:, 1], flow_task)
+    for side in (sends, recvs):
+        which, parent = parents(side[:, 0], side[:, 1])
+        rows.edges(flow_task[which], parent)
+    return int(sends[:, 4].sum())
+
+
+def _dims(*keys: np.ndarray) -> tuple[int, int, int]:
+    stacked = np.concatenate(keys, axis=1)
+    shift = stacked.min(axis=1)
+    assert np.all(shift >= 0), "ranks and tags are non-negative"
+    return tuple(int(x) + 1 for x in stacked.max(axis=1))
+
+
+def collective_name(comm_type: int) -> str:
+    return COLLECTIVE_NAMES.get(int(comm_type), str(comm_type))

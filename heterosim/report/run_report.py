@@ -1,0 +1,243 @@
+"""What ``heterosim run`` writes: results.json, CSVs, the Perfetto trace and PNG plots.
+
+All files go to a temporary folder beside ``out_dir`` and are moved into place at the end, so an
+error never leaves half-written results. results.json holds at least the keys of the DESIGN.md
+contract; numbers are plain floats and ints (seconds, bytes, counts), so the same experiment and
+seed give byte-identical files apart from ``sim.wall_s`` and the ``*_wall_s`` timings.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from heterosim import __version__
+from heterosim.engine.topology import LINK_KIND_NAMES
+from heterosim.plan.execution_plan import FLOW
+from heterosim.report.breakdown import rank_breakdown
+from heterosim.report.perfetto import write_perfetto_trace
+from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
+from heterosim.workload.trace import COLLECTIVE_NAMES
+
+NS = 1e-9
+
+
+def results_dict(run: Any) -> dict[str, Any]:
+    """The results.json content of a finished (or partial) run."""
+    exp, engine, plan = run.experiment, run.engine, run.tables.plan
+    cluster = exp.cluster
+    iteration_ns = int(engine.makespan_ns)
+    bd = rank_breakdown(plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
+                        cluster.gpu_host, iteration_ns)
+    world = len(run.rank_gpu)
+    ranks = []
+    for r in range(world):
+        gpu = int(run.rank_gpu[r])
+        ranks.append({
+            "rank": r, "gpu": cluster.gpu_type[gpu], "gpu_index": gpu,
+            "host": int(cluster.gpu_host[gpu]),
+            "stage": int(run.workload.layout.pp_index(r)),
+            "dp_replica": int(run.workload.layout.dp_index(r)),
+            "busy_s": bd.busy_ns[r] * NS, "compute_s": bd.compute_ns[r] * NS,
+            "comm_s": bd.comm_ns[r] * NS, "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
+            "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
+            "inter_host_comm_s": bd.inter_host_ns[r] * NS,
+        })
+    flows = plan.kind == FLOW
+    counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
+                "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
+    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    tokens = exp.training.global_batch * exp.training.seq_len
+    total_flops = float(sum(
+        float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces
+    ))
+    iteration_s = iteration_ns * NS
+    colls = run.tables.collectives
+    by_algorithm: dict[str, int] = {}
+    for a in colls.get("algorithm", []):
+        name = run.tables.algorithms[int(a)]
+        by_algorithm[name] = by_algorithm.get(name, 0) + 1
+    return {
+        "iteration_time_s": iteration_s,
+        "breakdown": {
+            "compute_s": float(bd.compute_ns.mean() * NS),
+            "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
+            "bubble_s": float(bd.bubble_ns.mean() * NS),
+            "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
+            "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
+            "definition": "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s",
+        },
+        "throughput": {
+            "tokens_per_s": tokens / iteration_s if iteration_s else 0.0,
+            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else 0.0,
+            "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
+        },
+        "ranks": ranks,
+        "network": counters,
+        "collectives": {"instances": int(len(colls.get("id", []))), "by_algorithm": by_algorithm,
+                        "p2p_bytes": int(run.tables.p2p_bytes)},
+        "compute_provenance": run.compute_provenance,
+        "partition": {
+            "mode": run.workload.partition.mode,
+            "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],
+            "replica_micro_batches": list(run.workload.partition.replica_micro_batches),
+        },
+        "sim": {
+            "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
+            "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
+            "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
+        },
+        "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
+    }
+
+
+def _write_csv(path: Path, header: list[str], rows) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _label_fn(run: Any):
+    plan, traces = run.tables.plan, run.traces
+    colls = run.tables.collectives
+
+    def labels(tasks: np.ndarray) -> list[str]:
+        out = []
+        for t in tasks:
+            r, node, c = int(plan.rank[t]), int(plan.node[t]), int(plan.collective[t])
+            if r >= 0 and node >= 0:
+                tr = traces[r]
+                out.append(tr.templates.label_names[int(tr.templates.label[int(tr.template[node])])])
+            elif c >= 0:
+                out.append(COLLECTIVE_NAMES.get(int(colls["comm_type"][c]), "collective").lower())
+            else:
+                out.append("p2p")
+        return out
+
+    return labels
+
+
+def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = None,
+                      plots: bool = True) -> dict[str, Any]:
+    """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content."""
+    results = results if results is not None else results_dict(run)
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        _write_all(run, staging, results, plots)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        staging.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return results
+
+
+def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> None:
+    engine, plan, topo = run.engine, run.tables.plan, run.topology
+    rank_keys = ["rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s",
+                 "exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"]
+    _write_csv(folder / "ranks.csv", rank_keys, ([row[k] for k in rank_keys] for row in results["ranks"]))
+
+    colls = run.tables.collectives
+    start, end = engine.task_start_ns, engine.task_end_ns
+    coll_rows = []
+    for i in range(len(colls.get("id", []))):
+        s, e = int(start[colls["start_task"][i]]), int(end[colls["end_task"][i]])
+        size, n = int(colls["size_bytes"][i]), int(colls["ranks"][i])
+        ctype = int(colls["comm_type"][i])
+        duration = (e - s) * NS if e >= s >= 0 else float("nan")
+        busbw = _busbw(ctype, size, n, duration)
+        coll_rows.append([i, COLLECTIVE_NAMES.get(ctype, ctype), int(colls["group"][i]), n, size,
+                          run.tables.algorithms[int(colls["algorithm"][i])],
+                          run.tables.protocols[int(colls["protocol"][i])], int(colls["channels"][i]),
+                          s * NS, e * NS, duration, busbw])
+    _write_csv(folder / "collectives.csv",
+               ["id", "type", "group", "ranks", "size_bytes", "algorithm", "protocol", "channels",
+                "start_s", "end_s", "time_s", "busbw_GBps"], coll_rows)
+
+    flows = engine.flows
+    if flows and len(flows.get("task", [])):
+        retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
+        _write_csv(folder / "flows.csv",
+                   ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
+                   ([int(t), int(s), int(d), int(b), int(st) * NS, int(en) * NS, (int(en) - int(st)) * NS,
+                     int(rt)] for t, s, d, b, st, en, rt in zip(
+                         flows["task"], flows["src"], flows["dst"], flows["bytes"], flows["start_ns"],
+                         flows["end_ns"], retrans)))
+    links = engine.links
+    link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
+                  for i in range(topo.num_links)]
+    names, util = [], np.zeros(0)
+    if links and len(links.get("link", [])):
+        link_idx = np.asarray(links["link"], dtype=np.int64)
+        direction = np.asarray(links["direction"], dtype=np.int64)
+        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+        util = np.asarray(links.get("utilization", np.zeros(link_idx.size)), dtype=float)
+        columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns",
+                               "ecn_marks", "drops") if k in links]
+        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *columns],
+                   ([int(i), n, LINK_KIND_NAMES[int(topo.link_kind[i])], int(d),
+                     *[_num(links[c][j]) for c in columns]]
+                    for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
+    labels = _label_fn(run)
+    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+                  for r, row in enumerate(results["ranks"])]
+    counters = {}
+    series = engine.series or {}
+    queue = series.get("queue")
+    if queue is not None and len(queue.get("time_ns", [])):
+        counters["max queue depth (bytes)"] = _max_per_time(queue["time_ns"], queue["bytes"])
+    info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
+                                labels, counters)
+    results["sim"]["trace_spans"] = info
+    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    if plots:
+        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu)
+        ranks = results["ranks"]
+        plot_breakdown(folder / "breakdown.png", {
+            "compute": np.array([r["compute_s"] for r in ranks]),
+            "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
+            "bubble": np.array([r["bubble_s"] for r in ranks]),
+        })
+        if len(util):
+            plot_link_heatmap(folder / "link_utilization.png", names, util)
+        if counters:
+            plot_series(folder / "queues.png", counters, "bytes", "largest switch queue over time")
+
+
+def _max_per_time(times, values) -> tuple[np.ndarray, np.ndarray]:
+    times = np.asarray(times)
+    values = np.asarray(values)
+    unique, inverse = np.unique(times, return_inverse=True)
+    out = np.zeros(unique.size)
+    np.maximum.at(out, inverse, values)
+    return unique, out
+
+
+def _reverse(name: str) -> str:
+    a, _, b = name.partition("->")
+    return f"{b}->{a}"
+
+
+def _num(value):
+    value = value.item() if hasattr(value, "item") else value
+    return value
+
+
+def _busbw(comm_type: int, size_bytes: int, n: int, time_s: float) -> float:
+    """nccl-tests bus bandwidth (GB/s) of one collective instance."""
+    if not time_s or time_s != time_s or time_s <= 0 or n < 1:
+        return float("nan")
+    algbw = size_bytes / time_s / 1e9
+    factor = {0: 2 * (n - 1) / n, 2: (n - 1) / n, 7: (n - 1) / n, 6: (n - 1) / n}.get(comm_type, 1.0)
+    return algbw * factor

@@ -1,0 +1,133 @@
+"""One experiment end to end: workload -> plan -> engine -> report.
+
+This module sits above the three layers and is the only one that calls all of them;
+``heterosim run``, ``compare``, ``sweep`` and ``validate`` go through :func:`run_experiment`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from heterosim import __version__
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.engine.executor import EngineResult, execute_plan
+from heterosim.engine.topology import Topology, build_topology
+from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.compute.model import PROVENANCES, ComputeModel
+from heterosim.plan.from_traces import PlanTables, build_plan
+from heterosim.plan.placement import place_ranks
+from heterosim.workload.generator import Workload, generate_workload
+from heterosim.workload.trace import RankTrace
+
+ProgressFn = Callable[[int, int, int], None]
+
+
+@dataclass
+class RunArtifacts:
+    """Everything a report needs about one run."""
+
+    experiment: ExperimentConfig
+    workload: Workload
+    traces: list[RankTrace]
+    rank_gpu: np.ndarray
+    tables: PlanTables
+    topology: Topology
+    engine: EngineResult
+    compute_provenance: dict[str, float]
+    stage_wall_s: dict[str, float]
+
+
+def _compute_cost_fn(model: ComputeModel, dtype_fallback: str):
+    """Partitioner cost callback: seconds for a list of OpSpecs on a GPU type."""
+    cache: dict[tuple[str, Any], float] = {}
+
+    def cost(gpu_type: str, ops) -> float:
+        total = 0.0
+        for op in ops:
+            if op.is_comm:
+                continue
+            key = (gpu_type, op)
+            if key not in cache:
+                ns, _ = model.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
+                                      op.bytes_moved, gpu_type)
+                cache[key] = ns * 1e-9
+            total += cache[key]
+        return total
+
+    return cost
+
+
+def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None) -> tuple:
+    """Workload, traces, placement, timed plan and topology (no simulation yet)."""
+    stage_wall: dict[str, float] = {}
+    t0 = time.perf_counter()
+    compute = ComputeModel(databases)
+    workload = generate_workload(experiment, cost_fn=_compute_cost_fn(compute, experiment.training.dtype))
+    traces = [workload.trace(r) for r in range(workload.world_size)]
+    stage_wall["workload_s"] = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    cluster = experiment.cluster
+    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size), dtype=np.int64)
+    durations, provenance_time = [], np.zeros(len(PROVENANCES))
+    for rank, trace in enumerate(traces):
+        gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
+        ns, prov = compute.time_templates(trace.templates, gpu_type)
+        trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
+        durations.append(np.asarray(ns, dtype=np.int64))
+        counts = np.bincount(trace.template, minlength=len(trace.templates))
+        provenance_time += np.bincount(prov, weights=np.asarray(ns, float) * counts,
+                                       minlength=len(PROVENANCES))
+    total = provenance_time.sum()
+    shares = {name: (float(provenance_time[i] / total) if total else 0.0)
+              for i, name in enumerate(PROVENANCES)}
+    network = experiment.network
+    groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
+
+    def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
+        return decompose_collective(
+            comm_type, size_bytes, gpus, cluster, algorithm=network.collective_algorithm,
+            protocol=network.collective_protocol, channels=network.channels, strict=False,
+        )
+
+    tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose)
+    stage_wall["plan_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    topology = build_topology(cluster)
+    stage_wall["topology_s"] = time.perf_counter() - t2
+    return workload, traces, rank_gpu, tables, topology, shares, stage_wall
+
+
+def run_experiment(
+    experiment: ExperimentConfig,
+    *,
+    fidelity: str | None = None,
+    progress: ProgressFn | None = None,
+    databases: list[str] | None = None,
+    stop_ns: int | None = None,
+    sample_interval_ns: int = 0,
+) -> RunArtifacts:
+    """Simulate one training iteration of ``experiment``; return the artifacts for reporting."""
+    if fidelity is not None and fidelity != experiment.simulation.fidelity:
+        experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
+    workload, traces, rank_gpu, tables, topology, shares, stage_wall = build_run(
+        experiment, databases=databases
+    )
+    t3 = time.perf_counter()
+    engine = execute_plan(
+        tables.plan, topology, experiment.network, fidelity=experiment.simulation.fidelity,
+        seed=experiment.simulation.seed, stop_ns=stop_ns, sample_interval_ns=sample_interval_ns,
+        progress=progress,
+    )
+    stage_wall["engine_s"] = time.perf_counter() - t3
+    return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
+                        stage_wall)
+
+
+def version() -> str:
+    return __version__
