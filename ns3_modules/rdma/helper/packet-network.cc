@@ -101,6 +101,12 @@ PacketNetwork::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&PacketNetwork::m_seed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("Ecmp",
+                          "Spread flows over equal-cost paths by their hash (else all flows "
+                          "hash alike and share one path per destination)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&PacketNetwork::m_ecmp),
+                          MakeBooleanChecker())
             .AddAttribute("SampleInterval",
                           "Sampling period of queue depths and queue-pair rates (0 = off)",
                           TimeValue(Time(0)),
@@ -341,8 +347,8 @@ PacketNetwork::StartFlow(uint32_t flowId,
         return;
     }
     NS_ASSERT_MSG(priority < QbbNetDevice::N_PRIORITIES, "priority must be 0..7");
-    uint32_t hash = FlowHash(m_seed, flowId, srcGpu, dstGpu, 0);
-    uint32_t ackHash = FlowHash(m_seed, flowId, srcGpu, dstGpu, 1);
+    uint32_t hash = m_ecmp ? FlowHash(m_seed, flowId, srcGpu, dstGpu, 0) : 0;
+    uint32_t ackHash = m_ecmp ? FlowHash(m_seed, flowId, srcGpu, dstGpu, 1) : 0;
     uint32_t srcNode = m_desc->GetGpuNode(srcGpu);
     uint32_t dstNode = m_desc->GetGpuNode(dstGpu);
     bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
@@ -440,6 +446,16 @@ PacketNetwork::Finish(uint32_t flowId)
 {
     --m_pending;
     NotifyFlowDone(flowId);
+    if (m_stopAfter > 0 && GetFinishedCount() >= m_stopAfter)
+    {
+        Simulator::Stop();
+    }
+}
+
+void
+PacketNetwork::SetStopAfterFlows(uint64_t n)
+{
+    m_stopAfter = n;
 }
 
 void
@@ -605,6 +621,21 @@ PacketNetwork::CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, 
     std::copy(m_rFlow.begin(), m_rFlow.end(), flow);
     std::copy(m_rRate.begin(), m_rRate.end(), rateBps);
     std::copy(m_rAcked.begin(), m_rAcked.end(), bytesAcked);
+}
+
+uint32_t
+PacketNetwork::GetNQueuePairs() const
+{
+    return static_cast<uint32_t>(m_qps.size());
+}
+
+void
+PacketNetwork::CopyQueuePairIds(uint32_t* out) const
+{
+    for (std::size_t i = 0; i < m_qps.size(); ++i)
+    {
+        out[i] = m_qps[i]->flowId;
+    }
 }
 
 uint64_t

@@ -84,6 +84,13 @@ class PacketNetwork : public FlowNetwork
                    uint8_t priority) override;
     uint32_t GetNGpus() const override;
 
+    /**
+     * \brief Stop the simulator once \p n flows have finished (0 = never); for stand-alone runs
+     * so that the run ends at the last completion rather than at its time limit.
+     * \param n number of flows
+     */
+    void SetStopAfterFlows(uint64_t n);
+
     /** \return number of ports (2 per link: port 2*l is link l's a->b direction) */
     uint32_t GetNPorts() const;
 
@@ -163,6 +170,11 @@ class PacketNetwork : public FlowNetwork
      */
     void CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, uint64_t* bytesAcked) const;
 
+    /** \return number of queue pairs (flows that needed the network) */
+    uint32_t GetNQueuePairs() const;
+    /** \brief Copy the flow ids of all queue pairs, in start order. \param out ids */
+    void CopyQueuePairIds(uint32_t* out) const;
+
     /** \return smallest shared pool of a fabric switch, bytes (0: buffer too small) */
     uint64_t GetSmallestSharedPool() const;
     /** \return frames handed out by the frame pool now (in flight or queued) */
@@ -195,6 +207,7 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_hostBuffer;     //!< host switch buffer
     bool m_ecn;                //!< ECN marking on fabric switches
     uint32_t m_seed;           //!< ECMP seed
+    bool m_ecmp;               //!< per-flow ECMP (else every flow takes the first choice)
     Time m_sampleInterval;     //!< 0 = no sampling
     bool m_sampleAllPorts;     //!< sample every port (else fabric ports only)
     bool m_phyOverhead;        //!< count preamble + IFG
@@ -220,6 +233,7 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_flows{0};                               //!< flows started
     uint64_t m_bytes{0};                               //!< bytes of flows started
     uint64_t m_pending{0};                             //!< flows not finished
+    uint64_t m_stopAfter{0};                           //!< stop after this many finished
 
     std::vector<uint32_t> m_samplePorts;  //!< ports sampled
     EventId m_sampleEvent;                //!< next sample

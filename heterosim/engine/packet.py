@@ -1,0 +1,230 @@
+"""The ``packet`` fidelity: the ns-3 packet-level RDMA network (``ns3::PacketNetwork``).
+
+Every topology link is a pair of ns-3 devices with the link's rate and delay; switches have
+per-priority output queues, a shared buffer with PFC, RED ECN marking and ECMP; GPU and NIC
+nodes run an RDMA (RoCEv2) transport with one queue pair per flow and the selected congestion
+control (see ``ns3_modules/rdma`` and ``ns3_modules/switch``). Flows between GPUs of one host
+stay on NVLink/PCIe and never touch a NIC; flows between hosts run NIC to NIC, with the
+GPUDirect PCIe segments modelled as a rate cap and a latency (see ``packet-network.h``).
+
+Python builds the network, schedules flows from arrays, runs the simulator and reads every
+counter back in bulk; it is never called per packet or per flow.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from heterosim.config.experiment import CC_ALGORITHMS, NetworkConfig
+from heterosim.engine import native
+from heterosim.engine.topology import Topology, to_native
+from heterosim.errors import UserError
+
+DEFAULT_PRIORITY = 3  # the lossless RoCE traffic class of common deployments
+FLUID_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
+COUNTER_NAMES = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks",
+                 "cnps", "frames", "timeouts")
+PORT_FIELDS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent",
+               "pause_received", "paused_ns", "ecn_marks", "drops", "frames_sent")
+
+
+def _attribute_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, seed: int,
+                          sample_interval_ns: int = 0, sample_all_ports: bool = False) -> Any:
+    """An ``ns3::PacketNetwork`` built on ``topology_desc`` (an ``ns3::TopologyDescription``).
+
+    ``network`` gives the congestion control, MTU (payload bytes per packet), PFC, switch
+    buffer and ECMP switch; ``network.attributes`` overrides any attribute of the network or
+    of the components it creates by name (``RateAi``, ``Dcqcn::RateAi``, ``EcnKmin``,
+    ``AckInterval``, ...). ``FluidNetwork::`` entries belong to the flow model and are skipped.
+    """
+    if network.cc not in CC_ALGORITHMS:
+        raise UserError(f"network: cc: expected one of {', '.join(CC_ALGORITHMS)}, "
+                        f"got {network.cc!r}")
+    if seed < 0:
+        raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
+    if sample_interval_ns < 0:
+        raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
+    ns3 = gbl.ns3
+    net = ns3.CreateObject[ns3.PacketNetwork]()
+    settings = {
+        "Cc": network.cc, "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
+        "BufferSize": int(network.buffer_bytes), "Ecmp": bool(network.ecmp),
+        "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
+        "SampleAllPorts": bool(sample_all_ports),
+    }
+    for name, value in settings.items():
+        if not net.SetComponentAttribute(name, _attribute_text(value)):
+            raise UserError(f"network: {name}: invalid value {value!r}")
+    for key, value in network.attributes.items():
+        name = str(key)
+        if name.startswith(FLUID_PREFIXES):
+            continue
+        if not net.SetComponentAttribute(name, _attribute_text(value)):
+            raise UserError(
+                f"network: attributes: {name}: not an attribute of the packet network or its "
+                f"components, or {value!r} is not a valid value for it"
+            )
+    if not net.Build(topology_desc):
+        raise UserError(f"network: cc: unknown congestion control {network.cc!r}")
+    if net.GetSmallestSharedPool() == 0:
+        raise UserError(
+            f"network: buffer: {network.buffer_bytes} bytes leave no shared buffer at a fabric "
+            "switch once PFC headroom and per-port reserves are set aside; raise it"
+        )
+    return net
+
+
+def collect_packet_stats(net: Any) -> dict[str, Any]:
+    """Every counter of a packet network, as numpy arrays (bulk copies from C++)."""
+    counters = np.zeros(len(COUNTER_NAMES), np.uint64)
+    net.CopyCounters(counters)
+    n_ports = int(net.GetNPorts())
+    ports = {
+        "node": np.zeros(n_ports, np.int32), "link": np.zeros(n_ports, np.int32),
+        "direction": np.zeros(n_ports, np.uint8), "bytes_sent": np.zeros(n_ports, np.uint64),
+        "max_queue_bytes": np.zeros(n_ports, np.uint64),
+        "mean_queue_bytes": np.zeros(n_ports, np.float64),
+        "pause_sent": np.zeros(n_ports, np.uint64), "pause_received": np.zeros(n_ports, np.uint64),
+        "paused_ns": np.zeros(n_ports, np.int64), "ecn_marks": np.zeros(n_ports, np.uint64),
+        "drops": np.zeros(n_ports, np.uint64), "frames_sent": np.zeros(n_ports, np.uint64),
+    }
+    if n_ports:
+        net.CopyPortStats(*(ports[k] for k in ("node", "link", "direction", *PORT_FIELDS)))
+    n_qps = int(net.GetNQueuePairs())
+    ids = np.zeros(n_qps, np.uint32)
+    if n_qps:
+        net.CopyQueuePairIds(ids)
+    ids = np.sort(ids)
+    flows = flow_stats(net, ids)
+    stats: dict[str, Any] = {
+        "counters": {name: int(v) for name, v in zip(COUNTER_NAMES, counters)},
+        "ports": ports,
+        "flows": flows,
+        "events": int(native.load().ns3.Simulator.GetEventCount()),
+        "frames_in_use": int(net.GetFramesInUse()),
+    }
+    series = _series(net)
+    if series is not None:
+        stats["series"] = series
+    return stats
+
+
+def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-flow counters for ``ids`` (zeros for flows that never needed the network)."""
+    ids = np.ascontiguousarray(ids, np.uint32)
+    n = len(ids)
+    out = {key: np.zeros(n, np.uint64) for key in
+           ("retransmits", "cnps", "rate_changes", "timeouts", "bytes_acked", "bytes_delivered")}
+    if n:
+        net.CopyFlowStats(n, ids, out["retransmits"], out["cnps"], out["rate_changes"],
+                          out["timeouts"], out["bytes_acked"], out["bytes_delivered"])
+    return {"id": ids.astype(np.int64), **{k: v.astype(np.int64) for k, v in out.items()}}
+
+
+def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
+    nq, nr = int(net.GetNQueueSamples()), int(net.GetNRateSamples())
+    if nq == 0 and nr == 0:
+        return None
+    queue = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
+             "bytes": np.zeros(nq, np.uint64), "tx_bytes": np.zeros(nq, np.uint64)}
+    rate = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
+            "rate_bps": np.zeros(nr, np.float64), "acked_bytes": np.zeros(nr, np.uint64)}
+    if nq:
+        net.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])
+    if nr:
+        net.CopyRateSeries(rate["time_ns"], rate["flow"], rate["rate_bps"], rate["acked_bytes"])
+    return {"queue": queue, "rate": rate}
+
+
+def _flow_arrays(topology: Topology, src: Sequence[int], dst: Sequence[int],
+                 size_bytes: Sequence[int], start_ns: Sequence[int],
+                 priority: Sequence[int] | None) -> dict[str, np.ndarray]:
+    arrays = {
+        "src": np.asarray(src, dtype=np.int64), "dst": np.asarray(dst, dtype=np.int64),
+        "bytes": np.asarray(size_bytes, dtype=np.int64),
+        "start": np.asarray(start_ns, dtype=np.int64),
+    }
+    n = len(arrays["src"])
+    arrays["priority"] = (np.full(n, DEFAULT_PRIORITY, np.int64) if priority is None
+                          else np.asarray(priority, dtype=np.int64))
+    for name, values in arrays.items():
+        if values.ndim != 1 or len(values) != n:
+            raise UserError(f"flows: {name}: expected {n} values, one per flow")
+    gpus = len(topology.gpu_node)
+    for name in ("src", "dst"):
+        bad = np.flatnonzero((arrays[name] < 0) | (arrays[name] >= gpus))
+        if len(bad):
+            raise UserError(f"flows[{bad[0]}]: {name}: GPU {arrays[name][bad[0]]} does not exist "
+                            f"(the cluster has GPUs 0..{gpus - 1})")
+    checks = (("bytes", arrays["bytes"] <= 0, "expected a size > 0 bytes"),
+              ("start", arrays["start"] < 0, "expected a start time >= 0"),
+              ("priority", (arrays["priority"] < 0) | (arrays["priority"] > 7),
+               "expected a traffic class 0..7"))
+    for name, bad_mask, expectation in checks:
+        bad = np.flatnonzero(bad_mask)
+        if len(bad):
+            raise UserError(f"flows[{bad[0]}]: {name}: {expectation}, got {arrays[name][bad[0]]}")
+    return arrays
+
+
+def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
+              dst: Sequence[int], size_bytes: Sequence[int], start_ns: Sequence[int],
+              priority: Sequence[int] | None = None, *, stop_ns: int,
+              sample_interval_ns: int = 0, seed: int = 1,
+              sample_all_ports: bool = False) -> dict[str, Any]:
+    """Run flows (ids 0..n-1 in argument order) on a fresh packet network until ``stop_ns``
+    or until the last one finishes; return :func:`collect_packet_stats`' dict plus ``flows``
+    (id, src, dst, bytes, start_ns, end_ns (-1 unfinished), fct_ns, retransmits, ...),
+    ``sim_end_ns`` and ``wall_s``. The simulator is destroyed afterwards, so runs in one
+    process are independent and repeatable.
+    """
+    if stop_ns <= 0:
+        raise UserError(f"simulation: stop: expected a time > 0, got {stop_ns} ns")
+    arrays = _flow_arrays(topology, src, dst, size_bytes, start_ns, priority)
+    gbl = native.load()
+    ns3 = gbl.ns3
+    started = time.perf_counter()
+    ns3.Simulator.Destroy()
+    try:
+        desc = to_native(topology, gbl)
+        net = create_packet_network(gbl, desc, network, seed, sample_interval_ns,
+                                    sample_all_ports)
+        n = len(arrays["src"])
+        ids = np.arange(n, dtype=np.uint32)
+        if n:
+            net.ScheduleFlows(n, ids, arrays["src"].astype(np.uint32),
+                              arrays["dst"].astype(np.uint32), arrays["bytes"].astype(np.uint64),
+                              arrays["start"].astype(np.int64),
+                              arrays["priority"].astype(np.uint8))
+            net.SetStopAfterFlows(n)
+        ns3.Simulator.Stop(ns3.NanoSeconds(int(stop_ns)))
+        ns3.Simulator.Run()
+        sim_end_ns = int(ns3.Simulator.Now().GetNanoSeconds())
+        end = np.full(n, -1, np.int64)
+        if n:
+            net.CopyFinishTimes(n, ids, end)
+        stats = collect_packet_stats(net)
+        per_flow = flow_stats(net, ids)
+        net.Dispose()
+    finally:
+        ns3.Simulator.Destroy()
+    done = end >= 0
+    stats["flows"] = {
+        "id": ids.astype(np.int64), "src": arrays["src"], "dst": arrays["dst"],
+        "bytes": arrays["bytes"], "start_ns": arrays["start"], "end_ns": end,
+        "fct_ns": np.where(done, end - arrays["start"], -1),
+        **{k: v for k, v in per_flow.items() if k != "id"},
+    }
+    stats["sim_end_ns"] = sim_end_ns
+    stats["wall_s"] = time.perf_counter() - started
+    return stats
