@@ -58,7 +58,7 @@ class EngineResult:
     network: dict[str, int]  # flows, bytes, drops, retransmits, pfc_pause_frames, ecn_marks, cnps
     links: dict[str, np.ndarray]  # per link direction: link, direction, bytes, busy_ns, ...
     flows: dict[str, np.ndarray]  # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits
-    series: dict[str, np.ndarray] = field(default_factory=dict)
+    series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ packet tables)
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
 
@@ -74,13 +74,17 @@ def execute_plan(
     sample_interval_ns: int = 0,
     progress: ProgressCallback | None = None,
     raise_on_stall: bool = True,
+    stall_timeout_ns: int | None = None,
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
 
     ``stop_ns`` ends the run early (``partial=True``); ``sample_interval_ns`` > 0 records
     ``series`` = {time_ns, tasks_done, flows_in_flight} every interval of simulated time (and
     the packet model's own series); ``progress(sim_ns, done, total)`` is called about every
-    0.5 s of wall time and once at the end.
+    0.5 s of wall time and once at the end. ``stall_timeout_ns``: simulated time without any
+    task finishing that counts as a stall (0 = only an empty event queue). The packet network
+    keeps timers running even when deadlocked, so its default is
+    :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
     """
     if fidelity not in FIDELITIES:
         raise UserError(f"simulation: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
@@ -105,6 +109,10 @@ def execute_plan(
         executor.SetAttribute("StopTime", ns3.TimeValue(ns3.NanoSeconds(int(stop_ns))))
     if sample_interval_ns > 0:
         executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
+    if stall_timeout_ns is None:
+        stall_timeout_ns = 0 if fidelity == "flow" else default_stall_timeout_ns(plan, topology)
+    if stall_timeout_ns > 0:
+        executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
     if progress is not None:
         executor.SetAttribute(
             "WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9)))
@@ -132,6 +140,20 @@ def execute_plan(
         executor.Dispose()
         reset_simulator(gbl)
         net.Dispose()
+
+
+def default_stall_timeout_ns(plan: ExecutionPlan, topology: Topology) -> int:
+    """1 s, or 4x the longest single task (compute, delay, or the largest flow alone on the
+    slowest link) if that is longer: no legitimate run goes that long without a task finishing
+    unless its flows are starved by congestion for that long."""
+    longest = 0.0
+    if len(plan):
+        longest = float(plan.duration_ns.max() + plan.delay_ns.max())
+        flows = plan.kind == FLOW
+        if flows.any():
+            slowest = float(topology.link_rate_bps[topology.link_rate_bps > 0].min())
+            longest += float(plan.bytes[flows].max()) * 8e9 / slowest
+    return int(max(1e9, 4 * longest))
 
 
 def _packet_module() -> Any:
@@ -188,10 +210,9 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     else:
         stats = packet_module.collect_packet_stats(net)
         counters = {key: int(value) for key, value in stats["counters"].items()}
-        links = dict(stats["ports"])
+        links = _packet_links(stats["ports"], topology, sim_end)
         events = int(stats.get("events", events))
-        for key, value in stats.get("series", {}).items():
-            series[f"network.{key}"] = value
+        series.update(stats.get("series", {}))  # "queue" and "rate" tables
         retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
     flows = {
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
@@ -202,6 +223,19 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         task_start_ns=start, task_end_ns=end, makespan_ns=makespan, events=events, wall_s=0.0,
         fidelity=fidelity, network=counters, links=links, flows=flows, series=series,
     )
+
+
+def _packet_links(ports: dict[str, np.ndarray], topology: Topology, sim_end_ns: int) -> dict[str, np.ndarray]:
+    """Packet model port table -> per link direction rows (bytes on the wire, with headers)."""
+    links = {key: np.asarray(value) for key, value in ports.items()}
+    links["link"] = links["link"].astype(np.int32)
+    links["direction"] = links["direction"].astype(np.int8)
+    links["bytes"] = links["bytes_sent"].astype(np.int64)
+    rate = topology.link_rate_bps[links["link"]]
+    seconds = max(sim_end_ns, 1) * 1e-9
+    links["utilization"] = np.divide(links["bytes"] * 8.0, rate * seconds,
+                                     out=np.zeros(len(rate)), where=rate > 0)
+    return links
 
 
 def _samples(executor: Any) -> dict[str, np.ndarray]:

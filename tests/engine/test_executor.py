@@ -328,5 +328,17 @@ def test_packet_fidelity_runs_the_same_plan(topo):
     packet = execute_plan(plan, topo, NETWORK, fidelity="packet")
     assert not packet.partial and packet.fidelity == "packet"
     assert packet.network["bytes"] == flow.network["bytes"]
+    np.testing.assert_array_equal(packet.flows["task"], flow.flows["task"])
+    assert np.all(packet.flows["end_ns"] > packet.flows["start_ns"])
     # uncongested transfers: the two models agree within 5 % on the makespan
     assert abs(packet.makespan_ns - flow.makespan_ns) <= 0.05 * flow.makespan_ns
+
+
+def test_stall_timeout_reports_runs_that_make_no_progress(topo):
+    # the watchdog stops a run in which no task finishes for stall_timeout_ns of simulated time
+    # (the packet network's timers keep its event queue from ever emptying)
+    plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 10_000}, {"kind": MARKER, "deps": [0]}])
+    with pytest.raises(UserError, match=r"no task finished during the last 1000 ns \(StallTimeout\); "
+                                        r"plan stalled at 1000 ns: 2 of 2 tasks unfinished; task 0"):
+        execute_plan(plan, topo, NETWORK, stall_timeout_ns=1000)
+    assert execute_plan(plan, topo, NETWORK, stall_timeout_ns=20_000).makespan_ns == 10_000

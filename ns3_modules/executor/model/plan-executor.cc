@@ -53,6 +53,12 @@ PlanExecutor::GetTypeId()
                           TimeValue(Time(0)),
                           MakeTimeAccessor(&PlanExecutor::m_wallInterval),
                           MakeTimeChecker())
+            .AddAttribute("StallTimeout",
+                          "Simulated time without any task finishing after which the run is "
+                          "reported as stalled; 0 = only when no event is left",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&PlanExecutor::m_stallTimeout),
+                          MakeTimeChecker())
             .AddTraceSource("TaskStart",
                             "A task started: task index",
                             MakeTraceSourceAccessor(&PlanExecutor::m_taskStartTrace),
@@ -344,6 +350,8 @@ PlanExecutor::Start()
     m_makespan = 0;
     m_yield = false;
     m_stopHit = false;
+    m_watchdogStall = false;
+    m_watchdogDone = 0;
     m_sampleTime.clear();
     m_sampleDone.clear();
     m_sampleFlows.clear();
@@ -353,6 +361,10 @@ PlanExecutor::Start()
     if (m_stopTime.IsStrictlyPositive())
     {
         Simulator::Schedule(m_stopTime, &PlanExecutor::StopTimeReached, this);
+    }
+    if (m_stallTimeout.IsStrictlyPositive())
+    {
+        Simulator::Schedule(m_stallTimeout, &PlanExecutor::Watchdog, this);
     }
     m_runState = YIELDED;
     return true;
@@ -380,6 +392,15 @@ PlanExecutor::Resume()
     else if (m_yield)
     {
         m_runState = YIELDED;
+    }
+    else if (m_watchdogStall)
+    {
+        SampleUntil(Simulator::Now().GetNanoSeconds(), true);
+        std::ostringstream out;
+        out << "no task finished during the last " << m_stallTimeout.GetNanoSeconds()
+            << " ns (StallTimeout); " << DescribeStall();
+        m_error = out.str();
+        m_runState = STALLED;
     }
     else if (m_stopHit)
     {
@@ -436,6 +457,23 @@ PlanExecutor::StopTimeReached()
         m_stopHit = true; // otherwise nothing else is pending: Resume() reports the stall
     }
     Simulator::Stop();
+}
+
+void
+PlanExecutor::Watchdog()
+{
+    if (m_done == m_n)
+    {
+        return;
+    }
+    if (m_done == m_watchdogDone)
+    {
+        m_watchdogStall = true;
+        Simulator::Stop();
+        return;
+    }
+    m_watchdogDone = m_done;
+    Simulator::Schedule(m_stallTimeout, &PlanExecutor::Watchdog, this);
 }
 
 void
@@ -640,7 +678,8 @@ std::string
 PlanExecutor::DescribeStall() const
 {
     std::ostringstream out;
-    out << "plan stalled at " << Simulator::Now().GetNanoSeconds() << " ns with no event left: "
+    out << "plan stalled at " << Simulator::Now().GetNanoSeconds() << " ns"
+        << (m_watchdogStall ? "" : " with no event left") << ": "
         << (m_n - m_done) << " of " << m_n << " tasks unfinished";
     // name the tasks that are stuck in progress first: they are where the run got stuck
     std::vector<uint32_t> named;

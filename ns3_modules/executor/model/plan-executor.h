@@ -36,7 +36,9 @@ namespace ns3
  * of range, flows to the same GPU or with no route in the topology, dependency indices out of
  * range, and dependency cycles (Kahn's algorithm; the message names the tasks of one cycle).
  * While running, a stall (no event left but tasks unfinished) ends the run with a message that
- * names unfinished tasks; it never hangs. StopTime ends the run early (partial results).
+ * names unfinished tasks; it never hangs. A network with periodic events of its own (timers,
+ * samplers) never runs out of events, so StallTimeout also reports a stall when no task finished
+ * for that long (simulated). StopTime ends the run early (partial results).
  *
  * Progress: the number of finished tasks is sampled every ProgressInterval of simulated time
  * (recorded lazily at task completions, no extra events), and Resume() returns to the caller
@@ -189,6 +191,8 @@ class PlanExecutor : public Object
     void StartRoots();
     /** Event: StopTime reached. */
     void StopTimeReached();
+    /** Event: periodic check that some task finished since the last check. */
+    void Watchdog();
     /** Finish queued completed tasks and everything they make ready; kick idle streams. */
     void Drain();
     /** Record progress samples up to (but excluding) \p nowNs. */
@@ -203,6 +207,7 @@ class PlanExecutor : public Object
     Time m_stopTime;                  //!< 0 = no limit
     Time m_progressInterval;          //!< 0 = no samples
     Time m_wallInterval;              //!< 0 = never yield
+    Time m_stallTimeout;              //!< 0 = only an empty event queue is a stall
 
     // the plan
     uint32_t m_n{0};                  //!< tasks
@@ -239,6 +244,8 @@ class PlanExecutor : public Object
     int32_t m_runState{NOT_STARTED};   //!< last state
     bool m_yield{false};               //!< Stop() called for progress
     bool m_stopHit{false};             //!< StopTime reached
+    bool m_watchdogStall{false};       //!< no task finished within StallTimeout
+    uint64_t m_watchdogDone{0};        //!< tasks finished at the last watchdog check
     std::string m_error;               //!< why the plan is invalid / stalled
     uint32_t m_sinceWallCheck{0};      //!< completions since the last wall-clock check
     std::chrono::steady_clock::time_point m_lastYield; //!< wall clock of the last return

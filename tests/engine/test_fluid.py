@@ -1,0 +1,187 @@
+"""Fluid network: max-min rates against hand-computed values, re-allocation, conservation,
+max-min optimality on random traffic, and the same routes as the Python topology."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heterosim.config.cluster import load_cluster, parse_cluster
+from heterosim.config.experiment import NetworkConfig
+from heterosim.engine.fluid import create_fluid_network, reset_simulator, run_flows_fluid
+from heterosim.engine.topology import build_topology, to_native
+from heterosim.errors import UserError
+
+pytestmark = pytest.mark.ns3
+
+REPO = Path(__file__).resolve().parents[2]
+MTU = 4096
+NETWORK = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True)
+
+
+def latency_ns(topo, links, size) -> int:
+    """The fluid model's fixed latency: propagation + store-and-forward of one packet per hop,
+    less the serialization at the slowest hop."""
+    packet = float(min(MTU, size))
+    per_hop = [packet * 8e9 / float(topo.link_rate_bps[k]) for k in links]
+    return int(sum(int(topo.link_delay_ns[k]) for k in links)) + round(sum(per_hop) - max(per_hop))
+
+
+@pytest.fixture(scope="module")
+def two_hosts():
+    return build_topology(load_cluster(REPO / "topologies" / "two_host_h100.yaml"))
+
+
+@pytest.fixture(scope="module")
+def mixed_nics():
+    """One leaf; host 0 has two GPUs behind one 400G NIC, host 1 a 100G NIC, host 2 a 400G NIC."""
+    def host(speed):
+        return {"gpu": "H100", "gpus": 2, "fabric": "pcie", "nics": 1, "nic_speed": speed}
+
+    cluster = parse_cluster(
+        {"host_types": {"fast": host("400Gbps"), "slow": host("100Gbps")},
+         "hosts": [{"type": "fast", "count": 1}, {"type": "slow", "count": 1},
+                   {"type": "fast", "count": 1}],
+         "fabric": {"kind": "fat-tree", "link_delay": "1us"}},
+        "mixed.yaml",
+    )
+    return build_topology(cluster)
+
+
+def hashes(seed: int, n: int) -> list[int]:
+    from heterosim.engine import native
+
+    gbl = native.load()
+    reset_simulator(gbl)
+    net = create_fluid_network(gbl, to_native(build_topology(load_cluster(
+        REPO / "topologies" / "two_host_h100.yaml")), gbl), NETWORK, seed)
+    return [int(net.FlowHash(i)) for i in range(n)]
+
+
+def test_lone_flow_takes_bottleneck_rate_plus_path_latency(two_hosts, native_lib):
+    size = 1_000_000
+    out = run_flows_fluid(two_hosts, NETWORK, [0], [8], [size], [0])
+    links = two_hosts.path_links(0, 8, 0)
+    bottleneck = min(two_hosts.link_rate_bps[k] for k in links)  # the 400G NIC
+    assert bottleneck == 400e9
+    assert out["flows"]["fct_ns"][0] == 20_000 + latency_ns(two_hosts, links, size)
+
+
+def test_two_flows_sharing_a_link_get_half_each(two_hosts, native_lib):
+    # GPU 0 and GPU 1 both send to GPU 8: they share the rail switch -> h1.nic0 link
+    size = 1_000_000
+    out = run_flows_fluid(two_hosts, NETWORK, [0, 1], [8, 8], [size, size], [0, 0])
+    for i, src in enumerate((0, 1)):
+        links = two_hosts.path_links(src, 8, hashes(1, 2)[i])
+        # 200 Gb/s each = 25 B/ns
+        assert out["flows"]["fct_ns"][i] == 40_000 + latency_ns(two_hosts, links, size)
+
+
+def test_flow_bottlenecked_elsewhere_leaves_its_share_and_rates_are_reallocated(mixed_nics, native_lib):
+    # f1: GPU 0 -> GPU 2 (100G NIC); f2: GPU 1 -> GPU 4 (400G). Both leave through host 0's one
+    # 400G NIC. Max-min: f1 = 100G (its own bottleneck), f2 = 300G; when f1's transfer ends f2
+    # gets the full 400G.
+    s1, s2 = 1_250_000, 5_000_000
+    out = run_flows_fluid(mixed_nics, NETWORK, [0, 1], [2, 4], [s1, s2], [0, 0])
+    p1, p2 = mixed_nics.path_links(0, 2, 0), mixed_nics.path_links(1, 4, 0)
+    assert set(p1) & set(p2)
+    t1 = s1 / 12.5  # 100 Gb/s = 12.5 B/ns -> 100 us
+    assert out["flows"]["fct_ns"][0] == t1 + latency_ns(mixed_nics, p1, s1)
+    moved = 37.5 * t1  # 300 Gb/s until f1's transfer ends
+    t2 = t1 + (s2 - moved) / 50.0
+    assert out["flows"]["fct_ns"][1] == t2 + latency_ns(mixed_nics, p2, s2)
+    # bytes on host 0's uplink = both flows; on the 100G NIC's downlink = f1 only
+    links = out["links"]
+    shared = (set(p1) & set(p2)).pop()
+    row = np.flatnonzero(links["link"] == shared)
+    assert links["bytes"][row].sum() == s1 + s2
+
+
+def test_link_bytes_are_conserved_on_random_traffic(native_lib):
+    topo = build_topology(load_cluster(REPO / "topologies" / "mixed_16gpu.yaml"))
+    rng = np.random.default_rng(3)
+    n = 300
+    src = rng.integers(0, 16, n)
+    dst = (src + rng.integers(1, 16, n)) % 16
+    size = rng.integers(1, 8 << 20, n)
+    start = rng.integers(0, 200_000, n)
+    out = run_flows_fluid(topo, NETWORK, src, dst, size, start, seed=5)
+    assert np.all(out["flows"]["end_ns"] > start)
+    expected = np.zeros(2 * topo.num_links, np.int64)
+    for i, h in enumerate(hashes(5, n)):
+        node = int(topo.gpu_node[src[i]])
+        for link in topo.path_links(int(src[i]), int(dst[i]), h):  # Python routes = C++ routes
+            direction = 0 if int(topo.link_a[link]) == node else 1
+            expected[2 * link + direction] += size[i]
+            node = topo.other_end(link, node)
+    np.testing.assert_array_equal(out["links"]["bytes"], expected)
+    assert out["network"]["bytes"] == size.sum()
+    assert np.all(out["links"]["utilization"] <= 1.0 + 1e-9)
+    assert np.all(out["links"]["busy_ns"] <= out["sim_end_ns"])
+
+
+def test_allocation_is_max_min_fair_on_random_flows(native_lib):
+    """Every flow has a saturated link on which no other flow gets more (max-min optimality)."""
+    gbl = native_lib
+    ns3 = gbl.ns3
+    topo = build_topology(load_cluster(REPO / "topologies" / "mixed_16gpu.yaml"))
+    rng = np.random.default_rng(11)
+    n = 120
+    src = rng.integers(0, 16, n).astype(np.uint32)
+    dst = ((src + rng.integers(1, 16, n)) % 16).astype(np.uint32)
+    reset_simulator(gbl)
+    net = create_fluid_network(gbl, to_native(topo, gbl), NETWORK, 2)
+    ids = np.arange(n, dtype=np.uint32)
+    net.ScheduleFlows(n, ids, src, dst, np.full(n, 1 << 30, np.uint64), np.zeros(n, np.int64),
+                      np.zeros(n, np.uint8))
+    ns3.Simulator.Stop(ns3.NanoSeconds(1))
+    ns3.Simulator.Run()
+    rates = np.array([net.GetFlowRateBps(i) for i in range(n)])
+    flows_on: dict[int, list[int]] = {}
+    for i in range(n):
+        node = int(topo.gpu_node[src[i]])
+        for link in topo.path_links(int(src[i]), int(dst[i]), int(net.FlowHash(i))):
+            direction = 0 if int(topo.link_a[link]) == node else 1
+            flows_on.setdefault(2 * link + direction, []).append(i)
+            node = topo.other_end(link, node)
+    load = {r: rates[f].sum() for r, f in flows_on.items()}
+    for r in flows_on:
+        assert load[r] <= topo.link_rate_bps[r // 2] * (1 + 1e-9)
+    for i in range(n):
+        assert any(
+            math.isclose(load[r], topo.link_rate_bps[r // 2], rel_tol=1e-9)
+            and rates[i] >= rates[f].max() * (1 - 1e-9)
+            for r, f in flows_on.items() if i in f
+        ), f"flow {i} has no bottleneck link"
+    reset_simulator(gbl)
+
+
+def test_unroutable_and_bad_flows_are_reported(two_hosts, native_lib):
+    with pytest.raises(UserError, match="two different GPUs"):
+        run_flows_fluid(two_hosts, NETWORK, [3], [3], [10], [0])
+    with pytest.raises(UserError, match="out of range"):
+        run_flows_fluid(two_hosts, NETWORK, [0], [40], [10], [0])
+    import copy
+
+    broken = copy.copy(two_hosts)
+    keep = two_hosts.route_dst != int(two_hosts.gpu_nic_node[8])
+    counts = np.diff(two_hosts.route_ptr)
+    broken.route_node, broken.route_dst = two_hosts.route_node[keep], two_hosts.route_dst[keep]
+    ptr = two_hosts.route_ptr
+    broken.route_link = np.concatenate([two_hosts.route_link[ptr[e]:ptr[e + 1]]
+                                        for e in np.flatnonzero(keep)]).astype(np.int32)
+    broken.route_ptr = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
+    with pytest.raises(UserError, match="flow 1 from GPU 0 to GPU 8 has no route"):
+        run_flows_fluid(broken, NETWORK, [0, 0], [1, 8], [10, 10], [0, 0])
+
+
+def test_header_bytes_attribute_scales_payload_capacity(two_hosts, native_lib):
+    size = 1_000_000
+    base = run_flows_fluid(two_hosts, NETWORK, [0], [8], [size], [0])["flows"]["fct_ns"][0]
+    headers = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True,
+                            attributes={"FluidNetwork::HeaderBytes": 64})
+    slower = run_flows_fluid(two_hosts, headers, [0], [8], [size], [0])["flows"]["fct_ns"][0]
+    assert slower - base == pytest.approx(20_000 * 64 / MTU, abs=1)
