@@ -184,6 +184,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     f->dst = qp->dstNode;
     f->hash = qp->hash;
     f->priority = qp->priority;
+    f->hop = 1; // hop 0 was this endpoint's own choice of port
     f->tsNs = now;
     f->last = qp->sndNxt + payload >= qp->size ? 1 : 0;
     if (qp->sndNxt < qp->maxSent)
@@ -342,6 +343,7 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
     f->dst = qp->srcNode;
     f->hash = qp->ackHash;
     f->priority = qp->priority;
+    f->hop = 1;
     if (type == RdmaFrame::CNP)
     {
         f->wireBytes = m_sizes.cnp;
