@@ -147,11 +147,12 @@ def netbench(scenario: ScenarioConfig, out: Path, compare_cc: tuple[str, ...] = 
 def _run_one(scenario: ScenarioConfig, topology: Topology, fidelity: str, folder: Path,
              simulate_fn: RunFn) -> tuple[dict[str, Any], Mapping[str, Any]]:
     raw = simulate_fn(scenario, topology, fidelity)
-    results = report.build_results(scenario, raw, fidelity)
+    results = report.build_results(scenario, raw, fidelity, topology)
     report.write_tables(folder, results, raw, topology)
     series = raw.get("series") or {}
     labels = [f"{f['id']}: {f['src']}->{f['dst']}" for f in results["flows"]]
-    plots.plot_rates(folder / "rates.png", series.get("rate"), labels)
+    plots.plot_rates(folder / "rates.png", series.get("rate"), labels,
+                     report.goodput_series(series.get("rate")))
     ports = raw.get("ports") or {}
     plots.plot_queues(folder / "queues.png", series.get("queue"),
                       report.port_names(raw, topology), ports.get("max_queue_bytes", []))

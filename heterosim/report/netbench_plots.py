@@ -28,21 +28,36 @@ def _empty(path: Path, title: str, reason: str) -> None:
     plt.close(fig)
 
 
-def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence[str]) -> None:
-    """Sending rate (Gb/s) of each flow over time (the first ``MAX_RATE_LINES`` flows)."""
+def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence[str],
+               goodput_bps: np.ndarray | None = None) -> None:
+    """Per-flow sending rate set by the congestion control (top) and measured goodput from
+    acknowledged bytes (bottom, when available), Gb/s over time, for the first flows."""
     title = "per-flow sending rate"
     if not rate or len(rate.get("time_ns", ())) == 0:
         _empty(path, title, "no rate samples (simulation.sample_interval: 0 or flow fidelity)")
         return
-    times = np.asarray(rate["time_ns"], dtype=np.int64)
+    times = np.asarray(rate["time_ns"], dtype=np.int64) / 1e6
     flows = np.asarray(rate["flow"], dtype=np.int64)
-    values = np.asarray(rate["rate_bps"], dtype=np.float64) / 1e9
-    series = {}
-    for fid in np.unique(flows)[:MAX_RATE_LINES]:
-        sel = flows == fid
-        label = flow_labels[fid] if 0 <= fid < len(flow_labels) else f"flow {fid}"
-        series[label] = (times[sel], values[sel])
-    plot_series(path, series, "rate (Gb/s)", title)
+    panels = [("CC sending rate (Gb/s)", np.asarray(rate["rate_bps"], dtype=np.float64) / 1e9)]
+    if goodput_bps is not None and np.any(np.isfinite(goodput_bps)):
+        panels.append(("goodput (Gb/s)", np.asarray(goodput_bps, dtype=np.float64) / 1e9))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels) + 0.5), sharex=True,
+                             squeeze=False)
+    shown = np.unique(flows)[:MAX_RATE_LINES]
+    for ax, (label, values) in zip(axes[:, 0], panels):
+        for fid in shown:
+            sel = (flows == fid) & np.isfinite(values)
+            name = flow_labels[fid] if 0 <= fid < len(flow_labels) else f"flow {fid}"
+            ax.plot(times[sel], values[sel], label=name, linewidth=0.8)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+    axes[0, 0].set_title(title + ("" if len(panels) == 1 else " and goodput"))
+    axes[-1, 0].set_xlabel("simulated time (ms)")
+    if len(shown) <= 10:
+        axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot_queues(path: Path, queue: Mapping[str, Any] | None, port_names: Sequence[str],

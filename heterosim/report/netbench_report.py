@@ -8,11 +8,17 @@ Jain's fairness index (``fairness_jain``)
     Compared flows ``C``: the scenario's ``fairness_flows``, or every flow. The interval during
     which all of them are active together is ``[t0, t1]`` with ``t0 = max(start_i)`` and
     ``t1 = min(end_i)`` over ``C`` (an unfinished flow ends at the end of the simulation). The
-    window is its second half, ``[(t0 + t1) / 2, t1]``. Each flow's throughput ``x_i`` is the mean
-    of its sampled sending rates (``series.rate``) whose sample time lies in the window, and
-    ``J = (sum x_i)^2 / (n * sum x_i^2)``. ``J`` is ``null`` (with ``fairness_note`` saying why)
-    when there is no rate series, when the flows are never all active together, or when some flow
-    has no sample in the window (window shorter than the sample interval).
+    window is its second half, ``[(t0 + t1) / 2, t1]``. Each flow's throughput ``x_i`` is its
+    goodput in the window, measured from the sampled cumulative acknowledged bytes
+    (``series.rate.acked_bytes``) between its first and last sample in the window; when a series
+    has no acknowledged bytes, ``x_i`` is the mean of its sampled sending rates (``rate_bps``, the
+    congestion control's pacing rate) in the window. ``J = (sum x_i)^2 / (n * sum x_i^2)``.
+    ``J`` is ``null`` (with ``fairness_note`` saying why) when there is no rate series, when the
+    flows are never all active together, or when some flow has too few samples in the window
+    (window shorter than about two sample intervals).
+
+The sending rate of a window-less CC (``none``) stays at line rate even while PFC pauses or drops
+hold its goodput down, which is why fairness is measured on acknowledged bytes.
 """
 
 from __future__ import annotations
@@ -75,15 +81,46 @@ def fairness_from_series(
     times = np.asarray(rate_series["time_ns"], dtype=np.int64)
     flows = np.asarray(rate_series["flow"], dtype=np.int64)
     rates = np.asarray(rate_series["rate_bps"], dtype=np.float64)
+    acked = rate_series.get("acked_bytes")
+    acked = None if acked is None or len(acked) != len(times) else np.asarray(acked, np.float64)
     in_window = (times >= window[0]) & (times <= window[1])
-    means = []
+    values = []
     for fid in np.asarray(flow_ids, dtype=np.int64):
-        sel = in_window & (flows == fid)
-        if not np.any(sel):
-            return None, window, f"flow {int(fid)} has no rate sample in the window"
-        means.append(float(rates[sel].mean()))
-    jain = jain_index(np.array(means))
+        sel = np.flatnonzero(in_window & (flows == fid))
+        if acked is not None:
+            if len(sel) < 2 or times[sel[-1]] == times[sel[0]]:
+                return None, window, f"flow {int(fid)} has fewer than 2 samples in the window"
+            order = sel[np.argsort(times[sel], kind="stable")]
+            first, last = order[0], order[-1]
+            values.append((acked[last] - acked[first]) * 8e9 / (times[last] - times[first]))
+        else:
+            if len(sel) == 0:
+                return None, window, f"flow {int(fid)} has no rate sample in the window"
+            values.append(float(rates[sel].mean()))
+    jain = jain_index(np.array(values))
     return jain, window, "" if jain is not None else "all compared rates are zero"
+
+
+def goodput_series(rate_series: Mapping[str, Any] | None) -> np.ndarray:
+    """Per-sample goodput (bit/s) from cumulative acknowledged bytes: the bytes acknowledged since
+    the flow's previous sample over the time between them (NaN at a flow's first sample, or when
+    the series has no acknowledged bytes). Aligned with the samples of ``rate_series``."""
+    if not rate_series or rate_series.get("acked_bytes") is None:
+        n = len(rate_series.get("time_ns", ())) if rate_series else 0
+        return np.full(n, np.nan)
+    times = np.asarray(rate_series["time_ns"], dtype=np.int64)
+    flows = np.asarray(rate_series["flow"], dtype=np.int64)
+    acked = np.asarray(rate_series["acked_bytes"], dtype=np.float64)
+    order = np.lexsort((times, flows))
+    goodput = np.full(len(times), np.nan)
+    if len(order) > 1:
+        same = flows[order[1:]] == flows[order[:-1]]
+        dt = (times[order[1:]] - times[order[:-1]]).astype(np.float64)
+        ok = same & (dt > 0)
+        rate = np.divide((acked[order[1:]] - acked[order[:-1]]) * 8e9, dt, out=np.zeros(len(dt)),
+                         where=dt > 0)
+        goodput[order[1:][ok]] = rate[ok]
+    return goodput
 
 
 def _arr(mapping: Mapping[str, Any], key: str, n: int, dtype: Any, fill: Any = 0) -> np.ndarray:
@@ -134,8 +171,12 @@ def network_counters(run: Mapping[str, Any], scenario: ScenarioConfig) -> dict[s
     return out
 
 
-def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str) -> dict[str, Any]:
-    """results.json for one netbench run (contract keys plus scenario echo and sim info)."""
+def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str,
+                  topology: Topology | None = None) -> dict[str, Any]:
+    """results.json for one netbench run (contract keys plus scenario echo and sim info).
+
+    With ``topology``, ``summary.busiest_port`` names the port with the highest utilization
+    (bytes sent over link capacity during the whole run)."""
     flows = flow_records(run, scenario)
     sim_end_ns = int(run.get("sim_end_ns", scenario.simulation.stop_ns))
     compared = np.array(scenario.fairness_flows if scenario.fairness_flows else range(len(flows)))
@@ -147,7 +188,11 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
         series.get("rate"),
     )
     injected = scenario.flows.total_bytes
-    delivered = sum(f["bytes"] for f in flows if f["end_s"] is not None)
+    per_flow_delivered = run["flows"].get("bytes_delivered")
+    if per_flow_delivered is not None:  # counted by the receivers (packet model)
+        delivered = int(np.sum(np.asarray(per_flow_delivered, dtype=np.int64)))
+    else:
+        delivered = sum(f["bytes"] for f in flows if f["end_s"] is not None)
     fcts = [f["fct_s"] for f in flows if f["fct_s"] is not None]
     results: dict[str, Any] = {
         "name": scenario.name,
@@ -172,6 +217,15 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
     }
     if note:
         results["fairness_note"] = note
+    if topology is not None:
+        ports = ports_of_run(run, topology)
+        utilization = port_utilization(ports, topology, sim_end_ns / 1e9)
+        if len(utilization):
+            busiest = int(np.argmax(utilization))
+            results["summary"]["busiest_port"] = {
+                "name": port_names(run, topology)[busiest],
+                "utilization": round(float(utilization[busiest]), 6),
+            }
     return results
 
 
@@ -200,6 +254,15 @@ def ports_of_run(run: Mapping[str, Any], topology: Topology) -> dict[str, np.nda
     return ports
 
 
+def port_utilization(ports: Mapping[str, Any], topology: Topology, sim_end_s: float) -> np.ndarray:
+    """Bytes sent on each port (wire bytes for the packet model) over what its link could carry
+    in the whole run, ``bytes_sent * 8 / (rate * sim_end)``."""
+    if not ports or len(ports.get("link", ())) == 0 or sim_end_s <= 0:
+        return np.zeros(0)
+    rate = topology.link_rate_bps[np.asarray(ports["link"], dtype=np.int64)]
+    return np.asarray(ports["bytes_sent"], dtype=np.float64) * 8 / (rate * sim_end_s)
+
+
 def port_names(run: Mapping[str, Any], topology: Topology) -> list[str]:
     """``node->neighbour`` for every port in ``run["ports"]`` (the node that sends on the link)."""
     ports = ports_of_run(run, topology)
@@ -219,6 +282,7 @@ def comparison_row(cc: str, results: Mapping[str, Any]) -> dict[str, Any]:
         "fairness_jain": results["fairness_jain"], "max_queue_bytes": summary["max_queue_bytes"],
         "pfc_pause_frames": net["pfc_pause_frames"], "drops": net["drops"],
         "retransmits": net["retransmits"], "ecn_marks": net["ecn_marks"], "cnps": net["cnps"],
+        "busiest_port_utilization": (summary.get("busiest_port") or {}).get("utilization"),
         "unfinished_flows": summary["unfinished_flows"],
     }
 
@@ -245,15 +309,22 @@ def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any],
     names = port_names(run, topology)
     n = len(names)
     columns = [_arr(ports, key, n, np.float64) for key in PORT_KEYS]
-    write_csv(out / "ports.csv", ["port", "name", "node", "link", *PORT_KEYS],
+    utilization = port_utilization(ports, topology, results["sim"]["sim_end_s"])
+    write_csv(out / "ports.csv", ["port", "name", "node", "link", "rate_Gbps", *PORT_KEYS,
+                                  "utilization"],
               ([i, names[i], int(ports["node"][i]), int(ports["link"][i]),
-                *(_cell(col[i]) for col in columns)] for i in range(n)))
+                _cell(topology.link_rate_bps[int(ports["link"][i])] / 1e9),
+                *(_cell(col[i]) for col in columns), round(float(utilization[i]), 6)]
+               for i in range(n)))
     series = run.get("series") or {}
     rate = series.get("rate") or {}
-    write_csv(out / "rates.csv", ["time_s", "flow", "rate_Gbps"],
-              zip(np.asarray(rate.get("time_ns", []), dtype=np.float64) / 1e9,
+    goodput = goodput_series(rate) / 1e9
+    write_csv(out / "rates.csv", ["time_s", "flow", "rate_Gbps", "goodput_Gbps", "acked_bytes"],
+              ((t, f, r, "" if np.isnan(g) else g, int(a)) for t, f, r, g, a in zip(
+                  np.asarray(rate.get("time_ns", []), dtype=np.float64) / 1e9,
                   np.asarray(rate.get("flow", []), dtype=np.int64),
-                  np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9))
+                  np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9, goodput,
+                  np.asarray(rate.get("acked_bytes", np.zeros(len(goodput))), dtype=np.int64))))
     queue = series.get("queue") or {}
     port_ids = np.asarray(queue.get("port", []), dtype=np.int64)
     write_csv(out / "queues.csv", ["time_s", "port", "name", "queue_bytes"],
@@ -286,6 +357,10 @@ def summary_text(results: Mapping[str, Any], max_flows: int = 16) -> str:
     lines.append(f"fairness (Jain, second half): {jain:.4f}" if jain is not None
                  else f"fairness (Jain): n/a ({results.get('fairness_note', '')})")
     summary = results["summary"]
+    if summary.get("busiest_port"):
+        busiest = summary["busiest_port"]
+        lines.append(f"busiest port: {busiest['name']} at {busiest['utilization']:.1%} "
+                     f"of its link over the run")
     lines.append(f"delivered {summary['delivered_bytes']} of {summary['injected_bytes']} bytes; "
                  f"unfinished flows: {summary['unfinished_flows']}; "
                  f"wall {results['sim']['wall_s']:.2f}s, events {results['sim']['events']}")

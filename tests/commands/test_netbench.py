@@ -15,7 +15,12 @@ import yaml
 from heterosim.cli import main
 from heterosim.commands.netbench import netbench
 from heterosim.config.scenario import load_scenario
-from heterosim.report.netbench_report import fairness_from_series, fairness_window, jain_index
+from heterosim.report.netbench_report import (
+    fairness_from_series,
+    fairness_window,
+    goodput_series,
+    jain_index,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
@@ -71,7 +76,9 @@ def shared_bottleneck_run(scenario, topology, fidelity):
                   "paused_ns": np.zeros(2), "ecn_marks": np.zeros(2), "drops": np.zeros(2)},
         "series": {"queue": {"time_ns": np.repeat(grid, 2), "port": np.tile([0, 1], len(grid)),
                              "bytes": np.tile([2048, 0], len(grid))},
-                   "rate": {"time_ns": times, "flow": ids, "rate_bps": np.full(len(times), rate)}},
+                   "rate": {"time_ns": times, "flow": ids, "rate_bps": np.full(len(times), rate),
+                            "acked_bytes": ((times - flows.start_ns[ids]) * rate / 8e9).astype(
+                                np.int64)}},
         "events": 10, "sim_end_ns": int(end.max()), "wall_s": 0.001,
     }
 
@@ -98,6 +105,24 @@ def test_fairness_uses_the_second_half_of_the_all_active_interval():
     )
     assert window == (3000, 5000) and note == ""
     assert jain == pytest.approx(100**2 / (2 * (60**2 + 40**2)))  # 0.9615
+
+
+def test_fairness_measures_goodput_from_acknowledged_bytes():
+    # both flows active 0..10000 ns, window 5000..10000; both senders pace at the same rate, but
+    # flow 0 gets 60 bytes/ns acknowledged and flow 1 20: x = (480, 160) Gb/s,
+    # J = 640^2 / (2 * (480^2 + 160^2)) = 0.8
+    times = np.tile(np.arange(0, 10001, 1000), 2)
+    flows = np.repeat([0, 1], 11)
+    acked = np.where(flows == 0, 60 * times, 20 * times)
+    series = {"time_ns": times, "flow": flows, "rate_bps": np.full(22, 1e12),
+              "acked_bytes": acked}
+    jain, window, note = fairness_from_series(
+        np.array([0, 1]), np.array([0, 0]), np.array([10000, 10000]), 10000, series)
+    assert window == (5000, 10000) and note == ""
+    assert jain == pytest.approx(640**2 / (2 * (480**2 + 160**2)))  # 0.8
+    goodput = goodput_series(series)
+    assert np.isnan(goodput[0]) and np.isnan(goodput[11])  # first sample of each flow
+    assert goodput[1:11] == pytest.approx(480e9) and goodput[12:] == pytest.approx(160e9)
 
 
 def test_fairness_undefined_cases():
@@ -137,7 +162,9 @@ def test_outputs_have_every_contract_key_and_file(tmp_path):
     with (out / "ports.csv").open() as handle:
         ports = list(csv.DictReader(handle))
     assert ports[0]["name"].startswith("h0.") and ports[0]["max_queue_bytes"] == "2048"
-    assert (out / "rates.csv").read_text().startswith("time_s,flow,rate_Gbps\n")
+    assert (out / "rates.csv").read_text().startswith(
+        "time_s,flow,rate_Gbps,goodput_Gbps,acked_bytes\n")
+    assert float(ports[0]["utilization"]) > 0
     assert (out / "queues.csv").read_text().startswith("time_s,port,name,queue_bytes\n")
 
 
