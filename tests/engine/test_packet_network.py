@@ -44,8 +44,8 @@ def net(cc="dcqcn", mtu=4096, pfc=True, buffer=16 << 20, **attributes):
 
 def path_delay_ns(topo, links, frame_bytes):
     """Propagation plus one frame's store-and-forward per link."""
-    return sum(int(topo.link_delay_ns[l]) + frame_bytes * 8e9 / topo.link_rate_bps[l]
-               for l in links)
+    return sum(int(topo.link_delay_ns[link]) + frame_bytes * 8e9 / topo.link_rate_bps[link]
+               for link in links)
 
 
 def test_single_64mib_flow_goodput_and_fct(native_lib):
