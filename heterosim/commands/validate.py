@@ -1,0 +1,120 @@
+"""``heterosim validate CASES.yaml``: predict published measurements, print the error table.
+
+For each selected case: the prediction in the source's own units, the measured value, the signed
+error %, then MAPE per group (end-to-end and collective-busbw cases summarised apart; cases
+flagged SUSPECT/CONFLICT/APPROX or used for calibration reported in their own columns). Writes
+results.json and parity.png to --out. A case the simulator cannot run is reported as failed with
+its one-line reason; the command then exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from heterosim.errors import UserError
+from heterosim.validate.cases import Case, load_cases, select_cases
+from heterosim.validate.predict import Prediction, predict
+from heterosim.validate.report import write_parity_plot, write_results
+from heterosim.validate.stats import error_pct, group_summary
+
+EXAMPLES = """\
+examples:
+  heterosim validate validation/cases.yaml --ci
+  heterosim validate validation/cases.yaml --group nccl-tests --out out/validate
+  heterosim validate validation/cases.yaml --max-gpus 512 --out out/validate-full
+  heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "validate", help="predicted vs measured for published cases, error % and MAPE",
+        description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("cases", help="cases YAML file (validation/cases.yaml)")
+    parser.add_argument("--group", action="append", default=None,
+                        help="only this group (repeatable)")
+    parser.add_argument("--only", default=None, help="comma-separated case ids")
+    parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
+    parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
+    parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
+    parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
+    parser.set_defaults(func=run)
+
+
+def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": case.id, "group": case.group, "kind": case.kind, "quantity": case.quantity,
+        "flop_convention": case.flop_convention, "measured": case.measured,
+        "predicted": None, "error_pct": None, "assumptions": case.assumed,
+        "flags": list(case.flags), "separate_flags": case.separate_flags,
+        "calibration": case.calibration, "gpus": case.gpus, "source": case.source,
+    }
+    if pred is not None:
+        row.update({"predicted": pred.value, "error_pct": error_pct(pred.value, case.measured),
+                    "simulated_time_s": pred.time_s, "method": pred.method,
+                    "wall_s": pred.wall_s, "details": pred.details})
+    if error is not None:
+        row["error"] = error
+    return row
+
+
+def _fmt(value: float | None, width: int = 9) -> str:
+    if value is None:
+        return f"{'-':>{width}}"
+    return f"{value:>{width}.4g}"
+
+
+def print_summary(groups: dict[str, Any]) -> None:
+    print("# group                  n   MAPE%  mean err%   flagged n/MAPE%  calib n/MAPE%  failed")
+    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in ("end-to-end",
+                                                                     "collective_busbw"), kv[0])):
+        print(f"  {name:<22} {s['main_n']:>2} {_fmt(s['main_mape_pct'], 7)} "
+              f"{_fmt(s['main_mean_error_pct'], 10)}   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
+              f"    {s['calibration_n']:>2}/{_fmt(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
+
+
+def run(args: argparse.Namespace) -> int:
+    cases = load_cases(args.cases)
+    only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+    if args.max_gpus is not None and args.max_gpus < 1:
+        raise UserError("--max-gpus: expected a positive number of GPUs")
+    chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci,
+                                   max_gpus=args.max_gpus)
+    if not chosen:
+        raise UserError(f"{args.cases}: no case left after selection")
+    for case, reason in skipped:
+        print(f"# skipped {case.id}: {reason}")
+    print(f"# {len(chosen)} cases, fidelity {args.fidelity}")
+    print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
+    rows: list[dict[str, Any]] = []
+    start = time.perf_counter()
+    for case in chosen:
+        pred, error = None, None
+        try:
+            pred = predict(case, args.fidelity)
+        except (UserError, ValueError) as exc:
+            error = str(exc).splitlines()[0]
+        row = result_row(case, pred, error)
+        rows.append(row)
+        marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))
+        if pred is None:
+            print(f"  {case.id:<42} FAILED: {error}", flush=True)
+        else:
+            print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
+                  f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
+    groups = group_summary(rows)
+    print_summary(groups)
+    out = Path(args.out)
+    meta = {"cases_file": str(args.cases), "fidelity": args.fidelity,
+            "selection": {"group": args.group, "only": only, "ci": args.ci,
+                          "max_gpus": args.max_gpus},
+            "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
+            "wall_s": time.perf_counter() - start}
+    write_results(out, rows, groups, meta)
+    write_parity_plot(out, rows)
+    print(f"# wrote {out / 'results.json'} and {out / 'parity.png'}")
+    return 1 if any(r["error_pct"] is None for r in rows) else 0

@@ -1,0 +1,182 @@
+"""Predict one validation case in the units the source published.
+
+End-to-end cases run the case's experiment with :func:`heterosim.simulate.run_experiment` and
+convert the simulated iteration time into the published quantity:
+
+- ``iteration_time_s``: the simulated time T;
+- ``tokens_per_s_per_gpu``: global_batch * seq_len / (T * gpus) (convention-free);
+- ``tflops_per_gpu`` with ``sc21-eq3-hardware``: F / (T * gpus), F = 96 B s l h^2 (1 + s/(6h) +
+  V/(16 l h)) (SC'21 Eq. 3, GEMMs only, recompute forward counted), whatever the simulator's own
+  FLOP count is; ``simulator``: the simulator's own count (all compute ops of the traces).
+
+Long iterations (many micro-batches per pipeline) may be predicted from two shorter runs:
+APPROXIMATION (documented in validation/README.md): with m micro-batches per pipeline, a 1F1B or
+interleaved pipeline in steady state takes T(m) = a + b*m (fill/drain, optimizer and the exposed
+data-parallel tail are constant; each extra micro-batch adds one slot of the slowest stage). The
+two runs use m1 = 2*pp and m2 = 4*pp micro-batches (m1 = 2, m2 = 4 without pipelining) and T(M)
+is extrapolated linearly. It is exact when the schedule is in steady state at m1; the DP
+gradient all-reduce, overlapped with the last backward passes, is the same in both runs.
+tests/validate/test_predict.py checks it against a full run.
+
+``collective_busbw`` cases decompose the collective as NCCL would
+(:func:`heterosim.plan.collectives.decompose_collective`), run it with
+:func:`heterosim.engine.executor.execute_plan` and report nccl-tests bus bandwidth: algbw =
+S / t (GB/s), busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter,
+all-to-all), 1 (broadcast, reduce, send/recv) (network_models.md §4.5).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from heterosim.config.cluster import parse_cluster
+from heterosim.config.experiment import ExperimentConfig, _network, parse_experiment
+from heterosim.config.fields import Section
+from heterosim.validate.cases import Case
+
+
+@dataclass
+class Prediction:
+    """A predicted value in the case's units and how it was obtained."""
+
+    value: float
+    time_s: float  # simulated iteration (end to end) or collective time
+    method: str  # "full", "extrapolated from m1=.., m2=.." or "collective"
+    wall_s: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def sc21_eq3_flops(global_batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
+    """SC'21 Eq. (3): FLOPs per iteration (GEMMs, full recompute counted)."""
+    b, s, l, h, v = global_batch, seq, layers, hidden, vocab
+    return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
+
+
+def case_experiment(case: Case, fidelity: str | None = None) -> ExperimentConfig:
+    """The case's experiment, validated (a problem is a one-line error naming the case)."""
+    if case.experiment is None:
+        raise ValueError(f"{case.id} is not an end-to-end case")
+    exp = parse_experiment(case.experiment, f"{case.origin}.experiment")
+    if fidelity is not None:
+        exp = replace(exp, simulation=replace(exp.simulation, fidelity=fidelity))
+    return exp
+
+
+def with_micro_batches(exp: ExperimentConfig, micro_batches: int) -> ExperimentConfig:
+    """The same experiment with ``micro_batches`` per data-parallel replica."""
+    gb = micro_batches * exp.training.micro_batch * exp.parallel.dp
+    return replace(exp, training=replace(exp.training, global_batch=gb))
+
+
+def reduced_points(exp: ExperimentConfig) -> tuple[int, int] | None:
+    """(m1, m2) for the two-run extrapolation, or None when a full run is as cheap."""
+    pp = exp.parallel.pp
+    m1, m2 = 2 * pp, 4 * pp
+    if exp.micro_batches_per_replica <= m2:
+        return None
+    return m1, m2
+
+
+def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
+    """Simulated iteration time of ``exp`` and a few breakdown numbers."""
+    from heterosim.report.run_report import results_dict
+    from heterosim.simulate import run_experiment
+
+    run = run_experiment(exp)
+    res = results_dict(run)
+    details = {"breakdown": {k: v for k, v in res["breakdown"].items() if k != "definition"},
+               "simulator_tflops_per_gpu": res["throughput"]["tflops_per_gpu"],
+               "compute_provenance": res["compute_provenance"], "events": res["sim"]["events"],
+               "tasks": res["sim"]["tasks"]}
+    return float(res["iteration_time_s"]), details
+
+
+def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True
+                     ) -> tuple[float, str, dict[str, Any]]:
+    """Iteration time of ``exp``: one full run, or two shorter runs extrapolated linearly."""
+    points = reduced_points(exp) if extrapolate else None
+    if points is None:
+        t, details = simulate_iteration_s(exp)
+        return t, "full", details
+    m1, m2 = points
+    t1, _ = simulate_iteration_s(with_micro_batches(exp, m1))
+    t2, details = simulate_iteration_s(with_micro_batches(exp, m2))
+    big = exp.micro_batches_per_replica
+    t = t1 + (t2 - t1) * (big - m1) / (m2 - m1)
+    details = {**details, "extrapolation": {"m1": m1, "t1_s": t1, "m2": m2, "t2_s": t2, "m": big},
+               "simulator_tflops_per_gpu": None}
+    return t, f"extrapolated from {m1} and {m2} micro-batches to {big}", details
+
+
+def convert(case: Case, exp: ExperimentConfig, t_s: float, details: dict[str, Any]) -> float:
+    """Simulated iteration time -> the case's published quantity."""
+    gpus = exp.cluster.world_size
+    train, model = exp.training, exp.model
+    if case.quantity == "iteration_time_s":
+        return t_s
+    if case.quantity == "tokens_per_s_per_gpu":
+        return train.global_batch * train.seq_len / (t_s * gpus)
+    if case.quantity == "tflops_per_gpu" and case.flop_convention == "sc21-eq3-hardware":
+        flops = sc21_eq3_flops(train.global_batch, train.seq_len, model.layers, model.hidden,
+                               model.vocab)
+        return flops / (t_s * gpus) / 1e12
+    if case.quantity == "tflops_per_gpu" and case.flop_convention == "simulator":
+        value = details.get("simulator_tflops_per_gpu")
+        if value is None:
+            raise ValueError(f"{case.id}: the simulator's FLOP count needs a full run")
+        return float(value)
+    raise ValueError(f"{case.id}: cannot predict {case.quantity}")
+
+
+def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: bool = True
+                       ) -> Prediction:
+    start = time.perf_counter()
+    exp = case_experiment(case, fidelity)
+    t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate)
+    if method != "full" and case.flop_convention == "simulator":
+        t_s, method, details = iteration_time_s(exp, extrapolate=False)
+    value = convert(case, exp, t_s, details)
+    return Prediction(value, t_s, method, time.perf_counter() - start, details)
+
+
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests bus-bandwidth factor (network_models.md §4.5)."""
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    if op in ("broadcast", "reduce", "sendrecv"):
+        return 1.0
+    return (n - 1) / n
+
+
+def predict_collective(case: Case, fidelity: str | None = None) -> Prediction:
+    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.topology import build_topology
+    from heterosim.plan.collectives import decompose_collective
+    from heterosim.plan.collectives.common import collective_name
+
+    start = time.perf_counter()
+    assert case.collective is not None and case.cluster is not None
+    cluster = parse_cluster(case.cluster, f"{case.origin}.cluster")
+    op = collective_name(case.collective["op"])
+    n, size = int(case.collective["ranks"]), int(case.collective["size"])
+    if n > cluster.world_size:
+        raise ValueError(f"{case.id}: {n} ranks > {cluster.world_size} GPUs")
+    plan = decompose_collective(op, size, list(range(n)), cluster,
+                                algorithm=case.collective["algorithm"])
+    engine = execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
+                          _network(Section({}, "")), fidelity=fidelity or "flow")
+    t_s = engine.makespan_ns * 1e-9
+    busbw = size / t_s / 1e9 * bus_factor(op, n)
+    tuning_busbw = size / (plan.predicted_ns * 1e-9) / 1e9 * bus_factor(op, n)
+    details = {"algorithm": plan.algorithm, "protocol": plan.protocol, "channels": plan.channels,
+               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": engine.fidelity}
+    return Prediction(busbw, t_s, "collective", time.perf_counter() - start, details)
+
+
+def predict(case: Case, fidelity: str | None = None) -> Prediction:
+    """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise)."""
+    if case.kind == "collective_busbw":
+        return predict_collective(case, fidelity)
+    return predict_end_to_end(case, fidelity)

@@ -1,0 +1,67 @@
+"""What ``heterosim validate`` writes: results.json and parity.png (predicted vs measured)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from heterosim import __version__
+
+
+def write_results(out: Path, rows: list[dict[str, Any]], groups: dict[str, Any],
+                  meta: dict[str, Any]) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    doc = {"version": __version__, **meta, "groups": groups, "cases": rows}
+    path = out / "results.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
+    """Predicted vs measured on log axes, one colour per group; hollow = flagged/calibration.
+
+    Quantities of different units share the axes (each point is in its own case's units); the
+    diagonal is y = x, the band +-10 %.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = out / "parity.png"
+    done = [r for r in rows if r.get("predicted") is not None]
+    fig, ax = plt.subplots(figsize=(6.5, 6))
+    groups = sorted({r["group"] for r in done})
+    cmap = plt.get_cmap("tab10")
+    for i, group in enumerate(groups):
+        for hollow in (False, True):
+            pts = [r for r in done if r["group"] == group
+                   and bool(r["calibration"] or r["separate_flags"]) == hollow]
+            if not pts:
+                continue
+            colour = cmap(i % 10)
+            ax.scatter([r["measured"] for r in pts], [r["predicted"] for r in pts],
+                       label=group + (" (flagged)" if hollow else ""), s=28,
+                       facecolors="none" if hollow else colour, edgecolors=colour)
+    if done:
+        values = [r["measured"] for r in done] + [r["predicted"] for r in done]
+        lo, hi = min(values) / 1.5, max(values) * 1.5
+        ax.plot([lo, hi], [lo, hi], color="black", lw=1)
+        ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey",
+                        alpha=0.15, label="+-10 %")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (case units: s, tokens/s/GPU, TFLOP/s/GPU, GB/s)")
+    ax.set_ylabel("predicted (same units)")
+    ax.set_title("HeteroSim validation: predicted vs measured")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,306 @@
+"""Build validation/cases.yaml from the published measurements in ../shared/validation/.
+
+Usage: ``python validation/build_cases.py [CASES_PUBLIC.yaml] [--out validation/cases.yaml]``.
+
+Every selected case keeps its id, source, flags, note and published fields (``published:``); the
+simulator experiment it becomes is written beside it (``experiment:``), and every value that the
+source does not state (an ``NS`` flag) or that the simulator needs but the source leaves open is
+listed in ``assumed:`` with the reason. The choices are the tables below; nothing here is fitted
+to a measured number. nccl-tests bus-bandwidth cases come from the network reference (§5.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_PUBLIC = HERE.parent.parent / "shared" / "validation" / "cases_public.yaml"
+
+# Published GPU strings -> catalogue names (heterosim/catalog/gpus.yaml).
+GPU = {"A100-80GB-SXM": "A100-80GB-SXM", "A100-SXM": "A100-40GB-SXM", "V100-SXM": "V100-SXM2-32GB",
+       "H100-80GB-SXM": "H100-SXM"}
+GPU_WHY = {"A100-SXM": "A100 memory not stated; a 2020 DGX-A100 implies 40 GB (note, SEC)",
+           "V100-SXM": "V100 memory not stated; compute and NVLink are the same for 16/32 GB"}
+
+# Cases included, with the values assumed for what the source leaves open. Keys are dotted
+# experiment keys; each value is (value, reason).
+SELENE = "Selene: 8 x 200 Gb/s HDR per DGX-A100, fat-tree (source §5)"
+README2020 = {
+    "training.dtype": ("fp16", "Megatron v1 code base trains in fp16 mixed precision (note)"),
+    "training.recompute": ("full", "Megatron v1 examples use --checkpoint-activations; the 1B A100 "
+                           "row's 149.8 TFLOP/s equals the SC'21 hardware-FLOP count with recompute"),
+    "training.micro_batch": ("per-replica batch", "Megatron v1 has no gradient accumulation: the "
+                             "batch of one model replica is one micro-batch"),
+}
+README2020_NET = {"network": ("8 x 200 Gb/s per host, fat-tree", "DGX-A100 standard complement "
+                              "(network_models.md §6.3); not stated by the source")}
+SC21 = {
+    "training.dtype": ("fp16", "mixed 16-bit precision; fp16 and bf16 have the same A100 peak"),
+    "training.micro_batch": (1, "not stated; the paper's Fig. 16 suggests 1-2"),
+    "parallel.sequence_parallel": (False, "SC'21 predates sequence parallelism"),
+    "parallel.zero": (0, "no optimizer sharding in SC'21 Megatron-LM"),
+}
+SC21_PP = {"parallel.vpp": (2, "interleaved 1F1B is stated, the interleave factor is not; "
+                            "2 is the smallest interleaving")}
+SC21_T2 = {
+    "training.dtype": ("fp16", "not restated for Table 2; mixed 16-bit as in Table 1"),
+    "training.recompute": ("full", "Eq. (3), used for the published TFLOP/s, assumes full recompute"),
+}
+NEMO = {
+    "training.recompute": ("none", "NeMo 24.07 H100 performance configs do not recompute"),
+    "parallel.distributed_optimizer": (True, "NeMo/Megatron-Core default (distributed Adam)"),
+    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
+}
+SP = {"parallel.sequence_parallel": (True, "Megatron-Core performance configs enable SP with TP")}
+MBRIDGE = {
+    "training.recompute": ("none", "Megatron-Bridge H100 performance recipes do not recompute"),
+    "parallel.distributed_optimizer": (True, "fsdp column 0 = DDP with distributed optimizer (note)"),
+    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
+}
+FP8_2509 = {"training.dtype": ("fp8", "precision column not given for 25.09; 725 model TFLOP/s per "
+                               "GPU is above what BF16 reaches on H100 (note)")}
+VOCAB = {"gpt3": (50304, "NeMo GPT-3 configs pad the GPT-2 vocabulary to 50304 (model_source)"),
+         "llama2": (32000, "Llama 2 tokenizer (model card)"),
+         "nemotron": (256000, "Nemotron tokenizer (model card)")}
+H100_NET = {"network": ("8 x 400 Gb/s per host, rail-optimized", "DGX-H100 SuperPOD (SEC)")}
+
+SELECTED: dict[str, dict[str, tuple[Any, str]]] = {}
+for name in ("1b", "2b", "4b", "8b"):
+    SELECTED[f"megatron-readme2020-dgxa100-{name}"] = dict(README2020)
+    SELECTED[f"megatron-readme2020-dgx2-v100-{name}"] = dict(README2020)
+    SELECTED[f"megatron-readme2020-dgxa100-dp128-{name}"] = {**README2020, **README2020_NET}
+for name in ("1p7b", "3p6b", "7p5b", "18p4b"):
+    SELECTED[f"megatron-sc21-t1-{name}"] = dict(SC21)
+for name in ("39p1b", "76p1b", "145p6b", "310p1b", "529p6b", "1008p0b"):
+    SELECTED[f"megatron-sc21-t1-{name}"] = {**SC21, **SC21_PP}
+for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b-2240"):
+    SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
+        **SC21_T2, **SC21_PP, "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
+        "parallel.zero": SC21["parallel.zero"]}
+for name in ("175b-384", "175b-768", "175b-1536", "530b-640", "530b-1120", "530b-2240"):
+    SELECTED[f"megatron-sc21-t2-zero3-{name}"] = dict(SC21_T2)
+for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b-128", "gpt3"),
+                    ("gpt3-175b-512", "gpt3"), ("llama2-7b-8", "llama2"), ("llama2-13b-16", "llama2"),
+                    ("llama2-70b-64", "llama2"), ("nemotron3-8b-64", "nemotron"),
+                    ("nemotron3-22b-64", "nemotron"), ("nemotron4-340b-128", "nemotron")):
+    SELECTED[f"nemo2407-h100-fp8-{name}"] = {**NEMO, **SP, **H100_NET, "model.vocab": VOCAB[vocab]}
+for rel in ("2509", "2511", "2602"):
+    SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"] = {**MBRIDGE, **SP, **H100_NET,
+                                                     **(FP8_2509 if rel == "2509" else {})}
+SELECTED["mbridge-2509-h100-llama3-8b-8"] = {**MBRIDGE, **FP8_2509, **H100_NET}
+SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET}
+
+EXCLUDED = {
+    "megatron-core-readme-h100-*": "TFLOP/s with an unstated FLOP convention and no iteration time",
+    "fa2-e2e-*": "parallel configuration and batch not stated (relative checks only)",
+    "amp-het-*": "T4 GPUs are not in the GPU catalogue; model/cluster otherwise expressible",
+    "nemo2407-h100-fp8-llama3-*": "context parallelism (cp = 2) is not modelled",
+    "mbridge-*-llama3.1-405b-1024": "context parallelism (cp = 2) is not modelled",
+}
+
+CI_CASES = {"megatron-readme2020-dgxa100-1b", "megatron-readme2020-dgxa100-2b",
+            "megatron-readme2020-dgx2-v100-1b"}
+
+
+def group_of(case_id: str) -> str:
+    for prefix in ("megatron-readme2020", "megatron-sc21-t1", "megatron-sc21-t2", "nemo2407",
+                   "mbridge"):
+        if case_id.startswith(prefix):
+            return prefix
+    raise ValueError(case_id)
+
+
+def compare_of(case: dict[str, Any]) -> dict[str, str]:
+    """The published quantity a case is compared on, in the source's own units."""
+    conv = (case.get("extra") or {}).get("flop_convention")
+    if conv == "sc21-eq3-hardware":
+        return {"quantity": "tflops_per_gpu", "flop_convention": conv}
+    if case["measured"].get("tokens_per_s_per_gpu") is not None:
+        return {"quantity": "tokens_per_s_per_gpu"}
+    return {"quantity": "iteration_time_s"}
+
+
+def host_cluster(gpu: str, gpus: int, per_host: int, nics: int, nic_gbps: float,
+                 fabric: str) -> dict[str, Any]:
+    per_host = min(per_host, gpus)
+    if gpus % per_host:
+        raise ValueError(f"{gpus} GPUs do not fill hosts of {per_host}")
+    return {"name": f"{gpus}x{gpu}", "host_types": {
+        "h": {"gpu": gpu, "gpus": per_host, "fabric": "nvswitch", "nics": min(nics, per_host),
+              "nic_speed": f"{nic_gbps:g}Gbps"}},
+        "hosts": [{"type": "h", "count": gpus // per_host}],
+        "fabric": {"kind": fabric, "link_delay": "1us", "oversubscription": 1}}
+
+
+def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> dict[str, Any]:
+    m, t, p, c = case["model"], case["training"], case["parallel"], case["cluster"]
+
+    def pick(key: str, value: Any) -> Any:
+        if key in assumed:
+            chosen = assumed[key][0]
+            if chosen == "per-replica batch":
+                return t["global_batch"] // p["dp"]
+            return chosen
+        return value
+
+    if p.get("cp") not in (None, 1) or p.get("ep") not in (None, 1):
+        raise ValueError(f"{case['id']}: cp/ep not modelled")
+    vocab = pick("model.vocab", m["vocab"])
+    model = {"name": m["name"], "arch": "llama" if m["arch"] == "llama" else "gpt",
+             "hidden": m["hidden"], "layers": m["layers"], "heads": m["heads"],
+             "kv_heads": m["kv_heads"] or m["heads"], "ffn": m["ffn"], "vocab": vocab,
+             "seq": t["seq_len"]}
+    training = {"global_batch": t["global_batch"],
+                "micro_batch": pick("training.micro_batch", t["micro_batch"]),
+                "seq_len": t["seq_len"], "dtype": pick("training.dtype", t["dtype"]),
+                "recompute": pick("training.recompute", t["recompute"])}
+    vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
+    parallel = {"tp": p["tp"], "pp": p["pp"], "dp": p["dp"], "vpp": vpp or 1,
+                "zero": pick("parallel.zero", p.get("zero")) or 0,
+                "sequence_parallel": bool(pick("parallel.sequence_parallel", p.get("sp")))
+                and p["tp"] > 1,
+                "distributed_optimizer": bool(assumed.get("parallel.distributed_optimizer",
+                                                          (False, ""))[0]),
+                "partition": "uniform"}
+    if vpp and vpp > 1:
+        parallel["schedule"] = "interleaved"
+    gpu = GPU[c["gpu"]]
+    nic = c.get("nic_gbps_per_gpu") or 200
+    fabric = "rail-optimized" if gpu.startswith("H100") else "fat-tree"
+    per_host = c.get("gpus_per_host") or 8
+    cluster = host_cluster(gpu, c["gpus"], per_host, c.get("nics_per_host") or per_host, nic, fabric)
+    for key, value in training.items():
+        if value is None:
+            raise ValueError(f"{case['id']}: training.{key} unknown and not assumed")
+    return {"name": case["id"], "model": model, "training": training, "parallel": parallel,
+            "cluster": cluster, "network": {"cc": "dcqcn"}, "simulation": {"fidelity": "flow"}}
+
+
+def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
+    assumed = dict(SELECTED[case["id"]])
+    if case["cluster"]["gpu"] in GPU_WHY:
+        assumed["cluster.gpu"] = (GPU[case["cluster"]["gpu"]], GPU_WHY[case["cluster"]["gpu"]])
+    experiment = experiment_of(case, assumed)
+    if assumed.get("training.micro_batch", ("",))[0] == "per-replica batch":
+        assumed["training.micro_batch"] = (experiment["training"]["micro_batch"],
+                                           assumed["training.micro_batch"][1])
+    if "network" not in assumed and case["cluster"]["gpus"] > 8:
+        assumed["network"] = (SELENE, "source") if case["cluster"].get("fabric") else (
+            "8 x 200 Gb/s per host, fat-tree", "not stated")
+    out = {
+        "id": case["id"], "group": group_of(case["id"]), "kind": case["kind"],
+        "source": case["source"], "flags": list(case["flags"]),
+        "ci": case["id"] in CI_CASES, "calibration": False, "compare": compare_of(case),
+        "measured": {k: v for k, v in case["measured"].items() if v is not None},
+        "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
+        "experiment": experiment,
+        "published": {k: case[k] for k in ("model", "training", "parallel", "cluster")},
+        "note": case.get("note", ""),
+    }
+    if case.get("extra"):
+        out["extra"] = case["extra"]
+    return out
+
+
+def nccl_cluster(gpu: str, hosts: int, nics: int, nic_gbps: int) -> dict[str, Any]:
+    return host_cluster(gpu, 8 * hosts, 8, nics, nic_gbps, "fat-tree")
+
+
+NCCL_SRC = "network_models.md §5.1 (../shared/reference), quoting "
+NCCL_CASES: list[dict[str, Any]] = [
+    {"id": "nccl-a100x8-nvswitch-allreduce-ring", "value": 230.0, "op": "allreduce", "size": "8GiB",
+     "ranks": 8, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 1, 8, 200),
+     "source": "sjeaugey, NVIDIA/nccl-tests#149 ('240 GB/s effective, ... limit it to ~230')",
+     "ci": True},
+    {"id": "nccl-a100x8-allreduce-4g-user", "value": 232.54, "op": "allreduce", "size": "4GiB",
+     "ranks": 8, "algorithm": "auto", "cluster": ("A100-80GB-SXM", 1, 8, 200),
+     "source": "user measurement, NVIDIA/nccl-tests#175", "ci": False},
+    {"id": "nccl-a800x8-allreduce-intra", "value": 160.0, "op": "allreduce", "size": "8GiB",
+     "ranks": 8, "algorithm": "auto", "cluster": ("A800-80GB-SXM", 1, 8, 200),
+     "source": "sjeaugey, NVIDIA/nccl#412", "ci": False},
+    {"id": "nccl-h100x8-ring-nvlink", "value": 370.0, "op": "allgather", "size": "8GiB",
+     "ranks": 8, "algorithm": "ring", "cluster": ("H100-SXM", 1, 8, 400),
+     "source": "sjeaugey, NVIDIA/nccl-tests#212 (~370 GB/s effective NVLink with NCCL_ALGO=RING)",
+     "ci": True},
+    {"id": "nccl-h100x8-allreduce-nvls", "value": 480.0, "op": "allreduce", "size": "8GiB",
+     "ranks": 8, "algorithm": "auto", "cluster": ("H100-SXM", 1, 8, 400),
+     "source": "sjeaugey, NVIDIA/nccl-tests#212; AddyLaddy, NVIDIA/nccl-tests#290 (476 GB/s)",
+     "ci": False},
+    {"id": "nccl-h200x8-allreduce-user", "value": 475.0, "op": "allreduce", "size": "8GiB",
+     "ranks": 8, "algorithm": "auto", "cluster": ("H200-SXM", 1, 8, 400),
+     "source": "user measurement, NVIDIA/nccl-tests#272 (NCCL 2.20.3)", "ci": False},
+    {"id": "nccl-dgxa100-8x200g-allreduce-ring", "value": 192.0, "op": "allreduce", "size": "8GiB",
+     "ranks": 32, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 4, 8, 200),
+     "source": "AddyLaddy, NVIDIA/nccl#812 (DGX A100, 8 x 200 Gb/s HDR, multi-node ring)",
+     "ci": False, "assumed": {"hosts": (4, "node count not stated; > 2 so NCCL keeps the ring")}},
+    {"id": "nccl-per-nic-100g-ring", "value": 12.0, "op": "allreduce", "size": "2GiB",
+     "ranks": 32, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 4, 1, 100),
+     "source": "sjeaugey, NVIDIA/nccl-tests#119 (12 GB/s per 100G NIC)", "ci": False,
+     "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
+    {"id": "nccl-per-nic-200g-ring", "value": 24.0, "op": "allreduce", "size": "2GiB",
+     "ranks": 32, "algorithm": "ring", "cluster": ("A800-80GB-SXM", 4, 1, 200),
+     "source": "sjeaugey, NVIDIA/nccl-tests#119 and NVIDIA/nccl#412 (24 GB/s per 200G NIC)",
+     "ci": False, "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
+    {"id": "nccl-per-nic-400g-ndr-ring", "value": 47.0, "op": "allreduce", "size": "2GiB",
+     "ranks": 32, "algorithm": "ring", "cluster": ("H100-SXM", 4, 1, 400),
+     "source": "AddyLaddy, NVIDIA/nccl-tests#290 and #267 (46-48 GB/s per NDR NIC; midpoint)",
+     "ci": False, "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
+]
+
+
+def nccl_case(spec: dict[str, Any]) -> dict[str, Any]:
+    gpu, hosts, nics, gbps = spec["cluster"]
+    assumed = {k: {"value": v, "why": why} for k, (v, why) in spec.get("assumed", {}).items()}
+    assumed["size"] = {"value": spec["size"], "why": "large-message plateau of the quoted value"}
+    return {
+        "id": spec["id"], "group": "nccl-tests", "kind": "collective_busbw",
+        "source": NCCL_SRC + spec["source"], "flags": [], "ci": spec["ci"], "calibration": False,
+        "compare": {"quantity": "busbw_GBps"}, "measured": {"busbw_GBps": spec["value"]},
+        "assumed": assumed,
+        "collective": {"op": spec["op"], "size": spec["size"], "ranks": spec["ranks"],
+                       "algorithm": spec["algorithm"]},
+        "cluster": nccl_cluster(gpu, hosts, nics, gbps),
+    }
+
+
+HEADER = """\
+# HeteroSim validation cases, generated by validation/build_cases.py from
+# ../shared/validation/cases_public.yaml (published end-to-end measurements; ids, sources, flags and
+# notes kept) and ../shared/reference/network_models.md §5.1 (nccl-tests bus bandwidth).
+# Per case: `experiment` is what the simulator runs; `assumed` lists every value the source does
+# not state, with the reason; `published` is the source's configuration as given; `compare` names
+# the published quantity and FLOP convention used; `ci: true` cases run in CI (heterosim validate
+# --ci); `calibration: true` would mark a case used to fit a constant (none is).
+# Excluded sources:
+{excluded}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("public", nargs="?", default=str(DEFAULT_PUBLIC))
+    parser.add_argument("--out", default=str(HERE / "cases.yaml"))
+    args = parser.parse_args(argv)
+    data = yaml.safe_load(Path(args.public).read_text())
+    by_id = {c["id"]: c for c in data["cases"]}
+    missing = sorted(set(SELECTED) - set(by_id))
+    if missing:
+        print(f"cases not in {args.public}: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    cases = [e2e_case(by_id[i]) for i in by_id if i in SELECTED]
+    cases += [nccl_case(spec) for spec in NCCL_CASES]
+    excluded = "\n".join(f"#   {k}: {v}" for k, v in EXCLUDED.items())
+    text = HEADER.format(excluded=excluded) + yaml.safe_dump(
+        {"cases": cases}, sort_keys=False, width=110, allow_unicode=True)
+    Path(args.out).write_text(text)
+    print(f"wrote {len(cases)} cases to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
