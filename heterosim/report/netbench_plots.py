@@ -70,18 +70,27 @@ def plot_queues(path: Path, queue: Mapping[str, Any] | None, port_names: Sequenc
     times = np.asarray(queue["time_ns"], dtype=np.int64)
     ports = np.asarray(queue["port"], dtype=np.int64)
     depth = np.asarray(queue["bytes"], dtype=np.float64) / 1024
-    if len(max_queue_bytes):
-        busiest = [int(p) for p in np.argsort(-np.asarray(max_queue_bytes), kind="stable")]
-    else:
-        peaks = {int(p): float(depth[ports == p].max()) for p in np.unique(ports)}
-        busiest = sorted(peaks, key=lambda p: -peaks[p])
     series = {}
-    for port in busiest[:BUSIEST_PORTS]:
+    for port in busiest_sampled_ports(ports, depth, max_queue_bytes, BUSIEST_PORTS):
         sel = ports == port
         if np.any(sel):
             name = port_names[port] if port < len(port_names) else f"port {port}"
             series[name] = (times[sel], depth[sel])
     plot_series(path, series, "queue (KiB)", title)
+
+
+def busiest_sampled_ports(sample_port: np.ndarray, sample_depth: np.ndarray,
+                          max_queue_bytes: np.ndarray, count: int) -> list[int]:
+    """The ``count`` sampled ports with the largest maximum queue (from the port counters when
+    they cover every sampled port, else from the samples), largest first."""
+    sampled = np.unique(np.asarray(sample_port, dtype=np.int64))
+    peak = np.asarray(max_queue_bytes, dtype=np.float64)  # counters may be unsigned: no negation
+    if len(sampled) and len(peak) > int(sampled.max()):
+        key = peak[sampled]
+    else:
+        key = np.array([float(np.max(sample_depth[sample_port == p])) for p in sampled])
+    order = np.argsort(-key, kind="stable")
+    return [int(p) for p in sampled[order][:count]]
 
 
 def plot_fct(path: Path, flows: Sequence[Mapping[str, Any]], sim_end_s: float,

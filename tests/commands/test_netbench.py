@@ -15,6 +15,7 @@ import yaml
 from heterosim.cli import main
 from heterosim.commands.netbench import netbench
 from heterosim.config.scenario import load_scenario
+from heterosim.report.netbench_plots import busiest_sampled_ports
 from heterosim.report.netbench_report import (
     fairness_from_series,
     fairness_window,
@@ -219,6 +220,8 @@ def test_tiny_incast_on_packet_network_conserves_bytes(tmp_path, capsys):
     assert all(f["end_s"] is not None for f in saved["flows"])
     assert sum(f["bytes"] for f in saved["flows"]) == injected
     assert saved["network"]["bytes"] == injected  # bytes delivered = bytes injected
+    assert saved["summary"]["delivered_bytes"] == injected  # as counted by the receivers
+    assert saved["fairness_jain"] is not None and 0.5 <= saved["fairness_jain"] <= 1.0
     assert saved["network"]["drops"] == 0  # PFC on: lossless
     for f in saved["flows"]:  # no flow beats its NIC's 100 Gb/s line rate
         assert 0 < f["goodput_Gbps"] < 100.0
@@ -236,6 +239,8 @@ def test_pfc_off_small_buffer_still_delivers_every_byte(tmp_path):
     assert saved["network"]["pfc_pause_frames"] == 0
     assert all(f["end_s"] is not None for f in saved["flows"])
     assert saved["network"]["bytes"] == 2 * 512 * 1024
+    assert saved["summary"]["delivered_bytes"] == 2 * 512 * 1024
+    assert sum(f["retransmits"] for f in saved["flows"]) == saved["network"]["retransmits"]
 
 
 @pytest.mark.ns3
@@ -280,3 +285,12 @@ def test_fluid_layout_fills_ports_from_links_and_leaves_fairness_undefined(tmp_p
     assert ports[1]["name"].split("->")[::-1] == ports[0]["name"].split("->")  # both directions
     for name in FILES:
         assert (out / name).is_file(), name
+
+
+def test_busiest_ports_with_unsigned_counters():
+    ports = np.array([5, 6, 7, 5, 6, 7], dtype=np.uint32)
+    depth = np.array([1.0, 9.0, 4.0, 2.0, 3.0, 8.0])
+    peak = np.zeros(10, np.uint64)
+    peak[[5, 6, 7, 9]] = [100, 3000, 2000, 10**6]  # port 9 is not sampled: never chosen
+    assert busiest_sampled_ports(ports, depth, peak, 2) == [6, 7]
+    assert busiest_sampled_ports(ports, depth, np.zeros(0), 3) == [6, 7, 5]  # from the samples
