@@ -47,6 +47,7 @@ class Case:
     collective: dict[str, Any] | None = None  # collective_busbw cases
     cluster: dict[str, Any] | None = None  # collective_busbw cases
     origin: str = field(default="", compare=False)  # "file: cases[i] (id)" for error messages
+    base_dir: Path | None = field(default=None, compare=False)  # relative cluster paths
 
     @property
     def separate_flags(self) -> list[str]:
@@ -59,6 +60,12 @@ class Case:
         cluster = self.cluster if self.experiment is None else self.experiment.get("cluster")
         if self.kind == "collective_busbw":
             return int(self.collective["ranks"]) if self.collective else 0
+        if isinstance(cluster, str):
+            from heterosim.config.cluster import load_cluster
+
+            path = Path(cluster)
+            return load_cluster(path if path.is_absolute() else (self.base_dir or Path.cwd()) / path
+                                ).world_size
         total = 0
         types = (cluster or {}).get("host_types", {})
         for host in (cluster or {}).get("hosts", []):
@@ -113,7 +120,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         quantity=quantity, measured=float(measured), flop_convention=convention,
         flags=tuple(flags), ci=top.boolean("ci", False), calibration=top.boolean("calibration", False),
         assumed=dict(assumed), experiment=experiment, collective=collective, cluster=cluster,
-        origin=f"{source}: {label}",
+        origin=f"{source}: {label}", base_dir=Path(source).parent,
     )
     top.reject_unknown(("published", "note", "extra"))
     return case

@@ -50,15 +50,15 @@ class Prediction:
 
 def sc21_eq3_flops(global_batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
     """SC'21 Eq. (3): FLOPs per iteration (GEMMs, full recompute counted)."""
-    b, s, l, h, v = global_batch, seq, layers, hidden, vocab
-    return 96.0 * b * s * l * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * l * h))
+    b, s, n, h, v = global_batch, seq, layers, hidden, vocab
+    return 96.0 * b * s * n * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * n * h))
 
 
 def case_experiment(case: Case, fidelity: str | None = None) -> ExperimentConfig:
     """The case's experiment, validated (a problem is a one-line error naming the case)."""
     if case.experiment is None:
         raise ValueError(f"{case.id} is not an end-to-end case")
-    exp = parse_experiment(case.experiment, f"{case.origin}.experiment")
+    exp = parse_experiment(case.experiment, f"{case.origin}.experiment", base_dir=case.base_dir)
     if fidelity is not None:
         exp = replace(exp, simulation=replace(exp.simulation, fidelity=fidelity))
     return exp

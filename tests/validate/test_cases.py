@@ -1,0 +1,139 @@
+"""Validation cases: one-line loading errors, and the shipped file agrees with its sources."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heterosim.errors import UserError
+from heterosim.validate.cases import load_cases, select_cases
+from heterosim.validate.predict import case_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "validation" / "cases.yaml"
+
+GOOD = {
+    "id": "c1", "group": "g", "kind": "iteration_time", "source": "somewhere",
+    "compare": {"quantity": "iteration_time_s"}, "measured": {"iteration_time_s": 1.5},
+    "experiment": {"model": "gpt3-6.7b", "training": {"global_batch": 8}, "parallel": {"dp": 8},
+                   "cluster": {"host_types": {"h": {"gpu": "H100", "gpus": 8, "nics": 8,
+                                                    "nic_speed": "400Gbps"}},
+                               "hosts": [{"type": "h", "count": 1}]}},
+}
+
+
+def write(tmp_path: Path, cases) -> Path:
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": cases}))
+    return path
+
+
+def error_of(tmp_path: Path, cases) -> str:
+    with pytest.raises(UserError) as info:
+        load_cases(write(tmp_path, cases))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def mutate(**changes):
+    case = copy.deepcopy(GOOD)
+    for key, value in changes.items():
+        node = case
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node[part]
+        if value is None:
+            del node[parts[-1]]
+        else:
+            node[parts[-1]] = value
+    return case
+
+
+def test_good_case_loads(tmp_path):
+    (case,) = load_cases(write(tmp_path, [GOOD]))
+    assert case.id == "c1" and case.measured == 1.5 and case.quantity == "iteration_time_s"
+    assert not case.ci and not case.calibration
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"kind": "speed"}, "cases[0] (c1).kind: expected one of"),
+    ({"measured.iteration_time_s": None}, "cases[0] (c1).measured.iteration_time_s"),
+    ({"measured.iteration_time_s": -2}, "measured.iteration_time_s"),
+    ({"compare.quantity": "busbw_GBps"}, "does not go with kind"),
+    ({"compare.quantity": "tflops_per_gpu", "measured": {"tflops_per_gpu": 100}},
+     "compare.flop_convention"),
+    ({"experiment": None}, "cases[0] (c1).experiment: missing required key"),
+    ({"experiment": "run.yaml"}, "cases[0] (c1).experiment: expected an experiment mapping"),
+    ({"flags": "DER"}, "flags: expected a list"),
+    ({"colour": "red"}, "colour"),
+])
+def test_malformed_case_is_one_line_error_naming_case_and_key(tmp_path, changes, expected):
+    message = error_of(tmp_path, [mutate(**changes)])
+    assert expected in message
+    assert str(tmp_path / "cases.yaml") in message
+
+
+def test_duplicate_ids_and_empty_list_are_errors(tmp_path):
+    assert "duplicate id 'c1'" in error_of(tmp_path, [GOOD, GOOD])
+    assert "non-empty list" in error_of(tmp_path, [])
+
+
+def test_selection_by_group_only_ci_and_gpus(tmp_path):
+    big = mutate(id="c2", group="h")
+    big["experiment"]["cluster"]["hosts"][0]["count"] = 4
+    cases = load_cases(write(tmp_path, [GOOD, big]))
+    chosen, skipped = select_cases(cases, max_gpus=16)
+    assert [c.id for c in chosen] == ["c1"] and [c.id for c, _ in skipped] == ["c2"]
+    assert [c.id for c in select_cases(cases, groups=["h"])[0]] == ["c2"]
+    assert select_cases(cases, ci=True)[0] == []
+    with pytest.raises(UserError, match="unknown case id"):
+        select_cases(cases, only=["nope"])
+    with pytest.raises(UserError, match="unknown group"):
+        select_cases(cases, groups=["nope"])
+
+
+def test_shipped_cases_load_and_parse():
+    cases = load_cases(SHIPPED)
+    assert len({c.id for c in cases}) == len(cases) > 40
+    assert any(c.ci for c in cases)
+    for case in cases:
+        assert case.source
+        if case.experiment is not None:
+            case_experiment(case)  # validates the experiment (raises UserError otherwise)
+
+
+def test_shipped_experiments_match_published_configuration():
+    """Every published, stated value reaches the simulated experiment unchanged."""
+    data = yaml.safe_load(SHIPPED.read_text())
+    for entry in data["cases"]:
+        if entry["kind"] == "collective_busbw":
+            continue
+        pub, exp = entry["published"], case_experiment(load_one(entry))
+        assert (exp.parallel.tp, exp.parallel.pp, exp.parallel.dp) == (
+            pub["parallel"]["tp"], pub["parallel"]["pp"], pub["parallel"]["dp"]), entry["id"]
+        assert exp.cluster.world_size == pub["cluster"]["gpus"], entry["id"]
+        m = pub["model"]
+        assert (exp.model.hidden, exp.model.layers, exp.model.heads, exp.model.ffn) == (
+            m["hidden"], m["layers"], m["heads"], m["ffn"]), entry["id"]
+        t = pub["training"]
+        assert (exp.training.global_batch, exp.training.seq_len) == (t["global_batch"], t["seq_len"])
+        for key in ("micro_batch", "dtype", "recompute"):
+            if t[key] is not None:
+                assert getattr(exp.training, key) == t[key], (entry["id"], key)
+            else:
+                assert f"training.{key}" in entry["assumed"], (entry["id"], key)
+        if m["vocab"] is not None:
+            assert exp.model.vocab == m["vocab"]
+
+
+def load_one(entry):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "one.yaml"
+        path.write_text(yaml.safe_dump({"cases": [entry]}))
+        return load_cases(path)[0]
