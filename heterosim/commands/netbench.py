@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"simulation.fidelity={args.fidelity}")
     scenario = load_scenario(args.scenario, overrides)
     compare = parse_cc_option(args.compare_cc) if args.compare_cc else scenario.compare_cc
+    if compare and scenario.simulation.fidelity == "flow":
+        raise UserError("--compare-cc: the flow (fluid) model has no congestion control, so every "
+                        "CC would give the same result; use --fidelity packet")
     out = args.out if args.out is not None else Path("results") / "netbench" / scenario.name
     results = netbench(scenario, out, compare_cc=compare)
     if "compare_cc" in results:

@@ -370,16 +370,18 @@ def summary_text(results: Mapping[str, Any], max_flows: int = 16) -> str:
 def comparison_text(rows: list[Mapping[str, Any]]) -> str:
     """Terminal table of a CC comparison."""
     head = (f"{'cc':<7} {'fct_mean_us':>12} {'fct_max_us':>11} {'jain':>7} {'max_queue_KiB':>14} "
-            f"{'pauses':>8} {'drops':>7} {'retx':>7} {'unfinished':>10}")
+            f"{'pauses':>8} {'drops':>7} {'retx':>7} {'busiest_util':>12} {'unfinished':>10}")
     lines = [head]
     for r in rows:
         def us(v: float | None) -> str:
             return "-" if v is None else f"{v * 1e6:.2f}"
         jain = "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.4f}"
         queue = "-" if r["max_queue_bytes"] is None else f"{r['max_queue_bytes'] / 1024:.1f}"
+        busiest = r.get("busiest_port_utilization")
+        util = "-" if busiest is None else f"{busiest:.1%}"
         lines.append(f"{r['cc']:<7} {us(r['fct_mean_s']):>12} {us(r['fct_max_s']):>11} {jain:>7} "
                      f"{queue:>14} {r['pfc_pause_frames']:>8} {r['drops']:>7} "
-                     f"{r['retransmits']:>7} {r['unfinished_flows']:>10}")
+                     f"{r['retransmits']:>7} {util:>12} {r['unfinished_flows']:>10}")
     return "\n".join(lines)
 
 

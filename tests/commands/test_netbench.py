@@ -294,3 +294,43 @@ def test_busiest_ports_with_unsigned_counters():
     peak[[5, 6, 7, 9]] = [100, 3000, 2000, 10**6]  # port 9 is not sampled: never chosen
     assert busiest_sampled_ports(ports, depth, peak, 2) == [6, 7]
     assert busiest_sampled_ports(ports, depth, np.zeros(0), 3) == [6, 7, 5]  # from the samples
+
+
+def test_compare_cc_with_the_fluid_model_is_refused(tmp_path, capsys):
+    path = tiny_scenario(tmp_path)
+    code = main(["netbench", str(path), "--fidelity", "flow", "--compare-cc", "dcqcn,none",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2 and "use --fidelity packet" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.ns3
+@needs_packet
+def test_same_seed_gives_identical_results_apart_from_wall_time(tmp_path):
+    path = tiny_scenario(tmp_path)
+    texts = []
+    for name in ("a", "b"):
+        assert main(["netbench", str(path), "--out", str(tmp_path / name)]) == 0
+        saved = json.loads((tmp_path / name / "results.json").read_text())
+        saved["sim"].pop("wall_s")
+        texts.append(json.dumps(saved, sort_keys=True))
+        for csv_name in ("flows.csv", "rates.csv", "queues.csv", "ports.csv"):
+            texts.append((tmp_path / name / csv_name).read_text())
+    half = len(texts) // 2
+    assert texts[:half] == texts[half:]
+
+
+@pytest.mark.ns3
+def test_fluid_single_flow_runs_at_line_rate(tmp_path, native_lib):
+    pattern = {"kind": "one-to-one", "senders": [0], "receiver": 5, "size": "4MiB"}
+    path = tiny_scenario(tmp_path, pattern=pattern)
+    out = tmp_path / "out"
+    assert main(["netbench", str(path), "--fidelity", "flow", "--out", str(out)]) == 0
+    saved = json.loads((out / "results.json").read_text())
+    flow = saved["flows"][0]
+    # fluid model: no headers, so the 100 Gb/s NIC carries payload at line rate; FCT adds only the
+    # path's propagation and one packet's store-and-forward per hop (a few us)
+    serialization = 4 * 2**20 * 8 / 100e9
+    assert serialization < flow["fct_s"] < serialization + 10e-6
+    assert saved["sim"]["fidelity"] == "flow" and saved["fairness_jain"] is None
+    assert saved["network"]["bytes"] == 4 * 2**20
