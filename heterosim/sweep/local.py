@@ -1,0 +1,104 @@
+"""Run tasks in parallel on this machine with a ``concurrent.futures`` process pool (spawn context).
+
+Each worker process imports heterosim and loads the C++ library once, then runs tasks one after
+another; ``on_done`` is called in the driver as each finishes, in completion order.
+
+If a worker process dies (a crash inside the simulator), the pool breaks and every unfinished
+task fails with it, so the culprit cannot be told from the bystanders. The remaining tasks are
+then run again, each in a pool of its own (still ``workers`` at a time): a task that kills its
+own worker is recorded as an error and the rest complete.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from heterosim.sweep.task import RunTask, error_record, execute_task
+
+DoneFn = Callable[[RunTask, dict[str, Any]], None]
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now: cancel queued tasks and end the worker processes mid-run."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def _crash_record(task: RunTask) -> dict[str, Any]:
+    return error_record(task.id, task.label,
+                        "the worker process died while running this variant (simulator crash or "
+                        "out of memory)")
+
+
+def _run_shared_pool(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> list[RunTask]:
+    """Run every task in one pool; return the tasks left unfinished by a broken pool."""
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context)
+    futures: dict[Future, RunTask] = {}
+    unfinished: list[RunTask] = []
+    try:
+        futures = {pool.submit(execute_task, task): task for task in tasks}
+        for future in as_completed(futures):
+            task = futures[future]
+            try:
+                record = future.result()
+            except BrokenProcessPool:
+                unfinished.append(task)
+                continue
+            on_done(task, record)
+    except BaseException:
+        _terminate(pool)
+        raise
+    pool.shutdown(wait=True)
+    order = {task.id: i for i, task in enumerate(tasks)}
+    return sorted(unfinished, key=lambda t: order[t.id])
+
+
+def _run_isolated(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> None:
+    """Run each task in a single-process pool of its own, ``workers`` at a time."""
+    context = multiprocessing.get_context("spawn")
+    queue = list(tasks)
+    running: dict[Future, tuple[RunTask, ProcessPoolExecutor]] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < workers:
+                task = queue.pop(0)
+                pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+                running[pool.submit(execute_task, task)] = (task, pool)
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                task, pool = running.pop(future)
+                try:
+                    record = future.result()
+                except BrokenProcessPool:
+                    record = _crash_record(task)
+                pool.shutdown(wait=True)
+                on_done(task, record)
+    except BaseException:
+        for _, pool in running.values():
+            _terminate(pool)
+        raise
+
+
+def run_local(tasks: Sequence[RunTask], on_done: DoneFn, workers: int | None = None) -> None:
+    """Run ``tasks`` on a local process pool, calling ``on_done(task, record)`` as each finishes."""
+    if not tasks:
+        return
+    workers = max(1, workers or default_workers())
+    unfinished = _run_shared_pool(tasks, on_done, workers)
+    if unfinished:
+        _run_isolated(unfinished, on_done, workers)

@@ -1,0 +1,146 @@
+"""Run a sweep: expand the grid, skip what the store already holds, run the rest, summarise.
+
+Output folder layout::
+
+    sweep.json          the sweep as run: base experiment, fixed overrides, grid, variant ids
+    results.jsonl       one record per finished run (the store; appended and fsync'd)
+    runs/<id>/results.json   full results of each successful run
+    summary.csv, summary.json, <metric>_vs_<parameter>.png
+
+A run's results.json is written before its record is appended, so a record in the store always
+points to complete results. The summary is rewritten at the end, also after Ctrl-C or an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heterosim.errors import UserError
+from heterosim.sweep.grid import SweepSpec, Variant
+from heterosim.sweep.store import ResultStore
+from heterosim.sweep.summary import metric_values, write_summary
+from heterosim.sweep.task import ERROR, OK, RunTask, error_record, prepare_task
+
+EXECUTORS = ("local", "ray")
+LogFn = Callable[[str], None]
+
+
+@dataclass
+class SweepOutcome:
+    """What one invocation of a sweep did."""
+
+    variants: int = 0
+    skipped: int = 0  # already in the store
+    ran: list[str] = field(default_factory=list)  # ids finished in this invocation
+    failed: list[str] = field(default_factory=list)  # ids recorded as errors in this invocation
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(data, handle, indent=2, sort_keys=True, default=str)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def _manifest(spec: SweepSpec, variants: list[Variant]) -> dict[str, Any]:
+    return {
+        "name": spec.name, "source": str(spec.source), "experiment": str(spec.experiment),
+        "fidelity": spec.fidelity, "set": spec.fixed, "grid": spec.grid, "metrics": list(spec.metrics),
+        "variants": [{"id": v.id, "index": v.index, "point": v.point, "overrides": v.overrides}
+                     for v in variants],
+    }
+
+
+def _check_resume(out_dir: Path, spec: SweepSpec, store: ResultStore, resume: bool) -> None:
+    if not store.exists():
+        return
+    if not resume:
+        raise UserError(f"--out {out_dir}: already holds results of a sweep; pass --resume to "
+                        f"continue it, or choose another --out")
+    manifest_path = out_dir / "sweep.json"
+    if manifest_path.exists():
+        try:
+            previous = json.loads(manifest_path.read_text())
+        except json.JSONDecodeError:
+            return
+        if previous.get("experiment") != str(spec.experiment):
+            raise UserError(f"--resume: {out_dir} holds a sweep of {previous.get('experiment')}, not "
+                            f"{spec.experiment}; choose another --out")
+
+
+def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", workers: int | None = None,
+              address: str | None = None, resume: bool = False, retry_failed: bool = False,
+              plots: bool = True, log: LogFn | None = None) -> SweepOutcome:
+    """Run every variant of ``spec`` not yet in ``out_dir``'s store; return what was done."""
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor {executor}: expected one of {', '.join(EXECUTORS)}")
+    if executor == "ray":
+        from heterosim.sweep.ray_executor import import_ray
+
+        import_ray()  # fail before any work if the extra is missing
+    log = log or (lambda _msg: None)
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(out_dir / "results.jsonl")
+    _check_resume(out_dir, spec, store, resume)
+    variants = spec.variants()
+    _write_json(out_dir / "sweep.json", _manifest(spec, variants))
+
+    done = store.latest()
+    todo = [v for v in variants
+            if v.id not in done or (retry_failed and done[v.id].get("status") == ERROR)]
+    outcome = SweepOutcome(variants=len(variants), skipped=len(variants) - len(todo))
+    by_id = {v.id: v for v in variants}
+    total = len(todo)
+    if outcome.skipped:
+        log(f"{outcome.skipped} of {len(variants)} variants already done; running {total}")
+
+    def finish(task: RunTask, record: dict[str, Any]) -> None:
+        variant = by_id[task.id]
+        results = record.pop("results", None)
+        if results is not None:
+            _write_json(out_dir / "runs" / variant.id / "results.json", results)
+            record["results_path"] = f"runs/{variant.id}/results.json"
+            record["metrics"] = metric_values(results, spec.metrics)
+        record.update({"index": variant.index, "point": variant.point, "overrides": variant.overrides})
+        store.append(record)
+        outcome.ran.append(variant.id)
+        if record["status"] != OK:
+            outcome.failed.append(variant.id)
+        metrics = record.get("metrics") or {}
+        detail = (f"iteration {metrics['iteration_time_s'] * 1e3:.3f} ms"
+                  if record["status"] == OK and metrics.get("iteration_time_s") is not None
+                  else record.get("error") or "")
+        log(f"[{len(outcome.ran)}/{total}] {record['status']:<7} {variant.id}  {variant.label()}  {detail}")
+
+    tasks: list[RunTask] = []
+    try:
+        for variant in todo:
+            try:
+                tasks.append(prepare_task(spec.experiment, variant.override_strings(spec.base_dir),
+                                          task_id=variant.id, label=variant.label()))
+            except UserError as exc:
+                finish(RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
+                       error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]))
+        if executor == "ray":
+            from heterosim.sweep.ray_executor import run_ray
+
+            run_ray(tasks, finish, address=address)
+        else:
+            from heterosim.sweep.local import run_local
+
+            run_local(tasks, finish, workers=workers or spec.workers)
+    finally:
+        outcome.summary = write_summary(out_dir, variants, store.latest(), spec.metrics, plots=plots)
+    return outcome
