@@ -1,0 +1,70 @@
+"""``heterosim validate`` on a two-case file: table, results.json and parity.png."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from heterosim.cli import main
+
+CLUSTER = {"name": "h100x4", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4,
+                                                  "nic_speed": "400Gbps"}},
+           "hosts": [{"type": "h", "count": 2}]}
+CASES = [
+    {"id": "tiny-e2e", "group": "g1", "kind": "iteration_time", "source": "made up for the test",
+     "compare": {"quantity": "iteration_time_s"}, "measured": {"iteration_time_s": 0.01},
+     "assumed": {"training.dtype": {"value": "bf16", "why": "test"}}, "flags": ["DER"],
+     "experiment": {"model": {"arch": "gpt", "hidden": 256, "layers": 2, "heads": 4, "vocab": 4096,
+                              "seq": 256},
+                    "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+                    "parallel": {"tp": 2, "pp": 2, "dp": 2}, "cluster": CLUSTER}},
+    {"id": "tiny-busbw", "group": "nccl-tests", "kind": "collective_busbw", "source": "made up",
+     "measured": {"busbw_GBps": 150.0}, "flags": ["SUSPECT"], "ci": True,
+     "compare": {"quantity": "busbw_GBps"}, "cluster": CLUSTER,
+     "collective": {"op": "allreduce", "size": "16MiB", "ranks": 8, "algorithm": "ring"}},
+]
+
+
+@pytest.mark.ns3
+def test_validate_writes_results_and_parity(tmp_path, capsys, native_lib):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+    out = tmp_path / "out"
+    assert main(["validate", str(path), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tiny-e2e" in text and "tiny-busbw" in text and "MAPE" in text
+    doc = json.loads((out / "results.json").read_text())
+    assert (out / "parity.png").stat().st_size > 1000
+    rows = {r["id"]: r for r in doc["cases"]}
+    for row in rows.values():
+        for key in ("id", "group", "kind", "measured", "predicted", "error_pct", "assumptions",
+                    "flags", "calibration"):
+            assert key in row
+        assert row["error_pct"] == pytest.approx(
+            100 * (row["predicted"] - row["measured"]) / row["measured"])
+    assert rows["tiny-e2e"]["assumptions"]["training.dtype"]["value"] == "bf16"
+    # the SUSPECT case is reported apart, never in the group's main MAPE
+    assert doc["groups"]["nccl-tests"]["main_n"] == 0
+    assert doc["groups"]["nccl-tests"]["flagged_n"] == 1
+    assert doc["groups"]["g1"]["main_mape_pct"] == pytest.approx(abs(rows["tiny-e2e"]["error_pct"]))
+
+
+@pytest.mark.ns3
+def test_ci_and_max_gpus_selection(tmp_path, capsys, native_lib):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+    assert main(["validate", str(path), "--ci", "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert [r["id"] for r in doc["cases"]] == ["tiny-busbw"]
+    assert main(["validate", str(path), "--max-gpus", "4", "--out", str(tmp_path / "p")]) == 2
+    assert "no case left" in capsys.readouterr().err
+
+
+def test_bad_cases_file_exits_2_with_one_line(tmp_path, capsys):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": [{"id": "x", "kind": "iteration_time"}]}))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cases[0] (x)" in err
