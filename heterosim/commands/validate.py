@@ -3,8 +3,8 @@
 For each selected case: the prediction in the source's own units, the measured value, the signed
 error %, then MAPE per group (end-to-end and collective-busbw cases summarised apart; cases
 flagged SUSPECT/CONFLICT/APPROX or used for calibration reported in their own columns). Writes
-results.json and parity.png to --out. A case the simulator cannot run is reported as failed with
-its one-line reason; the command then exits 1.
+results.json, parity.png and table.md (Markdown) to --out. A case the simulator cannot run is
+reported as failed with its one-line reason; the command then exits 1.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from heterosim.errors import UserError
 from heterosim.validate.cases import Case, load_cases, select_cases
 from heterosim.validate.predict import Prediction, predict
-from heterosim.validate.report import write_parity_plot, write_results
+from heterosim.validate.report import markdown_table, write_parity_plot, write_results
 from heterosim.validate.stats import error_pct, group_summary
 
 EXAMPLES = """\
@@ -116,5 +116,6 @@ def run(args: argparse.Namespace) -> int:
             "wall_s": time.perf_counter() - start}
     write_results(out, rows, groups, meta)
     write_parity_plot(out, rows)
-    print(f"# wrote {out / 'results.json'} and {out / 'parity.png'}")
+    (out / "table.md").write_text(markdown_table(rows))
+    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'} and {out / 'table.md'}")
     return 1 if any(r["error_pct"] is None for r in rows) else 0

@@ -65,3 +65,22 @@ def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def markdown_table(rows: list[dict[str, Any]]) -> str:
+    """The per-case table as Markdown (benchmarks/README.md carries it)."""
+    lines = ["| case | group | quantity | measured | predicted | error % | method | assumed | marks |",
+             "|---|---|---|---:|---:|---:|---|---|---|"]
+    for r in rows:
+        assumed = "; ".join(f"{k}={v['value'] if isinstance(v, dict) else v}"
+                            for k, v in (r.get("assumptions") or {}).items())
+        marks = ",".join(r.get("separate_flags", []) + (["calibration"] if r.get("calibration") else []))
+        if r.get("predicted") is None:
+            pred, err = "failed", r.get("error", "")
+        else:
+            pred, err = f"{r['predicted']:.4g}", f"{r['error_pct']:+.1f}"
+        method = r.get("method", "") or ""
+        method = "2-run extrapolation" if method.startswith("extrapolated") else method
+        lines.append(f"| {r['id']} | {r['group']} | {r['quantity']} | {r['measured']:.4g} | {pred} "
+                     f"| {err} | {method} | {assumed} | {marks} |")
+    return "\n".join(lines) + "\n"
