@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "netbench",
     "profile",
     "collective",
+    "compare",
     "sweep",
     "validate",
 )

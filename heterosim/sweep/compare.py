@@ -1,0 +1,116 @@
+"""Two runs side by side: two experiment files, or one experiment with two sets of overrides.
+
+Both sides run with the same seed (paired): side A's seed, after the common overrides, is set on
+both unless a variant sets ``simulation.seed`` itself. They run in parallel worker processes;
+each writes its full ``heterosim run`` outputs into ``OUT/A`` and ``OUT/B``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heterosim.config.experiment import load_experiment
+from heterosim.errors import UserError
+from heterosim.report.compare_report import comparison_dict, write_comparison
+from heterosim.sweep.local import run_local
+from heterosim.sweep.task import OK, PARTIAL, RunTask, prepare_task
+
+SIDE_DIRS = ("A", "B")
+_VARIANT_SPLIT = re.compile(r",(?=\s*[A-Za-z_][\w.]*\s*=)")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: an experiment file plus its own overrides."""
+
+    label: str
+    experiment: Path
+    overrides: list[str] = field(default_factory=list)
+
+
+def parse_variant(text: str) -> tuple[str, list[str]]:
+    """``NAME:KEY=VALUE[,KEY=VALUE...]`` -> (NAME, ["KEY=VALUE", ...]).
+
+    A comma starts a new override only where it is followed by ``key=``, so values such as
+    ``[1, 2]`` keep their commas.
+    """
+    name, sep, rest = text.partition(":")
+    name = name.strip()
+    if not sep or not name or not rest.strip():
+        raise UserError(f"--variant {text!r}: expected NAME:KEY=VALUE[,KEY=VALUE], e.g. hpcc:network.cc=hpcc")
+    overrides = [part.strip() for part in _VARIANT_SPLIT.split(rest)]
+    for item in overrides:
+        if "=" not in item or not item.split("=", 1)[0].strip():
+            raise UserError(f"--variant {text!r}: {item!r}: expected KEY=VALUE")
+    return name, overrides
+
+
+def sides_from_arguments(experiments: list[str], variants: list[str]) -> tuple[Side, Side]:
+    """Two files and no variants, or one file and one or two variants (one: compared with the base)."""
+    if len(experiments) == 2 and not variants:
+        a, b = (Path(p) for p in experiments)
+        labels = [_experiment_label(a), _experiment_label(b)]
+        if labels[0] == labels[1]:
+            labels = [a.stem, b.stem] if a.stem != b.stem else list(SIDE_DIRS)
+        return Side(labels[0], a), Side(labels[1], b)
+    if len(experiments) == 1 and 1 <= len(variants) <= 2:
+        path = Path(experiments[0])
+        parsed = [parse_variant(v) for v in variants]
+        if len(parsed) == 1:
+            parsed.insert(0, ("base", []))
+        if parsed[0][0] == parsed[1][0]:
+            raise UserError(f"--variant: both variants are named {parsed[0][0]!r}; give them different names")
+        return Side(parsed[0][0], path, parsed[0][1]), Side(parsed[1][0], path, parsed[1][1])
+    raise UserError("compare: give two experiment files (A.yaml B.yaml), or one experiment file "
+                    "with one or two --variant NAME:KEY=VALUE[,KEY=VALUE]")
+
+
+def _experiment_label(path: Path) -> str:
+    from heterosim.config.fields import read_yaml_mapping
+
+    name = read_yaml_mapping(path).get("name")
+    return name if isinstance(name, str) and name else path.stem
+
+
+def _has_key(overrides: list[str], key: str) -> bool:
+    return any(item.split("=", 1)[0].strip() == key for item in overrides)
+
+
+def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str] | None = None,
+            fidelity: str | None = None, workers: int = 2, plots: bool = True) -> dict[str, Any]:
+    """Run both sides with paired seeds, write comparison.* and OUT/A, OUT/B; return comparison.json.
+
+    ``plots`` controls each side's run plots; comparison.png is always written.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    common = list(common or [])
+    if fidelity:
+        common.append(f"simulation.fidelity={fidelity}")
+    seed = load_experiment(side_a.experiment, common + side_a.overrides).simulation.seed
+    tasks: list[RunTask] = []
+    described = []
+    for side, folder in zip((side_a, side_b), SIDE_DIRS):
+        paired = [] if _has_key(side.overrides, "simulation.seed") else [f"simulation.seed={seed}"]
+        overrides = common + paired + side.overrides
+        try:
+            tasks.append(prepare_task(side.experiment, overrides, task_id=folder, label=side.label,
+                                      out_dir=out_dir / folder, plots=plots))
+        except UserError as exc:
+            raise UserError(f"side {folder} ({side.label}): {str(exc).strip().splitlines()[0]}") from None
+        described.append({"label": side.label, "experiment": str(side.experiment), "overrides": overrides,
+                          "dir": folder})
+    records: dict[str, dict[str, Any]] = {}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)
+    for folder, side in zip(SIDE_DIRS, (side_a, side_b)):
+        record = records[folder]
+        if record["status"] not in (OK, PARTIAL):
+            raise UserError(f"side {folder} ({side.label}) failed: {record.get('error')}")
+    comparison = comparison_dict(described[0], records["A"]["results"], described[1], records["B"]["results"])
+    write_comparison(out_dir, comparison)
+    return comparison
