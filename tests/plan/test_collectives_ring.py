@@ -138,3 +138,19 @@ def test_bad_input_is_user_error():
         decompose_collective("allsum", 1024, [0, 1], c)
     with pytest.raises(UserError, match="not available"):
         decompose_collective("allgather", 1024, [0, 1], c, algorithm="tree")
+
+
+@pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter"])
+@pytest.mark.parametrize("protocol", ["simple", "ll"])
+def test_dense_fast_path_equals_generic_construction(op, protocol, monkeypatch):
+    from heterosim.plan.collectives import decompose as dec
+    from heterosim.plan.collectives import ring
+
+    c = cluster(3)
+    args = (op, 300 * 2**20 + 17, np.arange(24), c, "ring", protocol, 3, None, 0, True)
+    fast = dec._decompose(*args)
+    monkeypatch.setattr(ring, "_dense_ring_graph", ring._sparse_ring_graph)
+    slow = dec._decompose(*args)
+    for name in ("kind", "gpu", "dst", "bytes", "payload", "delay_ns", "channel", "step", "chunk",
+                 "dep_ptr", "dep_idx"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name

@@ -61,8 +61,9 @@ def concat_graphs(graphs: list[FlowGraph]) -> FlowGraph:
 def coo_to_csr(num_tasks: int, child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR (dep_ptr, dep_idx) from COO pairs; parents of one task sorted, duplicates removed."""
     if child.size:
-        key = child.astype(np.int64) * (num_tasks + 1) + parent.astype(np.int64)
-        key = np.unique(key)
+        key = np.sort(child.astype(np.int64) * (num_tasks + 1) + parent.astype(np.int64))
+        if key.size > 1:
+            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
         child, parent = key // (num_tasks + 1), key % (num_tasks + 1)
     counts = np.bincount(child, minlength=num_tasks) if child.size else np.zeros(num_tasks, np.int64)
     ptr = np.zeros(num_tasks + 1, dtype=np.int64)

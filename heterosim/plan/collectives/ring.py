@@ -76,6 +76,20 @@ def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segmen
     loops, channels, _ = seg_bytes.shape
     n, steps = segment_of.shape
     active = segment_of >= 0
+    if active.all():
+        return _dense_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns,
+                                 base_ns)
+    return _sparse_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns,
+                              base_ns)
+
+
+def _sparse_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray,
+                       segment_of: np.ndarray, window: int, protocol: str, hop_delay_ns: np.ndarray,
+                       base_ns: int) -> FlowGraph:
+    """:func:`ring_graph` for any activity pattern (chains), by explicit index grids."""
+    loops, channels, _ = seg_bytes.shape
+    n, steps = segment_of.shape
+    active = segment_of >= 0
     # Flows ordered by (loop, step, channel, position): every parent precedes its child.
     grid = np.broadcast_to(active.T[None, :, None, :], (loops, steps, channels, n))
     ll, ss, cc, ii = np.nonzero(grid)
@@ -110,4 +124,42 @@ def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segmen
         chunk=ll.astype(np.int32),
         edge_child=np.concatenate([flows[has_data], flows[has_win]]),
         edge_parent=np.concatenate([data_parent[has_data], win_parent[has_win]]),
+    )
+
+
+def _dense_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segment_of: np.ndarray,
+                      window: int, protocol: str, hop_delay_ns: np.ndarray, base_ns: int) -> FlowGraph:
+    """:func:`ring_graph` when every position sends at every step (AllReduce, AllGather,
+    ReduceScatter): flow ids are ``((l * S + s) * C + c) * n + i`` and parents are id arithmetic."""
+    loops, channels, _ = seg_bytes.shape
+    n, steps = segment_of.shape
+    shape = (loops, steps, channels, n)
+    f = loops * steps * channels * n
+    gpus = view.gpus[orders]  # (C, n)
+    src = np.broadcast_to(gpus[None, None], shape).reshape(-1)
+    dst = np.broadcast_to(np.roll(gpus, -1, axis=1)[None, None], shape).reshape(-1)
+    payload = seg_bytes[np.arange(loops)[:, None, None, None], np.arange(channels)[None, None, :, None],
+                        segment_of.T[None, :, None, :]].reshape(-1)
+    first_loop = np.zeros((loops, 1, 1, 1), dtype=np.int64)
+    first_loop[0] = 1
+    first_step = np.zeros((1, steps, 1, 1), dtype=np.int64)
+    first_step[0, 0] = 1
+    delay = (first_loop * (hop_delay_ns[None, None] + first_step * base_ns)).astype(np.int64)
+    delay = np.broadcast_to(delay, shape).reshape(-1)
+    ids = np.arange(f, dtype=np.int64)
+    block = channels * n
+    # data parent: position i-1 at step s-1 (same loop): exists for s >= 1
+    data_child = ids.reshape(loops, steps, block)[:, 1:].reshape(-1)
+    i_of = data_child % n
+    data_parent = data_child - block + np.where(i_of == 0, n - 1, -1)
+    win_child = ids[window * block:]
+    win_parent = win_child - window * block
+    step_col = np.broadcast_to(np.arange(steps, dtype=np.int32)[None, :, None, None], shape).reshape(-1)
+    chunk_col = np.broadcast_to(np.arange(loops, dtype=np.int32)[:, None, None, None], shape).reshape(-1)
+    chan_col = np.broadcast_to(np.arange(channels, dtype=np.int32)[None, None, :, None], shape).reshape(-1)
+    return FlowGraph(
+        src=src, dst=dst, payload=payload, wire=wire_bytes(payload, protocol), delay_ns=delay,
+        channel=chan_col, step=step_col, chunk=chunk_col,
+        edge_child=np.concatenate([data_child, win_child]),
+        edge_parent=np.concatenate([data_parent, win_parent]),
     )
