@@ -62,12 +62,19 @@ def _compute_cost_fn(model: ComputeModel, dtype_fallback: str):
     return cost
 
 
-def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None) -> tuple:
-    """Workload, traces, placement, timed plan and topology (no simulation yet)."""
+def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
+              workload: Any = None) -> tuple:
+    """Workload, traces, placement, timed plan and topology (no simulation yet).
+
+    ``workload`` replaces the generated one (e.g. traces read from Chakra files): any object with
+    ``world_size``, ``trace(rank)``, ``groups.as_json()``, ``layout`` and ``partition`` as
+    :class:`~heterosim.workload.generator.Workload` has them.
+    """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
     compute = ComputeModel(databases)
-    workload = generate_workload(experiment, cost_fn=_compute_cost_fn(compute, experiment.training.dtype))
+    if workload is None:
+        workload = generate_workload(experiment, cost_fn=_compute_cost_fn(compute, experiment.training.dtype))
     traces = [workload.trace(r) for r in range(workload.world_size)]
     stage_wall["workload_s"] = time.perf_counter() - t0
 
@@ -111,12 +118,13 @@ def run_experiment(
     databases: list[str] | None = None,
     stop_ns: int | None = None,
     sample_interval_ns: int = 0,
+    workload: Any = None,
 ) -> RunArtifacts:
     """Simulate one training iteration of ``experiment``; return the artifacts for reporting."""
     if fidelity is not None and fidelity != experiment.simulation.fidelity:
         experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
     workload, traces, rank_gpu, tables, topology, shares, stage_wall = build_run(
-        experiment, databases=databases
+        experiment, databases=databases, workload=workload
     )
     t3 = time.perf_counter()
     engine = execute_plan(
