@@ -83,3 +83,17 @@ def test_simulated_chunks_are_received_before_forwarded(native_lib):
         parents = plan.dep_idx[plan.dep_ptr[t]:plan.dep_ptr[t + 1]]
         data = parents[(plan.dst[parents] == plan.gpu[t]) & (plan.step[parents] == plan.step[t] - 1)]
         assert result.task_start_ns[t] >= result.task_end_ns[data].max()
+
+
+@pytest.mark.parametrize("op,ranks", [("alltoall", list(range(24))), ("gather", list(range(24))),
+                                      ("sendrecv", [0, 23])])
+def test_p2p_prediction_matches_simulation_on_nic_bound_hosts(native_lib, op, ranks):
+    """3 PCIe hosts with 2 x 100G NICs each: the NICs bound every transfer that leaves a host, and
+    the prediction (latency + busiest resource) matches the fluid simulation."""
+    c = parse_cluster({
+        "name": "p", "host_types": {"h": {"gpu": "L40S", "gpus": 8, "nics": 2, "nic_speed": "100Gbps"}},
+        "hosts": [{"type": "h", "count": 3}], "fabric": {"kind": "fat-tree"},
+    }, "p.yaml")
+    plan = decompose_collective(op, 64 * 2**20, ranks, c)
+    assert plan.algorithm == "p2p"
+    assert simulate(plan, c).makespan_ns == pytest.approx(plan.predicted_ns, rel=0.05)

@@ -207,18 +207,24 @@ def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, pro
     per_rank = sizes if sizes is not None else split_even(size_bytes, n) if name != ALLTOALL else None
     if name == SENDRECV:
         graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter)
-        moved = size_bytes
     elif name == ALLTOALL:
         send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
         graph = p2p.alltoall_graph(view, send, proto, intra, inter)
-        moved = int(graph.payload.max(initial=0)) * (n - 1)
     else:
         graph = p2p.rooted_graph(view, per_rank, root, name == GATHER, proto, intra, inter)
-        moved = int(graph.payload.sum())
-    # Prediction: per-hop latency + the busiest sender's bytes at its bottleneck rate.
-    multi = view.num_hosts > 1
-    rate = min(view.intra_gbps, view.nic_gbps) if multi else view.intra_gbps
-    lat_ns = inter if multi else intra
-    predicted = lat_ns + moved / rate  # bytes / (GB/s) = ns
+    # Prediction: per-hop latency + the most loaded resource, each direction: a GPU's port
+    # (NVLink/PCIe), its NIC for traffic leaving or entering the host, a host's NICs together.
+    host = view.host_of_rank
+    order = np.argsort(view.gpus)
+    srank = order[np.searchsorted(view.gpus[order], graph.src)]
+    drank = order[np.searchsorted(view.gpus[order], graph.dst)]
+    cross = (host[srank] != host[drank]) * graph.payload
+    busy_ns = 0.0
+    for r in (srank, drank):
+        busy_ns = max(busy_ns,
+                      float(np.bincount(r, weights=graph.payload, minlength=n).max()) / view.intra_gbps,
+                      float(np.bincount(r, weights=cross, minlength=n).max()) / view.nic_gbps,
+                      float(np.bincount(host[r], weights=cross).max()) / view.inter_gbps)
+    predicted = (inter if cross.any() else intra) + busy_ns  # bytes / (GB/s) = ns
     return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=P2P,
                        protocol=proto, channels=1, predicted_ns=int(round(predicted)))
