@@ -41,6 +41,7 @@ PROGRESS_WALL_INTERVAL_S = 0.5
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
+_INTERRUPTED = 6  # Python-side: Ctrl-C between two Resume() calls
 
 ProgressCallback = Callable[[int, int, int], None]  # (sim time ns, tasks done, tasks total)
 
@@ -113,10 +114,10 @@ def execute_plan(
         stall_timeout_ns = 0 if fidelity == "flow" else default_stall_timeout_ns(plan, topology)
     if stall_timeout_ns > 0:
         executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
-    if progress is not None:
-        executor.SetAttribute(
-            "WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9)))
-        )
+    # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
+    executor.SetAttribute(
+        "WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9)))
+    )
     executor.SetNetwork(net)
     executor.SetTopology(desc)
     _load(executor, plan)
@@ -124,7 +125,7 @@ def execute_plan(
         state = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
             raise UserError(f"execution plan: {executor.GetError()}")
-        error = None
+        error = "interrupted by the user (Ctrl-C)" if state == _INTERRUPTED else None
         if state == _STALLED:
             error = str(executor.GetError())
             if fidelity == "flow" and net.GetFlowsUnroutable():
@@ -184,9 +185,12 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
     if not executor.Start():
         return _INVALID
     while True:
-        state = int(executor.Resume())
-        if progress is not None:
-            progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total)
+        try:
+            state = int(executor.Resume())
+            if progress is not None:
+                progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total)
+        except KeyboardInterrupt:
+            return _INTERRUPTED  # Ctrl-C: stop cleanly; what is known is reported as partial
         if state != _YIELDED:
             return state
 
