@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     results["experiment"]["overrides"] = overrides
     write_run_outputs(artifacts, out, results, plots=not args.no_plots)
     b = results["breakdown"]
-    partial = " (PARTIAL: stopped early)" if results["sim"]["partial"] else ""
+    partial = f" (PARTIAL: {results['sim']['error'] or 'stopped early'})" if results["sim"]["partial"] else ""
     print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
     print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
     print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")

@@ -91,6 +91,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
             "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
+            "error": engine.error,
             "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
