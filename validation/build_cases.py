@@ -92,8 +92,11 @@ for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b
 for rel in ("2509", "2511", "2602"):
     SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"] = {**MBRIDGE, **SP, **H100_NET,
                                                      **(FP8_2509 if rel == "2509" else {})}
-SELECTED["mbridge-2509-h100-llama3-8b-8"] = {**MBRIDGE, **FP8_2509, **H100_NET}
-SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET}
+FSDP8 = {"parallel.zero": (3, "fsdp column 8 on dp 8: parameters, gradients and optimizer state "
+                            "sharded over all 8 GPUs (ZeRO-3 / FSDP FULL_SHARD)"),
+         "parallel.distributed_optimizer": (False, "sharding is FSDP (above)")}
+SELECTED["mbridge-2509-h100-llama3-8b-8"] = {**MBRIDGE, **FP8_2509, **H100_NET, **FSDP8}
+SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET, **FSDP8}
 
 EXCLUDED = {
     "megatron-core-readme-h100-*": "TFLOP/s with an unstated FLOP convention and no iteration time",
