@@ -17,6 +17,12 @@ places earlier on the same connection (NCCL's 8-step credit window, W chunks).
 * ReduceScatter: n-1 steps, segment (i-1-s) mod n; AllGather: n-1 steps, segment (i-s) mod n;
 * Broadcast (root at position 0) / Reduce (root at position n-1): position i sends at step i
   only, for i = 0..n-2: a pipelined chain.
+
+Latency: every flow of the first loop waits NCCL's per-hop latency (``delay_ns``: the tuning
+model's hardware latency of the hop type and protocol, minus the wire latency the network adds
+itself); the first flows also wait the base latency. Later loops pay none: their latency hides
+behind the slices already in flight, as NCCL's cost model (latency once + size / bandwidth)
+assumes. Flow wire bytes include the protocol overhead (LL x2, LL128 x128/120).
 """
 
 from __future__ import annotations
