@@ -20,6 +20,7 @@ from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.from_traces import PlanTables, build_plan
+from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_ranks
 from heterosim.workload.generator import Workload, generate_workload
 from heterosim.workload.trace import RankTrace
@@ -103,6 +104,8 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
         )
 
     tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose)
+    iterations = experiment.simulation.iterations
+    tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     topology = build_topology(cluster)

@@ -54,6 +54,7 @@ class PlanTables:
     algorithms: list[str]  # names indexed by collectives["algorithm"]
     protocols: list[str]
     p2p_bytes: int
+    task_iteration: np.ndarray | None = None  # iteration of every task (several iterations)
 
 
 @dataclass

@@ -20,7 +20,8 @@ import numpy as np
 from heterosim import __version__
 from heterosim.engine.topology import LINK_KIND_NAMES
 from heterosim.plan.execution_plan import FLOW
-from heterosim.report.breakdown import rank_breakdown
+from heterosim.plan.iterations import iteration_end_times
+from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.perfetto import write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
 from heterosim.workload.trace import COLLECTIVE_NAMES
@@ -32,9 +33,13 @@ def results_dict(run: Any) -> dict[str, Any]:
     """The results.json content of a finished (or partial) run."""
     exp, engine, plan = run.experiment, run.engine, run.tables.plan
     cluster = exp.cluster
-    iteration_ns = int(engine.makespan_ns)
+    iterations = exp.simulation.iterations
+    makespan_ns = int(engine.makespan_ns)
+    ends = _iteration_ends(run, iterations)
+    iteration_ns = makespan_ns / iterations
     bd = rank_breakdown(plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
-                        cluster.gpu_host, iteration_ns)
+                        cluster.gpu_host, makespan_ns)
+    bd = _per_iteration(bd, iterations)
     world = len(run.rank_gpu)
     ranks = []
     for r in range(world):
@@ -65,6 +70,8 @@ def results_dict(run: Any) -> dict[str, Any]:
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
     return {
         "iteration_time_s": iteration_s,
+        "iterations": {"count": iterations, "end_s": [e * NS for e in ends],
+                       "time_s": [(b - a) * NS for a, b in zip([0, *ends[:-1]], ends)]},
         "breakdown": {
             "compute_s": float(bd.compute_ns.mean() * NS),
             "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
@@ -96,6 +103,22 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
     }
+
+
+def _iteration_ends(run: Any, iterations: int) -> list[int]:
+    task_iteration = run.tables.task_iteration
+    if task_iteration is None or iterations == 1:
+        return [int(run.engine.makespan_ns)]
+    return [int(x) for x in iteration_end_times(run.engine.task_end_ns, task_iteration, iterations)]
+
+
+def _per_iteration(bd: RankBreakdown, iterations: int) -> RankBreakdown:
+    """Whole-run terms divided by the number of iterations (means per iteration)."""
+    if iterations == 1:
+        return bd
+    return RankBreakdown(**{
+        name: (getattr(bd, name) / iterations) for name in bd.__dataclass_fields__
+    })
 
 
 def _write_csv(path: Path, header: list[str], rows) -> None:

@@ -134,3 +134,21 @@ def test_bad_override_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "tp" in err[0]
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.ns3
+def test_several_iterations_chain_per_rank(flow_run, tmp_path):
+    _, one = flow_run
+    three = run_cli(tmp_path, "three", "--fidelity", "flow", "--no-plots",
+                    "--set", "simulation.iterations=3")
+    times = three["iterations"]["time_s"]
+    assert three["iterations"]["count"] == 3 and len(times) == 3
+    # The first iteration is the single-iteration run; later ones cannot be longer than it
+    # and are never shorter than the compute of the busiest rank.
+    assert times[0] == pytest.approx(one["iteration_time_s"], rel=1e-9)
+    busiest_compute = max(r["compute_s"] for r in one["ranks"])
+    for t in times[1:]:
+        assert busiest_compute <= t <= times[0] * (1 + 1e-9)
+    assert three["iteration_time_s"] == pytest.approx(sum(times) / 3, rel=1e-9)
+    b = three["breakdown"]
+    assert b["compute_s"] == pytest.approx(one["breakdown"]["compute_s"], rel=1e-9)
