@@ -52,6 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
+    parser.add_argument("--chakra", default=None, metavar="DIR",
+                        help="also write the decomposition of the first size as Chakra SEND/RECV traces")
     parser.set_defaults(func=run)
 
 
@@ -133,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {format_size(size):>10} {row['count']:>12} {row['time_s'] * 1e6:>11.2f} "
               f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']:<9}  "
               f"{row['protocol']:<8}  {row['channels']}", flush=True)
+    if args.chakra:
+        from heterosim.plan.collectives.chakra_export import write_collective_chakra
+
+        plan = decompose_collective(name, sizes[0], ranks, cluster, algorithm=args.algo,
+                                    protocol=args.protocol, channels=args.channels, root=args.root)
+        paths = write_collective_chakra(plan, args.chakra)
+        print(f"# wrote {len(paths)} Chakra traces to {args.chakra}")
     if args.out:
         write_results(Path(args.out), name, ranks, args.fidelity, rows)
         print(f"# wrote {Path(args.out) / 'results.json'}")

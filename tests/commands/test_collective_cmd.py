@@ -32,12 +32,14 @@ def test_size_range_writes_results_and_plot(native_lib, repo_root, tmp_path, cap
 def test_single_size_keys(native_lib, repo_root, tmp_path):
     cluster = repo_root / "topologies" / "two_host_h100.yaml"
     rc = main(["collective", "--cluster", str(cluster), "--op", "allgather", "--size", "4MiB",
-               "--ranks", "0-7", "--algo", "ring", "--protocol", "simple", "--out", str(tmp_path)])
+               "--ranks", "0-7", "--algo", "ring", "--protocol", "simple", "--out", str(tmp_path),
+               "--chakra", str(tmp_path / "et")])
     assert rc == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     assert {"time_s", "algbw_GBps", "busbw_GBps"} <= set(doc)
     assert doc["busbw_GBps"] == pytest.approx(doc["algbw_GBps"] * 7 / 8)
     assert (doc["algorithm"], doc["protocol"]) == ("ring", "simple")
+    assert sorted(p.name for p in (tmp_path / "et").iterdir()) == [f"collective.{r}.et" for r in range(8)]
 
 
 def test_bad_input_exits_2(repo_root, capsys):
