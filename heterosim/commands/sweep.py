@@ -1,4 +1,7 @@
-"""``heterosim sweep``: run a base experiment over a grid of overrides, in parallel, resumably."""
+"""``heterosim sweep``: run a base experiment over a grid of overrides, in parallel, resumably.
+
+Exit status: 0 when every variant succeeded, 1 when some are recorded as errors, 2 for bad input.
+"""
 
 from __future__ import annotations
 
@@ -51,14 +54,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--address: only used with --executor ray")
     spec = load_sweep(args.sweep)
     out = Path(args.out) if args.out else Path("out") / "sweeps" / spec.name
-    variants = len(spec.variants())
 
     def log(message: str) -> None:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    log(f"heterosim sweep: {spec.name}: {variants} variants of {spec.experiment.name} "
-        f"({args.executor} executor) -> {out}/")
     outcome = run_sweep(spec, out, executor=args.executor, workers=args.workers, address=args.address,
                         resume=args.resume, retry_failed=args.retry_failed, plots=not args.no_plots,
                         log=log)
@@ -70,4 +70,4 @@ def run(args: argparse.Namespace) -> int:
         if row["status"] not in ("ok", "pending"):
             print(f"  {row['status']} {row['id']}: {row['error']}")
     print(f"summary in      {out}/summary.csv")
-    return 0
+    return 1 if status.get("error") else 0

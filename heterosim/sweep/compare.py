@@ -79,15 +79,9 @@ def _has_key(overrides: list[str], key: str) -> bool:
     return any(item.split("=", 1)[0].strip() == key for item in overrides)
 
 
-def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str] | None = None,
-            fidelity: str | None = None, workers: int = 2, plots: bool = True) -> dict[str, Any]:
-    """Run both sides with paired seeds, write comparison.* and OUT/A, OUT/B; return comparison.json.
-
-    ``plots`` controls each side's run plots; comparison.png is always written.
-    """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"--out {out_dir}: exists and is not a folder")
+def prepare_sides(side_a: Side, side_b: Side, out_dir: Path, *, common: list[str] | None = None,
+                  fidelity: str | None = None, plots: bool = True) -> tuple[list[RunTask], list[dict]]:
+    """Validated tasks for both sides (paired seeds) and their descriptions for comparison.json."""
     common = list(common or [])
     if fidelity:
         common.append(f"simulation.fidelity={fidelity}")
@@ -104,6 +98,19 @@ def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str
             raise UserError(f"side {folder} ({side.label}): {str(exc).strip().splitlines()[0]}") from None
         described.append({"label": side.label, "experiment": str(side.experiment), "overrides": overrides,
                           "dir": folder})
+    return tasks, described
+
+
+def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str] | None = None,
+            fidelity: str | None = None, workers: int = 2, plots: bool = True) -> dict[str, Any]:
+    """Run both sides with paired seeds, write comparison.* and OUT/A, OUT/B; return comparison.json.
+
+    ``plots`` controls each side's run plots; comparison.png is always written.
+    """
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    tasks, described = prepare_sides(side_a, side_b, out_dir, common=common, fidelity=fidelity, plots=plots)
     records: dict[str, dict[str, Any]] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)

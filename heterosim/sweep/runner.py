@@ -96,6 +96,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
     _check_resume(out_dir, spec, store, resume)
     variants = spec.variants()
     _write_json(out_dir / "sweep.json", _manifest(spec, variants))
+    log(f"heterosim sweep: {spec.name}: {len(variants)} variants of {spec.experiment.name} "
+        f"({executor} executor) -> {out_dir}/")
 
     done = store.latest()
     todo = [v for v in variants
