@@ -13,7 +13,8 @@ namespace ns3
 
 /**
  * \brief DCQCN reaction point as implemented by Mellanox ConnectX NICs (network_models.md
- * §1.5; defaults are the firmware defaults of §1.6 [S4], CNP interval at the NP 50 us).
+ * §1.5; defaults are the firmware defaults of §1.6 [S4]; the NP's CNP interval
+ * (RdmaNic::CnpInterval) defaults to the matching 4 us).
  *
  * - Alpha is updated periodically (AlphaUpdateInterval, periods counted from the first CNP):
  *   alpha <- (1-g) alpha + g if a CNP arrived in the period, else (1-g) alpha.
@@ -27,6 +28,15 @@ namespace ns3
  *   With F = FastRecoveryThreshold: fast recovery while both stages < F (Rc <- (Rt+Rc)/2);
  *   additive increase when one stage reached F (Rt += RateAi); hyper increase when both did
  *   (Rt += i RateHai, i = min(T, BC) - F + 1); then Rc <- (Rt+Rc)/2; both capped at line rate.
+ *
+ * Alpha and the NP's CNP spacing must be consistent. Under sustained marking the NP sends one
+ * CNP per CnpInterval N, so alpha settles where one rise balances the decays of the k - 1
+ * empty periods, k = N / AlphaUpdateInterval:
+ *   alpha* = g (1-g)^(k-1) / (1 - (1-g)^k)   (k = 1, i.e. N <= AlphaUpdateInterval: alpha* = 1).
+ * With the Mellanox pair (N = 4 us, 1 us) alpha* ~ 0.25 and a QP cuts 12.5 % per 4 us; the
+ * paper's pair (N = 50 us, K = 55 us) gives alpha* = 1, a halving per CNP. Mixing the paper's
+ * N = 50 us with the Mellanox 1 us period gives alpha* ~ 0.018: cuts of ~1 % per 50 us that
+ * cannot hold any queue below the PFC threshold.
  *
  * Alpha is evaluated lazily (the decay of k periods without CNP is applied as (1-g)^k when
  * next needed), so an idle QP costs no events. The same object can be driven without a

@@ -32,8 +32,11 @@ RdmaNic::GetTypeId()
                           MakeUintegerAccessor(&RdmaNic::m_ackInterval),
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("CnpInterval",
-                          "NP: at most one CNP per queue pair per interval (DCQCN paper N)",
-                          TimeValue(MicroSeconds(50)),
+                          "NP: at most one CNP per queue pair per interval (Mellanox "
+                          "min_time_between_cnps; the DCQCN paper's N is 50 us). Must not "
+                          "exceed Dcqcn::AlphaUpdateInterval by much, or alpha decays between "
+                          "CNPs and cuts become negligible (see Dcqcn)",
+                          TimeValue(MicroSeconds(4)),
                           MakeTimeAccessor(&RdmaNic::m_cnpInterval),
                           MakeTimeChecker())
             .AddAttribute("NackInterval",
@@ -43,8 +46,12 @@ RdmaNic::GetTypeId()
                           MakeTimeChecker())
             .AddAttribute("Rto",
                           "Retransmission timeout: go back N after this long without ACK "
-                          "progress (IRN's high RTO)",
-                          TimeValue(MicroSeconds(320)),
+                          "progress, not counting time the queue pair's priority is paused at "
+                          "its NIC. Default: InfiniBand local ACK timeout 4.096 us * 2^10; it "
+                          "must exceed the worst queueing delay of the lossless fabric (a full "
+                          "32 MiB buffer drains in 2.7 ms at 100 Gb/s), or a network without "
+                          "drops retransmits",
+                          TimeValue(NanoSeconds(4194304)),
                           MakeTimeAccessor(&RdmaNic::m_rto),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddTraceSource("Retransmit",
@@ -439,6 +446,13 @@ RdmaNic::RetransmitTimeout(uint32_t slot)
         return; // re-armed by the next send
     }
     int64_t now = Simulator::Now().GetNanoSeconds();
+    if (m_ports[qp->srcPort]->IsPaused(qp->priority))
+    {
+        // PFC holds the queue pair back: no loss can be inferred; restart the timer.
+        qp->lastProgressNs = now;
+        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, slot);
+        return;
+    }
     int64_t due = qp->lastProgressNs + m_rto.GetNanoSeconds();
     if (now >= due)
     {

@@ -48,13 +48,18 @@ struct RdmaFrameSizes
  * served round-robin, one MTU-sized packet at a time. Pacing: after a packet of L wire bytes
  * at rate R the queue pair waits L*8/R (a rate change re-times the pending gap); a queue pair
  * at (or above) the port's rate is not paced. Loss recovery is go-back-N on NACK and on the
- * retransmission timeout (no ACK progress for Rto while data is outstanding).
+ * retransmission timeout (no ACK progress for Rto while data is outstanding; a timer that
+ * expires while the queue pair's priority is paused by PFC at its NIC restarts instead, and
+ * the default Rto, in the ms range like ConnectX's local ACK timeout, exceeds the queueing
+ * delay a lossless fabric can build, so a network without drops never retransmits).
  *
  * Receiver: in-order data advances the expected sequence and is acknowledged every
  * AckInterval packets and on the last packet; out-of-order data triggers a NACK for the
  * expected byte (at most one per NackInterval for the same byte); duplicates are discarded.
  * NP (DCQCN): a CE-marked arrival triggers a CNP unless one was sent for that queue pair in
- * the last CnpInterval. ACKs echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC).
+ * the last CnpInterval (Mellanox min_time_between_cnps, 4 us, matching the RP's Mellanox
+ * timers). ACK, NACK and CNP frames use the device's strict control queue, which PFC never
+ * pauses and switches never mark, so feedback is not stuck behind the congestion it reports. ACKs echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC).
  * The receive buffer is unlimited (the NIC never sends PFC).
  */
 class RdmaNic : public Object, public FrameHandler

@@ -44,6 +44,12 @@ SwitchMmu::GetTypeId()
                           DoubleValue(0.125),
                           MakeDoubleAccessor(&SwitchMmu::m_alpha),
                           MakeDoubleChecker<double>(0.0))
+            .AddAttribute("PfcAlphaSpeedScaling",
+                          "Scale PfcAlpha by a port's speed relative to the slowest port of the "
+                          "switch (the HPCC simulator's rule); else every port uses PfcAlpha",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&SwitchMmu::m_alphaSpeedScaling),
+                          MakeBooleanChecker())
             .AddAttribute("PfcStaticXoff",
                           "Static XOFF threshold on the shared use of an (ingress port, "
                           "priority), bytes",
@@ -86,8 +92,9 @@ SwitchMmu::Configure(const std::vector<uint64_t>& rateBps,
     uint64_t reserved = 0;
     for (uint32_t p = 0; p < n; ++p)
     {
-        m_portAlpha[p] = m_alpha * std::max(1.0, static_cast<double>(rateBps[p]) /
-                                                     static_cast<double>(std::max<uint64_t>(minRate, 1)));
+        double speedup = static_cast<double>(rateBps[p]) /
+                         static_cast<double>(std::max<uint64_t>(minRate, 1));
+        m_portAlpha[p] = m_alphaSpeedScaling ? m_alpha * std::max(1.0, speedup) : m_alpha;
         reserved += m_headroom[p];
     }
     // Reserves are counted for the lossless priority actually used (one per port).

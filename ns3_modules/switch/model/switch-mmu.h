@@ -21,7 +21,15 @@ namespace ns3
  * PFC on, bytes beyond that go to the port's headroom, and a packet is dropped only when the
  * headroom is exhausted too (a mis-sized headroom, counted). T(p) is either static
  * (PfcStaticXoff) or dynamic: alpha(p) * (free shared buffer), with alpha(p) = PfcAlpha scaled
- * by the port's speed relative to the slowest port of the switch (the HPCC simulator's rule).
+ * by the port's speed relative to the slowest port of the switch (the HPCC simulator's rule;
+ * PfcAlphaSpeedScaling false gives every port PfcAlpha).
+ *
+ * Sharing under sustained PFC: the egress queue of a priority is one FIFO, so each ingress
+ * port's share of a congested egress equals its share of the FIFO's bytes, and every paused
+ * ingress port holds about its threshold T(p). Equal thresholds therefore split the egress
+ * per ingress port, not per flow (the DCQCN paper's unfairness: one local sender ~1/2, three
+ * senders behind one upstream port ~1/6 each); speed-scaled alpha splits it in proportion to
+ * alpha(p) (a 400G port's flows get 4x the share of a 100G port's).
  * XOFF when headroom is in use or shared use reaches T(p); XON when headroom is empty and the
  * shared use is zero or at least PfcResumeOffset below T(p).
  *
@@ -111,6 +119,7 @@ class SwitchMmu : public Object
     uint64_t m_reserve;         //!< guaranteed bytes per (port, priority)
     bool m_dynamic;             //!< dynamic threshold on
     double m_alpha;             //!< dynamic threshold factor at the slowest port speed
+    bool m_alphaSpeedScaling;   //!< scale alpha with the port speed
     uint64_t m_staticXoff;      //!< static threshold, bytes
     uint64_t m_resumeOffset;    //!< XON hysteresis, bytes
     uint16_t m_pauseQuanta;     //!< quanta carried by XOFF frames
