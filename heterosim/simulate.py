@@ -69,7 +69,10 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
 
     ``workload`` replaces the generated one (e.g. traces read from Chakra files): any object with
     ``world_size``, ``trace(rank)``, ``groups.as_json()``, ``layout`` and ``partition`` as
-    :class:`~heterosim.workload.generator.Workload` has them.
+    :class:`~heterosim.workload.generator.Workload` has them. A workload whose
+    ``keep_trace_durations`` is true keeps the compute durations its traces carry
+    (``templates.duration_ns``) instead of timing ops with the compute model; one whose
+    ``p2p_rendezvous`` is false starts a send when the sender is ready (eager, as ASTRA-sim does).
     """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -83,7 +86,11 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     cluster = experiment.cluster
     rank_gpu = np.asarray(place_ranks(cluster, workload.world_size), dtype=np.int64)
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
+    keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):
+        if keep_trace_durations:  # recorded runtimes (traces without op shapes)
+            durations.append(trace.templates.duration_ns.astype(np.int64))
+            continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
         trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
@@ -94,6 +101,8 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     total = provenance_time.sum()
     shares = {name: (float(provenance_time[i] / total) if total else 0.0)
               for i, name in enumerate(PROVENANCES)}
+    if keep_trace_durations:
+        shares = {**shares, "trace": 1.0}
     network = experiment.network
     groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
 
@@ -103,7 +112,8 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
             protocol=network.collective_protocol, channels=network.channels, strict=False,
         )
 
-    tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose)
+    tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose,
+                        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)))
     iterations = experiment.simulation.iterations
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1

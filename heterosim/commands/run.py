@@ -16,6 +16,8 @@ examples:
   heterosim run                                    # the shipped default (16 GPUs, H100 + A100)
   heterosim run workloads/default.yaml --fidelity flow --out out/default
   heterosim run workloads/simai/gpt3_13b.yaml --set network.cc=hpcc --set simulation.seed=2
+  heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
+                                                   # Chakra ET traces (ours or another tool's)
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
 (open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
 """
@@ -39,6 +41,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="out/run", help="output folder (default: out/run)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override an experiment key, e.g. network.cc=hpcc (repeatable)")
+    parser.add_argument("--traces", metavar="DIR",
+                        help="run a directory of Chakra ET traces (<prefix>.<rank>.et, optional "
+                             "comm_group.json) instead of an experiment; needs --cluster")
+    parser.add_argument("--cluster", metavar="CLUSTER.yaml",
+                        help="with --traces: the cluster (rank i runs on GPU i)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
     parser.set_defaults(func=run)
@@ -71,11 +78,15 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.report.run_report import results_dict, write_run_outputs
     from heterosim.simulate import run_experiment
 
-    path = Path(args.experiment) if args.experiment else default_experiment()
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
-    experiment = load_experiment(path, overrides)
+    workload = None
+    if args.traces or args.cluster:
+        experiment, workload = _trace_run(args, overrides)
+    else:
+        path = Path(args.experiment) if args.experiment else default_experiment()
+        experiment = load_experiment(path, overrides)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a folder")
@@ -84,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
-    artifacts = run_experiment(experiment, progress=progress)
+    artifacts = run_experiment(experiment, progress=progress, workload=workload)
     progress.close()
     results = results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
@@ -103,3 +114,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
     print(f"results in      {out}/")
     return 0
+
+
+def _trace_run(args: argparse.Namespace, overrides: list[str]):
+    """``--traces DIR --cluster C.yaml``: the experiment settings and the imported workload."""
+    from heterosim.workload.imported import load_trace_workload, trace_experiment
+
+    if args.experiment:
+        raise UserError(f"{args.experiment}: give either an experiment file or --traces, not both")
+    if not args.traces or not args.cluster:
+        raise UserError("--traces DIR and --cluster CLUSTER.yaml go together")
+    workload = load_trace_workload(args.traces)
+    return trace_experiment(args.traces, args.cluster, workload.world_size, overrides), workload

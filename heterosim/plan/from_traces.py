@@ -14,7 +14,9 @@ copied with numpy for every instance that shares it. Its start marker waits for 
 trace parents (a collective cannot complete before all members join), and for the previous
 instance on the same communicator (NCCL runs one communicator's collectives in order).
 A send on rank a to b with tag t matches the recv on b from a with tag t (the n-th such pair
-matches the n-th); the transfer waits for both sides' parents (rendezvous).
+matches the n-th); the transfer waits for both sides' parents (rendezvous, NCCL's send/recv),
+or with ``p2p_rendezvous=False`` for the sender's parents only (eager: Chakra consumers such as
+ASTRA-sim start a send when its own dependencies are done; the recv still waits for the data).
 
 Approximations (documented, tested): a collective's members start together (at the last
 arrival) rather than each as soon as its ring neighbours are ready; compute and communication
@@ -105,6 +107,7 @@ def build_plan(
     groups: dict[int, list[int]],
     cluster: ClusterConfig,
     decompose: Decomposer,
+    p2p_rendezvous: bool = True,
 ) -> PlanTables:
     """Assemble the execution plan of all ranks.
 
@@ -163,7 +166,8 @@ def build_plan(
     collectives, algorithms, protocols = _add_collectives(
         rows, coll_parts, rank_gpu, groups, decompose, offsets, parents
     )
-    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents)
+    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
+                         p2p_rendezvous)
 
     cat = np.concatenate
     dep_ptr, dep_idx = coo_to_csr(
@@ -272,7 +276,8 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     return out, algorithms, protocols
 
 
-def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents) -> int:
+def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
+             rendezvous: bool = True) -> int:
     if not send_parts and not recv_parts:
         return 0
     sends = np.concatenate(send_parts) if send_parts else np.zeros((0, 5), np.int64)
@@ -311,7 +316,7 @@ def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents) -> int:
     flow_task = first + np.arange(n)
     rows.edges(offsets[sends[:, 0]] + sends[:, 1], flow_task)
     rows.edges(offsets[recvs[:, 0]] + recvs[:, 1], flow_task)
-    for side in (sends, recvs):
+    for side in (sends, recvs) if rendezvous else (sends,):
         which, parent = parents(side[:, 0], side[:, 1])
         rows.edges(flow_task[which], parent)
     return int(sends[:, 4].sum())
