@@ -19,6 +19,16 @@ from heterosim.config.fields import Section, read_yaml_mapping
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
 
+# NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
+# SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
+# 25 GB/s per direction, NVLink 5: 50 GB/s; §6.1). NCCL's copy loops move data over NVLink at
+# this fraction of the line rate, so the links of the network models carry that rate. These are
+# NCCL's own constants, not fitted to any measurement.
+NVLINK_EFFICIENCY = {
+    "volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0,
+    "blackwell": 40.1 / 50.0, "cdna3": 1.0,
+}
+
 
 @dataclass(frozen=True)
 class HostType:
@@ -30,10 +40,16 @@ class HostType:
     fabric: str  # nvswitch | pcie
     nics: int
     nic_speed_bps: float
-    nvlink_bps: float  # per GPU, per direction (nvswitch hosts)
+    nvlink_bps: float  # per GPU, per direction (nvswitch hosts), line rate
     pcie_bps: float  # per PCIe x16 link, per direction
     gpu_nic: tuple[int, ...]  # NIC index used by each local GPU
     pcie_switches: int  # PCIe switches in the host; GPUs and NICs spread over them
+    nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
+
+    @property
+    def nvlink_effective_bps(self) -> float:
+        """NVLink rate the network models use: line rate x ``nvlink_efficiency``."""
+        return self.nvlink_bps * self.nvlink_efficiency
 
     @property
     def spec(self) -> GpuSpec:
@@ -141,10 +157,14 @@ def _host_type(section: Section, name: str) -> HostType:
         )
     default_switches = max(1, min(nics, gpus // 2))
     pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
+    nvlink_efficiency = section.number(
+        "nvlink_efficiency", NVLINK_EFFICIENCY.get(spec.generation, 1.0), minimum=0.05, maximum=1.0
+    )
     section.reject_unknown()
     return HostType(
         name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
         nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
+        nvlink_efficiency=nvlink_efficiency,
     )
 
 

@@ -6,8 +6,9 @@ same links and routes.
 
 Inside a host
     * ``nvswitch`` hosts: every GPU has an NVLink link to one non-blocking NVSwitch node at the GPU's
-      NVLink bandwidth (per direction). The NVSwitch traversal latency (``fabric.nvlink_delay``) is
-      split over the two links.
+      NVLink bandwidth (per direction) times the host type's ``nvlink_efficiency`` (NCCL's own
+      effective per-link constants by default, see heterosim.config.cluster.NVLINK_EFFICIENCY).
+      The NVSwitch traversal latency (``fabric.nvlink_delay``) is split over the two links.
     * GPUs and NICs sit behind PCIe switches (GPUDirect RDMA): NIC ``j`` is on PCIe switch
       ``j * pcie_switches // nics`` and GPU ``g`` on the switch of its NIC; PCIe switches join at a
       root complex node (their shared upstream bandwidth is the x16 link to the root).
@@ -220,7 +221,8 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         if htype.fabric == "nvswitch":
             nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
             for node in gpus:
-                builder.link(node, nvswitch, htype.nvlink_bps, fabric.nvlink_delay_ns // 2, NVLINK)
+                builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2,
+                             NVLINK)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
         host_nics.append(nics)
