@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "compare",
     "sweep",
     "validate",
+    "import_cmd",
 )
 
 DESCRIPTION = """\
