@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +110,38 @@ def test_resume_after_crash_repeats_nothing(grid_sweep, tmp_path: Path, capsys) 
 
     assert main(["sweep", str(path), "--out", str(out), "--resume", "--quiet"]) == 0
     assert len(_store(out)) == 4  # a complete sweep resumes to nothing
+
+
+@pytest.mark.ns3
+@pytest.mark.slow
+def test_ctrl_c_keeps_finished_runs_and_resume_runs_only_the_rest(tmp_path: Path) -> None:
+    """SIGINT to a running sweep: exit 130, finished runs stay in the store, the rest are pending."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"experiment": str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
+                                    "fidelity": "flow", "grid": {"simulation.seed": [1, 2]}}))
+    out = tmp_path / "out"
+    store = out / "results.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "heterosim.cli", "sweep", str(path), "--workers", "1",
+                             "--out", str(out), "--no-plots"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 300
+    while not (store.exists() and store.stat().st_size) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, output
+    assert "interrupted" in output and "Traceback" not in output
+    before = _store(out)
+    assert len(before) == 1 and before[0]["status"] == "ok"
+    with (out / "summary.csv").open() as handle:
+        statuses = [row["status"] for row in csv.DictReader(handle)]
+    assert statuses == ["ok", "pending"]
+
+    assert main(["sweep", str(path), "--out", str(out), "--resume", "--quiet", "--no-plots"]) == 0
+    after = _store(out)
+    assert after[: len(before)] == before  # nothing rewritten
+    assert len(after) == 2 and len({r["id"] for r in after}) == 2  # the missing run, once
 
 
 @pytest.mark.ns3
