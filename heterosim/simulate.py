@@ -19,6 +19,7 @@ from heterosim.engine.executor import EngineResult, execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
+from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.from_traces import PlanTables, build_plan
 from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_ranks
@@ -43,26 +44,6 @@ class RunArtifacts:
     stage_wall_s: dict[str, float]
 
 
-def _compute_cost_fn(model: ComputeModel, dtype_fallback: str):
-    """Partitioner cost callback: seconds for a list of OpSpecs on a GPU type."""
-    cache: dict[tuple[str, Any], float] = {}
-
-    def cost(gpu_type: str, ops) -> float:
-        total = 0.0
-        for op in ops:
-            if op.is_comm:
-                continue
-            key = (gpu_type, op)
-            if key not in cache:
-                ns, _ = model.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
-                                      op.bytes_moved, gpu_type)
-                cache[key] = ns * 1e-9
-            total += cache[key]
-        return total
-
-    return cost
-
-
 def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
               workload: Any = None) -> tuple:
     """Workload, traces, placement, timed plan and topology (no simulation yet).
@@ -78,7 +59,7 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     t0 = time.perf_counter()
     compute = ComputeModel(databases)
     if workload is None:
-        workload = generate_workload(experiment, cost_fn=_compute_cost_fn(compute, experiment.training.dtype))
+        workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
     traces = [workload.trace(r) for r in range(workload.world_size)]
     stage_wall["workload_s"] = time.perf_counter() - t0
 

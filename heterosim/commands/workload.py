@@ -16,6 +16,8 @@ from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
+from heterosim.plan.compute.model import ComputeModel
+from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
 
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     experiment = load_experiment(args.experiment, args.overrides)
     start = time.perf_counter()
-    workload = generate_workload(experiment)
+    workload = generate_workload(experiment, cost_fn=partition_cost_fn(ComputeModel()))
     ranks = parse_ranks(args.ranks, workload.world_size) if args.ranks else None
     prefix = args.prefix or experiment.name
     if "/" in prefix or not prefix:

@@ -78,12 +78,11 @@ def test_foreign_collective_traces(tmp_path: Path) -> None:
 def test_our_traces_match_the_direct_run(tmp_path: Path) -> None:
     """Written by `heterosim workload`, read back: the same plan, so the same iteration time.
 
-    Uniform partition on both sides: `heterosim workload` partitions with the catalogue
-    roofline while `run` uses the compute model, which may cut the pipeline differently.
+    Both commands partition with the compute model (heterogeneity-aware, the default), so the
+    pipeline is cut at the same layers.
     """
-    uniform = ["--set", "parallel.partition=uniform"]
-    assert main(["workload", str(TINY), "--out", str(tmp_path / "traces"), *uniform]) == 0
-    direct = _run(tmp_path / "direct", str(TINY), "--fidelity", "flow", *uniform)
+    assert main(["workload", str(TINY), "--out", str(tmp_path / "traces")]) == 0
+    direct = _run(tmp_path / "direct", str(TINY), "--fidelity", "flow")
     traced = _run(tmp_path / "traced", "--traces", str(tmp_path / "traces"), "--cluster",
                   str(MIXED16), "--fidelity", "flow")
     _contract(traced)

@@ -201,7 +201,8 @@ def test_heterogeneous_replicas_sync_once_and_match_sends() -> None:
                           ["parallel.tp=4", "parallel.pp=1", "parallel.dp=4"])
     w = generate_workload(exp)
     counts = w.partition.replica_micro_batches
-    assert counts[0] > counts[-1] and sum(counts) == 16  # H100 replicas get more
+    total = exp.training.global_batch // exp.training.micro_batch
+    assert counts[0] > counts[-1] and sum(counts) == total  # H100 replicas get more
     buckets = set()
     for rank in (0, 15):
         trace = w.trace(rank)
@@ -265,7 +266,12 @@ def test_cli_writes_traces_groups_and_summary(tmp_path: Path) -> None:
     assert [r["rank"] for r in summary["ranks"]] == [0, 1, 15] and summary["world_size"] == 16
     groups = read_comm_groups(out / "comm_group.json")
     assert groups[0] == list(range(16))
-    w = generate_workload(load_experiment(ROOT / "workloads" / "default.yaml"))
+    # The command partitions with the compute model, as `heterosim run` does.
+    from heterosim.plan.compute.model import ComputeModel
+    from heterosim.plan.compute.partition_cost import partition_cost_fn
+
+    w = generate_workload(load_experiment(ROOT / "workloads" / "default.yaml"),
+                          cost_fn=partition_cost_fn(ComputeModel()))
     assert traces_equal(read_trace(out / "gpt.15.et"), w.trace(15))
 
 
