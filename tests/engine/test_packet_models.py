@@ -147,7 +147,7 @@ DEBUG_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow
+@pytest.mark.debug_build
 def test_debug_build_runs_every_cc_with_and_without_pfc(tmp_path):
     env = {**os.environ, "HETEROSIM_BUILD_MODE": "debug", "HETEROSIM_CACHE_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", DEBUG_SCRIPT], env=env, capture_output=True,
