@@ -287,6 +287,7 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         {
             Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
             nic->Setup(n, ports, PeekPointer(m_pool), &m_qps, m_sizes, m_mtu);
+            nic->SetLossless(m_pfc || kind == TopologyDescription::GPU); // host links: lossless
             nic->SetDeliveredCallback(MakeCallback(&PacketNetwork::Delivered, this));
             m_nodes[n]->AggregateObject(nic);
             m_nics[n] = nic;

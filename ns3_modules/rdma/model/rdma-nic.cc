@@ -54,6 +54,13 @@ RdmaNic::GetTypeId()
                           TimeValue(NanoSeconds(4194304)),
                           MakeTimeAccessor(&RdmaNic::m_rto),
                           MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("RtoLossy",
+                          "Retransmission timeout used instead of Rto when the fabric is lossy "
+                          "(PFC off): queueing is then bounded by the switch buffers, so IRN's "
+                          "high RTO recovers tail losses quickly",
+                          TimeValue(MicroSeconds(320)),
+                          MakeTimeAccessor(&RdmaNic::m_rtoLossy),
+                          MakeTimeChecker(NanoSeconds(1)))
             .AddTraceSource("Retransmit",
                             "A queue pair went back to its first unacknowledged byte "
                             "(flow id, sequence)",
@@ -100,6 +107,18 @@ RdmaNic::Setup(uint32_t nodeId,
     {
         ports[p]->SetHandler(this, p, pool);
     }
+}
+
+void
+RdmaNic::SetLossless(bool lossless)
+{
+    m_lossless = lossless;
+}
+
+Time
+RdmaNic::ActiveRto() const
+{
+    return m_lossless ? m_rto : m_rtoLossy;
 }
 
 void
@@ -221,7 +240,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     }
     if (!qp->rtoEvent.IsPending())
     {
-        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, qp->slot);
+        qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, qp->slot);
     }
     qp->cc->OnSend(payload);
     return f;
@@ -450,16 +469,16 @@ RdmaNic::RetransmitTimeout(uint32_t slot)
     {
         // PFC holds the queue pair back: no loss can be inferred; restart the timer.
         qp->lastProgressNs = now;
-        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, slot);
+        qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, slot);
         return;
     }
-    int64_t due = qp->lastProgressNs + m_rto.GetNanoSeconds();
+    int64_t due = qp->lastProgressNs + ActiveRto().GetNanoSeconds();
     if (now >= due)
     {
         ++qp->timeouts;
         GoBack(qp);
         qp->lastProgressNs = now;
-        qp->rtoEvent = Simulator::Schedule(m_rto, &RdmaNic::RetransmitTimeout, this, slot);
+        qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, slot);
         m_ports[qp->srcPort]->TryTransmit();
     }
     else

@@ -51,7 +51,8 @@ struct RdmaFrameSizes
  * retransmission timeout (no ACK progress for Rto while data is outstanding; a timer that
  * expires while the queue pair's priority is paused by PFC at its NIC restarts instead, and
  * the default Rto, in the ms range like ConnectX's local ACK timeout, exceeds the queueing
- * delay a lossless fabric can build, so a network without drops never retransmits).
+ * delay a lossless fabric can build, so a network without drops never retransmits; with PFC
+ * off the fabric queues are bounded by the buffers and RtoLossy applies).
  *
  * Receiver: in-order data advances the expected sequence and is acknowledged every
  * AckInterval packets and on the last packet; out-of-order data triggers a NACK for the
@@ -89,6 +90,13 @@ class RdmaNic : public Object, public FrameHandler
                const std::vector<std::unique_ptr<RdmaQueuePair>>* qps,
                const RdmaFrameSizes& sizes,
                uint32_t mtu);
+
+    /**
+     * \brief Tell the endpoint whether the fabric is lossless (PFC on): selects Rto (lossless,
+     * the default) or RtoLossy.
+     * \param lossless whether switches pause instead of dropping
+     */
+    void SetLossless(bool lossless);
 
     /**
      * \brief Set the hook called when a flow's last byte arrived in order at this receiver.
@@ -132,6 +140,8 @@ class RdmaNic : public Object, public FrameHandler
     void RateChanged(uint32_t slot, double oldRate, double newRate);
     /** Wake-up of a port waiting for a pacing gap. */
     void Wake(uint32_t port);
+    /** \return the retransmission timeout for this fabric */
+    Time ActiveRto() const;
     /** Remove finished queue pairs of \p port from the scheduling list. */
     void Compact(uint32_t port);
 
@@ -139,7 +149,9 @@ class RdmaNic : public Object, public FrameHandler
     uint32_t m_ackInterval;   //!< ACK every N in-order packets
     Time m_cnpInterval;       //!< NP: minimum time between CNPs of a queue pair
     Time m_nackInterval;      //!< receiver: minimum time between NACKs for the same byte
-    Time m_rto;               //!< retransmission timeout
+    Time m_rto;               //!< retransmission timeout (lossless fabric)
+    Time m_rtoLossy;          //!< retransmission timeout (lossy fabric)
+    bool m_lossless{true};    //!< PFC on in the fabric
 
     uint32_t m_nodeId{0};                            //!< topology node
     std::vector<Ptr<QbbNetDevice>> m_ports;          //!< devices
