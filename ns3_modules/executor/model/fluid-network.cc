@@ -4,6 +4,7 @@
 #include "fluid-network.h"
 
 #include "ns3/assert.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -12,7 +13,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <queue>
 #include <sstream>
 #include <tuple>
 
@@ -20,6 +20,27 @@ namespace ns3
 {
 
 NS_LOG_COMPONENT_DEFINE("FluidNetwork");
+
+namespace
+{
+/** Fixed-point scale of the link loads: 2^44 units per byte/ns (rates up to ~5e5 byte/ns). */
+constexpr double kFxScale = 17592186044416.0;
+/** Relative tolerance of "saturated" and of "a fixed flow is faster". */
+constexpr double kRelTol = 1e-9;
+
+int64_t
+ToFx(double bytesPerNs)
+{
+    return std::llround(bytesPerNs * kFxScale);
+}
+
+/** Min-heap order of the water-filling: smallest share first, then lowest resource index. */
+bool
+FillAfter(const auto& a, const auto& b)
+{
+    return a.share > b.share || (a.share == b.share && a.res > b.res);
+}
+} // namespace
 NS_OBJECT_ENSURE_REGISTERED(FluidNetwork);
 
 TypeId
@@ -47,6 +68,18 @@ FluidNetwork::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&FluidNetwork::m_seed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("LocalRecompute",
+                          "Re-fill only the flows a start or finish can affect (exact; see the "
+                          "class documentation); false re-fills the whole connected component",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&FluidNetwork::m_localRecompute),
+                          MakeBooleanChecker())
+            .AddAttribute("MaxLocalRounds",
+                          "Times a local recomputation may grow its set and fill again before it "
+                          "fills the whole connected component instead",
+                          UintegerValue(16),
+                          MakeUintegerAccessor(&FluidNetwork::m_maxRounds),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddTraceSource("FlowStart",
                             "A flow started: id, source GPU, destination GPU, bytes",
                             MakeTraceSourceAccessor(&FluidNetwork::m_startTrace),
@@ -86,6 +119,12 @@ FluidNetwork::SetTopology(Ptr<TopologyDescription> topo)
     m_res.assign(2 * nLinks, Resource());
     m_capLeft.assign(2 * nLinks, 0.0);
     m_cntLeft.assign(2 * nLinks, 0);
+    m_cntSet.assign(2 * nLinks, 0);
+    m_setFx.assign(2 * nLinks, 0);
+    m_share.assign(2 * nLinks, 0.0);
+    m_maxOld.assign(2 * nLinks, 0.0);
+    m_maxNew.assign(2 * nLinks, 0.0);
+    m_newSetFx.assign(2 * nLinks, 0);
     m_version.assign(2 * nLinks, 0);
 }
 
@@ -155,6 +194,10 @@ FluidNetwork::StartFlow(uint32_t flowId,
     f.bytes = bytes;
     f.remaining = static_cast<double>(bytes);
     f.rate = 0;
+    f.newRate = 0;
+    f.rateFx = 0;
+    f.bottleneck = kNoResource;
+    f.heapPos = -1;
     f.lastUpdate = Simulator::Now().GetNanoSeconds();
     f.inUse = true;
     f.frozen = false;
@@ -185,6 +228,8 @@ FluidNetwork::StartFlow(uint32_t flowId,
             double payloadShare =
                 m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
             res.capacity = rate / 8e9 * payloadShare;
+            res.capFx = ToFx(res.capacity);
+            res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));
         }
         if (res.flows.empty())
         {
@@ -193,8 +238,9 @@ FluidNetwork::StartFlow(uint32_t flowId,
         f.res.push_back(r);
         f.pos.push_back(res.flows.size());
         res.flows.emplace_back(slot, hop);
-        Touch(r);
     }
+    m_seedFlows.push_back(slot);
+    RequestRecompute();
     f.latencyNs = propagation + std::llround(serialization - slowest);
     ++m_active;
     if (flowId >= m_slotOfId.size())
@@ -205,14 +251,19 @@ FluidNetwork::StartFlow(uint32_t flowId,
 }
 
 void
-FluidNetwork::Touch(uint32_t resource)
+FluidNetwork::RequestRecompute()
 {
-    m_dirty.push_back(resource);
     if (!m_recomputePending)
     {
         m_recomputePending = true;
         Simulator::ScheduleNow(&FluidNetwork::Recompute, this);
     }
+}
+
+bool
+FluidNetwork::IsSaturated(const Resource& res) const
+{
+    return res.loadFx >= res.capFx - res.tolFx;
 }
 
 void
@@ -226,134 +277,371 @@ FluidNetwork::Advance(Flow& f, int64_t now)
 }
 
 void
-FluidNetwork::Recompute()
+FluidNetwork::AddToSet(uint32_t slot)
 {
-    NS_LOG_FUNCTION(this << m_dirty.size());
-    m_recomputePending = false;
-    ++m_recomputations;
-    uint64_t stamp = ++m_stamp;
-    m_compFlows.clear();
-    m_compRes.clear();
-    // breadth-first search over resources <-> flows from every touched resource
-    for (uint32_t seed : m_dirty)
+    Flow& f = m_flows[slot];
+    if (f.stamp != m_stamp && f.inUse)
     {
-        if (m_res[seed].stamp == stamp)
-        {
-            continue;
-        }
-        m_res[seed].stamp = stamp;
-        size_t head = m_compRes.size();
-        m_compRes.push_back(seed);
-        while (head < m_compRes.size())
-        {
-            uint32_t r = m_compRes[head++];
-            for (const auto& [slot, hop] : m_res[r].flows)
-            {
-                Flow& f = m_flows[slot];
-                if (f.stamp == stamp)
-                {
-                    continue;
-                }
-                f.stamp = stamp;
-                m_compFlows.push_back(slot);
-                for (uint32_t q : f.res)
-                {
-                    if (m_res[q].stamp != stamp)
-                    {
-                        m_res[q].stamp = stamp;
-                        m_compRes.push_back(q);
-                    }
-                }
-            }
-        }
+        f.stamp = m_stamp;
+        m_compFlows.push_back(slot);
     }
-    m_dirty.clear();
-    if (m_compFlows.empty())
+}
+
+void
+FluidNetwork::ExpandResource(uint32_t r)
+{
+    Resource& res = m_res[r];
+    if (res.expanded == m_stamp)
     {
         return;
     }
-    int64_t now = Simulator::Now().GetNanoSeconds();
-    std::vector<double> oldRate;
-    oldRate.reserve(m_compFlows.size());
-    for (uint32_t slot : m_compFlows)
+    res.expanded = m_stamp;
+    for (const auto& [slot, hop] : res.flows)
     {
-        Advance(m_flows[slot], now);
-        oldRate.push_back(m_flows[slot].rate);
+        AddToSet(slot);
     }
-    WaterFill();
+}
+
+void
+FluidNetwork::Recompute()
+{
+    NS_LOG_FUNCTION(this << m_seedRes.size() << m_seedFlows.size());
+    m_recomputePending = false;
+    ++m_recomputations;
+    ++m_stamp;
+    m_compFlows.clear();
+    m_compRes.clear();
+    for (uint32_t r : m_seedRes)
+    {
+        ExpandResource(r);
+    }
+    for (uint32_t slot : m_seedFlows)
+    {
+        AddToSet(slot);
+    }
+    m_seedRes.clear();
+    m_seedFlows.clear();
+    bool whole = !m_localRecompute; // re-fill the whole connected component
+    uint32_t rounds = 0;
+    size_t head = 0;
+    while (true)
+    {
+        // list the resources of the set (and, for a whole component, take in their flows)
+        for (; head < m_compFlows.size(); ++head)
+        {
+            const Flow& f = m_flows[m_compFlows[head]];
+            for (uint32_t q : f.res)
+            {
+                Resource& res = m_res[q];
+                if (res.stamp != m_stamp)
+                {
+                    res.stamp = m_stamp;
+                    m_compRes.push_back(q);
+                }
+                if (whole)
+                {
+                    ExpandResource(q);
+                }
+            }
+        }
+        if (m_compFlows.empty())
+        {
+            return;
+        }
+        WaterFill();
+        if (whole || !GrowSetWhereNotMaxMin())
+        {
+            break;
+        }
+        ++m_growths;
+        if (++rounds == m_maxRounds)
+        {
+            // the set keeps growing one step at a time: fill the whole component at once
+            whole = true;
+            for (size_t i = 0; i < m_compRes.size(); ++i)
+            {
+                ExpandResource(m_compRes[i]);
+            }
+        }
+    }
     m_assignments += m_compFlows.size();
-    for (size_t i = 0; i < m_compFlows.size(); ++i)
-    {
-        uint32_t slot = m_compFlows[i];
-        Flow& f = m_flows[slot];
-        if (f.rate == oldRate[i] && f.done.IsPending())
-        {
-            continue;
-        }
-        f.done.Cancel();
-        m_rateTrace(f.id, f.rate * 8e9);
-        if (f.rate <= 0)
-        {
-            continue; // no capacity: the flow waits (the executor reports a stall)
-        }
-        double ns = f.remaining / f.rate;
-        int64_t delay = static_cast<int64_t>(std::ceil(ns - 1e-6));
-        f.done = Simulator::Schedule(NanoSeconds(std::max<int64_t>(delay, 0)),
-                                     &FluidNetwork::TransferDone,
-                                     this,
-                                     slot);
-    }
+    CommitRates();
 }
 
 void
 FluidNetwork::WaterFill()
 {
-    // progressive filling: repeatedly saturate the resource with the smallest fair share
-    using Entry = std::tuple<double, uint32_t, uint32_t>; // share, resource, version
-    std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+    // progressive filling: repeatedly saturate the resource with the smallest fair share, with
+    // the capacity that flows outside the set leave on each resource
+    m_heap.clear();
+    m_bottlenecks.clear();
     for (uint32_t r : m_compRes)
     {
-        m_capLeft[r] = m_res[r].capacity;
-        m_cntLeft[r] = m_res[r].flows.size();
-        ++m_version[r];
-        if (m_cntLeft[r] > 0)
-        {
-            heap.emplace(m_capLeft[r] / m_cntLeft[r], r, m_version[r]);
-        }
+        m_cntSet[r] = 0;
+        m_setFx[r] = 0;
+        m_maxOld[r] = 0;
+        m_maxNew[r] = 0;
+        m_newSetFx[r] = 0;
     }
     for (uint32_t slot : m_compFlows)
     {
-        m_flows[slot].frozen = false;
+        Flow& f = m_flows[slot];
+        f.frozen = false;
+        for (uint32_t q : f.res)
+        {
+            ++m_cntSet[q];
+            m_setFx[q] += f.rateFx;
+            m_maxOld[q] = std::max(m_maxOld[q], f.rate);
+        }
     }
-    while (!heap.empty())
+    for (uint32_t r : m_compRes)
     {
-        auto [share, r, version] = heap.top();
-        heap.pop();
-        if (version != m_version[r] || m_cntLeft[r] == 0)
+        const Resource& res = m_res[r];
+        int64_t fixedFx = res.loadFx - m_setFx[r];
+        m_capLeft[r] = fixedFx == 0
+                           ? res.capacity
+                           : std::max(0.0, res.capacity - static_cast<double>(fixedFx) / kFxScale);
+        m_cntLeft[r] = m_cntSet[r];
+        ++m_version[r];
+        m_heap.push_back({m_capLeft[r] / m_cntLeft[r], r, m_version[r]});
+    }
+    auto after = [](const FillEntry& a, const FillEntry& b) { return FillAfter(a, b); };
+    std::make_heap(m_heap.begin(), m_heap.end(), after);
+    while (!m_heap.empty())
+    {
+        std::pop_heap(m_heap.begin(), m_heap.end(), after);
+        FillEntry top = m_heap.back();
+        m_heap.pop_back();
+        uint32_t r = top.res;
+        if (top.version != m_version[r] || m_cntLeft[r] == 0)
         {
             continue;
         }
+        double share = top.share;
+        m_share[r] = share;
+        m_bottlenecks.push_back(r);
         for (const auto& [slot, hop] : m_res[r].flows)
         {
             Flow& f = m_flows[slot];
-            if (f.frozen)
+            if (f.stamp != m_stamp || f.frozen)
             {
                 continue;
             }
             f.frozen = true;
-            f.rate = share;
+            f.newRate = share;
+            f.newBottleneck = r;
             for (uint32_t q : f.res)
             {
                 m_capLeft[q] = std::max(0.0, m_capLeft[q] - share);
+                m_newSetFx[q] += ToFx(share);
+                m_maxNew[q] = std::max(m_maxNew[q], share);
                 --m_cntLeft[q];
                 ++m_version[q];
                 if (q != r && m_cntLeft[q] > 0)
                 {
-                    heap.emplace(m_capLeft[q] / m_cntLeft[q], q, m_version[q]);
+                    m_heap.push_back({m_capLeft[q] / m_cntLeft[q], q, m_version[q]});
+                    std::push_heap(m_heap.begin(), m_heap.end(), after);
                 }
             }
         }
     }
+}
+
+bool
+FluidNetwork::GrowSetWhereNotMaxMin()
+{
+    // The filling is the max-min allocation if every flow has a bottleneck: a saturated
+    // resource on which no flow is faster. Fixed flows are the only ones that can break this.
+    bool grew = false;
+    // 1. a flow of the set is frozen on a resource where a fixed flow is faster: take it in
+    for (uint32_t r : m_bottlenecks)
+    {
+        const Resource& res = m_res[r];
+        if (res.flows.size() == m_cntSet[r])
+        {
+            continue;
+        }
+        double limit = m_share[r] * (1 + kRelTol);
+        for (const auto& [slot, hop] : res.flows)
+        {
+            const Flow& g = m_flows[slot];
+            if (g.stamp != m_stamp && g.rate > limit)
+            {
+                AddToSet(slot);
+                grew = true;
+            }
+        }
+    }
+    // 2. a fixed flow's bottleneck is a resource of the set that is no longer saturated, or on
+    //    which a flow of the set now goes faster: take the fixed flow in
+    for (uint32_t r : m_compRes)
+    {
+        const Resource& res = m_res[r];
+        if (res.flows.size() == m_cntSet[r])
+        {
+            continue;
+        }
+        bool saturated = res.loadFx - m_setFx[r] + m_newSetFx[r] >= res.capFx - res.tolFx;
+        if (saturated && m_maxNew[r] <= m_maxOld[r] * (1 + kRelTol))
+        {
+            continue; // fixed flows bottlenecked here were >= every old rate, so >= the new ones
+        }
+        double floor = m_maxNew[r] * (1 - kRelTol);
+        for (const auto& [slot, hop] : res.flows)
+        {
+            const Flow& g = m_flows[slot];
+            if (g.stamp != m_stamp && g.bottleneck == r && (!saturated || g.rate < floor))
+            {
+                AddToSet(slot);
+                grew = true;
+            }
+        }
+    }
+    return grew;
+}
+
+void
+FluidNetwork::CommitRates()
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    for (uint32_t slot : m_compFlows)
+    {
+        Flow& f = m_flows[slot];
+        f.bottleneck = f.newBottleneck;
+        int64_t fx = ToFx(f.newRate);
+        if (fx != f.rateFx)
+        {
+            for (uint32_t q : f.res)
+            {
+                m_res[q].loadFx += fx - f.rateFx;
+            }
+            f.rateFx = fx;
+        }
+        if (f.newRate == f.rate && f.heapPos >= 0)
+        {
+            continue;
+        }
+        Advance(f, now);
+        f.rate = f.newRate;
+        m_rateTrace(f.id, f.rate * 8e9);
+        if (f.rate <= 0)
+        {
+            UnscheduleDone(slot); // no capacity: the flow waits (the executor reports a stall)
+            continue;
+        }
+        double ns = f.remaining / f.rate;
+        f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
+        ScheduleDone(slot);
+    }
+    ArmWakeup();
+}
+
+bool
+FluidNetwork::EndsBefore(uint32_t a, uint32_t b) const
+{
+    const Flow& x = m_flows[a];
+    const Flow& y = m_flows[b];
+    return x.doneAt < y.doneAt || (x.doneAt == y.doneAt && x.doneSeq < y.doneSeq);
+}
+
+void
+FluidNetwork::SiftDone(uint32_t i)
+{
+    uint32_t slot = m_doneHeap[i];
+    while (i > 0 && EndsBefore(slot, m_doneHeap[(i - 1) / 2]))
+    {
+        uint32_t parent = (i - 1) / 2;
+        m_doneHeap[i] = m_doneHeap[parent];
+        m_flows[m_doneHeap[i]].heapPos = i;
+        i = parent;
+    }
+    uint32_t n = m_doneHeap.size();
+    while (true)
+    {
+        uint32_t child = 2 * i + 1;
+        if (child >= n)
+        {
+            break;
+        }
+        if (child + 1 < n && EndsBefore(m_doneHeap[child + 1], m_doneHeap[child]))
+        {
+            ++child;
+        }
+        if (!EndsBefore(m_doneHeap[child], slot))
+        {
+            break;
+        }
+        m_doneHeap[i] = m_doneHeap[child];
+        m_flows[m_doneHeap[i]].heapPos = i;
+        i = child;
+    }
+    m_doneHeap[i] = slot;
+    m_flows[slot].heapPos = i;
+}
+
+void
+FluidNetwork::ScheduleDone(uint32_t slot)
+{
+    Flow& f = m_flows[slot];
+    f.doneSeq = m_doneSeq++; // ties end in the order they were (re)scheduled, as events would
+    if (f.heapPos < 0)
+    {
+        f.heapPos = m_doneHeap.size();
+        m_doneHeap.push_back(slot);
+    }
+    SiftDone(f.heapPos);
+}
+
+void
+FluidNetwork::UnscheduleDone(uint32_t slot)
+{
+    Flow& f = m_flows[slot];
+    if (f.heapPos < 0)
+    {
+        return;
+    }
+    uint32_t i = f.heapPos;
+    f.heapPos = -1;
+    uint32_t last = m_doneHeap.back();
+    m_doneHeap.pop_back();
+    if (last != slot)
+    {
+        m_doneHeap[i] = last;
+        m_flows[last].heapPos = i;
+        SiftDone(i);
+    }
+}
+
+void
+FluidNetwork::ArmWakeup()
+{
+    int64_t at = m_doneHeap.empty() ? -1 : m_flows[m_doneHeap.front()].doneAt;
+    if (at == m_wakeupAt)
+    {
+        return;
+    }
+    m_wakeup.Cancel();
+    m_wakeupAt = at;
+    if (at >= 0)
+    {
+        m_wakeup = Simulator::Schedule(NanoSeconds(at - Simulator::Now().GetNanoSeconds()),
+                                       &FluidNetwork::Wakeup,
+                                       this);
+    }
+}
+
+void
+FluidNetwork::Wakeup()
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    m_wakeupAt = -1;
+    while (!m_doneHeap.empty() && m_flows[m_doneHeap.front()].doneAt <= now)
+    {
+        uint32_t slot = m_doneHeap.front();
+        UnscheduleDone(slot);
+        TransferDone(slot);
+    }
+    ArmWakeup();
 }
 
 void
@@ -378,15 +666,38 @@ FluidNetwork::TransferDone(uint32_t slot)
             m_flows[moved.first].pos[moved.second] = at;
         }
         res.bytesDone += f.bytes;
+        res.loadFx -= f.rateFx;
         if (res.flows.empty())
         {
             res.busyNs += now - res.busySince;
             res.busySince = -1;
         }
-        Touch(r);
+        else if (!m_localRecompute)
+        {
+            m_seedRes.push_back(r);
+        }
+        else
+        {
+            // capacity freed: the flows this resource limited may speed up (and, through
+            // them, others change); the check after the filling finds everything else
+            for (const auto& [other, hop] : res.flows)
+            {
+                if (m_flows[other].bottleneck == r)
+                {
+                    m_seedFlows.push_back(other);
+                }
+            }
+        }
+    }
+    if (!m_seedRes.empty() || !m_seedFlows.empty())
+    {
+        RequestRecompute();
     }
     f.inUse = false;
     f.rate = 0;
+    f.rateFx = 0;
+    f.bottleneck = kNoResource;
+    f.heapPos = -1;
     m_slotOfId[f.id] = -1;
     m_freeSlots.push_back(slot);
     --m_active;
@@ -450,6 +761,12 @@ FluidNetwork::GetRateAssignments() const
     return m_assignments;
 }
 
+uint64_t
+FluidNetwork::GetSetGrowths() const
+{
+    return m_growths;
+}
+
 void
 FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
 {
@@ -485,6 +802,7 @@ FluidNetwork::DoDispose()
     // pending events die with the simulator (Simulator::Destroy); nothing to cancel here
     m_flows.clear();
     m_res.clear();
+    m_doneHeap.clear();
     m_topo = nullptr;
     FlowNetwork::DoDispose();
 }

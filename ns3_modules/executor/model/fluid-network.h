@@ -8,6 +8,7 @@
 #include "topology-description.h"
 
 #include "ns3/event-id.h"
+#include "ns3/boolean.h"
 #include "ns3/nstime.h"
 #include "ns3/ptr.h"
 #include "ns3/string.h"
@@ -28,10 +29,25 @@ namespace ns3
  * Flows follow the same routes as the packet network: the path of a flow is
  * TopologyDescription::GetPath(src, dst, hash(flowId, Seed)). Each direction of each link is a
  * resource whose capacity is the link rate. The rates of all active flows are max-min fair
- * (progressive filling). They are recomputed whenever a flow starts or finishes, and only for
- * the connected component (links joined by shared flows) that the change touches; starts and
- * finishes at the same simulated instant are batched into one recomputation. Each flow's
- * end-of-transfer event is rescheduled when its rate changes.
+ * (progressive filling). They are recomputed whenever flows start or finish; starts and finishes
+ * at the same simulated instant are batched into one recomputation. Each flow's end-of-transfer
+ * event is rescheduled when its rate changes.
+ *
+ * Recomputation is local and exact (attribute LocalRecompute, on by default). Every flow records
+ * its bottleneck: the saturated resource that froze its rate, on which no flow is faster. A
+ * recomputation re-fills only a set S of flows, against the capacity that the other (fixed)
+ * flows leave: first the flows that started and the flows whose bottleneck a finished flow
+ * left. The filling is then checked, and S grows and is filled again while either (1) a flow of
+ * S was frozen on a resource where a fixed flow is faster (that flow joins S), or (2) a fixed
+ * flow's bottleneck is a resource of S that is no longer saturated or on which S now goes faster
+ * (the fixed flow joins S). When neither holds every flow has a bottleneck, which makes the
+ * allocation the unique max-min one: fixed flows whose bottleneck S does not use keep it, the
+ * others passed check (2), and flows of S got one from the filling and check (1). After
+ * MaxLocalRounds growths the whole connected component is filled. Link loads are integer sums
+ * of fixed-point rates (2^-44 byte/ns), so that adding and removing rates never drifts. With
+ * LocalRecompute=false every recomputation re-fills the whole connected component (links joined
+ * by shared flows) that the change touches, the textbook method; the two agree to rounding
+ * (tested).
  *
  * A flow of B bytes on a path of hops k = 1..h (rate R_k, propagation delay D_k) finishes at
  *   start + (fluid transfer time at the max-min rates) + sum_k D_k + sum_k P/R_k - P/min_k R_k
@@ -103,6 +119,8 @@ class FluidNetwork : public FlowNetwork
     uint64_t GetRecomputations() const;
     /** \return total number of flow rate assignments over all recomputations (work measure) */
     uint64_t GetRateAssignments() const;
+    /** \return number of times a local recomputation had to grow its set and fill again */
+    uint64_t GetSetGrowths() const;
 
     /**
      * \brief Per-link-direction counters up to now: payload bytes carried and busy time (time with
@@ -128,11 +146,15 @@ class FluidNetwork : public FlowNetwork
     struct Resource
     {
         double capacity{0};                                 //!< bytes per ns
+        int64_t capFx{0};                                   //!< capacity, fixed point
+        int64_t tolFx{0};                                   //!< saturation tolerance, fixed point
+        int64_t loadFx{0};                                  //!< sum of flow rates, fixed point
         std::vector<std::pair<uint32_t, uint32_t>> flows;   //!< (flow slot, hop index)
         uint64_t bytesDone{0};                              //!< bytes of finished flows
         int64_t busySince{-1};                              //!< ns, -1 when idle
         int64_t busyNs{0};                                  //!< closed busy intervals
-        uint64_t stamp{0};                                  //!< visit mark
+        uint64_t stamp{0};                                  //!< visit mark: listed this round
+        uint64_t expanded{0};                               //!< visit mark: all flows in the set
     };
 
     /** One active flow. */
@@ -142,24 +164,64 @@ class FluidNetwork : public FlowNetwork
         uint64_t bytes{0};              //!< payload size
         double remaining{0};            //!< bytes left to transfer
         double rate{0};                 //!< bytes per ns
+        double newRate{0};              //!< scratch: rate from the current filling
+        int64_t rateFx{0};              //!< rate as counted in the link loads, fixed point
+        uint32_t bottleneck{0};         //!< resource that limits the rate (froze it)
+        uint32_t newBottleneck{0};      //!< scratch: bottleneck from the current filling
         int64_t lastUpdate{0};          //!< ns, when remaining was last brought up to date
         int64_t latencyNs{0};           //!< fixed latency added after the transfer
         std::vector<uint32_t> res;      //!< resources along the path
         std::vector<uint32_t> pos;      //!< index of this flow in each resource's list
-        EventId done;                   //!< end-of-transfer event
-        uint64_t stamp{0};              //!< visit mark
+        int64_t doneAt{0};              //!< ns, end of the fluid transfer at the current rate
+        uint64_t doneSeq{0};            //!< order among flows ending at the same ns
+        int32_t heapPos{-1};            //!< index in m_doneHeap, -1 when not scheduled
+        uint64_t stamp{0};              //!< visit mark: in the set being re-filled
         bool frozen{false};             //!< rate fixed in the current water-filling
         bool inUse{false};              //!< slot holds an active flow
     };
 
+    /** No resource (a flow without a bottleneck yet). */
+    static constexpr uint32_t kNoResource = 0xFFFFFFFFu;
+
+    /** Heap entry of the water-filling: fair share, resource, version. */
+    struct FillEntry
+    {
+        double share;     //!< capacity left / unfrozen flows
+        uint32_t res;     //!< resource
+        uint32_t version; //!< stale when the resource's version moved on
+    };
+
     /** Bring a flow's remaining bytes up to now. */
     void Advance(Flow& f, int64_t now);
-    /** Mark a resource as touched and make sure a recomputation is pending. */
-    void Touch(uint32_t resource);
-    /** Recompute max-min rates of every component touched since the last recomputation. */
+    /** Make sure a recomputation is scheduled at the current instant. */
+    void RequestRecompute();
+    /** Recompute the max-min rates that the starts and finishes since the last call changed. */
     void Recompute();
-    /** Progressive filling over the flows m_compFlows and resources m_compRes. */
+    /** Add the flow in \p slot to the set being re-filled (once per recomputation). */
+    void AddToSet(uint32_t slot);
+    /** Add every flow of resource \p r to the set being re-filled. */
+    void ExpandResource(uint32_t r);
+    /** Progressive filling of the flows m_compFlows against the capacity fixed flows leave. */
     void WaterFill();
+    /** \return true if the flows of the set are limited where a fixed flow is faster (the set
+     * grew); false if the filling is the max-min allocation. */
+    bool GrowSetWhereNotMaxMin();
+    /** Apply the new rates of the set: link loads, remaining bytes, end-of-transfer events. */
+    void CommitRates();
+    /** \return true if the resource's load is its capacity (within the tolerance). */
+    bool IsSaturated(const Resource& res) const;
+    /** \return true if the flow in slot \p a ends before the one in slot \p b */
+    bool EndsBefore(uint32_t a, uint32_t b) const;
+    /** Move the entry at heap index \p i up or down to its place. */
+    void SiftDone(uint32_t i);
+    /** Put a flow's end of transfer (doneAt) in the heap, or move it there. */
+    void ScheduleDone(uint32_t slot);
+    /** Take a flow out of the heap of transfer ends. */
+    void UnscheduleDone(uint32_t slot);
+    /** Make the one simulator event point at the earliest end of transfer. */
+    void ArmWakeup();
+    /** Event: end the transfers that are due now. */
+    void Wakeup();
     /** The fluid transfer of the flow in \p slot is over. */
     void TransferDone(uint32_t slot);
     /** Deliver: report the flow as finished (after its latency). */
@@ -173,15 +235,31 @@ class FluidNetwork : public FlowNetwork
     std::vector<Resource> m_res;      //!< 2 per link
     std::vector<Flow> m_flows;        //!< slots
     std::vector<uint32_t> m_freeSlots; //!< unused slots
-    std::vector<uint32_t> m_dirty;    //!< resources touched since the last recomputation
+    std::vector<uint32_t> m_seedRes;   //!< saturated resources left by finished flows
+    std::vector<uint32_t> m_seedFlows; //!< slots of flows started since the last recomputation
     bool m_recomputePending{false};   //!< a Recompute event is scheduled
+    bool m_localRecompute{true};      //!< re-fill only the affected flows (see class doc)
+    uint32_t m_maxRounds{16};         //!< growths before a local recomputation goes whole
     uint64_t m_stamp{0};              //!< visit stamp counter
 
-    std::vector<uint32_t> m_compFlows; //!< scratch: flows of the component
-    std::vector<uint32_t> m_compRes;   //!< scratch: resources of the component
-    std::vector<double> m_capLeft;     //!< scratch: capacity left per resource
-    std::vector<uint32_t> m_cntLeft;   //!< scratch: unfrozen flows per resource
-    std::vector<uint32_t> m_version;   //!< scratch: heap entry version per resource
+    std::vector<uint32_t> m_compFlows;   //!< scratch: flows being re-filled
+    std::vector<uint32_t> m_compRes;     //!< scratch: resources of those flows
+    std::vector<uint32_t> m_bottlenecks; //!< scratch: resources that froze flows
+    std::vector<double> m_capLeft;       //!< scratch: capacity left per resource
+    std::vector<uint32_t> m_cntLeft;     //!< scratch: unfrozen flows per resource
+    std::vector<uint32_t> m_cntSet;      //!< scratch: flows of the set per resource
+    std::vector<int64_t> m_setFx;        //!< scratch: fixed-point rates of the set per resource
+    std::vector<double> m_share;         //!< scratch: rate of the flows a resource froze
+    std::vector<double> m_maxOld;        //!< scratch: fastest old rate of the set per resource
+    std::vector<double> m_maxNew;        //!< scratch: fastest new rate of the set per resource
+    std::vector<int64_t> m_newSetFx;     //!< scratch: new fixed-point rates of the set
+    std::vector<uint32_t> m_version;     //!< scratch: heap entry version per resource
+    std::vector<FillEntry> m_heap;       //!< scratch: water-filling heap
+
+    std::vector<uint32_t> m_doneHeap; //!< slots of flows by end of transfer (binary min-heap)
+    uint64_t m_doneSeq{0};            //!< sequence for ties in m_doneHeap
+    EventId m_wakeup;                 //!< the simulator event of the earliest end of transfer
+    int64_t m_wakeupAt{-1};           //!< ns of m_wakeup, -1 when none
 
     uint64_t m_started{0};        //!< flows started
     uint64_t m_finished{0};       //!< flows delivered
@@ -191,6 +269,7 @@ class FluidNetwork : public FlowNetwork
     uint64_t m_bytesDelivered{0}; //!< payload delivered
     uint64_t m_recomputations{0}; //!< recomputations
     uint64_t m_assignments{0};    //!< flow rate assignments
+    uint64_t m_growths{0};        //!< local recomputations that had to grow their set
     std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
 
     TracedCallback<uint32_t, uint32_t, uint32_t, uint64_t> m_startTrace; //!< id, src, dst, bytes
