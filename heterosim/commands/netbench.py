@@ -24,6 +24,7 @@ from heterosim.engine.topology import Topology, build_topology
 from heterosim.errors import UserError
 from heterosim.report import netbench_plots as plots
 from heterosim.report import netbench_report as report
+from heterosim.report.staging import staged_output
 
 EXAMPLES = """\
 examples:
@@ -114,7 +115,7 @@ def netbench(scenario: ScenarioConfig, out: Path, compare_cc: tuple[str, ...] = 
     """Run a scenario (once, or once per CC) and write every output; returns results.json's dict."""
     topology = build_topology(scenario.cluster)
     fidelity = scenario.simulation.fidelity
-    with report.staged_output(out) as stage:
+    with staged_output(out, replace=False) as stage:
         if not compare_cc:
             results, _ = _run_one(scenario, topology, fidelity, stage, simulate_fn)
             return results

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
+from heterosim.report.staging import staged_output
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
 
@@ -82,13 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if "/" in prefix or not prefix:
         raise UserError(f"--prefix {prefix!r}: expected a plain file name prefix")
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     nodes = 0
-    try:
-        entries = []
+    entries = []
+    with staged_output(out) as tmp:
         for trace in workload.iter_traces(ranks):
             if not args.summary_only:
                 write_trace(trace, tmp / f"{prefix}.{trace.rank}.et")
@@ -100,12 +95,6 @@ def run(args: argparse.Namespace) -> int:
         write_comm_groups({g.id: list(g.ranks) for g in workload.groups.groups},
                           tmp / "comm_group.json")
         (tmp / "workload.json").write_text(json.dumps(summary, indent=1) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     elapsed = time.perf_counter() - start
     part = workload.partition
     layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in part.chunk_layers)

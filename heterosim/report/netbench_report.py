@@ -26,11 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +35,6 @@ import numpy as np
 from heterosim import __version__
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine.topology import Topology
-from heterosim.errors import UserError
 
 COUNTER_KEYS = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
 PORT_KEYS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent", "pause_received",
@@ -385,29 +380,3 @@ def comparison_text(rows: list[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@contextmanager
-def staged_output(out: Path) -> Iterator[Path]:
-    """Yield a temporary folder beside ``out``; on success its files replace those in ``out``.
-
-    On an exception nothing in ``out`` changes and the temporary folder is removed, so a failed
-    run never leaves half-written results.
-    """
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a folder")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    stage.chmod(0o755)  # mkdtemp makes it private; the results folder is an ordinary one
-    try:
-        yield stage
-        if not out.exists():
-            os.replace(stage, out)
-            return
-        for path in sorted(stage.rglob("*")):
-            target = out / path.relative_to(stage)
-            if path.is_dir():
-                target.mkdir(exist_ok=True)
-            else:
-                os.replace(path, target)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)

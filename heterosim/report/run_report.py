@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.perfetto import write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
+from heterosim.report.staging import staged_output
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
@@ -152,17 +151,8 @@ def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = 
                       plots: bool = True) -> dict[str, Any]:
     """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content."""
     results = results if results is not None else results_dict(run)
-    out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with staged_output(Path(out_dir)) as staging:
         _write_all(run, staging, results, plots)
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        staging.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return results
 
 
