@@ -31,7 +31,7 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "validate", help="predicted vs measured for published cases, error % and MAPE",
+        "validate", help="predicted vs measured for published cases, error %% and MAPE",
         description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("cases", help="cases YAML file (validation/cases.yaml)")
