@@ -26,6 +26,7 @@ PARTITIONS = ("auto", "uniform")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
+ATTENTION = ("flash", "unfused")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class TrainingConfig:
     seq_len: int
     dtype: str
     recompute: str
+    # flash: one fused FlashAttention kernel; unfused: Megatron-LM v1-v2 core attention (batched
+    # QK^T GEMM, fused scale-mask-softmax, attention dropout, batched PV GEMM; s x s scores stored)
+    attention: str = "flash"
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,7 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
         seq_len=section.integer("seq_len", model.max_seq, minimum=1),
         dtype=section.string("dtype", "bf16", choices=DTYPES),
         recompute=section.string("recompute", "none", choices=RECOMPUTE),
+        attention=section.string("attention", "flash", choices=ATTENTION),
     )
     section.reject_unknown()
     return training

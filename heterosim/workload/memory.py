@@ -22,15 +22,15 @@ outside the tensor-parallel region (norm inputs, QKV and fc1 inputs, two masks).
 FlashAttention, which stores no s x s matrices: by default the 5*a*s/h term (softmax output 2,
 attention-dropout mask 1, dropout output 2) is replaced by the fp32 logsumexp, 4*a*s*b bytes,
 which selective recomputation (core attention re-run from Q, K, V) drops too;
-``flash_attention=False`` gives Korthikanti's numbers. Generalised honestly to other blocks:
-K and V use kv_heads (GQA), SwiGLU stores its 2*ffn input, llama has no dropout masks, ffn is the
-model's own, MoE layers store router probabilities, the dispatched tokens, the expert
-intermediates and the expert outputs (balanced routing, see ops_layer). Full recomputation also
-holds one layer's complete activations while that layer is recomputed and back-propagated
-(Korthikanti leave this working set out). Embedding (gpt: dropout mask) and head (final-norm and
-logits inputs, fp32 softmax of the vocab shard kept for the loss gradient) activations are
-counted when the rank holds them. Framework workspace, allocator fragmentation and communication
-buffers are not modelled.
+``training.attention: unfused`` (or ``flash_attention=False``) gives Korthikanti's numbers.
+Generalised honestly to other blocks: K and V use kv_heads (GQA), SwiGLU stores its 2*ffn input,
+llama has no dropout masks, ffn is the model's own, MoE layers store router probabilities, the
+dispatched tokens, the expert intermediates and the expert outputs (balanced routing, see
+ops_layer). Full recomputation also holds one layer's complete activations while that layer is
+recomputed and back-propagated (Korthikanti leave this working set out). Embedding (gpt: dropout
+mask) and head (final-norm and logits inputs, fp32 softmax of the vocab shard kept for the loss
+gradient) activations are counted when the rank holds them. Framework workspace, allocator
+fragmentation and communication buffers are not modelled.
 """
 
 from __future__ import annotations
@@ -75,10 +75,14 @@ def _sharded(dense: int, expert: int, parallel: ParallelConfig) -> int:
 
 def layer_activation_bytes(model: ModelConfig, training: TrainingConfig,
                            parallel: ParallelConfig, layer: int,
-                           flash_attention: bool = True, recompute: str | None = None) -> int:
+                           flash_attention: bool | None = None, recompute: str | None = None
+                           ) -> int:
     """Activations layer ``layer`` keeps for backward, one micro-batch on one rank (see the
-    module docstring). ``recompute`` overrides ``training.recompute``."""
+    module docstring). ``recompute`` overrides ``training.recompute``; ``flash_attention``
+    overrides ``training.attention``."""
     recompute = training.recompute if recompute is None else recompute
+    if flash_attention is None:
+        flash_attention = training.attention == "flash"
     d = dims(model, training, parallel)
     e = d.act_bytes
     replicated_tokens = d.sp_tokens  # tokens of the norm/dropout/residual region on this rank
@@ -139,11 +143,12 @@ def _layer_kinds(model: ModelConfig, layers: list[int]) -> list[tuple[int, int]]
 
 def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
                          layers: Iterable[int], has_embedding: bool, has_head: bool,
-                         in_flight_micro_batches: int, flash_attention: bool = True
+                         in_flight_micro_batches: int, flash_attention: bool | None = None
                          ) -> MemoryEstimate:
     """Peak memory of one rank holding ``layers`` (any iterable of layer indices, e.g. a range or
     the union of interleaved chunks) with ``in_flight_micro_batches`` micro-batches whose
-    activations are alive at once (1F1B: pp - stage; GPipe: all of them)."""
+    activations are alive at once (1F1B: pp - stage; GPipe: all of them). ``flash_attention``
+    None follows ``training.attention``."""
     if in_flight_micro_batches < 1:
         raise ValueError(f"in_flight_micro_batches must be >= 1, got {in_flight_micro_batches}")
     layers = list(layers)

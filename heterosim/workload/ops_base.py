@@ -37,6 +37,10 @@ FP32 = 4
 # FlashAttention-2 (Dao 2023, §3.1/§4): the backward pass runs 5 matmuls of the forward's 2
 # (recomputing the scores S = QK^T instead of storing them), i.e. 2.5x the forward FLOPs.
 FLASH_BACKWARD_FACTOR = 2.5
+# Unfused attention (Megatron-LM v1-v2 FusedScaleMaskSoftmax): scale, mask, max, exp, sum and
+# divide per score forward; backward y * (dy - sum(dy * y)) and the scale.
+ATTN_SOFTMAX_FLOPS = 5
+ATTN_SOFTMAX_BWD_FLOPS = 4
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Dims:
     act_dtype: str  # dtype of activations, elementwise kernels, attention and TP traffic
     gemm_in_bytes: int
     act_bytes: int
+    attention: str = "flash"  # TrainingConfig.attention: "flash" or "unfused"
 
     @property
     def q_dim(self) -> int:
@@ -129,6 +134,7 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         act_dtype=act,
         gemm_in_bytes=DTYPE_BYTES[training.dtype],
         act_bytes=DTYPE_BYTES[act],
+        attention=training.attention,
     )
 
 

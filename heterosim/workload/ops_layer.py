@@ -8,6 +8,15 @@ kernel, out_proj/fc2 biases in the bias-dropout kernels), hidden dropout 0.1 aft
 fc2. Attention dropout runs inside the flash-attention kernel (no mask is stored, no extra op).
 llama: RMSNorm, SwiGLU (fc1 is gate+up fused, n = 2*ffn/tp), no biases, no dropout.
 
+``training.attention: unfused`` replaces the flash-attention op by Megatron-LM v1-v2 core
+attention (ParallelAttention before FlashAttention): per head (b*heads/tp batches) a QK^T
+batched GEMM (s x s x head_dim, the 1/sqrt(d) scale in its epilogue), the fused
+scale-mask-softmax kernel over the s x s scores, attention dropout (gpt; byte mask stored) and
+the PV batched GEMM (s x head_dim x s); backward runs the PV GEMM's two gradients, dropout and
+softmax backward (from the stored probabilities) and the QK^T GEMM's two gradients. These GEMMs
+run in the activation dtype (bf16 under fp8 training) over the full square (no causal saving);
+K and V are per query head (GQA groups expanded, as Megatron's unfused path does).
+
 Tensor parallelism (Megatron, Shoeybi et al. 2019; Korthikanti et al. 2022): QKV and fc1 are
 column-parallel, out_proj and fc2 row-parallel. Without sequence parallelism: forward all-reduce
 after out_proj and after fc2; backward all-reduce of the input gradient after the QKV and fc1
@@ -34,6 +43,8 @@ from dataclasses import replace
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.workload.ops_base import (
+    ATTN_SOFTMAX_BWD_FLOPS,
+    ATTN_SOFTMAX_FLOPS,
     DROPOUT_FLOPS,
     FLASH_BACKWARD_FACTOR,
     FP32,
@@ -72,6 +83,52 @@ def attention_core(phase: str, d: Dims, causal: bool = True) -> OpSpec:
     return OpSpec("attn_core" + (".bwd" if phase == "bwd" else ""), "attention", phase,
                   d.act_dtype, (d.b, d.s, d.heads, d.head_dim), (d.kv_heads, int(causal)),
                   flops=flops, bytes_moved=moved)
+
+
+def _attention_bmm(label: str, phase: str, d: Dims, m: int, n: int, k: int) -> OpSpec:
+    """One batched GEMM of unfused attention: b*heads independent [m,k] @ [k,n] products in the
+    activation dtype (inputs read, output written once)."""
+    batch = d.b * d.heads
+    return OpSpec(label, "gemm", phase, d.act_dtype, (m, n, k, batch),
+                  flops=2 * m * n * k * batch,
+                  bytes_moved=(m * k + k * n + m * n) * batch * d.act_bytes)
+
+
+def attention_scores(d: Dims) -> int:
+    """Elements of the s x s score matrices of one micro-batch on one rank: b*heads/tp*s^2."""
+    return d.b * d.heads * d.s * d.s
+
+
+def unfused_attention_ops(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
+    """Megatron-LM v1-v2 core attention (see the module docstring), forward (phase "fwd" or
+    "recompute") or backward ("bwd"). Bytes: softmax reads and writes the scores (2 per element
+    forward, 3 backward: dy, y, dx); dropout reads and writes them plus the 1-byte mask."""
+    s, hd, e = d.s, d.head_dim, d.act_bytes
+    n = attention_scores(d)
+    gpt = model.arch == "gpt"
+    if phase != "bwd":
+        ops = [_attention_bmm("attn_scores", phase, d, s, s, hd),
+               elementwise("attn_softmax", phase, d, n, ATTN_SOFTMAX_FLOPS, 2 * n * e)]
+        if gpt:
+            ops.append(_dropout("attn_dropout", phase, d, n))
+        return ops + [_attention_bmm("attn_context", phase, d, s, hd, s)]
+    # context = P @ V: dP = dctx @ V^T (s, s, hd), dV = P^T @ dctx (s, hd, s)
+    ops = [_attention_bmm("attn_context.dgrad", phase, d, s, s, hd),
+           _attention_bmm("attn_context.wgrad", phase, d, s, hd, s)]
+    if gpt:
+        ops.append(_dropout("attn_dropout.bwd", phase, d, n))
+    ops.append(elementwise("attn_softmax.bwd", phase, d, n, ATTN_SOFTMAX_BWD_FLOPS, 3 * n * e))
+    # scores = Q @ K^T: dQ = dS @ K (s, hd, s), dK = dS^T @ Q (s, hd, s)
+    return ops + [_attention_bmm("attn_scores.dgrad", phase, d, s, hd, s),
+                  _attention_bmm("attn_scores.wgrad", phase, d, s, hd, s)]
+
+
+def core_attention(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
+    """Core attention as configured: one flash-attention op, or the unfused kernels."""
+    if d.attention == "unfused":
+        return unfused_attention_ops(phase, d, model)
+    op = attention_core("bwd" if phase == "bwd" else "fwd", d)
+    return [op if op.phase == phase else _with_phase(op, phase)]
 
 
 def _dropout(label: str, phase: str, d: Dims, n: int) -> OpSpec:
@@ -117,7 +174,7 @@ def _attention_block_fwd(model: ModelConfig, d: Dims) -> list[OpSpec]:
     ops = [norm("ln1", "fwd", d, model, d.sp_tokens)]
     ops += _sp_gather("attn", "fwd", d)
     ops.append(gemm("qkv_proj", "fwd", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h))
-    ops.append(attention_core("fwd", d))
+    ops += core_attention("fwd", d, model)
     ops.append(gemm("out_proj", "fwd", d, d.tokens, d.h, d.q_dim))
     ops += _tp_reduce("attn", "fwd", d)
     return ops + _block_tail_fwd("1", model, d)
@@ -285,8 +342,8 @@ def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> l
     ops += _sp_gather("attn.bwd", "bwd", d)
     ops += gemm_backward("out_proj", d, d.tokens, d.h, d.q_dim)
     if recompute_core:
-        ops.append(_with_phase(attention_core("fwd", d), "recompute"))
-    ops.append(attention_core("bwd", d))
+        ops += core_attention("recompute", d, model)
+    ops += core_attention("bwd", d, model)
     ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h)
     ops.append(norm("ln1.bwd", "bwd", d, model, d.sp_tokens))
     ops.append(_add("residual1.bwd", "bwd", d, d.sp_tokens * d.h))

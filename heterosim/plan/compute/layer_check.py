@@ -6,9 +6,10 @@ times them with a :class:`~heterosim.plan.compute.model.ComputeModel`, and adds 
 single GPU runs them back to back. Communication is left out: the published cases it is compared
 with run on one GPU or overlap their data-parallel gradient reduction with the backward pass.
 
-``attention="unfused"`` replaces the fused flash-attention kernel by what Megatron-LM did before
-FlashAttention (2020): a batched QK^T GEMM, a fused scale-mask-softmax kernel, attention dropout
-and a batched PV GEMM, each backward as its own kernels.
+``attention="unfused"`` (or ``training.attention: unfused``) replaces the fused flash-attention
+kernel by what Megatron-LM did before FlashAttention (2020): a batched QK^T GEMM, a fused
+scale-mask-softmax kernel, attention dropout and a batched PV GEMM, each backward as its own
+kernels (the op lists of :func:`heterosim.workload.ops_layer.unfused_attention_ops`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel, provenance_shares
@@ -30,33 +30,6 @@ def single_gpu_parallel(dp: int = 1, distributed_optimizer: bool = False) -> Par
                           sequence_parallel=False, partition="uniform", dp_bucket_bytes=40_000_000,
                           rank_order="tp-dp-pp", distributed_optimizer=distributed_optimizer,
                           zero3_prefetch=0)
-
-
-def unfused_attention(op: OpSpec) -> list[OpSpec]:
-    """The pre-FlashAttention kernels that replace one fused attention op (same phase)."""
-    b, s, heads, hd = op.shape
-    e = DTYPE_BYTES[op.dtype]
-    scores = b * heads * s * s
-    phase = op.phase
-
-    def mk(label: str, m: int, n: int, k: int) -> OpSpec:
-        return OpSpec(label, "gemm", phase, op.dtype, (m, n, k, b * heads),
-                      flops=2 * m * n * k * b * heads,
-                      bytes_moved=(m * k + k * n + m * n) * b * heads * e)
-
-    def elem(label: str, n_bytes: int, flops: int) -> OpSpec:
-        return OpSpec(label, "elementwise", phase, op.dtype, (scores, 0, 0, 0), flops=flops,
-                      bytes_moved=n_bytes)
-
-    if op.phase != "bwd":
-        return [mk("attn_scores", s, s, hd),
-                elem("scale_mask_softmax", 2 * scores * e, 5 * scores),
-                elem("attn_dropout", 2 * scores * e + scores, 2 * scores),
-                mk("attn_context", s, hd, s)]
-    return [mk("attn_context.dgrad", s, s, hd), mk("attn_context.wgrad", s, hd, s),
-            elem("attn_dropout.bwd", 2 * scores * e + scores, 2 * scores),
-            elem("scale_mask_softmax.bwd", 3 * scores * e, 4 * scores),
-            mk("attn_scores.dgrad", s, hd, s), mk("attn_scores.wgrad", s, hd, s)]
 
 
 @dataclass
@@ -83,22 +56,17 @@ class IterationEstimate:
 
 
 def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                       gpu: str, compute: ComputeModel, *, attention: str = "flash"
+                       gpu: str, compute: ComputeModel, *, attention: str | None = None
                        ) -> IterationEstimate:
-    """Back-to-back compute time of a TP = PP = 1 rank (all layers, one DP replica)."""
+    """Back-to-back compute time of a TP = PP = 1 rank (all layers, one DP replica);
+    ``attention`` (flash | unfused) overrides ``training.attention``."""
     if parallel.tp != 1 or parallel.pp != 1:
         raise ValueError("estimate_iteration covers tp = pp = 1 only")
+    if attention is not None:
+        training = replace(training, attention=attention)
 
     def expand(ops: list[OpSpec]) -> list[OpSpec]:
-        out: list[OpSpec] = []
-        for op in ops:
-            if op.is_comm:
-                continue
-            if attention == "unfused" and op.op_kind == "attention":
-                out += unfused_attention(op)
-            else:
-                out.append(op)
-        return out
+        return [op for op in ops if not op.is_comm]
 
     groups = {
         "fwd": expand(workload_ops.layer_forward_ops(model, training, parallel, 0)),
