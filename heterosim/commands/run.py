@@ -58,16 +58,19 @@ class Progress:
         self.enabled = enabled
         self.started = time.monotonic()
         self.last = 0.0
+        self.last_events = 0
 
-    def __call__(self, sim_ns: int, done: int, total: int) -> None:
+    def __call__(self, sim_ns: int, done: int, total: int, events: int = 0) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.last < 0.5:
             return
-        self.last = now
+        rate = (events - self.last_events) / (now - self.last) if self.last else 0.0
+        self.last, self.last_events = now, events
         share = 100.0 * done / total if total else 100.0
         end = "\r" if sys.stderr.isatty() else "\n"
         print(f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
-              f"{now - self.started:6.1f} s wall", end=end, file=sys.stderr, flush=True)
+              f"{rate / 1e6:6.2f} M events/s | {now - self.started:6.1f} s wall", end=end,
+              file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.enabled and self.last and sys.stderr.isatty():

@@ -43,7 +43,7 @@ PROGRESS_WALL_INTERVAL_S = 0.5
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
 _INTERRUPTED = 6  # Python-side: Ctrl-C between two Resume() calls
 
-ProgressCallback = Callable[[int, int, int], None]  # (sim time ns, tasks done, tasks total)
+ProgressCallback = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
 
 
 @dataclass
@@ -81,7 +81,7 @@ def execute_plan(
 
     ``stop_ns`` ends the run early (``partial=True``); ``sample_interval_ns`` > 0 records
     ``series`` = {time_ns, tasks_done, flows_in_flight} every interval of simulated time (and
-    the packet model's own series); ``progress(sim_ns, done, total)`` is called about every
+    the packet model's own series); ``progress(sim_ns, done, total, events)`` is called about every
     0.5 s of wall time and once at the end. ``stall_timeout_ns``: simulated time without any
     task finishing that counts as a stall (0 = only an empty event queue). The packet network
     keeps timers running even when deadlocked, so its default is
@@ -188,7 +188,8 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
         try:
             state = int(executor.Resume())
             if progress is not None:
-                progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total)
+                progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total,
+                         int(ns3.Simulator.GetEventCount()))
         except KeyboardInterrupt:
             return _INTERRUPTED  # Ctrl-C: stop cleanly; what is known is reported as partial
         if state != _YIELDED:

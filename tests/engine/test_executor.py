@@ -259,7 +259,7 @@ def test_progress_samples_and_callback(topo):
                       for i in range(10)])
     calls = []
     result = execute_plan(plan, topo, NETWORK, sample_interval_ns=250,
-                          progress=lambda t, done, total: calls.append((t, done, total)))
+                          progress=lambda t, done, total, events: calls.append((t, done, total)))
     np.testing.assert_array_equal(result.series["time_ns"], [0, 250, 500, 750, 1000])
     np.testing.assert_array_equal(result.series["tasks_done"], [0, 2, 5, 7, 10])
     assert calls[-1] == (1000, 10, 10)
