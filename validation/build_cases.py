@@ -30,7 +30,11 @@ GPU_WHY = {"A100-SXM": "A100 memory not stated; a 2020 DGX-A100 implies 40 GB (n
 # Cases included, with the values assumed for what the source leaves open. Keys are dotted
 # experiment keys; each value is (value, reason).
 SELENE = "Selene: 8 x 200 Gb/s HDR per DGX-A100, fat-tree (source §5)"
+UNFUSED = ("unfused", "published before FlashAttention (2022): Megatron-LM core attention ran as "
+           "batched QK^T/PV GEMMs with the fused scale-mask-softmax kernel and stored s x s scores")
+FLASH = ("flash", "Megatron-Core with Transformer Engine runs fused (flash/cuDNN) attention")
 README2020 = {
+    "training.attention": UNFUSED,
     "training.dtype": ("fp16", "Megatron v1 code base trains in fp16 mixed precision (note)"),
     "training.recompute": ("full", "Megatron v1 examples use --checkpoint-activations; the 1B A100 "
                            "row's 149.8 TFLOP/s equals the SC'21 hardware-FLOP count with recompute"),
@@ -40,6 +44,7 @@ README2020 = {
 README2020_NET = {"network": ("8 x 200 Gb/s per host, fat-tree", "DGX-A100 standard complement "
                               "(network_models.md §6.3); not stated by the source")}
 SC21 = {
+    "training.attention": UNFUSED,
     "training.dtype": ("fp16", "mixed 16-bit precision; fp16 and bf16 have the same A100 peak"),
     "training.micro_batch": (1, "not stated; the paper's Fig. 16 suggests 1-2"),
     "parallel.sequence_parallel": (False, "SC'21 predates sequence parallelism"),
@@ -48,16 +53,19 @@ SC21 = {
 SC21_PP = {"parallel.vpp": (2, "interleaved 1F1B is stated, the interleave factor is not; "
                             "2 is the smallest interleaving")}
 SC21_T2 = {
+    "training.attention": UNFUSED,
     "training.dtype": ("fp16", "not restated for Table 2; mixed 16-bit as in Table 1"),
     "training.recompute": ("full", "Eq. (3), used for the published TFLOP/s, assumes full recompute"),
 }
 NEMO = {
+    "training.attention": FLASH,
     "training.recompute": ("none", "NeMo 24.07 H100 performance configs do not recompute"),
     "parallel.distributed_optimizer": (True, "NeMo/Megatron-Core default (distributed Adam)"),
     "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
 }
 SP = {"parallel.sequence_parallel": (True, "Megatron-Core performance configs enable SP with TP")}
 MBRIDGE = {
+    "training.attention": FLASH,
     "training.recompute": ("none", "Megatron-Bridge H100 performance recipes do not recompute"),
     "parallel.distributed_optimizer": (True, "fsdp column 0 = DDP with distributed optimizer (note)"),
     "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
@@ -161,7 +169,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     training = {"global_batch": t["global_batch"],
                 "micro_batch": pick("training.micro_batch", t["micro_batch"]),
                 "seq_len": t["seq_len"], "dtype": pick("training.dtype", t["dtype"]),
-                "recompute": pick("training.recompute", t["recompute"])}
+                "recompute": pick("training.recompute", t["recompute"]),
+                "attention": pick("training.attention", t.get("attention")) or "flash"}
     vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
     parallel = {"tp": p["tp"], "pp": p["pp"], "dp": p["dp"], "vpp": vpp or 1,
                 "zero": pick("parallel.zero", p.get("zero")) or 0,
