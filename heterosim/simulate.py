@@ -111,7 +111,7 @@ def run_experiment(
     progress: ProgressFn | None = None,
     databases: list[str] | None = None,
     stop_ns: int | None = None,
-    sample_interval_ns: int = 0,
+    sample_interval_ns: int | None = None,
     workload: Any = None,
 ) -> RunArtifacts:
     """Simulate one training iteration of ``experiment``; return the artifacts for reporting."""
@@ -123,7 +123,9 @@ def run_experiment(
     t3 = time.perf_counter()
     engine = execute_plan(
         tables.plan, topology, experiment.network, fidelity=experiment.simulation.fidelity,
-        seed=experiment.simulation.seed, stop_ns=stop_ns, sample_interval_ns=sample_interval_ns,
+        seed=experiment.simulation.seed, stop_ns=stop_ns,
+        sample_interval_ns=(experiment.simulation.sample_interval_ns if sample_interval_ns is None
+                            else sample_interval_ns),
         progress=progress,
     )
     stage_wall["engine_s"] = time.perf_counter() - t3

@@ -76,6 +76,7 @@ class SimulationConfig:
     fidelity: str
     seed: int
     iterations: int
+    sample_interval_ns: int = 10_000  # time series (queues, flows in flight); 0 = none
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ def _simulation(section: Section) -> SimulationConfig:
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
         seed=section.integer("seed", 1, minimum=0),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
+        sample_interval_ns=section.time_ns("sample_interval", "10us"),
     )
     section.reject_unknown()
     return simulation

@@ -206,11 +206,7 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     labels = _label_fn(run)
     rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
-    counters = {}
-    series = engine.series or {}
-    queue = series.get("queue")
-    if queue is not None and len(queue.get("time_ns", [])):
-        counters["max queue depth (bytes)"] = _max_per_time(queue["time_ns"], queue["bytes"])
+    counters = _counter_tracks(engine.series or {}, topo)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
                                 labels, counters)
     results["sim"]["trace_spans"] = info
@@ -225,8 +221,45 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
         })
         if len(util):
             plot_link_heatmap(folder / "link_utilization.png", names, util)
-        if counters:
-            plot_series(folder / "queues.png", counters, "bytes", "largest switch queue over time")
+        queue_track = counters.get(QUEUE_TRACK)
+        if queue_track is not None:
+            plot_series(folder / "queues.png", {QUEUE_TRACK: queue_track}, "bytes",
+                        "largest sampled queue over time")
+
+
+QUEUE_TRACK = "max queue depth (bytes)"
+
+
+def _counter_tracks(series: dict[str, Any], topo: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Perfetto counter tracks from the sampled series: flows in flight (both fidelities), the
+    largest sampled queue and the mean utilization of the sampled ports (packet fidelity)."""
+    tracks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if len(series.get("flows_in_flight", [])):
+        tracks["flows in flight"] = (np.asarray(series["time_ns"]), np.asarray(series["flows_in_flight"]))
+    queue = series.get("queue")
+    if queue is not None and len(queue.get("time_ns", [])):
+        tracks[QUEUE_TRACK] = _max_per_time(queue["time_ns"], queue["bytes"])
+        if "tx_bytes" in queue:
+            tracks["mean utilization of sampled ports (%)"] = _port_utilization(queue, topo)
+    return tracks
+
+
+def _port_utilization(queue: dict[str, np.ndarray], topo: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample time, the mean over sampled ports of tx-bytes growth / port rate (percent)."""
+    port = np.asarray(queue["port"], dtype=np.int64)
+    time_ns = np.asarray(queue["time_ns"], dtype=np.int64)
+    tx = np.asarray(queue["tx_bytes"], dtype=np.float64)
+    order = np.lexsort((time_ns, port))
+    port, time_ns, tx = port[order], time_ns[order], tx[order]
+    same = port[1:] == port[:-1]
+    dt = (time_ns[1:] - time_ns[:-1])[same]
+    rate = topo.link_rate_bps[port[1:][same] // 2]
+    util = np.divide((tx[1:] - tx[:-1])[same] * 8e9, dt * rate, out=np.zeros(dt.size),
+                     where=(dt > 0) & (rate > 0))
+    times, inverse = np.unique(time_ns[1:][same], return_inverse=True)
+    total = np.bincount(inverse, weights=util, minlength=times.size)
+    count = np.bincount(inverse, minlength=times.size)
+    return times, 100.0 * total / np.maximum(count, 1)
 
 
 def _max_per_time(times, values) -> tuple[np.ndarray, np.ndarray]:

@@ -93,6 +93,19 @@ def test_trace_json_has_a_track_per_rank(flow_run):
     assert end_us == pytest.approx(results["iteration_time_s"] * 1e6, rel=1e-6)
     labels = {e["name"] for e in spans}
     assert {"qkv_proj", "attn_core", "fc1"} <= labels
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert "flows in flight" in counters
+
+
+@pytest.mark.ns3
+def test_packet_trace_has_queue_and_utilization_counters(packet_run):
+    out, _ = packet_run
+    events = json.loads((out / "trace.json").read_text())["traceEvents"]
+    counters = {e["name"] for e in events if e["ph"] == "C"}
+    assert {"max queue depth (bytes)", "mean utilization of sampled ports (%)"} <= counters
+    utilization = [e["args"]["value"] for e in events
+                   if e["ph"] == "C" and e["name"].startswith("mean utilization")]
+    assert all(0.0 <= u <= 100.0 + 1e-6 for u in utilization) and max(utilization) > 0
 
 
 @pytest.mark.ns3
