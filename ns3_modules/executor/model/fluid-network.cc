@@ -237,6 +237,10 @@ FluidNetwork::StartFlow(uint32_t flowId,
         }
         f.res.push_back(r);
         f.pos.push_back(res.flows.size());
+        if (m_localRecompute && IsSaturated(res))
+        {
+            SeedBottlenecked(r, 0); // the new flow takes a share of a full link
+        }
         res.flows.emplace_back(slot, hop);
     }
     m_seedFlows.push_back(slot);
@@ -273,6 +277,26 @@ FluidNetwork::Advance(Flow& f, int64_t now)
     {
         f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
         f.lastUpdate = now;
+    }
+}
+
+void
+FluidNetwork::SeedBottlenecked(uint32_t r, double otherRate)
+{
+    // on a saturated resource, the flows with the highest rate are the ones it limits
+    const Resource& res = m_res[r];
+    double fastest = otherRate;
+    for (const auto& [slot, hop] : res.flows)
+    {
+        fastest = std::max(fastest, m_flows[slot].rate);
+    }
+    double floor = fastest * (1 - kRelTol);
+    for (const auto& [slot, hop] : res.flows)
+    {
+        if (m_flows[slot].rate >= floor)
+        {
+            m_seedFlows.push_back(slot);
+        }
     }
 }
 
@@ -402,9 +426,10 @@ FluidNetwork::WaterFill()
                            ? res.capacity
                            : std::max(0.0, res.capacity - static_cast<double>(fixedFx) / kFxScale);
         m_cntLeft[r] = m_cntSet[r];
-        ++m_version[r];
-        m_heap.push_back({m_capLeft[r] / m_cntLeft[r], r, m_version[r]});
+        m_version[r] = m_popVersion;
+        m_heap.push_back({m_capLeft[r] / m_cntLeft[r], r, m_popVersion});
     }
+    ++m_popVersion;
     auto after = [](const FillEntry& a, const FillEntry& b) { return FillAfter(a, b); };
     std::make_heap(m_heap.begin(), m_heap.end(), after);
     while (!m_heap.empty())
@@ -420,6 +445,7 @@ FluidNetwork::WaterFill()
         double share = top.share;
         m_share[r] = share;
         m_bottlenecks.push_back(r);
+        m_touched.clear();
         for (const auto& [slot, hop] : m_res[r].flows)
         {
             Flow& f = m_flows[slot];
@@ -430,20 +456,29 @@ FluidNetwork::WaterFill()
             f.frozen = true;
             f.newRate = share;
             f.newBottleneck = r;
+            int64_t shareFx = ToFx(share);
             for (uint32_t q : f.res)
             {
                 m_capLeft[q] = std::max(0.0, m_capLeft[q] - share);
-                m_newSetFx[q] += ToFx(share);
+                m_newSetFx[q] += shareFx;
                 m_maxNew[q] = std::max(m_maxNew[q], share);
                 --m_cntLeft[q];
-                ++m_version[q];
-                if (q != r && m_cntLeft[q] > 0)
+                if (m_version[q] != m_popVersion)
                 {
-                    m_heap.push_back({m_capLeft[q] / m_cntLeft[q], q, m_version[q]});
-                    std::push_heap(m_heap.begin(), m_heap.end(), after);
+                    m_version[q] = m_popVersion; // one new heap entry per resource and pop
+                    m_touched.push_back(q);
                 }
             }
         }
+        for (uint32_t q : m_touched)
+        {
+            if (m_cntLeft[q] > 0)
+            {
+                m_heap.push_back({m_capLeft[q] / m_cntLeft[q], q, m_popVersion});
+                std::push_heap(m_heap.begin(), m_heap.end(), after);
+            }
+        }
+        ++m_popVersion;
     }
 }
 
@@ -666,6 +701,7 @@ FluidNetwork::TransferDone(uint32_t slot)
             m_flows[moved.first].pos[moved.second] = at;
         }
         res.bytesDone += f.bytes;
+        bool saturated = IsSaturated(res);
         res.loadFx -= f.rateFx;
         if (res.flows.empty())
         {
@@ -676,17 +712,11 @@ FluidNetwork::TransferDone(uint32_t slot)
         {
             m_seedRes.push_back(r);
         }
-        else
+        else if (saturated)
         {
             // capacity freed: the flows this resource limited may speed up (and, through
             // them, others change); the check after the filling finds everything else
-            for (const auto& [other, hop] : res.flows)
-            {
-                if (m_flows[other].bottleneck == r)
-                {
-                    m_seedFlows.push_back(other);
-                }
-            }
+            SeedBottlenecked(r, f.rate);
         }
     }
     if (!m_seedRes.empty() || !m_seedFlows.empty())

@@ -188,7 +188,7 @@ class FluidNetwork : public FlowNetwork
     {
         double share;     //!< capacity left / unfrozen flows
         uint32_t res;     //!< resource
-        uint32_t version; //!< stale when the resource's version moved on
+        uint64_t version; //!< stale when the resource's version moved on
     };
 
     /** Bring a flow's remaining bytes up to now. */
@@ -197,6 +197,12 @@ class FluidNetwork : public FlowNetwork
     void RequestRecompute();
     /** Recompute the max-min rates that the starts and finishes since the last call changed. */
     void Recompute();
+    /**
+     * \brief Seed the next recomputation with the flows a saturated resource limits.
+     * \param r the resource
+     * \param otherRate rate of a flow that just left it (0 if none)
+     */
+    void SeedBottlenecked(uint32_t r, double otherRate);
     /** Add the flow in \p slot to the set being re-filled (once per recomputation). */
     void AddToSet(uint32_t slot);
     /** Add every flow of resource \p r to the set being re-filled. */
@@ -253,7 +259,9 @@ class FluidNetwork : public FlowNetwork
     std::vector<double> m_maxOld;        //!< scratch: fastest old rate of the set per resource
     std::vector<double> m_maxNew;        //!< scratch: fastest new rate of the set per resource
     std::vector<int64_t> m_newSetFx;     //!< scratch: new fixed-point rates of the set
-    std::vector<uint32_t> m_version;     //!< scratch: heap entry version per resource
+    std::vector<uint64_t> m_version;     //!< scratch: heap entry version per resource
+    uint64_t m_popVersion{0};            //!< scratch: version of the entries pushed this pop
+    std::vector<uint32_t> m_touched;     //!< scratch: resources whose share changed this pop
     std::vector<FillEntry> m_heap;       //!< scratch: water-filling heap
 
     std::vector<uint32_t> m_doneHeap; //!< slots of flows by end of transfer (binary min-heap)
