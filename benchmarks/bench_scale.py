@@ -145,7 +145,8 @@ CASES = {
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", ["cluster=../../topologies/h2_128gpu.yaml"], "flow", 0),
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [], "packet", 0),
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
-         ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32"], "flow", 0),
+         ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32"],
+         "flow", 0),
     ],
     # GPT-3 175B TP8 PP8, two micro-batches per replica, DP = GPUs / 64 (16 GPUs: TP8 PP2)
     "gpus": [
@@ -215,8 +216,9 @@ def _print(row: dict) -> None:
     print("| " + " | ".join(cells) + " |", flush=True)
 
 
-HEADER = ("| case | GPUs | fidelity | tasks | flows | GiB moved | workload s | plan s | build CPU s | "
-          "engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms | peak RSS MB | note |")
+HEADER = ("| case | GPUs | fidelity | tasks | flows | GiB moved | workload s | plan s | build CPU s "
+          "| engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms "
+          "| peak RSS MB | note |")
 
 
 def main() -> None:
