@@ -110,6 +110,10 @@ QbbNetDevice::Pop(uint8_t q)
         fifo.tail = nullptr;
     }
     frame->next = nullptr;
+    if (frame == m_lastPfc)
+    {
+        m_lastPfc = nullptr;
+    }
     fifo.bytes -= frame->wireBytes;
     if (q != CONTROL_QUEUE)
     {
@@ -136,13 +140,17 @@ QbbNetDevice::Enqueue(RdmaFrame* frame, uint8_t queue)
     Fifo& fifo = m_queue[queue];
     if (queue == CONTROL_QUEUE && frame->type == RdmaFrame::PFC)
     {
-        // PFC frames go ahead of every other control frame.
-        frame->next = fifo.head;
-        fifo.head = frame;
-        if (fifo.tail == nullptr)
+        // PFC frames go ahead of every other control frame but stay in order among
+        // themselves: an XOFF decided after an XON still waiting here must reach the peer
+        // after it, or the peer resumes while this side counts it as paused.
+        RdmaFrame*& link = m_lastPfc != nullptr ? m_lastPfc->next : fifo.head;
+        frame->next = link;
+        link = frame;
+        if (fifo.tail == nullptr || fifo.tail == m_lastPfc)
         {
             fifo.tail = frame;
         }
+        m_lastPfc = frame;
     }
     else
     {

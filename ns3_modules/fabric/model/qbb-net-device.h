@@ -206,6 +206,7 @@ class QbbNetDevice : public NetDevice
     uint64_t m_txCarry{0};            //!< sub-ns serialisation remainder (bit*1e9 units)
 
     Fifo m_queue[N_PRIORITIES + 1];   //!< data queues + control queue
+    RdmaFrame* m_lastPfc{nullptr};    //!< last PFC frame in the control queue
     uint8_t m_rr{0};                  //!< next data priority to serve
     bool m_busy{false};               //!< a frame is on the wire
     bool m_paused[N_PRIORITIES]{};    //!< paused by the peer

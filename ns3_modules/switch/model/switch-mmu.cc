@@ -151,6 +151,14 @@ SwitchMmu::Admit(uint32_t port, uint8_t priority, uint32_t bytes)
         {
             ++m_losslessDrops;
         }
+        // With PFC on the headroom holds everything the upstream can send after XOFF; a
+        // lossless drop means a pause was not honoured or the headroom is mis-sized.
+        NS_ASSERT_MSG(!m_pfc,
+                      "lossless admission failed on port "
+                          << port << " priority " << static_cast<int>(priority) << ": headroom "
+                          << in.headroom << " + " << bytes << " > " << m_headroom[port]
+                          << " bytes, shared " << in.shared << ", threshold "
+                          << GetThreshold(port) << ", paused " << in.paused);
         return false;
     }
     m_totalUsed += bytes;
