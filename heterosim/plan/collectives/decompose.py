@@ -44,7 +44,13 @@ from heterosim.plan.collectives.common import (
 )
 from heterosim.plan.collectives.commview import CommView, comm_view
 from heterosim.plan.collectives.graph import CollectivePlan, FlowGraph, empty_graph, finish_plan
-from heterosim.plan.collectives.tuning import BASE_LAT_US, TuningChoice, choose, step_delay_ns
+from heterosim.plan.collectives.tuning import (
+    BASE_LAT_US,
+    NVLS_NCHANNELS,
+    TuningChoice,
+    choose,
+    step_delay_ns,
+)
 
 _P = {p: i for i, p in enumerate(PROTOCOLS)}
 V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
@@ -153,7 +159,7 @@ def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, siz
             view, parents, split_rows(per_channel, k), window, p,
             step_delay_ns(view, TREE, p, False), step_delay_ns(view, TREE, p, True),
             int(BASE_LAT_US[TREE][_P[p]] * 1000))
-    nvls_channels = max(1, min(16, c))
+    nvls_channels = max(1, min(NVLS_NCHANNELS, c))
     if a == NVLS:
         piece = nvls_channels * view.n * NVLS_CHUNK
         if sizes is None:
@@ -163,11 +169,11 @@ def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, siz
             pieces = max(1, -(-int(sizes.max()) * view.n // piece))
             per_rank = sizes
         seg = split_rows(per_rank, pieces).T.copy()
-        return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False) // 2)
+        return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False))
     ppn = view.groups[0].size
     pieces = max(1, -(-size_bytes // (nvls_channels * ppn * NVLS_CHUNK)))
     seg = split_rows(split_even(size_bytes, ppn, GRAIN[SIMPLE]), pieces).T.copy()
-    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False) // 2,
+    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False),
                                 step_delay_ns(view, NVLS_TREE, SIMPLE, True), 0)
 
 

@@ -7,22 +7,39 @@ Each GPU's NVLink port then carries S(n+1)/n bytes each way instead of the ring'
 
 Our network has no switch endpoint that reduces or replicates, so NVLS is represented as a
 reduce-scatter (GPU i -> GPU j: slice j) followed by an all-gather (GPU j -> GPU i: reduced slice
-j) with direct flows through the NVSwitch, and every flow's wire bytes scaled so that each
-GPU's NVLink port carries exactly the in-switch volume:
+j) with direct flows through the NVSwitch, and every flow's wire bytes scaled (``wire_factor``)
+so that each GPU's NVLink port, at the link's rate B, is busy exactly as long as NCCL's NVLS
+model says the collective takes:
 
-* AllReduce: x (n+1) / (2(n-1))  ->  S(n+1)/n per port and direction;
-* AllGather / ReduceScatter: x n/(n-1)  ->  S per port on the loaded direction (the switch's
-  own replication / reduction covers the other direction, which the flows over-fill
-  symmetrically, so the time is that of the loaded direction).
+    wire factor = B / busbw_NVLS,   busbw_NVLS = heads x speed x eff x (heads-1)/heads x k
 
-``payload`` keeps the user bytes. The message moves in pieces of ``channels x n x 128 KiB``
-(NCCL_NVLS_CHUNKSIZE per channel; channels are merged into one flow per GPU pair since they
-share the same NVLink ports); an all-gather flow of piece q waits for every reduce-scatter flow
-of piece q into its sender. Approximation limits: no multicast-object setup cost, and the
-0.85 NVLS efficiency of NCCL's model is in the tuning prediction, not in the flows.
+with NCCL's NVLS search graph (heads = GPUs of the host, per-head speed from the speed ladder
+with (ppn+1) x speed <= B), eff = 0.85 (Hopper) / 0.74 (Blackwell), k = 2 for AllReduce and
+(ppn-1)/ppn for AllGather / ReduceScatter (tuning.nvls_bus_gbps, reference §4.4, §4.6). The
+AllReduce flows of one port then carry 2S(n-1)/n x factor = S(n+1)/n / eta per direction: the
+in-switch volume S(n+1)/n at a fraction eta = busbw_NVLS (n+1) / (2(n-1) B) of the port (H100 x8:
+476 GB/s busbw, eta = 0.825 of 370.8 GB/s). The simulated busbw at large sizes is therefore
+NCCL's model busbw (S / t x 2(n-1)/n = busbw_NVLS), less latency and pipeline fill.
+AllGather / ReduceScatter: S (n-1)/n x factor per port on both directions (the flows load the
+switch's replicated / reduced direction symmetrically).
+
+``payload`` keeps the user bytes. The message moves in pieces of ``16 x n x 128 KiB``
+(NCCL_NVLS_NCHANNELS CTAs x NCCL_NVLS_CHUNKSIZE; the CTAs are merged into one flow per GPU
+pair since they share the same NVLink ports); an all-gather flow of piece q waits for every
+reduce-scatter flow of piece q into its sender; two pieces are in flight per pair.
+
+Limits: the efficiency loss is carried as extra wire bytes, so NVLS traffic takes more of a
+shared NVLink port than the in-switch volume when it overlaps other traffic; the rate follows
+the link if the link is slower or faster than NCCL's view of it (the factor is a ratio to
+NCCL's per-GPU bandwidth); no multicast-object setup cost; the smaller NVLS chunks NCCL uses
+for small messages (64/32/16 KiB) are not modelled; the model's one NVLS latency (25 us on
+NVLink, less the wire) is added once: it delays the first reduce-scatter pieces, and every later
+piece waits for them.
 
 NVLS Tree (several hosts): NVLS reduce-scatter inside each host, a double binary tree across
-hosts per slice (GPUs of one local index, one rail), then NVLS all-gather inside each host.
+hosts per slice (GPUs of one local index, one rail), then NVLS all-gather inside each host. The
+two in-host phases use the single-host AllReduce wire factor (same in-switch volume and NVLS
+efficiency per port).
 """
 
 from __future__ import annotations
@@ -33,6 +50,16 @@ from heterosim.plan.collectives.common import ALLGATHER, ALLREDUCE, REDUCESCATTE
 from heterosim.plan.collectives.commview import CommView
 from heterosim.plan.collectives.graph import FlowGraph, concat_graphs
 from heterosim.plan.collectives.tree import binary_tree_parents, tree_allreduce_graph
+from heterosim.plan.collectives.tuning import nvls_bus_gbps
+
+
+def wire_factor(coll: str, view: CommView) -> float:
+    """Wire bytes per payload byte of NVLS flows: NCCL-view per-GPU NVLink GB/s over the NVLS
+    model busbw (module notes); never below the in-switch volume alone."""
+    n = min(len(g) for g in view.groups)
+    physical = (n + 1) / (2 * (n - 1)) if coll == ALLREDUCE else n / (n - 1)
+    bus = nvls_bus_gbps(coll, view)
+    return max(physical, view.intra_gbps / bus) if bus > 0 else physical
 
 
 def _scaled(payload: np.ndarray, factor: float) -> np.ndarray:
@@ -67,7 +94,7 @@ def _phase(members_gpu: np.ndarray, seg: np.ndarray, factor: float, to_owner: bo
     parent = grid[q[ok] - window, i[ok], j[ok]]
     graph = FlowGraph(
         src=src, dst=dst, payload=payload, wire=_scaled(payload, factor),
-        delay_ns=np.where(q == 0, delay_ns, 0).astype(np.int64), channel=np.zeros(f, np.int32),
+        delay_ns=np.where(q < window, delay_ns, 0).astype(np.int64), channel=np.zeros(f, np.int32),
         step=np.full(f, step, np.int32), chunk=q.astype(np.int32), edge_child=child,
         edge_parent=parent,
     )
@@ -75,13 +102,18 @@ def _phase(members_gpu: np.ndarray, seg: np.ndarray, factor: float, to_owner: bo
 
 
 def nvls_graph(view: CommView, coll: str, seg: np.ndarray, delay_ns: int, window: int = 2) -> FlowGraph:
-    """Single-host NVLS flows. ``seg``: (P, n) payload of rank j's slice in piece q."""
+    """Single-host NVLS flows. ``seg``: (P, n) payload of rank j's slice in piece q.
+
+    ``delay_ns`` (NCCL's one NVLS latency per collective, less the wire) delays the pieces that
+    start the first phase (those without a predecessor in the window), so the whole pipeline
+    starts that much later; the all-gather phase of AllReduce adds none.
+    """
     n = view.n
     gpus = view.gpus
+    factor = wire_factor(coll, view)
     if coll == ALLREDUCE:
-        factor = (n + 1) / (2 * (n - 1))
         rs, rs_grid = _phase(gpus, seg, factor, True, 0, delay_ns, window)
-        ag, ag_grid = _phase(gpus, seg, factor, False, 1, delay_ns, window)
+        ag, ag_grid = _phase(gpus, seg, factor, False, 1, 0, window)
         both = concat_graphs([rs, ag])
         # all-gather (q, i, j) [j -> i] waits for every reduce-scatter (q, x, j) [x -> j].
         pieces = seg.shape[0]
@@ -93,7 +125,6 @@ def nvls_graph(view: CommView, coll: str, seg: np.ndarray, delay_ns: int, window
         both.edge_child = np.concatenate([both.edge_child, child[keep]])
         both.edge_parent = np.concatenate([both.edge_parent, parent[keep]])
         return both
-    factor = n / (n - 1)
     graph, _ = _phase(gpus, seg, factor, coll == REDUCESCATTER, 0, delay_ns, window)
     assert coll in (ALLGATHER, REDUCESCATTER)
     return graph
@@ -103,6 +134,9 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
                     window: int = 2) -> FlowGraph:
     """Multi-host NVLS Tree AllReduce. ``seg``: (P, ppn) payload of local slot j in piece q.
 
+    ``intra_ns`` (NCCL's NVLS intra latency, less the wire) delays the first in-host
+    reduce-scatter pieces (as in ``nvls_graph``); the tree adds its own per-hop latency.
+
     Slot j's reduced slice is all-reduced across hosts over both binary trees (half each, as
     NCCL splits channels over the two trees) among the GPUs of local index j. Every host must
     hold the same number of ranks (checked by the caller).
@@ -110,11 +144,11 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
     pieces, ppn = seg.shape
     hosts = view.num_hosts
     members = np.stack(view.groups)  # (N, ppn) rank indices
-    factor = ppn / (ppn - 1)  # reduce-scatter / all-gather alone inside each host
+    factor = wire_factor(ALLREDUCE, view)  # in-host phases: the single-host AllReduce volume
     rs_parts, ag_parts = [], []
     for h in range(hosts):
         rs_parts.append(_phase(view.gpus[members[h]], seg, factor, True, 0, intra_ns, window)[0])
-        ag_parts.append(_phase(view.gpus[members[h]], seg, factor, False, 2, intra_ns, window)[0])
+        ag_parts.append(_phase(view.gpus[members[h]], seg, factor, False, 2, 0, window)[0])
     # Tree rows (slot j, tree t): parents among the slot-j GPUs of every host.
     parents = np.full((2 * ppn, view.n), -1, dtype=np.int64)
     for j in range(ppn):

@@ -16,6 +16,18 @@ Approximations (documented, tested where they matter):
 * Graph inter-node latency and the Simple "flush" latency are left out (the simulated network
   adds its own wire latency).
 * The Tree "TREE pattern" x0.85 factor is not applied (we build balanced trees).
+* NVLS graph (``nvls_search_graph``): NCCL's search (``ncclTopoSearchTryNvls``) makes one channel per
+  local GPU ("head"; one host: min = max channels, "pull evenly from all GPUs") and charges each
+  channel once on every GPU's NVSwitch port and twice on its head's, so the per-head speed is the
+  largest ladder value with (ppn + 1) x speed <= per-GPU NVLink bandwidth (H100 x8: 370.8 / 9
+  -> 40 GB/s, as NCCL logs "Pattern 5 ... nChannels 8, bw 40"). The model's NVLS bus bandwidth
+  is heads x speed x efficiency x (heads - 1) / heads, x2 for AllReduce, x(ppn - 1)/ppn for
+  AllGather / ReduceScatter (H100 x8 AllReduce: 8 x 40 x 0.85 x 7/8 x 2 = 476 GB/s). The
+  execution uses ``NVLS_NCHANNELS`` = 16 CTAs (NCCL_NVLS_NCHANNELS), a different number.
+* NVLS availability (``ncclNvlsInit``): NCCL_NVLS_ENABLE = 2 (auto) enables it where the GPU
+  supports multicast (Hopper+ on NVSwitch) and the communicator has more than 2 GPUs on the
+  node; a 2-GPU communicator never uses NVLS. NVLS runs AllReduce, AllGather, ReduceScatter
+  on one host (Simple only); across hosts only NVLS Tree AllReduce (NVLS alone needs CollNet).
 """
 
 from __future__ import annotations
@@ -60,6 +72,8 @@ PER_CH_TREE_LL128 = ((20, 20, 20), (20, 20, 20), (36.7, 36.7, 29.0), (55.6, 31.6
 PER_CH_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
 PER_CH_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0, 57.7, 45.5), (0, 96.0, 80.0))
 NVLS_EFFICIENCY = (0.0, 0.0, 0.85, 0.74)
+NVLS_NCHANNELS = 16  # NCCL_NVLS_NCHANNELS default: CTAs an NVLS collective runs on
+NVLS_MIN_LOCAL_RANKS = 3  # ncclNvlsInit: no NVLS with <= 2 GPUs on the node
 LL_MAX_SINGLE = (39.0, 87.7, 141.0, 282.0)
 LL_MAX_MULTI = (39.0, 20.4)  # Intel row: 2 nodes, >= 3 nodes
 NET_OVERHEAD_US = 1.0
@@ -70,8 +84,10 @@ TREE_SIZE_FACTOR = {
             1.0),
     SIMPLE: (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
 }
-# Speed ladders of the topology search, GB/s per channel (search.cc).
-_LADDER = {2: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3), 3: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+# Speed ladders of the topology search, GB/s per channel (search.cc sm90/sm100SpeedArrayIntra;
+# Volta/Ampere use the generic intra array).
+_LADDER = {2: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+           3: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
            1: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
            0: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3)}
 _THREADS = {LL: 512, LL128: 640, SIMPLE: 512}
@@ -129,6 +145,34 @@ def hop_latency_us(view: CommView, algorithm: str, protocol: str, inter: bool) -
     return lat
 
 
+def nvls_supported(view: CommView) -> bool:
+    """NCCL's nvlsSupport: Hopper+ NVSwitch hosts, more than 2 GPUs of the communicator on every
+    host (NCCL_NVLS_ENABLE = 2), and an NVLS graph the search can build."""
+    return (view.all_nvswitch and _GEN[view.generation] >= 2
+            and min(len(g) for g in view.groups) >= NVLS_MIN_LOCAL_RANKS
+            and nvls_search_graph(view)[1] > 0)
+
+
+def nvls_search_graph(view: CommView) -> tuple[int, float]:
+    """(heads, per-head GB/s) of NCCL's NVLS search graph on this communicator (module notes)."""
+    heads = min(len(g) for g in view.groups)
+    ladder = _LADDER[_GEN[view.generation]]
+    speed = next((s for s in ladder if (heads + 1) * s <= view.intra_gbps + 1e-9), 0.0)
+    return heads, float(speed)
+
+
+def nvls_bus_gbps(coll: str, view: CommView) -> float:
+    """Intra-host bus bandwidth of NCCL's NVLS model (GB/s, nccl-tests busbw convention)."""
+    heads, speed = nvls_search_graph(view)
+    if heads < 2 or speed <= 0:
+        return 0.0
+    bus = heads * speed * NVLS_EFFICIENCY[_GEN[view.generation]] * (heads - 1) / heads
+    if coll == ALLREDUCE:
+        return bus * 2.0
+    ppn = min(len(g) for g in view.groups)
+    return bus * (ppn - 1) / ppn
+
+
 def available(coll: str, view: CommView) -> list[tuple[str, str]]:
     """(algorithm, protocol) pairs NCCL would consider for ``coll`` on this communicator."""
     protocols = [LL, SIMPLE]
@@ -140,7 +184,7 @@ def available(coll: str, view: CommView) -> list[tuple[str, str]]:
         pairs += [(RING, p) for p in protocols]
     if coll == ALLREDUCE and view.n > 1:
         pairs += [(TREE, p) for p in protocols]
-    nvls_ok = view.all_nvswitch and gen >= 2 and view.ppn > 1
+    nvls_ok = nvls_supported(view)
     if nvls_ok and coll in NVLS_COLLECTIVES and view.num_hosts == 1:
         pairs.append((NVLS, SIMPLE))
     if nvls_ok and coll == ALLREDUCE and view.num_hosts > 1:
@@ -190,16 +234,13 @@ def model_bw_lat(coll: str, algorithm: str, protocol: str, view: CommView, chann
         bw = bus * 0.5
         lat = base + 2 * ((ppn - 1) * intra_lat + log2n * inter_lat)
     elif algorithm == NVLS:
-        nvls_channels = min(16, channels)
-        bus = view.intra_gbps * NVLS_EFFICIENCY[gen] * (nvls_channels - 1) / nvls_channels
-        bus *= 2.0 if coll == ALLREDUCE else (ppn - 1) / ppn
+        bus = nvls_bus_gbps(coll, view)
         bw = bus * n / steps
         lat = intra_lat
     else:  # NVLS_TREE
-        nvls_channels = min(16, channels)
-        bus = view.intra_gbps * NVLS_EFFICIENCY[gen] * (nvls_channels - 1) / nvls_channels * 2.0
+        heads = nvls_search_graph(view)[0]
         inter = view.inter_gbps * (2.0 if nodes <= 2 else 1.0)
-        bus = min(bus, inter, nvls_channels * PER_CH_NVLS_TREE[gen][ni])
+        bus = min(nvls_bus_gbps(ALLREDUCE, view), inter, heads * PER_CH_NVLS_TREE[gen][ni])
         bw = bus * n / steps
         lat = base + intra_lat + 2 * log2n * inter_lat
     return bw, lat
@@ -215,7 +256,7 @@ def _tree_size_factor(protocol: str, size_bytes: int) -> float:
 def reduce_channels(algorithm: str, protocol: str, channels: int, size_bytes: int, n: int) -> int:
     """NCCL's post-choice channel reduction for small messages (enqueue.cc)."""
     if algorithm in (NVLS, NVLS_TREE):
-        return max(1, min(16, channels))
+        return max(1, min(NVLS_NCHANNELS, channels))
     threads = 640 if algorithm == TREE else _THREADS[protocol]
     threshold = _THREAD_THRESHOLD[protocol] * (n if (protocol == LL and algorithm == RING) else 1)
     c = channels
