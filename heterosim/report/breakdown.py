@@ -95,13 +95,14 @@ def _instance_spans(
     if rank.size == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
+    # One int64 key per (rank, instance); a flow without an instance gets a key of its own.
     alone = instance < 0
-    key_instance = np.where(alone, -1 - np.arange(rank.size), instance)
-    keys = np.stack([rank, key_instance])
-    unique, inverse = np.unique(keys, axis=1, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    span_start = np.full(unique.shape[1], np.iinfo(np.int64).max, dtype=np.int64)
-    span_end = np.full(unique.shape[1], np.iinfo(np.int64).min, dtype=np.int64)
+    first_alone = int(instance.max()) + 1 if instance.size else 0
+    key_instance = np.where(alone, first_alone + np.cumsum(alone) - 1, instance).astype(np.int64)
+    stride = int(key_instance.max()) + 1
+    unique, inverse = np.unique(rank.astype(np.int64) * stride + key_instance, return_inverse=True)
+    span_start = np.full(unique.size, np.iinfo(np.int64).max, dtype=np.int64)
+    span_end = np.full(unique.size, np.iinfo(np.int64).min, dtype=np.int64)
     np.minimum.at(span_start, inverse, start)
     np.maximum.at(span_end, inverse, end)
-    return unique[0], span_start, span_end
+    return unique // stride, span_start, span_end
