@@ -55,14 +55,19 @@ def test_ring_allreduce_busbw_at_1gib_matches_bottleneck(native_lib, hosts, fide
     host = c.host(0)
     nvlink = host.nvlink_effective_bps / 8e9  # per-GPU NVLink as NCCL drives it, per direction
     nics = host.nics * host.nic_speed_bps / 8e9  # every ring crosses hosts through one NIC per channel
-    if fidelity == "packet":  # RoCEv2 frames: 62 header bytes per MTU of payload (rdma-nic.h)
-        mtu = _network(Section({}, "")).mtu_bytes
-        nics *= mtu / (mtu + 62)
-    # Across hosts each GPU is the host's exit (NIC hop) in 1 of its 8 rail-aligned channels and
-    # sends over NVLink in the other 7, so NVLink binds only at nvlink * 8/7.
-    bottleneck = nvlink if hosts == 1 else min(nvlink * 8 / 7, nics)
-    assert busbw <= bottleneck * 1.001
-    assert busbw == pytest.approx(bottleneck, rel=0.05)
+
+    def bound(nvlink: float, nics: float) -> float:
+        # Across hosts each GPU is the host's exit (NIC hop) in 1 of its 8 rail-aligned channels
+        # and sends over NVLink in the other 7, so NVLink binds only at nvlink * 8/7.
+        return nvlink if hosts == 1 else min(nvlink * 8 / 7, nics)
+
+    upper = bound(nvlink, nics)  # payload at the links' rates: nothing can beat it
+    target = upper
+    if fidelity == "packet":  # frames carry up to 82 wire bytes per MTU of payload (RoCEv2 62 +
+        mtu = _network(Section({}, "")).mtu_bytes  # preamble/IFG 20, RdmaFrameSizes in rdma-nic.h)
+        target = bound(nvlink * mtu / (mtu + 82), nics * mtu / (mtu + 82))
+    assert busbw <= upper * 1.001
+    assert busbw >= target * 0.95
 
 
 def test_tree_beats_ring_on_latency_at_8kib_across_16_hosts(native_lib):
