@@ -286,7 +286,14 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         if (kind == TopologyDescription::GPU || kind == TopologyDescription::NIC)
         {
             Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
-            nic->Setup(n, ports, PeekPointer(m_pool), &m_qps, m_sizes, m_mtu);
+            // GPU endpoints only carry intra-host copies: payload-only frames, empty ACKs.
+            RdmaFrameSizes hostSizes{0, 0, 0, 0};
+            nic->Setup(n,
+                       ports,
+                       PeekPointer(m_pool),
+                       &m_qps,
+                       kind == TopologyDescription::GPU ? hostSizes : m_sizes,
+                       m_mtu);
             nic->SetLossless(m_pfc || kind == TopologyDescription::GPU); // host links: lossless
             nic->SetDeliveredCallback(MakeCallback(&PacketNetwork::Delivered, this));
             m_nodes[n]->AggregateObject(nic);

@@ -35,7 +35,9 @@ namespace ns3
  * nodes are lossless (PFC always on), never mark and use HostBufferSize.
  *
  * A flow between GPUs of one host runs GPU to GPU over the host links (no NIC) with no
- * congestion control. A flow between hosts runs as a queue pair from the source GPU's NIC to
+ * congestion control. Its frames carry payload only and its acknowledgements are empty: host
+ * link rates are data rates already (NVLink at NCCL's effective rate), so Ethernet/RoCEv2
+ * headers there would count the protocol overhead twice. A flow between hosts runs as a queue pair from the source GPU's NIC to
  * the destination GPU's NIC with the selected congestion control. The GPUDirect PCIe segments
  * (GPU -> NIC, NIC -> GPU) are modelled as a rate constraint and a latency, not packet by
  * packet: the queue pair's maximum rate is the smallest of the NIC port rate and the rates of
