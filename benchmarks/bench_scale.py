@@ -30,7 +30,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,7 +57,6 @@ def _cluster_file(gpus: int, folder: Path) -> Path:
 
 def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus: int = 0) -> dict:
     """One experiment in this process: stage times, events, plan size, peak RSS."""
-    from heterosim.config.cluster import load_cluster
     from heterosim.config.experiment import load_experiment
     from heterosim.engine import native
     from heterosim.engine.executor import execute_plan
@@ -67,10 +65,10 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
     from heterosim.simulate import RunArtifacts, build_run
 
     native.load()
-    exp = load_experiment(REPO / experiment, [*overrides, f"simulation.fidelity={fidelity}"])
     with tempfile.TemporaryDirectory() as tmp:
-        if cluster_gpus:
-            exp = replace(exp, cluster=load_cluster(_cluster_file(cluster_gpus, Path(tmp))))
+        extra = [f"cluster={_cluster_file(cluster_gpus, Path(tmp))}"] if cluster_gpus else []
+        exp = load_experiment(REPO / experiment,
+                              [*overrides, *extra, f"simulation.fidelity={fidelity}"])
         row: dict = {"experiment": experiment, "overrides": overrides, "fidelity": fidelity,
                      "gpus": exp.cluster.world_size, "cluster": exp.cluster.name}
         c0 = time.process_time()
