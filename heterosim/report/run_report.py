@@ -182,12 +182,14 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     flows = engine.flows
     if flows and len(flows.get("task", [])):
         retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
+        start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
+        end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
+        columns = [np.asarray(flows[k], dtype=np.int64).tolist() for k in ("task", "src", "dst", "bytes")]
+        columns += [(start_ns * NS).tolist(), (end_ns * NS).tolist(), ((end_ns - start_ns) * NS).tolist(),
+                    np.asarray(retrans, dtype=np.int64).tolist()]
         _write_csv(folder / "flows.csv",
                    ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
-                   ([int(t), int(s), int(d), int(b), int(st) * NS, int(en) * NS, (int(en) - int(st)) * NS,
-                     int(rt)] for t, s, d, b, st, en, rt in zip(
-                         flows["task"], flows["src"], flows["dst"], flows["bytes"], flows["start_ns"],
-                         flows["end_ns"], retrans)))
+                   zip(*columns))
     links = engine.links
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
