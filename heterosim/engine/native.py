@@ -133,6 +133,9 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
         return paths
 
     started = time.monotonic()
+    if sys.stderr.isatty() and not verbose:
+        print(f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode}); "
+              "this happens once per source change and takes a minute or two ...", file=sys.stderr)
     include_ns3 = paths.include / "ns3"
     if paths.include.exists():
         shutil.rmtree(paths.include)
