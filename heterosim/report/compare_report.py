@@ -38,7 +38,8 @@ BREAKDOWN_BARS = ("iteration_time_s", "breakdown.compute_s", "breakdown.exposed_
                   "breakdown.bubble_s", "breakdown.intra_host_comm_s", "breakdown.inter_host_comm_s")
 
 
-def _lookup(results: dict[str, Any], dotted: str) -> Any:
+def lookup(results: dict[str, Any], dotted: str) -> Any:
+    """``results['a']['b']`` for ``'a.b'``; None where a key is missing."""
     node: Any = results
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -51,7 +52,7 @@ def metric_rows(results_a: dict[str, Any], results_b: dict[str, Any]) -> list[di
     """One row per compared metric: a, b, delta (b - a) and ratio (b / a, None when a is 0)."""
     rows = []
     for key, label, unit in COMPARED_METRICS:
-        a, b = _lookup(results_a, key), _lookup(results_b, key)
+        a, b = lookup(results_a, key), lookup(results_b, key)
         if a is None and b is None:
             continue
         numeric = isinstance(a, (int, float)) and isinstance(b, (int, float))
@@ -67,10 +68,10 @@ def comparison_dict(side_a: dict[str, Any], results_a: dict[str, Any], side_b: d
     """comparison.json content; ``side_*`` describe each side (label, experiment, overrides, dir)."""
     return {
         "a": side_a, "b": side_b,
-        "seed": {"a": _lookup(results_a, "sim.seed"), "b": _lookup(results_b, "sim.seed")},
-        "fidelity": {"a": _lookup(results_a, "sim.fidelity"), "b": _lookup(results_b, "sim.fidelity")},
-        "partial": {"a": bool(_lookup(results_a, "sim.partial")),
-                    "b": bool(_lookup(results_b, "sim.partial"))},
+        "seed": {"a": lookup(results_a, "sim.seed"), "b": lookup(results_b, "sim.seed")},
+        "fidelity": {"a": lookup(results_a, "sim.fidelity"), "b": lookup(results_b, "sim.fidelity")},
+        "partial": {"a": bool(lookup(results_a, "sim.partial")),
+                    "b": bool(lookup(results_b, "sim.partial"))},
         "definition": "delta = b - a; ratio = b / a (null when a is 0)",
         "metrics": metric_rows(results_a, results_b),
     }

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from heterosim.report.compare_report import lookup
 from heterosim.sweep.grid import SEED_KEY, Variant, format_value
 
 SUMMARY_METRICS = (
@@ -28,16 +29,6 @@ SUMMARY_METRICS = (
     "network.pfc_pause_frames", "network.ecn_marks", "network.cnps",
     "sim.events", "sim.wall_s",
 )
-
-
-def lookup(results: dict[str, Any], dotted: str) -> Any:
-    """``results['a']['b']`` for ``'a.b'``; None where a key is missing."""
-    node: Any = results
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def metric_values(results: dict[str, Any], metrics: Sequence[str] = SUMMARY_METRICS) -> dict[str, Any]:
