@@ -115,7 +115,9 @@ def test_collectives_csv_lists_every_instance(flow_run):
     assert len(rows) == results["collectives"]["instances"] > 0
     for row in rows:
         assert float(row["end_s"]) >= float(row["start_s"]) >= 0
-        assert row["algorithm"] in ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat") or row["algorithm"]
+        assert row["algorithm"] in ("ring", "tree", "nvls", "nvls_tree", "p2p")
+        assert row["protocol"] in ("simple", "ll", "ll128")
+        assert int(row["size_bytes"]) > 0 and int(row["ranks"]) >= 2
 
 
 @pytest.mark.ns3
