@@ -35,7 +35,6 @@ from heterosim.errors import UserError
 from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.workload.trace import (
-    COLLECTIVE_NAMES,
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
@@ -327,7 +326,3 @@ def _dims(*keys: np.ndarray) -> tuple[int, int, int]:
     shift = stacked.min(axis=1)
     assert np.all(shift >= 0), "ranks and tags are non-negative"
     return tuple(int(x) + 1 for x in stacked.max(axis=1))
-
-
-def collective_name(comm_type: int) -> str:
-    return COLLECTIVE_NAMES.get(int(comm_type), str(comm_type))
