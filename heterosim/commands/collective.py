@@ -19,11 +19,8 @@ from heterosim.config.fields import Section
 from heterosim.errors import UserError
 from heterosim.plan.collectives import decompose_collective
 from heterosim.plan.collectives.common import (
-    ALLREDUCE,
-    BROADCAST,
     COLLECTIVES,
-    REDUCE,
-    SENDRECV,
+    bus_factor,
     collective_name,
 )
 from heterosim.units import format_size, parse_size_range
@@ -75,15 +72,6 @@ def parse_ranks(text: str | None, world_size: int) -> list[int]:
     except ValueError:
         raise UserError(f"--ranks: expected GPU ids like 0-15 or 0,8,16, got {text!r}") from None
     return ranks
-
-
-def bus_factor(op: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor (reference §4.5)."""
-    if op == ALLREDUCE:
-        return 2.0 * (n - 1) / n
-    if op in (BROADCAST, REDUCE, SENDRECV):
-        return 1.0
-    return (n - 1) / n
 
 
 def simulate_collective(cluster, op: str, size_bytes: int, ranks: list[int], *, algorithm: str = "auto",

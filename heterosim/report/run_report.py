@@ -17,6 +17,7 @@ import numpy as np
 
 from heterosim import __version__
 from heterosim.engine.topology import LINK_KIND_NAMES
+from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
@@ -287,6 +288,4 @@ def _busbw(comm_type: int, size_bytes: int, n: int, time_s: float) -> float:
     """nccl-tests bus bandwidth (GB/s) of one collective instance."""
     if not time_s or time_s != time_s or time_s <= 0 or n < 1:
         return float("nan")
-    algbw = size_bytes / time_s / 1e9
-    factor = {0: 2 * (n - 1) / n, 2: (n - 1) / n, 7: (n - 1) / n, 6: (n - 1) / n}.get(comm_type, 1.0)
-    return algbw * factor
+    return size_bytes / time_s / 1e9 * bus_factor(comm_type, n)

@@ -34,6 +34,7 @@ from typing import Any
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import ExperimentConfig, _network, parse_experiment
 from heterosim.config.fields import Section
+from heterosim.plan.collectives.common import bus_factor
 from heterosim.validate.cases import Case
 
 
@@ -139,15 +140,6 @@ def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: 
         t_s, method, details = iteration_time_s(exp, extrapolate=False)
     value = convert(case, exp, t_s, details)
     return Prediction(value, t_s, method, time.perf_counter() - start, details)
-
-
-def bus_factor(op: str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor (network_models.md §4.5)."""
-    if op == "allreduce":
-        return 2.0 * (n - 1) / n
-    if op in ("broadcast", "reduce", "sendrecv"):
-        return 1.0
-    return (n - 1) / n
 
 
 def predict_collective(case: Case, fidelity: str | None = None) -> Prediction:

@@ -89,6 +89,16 @@ def tree_chunk(protocol: str) -> tuple[int, int]:
     return SIMPLE_STEP, NCCL_STEPS
 
 
+def bus_factor(op: int | str, n: int) -> float:
+    """nccl-tests bus-bandwidth factor: busbw = algbw x factor (network_models.md §4.5)."""
+    name = collective_name(op)
+    if name == ALLREDUCE:
+        return 2.0 * (n - 1) / n
+    if name in (BROADCAST, REDUCE, SENDRECV):
+        return 1.0
+    return (n - 1) / n
+
+
 def collective_name(op: int | str) -> str:
     """Canonical collective name from a trace constant or a (case-insensitive) name."""
     if isinstance(op, (int, np.integer)) and not isinstance(op, bool):
