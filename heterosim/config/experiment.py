@@ -26,6 +26,7 @@ PARTITIONS = ("auto", "uniform")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
+GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
 ATTENTION = ("flash", "unfused")
 
 
@@ -77,6 +78,9 @@ class SimulationConfig:
     seed: int
     iterations: int
     sample_interval_ns: int = 10_000  # time series (queues, flows in flight); 0 = none
+    # chunk: NCCL's schedule chunk by chunk; step: one flow per step and channel; connection:
+    # one flow per (src, dst) GPU pair per collective (heterosim.plan.collectives.granularity)
+    collective_granularity: str = "chunk"
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,8 @@ def _simulation(section: Section) -> SimulationConfig:
         seed=section.integer("seed", 1, minimum=0),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
+        collective_granularity=section.string("collective_granularity", "chunk",
+                                              choices=GRANULARITIES),
     )
     section.reject_unknown()
     return simulation
