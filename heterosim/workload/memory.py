@@ -31,6 +31,14 @@ recomputed and back-propagated (Korthikanti leave this working set out). Embeddi
 mask) and head (final-norm and logits inputs, fp32 softmax of the vocab shard kept for the loss
 gradient) activations are counted when the rank holds them. Framework workspace, allocator
 fragmentation and communication buffers are not modelled.
+
+fp8 training (Transformer Engine, ``te.Linear``/``LayerNormLinear``/``LayerNormMLP`` forward):
+every linear layer saves the fp8 cast of its input for the backward GEMMs instead of the 16-bit
+tensor (1 byte: QKV, out_proj, fc1 and fc2 inputs), while norm inputs, Q/K/V, the activation
+input and the flash-attention output O (which attention's backward reads) stay 16-bit; with
+fp8 the out_proj input is therefore a second, 1-byte copy of O. Each transformer-layer weight
+also has an fp8 copy and an fp8 transpose (2 bytes per parameter, TE's weight workspaces kept
+across micro-batches); embedding and output layer stay 16-bit.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ from heterosim.workload.ops import (
     rank_params,
 )
 from heterosim.workload.ops_base import FP32, MASK_BYTES, dims
+
+FP8_BYTES = 1
+FP8_WEIGHT_COPIES_BYTES = 2  # fp8 cast + fp8 transpose of every transformer-layer weight
 
 
 @dataclass(frozen=True)
@@ -89,10 +100,13 @@ def layer_activation_bytes(model: ModelConfig, training: TrainingConfig,
     if recompute == "full":
         return e * replicated_tokens * d.h
     masks = 2 * MASK_BYTES if model.arch == "gpt" else 0
-    total = (4 * e + masks) * replicated_tokens * d.h  # norm inputs, QKV and fc1 inputs, masks
+    fp8 = training.dtype == "fp8"
+    lin = FP8_BYTES if fp8 else e  # a linear layer's saved input (TE keeps its fp8 cast)
+    total = (2 * e + 2 * lin + masks) * replicated_tokens * d.h  # norm inputs, QKV/fc1 inputs, masks
     t = d.tokens
     total += e * t * (d.q_dim + 2 * d.kv_dim)  # Q, K, V
-    total += e * t * d.q_dim  # out_proj input (= the attention output O)
+    # out_proj input = the attention output O; with fp8 a 1-byte copy beside flash's 16-bit O
+    total += (lin + (e if flash_attention else 0) if fp8 else e) * t * d.q_dim
     if recompute != "selective":
         if flash_attention:
             total += FP32 * d.b * d.heads * d.s  # logsumexp
@@ -107,13 +121,18 @@ def layer_activation_bytes(model: ModelConfig, training: TrainingConfig,
         effn = -(-moe.expert_ffn // d.tp)
         total += FP32 * t * moe.experts  # router probabilities
         total += 2 * e * routed * d.h  # dispatched tokens, expert outputs
-        total += e * routed * effn * (3 if model.gated_mlp else 2)  # act and fc2 inputs
+        total += routed * effn * _mlp_bytes(model, e, lin)  # act and fc2 inputs
         if moe.shared_experts:
             sffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
-            total += e * t * sffn * (3 if model.gated_mlp else 2)
+            total += t * sffn * _mlp_bytes(model, e, lin)
     else:
-        total += e * t * d.ffn * (3 if model.gated_mlp else 2)  # act input(s), fc2 input
+        total += t * d.ffn * _mlp_bytes(model, e, lin)  # act input(s), fc2 input
     return total
+
+
+def _mlp_bytes(model: ModelConfig, act: int, linear_input: int) -> int:
+    """Bytes per token and ffn column: the activation's input(s) and fc2's saved input."""
+    return (2 if model.gated_mlp else 1) * act + linear_input
 
 
 def _end_activation_bytes(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
@@ -164,6 +183,13 @@ def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel:
     sharded = _sharded(dense, expert, parallel)
 
     weights = weight_bytes_per_param(dtype) * (sharded if parallel.zero >= 3 else params)
+    if dtype == "fp8" and kinds:
+        if parallel.zero >= 3:  # fp8 copies exist for the gathered layers only
+            copied = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds) * (
+                1 + parallel.zero3_prefetch)
+        else:
+            copied = sum(count * layer_params_on_rank(model, parallel, layer) for layer, count in kinds)
+        weights += FP8_WEIGHT_COPIES_BYTES * copied
     if parallel.zero >= 3 and kinds:
         biggest = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds)
         weights += weight_bytes_per_param(dtype) * biggest * (1 + parallel.zero3_prefetch)

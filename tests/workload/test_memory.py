@@ -125,3 +125,27 @@ def test_bad_inputs() -> None:
         estimate_rank_memory(GPT, TRAIN, PAR, range(2), False, False, 0)
     with pytest.raises(ValueError, match="outside"):
         estimate_rank_memory(GPT, TRAIN, PAR, range(3, 5), False, False, 1)
+
+
+def test_fp8_linear_inputs_saved_in_one_byte_by_hand() -> None:
+    """Transformer Engine fp8: QKV, fc1, out_proj and fc2 inputs saved as 1-byte fp8 casts; norm
+    inputs, Q/K/V, SwiGLU input and flash's own 16-bit O stay 2 bytes (llama, tp=2, flash)."""
+    t, h = 32, 64
+    fp8 = layer_activation_bytes(LLAMA, replace(TRAIN, dtype="fp8"), par(tp=2), 0, flash_attention=True)
+    expected = (2 * 2 + 2 * 1) * t * h  # norm inputs (bf16), QKV and fc1 inputs (fp8)
+    expected += 2 * t * (4 * 16)  # Q, K, V
+    expected += (2 + 1) * t * 32  # O kept by attention (bf16) + out_proj's fp8 copy
+    expected += (2 * 2 + 1) * t * 48  # SwiGLU input (bf16, 2 x ffn), fc2 input (fp8)
+    expected += 4 * 2 * 16 * 2  # logsumexp
+    assert fp8 == expected
+    bf16 = layer_activation_bytes(LLAMA, TRAIN, par(tp=2), 0, flash_attention=True)
+    assert fp8 < bf16
+
+
+def test_fp8_weight_copies_add_two_bytes_per_layer_parameter() -> None:
+    layers = range(4)
+    bf16 = estimate_rank_memory(GPT, TRAIN, PAR, layers, True, True, 1)
+    fp8 = estimate_rank_memory(GPT, replace(TRAIN, dtype="fp8"), PAR, layers, True, True, 1)
+    layer_params = sum(layer_params_on_rank(GPT, PAR, layer) for layer in layers)
+    assert fp8.weights_bytes - bf16.weights_bytes == 2 * layer_params
+    assert fp8.gradients_bytes == bf16.gradients_bytes and fp8.optimizer_bytes == bf16.optimizer_bytes
