@@ -6,6 +6,7 @@ This module sits above the three layers and is the only one that calls all of th
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -60,6 +61,8 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     compute = ComputeModel(databases)
     if workload is None:
         workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+        for warning in workload.partition.memory_warnings:
+            print(f"heterosim: warning: {experiment.source or 'experiment'}: {warning}", file=sys.stderr)
     traces = [workload.trace(r) for r in range(workload.world_size)]
     stage_wall["workload_s"] = time.perf_counter() - t0
 

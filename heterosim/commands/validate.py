@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.experiment import GRANULARITIES
 from heterosim.errors import UserError
 from heterosim.validate.cases import Case, load_cases, select_cases
 from heterosim.validate.predict import Prediction, predict
@@ -24,7 +25,7 @@ EXAMPLES = """\
 examples:
   heterosim validate validation/cases.yaml --ci
   heterosim validate validation/cases.yaml --group nccl-tests --out out/validate
-  heterosim validate validation/cases.yaml --max-gpus 512 --out out/validate-full
+  heterosim validate validation/cases.yaml --max-gpus 512 --granularity connection --out out/validate-full
   heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
 """
 
@@ -41,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
     parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
+    parser.add_argument("--granularity", default=None, choices=GRANULARITIES,
+                        help="simulation.collective_granularity for end-to-end cases (default: "
+                             "the case's own, chunk); connection makes large cases cheap")
     parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
     parser.set_defaults(func=run)
 
@@ -88,14 +92,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{args.cases}: no case left after selection")
     for case, reason in skipped:
         print(f"# skipped {case.id}: {reason}")
-    print(f"# {len(chosen)} cases, fidelity {args.fidelity}")
+    print(f"# {len(chosen)} cases, fidelity {args.fidelity}"
+          + (f", collective granularity {args.granularity}" if args.granularity else ""))
     print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
         pred, error = None, None
         try:
-            pred = predict(case, args.fidelity)
+            pred = predict(case, args.fidelity, args.granularity)
         except (UserError, ValueError) as exc:
             error = str(exc).splitlines()[0]
         row = result_row(case, pred, error)
@@ -109,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     groups = group_summary(rows)
     print_summary(groups)
     out = Path(args.out)
-    meta = {"cases_file": str(args.cases), "fidelity": args.fidelity,
+    meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
             "selection": {"group": args.group, "only": only, "ci": args.ci,
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],

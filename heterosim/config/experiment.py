@@ -81,6 +81,9 @@ class SimulationConfig:
     # chunk: NCCL's schedule chunk by chunk; step: one flow per step and channel; connection:
     # one flow per (src, dst) GPU pair per collective (heterosim.plan.collectives.granularity)
     collective_granularity: str = "chunk"
+    # error: a rank whose estimated memory exceeds its GPU's stops the run; warn: run anyway and
+    # report it (for configurations known to fit, where the estimate is conservative)
+    memory_check: str = "error"
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,7 @@ def _simulation(section: Section) -> SimulationConfig:
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
+        memory_check=section.string("memory_check", "error", choices=("error", "warn")),
     )
     section.reject_unknown()
     return simulation

@@ -94,6 +94,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "mode": run.workload.partition.mode,
             "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],
             "replica_micro_batches": list(run.workload.partition.replica_micro_batches),
+            "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),

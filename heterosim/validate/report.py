@@ -74,7 +74,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         assumed = "; ".join(f"{k}={v['value'] if isinstance(v, dict) else v}"
                             for k, v in (r.get("assumptions") or {}).items())
-        marks = ",".join(r.get("separate_flags", []) + (["calibration"] if r.get("calibration") else []))
+        marks = ",".join(r.get("separate_flags", []) + (["calibration"] if r.get("calibration") else [])
+                         + (["MEM"] if (r.get("details") or {}).get("memory_warnings") else []))
         if r.get("predicted") is None:
             pred, err = "failed", r.get("error", "")
         else:

@@ -73,6 +73,7 @@ class Partition:
     replica_micro_batches: tuple[int, ...]  # per data-parallel replica
     chunk_time_s: tuple[float, ...]  # estimated fwd+bwd seconds per micro-batch per virtual stage
     replica_speed: tuple[float, ...]  # micro-batches per second of each replica's slowest stage
+    memory_warnings: tuple[str, ...] = ()  # stages over capacity (simulation.memory_check: warn)
 
     def layers_of(self, stage: int, chunk: int = 0) -> range:
         return self.chunk_layers[chunk * self.pp + stage]
@@ -249,10 +250,13 @@ def _stage_gpus(experiment: ExperimentConfig, layout: RankLayout, stage: int,
 def _check_memory(
     experiment: ExperimentConfig, layout: RankLayout, chunks: Sequence[range],
     memory_fn: MemoryFn,
-) -> None:
-    """Raise a UserError naming the first rank whose estimated memory exceeds its GPU's."""
+) -> tuple[str, ...]:
+    """Ranks whose estimated memory exceeds their GPU's: a UserError naming the first one, or
+    with ``simulation.memory_check: warn`` one message per over-full stage, returned."""
     pp, vpp = layout.pp, len(chunks) // layout.pp
     last = len(chunks) - 1
+    strict = experiment.simulation.memory_check == "error"
+    warnings: list[str] = []
     for stage in range(pp):
         mine = [chunks[c * pp + stage] for c in range(vpp)]
         held = [layer for rng in mine for layer in rng]
@@ -263,12 +267,17 @@ def _check_memory(
             capacity = gpu_spec(gpu).memory_bytes
             if need > capacity:
                 layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in mine)
-                raise UserError(
-                    f"{experiment.source or 'experiment'}: parallel: rank {rank} ({gpu}, stage "
-                    f"{stage}, layers {layers}) needs {format_size(need)} of memory but has "
-                    f"{format_size(capacity)}; use more pipeline stages, ZeRO, recompute or a "
-                    f"smaller micro-batch"
-                )
+                what = (f"rank {rank} ({gpu}, stage {stage}, layers {layers}) needs "
+                        f"{format_size(need)} of memory but has {format_size(capacity)}")
+                if strict:
+                    raise UserError(
+                        f"{experiment.source or 'experiment'}: parallel: {what}; use more pipeline "
+                        f"stages, ZeRO, recompute or a smaller micro-batch (or "
+                        f"simulation.memory_check: warn)"
+                    )
+                warnings.append(f"estimated memory over capacity: {what}")
+                break  # one message per stage
+    return tuple(warnings)
 
 
 def _max_ends(
@@ -327,14 +336,16 @@ def plan_partition(
         found = optimal_cuts(table, emb, head, max_end)
         if found is None:
             # nothing fits: report the rank that is furthest over under the unconstrained optimum
+            # (with memory_check: warn, simulate that optimum and report it over capacity)
             found = optimal_cuts(table, emb, head) or even_cuts(model.layers, stages)
-            _check_memory(experiment, layout, found, memory_fn)
-            raise UserError(
-                f"{experiment.source or 'experiment'}: parallel: no layer partition fits in GPU "
-                f"memory; use more pipeline stages, ZeRO, recompute or a smaller micro-batch"
-            )
+            if experiment.simulation.memory_check == "error":
+                _check_memory(experiment, layout, found, memory_fn)
+                raise UserError(
+                    f"{experiment.source or 'experiment'}: parallel: no layer partition fits in GPU "
+                    f"memory; use more pipeline stages, ZeRO, recompute or a smaller micro-batch"
+                )
         chunks = found
-    _check_memory(experiment, layout, chunks, memory_fn)
+    memory_warnings = _check_memory(experiment, layout, chunks, memory_fn)
 
     chunk_time = []
     for v, rng in enumerate(chunks):
@@ -366,5 +377,5 @@ def plan_partition(
     return Partition(
         mode=par.partition, pp=pp, vpp=vpp, chunk_layers=tuple(chunks),
         replica_micro_batches=tuple(counts), chunk_time_s=tuple(chunk_time),
-        replica_speed=tuple(speeds),
+        replica_speed=tuple(speeds), memory_warnings=memory_warnings,
     )

@@ -23,12 +23,14 @@ GPT_1B = {"arch": "gpt", "hidden": 2048, "layers": 24, "heads": 16, "ffn": 8192,
           "seq": 2048, "name": "gpt-1.3b"}
 
 
-def _experiment(parallel: dict, global_batch: int = 32, micro_batch: int = 2):
+def _experiment(parallel: dict, global_batch: int = 32, micro_batch: int = 2,
+                simulation: dict | None = None):
     data = {
         "model": dict(GPT_1B),
         "training": {"global_batch": global_batch, "micro_batch": micro_batch, "seq_len": 2048},
         "parallel": parallel,
         "cluster": str(ROOT / "topologies" / "mixed_16gpu.yaml"),
+        "simulation": simulation or {},
     }
     return parse_experiment(data, "test.yaml")
 
@@ -140,6 +142,27 @@ def test_out_of_memory_names_rank_need_and_capacity() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": "uniform"})
     with pytest.raises(UserError, match=r"rank 0 \(H100-SXM, stage 0, layers 0-11\) needs"):
         plan_partition(exp, _layout(exp), roofline_cost, huge)
+
+
+@pytest.mark.parametrize("partition", ["auto", "uniform"])
+def test_memory_check_warn_runs_and_reports_every_full_stage(partition: str) -> None:
+    exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": partition},
+                      simulation={"memory_check": "warn"})
+
+    def huge(layers: range, *_rest) -> int:
+        return 50 * 10**9 * max(1, len(layers))
+
+    part = plan_partition(exp, _layout(exp), roofline_cost, huge)
+    assert sum(len(r) for r in part.chunk_layers) == 24
+    assert len(part.memory_warnings) == 2  # one per pipeline stage
+    assert all("needs" in w and "but has" in w for w in part.memory_warnings)
+    fits = plan_partition(exp, _layout(exp), roofline_cost, _no_memory)
+    assert fits.memory_warnings == ()
+
+
+def test_memory_check_bad_value_names_the_key() -> None:
+    with pytest.raises(UserError, match=r"test.yaml: simulation.memory_check: .*error.*warn"):
+        _experiment({"tp": 4, "pp": 2, "dp": 2}, simulation={"memory_check": "maybe"})
 
 
 def test_memory_limit_moves_layers_to_the_other_stage() -> None:
