@@ -92,3 +92,14 @@ def test_collective_busbw_agrees_with_collective_command(native_lib):
     assert pred.details["algorithm"] == "ring"
     # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), reference §5.1
     assert 0 < pred.value <= 4 * 50.0 + 1e-9
+
+
+def test_published_runs_warn_on_memory_instead_of_failing():
+    """A measured run fitted in memory: the case runs and reports an over-capacity estimate."""
+    case = e2e_case()
+    assert case_experiment(case).simulation.memory_check == "warn"
+    strict = {**case.experiment, "simulation": {"fidelity": "flow", "memory_check": "error"}}
+    case_strict = Case(**{**case.__dict__, "experiment": strict})
+    assert case_experiment(case_strict).simulation.memory_check == "error"
+    assert case_experiment(case, granularity="connection").simulation.collective_granularity == \
+        "connection"
