@@ -6,6 +6,7 @@ This module sits above the three layers and is the only one that calls all of th
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from collections.abc import Callable
@@ -89,11 +90,13 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
         shares = {**shares, "trace": 1.0}
     network = experiment.network
     groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
+    granularity = experiment.simulation.collective_granularity
 
     def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
         return decompose_collective(
             comm_type, size_bytes, gpus, cluster, algorithm=network.collective_algorithm,
             protocol=network.collective_protocol, channels=network.channels, strict=False,
+            granularity=granularity,
         )
 
     tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose,
@@ -120,6 +123,7 @@ def run_experiment(
     """Simulate one training iteration of ``experiment``; return the artifacts for reporting."""
     if fidelity is not None and fidelity != experiment.simulation.fidelity:
         experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
+    experiment = _record_granularity(experiment)
     workload, traces, rank_gpu, tables, topology, shares, stage_wall = build_run(
         experiment, databases=databases, workload=workload
     )
@@ -134,6 +138,17 @@ def run_experiment(
     stage_wall["engine_s"] = time.perf_counter() - t3
     return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
                         stage_wall)
+
+
+def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
+    """The experiment with its collective granularity (default included) written into
+    ``resolved``, so results.json (experiment.resolved.simulation) says which one ran."""
+    resolved = copy.deepcopy(experiment.resolved)
+    simulation = resolved.get("simulation")
+    simulation = dict(simulation) if isinstance(simulation, dict) else {}
+    simulation["collective_granularity"] = experiment.simulation.collective_granularity
+    resolved["simulation"] = simulation
+    return replace(experiment, resolved=resolved)
 
 
 def version() -> str:

@@ -65,6 +65,11 @@ class CommView:
     def ppn(self) -> int:
         return max(len(g) for g in self.groups)
 
+    def rank_of_gpu(self, gpus: np.ndarray) -> np.ndarray:
+        """Communicator index of every global GPU in ``gpus`` (all must be members)."""
+        order = np.argsort(self.gpus)
+        return order[np.searchsorted(self.gpus[order], gpus)]
+
 
 def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView:
     """Summarise the communicator ``ranks`` (global GPU ids in communicator order)."""

@@ -5,6 +5,9 @@ per-rank buffer; AllGather and ReduceScatter the whole gathered / reduced array 
 1/n of it); AllToAll the per-rank send buffer (1/n to every peer); Gather/Scatter the whole
 array. Uneven "v" variants (AllGatherv, ReduceScatterv, AllToAllv, Gatherv, Scatterv) pass
 ``sizes_per_rank`` - rank i's block - and then ``size_bytes`` must be 0 or their sum.
+
+``granularity`` (chunk | step | connection) sets how finely the schedule is cut into flows; see
+:mod:`.granularity` for what the coarser forms keep and drop.
 """
 
 from __future__ import annotations
@@ -41,8 +44,16 @@ from heterosim.plan.collectives.common import (
     split_even,
     split_rows,
     tree_chunk,
+    wire_bytes,
 )
 from heterosim.plan.collectives.commview import CommView, comm_view
+from heterosim.plan.collectives.granularity import (
+    CHUNK,
+    CONNECTION,
+    STEP,
+    check_granularity,
+    connection_graph,
+)
 from heterosim.plan.collectives.graph import CollectivePlan, FlowGraph, empty_graph, finish_plan
 from heterosim.plan.collectives.tuning import (
     BASE_LAT_US,
@@ -62,7 +73,8 @@ _CACHE_SIZE = 256
 def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.ndarray,
                          cluster: ClusterConfig, *, algorithm: str = "auto", protocol: str = "auto",
                          channels: int = 0, sizes_per_rank: list[int] | np.ndarray | None = None,
-                         priority: int = 0, root: int = 0, strict: bool = True) -> CollectivePlan:
+                         priority: int = 0, root: int = 0, strict: bool = True,
+                         granularity: str = CHUNK) -> CollectivePlan:
     """Decompose one collective into flows with dependencies (see the package modules).
 
     ``ranks``: global GPU ids in communicator order. ``algorithm`` ring|tree|nvls|auto,
@@ -70,6 +82,7 @@ def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.n
     communicator index (Broadcast, Reduce, Gather, Scatter). With ``strict=False`` an algorithm
     or protocol the collective cannot use falls back to NCCL's own choice (the plan records what
     was used). ``priority`` is accepted for symmetry with the plan builder, which applies it.
+    ``granularity``: chunk (NCCL's chunk schedule), step or connection (see :mod:`.granularity`).
     Results are cached per (arguments, cluster object); treat returned arrays as read-only.
     """
     del priority  # applied when the plan is appended (PlanBuilder.add_collective)
@@ -78,16 +91,17 @@ def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.n
         raise UserError(f"collective: algorithm: expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
     if protocol != "auto" and protocol not in PROTOCOLS:
         raise UserError(f"collective: protocol: expected auto, {', '.join(PROTOCOLS)}, got {protocol!r}")
+    check_granularity(granularity)
     ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
     key = (name, int(size_bytes), ranks_arr.tobytes(), algorithm, protocol, int(channels),
-           None if sizes is None else sizes.tobytes(), int(root), strict, id(cluster))
+           None if sizes is None else sizes.tobytes(), int(root), strict, granularity, id(cluster))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is cluster:
         _CACHE.move_to_end(key)
         return hit[1]
     plan = _decompose(name, int(size_bytes), ranks_arr, cluster, algorithm, protocol, int(channels),
-                      sizes, int(root), strict)
+                      sizes, int(root), strict, granularity)
     _CACHE[key] = (cluster, plan)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -112,7 +126,7 @@ def _check_sizes(name: str, size_bytes: int, sizes: np.ndarray | None,
 
 def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterConfig, algorithm: str,
                protocol: str, channels: int, sizes: np.ndarray | None, root: int,
-               strict: bool) -> CollectivePlan:
+               strict: bool, granularity: str = CHUNK) -> CollectivePlan:
     view = comm_view(ranks, cluster)
     n = view.n
     size_bytes, sizes = _check_sizes(name, size_bytes, sizes, n)
@@ -124,9 +138,10 @@ def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterCo
         raise UserError(f"collective: root: expected a communicator index in 0..{n - 1}, got {root}")
     if n == 1 or size_bytes == 0:
         return finish_plan(empty_graph(), op=name, size_bytes=size_bytes, ranks=ranks,
-                           algorithm="none", protocol="none", channels=0, predicted_ns=0)
+                           algorithm="none", protocol="none", channels=0, predicted_ns=0,
+                           granularity=granularity)
     if name in (ALLTOALL, SENDRECV, GATHER, SCATTER):
-        return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root)
+        return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root, granularity)
     try:
         choice = choose(name, size_bytes, view, algorithm=algorithm, protocol=protocol, channels=channels)
     except UserError:
@@ -138,29 +153,73 @@ def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterCo
             raise UserError(
                 "collective: algorithm: nvls across hosts needs the same number of ranks per host")
         choice = choose(name, size_bytes, view, algorithm=RING, protocol=SIMPLE, channels=channels)
-    graph = _build(name, size_bytes, view, choice, sizes, root)
+    if granularity == CONNECTION:
+        graph = connection_graph(view, *_connections(name, size_bytes, view, choice, sizes, root),
+                                 latency_ns=choice.latency_us * 1000.0)
+    else:
+        graph = _build(name, size_bytes, view, choice, sizes, root, granularity)
     return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=choice.algorithm,
                        protocol=choice.protocol, channels=choice.channels,
                        predicted_ns=int(round(choice.predicted_us * 1000)),
-                       candidates=choice.candidates)
+                       candidates=choice.candidates, granularity=granularity)
 
 
 def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, sizes: np.ndarray | None,
-           root: int) -> FlowGraph:
+           root: int, granularity: str) -> FlowGraph:
     a, p, c = choice.algorithm, choice.protocol, choice.channels
     if a == RING:
-        return _ring(name, size_bytes, view, p, c, sizes, root)
+        orders, seg_bytes, segment_of = _ring_schedule(name, size_bytes, view, p, c, sizes, root,
+                                                       one_loop=granularity == STEP)
+        delays = ring.ring_hop_delays(view, orders, step_delay_ns(view, RING, p, False),
+                                      step_delay_ns(view, RING, p, True))
+        return ring.ring_graph(view, orders, seg_bytes, segment_of, ring_chunk(name, p)[1], p, delays,
+                               int(BASE_LAT_US[RING][_P[p]] * 1000))
     if a == TREE:
-        chunk, window = tree_chunk(p)
-        per_channel = split_even(size_bytes, c, GRAIN[p])
-        k = max(1, -(-int(per_channel.max()) // chunk))
-        parents = tree.tree_parents(view, c)
+        parents, chunk_bytes = _tree_schedule(size_bytes, view, p, c)
         return tree.tree_allreduce_graph(
-            view, parents, split_rows(per_channel, k), window, p,
+            view, parents, chunk_bytes, tree_chunk(p)[1], p,
             step_delay_ns(view, TREE, p, False), step_delay_ns(view, TREE, p, True),
             int(BASE_LAT_US[TREE][_P[p]] * 1000))
-    nvls_channels = max(1, min(NVLS_NCHANNELS, c))
+    seg = _nvls_pieces(size_bytes, view, a, c, sizes)
     if a == NVLS:
+        return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False))
+    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False),
+                                step_delay_ns(view, NVLS_TREE, SIMPLE, True), 0)
+
+
+def _connections(name: str, size_bytes: int, view: CommView, choice: TuningChoice,
+                 sizes: np.ndarray | None, root: int) -> tuple[np.ndarray, ...]:
+    """(src, dst, payload, wire) per connection of the chunk schedule, summed over its chunks
+    without building them (the chunk-level arrays are at most segments x loops)."""
+    a, p, c = choice.algorithm, choice.protocol, choice.channels
+    if a == RING:
+        orders, seg_bytes, segment_of = _ring_schedule(name, size_bytes, view, p, c, sizes, root)
+        return ring.ring_connections(view, orders, seg_bytes.sum(axis=0),
+                                     wire_bytes(seg_bytes, p).sum(axis=0), segment_of)
+    if a == TREE:
+        parents, chunk_bytes = _tree_schedule(size_bytes, view, p, c)
+        return tree.tree_connections(view, parents, chunk_bytes.sum(axis=1),
+                                     wire_bytes(chunk_bytes, p).sum(axis=1))
+    seg = _nvls_pieces(size_bytes, view, a, c, sizes)
+    if a == NVLS:
+        return nvls.nvls_connections(view, name, seg)
+    return nvls.nvls_tree_connections(view, seg)
+
+
+def _tree_schedule(size_bytes: int, view: CommView, protocol: str,
+                   channels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(parents (C, n), chunk payloads (C, K)) of a tree all-reduce."""
+    chunk = tree_chunk(protocol)[0]
+    per_channel = split_even(size_bytes, channels, GRAIN[protocol])
+    k = max(1, -(-int(per_channel.max()) // chunk))
+    return tree.tree_parents(view, channels), split_rows(per_channel, k)
+
+
+def _nvls_pieces(size_bytes: int, view: CommView, algorithm: str, channels: int,
+                 sizes: np.ndarray | None) -> np.ndarray:
+    """(P, slots) payload of every slot in every piece: ranks (NVLS) or local slots (NVLS Tree)."""
+    nvls_channels = max(1, min(NVLS_NCHANNELS, channels))
+    if algorithm == NVLS:
         piece = nvls_channels * view.n * NVLS_CHUNK
         if sizes is None:
             pieces = max(1, -(-size_bytes // piece))
@@ -168,21 +227,21 @@ def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, siz
         else:
             pieces = max(1, -(-int(sizes.max()) * view.n // piece))
             per_rank = sizes
-        seg = split_rows(per_rank, pieces).T.copy()
-        return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False))
+        return split_rows(per_rank, pieces).T.copy()
     ppn = view.groups[0].size
     pieces = max(1, -(-size_bytes // (nvls_channels * ppn * NVLS_CHUNK)))
-    seg = split_rows(split_even(size_bytes, ppn, GRAIN[SIMPLE]), pieces).T.copy()
-    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False),
-                                step_delay_ns(view, NVLS_TREE, SIMPLE, True), 0)
+    return split_rows(split_even(size_bytes, ppn, GRAIN[SIMPLE]), pieces).T.copy()
 
 
-def _ring(name: str, size_bytes: int, view: CommView, protocol: str, channels: int,
-          sizes: np.ndarray | None, root: int) -> FlowGraph:
+def _ring_schedule(name: str, size_bytes: int, view: CommView, protocol: str, channels: int,
+                   sizes: np.ndarray | None, root: int,
+                   one_loop: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(orders (C, n), segment payload per loop (L, C, m), segment_of (n, S)) of a ring
+    collective; ``one_loop`` puts each segment in a single loop (step granularity)."""
     n = view.n
     grain = GRAIN[protocol]
     orders = ring.ring_orders(view, channels)
-    chunk, window = ring_chunk(name, protocol)
+    chunk = ring_chunk(name, protocol)[0]
     if name in (BROADCAST, REDUCE):
         where = np.argmax(orders == root, axis=1)
         shift = where if name == BROADCAST else where - (n - 1)
@@ -196,23 +255,20 @@ def _ring(name: str, size_bytes: int, view: CommView, protocol: str, channels: i
             seg_total = split_rows(sizes, channels, grain).T[np.arange(channels)[:, None], orders]
         steps = 2 * (n - 1) if name == ALLREDUCE else n - 1
         segment_of = ring.ring_segments(steps, n, 0 if name == ALLGATHER else 1)
-    loops = max(1, -(-int(seg_total.max()) // chunk))
-    seg_bytes = np.moveaxis(split_rows(seg_total, loops), -1, 0)
-    delays = ring.ring_hop_delays(view, orders, step_delay_ns(view, RING, protocol, False),
-                                  step_delay_ns(view, RING, protocol, True))
-    return ring.ring_graph(view, orders, seg_bytes, segment_of, window, protocol, delays,
-                           int(BASE_LAT_US[RING][_P[protocol]] * 1000))
+    loops = 1 if one_loop else max(1, -(-int(seg_total.max()) // chunk))
+    return orders, np.moveaxis(split_rows(seg_total, loops), -1, 0), segment_of
 
 
 def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, protocol: str,
-              sizes: np.ndarray | None, root: int) -> CollectivePlan:
+              sizes: np.ndarray | None, root: int, granularity: str) -> CollectivePlan:
     proto = SIMPLE if protocol == "auto" else protocol
     intra = step_delay_ns(view, RING, proto, False)
     inter = step_delay_ns(view, RING, proto, True)
     n = view.n
     per_rank = sizes if sizes is not None else split_even(size_bytes, n) if name != ALLTOALL else None
     if name == SENDRECV:
-        graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter)
+        graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter,
+                                   one_flow=granularity == CONNECTION)
     elif name == ALLTOALL:
         send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
         graph = p2p.alltoall_graph(view, send, proto, intra, inter)
@@ -233,4 +289,5 @@ def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, pro
                       float(np.bincount(host[r], weights=cross).max()) / view.inter_gbps)
     predicted = (inter if cross.any() else intra) + busy_ns  # bytes / (GB/s) = ns
     return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=P2P,
-                       protocol=proto, channels=1, predicted_ns=int(round(predicted)))
+                       protocol=proto, channels=1, predicted_ns=int(round(predicted)),
+                       granularity=granularity)

@@ -98,6 +98,7 @@ class CollectivePlan:
     dep_ptr: np.ndarray  # int64
     dep_idx: np.ndarray  # int64
     candidates: dict[str, float] = field(default_factory=dict)  # tuning model "a/p" -> us
+    granularity: str = "chunk"  # chunk | step | connection (collectives.granularity)
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])
@@ -131,7 +132,8 @@ class CollectivePlan:
 
 def finish_plan(graph: FlowGraph, *, op: str, size_bytes: int, ranks: np.ndarray, algorithm: str,
                 protocol: str, channels: int, predicted_ns: int,
-                candidates: dict[str, float] | None = None) -> CollectivePlan:
+                candidates: dict[str, float] | None = None,
+                granularity: str = "chunk") -> CollectivePlan:
     """Wrap ``graph`` between start and end markers (see module docstring)."""
     f = len(graph)
     t = f + 2
@@ -163,5 +165,5 @@ def finish_plan(graph: FlowGraph, *, op: str, size_bytes: int, ranks: np.ndarray
         algorithm=algorithm, protocol=protocol, channels=int(channels),
         predicted_ns=int(predicted_ns), kind=kind, gpu=gpu, dst=dst, bytes=wire, payload=payload,
         delay_ns=delay, channel=channel, step=step, chunk=chunk, dep_ptr=ptr, dep_idx=idx,
-        candidates=dict(candidates or {}),
+        candidates=dict(candidates or {}), granularity=granularity,
     )

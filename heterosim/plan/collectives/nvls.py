@@ -49,7 +49,7 @@ import numpy as np
 from heterosim.plan.collectives.common import ALLGATHER, ALLREDUCE, REDUCESCATTER
 from heterosim.plan.collectives.commview import CommView
 from heterosim.plan.collectives.graph import FlowGraph, concat_graphs
-from heterosim.plan.collectives.tree import binary_tree_parents, tree_allreduce_graph
+from heterosim.plan.collectives.tree import binary_tree_parents, tree_allreduce_graph, tree_connections
 from heterosim.plan.collectives.tuning import nvls_bus_gbps
 
 
@@ -149,14 +149,7 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
     for h in range(hosts):
         rs_parts.append(_phase(view.gpus[members[h]], seg, factor, True, 0, intra_ns, window)[0])
         ag_parts.append(_phase(view.gpus[members[h]], seg, factor, False, 2, 0, window)[0])
-    # Tree rows (slot j, tree t): parents among the slot-j GPUs of every host.
-    parents = np.full((2 * ppn, view.n), -1, dtype=np.int64)
-    for j in range(ppn):
-        for t in range(2):
-            host_parent = binary_tree_parents(hosts, t)
-            for h in range(hosts):
-                if host_parent[h] >= 0:
-                    parents[2 * j + t, members[h, j]] = members[host_parent[h], j]
+    parents = _slot_tree_parents(view, members)
     half = seg.T[:, :, None] // 2
     halves = np.concatenate([seg.T[:, :, None] - half, half], axis=2)  # (ppn, P, 2)
     tree_bytes = np.moveaxis(halves, 2, 1).reshape(2 * ppn, pieces)
@@ -165,12 +158,11 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
     rs_all, ag_all = concat_graphs(rs_parts), concat_graphs(ag_parts)
     off_tree, off_ag = len(rs_all), len(rs_all) + len(tree)
     graph = concat_graphs([rs_all, tree, ag_all])
-    rank_of = _rank_of_gpu
     # Keys (rank, piece) for every phase's flows.
-    rs_key = rank_of(view, rs_all.dst) * pieces + rs_all.chunk
-    t_src = rank_of(view, tree.src) * pieces + tree.chunk
-    t_dst = rank_of(view, tree.dst) * pieces + tree.chunk
-    ag_key = rank_of(view, ag_all.src) * pieces + ag_all.chunk
+    rs_key = view.rank_of_gpu(rs_all.dst) * pieces + rs_all.chunk
+    t_src = view.rank_of_gpu(tree.src) * pieces + tree.chunk
+    t_dst = view.rank_of_gpu(tree.dst) * pieces + tree.chunk
+    ag_key = view.rank_of_gpu(ag_all.src) * pieces + ag_all.chunk
     tree_ids = np.arange(len(tree)) + off_tree
     up = tree.step == 1
     sends_up = np.zeros(view.n * pieces, dtype=bool)
@@ -187,6 +179,18 @@ def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: in
     return graph
 
 
+def _slot_tree_parents(view: CommView, members: np.ndarray) -> np.ndarray:
+    """(2 ppn, n) tree rows (slot j, tree t) = 2j + t: parents among the slot-j GPUs of every host."""
+    hosts, ppn = members.shape
+    parents = np.full((2 * ppn, view.n), -1, dtype=np.int64)
+    for t in range(2):
+        host_parent = np.array(binary_tree_parents(hosts, t), dtype=np.int64)
+        has = np.flatnonzero(host_parent >= 0)
+        for j in range(ppn):
+            parents[2 * j + t, members[has, j]] = members[host_parent[has], j]
+    return parents
+
+
 def _join(child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray,
           parent_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every (child, parent) pair whose keys are equal."""
@@ -200,6 +204,39 @@ def _join(child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray,
     return children, pid[np.repeat(lo, counts) + pos]
 
 
-def _rank_of_gpu(view: CommView, gpus: np.ndarray) -> np.ndarray:
-    order = np.argsort(view.gpus)
-    return order[np.searchsorted(view.gpus[order], gpus)]
+def _host_pairs(members_gpu: np.ndarray, slot_payload: np.ndarray, slot_wire: np.ndarray,
+                to_owner: bool, from_owner: bool) -> tuple[np.ndarray, ...]:
+    """Per-pair totals of the in-host phases: sender a -> receiver b carries slot b's slice in
+    the reduce-scatter (``to_owner``) and slot a's slice in the all-gather (``from_owner``)."""
+    a, b = np.nonzero(~np.eye(members_gpu.size, dtype=bool))
+    payload = np.zeros(a.size, np.int64)
+    wire = np.zeros(a.size, np.int64)
+    if to_owner:
+        payload, wire = payload + slot_payload[b], wire + slot_wire[b]
+    if from_owner:
+        payload, wire = payload + slot_payload[a], wire + slot_wire[a]
+    return members_gpu[a], members_gpu[b], payload, wire
+
+
+def nvls_connections(view: CommView, coll: str, seg: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-pair byte totals of :func:`nvls_graph` (same ``seg``), without the per-piece flows:
+    (src, dst, payload, wire) rows."""
+    wire = _scaled(seg, wire_factor(coll, view)).sum(axis=0)
+    return _host_pairs(view.gpus, seg.sum(axis=0), wire, coll in (ALLREDUCE, REDUCESCATTER),
+                       coll in (ALLREDUCE, ALLGATHER))
+
+
+def nvls_tree_connections(view: CommView, seg: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per-pair byte totals of :func:`nvls_tree_graph` (same ``seg``): the in-host reduce-scatter
+    and all-gather of every host plus both trees of every slot. (src, dst, payload, wire) rows."""
+    pieces, ppn = seg.shape
+    members = np.stack(view.groups)
+    slot_payload = seg.sum(axis=0)
+    slot_wire = _scaled(seg, wire_factor(ALLREDUCE, view)).sum(axis=0)
+    parts = [_host_pairs(view.gpus[members[h]], slot_payload, slot_wire, True, True)
+             for h in range(view.num_hosts)]
+    parents = _slot_tree_parents(view, members)
+    half = seg.T // 2
+    per_row = np.stack([(seg.T - half).sum(axis=1), half.sum(axis=1)], axis=1).reshape(-1)
+    parts.append(tree_connections(view, parents, per_row, per_row))
+    return tuple(np.concatenate([p[k] for p in parts]) for k in range(4))

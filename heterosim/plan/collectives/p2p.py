@@ -53,10 +53,11 @@ def pairs_graph(view: CommView, src_rank: np.ndarray, dst_rank: np.ndarray, payl
 
 
 def sendrecv_graph(view: CommView, size_bytes: int, protocol: str, intra_ns: int,
-                   inter_ns: int) -> FlowGraph:
-    """Rank 0 of the communicator sends ``size_bytes`` to rank 1, in merged chunks."""
+                   inter_ns: int, one_flow: bool = False) -> FlowGraph:
+    """Rank 0 of the communicator sends ``size_bytes`` to rank 1, in merged chunks (one flow
+    with ``one_flow``: connection granularity)."""
     chunk = p2p_chunk(view, 0, 1)
-    pieces = int(min(NCCL_STEPS, max(1, -(-size_bytes // chunk))))
+    pieces = 1 if one_flow else int(min(NCCL_STEPS, max(1, -(-size_bytes // chunk))))
     return pairs_graph(view, np.array([0]), np.array([1]), np.array([size_bytes]), protocol,
                        intra_ns, inter_ns, pieces)
 

@@ -169,3 +169,21 @@ def _dense_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray,
         edge_child=np.concatenate([data_child, win_child]),
         edge_parent=np.concatenate([data_parent, win_parent]),
     )
+
+
+def ring_connections(view: CommView, orders: np.ndarray, seg_payload: np.ndarray,
+                     seg_wire: np.ndarray,
+                     segment_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bytes every ring connection (channel c, position i -> i+1) carries over the whole
+    schedule, without the per-chunk flows: (src, dst, payload, wire), one row per connection.
+
+    ``seg_payload`` / ``seg_wire``: (C, m) totals of segment j on channel c over all loops;
+    ``segment_of`` as in :func:`ring_graph`. Position i sends segment j ``count[i, j]`` times.
+    """
+    n, _ = segment_of.shape
+    m = seg_payload.shape[1]
+    pos, step = np.nonzero(segment_of >= 0)
+    count = np.bincount(pos * m + segment_of[pos, step], minlength=n * m).reshape(n, m)
+    gpus = view.gpus[orders]
+    return (gpus.reshape(-1), np.roll(gpus, -1, axis=1).reshape(-1),
+            (seg_payload @ count.T).reshape(-1), (seg_wire @ count.T).reshape(-1))

@@ -158,3 +158,13 @@ def tree_allreduce_graph(view: CommView, parents: np.ndarray, chunk_bytes: np.nd
         chunk=chunk.astype(np.int32), edge_child=np.concatenate(children).astype(np.int64),
         edge_parent=np.concatenate(parents_e).astype(np.int64),
     )
+
+
+def tree_connections(view: CommView, parents: np.ndarray, channel_payload: np.ndarray,
+                     channel_wire: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Bytes every tree edge carries each way over the whole schedule: every chunk of channel c
+    goes up (child -> parent) and down (parent -> child) once. (src, dst, payload, wire) rows."""
+    cc, xx = np.nonzero(parents >= 0)
+    child, parent = view.gpus[xx], view.gpus[parents[cc, xx]]
+    return (np.concatenate([child, parent]), np.concatenate([parent, child]),
+            np.tile(channel_payload[cc], 2), np.tile(channel_wire[cc], 2))
