@@ -31,7 +31,9 @@ SWIGLU_FLOPS = 5  # SiLU (exp, add, div) and the multiply, per output element; b
 DROPOUT_FLOPS = 2  # random draw compare and scale
 SOFTMAX_LOSS_FLOPS = 5  # max, subtract, exp, sum, divide per logit
 ADAM_FLOPS = 12  # m and v updates, bias corrections, sqrt, divide, weight decay, update
+FP8_CAST_FLOPS = 2  # |x| and the running max for the amax, then the scaled conversion
 MASK_BYTES = 1  # dropout masks are stored as bytes
+FP8 = 1
 FP32 = 4
 
 # FlashAttention-2 (Dao 2023, §3.1/§4): the backward pass runs 5 matmuls of the forward's 2
@@ -92,6 +94,11 @@ class Dims:
     gemm_in_bytes: int
     act_bytes: int
     attention: str = "flash"  # TrainingConfig.attention: "flash" or "unfused"
+
+    @property
+    def te_fp8(self) -> bool:
+        """fp8 GEMMs through Transformer Engine, which casts their bf16 operands (see fp8_cast)."""
+        return self.gemm_dtype == "fp8"
 
     @property
     def q_dim(self) -> int:
@@ -164,10 +171,13 @@ def elementwise(label: str, phase: str, d: Dims, elements: int, flops_per_elemen
                   flops=int(elements * flops_per_element), bytes_moved=bytes_moved)
 
 
-def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int) -> OpSpec:
+def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int,
+         out_bytes: int | None = None) -> OpSpec:
     """LayerNorm (gpt) or RMSNorm (llama) over ``rows`` x hidden. Forward reads x and the weights,
-    writes y and the fp32 statistics; backward reads dy, x, statistics, weights and writes dx and
-    the weight gradients (2x the forward's element work)."""
+    writes y (``out_bytes`` per element, default the activation dtype; 1 when Transformer Engine's
+    LayerNormLinear writes the fp8 GEMM input directly) and the fp32 statistics; backward reads
+    dy, x, statistics, weights and writes dx and the weight gradients (2x the forward's element
+    work)."""
     h = d.h
     per = LAYERNORM_FLOPS if model.arch == "gpt" else RMSNORM_FLOPS
     stats = (2 if model.arch == "gpt" else 1) * rows * FP32
@@ -176,10 +186,33 @@ def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int) -> OpSp
         moved = 3 * rows * h * d.act_bytes + stats + params + model.norm_params() * FP32
         flops = 2 * per * rows * h
     else:
-        moved = 2 * rows * h * d.act_bytes + stats + params
+        out = d.act_bytes if out_bytes is None else out_bytes
+        moved = rows * h * (d.act_bytes + out) + stats + params
         flops = per * rows * h
     return OpSpec(label, "norm", phase, d.act_dtype, (rows, h, 0, 0), flops=flops,
                   bytes_moved=moved)
+
+
+def fp8_cast(label: str, phase: str, d: Dims, rows: int, cols: int,
+              transpose: bool) -> OpSpec:
+    """Transformer Engine's cast of a 16-bit [rows, cols] GEMM operand to fp8 (its amax is
+    reduced in the same kernel): reads 2 B and writes 1 B per element, plus the 1-byte transposed
+    copy the other GEMM of the pair needs when ``transpose`` (``fp8_cast_transpose_fused``, and
+    ``fp8_cast_transpose_bgrad_fused`` for gradients, whose bias gradient is a by-product).
+    Source: transformer_engine/pytorch/module/linear.py (``_Linear.forward``: "FP8 input for
+    forward, FP8 input transpose for backward wgrad") and module/base.py
+    (``grad_output_preprocess``: "cast, transpose, bgrad fused"), TE 1.x."""
+    n = rows * cols
+    return elementwise(label, phase, d, n, FP8_CAST_FLOPS,
+                       n * (d.act_bytes + (2 if transpose else 1) * FP8))
+
+
+def fp8_transpose(label: str, phase: str, d: Dims, rows: int, cols: int) -> OpSpec:
+    """Transformer Engine's ``fp8_transpose`` of a stored fp8 [rows, cols] tensor for a wgrad
+    GEMM (e.g. the LayerNormLinear's fp8 norm output, or any input under sequence parallelism):
+    reads and writes 1 B per element."""
+    n = rows * cols
+    return elementwise(label, phase, d, n, 0, 2 * n * FP8)
 
 
 _TP_KINDS = {"allreduce": ALL_REDUCE, "allgather": ALL_GATHER, "reducescatter": REDUCE_SCATTER}

@@ -27,6 +27,15 @@ out_proj/fc2 dgrads, and for QKV/fc1 an all-gather of the (sharded, stored) inpu
 wgrad (Megatron's LinearWithGradAccumulationAndAsyncCommunication), then dgrad, reduce-scatter
 of the input gradient, wgrad.
 
+fp8 training (Transformer Engine 1.x modules as Megatron-core builds them: QKV and fc1 are
+LayerNormLinear, out_proj and fc2 Linear, the activation is Megatron's bf16 bias-GELU/SwiGLU):
+weights are cast once per iteration (``optimizer_ops``); per micro-batch the norms of QKV/fc1 write
+their output in fp8 directly, out_proj and fc2 cast their 16-bit input with a fused
+cast+transpose (cast only under sequence parallelism, the transpose then runs in the backward);
+backward casts each output gradient with a fused cast+transpose(+bias grad), and transposes the
+stored fp8 norm outputs for the QKV/fc1 wgrads (``ops_base.fp8_cast`` cites the source). MoE
+experts and shared experts are Linear modules (their norm is separate, not fused).
+
 MoE layers (Megatron-core, all-to-all token dispatcher): the router runs on all b*s tokens of the
 TP group (gathered first under sequence parallelism), experts are sharded over the EP group
 (experts/ep per rank) and each expert is tensor-parallel like the dense MLP. Routing is assumed
@@ -57,6 +66,8 @@ from heterosim.workload.ops_base import (
     dims,
     elementwise,
     ep_alltoall,
+    fp8_cast,
+    fp8_transpose,
     gemm,
     gemm_backward,
     norm,
@@ -170,11 +181,47 @@ def _block_tail_fwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
     return ops + [_add(f"residual{idx}", "fwd", d, n)]
 
 
+def _fused_norm(label: str, d: Dims, model: ModelConfig) -> OpSpec:
+    """The norm of a LayerNormLinear: with fp8 it writes the GEMM's fp8 input directly."""
+    return norm(label, "fwd", d, model, d.sp_tokens, out_bytes=1 if d.te_fp8 else None)
+
+
+def _input_cast(label: str, d: Dims, rows: int, cols: int, sp: bool) -> list[OpSpec]:
+    """fp8 cast of a Linear's 16-bit input [rows, cols]: with the transposed copy for the wgrad,
+    or (sequence-parallel inputs) without it."""
+    return [fp8_cast(f"{label}.fp8_cast", "fwd", d, rows, cols, not sp)] if d.te_fp8 else []
+
+
+def _wgrad_transpose(label: str, d: Dims, rows: int, cols: int, needed: bool) -> list[OpSpec]:
+    """fp8 transpose of a stored fp8 GEMM input right before its wgrad (LayerNormLinear norm
+    outputs, Linear inputs under sequence parallelism)."""
+    return [fp8_transpose(f"{label}.fp8_transpose", "bwd", d, rows, cols)] \
+        if d.te_fp8 and needed else []
+
+
+def _grad_cast(label: str, d: Dims, rows: int, cols: int) -> list[OpSpec]:
+    """fp8 cast+transpose (+bias gradient) of an output gradient [rows, cols]."""
+    return [fp8_cast(f"{label}.grad_fp8_cast", "bwd", d, rows, cols, True)] if d.te_fp8 else []
+
+
+def _row_parallel_grad_cast(label: str, d: Dims, cols: int) -> tuple[list[OpSpec], list[OpSpec]]:
+    """Output-gradient cast of a row-parallel Linear, as (before, after) the SP all-gather of
+    that gradient: without SP one fused cast+transpose before; with SP the rank's s/tp rows are
+    cast before the gather and the gathered fp8 gradient is transposed after it."""
+    if not d.te_fp8:
+        return [], []
+    if not d.sp:
+        return _grad_cast(label, d, d.tokens, cols), []
+    return ([fp8_cast(f"{label}.grad_fp8_cast", "bwd", d, d.sp_tokens, cols, False)],
+            [fp8_transpose(f"{label}.grad_fp8_transpose", "bwd", d, d.tokens, cols)])
+
+
 def _attention_block_fwd(model: ModelConfig, d: Dims) -> list[OpSpec]:
-    ops = [norm("ln1", "fwd", d, model, d.sp_tokens)]
+    ops = [_fused_norm("ln1", d, model)]
     ops += _sp_gather("attn", "fwd", d)
     ops.append(gemm("qkv_proj", "fwd", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h))
     ops += core_attention("fwd", d, model)
+    ops += _input_cast("out_proj", d, d.tokens, d.q_dim, d.sp)
     ops.append(gemm("out_proj", "fwd", d, d.tokens, d.h, d.q_dim))
     ops += _tp_reduce("attn", "fwd", d)
     return ops + _block_tail_fwd("1", model, d)
@@ -184,10 +231,17 @@ def _mlp_width(model: ModelConfig, ffn: int) -> int:
     return 2 * ffn if model.gated_mlp else ffn
 
 
-def _dense_mlp_fwd(model: ModelConfig, d: Dims, prefix: str, ffn: int) -> list[OpSpec]:
-    return [
+def _dense_mlp_fwd(model: ModelConfig, d: Dims, prefix: str, ffn: int,
+                   norm_fused: bool = True) -> list[OpSpec]:
+    """fc1, activation, fc2; ``norm_fused``: fc1 is a LayerNormLinear (dense MLP), else a Linear
+    (shared experts) whose input is cast here. Under SP only the dense fc2 input is local to a
+    rank's TP shard of columns; expert-side Linears are not sequence-parallel."""
+    sp = d.sp and norm_fused
+    ops = [] if norm_fused else _input_cast(f"{prefix}fc1", d, d.tokens, d.h, False)
+    return ops + [
         gemm(f"{prefix}fc1", "fwd", d, d.tokens, _mlp_width(model, ffn), d.h),
         _activation(f"{prefix}act", "fwd", d, model, d.tokens, ffn),
+        *_input_cast(f"{prefix}fc2", d, d.tokens, ffn, sp),
         gemm(f"{prefix}fc2", "fwd", d, d.tokens, d.h, ffn),
     ]
 
@@ -224,8 +278,10 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     if parallel.ep > 1:
         ops.append(ep_alltoall("dispatch", "fwd", d, routed * d.h * e))
     ops += [
+        *_input_cast("expert_fc1", d, per_expert * local, d.h, False),
         gemm("expert_fc1", "fwd", d, per_expert, _mlp_width(model, effn), d.h, local),
         _activation("expert_act", "fwd", d, model, per_expert * local, effn),
+        *_input_cast("expert_fc2", d, per_expert * local, effn, False),
         gemm("expert_fc2", "fwd", d, per_expert, d.h, effn, local),
     ]
     if parallel.ep > 1:
@@ -234,16 +290,17 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
                            (routed + d.tokens) * d.h * e + routed * FP32))
     if moe.shared_experts:
         shared_ffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
-        ops += _dense_mlp_fwd(model, d, "shared_", shared_ffn)
+        ops += _dense_mlp_fwd(model, d, "shared_", shared_ffn, norm_fused=False)
         ops.append(_add("shared_add", "fwd", d, d.tokens * d.h))
     return ops
 
 
 def _mlp_block_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
                    layer: int) -> list[OpSpec]:
-    ops = [norm("ln2", "fwd", d, model, d.sp_tokens)]
+    moe = model.is_moe_layer(layer)
+    ops = [norm("ln2", "fwd", d, model, d.sp_tokens) if moe else _fused_norm("ln2", d, model)]
     ops += _sp_gather("mlp", "fwd", d)
-    if model.is_moe_layer(layer):
+    if moe:
         ops += _moe_mlp_fwd(model, parallel, d)
     else:
         ops += _dense_mlp_fwd(model, d, "", d.ffn)
@@ -274,22 +331,35 @@ def _block_tail_bwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
 
 
 def _column_parallel_bwd(label: str, where: str, d: Dims, m: int, n: int, k: int) -> list[OpSpec]:
-    """Backward of a column-parallel GEMM: [SP: all-gather the stored input], dgrad, TP
-    reduction of the input gradient, wgrad."""
+    """Backward of a column-parallel LayerNormLinear: [fp8: cast the output gradient], [SP:
+    all-gather the stored input], dgrad, TP reduction of the input gradient, [fp8: transpose the
+    stored fp8 norm output], wgrad."""
     dgrad, wgrad = gemm_backward(label, d, m, n, k)
-    return _sp_gather(f"{where}_input.bwd", "bwd", d) + [dgrad] + \
-        _tp_reduce(f"{where}.bwd", "bwd", d) + [wgrad]
+    return _grad_cast(label, d, m, n) + _sp_gather(f"{where}_input.bwd", "bwd", d) + [dgrad] + \
+        _tp_reduce(f"{where}.bwd", "bwd", d) + _wgrad_transpose(label, d, m, k, True) + [wgrad]
+
+
+def _linear_bwd(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1,
+                grad_cast: bool = True, sp_input: bool = False) -> list[OpSpec]:
+    """Backward of a Linear without TP communication: [fp8: output-gradient cast unless the
+    caller did it], dgrad, [fp8 + SP: transpose of the stored input], wgrad."""
+    dgrad, wgrad = gemm_backward(label, d, m, n, k, batch)
+    cast = _grad_cast(label, d, m * batch, n) if grad_cast else []
+    return cast + [dgrad] + _wgrad_transpose(label, d, m * batch, k, sp_input) + [wgrad]
 
 
 def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int,
                    tp_comms: bool) -> list[OpSpec]:
-    ops = gemm_backward(f"{prefix}fc2", d, d.tokens, d.h, ffn)
+    """Dense MLP (``tp_comms``: fc1 a LayerNormLinear, fc2's gradient cast by the caller around
+    the SP gather) or shared experts (plain Linears)."""
+    ops = _linear_bwd(f"{prefix}fc2", d, d.tokens, d.h, ffn, grad_cast=not tp_comms,
+                      sp_input=d.sp and tp_comms)
     ops.append(_activation(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn))
     if tp_comms:
         ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, _mlp_width(model, ffn),
                                     d.h)
     else:
-        ops += gemm_backward(f"{prefix}fc1", d, d.tokens, _mlp_width(model, ffn), d.h)
+        ops += _linear_bwd(f"{prefix}fc1", d, d.tokens, _mlp_width(model, ffn), d.h)
     return ops
 
 
@@ -306,9 +376,9 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
                            (d.tokens + 2 * routed) * d.h * e + routed * FP32))
     if parallel.ep > 1:
         ops.append(ep_alltoall("combine.bwd", "bwd", d, routed * d.h * e))
-    ops += gemm_backward("expert_fc2", d, per_expert, d.h, effn, local)
+    ops += _linear_bwd("expert_fc2", d, per_expert, d.h, effn, local)
     ops.append(_activation("expert_act.bwd", "bwd", d, model, per_expert * local, effn))
-    ops += gemm_backward("expert_fc1", d, per_expert, _mlp_width(model, effn), d.h, local)
+    ops += _linear_bwd("expert_fc1", d, per_expert, _mlp_width(model, effn), d.h, local)
     if parallel.ep > 1:
         ops.append(ep_alltoall("dispatch.bwd", "bwd", d, routed * d.h * e))
     ops += [
@@ -325,9 +395,12 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
 
 def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
                    layer: int) -> list[OpSpec]:
-    ops = _block_tail_bwd("2", model, d)
+    moe = model.is_moe_layer(layer)
+    before, after = ([], []) if moe else _row_parallel_grad_cast("fc2", d, d.h)
+    ops = _block_tail_bwd("2", model, d) + before
     ops += _sp_gather("mlp.bwd", "bwd", d)  # backward of the forward reduce-scatter
-    if model.is_moe_layer(layer):
+    ops += after
+    if moe:
         ops += _moe_mlp_bwd(model, parallel, d)
     else:
         ops += _dense_mlp_bwd(model, d, "", d.ffn, tp_comms=True)
@@ -338,9 +411,11 @@ def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
 
 
 def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> list[OpSpec]:
-    ops = _block_tail_bwd("1", model, d)
+    before, after = _row_parallel_grad_cast("out_proj", d, d.h)
+    ops = _block_tail_bwd("1", model, d) + before
     ops += _sp_gather("attn.bwd", "bwd", d)
-    ops += gemm_backward("out_proj", d, d.tokens, d.h, d.q_dim)
+    ops += after
+    ops += _linear_bwd("out_proj", d, d.tokens, d.h, d.q_dim, grad_cast=False, sp_input=d.sp)
     if recompute_core:
         ops += core_attention("recompute", d, model)
     ops += core_attention("bwd", d, model)
