@@ -7,17 +7,27 @@ TP (all-reduce of b*s*h, or reduce-scatter with sequence parallelism). gpt adds 
 (replicated over TP) and applies embedding dropout on the (sequence-sharded) result.
 
 Head: final norm, logits GEMM (column-parallel over the vocabulary, the input all-gathered first
-under sequence parallelism), vocab-parallel cross-entropy (Megatron-core
-``VocabParallelCrossEntropy``): a local max, an all-reduce (MAX) of b*s fp32 values, exp and sums,
-then one all-reduce (SUM) of the concatenated predicted logits and sums of exponentials,
-2*b*s fp32 values. With tied embeddings (gpt) the last pipeline stage holds its own copy of the
-word embedding for the logits; synchronising that copy with the first stage is a per-iteration
-all-reduce the generator adds.
+under sequence parallelism; Megatron's own ``tensor_parallel.ColumnParallelLinear``, not a
+Transformer Engine module, so it runs in the activation dtype under fp8 training),
+vocab-parallel cross-entropy (Megatron ``_VocabParallelCrossEntropy``, the same passes in
+Megatron-LM 2020 ``mpu/cross_entropy.py`` and Megatron-core ``tensor_parallel/cross_entropy.py``):
+the 16-bit logits are first converted to fp32 (``logits.float()``, Megatron's default without
+``fp16_lm_cross_entropy``), then one kernel each for the row max, an all-reduce (MAX) of b*s fp32
+values, the in-place subtraction of the max, the in-place exp, the row sums, one all-reduce (SUM)
+of the predicted logits and sums of exponentials (2*b*s fp32 values) and the in-place division
+that leaves the softmax for the backward; backward multiplies the stored softmax (minus the
+one-hot) by the loss gradient in place and converts it back to the logits' dtype. Each pass
+reads (and the in-place ones write) the b*s*vocab/tp fp32 logits.
+
+With tied embeddings (gpt) the last pipeline stage holds its own copy of the word embedding for
+the logits; synchronising that copy with the first stage is a per-iteration all-reduce the
+generator adds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
@@ -84,16 +94,28 @@ def embedding_backward_ops(model: ModelConfig, training: TrainingConfig,
     return ops
 
 
+def _logits_pass(label: str, phase: str, d: Dims, flops_per_logit: int, fp32_passes: int,
+                 extra_bytes: int = 0) -> OpSpec:
+    """One kernel over the b*s x vocab/tp logits: ``fp32_passes`` fp32 reads or writes each."""
+    t, v = d.tokens, d.vocab
+    return OpSpec(label, "softmax_loss", phase, d.act_dtype, (t, v, 0, 0),
+                  flops=flops_per_logit * t * v, bytes_moved=fp32_passes * FP32 * t * v + extra_bytes)
+
+
 def _cross_entropy_fwd(d: Dims, tp: int) -> list[OpSpec]:
     t, v, e = d.tokens, d.vocab, d.act_bytes
     ops: list[OpSpec] = []
+    if e != FP32:  # logits.float(): read 16-bit, write fp32
+        ops.append(_logits_pass("ce_to_fp32", "fwd", d, 0, 1, t * v * e))
+    ops.append(_logits_pass("ce_max", "fwd", d, 1, 1, t * FP32))
     if tp > 1:
-        ops.append(elementwise("ce_max", "fwd", d, t * v, 1, t * v * e + t * FP32))
         ops.append(tp_collective("allreduce", "ce_max", "fwd", d, t * FP32, "fp32"))
-    ops.append(OpSpec("cross_entropy", "softmax_loss", "fwd", d.act_dtype, (t, v, 0, 0),
-                      flops=SOFTMAX_LOSS_FLOPS * t * v, bytes_moved=t * v * (e + FP32)))
+    ops += [_logits_pass("ce_sub_max", "fwd", d, 1, 2),
+            _logits_pass("ce_exp", "fwd", d, 1, 2),
+            _logits_pass("cross_entropy", "fwd", d, 1, 1, t * FP32)]  # row sums of exp
     if tp > 1:
         ops.append(tp_collective("allreduce", "ce_sum", "fwd", d, 2 * t * FP32, "fp32"))
+    ops.append(_logits_pass("ce_softmax", "fwd", d, SOFTMAX_LOSS_FLOPS - 4, 2, t * FP32))
     return ops
 
 
@@ -103,8 +125,13 @@ def head_forward_ops(model: ModelConfig, training: TrainingConfig,
     ops = [norm("final_norm", "fwd", d, model, d.sp_tokens)]
     if d.sp:
         ops.append(tp_collective("allgather", "head", "fwd", d))
-    ops.append(gemm("logits", "fwd", d, d.tokens, d.vocab, d.h))
+    ops.append(gemm("logits", "fwd", _logits_dims(d), d.tokens, d.vocab, d.h))
     return ops + _cross_entropy_fwd(d, d.tp)
+
+
+def _logits_dims(d: Dims) -> Dims:
+    """The logits GEMM runs in the activation dtype (not a Transformer Engine fp8 module)."""
+    return replace(d, gemm_dtype=d.act_dtype, gemm_in_bytes=d.act_bytes)
 
 
 def head_backward_ops(model: ModelConfig, training: TrainingConfig,
@@ -113,9 +140,10 @@ def head_backward_ops(model: ModelConfig, training: TrainingConfig,
     wgrad with the column-parallel TP communication (see ops_layer), final norm backward."""
     d = dims(model, training, parallel)
     t, v, e = d.tokens, d.vocab, d.act_bytes
-    ops = [OpSpec("cross_entropy.bwd", "softmax_loss", "bwd", d.act_dtype, (t, v, 0, 0),
-                  flops=2 * t * v, bytes_moved=t * v * (FP32 + e))]
-    dgrad, wgrad = gemm_backward("logits", d, t, d.vocab, d.h)
+    ops = [_logits_pass("cross_entropy.bwd", "bwd", d, 1, 2)]  # softmax * dloss, in place
+    if e != FP32:  # backward of logits.float(): read fp32, write 16-bit
+        ops.append(_logits_pass("ce_to_fp32.bwd", "bwd", d, 0, 1, t * v * e))
+    dgrad, wgrad = gemm_backward("logits", _logits_dims(d), t, d.vocab, d.h)
     if d.sp:
         ops.append(tp_collective("allgather", "head_input.bwd", "bwd", d))
     ops.append(dgrad)

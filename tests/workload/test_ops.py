@@ -284,20 +284,33 @@ def test_embedding_ops() -> None:
 
 def test_head_ops_vocab_parallel_cross_entropy() -> None:
     """Logits over vocab/tp columns; vocab-parallel cross-entropy all-reduces the max (b*s fp32)
-    and then the predicted logits with the sums of exponentials (2*b*s fp32)."""
+    and then the predicted logits with the sums of exponentials (2*b*s fp32). Megatron's
+    kernels over the n = b*s*vocab/tp logits: cast to fp32 (2+4 bytes each), max (4), in-place
+    subtract (8), exp (8), row sum (4), in-place divide (8); backward in-place multiply (8) and
+    the cast back (4+2)."""
     t = B * S
+    n = t * 128 // 2
     fwd = head_forward_ops(GPT, TRAIN, par(tp=2))
     ops = by_label(fwd)
     assert ops["logits"].shape == (t, 128 // 2, H, 1)
     assert ops["cross_entropy"].shape == (t, 64, 0, 0)
     assert comms(fwd) == [("tp_allreduce.ce_max", ALL_REDUCE, 4 * t, "tp"),
                           ("tp_allreduce.ce_sum", ALL_REDUCE, 8 * t, "tp")]
+    assert [op.label for op in fwd if op.op_kind == "softmax_loss" or op.is_comm] == [
+        "ce_to_fp32", "ce_max", "tp_allreduce.ce_max", "ce_sub_max", "ce_exp", "cross_entropy",
+        "tp_allreduce.ce_sum", "ce_softmax"]
+    rows = 3 * 4 * t  # the b*s fp32 row max, row sum and the divide's read of it
+    assert sum(op.bytes_moved for op in fwd if op.op_kind == "softmax_loss") == 38 * n + rows
     assert comms(head_forward_ops(GPT, TRAIN, PAR)) == []
     bwd = head_backward_ops(GPT, TRAIN, par(tp=2))
     assert comms(bwd) == [("tp_allreduce.head.bwd", ALL_REDUCE, ACT, "tp")]
     labels = [op.label for op in bwd]
-    assert labels == ["cross_entropy.bwd", "logits.dgrad", "tp_allreduce.head.bwd",
-                      "logits.wgrad", "final_norm.bwd"]
+    assert labels == ["cross_entropy.bwd", "ce_to_fp32.bwd", "logits.dgrad",
+                      "tp_allreduce.head.bwd", "logits.wgrad", "final_norm.bwd"]
+    assert sum(op.bytes_moved for op in bwd if op.op_kind == "softmax_loss") == 14 * n
+    # fp32 training has no casts
+    fp32 = head_forward_ops(GPT, train(dtype="fp32"), PAR)
+    assert "ce_to_fp32" not in [op.label for op in fp32]
     sp = head_forward_ops(GPT, TRAIN, par(tp=2, sequence_parallel=True))
     assert comms(sp)[0] == ("tp_allgather.head", ALL_GATHER, ACT, "tp")
 
@@ -323,6 +336,18 @@ def test_fp8_gemms_rest_bf16() -> None:
     ops = layer_forward_ops(ZOO["llama3-8b"], train(dtype="fp8", seq_len=128), PAR, 0)
     for op in ops:
         assert op.dtype == ("fp8" if op.op_kind == "gemm" else "bf16")
+
+
+def test_fp8_logits_gemm_stays_bf16() -> None:
+    """Megatron's output layer is its own ColumnParallelLinear, not a Transformer Engine module:
+    its GEMMs run in bf16 (2-byte inputs) under fp8 training."""
+    fp8 = train(dtype="fp8")
+    fwd = by_label(head_forward_ops(GPT, fp8, PAR))
+    bwd = by_label(head_backward_ops(GPT, fp8, PAR))
+    for op in (fwd["logits"], bwd["logits.dgrad"], bwd["logits.wgrad"]):
+        assert op.dtype == "bf16"
+    assert fwd["logits"].bytes_moved == by_label(head_forward_ops(GPT, TRAIN, PAR))[
+        "logits"].bytes_moved
 
 
 def test_bad_layer_index() -> None:
