@@ -65,6 +65,7 @@ from heterosim.workload.ops import (
     main_grad_bytes,
     optimizer_ops,
     rank_expert_params,
+    rank_linear_weights,
     rank_params,
 )
 from heterosim.workload.ops_base import activation_dtype
@@ -322,7 +323,8 @@ class RankProgram:
         params = rank_params(m, p, layers, has_embedding, has_head)
         expert = rank_expert_params(m, p, layers)
         first = True
-        for op in optimizer_ops(m, self.training, p, params, expert):
+        for op in optimizer_ops(m, self.training, p, params, expert,
+                                rank_linear_weights(m, p, layers)):
             tmpl = self._template(op)
             if tmpl is None:
                 continue

@@ -16,10 +16,12 @@ from heterosim.workload.ops_ends import (
     head_forward_ops,
     head_params_on_rank,
     layer_expert_params_on_rank,
+    layer_linear_weights_on_rank,
     layer_params_on_rank,
     optimizer_ops,
     optimizer_shard,
     rank_expert_params,
+    rank_linear_weights,
     rank_params,
 )
 from heterosim.workload.ops_layer import layer_backward_ops, layer_forward_ops
@@ -35,10 +37,12 @@ __all__ = [
     "layer_backward_ops",
     "layer_expert_params_on_rank",
     "layer_forward_ops",
+    "layer_linear_weights_on_rank",
     "layer_params_on_rank",
     "main_grad_bytes",
     "optimizer_ops",
     "optimizer_shard",
     "rank_expert_params",
+    "rank_linear_weights",
     "rank_params",
 ]

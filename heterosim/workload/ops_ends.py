@@ -34,6 +34,7 @@ from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.workload.ops_base import (
     ADAM_FLOPS,
     DROPOUT_FLOPS,
+    FP8_CAST_FLOPS,
     FP32,
     MASK_BYTES,
     SOFTMAX_LOSS_FLOPS,
@@ -201,6 +202,33 @@ def layer_params_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: in
         layer_expert_params_on_rank(model, parallel, layer)
 
 
+def layer_linear_weights_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: int) -> int:
+    """Weights of ``layer`` on one rank that run through Transformer Engine Linear modules (QKV,
+    out_proj, MLP / shared- and routed-expert fc1 and fc2), i.e. :func:`layer_params_on_rank`
+    without norms, biases and the router: the tensors cast to fp8 under fp8 training."""
+    tp, h = parallel.tp, model.hidden
+    q = model.hidden // tp
+    kv = kv_heads_per_rank(model, tp) * model.head_dim
+    attention = h * q + 2 * h * kv + q * h
+
+    def mlp(ffn: int) -> int:
+        ffn_r = -(-ffn // tp)
+        return (3 if model.gated_mlp else 2) * h * ffn_r
+
+    if not model.is_moe_layer(layer):
+        return attention + mlp(model.ffn)
+    assert model.moe is not None
+    moe = model.moe
+    shared = mlp(moe.shared_experts * moe.expert_ffn) if moe.shared_experts else 0
+    return attention + shared + moe.experts // parallel.ep * mlp(moe.expert_ffn)
+
+
+def rank_linear_weights(model: ModelConfig, parallel: ParallelConfig,
+                        layers: Iterable[int]) -> int:
+    """:func:`layer_linear_weights_on_rank` summed over ``layers``."""
+    return sum(layer_linear_weights_on_rank(model, parallel, layer) for layer in layers)
+
+
 def embedding_params_on_rank(model: ModelConfig, parallel: ParallelConfig) -> int:
     """The word-embedding vocab shard plus the (replicated) learned position table."""
     vocab_r = -(-model.vocab // parallel.tp)
@@ -249,12 +277,27 @@ def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params
 
 
 def optimizer_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                  params_on_rank: int, expert_params_on_rank: int = 0) -> list[OpSpec]:
-    """Gradient-norm pass (Megatron clips at 1.0 by default) and the Adam step over this rank's
-    shard, both memory-bound. Adam per parameter, mixed precision: read the main gradient, read and
-    write the fp32 master weight, m and v, write the 16-bit model weight; fp32 training has no
-    master copy. FLOPs are an approximate constant per parameter. The global norm's tiny
-    all-reduce and the ZeRO parameter all-gather are left to the generator."""
+                  params_on_rank: int, expert_params_on_rank: int = 0,
+                  linear_weights: int = 0) -> list[OpSpec]:
+    """Once-per-iteration kernels of a rank, all memory-bound:
+
+    - gradient-norm pass (Megatron clips at 1.0 by default) and the Adam step over this rank's
+      shard. Adam per parameter, mixed precision: read the main gradient, read and write the fp32
+      master weight, m and v, write the 16-bit model weight; fp32 training has no master copy.
+      FLOPs are an approximate constant per parameter.
+    - ``zero_grad``: Megatron's DistributedDataParallel zeroes the rank's whole gradient buffer
+      (every parameter it holds, main-gradient dtype) at the start of each iteration
+      (``zero_grad_buffer``, megatron/core/distributed/distributed_data_parallel.py; the 2020
+      FP16 optimizer's ``zero_grad`` likewise). Only without DeepSpeed ZeRO (zero = 0), whose
+      partitioned gradients are not modelled here.
+    - ``fp8_weight_cast`` (fp8 training): Transformer Engine casts each of the rank's
+      ``linear_weights`` (:func:`rank_linear_weights`) to fp8 with its transposed copy once per
+      iteration: Megatron-core passes ``is_first_microbatch`` so later micro-batches reuse the
+      cached fp8 weights (TE ``Linear.forward``: "allows caching of the FP8 versions of the
+      weights"); read 2 bytes, write 1 + 1. It belongs to the next iteration's first forward.
+
+    The global norm's tiny all-reduce and the ZeRO parameter all-gather are left to the
+    generator."""
     del model  # the step depends on the shard size only
     n = optimizer_shard(parallel, params_on_rank, expert_params_on_rank)
     g = main_grad_bytes(training.dtype)
@@ -262,9 +305,17 @@ def optimizer_ops(model: ModelConfig, training: TrainingConfig, parallel: Parall
         adam_bytes = g + 3 * 2 * FP32
     else:
         adam_bytes = g + 3 * 2 * FP32 + 2
-    return [
+    ops = [
         OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n,
                bytes_moved=n * g),
         OpSpec("adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n,
                bytes_moved=n * adam_bytes),
     ]
+    if parallel.zero == 0:
+        ops.append(OpSpec("zero_grad", "elementwise", "opt", "fp32", (params_on_rank, 0, 0, 0),
+                          bytes_moved=params_on_rank * g))
+    if training.dtype == "fp8" and linear_weights > 0:
+        ops.append(OpSpec("fp8_weight_cast", "elementwise", "opt", "bf16",
+                          (linear_weights, 0, 0, 0), flops=FP8_CAST_FLOPS * linear_weights,
+                          bytes_moved=4 * linear_weights))
+    return ops

@@ -18,7 +18,10 @@ from heterosim.workload.ops import (
     head_forward_ops,
     layer_backward_ops,
     layer_forward_ops,
+    layer_linear_weights_on_rank,
+    layer_params_on_rank,
     optimizer_ops,
+    rank_linear_weights,
 )
 from heterosim.workload.trace import (
     ALL_GATHER,
@@ -330,6 +333,34 @@ def test_optimizer_ops_shard_and_bytes() -> None:
     assert moe["adam"].shape[0] == 400_000 // 4 + 600_000 // 2
     fp32 = by_label(optimizer_ops(GPT, train(dtype="fp32"), PAR, n))
     assert fp32["adam"].bytes_moved == 28 * n
+
+
+def test_optimizer_ops_zero_the_gradient_buffer_and_cast_fp8_weights() -> None:
+    """Megatron zeroes every gradient of the rank once per iteration (main-gradient dtype);
+    under fp8, Transformer Engine casts the Linear weights (read 2, write fp8 + transpose)."""
+    n, linear = 1_000_000, 800_000
+    for dtype, grad_bytes in (("bf16", 4), ("fp16", 2), ("fp32", 4), ("fp8", 4)):
+        ops = by_label(optimizer_ops(GPT, train(dtype=dtype), par(dp=4, distributed_optimizer=True),
+                                     n, linear_weights=linear))
+        assert ops["zero_grad"].shape[0] == n and ops["zero_grad"].bytes_moved == grad_bytes * n
+        assert ("fp8_weight_cast" in ops) == (dtype == "fp8")
+    cast = by_label(optimizer_ops(GPT, train(dtype="fp8"), PAR, n, linear_weights=linear))
+    assert cast["fp8_weight_cast"].bytes_moved == 4 * linear
+    assert "zero_grad" not in by_label(optimizer_ops(GPT, TRAIN, par(dp=4, zero=2), n))
+
+
+def test_linear_weights_are_layer_params_without_norms_biases_router() -> None:
+    h, ffn = 64, 256
+    for p in (PAR, par(tp=2)):
+        linear = layer_linear_weights_on_rank(GPT, p, 0)
+        assert linear == (4 * h * h + 2 * h * ffn) // p.tp
+        biases = (3 * h + ffn) // p.tp + 2 * h  # QKV and fc1 split; out_proj, fc2 replicated
+        assert layer_params_on_rank(GPT, p, 0) - linear == biases + 2 * 2 * h  # + 2 LayerNorms
+    assert layer_params_on_rank(LLAMA, PAR, 0) - layer_linear_weights_on_rank(LLAMA, PAR, 0) == 2 * h
+    # MoE: the router (h x experts) is not a TE Linear
+    assert layer_params_on_rank(MOE, PAR, 0) - layer_linear_weights_on_rank(MOE, PAR, 0) == \
+        2 * h + h * 4
+    assert rank_linear_weights(GPT, PAR, range(2)) == 2 * layer_linear_weights_on_rank(GPT, PAR, 0)
 
 
 def test_fp8_gemms_rest_bf16() -> None:

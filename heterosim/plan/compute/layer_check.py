@@ -77,7 +77,9 @@ def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: P
                        + workload_ops.embedding_backward_ops(model, training, parallel)),
     }
     params = workload_ops.rank_params(model, parallel, range(model.layers), True, True)
-    groups["opt"] = expand(workload_ops.optimizer_ops(model, training, parallel, params))
+    linear = workload_ops.rank_linear_weights(model, parallel, range(model.layers))
+    groups["opt"] = expand(workload_ops.optimizer_ops(model, training, parallel, params,
+                                                      linear_weights=linear))
     micro = training.global_batch // (training.micro_batch * parallel.dp)
     weights = {"fwd": micro * model.layers, "bwd": micro * model.layers, "ends": micro, "opt": 1}
     times: dict[str, float] = {}
