@@ -16,6 +16,11 @@ Usage::
     python benchmarks/bench_scale.py --only gpus          # one group: experiments|gpus|bytes|ring|events
     python benchmarks/bench_scale.py --case workloads/simai/gpt3_175b_tp8_pp8.yaml \\
         --set training.global_batch=16 --fidelity flow   # one experiment
+    python benchmarks/bench_scale.py --only gpus --granularity connection   # coarser collectives
+    python benchmarks/bench_scale.py --only granularity   # chunk vs connection at 128-1024 GPUs
+
+``--granularity`` sets ``simulation.collective_granularity`` for every case that does not set it
+itself (default: the experiment's, i.e. chunk).
 
 The machine is shared: CPU seconds are the fairer figure, wall seconds are what a user waits.
 """
@@ -70,7 +75,8 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
         exp = load_experiment(REPO / experiment,
                               [*overrides, *extra, f"simulation.fidelity={fidelity}"])
         row: dict = {"experiment": experiment, "overrides": overrides, "fidelity": fidelity,
-                     "gpus": exp.cluster.world_size, "cluster": exp.cluster.name}
+                     "gpus": exp.cluster.world_size, "cluster": exp.cluster.name,
+                     "granularity": exp.simulation.collective_granularity}
         c0 = time.process_time()
         workload, traces, rank_gpu, tables, topology, shares, stage = build_run(exp)
         plan = tables.plan
@@ -158,6 +164,18 @@ CASES = {
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [f"training.global_batch={b}"], "flow", 0)
         for b in (4, 16, 64)
     ],
+    # simulation.collective_granularity: chunk vs connection (README "Simulator speed at scale")
+    "granularity": [
+        ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [f"simulation.collective_granularity={g}"], "flow", 0)
+        for g in ("chunk", "connection")
+    ] + [
+        ("workloads/simai/gpt3_13b_tp2.yaml", [*c, "simulation.collective_granularity=connection"],
+         "flow", 0) for c in ([], ["cluster=../../topologies/h2_128gpu.yaml"])
+    ] + [
+        ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
+         ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32",
+          "simulation.collective_granularity=connection"], "flow", 0),
+    ],
 }
 
 
@@ -200,6 +218,7 @@ def _print(row: dict) -> None:
     name = Path(str(row.get("experiment", ""))).stem
     sets = " ".join(row.get("overrides", []) or [])
     cells = [f"{name} {sets}".strip(), str(row.get("gpus", "")), row.get("fidelity", ""),
+             row.get("granularity", "-"),
              f"{row.get('tasks', 0):,}", f"{row.get('flows', 0):,}",
              f"{row.get('flow_bytes', 0) / 2**30:,.1f}"]
     for key in ("workload_wall_s", "plan_wall_s", "build_cpu_s", "engine_wall_s", "engine_cpu_s",
@@ -214,8 +233,8 @@ def _print(row: dict) -> None:
     print("| " + " | ".join(cells) + " |", flush=True)
 
 
-HEADER = ("| case | GPUs | fidelity | tasks | flows | GiB moved | workload s | plan s | build CPU s "
-          "| engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms "
+HEADER = ("| case | GPUs | fidelity | granularity | tasks | flows | GiB moved | workload s | plan s "
+          "| build CPU s | engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms "
           "| peak RSS MB | note |")
 
 
@@ -226,6 +245,8 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
     parser.add_argument("--gpus", type=int, default=0, help="with --case: an H0 cluster of this size")
+    parser.add_argument("--granularity", choices=("chunk", "step", "connection"),
+                        help="simulation.collective_granularity for cases that do not set it")
     parser.add_argument("--mem-gb", type=float, default=9.0, help="address-space limit per case")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -246,6 +267,12 @@ def main() -> None:
             else:
                 specs += [{"kind": "case", "experiment": e, "overrides": o, "fidelity": f,
                            "cluster_gpus": g} for e, o, f, g in CASES[group]]
+    if args.granularity:
+        for spec in specs:
+            sets = spec.get("overrides")
+            if sets is not None and not any(o.startswith("simulation.collective_granularity=")
+                                            for o in sets):
+                spec["overrides"] = [*sets, f"simulation.collective_granularity={args.granularity}"]
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1))
     for spec in specs:

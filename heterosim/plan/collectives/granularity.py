@@ -31,6 +31,14 @@ slowed for a while by other traffic delays only itself, not the whole ring, and 
 connections' early finish frees link capacity that the paced schedule would have kept busy, so
 concurrent traffic (other collectives, pipeline sends) sees less contention than it would.
 Pipeline fill (trees, chains) and per-step latencies are replaced by the model's single latency.
+
+Shares of a contended link change too: the fluid network is max-min fair per flow, so a
+connection flow gets one share where the chunk schedule has up to the credit window (8 chunks)
+per channel in flight, each a flow with its own share (NCCL drives one queue pair per channel
+and connection, so reality lies in between). Traffic that overlaps a collective on a link -
+pipeline sends beside a data-parallel all-gather - gets more bandwidth in ``connection``
+(measured on GPT-3 175B TP8 PP8 DP2, H0 128: pipeline sends 2x instead of 32x slower than alone;
+benchmarks/README.md, "Simulator speed at scale").
 """
 
 from __future__ import annotations
