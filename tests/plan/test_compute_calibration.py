@@ -76,9 +76,26 @@ def test_gemm_fit_never_exceeds_the_published_envelope():
 
 
 def test_shipped_flashattention_tables_calibrate_a100_and_h100():
-    model = ComputeModel()
+    model = ComputeModel(attention_impl="flash-attention-2")
     for gpu, max_rms in (("A100-80GB-SXM", 0.06), ("H100-SXM", 0.10)):
         fit = model.calibration(gpu).fits["attention"]
         print(model.calibration(gpu).summary())
         assert fit.rms_rel_error < max_rms
         assert any("fa2-" in c for c in fit.citations)
+        assert not any("cudnn" in c for c in fit.citations)
+
+
+def test_shipped_cudnn_tables_calibrate_h100_by_default():
+    """H100 runs cuDNN fused attention by default (Transformer Engine's choice on Hopper): its
+    curve is fitted to the cuDNN forward and backward series only. The 4-parameter curve cannot
+    follow cuDNN's head-dim 128 forward peak (up to 29 % slower than measured there), hence the
+    looser bound than FlashAttention-2's."""
+    model = ComputeModel()
+    report = model.calibration("H100-SXM")
+    print(report.summary())
+    fit = report.fits["attention"]
+    assert fit.rms_rel_error < 0.12 and fit.n_points == 48
+    assert all("cudnn" in c for c in fit.citations)
+    assert "attention_bwd_ratio" in fit.values  # single-pass fwd and bwd series both present
+    a100 = model.calibration("A100-80GB-SXM").fits["attention"]
+    assert all("flash-attention-2" in c for c in a100.citations)

@@ -81,9 +81,28 @@ def test_user_database_layer_wins_over_lower_layer(tmp_path):
 
 
 def test_shipped_fa2_forward_rows_are_measurements():
-    # fa3-h100-fwd-fp16-causal-hd128-flash-attention-2: seq 2048, batch 8, 16 heads, 298 TFLOP/s.
-    model = ComputeModel()
+    # fa3-h100-fwd-fp16-causal-hd128-flash-attention-2: seq 2048, batch 8, 16 heads, 298 TFLOP/s;
+    # the cuDNN series of the same figure (H100's default kernel): 484 TFLOP/s.
     flops = 4 * 8 * 2048**2 * 16 * 128 // 2
-    t, prov = model.time_op("attention", "bf16", (8, 2048, 16, 128), (16, 1), flops, 0, "H100")
-    assert prov == "measured"
-    assert t == pytest.approx(flops / 298e12 * 1e9, rel=1e-6)
+    for model, tflops in ((ComputeModel(attention_impl="flash-attention-2"), 298),
+                          (ComputeModel(), 484)):
+        t, prov = model.time_op("attention", "bf16", (8, 2048, 16, 128), (16, 1), flops, 0,
+                                "H100")
+        assert prov == "measured"
+        assert t == pytest.approx(flops / (tflops * 1e12) * 1e9, rel=1e-6)
+
+
+def test_attention_interpolates_at_the_ops_sequence_length():
+    """Tables hold 16k tokens; an op with fewer tokens at a measured sequence length runs at that
+    length's throughput (time per batch*head pair), not at the throughput of the shorter
+    sequence whose table row has the same total FLOPs."""
+    model = ComputeModel()
+    # fa3-h100-fwd-fp16-causal-hd128-cudnn: 518 TFLOP/s at seq 4096 (batch 4), 410 at 1024
+    flops = 4 * 1 * 4096**2 * 16 * 128 // 2  # batch 1: the FLOPs of the seq-1024 table row
+    t, prov = model.time_op("attention", "bf16", (1, 4096, 16, 128), (16, 1), flops, 0, "H100")
+    assert prov == "interpolated"
+    assert flops / t * 1e-3 == pytest.approx(518, rel=1e-6)
+    # between measured lengths: monotone in the sequence length at fixed batch*heads
+    times = [model.time_op("attention", "bf16", (1, s, 16, 128), (16, 1),
+                           4 * s * s * 16 * 128 // 2, 0, "H100")[0] for s in range(1024, 8193, 256)]
+    assert all(b > a for a, b in zip(times, times[1:]))

@@ -28,7 +28,14 @@ from pathlib import Path
 
 from heterosim.catalog.gpus import canonical_gpu_name
 from heterosim.errors import UserError
-from heterosim.plan.compute.efficiency import attention_forward_flops, published_kernels
+from heterosim.plan.compute.efficiency import (
+    attention_forward_flops,
+    attention_impls,
+    published_kernels,
+)
+from heterosim.plan.compute.efficiency import (
+    attention_impl as gpu_attention_impl,
+)
 
 SCHEMA_VERSION = "1"
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -136,21 +143,30 @@ class OpDatabase:
         return [dict(zip(names, row)) for row in cur]
 
     @classmethod
-    def shipped(cls) -> OpDatabase:
-        """The publication measurements shipped with HeteroSim, in an in-memory database."""
+    def shipped(cls, attention_impl: str | None = None) -> OpDatabase:
+        """The publication measurements shipped with HeteroSim, in an in-memory database
+        (``attention_impl``: see :func:`shipped_measurements`)."""
         db = cls(None)
-        db.add(shipped_measurements())
+        db.add(shipped_measurements(attention_impl))
         return db
 
 
-def shipped_measurements() -> list[Measurement]:
+def shipped_measurements(attention_impl: str | None = None) -> list[Measurement]:
     """Rows of data/published_kernels.yaml as measurements (attention series only).
 
-    Time of one row = FLOPs / published TFLOP/s with the source's FLOP formula (forward
-    4*b*s^2*H*d, halved when causal; backward 2.5x; ``fwd+bwd`` 3.5x forward).
+    Only the series of the attention kernel each GPU runs are kept: the GPU's ``attention_impl``
+    (data/gpu_compute.yaml), or ``attention_impl`` for every GPU when given. Time of one row =
+    FLOPs / published TFLOP/s with the source's FLOP formula (forward 4*b*s^2*H*d, halved when
+    causal; backward 2.5x; ``fwd+bwd`` 3.5x forward).
     """
+    known = attention_impls()
+    if attention_impl is not None and attention_impl not in known:
+        raise UserError(f"unknown attention implementation {attention_impl!r}; known: "
+                        f"{', '.join(sorted(known))}")
     rows: list[Measurement] = []
     for series in published_kernels()["attention"]:
+        if series["impl"] != (attention_impl or gpu_attention_impl(series["gpu"])):
+            continue
         causal = bool(series["causal"])
         heads, head_dim = int(series["heads"]), int(series["head_dim"])
         factor = {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}[series["pass"]]
@@ -165,5 +181,6 @@ def shipped_measurements() -> list[Measurement]:
                 pass_=series["pass"], shape=(batch, seq, heads, head_dim),
                 shape_extra=(heads, int(causal)), flops=int(flops), bytes_moved=bytes_moved,
                 time_ns=flops / (float(tflops) * 1e12) * 1e9, source="publication",
-                citation=f"validation case {series['case']}"))
+                citation=(f"{series['case']}: {series['source']}" if "source" in series
+                          else f"validation case {series['case']}")))
     return rows

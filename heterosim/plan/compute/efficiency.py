@@ -118,6 +118,22 @@ def published_kernels() -> dict:
     return yaml.safe_load(text)
 
 
+def attention_impl(gpu: str) -> str:
+    """The fused attention kernel of a GPU (catalogue name or device label) whose published tables
+    describe it (data/gpu_compute.yaml ``attention_impl``, cited there)."""
+    raw = _compute_yaml()
+    return str(raw["gpus"].get(gpu, {}).get("attention_impl", raw["default_attention_impl"]))
+
+
+def attention_impls() -> set[str]:
+    """Every attention implementation the shipped tables or the GPU entries name."""
+    raw = _compute_yaml()
+    names = {str(raw["default_attention_impl"])}
+    names.update(str(e["attention_impl"]) for e in raw["gpus"].values() if "attention_impl" in e)
+    names.update(str(s["impl"]) for s in published_kernels()["attention"])
+    return names
+
+
 def default_params(gpu: str) -> EfficiencyParams:
     """Uncalibrated parameters of a catalogued GPU (canonical name), with GEMM envelopes applied."""
     raw = _compute_yaml()

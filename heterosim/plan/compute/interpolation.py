@@ -4,7 +4,13 @@ Ops are grouped by (GPU, op kind, dtype class, family); within a group the time 
 function of one size coordinate ``x``:
 
 - gemm: ``x`` = 2*m*n*k*batch; family: none (GEMMs of any aspect ratio share the curve).
-- attention: ``x`` = shape-derived FLOPs of the pass; family: (head_dim, causal, pass).
+- attention: ``x`` = shape-derived FLOPs of the pass per (sequence, head) pair, i.e. of one
+  head of one sequence, and the curve holds the time per pair (the op's time is the curve's value
+  times batch*heads); family: (head_dim, causal, pass). A fused attention kernel's efficiency
+  depends on the sequence length (its tiles per head), not on the total FLOPs: published tables
+  hold tokens constant, so an op with fewer tokens at the same sequence length has the table's
+  efficiency at that length, not that of a shorter sequence with the same total FLOPs. Approximate
+  where batch*heads is so small that the kernel's tiles fill the SMs only a few times.
 - memory-bound kinds: ``x`` = bytes moved; family: none.
 
 Interpolation is piecewise linear in (log x, log t) through the measured points after a
@@ -59,16 +65,19 @@ def exact_key(gpu: str, op_kind: str, dtype: str, shape: Sequence[int], shape_ex
 
 def group_key_and_x(gpu: str, op_kind: str, dtype: str, shape: Sequence[int],
                     shape_extra: Sequence[int], flops: float, bytes_moved: float,
-                    pass_: str | None = None) -> tuple[tuple, float]:
+                    pass_: str | None = None) -> tuple[tuple, float, float]:
+    """(group key, x, units): the curve of the group holds time / units at x."""
     dclass = dtype_class(gpu, dtype)
     if op_kind == "attention":
         p = pass_ or op_pass(op_kind, shape, shape_extra, flops)
         causal = int(shape_extra[1]) if len(shape_extra) > 1 else 0
-        x = effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops)
-        return (gpu, op_kind, dclass, int(shape[3]), causal, p), x
+        pairs = float(max(int(shape[0]), 1) * max(int(shape[2]), 1))
+        x = effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops) / pairs
+        return (gpu, op_kind, dclass, int(shape[3]), causal, p), x, pairs
     if op_kind in MEMORY_KEYED:
-        return (gpu, op_kind, dclass), float(bytes_moved)
-    return (gpu, op_kind, dclass), effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops)
+        return (gpu, op_kind, dclass), float(bytes_moved), 1.0
+    return ((gpu, op_kind, dclass),
+            effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops), 1.0)
 
 
 def monotone_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -131,9 +140,9 @@ class MeasurementIndex:
                 key = exact_key(m.gpu, m.op_kind, m.dtype, m.shape, m.shape_extra, m.flops,
                                 m.bytes_moved, m.pass_)
                 self.exact.setdefault(key, m.time_ns)
-                gkey, x = group_key_and_x(m.gpu, m.op_kind, m.dtype, m.shape, m.shape_extra,
-                                          m.flops, m.bytes_moved, m.pass_)
-                layer_points[gkey][x].append(m.time_ns)
+                gkey, x, units = group_key_and_x(m.gpu, m.op_kind, m.dtype, m.shape,
+                                                 m.shape_extra, m.flops, m.bytes_moved, m.pass_)
+                layer_points[gkey][x].append(m.time_ns / units)
             for gkey, by_x in layer_points.items():
                 for x, times in by_x.items():
                     points[gkey].setdefault(x, float(np.median(times)))  # upper layer wins
@@ -146,10 +155,11 @@ class MeasurementIndex:
         key = exact_key(gpu, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
         if key in self.exact:
             return self.exact[key], "measured"
-        gkey, x = group_key_and_x(gpu, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
+        gkey, x, units = group_key_and_x(gpu, op_kind, dtype, shape, shape_extra, flops,
+                                         bytes_moved)
         curve = self.curves.get(gkey)
         if curve is not None:
             value = curve(x)
             if value is not None:
-                return value, "interpolated"
+                return value * units, "interpolated"
         return None

@@ -18,6 +18,12 @@ Lookup order for one op on GPU ``G`` (the provenance recorded is in quotes):
 
 So the issue's order "roofline before scaling" holds for calibrated curves, and scaling comes
 before the uncalibrated roofline; tests/plan/test_compute_model.py checks both branches.
+Attention tables are per kernel implementation: each GPU uses the published series of the kernel
+it runs (``attention_impl`` in data/gpu_compute.yaml: cuDNN fused attention on Hopper and later,
+as Transformer Engine selects there; FlashAttention-2 before), and attention is scaled only from a
+GPU with the same implementation. ``ComputeModel(attention_impl=...)`` sets one implementation for
+every GPU (e.g. ``flash-attention-2`` for a framework that calls FlashAttention directly).
+
 Communication rows get 0 ns and provenance "none". GPUs are catalogue names (aliases accepted)
 or device labels that occur only in a database (e.g. ``cpu`` from a CPU profile); such a device
 has no specs, so an op outside its measurements is a UserError.
@@ -34,7 +40,7 @@ from heterosim.catalog.gpus import canonical_gpu_name, gpu_spec, known_gpu_names
 from heterosim.errors import UserError
 from heterosim.plan.compute.calibration import CalibrationReport, calibrate
 from heterosim.plan.compute.database import Measurement, OpDatabase
-from heterosim.plan.compute.efficiency import EfficiencyParams, default_params
+from heterosim.plan.compute.efficiency import EfficiencyParams, attention_impl, default_params
 from heterosim.plan.compute.interpolation import MeasurementIndex
 from heterosim.plan.compute.roofline import roofline_time_ns
 from heterosim.plan.compute.scaling import nearest_sources, scale_time_ns
@@ -48,7 +54,7 @@ class ComputeModel:
     """Times compute ops per GPU from layered operation databases, curves and spec scaling."""
 
     def __init__(self, databases: Sequence[str | Path] | None = None, *,
-                 include_shipped: bool = True) -> None:
+                 include_shipped: bool = True, attention_impl: str | None = None) -> None:
         layers: list[list[Measurement]] = []
         self.database_names: list[str] = []
         for path in databases or []:
@@ -57,10 +63,11 @@ class ComputeModel:
             self.database_names.append(db.name)
             db.close()
         if include_shipped:
-            shipped = OpDatabase.shipped()
+            shipped = OpDatabase.shipped(attention_impl)
             layers.append(shipped.measurements())
             self.database_names.append(shipped.name)
             shipped.close()
+        self.attention_impl = attention_impl
         self._index = MeasurementIndex(layers)
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
@@ -87,6 +94,10 @@ class ComputeModel:
             self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []),
                                           default_params(gpu))
         return self._params[gpu]
+
+    def gpu_attention_impl(self, gpu: str) -> str:
+        """The attention kernel implementation the model assumes on ``gpu``."""
+        return self.attention_impl or attention_impl(self.resolve_gpu(gpu))
 
     def params(self, gpu: str) -> EfficiencyParams:
         """The efficiency parameters used for ``gpu`` (defaults refitted to its measurements)."""
@@ -132,7 +143,9 @@ class ComputeModel:
                 flops: float, bytes_moved: float) -> float | None:
         target = gpu_spec(gpu)
         others = [gpu_spec(d) for d in self._index.devices
-                  if d != gpu and d in known_gpu_names()]
+                  if d != gpu and d in known_gpu_names()
+                  and (op_kind != "attention" or self.gpu_attention_impl(d)
+                       == self.gpu_attention_impl(gpu))]
         for source in nearest_sources(target, others, dtype):
             found = self._index.lookup(source.name, op_kind, dtype, shape, shape_extra, flops,
                                        bytes_moved)
