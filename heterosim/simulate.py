@@ -83,6 +83,8 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
         counts = np.bincount(trace.template, minlength=len(trace.templates))
         provenance_time += np.bincount(prov, weights=np.asarray(ns, float) * counts,
                                        minlength=len(PROVENANCES))
+    for note in compute.notes(new_only=True):
+        print(f"heterosim: note: {note}", file=sys.stderr)
     total = provenance_time.sum()
     shares = {name: (float(provenance_time[i] / total) if total else 0.0)
               for i, name in enumerate(PROVENANCES)}

@@ -11,7 +11,7 @@ examples:
   heterosim profile --out h100.db                         # standard GEMM/attention/norm/elementwise sweep
   heterosim profile --out h100.db --experiment exp.yaml   # the distinct ops of one experiment
   heterosim profile --out cpu.db --device cpu --repeats 5 # plumbing check (CPU times are not GPU times)
-Use the result with the compute model: ComputeModel(databases=["h100.db"]).
+Use the result in a run: heterosim run exp.yaml --db h100.db (or ComputeModel(databases=["h100.db"])).
 """
 
 

@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "comm_group.json) instead of an experiment; needs --cluster")
     parser.add_argument("--cluster", metavar="CLUSTER.yaml",
                         help="with --traces: the cluster (rank i runs on GPU i)")
+    parser.add_argument("--db", action="append", default=[], metavar="PROFILE.db",
+                        help="operation database from `heterosim profile`, used before the shipped"
+                             " data (repeatable; the first wins)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
     parser.set_defaults(func=run)
@@ -98,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
-    artifacts = run_experiment(experiment, progress=progress, workload=workload)
+    artifacts = run_experiment(experiment, progress=progress, workload=workload,
+                               databases=args.db or None)
     progress.close()
     results = results_dict(artifacts)
     results["experiment"]["overrides"] = overrides

@@ -118,3 +118,43 @@ def test_attention_kernel_per_gpu_and_scaling_only_within_one_kernel():
     assert ComputeModel(attention_impl="cudnn").time_op(*op, "L40S")[1] == "scaled"
     with pytest.raises(UserError, match="unknown attention implementation 'xformers'.*cudnn"):
         ComputeModel(attention_impl="xformers")
+
+
+def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
+    from heterosim.plan.compute.database import Measurement, OpDatabase
+
+    gemm = ("gemm", "fp8", (8192, 12288, 4096, 1), (0, 0), 2 * 8192 * 12288 * 4096, 10**8)
+    model = ComputeModel()
+    assert model.notes() == []
+    model.time_op(*gemm, "H100-SXM")
+    (note,) = model.notes()
+    assert note.startswith("H100-SXM: GEMMs timed by the roofline without GEMM measurements")
+    assert "mamf-fp8-h100-sxm" in note and "upper bound" in note
+    assert "heterosim profile" in note and "--db" in note
+    # GPUs without a published envelope say their ceiling is modelled
+    ComputeModel().time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1,
+                           "L40S")
+    # a database with the GPU's own GEMMs calibrates the curve: no note
+    path = tmp_path / "h100.db"
+    db = OpDatabase(path, create=True)
+    db.add(Measurement("H100-SXM", "gemm", "fp8", "fwd", (s, s, s, 1), (0, 0), 2 * s**3,
+                       3 * s * s, 2 * s**3 / 1.0e15 * 1e9, "profiler")
+           for s in (2048, 4096, 8192))
+    db.close()
+    calibrated = ComputeModel([path])
+    calibrated.time_op(*gemm, "H100-SXM")
+    assert calibrated.notes() == []
+    # new_only: each line once per process
+    first = ComputeModel()
+    first.time_op(*gemm, "H200-SXM")
+    second = ComputeModel()
+    second.time_op(*gemm, "H200-SXM")
+    assert len(first.notes(new_only=True)) == 1 and second.notes(new_only=True) == []
+    assert len(second.notes()) == 1
+
+
+def test_l40s_note_names_a_modelled_ceiling():
+    model = ComputeModel()
+    model.time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S")
+    (note,) = model.notes()
+    assert "modelled default" in note and "upper bound" not in note

@@ -151,6 +151,7 @@ def default_params(gpu: str) -> EfficiencyParams:
     for a, b in (("bf16", "fp16"), ("fp16", "bf16")):
         if a in envelopes and b not in envelopes:
             envelopes[b] = envelopes[a]
+            sources[f"gemm_max_efficiency.{b}"] = f"{sources[f'gemm_max_efficiency.{a}']} ({a})"
     return EfficiencyParams(
         sm_count=int(entry["sm_count"]), tiles=tiles, gemm_max_efficiency=gemm_max,
         gemm_k_half=float(d["gemm_k_half"]),

@@ -48,6 +48,7 @@ from heterosim.workload.trace import DTYPES, OpTemplates
 
 PROVENANCES = ("measured", "interpolated", "roofline", "scaled", "none")
 PROVENANCE_CODE = {name: i for i, name in enumerate(PROVENANCES)}
+_NOTES_GIVEN: set[str] = set()
 
 
 class ComputeModel:
@@ -69,6 +70,7 @@ class ComputeModel:
             shipped.close()
         self.attention_impl = attention_impl
         self._index = MeasurementIndex(layers)
+        self._uncalibrated_gemm: set[tuple[str, str]] = set()
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
 
@@ -137,6 +139,8 @@ class ComputeModel:
             scaled = self._scaled(gpu, *args)
             if scaled is not None:
                 return _ns(scaled), "scaled"
+            if op_kind == "gemm":
+                self._uncalibrated_gemm.add((gpu, dtype))
         return _ns(roofline_time_ns(*args, spec, params)), "roofline"
 
     def _scaled(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
@@ -156,6 +160,42 @@ class ComputeModel:
             if value is not None:
                 return value
         return None
+
+    def notes(self, new_only: bool = False) -> list[str]:
+        """One line per GPU whose GEMMs so far fell to the uncalibrated roofline: no GEMM
+        measurement of that GPU (or of a GPU to scale from) covered them, so their ceiling is a
+        best-shape envelope (an upper bound: optimistic for other shapes) or a modelled default,
+        and how to replace it with measurements. ``new_only``: only lines this process has not
+        returned with ``new_only`` before (a sweep or validation prints each once)."""
+        lines = self._notes()
+        if not new_only:
+            return lines
+        fresh = [line for line in lines if line not in _NOTES_GIVEN]
+        _NOTES_GIVEN.update(fresh)
+        return fresh
+
+    def _notes(self) -> list[str]:
+        by_gpu: dict[str, list[str]] = {}
+        for gpu, dtype in sorted(self._uncalibrated_gemm):
+            by_gpu.setdefault(gpu, []).append(dtype)
+        lines = []
+        for gpu, dtypes in by_gpu.items():
+            params = self.params(gpu)
+            bounds = []
+            for dtype in dtypes:
+                source = params.sources.get(f"gemm_max_efficiency.{dtype}")
+                if source:
+                    bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, the "
+                                  f"best-shape {source} (an upper bound, optimistic for other "
+                                  "shapes)")
+                else:
+                    bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, a "
+                                  "modelled default")
+            lines.append(f"{gpu}: GEMMs timed by the roofline without GEMM measurements; "
+                         f"ceiling {'; '.join(bounds)}. To use measurements, run `heterosim "
+                         f"profile --out PROFILE.db --experiment E.yaml` on that GPU and pass "
+                         f"the database (`heterosim run E.yaml --db PROFILE.db`)")
+        return lines
 
     def time_templates(self, templates: OpTemplates, gpu: str) -> tuple[np.ndarray, np.ndarray]:
         """Durations (uint64 ns, 0 for comm rows) and provenance codes (uint8, PROVENANCES)."""
