@@ -58,14 +58,22 @@ CASES = [
 
 def bench_validation() -> None:
     model = ComputeModel()
+    fa2 = ComputeModel(attention_impl="flash-attention-2")
     print("| case | GPU | layer fwd+bwd (ms/micro-batch) | predicted s/iter | published s/iter | error |")
     print("|---|---|---|---|---|---|")
+    sensitivity = []
     for case, gpu, measured, attention, dp, dist, mcfg, tcfg in CASES:
-        est = estimate_iteration(mcfg, tcfg, single_gpu_parallel(dp, dist), gpu, model,
-                                 attention=attention)
+        par = single_gpu_parallel(dp, dist)
+        est = estimate_iteration(mcfg, tcfg, par, gpu, model, attention=attention)
         err = est.iteration_s / measured - 1
         print(f"| {case} | {gpu} | {1e3 * est.layer_fwd_bwd_s:.2f} | {est.iteration_s:.3f} | "
               f"{measured:.3f} | {100 * err:+.1f}% |")
+        if model.gpu_attention_impl(gpu) != "flash-attention-2" and attention == "flash":
+            alt = estimate_iteration(mcfg, tcfg, par, gpu, fa2, attention=attention)
+            sensitivity.append(f"{case}: {100 * (alt.iteration_s / measured - 1):+.1f}%")
+    print("with FlashAttention-2 tables instead of cuDNN on Hopper: " + "; ".join(sensitivity))
+    for note in model.notes():
+        print("note:", note)
 
 
 if __name__ == "__main__":
