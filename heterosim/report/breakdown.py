@@ -45,31 +45,33 @@ def rank_breakdown(
     plan: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray, rank_gpu: np.ndarray,
     gpu_host: np.ndarray, iteration_ns: int,
 ) -> RankBreakdown:
-    """Compute the breakdown of every rank from task start/end times."""
+    """Compute the breakdown of every rank from task start/end times.
+
+    Sorting is what costs at millions of flows, so each sort is chosen to be cheap on a plan's
+    natural order: spans sort flows by (instance, rank) starting from task order, where a
+    collective's flows are contiguous; the host-local/remote unions take flows in start order
+    (task order is nearly that) and then only sort by rank (a radix sort).
+    """
     num_ranks = len(rank_gpu)
-    gpu_rank = np.full(max(plan.num_gpus, int(rank_gpu.max()) + 1), -1, dtype=np.int64)
+    gpu_rank = np.full(max(plan.num_gpus, int(rank_gpu.max()) + 1), -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(num_ranks)
     ran = end_ns >= 0
 
-    comp = (plan.kind == COMPUTE) & ran
+    comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
+    comp = comp[gpu_rank[plan.gpu[comp]] >= 0]  # compute on a GPU without a rank is no rank's
     comp_rank = gpu_rank[plan.gpu[comp]]
     compute = union_length(start_ns[comp], end_ns[comp], comp_rank, num_ranks)
 
     flow = np.flatnonzero((plan.kind == FLOW) & ran)
+    src_gpu, dst_gpu = plan.gpu[flow], plan.dst[flow]
+    flow_start, flow_end = start_ns[flow], end_ns[flow]
     # Each flow touches two GPUs: its sender and its receiver.
-    side_gpu = np.concatenate([plan.gpu[flow], plan.dst[flow]])
-    other_gpu = np.concatenate([plan.dst[flow], plan.gpu[flow]])
-    side_rank = gpu_rank[side_gpu]
-    side_start = np.concatenate([start_ns[flow], start_ns[flow]])
-    side_end = np.concatenate([end_ns[flow], end_ns[flow]])
-    side_instance = np.concatenate([plan.collective[flow], plan.collective[flow]])
-    on_rank = side_rank >= 0
-    side_rank, side_gpu, other_gpu = side_rank[on_rank], side_gpu[on_rank], other_gpu[on_rank]
-    side_start, side_end, side_instance = side_start[on_rank], side_end[on_rank], side_instance[on_rank]
-
+    src_rank, dst_rank = gpu_rank[src_gpu], gpu_rank[dst_gpu]
+    inter_host = gpu_host[src_gpu] != gpu_host[dst_gpu]
     span_rank, span_start, span_end = _instance_spans(
-        side_rank, side_instance, side_start, side_end, num_ranks
+        src_rank, dst_rank, plan.collective[flow], flow_start, flow_end, num_ranks
     )
+    del flow, src_gpu, dst_gpu
     comm = union_length(span_start, span_end, span_rank, num_ranks)
     busy = union_length(
         np.concatenate([start_ns[comp], span_start]),
@@ -77,9 +79,18 @@ def rank_breakdown(
         np.concatenate([comp_rank, span_rank]),
         num_ranks,
     )
-    same_host = gpu_host[side_gpu] == gpu_host[other_gpu]
-    intra = union_length(side_start[same_host], side_end[same_host], side_rank[same_host], num_ranks)
-    inter = union_length(side_start[~same_host], side_end[~same_host], side_rank[~same_host], num_ranks)
+    # Sides (sender, receiver) interleaved per flow in start order; group = (rank, host side).
+    order = np.argsort(flow_start, kind="stable")
+    side_group = np.stack([src_rank[order], dst_rank[order]], axis=1).ravel()
+    on_rank = side_group >= 0
+    side_group *= 2
+    side_group += np.repeat(inter_host[order], 2)
+    side_start, side_end = np.repeat(flow_start[order], 2), np.repeat(flow_end[order], 2)
+    del order, src_rank, dst_rank, inter_host, flow_start, flow_end
+    if not on_rank.all():
+        side_group, side_start, side_end = side_group[on_rank], side_start[on_rank], side_end[on_rank]
+    by_host = union_length(side_start, side_end, side_group, 2 * num_ranks, starts_sorted=True)
+    intra, inter = by_host[0::2], by_host[1::2]
     return RankBreakdown(
         compute_ns=compute, comm_ns=comm, busy_ns=busy, exposed_comm_ns=busy - compute,
         bubble_ns=np.maximum(iteration_ns - busy, 0), intra_host_ns=intra, inter_host_ns=inter,
@@ -88,21 +99,45 @@ def rank_breakdown(
 
 
 def _instance_spans(
-    rank: np.ndarray, instance: np.ndarray, start: np.ndarray, end: np.ndarray, num_ranks: int,
+    src_rank: np.ndarray, dst_rank: np.ndarray, instance: np.ndarray, start: np.ndarray,
+    end: np.ndarray, num_ranks: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One span per (rank, instance): first start to last end. Flows without an instance
-    (instance < 0) are their own spans."""
-    if rank.size == 0:
+    """One span per (rank, instance) over the flows that rank sends or receives: first start to
+    last end. Flows without an instance (instance < 0) are their own spans; ranks < 0 (GPUs
+    without a rank) are skipped. Spans come in no particular order.
+
+    The sides of all flows get the key instance * num_ranks + rank (-1: not grouped) and are
+    sorted with a stable sort, which is cheap when flows come in task order (one collective's
+    flows are contiguous there)."""
+    count = instance.size
+    alone = instance < 0
+    ranks, starts, ends = [], [], []
+    if alone.any():
+        for rank in (src_rank, dst_rank):
+            own = np.flatnonzero(alone & (rank >= 0))
+            ranks.append(rank[own])
+            starts.append(start[own])
+            ends.append(end[own])
+    cells = (int(instance.max()) + 1) * num_ranks if count else 0
+    key = np.empty(2 * count, dtype=np.int32 if cells < np.iinfo(np.int32).max else np.int64)
+    for half, rank in enumerate((src_rank, dst_rank)):
+        side = key[half * count:(half + 1) * count]
+        np.multiply(instance, num_ranks, out=side, casting="unsafe")
+        side += rank
+        side[alone | (rank < 0)] = -1
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    bounds = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else order
+    if bounds.size and key[bounds[0]] < 0:
+        bounds = bounds[1:]  # the ungrouped sides sort first; reduceat skips what precedes bounds[0]
+    if bounds.size:
+        ranks.append(key[bounds] % num_ranks)
+        del key
+        np.remainder(order, count, out=order)  # side -> flow
+        starts.append(np.minimum.reduceat(start[order], bounds))
+        ends.append(np.maximum.reduceat(end[order], bounds))
+    if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    # One int64 key per (rank, instance); a flow without an instance gets a key of its own.
-    alone = instance < 0
-    first_alone = int(instance.max()) + 1 if instance.size else 0
-    key_instance = np.where(alone, first_alone + np.cumsum(alone) - 1, instance).astype(np.int64)
-    stride = int(key_instance.max()) + 1
-    unique, inverse = np.unique(rank.astype(np.int64) * stride + key_instance, return_inverse=True)
-    span_start = np.full(unique.size, np.iinfo(np.int64).max, dtype=np.int64)
-    span_end = np.full(unique.size, np.iinfo(np.int64).min, dtype=np.int64)
-    np.minimum.at(span_start, inverse, start)
-    np.maximum.at(span_end, inverse, end)
-    return unique // stride, span_start, span_end
+    return (np.concatenate(ranks).astype(np.int64), np.concatenate(starts).astype(np.int64),
+            np.concatenate(ends).astype(np.int64))

@@ -21,6 +21,7 @@ from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
+from heterosim.report.numeric_csv import write_numeric_csv
 from heterosim.report.perfetto import write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
 from heterosim.report.staging import staged_output
@@ -186,12 +187,12 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
         retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
         start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
         end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
-        columns = [np.asarray(flows[k], dtype=np.int64).tolist() for k in ("task", "src", "dst", "bytes")]
-        columns += [(start_ns * NS).tolist(), (end_ns * NS).tolist(), ((end_ns - start_ns) * NS).tolist(),
-                    np.asarray(retrans, dtype=np.int64).tolist()]
-        _write_csv(folder / "flows.csv",
-                   ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
-                   zip(*columns))
+        columns = [np.asarray(flows[k], dtype=np.int64) for k in ("task", "src", "dst", "bytes")]
+        columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, np.asarray(retrans, dtype=np.int64)]
+        write_numeric_csv(folder / "flows.csv",
+                          ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
+                          columns)
+        del columns
     links = engine.links
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
