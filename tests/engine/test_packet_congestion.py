@@ -9,7 +9,7 @@ import pytest
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import packet
-from heterosim.engine.topology import ACCESS, build_topology
+from heterosim.engine.topology import ACCESS, build_topology, to_native
 
 pytestmark = pytest.mark.ns3
 
@@ -204,3 +204,39 @@ def test_mixed_nic_speeds_pace_at_line_rate_and_share_per_threshold(native_lib):
         assert res["counters"]["drops"] == 0
         rates = acked_rates(res, range(3))
         assert rates == pytest.approx(EFFICIENCY * np.array(expected), rel=0.10), rates
+
+
+def _dcqcn_steps(native_lib, **attributes):
+    """(RateAi, RateHai) in use by a flow from a 100G NIC (GPU 1) and one from a 400G NIC
+    (GPU 3) of :func:`star_mixed`, both to GPU 0."""
+    ns3 = native_lib.ns3
+    ns3.Simulator.Destroy()
+    topo = star_mixed()
+    network = packet.create_packet_network(native_lib, to_native(topo, native_lib),
+                                           net("dcqcn", 32 << 20, **attributes), seed=1)
+    network.ScheduleFlows(2, np.arange(2, dtype=np.uint32), np.array([1, 3], np.uint32),
+                          np.zeros(2, np.uint32), np.full(2, 1 << 20, np.uint64),
+                          np.zeros(2, np.int64), np.full(2, 3, np.uint8))
+    ns3.Simulator.Stop(ns3.MicroSeconds(5))
+    ns3.Simulator.Run()
+    steps = []
+    for flow in range(2):
+        cc = ns3.DynamicCast[ns3.Dcqcn](network.GetFlowCc(flow))
+        steps.append((cc.GetRateAi(), cc.GetRateHai()))
+    network.Dispose()
+    ns3.Simulator.Destroy()
+    return steps
+
+
+def test_dcqcn_line_rate_steps_follow_each_nic_speed_and_explicit_values_win(native_lib):
+    """Default: the firmware's fixed 5 / 50 Mb/s on every NIC. RateAi = RateHai = 0 in
+    network.attributes: each queue pair takes its own NIC's speed through the HPCC simulator's
+    rule (5 / 50 Mb/s per 25 Gb/s); a non-zero step given beside it wins."""
+    assert _dcqcn_steps(native_lib) == [(5e6, 50e6)] * 2
+    scaled = {"RateAi": "0bps", "Dcqcn::RateHai": "0bps"}
+    assert _dcqcn_steps(native_lib, **scaled) == [(20e6, 200e6), (80e6, 800e6)]
+    assert _dcqcn_steps(native_lib, RateAi="0bps", RateHai="100Mbps") == [(20e6, 100e6),
+                                                                         (80e6, 100e6)]
+    # the rule itself is an attribute too
+    assert _dcqcn_steps(native_lib, **scaled, **{"Dcqcn::RateAiFraction": 1e-4}) == [
+        (10e6, 200e6), (40e6, 800e6)]

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ns3
 LINE = 100e9
 G = 5 / 1024  # Dcqcn::G default (Mellanox dce_tcp_g = 1019)
 ALPHA0 = 1023 / 1024  # Dcqcn::InitialAlpha
-AI, HAI = 5e6, 50e6  # Dcqcn::RateAi, RateHai
+AI, HAI = 5e6, 50e6  # Dcqcn::RateAi, RateHai (Mellanox rpg_ai_rate, rpg_hai_rate)
 BYTES = 32767  # Dcqcn::ByteCounter
 
 
@@ -33,8 +33,11 @@ def test_dcqcn_reaction_point_follows_hand_computed_rates_and_alpha(native_lib):
     ns3 = native_lib.ns3
     ns3.Simulator.Destroy()
     rp = ns3.CreateObject[ns3.Dcqcn]()
+    rp.SetAttribute("RateAi", ns3.DataRateValue(ns3.DataRate(int(AI))))
+    rp.SetAttribute("RateHai", ns3.DataRateValue(ns3.DataRate(int(HAI))))
     rp.Start(LINE, ns3.MicroSeconds(10), 4096)
     assert rp.GetRate() == LINE and rp.GetAlpha() == ALPHA0
+    assert rp.GetRateAi() == AI and rp.GetRateHai() == HAI
 
     # t = 10.5 us: first CNP -> immediate cut with the initial alpha; Rt keeps line rate
     advance_to(ns3, 10_500)
@@ -91,6 +94,76 @@ def test_dcqcn_reaction_point_follows_hand_computed_rates_and_alpha(native_lib):
     alpha4 = ((1 - G) * alpha3 + G) * (1 - G) ** 369  # [29.5, 30.5) CNP, then 369 empty
     assert rp.GetAlpha() == pytest.approx(alpha4, rel=1e-9)
     assert rp.GetCnpCount() == 3 and rp.GetRateChanges() == 6
+    rp.Dispose()
+    ns3.Simulator.Destroy()
+
+
+@pytest.mark.parametrize("line", [25e9, 100e9, 200e9, 400e9])
+def test_dcqcn_increase_steps_fixed_by_default_or_from_the_line_rate(native_lib, line):
+    """Default: the firmware's 5 / 50 Mb/s at every speed. RateAi = RateHai = 0: the HPCC
+    simulator's rule (network_models.md 1.6, S3 run.py) RATE_AI = 5 bw/25 Mb/s, RATE_HAI =
+    50 bw/25 Mb/s; a non-zero step set beside it is taken as given."""
+    ns3 = native_lib.ns3
+    ns3.Simulator.Destroy()
+    rp = ns3.CreateObject[ns3.Dcqcn]()
+    rp.Start(line, ns3.MicroSeconds(10), 4096)
+    assert (rp.GetRateAi(), rp.GetRateHai()) == (AI, HAI)
+    for name in ("RateAi", "RateHai"):
+        rp.SetAttribute(name, ns3.DataRateValue(ns3.DataRate(0)))
+    rp.Start(line, ns3.MicroSeconds(10), 4096)
+    ai, hai = 5e6 * line / 25e9, 50e6 * line / 25e9
+    assert rp.GetRateAi() == pytest.approx(ai, rel=1e-12)
+    assert rp.GetRateHai() == pytest.approx(hai, rel=1e-12)
+    # the step is the one applied: cut, then one byte-counter event (additive increase)
+    advance_to(ns3, 1000)
+    rp.ReceiveCnp()
+    cut = rp.GetRate()
+    rp.OnSend(BYTES)
+    assert rp.GetTargetRate() == pytest.approx(line, rel=1e-12)  # Rt = min(line + ai, line)
+    rp.ReceiveCnp()  # within the decrease period: cut at its end, Rt clamped to Rc first
+    advance_to(ns3, 5000)
+    rt = (line + cut) / 2
+    assert rp.GetTargetRate() == pytest.approx(rt, rel=1e-12)
+    rp.OnSend(BYTES)
+    assert rp.GetTargetRate() == pytest.approx(rt + ai, rel=1e-12)
+    # an explicit step wins over the rule; the other one keeps following it
+    rp.SetAttribute("RateAi", ns3.DataRateValue(ns3.DataRate(40_000_000)))
+    rp.Start(line, ns3.MicroSeconds(10), 4096)
+    assert rp.GetRateAi() == 40e6 and rp.GetRateHai() == pytest.approx(hai, rel=1e-12)
+    rp.Dispose()
+    ns3.Simulator.Destroy()
+
+
+def test_dcqcn_without_byte_counter_stages_timer_events_as_the_hpcc_simulator(native_lib):
+    """ByteCounter = 0 (S3's Mellanox model, network_models.md 1.5): after a cut, timer event
+    s = 0 is fast recovery, s = F (1) additive, s > F hyper by a constant RateHai; bytes sent
+    never count."""
+    ns3 = native_lib.ns3
+    ns3.Simulator.Destroy()
+    rp = ns3.CreateObject[ns3.Dcqcn]()
+    rp.SetAttribute("ByteCounter", ns3.UintegerValue(0))
+    rp.Start(LINE, ns3.MicroSeconds(10), 4096)
+    advance_to(ns3, 1000)
+    rp.ReceiveCnp()
+    rc = LINE * (1 - ALPHA0 / 2)
+    rp.OnSend(100 * BYTES)
+    assert rp.GetRate() == pytest.approx(rc, rel=1e-12) and rp.GetByteStage() == 0
+    advance_to(ns3, 301_001)  # timer event s = 0: fast recovery, Rt stays at line rate
+    rc = (LINE + rc) / 2
+    assert rp.GetRate() == pytest.approx(rc, rel=1e-12) and rp.GetTargetRate() == LINE
+    advance_to(ns3, 302_000)  # a cut after an increase: Rt <- Rc, then Rc cut
+    rp.ReceiveCnp()
+    rt = rc
+    rc *= 1 - rp.GetAlpha() / 2
+    assert rp.GetTargetRate() == pytest.approx(rt, rel=1e-12)
+    assert rp.GetRate() == pytest.approx(rc, rel=1e-12)
+    for s, step in enumerate((0.0, AI, HAI, HAI)):  # timer events 300 us apart
+        advance_to(ns3, 302_000 + 300_000 * (s + 1) + 1)
+        rt += step
+        rc = (rt + rc) / 2
+        assert rp.GetTimerStage() == s + 1
+        assert rp.GetTargetRate() == pytest.approx(rt, rel=1e-12)
+        assert rp.GetRate() == pytest.approx(rc, rel=1e-12)
     rp.Dispose()
     ns3.Simulator.Destroy()
 

@@ -43,10 +43,11 @@ Dcqcn::GetTypeId()
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("ByteCounter",
                           "Payload bytes per byte-counter increase event, bytes (Mellanox "
-                          "rpg_byte_reset)",
+                          "rpg_byte_reset); 0 = no byte counter, increase by the timer only "
+                          "(the HPCC simulator's DCQCN)",
                           UintegerValue(32767),
                           MakeUintegerAccessor(&Dcqcn::m_byteCounter),
-                          MakeUintegerChecker<uint64_t>(1))
+                          MakeUintegerChecker<uint64_t>())
             .AddAttribute("G",
                           "Alpha EWMA gain g (Mellanox dce_tcp_g = 1019 -> 5/1024)",
                           DoubleValue(5.0 / 1024.0),
@@ -64,15 +65,31 @@ Dcqcn::GetTypeId()
                           MakeUintegerAccessor(&Dcqcn::m_f),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("RateAi",
-                          "Additive increase step (Mellanox rpg_ai_rate)",
+                          "Additive increase step (Mellanox rpg_ai_rate); 0 = RateAiFraction x "
+                          "the line rate",
                           DataRateValue(DataRate("5Mbps")),
                           MakeDataRateAccessor(&Dcqcn::m_rai),
                           MakeDataRateChecker())
             .AddAttribute("RateHai",
-                          "Hyper increase step (Mellanox rpg_hai_rate)",
+                          "Hyper increase step (Mellanox rpg_hai_rate); 0 = RateHaiFraction x "
+                          "the line rate",
                           DataRateValue(DataRate("50Mbps")),
                           MakeDataRateAccessor(&Dcqcn::m_rhai),
                           MakeDataRateChecker())
+            .AddAttribute("RateAiFraction",
+                          "Additive increase step as a fraction of the line rate, used when "
+                          "RateAi is 0: 5 Mb/s per 25 Gb/s, the HPCC simulator's rule RATE_AI = "
+                          "5 * bw / 25 Mb/s (network_models.md 1.6, S3 run.py)",
+                          DoubleValue(5e6 / 25e9),
+                          MakeDoubleAccessor(&Dcqcn::m_raiFraction),
+                          MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("RateHaiFraction",
+                          "Hyper increase step as a fraction of the line rate, used when "
+                          "RateHai is 0: 50 Mb/s per 25 Gb/s, the HPCC simulator's rule "
+                          "RATE_HAI = 50 * bw / 25 Mb/s (network_models.md 1.6, S3 run.py)",
+                          DoubleValue(50e6 / 25e9),
+                          MakeDoubleAccessor(&Dcqcn::m_rhaiFraction),
+                          MakeDoubleChecker<double>(0.0, 1.0))
             .AddAttribute("MinRate",
                           "Rate floor (Mellanox rpg_min_rate)",
                           DataRateValue(DataRate("1Mbps")),
@@ -112,6 +129,10 @@ void
 Dcqcn::Start(double lineRateBps, Time baseRtt, uint32_t mtuBytes)
 {
     RdmaCongestionControl::Start(lineRateBps, baseRtt, mtuBytes);
+    m_raiBps = m_rai.GetBitRate() > 0 ? static_cast<double>(m_rai.GetBitRate())
+                                      : m_raiFraction * lineRateBps;
+    m_rhaiBps = m_rhai.GetBitRate() > 0 ? static_cast<double>(m_rhai.GetBitRate())
+                                        : m_rhaiFraction * lineRateBps;
     m_rt = lineRateBps;
     m_alpha = m_initialAlpha;
     m_started = false;
@@ -195,6 +216,18 @@ Dcqcn::GetCnpCount() const
     return m_cnps;
 }
 
+double
+Dcqcn::GetRateAi() const
+{
+    return m_raiBps;
+}
+
+double
+Dcqcn::GetRateHai() const
+{
+    return m_rhaiBps;
+}
+
 void
 Dcqcn::ReceiveCnp()
 {
@@ -267,7 +300,7 @@ Dcqcn::TimerExpired()
 void
 Dcqcn::OnSend(uint32_t bytes)
 {
-    if (m_rate >= m_lineRate)
+    if (m_byteCounter == 0 || m_rate >= m_lineRate)
     {
         return;
     }
@@ -284,19 +317,35 @@ void
 Dcqcn::Increase()
 {
     m_increasedSinceCut = true;
-    uint32_t lo = std::min(m_timerStage, m_byteStage);
-    uint32_t hi = std::max(m_timerStage, m_byteStage);
-    if (hi < m_f)
+    if (m_byteCounter == 0)
     {
-        // fast recovery: Rt unchanged
-    }
-    else if (lo < m_f)
-    {
-        m_rt += static_cast<double>(m_rai.GetBitRate());
+        // timer only, staged as the HPCC simulator does: s = timer events before this one
+        uint32_t s = m_timerStage - 1;
+        if (s == m_f)
+        {
+            m_rt += m_raiBps;
+        }
+        else if (s > m_f)
+        {
+            m_rt += m_rhaiBps;
+        }
     }
     else
     {
-        m_rt += static_cast<double>(lo - m_f + 1) * static_cast<double>(m_rhai.GetBitRate());
+        uint32_t lo = std::min(m_timerStage, m_byteStage);
+        uint32_t hi = std::max(m_timerStage, m_byteStage);
+        if (hi < m_f)
+        {
+            // fast recovery: Rt unchanged
+        }
+        else if (lo < m_f)
+        {
+            m_rt += m_raiBps;
+        }
+        else
+        {
+            m_rt += static_cast<double>(lo - m_f + 1) * m_rhaiBps;
+        }
     }
     m_rt = std::min(m_rt, m_lineRate);
     SetRate((m_rt + m_rate) / 2.0);

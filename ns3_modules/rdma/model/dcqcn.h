@@ -16,6 +16,19 @@ namespace ns3
  * §1.5; defaults are the firmware defaults of §1.6 [S4]; the NP's CNP interval
  * (RdmaNic::CnpInterval) defaults to the matching 4 us).
  *
+ * The increase steps are the firmware's fixed RateAi = 5 Mb/s and RateHai = 50 Mb/s at every
+ * speed. RateAi = 0 (RateHai = 0) derives the step from the QP's line rate (its NIC's port
+ * rate, or the GPUDirect PCIe rate where that is lower) instead: RateAiFraction = 5 Mb/s and
+ * RateHaiFraction = 50 Mb/s per 25 Gb/s, the HPCC simulator's run.py rule (RATE_AI = 5 bw/25,
+ * RATE_HAI = 50 bw/25 Mb/s [S3]), so each NIC of a mixed-speed cluster gets the steps of its
+ * own speed (20 / 200 Mb/s at 100G, 80 / 800 Mb/s at 400G). That rule belongs to S3's
+ * timer-only reaction point (ByteCounter = 0 here): with timer-driven increases alone, Rt grows
+ * by RateAi per IncreaseTimer, so only steps proportional to the line rate recover the same
+ * fraction of it per second at every speed. The firmware's byte counter already fires in
+ * proportion to the sending rate (every 32767 bytes: 0.66 us at 400 Gb/s), so its additive
+ * increase (Rt += RateAi per ByteCounter bytes) already recovers the same fraction of the line
+ * rate per second at every speed; scaling the steps as well makes that grow with the speed.
+ *
  * - Alpha is updated periodically (AlphaUpdateInterval, periods counted from the first CNP):
  *   alpha <- (1-g) alpha + g if a CNP arrived in the period, else (1-g) alpha.
  * - Rate decrease is periodic: a CNP cuts at once if no cut happened in the last
@@ -28,6 +41,10 @@ namespace ns3
  *   With F = FastRecoveryThreshold: fast recovery while both stages < F (Rc <- (Rt+Rc)/2);
  *   additive increase when one stage reached F (Rt += RateAi); hyper increase when both did
  *   (Rt += i RateHai, i = min(T, BC) - F + 1); then Rc <- (Rt+Rc)/2; both capped at line rate.
+ *   ByteCounter 0 turns the byte counter off and stages the timer events as the HPCC simulator
+ *   does (network_models.md §1.5 [S3]): with s timer events since the cut before this one,
+ *   fast recovery while s < F, additive increase at s = F, hyper increase by a constant RateHai
+ *   for s > F.
  *
  * Alpha and the NP's CNP spacing must be consistent. Under sustained marking the NP sends one
  * CNP per CnpInterval N, so alpha settles where one rise balances the decays of the k - 1
@@ -69,6 +86,10 @@ class Dcqcn : public RdmaCongestionControl
     uint32_t GetByteStage() const;
     /** \return CNPs received */
     uint64_t GetCnpCount() const;
+    /** \return the additive increase step in use since Start(), bit/s */
+    double GetRateAi() const;
+    /** \return the hyper increase step in use since Start(), bit/s */
+    double GetRateHai() const;
 
   private:
     /** Apply the alpha updates of every period that ended by now. */
@@ -90,14 +111,18 @@ class Dcqcn : public RdmaCongestionControl
     double m_g;                //!< alpha EWMA gain
     double m_initialAlpha;     //!< alpha at start
     uint32_t m_f;              //!< fast recovery threshold F
-    DataRate m_rai;            //!< additive increase step
-    DataRate m_rhai;           //!< hyper increase step
+    DataRate m_rai;            //!< additive increase step (0 = from the line rate)
+    DataRate m_rhai;           //!< hyper increase step (0 = from the line rate)
+    double m_raiFraction;      //!< additive step per bit/s of line rate
+    double m_rhaiFraction;     //!< hyper step per bit/s of line rate
     double m_minDecFactor;     //!< smallest allowed Rc_new / Rc_old
     bool m_clampTarget;        //!< Rt <- Rc on every cut
     bool m_clampAfterInc;      //!< Rt <- Rc on a cut after an increase event
     double m_rateOnFirstCnp;   //!< Rc scale at the first CNP (0 = not used)
 
     // state
+    double m_raiBps{0};          //!< additive increase step in use, bit/s
+    double m_rhaiBps{0};         //!< hyper increase step in use, bit/s
     double m_rt{0};              //!< target rate
     double m_alpha{1};           //!< congestion estimate
     bool m_started{false};       //!< first CNP seen (alpha periods run)
