@@ -135,17 +135,25 @@ def _label_fn(run: Any):
     colls = run.tables.collectives
 
     def labels(tasks: np.ndarray) -> list[str]:
-        out = []
-        for t in tasks:
-            r, node, c = int(plan.rank[t]), int(plan.node[t]), int(plan.collective[t])
-            if r >= 0 and node >= 0:
-                tr = traces[r]
-                out.append(tr.templates.label_names[int(tr.templates.label[int(tr.template[node])])])
-            elif c >= 0:
-                out.append(COLLECTIVE_NAMES.get(int(colls["comm_type"][c]), "collective").lower())
-            else:
-                out.append("p2p")
-        return out
+        """Op label for a trace node, collective type for a collective's flow, else "p2p"."""
+        tasks = np.asarray(tasks, dtype=np.int64)
+        rank, node, coll = plan.rank[tasks], plan.node[tasks], plan.collective[tasks]
+        out = np.full(tasks.size, "p2p", dtype=object)
+        op = (rank >= 0) & (node >= 0)
+        by_rank = np.flatnonzero(op)
+        by_rank = by_rank[np.argsort(rank[by_rank], kind="stable")]
+        ranks, first = np.unique(rank[by_rank], return_index=True)
+        for r, rows in zip(ranks.tolist(), np.split(by_rank, first[1:])):
+            templates = traces[r].templates
+            names = np.asarray(templates.label_names, dtype=object)
+            out[rows] = names[templates.label[traces[r].template[node[rows]]]]
+        in_coll = np.flatnonzero(~op & (coll >= 0))
+        if in_coll.size:
+            types, inverse = np.unique(np.asarray(colls["comm_type"])[coll[in_coll]], return_inverse=True)
+            names = np.array([COLLECTIVE_NAMES.get(int(t), "collective").lower() for t in types.tolist()],
+                             dtype=object)
+            out[in_coll] = names[inverse]
+        return out.tolist()
 
     return labels
 

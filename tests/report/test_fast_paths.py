@@ -5,6 +5,8 @@ its definitions."""
 from __future__ import annotations
 
 import csv
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +15,9 @@ from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.report.breakdown import rank_breakdown
 from heterosim.report.intervals import union_length
 from heterosim.report.numeric_csv import write_numeric_csv
+from heterosim.report.perfetto import longest, write_perfetto_trace
+from heterosim.report.run_report import _counter_tracks, _label_fn, write_run_outputs
+from heterosim.workload.trace import COLLECTIVE_NAMES
 
 
 def csv_module_bytes(tmp_path, header, columns) -> bytes:
@@ -43,7 +48,7 @@ def awkward_columns(n: int, rng: np.random.Generator) -> list[np.ndarray]:
     ]
 
 
-@pytest.mark.parametrize("block_rows", [1, 7, 1000, 1 << 17])
+@pytest.mark.parametrize("block_rows", [3, 1000, 1 << 17])
 def test_numeric_csv_is_byte_identical_to_csv_writer(tmp_path, block_rows):
     rng = np.random.default_rng(11)
     columns = awkward_columns(3001, rng)
@@ -76,6 +81,16 @@ def test_union_with_sorted_starts_matches_general_sort():
                               union_length(starts, ends, groups, 9))
 
 
+def test_longest_is_a_stable_sort_by_length():
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        n = int(rng.integers(0, 50))
+        length = rng.integers(0, int(rng.integers(1, 6)), n)  # many ties
+        count = int(rng.integers(0, n + 2))
+        assert np.array_equal(longest(length, count),
+                              np.sort(np.argsort(-length, kind="stable")[:count]))
+
+
 # --- rank breakdown against its definitions, in plain Python ---------------------------------
 
 
@@ -92,32 +107,38 @@ def covered(intervals) -> int:
 
 
 def reference_breakdown(plan, start, end, rank_gpu, gpu_host, iteration):
-    names = ("compute", "comm", "busy", "intra", "inter")
-    out = {k: [] for k in names}
-    for gpu in rank_gpu:
-        compute, spans, intra, inter = [], {}, [], []
-        for t in range(len(plan)):
-            if end[t] < 0:
+    kind, src, dst = plan.kind.tolist(), plan.gpu.tolist(), plan.dst.tolist()
+    coll, start, end = plan.collective.tolist(), np.asarray(start).tolist(), np.asarray(end).tolist()
+    host = np.asarray(gpu_host).tolist()
+    ranked = set(np.asarray(rank_gpu).tolist())
+    compute = {g: [] for g in ranked}
+    spans = {g: {} for g in ranked}
+    intra = {g: [] for g in ranked}
+    inter = {g: [] for g in ranked}
+    for t in range(len(kind)):
+        if end[t] < 0:
+            continue
+        interval = (start[t], end[t])
+        if kind[t] == COMPUTE and src[t] in ranked:
+            compute[src[t]].append(interval)
+        if kind[t] != FLOW:
+            continue
+        # a flow counts for its sender and for its receiver (twice for a self-flow)
+        for side, other in ((src[t], dst[t]), (dst[t], src[t])):
+            if side not in ranked:
                 continue
-            interval = (int(start[t]), int(end[t]))
-            if plan.kind[t] == COMPUTE and plan.gpu[t] == gpu:
-                compute.append(interval)
-            if plan.kind[t] == FLOW and gpu in (plan.gpu[t], plan.dst[t]):
-                # a self-flow (gpu -> gpu) counts once per side, as a sender and a receiver
-                for side, other in ((plan.gpu[t], plan.dst[t]), (plan.dst[t], plan.gpu[t])):
-                    if side != gpu:
-                        continue
-                    key = int(plan.collective[t]) if plan.collective[t] >= 0 else ("alone", t, other)
-                    lo, hi = spans.get(key, (interval[0], interval[1]))
-                    spans[key] = (min(lo, interval[0]), max(hi, interval[1]))
-                    (intra if gpu_host[gpu] == gpu_host[other] else inter).append(interval)
-        span_list = list(spans.values())
-        busy = covered(compute + span_list)
-        out["compute"].append(covered(compute))
+            key = coll[t] if coll[t] >= 0 else ("alone", t, other)
+            lo, hi = spans[side].get(key, interval)
+            spans[side][key] = (min(lo, interval[0]), max(hi, interval[1]))
+            (intra if host[side] == host[other] else inter)[side].append(interval)
+    out = {k: [] for k in ("compute", "comm", "busy", "intra", "inter")}
+    for gpu in np.asarray(rank_gpu).tolist():
+        span_list = list(spans[gpu].values())
+        out["compute"].append(covered(compute[gpu]))
         out["comm"].append(covered(span_list))
-        out["busy"].append(busy)
-        out["intra"].append(covered(intra))
-        out["inter"].append(covered(inter))
+        out["busy"].append(covered(compute[gpu] + span_list))
+        out["intra"].append(covered(intra[gpu]))
+        out["inter"].append(covered(inter[gpu]))
     return {k: np.array(v, dtype=np.int64) for k, v in out.items()}
 
 
@@ -157,3 +178,118 @@ def test_breakdown_matches_plain_python_definitions(seed):
     assert np.array_equal(bd.intra_host_ns, ref["intra"])
     assert np.array_equal(bd.inter_host_ns, ref["inter"])
     assert np.array_equal(bd.bubble_ns, np.maximum(iteration - ref["busy"], 0))
+
+
+# --- a small run: every fast path against its straightforward form ---------------------------
+
+TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_experiment.yaml"
+
+
+@pytest.fixture(scope="module", params=["flow", "packet"])
+def tiny_run(request, native_lib, tmp_path_factory):
+    from heterosim.config.experiment import load_experiment
+    from heterosim.simulate import run_experiment
+
+    run = run_experiment(load_experiment(TINY), fidelity=request.param)
+    out = tmp_path_factory.mktemp(request.param) / "out"
+    results = write_run_outputs(run, out, plots=False)
+    return run, out, results
+
+
+@pytest.mark.ns3
+def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
+    run, out, _ = tiny_run
+    flows = {k: np.asarray(v).tolist() for k, v in run.engine.flows.items()}
+    rows = []
+    for i in range(len(flows["task"])):
+        start, end = flows["start_ns"][i], flows["end_ns"][i]
+        rows.append([flows["task"][i], flows["src"][i], flows["dst"][i], flows["bytes"][i],
+                     start * 1e-9, end * 1e-9, (end - start) * 1e-9,
+                     flows["retransmits"][i] if "retransmits" in flows else 0])
+    path = tmp_path / "reference.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"])
+        writer.writerows(rows)
+    assert len(rows) > 100
+    assert (out / "flows.csv").read_bytes() == path.read_bytes()
+
+
+@pytest.mark.ns3
+def test_run_breakdown_is_the_plain_python_one(tiny_run):
+    run, _, results = tiny_run
+    ref = reference_breakdown(run.tables.plan, run.engine.task_start_ns, run.engine.task_end_ns,
+                              run.rank_gpu, run.experiment.cluster.gpu_host, run.engine.makespan_ns)
+    iteration = int(run.engine.makespan_ns)
+    for r, row in enumerate(results["ranks"]):
+        assert row["compute_s"] == ref["compute"][r] * 1e-9
+        assert row["comm_s"] == ref["comm"][r] * 1e-9
+        assert row["busy_s"] == ref["busy"][r] * 1e-9
+        assert row["exposed_comm_s"] == (ref["busy"][r] - ref["compute"][r]) * 1e-9
+        assert row["bubble_s"] == max(iteration - ref["busy"][r], 0) * 1e-9
+        assert row["intra_host_comm_s"] == ref["intra"][r] * 1e-9
+        assert row["inter_host_comm_s"] == ref["inter"][r] * 1e-9
+
+
+def reference_trace(path, run, counters, rank_names, max_events):
+    """trace.json written one task at a time, longest spans kept by a full stable sort."""
+    plan = run.tables.plan
+    start, end = run.engine.task_start_ns.tolist(), run.engine.task_end_ns.tolist()
+    kind = plan.kind.tolist()
+    gpu_rank = {int(g): r for r, g in enumerate(run.rank_gpu)}
+    spans = []  # (task, rank, thread) in the order compute, flow senders, flow receivers
+    for wanted, side, thread in ((COMPUTE, plan.gpu.tolist(), 0), (FLOW, plan.gpu.tolist(), 1),
+                                 (FLOW, plan.dst.tolist(), 1)):
+        spans += [(t, gpu_rank[side[t]], thread) for t in range(len(kind))
+                  if kind[t] == wanted and end[t] >= 0 and side[t] in gpu_rank]
+    dropped = max(0, len(spans) - max_events)
+    if dropped:
+        by_length = sorted(range(len(spans)), key=lambda i: -(end[spans[i][0]] - start[spans[i][0]]))
+        spans = [spans[i] for i in sorted(by_length[:max_events])]
+    events = []
+    for rank, name in enumerate(rank_names):
+        events.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": name}})
+        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": 0, "args": {"name": "compute"}})
+        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": 1,
+                       "args": {"name": "communication"}})
+    comm_type = np.asarray(run.tables.collectives.get("comm_type", [])).tolist()
+    task_rank, task_node, task_coll = plan.rank.tolist(), plan.node.tolist(), plan.collective.tolist()
+    op_label = [tr.templates.label[tr.template].tolist() for tr in run.traces]
+    for t, rank, thread in spans:
+        r, node, c = task_rank[t], task_node[t], task_coll[t]
+        if r >= 0 and node >= 0:
+            label = run.traces[r].templates.label_names[op_label[r][node]]
+        elif c >= 0:
+            label = COLLECTIVE_NAMES.get(comm_type[c], "collective").lower()
+        else:
+            label = "p2p"
+        events.append({"ph": "X", "name": label, "pid": rank, "tid": thread,
+                       "ts": float(start[t]) / 1000.0, "dur": float(end[t] - start[t]) / 1000.0})
+    if counters:
+        events.append({"ph": "M", "name": "process_name", "pid": len(rank_names), "tid": 0,
+                       "args": {"name": "network"}})
+        for track, (times, values) in counters.items():
+            for t, v in zip(times, values):
+                events.append({"ph": "C", "name": track, "pid": len(rank_names), "tid": 0,
+                               "ts": float(t) / 1000.0, "args": {"value": float(v)}})
+    document = {"traceEvents": events, "displayTimeUnit": "ns",
+                "metadata": {"spans": len(spans), "dropped_spans": dropped}}
+    path.write_text(json.dumps(document, separators=(",", ":")))
+
+
+@pytest.mark.ns3
+def test_run_trace_is_the_one_written_event_by_event(tiny_run, tmp_path):
+    run, out, results = tiny_run
+    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+                  for r, row in enumerate(results["ranks"])]
+    counters = _counter_tracks(run.engine.series or {}, run.topology)
+    reference_trace(tmp_path / "full.json", run, counters, rank_names, 200_000)
+    assert (out / "trace.json").read_bytes() == (tmp_path / "full.json").read_bytes()
+    spans = json.loads((out / "trace.json").read_text())["metadata"]["spans"]
+    cap = spans // 3  # keep a third: the longest, ties to the earlier span
+    info = write_perfetto_trace(tmp_path / "capped.json", run.tables.plan, run.engine.task_start_ns,
+                                run.engine.task_end_ns, run.rank_gpu, rank_names, _label_fn(run),
+                                counters, max_events=cap)
+    reference_trace(tmp_path / "capped_ref.json", run, counters, rank_names, cap)
+    assert info == {"spans": cap, "dropped_spans": spans - cap}
+    assert (tmp_path / "capped.json").read_bytes() == (tmp_path / "capped_ref.json").read_bytes()
