@@ -45,7 +45,8 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     ``network`` gives the congestion control, MTU (payload bytes per packet), PFC, switch
     buffer and ECMP switch; ``network.attributes`` overrides any attribute of the network or
     of the components it creates by name (``RateAi``, ``Dcqcn::RateAi``, ``EcnKmin``,
-    ``AckInterval``, ...). ``FluidNetwork::`` entries belong to the flow model and are skipped.
+    ``AckInterval``, ...; ``Dcqcn::RateAi: 0bps`` derives DCQCN's step from each NIC's own line
+    rate, see dcqcn.h). ``FluidNetwork::`` entries belong to the flow model and are skipped.
     """
     if network.cc not in CC_ALGORITHMS:
         raise UserError(f"network: cc: expected one of {', '.join(CC_ALGORITHMS)}, "
