@@ -81,8 +81,10 @@ class _IntField:
     def fill(self, out: np.ndarray, word: int, lo: int, hi: int) -> None:
         value = self.values[lo:hi].astype(np.int64)
         magnitude = np.abs(value)
+        if self.chunks == 1:  # below 10^4: one table word, no leading zeros
+            out[:, word + self.words - 1] = _DIGITS4[magnitude + 10_000]
         rest = magnitude
-        for j in range(self.chunks):
+        for j in range(self.chunks if self.chunks > 1 else 0):
             present = rest > 0 if j else True
             rest, chunk = np.divmod(rest, 10_000)
             # 0: all four digits; 1: the leading chunk (no leading zeros); 2: nothing

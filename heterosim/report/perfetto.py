@@ -37,24 +37,39 @@ def write_perfetto_trace(
     (time_ns, value) arrays.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
-    gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
+    gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
     flows = np.flatnonzero((plan.kind == FLOW) & ran)
-    # A flow is shown on its sender's and its receiver's communication thread.
-    span_task = np.concatenate([comp, flows, flows])
-    span_rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]],
-                                gpu_rank[plan.dst[flows]]])
-    span_thread = np.concatenate([np.full(comp.size, COMPUTE_THREAD),
-                                  np.full(2 * flows.size, COMM_THREAD)])
-    keep = span_rank >= 0
-    span_task, span_rank, span_thread = span_task[keep], span_rank[keep], span_thread[keep]
+    # Spans in this order: compute tasks, then each flow on its sender's and on its receiver's
+    # communication thread. Only the kept ones are materialised as (task, rank, thread).
+    parts = []
+    for tasks, side, thread in ((comp, plan.gpu, COMPUTE_THREAD), (flows, plan.gpu, COMM_THREAD),
+                                (flows, plan.dst, COMM_THREAD)):
+        rank = gpu_rank[side[tasks]]
+        if rank.size and rank.min() < 0:
+            tasks, rank = tasks[rank >= 0], rank[rank >= 0]
+        parts.append((tasks, rank, thread))
+    bounds = np.cumsum([0] + [tasks.size for tasks, _, _ in parts])
+    total = int(bounds[-1])
     dropped = 0
-    if span_task.size > max_events:
-        chosen = longest(end_ns[span_task] - start_ns[span_task], max_events)
-        dropped = int(span_task.size - chosen.size)
-        span_task, span_rank, span_thread = span_task[chosen], span_rank[chosen], span_thread[chosen]
+    if total > max_events:
+        chosen = longest(np.concatenate([end_ns[t] - start_ns[t] for t, _, _ in parts]), max_events)
+        dropped = total - int(chosen.size)
+    else:
+        chosen = np.arange(total)
+    part = np.searchsorted(bounds, chosen, side="right") - 1
+    index = chosen - bounds[part]
+    span_task = np.empty(chosen.size, dtype=np.int64)
+    span_rank = np.empty(chosen.size, dtype=np.int64)
+    span_thread = np.empty(chosen.size, dtype=np.int64)
+    for i, (tasks, rank, thread) in enumerate(parts):
+        mine = part == i
+        span_task[mine] = tasks[index[mine]]
+        span_rank[mine] = rank[index[mine]]
+        span_thread[mine] = thread
+    del parts, comp, flows
     labels = task_label(span_task)
     events: list[dict] = []
     for rank, name in enumerate(rank_names):
