@@ -9,6 +9,12 @@ are CPU times, not GPU times, and the database says so in its ``runs.note``.
 The op list is either the distinct compute ops of an experiment (from
 :mod:`heterosim.workload.ops`) or a standard sweep of GEMM, attention (fwd and bwd), norm and
 elementwise shapes. torch is an optional dependency (``pip install heterosim[profile]``).
+
+fp8 GEMMs run through ``torch._scaled_mm`` (cuBLASLt's fp8 GEMM on CUDA): e4m3 operands with unit
+tensor-wise scales, bf16 output, the second operand column-major as cuBLASLt requires, and the
+default split accumulation (Transformer Engine uses it for dgrad and wgrad; its forward GEMMs use
+the faster accumulation, so forward fp8 GEMMs are timed conservatively). Shapes it cannot run
+(batched, or a dimension not a multiple of 16) and builds without it are skipped with a message.
 """
 
 from __future__ import annotations
@@ -130,8 +136,34 @@ def _torch_dtype(torch, dtype: str):
             "tf32": torch.float32}[dtype]
 
 
-def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object]:
-    """A closure that runs ``op`` once on fresh inputs allocated here."""
+def fp8_gemm_runner(torch, m: int, n: int, k: int, batch: int,
+                    device: str) -> Callable[[], object] | None:
+    """``torch._scaled_mm`` on fresh e4m3 inputs (module docstring), or None where this PyTorch
+    or device cannot run the shape."""
+    if batch != 1 or any(x % 16 for x in (m, n, k)) or not hasattr(torch, "_scaled_mm") \
+            or not hasattr(torch, "float8_e4m3fn"):
+        return None
+    a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()
+    one = torch.ones((), device=device, dtype=torch.float32)
+
+    def run() -> object:
+        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    try:
+        run()
+    except (RuntimeError, TypeError, NotImplementedError):
+        return None
+    return run
+
+
+def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object] | None:
+    """A closure that runs ``op`` once on fresh inputs allocated here (None: cannot run it)."""
+    if op.dtype == "fp8":
+        if op.op_kind != "gemm":
+            return None
+        m, n, k, batch = op.shape
+        return fp8_gemm_runner(torch, m, n, k, batch, device)
     dt = _torch_dtype(torch, op.dtype)
     kw = {"device": device, "dtype": dt}
     if op.op_kind == "gemm":
@@ -236,13 +268,14 @@ def profile(out: str | Path, ops: Iterable[ProfileOp] | None = None, *, device: 
     rows = []
     source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
     for op in op_list:
-        if device == "cpu" and op.dtype in ("bf16", "fp16", "fp8"):
+        if device == "cpu" and op.dtype in ("bf16", "fp16"):
             op = ProfileOp(op.op_kind, "fp32", op.shape, op.shape_extra, op.flops, op.bytes_moved,
                            op.pass_)
-        if op.dtype == "fp8":
-            log(f"profile: skipping fp8 {op.op_kind} {op.shape} (plain PyTorch has no fp8 GEMM)")
-            continue
         runner = build_runner(torch, op, device)
+        if runner is None:
+            log(f"profile: skipping {op.dtype} {op.op_kind} {op.shape} (torch._scaled_mm cannot "
+                f"run it on {device} with this PyTorch)")
+            continue
         t = time_runner(torch, runner, device, warmup, repeats, l2_flush)
         rows.append(Measurement(label, op.op_kind, op.dtype, op.pass_, op.shape, op.shape_extra,
                                 op.flops, op.bytes_moved, t, source,
