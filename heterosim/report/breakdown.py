@@ -68,10 +68,12 @@ def rank_breakdown(
     # Each flow touches two GPUs: its sender and its receiver.
     src_rank, dst_rank = gpu_rank[src_gpu], gpu_rank[dst_gpu]
     inter_host = gpu_host[src_gpu] != gpu_host[dst_gpu]
+    instance = plan.collective[flow]
+    del flow, src_gpu, dst_gpu  # large temporaries go as soon as they are used (peak memory)
     span_rank, span_start, span_end = _instance_spans(
-        src_rank, dst_rank, plan.collective[flow], flow_start, flow_end, num_ranks
+        src_rank, dst_rank, instance, flow_start, flow_end, num_ranks
     )
-    del flow, src_gpu, dst_gpu
+    del instance
     comm = union_length(span_start, span_end, span_rank, num_ranks)
     busy = union_length(
         np.concatenate([start_ns[comp], span_start]),
@@ -136,6 +138,7 @@ def _instance_spans(
         np.remainder(order, count, out=order)  # side -> flow
         starts.append(np.minimum.reduceat(start[order], bounds))
         ends.append(np.maximum.reduceat(end[order], bounds))
+        del order
     if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty

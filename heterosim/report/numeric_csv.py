@@ -145,4 +145,6 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     change[1:] = values[1:] != values[:-1]
     starts = np.flatnonzero(change)
     distinct, run_index = np.unique(values[starts], return_inverse=True)
+    if distinct.size <= np.iinfo(np.int32).max:
+        run_index = run_index.astype(np.int32)
     return distinct, np.repeat(run_index, np.diff(starts, append=values.size))

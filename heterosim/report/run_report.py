@@ -195,8 +195,8 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
         retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
         start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
         end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
-        columns = [np.asarray(flows[k], dtype=np.int64) for k in ("task", "src", "dst", "bytes")]
-        columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, np.asarray(retrans, dtype=np.int64)]
+        columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
+        columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
         write_numeric_csv(folder / "flows.csv",
                           ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
                           columns)
@@ -282,6 +282,12 @@ def _max_per_time(times, values) -> tuple[np.ndarray, np.ndarray]:
     out = np.zeros(unique.size)
     np.maximum.at(out, inverse, values)
     return unique, out
+
+
+def _integers(values) -> np.ndarray:
+    """An integer column as is (no int64 copy of an int32 one), anything else as int64."""
+    values = np.asarray(values)
+    return values if values.dtype.kind in "iu" and values.dtype != np.uint64 else values.astype(np.int64)
 
 
 def _reverse(name: str) -> str:

@@ -70,6 +70,23 @@ def test_numeric_csv_rejects_what_it_cannot_format(tmp_path):
         write_numeric_csv(tmp_path / "x.csv", ["a", "b"], [np.zeros(2), np.zeros(3)])
 
 
+def test_union_in_chunks_carries_each_group_across_chunk_borders():
+    rng = np.random.default_rng(8)
+    for _ in range(60):
+        n = int(rng.integers(1, 120))
+        starts = rng.integers(0, 300, n)
+        ends = starts + rng.integers(-10, 150, n)
+        groups = rng.integers(0, 3, n)  # few groups: most span several chunks
+        whole = union_length(starts, ends, groups, 3)
+        assert np.array_equal(whole, np.array([covered(zip(starts[groups == g], ends[groups == g]))
+                                               for g in range(3)]))
+        for chunk in (1, 2, 3, 7):
+            assert np.array_equal(union_length(starts, ends, groups, 3, chunk=chunk), whole)
+            order = np.argsort(starts, kind="stable")
+            assert np.array_equal(union_length(starts[order], ends[order], groups[order], 3,
+                                               starts_sorted=True, chunk=chunk), whole)
+
+
 def test_union_with_sorted_starts_matches_general_sort():
     rng = np.random.default_rng(5)
     for _ in range(30):
