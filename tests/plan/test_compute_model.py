@@ -129,6 +129,7 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     model.time_op(*gemm, "H100-SXM")
     (note,) = model.notes()
     assert note.startswith("H100-SXM: GEMMs timed by the roofline without GEMM measurements")
+    assert "fp8: 71% of peak" in note
     assert "mamf-fp8-h100-sxm" in note and "upper bound" in note
     assert "heterosim profile" in note and "--db" in note
     # GPUs without a published envelope say their ceiling is modelled
@@ -144,6 +145,10 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     calibrated = ComputeModel([path])
     calibrated.time_op(*gemm, "H100-SXM")
     assert calibrated.notes() == []
+    # ... but only for the dtype it measured: bf16 GEMMs keep their envelope ceiling
+    calibrated.time_op("gemm", "bf16", *gemm[2:], "H100-SXM")
+    (note,) = calibrated.notes()
+    assert "bf16: 80% of peak" in note and "fp8" not in note
     # new_only: each line once per process
     first = ComputeModel()
     first.time_op(*gemm, "H200-SXM")

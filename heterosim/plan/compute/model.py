@@ -139,8 +139,10 @@ class ComputeModel:
             scaled = self._scaled(gpu, *args)
             if scaled is not None:
                 return _ns(scaled), "scaled"
-            if op_kind == "gemm":
-                self._uncalibrated_gemm.add((gpu, dtype))
+        gemm_fit = report.fits.get("gemm")
+        if op_kind == "gemm" and (gemm_fit is None
+                                  or f"gemm_max_efficiency.{dtype}" not in gemm_fit.values):
+            self._uncalibrated_gemm.add((gpu, dtype))  # its ceiling was not fitted
         return _ns(roofline_time_ns(*args, spec, params)), "roofline"
 
     def _scaled(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
@@ -162,10 +164,10 @@ class ComputeModel:
         return None
 
     def notes(self, new_only: bool = False) -> list[str]:
-        """One line per GPU whose GEMMs so far fell to the uncalibrated roofline: no GEMM
-        measurement of that GPU (or of a GPU to scale from) covered them, so their ceiling is a
-        best-shape envelope (an upper bound: optimistic for other shapes) or a modelled default,
-        and how to replace it with measurements. ``new_only``: only lines this process has not
+        """One line per GPU whose GEMMs so far were timed by the roofline with a ceiling no
+        measurement of that GPU and dtype fitted (and no GPU to scale from): the ceiling is a
+        best-shape envelope (an upper bound: optimistic for other shapes) or a modelled default;
+        the line says how to replace it with measurements. ``new_only``: only lines this process has not
         returned with ``new_only`` before (a sweep or validation prints each once)."""
         lines = self._notes()
         if not new_only:
@@ -191,7 +193,8 @@ class ComputeModel:
                 else:
                     bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, a "
                                   "modelled default")
-            lines.append(f"{gpu}: GEMMs timed by the roofline without GEMM measurements; "
+            lines.append(f"{gpu}: GEMMs timed by the roofline without GEMM measurements of "
+                         f"their dtype; "
                          f"ceiling {'; '.join(bounds)}. To use measurements, run `heterosim "
                          f"profile --out PROFILE.db --experiment E.yaml` on that GPU and pass "
                          f"the database (`heterosim run E.yaml --db PROFILE.db`)")
