@@ -79,8 +79,8 @@ class _IntField:
         self.words = self.lead + self.chunks
 
     def fill(self, out: np.ndarray, word: int, lo: int, hi: int) -> None:
-        value = self.values[lo:hi].astype(np.int64)
-        magnitude = np.abs(value)
+        value = self.values[lo:hi].astype(np.int64, copy=False)
+        magnitude = np.abs(value) if self.negative else value
         if self.chunks == 1:  # below 10^4: one table word, no leading zeros
             out[:, word + self.words - 1] = _DIGITS4[magnitude + 10_000]
         rest = magnitude
