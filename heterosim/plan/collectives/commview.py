@@ -23,8 +23,9 @@ _NVLINK_EFFICIENCY = {"volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.
 _PCIE_NCCL_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 # Catalogue generations outside NCCL's four tables, mapped to the closest one (Ada is SM89,
-# tuned like Ampere; MI300X runs RCCL, approximated with the Hopper tables).
-_GENERATION_ALIAS = {"ada": "ampere", "cdna3": "hopper"}
+# tuned like Ampere; Turing is SM75, below NCCL's SM80 threshold, so it takes the Volta tables;
+# MI300X runs RCCL, approximated with the Hopper tables).
+_GENERATION_ALIAS = {"ada": "ampere", "turing": "volta", "cdna3": "hopper"}
 
 
 def nccl_generation(catalogue_generation: str) -> str:
