@@ -22,7 +22,9 @@ from heterosim.errors import UserError
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
 RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
-PARTITIONS = ("auto", "uniform")
+PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
+GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
+GRAD_SYNC = ("overlap", "after_backward")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
@@ -40,6 +42,9 @@ class TrainingConfig:
     # flash: one fused FlashAttention kernel; unfused: Megatron-LM v1-v2 core attention (batched
     # QK^T GEMM, fused scale-mask-softmax, attention dropout, batched PV GEMM; s x s scores stored)
     attention: str = "flash"
+    # dtype of the data-parallel gradient reduction; auto: the main-gradient dtype (fp32 for
+    # bf16/fp8, fp16 for fp16); fp32 e.g. for DeepSpeed's fp32_allreduce
+    grad_reduce_dtype: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -52,11 +57,16 @@ class ParallelConfig:
     vpp: int
     zero: int
     sequence_parallel: bool
-    partition: str
+    partition: str  # auto | uniform | explicit (layers per stage in stage_layers)
     dp_bucket_bytes: int
     rank_order: str
     distributed_optimizer: bool
     zero3_prefetch: int
+    # partition: explicit: transformer layers of each virtual stage v = chunk * pp + stage
+    stage_layers: tuple[int, ...] = ()
+    # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
+    # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
+    grad_sync: str = "overlap"
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,7 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
         dtype=section.string("dtype", "bf16", choices=DTYPES),
         recompute=section.string("recompute", "none", choices=RECOMPUTE),
         attention=section.string("attention", "flash", choices=ATTENTION),
+        grad_reduce_dtype=section.string("grad_reduce_dtype", "auto", choices=GRAD_REDUCE_DTYPES),
     )
     section.reject_unknown()
     return training
@@ -153,6 +164,7 @@ def _parallel(section: Section) -> ParallelConfig:
         raise section.error("vpp", "schedule: interleaved needs vpp >= 2 virtual stages per rank")
     if vpp > 1 and pp == 1:
         raise section.error("vpp", "virtual pipeline stages need pp >= 2")
+    mode, stage_layers = _partition(section)
     parallel = ParallelConfig(
         tp=section.integer("tp", 1, minimum=1),
         pp=pp,
@@ -162,14 +174,30 @@ def _parallel(section: Section) -> ParallelConfig:
         vpp=vpp,
         zero=section.integer("zero", 0, minimum=0, maximum=3),
         sequence_parallel=section.boolean("sequence_parallel", False),
-        partition=section.string("partition", "auto", choices=PARTITIONS),
+        partition=mode,
         dp_bucket_bytes=section.size("dp_bucket", "40MB"),
         rank_order=section.string("rank_order", "tp-dp-pp", choices=RANK_ORDERS),
         distributed_optimizer=section.boolean("distributed_optimizer", False),
         zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
+        stage_layers=stage_layers,
+        grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
     )
     section.reject_unknown()
     return parallel
+
+
+def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
+    """``parallel.partition``: a mode name, or a list of layers per (virtual) stage (each >= 1;
+    length and sum are checked against pp*vpp and the model in :func:`_check_consistency`)."""
+    value = section.raw("partition", "auto")
+    if not isinstance(value, list):
+        return section.string("partition", "auto", choices=PARTITIONS), ()
+    if not value or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        raise section.error("partition", f"expected auto, uniform or a list of layer counts, "
+                                         f"got {value!r}")
+    if min(value) < 1:
+        raise section.error("partition", f"every stage needs at least one layer, got {value}")
+    return "explicit", tuple(value)
 
 
 def _network(section: Section) -> NetworkConfig:
@@ -231,6 +259,14 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
+    if par.partition == "explicit":
+        stages = par.pp * par.vpp
+        if len(par.stage_layers) != stages:
+            raise top.error("parallel.partition", f"{len(par.stage_layers)} stages listed but "
+                            f"pp*vpp = {stages}")
+        if sum(par.stage_layers) != model.layers:
+            raise top.error("parallel.partition", f"layers sum to {sum(par.stage_layers)} but the "
+                            f"model has {model.layers}")
     train = exp.training
     if train.global_batch % (train.micro_batch * par.dp):
         raise top.error(

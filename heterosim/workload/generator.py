@@ -16,14 +16,17 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
 - data-parallel gradient synchronisation in buckets of ``parallel.dp_bucket`` bytes, walking the
   blocks (head, layers in reverse, embedding) of the *last* backward of each model chunk; a
   bucket's collective depends only on the block whose gradients complete it, so it overlaps the
-  rest of the backward (Megatron DDP with overlap). ZeRO-0: all-reduce; ZeRO-1 and the
+  rest of the backward (Megatron DDP with overlap); with ``parallel.grad_sync: after_backward``
+  every bucket waits for the end of that backward (DeepSpeed's pipeline engine reduces
+  gradients after the last micro-batch). ZeRO-0: all-reduce; ZeRO-1 and the
   distributed optimizer: reduce-scatter, then an all-gather of the updated parameters after the
   optimizer (Megatron distributed optimizer). ZeRO-2 (DeepSpeed semantics): bucketed
   reduce-scatter in *every* micro-batch's backward, all-gather after the optimizer. ZeRO-3/FSDP:
   per block a parameter all-gather in forward and again in backward, issued ``zero3_prefetch``
   blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch.
   Routed-expert gradients use the expert-data-parallel group. Gradients travel as
-  ``main_grad_bytes(dtype)`` per element (fp32 for bf16), parameters as 16-bit values.
+  ``training.grad_reduce_dtype`` (default ``main_grad_bytes(dtype)``: fp32 for bf16), parameters
+  as 16-bit values.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -124,6 +127,8 @@ class RankProgram:
         self.templates = TemplateTable()
         self.act_dtype = activation_dtype(self.training.dtype)
         self.grad_bytes = main_grad_bytes(self.training.dtype)
+        reduce_dtype = self.training.grad_reduce_dtype
+        self.reduce_bytes = self.grad_bytes if reduce_dtype == "auto" else DTYPE_BYTES[reduce_dtype]
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self._blocks: dict[int, list[Block]] = {}
@@ -190,6 +195,7 @@ class RankProgram:
             for j in range(min(prefetch, len(blocks))):
                 issue_gather(j, [PREVIOUS_TAIL])
         buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
+        deferred = self.par.grad_sync == "after_backward" and self.par.zero < 2
         for j, block in enumerate(blocks):
             if prefetch == 0:
                 issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
@@ -206,9 +212,11 @@ class RankProgram:
                 first = False
             if zero3 and phase == "bwd":
                 self._zero3_scatter(unit, block)
-            if buckets is not None:
+            if buckets is not None and not deferred:
                 buckets.add(block)
         if buckets is not None:
+            for block in blocks if deferred else ():
+                buckets.add(block)  # every bucket waits for the end of the backward
             buckets.flush()
         return unit.freeze()
 
@@ -218,7 +226,7 @@ class RankProgram:
             if params <= 0:
                 continue
             op = _comm("zero3_reduce_scatter.grad", "bwd", REDUCE_SCATTER,
-                       params * self.grad_bytes, "fp32", COMM_COLL_NODE, role)
+                       params * self.reduce_bytes, "fp32", COMM_COLL_NODE, role)
             tmpl = self._template(op)
             if tmpl is not None:
                 unit.grad_sync.append(unit.add(tmpl, block.layer_attr, [unit.tail]))
@@ -367,8 +375,8 @@ class _Buckets:
         if self.zero3:
             return  # ZeRO-3 scatters per block instead
         self.layer = block.layer_attr
-        self.pending["dp"] += (block.params - block.expert_params) * self.prog.grad_bytes
-        self.pending["ep_dp"] += block.expert_params * self.prog.grad_bytes
+        self.pending["dp"] += (block.params - block.expert_params) * self.prog.reduce_bytes
+        self.pending["ep_dp"] += block.expert_params * self.prog.reduce_bytes
         for role in self.pending:
             if self.pending[role] >= self.prog.par.dp_bucket_bytes:
                 self._emit(role)

@@ -5,12 +5,14 @@ points by dynamic programming over all contiguous partitions, minimizing the tim
 stage (min-max), where a stage's time for a range is the sum of its layers' forward+backward cost
 on the stage's *slowest* member GPU, plus the embedding on the first and the head on the last
 stage; every stage must fit in the memory of its smallest member GPU. ``uniform`` splits layers as
-evenly as possible (Megatron's homogeneous baseline) and only checks memory.
+evenly as possible (Megatron's homogeneous baseline) and only checks memory. ``explicit``
+(``parallel.partition: [l0, l1, ...]``) takes the listed layer counts per virtual stage as given
+(e.g. a published plan) and only checks memory.
 
 Micro-batches: replica ``r`` gets micro-batch counts in proportion to its speed (1 / its slowest
 stage time), rounded by largest remainder, at least one each, summing to
-``global_batch / micro_batch``; ``uniform`` gives equal counts. With the interleaved schedule the
-counts are multiples of ``pp`` (Megatron's requirement).
+``global_batch / micro_batch``; ``uniform`` and ``explicit`` give equal counts. With the
+interleaved schedule the counts are multiples of ``pp`` (Megatron's requirement).
 
 Costs come from a callback ``cost_fn(gpu_type, ops) -> seconds`` (the plan layer's compute model
 can be passed in by the caller; the workload layer never imports it). The default is a roofline
@@ -66,7 +68,7 @@ def roofline_cost(gpu_type: str, ops: Sequence[OpSpec]) -> float:
 class Partition:
     """The partitioner's result for one experiment."""
 
-    mode: str  # auto | uniform
+    mode: str  # auto | uniform | explicit
     pp: int
     vpp: int
     chunk_layers: tuple[range, ...]  # per virtual stage v = chunk * pp + stage
@@ -331,6 +333,9 @@ def plan_partition(
 
     if par.partition == "uniform":
         chunks = even_cuts(model.layers, stages)
+    elif par.partition == "explicit":
+        ends = np.cumsum(par.stage_layers)
+        chunks = [range(int(end) - n, int(end)) for n, end in zip(par.stage_layers, ends)]
     else:
         max_end = _max_ends(experiment, layout, memory_fn) if vpp == 1 else None
         found = optimal_cuts(table, emb, head, max_end)
@@ -370,7 +375,7 @@ def plan_partition(
             slowest = max(slowest, t)
         speeds.append(1.0 / slowest if slowest > 0 else 1.0)
     granularity = pp if par.schedule == "interleaved" else 1
-    if par.partition == "uniform" or len(set(np.round(speeds, 12))) == 1:
+    if par.partition != "auto" or len(set(np.round(speeds, 12))) == 1:
         counts = [total_mb // par.dp] * par.dp
     else:
         counts = split_micro_batches(total_mb, speeds, granularity)

@@ -73,6 +73,19 @@ CASES = [
     ("missing-cluster-file", "experiment", "cluster", "nowhere.yaml",
      ["nowhere.yaml", "file not found"]),
     ("bad-fabric-kind", "cluster", "fabric", {"kind": "torus"}, ["fabric.kind", "torus"]),
+    ("partition-length", "experiment", "parallel.partition", [16, 8, 8],
+     ["exp.yaml", "parallel.partition", "3 stages listed but pp*vpp = 2"]),
+    ("partition-sum", "experiment", "parallel.partition", [20, 8],
+     ["parallel.partition", "layers sum to 28 but the model has 32"]),
+    ("partition-empty-stage", "experiment", "parallel.partition", [32, 0],
+     ["parallel.partition", "at least one layer"]),
+    ("partition-not-ints", "experiment", "parallel.partition", [16.5, 15.5],
+     ["parallel.partition", "list of layer counts"]),
+    ("partition-unknown-mode", "experiment", "parallel.partition", "greedy",
+     ["parallel.partition", "greedy"]),
+    ("grad-reduce-dtype", "experiment", "training.grad_reduce_dtype", "fp64",
+     ["training.grad_reduce_dtype", "fp64"]),
+    ("grad-sync", "experiment", "parallel.grad_sync", "never", ["parallel.grad_sync", "never"]),
 ]
 
 

@@ -168,6 +168,31 @@ def test_buckets_overlap_backward_and_count_matches_bucket_size() -> None:
     assert buckets[0] < np.flatnonzero(trace.node_type == COMP_NODE)[-1 - 3]
 
 
+def test_grad_sync_after_backward_and_fp32_reduce() -> None:
+    layer_grad = _gpt_layer_params(1) * 2
+    w = _workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad, "grad_sync": "after_backward"},
+                  global_batch=8, dtype="fp16", grad_reduce_dtype="fp32")
+    trace = w.trace(0)
+    ar = _coll(trace, "ALL_REDUCE")
+    fp16 = _coll(_workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8,
+                           dtype="fp16").trace(0), "ALL_REDUCE")
+    assert ar["bytes"] == 2 * fp16["bytes"]  # fp32 on the wire instead of the fp16 main grads
+    buckets = np.flatnonzero(trace.node_type == COMM_COLL_NODE)
+    last_compute = int(np.flatnonzero((trace.node_type == COMP_NODE)
+                                      & (trace.templates.phase[trace.template] != 2))[-1])
+    for b in buckets:  # every bucket waits for the last backward op
+        assert trace.parents(int(b)).tolist() == [last_compute]
+
+
+def test_explicit_partition_reaches_the_traces() -> None:
+    w = _workload({"tp": 1, "pp": 4, "dp": 2, "partition": [1, 3, 3, 1]})
+    expected = {0: [0], 1: [1, 2, 3], 2: [4, 5, 6], 3: [7]}
+    for rank in range(8):
+        trace = w.trace(rank)
+        seen = np.unique(trace.layer[trace.layer >= 0]).tolist()
+        assert seen == expected[w.layout.pp_index(rank)], rank
+
+
 def _p2p_edges(traces):
     sends, recvs = Counter(), Counter()
     for tr in traces:

@@ -112,6 +112,19 @@ def test_uniform_mode_gives_equal_shares() -> None:
     assert part.replica_micro_batches == (8, 8)
 
 
+def test_explicit_partition_is_taken_as_given_with_equal_micro_batches() -> None:
+    exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": [5, 19]})
+    assert exp.parallel.partition == "explicit" and exp.parallel.stage_layers == (5, 19)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}),
+                          _no_memory)
+    assert part.mode == "explicit"
+    assert part.chunk_layers == (range(0, 5), range(5, 24))
+    assert part.replica_micro_batches == (8, 8)
+    exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "vpp": 2, "partition": [3, 9, 9, 3]})
+    part = plan_partition(exp, _layout(exp), roofline_cost, _no_memory)
+    assert part.layers_of(0, 1) == range(12, 21) and part.layers_of(1, 1) == range(21, 24)
+
+
 def test_roofline_default_prefers_h100_stage() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2})
     part = plan_partition(exp, _layout(exp), roofline_cost, _no_memory)
