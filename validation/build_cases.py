@@ -12,6 +12,7 @@ to a measured number. nccl-tests bus-bandwidth cases come from the network refer
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,8 @@ SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET, **FSDP8}
 EXCLUDED = {
     "megatron-core-readme-h100-*": "TFLOP/s with an unstated FLOP convention and no iteration time",
     "fa2-e2e-*": "parallel configuration and batch not stated (relative checks only)",
-    "amp-het-*": "T4 GPUs are not in the GPU catalogue; model/cluster otherwise expressible",
+    "amp-het-* (run_failed)": "the DeepSpeed run failed (OOM or hang): no time to compare; some of "
+                              "these plans also give a pipeline stage no transformer block",
     "nemo2407-h100-fp8-llama3-*": "context parallelism (cp = 2) is not modelled",
     "mbridge-*-llama3.1-405b-1024": "context parallelism (cp = 2) is not modelled",
 }
@@ -120,7 +122,7 @@ CI_CASES = {"megatron-readme2020-dgxa100-1b", "megatron-readme2020-dgxa100-2b",
 
 def group_of(case_id: str) -> str:
     for prefix in ("megatron-readme2020", "megatron-sc21-t1", "megatron-sc21-t2", "nemo2407",
-                   "mbridge"):
+                   "mbridge", "amp-het"):
         if case_id.startswith(prefix):
             return prefix
     raise ValueError(case_id)
@@ -219,6 +221,116 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# AMP heterogeneous cluster (Li et al., NeurIPS'22): 3 x p3.8xlarge + 1 x g4dn.12xlarge.
+# AMP's 30 pipeline units are DeepSpeed's GPT2ModelPipe layer specs, in order (AMP
+# megatron/model/gpt2_model.py; the same list is AMP's cost-model `_layer` in
+# cost_het_cluster.py): 0 embedding (EmbeddingPipe, tied), 1 transpose, 2..25 transformer blocks
+# 0..23, 26 transpose, 27 final LayerNorm, 28 logits (tied EmbeddingPipe), 29 fp16->fp32 cast.
+# partition_boundaries are DeepSpeed's `parts` (read from partition.json by AMP's PipelineModule).
+AMP_BLOCKS = range(2, 26)
+AMP_HEAD_UNITS = (27, 28)
+AMP_UNITS = 30
+
+
+def amp_stage_layers(bounds: list[int]) -> list[int]:
+    """Transformer blocks per pipeline stage for AMP's unit boundaries (see AMP_BLOCKS)."""
+    if bounds[0] != 0 or bounds[-1] != AMP_UNITS or sorted(bounds) != bounds:
+        raise ValueError(f"boundaries {bounds} are not a partition of {AMP_UNITS} units")
+    layers = [len(range(max(lo, AMP_BLOCKS.start), min(hi, AMP_BLOCKS.stop)))
+              for lo, hi in zip(bounds, bounds[1:])]
+    if any(n < 1 for n in layers):
+        raise ValueError(f"boundaries {bounds} leave a stage without a transformer block")
+    if bounds[-2] > AMP_HEAD_UNITS[0]:
+        raise ValueError(f"boundaries {bounds} split the head from the last stage")
+    return layers
+
+
+def amp_vocab(tp: int) -> int:
+    """GPT-2 BPE (50,257 tokens) padded as Megatron-LM v1.1.5 does: to a multiple of 128 x tp."""
+    unit = 128 * tp
+    return -(-50257 // unit) * unit
+
+
+AMP_CLUSTER = {
+    "name": "amp-3xp3.8xlarge-1xg4dn.12xlarge",
+    "host_types": {
+        "p3": {"gpu": "V100-SXM2-16GB", "gpus": 4, "fabric": "nvswitch", "nvlink_bw": "100GB/s",
+               "nics": 1, "nic_speed": "10Gbps"},
+        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps"},
+    },
+    "hosts": [{"type": "p3", "count": 3}, {"type": "g4", "count": 1}],
+    "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
+}
+AMP_ASSUMED: dict[str, tuple[Any, str]] = {
+    "cluster.hosts": ("hosts 0-2: p3 (4 x V100-SXM2-16GB), host 3: g4 (4 x T4-16GB-PCIe)",
+                      "heterogeneous list of the case (ranks 0-11 on the V100 hosts, 12-15 on the "
+                      "T4 host); DER from AMP's per-host bandwidths and README instance list"),
+    "cluster.host_types.p3.nvlink_bw": (
+        "100GB/s per GPU and direction, modelled as a switch port",
+        "p3.8xlarge's 4 V100s are taken to be one quad of the p3.16xlarge / DGX-1 hybrid "
+        "cube-mesh (nvidia-smi topo: each pair joined by 1 or 2 NVLink2 links, 4 links per GPU "
+        "inside the quad, 25 GB/s per link and direction); the point-to-point link pattern is not "
+        "modelled; NCCL's Volta NVLink efficiency (0.8) applies. Not stated by the source"),
+    "cluster.host_types.g4": ("PCIe Gen3 x16 per T4, no NVLink, one PCIe switch",
+                              "T4 is a PCIe card without NVLink; g4dn PCIe tree not published"),
+    "network": ("one NIC per host: 10 Gb/s (p3.8xlarge), 50 Gb/s (g4dn.12xlarge); one switch",
+                "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
+                "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated"),
+    "model.vocab": ("50304 (tp 1), 50432 (tp 2), 50688 (tp 4)",
+                    "training used the GPT-2 BPE files (50,257 tokens, note), padded by "
+                    "Megatron-LM v1.1.5 to a multiple of 128 x tp; 52,256 is AMP's cost-model value"),
+    "training.attention": UNFUSED,
+    "training.grad_reduce_dtype": ("fp32", "ds_config.json fp32_allreduce: true (note)"),
+    "parallel.schedule": ("1f1b", "DeepSpeed pipeline engine TrainSchedule: pp - stage - 1 "
+                          "warm-up forwards, then one forward one backward (1F1B), no interleaving"),
+    "parallel.grad_sync": ("after_backward", "DeepSpeed's pipeline engine runs ReduceTiedGrads and "
+                           "ReduceGrads after the last micro-batch's backward, not overlapped"),
+    "parallel.dp_bucket": ("2GB", "DeepSpeed all-reduces gradients in buffers of 500M elements "
+                           "(fp32: 2 GB), i.e. one bucket per stage for this model"),
+    "parallel.sequence_parallel": (False, "Megatron-LM v1.1.5 predates sequence parallelism"),
+    "parallel.rank_order": ("tp-dp-pp", "DeepSpeed rank = tp + tp*dp_idx + tp*dp*pp_idx (case)"),
+}
+
+
+def amp_case(case: dict[str, Any]) -> dict[str, Any]:
+    """One AMP heterogeneous-cluster run as a validation case (explicit DeepSpeed partition)."""
+    t, p = case["training"], case["parallel"]
+    tp, bounds = p["tp"], p["partition_boundaries"]
+    layers = amp_stage_layers(bounds)
+    assumed = dict(AMP_ASSUMED)
+    blocks = ", ".join(f"stage {s}: {n}" for s, n in enumerate(layers))
+    assumed["parallel.partition"] = (layers, (
+        f"AMP units {bounds} -> transformer blocks per stage ({blocks}): units 0 embedding, "
+        "1 transpose, 2-25 blocks 0-23, 26 transpose, 27 final LayerNorm, 28 tied logits head, "
+        "29 fp32 cast (DeepSpeed GPT2ModelPipe specs; AMP cost_het_cluster.py `_layer`); the "
+        "embedding is on stage 0 and the head on the last stage in every case"))
+    m = case["model"]
+    model = {"name": m["name"], "arch": "gpt", "hidden": m["hidden"], "layers": m["layers"],
+             "heads": m["heads"], "kv_heads": m["kv_heads"], "ffn": m["ffn"],
+             "vocab": amp_vocab(tp), "seq": t["seq_len"]}
+    experiment = {
+        "name": case["id"], "model": model,
+        "training": {"global_batch": t["global_batch"], "micro_batch": t["micro_batch"],
+                     "seq_len": t["seq_len"], "dtype": t["dtype"], "recompute": t["recompute"],
+                     "attention": "unfused", "grad_reduce_dtype": "fp32"},
+        "parallel": {"tp": tp, "pp": p["pp"], "dp": p["dp"], "vpp": 1, "schedule": "1f1b",
+                     "zero": p["zero"], "sequence_parallel": False, "partition": list(layers),
+                     "grad_sync": "after_backward", "dp_bucket": "2GB", "rank_order": "tp-dp-pp"},
+        "cluster": copy.deepcopy(AMP_CLUSTER), "network": {"cc": "dcqcn"},
+        "simulation": {"fidelity": "flow"},
+    }
+    return {
+        "id": case["id"], "group": "amp-het", "kind": case["kind"], "source": case["source"],
+        "flags": list(case["flags"]), "ci": case["id"] in CI_CASES, "calibration": False,
+        "compare": {"quantity": "iteration_time_s"},
+        "measured": {k: v for k, v in case["measured"].items() if v is not None},
+        "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
+        "experiment": experiment,
+        "published": {k: case[k] for k in ("model", "training", "parallel", "cluster")},
+        "note": case.get("note", ""), "extra": case["extra"],
+    }
+
+
 def nccl_cluster(gpu: str, hosts: int, nics: int, nic_gbps: int) -> dict[str, Any]:
     return host_cluster(gpu, 8 * hosts, 8, nics, nic_gbps, "fat-tree")
 
@@ -305,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cases not in {args.public}: {', '.join(missing)}", file=sys.stderr)
         return 2
     cases = [e2e_case(by_id[i]) for i in by_id if i in SELECTED]
+    cases += [amp_case(c) for c in data["cases"]
+              if c["id"].startswith("amp-het-") and not (c.get("extra") or {}).get("run_failed")]
     cases += [nccl_case(spec) for spec in NCCL_CASES]
     excluded = "\n".join(f"#   {k}: {v}" for k, v in EXCLUDED.items())
     text = HEADER.format(excluded=excluded) + yaml.safe_dump(
