@@ -117,7 +117,7 @@ EXCLUDED = {
 }
 
 CI_CASES = {"megatron-readme2020-dgxa100-1b", "megatron-readme2020-dgxa100-2b",
-            "megatron-readme2020-dgx2-v100-1b"}
+            "megatron-readme2020-dgx2-v100-1b", "amp-het-gpt2-t1p4d4-mbs4"}
 
 
 def group_of(case_id: str) -> str:

@@ -1,0 +1,78 @@
+"""AMP heterogeneous-cluster cases: unit -> block mapping, placement, DeepSpeed settings, and
+that one case builds and predicts (flow fidelity)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heterosim.validate.cases import load_cases
+from heterosim.validate.predict import case_experiment, predict
+from heterosim.workload.generator import generate_workload
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "validation" / "cases.yaml"
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("build_cases", REPO / "validation" / "build_cases.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _amp_cases():
+    return [c for c in load_cases(SHIPPED) if c.group == "amp-het"]
+
+
+def test_amp_units_map_to_transformer_blocks() -> None:
+    build = _builder()
+    # units: 0 embedding, 1 transpose, 2-25 blocks 0-23, 26 transpose, 27 LayerNorm, 28 head, 29 cast
+    assert build.amp_stage_layers([0, 7, 14, 20, 30]) == [5, 7, 6, 6]
+    assert build.amp_stage_layers([0, 30]) == [24]
+    assert build.amp_stage_layers([0, 3, 5, 7, 9, 11, 13, 15, 16, 17, 19, 20, 21, 22, 23, 25, 30]) \
+        == [1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 2, 1]
+    with pytest.raises(ValueError, match="without a transformer block"):
+        build.amp_stage_layers([0, 1, 3, 30])  # stage 0 would hold the embedding only
+    assert [build.amp_vocab(tp) for tp in (1, 2, 4)] == [50304, 50432, 50688]
+
+
+def test_amp_cases_keep_the_published_plan_and_placement() -> None:
+    build = _builder()
+    published = {c["id"]: c for c in yaml.safe_load(SHIPPED.read_text())["cases"]}
+    cases = _amp_cases()
+    assert len(cases) == 20  # 27 published, 7 failed runs without a time
+    for case in cases:
+        exp = case_experiment(case)
+        pub = published[case.id]["published"]["parallel"]
+        assert exp.parallel.partition == "explicit"
+        assert list(exp.parallel.stage_layers) == build.amp_stage_layers(pub["partition_boundaries"])
+        assert exp.parallel.rank_order == "tp-dp-pp" and exp.parallel.grad_sync == "after_backward"
+        assert exp.training.grad_reduce_dtype == "fp32" and exp.training.dtype == "fp16"
+        assert exp.cluster.gpu_type == ("V100-SXM2-16GB",) * 12 + ("T4-16GB-PCIe",) * 4
+        assert [exp.cluster.host(h).nic_speed_bps for h in range(4)] == [10e9] * 3 + [50e9]
+        for key in ("parallel.partition", "network", "model.vocab", "training.grad_reduce_dtype"):
+            assert case.assumed[key]["why"], (case.id, key)
+
+
+def test_amp_partition_lands_in_the_workload() -> None:
+    case = next(c for c in _amp_cases() if c.id == "amp-het-gpt2-t1p4d4-mbs1")
+    workload = generate_workload(case_experiment(case))
+    assert [(r.start, r.stop) for r in workload.partition.chunk_layers] == [
+        (0, 5), (5, 12), (12, 18), (18, 24)]
+    assert workload.partition.replica_micro_batches == (8, 8, 8, 8)
+    # DeepSpeed order: stage k is host k (dp fastest after tp); the last stage runs on the T4s
+    assert {workload.layout.pp_index(r) for r in range(12, 16)} == {3}
+
+
+@pytest.mark.ns3
+def test_one_amp_case_predicts(native_lib) -> None:
+    case = next(c for c in _amp_cases() if c.id == "amp-het-gpt2-t1p4d4-mbs4")
+    pred = predict(case, "flow")
+    assert pred.method == "full"
+    assert 0.2 < pred.value < 10.0  # seconds; the measurement is 1.71 s
+    assert pred.details["breakdown"]["inter_host_comm_s"] > 0
