@@ -152,11 +152,12 @@ CASES = {
          ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32"],
          "flow", 0),
     ],
-    # GPT-3 175B TP8 PP8, two micro-batches per replica, DP = GPUs / 64 (16 GPUs: TP8 PP2)
+    # GPT-3 175B TP8 PP8, two micro-batches per replica, DP = GPUs / 64 (16 GPUs: TP8 PP2, which does
+    # not fit in memory: the check only warns, since speed, not feasibility, is measured here)
     "gpus": [
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
          [f"parallel.pp={max(1, min(8, g // 8))}", f"parallel.dp={max(1, g // 64)}",
-          f"training.global_batch={2 * max(1, g // 64)}"], "flow", g)
+          f"training.global_batch={2 * max(1, g // 64)}", "simulation.memory_check=warn"], "flow", g)
         for g in (16, 64, 128, 512, 1024)
     ],
     # bytes simulated: GPT-3 175B on H0 128 with more micro-batches (pipeline traffic grows)
