@@ -44,6 +44,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     net = ns3.CreateObject[ns3.FluidNetwork]()
     net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
     net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
+    net.SetAttribute("Ecmp", ns3.BooleanValue(bool(network.ecmp)))
     for key, value in network.attributes.items():
         for prefix in ATTRIBUTE_PREFIXES:
             if str(key).startswith(prefix):

@@ -4,6 +4,7 @@ max-min optimality on random traffic, and the same routes as the Python topology
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,14 +52,14 @@ def mixed_nics():
     return build_topology(cluster)
 
 
-def hashes(seed: int, n: int) -> list[int]:
+def hashes(seed: int, src, dst) -> list[int]:
     from heterosim.engine import native
 
     gbl = native.load()
     reset_simulator(gbl)
     net = create_fluid_network(gbl, to_native(build_topology(load_cluster(
         REPO / "topologies" / "two_host_h100.yaml")), gbl), NETWORK, seed)
-    return [int(net.FlowHash(i)) for i in range(n)]
+    return [int(net.FlowHash(i, int(s), int(d))) for i, (s, d) in enumerate(zip(src, dst))]
 
 
 def test_lone_flow_takes_bottleneck_rate_plus_path_latency(two_hosts, native_lib):
@@ -75,7 +76,7 @@ def test_two_flows_sharing_a_link_get_half_each(two_hosts, native_lib):
     size = 1_000_000
     out = run_flows_fluid(two_hosts, NETWORK, [0, 1], [8, 8], [size, size], [0, 0])
     for i, src in enumerate((0, 1)):
-        links = two_hosts.path_links(src, 8, hashes(1, 2)[i])
+        links = two_hosts.path_links(src, 8, hashes(1, [0, 1], [8, 8])[i])
         # 200 Gb/s each = 25 B/ns
         assert out["flows"]["fct_ns"][i] == 40_000 + latency_ns(two_hosts, links, size)
 
@@ -111,7 +112,7 @@ def test_link_bytes_are_conserved_on_random_traffic(native_lib):
     out = run_flows_fluid(topo, NETWORK, src, dst, size, start, seed=5)
     assert np.all(out["flows"]["end_ns"] > start)
     expected = np.zeros(2 * topo.num_links, np.int64)
-    for i, h in enumerate(hashes(5, n)):
+    for i, h in enumerate(hashes(5, src, dst)):
         node = int(topo.gpu_node[src[i]])
         for link in topo.path_links(int(src[i]), int(dst[i]), h):  # Python routes = C++ routes
             direction = 0 if int(topo.link_a[link]) == node else 1
@@ -143,7 +144,8 @@ def test_allocation_is_max_min_fair_on_random_flows(native_lib):
     flows_on: dict[int, list[int]] = {}
     for i in range(n):
         node = int(topo.gpu_node[src[i]])
-        for link in topo.path_links(int(src[i]), int(dst[i]), int(net.FlowHash(i))):
+        flow_hash = int(net.FlowHash(i, int(src[i]), int(dst[i])))
+        for link in topo.path_links(int(src[i]), int(dst[i]), flow_hash):
             direction = 0 if int(topo.link_a[link]) == node else 1
             flows_on.setdefault(2 * link + direction, []).append(i)
             node = topo.other_end(link, node)
@@ -209,3 +211,24 @@ def test_local_recomputation_matches_whole_component_refill(cluster, native_lib)
         assert np.all(ends[local] > start)
     # the two fill the same max-min problem in a different order: equal up to 1 ns of rounding
     assert np.abs(ends["true"] - ends["false"]).max() <= 1
+
+
+def test_flow_hash_is_the_packet_networks(native_lib):
+    """Both network models route a flow over the same links: the fluid model's ECMP hash is
+    TopologyDescription::FlowHash of (seed, flow, src, dst) with the packet network's data salt,
+    and with ECMP off every flow takes the first path, as in the packet network."""
+    from heterosim.engine import native
+
+    gbl = native.load()
+    reset_simulator(gbl)
+    desc = to_native(build_topology(load_cluster(REPO / "topologies" / "mixed_16gpu.yaml")), gbl)
+    ns3 = gbl.ns3
+    pairs = [(0, 9), (3, 12), (15, 1), (7, 8)]
+    for seed in (1, 7):
+        net = create_fluid_network(gbl, desc, NETWORK, seed)
+        for flow, (s, d) in enumerate(pairs):
+            assert int(net.FlowHash(flow, s, d)) == int(ns3.TopologyDescription.FlowHash(seed, flow, s, d, 0))
+        # the hash depends on the endpoints, not only on the flow id
+        assert len({int(net.FlowHash(0, s, d)) for s, d in pairs}) == len(pairs)
+    net = create_fluid_network(gbl, desc, replace(NETWORK, ecmp=False), 1)
+    assert all(int(net.FlowHash(flow, s, d)) == 0 for flow, (s, d) in enumerate(pairs))

@@ -64,10 +64,16 @@ FluidNetwork::GetTypeId()
                           MakeUintegerAccessor(&FluidNetwork::m_headerBytes),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("Seed",
-                          "Seed mixed into every flow's ECMP hash",
+                          "Seed mixed into every flow's ECMP hash (TopologyDescription::FlowHash)",
                           UintegerValue(1),
                           MakeUintegerAccessor(&FluidNetwork::m_seed),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("Ecmp",
+                          "Spread flows over equal-cost paths by their hash (the packet network's "
+                          "rule, so both models route a flow alike); false = always the first path",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&FluidNetwork::m_ecmp),
+                          MakeBooleanChecker())
             .AddAttribute("LocalRecompute",
                           "Re-fill only the flows a start or finish can affect (exact; see the "
                           "class documentation); false re-fills the whole connected component",
@@ -135,15 +141,9 @@ FluidNetwork::GetNGpus() const
 }
 
 uint32_t
-FluidNetwork::FlowHash(uint32_t flowId) const
+FluidNetwork::FlowHash(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu) const
 {
-    // splitmix-style mixing of (id, seed): deterministic, well spread over ECMP sets
-    uint64_t x = (static_cast<uint64_t>(m_seed) << 32) ^ flowId;
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    x ^= x >> 31;
-    return static_cast<uint32_t>(x);
+    return m_ecmp ? TopologyDescription::FlowHash(m_seed, flowId, srcGpu, dstGpu, 0) : 0;
 }
 
 void
@@ -162,7 +162,7 @@ FluidNetwork::StartFlow(uint32_t flowId,
     std::vector<uint32_t> path;
     if (srcGpu < nGpus && dstGpu < nGpus && srcGpu != dstGpu)
     {
-        path = m_topo->GetPath(srcGpu, dstGpu, FlowHash(flowId));
+        path = m_topo->GetPath(srcGpu, dstGpu, FlowHash(flowId, srcGpu, dstGpu));
     }
     if (path.empty())
     {

@@ -27,7 +27,8 @@ namespace ns3
  * \brief Flow-level network: every flow is a fluid that moves at its max-min fair rate.
  *
  * Flows follow the same routes as the packet network: the path of a flow is
- * TopologyDescription::GetPath(src, dst, hash(flowId, Seed)). Each direction of each link is a
+ * TopologyDescription::GetPath(src, dst, TopologyDescription::FlowHash(Seed, flowId, src, dst, 0)),
+ * the hash the packet network uses. Each direction of each link is a
  * resource whose capacity is the link rate. The rates of all active flows are max-min fair
  * (progressive filling). They are recomputed whenever flows start or finish; starts and finishes
  * at the same simulated instant are batched into one recomputation. Each flow's end-of-transfer
@@ -97,11 +98,14 @@ class FluidNetwork : public FlowNetwork
     uint32_t GetNGpus() const override;
 
     /**
-     * \brief The hash that selects a flow's ECMP path.
+     * \brief The hash that selects a flow's ECMP path: TopologyDescription::FlowHash of
+     *        (Seed, flowId, srcGpu, dstGpu), as the packet network computes it; 0 when Ecmp is false.
      * \param flowId the flow id
-     * \return hash of (flowId, Seed)
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU
+     * \return the hash passed to TopologyDescription::GetPath
      */
-    uint32_t FlowHash(uint32_t flowId) const;
+    uint32_t FlowHash(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu) const;
 
     /** \return number of flows started */
     uint64_t GetFlowsStarted() const;
@@ -237,6 +241,7 @@ class FluidNetwork : public FlowNetwork
     uint32_t m_mtu;                  //!< bytes, store-and-forward unit
     uint32_t m_headerBytes;          //!< header bytes per Mtu of payload
     uint32_t m_seed;                 //!< ECMP hash seed
+    bool m_ecmp;                     //!< spread flows over equal-cost paths
 
     std::vector<Resource> m_res;      //!< 2 per link
     std::vector<Flow> m_flows;        //!< slots

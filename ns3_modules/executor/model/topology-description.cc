@@ -176,6 +176,21 @@ TopologyDescription::GetNextHops(uint32_t node, uint32_t dst) const
 }
 
 uint32_t
+TopologyDescription::FlowHash(uint32_t seed,
+                              uint32_t flowId,
+                              uint32_t srcGpu,
+                              uint32_t dstGpu,
+                              uint32_t salt)
+{
+    uint64_t z = (static_cast<uint64_t>(seed) << 32 | flowId) * 0x9E3779B97F4A7C15ULL;
+    z ^= (static_cast<uint64_t>(srcGpu) << 40) ^ (static_cast<uint64_t>(dstGpu) << 16) ^ salt;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return static_cast<uint32_t>(z);
+}
+
+uint32_t
 TopologyDescription::EcmpIndex(uint32_t flowHash, uint32_t hop, uint32_t choices)
 {
     uint32_t x = flowHash * 0x9E3779B1u + hop * 0x85EBCA77u + 0x165667B1u;

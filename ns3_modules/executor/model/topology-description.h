@@ -148,6 +148,22 @@ class TopologyDescription : public Object
     static uint32_t EcmpIndex(uint32_t flowHash, uint32_t hop, uint32_t choices);
 
     /**
+     * \brief The ECMP hash of a flow, shared by the packet and the fluid network so that both
+     *        route a flow over the same links.
+     * \param seed simulation seed
+     * \param flowId the flow id
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU
+     * \param salt 0 for the data direction, 1 for the acknowledgements of the packet network
+     * \return the hash passed to GetPath
+     */
+    static uint32_t FlowHash(uint32_t seed,
+                             uint32_t flowId,
+                             uint32_t srcGpu,
+                             uint32_t dstGpu,
+                             uint32_t salt);
+
+    /**
      * \brief The links of one GPU-to-GPU path, ECMP choices made by \p flowHash.
      * \param srcGpu sending GPU
      * \param dstGpu receiving GPU

@@ -38,18 +38,6 @@ const char* const CC_TYPES[] = {"ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::
                                 "ns3::NoCongestionControl"};
 constexpr int N_CC = 5;
 
-/** splitmix-style hash of a flow's identity. */
-uint32_t
-FlowHash(uint32_t seed, uint32_t flowId, uint32_t src, uint32_t dst, uint32_t salt)
-{
-    uint64_t z = (static_cast<uint64_t>(seed) << 32 | flowId) * 0x9E3779B97F4A7C15ULL;
-    z ^= (static_cast<uint64_t>(src) << 40) ^ (static_cast<uint64_t>(dst) << 16) ^ salt;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
-    return static_cast<uint32_t>(z);
-}
-
 /** Serialisation time of \p bytes at \p rateBps, ns, rounded up. */
 int64_t
 TxNs(uint32_t bytes, double rateBps)
@@ -355,8 +343,8 @@ PacketNetwork::StartFlow(uint32_t flowId,
         return;
     }
     NS_ASSERT_MSG(priority < QbbNetDevice::N_PRIORITIES, "priority must be 0..7");
-    uint32_t hash = m_ecmp ? FlowHash(m_seed, flowId, srcGpu, dstGpu, 0) : 0;
-    uint32_t ackHash = m_ecmp ? FlowHash(m_seed, flowId, srcGpu, dstGpu, 1) : 0;
+    uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, flowId, srcGpu, dstGpu, 0) : 0;
+    uint32_t ackHash = m_ecmp ? TopologyDescription::FlowHash(m_seed, flowId, srcGpu, dstGpu, 1) : 0;
     uint32_t srcNode = m_desc->GetGpuNode(srcGpu);
     uint32_t dstNode = m_desc->GetGpuNode(dstGpu);
     bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
