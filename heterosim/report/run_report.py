@@ -89,7 +89,8 @@ def results_dict(run: Any) -> dict[str, Any]:
         "ranks": ranks,
         "network": counters,
         "collectives": {"instances": int(len(colls.get("id", []))), "by_algorithm": by_algorithm,
-                        "p2p_bytes": int(run.tables.p2p_bytes)},
+                        "p2p_bytes": int(run.tables.p2p_bytes),
+                        "granularity": exp.simulation.collective_granularity},
         "compute_provenance": run.compute_provenance,
         "partition": {
             "mode": run.workload.partition.mode,

@@ -113,6 +113,7 @@ def test_collectives_csv_lists_every_instance(flow_run):
     out, results = flow_run
     rows = list(csv.DictReader((out / "collectives.csv").open()))
     assert len(rows) == results["collectives"]["instances"] > 0
+    assert results["collectives"]["granularity"] == "chunk"  # the default, recorded
     for row in rows:
         assert float(row["end_s"]) >= float(row["start_s"]) >= 0
         assert row["algorithm"] in ("ring", "tree", "nvls", "nvls_tree", "p2p")
