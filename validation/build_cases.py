@@ -78,6 +78,16 @@ VOCAB = {"gpt3": (50304, "NeMo GPT-3 configs pad the GPT-2 vocabulary to 50304 (
          "nemotron": (256000, "Nemotron tokenizer (model card)")}
 H100_NET = {"network": ("8 x 400 Gb/s per host, rail-optimized", "DGX-H100 SuperPOD (SEC)")}
 
+# Megatron-LM v1 (2019-2021: the README-2020 runs and SC'21) defaults to --DDP-impl local, whose
+# DistributedDataParallel all-reduces every gradient in one call after the backward pass
+# (`model.allreduce_params(...)` in training.py's backward step), not overlapped with it.
+MEGATRON_V1_DDP = {"parallel.grad_sync": (
+    "after_backward", "Megatron-LM v1 default --DDP-impl local: training.py calls "
+    "model.allreduce_params() after the backward pass, so the gradient all-reduce is not "
+    "overlapped with it (arguments.py: --DDP-impl default 'local')")}
+README2020 = {**README2020, **MEGATRON_V1_DDP}
+SC21 = {**SC21, **MEGATRON_V1_DDP}
+
 SELECTED: dict[str, dict[str, tuple[Any, str]]] = {}
 for name in ("1b", "2b", "4b", "8b"):
     SELECTED[f"megatron-readme2020-dgxa100-{name}"] = dict(README2020)
@@ -90,7 +100,7 @@ for name in ("39p1b", "76p1b", "145p6b", "310p1b", "529p6b", "1008p0b"):
 for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b-2240"):
     SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
         **SC21_T2, **SC21_PP, "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
-        "parallel.zero": SC21["parallel.zero"]}
+        "parallel.zero": SC21["parallel.zero"], **MEGATRON_V1_DDP}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-640", "530b-1120", "530b-2240"):
     SELECTED[f"megatron-sc21-t2-zero3-{name}"] = dict(SC21_T2)
 for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b-128", "gpt3"),
@@ -181,6 +191,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
                 "distributed_optimizer": bool(assumed.get("parallel.distributed_optimizer",
                                                           (False, ""))[0]),
                 "partition": "uniform"}
+    if "parallel.grad_sync" in assumed:
+        parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
     if vpp and vpp > 1:
         parallel["schedule"] = "interleaved"
     gpu = GPU[c["gpu"]]
