@@ -105,3 +105,37 @@ def test_p2p_operations():
     assert np.allclose(a2av.sent_bytes_per_gpu(16), sizes // 16 * 15)
     with pytest.raises(UserError, match="exactly 2"):
         decompose_collective("sendrecv", 100, [0, 1, 2], c)
+
+
+def test_tree_ll128_chunk_follows_nccl_sizing():
+    from heterosim.plan.collectives.common import LL128_STEP_PAYLOAD, tree_ll128_chunk_payload
+
+    # 88.5 MB, 16 channels, 16 hosts x 8: nsteps = 1 + 4 + 0.8 = 5.8; the 614,400 B (wire) step
+    # is halved while fewer than 5.8 x 64 / 8 = 46.4 chunks per channel and above 128 KiB:
+    # 9 -> 18 -> 36 chunks, 614,400 -> 76,800 B; then 72 >= 11.6, so it stays: 72,000 B payload.
+    assert tree_ll128_chunk_payload(88_531_200, 16, 16, 128) == 72_000
+    assert tree_ll128_chunk_payload(1 << 30, 16, 16, 128) == LL128_STEP_PAYLOAD  # large: unchanged
+    # 1 MiB on 2 hosts: the first loop stops at 76,800 (not above 128 KiB), the second halves
+    # while above 32 KiB: 76,800 -> 38,400 -> 19,200 B wire = 18,000 B payload
+    assert tree_ll128_chunk_payload(1 << 20, 16, 2, 16) == 18_000
+    plan = decompose_collective("allreduce", 88_531_200, list(range(128)), cluster(16),
+                                algorithm="tree", protocol="ll128", channels=16)
+    flows = plan.kind == FLOW
+    assert plan.payload[flows].max() <= 72_000 and plan.chunk[flows].max() + 1 >= 72
+
+
+def test_tree_channels_sharing_a_nic_use_both_trees():
+    """NCCL's channel c and its duplicate c + C/2 share the head GPU (NIC) and take the two trees,
+    so every NIC carries one inner-node and one leaf role: inter-host bytes per NIC are balanced
+    (with both channels of a NIC on one tree, the inner hosts' NICs carried 1.7x the mean)."""
+    for hosts in (8, 16):
+        n = 8 * hosts
+        plan = decompose_collective("allreduce", 64 << 20, list(range(n)), cluster(hosts),
+                                    algorithm="tree", protocol="simple", channels=16)
+        flows = plan.kind == FLOW
+        src, dst, wire = plan.gpu[flows], plan.dst[flows], plan.bytes[flows]
+        inter = src // 8 != dst // 8
+        out = np.bincount(src[inter], weights=wire[inter], minlength=n)
+        into = np.bincount(dst[inter], weights=wire[inter], minlength=n)
+        assert (out > 0).all() and (into > 0).all()  # every NIC is some channel's head
+        assert out.max() / out.mean() <= 1.15 and into.max() / into.mean() <= 1.15

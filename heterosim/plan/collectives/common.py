@@ -80,13 +80,37 @@ def ring_chunk(coll: str, protocol: str) -> tuple[int, int]:
     return SIMPLE_STEP * 4, NCCL_STEPS
 
 
+LL128_STEP_WIRE = 4_915_200 // NCCL_STEPS  # 614,400 B: LL128 stepSize (wire bytes)
+
+
 def tree_chunk(protocol: str) -> tuple[int, int]:
-    """(payload bytes per chunk, chunks in flight per connection) for tree collectives."""
+    """(payload bytes per chunk, chunks in flight per connection) for tree collectives.
+
+    LL128 chunks shrink with the message (:func:`tree_ll128_chunk_payload`); this is the largest.
+    """
     if protocol == LL:
         return LL_STEP_PAYLOAD, NCCL_STEPS
     if protocol == LL128:
         return LL128_STEP_PAYLOAD, NCCL_STEPS
     return SIMPLE_STEP, NCCL_STEPS
+
+
+def tree_ll128_chunk_payload(size_bytes: int, channels: int, nodes: int, ranks: int) -> int:
+    """Payload bytes per chunk of a Tree LL128 all-reduce, as NCCL sizes it (enqueue.cc).
+
+    NCCL halves the LL128 chunk (stepSize, wire bytes) while the message gives each channel fewer
+    chunks than the tree needs to stay pipelined: target nsteps x 64 / ppn chunks (down to 128 KiB)
+    and then nsteps x 16 / ppn (down to 32 KiB), nsteps = 1 + floor(log2(nodes)) + 0.1 ppn.
+    """
+    ppn = ranks / max(1, nodes)
+    nsteps = 1 + (max(1, nodes).bit_length() - 1) + 0.1 * ppn
+    chunk = LL128_STEP_WIRE
+    per = max(1, channels)
+    while size_bytes // (per * chunk) < nsteps * 64 / ppn and chunk > 131072:
+        chunk //= 2
+    while size_bytes // (per * chunk) < nsteps * 16 / ppn and chunk > 32768:
+        chunk //= 2
+    return chunk * 120 // 128
 
 
 def bus_factor(op: int | str, n: int) -> float:

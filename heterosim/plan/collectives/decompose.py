@@ -27,6 +27,7 @@ from heterosim.plan.collectives.common import (
     BROADCAST,
     GATHER,
     GRAIN,
+    LL128,
     NVLS,
     NVLS_CHUNK,
     NVLS_TREE,
@@ -44,6 +45,7 @@ from heterosim.plan.collectives.common import (
     split_even,
     split_rows,
     tree_chunk,
+    tree_ll128_chunk_payload,
     wire_bytes,
 )
 from heterosim.plan.collectives.commview import CommView, comm_view
@@ -210,6 +212,8 @@ def _tree_schedule(size_bytes: int, view: CommView, protocol: str,
                    channels: int) -> tuple[np.ndarray, np.ndarray]:
     """(parents (C, n), chunk payloads (C, K)) of a tree all-reduce."""
     chunk = tree_chunk(protocol)[0]
+    if protocol == LL128:
+        chunk = tree_ll128_chunk_payload(size_bytes, channels, view.num_hosts, view.n)
     per_channel = split_even(size_bytes, channels, GRAIN[protocol])
     k = max(1, -(-int(per_channel.max()) // chunk))
     return tree.tree_parents(view, channels), split_rows(per_channel, k)

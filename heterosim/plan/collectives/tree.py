@@ -4,7 +4,11 @@ Trees (:func:`binary_tree_parents`, ``trees.cc``): host positions 0..N-1; positi
 with one child; positions 1..N-1 form the in-order binary tree where a node's children are
 ``r -/+ lowbit(r)/2``. The second tree is the mirror image (r -> N-1-r) for even N, the first tree
 shifted by one (r -> r+1 mod N) for odd N, so leaves of one tree are inner nodes of the other.
-Channels alternate between the two trees.
+The first half of the channels use the first tree, the second half the other: NCCL sets up
+nChannels/2 channel graphs, duplicates them, and connects channel c to tree 0 and its duplicate
+c + nChannels/2 to tree 1 (``connectTrees``). Channels c and c + C/2 share a head GPU and NIC
+whenever C/2 is a multiple of the GPUs per host, so every NIC carries one inner-node and one leaf
+role instead of two of the same kind.
 
 Inside a host the ranks form a chain starting at the channel's head GPU (local offset
 ``c mod ppn``, so different channels use different NICs); the head connects to the heads of its
@@ -75,7 +79,7 @@ def tree_parents(view: CommView, channels: int) -> np.ndarray:
     parents = np.full((channels, n), -1, dtype=np.int64)
     hosts = view.num_hosts
     for c in range(channels):
-        host_parent = binary_tree_parents(hosts, c % 2)
+        host_parent = binary_tree_parents(hosts, (2 * c) // channels if channels > 1 else 0)
         heads = np.empty(hosts, dtype=np.int64)
         for h, group in enumerate(view.groups):
             g = group.size
