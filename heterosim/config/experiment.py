@@ -259,6 +259,9 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
+    if par.grad_sync == "after_backward" and par.zero >= 2:
+        raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
+                        "reduces gradients in every micro-batch's backward")
     if par.partition == "explicit":
         stages = par.pp * par.vpp
         if len(par.stage_layers) != stages:

@@ -1,11 +1,12 @@
 """The ``flow`` fidelity: a fluid network model (``ns3::FluidNetwork``) on the packet model's topology.
 
-Every flow takes the same route the packet network would give it (ECMP choice by a hash of the
-flow id and the seed) and moves as a fluid at its max-min fair rate: each direction of each link
-is a resource with capacity equal to its rate, and rates are recomputed (progressive filling)
-whenever a flow starts or finishes. Recomputation is local and exact: only the flows the change
-can affect are re-filled, and the result is checked against the max-min condition (every flow
-has a saturated link on which no flow is faster) and widened until it holds; the ns-3 attribute
+Every flow takes the same route the packet network gives it (ECMP choice by
+``TopologyDescription::FlowHash`` of the seed, flow id and endpoints, the packet network's hash)
+and moves as a fluid at its max-min fair rate: each direction of each link is a resource with
+capacity equal to its rate, and rates are recomputed (progressive filling) whenever a flow starts
+or finishes. Recomputation is local and exact: only the flows the change can affect are
+re-filled, and the result is checked against the max-min condition (every flow has a saturated
+link on which no flow is faster) and widened until it holds; the ns-3 attribute
 ``FluidNetwork::LocalRecompute=false`` re-fills the whole connected component instead (same
 rates, slower; see fluid-network.h). A flow of ``B``
 bytes finishes ``sum(delay) + sum(P / rate) - P / min(rate)`` after its fluid transfer, with

@@ -128,7 +128,10 @@ class RankProgram:
         self.act_dtype = activation_dtype(self.training.dtype)
         self.grad_bytes = main_grad_bytes(self.training.dtype)
         reduce_dtype = self.training.grad_reduce_dtype
-        self.reduce_bytes = self.grad_bytes if reduce_dtype == "auto" else DTYPE_BYTES[reduce_dtype]
+        if reduce_dtype == "auto":  # the main-gradient dtype
+            reduce_dtype = "fp16" if self.grad_bytes == 2 else "fp32"
+        self.reduce_dtype = reduce_dtype
+        self.reduce_bytes = DTYPE_BYTES[reduce_dtype]
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self._blocks: dict[int, list[Block]] = {}
@@ -195,7 +198,7 @@ class RankProgram:
             for j in range(min(prefetch, len(blocks))):
                 issue_gather(j, [PREVIOUS_TAIL])
         buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
-        deferred = self.par.grad_sync == "after_backward" and self.par.zero < 2
+        deferred = self.par.grad_sync == "after_backward"  # ZeRO < 2 (checked by the config)
         for j, block in enumerate(blocks):
             if prefetch == 0:
                 issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
@@ -226,7 +229,7 @@ class RankProgram:
             if params <= 0:
                 continue
             op = _comm("zero3_reduce_scatter.grad", "bwd", REDUCE_SCATTER,
-                       params * self.reduce_bytes, "fp32", COMM_COLL_NODE, role)
+                       params * self.reduce_bytes, self.reduce_dtype, COMM_COLL_NODE, role)
             tmpl = self._template(op)
             if tmpl is not None:
                 unit.grad_sync.append(unit.add(tmpl, block.layer_attr, [unit.tail]))
@@ -389,8 +392,8 @@ class _Buckets:
                 self._emit(role)
 
     def _emit(self, role: str) -> None:
-        op = _comm(self.label, "bwd", self.comm_type, self.pending[role], "fp32", COMM_COLL_NODE,
-                   role)
+        op = _comm(self.label, "bwd", self.comm_type, self.pending[role], self.prog.reduce_dtype,
+                   COMM_COLL_NODE, role)
         self.pending[role] = 0
         tmpl = self.prog._template(op)
         if tmpl is not None:

@@ -86,6 +86,9 @@ CASES = [
     ("grad-reduce-dtype", "experiment", "training.grad_reduce_dtype", "fp64",
      ["training.grad_reduce_dtype", "fp64"]),
     ("grad-sync", "experiment", "parallel.grad_sync", "never", ["parallel.grad_sync", "never"]),
+    ("grad-sync-with-zero2", "experiment", "parallel",
+     {"tp": 4, "pp": 2, "dp": 2, "zero": 2, "grad_sync": "after_backward"},
+     ["parallel.grad_sync", "zero 0 or 1"]),
 ]
 
 

@@ -16,6 +16,7 @@ from heterosim.workload.trace import (
     COMM_RECV_NODE,
     COMM_SEND_NODE,
     COMP_NODE,
+    DTYPES,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,6 +179,13 @@ def test_grad_sync_after_backward_and_fp32_reduce() -> None:
                            dtype="fp16").trace(0), "ALL_REDUCE")
     assert ar["bytes"] == 2 * fp16["bytes"]  # fp32 on the wire instead of the fp16 main grads
     buckets = np.flatnonzero(trace.node_type == COMM_COLL_NODE)
+    # the trace names the dtype the gradients travel in: fp32 here, fp16 (main grads) by default
+    labels = {DTYPES[int(d)] for d in trace.templates.dtype[trace.template[buckets]]}
+    assert labels == {"fp32"}
+    plain = _workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8,
+                      dtype="fp16").trace(0)
+    plain_buckets = np.flatnonzero(plain.node_type == COMM_COLL_NODE)
+    assert {DTYPES[int(d)] for d in plain.templates.dtype[plain.template[plain_buckets]]} == {"fp16"}
     last_compute = int(np.flatnonzero((trace.node_type == COMP_NODE)
                                       & (trace.templates.phase[trace.template] != 2))[-1])
     for b in buckets:  # every bucket waits for the last backward op
@@ -310,3 +318,4 @@ def test_cli_error_leaves_no_partial_output(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert code == 2 and "needs" in err and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
