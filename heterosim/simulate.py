@@ -135,7 +135,7 @@ def run_experiment(
         seed=experiment.simulation.seed, stop_ns=stop_ns,
         sample_interval_ns=(experiment.simulation.sample_interval_ns if sample_interval_ns is None
                             else sample_interval_ns),
-        progress=progress,
+        progress=progress, intra_host=experiment.simulation.intra_host,
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
@@ -143,12 +143,15 @@ def run_experiment(
 
 
 def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
-    """The experiment with its collective granularity (default included) written into
-    ``resolved``, so results.json (experiment.resolved.simulation) says which one ran."""
+    """The experiment with its collective granularity and (packet fidelity) intra-host model,
+    defaults included, written into ``resolved``, so results.json
+    (experiment.resolved.simulation) says which ones ran."""
     resolved = copy.deepcopy(experiment.resolved)
     simulation = resolved.get("simulation")
     simulation = dict(simulation) if isinstance(simulation, dict) else {}
     simulation["collective_granularity"] = experiment.simulation.collective_granularity
+    if experiment.simulation.fidelity == "packet":
+        simulation["intra_host"] = experiment.simulation.intra_host
     resolved["simulation"] = simulation
     return replace(experiment, resolved=resolved)
 

@@ -29,6 +29,7 @@ RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
 GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
+INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
 ATTENTION = ("flash", "unfused")
 
 
@@ -94,6 +95,9 @@ class SimulationConfig:
     # error: a rank whose estimated memory exceeds its GPU's stops the run; warn: run anyway and
     # report it (for configurations known to fit, where the estimate is conservative)
     memory_check: str = "error"
+    # packet fidelity only: flows between GPUs of one host as frames on NVLink/PCIe (packet) or
+    # as max-min fluid transfers on the same links (flow); host links carry no inter-host flow
+    intra_host: str = "packet"
 
 
 @dataclass(frozen=True)
@@ -234,6 +238,7 @@ def _simulation(section: Section) -> SimulationConfig:
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
+        intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
     )
     section.reject_unknown()
     return simulation

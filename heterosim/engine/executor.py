@@ -76,6 +76,7 @@ def execute_plan(
     progress: ProgressCallback | None = None,
     raise_on_stall: bool = True,
     stall_timeout_ns: int | None = None,
+    intra_host: str = "packet",
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
 
@@ -86,6 +87,8 @@ def execute_plan(
     task finishing that counts as a stall (0 = only an empty event queue). The packet network
     keeps timers running even when deadlocked, so its default is
     :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
+    ``intra_host`` (packet fidelity): ``flow`` runs flows between GPUs of one host in the fluid
+    model on the host links while the fabric stays packet-level (see ``PacketNetwork::HostFlows``).
     """
     if fidelity not in FIDELITIES:
         raise UserError(f"simulation: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
@@ -103,7 +106,8 @@ def execute_plan(
         net = create_fluid_network(gbl, desc, network, seed)
     else:
         packet_module = _packet_module()
-        net = packet_module.create_packet_network(gbl, desc, network, seed, sample_interval_ns)
+        net = packet_module.create_packet_network(gbl, desc, network, seed, sample_interval_ns,
+                                                  intra_host=intra_host)
 
     executor = ns3.CreateObject[ns3.PlanExecutor]()
     if stop_ns is not None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import CC_ALGORITHMS, NetworkConfig
+from heterosim.config.experiment import CC_ALGORITHMS, INTRA_HOST_MODELS, NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
@@ -39,8 +39,13 @@ def _attribute_text(value: Any) -> str:
 
 
 def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, seed: int,
-                          sample_interval_ns: int = 0, sample_all_ports: bool = False) -> Any:
+                          sample_interval_ns: int = 0, sample_all_ports: bool = False,
+                          intra_host: str = "packet") -> Any:
     """An ``ns3::PacketNetwork`` built on ``topology_desc`` (an ``ns3::TopologyDescription``).
+
+    ``intra_host="flow"`` carries flows between GPUs of one host in a fluid network on the host
+    links (``PacketNetwork::HostFlows=fluid``) instead of frame by frame; the fabric stays
+    packet-level.
 
     ``network`` gives the congestion control, MTU (payload bytes per packet), PFC, switch
     buffer and ECMP switch; ``network.attributes`` overrides any attribute of the network or
@@ -53,6 +58,9 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
                         f"got {network.cc!r}")
     if seed < 0:
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
+    if intra_host not in INTRA_HOST_MODELS:
+        raise UserError(f"simulation: intra_host: expected one of {', '.join(INTRA_HOST_MODELS)}, "
+                        f"got {intra_host!r}")
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
@@ -62,6 +70,7 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
         "BufferSize": int(network.buffer_bytes), "Ecmp": bool(network.ecmp),
         "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),
+        "HostFlows": "fluid" if intra_host == "flow" else "packet",
     }
     for name, value in settings.items():
         if not net.SetComponentAttribute(name, _attribute_text(value)):
@@ -182,11 +191,12 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
               dst: Sequence[int], size_bytes: Sequence[int], start_ns: Sequence[int],
               priority: Sequence[int] | None = None, *, stop_ns: int,
               sample_interval_ns: int = 0, seed: int = 1,
-              sample_all_ports: bool = False) -> dict[str, Any]:
+              sample_all_ports: bool = False, intra_host: str = "packet") -> dict[str, Any]:
     """Run flows (ids 0..n-1 in argument order) on a fresh packet network until ``stop_ns``
     or until the last one finishes; return :func:`collect_packet_stats`' dict plus ``flows``
     (id, src, dst, bytes, start_ns, end_ns (-1 unfinished), fct_ns, retransmits, ...),
-    ``sim_end_ns`` and ``wall_s``. The simulator is destroyed afterwards, so runs in one
+    ``sim_end_ns`` and ``wall_s`` (``intra_host`` as in :func:`create_packet_network`). The
+    simulator is destroyed afterwards, so runs in one
     process are independent and repeatable.
     """
     if stop_ns <= 0:
@@ -199,7 +209,7 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
     try:
         desc = to_native(topology, gbl)
         net = create_packet_network(gbl, desc, network, seed, sample_interval_ns,
-                                    sample_all_ports)
+                                    sample_all_ports, intra_host)
         n = len(arrays["src"])
         ids = np.arange(n, dtype=np.uint32)
         if n:

@@ -110,7 +110,14 @@ PacketNetwork::GetTypeId()
                           "frame on the wire",
                           BooleanValue(true),
                           MakeBooleanAccessor(&PacketNetwork::m_phyOverhead),
-                          MakeBooleanChecker());
+                          MakeBooleanChecker())
+            .AddAttribute("HostFlows",
+                          "Model of flows between GPUs of one host: packet (frames over the "
+                          "NVLink/PCIe links) or fluid (a FluidNetwork on the host links, with "
+                          "this network's Mtu, Seed and Ecmp)",
+                          StringValue("packet"),
+                          MakeStringAccessor(&PacketNetwork::m_hostFlows),
+                          MakeStringChecker());
     return tid;
 }
 
@@ -218,11 +225,21 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
             m_ccIndex = i;
         }
     }
-    if (m_ccIndex < 0)
+    if (m_ccIndex < 0 || (m_hostFlows != "packet" && m_hostFlows != "fluid"))
     {
         return false;
     }
     m_desc = desc;
+    m_hostFluid = nullptr;
+    if (m_hostFlows == "fluid")
+    {
+        m_hostFluid = CreateObject<FluidNetwork>();
+        m_hostFluid->SetAttribute("Mtu", UintegerValue(m_mtu));
+        m_hostFluid->SetAttribute("Seed", UintegerValue(m_seed));
+        m_hostFluid->SetAttribute("Ecmp", BooleanValue(m_ecmp));
+        m_hostFluid->SetTopology(desc);
+        m_hostFluid->SetFlowDoneCallback(MakeCallback(&PacketNetwork::HostFlowDone, this));
+    }
     m_pool = Create<RdmaFramePool>();
     uint32_t phy = m_phyOverhead ? 20 : 0;
     bool hpcc = m_cc == "hpcc";
@@ -348,6 +365,11 @@ PacketNetwork::StartFlow(uint32_t flowId,
     uint32_t srcNode = m_desc->GetGpuNode(srcGpu);
     uint32_t dstNode = m_desc->GetGpuNode(dstGpu);
     bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
+    if (sameHost && m_hostFluid)
+    {
+        m_hostFluid->StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
+        return;
+    }
     uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
     uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
     std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
@@ -449,6 +471,18 @@ PacketNetwork::Finish(uint32_t flowId)
 }
 
 void
+PacketNetwork::HostFlowDone(uint32_t flowId, Time when)
+{
+    Finish(flowId);
+}
+
+Ptr<FluidNetwork>
+PacketNetwork::GetHostFluid() const
+{
+    return m_hostFluid;
+}
+
+void
 PacketNetwork::SetStopAfterFlows(uint64_t n)
 {
     m_stopAfter = n;
@@ -507,6 +541,13 @@ PacketNetwork::CopyPortStats(int32_t* node,
                              uint64_t* drops,
                              uint64_t* framesSent) const
 {
+    std::vector<uint64_t> fluidBytes;
+    if (m_hostFluid)
+    {
+        fluidBytes.assign(m_portDev.size(), 0);
+        std::vector<int64_t> busy(m_portDev.size(), 0);
+        m_hostFluid->CopyLinkStats(fluidBytes.data(), busy.data());
+    }
     for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
     {
         const QbbNetDevice* dev = PeekPointer(m_portDev[gp]);
@@ -514,7 +555,7 @@ PacketNetwork::CopyPortStats(int32_t* node,
         direction[gp] = static_cast<uint8_t>(gp % 2);
         link[gp] = static_cast<int32_t>(l);
         node[gp] = static_cast<int32_t>(gp % 2 == 0 ? m_desc->GetLinkA(l) : m_desc->GetLinkB(l));
-        bytesSent[gp] = dev->GetTxBytes();
+        bytesSent[gp] = dev->GetTxBytes() + (fluidBytes.empty() ? 0 : fluidBytes[gp]);
         maxQueue[gp] = dev->GetMaxQueueBytes();
         meanQueue[gp] = dev->GetMeanQueueBytes();
         pauseSent[gp] = dev->GetPauseSent();
@@ -730,6 +771,11 @@ PacketNetwork::DoDispose()
     m_nodes.clear();
     m_qps.clear();
     m_desc = nullptr;
+    if (m_hostFluid)
+    {
+        m_hostFluid->Dispose();
+        m_hostFluid = nullptr;
+    }
     FlowNetwork::DoDispose();
 }
 

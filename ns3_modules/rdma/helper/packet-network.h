@@ -6,6 +6,7 @@
 
 #include "ns3/event-id.h"
 #include "ns3/flow-network.h"
+#include "ns3/fluid-network.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
@@ -47,6 +48,13 @@ namespace ns3
  * Consequence: PCIe links carry only intra-host traffic in this model, and several NICs
  * behind one PCIe switch do not contend for its upstream link.
  *
+ * HostFlows = "fluid" hands flows between GPUs of one host to a FluidNetwork on the same
+ * topology instead (max-min rates on the host links, no frames). Since host links carry only
+ * intra-host flows in this model (see above), the two models share no link and nothing couples
+ * them; what changes is the intra-host model only (no NVSwitch queues or per-frame round robin,
+ * see fluid-network.h), and the packet events of NVLink/PCIe copies are saved. Port counters
+ * then add the fluid model's bytes on host links (frames stay 0 there: none were simulated).
+ *
  * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU); ECN marking
  * uses its own random streams, so the seed changes ECMP choices only.
  */
@@ -75,7 +83,8 @@ class PacketNetwork : public FlowNetwork
     /**
      * \brief Build nodes, devices, channels, switches and endpoints.
      * \param desc the topology
-     * \return false if the Cc attribute names no known algorithm
+     * \return false if the Cc attribute names no known algorithm or HostFlows is neither
+     * "packet" nor "fluid"
      */
     bool Build(Ptr<TopologyDescription> desc);
 
@@ -185,6 +194,8 @@ class PacketNetwork : public FlowNetwork
     Ptr<QbbNetDevice> GetPortDevice(uint32_t port) const;
     /** \return the congestion controller of flow \p flowId (null if unknown) */
     Ptr<RdmaCongestionControl> GetFlowCc(uint32_t flowId) const;
+    /** \return the fluid network that carries intra-host flows (null unless HostFlows=fluid) */
+    Ptr<FluidNetwork> GetHostFluid() const;
     /** \return the path links of a flow as routed (empty if unknown) */
     std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
 
@@ -196,6 +207,8 @@ class PacketNetwork : public FlowNetwork
     void Delivered(uint32_t slot);
     /** Report a flow done. */
     void Finish(uint32_t flowId);
+    /** An intra-host flow carried by the fluid network finished. */
+    void HostFlowDone(uint32_t flowId, Time when);
     /** Take one sample of queues and rates. */
     void Sample();
     /** Local port of \p node on \p link. */
@@ -213,6 +226,7 @@ class PacketNetwork : public FlowNetwork
     Time m_sampleInterval;     //!< 0 = no sampling
     bool m_sampleAllPorts;     //!< sample every port (else fabric ports only)
     bool m_phyOverhead;        //!< count preamble + IFG
+    std::string m_hostFlows;   //!< intra-host flow model: packet or fluid
 
     ObjectFactory m_nicFactory;                 //!< RdmaNic
     ObjectFactory m_mmuFactory;                 //!< SwitchMmu
@@ -221,6 +235,7 @@ class PacketNetwork : public FlowNetwork
     int m_ccIndex{-1};                          //!< selected algorithm
 
     Ptr<TopologyDescription> m_desc;                 //!< topology
+    Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)
     Ptr<RdmaFramePool> m_pool;                       //!< frames
     std::vector<Ptr<Node>> m_nodes;                  //!< one per topology node
     std::vector<Ptr<QbbNetDevice>> m_portDev;        //!< global port -> device
