@@ -103,3 +103,5 @@ def test_published_runs_warn_on_memory_instead_of_failing():
     assert case_experiment(case_strict).simulation.memory_check == "error"
     assert case_experiment(case, granularity="connection").simulation.collective_granularity == \
         "connection"
+    assert case_experiment(case).simulation.intra_host == "packet"
+    assert case_experiment(case, "packet", intra_host="flow").simulation.intra_host == "flow"
