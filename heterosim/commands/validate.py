@@ -27,7 +27,7 @@ examples:
   heterosim validate validation/cases.yaml --group nccl-tests --out out/validate
   heterosim validate validation/cases.yaml --max-gpus 512 --granularity connection --out out/validate-full
   heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
-  heterosim validate validation/cases.yaml --max-gpus 128 --fidelity packet --intra-host flow --granularity connection
+  heterosim validate validation/cases.yaml --max-gpus 128 --fidelity packet --intra-host flow
 """
 
 

@@ -107,7 +107,10 @@ def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
                "compute_provenance": res["compute_provenance"], "events": res["sim"]["events"],
                "tasks": res["sim"]["tasks"],
                "memory_warnings": res["partition"].get("memory_warnings", []),
-               "collective_granularity": exp.simulation.collective_granularity}
+               "collective_granularity": exp.simulation.collective_granularity,
+               "fidelity": exp.simulation.fidelity, "network": res["network"]}
+    if exp.simulation.fidelity == "packet":
+        details["intra_host"] = exp.simulation.intra_host
     return float(res["iteration_time_s"]), details
 
 
@@ -182,7 +185,8 @@ def predict_collective(case: Case, fidelity: str | None = None,
     busbw = size / t_s / 1e9 * bus_factor(op, n)
     tuning_busbw = size / (plan.predicted_ns * 1e-9) / 1e9 * bus_factor(op, n)
     details = {"algorithm": plan.algorithm, "protocol": plan.protocol, "channels": plan.channels,
-               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": engine.fidelity}
+               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": engine.fidelity,
+               "network": engine.network}
     return Prediction(busbw, t_s, "collective", time.perf_counter() - start, details)
 
 

@@ -160,6 +160,38 @@ def test_lossless_fabric_never_retransmits(native_lib):
     assert res["ports"]["max_queue_bytes"].max() > 320e-6 * 100e9 / 8
 
 
+def _mixed_speed_ring(rto: str | None):
+    """Three 10G hosts and one 50G host, a ring in both directions, 4 flows per neighbour pair,
+    DCQCN, PFC, 32 MiB buffer (the shape of the AMP cluster's gradient all-reduce)."""
+    topo = build_topology(parse_cluster(
+        {"host_types": {"slow": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
+                                 "nic_speed": "10Gbps"},
+                        "fast": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
+                                 "nic_speed": "50Gbps"}},
+         "hosts": [{"type": "slow", "count": 3}, {"type": "fast", "count": 1}],
+         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us"}}, "m.yaml"))
+    src = [i for i in range(4) for _ in range(4) for _ in range(2)]
+    dst = [(i + step) % 4 for i in range(4) for _ in range(4) for step in (1, 3)]
+    extra = {} if rto is None else {"Rto": rto}
+    return packet.run_flows(topo, net("dcqcn", 32 << 20, **extra), src, dst,
+                            [8 << 20] * len(src), [0] * len(src), stop_ns=2_000_000_000)
+
+
+def test_slow_nics_under_dcqcn_never_time_out_with_nccl_timeout(native_lib):
+    """At 10 Gb/s the queues of a lossless fabric hold more than 4.096 us * 2^10 (4.2 ms) of
+    data: with that RTO this ring went back N without a single drop (the AMP cluster's 10G hosts
+    showed 71 k retransmits and 144 timeouts, 0 drops, and a 7.8 % longer iteration). With
+    NCCL's timeout (2^20, the default) none."""
+    old = _mixed_speed_ring("4194304ns")
+    new = _mixed_speed_ring(None)
+    for res in (old, new):
+        assert (res["flows"]["end_ns"] > 0).all() and res["counters"]["drops"] == 0
+        assert res["counters"]["pfc_pause_frames"] > 0
+    assert old["counters"]["timeouts"] > 0 and old["counters"]["retransmits"] > 0
+    assert new["counters"]["timeouts"] == 0 and new["counters"]["retransmits"] == 0
+    assert new["flows"]["end_ns"].max() < old["flows"]["end_ns"].max()
+
+
 def _unfairness(scaling: bool):
     """workloads/netbench/pfc_unfairness.yaml: local GPU 5 + remote GPUs 0-2 -> GPU 4."""
     topo = two_leaves_400g_spine()

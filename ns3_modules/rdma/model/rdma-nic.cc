@@ -47,11 +47,12 @@ RdmaNic::GetTypeId()
             .AddAttribute("Rto",
                           "Retransmission timeout: go back N after this long without ACK "
                           "progress, not counting time the queue pair's priority is paused at "
-                          "its NIC. Default: InfiniBand local ACK timeout 4.096 us * 2^10; it "
-                          "must exceed the worst queueing delay of the lossless fabric (a full "
-                          "32 MiB buffer drains in 2.7 ms at 100 Gb/s), or a network without "
-                          "drops retransmits",
-                          TimeValue(NanoSeconds(4194304)),
+                          "its NIC. Default: the InfiniBand local ACK timeout NCCL sets, "
+                          "4.096 us * 2^NCCL_IB_TIMEOUT with NCCL's default exponent 20 (4.29 s). "
+                          "It must exceed the worst queueing delay of the lossless fabric (a full "
+                          "32 MiB buffer drains in 2.7 ms at 100 Gb/s, 27 ms at 10 Gb/s), or a "
+                          "network without drops retransmits",
+                          TimeValue(NanoSeconds(4294967296LL)),
                           MakeTimeAccessor(&RdmaNic::m_rto),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("RtoLossy",
