@@ -442,6 +442,10 @@ PacketNetwork::StartFlow(uint32_t flowId,
     qp->cc->Start(qp->lineRate, NanoSeconds(rttNs), m_mtu);
     m_slotOf[flowId] = slot;
     m_qps.push_back(std::move(qp));
+    if (m_sampleInterval.IsStrictlyPositive())
+    {
+        m_liveSlots.push_back(slot);
+    }
     Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
     if (m_sampleInterval.IsStrictlyPositive() && !m_sampleEvent.IsPending())
     {
@@ -499,8 +503,12 @@ PacketNetwork::Sample()
         m_qBytes.push_back(m_portDev[gp]->GetTotalQueueBytes());
         m_qTx.push_back(m_portDev[gp]->GetTxBytes());
     }
-    for (const auto& qp : m_qps)
+    // Only queue pairs not yet finished are visited (in slot order, as they were created);
+    // finished ones leave the list, so a sample costs the live queue pairs, not every flow so far.
+    std::size_t keep = 0;
+    for (uint32_t slot : m_liveSlots)
     {
+        const RdmaQueuePair* qp = m_qps[slot].get();
         if (qp->active)
         {
             m_rTime.push_back(now);
@@ -508,7 +516,12 @@ PacketNetwork::Sample()
             m_rRate.push_back(qp->cc->GetRate());
             m_rAcked.push_back(qp->sndUna);
         }
+        if (!qp->IsFinished())
+        {
+            m_liveSlots[keep++] = slot;
+        }
     }
+    m_liveSlots.resize(keep);
     if (m_pending > 0)
     {
         m_sampleEvent = Simulator::Schedule(m_sampleInterval, &PacketNetwork::Sample, this);
@@ -770,6 +783,7 @@ PacketNetwork::DoDispose()
     m_portDev.clear();
     m_nodes.clear();
     m_qps.clear();
+    m_liveSlots.clear();
     m_desc = nullptr;
     if (m_hostFluid)
     {

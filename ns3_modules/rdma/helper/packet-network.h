@@ -253,6 +253,7 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_stopAfter{0};                           //!< stop after this many finished
 
     std::vector<uint32_t> m_samplePorts;  //!< ports sampled
+    std::vector<uint32_t> m_liveSlots;    //!< queue pairs not yet finished (rate sampling)
     EventId m_sampleEvent;                //!< next sample
     std::vector<int64_t> m_qTime;         //!< queue series: time
     std::vector<uint32_t> m_qPort;        //!< queue series: port
