@@ -22,6 +22,7 @@ from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
+from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables, build_plan
 from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_ranks
@@ -129,6 +130,9 @@ def run_experiment(
     workload, traces, rank_gpu, tables, topology, shares, stage_wall = build_run(
         experiment, databases=databases, workload=workload
     )
+    note = intra_host_note(experiment, tables.plan, topology)
+    if note:
+        print(f"heterosim: note: {note}", file=sys.stderr)
     t3 = time.perf_counter()
     engine = execute_plan(
         tables.plan, topology, experiment.network, fidelity=experiment.simulation.fidelity,
@@ -140,6 +144,35 @@ def run_experiment(
     stage_wall["engine_s"] = time.perf_counter() - t3
     return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
                         stage_wall)
+
+
+INTRA_HOST_NOTE_MIN_BYTES = 64 << 30  # below this a packet run is short either way
+
+
+def intra_host_note(experiment: ExperimentConfig, plan: Any, topology: Topology,
+                    min_bytes: int = INTRA_HOST_NOTE_MIN_BYTES) -> str | None:
+    """A hint for long packet runs whose bytes are mostly copies inside hosts (None otherwise):
+    those copies are most of the packet events, and ``simulation.intra_host: flow`` runs them in
+    the fluid model while the fabric stays frame by frame."""
+    sim = experiment.simulation
+    if sim.fidelity != "packet" or sim.intra_host != "packet":
+        return None
+    flows = np.flatnonzero(plan.kind == FLOW)
+    if not len(flows):
+        return None
+    size = plan.bytes[flows].astype(np.float64)
+    total = float(size.sum())
+    if total < min_bytes:
+        return None
+    host = topology.node_host[topology.gpu_node]
+    inside = host[plan.gpu[flows]] == host[plan.dst[flows]]
+    share = float(size[inside].sum()) / total
+    if share < 0.5:
+        return None
+    return (f"{share:.0%} of the {total / 2**30:,.0f} GiB this packet run moves are copies between "
+            "GPUs of one host (NVLink/PCIe frames: most of its events); --set "
+            "simulation.intra_host=flow runs them in the fluid model and leaves the fabric frame by "
+            "frame (benchmarks/README.md: 5-10x fewer events, iteration within 1 %)")
 
 
 def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:

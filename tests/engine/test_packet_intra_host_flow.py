@@ -103,3 +103,26 @@ def test_intra_host_flow_in_an_experiment(tmp_path, native_lib, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "simulation.intra_host" in err[0] and "packet" in err[0]
     assert not (tmp_path / "bad").exists()
+
+
+def test_long_packet_runs_of_intra_host_copies_get_a_hint():
+    """The note names the share of intra-host bytes and the option, only where it applies."""
+    from dataclasses import replace
+
+    from heterosim.config.experiment import load_experiment
+    from heterosim.simulate import build_run, intra_host_note
+
+    exp = load_experiment("workloads/examples/topology_ab.yaml")  # DP4 x TP8 on 32 GPUs
+    _, _, _, tables, topology, _, _ = build_run(exp)
+    plan = tables.plan
+    flows = plan.kind == 1
+    host = topology.node_host[topology.gpu_node]
+    inside = host[plan.gpu[flows]] == host[plan.dst[flows]]
+    share = plan.bytes[flows][inside].sum() / plan.bytes[flows].sum()
+    assert share > 0.5  # TP8 all-reduces over NVSwitch dominate
+    packet = replace(exp, simulation=replace(exp.simulation, fidelity="packet", intra_host="packet"))
+    note = intra_host_note(packet, plan, topology, min_bytes=0)
+    assert note is not None and f"{share:.0%}" in note and "simulation.intra_host=flow" in note
+    assert intra_host_note(packet, plan, topology) is None  # a short run: no hint
+    for sim in (replace(packet.simulation, intra_host="flow"), replace(packet.simulation, fidelity="flow")):
+        assert intra_host_note(replace(packet, simulation=sim), plan, topology, min_bytes=0) is None
