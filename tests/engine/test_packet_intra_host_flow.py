@@ -3,11 +3,14 @@ the fabric frame by frame, and nothing else changed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from heterosim.cli import main
-from heterosim.config.cluster import parse_cluster
+from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import packet
 from heterosim.engine.fluid import run_flows_fluid
@@ -16,17 +19,15 @@ from heterosim.errors import UserError
 
 pytestmark = pytest.mark.ns3
 
+REPO = Path(__file__).resolve().parents[2]
+
 NETWORK = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
                         attributes={})
 
 
 def dgx_pair():
-    """Two 8-GPU NVSwitch hosts, 8 x 400G NICs each, rail-optimised."""
-    return build_topology(parse_cluster(
-        {"host_types": {"h": {"gpu": "H100-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8,
-                              "nic_speed": "400Gbps"}},
-         "hosts": [{"type": "h", "count": 2}],
-         "fabric": {"kind": "rail-optimized", "link_delay": "1us"}}, "dgx.yaml"))
+    """Two 8-GPU NVSwitch hosts, 8 x 400G NICs each, rail-optimised (the shipped topology)."""
+    return build_topology(load_cluster(REPO / "topologies" / "two_host_h100.yaml"))
 
 
 # Intra-host flows first (ids 0..5: a contended NVLink incast into GPU 3 and a ring), then
@@ -88,18 +89,17 @@ def test_intra_host_model_name_is_checked(native_lib):
 
 
 def test_intra_host_flow_in_an_experiment(tmp_path, native_lib, capsys):
-    """The whole default experiment: same fabric counters story, recorded in results.json."""
-    import json
-
+    """The option reaches a whole run and results.json records it; a bad value is a one-line
+    error naming the key, with nothing written."""
     out = tmp_path / "run"
-    assert main(["run", "workloads/default.yaml", "--no-plots", "--out", str(out),
-                 "--set", "simulation.intra_host=flow", "--set", "training.global_batch=16"]) == 0
+    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--no-plots", "--out", str(out),
+                 "--set", "simulation.intra_host=flow"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["experiment"]["resolved"]["simulation"]["intra_host"] == "flow"
     assert results["network"]["drops"] == 0
     capsys.readouterr()
-    assert main(["run", "workloads/default.yaml", "--no-plots", "--out", str(tmp_path / "bad"),
-                 "--set", "simulation.intra_host=fluid"]) == 2
+    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--no-plots",
+                 "--out", str(tmp_path / "bad"), "--set", "simulation.intra_host=fluid"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "simulation.intra_host" in err[0] and "packet" in err[0]
     assert not (tmp_path / "bad").exists()
@@ -112,7 +112,7 @@ def test_long_packet_runs_of_intra_host_copies_get_a_hint():
     from heterosim.config.experiment import load_experiment
     from heterosim.simulate import build_run, intra_host_note
 
-    exp = load_experiment("workloads/examples/topology_ab.yaml")  # DP4 x TP8 on 32 GPUs
+    exp = load_experiment(REPO / "workloads" / "examples" / "topology_ab.yaml")  # DP4 x TP8 on 32 GPUs
     _, _, _, tables, topology, _, _ = build_run(exp)
     plan = tables.plan
     flows = plan.kind == 1
