@@ -85,6 +85,11 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
                 f"components, or {value!r} is not a valid value for it"
             )
     if not net.Build(topology_desc):
+        host_flows = ns3.StringValue()
+        net.GetAttribute("HostFlows", host_flows)
+        if str(host_flows.Get()) not in ("packet", "fluid"):
+            raise UserError(f"network: attributes: HostFlows: expected packet or fluid, got "
+                            f"{str(host_flows.Get())!r}")
         raise UserError(f"network: cc: unknown congestion control {network.cc!r}")
     if net.GetSmallestSharedPool() == 0:
         raise UserError(

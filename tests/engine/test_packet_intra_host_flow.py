@@ -86,6 +86,16 @@ def test_intra_host_model_name_is_checked(native_lib):
     topo = dgx_pair()
     with pytest.raises(UserError, match="intra_host"):
         packet.run_flows(topo, NETWORK, [0], [1], [1000], [0], stop_ns=1000, intra_host="fluid")
+    # the ns-3 attribute itself only takes its two names
+    bad = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
+                        attributes={"HostFlows": "frames"})
+    with pytest.raises(UserError, match="HostFlows"):
+        packet.run_flows(topo, bad, [0], [1], [1000], [0], stop_ns=1000)
+    fluid = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
+                          attributes={"HostFlows": "fluid"})
+    res = packet.run_flows(topo, fluid, [0], [1], [1 << 20], [0], stop_ns=10_000_000)
+    nvl = topo.link_kind[res["ports"]["link"]] == NVLINK
+    assert res["flows"]["end_ns"][0] > 0 and int(res["ports"]["frames_sent"][nvl].sum()) == 0
 
 
 def test_intra_host_flow_in_an_experiment(tmp_path, native_lib, capsys):
