@@ -140,6 +140,7 @@ def run_experiment(
         sample_interval_ns=(experiment.simulation.sample_interval_ns if sample_interval_ns is None
                             else sample_interval_ns),
         progress=progress, intra_host=experiment.simulation.intra_host,
+        queue_pairs=experiment.simulation.queue_pairs,
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
@@ -183,6 +184,7 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
     simulation = resolved.get("simulation")
     simulation = dict(simulation) if isinstance(simulation, dict) else {}
     simulation["collective_granularity"] = experiment.simulation.collective_granularity
+    simulation["queue_pairs"] = experiment.simulation.queue_pairs
     if experiment.simulation.fidelity == "packet":
         simulation["intra_host"] = experiment.simulation.intra_host
     resolved["simulation"] = simulation

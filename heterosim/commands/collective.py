@@ -48,6 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce, gather, scatter)")
     parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--queue-pairs", default="connection", choices=("connection", "flow"),
+                        help="one queue pair per NCCL connection (default) or per flow (chunk)")
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
     parser.add_argument("--chakra", default=None, metavar="DIR",
                         help="also write the decomposition of the first size as Chakra SEND/RECV traces")
@@ -76,7 +78,8 @@ def parse_ranks(text: str | None, world_size: int) -> list[int]:
 
 def simulate_collective(cluster, op: str, size_bytes: int, ranks: list[int], *, algorithm: str = "auto",
                         protocol: str = "auto", channels: int = 0, root: int = 0,
-                        fidelity: str = "flow", seed: int = 1, topology=None, network=None) -> dict:
+                        fidelity: str = "flow", seed: int = 1, topology=None, network=None,
+                        queue_pairs: str = "connection") -> dict:
     """Decompose and simulate one collective; returns one nccl-tests row as a dict."""
     from heterosim.engine.executor import execute_plan
     from heterosim.engine.topology import build_topology
@@ -87,7 +90,7 @@ def simulate_collective(cluster, op: str, size_bytes: int, ranks: list[int], *, 
     topology = topology if topology is not None else build_topology(cluster)
     network = network if network is not None else _network(Section({}, ""))
     result = execute_plan(plan.to_execution_plan(cluster.world_size), topology, network,
-                          fidelity=fidelity, seed=seed)
+                          fidelity=fidelity, seed=seed, queue_pairs=queue_pairs)
     time_s = result.makespan_ns * 1e-9
     n = len(ranks)
     algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
@@ -118,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
     for size in sizes:
         row = simulate_collective(cluster, name, size, ranks, algorithm=args.algo, protocol=args.protocol,
                                   channels=args.channels, root=args.root, fidelity=args.fidelity,
-                                  seed=args.seed, topology=topology, network=network)
+                                  seed=args.seed, topology=topology, network=network,
+                                  queue_pairs=args.queue_pairs)
         rows.append(row)
         print(f"  {format_size(size):>10} {row['count']:>12} {row['time_s'] * 1e6:>11.2f} "
               f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']:<9}  "

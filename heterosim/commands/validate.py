@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import GRANULARITIES, INTRA_HOST_MODELS
+from heterosim.config.experiment import GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
 from heterosim.errors import UserError
 from heterosim.validate.cases import Case, load_cases, select_cases
 from heterosim.validate.predict import Prediction, predict
@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--intra-host", default=None, choices=INTRA_HOST_MODELS,
                         help="packet fidelity: flows inside a host as frames (packet, the default) "
                              "or in the fluid model (flow; the fabric stays packet-level)")
+    parser.add_argument("--queue-pairs", default=None, choices=QUEUE_PAIR_MODELS,
+                        help="simulation.queue_pairs: one queue pair per NCCL connection "
+                             "(connection, the default) or per flow (flow)")
     parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
     parser.set_defaults(func=run)
 
@@ -98,14 +101,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"# skipped {case.id}: {reason}")
     print(f"# {len(chosen)} cases, fidelity {args.fidelity}"
           + (f", collective granularity {args.granularity}" if args.granularity else "")
-          + (f", intra-host {args.intra_host}" if args.intra_host else ""))
+          + (f", intra-host {args.intra_host}" if args.intra_host else "")
+          + (f", queue pairs per {args.queue_pairs}" if args.queue_pairs else ""))
     print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
         pred, error = None, None
         try:
-            pred = predict(case, args.fidelity, args.granularity, args.intra_host)
+            pred = predict(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs)
         except (UserError, ValueError) as exc:
             error = str(exc).splitlines()[0]
         row = result_row(case, pred, error)
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     print_summary(groups)
     out = Path(args.out)
     meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
-            "intra_host": args.intra_host,
+            "intra_host": args.intra_host, "queue_pairs": args.queue_pairs,
             "selection": {"group": args.group, "only": only, "ci": args.ci,
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],

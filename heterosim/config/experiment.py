@@ -30,6 +30,7 @@ CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
 GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
 INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
+QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
 
 
@@ -98,6 +99,10 @@ class SimulationConfig:
     # packet fidelity only: flows between GPUs of one host as frames on NVLink/PCIe (packet) or
     # as max-min fluid transfers on the same links (flow); host links carry no inter-host flow
     intra_host: str = "packet"
+    # connection: a collective's flows on one NCCL connection (channel, source, destination) are
+    # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
+    # (every in-flight chunk) is its own queue pair with its own share of a link
+    queue_pairs: str = "connection"
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,7 @@ def _simulation(section: Section) -> SimulationConfig:
                                               choices=GRANULARITIES),
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
+        queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
     )
     section.reject_unknown()
     return simulation

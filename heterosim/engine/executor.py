@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import NetworkConfig
+from heterosim.config.experiment import QUEUE_PAIR_MODELS, NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.fluid import (
     create_fluid_network,
@@ -34,7 +34,7 @@ from heterosim.engine.fluid import (
 )
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
-from heterosim.plan.execution_plan import FLOW, ExecutionPlan
+from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
 FIDELITIES = ("flow", "packet")
 PROGRESS_WALL_INTERVAL_S = 0.5
@@ -77,6 +77,7 @@ def execute_plan(
     raise_on_stall: bool = True,
     stall_timeout_ns: int | None = None,
     intra_host: str = "packet",
+    queue_pairs: str = "connection",
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
 
@@ -89,9 +90,15 @@ def execute_plan(
     :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
     ``intra_host`` (packet fidelity): ``flow`` runs flows between GPUs of one host in the fluid
     model on the host links while the fabric stays packet-level (see ``PacketNetwork::HostFlows``).
+    ``queue_pairs``: ``connection`` sends the flows of one NCCL connection
+    (:func:`heterosim.plan.execution_plan.connection_ids`) as messages on one queue pair, one
+    after another (``FlowNetwork::StartFlowOnConnection``); ``flow`` makes every flow its own.
     """
     if fidelity not in FIDELITIES:
         raise UserError(f"simulation: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    if queue_pairs not in QUEUE_PAIR_MODELS:
+        raise UserError(f"simulation: queue_pairs: expected one of {', '.join(QUEUE_PAIR_MODELS)}, "
+                        f"got {queue_pairs!r}")
     if len(topology.gpu_node) < plan.num_gpus:
         raise UserError(
             f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
@@ -124,7 +131,7 @@ def execute_plan(
     )
     executor.SetNetwork(net)
     executor.SetTopology(desc)
-    _load(executor, plan)
+    _load(executor, plan, queue_pairs)
     try:
         state = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
@@ -172,7 +179,7 @@ def _packet_module() -> Any:
     return packet
 
 
-def _load(executor: Any, plan: ExecutionPlan) -> None:
+def _load(executor: Any, plan: ExecutionPlan, queue_pairs: str) -> None:
     def c(values: np.ndarray, dtype: type) -> np.ndarray:
         out = np.ascontiguousarray(values, dtype=dtype)
         return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
@@ -183,6 +190,10 @@ def _load(executor: Any, plan: ExecutionPlan) -> None:
         c(plan.stream, np.int16), c(plan.priority, np.uint8), c(plan.dep_ptr, np.int64),
         c(plan.dep_idx, np.int64),
     )
+    if queue_pairs == "connection":
+        connection = connection_ids(plan)
+        if np.any(connection >= 0):
+            executor.SetConnections(len(plan), c(connection, np.int64))
 
 
 def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> int:

@@ -13,10 +13,10 @@ from heterosim.plan.collectives.graph import CollectivePlan
 from heterosim.plan.execution_plan import COMPUTE, MARKER, ExecutionPlan
 
 _COLUMNS = ("kind", "gpu", "dst", "bytes", "duration_ns", "delay_ns", "stream", "priority", "rank",
-            "node", "collective")
+            "node", "collective", "channel")
 _DTYPES = {"kind": np.uint8, "gpu": np.int32, "dst": np.int32, "bytes": np.int64,
            "duration_ns": np.int64, "delay_ns": np.int64, "stream": np.int16, "priority": np.uint8,
-           "rank": np.int32, "node": np.int64, "collective": np.int64}
+           "rank": np.int32, "node": np.int64, "collective": np.int64, "channel": np.int16}
 
 
 class PlanBuilder:
@@ -43,7 +43,7 @@ class PlanBuilder:
             if name == "kind":
                 value: np.ndarray | int = kind
             else:
-                default = -1 if name in ("gpu", "dst", "rank", "node", "collective") else 0
+                default = -1 if name in ("gpu", "dst", "rank", "node", "collective", "channel") else 0
                 value = columns.pop(name, default)
             self._blocks[name].append(np.broadcast_to(np.asarray(value, _DTYPES[name]), (count,)))
         if columns:
@@ -90,7 +90,7 @@ class PlanBuilder:
         np.cumsum(counts, out=ptr[1:])
         self.add_tasks(kind=plan.kind, dep_ptr=ptr, dep_idx=idx, gpu=plan.gpu, dst=plan.dst,
                        bytes=plan.bytes, delay_ns=plan.delay_ns, priority=priority, rank=rank,
-                       node=node, collective=cid)
+                       node=node, collective=cid, channel=plan.channel)
         start, end = offset, offset + len(plan) - 1
         self._coll_rows.append((cid, plan.op, plan.algorithm, plan.protocol, plan.channels,
                                 plan.size_bytes, plan.predicted_ns, start, end))

@@ -12,7 +12,11 @@ A task starts when all its parents (``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``) have f
 ``delay_ns`` is a fixed latency added before a FLOW starts or a COMPUTE runs (e.g. NCCL's
 per-step protocol latency); it is 0 unless the plan says otherwise.
 Bookkeeping columns (``rank``, ``node``, ``collective``) tie tasks back to trace nodes and to
-collective instances for the reports; they do not affect execution.
+collective instances for the reports. ``channel`` is the NCCL channel of a collective's flow
+(-1 otherwise); with ``collective`` it names the flow's NCCL connection (:func:`connection_ids`):
+flows of one collective instance on the same channel from the same GPU to the same GPU are
+messages on one connection, which NCCL drives as one queue pair. The engine can send them as
+such (``simulation.queue_pairs``); otherwise no bookkeeping column affects execution.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ class ExecutionPlan:
     collective: np.ndarray  # int64: collective instance id (-1 if none)
     num_gpus: int = 0
     collectives: dict[str, np.ndarray] = field(default_factory=dict)  # per-instance table
+    channel: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # -1: none
+
+    def __post_init__(self) -> None:
+        if self.channel.shape[0] == 0 and len(self) > 0:
+            self.channel = np.full(len(self), -1, np.int16)
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])
@@ -50,7 +59,7 @@ class ExecutionPlan:
         """Assert structural invariants; raises AssertionError with the broken one."""
         n = len(self)
         for name in ("gpu", "dst", "bytes", "duration_ns", "delay_ns", "stream", "priority",
-                     "rank", "node", "collective"):
+                     "rank", "node", "collective", "channel"):
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
         assert self.dep_ptr.shape == (n + 1,) and self.dep_ptr[0] == 0
         assert self.dep_ptr[-1] == self.dep_idx.shape[0]
@@ -71,3 +80,32 @@ def empty_plan(num_gpus: int) -> ExecutionPlan:
         priority=z.astype(np.uint8), dep_ptr=np.zeros(1, np.int64), dep_idx=z.copy(),
         rank=z.astype(np.int32), node=z.copy(), collective=z.copy(), num_gpus=num_gpus,
     )
+
+
+def connection_ids(plan: ExecutionPlan) -> np.ndarray:
+    """Connection id per task (int64; -1 for tasks that are not on a connection).
+
+    Flows of a collective instance (``collective`` >= 0) with a channel (``channel`` >= 0) are
+    grouped by (instance, channel, source GPU, destination GPU); each group gets one id, dense
+    from 0 in order of first appearance. Point-to-point flows outside collectives and every other
+    task get -1.
+    """
+    out = np.full(len(plan), -1, np.int64)
+    on = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
+    if on.size == 0:
+        return out
+    columns = (plan.collective[on].astype(np.int64), plan.channel[on].astype(np.int64),
+               plan.gpu[on].astype(np.int64), plan.dst[on].astype(np.int64))
+    order = np.lexsort(columns[::-1])
+    sorted_cols = [c[order] for c in columns]
+    new_group = np.ones(on.size, dtype=bool)
+    new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
+    group = np.cumsum(new_group) - 1  # group of each sorted row
+    first_row = np.full(int(group[-1]) + 1, on.size, np.int64)
+    np.minimum.at(first_row, group, order)  # earliest task of each group
+    rank_of_group = np.empty_like(first_row)
+    rank_of_group[np.argsort(first_row, kind="stable")] = np.arange(first_row.size)
+    ids = np.empty(on.size, np.int64)
+    ids[order] = rank_of_group[group]
+    out[on] = ids
+    return out

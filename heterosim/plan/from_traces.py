@@ -72,23 +72,24 @@ class _Rows:
     rank: list
     node: list
     collective: list
+    channel: list
     child: list
     parent: list
     count: int = 0
 
     @classmethod
     def empty(cls) -> _Rows:
-        return cls(*([] for _ in range(12)))
+        return cls(*([] for _ in range(13)))
 
     def add(self, n: int, *, kind, gpu=-1, dst=-1, size=0, duration=0, delay=0, priority=0,
-            rank=-1, node=-1, collective=-1) -> int:
+            rank=-1, node=-1, collective=-1, channel=-1) -> int:
         first = self.count
         for store, value, dtype in (
             (self.kind, kind, np.uint8), (self.gpu, gpu, np.int32), (self.dst, dst, np.int32),
             (self.size, size, np.int64), (self.duration, duration, np.int64),
             (self.delay, delay, np.int64), (self.priority, priority, np.uint8),
             (self.rank, rank, np.int32), (self.node, node, np.int64),
-            (self.collective, collective, np.int64),
+            (self.collective, collective, np.int64), (self.channel, channel, np.int16),
         ):
             store.append(np.broadcast_to(np.asarray(value, dtype=dtype), (n,)))
         self.count += n
@@ -179,6 +180,7 @@ def build_plan(
         stream=np.zeros(rows.count, np.int16), priority=cat(rows.priority),
         dep_ptr=dep_ptr, dep_idx=dep_idx, rank=cat(rows.rank), node=cat(rows.node),
         collective=cat(rows.collective), num_gpus=cluster.world_size, collectives=collectives,
+        channel=cat(rows.channel),
     )
     return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
 
@@ -247,6 +249,7 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
             copies * n, kind=np.tile(sub.kind, copies), gpu=np.tile(sub.gpu, copies),
             dst=np.tile(sub.dst, copies), size=np.tile(sub.bytes, copies),
             delay=np.tile(sub.delay_ns, copies), collective=np.repeat(inst, n),
+            channel=np.tile(sub.channel, copies),
         )
         base = first + np.arange(copies) * n
         sub_child = np.repeat(np.arange(n), np.diff(sub.dep_ptr))

@@ -52,7 +52,7 @@ def repeat_plan(plan: ExecutionPlan, node_task_offset: np.ndarray, iterations: i
         plan, kind=tile(plan.kind), gpu=tile(plan.gpu), dst=tile(plan.dst), bytes=tile(plan.bytes),
         duration_ns=tile(plan.duration_ns), delay_ns=tile(plan.delay_ns), stream=tile(plan.stream),
         priority=tile(plan.priority), dep_ptr=dep_ptr, dep_idx=dep_idx, rank=tile(plan.rank),
-        node=tile(plan.node), collective=tile(plan.collective),
+        node=tile(plan.node), collective=tile(plan.collective), channel=tile(plan.channel),
     )
     return repeated, np.repeat(np.arange(iterations, dtype=np.int32), n)
 

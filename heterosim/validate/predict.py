@@ -56,14 +56,16 @@ def sc21_eq3_flops(global_batch: int, seq: int, layers: int, hidden: int, vocab:
 
 
 def case_experiment(case: Case, fidelity: str | None = None,
-                    granularity: str | None = None, intra_host: str | None = None) -> ExperimentConfig:
+                    granularity: str | None = None, intra_host: str | None = None,
+                    queue_pairs: str | None = None) -> ExperimentConfig:
     """The case's experiment, validated (a problem is a one-line error naming the case).
 
     The published measurement proves the configuration ran, so unless the case sets
     ``simulation.memory_check`` itself, an estimated peak above the GPU's memory is reported
     (``details.memory_warnings``, mark MEM) instead of stopping the case: it is an error of the
     memory estimate, not a reason to skip the time prediction. ``granularity`` overrides
-    ``simulation.collective_granularity``, ``intra_host`` ``simulation.intra_host``.
+    ``simulation.collective_granularity``, ``intra_host`` ``simulation.intra_host``,
+    ``queue_pairs`` ``simulation.queue_pairs``.
     """
     if case.experiment is None:
         raise ValueError(f"{case.id} is not an end-to-end case")
@@ -77,6 +79,8 @@ def case_experiment(case: Case, fidelity: str | None = None,
         exp = replace(exp, simulation=replace(exp.simulation, collective_granularity=granularity))
     if intra_host is not None:
         exp = replace(exp, simulation=replace(exp.simulation, intra_host=intra_host))
+    if queue_pairs is not None:
+        exp = replace(exp, simulation=replace(exp.simulation, queue_pairs=queue_pairs))
     return exp
 
 
@@ -108,6 +112,7 @@ def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
                "tasks": res["sim"]["tasks"],
                "memory_warnings": res["partition"].get("memory_warnings", []),
                "collective_granularity": exp.simulation.collective_granularity,
+               "queue_pairs": exp.simulation.queue_pairs,
                "fidelity": exp.simulation.fidelity, "network": res["network"]}
     if exp.simulation.fidelity == "packet":
         details["intra_host"] = exp.simulation.intra_host
@@ -152,9 +157,10 @@ def convert(case: Case, exp: ExperimentConfig, t_s: float, details: dict[str, An
 
 
 def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: bool = True,
-                       granularity: str | None = None, intra_host: str | None = None) -> Prediction:
+                       granularity: str | None = None, intra_host: str | None = None,
+                       queue_pairs: str | None = None) -> Prediction:
     start = time.perf_counter()
-    exp = case_experiment(case, fidelity, granularity, intra_host)
+    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs)
     t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate)
     if method != "full" and case.flop_convention == "simulator":
         t_s, method, details = iteration_time_s(exp, extrapolate=False)
@@ -163,7 +169,7 @@ def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: 
 
 
 def predict_collective(case: Case, fidelity: str | None = None,
-                       intra_host: str | None = None) -> Prediction:
+                       intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
     from heterosim.engine.executor import execute_plan
     from heterosim.engine.topology import build_topology
     from heterosim.plan.collectives import decompose_collective
@@ -180,21 +186,24 @@ def predict_collective(case: Case, fidelity: str | None = None,
                                 algorithm=case.collective["algorithm"])
     engine = execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
                           _network(Section({}, "")), fidelity=fidelity or "flow",
-                          intra_host=intra_host or "packet")
+                          intra_host=intra_host or "packet",
+                          queue_pairs=queue_pairs or "connection")
     t_s = engine.makespan_ns * 1e-9
     busbw = size / t_s / 1e9 * bus_factor(op, n)
     tuning_busbw = size / (plan.predicted_ns * 1e-9) / 1e9 * bus_factor(op, n)
     details = {"algorithm": plan.algorithm, "protocol": plan.protocol, "channels": plan.channels,
                "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": engine.fidelity,
-               "network": engine.network}
+               "network": engine.network, "queue_pairs": queue_pairs or "connection"}
     return Prediction(busbw, t_s, "collective", time.perf_counter() - start, details)
 
 
 def predict(case: Case, fidelity: str | None = None, granularity: str | None = None,
-            intra_host: str | None = None) -> Prediction:
+            intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
     """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
     applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
-    ``intra_host`` to packet fidelity: see simulation.intra_host)."""
+    ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
+    simulation.queue_pairs)."""
     if case.kind == "collective_busbw":
-        return predict_collective(case, fidelity, intra_host)
-    return predict_end_to_end(case, fidelity, granularity=granularity, intra_host=intra_host)
+        return predict_collective(case, fidelity, intra_host, queue_pairs)
+    return predict_end_to_end(case, fidelity, granularity=granularity, intra_host=intra_host,
+                              queue_pairs=queue_pairs)

@@ -113,12 +113,21 @@ def test_p2p_prediction_matches_simulation_on_nic_bound_hosts(native_lib, op, ra
     assert simulate(plan, c).makespan_ns == pytest.approx(plan.predicted_ns, rel=0.05)
 
 
-def test_tree_allreduce_on_8_hosts_near_nccl_model(native_lib):
-    """Tree all-reduce across 8 hosts in the chunk schedule takes NCCL's model time within 25 %
-    (64 MiB, LL128 with NCCL's chunk sizing; before it, 3.9x the model: 512 KiB-class chunks
-    could not fill a chain-of-8-plus-tree pipeline)."""
+def test_tree_allreduce_on_8_hosts_fills_the_nics(native_lib):
+    """Tree all-reduce across 8 hosts in the chunk schedule (64 MiB, LL128 with NCCL's chunk
+    sizing) keeps its busiest NIC at least 80 % busy and is no slower than NCCL's cost model
+    (before NCCL's chunk sizing it took 3.9x the model: 512 KiB-class chunks could not fill a
+    chain-of-8-plus-tree pipeline). With one queue pair per connection it takes 0.73x NCCL's model
+    (0.99x with one per chunk, whose chunks all finish together and stall the pipeline): NCCL's
+    tree model carries empirical correction factors for GPU-side costs that are not simulated."""
     c = cluster(8)
     plan = decompose_collective("allreduce", 64 << 20, list(range(64)), c, algorithm="tree",
                                 protocol="ll128")
-    t = simulate(plan, c).makespan_ns
-    assert plan.predicted_ns * 0.9 <= t <= plan.predicted_ns * 1.25
+    result = simulate(plan, c)
+    t = result.makespan_ns
+    from heterosim.engine.topology import build_topology
+
+    topo = build_topology(c)
+    wire_ns = (result.links["bytes"] * 8e9 / topo.link_rate_bps[result.links["link"]]).max()
+    assert wire_ns <= t <= wire_ns / 0.8
+    assert t <= plan.predicted_ns

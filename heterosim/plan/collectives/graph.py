@@ -127,6 +127,7 @@ class CollectivePlan:
             dep_ptr=self.dep_ptr.copy(), dep_idx=self.dep_idx.copy(),
             rank=np.full(n, -1, np.int32), node=np.full(n, -1, np.int64),
             collective=np.zeros(n, np.int64), num_gpus=num_gpus,
+            channel=self.channel.astype(np.int16),
         )
 
 

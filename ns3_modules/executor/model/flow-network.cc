@@ -36,6 +36,17 @@ FlowNetwork::SetFlowDoneCallback(FlowDoneCallback cb)
 }
 
 void
+FlowNetwork::StartFlowOnConnection(uint32_t flowId,
+                                   uint32_t srcGpu,
+                                   uint32_t dstGpu,
+                                   uint64_t bytes,
+                                   uint8_t priority,
+                                   uint32_t connection)
+{
+    StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
+}
+
+void
 FlowNetwork::ScheduleFlows(uint32_t n,
                            const uint32_t* ids,
                            const uint32_t* src,

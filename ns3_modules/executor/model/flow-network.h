@@ -55,6 +55,30 @@ class FlowNetwork : public Object
                            uint8_t priority) = 0;
 
     /**
+     * \brief Post \p bytes from GPU \p srcGpu to GPU \p dstGpu as the next message on
+     * connection \p connection (one NCCL connection: one queue pair per channel and peer).
+     *
+     * Messages of one connection are transferred one after another in the order they were
+     * posted, as work requests on one RDMA queue pair are: the next message starts when the
+     * previous one has left the sender, and each completes on its own. Connection ids are the
+     * caller's; all messages of a connection must have the same source, destination and
+     * priority. The default implementation ignores the connection (an independent flow); the
+     * fluid and packet networks override it.
+     * \param flowId caller's id, reported back on completion
+     * \param srcGpu global index of the sending GPU
+     * \param dstGpu global index of the receiving GPU
+     * \param bytes payload size in bytes (> 0)
+     * \param priority traffic class (PFC priority) of the flow
+     * \param connection caller's connection id
+     */
+    virtual void StartFlowOnConnection(uint32_t flowId,
+                                       uint32_t srcGpu,
+                                       uint32_t dstGpu,
+                                       uint64_t bytes,
+                                       uint8_t priority,
+                                       uint32_t connection);
+
+    /**
      * \brief Set the callback invoked when a flow completes.
      * \param cb the callback
      */

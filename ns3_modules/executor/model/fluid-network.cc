@@ -154,6 +154,60 @@ FluidNetwork::StartFlow(uint32_t flowId,
                         uint8_t priority)
 {
     NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << +priority);
+    Open(flowId, srcGpu, dstGpu, bytes, flowId);
+}
+
+void
+FluidNetwork::StartFlowOnConnection(uint32_t flowId,
+                                    uint32_t srcGpu,
+                                    uint32_t dstGpu,
+                                    uint64_t bytes,
+                                    uint8_t priority,
+                                    uint32_t connection)
+{
+    NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << +priority << connection);
+    auto it = m_connections.find(connection);
+    if (it != m_connections.end())
+    {
+        NS_ASSERT_MSG(bytes > 0, "a flow moves at least one byte");
+        ++m_started;
+        ++m_messagesQueued;
+        m_startTrace(flowId, srcGpu, dstGpu, bytes);
+        it->second.queued.emplace_back(flowId, bytes);
+        return;
+    }
+    int64_t slot = Open(flowId, srcGpu, dstGpu, bytes, connection);
+    if (slot >= 0)
+    {
+        Flow& f = m_flows[slot];
+        f.onConnection = true;
+        f.connection = connection;
+        m_connections[connection].slot = static_cast<uint32_t>(slot);
+    }
+}
+
+int64_t
+FluidNetwork::PathLatencyNs(const Flow& f, uint64_t bytes) const
+{
+    double packet = static_cast<double>(std::min<uint64_t>(m_mtu, bytes));
+    double serialization = 0;
+    double slowest = 0;
+    int64_t propagation = 0;
+    for (uint32_t r : f.res)
+    {
+        uint32_t link = r / 2;
+        double rate = m_topo->GetLinkRateBps(link);
+        propagation += m_topo->GetLinkDelayNs(link);
+        double perPacketNs = packet * 8e9 / rate;
+        serialization += perPacketNs;
+        slowest = std::max(slowest, perPacketNs);
+    }
+    return propagation + std::llround(serialization - slowest);
+}
+
+int64_t
+FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey)
+{
     NS_ASSERT_MSG(m_topo, "FluidNetwork: SetTopology() first");
     NS_ASSERT_MSG(bytes > 0, "a flow moves at least one byte");
     ++m_started;
@@ -162,7 +216,7 @@ FluidNetwork::StartFlow(uint32_t flowId,
     std::vector<uint32_t> path;
     if (srcGpu < nGpus && dstGpu < nGpus && srcGpu != dstGpu)
     {
-        path = m_topo->GetPath(srcGpu, dstGpu, FlowHash(flowId, srcGpu, dstGpu));
+        path = m_topo->GetPath(srcGpu, dstGpu, FlowHash(hashKey, srcGpu, dstGpu));
     }
     if (path.empty())
     {
@@ -175,7 +229,7 @@ FluidNetwork::StartFlow(uint32_t flowId,
             m_unroutableMsg = msg.str();
         }
         NS_LOG_WARN("unroutable flow " << flowId);
-        return;
+        return -1;
     }
 
     uint32_t slot;
@@ -201,14 +255,11 @@ FluidNetwork::StartFlow(uint32_t flowId,
     f.lastUpdate = Simulator::Now().GetNanoSeconds();
     f.inUse = true;
     f.frozen = false;
+    f.onConnection = false;
     f.res.clear();
     f.pos.clear();
 
-    // walk the path: resource per hop and the latency terms
-    double packet = static_cast<double>(std::min<uint64_t>(m_mtu, bytes));
-    double serialization = 0;
-    double slowest = 0;
-    int64_t propagation = 0;
+    // walk the path: one resource per hop and direction
     uint32_t node = m_topo->GetGpuNode(srcGpu);
     int64_t now = f.lastUpdate;
     for (uint32_t hop = 0; hop < path.size(); ++hop)
@@ -218,10 +269,6 @@ FluidNetwork::StartFlow(uint32_t flowId,
         uint32_t r = 2 * link + dir;
         node = m_topo->GetOtherEnd(link, node);
         double rate = m_topo->GetLinkRateBps(link);
-        propagation += m_topo->GetLinkDelayNs(link);
-        double perPacketNs = packet * 8e9 / rate;
-        serialization += perPacketNs;
-        slowest = std::max(slowest, perPacketNs);
         Resource& res = m_res[r];
         if (res.capacity == 0)
         {
@@ -245,13 +292,14 @@ FluidNetwork::StartFlow(uint32_t flowId,
     }
     m_seedFlows.push_back(slot);
     RequestRecompute();
-    f.latencyNs = propagation + std::llround(serialization - slowest);
+    f.latencyNs = PathLatencyNs(f, bytes);
     ++m_active;
     if (flowId >= m_slotOfId.size())
     {
         m_slotOfId.resize(std::max<size_t>(flowId + 1, 2 * m_slotOfId.size()), -1);
     }
     m_slotOfId[flowId] = slot;
+    return slot;
 }
 
 void
@@ -688,6 +736,44 @@ FluidNetwork::TransferDone(uint32_t slot)
     int64_t now = Simulator::Now().GetNanoSeconds();
     f.remaining = 0;
     f.lastUpdate = now;
+    if (f.onConnection)
+    {
+        auto it = m_connections.find(f.connection);
+        NS_ASSERT(it != m_connections.end() && it->second.slot == slot);
+        if (!it->second.queued.empty())
+        {
+            // The next message of the connection follows on the same slot and path, at the
+            // same rate: nothing else on the path sees a change.
+            for (uint32_t r : f.res)
+            {
+                m_res[r].bytesDone += f.bytes;
+            }
+            m_slotOfId[f.id] = -1;
+            m_transferDoneTrace(f.id);
+            Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
+            m_bytesDelivered += f.bytes;
+            auto [nextId, nextBytes] = it->second.queued.front();
+            it->second.queued.pop_front();
+            f.id = nextId;
+            f.bytes = nextBytes;
+            f.remaining = static_cast<double>(nextBytes);
+            f.latencyNs = PathLatencyNs(f, nextBytes);
+            if (nextId >= m_slotOfId.size())
+            {
+                m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
+            }
+            m_slotOfId[nextId] = slot;
+            if (f.rate > 0)
+            {
+                double ns = f.remaining / f.rate;
+                f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
+                ScheduleDone(slot);
+            }
+            return;
+        }
+        m_connections.erase(it);
+        f.onConnection = false;
+    }
     for (size_t k = 0; k < f.res.size(); ++k)
     {
         uint32_t r = f.res[k];
@@ -797,6 +883,12 @@ FluidNetwork::GetSetGrowths() const
     return m_growths;
 }
 
+uint64_t
+FluidNetwork::GetMessagesQueued() const
+{
+    return m_messagesQueued;
+}
+
 void
 FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
 {
@@ -833,6 +925,7 @@ FluidNetwork::DoDispose()
     m_flows.clear();
     m_res.clear();
     m_doneHeap.clear();
+    m_connections.clear();
     m_topo = nullptr;
     FlowNetwork::DoDispose();
 }

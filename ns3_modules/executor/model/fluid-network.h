@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <deque>
+#include <unordered_map>
 #include <vector>
 
 namespace ns3
@@ -57,6 +59,14 @@ namespace ns3
  * the exact completion time of a back-to-back packet stream without header overhead.
  * HeaderBytes (per Mtu of payload) optionally scales every capacity by Mtu / (Mtu + HeaderBytes).
  *
+ * Connections (StartFlowOnConnection): the messages of one connection share one flow slot, as
+ * work requests share one queue pair. A message posted while the connection's slot is still
+ * transferring waits in the connection's FIFO; when a message's last byte leaves the source the
+ * next one starts on the same slot at the same rate (no recomputation), and every message is
+ * delivered its own path latency after its transfer ends. The connection's path is hashed from
+ * the connection id, so all its messages take one path. A connection with nothing in transfer
+ * is closed; its next message opens it again.
+ *
  * Approximations (what this model does not have): no queues and no queueing delay, no
  * congestion-control dynamics (rates converge instantly to max-min fairness), no packet loss,
  * retransmission or PFC, no traffic-class priorities (the priority argument is ignored), and the
@@ -95,6 +105,12 @@ class FluidNetwork : public FlowNetwork
                    uint32_t dstGpu,
                    uint64_t bytes,
                    uint8_t priority) override;
+    void StartFlowOnConnection(uint32_t flowId,
+                               uint32_t srcGpu,
+                               uint32_t dstGpu,
+                               uint64_t bytes,
+                               uint8_t priority,
+                               uint32_t connection) override;
     uint32_t GetNGpus() const override;
 
     /**
@@ -125,6 +141,8 @@ class FluidNetwork : public FlowNetwork
     uint64_t GetRateAssignments() const;
     /** \return number of times a local recomputation had to grow its set and fill again */
     uint64_t GetSetGrowths() const;
+    /** \return messages that had to wait behind another message of their connection */
+    uint64_t GetMessagesQueued() const;
 
     /**
      * \brief Per-link-direction counters up to now: payload bytes carried and busy time (time with
@@ -182,6 +200,8 @@ class FluidNetwork : public FlowNetwork
         uint64_t stamp{0};              //!< visit mark: in the set being re-filled
         bool frozen{false};             //!< rate fixed in the current water-filling
         bool inUse{false};              //!< slot holds an active flow
+        bool onConnection{false};       //!< the slot carries the messages of a connection
+        uint32_t connection{0};         //!< that connection's id
     };
 
     /** No resource (a flow without a bottleneck yet). */
@@ -234,6 +254,17 @@ class FluidNetwork : public FlowNetwork
     void Wakeup();
     /** The fluid transfer of the flow in \p slot is over. */
     void TransferDone(uint32_t slot);
+    /**
+     * \brief Open a slot for a flow and put it on its path.
+     * \param hashKey id hashed for the ECMP path (the flow id, or the connection id)
+     * \return the slot, or -1 when the flow is unroutable
+     */
+    int64_t Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey);
+    /**
+     * \return the fixed latency a message of \p bytes adds after its transfer on the path of
+     * \p f (propagation plus store-and-forward of the first packet; class documentation)
+     */
+    int64_t PathLatencyNs(const Flow& f, uint64_t bytes) const;
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
@@ -284,6 +315,16 @@ class FluidNetwork : public FlowNetwork
     uint64_t m_assignments{0};    //!< flow rate assignments
     uint64_t m_growths{0};        //!< local recomputations that had to grow their set
     std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
+
+    /** Messages of one connection waiting behind the one in transfer. */
+    struct Connection
+    {
+        uint32_t slot{0};                                  //!< slot carrying the connection
+        std::deque<std::pair<uint32_t, uint64_t>> queued;  //!< (flow id, bytes), in post order
+    };
+
+    std::unordered_map<uint32_t, Connection> m_connections; //!< open connections by id
+    uint64_t m_messagesQueued{0}; //!< messages that waited behind another on their connection
 
     TracedCallback<uint32_t, uint32_t, uint32_t, uint64_t> m_startTrace; //!< id, src, dst, bytes
     TracedCallback<uint32_t> m_transferDoneTrace;                       //!< id

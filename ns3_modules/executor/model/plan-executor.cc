@@ -3,6 +3,7 @@
  */
 #include "plan-executor.h"
 
+#include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/log.h"
 #include "ns3/nstime.h"
@@ -116,12 +117,22 @@ PlanExecutor::LoadPlan(uint32_t n,
     m_delay.assign(delayNs, delayNs + n);
     m_stream.assign(stream, stream + n);
     m_priority.assign(priority, priority + n);
+    m_connection.assign(n, -1);
     m_depPtr.assign(depPtr, depPtr + n + 1);
     int64_t edges = n > 0 ? depPtr[n] : 0;
     m_depIdx.assign(depIdx, depIdx + std::max<int64_t>(edges, 0));
     m_validated = false;
     m_runState = NOT_STARTED;
     m_error.clear();
+}
+
+void
+PlanExecutor::SetConnections(uint32_t n, const int64_t* connection)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "SetConnections: " << n << " tasks, but the plan has " << m_n);
+    m_connection.assign(connection, connection + n);
+    m_validated = false;
 }
 
 bool
@@ -138,6 +149,7 @@ PlanExecutor::Validate()
     int64_t nGpus = m_network->GetNGpus();
     // structure of every task
     std::unordered_set<uint64_t> checkedPairs;
+    std::unordered_map<uint32_t, uint32_t> connectionEnds; // connection -> its first flow
     for (uint32_t i = 0; i < m_n; ++i)
     {
         uint8_t k = m_kind[i];
@@ -191,6 +203,29 @@ PlanExecutor::Validate()
                     << " is unreachable (no route in the topology)";
                 break;
             }
+            int64_t c = m_connection[i];
+            if (c > static_cast<int64_t>(UINT32_MAX))
+            {
+                err << "task " << i << ": connection id " << c << " is larger than 2^32 - 1";
+                break;
+            }
+            if (c >= 0)
+            {
+                auto [it, fresh] = connectionEnds.emplace(static_cast<uint32_t>(c), i);
+                uint32_t j = it->second;
+                if (!fresh && (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] ||
+                               m_priority[j] != m_priority[i]))
+                {
+                    err << "task " << i << ": connection " << c << " joins flows " << j << " and " << i
+                        << " with different GPUs or priorities";
+                    break;
+                }
+            }
+        }
+        else if (m_connection[i] >= 0)
+        {
+            err << "task " << i << ": only flows have a connection";
+            break;
         }
     }
     // dependency arrays
@@ -515,7 +550,19 @@ PlanExecutor::Release(uint32_t task)
         m_start[task] = now;
         ++m_flowsInFlight;
         m_taskStartTrace(task);
-        m_network->StartFlow(task, m_gpu[task], m_dst[task], m_bytes[task], m_priority[task]);
+        if (m_connection[task] >= 0)
+        {
+            m_network->StartFlowOnConnection(task,
+                                             m_gpu[task],
+                                             m_dst[task],
+                                             m_bytes[task],
+                                             m_priority[task],
+                                             static_cast<uint32_t>(m_connection[task]));
+        }
+        else
+        {
+            m_network->StartFlow(task, m_gpu[task], m_dst[task], m_bytes[task], m_priority[task]);
+        }
         break;
     default:
         m_state[task] = 3;

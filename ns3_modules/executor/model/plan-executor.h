@@ -117,6 +117,18 @@ class PlanExecutor : public Object
                   const int64_t* depIdx);
 
     /**
+     * \brief Give flows their connections (after LoadPlan; LoadPlan resets every flow to none).
+     *
+     * Flows with the same connection id are messages on one NCCL connection: the executor
+     * releases each when its dependencies are met, as any flow, and hands it to the network
+     * with FlowNetwork::StartFlowOnConnection, which transfers a connection's messages one
+     * after another. A negative id means an independent flow.
+     * \param n number of tasks (as given to LoadPlan)
+     * \param connection connection id per task, -1 for none
+     */
+    void SetConnections(uint32_t n, const int64_t* connection);
+
+    /**
      * \brief Check that the loaded plan can finish (see class doc).
      * \return true if valid; otherwise GetError() says why
      */
@@ -219,6 +231,7 @@ class PlanExecutor : public Object
     std::vector<int64_t> m_delay;     //!< release delay ns
     std::vector<int16_t> m_stream;    //!< compute stream
     std::vector<uint8_t> m_priority;  //!< flow class
+    std::vector<int64_t> m_connection; //!< flow connection id, -1 for none
     std::vector<int64_t> m_depPtr;    //!< parents CSR
     std::vector<int64_t> m_depIdx;    //!< parents
     std::vector<int64_t> m_childPtr;  //!< children CSR

@@ -349,7 +349,35 @@ PacketNetwork::StartFlow(uint32_t flowId,
                          uint64_t bytes,
                          uint8_t priority)
 {
-    NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes);
+    StartMessage(flowId, srcGpu, dstGpu, bytes, priority, -1);
+}
+
+void
+PacketNetwork::StartFlowOnConnection(uint32_t flowId,
+                                     uint32_t srcGpu,
+                                     uint32_t dstGpu,
+                                     uint64_t bytes,
+                                     uint8_t priority,
+                                     uint32_t connection)
+{
+    StartMessage(flowId, srcGpu, dstGpu, bytes, priority, connection);
+}
+
+uint64_t
+PacketNetwork::GetMessagesQueued() const
+{
+    return m_messagesQueued;
+}
+
+void
+PacketNetwork::StartMessage(uint32_t flowId,
+                            uint32_t srcGpu,
+                            uint32_t dstGpu,
+                            uint64_t bytes,
+                            uint8_t priority,
+                            int64_t connection)
+{
+    NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << connection);
     NS_ASSERT_MSG(m_desc, "Build() before StartFlow()");
     ++m_flows;
     m_bytes += bytes;
@@ -360,16 +388,49 @@ PacketNetwork::StartFlow(uint32_t flowId,
         return;
     }
     NS_ASSERT_MSG(priority < QbbNetDevice::N_PRIORITIES, "priority must be 0..7");
-    uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, flowId, srcGpu, dstGpu, 0) : 0;
-    uint32_t ackHash = m_ecmp ? TopologyDescription::FlowHash(m_seed, flowId, srcGpu, dstGpu, 1) : 0;
     uint32_t srcNode = m_desc->GetGpuNode(srcGpu);
     uint32_t dstNode = m_desc->GetGpuNode(dstGpu);
     bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
     if (sameHost && m_hostFluid)
     {
-        m_hostFluid->StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
+        if (connection >= 0)
+        {
+            m_hostFluid->StartFlowOnConnection(flowId, srcGpu, dstGpu, bytes, priority,
+                                               static_cast<uint32_t>(connection));
+        }
+        else
+        {
+            m_hostFluid->StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
+        }
         return;
     }
+    if (connection >= 0)
+    {
+        auto it = m_connSlot.find(static_cast<uint32_t>(connection));
+        if (it != m_connSlot.end() && !m_qps[it->second]->IsFinished())
+        {
+            // Append to the open queue pair; the sender may send it after the host latency.
+            RdmaQueuePair* qp = m_qps[it->second].get();
+            NS_ASSERT_MSG(qp->priority == priority, "messages of one connection share a priority");
+            uint64_t first = qp->size;
+            qp->size += bytes;
+            qp->sendEnds.push_back(qp->size);
+            qp->recvEnds.emplace_back(qp->size, flowId);
+            qp->delivered = false;
+            m_slotOf[flowId] = qp->slot;
+            m_msgSpan[flowId] = {first, bytes};
+            ++m_messagesQueued;
+            Simulator::Schedule(NanoSeconds(qp->srcDelayNs),
+                                &RdmaNic::Post,
+                                m_nics[qp->srcNode],
+                                qp->slot,
+                                qp->size);
+            return;
+        }
+    }
+    uint32_t hashKey = connection >= 0 ? static_cast<uint32_t>(connection) : flowId;
+    uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 0) : 0;
+    uint32_t ackHash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
     uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
     uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
     std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
@@ -424,6 +485,10 @@ PacketNetwork::StartFlow(uint32_t flowId,
     qp->ackHash = ackHash;
     qp->priority = priority;
     qp->size = bytes;
+    qp->posted = bytes;
+    qp->sendEnds.push_back(bytes);
+    qp->recvEnds.emplace_back(bytes, flowId);
+    qp->srcDelayNs = srcDelay;
     qp->srcPort = PortOf(srcEp, path[first]);
     const auto& back = m_desc->GetNextHops(dstEp, srcEp);
     NS_ASSERT_MSG(!back.empty(), "no route back from node " << dstEp << " to " << srcEp);
@@ -441,6 +506,11 @@ PacketNetwork::StartFlow(uint32_t flowId,
     }
     qp->cc->Start(qp->lineRate, NanoSeconds(rttNs), m_mtu);
     m_slotOf[flowId] = slot;
+    if (connection >= 0)
+    {
+        m_connSlot[static_cast<uint32_t>(connection)] = slot;
+        m_msgSpan[flowId] = {0, bytes};
+    }
     m_qps.push_back(std::move(qp));
     if (m_sampleInterval.IsStrictlyPositive())
     {
@@ -457,10 +527,10 @@ PacketNetwork::StartFlow(uint32_t flowId,
 }
 
 void
-PacketNetwork::Delivered(uint32_t slot)
+PacketNetwork::Delivered(uint32_t slot, uint32_t flowId)
 {
     const RdmaQueuePair* qp = m_qps[slot].get();
-    Simulator::Schedule(NanoSeconds(qp->deliverDelayNs), &PacketNetwork::Finish, this, qp->flowId);
+    Simulator::Schedule(NanoSeconds(qp->deliverDelayNs), &PacketNetwork::Finish, this, flowId);
 }
 
 void
@@ -600,12 +670,28 @@ PacketNetwork::CopyFlowStats(uint32_t n,
             continue;
         }
         const RdmaQueuePair* qp = m_qps[it->second].get();
-        retransmits[i] = qp->retransmits;
-        cnps[i] = qp->cnps;
-        rateChanges[i] = qp->cc->GetRateChanges();
-        timeouts[i] = qp->timeouts;
-        bytesAcked[i] = qp->sndUna;
-        bytesDelivered[i] = qp->rcvNxt;
+        // A queue pair's counters are reported on its first flow only, so that sums over
+        // flows count each event once; bytes are the flow's own message's.
+        bool first = qp->flowId == ids[i];
+        retransmits[i] = first ? qp->retransmits : 0;
+        cnps[i] = first ? qp->cnps : 0;
+        rateChanges[i] = first ? qp->cc->GetRateChanges() : 0;
+        timeouts[i] = first ? qp->timeouts : 0;
+        auto span = m_msgSpan.find(ids[i]);
+        if (span == m_msgSpan.end())
+        {
+            bytesAcked[i] = qp->sndUna;
+            bytesDelivered[i] = qp->rcvNxt;
+        }
+        else
+        {
+            auto [start, len] = span->second;
+            auto part = [start = start, len = len](uint64_t at) {
+                return at <= start ? 0 : std::min<uint64_t>(len, at - start);
+            };
+            bytesAcked[i] = part(qp->sndUna);
+            bytesDelivered[i] = part(qp->rcvNxt);
+        }
     }
 }
 
@@ -783,6 +869,8 @@ PacketNetwork::DoDispose()
     m_portDev.clear();
     m_nodes.clear();
     m_qps.clear();
+    m_connSlot.clear();
+    m_msgSpan.clear();
     m_liveSlots.clear();
     m_desc = nullptr;
     if (m_hostFluid)

@@ -93,7 +93,22 @@ class PacketNetwork : public FlowNetwork
                    uint32_t dstGpu,
                    uint64_t bytes,
                    uint8_t priority) override;
+    /**
+     * \brief Post a message on a connection: it is appended to the connection's queue pair
+     * while that one still has bytes to send or acknowledge, else it opens a new queue pair
+     * (congestion control starting afresh, as for a new flow). The queue pair's ECMP hash is
+     * the connection's. Intra-host connections with HostFlows=fluid go to the fluid network's
+     * connections.
+     */
+    void StartFlowOnConnection(uint32_t flowId,
+                               uint32_t srcGpu,
+                               uint32_t dstGpu,
+                               uint64_t bytes,
+                               uint8_t priority,
+                               uint32_t connection) override;
     uint32_t GetNGpus() const override;
+    /** \return messages appended to a queue pair that was already carrying another */
+    uint64_t GetMessagesQueued() const;
 
     /**
      * \brief Stop the simulator once \p n flows have finished (0 = never); for stand-alone runs
@@ -203,8 +218,15 @@ class PacketNetwork : public FlowNetwork
     void DoDispose() override;
 
   private:
-    /** The receiver got every byte of slot's flow. */
-    void Delivered(uint32_t slot);
+    /** Start a flow, or a message on \p connection (-1: none). */
+    void StartMessage(uint32_t flowId,
+                      uint32_t srcGpu,
+                      uint32_t dstGpu,
+                      uint64_t bytes,
+                      uint8_t priority,
+                      int64_t connection);
+    /** The receiver got every byte of message \p flowId of queue pair \p slot. */
+    void Delivered(uint32_t slot, uint32_t flowId);
     /** Report a flow done. */
     void Finish(uint32_t flowId);
     /** An intra-host flow carried by the fluid network finished. */
@@ -247,6 +269,10 @@ class PacketNetwork : public FlowNetwork
 
     std::vector<std::unique_ptr<RdmaQueuePair>> m_qps; //!< by slot
     std::unordered_map<uint32_t, uint32_t> m_slotOf;   //!< flow id -> slot
+    std::unordered_map<uint32_t, uint32_t> m_connSlot; //!< connection -> its latest queue pair
+    /** flow id -> (first byte, bytes) in its queue pair, for messages of connections */
+    std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> m_msgSpan;
+    uint64_t m_messagesQueued{0};                      //!< messages appended to a busy queue pair
     uint64_t m_flows{0};                               //!< flows started
     uint64_t m_bytes{0};                               //!< bytes of flows started
     uint64_t m_pending{0};                             //!< flows not finished

@@ -123,7 +123,7 @@ RdmaNic::ActiveRto() const
 }
 
 void
-RdmaNic::SetDeliveredCallback(Callback<void, uint32_t> cb)
+RdmaNic::SetDeliveredCallback(Callback<void, uint32_t, uint32_t> cb)
 {
     m_delivered = cb;
 }
@@ -140,6 +140,18 @@ RdmaNic::StartQueuePair(uint32_t slot)
     qp->cc->SetRateChangeCallback(MakeCallback(&RdmaNic::RateChanged, this, slot));
     m_active[qp->srcPort].push_back(qp);
     m_ports[qp->srcPort]->TryTransmit();
+}
+
+void
+RdmaNic::Post(uint32_t slot, uint64_t end)
+{
+    RdmaQueuePair* qp = (*m_qps)[slot].get();
+    NS_ASSERT_MSG(end <= qp->size, "posting bytes beyond the queue pair's messages");
+    qp->posted = std::max(qp->posted, end);
+    if (qp->active)
+    {
+        m_ports[qp->srcPort]->TryTransmit();
+    }
 }
 
 RdmaFrame*
@@ -163,7 +175,7 @@ RdmaNic::PullFrame(uint32_t port)
             idx -= n;
         }
         RdmaQueuePair* qp = list[idx];
-        if (!qp->active || qp->sndNxt >= qp->size || dev->IsPaused(qp->priority))
+        if (!qp->active || qp->sndNxt >= qp->posted || dev->IsPaused(qp->priority))
         {
             continue;
         }
@@ -201,7 +213,17 @@ RdmaFrame*
 RdmaNic::MakeData(RdmaQueuePair* qp)
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
-    uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, qp->size - qp->sndNxt));
+    // the end of the message sndNxt is in (a packet never spans two messages)
+    uint64_t end = qp->size;
+    for (uint64_t e : qp->sendEnds)
+    {
+        if (e > qp->sndNxt)
+        {
+            end = e;
+            break;
+        }
+    }
+    uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, end - qp->sndNxt));
     RdmaFrame* f = m_pool->Alloc();
     f->type = RdmaFrame::DATA;
     f->seq = qp->sndNxt;
@@ -213,7 +235,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     f->priority = qp->priority;
     f->hop = 1; // hop 0 was this endpoint's own choice of port
     f->tsNs = now;
-    f->last = qp->sndNxt + payload >= qp->size ? 1 : 0;
+    f->last = qp->sndNxt + payload >= end ? 1 : 0;
     if (qp->sndNxt < qp->maxSent)
     {
         ++qp->retransmits;
@@ -326,21 +348,23 @@ RdmaNic::ReceiveData(RdmaFrame* f)
         qp->rcvNxt += f->payload;
         ++qp->pktsSinceAck;
         qp->ceSinceAck = qp->ceSinceAck || f->ce;
-        bool done = qp->rcvNxt >= qp->size;
+        bool done = !qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first;
         if (qp->pktsSinceAck >= m_ackInterval || done)
         {
             SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, qp->ceSinceAck, f);
             qp->pktsSinceAck = 0;
             qp->ceSinceAck = false;
         }
-        if (done && !qp->delivered)
+        while (!qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first)
         {
-            qp->delivered = true;
+            uint32_t flowId = qp->recvEnds.front().second;
+            qp->recvEnds.pop_front();
             if (!m_delivered.IsNull())
             {
-                m_delivered(qp->slot);
+                m_delivered(qp->slot, flowId);
             }
         }
+        qp->delivered = qp->recvEnds.empty();
     }
     else if (f->seq > qp->rcvNxt)
     {
@@ -352,7 +376,7 @@ RdmaNic::ReceiveData(RdmaFrame* f)
             SendControl(qp, RdmaFrame::NACK, qp->rcvNxt, false, f);
         }
     }
-    else if (qp->delivered && f->last)
+    else if (f->last)
     {
         // A retransmitted tail of a delivered message: re-acknowledge so the sender can stop.
         SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, false, f);
@@ -415,6 +439,10 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         qp->sndUna = f->seq;
         qp->lastProgressNs = now;
         qp->sndNxt = std::max(qp->sndNxt, qp->sndUna);
+        while (!qp->sendEnds.empty() && qp->sendEnds.front() <= qp->sndUna)
+        {
+            qp->sendEnds.pop_front();
+        }
     }
     if (f->type == RdmaFrame::NACK)
     {
@@ -529,7 +557,7 @@ RdmaNic::DoDispose()
     }
     m_ports.clear();
     m_active.clear();
-    m_delivered = MakeNullCallback<void, uint32_t>();
+    m_delivered = MakeNullCallback<void, uint32_t, uint32_t>();
     Object::DoDispose();
 }
 

@@ -99,16 +99,23 @@ class RdmaNic : public Object, public FrameHandler
     void SetLossless(bool lossless);
 
     /**
-     * \brief Set the hook called when a flow's last byte arrived in order at this receiver.
-     * \param cb callback(flow slot)
+     * \brief Set the hook called when a message's last byte arrived in order at this receiver.
+     * \param cb callback(queue-pair slot, flow id of the message)
      */
-    void SetDeliveredCallback(Callback<void, uint32_t> cb);
+    void SetDeliveredCallback(Callback<void, uint32_t, uint32_t> cb);
 
     /**
      * \brief Start sending a queue pair from this endpoint.
      * \param slot flow slot in the queue-pair table
      */
     void StartQueuePair(uint32_t slot);
+
+    /**
+     * \brief Let the sender of a queue pair send up to byte \p end (a message posted on it).
+     * \param slot queue-pair slot
+     * \param end new end of the sendable bytes
+     */
+    void Post(uint32_t slot, uint64_t end);
 
     void HandleFrame(RdmaFrame* frame, uint32_t port) override;
     RdmaFrame* PullFrame(uint32_t port) override;
@@ -164,7 +171,7 @@ class RdmaNic : public Object, public FrameHandler
     std::vector<EventId> m_wake;                     //!< pacing wake-up per port
     std::vector<int64_t> m_wakeAt;                   //!< its time, ns
     std::vector<uint32_t> m_finishedOnPort;          //!< finished entries awaiting compaction
-    Callback<void, uint32_t> m_delivered;            //!< delivery hook
+    Callback<void, uint32_t, uint32_t> m_delivered;          //!< delivery hook
 
     uint64_t m_cnpsSent{0};  //!< CNPs sent
     uint64_t m_acksSent{0};  //!< ACKs sent

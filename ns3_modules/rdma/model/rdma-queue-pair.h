@@ -10,13 +10,22 @@
 #include "ns3/ptr.h"
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 
 namespace ns3
 {
 
 /**
- * \brief One reliable-connection queue pair carrying one flow (message) from a source
- * endpoint to a destination endpoint.
+ * \brief One reliable-connection queue pair carrying one or more messages, in order, from a
+ * source endpoint to a destination endpoint.
+ *
+ * A queue pair opened for a single flow carries one message. One opened for a connection
+ * (PacketNetwork::StartFlowOnConnection) carries every message posted on the connection while
+ * it is open: message k occupies bytes [end(k-1), end(k)) of the queue pair's byte stream, no
+ * packet spans two messages, the sender may send only bytes already posted, and the receiver
+ * completes each message when its last byte arrives in order. Congestion-control state is the
+ * queue pair's, shared by its messages.
  *
  * The sender fields are used by the source endpoint's RdmaNic, the receiver fields by the
  * destination's; both halves live in one record indexed by the flow slot carried in frames.
@@ -46,7 +55,11 @@ class RdmaQueuePair
     uint8_t priority{3};  //!< traffic class
     uint32_t srcPort{0};  //!< egress port at the sender
     uint32_t dstPort{0};  //!< egress port at the receiver (for ACKs)
-    uint64_t size{0};     //!< message bytes
+    uint64_t size{0};     //!< bytes of every message posted so far (end of the byte stream)
+    uint64_t posted{0};   //!< bytes the sender may send (posted after the host-side latency)
+    std::deque<uint64_t> sendEnds;  //!< end offsets of messages not yet fully acknowledged
+    std::deque<std::pair<uint64_t, uint32_t>> recvEnds; //!< (end offset, flow id) not delivered
+    int64_t srcDelayNs{0};          //!< host-side latency before posted bytes reach the NIC
 
     // sender
     uint64_t sndNxt{0};         //!< next byte to send
@@ -72,7 +85,7 @@ class RdmaQueuePair
     int64_t lastCnpNs{-1};      //!< last CNP sent
     int64_t lastNackNs{-1};     //!< last NACK sent
     uint64_t lastNackSeq{0};    //!< its sequence
-    bool delivered{false};      //!< every byte arrived in order
+    bool delivered{false};      //!< every posted message arrived in order
     int64_t deliverDelayNs{0};  //!< destination host latency added after delivery
 
     // statistics
