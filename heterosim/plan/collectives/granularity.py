@@ -32,13 +32,15 @@ connections' early finish frees link capacity that the paced schedule would have
 concurrent traffic (other collectives, pipeline sends) sees less contention than it would.
 Pipeline fill (trees, chains) and per-step latencies are replaced by the model's single latency.
 
-Shares of a contended link change too: the fluid network is max-min fair per flow, so a
-connection flow gets one share where the chunk schedule has up to the credit window (8 chunks)
-per channel in flight, each a flow with its own share (NCCL drives one queue pair per channel
-and connection, so reality lies in between). Traffic that overlaps a collective on a link -
-pipeline sends beside a data-parallel all-gather - gets more bandwidth in ``connection``
-(measured on GPT-3 175B TP8 PP8 DP2, H0 128: pipeline sends 2x instead of 32x slower than alone;
-benchmarks/README.md, "Simulator speed at scale").
+Shares of a contended link: NCCL drives one queue pair per channel and peer, and the engine does
+the same by default (``simulation.queue_pairs: connection``): the chunk flows of one channel
+between two GPUs are messages on one queue pair, sent one after another, so in ``chunk`` and
+``step`` granularity a connection takes one share of a link however many chunks it has in
+flight, as a ``connection`` flow does. With ``queue_pairs: flow`` every chunk in flight (up to
+the credit window, 8 per channel) is its own flow with its own share, and traffic overlapping a
+collective - pipeline sends beside a data-parallel all-gather - gets a fraction of the link
+(measured on GPT-3 175B TP8 PP8 DP2, H0 128: pipeline sends 32x slower than alone in chunk
+granularity then, 2x in ``connection``; benchmarks/README.md, "Simulator speed at scale").
 """
 
 from __future__ import annotations
