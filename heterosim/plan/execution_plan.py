@@ -86,9 +86,10 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     """Connection id per task (int64; -1 for tasks that are not on a connection).
 
     Flows of a collective instance (``collective`` >= 0) with a channel (``channel`` >= 0) are
-    grouped by (instance, channel, source GPU, destination GPU); each group gets one id, dense
-    from 0 in order of first appearance. Point-to-point flows outside collectives and every other
-    task get -1.
+    grouped by (instance, channel, source GPU, destination GPU); each group of two or more flows
+    gets one id, dense from 0 in order of first appearance. A group of one flow is that flow alone
+    (-1: routed and sent exactly as an independent flow, so ``connection`` granularity, one flow
+    per pair, is unaffected), as are point-to-point flows outside collectives; other tasks get -1.
     """
     out = np.full(len(plan), -1, np.int64)
     on = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
@@ -101,10 +102,14 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     new_group = np.ones(on.size, dtype=bool)
     new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
     group = np.cumsum(new_group) - 1  # group of each sorted row
-    first_row = np.full(int(group[-1]) + 1, on.size, np.int64)
+    groups = int(group[-1]) + 1
+    first_row = np.full(groups, on.size, np.int64)
     np.minimum.at(first_row, group, order)  # earliest task of each group
-    rank_of_group = np.empty_like(first_row)
-    rank_of_group[np.argsort(first_row, kind="stable")] = np.arange(first_row.size)
+    shared = np.bincount(group, minlength=groups) >= 2
+    rank_of_group = np.full(groups, -1, np.int64)
+    by_first = np.argsort(first_row, kind="stable")
+    by_first = by_first[shared[by_first]]
+    rank_of_group[by_first] = np.arange(by_first.size)
     ids = np.empty(on.size, np.int64)
     ids[order] = rank_of_group[group]
     out[on] = ids

@@ -63,14 +63,15 @@ def transfer_ns(size: float, rate: float) -> int:
 
 def test_connection_ids_group_channel_source_and_destination():
     plan = plan_of([
-        (0, 8, 100, 0, 0), (0, 8, 100, 0, 1), (0, 8, 100, 0, 0),  # channel 0 twice, channel 1
-        (1, 9, 100, 0, 0), (0, 8, 100, 1, 0), (0, 8, 100, -1, -1),  # other pair, other instance, p2p
-        (8, 0, 100, 0, 0),  # the reverse direction is its own connection
+        (0, 8, 100, 0, 1), (0, 8, 100, 0, 0), (0, 8, 100, 0, 1), (0, 8, 100, 0, 0),  # 2 channels
+        (1, 9, 100, 0, 0), (1, 9, 100, 0, 0), (0, 8, 100, 1, 0), (0, 8, 100, 1, 0),  # other pair,
+        (0, 8, 100, -1, -1), (0, 8, 100, -1, -1),  # other instance; p2p flows are never grouped
+        (8, 0, 100, 0, 0),  # a connection of one flow (the reverse direction) is that flow alone
     ])
     ids = connection_ids(plan)
-    assert ids.tolist() == [0, 1, 0, 2, 3, -1, 4]
-    plan.kind[2] = MARKER  # only flows are on connections
-    assert connection_ids(plan)[2] == -1
+    assert ids.tolist() == [0, 1, 0, 1, 2, 2, 3, 3, -1, -1, -1]
+    plan.kind[3] = MARKER  # only flows are on connections: flow 1 is now alone on its channel
+    assert connection_ids(plan).tolist() == [0, -1, 0, -1, 1, 1, 2, 2, -1, -1, -1]
 
 
 def test_fluid_messages_of_a_connection_go_one_after_another(topo, native_lib):
