@@ -2,7 +2,8 @@
 
 Every topology link is a pair of ns-3 devices with the link's rate and delay; switches have
 per-priority output queues, a shared buffer with PFC, RED ECN marking and ECMP; GPU and NIC
-nodes run an RDMA (RoCEv2) transport with one queue pair per flow and the selected congestion
+nodes run an RDMA (RoCEv2) transport with one queue pair per flow (or per NCCL connection,
+whose flows are messages on it: ``simulation.queue_pairs``) and the selected congestion
 control (see ``ns3_modules/rdma`` and ``ns3_modules/switch``). Flows between GPUs of one host
 stay on NVLink/PCIe and never touch a NIC; flows between hosts run NIC to NIC, with the
 GPUDirect PCIe segments modelled as a rate cap and a latency (see ``packet-network.h``).

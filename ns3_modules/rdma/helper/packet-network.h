@@ -55,7 +55,8 @@ namespace ns3
  * see fluid-network.h), and the packet events of NVLink/PCIe copies are saved. Port counters
  * then add the fluid model's bytes on host links (frames stay 0 there: none were simulated).
  *
- * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU); ECN marking
+ * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU), messages of a
+ * connection from (Seed, connection id, source GPU, destination GPU); ECN marking
  * uses its own random streams, so the seed changes ECMP choices only.
  */
 class PacketNetwork : public FlowNetwork

@@ -43,7 +43,8 @@ struct RdmaFrameSizes
  * traffic inside a host (GPU copy engines over NVLink/PCIe use the same reliable transport
  * without congestion control; their links are lossless).
  *
- * Sender: one queue pair per flow; on each port the queue pairs that have data, whose
+ * Sender: one queue pair per flow, or per connection carrying its messages in order
+ * (RdmaQueuePair); on each port the queue pairs that have data, whose
  * priority is not paused, whose window (if any) is open and whose pacing time has come are
  * served round-robin, one MTU-sized packet at a time. Pacing: after a packet of L wire bytes
  * at rate R the queue pair waits L*8/R (a rate change re-times the pending gap); a queue pair
