@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from heterosim import __version__
-from heterosim.errors import UserError
+from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
 
 COMMAND_MODULES = (
     "run",
@@ -68,6 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        print(f"heterosim {args.command}: error: out of memory ({OUT_OF_MEMORY_HINT})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

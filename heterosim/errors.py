@@ -1,4 +1,5 @@
-"""The one user-facing error type: the CLI prints it as one line and exits with status 2."""
+"""The one user-facing error type (the CLI prints it as one line and exits with status 2), and
+the recognition of running out of memory (in Python or in the C++ models)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,13 @@ def located(source: str | None, key: str, problem: str) -> UserError:
     """Build a UserError whose message reads ``source: key: problem``."""
     parts = [p for p in (source, key) if p]
     return UserError(": ".join([*parts, problem]))
+
+
+OUT_OF_MEMORY_HINT = ("memory grows with GPUs, micro-batches and flows; "
+                      "simulation.collective_granularity=connection needs the least")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation failure: Python's MemoryError or a C++ std::bad_alloc
+    raised through cppyy."""
+    return isinstance(exc, MemoryError) or "bad_alloc" in f"{type(exc).__name__} {exc}"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.experiment import GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
-from heterosim.errors import UserError
+from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
 from heterosim.validate.cases import Case, load_cases, select_cases
 from heterosim.validate.predict import Prediction, predict
 from heterosim.validate.report import markdown_table, write_parity_plot, write_results
@@ -112,6 +112,10 @@ def run(args: argparse.Namespace) -> int:
             pred = predict(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs)
         except (UserError, ValueError) as exc:
             error = str(exc).splitlines()[0]
+        except Exception as exc:  # noqa: BLE001 - only allocation failures are reported, others raise
+            if not is_out_of_memory(exc):
+                raise
+            error = f"out of memory ({OUT_OF_MEMORY_HINT})"
         row = result_row(case, pred, error)
         rows.append(row)
         marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))

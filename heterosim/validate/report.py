@@ -60,7 +60,8 @@ def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
     ax.set_ylabel("predicted (same units)")
     ax.set_title("HeteroSim validation: predicted vs measured")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:  # no case predicted: nothing to label
+        ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

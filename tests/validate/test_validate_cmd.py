@@ -68,3 +68,45 @@ def test_bad_cases_file_exits_2_with_one_line(tmp_path, capsys):
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "cases[0] (x)" in err
+
+
+class BadAlloc(Exception):
+    """Stands for cppyy's ``std.bad_alloc`` (a C++ allocation failure surfacing in Python)."""
+
+    def __str__(self) -> str:
+        return "bool ns3::PlanExecutor::Start() =>\n    bad_alloc: std::bad_alloc"
+
+
+def test_a_case_out_of_memory_is_reported_failed_and_the_rest_run(tmp_path, capsys, monkeypatch):
+    import heterosim.commands.validate as validate_cmd
+
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+
+    def predict(case, *args):
+        raise BadAlloc() if case.id == "tiny-e2e" else MemoryError()
+
+    monkeypatch.setattr(validate_cmd, "predict", predict)
+    assert main(["validate", str(path), "--out", str(tmp_path / "o")]) == 1
+    out = capsys.readouterr().out
+    assert "tiny-e2e" in out and "FAILED: out of memory" in out and "Traceback" not in out
+    rows = json.loads((tmp_path / "o" / "results.json").read_text())["cases"]
+    assert [r["error"].startswith("out of memory") for r in rows] == [True, True]
+
+
+def test_out_of_memory_in_a_run_is_one_line(tmp_path, capsys, monkeypatch):
+    import heterosim.simulate as simulate
+
+    def run_experiment(*args, **kwargs):
+        raise BadAlloc()
+
+    monkeypatch.setattr(simulate, "run_experiment", run_experiment)
+    code = main(["run", "--no-plots", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.strip().splitlines()[-1].startswith("heterosim run: error: out of memory")
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+    # any other exception is a bug and keeps its traceback
+    monkeypatch.setattr(simulate, "run_experiment", lambda *a, **k: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        main(["run", "--no-plots", "--out", str(tmp_path / "p")])
