@@ -58,7 +58,9 @@ class EngineResult:
     fidelity: str
     network: dict[str, int]  # flows, bytes, drops, retransmits, pfc_pause_frames, ecn_marks, cnps
     links: dict[str, np.ndarray]  # per link direction: link, direction, bytes, busy_ns, ...
-    flows: dict[str, np.ndarray]  # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits
+    # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective (instance,
+    # -1: point-to-point), connection (queue pair shared with other flows, -1: its own)
+    flows: dict[str, np.ndarray]
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ packet tables)
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
@@ -131,7 +133,8 @@ def execute_plan(
     )
     executor.SetNetwork(net)
     executor.SetTopology(desc)
-    _load(executor, plan, queue_pairs)
+    connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
+    _load(executor, plan, connection)
     try:
         state = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
@@ -143,7 +146,7 @@ def execute_plan(
                 error += f"; network: {net.GetUnroutableMessage()}"
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
-        result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module)
+        result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
         result.partial = state != _FINISHED
         result.error = error
         result.wall_s = time.perf_counter() - started
@@ -179,7 +182,7 @@ def _packet_module() -> Any:
     return packet
 
 
-def _load(executor: Any, plan: ExecutionPlan, queue_pairs: str) -> None:
+def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
     def c(values: np.ndarray, dtype: type) -> np.ndarray:
         out = np.ascontiguousarray(values, dtype=dtype)
         return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
@@ -190,10 +193,8 @@ def _load(executor: Any, plan: ExecutionPlan, queue_pairs: str) -> None:
         c(plan.stream, np.int16), c(plan.priority, np.uint8), c(plan.dep_ptr, np.int64),
         c(plan.dep_idx, np.int64),
     )
-    if queue_pairs == "connection":
-        connection = connection_ids(plan)
-        if np.any(connection >= 0):
-            executor.SetConnections(len(plan), c(connection, np.int64))
+    if np.any(connection >= 0):
+        executor.SetConnections(len(plan), c(connection, np.int64))
 
 
 def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> int:
@@ -212,7 +213,7 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
 
 
 def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: Topology,
-             fidelity: str, packet_module: Any) -> EngineResult:
+             fidelity: str, packet_module: Any, connection: np.ndarray) -> EngineResult:
     n = len(plan)
     start = np.empty(n, np.int64)
     end = np.empty(n, np.int64)
@@ -238,6 +239,8 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
         "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
         "start_ns": start[flow_tasks], "end_ns": end[flow_tasks], "retransmits": retransmits,
+        "collective": plan.collective[flow_tasks].astype(np.int64),
+        "connection": connection[flow_tasks].astype(np.int64),
     }
     return EngineResult(
         task_start_ns=start, task_end_ns=end, makespan_ns=makespan, events=events, wall_s=0.0,

@@ -198,8 +198,11 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
         end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
         columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
         columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
+        none = np.full(len(flows["task"]), -1, np.int64)
+        columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
         write_numeric_csv(folder / "flows.csv",
-                          ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"],
+                          ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits",
+                           "collective", "connection"],
                           columns)
         del columns
     links = engine.links

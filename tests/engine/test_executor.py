@@ -302,7 +302,8 @@ def test_result_tables_have_the_documented_columns(topo):
     assert set(result.network) == {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames",
                                    "ecn_marks", "cnps"}
     assert {"link", "direction", "bytes", "busy_ns", "utilization"} <= set(result.links)
-    assert set(result.flows) == {"task", "src", "dst", "bytes", "start_ns", "end_ns", "retransmits"}
+    assert set(result.flows) == {"task", "src", "dst", "bytes", "start_ns", "end_ns", "retransmits",
+                                 "collective", "connection"}
     assert result.flows["end_ns"][0] == flow_time_ns(topo, 0, 8, 4096)
     assert result.fidelity == "flow" and result.events > 0
 

@@ -222,14 +222,21 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
         start, end = flows["start_ns"][i], flows["end_ns"][i]
         rows.append([flows["task"][i], flows["src"][i], flows["dst"][i], flows["bytes"][i],
                      start * 1e-9, end * 1e-9, (end - start) * 1e-9,
-                     flows["retransmits"][i] if "retransmits" in flows else 0])
+                     flows["retransmits"][i] if "retransmits" in flows else 0,
+                     flows["collective"][i], flows["connection"][i]])
     path = tmp_path / "reference.csv"
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"])
+        writer.writerow(["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits",
+                         "collective", "connection"])
         writer.writerows(rows)
     assert len(rows) > 100
     assert (out / "flows.csv").read_bytes() == path.read_bytes()
+    # chunk granularity: some flows share a connection, each shared one has two flows at least
+    connection = np.asarray(flows["connection"])
+    shared = connection[connection >= 0]
+    assert shared.size and np.bincount(shared).min() >= 2
+    assert np.all(np.asarray(flows["collective"])[connection >= 0] >= 0)
 
 
 @pytest.mark.ns3
