@@ -97,10 +97,18 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
         return out
     columns = (plan.collective[on].astype(np.int64), plan.channel[on].astype(np.int64),
                plan.gpu[on].astype(np.int64), plan.dst[on].astype(np.int64))
-    order = np.lexsort(columns[::-1])
-    sorted_cols = [c[order] for c in columns]
-    new_group = np.ones(on.size, dtype=bool)
-    new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
+    sizes = [int(c.max()) + 1 for c in columns]
+    if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
+        key = ((columns[0] * sizes[1] + columns[1]) * sizes[2] + columns[2]) * sizes[3] + columns[3]
+        order = np.argsort(key, kind="stable")
+        sorted_key = key[order]
+        new_group = np.ones(on.size, dtype=bool)
+        new_group[1:] = sorted_key[1:] != sorted_key[:-1]
+    else:
+        order = np.lexsort(columns[::-1])
+        sorted_cols = [c[order] for c in columns]
+        new_group = np.ones(on.size, dtype=bool)
+        new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
     group = np.cumsum(new_group) - 1  # group of each sorted row
     groups = int(group[-1]) + 1
     first_row = np.full(groups, on.size, np.int64)

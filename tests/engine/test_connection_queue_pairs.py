@@ -74,6 +74,33 @@ def test_connection_ids_group_channel_source_and_destination():
     assert connection_ids(plan).tolist() == [0, -1, 0, -1, 1, 1, 2, 2, -1, -1, -1]
 
 
+def reference_connection_ids(plan: ExecutionPlan) -> list[int]:
+    groups: dict[tuple, list[int]] = {}
+    for i in range(len(plan)):
+        if plan.kind[i] == FLOW and plan.collective[i] >= 0 and plan.channel[i] >= 0:
+            key = (int(plan.collective[i]), int(plan.channel[i]), int(plan.gpu[i]), int(plan.dst[i]))
+            groups.setdefault(key, []).append(i)
+    out = [-1] * len(plan)
+    shared = sorted((g for g in groups.values() if len(g) >= 2), key=lambda g: g[0])
+    for number, members in enumerate(shared):
+        for i in members:
+            out[i] = number
+    return out
+
+
+@pytest.mark.parametrize("collective_base", [0, 1 << 40])  # one sort key, and the lexsort path
+def test_connection_ids_match_a_reference_on_random_plans(collective_base):
+    rng = np.random.default_rng(7)
+    n = 3000
+    src = rng.integers(0, 16, n)
+    dst = (src + rng.integers(1, 16, n)) % 16
+    collective = np.where(rng.random(n) < 0.1, -1, collective_base + rng.integers(0, 5, n))
+    channel = np.where(collective < 0, -1, rng.integers(0, 4, n))
+    plan = plan_of(list(zip(src, dst, [100] * n, collective, channel)))
+    plan.kind[rng.random(n) < 0.05] = MARKER
+    assert connection_ids(plan).tolist() == reference_connection_ids(plan)
+
+
 def test_fluid_messages_of_a_connection_go_one_after_another(topo, native_lib):
     rate, latency = lone_flow(topo, 0, 8, B)
     plan = plan_of([(0, 8, B, 0, 0), (0, 8, B, 0, 0)])
