@@ -150,6 +150,7 @@ PlanExecutor::Validate()
     // structure of every task
     std::unordered_set<uint64_t> checkedPairs;
     std::unordered_map<uint32_t, uint32_t> connectionEnds; // connection -> its first flow
+    std::vector<uint32_t> connectionFirst;                 // the same, by dense id
     for (uint32_t i = 0; i < m_n; ++i)
     {
         uint8_t k = m_kind[i];
@@ -211,9 +212,27 @@ PlanExecutor::Validate()
             }
             if (c >= 0)
             {
-                auto [it, fresh] = connectionEnds.emplace(static_cast<uint32_t>(c), i);
-                uint32_t j = it->second;
-                if (!fresh && (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] ||
+                // first flow of each connection (ids are dense in practice: a vector; a map
+                // for ids far above the task count)
+                uint32_t j = i;
+                if (c < static_cast<int64_t>(4) * m_n + 1024)
+                {
+                    if (static_cast<std::size_t>(c) >= connectionFirst.size())
+                    {
+                        connectionFirst.resize(std::max<std::size_t>(c + 1, 2 * connectionFirst.size()),
+                                               UINT32_MAX);
+                    }
+                    if (connectionFirst[c] == UINT32_MAX)
+                    {
+                        connectionFirst[c] = i;
+                    }
+                    j = connectionFirst[c];
+                }
+                else
+                {
+                    j = connectionEnds.emplace(static_cast<uint32_t>(c), i).first->second;
+                }
+                if (j != i && (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] ||
                                m_priority[j] != m_priority[i]))
                 {
                     err << "task " << i << ": connection " << c << " joins flows " << j << " and " << i
