@@ -110,3 +110,16 @@ def test_out_of_memory_in_a_run_is_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(simulate, "run_experiment", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["run", "--no-plots", "--out", str(tmp_path / "p")])
+
+
+@pytest.mark.ns3
+def test_queue_pairs_option_is_applied_and_recorded(tmp_path, capsys, native_lib):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+    assert main(["validate", str(path), "--queue-pairs", "flow", "--out", str(tmp_path / "o")]) == 0
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["queue_pairs"] == "flow"
+    assert {r["details"]["queue_pairs"] for r in doc["cases"]} == {"flow"}
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(path), "--queue-pairs", "chunk"])
+    assert exit_info.value.code == 2
