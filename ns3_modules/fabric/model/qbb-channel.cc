@@ -3,6 +3,8 @@
  */
 #include "qbb-channel.h"
 
+#include "qbb-device-event.h"
+
 #include "qbb-net-device.h"
 
 #include "ns3/assert.h"
@@ -46,7 +48,7 @@ void
 QbbChannel::Transmit(RdmaFrame* frame, const QbbNetDevice* src, Time txTime) const
 {
     QbbNetDevice* peer = PeekPointer(m_dev[0]) == src ? PeekPointer(m_dev[1]) : PeekPointer(m_dev[0]);
-    Simulator::Schedule(txTime + m_delay, &QbbNetDevice::Receive, peer, frame);
+    Simulator::Schedule(txTime + m_delay, QbbDeviceEvent::Receive(peer, frame));
 }
 
 Time

@@ -3,6 +3,8 @@
  */
 #include "qbb-net-device.h"
 
+#include "qbb-device-event.h"
+
 #include "ns3/assert.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -231,7 +233,7 @@ QbbNetDevice::StartTransmission(RdmaFrame* frame)
     Time txTime = NanoSeconds(ns);
     m_txBytes += frame->wireBytes;
     ++m_txFrames;
-    Simulator::Schedule(txTime, &QbbNetDevice::TransmitComplete, this);
+    Simulator::Schedule(txTime, QbbDeviceEvent::TransmitComplete(this));
     m_channel->Transmit(frame, this, txTime);
 }
 

@@ -172,6 +172,8 @@ class QbbNetDevice : public NetDevice
     void DoDispose() override;
 
   private:
+    friend class QbbDeviceEvent; //!< calls TransmitComplete()
+
     /** FIFO of frames linked through RdmaFrame::next. */
     struct Fifo
     {
