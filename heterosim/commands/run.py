@@ -10,12 +10,15 @@ from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
+from heterosim.units import parse_time_ns
 
 EXAMPLES = """\
 examples:
   heterosim run                                    # the shipped default (16 GPUs, H100 + A100)
   heterosim run workloads/default.yaml --fidelity flow --out out/default
   heterosim run workloads/simai/gpt3_13b.yaml --set network.cc=hpcc --set simulation.seed=2
+  heterosim run workloads/simai/gpt3_13b.yaml --fidelity packet --until 50ms
+                                                   # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
@@ -49,6 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--db", action="append", default=[], metavar="PROFILE.db",
                         help="operation database from `heterosim profile`, used before the shipped"
                              " data (repeatable; the first wins)")
+    parser.add_argument("--until", metavar="TIME",
+                        help="stop at this simulated time (e.g. 380ms) and report what finished "
+                             "as a partial iteration: a measured slice of a long packet run")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
     parser.set_defaults(func=run)
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_experiment(path, overrides)
+    stop_ns = _until_ns(args.until)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a folder")
@@ -102,13 +109,15 @@ def run(args: argparse.Namespace) -> int:
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
     artifacts = run_experiment(experiment, progress=progress, workload=workload,
-                               databases=args.db or None)
+                               databases=args.db or None, stop_ns=stop_ns)
     progress.close()
     results = results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
+    results["sim"]["until_ns"] = stop_ns
     write_run_outputs(artifacts, out, results, plots=not args.no_plots)
     b = results["breakdown"]
-    partial = f" (PARTIAL: {results['sim']['error'] or 'stopped early'})" if results["sim"]["partial"] else ""
+    stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
+    partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
     print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
     print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
     print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
@@ -121,6 +130,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
     print(f"results in      {out}/")
     return 0
+
+
+def _until_ns(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        stop_ns = parse_time_ns(text)
+    except ValueError as exc:
+        raise UserError(f"--until {text}: {exc}") from None
+    if stop_ns <= 0:
+        raise UserError(f"--until {text}: expected a simulated time > 0")
+    return stop_ns
 
 
 def _trace_run(args: argparse.Namespace, overrides: list[str]):

@@ -36,3 +36,43 @@ def test_sigint_writes_partial_results(tmp_path, native_lib):
     assert "interrupted" in results["sim"]["error"]
     assert 0 < results["iteration_time_s"]
     assert (out / "trace.json").exists()
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "heterosim.cli", "run", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.ns3
+def test_until_reports_the_slice_before_that_simulated_time(tmp_path, native_lib):
+    """--until 5ms ends the run at 5 ms of simulated time; every flow that finished by then
+    finished exactly as in the whole iteration, and the results say where it stopped."""
+    common = ["workloads/default.yaml", "--fidelity", "flow", "--no-plots", "--quiet"]
+    whole = _run([*common, "--out", str(tmp_path / "whole")])
+    part = _run([*common, "--out", str(tmp_path / "part"), "--until", "5ms"])
+    assert whole.returncode == 0 and part.returncode == 0, part.stderr
+    assert "PARTIAL: stopped at --until 5ms" in part.stdout
+    results = json.loads((tmp_path / "part" / "results.json").read_text())
+    assert results["sim"]["partial"] is True and results["sim"]["until_ns"] == 5_000_000
+    assert results["iteration_time_s"] <= 5e-3
+    full = json.loads((tmp_path / "whole" / "results.json").read_text())
+    assert full["sim"]["partial"] is False and full["iteration_time_s"] > 5e-3
+
+    def finished(folder: str) -> dict[int, str]:
+        lines = (tmp_path / folder / "flows.csv").read_text().splitlines()[1:]
+        rows = [line.split(",") for line in lines]
+        return {int(r[0]): r[5] for r in rows if 0 <= float(r[5]) <= 5e-3}  # -1 ns: unfinished
+
+    before = finished("part")
+    assert len(before) > 1000
+    assert before == {task: end for task, end in finished("whole").items() if task in before}
+    assert set(before) == set(finished("whole"))
+
+
+@pytest.mark.parametrize("value, problem", [("5", "needs a unit"), ("0ms", "expected a simulated time > 0"),
+                                            ("5 parsecs", "unknown time unit")])
+def test_until_rejects_a_bad_time(tmp_path, value, problem):
+    result = _run(["--until", value, "--quiet", "--out", str(tmp_path / "x")])
+    assert result.returncode == 2
+    assert f"--until {value}" in result.stderr and problem in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "x").exists()
