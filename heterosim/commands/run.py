@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -108,8 +111,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
-    artifacts = run_experiment(experiment, progress=progress, workload=workload,
-                               databases=args.db or None, stop_ns=stop_ns)
+    with _sigterm_stops_the_run():
+        artifacts = run_experiment(experiment, progress=progress, workload=workload,
+                                   databases=args.db or None, stop_ns=stop_ns)
     progress.close()
     results = results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
@@ -130,6 +134,25 @@ def run(args: argparse.Namespace) -> int:
     print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
     print(f"results in      {out}/")
     return 0
+
+
+@contextmanager
+def _sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM (kill, a batch scheduler's time limit) ends the simulation as Ctrl-C does: the
+    part simulated so far is written as a partial iteration. Background jobs ignore Ctrl-C, so
+    this is how a long run started with ``&`` or ``nohup`` is stopped with its results."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("terminated by SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _until_ns(text: str | None) -> int | None:

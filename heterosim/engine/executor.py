@@ -136,10 +136,10 @@ def execute_plan(
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
     try:
-        state = _run(executor, ns3, len(plan), progress)
+        state, interruption = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
             raise UserError(f"execution plan: {executor.GetError()}")
-        error = "interrupted by the user (Ctrl-C)" if state == _INTERRUPTED else None
+        error = interruption if state == _INTERRUPTED else None
         if state == _STALLED:
             error = str(executor.GetError())
             if fidelity == "flow" and net.GetFlowsUnroutable():
@@ -197,19 +197,23 @@ def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
         executor.SetConnections(len(plan), c(connection, np.int64))
 
 
-def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> int:
+def _run(executor: Any, ns3: Any, total: int,
+         progress: ProgressCallback | None) -> tuple[int, str | None]:
+    """Run to the end; return the executor's state and, if interrupted, why."""
     if not executor.Start():
-        return _INVALID
+        return _INVALID, None
     while True:
         try:
             state = int(executor.Resume())
             if progress is not None:
                 progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total,
                          int(ns3.Simulator.GetEventCount()))
-        except KeyboardInterrupt:
-            return _INTERRUPTED  # Ctrl-C: stop cleanly; what is known is reported as partial
+        except KeyboardInterrupt as exc:
+            # Ctrl-C (or a signal the command turned into one): stop cleanly; what is known is
+            # reported as partial
+            return _INTERRUPTED, str(exc) or "interrupted by the user (Ctrl-C)"
         if state != _YIELDED:
-            return state
+            return state, None
 
 
 def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: Topology,
