@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.report.run_report import results_dict, write_run_outputs
     from heterosim.simulate import run_experiment
 
+    stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -102,7 +103,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_experiment(path, overrides)
-    stop_ns = _until_ns(args.until)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: exists and is not a folder")

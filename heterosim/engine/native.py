@@ -32,7 +32,7 @@ NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-contr
 LIBRARY_NAME = "libheterosim-ns3.so"
 # ns-3's event queue for every run. The binary heap on a vector keeps events in one block, where
 # the default MapScheduler allocates a tree node per event: the same events in the same order,
-# 1.3x faster on a packet run (benchmarks/README.md, "Event rates").
+# faster (benchmarks/README.md, "Event queue and per-frame events").
 EVENT_SCHEDULER = "ns3::PriorityQueueScheduler"
 COMMON_FLAGS = (
     "-std=c++20", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter",
