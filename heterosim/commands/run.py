@@ -91,6 +91,7 @@ class Progress:
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.report.run_report import results_dict, write_run_outputs
+    from heterosim.report.staging import check_output_folder
     from heterosim.simulate import run_experiment
 
     stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
@@ -104,8 +105,7 @@ def run(args: argparse.Namespace) -> int:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_experiment(path, overrides)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: exists and is not a folder")
+    check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     progress = Progress(not args.quiet)
     if not args.quiet:
         print(f"heterosim run: {experiment.name}: {experiment.model.name} on "

@@ -16,7 +16,7 @@ from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
-from heterosim.report.staging import staged_output
+from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
 
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.workload.chakra import write_comm_groups, write_trace
 
     experiment = load_experiment(args.experiment, args.overrides)
+    check_output_folder(args.out)
     start = time.perf_counter()
     workload = generate_workload(experiment, cost_fn=partition_cost_fn(ComputeModel()))
     ranks = parse_ranks(args.ranks, workload.world_size) if args.ranks else None
