@@ -16,6 +16,7 @@ import yaml
 
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -116,6 +117,7 @@ class ExperimentConfig:
     simulation: SimulationConfig
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
     @property
     def micro_batches_per_replica(self) -> int:
@@ -337,10 +339,12 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        faults=faults,
     )
     _check_consistency(top, experiment)
     return experiment

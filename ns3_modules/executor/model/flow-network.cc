@@ -46,6 +46,22 @@ FlowNetwork::StartFlowOnConnection(uint32_t flowId,
     StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
 }
 
+uint32_t
+FlowNetwork::SetLinkUp(uint32_t link, bool up)
+{
+    return 0;
+}
+
+void
+FlowNetwork::SetLinkRate(uint32_t link, double rateBps)
+{
+}
+
+void
+FlowNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFactor)
+{
+}
+
 void
 FlowNetwork::ScheduleFlows(uint32_t n,
                            const uint32_t* ids,
