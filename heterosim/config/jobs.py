@@ -13,9 +13,9 @@
 
 Each job is validated as an experiment on the hosts its GPUs cover (``tp*pp*dp`` must equal its
 GPU count); its own ``network`` and ``simulation`` sections are ignored: the shared ones
-apply, since one network and one simulator carry every job. A job takes whole hosts (a host's
-GPUs share its NICs and NVSwitch; splitting one between jobs is refused), jobs may not share a
-GPU, and every GPU id must exist in the cluster.
+apply, since one network and one simulator carry every job. Jobs may share a host (each then
+sees the host with its own GPUs only, and their traffic meets on the host's links and NICs) but
+not a GPU, and every GPU id must exist in the cluster.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.cluster import ClusterConfig, HostType, load_cluster, parse_cluster
 from heterosim.config.experiment import (
     ExperimentConfig,
     NetworkConfig,
@@ -103,21 +103,30 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
 
 
 def job_cluster(cluster: ClusterConfig, gpus: tuple[int, ...], where: str) -> ClusterConfig:
-    """The cluster made of the hosts ``gpus`` cover (whole hosts only), in host order."""
+    """The cluster the job sees: the hosts ``gpus`` cover, in host order, each with only the
+    job's GPUs (a host split between jobs appears as a smaller host of its type, with the NICs
+    its GPUs use). The job's workload and partition are built on it; its plan runs on the
+    whole cluster's GPUs ``gpus`` (local GPU i is ``gpus[i]``)."""
     hosts = sorted({int(cluster.gpu_host[g]) for g in gpus})
+    types: dict[str, HostType] = {}
+    order: list[str] = []
     for h in hosts:
-        members = [int(g) for g in (cluster.gpu_host == h).nonzero()[0]]
-        missing = sorted(set(members) - set(gpus))
-        if missing:
-            raise UserError(f"{where}: takes part of host {h} (GPUs {members[0]}-{members[-1]}) but "
-                            f"not GPU {missing[0]}; a job takes whole hosts")
-    return ClusterConfig(
-        name=f"{cluster.name}[hosts {hosts[0]}-{hosts[-1]}]" if len(hosts) > 1 else
-        f"{cluster.name}[host {hosts[0]}]",
-        host_types=cluster.host_types,
-        host_type_of_host=tuple(cluster.host_type_of_host[h] for h in hosts),
-        fabric=cluster.fabric, source=cluster.source,
-    )
+        htype = cluster.host(h)
+        local = sorted(int(cluster.gpu_local_index[g]) for g in gpus if int(cluster.gpu_host[g]) == h)
+        if len(local) == htype.gpus:
+            types.setdefault(htype.name, htype)
+            order.append(htype.name)
+            continue
+        nics = sorted({htype.gpu_nic[i] for i in local})
+        name = f"{htype.name}[gpus {','.join(str(i) for i in local)}]"
+        types.setdefault(name, replace(
+            htype, name=name, gpus=len(local), nics=len(nics),
+            gpu_nic=tuple(nics.index(htype.gpu_nic[i]) for i in local),
+            pcie_switches=max(1, min(htype.pcie_switches, len(nics)))))
+        order.append(name)
+    label = f"host {hosts[0]}" if len(hosts) == 1 else f"hosts {hosts[0]}-{hosts[-1]}"
+    return ClusterConfig(name=f"{cluster.name}[{label}]", host_types=types,
+                         host_type_of_host=tuple(order), fabric=cluster.fabric, source=cluster.source)
 
 
 def _cluster(top: Section, source: str, base_dir: Path | None) -> ClusterConfig:
