@@ -22,7 +22,8 @@ from heterosim.simulate import run_jobs
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment")
     parser.add_argument("--fidelity", choices=("packet", "flow"))
     parser.add_argument("--set", dest="overrides", action="append", default=[])
@@ -33,7 +34,8 @@ def main() -> int:
     if not isinstance(experiment, JobsExperiment):
         raise UserError(f"{args.experiment}: not an experiment of several jobs (no jobs:)")
     runs = {"together": experiment}
-    runs.update({f"alone-{job.name}": solo_experiment(experiment, j) for j, job in enumerate(experiment.jobs)})
+    for j, job in enumerate(experiment.jobs):
+        runs[f"alone-{job.name}"] = solo_experiment(experiment, j)
     results = {}
     for label, exp in runs.items():
         started = time.perf_counter()
@@ -41,8 +43,8 @@ def main() -> int:
         results[label] = jobs_results_dict(art)
         if args.out:
             write_jobs_outputs(art, Path(args.out) / label, results[label], plots=False)
-        print(f"{label}: {time.perf_counter() - started:.1f} s wall, {results[label]['sim']['events']} events",
-              file=sys.stderr)
+        wall = time.perf_counter() - started
+        print(f"{label}: {wall:.1f} s wall, {results[label]['sim']['events']} events", file=sys.stderr)
     together = results["together"]
     print(f"{experiment.name}, {experiment.simulation.fidelity} fidelity, seed {experiment.simulation.seed}")
     print(f"{'job':<12} {'GPUs':<24} {'alone (ms)':>11} {'together (ms)':>14} {'slowdown':>9} "
@@ -51,9 +53,9 @@ def main() -> int:
         alone = results[f"alone-{job.name}"]["jobs"][0]
         shared = together["jobs"][j]
         same = alone["network"]["bytes"] == shared["network"]["bytes"]
+        ratio = shared["iteration_time_s"] / alone["iteration_time_s"]
         print(f"{job.name:<12} {shared['gpus']:<24} {alone['iteration_time_s'] * 1e3:11.3f} "
-              f"{shared['iteration_time_s'] * 1e3:14.3f} {shared['iteration_time_s'] / alone['iteration_time_s']:9.3f} "
-              f"{str(same):>23}")
+              f"{shared['iteration_time_s'] * 1e3:14.3f} {ratio:9.3f} {str(same):>23}")
     net = together["network"]
     print(f"together: {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
           f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}; "
