@@ -227,7 +227,8 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
                      *[_num(links[c][j]) for c in columns]]
                     for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
     labels = _label_fn(run)
-    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+    rank_names = [(f"job {row['job']} " if "job" in row else "")
+                  + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
     counters = _counter_tracks(engine.series or {}, topo)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)

@@ -215,3 +215,27 @@ def test_slowdown_windows_stretch_only_the_part_inside(native_lib):
     assert windows.Stretch(0, 4000, 2000) == 4000  # 1000 free, then 1000 at 3x (open window)
     assert windows.Stretch(1, 0, 100) == 100  # another GPU
     assert windows.GetTasksSlowed() == 3 and windows.GetExtraNs() == 500 + 250 + 2000
+
+
+def test_faults_are_in_results_and_on_a_perfetto_track(tmp_path):
+    import json
+
+    import yaml
+
+    from heterosim.cli import main
+
+    data = copy.deepcopy(DP4)
+    data["faults"] = [{"at": "1ms", "link": "leaf0-spine0", "down": "1ms"},
+                      {"at": "0ms", "gpu": 2, "slowdown": 1.2, "until": "2ms"}]
+    path = tmp_path / "faults.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--no-plots"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [f["kind"] for f in results["faults"]] == ["down", "slowdown"]
+    trace = json.loads((out / "trace.json").read_text())["traceEvents"]
+    pid = next(e["pid"] for e in trace if e.get("ph") == "M" and e["args"].get("name") == "faults")
+    slices = [e for e in trace if e["pid"] == pid and e["ph"] == "X"]
+    assert [s["name"] for s in slices] == ["leaf0-spine0 down", "gpu 2 slowdown x1.2"]
+    assert slices[0]["ts"] == pytest.approx(1000.0) and slices[0]["dur"] == pytest.approx(1000.0)
+    assert any(e["pid"] == pid and e["ph"] == "i" for e in trace)

@@ -164,3 +164,17 @@ def test_cli_run_and_compare_on_a_jobs_experiment(tmp_path, capsys):
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     labels = [row["label"] for row in comparison["metrics"]]
     assert "job a iteration" in labels and "job b iteration" in labels
+
+
+def test_sweep_over_a_jobs_experiment_reports_each_job(tmp_path):
+    path = write(tmp_path, SHARED)
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(yaml.safe_dump({"experiment": str(path), "fidelity": "flow",
+                                     "grid": {"simulation.seed": [1, 2]},
+                                     "metrics": ["jobs.0.iteration_time_s", "makespan_s"]}))
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(sweep), "--out", str(out), "--no-plots"]) == 0
+    with (out / "summary.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 2 and all(r["status"] == "ok" for r in rows)
+    assert all(float(r["jobs.0.iteration_time_s"]) > 0 and float(r["makespan_s"]) > 0 for r in rows)
