@@ -60,6 +60,7 @@ class FaultPlan:
     events: dict[str, np.ndarray]  # time_ns, kind, link, value, value2, fault
     windows: dict[str, np.ndarray]  # gpu, start_ns, end_ns (-1 open), factor
     isolated: list[list[int]] = field(default_factory=list)  # hosts cut off while a fault lasts
+    rto_ns: int = DEFAULT_RTO_NS  # the NICs' retransmission timeout (packet fidelity)
 
     @property
     def longest_outage_ns(self) -> int:
@@ -205,10 +206,23 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
                 "link": np.asarray(ev["link"], np.uint32), "value": np.asarray(ev["value"], np.float64),
                 "value2": np.asarray(ev["value2"], np.float64),
                 "fault": np.asarray(ev["fault"], np.uint32)},
-        windows=_merge_windows(win),
+        windows=_merge_windows(win), rto_ns=rto_ns(network),
     )
+    _check_overlaps(plan)
     _check_partitions(plan, topology)
     return plan
+
+
+def _check_overlaps(plan: FaultPlan) -> None:
+    """Two faults of one kind on one link may not be in force at the same time."""
+    for spec in plan.specs:
+        for other in plan.specs[:spec.index]:
+            if (other.kind == spec.kind and spec.kind != "slowdown"
+                    and plan.link[other.index] == plan.link[spec.index]
+                    and spec.at_ns < (other.until_ns if other.until_ns is not None else math.inf)
+                    and other.at_ns < (spec.until_ns if spec.until_ns is not None else math.inf)):
+                raise UserError(f"{spec.where}: {spec.kind} fault on link {plan.link_name[spec.index]} "
+                                f"overlaps faults[{other.index}] on the same link")
 
 
 def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
@@ -333,6 +347,8 @@ def fault_records(plan: FaultPlan, counted: list[dict[str, Any]], fidelity: str,
             record.update({"link": plan.link_name[spec.index], "link_index": link,
                            "nominal_rate_bps": plan.nominal_rate_bps[spec.index],
                            "link_bytes": link_bytes.get(link, 0), **counts})
+            if fidelity == "packet" and spec.kind in ("down", "loss"):
+                record["transport_rto_s"] = plan.rto_ns * 1e-9  # a lost tail waits this long
             if spec.kind == "down":
                 record["isolated_hosts"] = plan.isolated[spec.index]
                 record["effect"] = ("frames queued on or crossing the link are lost and recovered "

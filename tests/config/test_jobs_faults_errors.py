@@ -107,3 +107,10 @@ def test_until_before_at(tmp_path, capsys):
 def test_permanent_partition_names_the_unreachable_host(tmp_path, capsys):
     fails(tmp_path, capsys, with_faults({"at": "1ms", "link": "h2.nic0-leaf1", "down": True}),
           "partitions the fabric", "unreachable hosts 2")
+
+
+@pytest.mark.ns3
+def test_overlapping_faults_on_one_link(tmp_path, capsys):
+    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": "2ms"},
+                                        {"at": "1ms", "link": "spine0-leaf0", "down": "2ms"}),
+          "faults[1]", "overlaps faults[0]")

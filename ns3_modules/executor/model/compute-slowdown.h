@@ -32,6 +32,9 @@ class ComputeSlowdown : public Object
      */
     static TypeId GetTypeId();
 
+    /** Trace signature of Slowed: GPU, nominal duration (ns), actual duration (ns). */
+    typedef void (*SlowedCallback)(int32_t, int64_t, int64_t);
+
     ComputeSlowdown();
 
     /**
