@@ -51,6 +51,7 @@ class RunArtifacts:
     compute_provenance: dict[str, float]
     stage_wall_s: dict[str, float]
     faults: fault_models.FaultPlan | None = None
+    baseline: EngineResult | None = None  # the same plan without faults (fault_baseline)
 
 
 def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
@@ -159,8 +160,16 @@ def run_experiment(
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
+    baseline = None
+    if fault_plan is not None and experiment.simulation.fault_baseline:
+        t4 = time.perf_counter()
+        baseline = execute_plan(
+            tables.plan, topology, experiment.network, fidelity=experiment.simulation.fidelity,
+            seed=experiment.simulation.seed, stop_ns=stop_ns, intra_host=experiment.simulation.intra_host,
+            queue_pairs=experiment.simulation.queue_pairs)
+        stage_wall["baseline_engine_s"] = time.perf_counter() - t4
     return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
-                        stage_wall, fault_plan)
+                        stage_wall, fault_plan, baseline)
 
 
 INTRA_HOST_NOTE_MIN_BYTES = 64 << 30  # below this a packet run is short either way
@@ -230,6 +239,7 @@ class JobsArtifacts:
     traces: list[RankTrace]  # global rank order
     stage_wall_s: dict[str, float]
     faults: fault_models.FaultPlan | None = None
+    baseline: EngineResult | None = None  # the merged plan without faults (fault_baseline)
 
     @property
     def tables(self) -> PlanTables:
@@ -281,6 +291,13 @@ def run_jobs(
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
+    baseline = None
+    if fault_plan is not None and sim.fault_baseline:
+        t4 = time.perf_counter()
+        baseline = execute_plan(merged.tables.plan, topology, experiment.network, fidelity=sim.fidelity,
+                                seed=sim.seed, stop_ns=stop_ns, intra_host=sim.intra_host,
+                                queue_pairs=sim.queue_pairs)
+        stage_wall["baseline_engine_s"] = time.perf_counter() - t4
     jobs = [RunArtifacts(exp, workload, traces, rank_gpu, tables, topology,
                          _job_engine(engine, merged, j, experiment.jobs[j].start_ns, tables),
                          shares, stage_wall)
@@ -289,6 +306,7 @@ def run_jobs(
         experiment=experiment, jobs=jobs, merged=merged, topology=topology, engine=engine,
         rank_gpu=np.concatenate([b[3] for b in built]),
         traces=[t for b in built for t in b[2]], stage_wall_s=stage_wall, faults=fault_plan,
+        baseline=baseline,
     )
 
 

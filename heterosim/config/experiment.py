@@ -104,6 +104,9 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
+    # with faults: also run the same plan without them and report what the faults cost
+    # (results.json fault_impact); doubles the simulation time
+    fault_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -247,6 +250,7 @@ def _simulation(section: Section) -> SimulationConfig:
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
+        fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()
     return simulation

@@ -392,3 +392,32 @@ def check_faults_in_run(plan: FaultPlan | None, run_end_ns: int, partial: bool) 
 
 def flow_count(plan: ExecutionPlan) -> int:
     return int(np.count_nonzero(plan.kind == FLOW))
+
+
+def fault_impact(engine: Any, baseline: Any, collectives: dict[str, np.ndarray],
+                 names: dict[int, str], top: int = 10) -> dict[str, Any]:
+    """What the faults cost against the same plan run without them (``fault_baseline``): the
+    iteration, and the collective instances that finished latest compared with the baseline."""
+    out: dict[str, Any] = {
+        "baseline_iteration_time_s": baseline.makespan_ns * 1e-9,
+        "iteration_time_s": engine.makespan_ns * 1e-9,
+        "extra_s": (engine.makespan_ns - baseline.makespan_ns) * 1e-9,
+        "baseline_network": dict(baseline.network),
+    }
+    ends = np.asarray(collectives.get("end_task", []), np.int64)
+    starts = np.asarray(collectives.get("start_task", []), np.int64)
+    if ends.size:
+        delay = engine.task_end_ns[ends] - baseline.task_end_ns[ends]
+        order = np.argsort(-delay, kind="stable")[:top]
+        out["collectives_delayed"] = int(np.count_nonzero(delay > 0))
+        out["most_delayed"] = [{
+            "id": int(i), "type": names.get(int(collectives["comm_type"][i]), "collective"),
+            "size_bytes": int(collectives["size_bytes"][i]),
+            "baseline_start_s": float(baseline.task_start_ns[starts[i]]) * 1e-9,
+            "baseline_end_s": float(baseline.task_end_ns[ends[i]]) * 1e-9,
+            "end_s": float(engine.task_end_ns[ends[i]]) * 1e-9,
+            "delay_s": float(delay[i]) * 1e-9,
+            "start_delay_s": float(engine.task_start_ns[starts[i]]
+                                   - baseline.task_start_ns[starts[i]]) * 1e-9,
+        } for i in order if delay[i] > 0]
+    return out

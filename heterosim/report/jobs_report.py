@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
-from heterosim.engine.faults import fault_records
+from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.plan.execution_plan import FLOW
 from heterosim.report.run_report import _write_all, results_dict
 from heterosim.report.staging import staged_output
@@ -96,6 +96,9 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
         out["faults"] = fault_records(art.faults, engine.fault_counts, engine.fidelity, plan,
                                       engine.task_start_ns, engine.task_end_ns, engine.makespan_ns,
                                       engine.links)
+    if art.baseline is not None:
+        out["fault_impact"] = fault_impact(engine, art.baseline, art.merged.tables.collectives,
+                                           COLLECTIVE_NAMES)
     return out
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
-from heterosim.engine.faults import fault_records
+from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.engine.topology import LINK_KIND_NAMES
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
@@ -111,6 +111,9 @@ def results_dict(run: Any) -> dict[str, Any]:
     if faults is not None:
         out["faults"] = fault_records(faults, engine.fault_counts, engine.fidelity, plan,
                                       engine.task_start_ns, engine.task_end_ns, makespan_ns, engine.links)
+    baseline = getattr(run, "baseline", None)
+    if baseline is not None:
+        out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
     return out
 
 

@@ -69,9 +69,11 @@ def test_link_down_during_allreduce_recovers_every_byte_and_delays_it_by_the_out
     outage_ns = 1_000_000
     fault = [{"at": "1ms", "link": "h1.nic0-leaf0", "down": "1ms"}]
     delay = {}
+    with_baseline = copy.deepcopy(DP4)
+    with_baseline["simulation"]["fault_baseline"] = True
     for fidelity in ("packet", "flow"):
         base_art, base = baselines[fidelity]
-        art, res = run(fidelity, fault)
+        art, res = run(fidelity, fault, base=with_baseline)
         assert not res["sim"]["partial"]
         assert np.all(art.engine.flows["end_ns"] >= 0)  # every flow delivered its last byte
         assert res["network"]["bytes"] == base["network"]["bytes"]
@@ -79,10 +81,17 @@ def test_link_down_during_allreduce_recovers_every_byte_and_delays_it_by_the_out
         assert record["kind"] == "down" and record["isolated_hosts"] == [1]
         assert record["active_s"] == pytest.approx(outage_ns * 1e-9)
         delay[fidelity] = allreduce_end_ns(art) - allreduce_end_ns(base_art)
+        # results.json explains it: the same plan without the fault, and the delayed collective
+        impact = res["fault_impact"]
+        assert impact["baseline_iteration_time_s"] == pytest.approx(base["iteration_time_s"])
+        assert impact["most_delayed"][0]["type"] == "ALL_REDUCE"
+        assert impact["most_delayed"][0]["delay_s"] == pytest.approx(delay[fidelity] * 1e-9)
+        assert impact["extra_s"] == pytest.approx(res["iteration_time_s"] - base["iteration_time_s"])
         if fidelity == "packet":
             # frames queued on or crossing the link were lost and retransmitted (go-back-N)
             assert record["frames_dropped"] > 0 and res["network"]["drops"] >= record["frames_dropped"]
             assert res["network"]["retransmits"] > 0
+            assert record["transport_rto_s"] == pytest.approx(100e-6)
     # host 1 is cut off for the outage: the ring stops, and resumes when the link returns;
     # at packet level the lost frames cost at most a few retransmission timeouts more
     assert 0.8 * outage_ns <= delay["flow"] <= 1.1 * outage_ns
