@@ -83,6 +83,8 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # faults: time from a link going down or up until the routes follow (0 = at once)
+    routing_delay_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,10 @@ def _network(section: Section) -> NetworkConfig:
             "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        routing_delay_ns=section.time_ns("routing_delay", 0),
     )
+    if network.routing_delay_ns < 0:
+        raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:
         raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
     section.reject_unknown()

@@ -61,10 +61,11 @@ class FaultPlan:
     windows: dict[str, np.ndarray]  # gpu, start_ns, end_ns (-1 open), factor
     isolated: list[list[int]] = field(default_factory=list)  # hosts cut off while a fault lasts
     rto_ns: int = DEFAULT_RTO_NS  # the NICs' retransmission timeout (packet fidelity)
+    routing_delay_ns: int = 0  # link change -> routes follow (FaultSchedule::RoutingDelay)
 
     @property
     def longest_outage_ns(self) -> int:
-        out = 0
+        out = self.routing_delay_ns * len(self.specs)
         for spec in self.specs:
             if spec.kind == "down":
                 out += (spec.until_ns or spec.at_ns) - spec.at_ns
@@ -207,6 +208,7 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
                 "value2": np.asarray(ev["value2"], np.float64),
                 "fault": np.asarray(ev["fault"], np.uint32)},
         windows=_merge_windows(win), rto_ns=rto_ns(network),
+        routing_delay_ns=int(network.routing_delay_ns),
     )
     _check_overlaps(plan)
     _check_partitions(plan, topology)
@@ -297,6 +299,7 @@ def install(plan: FaultPlan | None, gbl: Any, net: Any, executor: Any) -> Any:
     ev = plan.events
     if ev["time_ns"].size:
         schedule = ns3.CreateObject[ns3.FaultSchedule]()
+        schedule.SetAttribute("RoutingDelay", ns3.TimeValue(ns3.NanoSeconds(int(plan.routing_delay_ns))))
         for i in range(ev["time_ns"].size):
             schedule.AddLinkEvent(int(ev["time_ns"][i]), int(ev["kind"][i]), int(ev["link"][i]),
                                   float(ev["value"][i]), float(ev["value2"][i]), int(ev["fault"][i]))

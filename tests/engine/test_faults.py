@@ -254,3 +254,20 @@ def test_faults_are_in_results_and_on_a_perfetto_track(tmp_path):
     assert [s["name"] for s in slices] == ["leaf0-spine0 down", "gpu 2 slowdown x1.2"]
     assert slices[0]["ts"] == pytest.approx(1000.0) and slices[0]["dur"] == pytest.approx(1000.0)
     assert any(e["pid"] == pid and e["ph"] == "i" for e in trace)
+
+
+def test_routing_delay_leaves_traffic_on_the_dead_link_until_routes_converge(baselines):
+    fault = [{"at": "1ms", "link": "leaf0-spine0", "down": "2ms"}]
+    slow_routes = copy.deepcopy(DP4)
+    slow_routes["network"]["routing_delay"] = "200us"
+    instant = {f: run(f, fault) for f in ("flow", "packet")}
+    delayed = {f: run(f, fault, base=slow_routes) for f in ("flow", "packet")}
+    # packet: until the routes follow, frames hashed onto the dead link are dropped there
+    assert (delayed["packet"][1]["faults"][0]["frames_dropped"]
+            > instant["packet"][1]["faults"][0]["frames_dropped"])
+    assert np.all(delayed["packet"][0].engine.flows["end_ns"] >= 0)
+    # flow: the flows on it stall for the 200 us, then move; the ring waits for them
+    late = allreduce_end_ns(delayed["flow"][0]) - allreduce_end_ns(instant["flow"][0])
+    assert 0 < late <= 200_000 + 10_000
+    for f in ("flow", "packet"):
+        assert delayed[f][1]["faults"][0]["flows_rerouted"] > 0

@@ -21,6 +21,13 @@ FaultSchedule::GetTypeId()
             .SetParent<Object>()
             .SetGroupName("Heterosim")
             .AddConstructor<FaultSchedule>()
+            .AddAttribute("RoutingDelay",
+                          "Time from a link going down (or coming back) until the fabric's "
+                          "routes follow (0 = at once); in between, traffic hashed onto the down "
+                          "link is lost (packet network) or stalled (fluid network)",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&FaultSchedule::m_routingDelay),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("Applied",
                             "A fault event took effect: fault index, kind, link",
                             MakeTraceSourceAccessor(&FaultSchedule::m_appliedTrace),
@@ -73,10 +80,16 @@ FaultSchedule::Apply(uint32_t i)
     switch (e.kind)
     {
     case LINK_DOWN:
-        m_rerouted[e.fault] += m_network->SetLinkUp(e.link, false);
-        break;
     case LINK_UP:
-        m_rerouted[e.fault] += m_network->SetLinkUp(e.link, true);
+        m_network->SetLinkUp(e.link, e.kind == LINK_UP);
+        if (m_routingDelay.IsStrictlyPositive())
+        {
+            Simulator::Schedule(m_routingDelay, &FaultSchedule::Reroute, this, e.fault);
+        }
+        else
+        {
+            Reroute(e.fault);
+        }
         break;
     case RATE:
         m_network->SetLinkRate(e.link, e.value);
@@ -87,6 +100,12 @@ FaultSchedule::Apply(uint32_t i)
     }
     ++m_applied;
     m_appliedTrace(e.fault, e.kind, e.link);
+}
+
+void
+FaultSchedule::Reroute(uint32_t fault)
+{
+    m_rerouted[fault] += m_network->Reroute();
 }
 
 uint64_t

@@ -6,6 +6,7 @@
 
 #include "flow-network.h"
 
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 #include "ns3/traced-callback.h"
@@ -25,6 +26,10 @@ namespace ns3
  * counts the active flows the network moved to another path. Kinds: LINK_DOWN, LINK_UP (the
  * end of a down window), RATE (value = new rate in bit/s), LOSS (value = frame loss
  * probability, value2 = goodput factor for fluid models).
+ *
+ * A link going down or up changes the link at once; the routes follow RoutingDelay later
+ * (FlowNetwork::Reroute), the time the fabric takes to notice and converge. Until then
+ * traffic hashed onto a down link is lost (packet) or stalled (fluid).
  */
 class FaultSchedule : public Object
 {
@@ -89,8 +94,11 @@ class FaultSchedule : public Object
 
     /** Apply event \p i. */
     void Apply(uint32_t i);
+    /** Routing converged after a link change of fault \p fault. */
+    void Reroute(uint32_t fault);
 
     Ptr<FlowNetwork> m_network;         //!< target
+    Time m_routingDelay;                //!< link change -> routes follow
     std::vector<Event> m_events;        //!< events, in the order added
     std::vector<uint64_t> m_rerouted;   //!< per fault
     uint32_t m_applied{0};              //!< events applied

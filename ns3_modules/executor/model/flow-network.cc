@@ -46,8 +46,13 @@ FlowNetwork::StartFlowOnConnection(uint32_t flowId,
     StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
 }
 
-uint32_t
+void
 FlowNetwork::SetLinkUp(uint32_t link, bool up)
+{
+}
+
+uint32_t
+FlowNetwork::Reroute()
 {
     return 0;
 }

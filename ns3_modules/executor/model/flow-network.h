@@ -79,13 +79,19 @@ class FlowNetwork : public Object
                                        uint32_t connection);
 
     /**
-     * \brief Take a link down or bring it back up (fault injection); the network re-routes.
-     * The default does nothing and returns 0.
+     * \brief Take a link down or bring it back up (fault injection). Routes stay as they are
+     * until Reroute(). The default does nothing.
      * \param link topology link
      * \param up whether it carries traffic
+     */
+    virtual void SetLinkUp(uint32_t link, bool up);
+
+    /**
+     * \brief Recompute routes over the links that are up now and move traffic to them (after
+     * SetLinkUp(), once routing has converged). The default does nothing and returns 0.
      * \return number of active flows moved to another path
      */
-    virtual uint32_t SetLinkUp(uint32_t link, bool up);
+    virtual uint32_t Reroute();
 
     /**
      * \brief Change a link's rate, both directions, from now on (fault injection). The

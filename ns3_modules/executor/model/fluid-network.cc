@@ -388,15 +388,21 @@ FluidNetwork::ApplyLinkCapacity(uint32_t link)
     RequestRecompute();
 }
 
-uint32_t
+void
 FluidNetwork::SetLinkUp(uint32_t link, bool up)
 {
     NS_LOG_FUNCTION(this << link << up);
     InitLinkState();
     m_linkUp.at(link) = up ? 1 : 0;
     m_topo->SetLinkUp(link, up);
-    m_topo->RecomputeFabricRoutes();
     ApplyLinkCapacity(link);
+}
+
+uint32_t
+FluidNetwork::Reroute()
+{
+    NS_LOG_FUNCTION(this);
+    m_topo->RecomputeFabricRoutes();
     uint32_t moved = 0;
     for (uint32_t slot = 0; slot < m_flows.size(); ++slot)
     {

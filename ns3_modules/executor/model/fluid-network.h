@@ -154,16 +154,21 @@ class FluidNetwork : public FlowNetwork
     void CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const;
 
     /**
-     * \brief Take a link down or bring it back (a fault): its capacity becomes 0 while down;
-     * the topology's fabric routes are recomputed and every active flow whose path changes
-     * moves to its new path (the same hash over the remaining equal-cost paths, as the packet
-     * network's switches re-hash). A flow left without any path stays where it is, at rate 0,
-     * until the link returns. Rates are then re-filled over the whole affected component.
+     * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
+     * on it wait at rate 0 until Reroute() moves them or the link returns. Rates are re-filled
+     * over the whole affected component.
      * \param link a link
      * \param up whether it carries traffic
+     */
+    void SetLinkUp(uint32_t link, bool up) override;
+    /**
+     * \brief Recompute the topology's fabric routes over the links that are up, and move every
+     * active flow whose path changes to its new path (the same hash over the remaining
+     * equal-cost paths, as the packet network's switches re-hash). A flow left without any
+     * path stays where it is, at rate 0, until its link returns.
      * \return number of active flows moved to another path
      */
-    uint32_t SetLinkUp(uint32_t link, bool up) override;
+    uint32_t Reroute() override;
     /**
      * \brief Change a link's rate (both directions) from now on; rates are re-filled.
      * \param link a link

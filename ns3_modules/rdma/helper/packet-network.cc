@@ -363,11 +363,20 @@ PacketNetwork::StartFlowOnConnection(uint32_t flowId,
     StartMessage(flowId, srcGpu, dstGpu, bytes, priority, connection);
 }
 
-uint32_t
+void
 PacketNetwork::SetLinkUp(uint32_t link, bool up)
 {
     NS_LOG_FUNCTION(this << link << up);
     NS_ASSERT_MSG(m_desc, "Build() before faults");
+    m_portDev[2 * link]->SetLinkDown(!up);
+    m_portDev[2 * link + 1]->SetLinkDown(!up);
+    m_desc->SetLinkUp(link, up);
+}
+
+uint32_t
+PacketNetwork::Reroute()
+{
+    NS_LOG_FUNCTION(this);
     std::vector<std::pair<uint32_t, std::vector<uint32_t>>> before;
     for (const auto& qp : m_qps)
     {
@@ -376,9 +385,6 @@ PacketNetwork::SetLinkUp(uint32_t link, bool up)
             before.emplace_back(qp->flowId, GetFlowPath(qp->flowId));
         }
     }
-    m_portDev[2 * link]->SetLinkDown(!up);
-    m_portDev[2 * link + 1]->SetLinkDown(!up);
-    m_desc->SetLinkUp(link, up);
     m_desc->RecomputeFabricRoutes();
     for (auto& sw : m_switches)
     {

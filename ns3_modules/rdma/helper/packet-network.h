@@ -110,13 +110,17 @@ class PacketNetwork : public FlowNetwork
     uint32_t GetNGpus() const override;
     /**
      * \brief Take a fabric link down or bring it back (fault): both ports drop what they hold
-     * and stop (QbbNetDevice::SetLinkDown), the topology's fabric routes are recomputed over
-     * the remaining links and every switch rebuilds its forwarding table, so ECMP re-hashes
-     * frames over the paths left. Frames lost are recovered by the transport (NACK or
-     * retransmission timeout, go-back-N).
+     * and stop (QbbNetDevice::SetLinkDown); until Reroute() the switches still forward into
+     * it, and those frames are dropped there. Frames lost are recovered by the transport (NACK
+     * or retransmission timeout, go-back-N).
+     */
+    void SetLinkUp(uint32_t link, bool up) override;
+    /**
+     * \brief Recompute the topology's fabric routes over the links that are up and rebuild
+     * every switch's forwarding table, so ECMP re-hashes frames over the paths left.
      * \return number of unfinished queue pairs whose path changed
      */
-    uint32_t SetLinkUp(uint32_t link, bool up) override;
+    uint32_t Reroute() override;
     /** \brief Degrade (or restore) a link's rate, both ports, from now on. */
     void SetLinkRate(uint32_t link, double rateBps) override;
     /** \brief Drop frames arriving over the link with \p probability (each port its own
