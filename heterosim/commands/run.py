@@ -24,6 +24,10 @@ examples:
                                                    # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
+  heterosim run workloads/examples/two_jobs_h4.yaml --fidelity flow
+                                                   # several jobs sharing one fabric (jobs:)
+  heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
+                                                   # faults: link down, degraded link, straggler
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
 (open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
 """

@@ -328,6 +328,9 @@ def parse_experiment(
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
+    if "jobs" in top.data:
+        raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
+                                "sweep; for this command give one job's experiment file")
     name = top.string("name", Path(source).stem if source else "experiment")
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
