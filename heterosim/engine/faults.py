@@ -271,8 +271,9 @@ def _check_partitions(plan: FaultPlan, topology: Topology) -> None:
     if permanent:
         hosts = _cut_off_hosts(topology, permanent)  # type: ignore[arg-type]
         if hosts:
-            spec = next(s for s in plan.specs if s.kind == "down" and s.until_ns is None
-                        and _cut_off_hosts(topology, {plan.link[s.index]}))  # type: ignore[arg-type]
+            lasting = [s for s in plan.specs if s.kind == "down" and s.until_ns is None]
+            alone = [s for s in lasting if _cut_off_hosts(topology, {plan.link[s.index]})]  # type: ignore[arg-type]
+            spec = (alone or lasting)[-1]
             raise UserError(
                 f"{spec.where}: link {plan.link_name[spec.index]} down to the end of the run "
                 f"partitions the fabric: unreachable hosts {', '.join(str(h) for h in hosts)}; "

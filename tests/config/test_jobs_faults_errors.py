@@ -114,3 +114,10 @@ def test_overlapping_faults_on_one_link(tmp_path, capsys):
     fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": "2ms"},
                                         {"at": "1ms", "link": "spine0-leaf0", "down": "2ms"}),
           "faults[1]", "overlaps faults[0]")
+
+
+@pytest.mark.ns3
+def test_two_lasting_outages_that_partition_together(tmp_path, capsys):
+    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": True},
+                                        {"at": "0ms", "link": "leaf0-spine1", "down": True}),
+          "faults[1]", "partitions the fabric: unreachable hosts")
