@@ -178,3 +178,22 @@ def test_sweep_over_a_jobs_experiment_reports_each_job(tmp_path):
         rows = list(csv.DictReader(handle))
     assert len(rows) == 2 and all(r["status"] == "ok" for r in rows)
     assert all(float(r["jobs.0.iteration_time_s"]) > 0 and float(r["makespan_s"]) > 0 for r in rows)
+
+
+def test_same_seed_same_results_with_jobs_and_random_loss(tmp_path):
+    path = write(tmp_path, SHARED, fidelity="packet",
+                 faults=[{"at": "0ms", "link": "h0.nic0-leaf0", "loss": 1e-3}],
+                 network={"cc": "dcqcn", "pfc": True, "attributes": {"Rto": "100us"}})
+
+    def strip(results: dict) -> dict:
+        results = json.loads(json.dumps(results))
+        results["sim"].pop("wall_s")
+        results["sim"].pop("stage_wall_s")
+        return results
+
+    first = jobs_results_dict(run_jobs(load_any_experiment(path)))
+    second = jobs_results_dict(run_jobs(load_any_experiment(path)))
+    assert first["faults"][0]["frames_dropped"] > 0
+    assert strip(first) == strip(second)
+    other = jobs_results_dict(run_jobs(load_any_experiment(path, ["simulation.seed=2"])))
+    assert other["faults"][0]["frames_dropped"] != first["faults"][0]["frames_dropped"]
