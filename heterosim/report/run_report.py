@@ -50,6 +50,9 @@ def results_dict(run: Any) -> dict[str, Any]:
             "host": int(cluster.gpu_host[gpu]),
             "stage": int(run.workload.layout.pp_index(r)),
             "dp_replica": int(run.workload.layout.dp_index(r)),
+            "tp": int(run.workload.layout.tp_degree(r)) if hasattr(run.workload.layout,
+                                                                   "tp_degree")
+            else int(run.workload.layout.tp),
             "busy_s": bd.busy_ns[r] * NS, "compute_s": bd.compute_ns[r] * NS,
             "comm_s": bd.comm_ns[r] * NS, "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
             "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
