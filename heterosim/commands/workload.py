@@ -15,8 +15,8 @@ from pathlib import Path
 from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
-from heterosim.plan.placement import place_plan
 from heterosim.plan.compute.partition_cost import partition_cost_fn
+from heterosim.plan.placement import place_plan
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
