@@ -199,9 +199,13 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
 
 
 def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
+    def value(s: GpuSpec, name: str) -> object:
+        v = getattr(s, name)
+        return {k: x for k, x in v.items() if x} if name == "peak_tflops" else v
+
     fields = [f for f in ("peak_tflops", "memory_bytes", "memory_bytes_per_s",
                           "nvlink_bytes_per_s", "pcie_gen")
-              if getattr(spec, f) != getattr(catalogued, f)]
+              if value(spec, f) != value(catalogued, f)]
     if not fields:
         return None
     return (f"{where}: GPU {spec.name} is defined in the cluster file and differs from the "
