@@ -133,7 +133,9 @@ def _run_plan(args: argparse.Namespace, out: Path | None) -> int:
         "parallel": {"schedule": "1f1b", "stages": imported.plan.as_dict()},
         "cluster": os.path.relpath(Path(args.cluster).resolve(), base),
     }
-    parse_experiment(experiment, str(out or "<stdout>"), base_dir=base)  # loads as written
+    # loads as written (the cluster by absolute path: --out's folder may not exist yet)
+    parse_experiment({**experiment, "cluster": str(Path(args.cluster).resolve())},
+                     str(out or "<stdout>"), base_dir=base)
     header = [f"Imported from the {fmt} plan {args.file} by `heterosim import {fmt}`.",
               *imported.notes,
               f"model {args.model or args.training_config}, micro-batch {micro_batch}, "
