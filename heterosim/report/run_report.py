@@ -50,14 +50,14 @@ def results_dict(run: Any) -> dict[str, Any]:
             "host": int(cluster.gpu_host[gpu]),
             "stage": int(run.workload.layout.pp_index(r)),
             "dp_replica": int(run.workload.layout.dp_index(r)),
-            "tp": int(run.workload.layout.tp_degree(r)) if hasattr(run.workload.layout,
-                                                                   "tp_degree")
-            else int(run.workload.layout.tp),
             "busy_s": bd.busy_ns[r] * NS, "compute_s": bd.compute_ns[r] * NS,
             "comm_s": bd.comm_ns[r] * NS, "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
             "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
             "inter_host_comm_s": bd.inter_host_ns[r] * NS,
         })
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
     counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
