@@ -551,6 +551,28 @@ def parse_experiment(
     return experiment
 
 
+def experiment_with_plan(experiment: ExperimentConfig, plan: StagedPlan, *,
+                         micro_batch_split: str = "auto") -> ExperimentConfig:
+    """``experiment`` running the explicit plan ``plan`` instead of its own parallel layout (what a
+    planner does with each candidate). Validated as ``parallel.stages`` in a file would be (a
+    UserError names the key); schedule, sequence parallelism, ZeRO-0/1, bucket size and gradient
+    sync are kept from ``experiment`` (interleaving is dropped: plans run 1F1B or GPipe)."""
+    par = experiment.parallel
+    if par.zero > 1:
+        raise UserError(f"{experiment.source or 'experiment'}: parallel.zero: an explicit plan "
+                        f"needs zero 0 or 1, got {par.zero}")
+    if micro_batch_split not in PARTITIONS:
+        raise ValueError(f"micro_batch_split {micro_batch_split!r} not in {PARTITIONS}")
+    parallel = replace(
+        par, tp=max(r.tp for s in plan.stages for r in s.replicas), pp=plan.pp, dp=plan.dp,
+        ep=1, vpp=1, schedule=par.schedule if par.schedule != "interleaved" else "1f1b",
+        partition="explicit", rank_order="stages", stage_layers=tuple(s.layers for s in plan.stages),
+        plan=plan, micro_batch_split=micro_batch_split)
+    staged = replace(experiment, parallel=parallel)
+    checked = _check_stages(Section({}, experiment.source), staged)
+    return replace(staged, parallel=replace(parallel, plan=checked))
+
+
 def load_experiment(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
     """Read, override and validate an experiment YAML file."""
     path = Path(path)

@@ -213,3 +213,18 @@ def test_tp_group_spans_hosts_only_when_no_host_fits() -> None:
     rank_gpu = place_plan(exp.cluster, exp.parallel.plan)
     assert exp.cluster.gpu_host[rank_gpu].tolist() == [0, 0, 4, 4]
     assert all(exp.cluster.gpu_type[g] == "Titan-RTX" for g in rank_gpu)
+
+
+def test_a_planner_can_hand_in_a_plan_value() -> None:
+    """A search builds StagedPlan values and runs them on a base experiment."""
+    from heterosim.config.experiment import ReplicaPlan, StagedPlan, StagePlan, experiment_with_plan
+
+    base = experiment(MIXED)
+    plan = StagedPlan((StagePlan(6, (ReplicaPlan("RTX-3090", 4), ReplicaPlan("slow-gpu", 4))),))
+    exp = experiment_with_plan(base, plan, micro_batch_split="uniform")
+    assert exp.parallel.pp == 1 and exp.parallel.dp == 2 and exp.parallel.stage_layers == (6,)
+    assert exp.parallel.plan.stages[0].replicas[1].gpu == "Slow-GPU"
+    assert generate_workload(exp).partition.replica_micro_batches == (4, 4)
+    too_many = StagedPlan((StagePlan(6, (ReplicaPlan("Titan-RTX", 4), ReplicaPlan("Titan-RTX", 2))),))
+    with pytest.raises(UserError, match=r"parallel.stages\[0\].replicas\[1\].gpu: the plan needs 6"):
+        experiment_with_plan(base, too_many)
