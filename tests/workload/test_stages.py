@@ -228,3 +228,38 @@ def test_a_planner_can_hand_in_a_plan_value() -> None:
     too_many = StagedPlan((StagePlan(6, (ReplicaPlan("Titan-RTX", 4), ReplicaPlan("Titan-RTX", 2))),))
     with pytest.raises(UserError, match=r"parallel.stages\[0\].replicas\[1\].gpu: the plan needs 6"):
         experiment_with_plan(base, too_many)
+
+
+def _dp_allreduce_bytes_by_group(workload) -> dict[int, int]:
+    """Bytes of every data-parallel gradient all-reduce group, counted once per group."""
+    out: dict[int, int] = {}
+    for trace in workload.traces:
+        t = trace.templates
+        rows = trace.template[t.node_type[trace.template] == COMM_COLL_NODE]
+        for row in rows:
+            gid = int(t.comm_group[row])
+            if workload.groups.group(gid).role == "dp":
+                out.setdefault(gid, 0)
+        per_rank: dict[int, int] = {}
+        for row in rows:
+            gid = int(t.comm_group[row])
+            if workload.groups.group(gid).role == "dp":
+                per_rank[gid] = per_rank.get(gid, 0) + int(t.comm_bytes[row])
+        for gid, size in per_rank.items():
+            assert out[gid] in (0, size)  # every member reduces the same bytes
+            out[gid] = size
+    return out
+
+
+def test_mixed_tp_stage_reduces_its_whole_gradient_once() -> None:
+    """Gradient-shard groups of a stage with TP 2 and 4 replicas carry, together, the stage's
+    full gradient: the same bytes one group carries when both replicas run TP 1."""
+    def stage(tps):
+        return [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": tps[0]},
+                                           {"gpu": "Slow-GPU", "tp": tps[1]}]}]
+    full = sum(_dp_allreduce_bytes_by_group(generate_workload(
+        experiment(stage((1, 1)), dp_bucket="1GB"))).values())
+    mixed = _dp_allreduce_bytes_by_group(generate_workload(
+        experiment(stage((2, 4)), dp_bucket="1GB")))
+    assert len(mixed) == 4  # L = lcm(2, 4) = 4 pieces, each on its own pair of ranks
+    assert abs(sum(mixed.values()) - full) <= len(mixed)  # floor of each share
