@@ -63,3 +63,43 @@ def test_shipped_example_places_as_written() -> None:
     # every TP group of 4 sits on one 4-GPU workstation
     hosts = exp.cluster.gpu_host[rank_gpu].reshape(-1, 4)
     assert all(len(set(row)) == 1 for row in hosts.tolist())
+
+
+def test_design_handbook_example_loads_and_places(tmp_path) -> None:
+    """DESIGN.md's `gpus:` and `parallel.stages` example as written (its RTX-3090 entry shadows
+    the catalogue's, which has a 2-way NVLink bridge: a note says so)."""
+    import yaml
+
+    cluster = {
+        "name": "workstations",
+        "gpus": {"RTX-3090": {"tflops": {"fp16": 71, "bf16": 71, "fp32": 35.6}, "memory_gb": 24,
+                              "memory_tbps": 0.936, "nvlink_gbps_per_dir": 0, "pcie_gen": 4}},
+        "host_types": {
+            "r3090": {"gpu": "RTX-3090", "gpus": 8, "fabric": "pcie", "nics": 1,
+                      "nic_speed": "10Gbps"},
+            "r2080": {"gpu": "RTX-2080-Ti", "gpus": 8, "fabric": "pcie", "nics": 1,
+                      "nic_speed": "10Gbps"},
+            "titan": {"gpu": "Titan-RTX", "gpus": 8, "fabric": "pcie", "nics": 1,
+                      "nic_speed": "10Gbps"},
+        },
+        "hosts": [{"type": "r3090"}, {"type": "r2080", "count": 2}, {"type": "titan"}],
+    }
+    exp = {
+        "name": "design-example",
+        "model": {"arch": "gpt", "hidden": 1024, "layers": 24, "heads": 16, "vocab": 50272},
+        "training": {"global_batch": 32, "micro_batch": 1, "seq_len": 1024, "dtype": "fp16"},
+        "parallel": {"schedule": "1f1b", "stages": [
+            {"layers": 11, "replicas": [{"gpu": "RTX-3090", "tp": 8},
+                                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12}]},
+            {"layers": 13, "replicas": [{"gpu": "Titan-RTX", "tp": 8},
+                                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12}]}]},
+        "cluster": "cluster.yaml",
+    }
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(exp))
+    loaded = load_experiment(tmp_path / "exp.yaml")
+    assert len(loaded.cluster.notes) == 1 and "nvlink_bytes_per_s" in loaded.cluster.notes[0]
+    rank_gpu = place_plan(loaded.cluster, loaded.parallel.plan)
+    assert [loaded.cluster.gpu_type[g] for g in rank_gpu] == _expected_gpus(loaded)
+    assert loaded.cluster.gpu_host[rank_gpu].reshape(4, 8).tolist() == [
+        [0] * 8, [1] * 8, [3] * 8, [2] * 8]

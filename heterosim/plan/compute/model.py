@@ -60,7 +60,6 @@ class ComputeModel:
                  gpus: Mapping[str, GpuSpec] | None = None) -> None:
         self._own: dict[str, GpuSpec] = {}
         self._own_alias: dict[str, str] = {}
-        self.add_gpus(gpus or {})
         layers: list[list[Measurement]] = []
         self.database_names: list[str] = []
         for path in databases or []:
@@ -78,6 +77,7 @@ class ComputeModel:
         self._uncalibrated_gemm: set[tuple[str, str]] = set()
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
+        self.add_gpus(gpus or {})
 
     # ------------------------------------------------------------------ GPUs and calibration
 
@@ -93,7 +93,7 @@ class ComputeModel:
                 raise UserError(f"GPU {name!r} is defined twice with different numbers")
             self._own[name] = spec
             self._own_alias[name.lower()] = name
-        if gpus and hasattr(self, "_cache"):
+        if gpus:
             self._cache.clear()
             self._params = {k: v for k, v in self._params.items() if k not in gpus}
 
