@@ -395,10 +395,17 @@ class RankProgram:
         has_head = self.stage == (self.V - 1) % p.pp
         waits = list(out.grad_sync)
         embd = self.w.groups.group_id(self.rank, "embd")
-        if embd is not None and m.tied_embeddings:
-            size = -(-m.vocab // p.tp) * m.hidden * self.grad_bytes
+        shards = self.w.groups.shards(self.rank, "embd")
+        if shards and m.tied_embeddings:  # first and last stage differ in TP (groups.py)
+            full = m.vocab * m.hidden * self.grad_bytes
+            parts = [(gid, full * k // total) for gid, k, total in shards]
+        elif embd is not None and m.tied_embeddings:
+            parts = [(embd, -(-m.vocab // p.tp) * m.hidden * self.grad_bytes)]
+        else:
+            parts = []
+        for gid, size in parts:
             tmpl = self.templates.add(_comm("embedding_grad_allreduce", "bwd", ALL_REDUCE, size,
-                                            "fp32", COMM_COLL_NODE, "embd"), embd)
+                                            "fp32", COMM_COLL_NODE, "embd"), gid)
             waits.append(out.node(tmpl, stage=self.stage, deps=tuple(
                 [out.tail, *out.grad_sync] if out.tail >= 0 else out.grad_sync)))
         params = rank_params(m, p, layers, has_embedding, has_head)

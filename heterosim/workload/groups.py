@@ -26,8 +26,9 @@ stage, replica by replica, TP index fastest (the generalisation of ``tp-dp-pp``)
   (:meth:`ParallelGroups.dp_shards`). With equal degrees this is the grid's grouping.
 
 Pipeline ("pp") groups join the ranks of one replica with the same TP index in the stages that
-have it; the tied-embedding group needs the first and last stage of a pipeline to have equal TP
-(otherwise that replica's embedding all-reduce is omitted, an approximation).
+have it. The tied-embedding ("embd") groups of a pipeline whose first and last stage differ in TP
+are cut the same way: ``lcm`` of the two degrees pieces of the word embedding, each reduced
+between the first-stage and last-stage rank that hold it (:meth:`ParallelGroups.shards`).
 """
 
 from __future__ import annotations
@@ -205,16 +206,22 @@ class StagedLayout:
     def stage_is_mixed(self, stage: int) -> bool:
         return len(set(self.cell_tps[stage])) > 1
 
-    def dp_pieces(self, stage: int) -> tuple[int, list[tuple[tuple[int, ...], int]]]:
-        """(L, [(member ranks, pieces)]) of a stage's gradient shards (see the module docstring)."""
-        tps = self.cell_tps[stage]
+    def pieces(self, cells: list[tuple[int, int]]) -> tuple[int, list[tuple[tuple[int, ...], int]]]:
+        """(L, [(member ranks, pieces)]): a tensor sharded over the TP groups of ``cells``
+        ((replica, stage) pairs), cut into ``L = lcm`` of their degrees; piece ``j`` lives on TP
+        index ``j * tp // L`` of each cell; pieces on the same ranks form one group."""
+        tps = [self.cell_tps[stage][replica] for replica, stage in cells]
         total = math.lcm(*tps)
         groups: dict[tuple[int, ...], int] = {}
         for j in range(total):
-            members = tuple(int(self.rank_of(j * t // total, d, stage))  # type: ignore[arg-type]
-                            for d, t in enumerate(tps))
+            members = tuple(int(self.rank_of(j * t // total, d, p))  # type: ignore[arg-type]
+                            for (d, p), t in zip(cells, tps))
             groups[members] = groups.get(members, 0) + 1
         return total, list(groups.items())
+
+    def dp_pieces(self, stage: int) -> tuple[int, list[tuple[tuple[int, ...], int]]]:
+        """:meth:`pieces` of a stage's gradient over its replicas (module docstring)."""
+        return self.pieces([(d, stage) for d in range(self.dp)])
 
 
 @dataclass(frozen=True)
@@ -234,7 +241,7 @@ class ParallelGroups:
     tied_embeddings: bool = False
     groups: list[CommGroup] = field(init=False)
     _by_rank: dict[tuple[int, str], int] = field(init=False, repr=False)
-    _shards: dict[int, list[tuple[int, int, int]]] = field(init=False, repr=False)
+    _shards: dict[tuple[int, str], list[tuple[int, int, int]]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         layout = self.layout
@@ -255,16 +262,29 @@ class ParallelGroups:
                             self._by_rank.setdefault((member, role), group.id)
                         if total:
                             for member in members:
-                                self._shards.setdefault(member, []).append(
+                                self._shards.setdefault((member, role), []).append(
                                     (group.id, pieces, total))
 
     def _member_sets(self, role: str, rank: int) -> list[tuple[tuple[int, ...], int, int]]:
         """(members, pieces, total pieces) of every ``role`` group of ``rank``; pieces are 0
-        except for the gradient-shard groups of a mixed-TP stage."""
-        if role == "dp" and self.layout.stage_is_mixed(self.layout.pp_index(rank)):
-            total, groups = self.layout.dp_pieces(self.layout.pp_index(rank))  # type: ignore
+        except for the shard groups of a mixed-TP stage ("dp") or pipeline ends ("embd")."""
+        lay = self.layout
+        if role == "dp" and lay.stage_is_mixed(lay.pp_index(rank)):
+            total, groups = lay.dp_pieces(lay.pp_index(rank))  # type: ignore[union-attr]
+            return [(m, k, total) for m, k in groups if rank in m]
+        if role == "embd" and self._mixed_ends(rank):
+            d, last = lay.dp_index(rank), lay.pp - 1
+            total, groups = lay.pieces([(d, 0), (d, last)])  # type: ignore[union-attr]
             return [(m, k, total) for m, k in groups if rank in m]
         return [(self._members(role, rank), 0, 0)]
+
+    def _mixed_ends(self, rank: int) -> bool:
+        """True when ``rank``'s pipeline ties embeddings between a first and a last stage of
+        different TP degrees (and ``rank`` is in one of them)."""
+        lay = self.layout
+        d, p = lay.dp_index(rank), lay.pp_index(rank)
+        return (self.tied_embeddings and lay.pp >= 2 and p in (0, lay.pp - 1)
+                and lay.cell_tp(d, 0) != lay.cell_tp(d, lay.pp - 1))
 
     def _members(self, role: str, rank: int) -> tuple[int, ...]:
         lay = self.layout
@@ -286,8 +306,6 @@ class ParallelGroups:
         if role == "embd":
             if not self.tied_embeddings or lay.pp < 2 or p not in (0, lay.pp - 1):
                 return ()
-            if lay.cell_tp(d, 0) != lay.cell_tp(d, lay.pp - 1):
-                return ()  # first and last stage differ in TP: omitted (module docstring)
             return (lay.rank_of(t, d, 0), lay.rank_of(t, d, lay.pp - 1))  # type: ignore
         raise ValueError(f"unknown communicator role {role!r}")
 
@@ -299,10 +317,14 @@ class ParallelGroups:
             role = "dp"
         return self._by_rank.get((rank, role))
 
+    def shards(self, rank: int, role: str) -> list[tuple[int, int, int]]:
+        """(group id, pieces, total pieces) of every shard group of ``rank`` in ``role`` ("dp":
+        its stage mixes TP degrees; "embd": its pipeline's ends do); empty otherwise."""
+        return list(self._shards.get((rank, role), []))
+
     def dp_shards(self, rank: int) -> list[tuple[int, int, int]]:
-        """(group id, pieces, total pieces) of every gradient-shard group of ``rank`` when its
-        stage mixes TP degrees (module docstring); empty otherwise."""
-        return list(self._shards.get(rank, []))
+        """:meth:`shards` of the gradient (role "dp")."""
+        return self.shards(rank, "dp")
 
     def group(self, group_id: int) -> CommGroup:
         return self.groups[group_id]

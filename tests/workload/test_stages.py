@@ -263,3 +263,25 @@ def test_mixed_tp_stage_reduces_its_whole_gradient_once() -> None:
         experiment(stage((2, 4)), dp_bucket="1GB")))
     assert len(mixed) == 4  # L = lcm(2, 4) = 4 pieces, each on its own pair of ranks
     assert abs(sum(mixed.values()) - full) <= len(mixed)  # floor of each share
+
+
+def test_tied_embedding_reduction_across_different_tp_ends() -> None:
+    """Pipeline 0 starts on TP 4 and ends on TP 2: its word-embedding gradient is reduced in
+    lcm(4, 2) = 4 pieces between the ranks holding each piece, the whole table once."""
+    workload = generate_workload(experiment(MIXED))
+    assert workload.experiment.model.tied_embeddings
+    groups = workload.groups
+    embd = [g for g in groups.groups if g.role == "embd"]
+    layout = workload.layout
+    pipeline0 = [g for g in embd if layout.dp_index(g.ranks[0]) == 0]
+    assert [g.ranks for g in pipeline0] == [(0, 6), (1, 6), (2, 7), (3, 7)]
+    sizes: dict[int, int] = {}
+    for rank in {r for g in pipeline0 for r in g.ranks}:
+        trace = workload.trace(rank)
+        t = trace.templates
+        for row in np.flatnonzero(t.node_type == COMM_COLL_NODE):
+            gid = int(t.comm_group[row])
+            if gid in {g.id for g in pipeline0}:
+                assert sizes.setdefault(gid, int(t.comm_bytes[row])) == int(t.comm_bytes[row])
+    model = workload.experiment.model
+    assert sum(sizes.values()) == model.vocab * model.hidden * 2  # fp16 training: 16-bit grads
