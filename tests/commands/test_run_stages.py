@@ -103,3 +103,4 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
     assert [loaded.cluster.gpu_type[g] for g in rank_gpu] == _expected_gpus(loaded)
     assert loaded.cluster.gpu_host[rank_gpu].reshape(4, 8).tolist() == [
         [0] * 8, [1] * 8, [3] * 8, [2] * 8]
+
