@@ -34,6 +34,10 @@ def test_mixed_plan_runs_and_places_every_replica_on_its_gpu_type(native_lib, tm
         (1, 0, 2), (1, 0, 2), (1, 1, 2), (1, 1, 2)]
     assert len({r["gpu_index"] for r in ranks}) == len(ranks)
     assert results["iteration_time_s"] > 0 and results["network"]["flows"] > 0
+    stages = results["partition"]["stages"]  # the plan as run, micro-batches resolved
+    counts = results["partition"]["replica_micro_batches"]
+    assert [[r["micro_batches"] for r in s["replicas"]] for s in stages] == [counts, counts]
+    assert stages[0]["replicas"][1] == {"gpu": "RTX-2080", "tp": 4, "micro_batches": counts[1]}
     # same run again: byte-identical results apart from wall times
     assert main(["run", str(path), "--out", str(tmp_path / "again")]) == 0
     again = json.loads((tmp_path / "again" / "results.json").read_text())
