@@ -276,9 +276,10 @@ class RankProgram:
         lay = self.w.layout
         return lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp)
 
-    def _transfers(self, other: int, receive: bool, direction: int) -> list[tuple[int, int]]:
+    def _transfers(self, other: int, receive: bool) -> list[tuple[int, int]]:
         """(peer rank, bytes) of this rank's sends (``receive`` False) or recvs at the boundary
-        to virtual stage ``other``; ``direction`` 0 carries activations forward, 1 gradients."""
+        with virtual stage ``other`` (activations forward and their gradients backward follow
+        the same rule, from the sending stage's TP degree to the receiving one's)."""
         lay = self.w.layout
         if not isinstance(lay, StagedLayout):
             return [(self._peer(other), self._p2p_bytes())]
@@ -336,7 +337,7 @@ class RankProgram:
                 label = f"pp_{'recv' if receive else 'send'}.{'fwd' if direction == 0 else 'bwd'}"
                 node = COMM_RECV_NODE if receive else COMM_SEND_NODE
                 p2p[key] = self._p2p_templates(label, "fwd" if direction == 0 else "bwd", node,
-                                               self._transfers(other, receive, direction))
+                                               self._transfers(other, receive))
             if not staged:
                 return [(self._peer(other), tmpl) for _, tmpl in p2p[key]]
             return p2p[key]
