@@ -401,6 +401,11 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
             if canonical is None or canonical not in have:
                 raise top.error(f"{key}.gpu", f"GPU type {rep.gpu!r} is not in the cluster "
                                 f"{cluster.name!r}; it has: {', '.join(sorted(have))}")
+            peaks = cluster.gpu_spec(canonical).peak_tflops
+            if not peaks.get(train.dtype):
+                supported = ", ".join(k for k, v in peaks.items() if v)
+                raise top.error(f"{key}.gpu", f"{canonical} has no {train.dtype} peak (it has: "
+                                f"{supported}); set training.dtype to one of those")
             need[canonical] = need.get(canonical, 0) + rep.tp
             if need[canonical] > have[canonical]:
                 raise top.error(f"{key}.gpu", f"the plan needs {need[canonical]} {canonical} GPUs "

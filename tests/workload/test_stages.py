@@ -81,12 +81,16 @@ def test_plan_is_a_typed_value_with_canonical_names() -> None:
      "parallel.stages[0].replicas[0].tpp", "unknown key"),
     ([{"layers": 6, "replicas": [{"gpu": "RTX-3090"}]}], {"tp": 2},
      "parallel.tp", "not allowed with parallel.stages"),
+    ([{"layers": 6, "replicas": [{"gpu": "Slow-GPU"}]}], {"_dtype": "bf16"},
+     "parallel.stages[0].replicas[0].gpu", "Slow-GPU has no bf16 peak (it has: fp16, fp32)"),
     ([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 2}, {"gpu": "RTX-3090", "tp": 4}]}],
      {"zero": 1}, "parallel.stages[0].replicas", "different tp need zero: 0"),
 ])
 def test_bad_plans_are_one_line_errors_naming_the_key(stages, extra, key, problem) -> None:
+    extra = dict(extra)
+    training = {"dtype": extra.pop("_dtype")} if "_dtype" in extra else None
     with pytest.raises(UserError) as info:
-        experiment(stages, **extra)
+        experiment(stages, training=training, **extra)
     message = str(info.value)
     assert message.startswith(f"exp.yaml: {key}: "), message
     assert problem in message and "\n" not in message
