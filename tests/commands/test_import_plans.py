@@ -139,3 +139,20 @@ def test_shipped_sailor_example_reimports_identically(tmp_path: Path) -> None:
             (example / "sailor_workstations.yaml").read_text())
     finally:
         out.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (["amp", str(DATA / "amp_partition.json"), "--model", "llama-7b", "--cluster",
+      str(DATA / "amp_cluster.yaml"), "--global-batch", "8"], "--tp is required"),
+    (["sailor", str(DATA / "sailor_plan_mixed.json"), "--cluster",
+      str(DATA / "workstations.yaml")], "--model (or --training-config) and --cluster"),
+    (["sailor", str(DATA / "sailor_plan_mixed.json"), "--model", "llama-7b", "--cluster",
+      str(DATA / "workstations.yaml"), "--gpu-map", "RTX-2080"], "expected PLAN_NAME=GPU"),
+    (["amp", str(DATA / "amp_partition.json"), "--tp", "3", "--model", "llama-7b", "--cluster",
+      str(DATA / "amp_cluster.yaml"), "--global-batch", "8"], "does not divide"),
+])
+def test_import_usage_errors_exit_2(argv, problem, capsys, tmp_path) -> None:
+    assert main(["import", *argv, "--out", str(tmp_path / "e.yaml")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert problem in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "e.yaml").exists()
