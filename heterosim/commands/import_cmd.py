@@ -130,7 +130,9 @@ def _run_plan(args: argparse.Namespace, out: Path | None) -> int:
         training["seq_len"] = seq_len
     experiment = {
         "name": name, "model": model, "training": training,
-        "parallel": {"schedule": "1f1b", "stages": imported.plan.as_dict()},
+        # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
+        "parallel": {"schedule": "1f1b", "partition": "uniform",
+                     "stages": imported.plan.as_dict()},
         "cluster": os.path.relpath(Path(args.cluster).resolve(), base),
     }
     # loads as written (the cluster by absolute path: --out's folder may not exist yet)
@@ -141,7 +143,9 @@ def _run_plan(args: argparse.Namespace, out: Path | None) -> int:
               f"model {args.model or args.training_config}, micro-batch {micro_batch}, "
               f"global batch {global_batch}"
               f"{'' if args.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
-              f"{args.dtype}"]
+              f"{args.dtype}",
+              "micro-batches split evenly between pipelines (partition: uniform), as the "
+              "planner's runtime runs them"]
     text = "\n".join(f"# {line}" for line in header) + "\n"
     text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
     _write(text, out)
