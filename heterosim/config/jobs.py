@@ -125,8 +125,8 @@ def job_cluster(cluster: ClusterConfig, gpus: tuple[int, ...], where: str) -> Cl
             pcie_switches=max(1, min(htype.pcie_switches, len(nics)))))
         order.append(name)
     label = f"host {hosts[0]}" if len(hosts) == 1 else f"hosts {hosts[0]}-{hosts[-1]}"
-    return ClusterConfig(name=f"{cluster.name}[{label}]", host_types=types,
-                         host_type_of_host=tuple(order), fabric=cluster.fabric, source=cluster.source)
+    return replace(cluster, name=f"{cluster.name}[{label}]", host_types=types,
+                   host_type_of_host=tuple(order))
 
 
 def _cluster(top: Section, source: str, base_dir: Path | None) -> ClusterConfig:
