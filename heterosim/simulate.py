@@ -165,6 +165,7 @@ def run_experiment(
                             else sample_interval_ns),
         progress=progress, intra_host=experiment.simulation.intra_host,
         queue_pairs=experiment.simulation.queue_pairs, faults=fault_plan,
+        packet_acceleration=experiment.simulation.packet_acceleration,
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
@@ -220,6 +221,7 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
     simulation["queue_pairs"] = experiment.simulation.queue_pairs
     if experiment.simulation.fidelity == "packet":
         simulation["intra_host"] = experiment.simulation.intra_host
+        simulation["packet_acceleration"] = experiment.simulation.packet_acceleration
     resolved["simulation"] = simulation
     return replace(experiment, resolved=resolved)
 
@@ -296,6 +298,7 @@ def run_jobs(
         stop_ns=stop_ns,
         sample_interval_ns=sim.sample_interval_ns if sample_interval_ns is None else sample_interval_ns,
         progress=progress, intra_host=sim.intra_host, queue_pairs=sim.queue_pairs, faults=fault_plan,
+        packet_acceleration=sim.packet_acceleration,
     )
     stage_wall["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)

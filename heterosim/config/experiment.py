@@ -32,6 +32,7 @@ FIDELITIES = ("packet", "flow")
 GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
 INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
 QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
+PACKET_ACCELERATIONS = ("exact", "fast")  # simulation.packet_acceleration (PacketFastForward)
 ATTENTION = ("flash", "unfused")
 
 
@@ -174,6 +175,9 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
+    # packet fidelity only: exact simulates every frame; fast skips settled stretches of the
+    # fabric analytically (steady-state fast-forward, ns3_modules/rdma/helper/packet-fast-forward.h)
+    packet_acceleration: str = "exact"
     # with faults: also run the same plan without them and report what the faults cost
     # (results.json fault_impact); doubles the simulation time
     fault_baseline: bool = False
@@ -387,6 +391,7 @@ def _simulation(section: Section) -> SimulationConfig:
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
+        packet_acceleration=section.string("packet_acceleration", "exact", choices=PACKET_ACCELERATIONS),
         fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()

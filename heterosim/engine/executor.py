@@ -66,6 +66,8 @@ class EngineResult:
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
+    # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
+    fast_forward: dict[str, Any] = field(default_factory=dict)
 
 
 def execute_plan(
@@ -83,6 +85,7 @@ def execute_plan(
     intra_host: str = "packet",
     queue_pairs: str = "connection",
     faults: fault_models.FaultPlan | None = None,
+    packet_acceleration: str = "exact",
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
 
@@ -98,6 +101,8 @@ def execute_plan(
     ``queue_pairs``: ``connection`` sends the flows of one NCCL connection
     (:func:`heterosim.plan.execution_plan.connection_ids`) as messages on one queue pair, one
     after another (``FlowNetwork::StartFlowOnConnection``); ``flow`` makes every flow its own.
+    ``packet_acceleration`` (packet fidelity): ``fast`` skips settled stretches of the fabric
+    (``ns3::PacketFastForward``); ``EngineResult.fast_forward`` says how much.
     ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
     model's stall timeout then also covers the outages and twice the retransmission timeout.
     """
@@ -121,7 +126,8 @@ def execute_plan(
     else:
         packet_module = _packet_module()
         net = packet_module.create_packet_network(gbl, desc, network, seed, sample_interval_ns,
-                                                  intra_host=intra_host)
+                                                  intra_host=intra_host,
+                                                  acceleration=packet_acceleration)
 
     executor = ns3.CreateObject[ns3.PlanExecutor]()
     if stop_ns is not None:
@@ -157,6 +163,9 @@ def execute_plan(
         result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
         result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
         result.partial = state != _FINISHED
+        if fidelity == "packet":
+            result.fast_forward = fast_forward_report(packet_acceleration, result.fast_forward,
+                                                      result.makespan_ns, int(plan.bytes[plan.kind == FLOW].sum()))
         result.error = error
         result.wall_s = time.perf_counter() - started
         return result
@@ -240,6 +249,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
     flow_tasks = np.flatnonzero(plan.kind == FLOW)
     retransmits = np.zeros(len(flow_tasks), np.int64)
+    fast_forward: dict[str, Any] = {}
     if fidelity == "flow":
         counters = fluid_counters(net)
         links = fluid_link_stats(net, topology, sim_end)
@@ -250,6 +260,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         events = int(stats.get("events", events))
         series.update(stats.get("series", {}))  # "queue" and "rate" tables
         retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
+        fast_forward = stats.get("fast_forward", {})
     flows = {
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
         "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
@@ -260,7 +271,31 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     return EngineResult(
         task_start_ns=start, task_end_ns=end, makespan_ns=makespan, events=events, wall_s=0.0,
         fidelity=fidelity, network=counters, links=links, flows=flows, series=series,
+        fast_forward=fast_forward,
     )
+
+
+def fast_forward_report(mode: str, counters: dict[str, int], makespan_ns: int,
+                        flow_bytes: int) -> dict[str, Any]:
+    """results.json ``sim.packet_acceleration``: the mode, the share of simulated time and of
+    flow bytes the fast-forward skipped, its episodes, and why it fell back to exact
+    simulation (counts of checks; ``cc_not_supported`` 1: never skipped)."""
+    out: dict[str, Any] = {"mode": mode}
+    if mode != "fast":
+        return out
+    skipped_ns = int(counters.get("skipped_ns", 0))
+    skipped_bytes = int(counters.get("skipped_bytes", 0))
+    out.update({
+        "episodes": int(counters.get("episodes", 0)),
+        "skipped_ns": skipped_ns, "time_share": skipped_ns / makespan_ns if makespan_ns > 0 else 0.0,
+        "skipped_bytes": skipped_bytes,
+        "bytes_share": skipped_bytes / flow_bytes if flow_bytes > 0 else 0.0,
+        "checks": int(counters.get("checks", 0)),
+        "fallback": {k: int(counters.get(k, 0)) for k in (
+            "not_settled", "congestion_or_losses", "next_change_too_close", "after_fault",
+            "cc_not_supported")},
+    })
+    return out
 
 
 def _packet_links(ports: dict[str, np.ndarray], topology: Topology, sim_end_ns: int) -> dict[str, np.ndarray]:

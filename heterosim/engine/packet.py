@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import CC_ALGORITHMS, INTRA_HOST_MODELS, NetworkConfig
+from heterosim.config.experiment import CC_ALGORITHMS, INTRA_HOST_MODELS, PACKET_ACCELERATIONS, NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
@@ -45,8 +45,11 @@ def _attribute_text(value: Any) -> str:
 
 def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, seed: int,
                           sample_interval_ns: int = 0, sample_all_ports: bool = False,
-                          intra_host: str = "packet") -> Any:
+                          intra_host: str = "packet", acceleration: str = "exact") -> Any:
     """An ``ns3::PacketNetwork`` built on ``topology_desc`` (an ``ns3::TopologyDescription``).
+
+    ``acceleration="fast"`` lets ``ns3::PacketFastForward`` skip settled stretches of the run
+    (``PacketNetwork::Acceleration``; its thresholds are ``PacketFastForward::`` attributes).
 
     ``intra_host="flow"`` carries flows between GPUs of one host in a fluid network on the host
     links (``PacketNetwork::HostFlows=fluid``) instead of frame by frame; the fabric stays
@@ -66,6 +69,9 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     if intra_host not in INTRA_HOST_MODELS:
         raise UserError(f"simulation: intra_host: expected one of {', '.join(INTRA_HOST_MODELS)}, "
                         f"got {intra_host!r}")
+    if acceleration not in PACKET_ACCELERATIONS:
+        raise UserError(f"simulation: packet_acceleration: expected one of "
+                        f"{', '.join(PACKET_ACCELERATIONS)}, got {acceleration!r}")
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
@@ -76,6 +82,7 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
         "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
+        "Acceleration": acceleration,
     }
     for name, value in settings.items():
         if not net.SetComponentAttribute(name, _attribute_text(value)):
@@ -102,6 +109,18 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
             "switch once PFC headroom and per-port reserves are set aside; raise it"
         )
     return net
+
+
+FAST_FORWARD_FIELDS = ("episodes", "skipped_ns", "skipped_bytes", "checks", "not_settled",
+                       "congestion_or_losses", "next_change_too_close", "after_fault",
+                       "cc_not_supported")
+
+
+def fast_forward_stats(net: Any) -> dict[str, int]:
+    """Steady-state fast-forward counters (``PacketFastForward``; zeros in exact mode)."""
+    values = np.zeros(len(FAST_FORWARD_FIELDS), np.uint64)
+    net.CopyFastForwardStats(values)
+    return {name: int(v) for name, v in zip(FAST_FORWARD_FIELDS, values)}
 
 
 def collect_packet_stats(net: Any) -> dict[str, Any]:
@@ -132,6 +151,7 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "flows": flows,
         "events": int(native.load().ns3.Simulator.GetEventCount()),
         "frames_in_use": int(net.GetFramesInUse()),
+        "fast_forward": fast_forward_stats(net),
     }
     series = _series(net)
     if series is not None:
@@ -201,7 +221,8 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
               dst: Sequence[int], size_bytes: Sequence[int], start_ns: Sequence[int],
               priority: Sequence[int] | None = None, *, stop_ns: int,
               sample_interval_ns: int = 0, seed: int = 1,
-              sample_all_ports: bool = False, intra_host: str = "packet") -> dict[str, Any]:
+              sample_all_ports: bool = False, intra_host: str = "packet",
+              acceleration: str = "exact") -> dict[str, Any]:
     """Run flows (ids 0..n-1 in argument order) on a fresh packet network until ``stop_ns``
     or until the last one finishes; return :func:`collect_packet_stats`' dict plus ``flows``
     (id, src, dst, bytes, start_ns, end_ns (-1 unfinished), fct_ns, retransmits, ...),
@@ -219,7 +240,7 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
     try:
         desc = to_native(topology, gbl)
         net = create_packet_network(gbl, desc, network, seed, sample_interval_ns,
-                                    sample_all_ports, intra_host)
+                                    sample_all_ports, intra_host, acceleration)
         n = len(arrays["src"])
         ids = np.arange(n, dtype=np.uint32)
         if n:

@@ -120,6 +120,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
             "error": engine.error,
             "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
+            **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
     }

@@ -429,6 +429,13 @@ QbbNetDevice::GetDrops() const
 }
 
 void
+QbbNetDevice::AddFastForwardTraffic(uint64_t bytes, uint64_t frames)
+{
+    m_txBytes += bytes;
+    m_txFrames += frames;
+}
+
+void
 QbbNetDevice::CountEcnMark(const RdmaFrame* frame)
 {
     ++m_ecnMarks;

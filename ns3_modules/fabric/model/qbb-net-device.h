@@ -141,6 +141,14 @@ class QbbNetDevice : public NetDevice
     /** \return frames dropped that were bound for this port */
     uint64_t GetDrops() const;
 
+    /**
+     * \brief Steady-state fast-forward (PacketFastForward): count traffic the port carried
+     * over a skipped interval at its settled rate (queue and pause state are left as they are).
+     * \param bytes wire bytes
+     * \param frames frames
+     */
+    void AddFastForwardTraffic(uint64_t bytes, uint64_t frames);
+
     /** \brief Count one ECN mark (called by the switch's marker). \param frame the frame */
     void CountEcnMark(const RdmaFrame* frame);
     /** \brief Count one drop of a frame bound for this port. \param frame the frame */

@@ -10,6 +10,7 @@
 #include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
+#include "ns3/packet-fast-forward.h"
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-frame-pool.h"
 #include "ns3/rdma-nic.h"
@@ -235,10 +236,19 @@ class PacketNetwork : public FlowNetwork
     /** \return the path links of a flow as routed (empty if unknown) */
     std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
 
+    /**
+     * \brief Copy the steady-state fast-forward statistics (PacketFastForward::CopyStats;
+     * zeros when Acceleration is exact).
+     * \param out PacketFastForward::N_STATS values
+     */
+    void CopyFastForwardStats(uint64_t* out) const;
+
   protected:
     void DoDispose() override;
 
   private:
+    friend class PacketFastForward; //!< reads and advances queue pairs and ports
+
     /** Start a flow, or a message on \p connection (-1: none). */
     void StartMessage(uint32_t flowId,
                       uint32_t srcGpu,
@@ -270,10 +280,13 @@ class PacketNetwork : public FlowNetwork
     bool m_sampleAllPorts;     //!< sample every port (else fabric ports only)
     bool m_phyOverhead;        //!< count preamble + IFG
     std::string m_hostFlows;   //!< intra-host flow model: packet or fluid
+    std::string m_acceleration; //!< exact or fast (steady-state fast-forward)
 
     ObjectFactory m_nicFactory;                 //!< RdmaNic
     ObjectFactory m_mmuFactory;                 //!< SwitchMmu
     ObjectFactory m_markerFactory;              //!< RedEcnMarker
+    ObjectFactory m_ffFactory;                  //!< PacketFastForward
+    Ptr<PacketFastForward> m_ff;                //!< fast-forward (Acceleration=fast)
     std::vector<ObjectFactory> m_ccFactories;   //!< one per algorithm
     int m_ccIndex{-1};                          //!< selected algorithm
 
@@ -293,6 +306,8 @@ class PacketNetwork : public FlowNetwork
     std::unordered_map<uint32_t, uint32_t> m_connSlot; //!< connection -> its latest queue pair
     /** flow id -> (first byte, bytes) in its queue pair, for messages of connections */
     std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> m_msgSpan;
+    /** flow id -> payload bytes of the message carried by fast-forward (removed from its span) */
+    std::unordered_map<uint32_t, uint64_t> m_msgFf;
     uint64_t m_messagesQueued{0};                      //!< messages appended to a busy queue pair
     uint64_t m_flows{0};                               //!< flows started
     uint64_t m_bytes{0};                               //!< bytes of flows started

@@ -6,6 +6,7 @@
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
+#include "ns3/shiftable-scheduler.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -295,6 +296,13 @@ Dcqcn::TimerExpired()
     {
         m_timerEvent = Simulator::Schedule(m_increaseTimer, &Dcqcn::TimerExpired, this);
     }
+}
+
+void
+Dcqcn::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved)
+{
+    ShiftEventId(m_decreaseEvent, deltaNs, moved);
+    ShiftEventId(m_timerEvent, deltaNs, moved);
 }
 
 void

@@ -73,6 +73,8 @@ class Dcqcn : public RdmaCongestionControl
     void Start(double lineRateBps, Time baseRtt, uint32_t mtuBytes) override;
     void Stop() override;
     void ReceiveCnp() override;
+    /** Moves the decrease-monitor and increase timers (alpha keeps ageing with the clock). */
+    void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved) override;
     void OnSend(uint32_t bytes) override;
     bool UsesCnp() const override;
 

@@ -69,6 +69,12 @@ RdmaCongestionControl::UsesCnp() const
     return false;
 }
 
+void
+RdmaCongestionControl::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved)
+{
+    // no timers
+}
+
 bool
 RdmaCongestionControl::UsesInt() const
 {

@@ -6,12 +6,14 @@
 
 #include "ns3/callback.h"
 #include "ns3/data-rate.h"
+#include "ns3/event-impl.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/rdma-frame.h"
 #include "ns3/traced-callback.h"
 
 #include <cstdint>
+#include <vector>
 
 namespace ns3
 {
@@ -69,6 +71,13 @@ class RdmaCongestionControl : public Object
     virtual bool UsesCnp() const;
     /** \return whether switches must stamp INT records */
     virtual bool UsesInt() const;
+    /**
+     * \brief Steady-state fast-forward (PacketFastForward): move the controller's pending
+     * timers \p deltaNs later, freezing its state over the skipped interval.
+     * \param deltaNs shift, ns
+     * \param moved receives the events to shift in the event queue
+     */
+    virtual void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved);
 
     /** \return current sending rate, bit/s */
     double GetRate() const;

@@ -5,6 +5,7 @@
 
 #include "ns3/assert.h"
 #include "ns3/log.h"
+#include "ns3/shiftable-scheduler.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -524,6 +525,20 @@ RdmaNic::Compact(uint32_t port)
                list.end());
     m_finishedOnPort[port] = 0;
     m_rr[port] = list.empty() ? 0 : m_rr[port] % list.size();
+}
+
+void
+RdmaNic::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved, uint64_t acks)
+{
+    for (std::size_t p = 0; p < m_wake.size(); ++p)
+    {
+        if (m_wake[p].IsPending())
+        {
+            ShiftEventId(m_wake[p], deltaNs, moved);
+            m_wakeAt[p] += deltaNs;
+        }
+    }
+    m_acksSent += acks;
 }
 
 uint64_t

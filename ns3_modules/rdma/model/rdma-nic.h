@@ -121,6 +121,15 @@ class RdmaNic : public Object, public FrameHandler
     void HandleFrame(RdmaFrame* frame, uint32_t port) override;
     RdmaFrame* PullFrame(uint32_t port) override;
 
+    /**
+     * \brief Steady-state fast-forward: the endpoint's pending pacing wake-ups and their
+     * times move \p deltaNs later (see PacketFastForward).
+     * \param deltaNs shift, ns
+     * \param moved receives the events to shift in the event queue
+     * \param acks ACKs the receivers sent during the skipped interval (counted)
+     */
+    void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved, uint64_t acks);
+
     /** \return CNPs sent by this endpoint's NP */
     uint64_t GetCnpsSent() const;
     /** \return ACKs sent */

@@ -93,6 +93,7 @@ class RdmaQueuePair
     uint64_t timeouts{0};       //!< retransmission timeouts
     uint64_t nacks{0};          //!< NACKs received
     uint64_t cnps{0};           //!< CNPs received
+    uint64_t ffBytes{0};        //!< bytes carried by steady-state fast-forward (PacketFastForward)
 };
 
 } // namespace ns3

@@ -1,0 +1,148 @@
+/*
+ * HeteroSim: steady-state fast-forward of the packet network.
+ */
+#ifndef HETEROSIM_PACKET_FAST_FORWARD_H
+#define HETEROSIM_PACKET_FAST_FORWARD_H
+
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+class PacketNetwork;
+
+/**
+ * \brief Skips settled stretches of a packet run: while the queue pairs on the fabric and
+ * their rates have not changed, advances them analytically to the next event that can change
+ * them, then lets the packet simulation resume.
+ *
+ * Detection: every CheckInterval the controller takes a snapshot of each unfinished queue pair
+ * (bytes acknowledged; retransmissions, timeouts, NACKs and CNPs received) and of each port
+ * (wire bytes and frames sent, queued bytes, ECN marks, PFC pause frames sent, drops). A
+ * window is settled when no queue pair started, finished or received a new message in it,
+ * every queue pair has started, carries a single message that is posted in full and made
+ * progress, no queue pair's acknowledged bytes differ from the previous window's by more than
+ * RateTolerance of them plus two packets (the quantisation of one window), no port's queue moved by more than
+ * QueueTolerance bytes (or RateTolerance of the queue), and nothing was marked, paused,
+ * dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows settled windows in a row the
+ * rates are taken as the mean over those windows.
+ *
+ * Skip: the interval is the smaller of (a) the time until the first queue pair would reach
+ * its message's end at its settled rate, less Guard, and (b) the time of the earliest
+ * pending event that is not the fabric's own (a compute task, a flow start, a delivery at a
+ * host, a flow of the intra-host fluid model, a fault, the run's stop time); if it is shorter
+ * than MinJump nothing is skipped. Over the interval each queue pair delivers its settled
+ * rate times the interval, rounded down to whole packets (its byte stream is shortened by
+ * that much, so the frames in flight and every sequence number stay valid), and each port
+ * counts wire bytes and frames at its settled rate. Everything the fabric has scheduled
+ * (frames on the wire and their serialisation ends, pacing wake-ups, retransmission and
+ * congestion-control timers, the sampling event) moves later by the interval (a
+ * ShiftableScheduler, installed as the simulator's event queue by Attach), so queues, frames
+ * in flight, PFC and congestion-control state come out of the skip as they went in; the
+ * congestion-control state is frozen over the interval, and alpha of DCQCN keeps ageing with
+ * the clock. Queue occupancy integrals count the settled queue over the interval.
+ *
+ * Where it cannot be trusted it does nothing and the run stays packet by packet: while any
+ * of the conditions above fails (congestion: ECN marks, PFC, CNPs; losses; a fault just
+ * fired; rates still moving), and for congestion control that reads time stamps carried in
+ * frames (TIMELY, HPCC), which it never skips. Approximation: the skipped interval is what
+ * the settled rates give; the per-packet jitter a packet run would show over it (round-robin
+ * phase, rate oscillation within the tolerance) is not simulated, and the sampled
+ * queue and rate series have no samples inside skipped intervals.
+ */
+class PacketFastForward : public Object
+{
+  public:
+    /**
+     * \brief Get the type ID.
+     * \return the object TypeId
+     */
+    static TypeId GetTypeId();
+
+    PacketFastForward();
+    ~PacketFastForward() override;
+
+    /**
+     * \brief Work on \p net: installs the ShiftableScheduler as the simulator's event queue.
+     * \param net the network (must outlive this object's use)
+     * \param supported false if the network's congestion control cannot be skipped (then
+     * nothing is ever skipped and the fallback is counted)
+     */
+    void Attach(PacketNetwork* net, bool supported);
+
+    /** \brief A queue pair was created (slot). \param slot queue-pair slot */
+    void QueuePairAdded(uint32_t slot);
+    /** \brief The set of messages changed (posted or delivered). */
+    void Changed();
+    /** \brief A fault changed the fabric. */
+    void Fault();
+
+    /** Number of values of CopyStats. */
+    static constexpr uint32_t N_STATS = 9;
+    /**
+     * \brief Statistics: episodes, skipped ns, skipped payload bytes, checks, checks not
+     * settled (changing), checks with congestion or losses, checks where the next change was
+     * closer than MinJump, checks right after a fault, 1 if the congestion control is not
+     * supported.
+     * \param out N_STATS values
+     */
+    void CopyStats(uint64_t* out) const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /** Periodic check. */
+    void Check();
+    /** Try a skip now; \return the interval skipped, ns (0 = none). */
+    int64_t TryJump(int64_t now);
+    /** Schedule the next check \p delayNs from now. */
+    void ScheduleCheck(int64_t delayNs);
+
+    // attributes
+    Time m_interval;        //!< check interval
+    uint32_t m_windows;     //!< settled windows before a skip
+    double m_rateTol;       //!< relative tolerance of a queue pair's window bytes
+    uint64_t m_queueTol;    //!< absolute tolerance of a port's queue, bytes
+    Time m_minJump;         //!< shortest skip worth taking
+    Time m_guard;           //!< kept packet by packet before a predicted message end
+
+    PacketNetwork* m_net{nullptr};
+    bool m_supported{true};
+    bool m_running{false};  //!< a check is scheduled
+    bool m_changed{false};  //!< set changed since the last check
+    bool m_fault{false};    //!< a fault since the last check
+    EventId m_check;        //!< next check
+
+    std::vector<uint32_t> m_live;        //!< unfinished queue pairs
+    bool m_havePrev{false};              //!< m_prev* valid for m_live
+    uint32_t m_stable{0};                //!< settled windows in a row
+    int64_t m_prevNs{0};                 //!< time of the previous snapshot
+    int64_t m_refNs{0};                  //!< start of the settled run
+    std::vector<uint64_t> m_prevUna;     //!< per live queue pair
+    std::vector<uint64_t> m_prevWin;     //!< bytes acknowledged in the previous window
+    std::vector<uint64_t> m_prevSig;     //!< per live queue pair: loss/CNP signature
+    std::vector<uint64_t> m_refUna;      //!< at m_refNs
+    std::vector<uint64_t> m_portTx;      //!< per port, previous snapshot
+    std::vector<uint64_t> m_portFrames;  //!< per port, previous snapshot
+    std::vector<uint64_t> m_portQueue;   //!< per port, previous snapshot
+    std::vector<uint64_t> m_portSig;     //!< per port: marks + pauses + drops
+    std::vector<uint64_t> m_refTx;       //!< per port at m_refNs
+    std::vector<uint64_t> m_refFrames;   //!< per port at m_refNs
+    std::vector<uint64_t> m_nicAcks;     //!< per node, previous snapshot
+    std::vector<uint64_t> m_refAcks;     //!< per node at m_refNs
+
+    uint64_t m_stats[N_STATS]{};         //!< see CopyStats
+
+    TracedCallback<int64_t, int64_t, uint64_t> m_skipTrace; //!< start ns, interval ns, bytes
+};
+
+} // namespace ns3
+
+#endif /* HETEROSIM_PACKET_FAST_FORWARD_H */
