@@ -164,8 +164,9 @@ def execute_plan(
         result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
         result.partial = state != _FINISHED
         if fidelity == "packet":
+            flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
             result.fast_forward = fast_forward_report(packet_acceleration, result.fast_forward,
-                                                      result.makespan_ns, int(plan.bytes[plan.kind == FLOW].sum()))
+                                                      result.makespan_ns, flow_bytes)
         result.error = error
         result.wall_s = time.perf_counter() - started
         return result

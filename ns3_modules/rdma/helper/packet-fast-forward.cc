@@ -73,6 +73,13 @@ PacketFastForward::GetTypeId()
                           DoubleValue(0.02),
                           MakeDoubleAccessor(&PacketFastForward::m_rateTol),
                           MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("RateMargin",
+                          "A queue pair whose congestion-control rate is below its line rate "
+                          "counts as settled only if that rate exceeds its measured payload "
+                          "throughput by more than this fraction (then pacing does not bind)",
+                          DoubleValue(0.1),
+                          MakeDoubleAccessor(&PacketFastForward::m_rateMargin),
+                          MakeDoubleChecker<double>(0.0))
             .AddAttribute("QueueTolerance",
                           "A port is settled when its queue moved by at most this many bytes "
                           "(or RateTolerance of the queue) between two checks",
@@ -242,10 +249,15 @@ PacketFastForward::Check()
                 break;
             }
             win[i] = una[i] - m_prevUna[i];
-            // A rate controller below its line rate is still recovering (DCQCN's increase
-            // timers and byte counter): not a fixed point, however slowly it moves.
+            // A rate controller below its line rate that paces the queue pair (its rate
+            // within RateMargin of what the queue pair gets) sets the throughput while it
+            // recovers: not settled, however slowly it moves. One whose rate is clear of
+            // the queue pair's share only rises without CNPs and changes nothing.
+            double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
+            bool paced = qp->cc->GetRate() < qp->lineRate &&
+                         qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
             if (!qp->active || qp->posted != qp->size || qp->sendEnds.size() != 1 ||
-                qp->recvEnds.size() != 1 || win[i] == 0 || qp->cc->GetRate() < qp->lineRate)
+                qp->recvEnds.size() != 1 || win[i] == 0 || paced)
             {
                 reason = NOT_SETTLED;
                 break;
@@ -382,6 +394,7 @@ PacketFastForward::TryJump(int64_t now)
     uint64_t mtu = m_net->m_mtu;
     uint64_t total = 0;
     std::vector<const EventImpl*> moved;
+    std::vector<uint64_t> skippedBytes(n, 0);
     for (std::size_t i = 0; i < n; ++i)
     {
         RdmaQueuePair* qp = qps[m_live[i]].get();
@@ -413,6 +426,7 @@ PacketFastForward::TryJump(int64_t now)
         }
         ShiftEventId(qp->rtoEvent, delta, &moved);
         qp->cc->ShiftClock(delta, &moved);
+        skippedBytes[i] = bytes;
     }
     double d = static_cast<double>(delta);
     for (std::size_t v = 0; v < m_net->m_nics.size(); ++v)
@@ -442,6 +456,12 @@ PacketFastForward::TryJump(int64_t now)
             return movedSet.count(ev) > 0 || dynamic_cast<const QbbDeviceEvent*>(ev) != nullptr;
         },
         static_cast<uint64_t>(delta));
+    // congestion control: what the interval did to it, in the moved clock (rate changes re-time
+    // pacing relative to the moved send times)
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
+    }
     ++m_stats[EPISODES];
     m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
     m_stats[SKIPPED_BYTES] += total;

@@ -109,6 +109,7 @@ class PacketFastForward : public Object
     Time m_interval;        //!< check interval
     uint32_t m_windows;     //!< settled windows before a skip
     double m_rateTol;       //!< relative tolerance of a queue pair's window bytes
+    double m_rateMargin;    //!< congestion-control rate above throughput that does not pace
     uint64_t m_queueTol;    //!< absolute tolerance of a port's queue, bytes
     Time m_minJump;         //!< shortest skip worth taking
     Time m_guard;           //!< kept packet by packet before a predicted message end

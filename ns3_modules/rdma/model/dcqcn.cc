@@ -306,6 +306,41 @@ Dcqcn::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved)
 }
 
 void
+Dcqcn::AdvanceSkipped(int64_t deltaNs, uint64_t bytes)
+{
+    if (m_timerEvent.IsPending())
+    {
+        // The timer was due x after the skip began (it now stands at x + delta): in a packet
+        // run it would have fired at x, x + T, ... inside the skipped interval.
+        int64_t now = Simulator::Now().GetNanoSeconds();
+        int64_t period = m_increaseTimer.GetNanoSeconds();
+        int64_t x = static_cast<int64_t>(m_timerEvent.GetTs()) - now - deltaNs;
+        int64_t due = x;
+        while (due <= deltaNs && m_rate < m_lineRate)
+        {
+            ++m_timerStage;
+            Increase();
+            due += period;
+        }
+        m_timerEvent.Cancel();
+        if (m_rate < m_lineRate)
+        {
+            m_timerEvent = Simulator::Schedule(NanoSeconds(due), &Dcqcn::TimerExpired, this);
+        }
+    }
+    if (m_byteCounter > 0 && m_rate < m_lineRate)
+    {
+        m_bytes += bytes;
+        while (m_bytes >= m_byteCounter && m_rate < m_lineRate)
+        {
+            m_bytes -= m_byteCounter;
+            ++m_byteStage;
+            Increase();
+        }
+    }
+}
+
+void
 Dcqcn::OnSend(uint32_t bytes)
 {
     if (m_byteCounter == 0 || m_rate >= m_lineRate)

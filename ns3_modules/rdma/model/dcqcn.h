@@ -75,6 +75,9 @@ class Dcqcn : public RdmaCongestionControl
     void ReceiveCnp() override;
     /** Moves the decrease-monitor and increase timers (alpha keeps ageing with the clock). */
     void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved) override;
+    /** Applies the increase-timer expirations the interval held, then the byte-counter stages
+     * its bytes complete (timer stages first: their interleaving is not reproduced). */
+    void AdvanceSkipped(int64_t deltaNs, uint64_t bytes) override;
     void OnSend(uint32_t bytes) override;
     bool UsesCnp() const override;
 

@@ -75,6 +75,12 @@ RdmaCongestionControl::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>
     // no timers
 }
 
+void
+RdmaCongestionControl::AdvanceSkipped(int64_t deltaNs, uint64_t bytes)
+{
+    // nothing changes with time or bytes alone
+}
+
 bool
 RdmaCongestionControl::UsesInt() const
 {

@@ -78,6 +78,14 @@ class RdmaCongestionControl : public Object
      * \param moved receives the events to shift in the event queue
      */
     virtual void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved);
+    /**
+     * \brief Steady-state fast-forward, after the event queue moved: apply what the skipped
+     * interval would have done to the controller without CNPs or marks (rate increases that
+     * fall due with time or bytes sent).
+     * \param deltaNs skipped interval, ns
+     * \param bytes payload bytes sent over it
+     */
+    virtual void AdvanceSkipped(int64_t deltaNs, uint64_t bytes);
 
     /** \return current sending rate, bit/s */
     double GetRate() const;
