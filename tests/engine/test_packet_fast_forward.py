@@ -1,0 +1,144 @@
+"""Steady-state fast-forward of the packet network (``simulation.packet_acceleration: fast``,
+``ns3::PacketFastForward``) against the exact packet run it must reproduce."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heterosim.cli import main
+from heterosim.config.cluster import parse_cluster
+from heterosim.config.experiment import NetworkConfig, load_experiment
+from heterosim.engine import native, packet
+from heterosim.engine.topology import build_topology, to_native
+from heterosim.errors import UserError
+
+pytestmark = pytest.mark.ns3
+
+MIB = 1 << 20
+REPO = Path(__file__).resolve().parents[2]
+
+
+def one_leaf(hosts: int):
+    """Single-GPU hosts with one 100G NIC each on one leaf: no ECMP, so no spine collisions."""
+    return build_topology(parse_cluster(
+        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
+                              "nic_speed": "100Gbps"}},
+         "hosts": [{"type": "n", "count": hosts}],
+         "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"}},
+        "leaf.yaml"))
+
+
+# Long transfers that start and end at different times; two share host 0's NIC (round robin).
+# No receiver is shared, so nothing is marked: the settled stretches are what the mode skips.
+SRC = [0, 2, 1, 0, 5]
+DST = [1, 3, 0, 4, 2]
+SIZE = [32 * MIB, 16 * MIB, 24 * MIB, 12 * MIB, 4 * MIB]
+START = [0, 100_000, 300_000, 200_000, 1_000_000]
+# The same plus an incast: 3 -> 0 joins 1 -> 0 at 1 ms. The exact run itself is sensitive to
+# the incast's phase there (starting 3 -> 0 37 ns later moves 1 -> 0's completion time by 30 %
+# and doubles the ECN marks), so only quantities that phase does not move are compared.
+INCAST_DST = [1, 3, 0, 4, 0]
+INCAST_SRC = [0, 2, 1, 0, 3]
+
+
+def run(mode: str, cc: str = "dcqcn", incast: bool = False, **ff: str) -> dict:
+    attrs = {"PacketNetwork::Acceleration": mode, **{f"PacketFastForward::{k}": v for k, v in ff.items()}}
+    network = NetworkConfig(cc=cc, mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True,
+                            attributes=attrs)
+    src, dst = (INCAST_SRC, INCAST_DST) if incast else (SRC, DST)
+    return packet.run_flows(one_leaf(6), network, src, dst, SIZE, START, stop_ns=200_000_000)
+
+
+@pytest.fixture(scope="module")
+def exact(native_lib):
+    return run("exact")
+
+
+@pytest.fixture(scope="module")
+def fast(native_lib):
+    return run("fast")
+
+
+def within(a: float, b: float, tol: float) -> bool:
+    return abs(a - b) <= tol * abs(b)
+
+
+def test_fast_forward_agrees_with_the_exact_run(exact, fast):
+    """The issue's bar: makespan within 1 %, every flow's completion time within 5 % (so p50 and
+    p99 too), ECN marks and PFC pauses within 10 %; with far fewer events."""
+    ff = fast["fast_forward"]
+    assert ff["episodes"] >= 1 and ff["skipped_ns"] > 0
+    assert (exact["flows"]["end_ns"] > 0).all() and (fast["flows"]["end_ns"] > 0).all()
+    assert within(fast["sim_end_ns"], exact["sim_end_ns"], 0.01)
+    for e, f in zip(exact["flows"]["fct_ns"], fast["flows"]["fct_ns"]):
+        assert within(f, e, 0.05), (f, e)
+    for q in (50, 99):
+        assert within(np.percentile(fast["flows"]["fct_ns"], q),
+                      np.percentile(exact["flows"]["fct_ns"], q), 0.05)
+    for key in ("ecn_marks", "pfc_pause_frames", "drops", "retransmits"):
+        assert abs(fast["counters"][key] - exact["counters"][key]) <= 0.1 * exact["counters"][key]
+    assert fast["events"] < 0.6 * exact["events"]  # 0.51 measured
+    assert ff["skipped_bytes"] > 0.4 * sum(SIZE)
+
+
+def test_fast_forward_steps_aside_under_congestion(native_lib):
+    """With an incast the mode skips only before it (the marks and CNPs stop the checks from
+    settling) and the run ends when the exact one does, every byte delivered."""
+    exact = run("exact", incast=True)
+    fast = run("fast", incast=True)
+    assert exact["counters"]["ecn_marks"] > 0 and fast["counters"]["ecn_marks"] > 0
+    ff = fast["fast_forward"]
+    assert ff["congestion_or_losses"] > 0 and ff["episodes"] >= 1
+    assert within(fast["sim_end_ns"], exact["sim_end_ns"], 0.01)
+    np.testing.assert_array_equal(fast["flows"]["bytes_delivered"], np.array(SIZE))
+
+
+def test_fast_forward_conserves_bytes(exact, fast):
+    """Skipped bytes are delivered bytes: every flow is acknowledged and delivered in full, and
+    the wire bytes counted on the ports match the exact run's within 1 %."""
+    for r in (exact, fast):
+        np.testing.assert_array_equal(r["flows"]["bytes_delivered"], np.array(SIZE))
+    assert fast["fast_forward"]["skipped_bytes"] < sum(SIZE)
+    sent_fast = int(fast["ports"]["bytes_sent"].sum())
+    sent_exact = int(exact["ports"]["bytes_sent"].sum())
+    assert within(sent_fast, sent_exact, 0.01)
+
+
+def test_fast_mode_that_never_skips_is_the_exact_run(exact, native_lib):
+    """With a minimum skip longer than the run, the fast mode's event queue and checks change
+    nothing: the same finish times to the nanosecond and the same counters."""
+    never = run("fast", MinJump="1s")
+    assert never["fast_forward"]["episodes"] == 0 and never["fast_forward"]["next_change_too_close"] > 0
+    np.testing.assert_array_equal(never["flows"]["end_ns"], exact["flows"]["end_ns"])
+    assert never["counters"] == exact["counters"]
+
+
+def test_time_stamp_congestion_control_falls_back_to_exact(native_lib):
+    """TIMELY reads send time stamps echoed in ACKs: never skipped, and the run says so."""
+    timely_exact = run("exact", cc="timely")
+    timely_fast = run("fast", cc="timely")
+    assert timely_fast["fast_forward"]["cc_not_supported"] == 1
+    assert timely_fast["fast_forward"]["episodes"] == 0
+    np.testing.assert_array_equal(timely_fast["flows"]["end_ns"], timely_exact["flows"]["end_ns"])
+
+
+def test_unknown_acceleration_is_a_one_line_error(native_lib):
+    gbl = native.load()
+    network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True)
+    with pytest.raises(UserError, match="simulation: packet_acceleration: expected one of exact, fast"):
+        packet.create_packet_network(gbl, to_native(one_leaf(2), gbl), network, 1, acceleration="turbo")
+
+
+def test_config_key_defaults_to_exact_and_rejects_other_values(tmp_path):
+    default = load_experiment(REPO / "workloads" / "default.yaml")
+    assert default.simulation.packet_acceleration == "exact"
+    fast = load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=fast"])
+    assert fast.simulation.packet_acceleration == "fast"
+    with pytest.raises(UserError, match="packet_acceleration"):
+        load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=turbo"])
+    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--set",
+                 "simulation.packet_acceleration=turbo", "--out", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
