@@ -28,10 +28,13 @@ class PacketNetwork;
  * window is settled when no queue pair started, finished or received a new message in it,
  * every queue pair has started, carries a single message that is posted in full and made
  * progress, no queue pair's acknowledged bytes differ from the previous window's by more than
- * RateTolerance of them plus two packets (the quantisation of one window), no port's queue moved by more than
+ * RateTolerance of them plus two packets (the quantisation of one window), no queue pair is
+ * paced by its congestion control (its rate is at its line rate, or above its measured
+ * throughput by more than RateMargin: a DCQCN rate recovering below that sets the throughput
+ * and is not settled however slowly it moves), no port's queue moved by more than
  * QueueTolerance bytes (or RateTolerance of the queue), and nothing was marked, paused,
- * dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows settled windows in a row the
- * rates are taken as the mean over those windows.
+ * dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows settled
+ * windows in a row the rates are taken as the mean over those windows.
  *
  * Skip: the interval is the smaller of (a) the time until the first queue pair would reach
  * its message's end at its settled rate, less Guard, and (b) the time of the earliest
@@ -44,14 +47,17 @@ class PacketNetwork;
  * (frames on the wire and their serialisation ends, pacing wake-ups, retransmission and
  * congestion-control timers, the sampling event) moves later by the interval (a
  * ShiftableScheduler, installed as the simulator's event queue by Attach), so queues, frames
- * in flight, PFC and congestion-control state come out of the skip as they went in; the
- * congestion-control state is frozen over the interval, and alpha of DCQCN keeps ageing with
- * the clock. Queue occupancy integrals count the settled queue over the interval.
+ * in flight and PFC state come out of the skip as they went in. Congestion control then
+ * applies what the interval did to it without CNPs (RdmaCongestionControl::AdvanceSkipped:
+ * DCQCN's increase-timer expirations and byte-counter stages, in that order; its alpha ages
+ * with the clock). Queue occupancy integrals count the settled queue over the interval, and
+ * each endpoint counts the ACKs of the interval at its settled rate.
  *
  * Where it cannot be trusted it does nothing and the run stays packet by packet: while any
  * of the conditions above fails (congestion: ECN marks, PFC, CNPs; losses; a fault just
  * fired; rates still moving), and for congestion control that reads time stamps carried in
- * frames (TIMELY, HPCC), which it never skips. Approximation: the skipped interval is what
+ * frames (TIMELY, HPCC) or grows a window without marks (DCTCP), which it never skips.
+ * Approximation: the skipped interval is what
  * the settled rates give; the per-packet jitter a packet run would show over it (round-robin
  * phase, rate oscillation within the tolerance) is not simulated, and the sampled
  * queue and rate series have no samples inside skipped intervals.
