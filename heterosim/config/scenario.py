@@ -33,10 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.experiment import (
-    CC_ALGORITHMS,
-    FIDELITIES,
     NetworkConfig,
     _network,
     apply_overrides,

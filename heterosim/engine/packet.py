@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import CC_ALGORITHMS, INTRA_HOST_MODELS, NetworkConfig
+from heterosim.config.choices import CC_ALGORITHMS, INTRA_HOST_MODELS, require_choice
+from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
@@ -54,14 +55,10 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     ``AckInterval``, ...; ``Dcqcn::RateAi: 0bps`` derives DCQCN's step from each NIC's own line
     rate, see dcqcn.h). ``FluidNetwork::`` entries belong to the flow model and are skipped.
     """
-    if network.cc not in CC_ALGORITHMS:
-        raise UserError(f"network: cc: expected one of {', '.join(CC_ALGORITHMS)}, "
-                        f"got {network.cc!r}")
+    require_choice("network: cc", network.cc, CC_ALGORITHMS)
     if seed < 0:
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
-    if intra_host not in INTRA_HOST_MODELS:
-        raise UserError(f"simulation: intra_host: expected one of {', '.join(INTRA_HOST_MODELS)}, "
-                        f"got {intra_host!r}")
+    require_choice("simulation: intra_host", intra_host, INTRA_HOST_MODELS)
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
