@@ -56,9 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.engine.executor import engine_config
     from heterosim.report.collective_report import HEADER, result_line, write_results
-    from heterosim.simulate import CollectiveSpec, decompose_spec, simulate_collective_sizes
+    from heterosim.simulate import (
+        CollectiveSpec,
+        decompose_spec,
+        engine_config,
+        simulate_collective_sizes,
+    )
 
     cluster = load_cluster(args.cluster)
     name = collective_name(args.op)

@@ -8,12 +8,15 @@
 - :func:`simulate_flow_set` / :func:`run_netbench` (:mod:`.flowset`): a scenario's flows on the
   network alone, once or once per congestion control (``heterosim netbench``).
 
-Each returns a dataclass (:mod:`.artifacts`); commands only parse arguments, call one of these
-and print. A new kind of run gets its own module here with its own result type.
+Each returns a dataclass (:mod:`.artifacts`) and takes the run's settings as one
+:class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one from the
+engine's defaults). Commands only parse arguments, call one of these and print. A new kind of
+run gets its own module here with its own result type.
 """
 
 from __future__ import annotations
 
+from heterosim.engine.executor import engine_config
 from heterosim.simulate.artifacts import (
     CollectiveResult,
     CollectiveSpec,
@@ -43,6 +46,7 @@ __all__ = [
     "ProgressFn",
     "RunArtifacts",
     "decompose_spec",
+    "engine_config",
     "generate_experiment_workload",
     "intra_host_note",
     "prepare_run",

@@ -168,8 +168,7 @@ def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: 
 
 def predict_collective(case: Case, fidelity: str | None = None,
                        intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
-    from heterosim.engine.executor import engine_config
-    from heterosim.simulate import CollectiveSpec, simulate_collective
+    from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
     start = time.perf_counter()
     assert case.collective is not None and case.cluster is not None
