@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.choices import CC_ALGORITHMS, INTRA_HOST_MODELS, require_choice
+from heterosim.config.choices import CC_ALGORITHMS, CC_TYPE_IDS, INTRA_HOST_MODELS, require_choice
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.topology import Topology, to_native
@@ -64,7 +64,7 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     ns3 = gbl.ns3
     net = ns3.CreateObject[ns3.PacketNetwork]()
     settings = {
-        "Cc": network.cc, "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
+        "Cc": CC_TYPE_IDS[network.cc], "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
         "BufferSize": int(network.buffer_bytes), "Ecmp": bool(network.ecmp),
         "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),

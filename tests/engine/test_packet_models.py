@@ -210,7 +210,8 @@ DEBUG_SCRIPT = textwrap.dedent("""
          "hosts": [{"type": "n", "count": 4}],
          "fabric": {"kind": "fat-tree", "hosts_per_leaf": 2, "link_delay": "1us"}}, "d.yaml"))
     out = {}
-    for cc in ("dcqcn", "hpcc", "timely", "dctcp", "none"):
+    from heterosim.config.choices import CC_ALGORITHMS
+    for cc in CC_ALGORITHMS:
         for pfc in (True, False):
             net = NetworkConfig(cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=256 << 10, ecmp=True)
             res = packet.run_flows(topo, net, [0, 2, 4, 1], [6, 6, 6, 0], [256 << 10] * 4,

@@ -37,6 +37,11 @@ class Hpcc : public RdmaCongestionControl
     void Start(double lineRateBps, Time baseRtt, uint32_t mtuBytes) override;
     void ReceiveAck(const RdmaAckInfo& info) override;
     bool UsesInt() const override;
+    /**
+     * \return the INT stack: a 2-byte hop count and 8 bytes per hop for MAX_INT_HOPS hops
+     * (42 bytes, the layout of HPCC's reference ns-3 implementation)
+     */
+    uint32_t GetIntHeaderBytes() const override;
 
     /** \return smoothed utilisation U */
     double GetUtilization() const;
