@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.choices import COLLECTIVE_ALGORITHMS
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -106,7 +107,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         collective = {"op": coll.string("op"), "size": coll.size("size"),
                       "ranks": coll.integer("ranks", minimum=2),
                       "algorithm": coll.string("algorithm", "auto",
-                                               choices=("auto", "ring", "tree", "nvls"))}
+                                               choices=COLLECTIVE_ALGORITHMS)}
         coll.reject_unknown()
         cluster = top.raw("cluster")
         if not isinstance(cluster, dict):

@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from heterosim.config.choices import COLLECTIVE_ALGORITHMS, COLLECTIVE_PROTOCOLS, require_choice
 from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 from heterosim.plan.collectives import nvls, p2p, ring, tree
@@ -67,7 +68,6 @@ from heterosim.plan.collectives.tuning import (
 
 _P = {p: i for i, p in enumerate(PROTOCOLS)}
 V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
-ALGORITHMS = ("auto", RING, TREE, NVLS)
 _CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 _CACHE_SIZE = 256
 
@@ -89,10 +89,8 @@ def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.n
     """
     del priority  # applied when the plan is appended (PlanBuilder.add_collective)
     name = collective_name(op)
-    if algorithm not in ALGORITHMS:
-        raise UserError(f"collective: algorithm: expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    if protocol != "auto" and protocol not in PROTOCOLS:
-        raise UserError(f"collective: protocol: expected auto, {', '.join(PROTOCOLS)}, got {protocol!r}")
+    require_choice("collective: algorithm", algorithm, COLLECTIVE_ALGORITHMS)
+    require_choice("collective: protocol", protocol, COLLECTIVE_PROTOCOLS)
     check_granularity(granularity)
     ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
