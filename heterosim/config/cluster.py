@@ -1,4 +1,4 @@
-"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
+"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in docs/config.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
 (host 0's GPUs first); that numbering is the default rank placement.
@@ -20,7 +20,7 @@ FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
-# SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
+# SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
 # 25 GB/s per direction, NVLink 5: 50 GB/s; §6.1). NCCL's copy loops move data over NVLink at
 # this fraction of the line rate, so the links of the network models carry that rate. These are
 # NCCL's own constants, not fitted to any measurement.

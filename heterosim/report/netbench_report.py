@@ -2,7 +2,7 @@
 
 Input is the dict returned by a network run (``heterosim.engine.packet.run_flows`` or
 ``heterosim.engine.fluid.run_flows_fluid``): per-flow arrays under ``"flows"``, packet-level
-counters, per-port arrays and sampled series. Output follows the netbench contract in DESIGN.md.
+counters, per-port arrays and sampled series. Output follows the netbench contract in docs/results.md.
 
 Jain's fairness index (``fairness_jain``)
     Compared flows ``C``: the scenario's ``fairness_flows``, or every flow. The interval during

@@ -1,7 +1,7 @@
 """What ``heterosim run`` writes: results.json, CSVs, the Perfetto trace and PNG plots.
 
 All files go to a temporary folder beside ``out_dir`` and are moved into place at the end, so an
-error never leaves half-written results. results.json holds at least the keys of the DESIGN.md
+error never leaves half-written results. results.json holds at least the keys of the docs/results.md
 contract; numbers are plain floats and ints (seconds, bytes, counts), so the same experiment and
 seed give byte-identical files apart from ``sim.wall_s`` and the ``*_wall_s`` timings.
 """

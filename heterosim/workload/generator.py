@@ -467,7 +467,7 @@ class Workload:
                       in_flight_micro_batches(self.experiment, stage)))
 
     def summary(self, ranks: Sequence[int] | None = None) -> dict:
-        """workload.json content (see DESIGN.md); builds each listed rank's trace once."""
+        """workload.json content (see docs/results.md); builds each listed rank's trace once."""
         from heterosim.workload.summary import workload_summary
 
         return workload_summary(self, ranks)

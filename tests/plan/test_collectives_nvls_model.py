@@ -1,6 +1,6 @@
 """NVLS against NCCL's own constants: search graph, availability, and simulated bus bandwidth.
 
-The expected numbers are derived from NCCL's NVLS model (reference/network_models.md §4.4, §4.6:
+The expected numbers are derived from NCCL's NVLS model (docs/network_models.md §4.4, §4.6:
 heads x per-head speed x efficiency x (heads-1)/heads, x2 for AllReduce, x(ppn-1)/ppn for
 AllGather), never from a measured case.
 """

@@ -90,7 +90,7 @@ def test_collective_busbw_agrees_with_collective_command(native_lib):
                               CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"), 64 << 20)
     assert pred.value == pytest.approx(row.busbw_GBps, rel=1e-9)
     assert pred.details["algorithm"] == "ring"
-    # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), reference §5.1
+    # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), docs/network_models.md §5.1
     assert 0 < pred.value <= 4 * 50.0 + 1e-9
 
 

@@ -2,7 +2,7 @@
 
 Collective names are lower-case strings (``allreduce``, ``allgather``, ...); trace collective
 constants (:mod:`heterosim.workload.trace`) map onto them. Protocol and chunk constants follow
-NCCL 2.30 (reference/network_models.md §4.2, §4.3).
+NCCL 2.30 (docs/network_models.md §4.2, §4.3).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def tree_ll128_chunk_payload(size_bytes: int, channels: int, nodes: int, ranks: 
 
 
 def bus_factor(op: int | str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor: busbw = algbw x factor (network_models.md §4.5)."""
+    """nccl-tests bus-bandwidth factor: busbw = algbw x factor (docs/network_models.md §4.5)."""
     name = collective_name(op)
     if name == ALLREDUCE:
         return 2.0 * (n - 1) / n

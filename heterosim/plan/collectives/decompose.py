@@ -1,6 +1,6 @@
 """``decompose_collective``: one collective -> a sub-DAG of point-to-point flows, NCCL style.
 
-Sizes follow nccl-tests (reference §4.5): AllReduce, Broadcast, Reduce and Send/Recv take the
+Sizes follow nccl-tests (docs/network_models.md §4.5): AllReduce, Broadcast, Reduce and Send/Recv take the
 per-rank buffer; AllGather and ReduceScatter the whole gathered / reduced array (rank i owns
 1/n of it); AllToAll the per-rank send buffer (1/n to every peer); Gather/Scatter the whole
 array. Uneven "v" variants (AllGatherv, ReduceScatterv, AllToAllv, Gatherv, Scatterv) pass
