@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from heterosim.workload.chakra.records import node_records
 
@@ -41,18 +42,18 @@ def _amount(node: dict[str, object]) -> str:
     return f"{node['flops']} FLOP {node['bytes']} B"
 
 
-def print_table(data: dict[str, object]) -> None:
+def print_table(data: dict[str, Any]) -> None:
     print(f"file:      {data['file']}")
     print(f"version:   {data['version'] or '(none)'}")
     print(f"rank:      {data['rank']}   gpu: {data['gpu_type'] or '-'}")
-    counts = ", ".join(f"{k} {v}" for k, v in data["node_types"].items())  # type: ignore[union-attr]
+    counts = ", ".join(f"{k} {v}" for k, v in data["node_types"].items())
     print(f"nodes:     {data['node_count']} ({counts})")
-    for key, value in data["metadata"].items():  # type: ignore[union-attr]
+    for key, value in data["metadata"].items():
         text = str(value).replace("\n", " ")
         print(f"meta:      {key} = {text[:100]}{'...' if len(text) > 100 else ''}")
     header = ("id", "type", "name", "op", "phase", "layer", "mb", "flops/bytes or comm", "deps")
     rows = []
-    for node in data["nodes"]:  # type: ignore[union-attr]
+    for node in data["nodes"]:
         deps = node["deps"]
         dep_text = ",".join(str(d) for d in deps[:6]) + (",..." if len(deps) > 6 else "")
         rows.append((str(node["id"]), node["type"], node["name"], node["op"], node["phase"],
@@ -63,9 +64,9 @@ def print_table(data: dict[str, object]) -> None:
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     for row in rows:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip())
-    shown = len(data["nodes"])  # type: ignore[arg-type]
-    if shown < data["node_count"]:  # type: ignore[operator]
-        print(f"... {data['node_count'] - shown} more nodes (--limit 0 shows all)")  # type: ignore[operator]
+    shown = len(data["nodes"])
+    if shown < data["node_count"]:
+        print(f"... {data['node_count'] - shown} more nodes (--limit 0 shows all)")
 
 
 def run_show(args: argparse.Namespace) -> int:

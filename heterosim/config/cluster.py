@@ -115,10 +115,6 @@ class ClusterConfig:
             dtype=np.int64,
         )
 
-    @cached_property
-    def gpu_nic_speed_bps(self) -> np.ndarray:
-        return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
-
 
 def _host_type(section: Section, name: str) -> HostType:
     gpu_name = section.string("gpu")

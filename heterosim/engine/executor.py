@@ -189,7 +189,7 @@ def _packet_module() -> Any:
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
     def c(values: np.ndarray, dtype: type) -> np.ndarray:
-        out = np.ascontiguousarray(values, dtype=dtype)
+        out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
         return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
 
     executor.LoadPlan(
@@ -244,7 +244,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         events = int(stats.get("events", events))
         series.update(stats.get("series", {}))  # "queue" and "rate" tables
         retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
-    flows = {
+    flows: dict[str, np.ndarray] = {
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
         "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
         "start_ns": start[flow_tasks], "end_ns": end[flow_tasks], "retransmits": retransmits,

@@ -302,11 +302,6 @@ def _use_event_scheduler(cppyy: Any) -> None:
     ns3.GlobalValue.Bind("SchedulerType", ns3.StringValue(EVENT_SCHEDULER))
 
 
-def ns3_namespace() -> Any:
-    """The loaded ``ns3`` C++ namespace (builds and loads on first use)."""
-    return load().ns3
-
-
 @cache
 def load_tests() -> Any:
     """:func:`load`, then the test library (its TestSuites register with ns-3's TestRunner)."""

@@ -148,9 +148,9 @@ def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
     nq, nr = int(net.GetNQueueSamples()), int(net.GetNRateSamples())
     if nq == 0 and nr == 0:
         return None
-    queue = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
+    queue: dict[str, np.ndarray] = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
              "bytes": np.zeros(nq, np.uint64), "tx_bytes": np.zeros(nq, np.uint64)}
-    rate = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
+    rate: dict[str, np.ndarray] = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
             "rate_bps": np.zeros(nr, np.float64), "acked_bytes": np.zeros(nr, np.uint64)}
     if nq:
         net.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])

@@ -336,20 +336,20 @@ class RankProgram:
         first = True
         for op in optimizer_ops(m, self.training, p, params, expert,
                                 rank_linear_weights(m, p, layers)):
-            tmpl = self._template(op)
-            if tmpl is None:
+            opt_tmpl = self._template(op)
+            if opt_tmpl is None:
                 continue
             deps = [out.tail] + (waits if first else [])
-            out.tail = out.node(tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
+            out.tail = out.node(opt_tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
             first = False
         if p.zero in (1, 2) or (p.zero == 0 and p.distributed_optimizer):
             for role, count in (("dp", params - expert), ("ep_dp", expert)):
                 for size in _bucket_sizes(count * self.param_bytes, p.dp_bucket_bytes):
                     op = _comm("param_allgather", "opt", ALL_GATHER, size, self.act_dtype,
                                COMM_COLL_NODE, role)
-                    tmpl = self._template(op)
-                    if tmpl is not None:
-                        out.node(tmpl, stage=self.stage, deps=(out.tail,))
+                    gather_tmpl = self._template(op)
+                    if gather_tmpl is not None:
+                        out.node(gather_tmpl, stage=self.stage, deps=(out.tail,))
 
 
 def _bucket_sizes(total: int, bucket: int) -> list[int]:
@@ -482,7 +482,7 @@ class LazyTraces(Sequence[RankTrace]):
     def __len__(self) -> int:
         return self._w.world_size
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self._w.trace(r) for r in range(*index.indices(len(self)))]
         if index < 0:

@@ -81,16 +81,9 @@ class RankLayout:
     def pp_index(self, rank: int) -> int:
         return int(self.coords[rank, 2])
 
-    def ep_index(self, rank: int) -> int:
-        return self.dp_index(rank) % self.ep
-
     def stage_ranks(self, stage: int) -> list[int]:
         """All ranks (every TP and DP index) of pipeline stage ``stage``."""
         return [int(r) for r in np.flatnonzero(self.coords[:, 2] == stage)]
-
-    def replica_ranks(self, replica: int) -> list[int]:
-        """All ranks (every TP and PP index) of data-parallel replica ``replica``."""
-        return [int(r) for r in np.flatnonzero(self.coords[:, 1] == replica)]
 
 
 @dataclass(frozen=True)

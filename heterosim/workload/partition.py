@@ -83,10 +83,6 @@ class Partition:
     def stage_layers(self, stage: int) -> list[range]:
         return [self.layers_of(stage, c) for c in range(self.vpp)]
 
-    @property
-    def num_virtual_stages(self) -> int:
-        return self.pp * self.vpp
-
 
 def optimal_cuts(
     layer_cost: np.ndarray,
