@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.defaults import shipped
 from heterosim.errors import UserError
 
 NS3_VERSION = "3.44"
@@ -68,12 +69,11 @@ class BuildPaths:
 
 
 def modules_dir() -> Path:
-    """The ``ns3_modules/`` folder: beside the package in a checkout, or installed with it."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent.parent / "ns3_modules", here.parent / "ns3_modules"):
-        if candidate.is_dir():
-            return candidate
-    raise UserError("ns3_modules/ not found beside the heterosim package")
+    """The ``ns3_modules/`` folder: beside the package in a checkout, or installed inside it."""
+    try:
+        return shipped("ns3_modules")
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
 
 
 def ns3_prefix() -> Path:
