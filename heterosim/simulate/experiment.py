@@ -24,7 +24,7 @@ from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import build_plan
 from heterosim.plan.iterations import repeat_plan
-from heterosim.plan.placement import place_ranks
+from heterosim.plan.placement import place_plan, place_ranks
 from heterosim.simulate.artifacts import PreparedRun, RunArtifacts
 from heterosim.workload.generator import Workload, generate_workload
 
@@ -33,9 +33,13 @@ ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks 
 
 def generate_experiment_workload(experiment: ExperimentConfig, compute: ComputeModel | None = None
                                  ) -> Workload:
-    """The experiment's workload, partitioned with the compute model's layer costs."""
-    compute = compute if compute is not None else ComputeModel()
-    return generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+    """The experiment's workload, partitioned with the compute model's layer costs; an explicit
+    plan (``parallel.stages``) is placed as written (``workload.rank_gpu``)."""
+    compute = compute if compute is not None else ComputeModel(gpus=experiment.cluster.gpus)
+    workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+    if experiment.parallel.plan is not None:
+        workload.rank_gpu = place_plan(experiment.cluster, experiment.parallel.plan).tolist()
+    return workload
 
 
 def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
@@ -51,7 +55,9 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
     """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
-    compute = ComputeModel(databases)
+    compute = ComputeModel(databases, gpus=experiment.cluster.gpus)
+    for note in experiment.cluster.notes:
+        print(f"heterosim: note: {note}", file=sys.stderr)
     if workload is None:
         workload = generate_experiment_workload(experiment, compute)
         for warning in workload.partition.memory_warnings:
@@ -61,7 +67,12 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
 
     t1 = time.perf_counter()
     cluster = experiment.cluster
-    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size), dtype=np.int64)
+    plan = experiment.parallel.plan
+    custom = place_plan(cluster, plan) if plan is not None and workload.world_size == \
+        plan.world_size else None
+    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
+    if custom is not None and hasattr(workload, "rank_gpu"):
+        workload.rank_gpu = rank_gpu.tolist()
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):
