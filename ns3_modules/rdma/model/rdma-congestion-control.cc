@@ -81,6 +81,12 @@ RdmaCongestionControl::AdvanceSkipped(int64_t deltaNs, uint64_t bytes)
     // nothing changes with time or bytes alone
 }
 
+uint32_t
+RdmaCongestionControl::GetIntHeaderBytes() const
+{
+    return 0;
+}
+
 bool
 RdmaCongestionControl::UsesInt() const
 {

@@ -72,6 +72,11 @@ class RdmaCongestionControl : public Object
     /** \return whether switches must stamp INT records */
     virtual bool UsesInt() const;
     /**
+     * \return bytes of in-band telemetry every data and ACK frame of this algorithm carries
+     * (0 unless UsesInt())
+     */
+    virtual uint32_t GetIntHeaderBytes() const;
+    /**
      * \brief Steady-state fast-forward (PacketFastForward): move the controller's pending
      * timers \p deltaNs later, freezing its state over the skipped interval.
      * \param deltaNs shift, ns
