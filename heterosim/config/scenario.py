@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES
+from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES, PACKET_ACCELERATIONS
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.experiment import (
     NetworkConfig,
@@ -73,6 +73,7 @@ class ScenarioSimulation:
     sample_interval_ns: int  # 0: no time series
     seed: int
     fidelity: str  # packet | flow
+    packet_acceleration: str = "exact"  # exact | fast (PacketFastForward), packet fidelity
 
 
 @dataclass(frozen=True, eq=False)
@@ -236,6 +237,8 @@ def _simulation(section: Section) -> ScenarioSimulation:
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
         seed=section.integer("seed", 1, minimum=0),
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
+        packet_acceleration=section.string("packet_acceleration", "exact",
+                                           choices=PACKET_ACCELERATIONS),
     )
     if simulation.stop_ns <= 0:
         raise section.error("stop", "expected a positive time")

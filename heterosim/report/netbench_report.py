@@ -210,6 +210,9 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
                 "stop_s": scenario.simulation.stop_ns / 1e9, "seed": scenario.simulation.seed,
                 "version": __version__},
     }
+    if fidelity == "packet":
+        results["sim"]["packet_acceleration"] = {
+            "mode": scenario.simulation.packet_acceleration, **(run.get("fast_forward") or {})}
     if note:
         results["fairness_note"] = note
     if topology is not None:

@@ -42,6 +42,7 @@ def simulate_flow_set(scenario: ScenarioConfig, topology: Topology | None = None
             topology, scenario.network, flows.src, flows.dst, flows.size_bytes, flows.start_ns,
             flows.priority if flows.explicit_priority else None, stop_ns=sim.stop_ns,
             sample_interval_ns=sim.sample_interval_ns, seed=sim.seed,
+            acceleration=sim.packet_acceleration,
         )
     return FlowSetRun(scenario, topology, fidelity, raw)
 
