@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -142,3 +143,21 @@ def test_config_key_defaults_to_exact_and_rejects_other_values(tmp_path):
     assert main(["run", str(REPO / "workloads" / "default.yaml"), "--set",
                  "simulation.packet_acceleration=turbo", "--out", str(tmp_path / "o")]) == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_netbench_single_flow_fast_matches_exact_and_reports_the_skip(tmp_path, native_lib):
+    """``heterosim netbench`` with simulation.packet_acceleration: one 64 MiB flow alone on
+    its path settles within a few windows; the rest is skipped (about 20x fewer events here)
+    and the completion time stays within 0.1 % of the exact run."""
+    scenario = REPO / "workloads" / "netbench" / "single_flow.yaml"
+    out = {}
+    for mode in ("exact", "fast"):
+        assert main(["netbench", str(scenario), "--set", f"simulation.packet_acceleration={mode}",
+                     "--out", str(tmp_path / mode)]) == 0
+        out[mode] = json.loads((tmp_path / mode / "results.json").read_text())
+    ff = out["fast"]["sim"]["packet_acceleration"]
+    assert ff["mode"] == "fast" and ff["episodes"] >= 1
+    assert out["exact"]["sim"]["packet_acceleration"]["episodes"] == 0
+    assert within(out["fast"]["summary"]["fct_max_s"], out["exact"]["summary"]["fct_max_s"], 0.001)
+    assert out["fast"]["summary"]["delivered_bytes"] == out["exact"]["summary"]["delivered_bytes"]
+    assert out["fast"]["sim"]["events"] < 0.2 * out["exact"]["sim"]["events"]
