@@ -79,6 +79,10 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}",
         f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
     ]
+    ff = results["sim"].get("packet_acceleration") or {}
+    if ff.get("mode") == "fast":
+        lines.append(f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
+                     f"{ff['bytes_share']:.1%} of the flow bytes")
     return "\n".join(lines)
 
 
