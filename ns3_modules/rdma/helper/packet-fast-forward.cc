@@ -191,7 +191,36 @@ PacketFastForward::Check()
     {
         m_havePrev = false;
         m_stable = 0;
+        m_chain = false;
         return; // restarted by the next queue pair
+    }
+    if (m_chain)
+    {
+        // The previous skip stopped at an event that was not the fabric's (a compute task, a
+        // flow of the intra-host model, ...). If it changed nothing here, the settled rates
+        // still hold: skip on at once.
+        m_chain = false;
+        if (!changed && !fault)
+        {
+            int64_t more = TryJump(now, true);
+            if (more > 0)
+            {
+                m_chainRetries = 0;
+                ScheduleCheck(m_chain ? more : more + m_interval.GetNanoSeconds());
+                return;
+            }
+            if (m_chainRetries < 3)
+            {
+                // something else is due now (scheduled by that event): look again after it
+                ++m_chainRetries;
+                m_chain = true;
+                ScheduleCheck(1);
+                return;
+            }
+        }
+        m_chainRetries = 0;
+        m_havePrev = false;
+        m_stable = 0;
     }
 
     std::size_t n = m_live.size();
@@ -319,38 +348,65 @@ PacketFastForward::Check()
     int64_t skipped = 0;
     if (m_stable >= m_windows)
     {
-        skipped = TryJump(now);
+        skipped = TryJump(now, false);
         if (skipped > 0)
         {
             m_stable = 0;
             m_havePrev = false;
         }
     }
-    ScheduleCheck(skipped + m_interval.GetNanoSeconds());
+    // after a skip that stopped at another event, check right after it (chained skip)
+    ScheduleCheck(m_chain ? skipped : skipped + m_interval.GetNanoSeconds());
 }
 
 int64_t
-PacketFastForward::TryJump(int64_t now)
+PacketFastForward::TryJump(int64_t now, bool chained)
 {
     const auto& qps = m_net->m_qps;
     std::size_t n = m_live.size();
-    double span = static_cast<double>(now - m_refNs);
-    if (span <= 0)
+    if (!chained)
+    {
+        // settled rates (payload bytes per ns) over the settled windows
+        double span = static_cast<double>(now - m_refNs);
+        if (span <= 0)
+        {
+            return 0;
+        }
+        m_rate.assign(n, 0.0);
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            m_rate[i] = static_cast<double>(m_prevUna[i] - m_refUna[i]) / span;
+            if (m_rate[i] <= 0)
+            {
+                ++m_stats[NOT_SETTLED];
+                return 0;
+            }
+        }
+        std::size_t nPorts = m_net->m_portDev.size();
+        m_txRate.assign(nPorts, 0.0);
+        m_frameRate.assign(nPorts, 0.0);
+        for (std::size_t p = 0; p < nPorts; ++p)
+        {
+            m_txRate[p] = static_cast<double>(m_portTx[p] - m_refTx[p]) / span;
+            m_frameRate[p] = static_cast<double>(m_portFrames[p] - m_refFrames[p]) / span;
+        }
+        m_ackRate.assign(m_net->m_nics.size(), 0.0);
+        for (std::size_t v = 0; v < m_ackRate.size(); ++v)
+        {
+            m_ackRate[v] = static_cast<double>(m_nicAcks[v] - m_refAcks[v]) / span;
+        }
+        m_rateSlots = m_live;
+    }
+    else if (m_rateSlots != m_live)
     {
         return 0;
     }
-    // settled rates (payload bytes per ns) and the time to the first message end
-    std::vector<double> rate(n);
+    const std::vector<double>& rate = m_rate;
+    // the time to the first message end
     double horizon = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
-        rate[i] = static_cast<double>(m_prevUna[i] - m_refUna[i]) / span;
-        if (rate[i] <= 0)
-        {
-            ++m_stats[NOT_SETTLED];
-            return 0;
-        }
         horizon = std::min(horizon, static_cast<double>(qp->size - qp->sndNxt) / rate[i]);
     }
     horizon -= static_cast<double>(m_guard.GetNanoSeconds());
@@ -379,13 +435,20 @@ PacketFastForward::TryJump(int64_t now)
     NS_ASSERT_MSG(sched, "fast-forward needs the ShiftableScheduler as the event queue");
     uint64_t other = sched->EarliestOther(isOwn);
     double limit = horizon;
-    if (other != std::numeric_limits<uint64_t>::max())
+    bool stoppedByOther = false;
+    if (other != std::numeric_limits<uint64_t>::max() &&
+        static_cast<double>(static_cast<int64_t>(other) - now) < limit)
     {
-        limit = std::min(limit, static_cast<double>(static_cast<int64_t>(other) - now));
+        limit = static_cast<double>(static_cast<int64_t>(other) - now);
+        stoppedByOther = true;
     }
-    if (!(limit >= static_cast<double>(m_minJump.GetNanoSeconds())))
+    // a chained skip takes any length: its rates were settled already
+    if (!(limit >= static_cast<double>(chained ? 1 : m_minJump.GetNanoSeconds())))
     {
-        ++m_stats[TOO_CLOSE];
+        if (!chained)
+        {
+            ++m_stats[TOO_CLOSE];
+        }
         return 0;
     }
     int64_t delta = static_cast<int64_t>(std::floor(limit));
@@ -435,17 +498,16 @@ PacketFastForward::TryJump(int64_t now)
     {
         if (m_net->m_nics[v])
         {
-            double ackRate = static_cast<double>(m_nicAcks[v] - m_refAcks[v]) / span;
             m_net->m_nics[v]->ShiftClock(delta,
                                          &moved,
-                                         static_cast<uint64_t>(std::llround(ackRate * d)));
+                                         static_cast<uint64_t>(std::llround(m_ackRate[v] * d)));
         }
     }
     ShiftEventId(m_net->m_sampleEvent, delta, &moved);
     for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
-        double txRate = static_cast<double>(m_portTx[p] - m_refTx[p]) / span;
-        double frameRate = static_cast<double>(m_portFrames[p] - m_refFrames[p]) / span;
+        double txRate = m_txRate[p];
+        double frameRate = m_frameRate[p];
         if (txRate > 0)
         {
             m_net->m_portDev[p]->AddFastForwardTraffic(static_cast<uint64_t>(std::llround(txRate * d)),
@@ -465,6 +527,7 @@ PacketFastForward::TryJump(int64_t now)
         qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
     }
     ++m_stats[EPISODES];
+    m_chain = stoppedByOther;
     m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
     m_stats[SKIPPED_BYTES] += total;
     NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << n << " queue pairs, " << total

@@ -40,7 +40,9 @@ class PacketNetwork;
  * its message's end at its settled rate, less Guard, and (b) the time of the earliest
  * pending event that is not the fabric's own (a compute task, a flow start, a delivery at a
  * host, a flow of the intra-host fluid model, a fault, the run's stop time); if it is shorter
- * than MinJump nothing is skipped. Over the interval each queue pair delivers its settled
+ * than MinJump nothing is skipped. A skip that stopped at another event is followed by a
+ * check right after it: if that event started, finished or posted nothing on the fabric,
+ * the skip goes on with the same settled rates (chained skip, any length). Over the interval each queue pair delivers its settled
  * rate times the interval, rounded down to whole packets (its byte stream is shortened by
  * that much, so the frames in flight and every sequence number stay valid), and each port
  * counts wire bytes and frames at its settled rate. Everything the fabric has scheduled
@@ -106,8 +108,13 @@ class PacketFastForward : public Object
   private:
     /** Periodic check. */
     void Check();
-    /** Try a skip now; \return the interval skipped, ns (0 = none). */
-    int64_t TryJump(int64_t now);
+    /**
+     * Try a skip now.
+     * \param now current time, ns
+     * \param chained reuse the rates of the previous skip (it stopped at another event)
+     * \return the interval skipped, ns (0 = none)
+     */
+    int64_t TryJump(int64_t now, bool chained);
     /** Schedule the next check \p delayNs from now. */
     void ScheduleCheck(int64_t delayNs);
 
@@ -145,6 +152,13 @@ class PacketFastForward : public Object
     std::vector<uint64_t> m_nicAcks;     //!< per node, previous snapshot
     std::vector<uint64_t> m_refAcks;     //!< per node at m_refNs
 
+    bool m_chain{false};                 //!< the last skip stopped at another event
+    uint32_t m_chainRetries{0};          //!< chained checks put off by events due at once
+    std::vector<uint32_t> m_rateSlots;   //!< queue pairs the settled rates belong to
+    std::vector<double> m_rate;          //!< settled payload rate per queue pair, bytes/ns
+    std::vector<double> m_txRate;        //!< settled wire rate per port, bytes/ns
+    std::vector<double> m_frameRate;     //!< settled frame rate per port, 1/ns
+    std::vector<double> m_ackRate;       //!< settled ACK rate per node, 1/ns
     uint64_t m_stats[N_STATS]{};         //!< see CopyStats
 
     TracedCallback<int64_t, int64_t, uint64_t> m_skipTrace; //!< start ns, interval ns, bytes
