@@ -87,7 +87,9 @@ PacketFastForward::GetTypeId()
                           MakeUintegerAccessor(&PacketFastForward::m_queueTol),
                           MakeUintegerChecker<uint64_t>())
             .AddAttribute("MinJump",
-                          "Shortest interval worth skipping",
+                          "Shortest skip worth taking when it would end before a predicted "
+                          "message end (a skip stopped by an event outside the fabric takes any "
+                          "length: it goes on after that event)",
                           TimeValue(MicroSeconds(100)),
                           MakeTimeAccessor(&PacketFastForward::m_minJump),
                           MakeTimeChecker(NanoSeconds(1)))
@@ -442,8 +444,9 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         limit = static_cast<double>(static_cast<int64_t>(other) - now);
         stoppedByOther = true;
     }
-    // a chained skip takes any length: its rates were settled already
-    if (!(limit >= static_cast<double>(chained ? 1 : m_minJump.GetNanoSeconds())))
+    // MinJump applies to a skip that ends before a message end; one stopped by another event
+    // takes any length (it goes on after that event if the event changes nothing here)
+    if (!(limit >= static_cast<double>(chained || stoppedByOther ? 1 : m_minJump.GetNanoSeconds())))
     {
         if (!chained)
         {
