@@ -229,12 +229,14 @@ PacketFastForward::Check()
     std::size_t nPorts = m_net->m_portDev.size();
     std::size_t nNodes = m_net->m_nics.size();
     std::vector<uint64_t> una(n);
+    std::vector<int64_t> prog(n);
     std::vector<uint64_t> sig(n);
     std::vector<uint64_t> win(n, 0);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         una[i] = qp->sndUna;
+        prog[i] = qp->lastProgressNs;
         sig[i] = QpSignature(qp);
     }
     std::vector<uint64_t> tx(nPorts);
@@ -330,6 +332,7 @@ PacketFastForward::Check()
         {
             m_refNs = m_prevNs;
             m_refUna = m_prevUna;
+            m_refProg = m_prevProg;
             m_refTx = m_portTx;
             m_refFrames = m_portFrames;
             m_refAcks = m_nicAcks;
@@ -338,6 +341,7 @@ PacketFastForward::Check()
     }
     m_prevNs = now;
     m_prevUna = std::move(una);
+    m_prevProg = std::move(prog);
     m_prevWin = std::move(win);
     m_prevSig = std::move(sig);
     m_portTx = std::move(tx);
@@ -377,13 +381,17 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         m_rate.assign(n, 0.0);
         for (std::size_t i = 0; i < n; ++i)
         {
-            m_rate[i] = static_cast<double>(m_prevUna[i] - m_refUna[i]) / span;
+            // bytes acknowledged between the last ACKs before the two snapshots: a count
+            // of whole packets over the time they took, not over the snapshot interval
+            double took = static_cast<double>(m_prevProg[i] - m_refProg[i]);
+            m_rate[i] = took > 0 ? static_cast<double>(m_prevUna[i] - m_refUna[i]) / took : 0.0;
             if (m_rate[i] <= 0)
             {
                 ++m_stats[NOT_SETTLED];
                 return 0;
             }
         }
+        ShareRoundRobin();
         std::size_t nPorts = m_net->m_portDev.size();
         m_txRate.assign(nPorts, 0.0);
         m_frameRate.assign(nPorts, 0.0);
@@ -537,6 +545,58 @@ PacketFastForward::TryJump(int64_t now, bool chained)
                      << " bytes, " << shifted << " events moved");
     m_skipTrace(now, delta, total);
     return delta;
+}
+
+void
+PacketFastForward::ShareRoundRobin()
+{
+    // Queue pairs leaving one endpoint port are served one packet each per round: when they
+    // all got the same throughput within the tolerance, their exact shares are equal, and the
+    // port's total (counted over many more packets) divides more precisely than each queue
+    // pair's own count, which is off by up to a packet at each end of the measurement.
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        order[i] = i;
+    }
+    auto key = [&](std::size_t i) {
+        const RdmaQueuePair* qp = qps[m_live[i]].get();
+        return (static_cast<uint64_t>(qp->srcNode) << 32) | qp->srcPort;
+    };
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    double slack = 2.0 * m_net->m_mtu / static_cast<double>(m_interval.GetNanoSeconds() * m_windows);
+    for (std::size_t lo = 0; lo < n;)
+    {
+        std::size_t hi = lo + 1;
+        while (hi < n && key(order[hi]) == key(order[lo]))
+        {
+            ++hi;
+        }
+        if (hi - lo > 1)
+        {
+            double sum = 0;
+            double top = 0;
+            double bottom = std::numeric_limits<double>::infinity();
+            for (std::size_t k = lo; k < hi; ++k)
+            {
+                double r = m_rate[order[k]];
+                sum += r;
+                top = std::max(top, r);
+                bottom = std::min(bottom, r);
+            }
+            if (top - bottom <= m_rateTol * top + slack)
+            {
+                double share = sum / static_cast<double>(hi - lo);
+                for (std::size_t k = lo; k < hi; ++k)
+                {
+                    m_rate[order[k]] = share;
+                }
+            }
+        }
+        lo = hi;
+    }
 }
 
 void

@@ -34,7 +34,11 @@ class PacketNetwork;
  * and is not settled however slowly it moves), no port's queue moved by more than
  * QueueTolerance bytes (or RateTolerance of the queue), and nothing was marked, paused,
  * dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows settled
- * windows in a row the rates are taken as the mean over those windows.
+ * windows in a row the rates are taken as the mean over those windows (bytes acknowledged
+ * between the last ACK before the first and the last snapshot, over the time between those
+ * ACKs); queue pairs that leave
+ * one endpoint port with the same rate (within the tolerance) get equal shares of their total
+ * (the port serves them round robin, a packet each), which their sum measures more precisely.
  *
  * Skip: the interval is the smaller of (a) the time until the first queue pair would reach
  * its message's end at its settled rate, less Guard, and (b) the time of the earliest
@@ -115,6 +119,8 @@ class PacketFastForward : public Object
      * \return the interval skipped, ns (0 = none)
      */
     int64_t TryJump(int64_t now, bool chained);
+    /** Equal settled rates for queue pairs that share an endpoint port alike (round robin). */
+    void ShareRoundRobin();
     /** Schedule the next check \p delayNs from now. */
     void ScheduleCheck(int64_t delayNs);
 
@@ -143,6 +149,8 @@ class PacketFastForward : public Object
     std::vector<uint64_t> m_prevWin;     //!< bytes acknowledged in the previous window
     std::vector<uint64_t> m_prevSig;     //!< per live queue pair: loss/CNP signature
     std::vector<uint64_t> m_refUna;      //!< at m_refNs
+    std::vector<int64_t> m_prevProg;     //!< per live queue pair: time of its last ACK progress
+    std::vector<int64_t> m_refProg;      //!< the same at m_refNs
     std::vector<uint64_t> m_portTx;      //!< per port, previous snapshot
     std::vector<uint64_t> m_portFrames;  //!< per port, previous snapshot
     std::vector<uint64_t> m_portQueue;   //!< per port, previous snapshot
