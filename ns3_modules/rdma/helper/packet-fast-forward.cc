@@ -406,6 +406,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
             m_ackRate[v] = static_cast<double>(m_nicAcks[v] - m_refAcks[v]) / span;
         }
         m_rateSlots = m_live;
+        m_carry.assign(n, 0.0);
     }
     else if (m_rateSlots != m_live)
     {
@@ -472,10 +473,14 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     for (std::size_t i = 0; i < n; ++i)
     {
         RdmaQueuePair* qp = qps[m_live[i]].get();
-        uint64_t bytes = static_cast<uint64_t>(rate[i] * static_cast<double>(delta)) / mtu * mtu;
+        // whole packets; the fraction left over is carried into the next chained skip, so a
+        // chain of short skips does not lose a packet's worth of progress at each one
+        double due = rate[i] * static_cast<double>(delta) + m_carry[i];
+        uint64_t bytes = static_cast<uint64_t>(due) / mtu * mtu;
         // at least one packet of the message is left to the packet simulation (Guard = 0)
         uint64_t room = (qp->size - qp->sndNxt - 1) / mtu * mtu;
         bytes = std::min(bytes, room);
+        m_carry[i] = due - static_cast<double>(bytes);
         qp->size -= bytes;
         qp->posted -= bytes;
         qp->sendEnds.back() -= bytes;

@@ -164,6 +164,7 @@ class PacketFastForward : public Object
     uint32_t m_chainRetries{0};          //!< chained checks put off by events due at once
     std::vector<uint32_t> m_rateSlots;   //!< queue pairs the settled rates belong to
     std::vector<double> m_rate;          //!< settled payload rate per queue pair, bytes/ns
+    std::vector<double> m_carry;         //!< per queue pair: bytes due but not yet skipped
     std::vector<double> m_txRate;        //!< settled wire rate per port, bytes/ns
     std::vector<double> m_frameRate;     //!< settled frame rate per port, 1/ns
     std::vector<double> m_ackRate;       //!< settled ACK rate per node, 1/ns
