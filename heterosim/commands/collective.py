@@ -16,6 +16,7 @@ from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
     FIDELITIES,
+    PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import load_cluster
@@ -49,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--queue-pairs", default="connection", choices=QUEUE_PAIR_MODELS,
                         help="one queue pair per NCCL connection (default) or per flow (chunk)")
+    parser.add_argument("--packet-acceleration", default="exact", choices=PACKET_ACCELERATIONS,
+                        help="packet fidelity: every frame (exact) or settled stretches skipped (fast)")
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
     parser.add_argument("--chakra", default=None, metavar="DIR",
                         help="also write the decomposition of the first size as Chakra SEND/RECV traces")
@@ -73,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     ranks = parse_ranks(args.ranks, cluster.world_size)
     spec = CollectiveSpec(name, tuple(ranks), algorithm=args.algo, protocol=args.protocol,
                           channels=args.channels, root=args.root)
-    simulation = engine_config(fidelity=args.fidelity, seed=args.seed, queue_pairs=args.queue_pairs)
+    simulation = engine_config(fidelity=args.fidelity, seed=args.seed, queue_pairs=args.queue_pairs,
+                               packet_acceleration=args.packet_acceleration)
     print(f"# {name} on {len(ranks)} ranks, {cluster.name}, fidelity {args.fidelity}")
     print(HEADER)
     rows = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,9 @@ class CollectiveResult:
     predicted_time_s: float  # NCCL's tuning-model time for the same choice
     fidelity: str
     network: dict[str, int]  # the engine's counters
+    # the engine's cost, as run's results.json sim: fidelity, wall_s (engine only, no start-up
+    # or build), events, and in packet fidelity packet_acceleration
+    sim: dict[str, Any] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -95,7 +98,8 @@ class CollectiveResult:
         return {"size_bytes": self.size_bytes, "time_s": self.time_s, "algbw_GBps": self.algbw_GBps,
                 "busbw_GBps": self.busbw_GBps, "algorithm": self.algorithm, "protocol": self.protocol,
                 "channels": self.channels, "flows": self.flows,
-                "predicted_time_s": self.predicted_time_s}
+                "predicted_time_s": self.predicted_time_s, "network": dict(self.network),
+                "sim": dict(self.sim)}
 
 
 @dataclass(frozen=True)
