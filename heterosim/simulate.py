@@ -20,6 +20,7 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.engine.executor import EngineResult, execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
@@ -79,6 +80,7 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
             continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
+        ns = add_host_overhead(ns, trace.templates, experiment.framework.host_overhead_ns(gpu_type))
         trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
         durations.append(np.asarray(ns, dtype=np.int64))
         counts = np.bincount(trace.template, minlength=len(trace.templates))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -304,12 +305,78 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
 }
 
 
+# AMP's own per-layer forward profile, the input of its cost model (DachengLi1/AMP
+# src/known_cost/gpt2_P3_1.npy and gpt2_G4_1.npy, commit 62fc27dea3; written by
+# DeepSpeed/deepspeed/runtime/pipe/module.py at iteration 35: time.time() around each pipeline
+# unit's forward with torch.cuda.synchronize() after it, micro-batch 1, tp 1, one p3.8xlarge V100
+# and one g4dn.12xlarge T4). Mean over the 24 transformer-block units, in ms. Each unit is
+# ParallelTransformerLayerPipe, whose forward evaluates the layer twice
+# (Megatron-LM-v1.1.5-3D_parallelism/megatron/model/transformer.py: ``print((super().forward(
+# *args)).shape)`` before ``return super().forward(*args), attention_mask``), so one measurement
+# covers two forward passes. A profile, not an iteration time: no validation case is used.
+AMP_LAYER_FORWARD_MS = {"V100-SXM2-16GB": 3.9191, "T4-16GB-PCIe": 5.4699}
+AMP_LAYER_FORWARD_PASSES = 2
+
+
+@functools.cache
+def amp_host_overhead_us() -> dict[str, int]:
+    """Host time per compute kernel on each AMP GPU, derived from AMP_LAYER_FORWARD_MS with
+    heterosim.plan.compute.host_overhead (measured / passes minus the compute model's GPU time of
+    the layer's forward ops, per op)."""
+    sys.path.insert(0, str(HERE.parent))
+    from heterosim.config.experiment import parse_experiment
+    from heterosim.plan.compute.host_overhead import host_overhead_from_layer_forward
+    from heterosim.plan.compute.model import ComputeModel
+    from heterosim.workload.ops import layer_forward_ops
+
+    exp = parse_experiment({
+        "name": "amp-layer-profile", "model": {"arch": "gpt", "hidden": 1024, "layers": 24,
+                                               "heads": 16, "kv_heads": 16, "ffn": 4096,
+                                               "vocab": amp_vocab(1), "seq": 1024},
+        "training": {"global_batch": 1, "micro_batch": 1, "seq_len": 1024, "dtype": "fp16",
+                     "attention": "unfused"},
+        "parallel": {"tp": 1, "pp": 1, "dp": 1},
+        "cluster": {"name": "one", "host_types": {"h": {"gpu": "T4-16GB-PCIe", "gpus": 1,
+                                                        "fabric": "pcie", "nics": 1,
+                                                        "nic_speed": "10Gbps"}},
+                    "hosts": [{"type": "h", "count": 1}]},
+    }, "amp-layer-profile")
+    compute = ComputeModel()
+    ops = [op for op in layer_forward_ops(exp.model, exp.training, exp.parallel, 0)
+           if not op.is_comm]
+    out = {}
+    for gpu, ms in AMP_LAYER_FORWARD_MS.items():
+        gpu_ns = [compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
+                                  op.bytes_moved, gpu)[0] for op in ops]
+        out[gpu] = round(host_overhead_from_layer_forward(ms * 1e6, AMP_LAYER_FORWARD_PASSES,
+                                                          gpu_ns) / 1e3)
+    return out
+
+
+def amp_framework() -> tuple[dict[str, Any], str]:
+    hosts = amp_host_overhead_us()
+    framework = {"name": "deepspeed", "layer_forward_passes": AMP_LAYER_FORWARD_PASSES,
+                 "host_op_overhead": {gpu: f"{us}us" for gpu, us in hosts.items()}}
+    why = (
+        "DeepSpeed 0.3.13 PipelineEngine with Megatron-LM v1.1.5 GPT2ModelPipe (AMP's fork, "
+        "DeepSpeed/version.txt): activations sent with the fp16 attention mask, partitioned over "
+        "TP and re-gathered (deepspeed/runtime/pipe/engine.py); every transformer layer's forward "
+        "evaluated twice (transformer.py ParallelTransformerLayerPipe.forward); host time per "
+        "kernel " + ", ".join(f"{g} {us} us" for g, us in hosts.items()) + " from AMP's "
+        "synchronised per-layer forward profile (known_cost/gpt2_P3_1.npy 3.919 ms, "
+        "gpt2_G4_1.npy 5.470 ms per two passes) minus the compute model's GPU time of one pass, "
+        "over its 15 compute ops (validation/build_cases.py amp_host_overhead_us)")
+    return framework, why
+
+
 def amp_case(case: dict[str, Any]) -> dict[str, Any]:
     """One AMP heterogeneous-cluster run as a validation case (explicit DeepSpeed partition)."""
     t, p = case["training"], case["parallel"]
     tp, bounds = p["tp"], p["partition_boundaries"]
     layers = amp_stage_layers(bounds)
     assumed = dict(AMP_ASSUMED)
+    framework, why = amp_framework()
+    assumed["framework"] = (framework, why)
     blocks = ", ".join(f"stage {s}: {n}" for s, n in enumerate(layers))
     assumed["parallel.partition"] = (layers, (
         f"AMP units {bounds} -> transformer blocks per stage ({blocks}): units 0 embedding, "
@@ -329,7 +396,7 @@ def amp_case(case: dict[str, Any]) -> dict[str, Any]:
                      "zero": p["zero"], "sequence_parallel": False, "partition": list(layers),
                      "grad_sync": "after_backward", "dp_bucket": "2GB", "rank_order": "tp-dp-pp"},
         "cluster": copy.deepcopy(AMP_CLUSTER), "network": {"cc": "dcqcn"},
-        "simulation": {"fidelity": "flow"},
+        "simulation": {"fidelity": "flow"}, "framework": copy.deepcopy(framework),
     }
     return {
         "id": case["id"], "group": "amp-het", "kind": case["kind"], "source": case["source"],

@@ -32,6 +32,7 @@ GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
 INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
 QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
+FRAMEWORKS = ("megatron", "deepspeed")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,29 @@ class ParallelConfig:
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
     # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
     grad_sync: str = "overlap"
+
+
+@dataclass(frozen=True)
+class FrameworkConfig:
+    """The training software's own costs (heterosim.workload.framework documents each one).
+
+    ``name``: megatron (Megatron-LM's 1F1B engine: activations as one tensor per p2p, every TP
+    rank sending its replica) or deepspeed (DeepSpeed's PipelineEngine with Megatron's
+    GPT2ModelPipe: the attention mask travels with every activation, TP>1 activations are
+    partitioned across the TP ranks and re-gathered). ``layer_forward_passes``: how many times
+    the code evaluates each transformer layer's forward (1 normally; the backward runs once).
+    ``host_op_overhead_ns``: host (CPU) time per compute kernel that the GPU waits for, per GPU
+    type (``"*"`` for any other), added to every compute op of that GPU.
+    """
+
+    name: str = "megatron"
+    layer_forward_passes: int = 1
+    host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
+
+    def host_overhead_ns(self, gpu: str) -> int:
+        """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
+        table = dict(self.host_op_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
 
 
 @dataclass(frozen=True)
@@ -115,6 +139,7 @@ class ExperimentConfig:
     network: NetworkConfig
     simulation: SimulationConfig
     source: str = ""
+    framework: FrameworkConfig = field(default_factory=FrameworkConfig)
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -209,6 +234,29 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def _framework(section: Section) -> FrameworkConfig:
+    """``framework``: name, layer_forward_passes, host_op_overhead (a time, or a mapping of GPU
+    names, ``"*"`` for the rest, to times)."""
+    from heterosim.catalog.gpus import canonical_gpu_name
+
+    raw = section.raw("host_op_overhead", "0us")
+    entries: dict[str, int] = {}
+    if isinstance(raw, dict):
+        sub = section.section("host_op_overhead")
+        for key in list(raw):
+            gpu = "*" if key == "*" else (canonical_gpu_name(str(key)) or str(key))
+            entries[gpu] = sub.time_ns(str(key))
+    else:
+        entries["*"] = section.time_ns("host_op_overhead", "0us")
+    framework = FrameworkConfig(
+        name=section.string("name", "megatron", choices=FRAMEWORKS),
+        layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
+        host_op_overhead_ns=tuple(sorted(entries.items())),
+    )
+    section.reject_unknown()
+    return framework
+
+
 def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
@@ -270,6 +318,10 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
+    for gpu, _ in exp.framework.host_op_overhead_ns:
+        if gpu != "*" and gpu not in set(cluster.gpu_type):
+            raise top.error(f"framework.host_op_overhead.{gpu}", "no GPU of this type in the "
+                            f"cluster (has: {', '.join(sorted(set(cluster.gpu_type)))})")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")
@@ -337,10 +389,12 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    framework = _framework(top.section("framework"))
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
-        network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        network=network, simulation=simulation, source=source, framework=framework,
+        resolved=copy.deepcopy(data),
     )
     _check_consistency(top, experiment)
     return experiment

@@ -52,6 +52,7 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
+from heterosim.workload.framework import pipeline_payload
 from heterosim.workload.groups import ParallelGroups, RankLayout
 from heterosim.workload.ops import (
     OpSpec,
@@ -236,13 +237,6 @@ class RankProgram:
 
     # -- pipeline --------------------------------------------------------------------------
 
-    def _p2p_bytes(self) -> int:
-        t = self.training
-        tokens = t.micro_batch * t.seq_len
-        if self.par.sequence_parallel:
-            tokens = -(-tokens // self.par.tp)
-        return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
-
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
         return lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp)
@@ -269,15 +263,23 @@ class RankProgram:
         sync_units = bwd_units if zero_every_step else {
             c: self._backward_unit(c, sync=True) for c in range(p.vpp)
         }
-        nbytes = self._p2p_bytes()
-        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_RECV_NODE))
-        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_SEND_NODE))
-        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_RECV_NODE))
-        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_SEND_NODE))
+        payload = pipeline_payload(self.exp)
+        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_SEND_NODE))
+        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_SEND_NODE))
+        gather_f = gather_b = None
+        if payload.gather_bytes:  # DeepSpeed's partitioned activations (workload.framework)
+            gather_f = self._template(_comm("pp_partition_allgather.fwd", "fwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
+            gather_b = self._template(_comm("pp_partition_allgather.bwd", "bwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
         out = TraceAssembler()
         for i, step in enumerate(steps):
             v = step.chunk * p.pp + self.stage
@@ -288,6 +290,8 @@ class RankProgram:
                     r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
                                  tag=self._tag(mb, v - 1, 0),
                                  deps=(out.tail,) if out.tail >= 0 else ())
+                    if gather_f is not None:
+                        r = out.node(gather_f, micro_batch=mb, stage=v, deps=(r,))
                     deps = (r,)
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 if v < self.V - 1:
@@ -296,9 +300,11 @@ class RankProgram:
             else:
                 deps = ()
                 if v < self.V - 1:
+                    prev = (out.tail,) if out.tail >= 0 else ()
+                    if gather_b is not None:  # re-gather the partitioned output first
+                        prev = (out.node(gather_b, micro_batch=mb, stage=v, deps=prev),)
                     r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
-                                 tag=self._tag(mb, v, 1),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v, 1), deps=prev)
                     deps = (r,)
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
@@ -417,7 +423,8 @@ class Workload:
         key = self.experiment.model.is_moe_layer(layer)
         if key not in self._layer_ops:
             e = self.experiment
-            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, e.parallel, layer),
+            forward = layer_forward_ops(e.model, e.training, e.parallel, layer)
+            self._layer_ops[key] = (forward * e.framework.layer_forward_passes,
                                     layer_backward_ops(e.model, e.training, e.parallel, layer))
         return self._layer_ops[key]
 

@@ -1,0 +1,79 @@
+"""What the training framework adds to a pipeline step: p2p payloads and their TP re-gathers.
+
+``framework.name`` selects the pipeline engine whose point-to-point path the trace follows:
+
+- ``megatron`` (Megatron-LM's 1F1B schedule): a stage sends its output activation, ``b*s*h``
+  values of the activation dtype per TP rank (``b*s*h/tp`` with sequence parallelism), and
+  receives the gradient of the same size.
+- ``deepspeed`` (DeepSpeed's ``PipelineEngine`` running Megatron's ``GPT2ModelPipe``, as in
+  DeepSpeedExamples ``Megatron-LM-v1.1.5-3D_parallelism``; DeepSpeed 0.3.x,
+  ``deepspeed/runtime/pipe/engine.py``):
+
+  * the stage output is the tuple (hidden states, attention mask); ``_exec_send_activations``
+    casts the boolean mask to half (“NCCL does not like to send torch.BoolTensor”) and sends it
+    with every micro-batch: ``s*s`` fp16 values (Megatron's ``get_ltor_masks_and_position_ids``
+    builds a ``[1, 1, s, s]`` mask unless attention masks are reset per document);
+  * with TP > 1, ``is_pipe_partitioned = is_model_parallel``: ``_exec_forward_pass`` wraps the
+    output in a ``PartitionedTensor`` and each TP rank sends only its ``1/tp`` slice (plus a
+    small meta tensor); the receiver rebuilds the full tensor with ``PartitionedTensor.full()``,
+    an all-gather over the TP group, before its forward; ``is_grad_partitioned`` is False, so
+    ``_exec_recv_grads`` first re-gathers the sender's own output (a second all-gather over TP)
+    and then receives the full gradient, which every TP rank sends whole
+    (``_exec_send_grads``);
+  * ``p2p.send``/``p2p.recv`` are blocking ``dist.broadcast`` calls in a two-rank group
+    (``deepspeed/runtime/pipe/p2p.py``), i.e. a rendezvous of sender and receiver, which the
+    trace's send/recv pairs already are.
+
+The gradient all-reduce after the last backward (``ReduceTiedGrads``, ``ReduceGrads``) is
+``parallel.grad_sync: after_backward``; the host time per kernel and repeated layer forwards are
+``framework.host_op_overhead`` and ``framework.layer_forward_passes`` (plan and op lists).
+The meta tensors (a few int64 values) are not modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heterosim.catalog.gpus import DTYPE_BYTES
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.workload.ops_base import activation_dtype
+
+MASK_DTYPE = "fp16"  # DeepSpeed casts the boolean attention mask with .half() before sending
+
+
+@dataclass(frozen=True)
+class PipelinePayload:
+    """Bytes of one micro-batch's p2p messages per TP rank, and the TP all-gathers around them."""
+
+    forward_bytes: int  # activation send/recv, per TP rank
+    backward_bytes: int  # gradient send/recv, per TP rank
+    gather_bytes: int  # all-gather (nccl-tests size: the gathered total) after a recv; 0: none
+
+
+def activation_bytes(exp: ExperimentConfig) -> int:
+    """``b*s*h`` values of the activation dtype (per sequence shard with sequence parallelism)."""
+    t, p = exp.training, exp.parallel
+    tokens = t.micro_batch * t.seq_len
+    if p.sequence_parallel:
+        tokens = -(-tokens // p.tp)
+    return tokens * exp.model.hidden * DTYPE_BYTES[activation_dtype(t.dtype)]
+
+
+def attention_mask_bytes(exp: ExperimentConfig) -> int:
+    """The ``[1, 1, s, s]`` causal mask sent as fp16 with every DeepSpeed GPT2ModelPipe step."""
+    s = exp.training.seq_len
+    return s * s * DTYPE_BYTES[MASK_DTYPE]
+
+
+def pipeline_payload(exp: ExperimentConfig) -> PipelinePayload:
+    """The p2p payload of ``exp``'s framework (module docstring)."""
+    full = activation_bytes(exp)
+    if exp.framework.name != "deepspeed":
+        return PipelinePayload(full, full, 0)
+    tp = exp.parallel.tp
+    partitioned = tp > 1 and not exp.parallel.sequence_parallel
+    part = -(-full // tp) if partitioned else full
+    return PipelinePayload(part + attention_mask_bytes(exp), full, full if partitioned else 0)
+
+
+__all__ = ["PipelinePayload", "activation_bytes", "attention_mask_bytes", "pipeline_payload"]
