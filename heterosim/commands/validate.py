@@ -80,11 +80,14 @@ def _fmt(value: float | None, width: int = 9) -> str:
 
 
 def print_summary(groups: dict[str, Any]) -> None:
-    print("# group                  n   MAPE%  mean err%   flagged n/MAPE%  calib n/MAPE%  failed")
+    print("# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%  calib n/MAPE%"
+          "  failed")
     for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in ("end-to-end",
                                                                      "collective_busbw"), kv[0])):
+        rho = s.get("main_spearman")
         print(f"  {name:<22} {s['main_n']:>2} {_fmt(s['main_mape_pct'], 7)} "
-              f"{_fmt(s['main_mean_error_pct'], 10)}   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
+              f"{_fmt(s['main_mean_error_pct'], 10)} {_fmt(rho, 9)}"
+              f"   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
               f"    {s['calibration_n']:>2}/{_fmt(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
 
 
