@@ -80,7 +80,9 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
             continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
-        ns = add_host_overhead(ns, trace.templates, experiment.framework.host_overhead_ns(gpu_type))
+        fw = experiment.framework
+        ns = add_host_overhead(ns, trace.templates, fw.host_overhead_ns(gpu_type),
+                               fw.tp_collective_overhead_ns(gpu_type))
         trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
         durations.append(np.asarray(ns, dtype=np.int64))
         counts = np.bincount(trace.template, minlength=len(trace.templates))

@@ -306,66 +306,110 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
 
 
 # AMP's own per-layer forward profile, the input of its cost model (DachengLi1/AMP
-# src/known_cost/gpt2_P3_1.npy and gpt2_G4_1.npy, commit 62fc27dea3; written by
+# src/known_cost/gpt2_{P3,G4}_{1,2,4}.npy, commit 62fc27dea3; written by
 # DeepSpeed/deepspeed/runtime/pipe/module.py at iteration 35: time.time() around each pipeline
-# unit's forward with torch.cuda.synchronize() after it, micro-batch 1, tp 1, one p3.8xlarge V100
-# and one g4dn.12xlarge T4). Mean over the 24 transformer-block units, in ms. Each unit is
-# ParallelTransformerLayerPipe, whose forward evaluates the layer twice
+# unit's forward with torch.cuda.synchronize() after it, micro-batch 1, tp 1/2/4 on one
+# p3.8xlarge (V100) and one g4dn.12xlarge (T4)). Mean over the 24 transformer-block units, ms.
+# Each unit is ParallelTransformerLayerPipe, whose forward evaluates the layer twice
 # (Megatron-LM-v1.1.5-3D_parallelism/megatron/model/transformer.py: ``print((super().forward(
 # *args)).shape)`` before ``return super().forward(*args), attention_mask``), so one measurement
 # covers two forward passes. A profile, not an iteration time: no validation case is used.
-AMP_LAYER_FORWARD_MS = {"V100-SXM2-16GB": 3.9191, "T4-16GB-PCIe": 5.4699}
+AMP_LAYER_FORWARD_MS = {("V100-SXM2-16GB", 1): 3.9191, ("T4-16GB-PCIe", 1): 5.4699,
+                        ("V100-SXM2-16GB", 2): 5.2434, ("T4-16GB-PCIe", 2): 5.9624,
+                        ("V100-SXM2-16GB", 4): 4.5192, ("T4-16GB-PCIe", 4): 5.5768}
 AMP_LAYER_FORWARD_PASSES = 2
+AMP_PROFILE_FIRST_GPU = {"V100-SXM2-16GB": 0, "T4-16GB-PCIe": 4}  # in the profile cluster below
+
+
+def _profile_experiment(tp: int) -> Any:
+    """One p3 and one g4 host of the AMP cluster running the profiled layer (micro-batch 1)."""
+    sys.path.insert(0, str(HERE.parent))
+    from heterosim.config.experiment import parse_experiment
+
+    return parse_experiment({
+        "name": "amp-layer-profile", "model": {"arch": "gpt", "hidden": 1024, "layers": 24,
+                                               "heads": 16, "kv_heads": 16, "ffn": 4096,
+                                               "vocab": amp_vocab(tp), "seq": 1024},
+        "training": {"global_batch": 8 // tp, "micro_batch": 1, "seq_len": 1024,
+                     "dtype": "fp16", "attention": "unfused"},
+        "parallel": {"tp": tp, "pp": 1, "dp": 8 // tp},
+        "cluster": {**copy.deepcopy(AMP_CLUSTER), "hosts": [{"type": "p3", "count": 1},
+                                                            {"type": "g4", "count": 1}]},
+        "simulation": {"fidelity": "flow"},
+    }, "amp-layer-profile")
 
 
 @functools.cache
-def amp_host_overhead_us() -> dict[str, int]:
-    """Host time per compute kernel on each AMP GPU, derived from AMP_LAYER_FORWARD_MS with
-    heterosim.plan.compute.host_overhead (measured / passes minus the compute model's GPU time of
-    the layer's forward ops, per op)."""
-    sys.path.insert(0, str(HERE.parent))
-    from heterosim.config.experiment import parse_experiment
-    from heterosim.plan.compute.host_overhead import host_overhead_from_layer_forward
+def _layer_forward_parts(tp: int, gpu: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(GPU ns of each compute op, modelled transfer ns of each TP collective) of one layer
+    forward pass on ``gpu`` at ``tp``; the collectives inside the profiled host (flow model)."""
+    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.topology import build_topology
+    from heterosim.plan.collectives import decompose_collective
     from heterosim.plan.compute.model import ComputeModel
     from heterosim.workload.ops import layer_forward_ops
 
-    exp = parse_experiment({
-        "name": "amp-layer-profile", "model": {"arch": "gpt", "hidden": 1024, "layers": 24,
-                                               "heads": 16, "kv_heads": 16, "ffn": 4096,
-                                               "vocab": amp_vocab(1), "seq": 1024},
-        "training": {"global_batch": 1, "micro_batch": 1, "seq_len": 1024, "dtype": "fp16",
-                     "attention": "unfused"},
-        "parallel": {"tp": 1, "pp": 1, "dp": 1},
-        "cluster": {"name": "one", "host_types": {"h": {"gpu": "T4-16GB-PCIe", "gpus": 1,
-                                                        "fabric": "pcie", "nics": 1,
-                                                        "nic_speed": "10Gbps"}},
-                    "hosts": [{"type": "h", "count": 1}]},
-    }, "amp-layer-profile")
+    exp = _profile_experiment(tp)
     compute = ComputeModel()
-    ops = [op for op in layer_forward_ops(exp.model, exp.training, exp.parallel, 0)
-           if not op.is_comm]
-    out = {}
-    for gpu, ms in AMP_LAYER_FORWARD_MS.items():
-        gpu_ns = [compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
-                                  op.bytes_moved, gpu)[0] for op in ops]
-        out[gpu] = round(host_overhead_from_layer_forward(ms * 1e6, AMP_LAYER_FORWARD_PASSES,
-                                                          gpu_ns) / 1e3)
-    return out
+    ops = layer_forward_ops(exp.model, exp.training, exp.parallel, 0)
+    gpu_ns = tuple(compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
+                                   op.bytes_moved, gpu)[0] for op in ops if not op.is_comm)
+    first, coll_ns = AMP_PROFILE_FIRST_GPU[gpu], []
+    topology = build_topology(exp.cluster)
+    for op in ops:
+        if op.is_comm:
+            plan = decompose_collective(op.comm_type, op.comm_bytes,
+                                        list(range(first, first + tp)), exp.cluster)
+            engine = execute_plan(plan.to_execution_plan(exp.cluster.world_size), topology,
+                                  exp.network, fidelity="flow")
+            coll_ns.append(int(engine.makespan_ns))
+    return gpu_ns, tuple(coll_ns)
+
+
+@functools.cache
+def amp_framework_overheads() -> dict[str, dict[str, int]]:
+    """Host time per kernel (tp 1 profile) and cost per TP collective call (mean over the tp 2
+    and tp 4 profiles) on each AMP GPU, in us, derived with heterosim.plan.compute.host_overhead
+    from AMP_LAYER_FORWARD_MS and the compute and flow models (no fitted constant)."""
+    sys.path.insert(0, str(HERE.parent))  # this checkout's heterosim
+    from heterosim.plan.compute.host_overhead import (
+        collective_overhead_from_layer_forward,
+        host_overhead_from_layer_forward,
+    )
+
+    host, coll = {}, {}
+    for gpu in AMP_PROFILE_FIRST_GPU:
+        gpu_ns, _ = _layer_forward_parts(1, gpu)
+        host_ns = host_overhead_from_layer_forward(AMP_LAYER_FORWARD_MS[gpu, 1] * 1e6,
+                                                   AMP_LAYER_FORWARD_PASSES, gpu_ns)
+        per_tp = []
+        for tp in (2, 4):
+            gpu_ns, coll_ns = _layer_forward_parts(tp, gpu)
+            per_tp.append(collective_overhead_from_layer_forward(
+                AMP_LAYER_FORWARD_MS[gpu, tp] * 1e6, AMP_LAYER_FORWARD_PASSES, gpu_ns, host_ns,
+                coll_ns))
+        host[gpu] = round(host_ns / 1e3)
+        coll[gpu] = round(sum(per_tp) / len(per_tp) / 1e3)
+    return {"host_op_overhead": host, "collective_overhead": coll}
 
 
 def amp_framework() -> tuple[dict[str, Any], str]:
-    hosts = amp_host_overhead_us()
+    over = amp_framework_overheads()
     framework = {"name": "deepspeed", "layer_forward_passes": AMP_LAYER_FORWARD_PASSES,
-                 "host_op_overhead": {gpu: f"{us}us" for gpu, us in hosts.items()}}
+                 **{key: {gpu: f"{us}us" for gpu, us in table.items()}
+                    for key, table in over.items()}}
+    host = ", ".join(f"{g} {us} us" for g, us in over["host_op_overhead"].items())
+    coll = ", ".join(f"{g} {us} us" for g, us in over["collective_overhead"].items())
     why = (
         "DeepSpeed 0.3.13 PipelineEngine with Megatron-LM v1.1.5 GPT2ModelPipe (AMP's fork, "
         "DeepSpeed/version.txt): activations sent with the fp16 attention mask, partitioned over "
         "TP and re-gathered (deepspeed/runtime/pipe/engine.py); every transformer layer's forward "
-        "evaluated twice (transformer.py ParallelTransformerLayerPipe.forward); host time per "
-        "kernel " + ", ".join(f"{g} {us} us" for g, us in hosts.items()) + " from AMP's "
-        "synchronised per-layer forward profile (known_cost/gpt2_P3_1.npy 3.919 ms, "
-        "gpt2_G4_1.npy 5.470 ms per two passes) minus the compute model's GPU time of one pass, "
-        "over its 15 compute ops (validation/build_cases.py amp_host_overhead_us)")
+        "evaluated twice (transformer.py ParallelTransformerLayerPipe.forward). From AMP's "
+        "synchronised per-layer forward profile (src/known_cost/gpt2_{P3,G4}_{1,2,4}.npy, two "
+        f"passes per value): host time per kernel ({host}) = tp-1 profile per pass minus the "
+        "compute model's GPU time of the 15 compute ops, per op; cost per TP collective call "
+        f"({coll}) = tp-2 and tp-4 profile per pass minus GPU, host and modelled transfer time, "
+        "per collective, averaged (validation/build_cases.py amp_framework_overheads)")
     return framework, why
 
 

@@ -83,16 +83,28 @@ class FrameworkConfig:
     the code evaluates each transformer layer's forward (1 normally; the backward runs once).
     ``host_op_overhead_ns``: host (CPU) time per compute kernel that the GPU waits for, per GPU
     type (``"*"`` for any other), added to every compute op of that GPU.
+    ``collective_overhead_ns``: time each tensor-parallel collective call costs the GPU before its
+    transfer starts, per GPU type (a marker op before every TP collective carries it).
     """
 
     name: str = "megatron"
     layer_forward_passes: int = 1
     host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
+    collective_overhead_ns: tuple[tuple[str, int], ...] = ()
 
     def host_overhead_ns(self, gpu: str) -> int:
         """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
         table = dict(self.host_op_overhead_ns)
         return int(table.get(gpu, table.get("*", 0)))
+
+    def tp_collective_overhead_ns(self, gpu: str) -> int:
+        """Time a TP collective call costs the calling GPU beyond its transfer (0: none)."""
+        table = dict(self.collective_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
+
+    @property
+    def has_collective_overhead(self) -> bool:
+        return any(ns > 0 for _, ns in self.collective_overhead_ns)
 
 
 @dataclass(frozen=True)
@@ -235,26 +247,32 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
 
 
 def _framework(section: Section) -> FrameworkConfig:
-    """``framework``: name, layer_forward_passes, host_op_overhead (a time, or a mapping of GPU
-    names, ``"*"`` for the rest, to times)."""
-    from heterosim.catalog.gpus import canonical_gpu_name
-
-    raw = section.raw("host_op_overhead", "0us")
-    entries: dict[str, int] = {}
-    if isinstance(raw, dict):
-        sub = section.section("host_op_overhead")
-        for key in list(raw):
-            gpu = "*" if key == "*" else (canonical_gpu_name(str(key)) or str(key))
-            entries[gpu] = sub.time_ns(str(key))
-    else:
-        entries["*"] = section.time_ns("host_op_overhead", "0us")
+    """``framework``: name, layer_forward_passes, host_op_overhead and collective_overhead (each a
+    time, or a mapping of GPU names, ``"*"`` for the rest, to times)."""
     framework = FrameworkConfig(
         name=section.string("name", "megatron", choices=FRAMEWORKS),
         layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
-        host_op_overhead_ns=tuple(sorted(entries.items())),
+        host_op_overhead_ns=_per_gpu_times(section, "host_op_overhead"),
+        collective_overhead_ns=_per_gpu_times(section, "collective_overhead"),
     )
     section.reject_unknown()
     return framework
+
+
+def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
+    """A time, or a mapping GPU name (catalogue aliases accepted, ``"*"``: any other) -> time."""
+    from heterosim.catalog.gpus import canonical_gpu_name
+
+    raw = section.raw(key, "0us")
+    entries: dict[str, int] = {}
+    if isinstance(raw, dict):
+        sub = section.section(key)
+        for name in list(raw):
+            gpu = "*" if name == "*" else (canonical_gpu_name(str(name)) or str(name))
+            entries[gpu] = sub.time_ns(str(name))
+    else:
+        entries["*"] = section.time_ns(key, "0us")
+    return tuple(sorted(entries.items()))
 
 
 def _network(section: Section) -> NetworkConfig:
@@ -318,10 +336,12 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
-    for gpu, _ in exp.framework.host_op_overhead_ns:
-        if gpu != "*" and gpu not in set(cluster.gpu_type):
-            raise top.error(f"framework.host_op_overhead.{gpu}", "no GPU of this type in the "
-                            f"cluster (has: {', '.join(sorted(set(cluster.gpu_type)))})")
+    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
+                       ("collective_overhead", exp.framework.collective_overhead_ns)):
+        for gpu, _ in table:
+            if gpu != "*" and gpu not in set(cluster.gpu_type):
+                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
+                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")

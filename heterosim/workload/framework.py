@@ -26,7 +26,9 @@
 
 The gradient all-reduce after the last backward (``ReduceTiedGrads``, ``ReduceGrads``) is
 ``parallel.grad_sync: after_backward``; the host time per kernel and repeated layer forwards are
-``framework.host_op_overhead`` and ``framework.layer_forward_passes`` (plan and op lists).
+``framework.host_op_overhead`` and ``framework.layer_forward_passes`` (plan and op lists); a cost
+per tensor-parallel collective call, ``framework.collective_overhead``, rides on a marker op
+(:func:`collective_call_op`) chained before every TP collective, which the plan layer times.
 The meta tensors (a few int64 values) are not modelled.
 """
 
@@ -36,9 +38,16 @@ from dataclasses import dataclass
 
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig
-from heterosim.workload.ops_base import activation_dtype
+from heterosim.workload.ops_base import OpSpec, activation_dtype
 
 MASK_DTYPE = "fp16"  # DeepSpeed casts the boolean attention mask with .half() before sending
+COLLECTIVE_CALL_LABEL = "host.tp_collective_call"
+
+
+def collective_call_op(dtype: str) -> OpSpec:
+    """The marker op chained before each TP collective when ``framework.collective_overhead`` is
+    set: an empty elementwise kernel whose time the plan layer sets to that overhead."""
+    return OpSpec(COLLECTIVE_CALL_LABEL, "elementwise", "fwd", dtype, (0, 0, 0, 0))
 
 
 @dataclass(frozen=True)
@@ -76,4 +85,5 @@ def pipeline_payload(exp: ExperimentConfig) -> PipelinePayload:
     return PipelinePayload(part + attention_mask_bytes(exp), full, full if partitioned else 0)
 
 
-__all__ = ["PipelinePayload", "activation_bytes", "attention_mask_bytes", "pipeline_payload"]
+__all__ = ["COLLECTIVE_CALL_LABEL", "PipelinePayload", "activation_bytes", "attention_mask_bytes",
+           "collective_call_op", "pipeline_payload"]

@@ -52,7 +52,7 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
-from heterosim.workload.framework import pipeline_payload
+from heterosim.workload.framework import collective_call_op, pipeline_payload
 from heterosim.workload.groups import ParallelGroups, RankLayout
 from heterosim.workload.ops import (
     OpSpec,
@@ -136,6 +136,9 @@ class RankProgram:
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self._blocks: dict[int, list[Block]] = {}
+        # framework.collective_overhead: a marker op before every TP collective carries its cost
+        self._call_marker = (self.templates.add(collective_call_op(self.act_dtype))
+                             if exp.framework.has_collective_overhead and self.par.tp > 1 else None)
 
     # -- templates -------------------------------------------------------------------------
 
@@ -209,6 +212,8 @@ class RankProgram:
                 tmpl = self._template(op)
                 if tmpl is None:
                     continue
+                if self._call_marker is not None and op.comm_group == "tp":
+                    unit.chain(self._call_marker, block.layer_attr)
                 extra = [gathers[j]] if first and j in gathers else []
                 unit.chain(tmpl, block.layer_attr, extra)
                 if first and prefetch > 0:
@@ -291,6 +296,8 @@ class RankProgram:
                                  tag=self._tag(mb, v - 1, 0),
                                  deps=(out.tail,) if out.tail >= 0 else ())
                     if gather_f is not None:
+                        if self._call_marker is not None:
+                            r = out.node(self._call_marker, micro_batch=mb, stage=v, deps=(r,))
                         r = out.node(gather_f, micro_batch=mb, stage=v, deps=(r,))
                     deps = (r,)
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
@@ -302,6 +309,9 @@ class RankProgram:
                 if v < self.V - 1:
                     prev = (out.tail,) if out.tail >= 0 else ()
                     if gather_b is not None:  # re-gather the partitioned output first
+                        if self._call_marker is not None:
+                            prev = (out.node(self._call_marker, micro_batch=mb, stage=v,
+                                             deps=prev),)
                         prev = (out.node(gather_b, micro_batch=mb, stage=v, deps=prev),)
                     r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
                                  tag=self._tag(mb, v, 1), deps=prev)
