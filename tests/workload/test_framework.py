@@ -1,0 +1,180 @@
+"""Framework mechanisms (framework.*): DeepSpeed's pipeline payload and TP re-gathers, repeated
+layer forwards, host time per kernel and per TP collective call; each against a hand count."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from heterosim.config.experiment import parse_experiment
+from heterosim.errors import UserError
+from heterosim.plan.compute.host_overhead import (
+    add_host_overhead,
+    collective_overhead_from_layer_forward,
+    host_overhead_from_layer_forward,
+)
+from heterosim.simulate import run_experiment
+from heterosim.workload.framework import (
+    COLLECTIVE_CALL_LABEL,
+    attention_mask_bytes,
+    pipeline_payload,
+)
+from heterosim.workload.generator import generate_workload
+from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
+
+H, S, B = 256, 128, 2
+MODEL = {"arch": "gpt", "hidden": H, "layers": 4, "heads": 4, "ffn": 4 * H, "vocab": 1024,
+         "seq": S}
+
+
+def _experiment(parallel: dict, framework: dict | None = None, gpus: int = 4,
+                global_batch: int = 8) -> dict:
+    data = {"name": "fw", "model": dict(MODEL),
+            "training": {"global_batch": global_batch, "micro_batch": B, "seq_len": S,
+                         "dtype": "fp16", "attention": "unfused"},
+            "parallel": {"dp_bucket": "1GiB", **parallel},
+            "cluster": {"host_types": {"t4": {"gpu": "T4-16GB-PCIe", "gpus": gpus,
+                                              "fabric": "pcie", "nics": 1,
+                                              "nic_speed": "50Gbps"}},
+                        "hosts": [{"type": "t4", "count": 1}]},
+            "simulation": {"fidelity": "flow"}}
+    if framework is not None:
+        data["framework"] = framework
+    return data
+
+
+def _parse(data: dict):
+    return parse_experiment(data, "fw.yaml")
+
+
+def _labels(trace) -> Counter:
+    names = trace.templates.label_names
+    return Counter(names[trace.templates.label[t]] for t in trace.template)
+
+
+def test_framework_defaults_and_bad_input_name_the_key() -> None:
+    fw = _parse(_experiment({"tp": 1, "pp": 1, "dp": 4})).framework
+    assert (fw.name, fw.layer_forward_passes, fw.host_overhead_ns("T4-16GB-PCIe")) == \
+        ("megatron", 1, 0)
+    with pytest.raises(UserError, match=r"fw.yaml: framework.name: expected one of"):
+        _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"name": "horovod"}))
+    with pytest.raises(UserError, match=r"framework.host_op_overhead.H100-SXM: no GPU of this "
+                                        r"type in the cluster"):
+        _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"host_op_overhead": {"H100": "5us"}}))
+    with pytest.raises(UserError, match=r"framework.layer_forward_passes"):
+        _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"layer_forward_passes": 0}))
+    with pytest.raises(UserError, match=r"framework.colective_overhead: unknown key"):
+        _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"colective_overhead": "1us"}))
+    fw = _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {
+        "host_op_overhead": {"T4": "7us", "*": "1us"}, "collective_overhead": "300us"})).framework
+    assert fw.host_overhead_ns("T4-16GB-PCIe") == 7000 and fw.host_overhead_ns("other") == 1000
+    assert fw.tp_collective_overhead_ns("T4-16GB-PCIe") == 300_000
+
+
+def test_deepspeed_payload_against_hand_count() -> None:
+    act = B * S * H * 2  # b*s*h fp16
+    mask = S * S * 2  # [1, 1, s, s] mask sent as fp16
+    mega = pipeline_payload(_parse(_experiment({"tp": 2, "pp": 2, "dp": 1})))
+    assert (mega.forward_bytes, mega.backward_bytes, mega.gather_bytes) == (act, act, 0)
+    ds = _parse(_experiment({"tp": 2, "pp": 2, "dp": 1}, {"name": "deepspeed"}))
+    assert attention_mask_bytes(ds) == mask
+    p = pipeline_payload(ds)
+    assert (p.forward_bytes, p.backward_bytes, p.gather_bytes) == (act // 2 + mask, act, act)
+    p1 = pipeline_payload(_parse(_experiment({"tp": 1, "pp": 4, "dp": 1}, {"name": "deepspeed"})))
+    assert (p1.forward_bytes, p1.backward_bytes, p1.gather_bytes) == (act + mask, act, 0)
+
+
+def test_deepspeed_trace_regathers_partitioned_activations() -> None:
+    exp = _parse(_experiment({"tp": 2, "pp": 2, "dp": 1}, {"name": "deepspeed"}))
+    w = generate_workload(exp)
+    m = 8 // B  # micro-batches
+    first, last = w.trace(0), w.trace(2)  # stage 0 and stage 1 (tp fastest)
+    assert _labels(last)["pp_partition_allgather.fwd"] == m
+    assert _labels(last)["pp_partition_allgather.bwd"] == 0
+    assert _labels(first)["pp_partition_allgather.bwd"] == m
+    assert _labels(first)["pp_partition_allgather.fwd"] == 0
+    act, mask = B * S * H * 2, S * S * 2
+    for tr, kind, size in ((first, COMM_SEND_NODE, act // 2 + mask),
+                           (last, COMM_RECV_NODE, act // 2 + mask)):
+        nodes = np.flatnonzero(tr.node_type == kind)
+        sizes = tr.templates.comm_bytes[tr.template[nodes]]
+        assert sorted(sizes.tolist()) == [size] * m
+    # the re-gather sits between the recv and the forward that uses it
+    names = last.templates.label_names
+    order = [names[last.templates.label[t]] for t in last.template]
+    i = order.index("pp_recv.fwd")
+    assert order[i + 1] == "pp_partition_allgather.fwd"
+
+
+def test_layer_forward_passes_repeat_the_forward_only() -> None:
+    one = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2}))).trace(0)
+    two = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2},
+                                               {"layer_forward_passes": 2}))).trace(0)
+    a, b = _labels(one), _labels(two)
+    assert b["qkv_proj"] == 2 * a["qkv_proj"] and b["fc2"] == 2 * a["fc2"]
+    assert b["qkv_proj.dgrad"] == a["qkv_proj.dgrad"]  # one backward
+    assert b["tp_allreduce.mlp"] == 2 * a["tp_allreduce.mlp"]  # the repeat's TP all-reduces too
+
+
+def test_collective_markers_precede_every_tp_collective() -> None:
+    exp = _parse(_experiment({"tp": 2, "pp": 2, "dp": 1},
+                             {"name": "deepspeed", "collective_overhead": "400us"}))
+    w = generate_workload(exp)
+    for rank in range(4):
+        tr = w.trace(rank)
+        names = tr.templates.label_names
+        order = [names[tr.templates.label[t]] for t in tr.template]
+        colls = [i for i, t in enumerate(tr.template)
+                 if tr.templates.node_type[t] == COMM_COLL_NODE
+                 and order[i] not in ("dp_grad_allreduce", "embedding_grad_allreduce")]
+        assert colls and all(order[i - 1] == COLLECTIVE_CALL_LABEL for i in colls)
+        assert order.count(COLLECTIVE_CALL_LABEL) == len(colls)
+
+
+def test_add_host_overhead_and_derivations_by_hand() -> None:
+    tr = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2},
+                                              {"collective_overhead": "1us"}))).trace(0)
+    t = tr.templates
+    base = np.full(len(t), 1000, dtype=np.int64)
+    base[t.node_type != COMP_NODE] = 0
+    out = add_host_overhead(base, t, 70, 400)
+    marker = np.array([t.label_names[x] == COLLECTIVE_CALL_LABEL for x in t.label])
+    compute = t.node_type == COMP_NODE
+    assert marker.any()
+    assert (out[compute & ~marker] == 1070).all() and (out[marker] == 400).all()
+    assert (out[~compute] == 0).all()
+    # measured 4 ms for two passes over 10 ops of 100 us of GPU time: (2000 - 1000) / 10
+    assert host_overhead_from_layer_forward(4e6, 2, [100_000] * 10) == 100_000
+    assert host_overhead_from_layer_forward(1e6, 2, [100_000] * 10) == 0
+    # per pass 3 ms - 1 ms GPU - 10 x 50 us host - 2 x 250 us transfer = 1 ms over 2 collectives
+    assert collective_overhead_from_layer_forward(6e6, 2, [100_000] * 10, 50_000,
+                                                  [250_000, 250_000]) == 500_000
+
+
+def _iteration_ns(data: dict) -> tuple[int, object]:
+    run = run_experiment(_parse(data))
+    return run.engine.makespan_ns, run
+
+
+def test_host_overhead_adds_its_time_to_every_kernel_of_a_single_gpu() -> None:
+    """One GPU, no communication: the iteration is the serial sum of its kernels, so it grows by
+    exactly (compute nodes) x overhead."""
+    base = _experiment({"tp": 1, "pp": 1, "dp": 1}, gpus=1, global_batch=4)
+    t0, run = _iteration_ns(base)
+    t1, _ = _iteration_ns({**base, "framework": {"host_op_overhead": "50us"}})
+    nodes = sum(int((tr.node_type == COMP_NODE).sum()) for tr in run.traces)
+    assert t1 - t0 == nodes * 50_000
+
+
+def test_collective_overhead_delays_each_tp_call_once() -> None:
+    """Two TP ranks in lock step: every TP collective starts later by the call cost on both, so
+    the iteration grows by (TP collectives per rank) x cost."""
+    base = _experiment({"tp": 2, "pp": 1, "dp": 1}, gpus=2, global_batch=4)
+    t0, run = _iteration_ns(base)
+    t1, run1 = _iteration_ns({**base, "framework": {"collective_overhead": "300us"}})
+    tr = run1.traces[0]
+    calls = _labels(tr)[COLLECTIVE_CALL_LABEL]
+    assert calls == int((tr.node_type == COMM_COLL_NODE).sum())
+    assert t1 - t0 == pytest.approx(calls * 300_000, abs=calls * 5_000)  # + the marker's launch
