@@ -22,13 +22,17 @@
     (``_exec_send_grads``);
   * ``p2p.send``/``p2p.recv`` are blocking ``dist.broadcast`` calls in a two-rank group
     (``deepspeed/runtime/pipe/p2p.py``), i.e. a rendezvous of sender and receiver, which the
-    trace's send/recv pairs already are.
+    trace's send/recv pairs already are; one call per tensor, so an activation send is three
+    calls (meta, slice, mask) with TP > 1 and two (hidden, mask) without, a gradient send one
+    (``forward_calls``/``backward_calls``, which ``framework.collective_overhead`` charges).
 
 The gradient all-reduce after the last backward (``ReduceTiedGrads``, ``ReduceGrads``) is
 ``parallel.grad_sync: after_backward``; the host time per kernel and repeated layer forwards are
 ``framework.host_op_overhead`` and ``framework.layer_forward_passes`` (plan and op lists); a cost
-per tensor-parallel collective call, ``framework.collective_overhead``, rides on a marker op
-(:func:`collective_call_op`) chained before every TP collective, which the plan layer times.
+per communication call, ``framework.collective_overhead``, rides on a marker op
+(:func:`collective_call_op`) chained before every TP collective and every pipeline p2p call
+(as many as the engine makes), which the plan layer times. The once-per-iteration gradient
+all-reduces carry no marker.
 The meta tensors (a few int64 values) are not modelled.
 """
 
@@ -57,6 +61,8 @@ class PipelinePayload:
     forward_bytes: int  # activation send/recv, per TP rank
     backward_bytes: int  # gradient send/recv, per TP rank
     gather_bytes: int  # all-gather (nccl-tests size: the gathered total) after a recv; 0: none
+    forward_calls: int = 1  # communication calls per activation send (and per recv)
+    backward_calls: int = 1  # per gradient send (and per recv)
 
 
 def activation_bytes(exp: ExperimentConfig) -> int:
@@ -82,7 +88,10 @@ def pipeline_payload(exp: ExperimentConfig) -> PipelinePayload:
     tp = exp.parallel.tp
     partitioned = tp > 1 and not exp.parallel.sequence_parallel
     part = -(-full // tp) if partitioned else full
-    return PipelinePayload(part + attention_mask_bytes(exp), full, full if partitioned else 0)
+    # one broadcast per tensor: (meta, part, mask) partitioned, (hidden, mask) otherwise; the
+    # gradient of the hidden state only
+    return PipelinePayload(part + attention_mask_bytes(exp), full, full if partitioned else 0,
+                           forward_calls=3 if partitioned else 2, backward_calls=1)
 
 
 __all__ = ["COLLECTIVE_CALL_LABEL", "PipelinePayload", "activation_bytes", "attention_mask_bytes",

@@ -136,9 +136,10 @@ class RankProgram:
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self._blocks: dict[int, list[Block]] = {}
-        # framework.collective_overhead: a marker op before every TP collective carries its cost
+        # framework.collective_overhead: a marker op before every TP collective and pipeline p2p
+        # call carries its cost
         self._call_marker = (self.templates.add(collective_call_op(self.act_dtype))
-                             if exp.framework.has_collective_overhead and self.par.tp > 1 else None)
+                             if exp.framework.has_collective_overhead else None)
 
     # -- templates -------------------------------------------------------------------------
 
@@ -286,42 +287,49 @@ class RankProgram:
                                             payload.gather_bytes, self.act_dtype,
                                             COMM_COLL_NODE, "tp"))
         out = TraceAssembler()
+
+        def calls(count: int, mb: int, v: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+            """``count`` collective-call markers (framework.collective_overhead) after ``deps``."""
+            for _ in range(count if self._call_marker is not None else 0):
+                deps = (out.node(self._call_marker, micro_batch=mb, stage=v, deps=deps),)
+            return deps
+
         for i, step in enumerate(steps):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":
                 deps: tuple[int, ...] = ()
                 if v > 0:
+                    prev = calls(payload.forward_calls, mb, v,
+                                 (out.tail,) if out.tail >= 0 else ())
                     r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
-                                 tag=self._tag(mb, v - 1, 0),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v - 1, 0), deps=prev)
                     if gather_f is not None:
-                        if self._call_marker is not None:
-                            r = out.node(self._call_marker, micro_batch=mb, stage=v, deps=(r,))
-                        r = out.node(gather_f, micro_batch=mb, stage=v, deps=(r,))
+                        r = out.node(gather_f, micro_batch=mb, stage=v, deps=calls(1, mb, v, (r,)))
                     deps = (r,)
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 if v < self.V - 1:
                     out.node(send_f, micro_batch=mb, stage=v, peer=self._peer(v + 1),
-                             tag=self._tag(mb, v, 0), deps=(out.tail,))
+                             tag=self._tag(mb, v, 0),
+                             deps=calls(payload.forward_calls, mb, v, (out.tail,)))
             else:
                 deps = ()
                 if v < self.V - 1:
                     prev = (out.tail,) if out.tail >= 0 else ()
                     if gather_b is not None:  # re-gather the partitioned output first
-                        if self._call_marker is not None:
-                            prev = (out.node(self._call_marker, micro_batch=mb, stage=v,
-                                             deps=prev),)
-                        prev = (out.node(gather_b, micro_batch=mb, stage=v, deps=prev),)
+                        prev = (out.node(gather_b, micro_batch=mb, stage=v,
+                                         deps=calls(1, mb, v, prev)),)
                     r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
-                                 tag=self._tag(mb, v, 1), deps=prev)
+                                 tag=self._tag(mb, v, 1),
+                                 deps=calls(payload.backward_calls, mb, v, prev))
                     deps = (r,)
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
                 if v > 0:
                     out.node(send_b, micro_batch=mb, stage=v, peer=self._peer(v - 1),
-                             tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                             tag=self._tag(mb, v - 1, 1),
+                             deps=calls(payload.backward_calls, mb, v, (out.tail,)))
         self._finish_iteration(out)
         exp = self.exp
         meta = {

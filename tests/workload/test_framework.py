@@ -118,10 +118,15 @@ def test_layer_forward_passes_repeat_the_forward_only() -> None:
     assert b["tp_allreduce.mlp"] == 2 * a["tp_allreduce.mlp"]  # the repeat's TP all-reduces too
 
 
-def test_collective_markers_precede_every_tp_collective() -> None:
+def test_collective_markers_precede_every_tp_collective_and_p2p_call() -> None:
+    """One marker per TP collective and per DeepSpeed p2p broadcast: three per activation
+    send/recv with TP > 1 (meta, slice, mask), one per gradient send/recv."""
     exp = _parse(_experiment({"tp": 2, "pp": 2, "dp": 1},
                              {"name": "deepspeed", "collective_overhead": "400us"}))
+    payload = pipeline_payload(exp)
+    assert (payload.forward_calls, payload.backward_calls) == (3, 1)
     w = generate_workload(exp)
+    m = 8 // B
     for rank in range(4):
         tr = w.trace(rank)
         names = tr.templates.label_names
@@ -130,7 +135,13 @@ def test_collective_markers_precede_every_tp_collective() -> None:
                  if tr.templates.node_type[t] == COMM_COLL_NODE
                  and order[i] not in ("dp_grad_allreduce", "embedding_grad_allreduce")]
         assert colls and all(order[i - 1] == COLLECTIVE_CALL_LABEL for i in colls)
-        assert order.count(COLLECTIVE_CALL_LABEL) == len(colls)
+        p2p = 3 * m + 1 * m  # stage 0 sends activations, receives gradients; stage 1 the reverse
+        for i, name in enumerate(order):
+            if name in ("pp_send.fwd", "pp_recv.fwd"):
+                assert order[i - 3:i] == [COLLECTIVE_CALL_LABEL] * 3
+            if name in ("pp_send.bwd", "pp_recv.bwd"):
+                assert order[i - 1] == COLLECTIVE_CALL_LABEL
+        assert order.count(COLLECTIVE_CALL_LABEL) == len(colls) + p2p
 
 
 def test_add_host_overhead_and_derivations_by_hand() -> None:
