@@ -10,7 +10,7 @@ MAPE and Spearman (heterosim.validate.stats) per step:
 0. before: no ``framework`` section and the T4 at its datasheet peak (no sustained envelope);
 1. T4 sustained fp16 GEMM envelope at the 70 W power cap (published_kernels.yaml);
 2. ``framework.name: deepspeed`` (p2p payload with the attention mask, TP-partitioned
-   activations and their re-gathers);
+   activations and their re-gathers, TrainSchedule instruction order, blocking p2p);
 3. ``framework.layer_forward_passes: 2``;
 4. ``framework.host_op_overhead`` (the cases' values);
 5. ``framework.collective_overhead`` (the cases' values): the cases as shipped.
@@ -36,7 +36,7 @@ from heterosim.validate.cases import load_cases  # noqa: E402
 from heterosim.validate.predict import iteration_time_s  # noqa: E402
 from heterosim.validate.stats import error_pct, mape, spearman  # noqa: E402
 
-STEPS = ("before", "T4 power-cap GEMM envelope", "DeepSpeed p2p payload",
+STEPS = ("before", "T4 power-cap GEMM envelope", "DeepSpeed pipeline engine",
          "layer forward x2", "host time per kernel", "cost per communication call")
 
 

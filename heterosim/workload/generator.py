@@ -52,7 +52,7 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
-from heterosim.workload.framework import collective_call_op, pipeline_payload
+from heterosim.workload.framework import PipelinePayload, collective_call_op, pipeline_payload
 from heterosim.workload.groups import ParallelGroups, RankLayout
 from heterosim.workload.ops import (
     OpSpec,
@@ -294,7 +294,11 @@ class RankProgram:
                 deps = (out.node(self._call_marker, micro_batch=mb, stage=v, deps=deps),)
             return deps
 
-        for i, step in enumerate(steps):
+        if self.exp.framework.name == "deepspeed":
+            self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units,
+                                  payload, (recv_f, send_f, recv_b, send_b, gather_f, gather_b),
+                                  calls)
+        for i, step in enumerate(steps if self.exp.framework.name != "deepspeed" else ()):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":
@@ -340,6 +344,65 @@ class RankProgram:
         }
         gpu = exp.cluster.gpu_type[self.rank]
         return out.finish(self.rank, self.templates.build(), gpu, meta)
+
+    def _deepspeed_steps(self, out: TraceAssembler, steps: list[Step], last_backward: dict,
+                         fwd_units: dict, bwd_units: dict, sync_units: dict,
+                         payload: PipelinePayload, templates: tuple, calls) -> None:
+        """The steps in DeepSpeed's PipelineEngine order (workload.framework): every p2p call
+        blocks the rank until the transfer is done, and a result is sent at the start of the
+        rank's next schedule step (TrainSchedule: a forward step runs RecvActivation, then
+        SendGrad of the previous backward, then ForwardPass; a backward step SendActivation of the
+        previous forward, then RecvGrad, then BackwardPass)."""
+        recv_f, send_f, recv_b, send_b, gather_f, gather_b = templates
+        p = self.par
+
+        def chain(template: int, mb: int, v: int, count: int = 0, **where) -> None:
+            deps = calls(count, mb, v, (out.tail,) if out.tail >= 0 else ())
+            out.tail = out.node(template, micro_batch=mb, stage=v, deps=deps, **where)
+
+        def send(pending: tuple) -> None:
+            template, mb, v, peer, tag, count = pending
+            chain(template, mb, v, count, peer=peer, tag=tag)
+
+        pending: tuple | None = None  # the last result's send, issued at the next step's start
+        for i, step in enumerate(steps):
+            v = step.chunk * p.pp + self.stage
+            mb = step.micro_batch
+            if step.kind == "F":
+                if pending is not None and pending[0] == send_f:  # a warm-up step in between
+                    send(pending)
+                    pending = None
+                if v > 0:
+                    chain(recv_f, mb, v, payload.forward_calls, peer=self._peer(v - 1),
+                          tag=self._tag(mb, v - 1, 0))
+                if pending is not None:  # SendGrad of the previous backward
+                    send(pending)
+                    pending = None
+                if v > 0 and gather_f is not None:
+                    chain(gather_f, mb, v, 1)
+                out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v < self.V - 1:
+                    pending = (send_f, mb, v, self._peer(v + 1), self._tag(mb, v, 0),
+                               payload.forward_calls)
+            else:
+                if pending is not None:  # SendActivation (or a cool-down SendGrad)
+                    send(pending)
+                    pending = None
+                if v < self.V - 1:
+                    if gather_b is not None:  # re-gather the partitioned output first
+                        chain(gather_b, mb, v, 1)
+                    chain(recv_b, mb, v, payload.backward_calls, peer=self._peer(v + 1),
+                          tag=self._tag(mb, v, 1))
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
+                    bwd_units[step.chunk]
+                out.unit(unit, micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v > 0:
+                    pending = (send_b, mb, v, self._peer(v - 1), self._tag(mb, v - 1, 1),
+                               payload.backward_calls)
+        if pending is not None:
+            send(pending)
 
     def _finish_iteration(self, out: TraceAssembler) -> None:
         p, m = self.par, self.model

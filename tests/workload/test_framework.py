@@ -101,11 +101,56 @@ def test_deepspeed_trace_regathers_partitioned_activations() -> None:
         nodes = np.flatnonzero(tr.node_type == kind)
         sizes = tr.templates.comm_bytes[tr.template[nodes]]
         assert sorted(sizes.tolist()) == [size] * m
-    # the re-gather sits between the recv and the forward that uses it
+    # the re-gather sits between the recv (and the previous gradient's send) and the forward
     names = last.templates.label_names
     order = [names[last.templates.label[t]] for t in last.template]
-    i = order.index("pp_recv.fwd")
-    assert order[i + 1] == "pp_partition_allgather.fwd"
+    i = order.index("pp_recv.fwd", order.index("pp_send.bwd") - 2)
+    assert order[i + 1:i + 3] == ["pp_send.bwd", "pp_partition_allgather.fwd"]
+
+
+def _instructions(trace) -> list[str]:
+    """The rank's pipeline instructions in issue order: p2p calls and F/B passes with their
+    micro-batch (consecutive kernels of one pass collapsed)."""
+    names, phases = trace.templates.label_names, trace.templates.phase
+    short = {"pp_recv.fwd": "RA", "pp_send.fwd": "SA", "pp_recv.bwd": "RG", "pp_send.bwd": "SG"}
+    out: list[str] = []
+    for n, t in enumerate(trace.template):
+        mb = int(trace.micro_batch[n])
+        label = names[trace.templates.label[t]]
+        if label in short:
+            out.append(f"{short[label]}{mb}")
+        elif trace.templates.node_type[t] == COMP_NODE and mb >= 0:
+            token = ("F" if int(phases[t]) == 0 else "B") + str(mb)
+            if not out or out[-1] != token:
+                out.append(token)
+    return out
+
+
+def test_deepspeed_instruction_order_follows_train_schedule() -> None:
+    """pp 2, 3 micro-batches, by hand from DeepSpeed's TrainSchedule (schedule.py: forward of
+    micro-batch i on stage s at step 2i+s, backward at 2i+2P-s-1; a forward step runs
+    RecvActivation, SendGrad(previous), ForwardPass; a backward step SendActivation(previous),
+    RecvGrad, BackwardPass)."""
+    w = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": "deepspeed"},
+                                             gpus=2, global_batch=3 * B)))
+    assert _instructions(w.trace(0)) == ["F0", "SA0", "F1", "SA1", "RG0", "B0", "F2", "SA2",
+                                         "RG1", "B1", "RG2", "B2"]
+    assert _instructions(w.trace(1)) == ["RA0", "F0", "B0", "RA1", "SG0", "F1", "B1", "RA2",
+                                         "SG1", "F2", "B2", "SG2"]
+    # Megatron's engine sends each result right after its pass
+    mega = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, gpus=2,
+                                                global_batch=3 * B)))
+    assert _instructions(mega.trace(1))[:6] == ["RA0", "F0", "B0", "SG0", "RA1", "F1"]
+
+
+def test_deepspeed_p2p_blocks_the_sender() -> None:
+    """A DeepSpeed send is in the rank's chain (the next instruction waits for the transfer);
+    Megatron's is not."""
+    for name, blocking in (("deepspeed", True), ("megatron", False)):
+        tr = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": name},
+                                                  gpus=2, global_batch=3 * B))).trace(0)
+        sends = set(np.flatnonzero(tr.node_type == COMM_SEND_NODE).tolist())
+        assert bool(sends & set(tr.dep_idx.tolist())) == blocking, name
 
 
 def test_layer_forward_passes_repeat_the_forward_only() -> None:
@@ -189,3 +234,20 @@ def test_collective_overhead_delays_each_tp_call_once() -> None:
     calls = _labels(tr)[COLLECTIVE_CALL_LABEL]
     assert calls == int((tr.node_type == COMM_COLL_NODE).sum())
     assert t1 - t0 == pytest.approx(calls * 300_000, abs=calls * 5_000)  # + the marker's launch
+
+
+@pytest.mark.parametrize("parallel", [{"tp": 2, "pp": 4, "dp": 1}, {"tp": 1, "pp": 4, "dp": 2}])
+def test_deepspeed_sends_match_recvs_and_traces_are_valid(parallel) -> None:
+    w = generate_workload(_parse(_experiment(parallel, {"name": "deepspeed",
+                                                        "collective_overhead": "100us"},
+                                             gpus=8, global_batch=16)))
+    sends, recvs = Counter(), Counter()
+    for tr in w.traces:
+        tr.check()
+        for i in np.flatnonzero(tr.node_type == COMM_SEND_NODE):
+            sends[(tr.rank, int(tr.peer[i]), int(tr.tag[i]),
+                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+        for i in np.flatnonzero(tr.node_type == COMM_RECV_NODE):
+            recvs[(int(tr.peer[i]), tr.rank, int(tr.tag[i]),
+                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+    assert sends and sends == recvs and max(sends.values()) == 1
