@@ -342,6 +342,9 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             if gpu != "*" and gpu not in set(cluster.gpu_type):
                 raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
                                 f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
+    if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
+        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
+                        f"(1F1B, no interleaving), not {par.schedule}")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")

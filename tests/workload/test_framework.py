@@ -65,6 +65,8 @@ def test_framework_defaults_and_bad_input_name_the_key() -> None:
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"host_op_overhead": {"H100": "5us"}}))
     with pytest.raises(UserError, match=r"framework.layer_forward_passes"):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"layer_forward_passes": 0}))
+    with pytest.raises(UserError, match=r"parallel.schedule: framework deepspeed runs "):
+        _parse(_experiment({"tp": 1, "pp": 2, "dp": 2, "schedule": "gpipe"}, {"name": "deepspeed"}))
     with pytest.raises(UserError, match=r"framework.colective_overhead: unknown key"):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"colective_overhead": "1us"}))
     fw = _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {
