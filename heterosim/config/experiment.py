@@ -77,14 +77,15 @@ class FrameworkConfig:
     """The training software's own costs (heterosim.workload.framework documents each one).
 
     ``name``: megatron (Megatron-LM's 1F1B engine: activations as one tensor per p2p, every TP
-    rank sending its replica) or deepspeed (DeepSpeed's PipelineEngine with Megatron's
-    GPT2ModelPipe: the attention mask travels with every activation, TP>1 activations are
-    partitioned across the TP ranks and re-gathered). ``layer_forward_passes``: how many times
-    the code evaluates each transformer layer's forward (1 normally; the backward runs once).
+    rank sending its replica, sends not blocking the rank) or deepspeed (DeepSpeed's
+    PipelineEngine with Megatron's GPT2ModelPipe: TrainSchedule instruction order, blocking p2p,
+    the attention mask with every activation, TP>1 activations partitioned across the TP ranks
+    and re-gathered). ``layer_forward_passes``: how many times the code evaluates each
+    transformer layer's forward (1 normally; the backward runs once).
     ``host_op_overhead_ns``: host (CPU) time per compute kernel that the GPU waits for, per GPU
     type (``"*"`` for any other), added to every compute op of that GPU.
-    ``collective_overhead_ns``: time each tensor-parallel collective call costs the GPU before its
-    transfer starts, per GPU type (a marker op before every TP collective carries it).
+    ``collective_overhead_ns``: time each communication call (a TP collective, a pipeline p2p
+    call) costs the GPU before its transfer starts, per GPU type (marker ops carry it).
     """
 
     name: str = "megatron"
@@ -98,7 +99,7 @@ class FrameworkConfig:
         return int(table.get(gpu, table.get("*", 0)))
 
     def tp_collective_overhead_ns(self, gpu: str) -> int:
-        """Time a TP collective call costs the calling GPU beyond its transfer (0: none)."""
+        """Time a TP collective or p2p call costs the calling GPU beyond its transfer (0: none)."""
         table = dict(self.collective_overhead_ns)
         return int(table.get(gpu, table.get("*", 0)))
 

@@ -10,7 +10,7 @@
   ``deepspeed/runtime/pipe/engine.py``):
 
   * the stage output is the tuple (hidden states, attention mask); ``_exec_send_activations``
-    casts the boolean mask to half (“NCCL does not like to send torch.BoolTensor”) and sends it
+    casts the boolean mask to half ("NCCL does not like to send torch.BoolTensor") and sends it
     with every micro-batch: ``s*s`` fp16 values (Megatron's ``get_ltor_masks_and_position_ids``
     builds a ``[1, 1, s, s]`` mask unless attention masks are reset per document);
   * with TP > 1, ``is_pipe_partitioned = is_model_parallel``: ``_exec_forward_pass`` wraps the
@@ -21,10 +21,17 @@
     and then receives the full gradient, which every TP rank sends whole
     (``_exec_send_grads``);
   * ``p2p.send``/``p2p.recv`` are blocking ``dist.broadcast`` calls in a two-rank group
-    (``deepspeed/runtime/pipe/p2p.py``), i.e. a rendezvous of sender and receiver, which the
-    trace's send/recv pairs already are; one call per tensor, so an activation send is three
-    calls (meta, slice, mask) with TP > 1 and two (hidden, mask) without, a gradient send one
-    (``forward_calls``/``backward_calls``, which ``framework.collective_overhead`` charges).
+    (``deepspeed/runtime/pipe/p2p.py``), a rendezvous of sender and receiver; one call per
+    tensor, so an activation send is three calls (meta, slice, mask) with TP > 1 and two
+    (hidden, mask) without, a gradient send one (``forward_calls``/``backward_calls``, which
+    ``framework.collective_overhead`` charges). The rank waits for each transfer: the engine's
+    timers (``wall_clock_breakdown``, on in DeepSpeedExamples' ``ds_config.json``) call
+    ``torch.cuda.synchronize()`` around every instruction (``deepspeed/utils/timer.py``);
+  * instructions follow ``runtime/pipe/schedule.py`` ``TrainSchedule``: a forward step runs
+    RecvActivation, then SendGrad of the previous backward, then ForwardPass; a backward step
+    SendActivation of the previous forward, then RecvGrad, then BackwardPass. So a result is
+    sent at the start of the rank's next step, not when its pass ends
+    (``RankProgram._deepspeed_steps`` in the generator; Megatron's sends do not block the rank).
 
 The gradient all-reduce after the last backward (``ReduceTiedGrads``, ``ReduceGrads``) is
 ``parallel.grad_sync: after_backward``; the host time per kernel and repeated layer forwards are
