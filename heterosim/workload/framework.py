@@ -27,6 +27,8 @@
     ``framework.collective_overhead`` charges). The rank waits for each transfer: the engine's
     timers (``wall_clock_breakdown``, on in DeepSpeedExamples' ``ds_config.json``) call
     ``torch.cuda.synchronize()`` around every instruction (``deepspeed/utils/timer.py``);
+  * the first and last stage load every micro-batch (``LoadMicroBatch``); Megatron's
+    ``get_batch_pipe`` broadcasts it over the TP group (:func:`load_micro_batch_ops`);
   * instructions follow ``runtime/pipe/schedule.py`` ``TrainSchedule``: a forward step runs
     RecvActivation, then SendGrad of the previous backward, then ForwardPass; a backward step
     SendActivation of the previous forward, then RecvGrad, then BackwardPass. So a result is
@@ -50,6 +52,7 @@ from dataclasses import dataclass
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig
 from heterosim.workload.ops_base import OpSpec, activation_dtype
+from heterosim.workload.trace import BROADCAST, COMM_COLL_NODE
 
 MASK_DTYPE = "fp16"  # DeepSpeed casts the boolean attention mask with .half() before sending
 COLLECTIVE_CALL_LABEL = "host.tp_collective_call"
@@ -70,6 +73,23 @@ class PipelinePayload:
     gather_bytes: int  # all-gather (nccl-tests size: the gathered total) after a recv; 0: none
     forward_calls: int = 1  # communication calls per activation send (and per recv)
     backward_calls: int = 1  # per gradient send (and per recv)
+
+
+MEGATRON_MAX_DATA_DIM = 4  # megatron/mpu/data.py _MAX_DATA_DIM: sizes sent per key
+TOKEN_BYTES = 8  # the batch is int64 tokens (get_batch_pipe: datatype = torch.int64)
+
+
+def load_micro_batch_ops(exp: ExperimentConfig) -> list[OpSpec]:
+    """DeepSpeed's LoadMicroBatch on the first and last stage runs Megatron's ``get_batch_pipe``,
+    whose ``mpu.broadcast_data`` broadcasts from TP rank 0 the key sizes and then the flattened
+    ``b x (s + 1)`` int64 tokens over the TP group (nothing to do at tp 1)."""
+    t = exp.training
+    return [OpSpec("load_batch.broadcast_sizes", "comm", "fwd", "fp32", (0, 0, 0, 0),
+                   node_type=COMM_COLL_NODE, comm_type=BROADCAST,
+                   comm_bytes=MEGATRON_MAX_DATA_DIM * TOKEN_BYTES, comm_group="tp"),
+            OpSpec("load_batch.broadcast_tokens", "comm", "fwd", "fp32", (0, 0, 0, 0),
+                   node_type=COMM_COLL_NODE, comm_type=BROADCAST,
+                   comm_bytes=t.micro_batch * (t.seq_len + 1) * TOKEN_BYTES, comm_group="tp")]
 
 
 def activation_bytes(exp: ExperimentConfig) -> int:
@@ -102,4 +122,4 @@ def pipeline_payload(exp: ExperimentConfig) -> PipelinePayload:
 
 
 __all__ = ["COLLECTIVE_CALL_LABEL", "PipelinePayload", "activation_bytes", "attention_mask_bytes",
-           "collective_call_op", "pipeline_payload"]
+           "collective_call_op", "load_micro_batch_ops", "pipeline_payload"]

@@ -52,7 +52,12 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
-from heterosim.workload.framework import PipelinePayload, collective_call_op, pipeline_payload
+from heterosim.workload.framework import (
+    PipelinePayload,
+    collective_call_op,
+    load_micro_batch_ops,
+    pipeline_payload,
+)
 from heterosim.workload.groups import ParallelGroups, RankLayout
 from heterosim.workload.ops import (
     OpSpec,
@@ -355,6 +360,10 @@ class RankProgram:
         previous forward, then RecvGrad, then BackwardPass)."""
         recv_f, send_f, recv_b, send_b, gather_f, gather_b = templates
         p = self.par
+        # LoadMicroBatch on the first and last stage: Megatron's get_batch_pipe broadcasts the
+        # batch over the TP group (mpu.broadcast_data: the sizes, then the int64 tokens)
+        loads = [self._template(op) for op in load_micro_batch_ops(self.exp)]
+        loads = [t for t in loads if t is not None]
 
         def chain(template: int, mb: int, v: int, count: int = 0, **where) -> None:
             deps = calls(count, mb, v, (out.tail,) if out.tail >= 0 else ())
@@ -378,6 +387,9 @@ class RankProgram:
                 if pending is not None:  # SendGrad of the previous backward
                     send(pending)
                     pending = None
+                if v in (0, self.V - 1):
+                    for template in loads:
+                        chain(template, mb, v, 1)
                 if v > 0 and gather_f is not None:
                     chain(gather_f, mb, v, 1)
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v,

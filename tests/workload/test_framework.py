@@ -103,11 +103,19 @@ def test_deepspeed_trace_regathers_partitioned_activations() -> None:
         nodes = np.flatnonzero(tr.node_type == kind)
         sizes = tr.templates.comm_bytes[tr.template[nodes]]
         assert sorted(sizes.tolist()) == [size] * m
-    # the re-gather sits between the recv (and the previous gradient's send) and the forward
+    # TrainSchedule forward step: RecvActivation, SendGrad (previous backward), LoadMicroBatch
+    # (Megatron's TP broadcast of the batch: sizes, then tokens), then the forward, which starts
+    # with the re-gather of the partitioned activation
     names = last.templates.label_names
     order = [names[last.templates.label[t]] for t in last.template]
     i = order.index("pp_recv.fwd", order.index("pp_send.bwd") - 2)
-    assert order[i + 1:i + 3] == ["pp_send.bwd", "pp_partition_allgather.fwd"]
+    assert order[i + 1:i + 5] == ["pp_send.bwd", "load_batch.broadcast_sizes",
+                                  "load_batch.broadcast_tokens", "pp_partition_allgather.fwd"]
+    for tr in (first, last):  # first and last stage load every micro-batch
+        assert _labels(tr)["load_batch.broadcast_tokens"] == m
+    tokens = next(t for t in range(len(last.templates))
+                  if names[last.templates.label[t]] == "load_batch.broadcast_tokens")
+    assert last.templates.comm_bytes[tokens] == B * (S + 1) * 8  # int64 tokens, s + 1 per row
 
 
 def _instructions(trace) -> list[str]:
