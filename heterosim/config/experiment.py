@@ -533,6 +533,23 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     return StagedPlan(tuple(stages))
 
 
+def _check_framework(top: Section, exp: ExperimentConfig) -> None:
+    """``framework`` against the cluster and the parallel plan."""
+    par, cluster = exp.parallel, exp.cluster
+    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
+                       ("collective_overhead", exp.framework.collective_overhead_ns)):
+        for gpu, _ in table:
+            if gpu != "*" and gpu not in set(cluster.gpu_type):
+                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
+                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
+    if exp.framework.name == "deepspeed" and par.plan is not None:
+        raise top.error("framework.name", "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
+                        "parallel.stages plans run with framework megatron")
+    if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
+        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
+                        f"(1F1B, no interleaving), not {par.schedule}")
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
     if par.plan is not None:
@@ -555,18 +572,6 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
-    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
-                       ("collective_overhead", exp.framework.collective_overhead_ns)):
-        for gpu, _ in table:
-            if gpu != "*" and gpu not in set(cluster.gpu_type):
-                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
-                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
-    if exp.framework.name == "deepspeed" and par.plan is not None:
-        raise top.error("framework.name", "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
-                        "parallel.stages plans run with framework megatron")
-    if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
-        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
-                        f"(1F1B, no interleaving), not {par.schedule}")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")
@@ -646,6 +651,7 @@ def parse_experiment(
         resolved=copy.deepcopy(data), faults=faults,
     )
     _check_consistency(top, experiment)
+    _check_framework(top, experiment)
     if parallel.plan is not None:
         plan = _check_stages(top, experiment)
         experiment = replace(experiment, parallel=replace(parallel, plan=plan))

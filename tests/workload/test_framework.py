@@ -261,3 +261,15 @@ def test_deepspeed_sends_match_recvs_and_traces_are_valid(parallel) -> None:
             recvs[(int(tr.peer[i]), tr.rank, int(tr.tag[i]),
                    int(tr.templates.comm_bytes[tr.template[i]]))] += 1
     assert sends and sends == recvs and max(sends.values()) == 1
+
+
+def test_deepspeed_with_an_explicit_stage_plan_is_a_one_line_error() -> None:
+    data = _experiment({"stages": [{"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]},
+                                   {"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]}]},
+                       {"name": "deepspeed"}, gpus=2)
+    with pytest.raises(UserError, match=r"framework.name: deepspeed models DeepSpeed's engine on "
+                                        r"a tp/pp/dp grid"):
+        _parse(data)
+    data["framework"] = {"name": "megatron", "collective_overhead": "100us"}
+    w = generate_workload(_parse(data))  # the Megatron path runs staged plans, markers included
+    assert _labels(w.trace(0))[COLLECTIVE_CALL_LABEL] > 0
