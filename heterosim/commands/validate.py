@@ -18,7 +18,13 @@ from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODEL
 from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.predict import predict
-from heterosim.validate.report import markdown_table, result_row, write_parity_plot, write_results
+from heterosim.validate.report import (
+    markdown_table,
+    result_row,
+    summary_lines,
+    write_parity_plot,
+    write_results,
+)
 from heterosim.validate.stats import group_summary
 
 EXAMPLES = """\
@@ -62,18 +68,6 @@ def _fmt(value: float | None, width: int = 9) -> str:
     return f"{value:>{width}.4g}"
 
 
-def print_summary(groups: dict[str, Any]) -> None:
-    print("# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%  calib n/MAPE%"
-          "  failed")
-    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in ("end-to-end",
-                                                                     "collective_busbw"), kv[0])):
-        rho = s.get("main_spearman")
-        print(f"  {name:<22} {s['main_n']:>2} {_fmt(s['main_mape_pct'], 7)} "
-              f"{_fmt(s['main_mean_error_pct'], 10)} {_fmt(rho, 9)}"
-              f"   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
-              f"    {s['calibration_n']:>2}/{_fmt(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
-
-
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
@@ -111,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
                   f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
     groups = group_summary(rows)
-    print_summary(groups)
+    print("\n".join(summary_lines(groups)))
     out = Path(args.out)
     meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
             "intra_host": args.intra_host, "queue_pairs": args.queue_pairs,

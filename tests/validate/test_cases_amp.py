@@ -102,7 +102,7 @@ def test_amp_group_accuracy_and_ranking(native_lib) -> None:
     """The whole public AMP set through the validate code (flow fidelity, ~15 s): the issue's
     targets, MAPE <= 20 % and Spearman rank correlation >= 0.85 (benchmarks/README.md,
     "AMP heterogeneous cluster: framework mechanisms"; 17.9 % and 0.871 at this revision)."""
-    from heterosim.commands.validate import result_row
+    from heterosim.validate.report import result_row
     from heterosim.validate.stats import group_summary
 
     rows = [result_row(case, predict(case, "flow"), None) for case in _amp_cases()]

@@ -60,3 +60,15 @@ def test_group_summary_reports_spearman_of_main_cases():
     assert s["g"]["main_spearman"] == pytest.approx(1.0)  # the flagged row stays out
     rows[2]["predicted"] = 0.5  # now ranked first instead of last
     assert group_summary(rows)["g"]["main_spearman"] == pytest.approx(-0.5)
+
+
+def test_summary_lines_print_spearman_per_group():
+    from heterosim.validate.report import summary_lines
+
+    rows = [{**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
+            {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
+            {**row("g", 0.0), "predicted": 3.0, "measured": 3.0}]
+    lines = summary_lines(group_summary(rows))
+    assert "Spearman" in lines[0]
+    g = next(line for line in lines if line.split()[0] == "g")
+    assert g.split()[:5] == ["g", "3", "5", "-1.667", "1"]
