@@ -70,8 +70,9 @@ def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The per-case table as Markdown (benchmarks/README.md carries it)."""
-    lines = ["| case | group | quantity | measured | predicted | error % | method | assumed | marks |",
-             "|---|---|---|---:|---:|---:|---|---|---|"]
+    lines = ["| case | group | quantity | measured | predicted | error % | compute % (roofline %) "
+             "| exposed comm % | bubble % | miss s | method | assumed | marks |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         assumed = "; ".join(f"{k}={v['value'] if isinstance(v, dict) else v}"
                             for k, v in (r.get("assumptions") or {}).items())
@@ -83,6 +84,13 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             pred, err = f"{r['predicted']:.4g}", f"{r['error_pct']:+.1f}"
         method = r.get("method", "") or ""
         method = "2-run extrapolation" if method.startswith("extrapolated") else method
+        b = r.get("budget")
+        if b:
+            roof = 100 * b["compute_by_source_s"]["roofline"] / b["compute_s"] if b["compute_s"] else 0
+            budget = (f"{b['compute_pct']:.0f} ({roof:.0f}) | {b['exposed_comm_pct']:.0f} | "
+                      f"{b['bubble_pct']:.0f} | {b['miss_s']:+.3g}")
+        else:
+            budget = "- | - | - | -"
         lines.append(f"| {r['id']} | {r['group']} | {r['quantity']} | {r['measured']:.4g} | {pred} "
-                     f"| {err} | {method} | {assumed} | {marks} |")
+                     f"| {err} | {budget} | {method} | {assumed} | {marks} |")
     return "\n".join(lines) + "\n"
