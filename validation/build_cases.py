@@ -101,8 +101,12 @@ for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b
     SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
         **SC21_T2, **SC21_PP, "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
         "parallel.zero": SC21["parallel.zero"], **MEGATRON_V1_DDP}
+DS_ZERO3_2021 = {"parallel.zero3_impl": (
+    "deepspeed-0.3", "SC'21 (arXiv v1 April 2021) ran DeepSpeed's ZeRO-3 of that time: ZeRO-3 shipped "
+    "in DeepSpeed 0.3.13 (March 2021); the per-tensor blocking fetch lasted until 0.4.x "
+    "(heterosim/workload/zero3.py)")}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-640", "530b-1120", "530b-2240"):
-    SELECTED[f"megatron-sc21-t2-zero3-{name}"] = dict(SC21_T2)
+    SELECTED[f"megatron-sc21-t2-zero3-{name}"] = {**SC21_T2, **DS_ZERO3_2021}
 for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b-128", "gpt3"),
                     ("gpt3-175b-512", "gpt3"), ("llama2-7b-8", "llama2"), ("llama2-13b-16", "llama2"),
                     ("llama2-70b-64", "llama2"), ("nemotron3-8b-64", "nemotron"),
@@ -193,6 +197,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
                 "partition": "uniform"}
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
+    if "parallel.zero3_impl" in assumed:
+        parallel["zero3_impl"] = assumed["parallel.zero3_impl"][0]
     if vpp and vpp > 1:
         parallel["schedule"] = "interleaved"
     gpu = GPU[c["gpu"]]

@@ -25,6 +25,7 @@ DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
+ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
 FIDELITIES = ("packet", "flow")
@@ -69,6 +70,11 @@ class ParallelConfig:
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
     # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
     grad_sync: str = "overlap"
+    # ZeRO-3 implementation (heterosim/workload/zero3.py): overlap (FSDP / DeepSpeed >= 0.5
+    # prefetching) or deepspeed-0.3 (2021 DeepSpeed: per-tensor blocking fetches)
+    zero3_impl: str = "overlap"
+    zero3_persistence_threshold: int = 100_000  # stage3_param_persistence_threshold (elements)
+    zero3_max_reuse_distance: int = 1_000_000_000  # stage3_max_reuse_distance (elements)
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,11 @@ def _parallel(section: Section) -> ParallelConfig:
         zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
+        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000,
+                                                    minimum=0),
+        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
+                                                 minimum=0),
     )
     section.reject_unknown()
     return parallel

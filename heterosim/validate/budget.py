@@ -3,7 +3,8 @@
 For an end-to-end case the predicted iteration time T splits (mean over ranks, the identity of
 :mod:`heterosim.report.breakdown`) into compute + exposed communication + bubble, and compute
 splits further by where each op's duration came from (the compute model's provenance:
-measured, interpolated, roofline, scaled). The budget puts the miss beside it: the measured
+measured, interpolated, roofline, scaled; "framework" for blocking framework costs the workload
+model times itself, such as DeepSpeed 0.3's ZeRO-3 fetches). The budget puts the miss beside it: the measured
 time T_m (the published time, or, for a throughput, the time that gives the published value:
 every supported throughput is inversely proportional to T, so T_m = T x predicted / measured)
 and miss = T - T_m (negative: the simulator is too fast). A miss larger than a component that
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 COMPONENTS = ("compute_s", "exposed_comm_s", "bubble_s")
-SOURCES = ("measured", "interpolated", "roofline", "scaled")
+SOURCES = ("measured", "interpolated", "roofline", "scaled", "framework")
 CSV_COLUMNS = ("id", "group", "gpus", "quantity", "measured", "predicted", "error_pct",
                "time_pred_s", "time_meas_s", "miss_s", *COMPONENTS,
                *(f"compute_{s}_s" for s in SOURCES), "compute_pct", "exposed_comm_pct",

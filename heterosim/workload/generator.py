@@ -84,6 +84,7 @@ from heterosim.workload.trace import (
     REDUCE_SCATTER,
     RankTrace,
 )
+from heterosim.workload.zero3 import BlockFetch, block_fetches, layer_tensors
 
 EMBEDDING_BLOCK = -1
 HEAD_BLOCK = -2
@@ -98,6 +99,7 @@ class Block:
     backward: list[OpSpec]
     params: int  # parameters on this rank
     expert_params: int  # of which routed-expert parameters (synchronised over ep_dp)
+    tensors: tuple[int, ...] = ()  # elements per parameter tensor (zero3_impl deepspeed-0.3)
 
     @property
     def layer_attr(self) -> int:
@@ -135,6 +137,7 @@ class RankProgram:
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self._blocks: dict[int, list[Block]] = {}
+        self.ds_zero3 = self.par.zero >= 3 and self.par.zero3_impl == "deepspeed-0.3"
 
     # -- templates -------------------------------------------------------------------------
 
@@ -159,22 +162,44 @@ class RankProgram:
         v = chunk * p.pp + self.stage
         out: list[Block] = []
         if v == 0:
+            emb = embedding_params_on_rank(m, p)
+            positions = m.max_seq * m.hidden if m.learned_positions else 0
             out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
-                             embedding_backward_ops(m, t, p), embedding_params_on_rank(m, p), 0))
+                             embedding_backward_ops(m, t, p), emb, 0,
+                             tuple(x for x in (emb - positions, positions) if x > 0)))
         for layer in self.w.partition.layers_of(self.stage, chunk):
             fwd, bwd = self.w.layer_ops(layer)
             out.append(Block(layer, fwd, bwd, layer_params_on_rank(m, p, layer),
-                             layer_expert_params_on_rank(m, p, layer)))
+                             layer_expert_params_on_rank(m, p, layer),
+                             tuple(layer_tensors(m, p, layer)) if self.ds_zero3 else ()))
         if v == self.V - 1:
+            head = head_params_on_rank(m, p, has_embedding=(v == 0))
+            norms = m.norm_params()
+            tensors = [m.hidden] * (norms // m.hidden) + ([head - norms] if head > norms else [])
             out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
-                             head_params_on_rank(m, p, has_embedding=(v == 0)), 0))
+                             head, 0, tuple(tensors)))
         return out
+
+    def _fetch(self, block: Block, phase: str) -> BlockFetch:
+        """DeepSpeed 0.3 ZeRO-3 fetch of ``block`` in ``phase`` (heterosim/workload/zero3.py)."""
+        fwd, bwd = block_fetches(list(block.tensors), self.training.recompute == "full",
+                                 self.par.zero3_persistence_threshold,
+                                 self.par.zero3_max_reuse_distance)
+        return fwd if phase == "fwd" else bwd
+
+    def _framework(self, label: str, phase: str, ns: int) -> OpSpec:
+        return OpSpec(label, "framework", phase, self.act_dtype, (max(1, int(ns)), 0, 0, 0))
 
     # -- unit programs ---------------------------------------------------------------------
 
-    def _gather(self, block: Block, phase: str) -> OpSpec:
-        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER,
-                     block.params * self.param_bytes, self.act_dtype, COMM_COLL_NODE, "dp")
+    def _gather(self, block: Block, phase: str) -> OpSpec | None:
+        size = block.params * self.param_bytes
+        if self.ds_zero3:
+            size = self._fetch(block, phase).gather_elements * self.param_bytes
+            if size <= 0:
+                return None  # every tensor persistent: nothing to gather
+        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER, size, self.act_dtype,
+                     COMM_COLL_NODE, "dp")
 
     def _forward_unit(self, chunk: int) -> FrozenUnit:
         return self._unit(self.blocks(chunk), "fwd", sync=False)
@@ -190,7 +215,8 @@ class RankProgram:
 
         def issue_gather(j: int, deps: list[int]) -> None:
             if zero3 and j < len(blocks) and j not in gathers:
-                tmpl = self._template(self._gather(blocks[j], phase))
+                op = self._gather(blocks[j], phase)
+                tmpl = self._template(op) if op is not None else None
                 if tmpl is not None:
                     gathers[j] = unit.add(tmpl, blocks[j].layer_attr, deps)
 
@@ -203,6 +229,11 @@ class RankProgram:
             if prefetch == 0:
                 issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
             ops = block.forward if phase == "fwd" else block.backward
+            if self.ds_zero3:  # the blocking fetch runs before the block's kernels
+                fetch = self._fetch(block, phase)
+                if fetch.gather_calls:
+                    ns = fetch.fetch_ns(self.param_bytes, self.w.groups.size(self.rank, "dp"))
+                    ops = [self._framework(f"zero3_fetch.{phase}", phase, ns), *ops]
             first = True
             for op in ops:
                 tmpl = self._template(op)
@@ -224,6 +255,12 @@ class RankProgram:
         return unit.freeze()
 
     def _zero3_scatter(self, unit: UnitProgram, block: Block) -> None:
+        if self.ds_zero3:  # per-tensor reduce_scatter calls copy n partitions into a flat buffer
+            calls = self._fetch(block, "bwd").reduce_scatter_calls
+            ns = BlockFetch(0, 0, calls).scatter_ns(self.w.groups.size(self.rank, "dp"))
+            tmpl = self._template(self._framework("zero3_scatter_copies", "bwd", ns))
+            if tmpl is not None and ns > 0:
+                unit.chain(tmpl, block.layer_attr, [])
         for role, params in (("dp", block.params - block.expert_params),
                              ("ep_dp", block.expert_params)):
             if params <= 0:

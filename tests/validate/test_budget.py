@@ -21,7 +21,7 @@ def test_budget_splits_time_and_compute_by_source():
     b = error_budget("iteration_time_s", 12.0, 10.0, 10.0, DETAILS)
     assert (b["compute_s"], b["exposed_comm_s"], b["bubble_s"]) == (8.0, 1.5, 0.5)
     assert b["compute_by_source_s"] == {"measured": 2.0, "interpolated": 0.0, "roofline": 6.0,
-                                        "scaled": 0.0}
+                                        "scaled": 0.0, "framework": 0.0}
     assert (b["compute_pct"], b["exposed_comm_pct"], b["bubble_pct"]) == (80.0, 15.0, 5.0)
     assert b["time_meas_s"] == 12.0 and b["miss_s"] == pytest.approx(-2.0)
 
