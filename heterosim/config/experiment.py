@@ -25,6 +25,7 @@ DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
+FRAME_OVERHEADS = ("roce", "none")  # flow fidelity frame bytes on network links
 ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
@@ -88,6 +89,9 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # flow fidelity: RoCEv2 frame bytes per MTU of payload on network links (heterosim/engine/
+    # fluid.py); network.frame_overhead: roce (the default of parsed experiments) | none (0)
+    frame_overhead: str = "none"
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,7 @@ def _network(section: Section) -> NetworkConfig:
             "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
     )
     if not 256 <= network.mtu_bytes <= 9216:
         raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
