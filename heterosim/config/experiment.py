@@ -25,7 +25,8 @@ DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
-FRAME_OVERHEADS = ("roce", "none")  # flow fidelity frame bytes on network links
+FRAME_OVERHEADS = ("roce", "none")
+P2P_SYNC = ("overlap", "blocking")  # pipeline send/recv and the compute stream  # flow fidelity frame bytes on network links
 ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
@@ -76,6 +77,10 @@ class ParallelConfig:
     zero3_impl: str = "overlap"
     zero3_persistence_threshold: int = 100_000  # stage3_param_persistence_threshold (elements)
     zero3_max_reuse_distance: int = 1_000_000_000  # stage3_max_reuse_distance (elements)
+    # pipeline send/recv: overlap (compute goes on while a send is in flight) or blocking (the
+    # rank's compute waits for its sends too: Megatron-LM batch_isend_irecv + req.wait() +
+    # torch.cuda.synchronize(), batch_p2p_sync; heterosim/workload/generator.py)
+    p2p_sync: str = "overlap"
 
 
 @dataclass(frozen=True)
@@ -205,6 +210,7 @@ def _parallel(section: Section) -> ParallelConfig:
                                                     minimum=0),
         zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
                                                  minimum=0),
+        p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
     )
     section.reject_unknown()
     return parallel

@@ -27,6 +27,13 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   Routed-expert gradients use the expert-data-parallel group. Gradients travel as
   ``training.grad_reduce_dtype`` (default ``main_grad_bytes(dtype)``: fp32 for bf16), parameters
   as 16-bit values.
+- ``parallel.p2p_sync: blocking`` (Megatron-LM's pipeline communication without
+  ``overlap_p2p_comm``: ``_communicate`` posts the sends and receives with ``batch_isend_irecv``,
+  waits on every request and then calls ``torch.cuda.synchronize()`` "to protect against race
+  condition when using batch_isend_irecv()", ``batch_p2p_sync`` default True,
+  megatron/core/pipeline_parallel/p2p_communication.py; the 2021-2022 megatron/p2p_communication.py
+  hard-codes it): the compute that follows a send waits for the send to finish, as it waits for a
+  receive. ``overlap`` (default): only receives block.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -316,33 +323,41 @@ class RankProgram:
         send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE, nbytes,
                                           self.act_dtype, COMM_SEND_NODE))
         out = TraceAssembler()
+        blocking = p.p2p_sync == "blocking"
+        pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
         for i, step in enumerate(steps):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":
-                deps: tuple[int, ...] = ()
+                deps: tuple[int, ...] = pending
                 if v > 0:
                     r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
                                  tag=self._tag(mb, v - 1, 0),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (r,)
+                    deps = (*deps, r)
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
+                pending = ()
                 if v < self.V - 1:
-                    out.node(send_f, micro_batch=mb, stage=v, peer=self._peer(v + 1),
-                             tag=self._tag(mb, v, 0), deps=(out.tail,))
+                    s = out.node(send_f, micro_batch=mb, stage=v, peer=self._peer(v + 1),
+                                 tag=self._tag(mb, v, 0), deps=(out.tail,))
+                    pending = (s,) if blocking else ()
             else:
-                deps = ()
+                deps = pending
                 if v < self.V - 1:
                     r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
                                  tag=self._tag(mb, v, 1),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (r,)
+                    deps = (*deps, r)
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
+                pending = ()
                 if v > 0:
-                    out.node(send_b, micro_batch=mb, stage=v, peer=self._peer(v - 1),
-                             tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                    s = out.node(send_b, micro_batch=mb, stage=v, peer=self._peer(v - 1),
+                                 tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                    pending = (s,) if blocking else ()
+        if pending:  # the optimizer step waits for the last blocking send as well
+            out.tail = pending[0]
         self._finish_iteration(out)
         exp = self.exp
         meta = {

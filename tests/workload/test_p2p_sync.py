@@ -1,0 +1,55 @@
+"""parallel.p2p_sync: blocking makes the compute after a pipeline send wait for that send
+(Megatron-LM batch_isend_irecv + torch.cuda.synchronize); overlap (default) only waits for recvs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from heterosim.config.experiment import parse_experiment
+from heterosim.errors import UserError
+from heterosim.workload.generator import generate_workload
+from heterosim.workload.trace import COMM_SEND_NODE, COMP_NODE
+
+
+def _workload(p2p_sync: str | None):
+    par = {"tp": 1, "pp": 2, "dp": 1}
+    if p2p_sync is not None:
+        par["p2p_sync"] = p2p_sync
+    data = {"model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096,
+                      "seq": 256},
+            "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+            "parallel": par,
+            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2,
+                                             "nic_speed": "200Gbps"}},
+                        "hosts": [{"type": "h", "count": 1}]}}
+    return generate_workload(parse_experiment(data, "t.yaml"))
+
+
+def _sends_waited_for(trace) -> tuple[int, int]:
+    """(sends, sends that a later compute node depends on directly)."""
+    kinds = trace.node_type
+    sends = set(np.flatnonzero(kinds == COMM_SEND_NODE).tolist())
+    waited = set()
+    for node in np.flatnonzero(kinds == COMP_NODE):
+        waited |= sends.intersection(trace.parents(int(node)).tolist())
+    return len(sends), len(waited)
+
+
+@pytest.mark.parametrize("stage_rank", [0, 1])
+def test_blocking_sends_gate_the_next_compute(stage_rank):
+    overlap = _workload(None).trace(stage_rank)
+    blocking = _workload("blocking").trace(stage_rank)
+    n, waited = _sends_waited_for(overlap)
+    assert n == 4 and waited == 0  # 4 micro-batches: one send per micro-batch and direction
+    n, waited = _sends_waited_for(blocking)
+    # every send but the last of the iteration gates the next step's compute; the last one gates
+    # the optimizer step (through the stream tail)
+    assert n == 4 and waited == 4
+    assert len(blocking) == len(overlap)  # same nodes, more edges
+    blocking.check()
+
+
+def test_bad_p2p_sync_is_one_line():
+    with pytest.raises(UserError, match="p2p_sync"):
+        _workload("sometimes")
