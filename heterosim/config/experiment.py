@@ -81,6 +81,10 @@ class ParallelConfig:
     # rank's compute waits for its sends too: Megatron-LM batch_isend_irecv + req.wait() +
     # torch.cuda.synchronize(), batch_p2p_sync; heterosim/workload/generator.py)
     p2p_sync: str = "overlap"
+    # Megatron-LM's scatter/gather pipeline optimisation (SC'21 §4.1; --scatter-gather-tensors-in-
+    # pipeline, default on in Megatron-LM v2-v3): without sequence parallelism each TP rank sends
+    # 1/tp of the activation and the receiving TP group all-gathers it over NVLink
+    p2p_scatter_gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,7 @@ def _parallel(section: Section) -> ParallelConfig:
         zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
                                                  minimum=0),
         p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
     )
     section.reject_unknown()
     return parallel

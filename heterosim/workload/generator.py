@@ -34,6 +34,10 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   megatron/core/pipeline_parallel/p2p_communication.py; the 2021-2022 megatron/p2p_communication.py
   hard-codes it): the compute that follows a send waits for the send to finish, as it waits for a
   receive. ``overlap`` (default): only receives block.
+- ``parallel.p2p_scatter_gather`` (Megatron-LM v2-v3 ``--scatter-gather-tensors-in-pipeline``,
+  Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
+  the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
+  before the step's compute.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -280,12 +284,25 @@ class RankProgram:
 
     # -- pipeline --------------------------------------------------------------------------
 
+    @property
+    def _scatter_gather(self) -> bool:
+        p = self.par
+        return p.p2p_scatter_gather and p.tp > 1 and not p.sequence_parallel
+
     def _p2p_bytes(self) -> int:
         t = self.training
         tokens = t.micro_batch * t.seq_len
-        if self.par.sequence_parallel:
+        if self.par.sequence_parallel or self._scatter_gather:
             tokens = -(-tokens // self.par.tp)
         return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
+
+    def _gathered(self, out: TraceAssembler, recv: int, gather: int | None, mb: int,
+                  v: int) -> int:
+        """The node a step's compute waits for after receiving ``recv``: the receive itself, or
+        with the scatter/gather optimisation the TP all-gather of the received pieces."""
+        if gather is None:
+            return recv
+        return out.node(gather, micro_batch=mb, stage=v, deps=(recv,))
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
@@ -322,6 +339,14 @@ class RankProgram:
                                           self.act_dtype, COMM_RECV_NODE))
         send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE, nbytes,
                                           self.act_dtype, COMM_SEND_NODE))
+        gather_f = gather_b = None
+        if self._scatter_gather:
+            size = nbytes * p.tp  # nccl-tests size convention: the gathered (output) bytes
+            gid = self.w.groups.group_id(self.rank, "tp")
+            gather_f = self.templates.add(_comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size,
+                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
+            gather_b = self.templates.add(_comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size,
+                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
         out = TraceAssembler()
         blocking = p.p2p_sync == "blocking"
         pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
@@ -334,7 +359,7 @@ class RankProgram:
                     r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
                                  tag=self._tag(mb, v - 1, 0),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (*deps, r)
+                    deps = (*deps, self._gathered(out, r, gather_f, mb, v))
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 pending = ()
                 if v < self.V - 1:
@@ -347,7 +372,7 @@ class RankProgram:
                     r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
                                  tag=self._tag(mb, v, 1),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (*deps, r)
+                    deps = (*deps, self._gathered(out, r, gather_b, mb, v))
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)

@@ -53,3 +53,32 @@ def test_blocking_sends_gate_the_next_compute(stage_rank):
 def test_bad_p2p_sync_is_one_line():
     with pytest.raises(UserError, match="p2p_sync"):
         _workload("sometimes")
+
+
+def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
+    from heterosim.workload.summary import trace_counts
+
+    def workload(sg: bool, sp: bool = False):
+        data = {"model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096,
+                          "seq": 256},
+                "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+                "parallel": {"tp": 2, "pp": 2, "dp": 1, "p2p_scatter_gather": sg,
+                             "sequence_parallel": sp},
+                "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 4, "nics": 4,
+                                                 "nic_speed": "200Gbps"}},
+                            "hosts": [{"type": "h", "count": 1}]}}
+        return generate_workload(parse_experiment(data, "t.yaml"))
+
+    act = 256 * 512 * 2  # b*s*h bf16
+    plain = trace_counts(workload(False).trace(0))
+    sg = trace_counts(workload(True).trace(0))
+    assert plain["send_bytes"] == 4 * act  # 4 forward sends of the whole activation
+    assert sg["send_bytes"] == 4 * act // 2  # 1/tp of it
+    gathers = sg["collectives"]["ALL_GATHER"]
+    plain_gathers = plain["collectives"].get("ALL_GATHER", {"count": 0, "bytes": 0})
+    # stage 0 receives 4 backward gradients, each re-assembled by a TP all-gather of b*s*h
+    assert gathers["count"] - plain_gathers["count"] == 4
+    assert gathers["bytes"] - plain_gathers["bytes"] == 4 * act
+    # with sequence parallelism the activation is already split: no extra gather
+    assert trace_counts(workload(True, sp=True).trace(0))["collectives"] == \
+        trace_counts(workload(False, sp=True).trace(0))["collectives"]
