@@ -136,3 +136,28 @@ def test_bad_zero3_impl_is_a_one_line_error():
 
     with pytest.raises(UserError, match="zero3_impl"):
         _small("deepspeed-9")
+
+
+def test_deepspeed_03_memory_holds_two_gathered_tensors_not_two_layers():
+    from dataclasses import replace
+
+    from heterosim.workload.memory import estimate_rank_memory
+
+    model, par = _gpt3_175b()
+    par3 = replace(par, zero=3, dp=384)
+    data_t = parse_experiment({"model": {"arch": "gpt", "hidden": H175, "layers": 96, "heads": 96,
+                                         "ffn": FFN175, "vocab": 51200, "seq": 2048},
+                               "training": {"global_batch": 384, "micro_batch": 1,
+                                            "seq_len": 2048, "dtype": "fp16"},
+                               "parallel": {"tp": 1, "pp": 1, "dp": 8},
+                               "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8,
+                                                                "nics": 8, "nic_speed": "200Gbps"}},
+                                           "hosts": [{"type": "h", "count": 1}]}},
+                              "t.yaml").training
+    layers = range(96)
+    fsdp = estimate_rank_memory(model, data_t, par3, layers, True, True, 1)
+    ds = estimate_rank_memory(model, data_t, replace(par3, zero3_impl="deepspeed-0.3"), layers,
+                              True, True, 1)
+    layer = layer_params_on_rank(model, par, 0)
+    # overlap: the layer in use + one prefetched layer; deepspeed-0.3: two fc1-sized tensors
+    assert fsdp.weights_bytes - ds.weights_bytes == 2 * (2 * layer) - 2 * (2 * FC)
