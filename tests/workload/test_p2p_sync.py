@@ -82,3 +82,38 @@ def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
     # with sequence parallelism the activation is already split: no extra gather
     assert trace_counts(workload(True, sp=True).trace(0))["collectives"] == \
         trace_counts(workload(False, sp=True).trace(0))["collectives"]
+
+
+def test_blocking_with_the_interleaved_schedule_is_refused_in_one_line():
+    data = {"model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096,
+                      "seq": 256},
+            "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
+            "parallel": {"tp": 1, "pp": 2, "dp": 1, "vpp": 2, "schedule": "interleaved",
+                         "p2p_sync": "blocking"},
+            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2,
+                                             "nic_speed": "200Gbps"}},
+                        "hosts": [{"type": "h", "count": 1}]}}
+    with pytest.raises(UserError, match="parallel.p2p_sync: blocking is modelled for the 1f1b"):
+        parse_experiment(data, "t.yaml")
+
+
+@pytest.mark.ns3
+def test_blocking_1f1b_runs_and_is_never_faster(native_lib):
+    from heterosim.report.run_report import results_dict
+    from heterosim.simulate import run_experiment
+
+    times = {}
+    for sync, schedule in (("overlap", "1f1b"), ("blocking", "1f1b"), ("overlap", "gpipe"),
+                           ("blocking", "gpipe")):
+        data = {"model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096,
+                          "seq": 256},
+                "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
+                "parallel": {"tp": 1, "pp": 4, "dp": 1, "p2p_sync": sync, "schedule": schedule},
+                "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 1, "nics": 1,
+                                                 "nic_speed": "25Gbps"}},
+                            "hosts": [{"type": "h", "count": 4}]},
+                "simulation": {"fidelity": "flow"}}
+        times[sync, schedule] = results_dict(run_experiment(parse_experiment(data, "t.yaml")))[
+            "iteration_time_s"]
+    for schedule in ("1f1b", "gpipe"):
+        assert times["blocking", schedule] >= times["overlap", schedule] > 0
