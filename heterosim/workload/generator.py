@@ -23,7 +23,9 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   optimizer (Megatron distributed optimizer). ZeRO-2 (DeepSpeed semantics): bucketed
   reduce-scatter in *every* micro-batch's backward, all-gather after the optimizer. ZeRO-3/FSDP:
   per block a parameter all-gather in forward and again in backward, issued ``zero3_prefetch``
-  blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch.
+  blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch
+  (``parallel.zero3_impl: deepspeed-0.3``: DeepSpeed 0.3's per-tensor blocking fetches,
+  heterosim/workload/zero3.py).
   Routed-expert gradients use the expert-data-parallel group. Gradients travel as
   ``training.grad_reduce_dtype`` (default ``main_grad_bytes(dtype)``: fp32 for bf16), parameters
   as 16-bit values.
