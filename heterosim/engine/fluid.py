@@ -26,6 +26,11 @@ get it by default (``network.frame_overhead: roce``); ``frame_overhead: none`` (
 ``NetworkConfig`` built in code) carries payload only, the behaviour before; the ns-3 attribute
 ``FluidNetwork::HeaderBytes`` in ``network.attributes`` overrides the number.
 
+Faults (:mod:`heterosim.engine.faults`): a link that goes down gets capacity 0 and the active
+flows whose re-hashed path changes move to it (a flow left without a path waits at rate 0); a
+degraded link gets its new capacity; a lossy link's capacity is scaled by the go-back-N goodput
+(an approximation: the model has no frames to lose). Rates are then re-filled.
+
 Approximations, by design: no queues (no queueing delay, no buffer limits), no congestion-control
 dynamics (rates jump to the max-min fair allocation instantly), no packet loss, retransmission or
 PFC, no priorities between traffic classes. Where the packet model is governed by those effects

@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
+from heterosim.validate.budget import CSV_COLUMNS, csv_row, error_budget
+from heterosim.validate.cases import Case
+from heterosim.validate.predict import Prediction
+from heterosim.validate.stats import error_pct, statistics_class
 
 
 def write_results(out: Path, rows: list[dict[str, Any]], groups: dict[str, Any],
@@ -94,3 +98,36 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['id']} | {r['group']} | {r['quantity']} | {r['measured']:.4g} | {pred} "
                      f"| {err} | {budget} | {method} | {assumed} | {marks} |")
     return "\n".join(lines) + "\n"
+
+
+def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[str, Any]:
+    """One case's row of results.json: the case, its prediction (or its error) and the error %."""
+    row: dict[str, Any] = {
+        "id": case.id, "group": case.group, "kind": case.kind, "quantity": case.quantity,
+        "flop_convention": case.flop_convention, "measured": case.measured,
+        "predicted": None, "error_pct": None, "assumptions": case.assumed,
+        "flags": list(case.flags), "separate_flags": case.separate_flags,
+        "calibration": case.calibration, "gpus": case.gpus, "source": case.source,
+    }
+    if pred is not None:
+        row.update({"predicted": pred.value, "error_pct": error_pct(pred.value, case.measured),
+                    "simulated_time_s": pred.time_s, "method": pred.method,
+                    "wall_s": pred.wall_s, "details": pred.details,
+                    "budget": error_budget(case.quantity, case.measured, pred.value, pred.time_s,
+                                           pred.details)})
+    if error is not None:
+        row["error"] = error
+    return row
+
+
+def write_budget_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """One row per case: the error budget (heterosim/validate/budget.py)."""
+    import csv
+
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            writer.writerow(csv_row(row, statistics_class(row)))
+    tmp.replace(path)
