@@ -23,18 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
-from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
-from heterosim.validate.budget import budget_line
+from heterosim.errors import UserError
 from heterosim.validate.cases import load_cases, select_cases
-from heterosim.validate.predict import predict
-from heterosim.validate.report import (
-    markdown_table,
-    result_row,
-    summary_lines,
-    write_budget_csv,
-    write_parity_plot,
-    write_results,
-)
+from heterosim.validate.report import summary_lines
+from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
 from heterosim.validate.stats import group_summary
 
 EXIT_PREDICTION_FAILED = 1
@@ -81,12 +73,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _fmt(value: float | None, width: int = 9) -> str:
-    if value is None:
-        return f"{'-':>{width}}"
-    return f"{value:>{width}.4g}"
-
-
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
@@ -108,25 +94,8 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
-        pred, error = None, None
-        try:
-            pred = predict(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs)
-        except (UserError, ValueError) as exc:
-            error = str(exc).splitlines()[0]
-        except Exception as exc:  # noqa: BLE001 - only allocation failures are reported, others raise
-            if not is_out_of_memory(exc):
-                raise
-            error = f"out of memory ({OUT_OF_MEMORY_HINT})"
-        row = result_row(case, pred, error)
-        rows.append(row)
-        marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))
-        if pred is None:
-            print(f"  {case.id:<42} FAILED: {error}", flush=True)
-        else:
-            print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
-                  f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
-            if row.get("budget") and not args.quiet_budget:
-                print(f"      budget: {budget_line(row['budget'])}", flush=True)
+        rows.append(predict_row(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs))
+        print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
     groups = group_summary(rows)
     print("\n".join(summary_lines(groups)))
     out = Path(args.out)
@@ -136,12 +105,8 @@ def run(args: argparse.Namespace) -> int:
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
             "wall_s": time.perf_counter() - start}
-    write_results(out, rows, groups, meta)
-    write_parity_plot(out, rows)
-    (out / "table.md").write_text(markdown_table(rows))
-    write_budget_csv(out / "budget.csv", rows)
-    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'}, {out / 'table.md'} and "
-          f"{out / 'budget.csv'}")
+    written = write_validation_outputs(out, rows, groups, meta)
+    print(f"# wrote {', '.join(str(p) for p in written)}")
     if any(r["error_pct"] is None for r in rows):
         return EXIT_PREDICTION_FAILED
     if args.fail_above is not None:

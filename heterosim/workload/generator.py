@@ -426,6 +426,7 @@ class RankProgram:
         if self._scatter_gather:
             size = self._p2p_bytes() * p.tp  # nccl-tests size convention: the gathered bytes
             gid = self.w.groups.group_id(self.rank, "tp")
+            assert gid is not None  # scatter/gather needs tp > 1, so the rank has a TP group
             gather_f = self.templates.add(_comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size,
                                                 self.act_dtype, COMM_COLL_NODE, "tp"), gid)
             gather_b = self.templates.add(_comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size,
