@@ -18,6 +18,9 @@ from heterosim.config.fields import Section, read_yaml_mapping
 
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
+# NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
+# (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
+HOST_TRANSPORTS = ("rdma", "socket")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
 # SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
@@ -45,6 +48,7 @@ class HostType:
     gpu_nic: tuple[int, ...]  # NIC index used by each local GPU
     pcie_switches: int  # PCIe switches in the host; GPUs and NICs spread over them
     nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
+    transport: str = "rdma"  # rdma | socket (HOST_TRANSPORTS)
 
     @property
     def nvlink_effective_bps(self) -> float:
@@ -116,6 +120,12 @@ class ClusterConfig:
         )
 
     @cached_property
+    def host_socket(self) -> np.ndarray:
+        """1 for every host that uses NCCL's socket transport, 0 for RDMA hosts (uint8)."""
+        return np.array([self.host(h).transport == "socket" for h in range(self.num_hosts)],
+                        dtype=np.uint8)
+
+    @cached_property
     def gpu_nic_speed_bps(self) -> np.ndarray:
         return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
 
@@ -160,11 +170,12 @@ def _host_type(section: Section, name: str) -> HostType:
     nvlink_efficiency = section.number(
         "nvlink_efficiency", NVLINK_EFFICIENCY.get(spec.generation, 1.0), minimum=0.05, maximum=1.0
     )
+    transport = section.string("transport", "rdma", choices=HOST_TRANSPORTS)
     section.reject_unknown()
     return HostType(
         name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
         nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
-        nvlink_efficiency=nvlink_efficiency,
+        nvlink_efficiency=nvlink_efficiency, transport=transport,
     )
 
 

@@ -28,7 +28,8 @@ from typing import Any
 from heterosim.errors import UserError
 
 NS3_VERSION = "3.44"
-NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats")
+NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats",
+                 "applications")
 LIBRARY_NAME = "libheterosim-ns3.so"
 # ns-3's event queue for every run. The binary heap on a vector keeps events in one block, where
 # the default MapScheduler allocates a tree node per event: the same events in the same order,

@@ -219,7 +219,7 @@ QbbNetDevice::TryTransmit()
         }
         return;
     }
-    NS_ASSERT_MSG(frame->type != RdmaFrame::DATA || !m_paused[frame->priority],
+    NS_ASSERT_MSG(!frame->IsData() || !m_paused[frame->priority],
                   "a paused priority was offered for transmission");
     StartTransmission(frame);
 }

@@ -127,6 +127,7 @@ PacketNetwork::PacketNetwork()
     m_nicFactory.SetTypeId("ns3::RdmaNic");
     m_mmuFactory.SetTypeId("ns3::SwitchMmu");
     m_markerFactory.SetTypeId("ns3::RedEcnMarker");
+    m_socketFactory.SetTypeId("ns3::SocketTransport");
     m_ccFactories.resize(N_CC);
     for (int i = 0; i < N_CC; ++i)
     {
@@ -162,7 +163,8 @@ PacketNetwork::SetComponentAttribute(std::string name, std::string value)
     std::vector<Target> targets{{"ns3::PacketNetwork", nullptr},
                                 {"ns3::RdmaNic", &m_nicFactory},
                                 {"ns3::SwitchMmu", &m_mmuFactory},
-                                {"ns3::RedEcnMarker", &m_markerFactory}};
+                                {"ns3::RedEcnMarker", &m_markerFactory},
+                                {"ns3::SocketTransport", &m_socketFactory}};
     for (int i = 0; i < N_CC; ++i)
     {
         targets.push_back({CC_TYPES[i], &m_ccFactories[i]});
@@ -230,6 +232,23 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         return false;
     }
     m_desc = desc;
+    m_socket = nullptr;
+    if (desc->HasSocketHosts())
+    {
+        m_socket = m_socketFactory.Create<SocketTransport>();
+        StringValue tcp;
+        m_socket->GetAttribute("TcpCongestionControl", tcp);
+        TypeId tcpType;
+        if (!TypeId::LookupByNameFailSafe(tcp.Get(), &tcpType) ||
+            !tcpType.IsChildOf(TypeId::LookupByName("ns3::TcpCongestionOps")))
+        {
+            return false;
+        }
+        if (m_pfc && !m_socket->IsLossless())
+        {
+            m_mmuFactory.Set("LossyPriorities", UintegerValue(1U << m_socket->GetPriority()));
+        }
+    }
     m_hostFluid = nullptr;
     if (m_hostFlows == "fluid")
     {
@@ -325,6 +344,11 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
             m_nodes[n]->AggregateObject(sw);
             m_switches[n] = sw;
         }
+    }
+    if (m_socket)
+    {
+        m_socket->Setup(desc, m_nodes, m_nics, m_nodePorts, m_portDev, PeekPointer(m_pool), m_seed,
+                        m_ecmp, phy, MakeCallback(&PacketNetwork::Finish, this));
     }
     m_samplePorts.clear();
     for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
@@ -466,6 +490,11 @@ PacketNetwork::StartMessage(uint32_t flowId,
         int64_t hop = m_desc->GetLinkDelayNs(path[i]) + TxNs(m_maxFrame, rate);
         (i < first ? srcDelay : dstDelay) += hop;
         cap = std::min(cap, rate);
+    }
+    if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
+    {
+        m_socket->Send(flowId, srcGpu, dstGpu, srcEp, dstEp, bytes, connection, srcDelay, dstDelay);
+        return;
     }
     int64_t rttNs = 0;
     for (std::size_t i = first; i < last; ++i)
@@ -667,6 +696,11 @@ PacketNetwork::CopyFlowStats(uint32_t n,
         {
             retransmits[i] = cnps[i] = rateChanges[i] = timeouts[i] = bytesAcked[i] =
                 bytesDelivered[i] = 0;
+            if (m_socket && m_socket->HasFlow(ids[i]))
+            {
+                m_socket->GetFlowStats(ids[i], &retransmits[i], &timeouts[i], &bytesDelivered[i]);
+                bytesAcked[i] = bytesDelivered[i];
+            }
             continue;
         }
         const RdmaQueuePair* qp = m_qps[it->second].get();
@@ -717,6 +751,12 @@ PacketNetwork::CopyCounters(uint64_t* out) const
         retx += qp->retransmits;
         cnps += qp->cnps;
         timeouts += qp->timeouts;
+    }
+    if (m_socket)
+    {
+        drops += m_socket->GetHostDrops();
+        retx += m_socket->GetRetransmits();
+        timeouts += m_socket->GetTimeouts();
     }
     out[0] = m_flows;
     out[1] = m_bytes;
@@ -809,6 +849,12 @@ PacketNetwork::GetFlowCc(uint32_t flowId) const
     return it == m_slotOf.end() ? nullptr : m_qps[it->second]->cc;
 }
 
+Ptr<SocketTransport>
+PacketNetwork::GetSocketTransport() const
+{
+    return m_socket;
+}
+
 std::vector<uint32_t>
 PacketNetwork::GetFlowPath(uint32_t flowId) const
 {
@@ -842,6 +888,11 @@ void
 PacketNetwork::DoDispose()
 {
     m_sampleEvent.Cancel();
+    if (m_socket)
+    {
+        m_socket->Dispose();
+        m_socket = nullptr;
+    }
     for (auto& qp : m_qps)
     {
         qp->rtoEvent.Cancel();

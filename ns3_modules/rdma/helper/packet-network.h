@@ -15,6 +15,7 @@
 #include "ns3/rdma-nic.h"
 #include "ns3/rdma-queue-pair.h"
 #include "ns3/rdma-switch.h"
+#include "ns3/socket-transport.h"
 #include "ns3/topology-description.h"
 
 #include <cstdint>
@@ -55,6 +56,12 @@ namespace ns3
  * see fluid-network.h), and the packet events of NVLink/PCIe copies are saved. Port counters
  * then add the fluid model's bytes on host links (frames stay 0 there: none were simulated).
  *
+ * Socket hosts (TopologyDescription::SetHostTransports): a flow between two hosts where
+ * either end is a socket host is carried by a SocketTransport (NCCL's socket transport over
+ * ns-3's TCP on the same devices and switches) instead of a queue pair, with the same host
+ * segment latencies; with PFC on, the TCP traffic class stays lossy unless
+ * SocketTransport::TcpLossless is set. Networks without socket hosts create none of it.
+ *
  * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU), messages of a
  * connection from (Seed, connection id, source GPU, destination GPU); ECN marking
  * uses its own random streams, so the seed changes ECMP choices only.
@@ -73,7 +80,8 @@ class PacketNetwork : public FlowNetwork
 
     /**
      * \brief Set an attribute of the network or of a component it creates (RdmaNic,
-     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp) by name, before Build().
+     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp, SocketTransport) by name, before
+     * Build().
      * A plain name sets it on every component that has it; "Class::Name" on that class only.
      * \param name attribute name
      * \param value value as text (ns-3 syntax, e.g. "50us", "25Gbps", "true")
@@ -84,8 +92,9 @@ class PacketNetwork : public FlowNetwork
     /**
      * \brief Build nodes, devices, channels, switches and endpoints.
      * \param desc the topology
-     * \return false if the Cc attribute names no known algorithm or HostFlows is neither
-     * "packet" nor "fluid"
+     * \return false if the Cc attribute names no known algorithm, HostFlows is neither
+     * "packet" nor "fluid", or SocketTransport::TcpCongestionControl names no TCP congestion
+     * control while socket hosts exist
      */
     bool Build(Ptr<TopologyDescription> desc);
 
@@ -212,6 +221,8 @@ class PacketNetwork : public FlowNetwork
     Ptr<RdmaCongestionControl> GetFlowCc(uint32_t flowId) const;
     /** \return the fluid network that carries intra-host flows (null unless HostFlows=fluid) */
     Ptr<FluidNetwork> GetHostFluid() const;
+    /** \return the socket transport of socket hosts (null when every host uses RDMA) */
+    Ptr<SocketTransport> GetSocketTransport() const;
     /** \return the path links of a flow as routed (empty if unknown) */
     std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
 
@@ -256,6 +267,8 @@ class PacketNetwork : public FlowNetwork
     ObjectFactory m_markerFactory;              //!< RedEcnMarker
     std::vector<ObjectFactory> m_ccFactories;   //!< one per algorithm
     int m_ccIndex{-1};                          //!< selected algorithm
+    ObjectFactory m_socketFactory;              //!< SocketTransport (socket hosts)
+    Ptr<SocketTransport> m_socket;              //!< TCP between hosts where one end is a socket host
 
     Ptr<TopologyDescription> m_desc;                 //!< topology
     Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)

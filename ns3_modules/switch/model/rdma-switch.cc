@@ -119,7 +119,7 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
                        : set[TopologyDescription::EcmpIndex(frame->hash, frame->hop, set.size())];
     ++frame->hop;
     QbbNetDevice* egress = PeekPointer(m_ports[out]);
-    if (frame->type != RdmaFrame::DATA)
+    if (!frame->IsData())
     {
         egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
         return;
@@ -146,7 +146,7 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
 void
 RdmaSwitch::OnDequeue(RdmaFrame* frame, uint32_t port)
 {
-    if (frame->type != RdmaFrame::DATA)
+    if (!frame->IsData())
     {
         return;
     }
