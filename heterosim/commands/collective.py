@@ -94,12 +94,15 @@ def simulate_collective(cluster, op: str, size_bytes: int, ranks: list[int], *, 
     time_s = result.makespan_ns * 1e-9
     n = len(ranks)
     algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
-    return {
+    row = {
         "size_bytes": int(size_bytes), "count": int(size_bytes // 4), "time_s": time_s,
         "algbw_GBps": algbw, "busbw_GBps": algbw * bus_factor(name, n), "algorithm": plan.algorithm,
         "protocol": plan.protocol, "channels": plan.channels, "flows": plan.num_flows,
         "predicted_time_s": plan.predicted_ns * 1e-9,
     }
+    if result.tcp:  # socket hosts at packet fidelity: TCP congestion control of the run
+        row["tcp"] = dict(result.tcp["summary"])
+    return row
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,10 +149,11 @@ def write_results(out: Path, op: str, ranks: list[int], fidelity: str, rows: lis
     keys = ("size_bytes", "time_s", "algbw_GBps", "busbw_GBps", "algorithm", "protocol", "channels",
             "flows", "predicted_time_s")
     doc: dict = {"op": op, "ranks": list(map(int, ranks)), "fidelity": fidelity}
+    keys += ("tcp",)
     if len(rows) == 1:
-        doc.update({k: rows[0][k] for k in keys})
+        doc.update({k: rows[0][k] for k in keys if k in rows[0]})
     else:
-        doc["sizes"] = [{k: r[k] for k in keys} for r in rows]
+        doc["sizes"] = [{k: r[k] for k in keys if k in r} for r in rows]
     (out / "results.json").write_text(json.dumps(doc, indent=2) + "\n")
     import matplotlib
 

@@ -11,6 +11,8 @@
 #include "ns3/ipv4-static-routing-helper.h"
 #include "ns3/ipv4.h"
 #include "ns3/log.h"
+#include "ns3/net-device-queue-interface.h"
+#include "ns3/traffic-control-helper.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-l4-protocol.h"
@@ -109,16 +111,25 @@ SocketTransport::GetTypeId()
                           MakeBooleanAccessor(&SocketTransport::m_lossless),
                           MakeBooleanChecker())
             .AddAttribute("TcpTxQueueBytes",
-                          "NIC transmit queue bound for TCP frames, bytes (Linux txqueuelen "
-                          "1000 full-size frames)",
-                          UintegerValue(1538000),
+                          "Bytes of TCP frames the NIC's transmit ring holds: with a HostQueueDisc "
+                          "the queue disc is stopped while the ring holds this much (flow "
+                          "control, as Linux's byte queue limits do); without one, frames beyond "
+                          "it are dropped",
+                          UintegerValue(65536),
                           MakeUintegerAccessor(&SocketTransport::m_txQueueBytes),
                           MakeUintegerChecker<uint64_t>(1))
-            .AddAttribute("RecordCwnd",
-                          "Keep every congestion-window change of every TCP connection",
-                          BooleanValue(false),
-                          MakeBooleanAccessor(&SocketTransport::m_recordCwnd),
-                          MakeBooleanChecker())
+            .AddAttribute("HostQueueDisc",
+                          "Queue disc of socket hosts' interfaces, an ns-3 TypeId name "
+                          "(ns3::FqCoDelQueueDisc: systemd's net.core.default_qdisc) or none",
+                          StringValue("ns3::FqCoDelQueueDisc"),
+                          MakeStringAccessor(&SocketTransport::m_qdisc),
+                          MakeStringChecker())
+            .AddAttribute("CwndSampleInterval",
+                          "Keep a congestion-window series (0 = none): every decrease, and an "
+                          "increase when this long has passed since the connection's last sample",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&SocketTransport::m_cwndInterval),
+                          MakeTimeChecker())
             .AddTraceSource("Cwnd",
                             "Congestion window of a TCP connection changed (stream, old, new bytes)",
                             MakeTraceSourceAccessor(&SocketTransport::m_cwndTrace),
@@ -174,6 +185,7 @@ SocketTransport::Setup(Ptr<TopologyDescription> desc,
     m_phy = phyBytes;
     m_done = done;
     m_dev.assign(nodes.size(), nullptr);
+    m_txQueue.assign(nodes.size(), nullptr);
     m_listener.assign(nodes.size(), nullptr);
     for (const auto& dev : m_portDev)
     {
@@ -223,10 +235,31 @@ SocketTransport::EnsureStack(uint32_t node)
     dev->SetTopologyNode(node);
     n->AddDevice(dev);
     dev->SetTransmitCallback(MakeCallback(&SocketTransport::Transmit, this));
+    Ptr<NetDeviceQueueInterface> queues;
+    if (m_qdisc != "none")
+    {
+        queues = CreateObject<NetDeviceQueueInterface>();
+        dev->AggregateObject(queues);
+    }
     Ptr<Ipv4> ipv4 = n->GetObject<Ipv4>();
     int32_t iface = ipv4->AddInterface(dev);
     ipv4->AddAddress(iface, Ipv4InterfaceAddress(AddressOf(node), Ipv4Mask("255.0.0.0")));
     ipv4->SetUp(iface);
+    if (queues)
+    {
+        TrafficControlHelper tc;
+        tc.SetRootQueueDisc(m_qdisc);
+        tc.Install(dev);
+        m_txQueue[node] = queues->GetTxQueue(0);
+        for (uint32_t gp : m_nodePorts[node])
+        {
+            m_portDev[gp]->TraceConnectWithoutContext(
+                "Dequeue", MakeBoundCallback(&SocketTransport::PortDequeued, this, node, gp));
+        }
+    }
+    // The stack arrives while the simulation runs, after the node's own initialisation:
+    // initialise what was aggregated since (traffic control scans its devices and queue discs).
+    n->Initialize();
     m_dev[node] = dev;
     m_nics[node]->SetIpReceiveCallback(MakeCallback(&SocketTransport::ReceiveFrame, this));
 
@@ -502,7 +535,8 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
     }
     NS_ASSERT_MSG(egress, "route leaves node " << src << " on a link it does not have");
     uint32_t wire = std::max(packet->GetSize() + ETHERNET_BYTES, MIN_FRAME) + m_phy;
-    if (egress->GetQueueBytes(m_priority) + wire > m_txQueueBytes)
+    Ptr<NetDeviceQueue> txq = m_txQueue[src];
+    if (!txq && egress->GetQueueBytes(m_priority) + wire > m_txQueueBytes)
     {
         ++m_hostDrops;
         return false;
@@ -520,7 +554,22 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
     f->ce = ip.GetEcn() == Ipv4Header::ECN_NotECT ? 1 : 0;
     m_inFlight.emplace(f->seq, packet);
     egress->Enqueue(f, m_priority);
+    if (txq && egress->GetQueueBytes(m_priority) >= m_txQueueBytes)
+    {
+        txq->Stop(); // the queue disc holds the next packets until the ring drains
+    }
     return true;
+}
+
+void
+SocketTransport::PortDequeued(SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes)
+{
+    Ptr<NetDeviceQueue> txq = self->m_txQueue[node];
+    if (frame->type == RdmaFrame::IP && txq->IsStopped() &&
+        self->m_portDev[port]->GetQueueBytes(self->m_priority) < self->m_txQueueBytes)
+    {
+        txq->Wake();
+    }
 }
 
 void
@@ -561,9 +610,12 @@ SocketTransport::CwndChanged(SocketTransport* self, uint32_t s, uint32_t oldCwnd
     Stream& st = self->m_streams[s];
     st.cwnd = newCwnd;
     st.maxCwnd = std::max(st.maxCwnd, newCwnd);
-    if (self->m_recordCwnd)
+    int64_t every = self->m_cwndInterval.GetNanoSeconds();
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    if (every > 0 && (newCwnd < oldCwnd || st.lastSampleNs < 0 || now - st.lastSampleNs >= every))
     {
-        self->m_cwTime.push_back(Simulator::Now().GetNanoSeconds());
+        st.lastSampleNs = now;
+        self->m_cwTime.push_back(now);
         self->m_cwStream.push_back(s);
         self->m_cwValue.push_back(newCwnd);
     }
@@ -761,6 +813,7 @@ SocketTransport::DoDispose()
     m_streamOf.clear();
     m_inFlight.clear();
     m_dev.clear();
+    m_txQueue.clear();
     m_nics.clear();
     m_nodePorts.clear();
     m_portDev.clear();

@@ -8,6 +8,7 @@
 
 #include "ns3/callback.h"
 #include "ns3/ipv4-address.h"
+#include "ns3/net-device-queue-interface.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
@@ -42,10 +43,14 @@ namespace ns3
  * when the network counts them), are forwarded by destination host with ECMP over a hash of
  * the TCP connection's ports, queue in the switches' shared buffers, and may be ECN-marked or
  * dropped there (with PFC on, PacketNetwork keeps the TCP priority lossy through
- * SwitchMmu::LossyPriorities unless TcpLossless is true). A CE mark reaches TCP only for
+ * SwitchMmu::LossyPriorities unless TcpLossless is true). Each host interface has a queue disc
+ * (HostQueueDisc, FqCoDel by default as systemd configures Linux) in front of the NIC's
+ * transmit ring; the ring takes TcpTxQueueBytes and then stops the queue disc until it drains
+ * (flow control as with Linux's byte queue limits), so a host drops or marks only where its
+ * queue disc decides to. A CE mark reaches TCP only for
  * ECN-capable packets (DCTCP); for Not-ECT packets the switch's marker is bypassed, as an
- * ECN-only switch configuration leaves them unmarked. The NIC's transmit queue is bounded by
- * TcpTxQueueBytes, and a packet beyond it is dropped, as a full Linux qdisc does (txqueuelen).
+ * ECN-only switch configuration leaves them unmarked. With HostQueueDisc none the ring is a
+ * drop-tail queue of TcpTxQueueBytes instead.
  *
  * NCCL semantics (src/transport/net_socket.cc, NCCL 2.19-2.27): a NCCL connection between two
  * GPUs is nSocks + 1 TCP connections, nSocks = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
@@ -196,10 +201,10 @@ class SocketTransport : public Object
                          uint64_t* retransmits,
                          uint64_t* timeouts,
                          uint64_t* recoveries) const;
-    /** \return number of congestion-window samples (RecordCwnd) */
+    /** \return number of congestion-window samples (CwndSampleInterval) */
     uint64_t GetNCwndSamples() const;
     /**
-     * \brief Copy the congestion-window series: every change of every stream.
+     * \brief Copy the congestion-window series (CwndSampleInterval).
      * \param timeNs time of the change
      * \param stream the stream
      * \param cwnd new congestion window, bytes
@@ -226,6 +231,7 @@ class SocketTransport : public Object
         uint64_t retransmits{0};                        //!< segments retransmitted
         uint64_t timeouts{0};                           //!< RTOs (entries into CA_LOSS)
         uint64_t recoveries{0};                         //!< entries into CA_RECOVERY
+        int64_t lastSampleNs{-1};                       //!< last cwnd sample, ns
     };
 
     /** One NCCL connection: control socket + data sockets. */
@@ -286,6 +292,8 @@ class SocketTransport : public Object
     void ReceiveFrame(const RdmaFrame* frame, uint32_t node);
     /** A device dropped a frame (IP frames: forget their packet). */
     void FrameDropped(const RdmaFrame* frame);
+    /** A frame left port \p port of socket node \p node: wake its queue disc if the ring drained. */
+    static void PortDequeued(SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes);
     /** Sender socket has room. */
     void SendSpace(Ptr<Socket> socket, uint32_t available);
     /** Receiver socket has data. */
@@ -323,8 +331,9 @@ class SocketTransport : public Object
     uint32_t m_initialCwnd;        //!< initial window, segments
     uint8_t m_priority;            //!< traffic class of TCP frames
     bool m_lossless;               //!< PFC on the TCP class
-    uint64_t m_txQueueBytes;       //!< NIC transmit queue bound
-    bool m_recordCwnd;             //!< keep the cwnd series
+    uint64_t m_txQueueBytes;       //!< NIC transmit ring bound
+    std::string m_qdisc;           //!< host queue disc TypeId or none
+    Time m_cwndInterval;           //!< cwnd series sampling (0 = off)
 
     Ptr<TopologyDescription> m_desc;                      //!< topology
     std::vector<Ptr<Node>> m_nodes;                       //!< ns-3 node per topology node
@@ -338,6 +347,7 @@ class SocketTransport : public Object
     MessageDoneCallback m_done;                           //!< to the network
 
     std::vector<Ptr<FabricIpDevice>> m_dev;               //!< per node (null: no stack)
+    std::vector<Ptr<NetDeviceQueue>> m_txQueue;           //!< per node: flow control of its qdisc
     std::vector<Ptr<Socket>> m_listener;                  //!< per node
     std::unordered_map<uint64_t, Ptr<Packet>> m_inFlight; //!< frame key -> packet
     uint64_t m_nextKey{1};                                //!< next frame key
