@@ -68,8 +68,8 @@ def allreduce_row(speed: str, size: int) -> None:
     tcp = pkt["tcp"]
     print(f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  bulk-ref {ref:8.3f}  "
           f"packet/ref {p / ref:6.3f}  flow/packet {f / p:6.3f}  retx {tcp['retransmits']:>4}  "
-          f"max cwnd {tcp['max_cwnd_bytes']:>8}  ref retx {ref_retx:>3}  wall {wall_p:5.1f} / {wall_f:4.2f} s",
-          flush=True)
+          f"max cwnd {tcp['max_cwnd_bytes']:>8}  ref retx {ref_retx:>3}  "
+          f"wall {wall_p:5.1f} / {wall_f:4.2f} s", flush=True)
 
 
 def incast(buffer: int) -> None:
