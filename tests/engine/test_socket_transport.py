@@ -189,3 +189,30 @@ def test_bad_tcp_congestion_control_is_a_one_line_error(native_lib):
         packet.run_flows(topo, net(**{"SocketTransport::TcpCongestionControl": "ns3::TcpNope"}),
                          [0], [1], [1 << 20], [0], stop_ns=100_000_000)
     assert "\n" not in str(err.value) and "TcpCongestionControl" in str(err.value)
+
+
+def test_fluid_follows_the_socket_mtu(native_lib):
+    """A 9000-byte IP MTU shrinks the TCP framing overhead of the fluid socket flows too."""
+    topo = build_topology(cluster("10Gbps"))
+    size = 64 << 20
+    jumbo = fluid.run_flows_fluid(topo, net(**{"SocketTransport::IpMtu": 9000}), [0], [1], [size], [0])
+    fct_ns = int(jumbo["flows"]["end_ns"][0])
+    mss = 9000 - 52
+    transfer_ns = size * (mss + 90) / mss * 8 / 10
+    assert transfer_ns < fct_ns < transfer_ns + 100_000
+
+
+def test_netbench_writes_tcp_outputs(native_lib, repo_root, tmp_path):
+    from heterosim.commands.netbench import netbench
+    from heterosim.config.scenario import load_scenario
+
+    scenario = load_scenario(repo_root / "workloads" / "netbench" / "mixed_rdma_tcp_incast.yaml")
+    results = netbench(scenario, tmp_path / "out")
+    tcp = results["network"]["tcp"]
+    assert tcp["connections"] == 2 and tcp["retransmits"] > 0
+    assert results["summary"]["delivered_bytes"] == results["summary"]["injected_bytes"]
+    rows = (tmp_path / "out" / "tcp_connections.csv").read_text().splitlines()
+    assert rows[0].startswith("stream,first_flow,src_node,dst_node,socket,bytes")
+    assert len(rows) == 3
+    cwnd = (tmp_path / "out" / "cwnd.csv").read_text().splitlines()
+    assert cwnd[0] == "time_s,stream,cwnd_bytes" and len(cwnd) > 10
