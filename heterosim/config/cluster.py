@@ -1,7 +1,9 @@
 """Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
-(host 0's GPUs first); that numbering is the default rank placement.
+(host 0's GPUs first); that numbering is the default rank placement. ``transport`` per host type
+says whether its NICs do RDMA (``rdma``, default) or NCCL must use its socket transport over TCP
+(``socket``); a flow between hosts uses RDMA only if both ends have it.
 """
 
 from __future__ import annotations
