@@ -25,7 +25,7 @@ from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables, build_plan
 from heterosim.plan.iterations import repeat_plan
-from heterosim.plan.placement import place_ranks
+from heterosim.plan.placement import place_plan, place_ranks
 from heterosim.workload.generator import Workload, generate_workload
 from heterosim.workload.trace import RankTrace
 
@@ -60,7 +60,9 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
-    compute = ComputeModel(databases)
+    compute = ComputeModel(databases, gpus=experiment.cluster.gpus)
+    for note in experiment.cluster.notes:
+        print(f"heterosim: note: {note}", file=sys.stderr)
     if workload is None:
         workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
         for warning in workload.partition.memory_warnings:
@@ -70,7 +72,12 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
 
     t1 = time.perf_counter()
     cluster = experiment.cluster
-    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size), dtype=np.int64)
+    plan = experiment.parallel.plan
+    custom = place_plan(cluster, plan) if plan is not None and workload.world_size == \
+        plan.world_size else None
+    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
+    if custom is not None and hasattr(workload, "rank_gpu"):
+        workload.rank_gpu = rank_gpu
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):

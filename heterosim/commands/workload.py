@@ -16,6 +16,7 @@ from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
+from heterosim.plan.placement import place_plan
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
@@ -76,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment, args.overrides)
     check_output_folder(args.out)
     start = time.perf_counter()
-    workload = generate_workload(experiment, cost_fn=partition_cost_fn(ComputeModel()))
+    workload = generate_workload(experiment, cost_fn=partition_cost_fn(
+        ComputeModel(gpus=experiment.cluster.gpus)))
+    if experiment.parallel.plan is not None:
+        workload.rank_gpu = place_plan(experiment.cluster, experiment.parallel.plan)
     ranks = parse_ranks(args.ranks, workload.world_size) if args.ranks else None
     prefix = args.prefix or experiment.name
     if "/" in prefix or not prefix:

@@ -31,6 +31,18 @@ from heterosim.workload.trace import COLLECTIVE_NAMES
 NS = 1e-9
 
 
+def _plan_stages(exp: Any, counts: Any) -> dict[str, Any]:
+    """``stages``: an explicit plan as run, every replica with its micro-batch count."""
+    plan = exp.parallel.plan
+    if plan is None:
+        return {}
+    stages = plan.as_dict()
+    for stage in stages:
+        for j, replica in enumerate(stage["replicas"]):
+            replica["micro_batches"] = int(counts[j])
+    return {"stages": stages}
+
+
 def results_dict(run: Any) -> dict[str, Any]:
     """The results.json content of a finished (or partial) run."""
     exp, engine, plan = run.experiment, run.engine, run.tables.plan
@@ -56,6 +68,9 @@ def results_dict(run: Any) -> dict[str, Any]:
             "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
             "inter_host_comm_s": bd.inter_host_ns[r] * NS,
         })
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
     counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
@@ -100,6 +115,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],
             "replica_micro_batches": list(run.workload.partition.replica_micro_batches),
             "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
+            **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
