@@ -494,6 +494,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
     if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
     {
         m_socket->Send(flowId, srcGpu, dstGpu, srcEp, dstEp, bytes, connection, srcDelay, dstDelay);
+        ArmSampling();
         return;
     }
     int64_t rttNs = 0;
@@ -546,6 +547,12 @@ PacketNetwork::StartMessage(uint32_t flowId,
         m_liveSlots.push_back(slot);
     }
     Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    ArmSampling();
+}
+
+void
+PacketNetwork::ArmSampling()
+{
     if (m_sampleInterval.IsStrictlyPositive() && !m_sampleEvent.IsPending())
     {
         int64_t period = m_sampleInterval.GetNanoSeconds();
@@ -621,6 +628,10 @@ PacketNetwork::Sample()
         }
     }
     m_liveSlots.resize(keep);
+    if (m_socket)
+    {
+        m_socket->AppendProgress(now, m_rTime, m_rFlow, m_rRate, m_rAcked);
+    }
     if (m_pending > 0)
     {
         m_sampleEvent = Simulator::Schedule(m_sampleInterval, &PacketNetwork::Sample, this);

@@ -198,7 +198,8 @@ class PacketNetwork : public FlowNetwork
     /** \return number of rate samples */
     uint64_t GetNRateSamples() const;
     /**
-     * \brief Copy the per-queue-pair rate series.
+     * \brief Copy the per-queue-pair rate series (socket-transport messages too: their rate is
+     * the goodput since the previous sample, see SocketTransport::AppendProgress).
      * \param timeNs sample time
      * \param flow flow id
      * \param rateBps congestion-control rate
@@ -243,6 +244,8 @@ class PacketNetwork : public FlowNetwork
     void Finish(uint32_t flowId);
     /** An intra-host flow carried by the fluid network finished. */
     void HostFlowDone(uint32_t flowId, Time when);
+    /** Schedule the next sample if sampling is on and none is pending. */
+    void ArmSampling();
     /** Take one sample of queues and rates. */
     void Sample();
     /** Local port of \p node on \p link. */

@@ -366,6 +366,10 @@ SocketTransport::Post(uint32_t msg, uint64_t bytes)
     Message& m = m_messages[msg];
     Conn& c = m_conns[m.conn];
     uint32_t nSocks = static_cast<uint32_t>(c.streams.size()) - 1;
+    for (uint32_t st : c.streams)
+    {
+        m.from.push_back(m_streams[st].queued);
+    }
     std::vector<uint32_t> touched;
     for (uint64_t offset = 0; offset < bytes; offset += m_requestBytes)
     {
@@ -389,6 +393,11 @@ SocketTransport::Post(uint32_t msg, uint64_t bytes)
             c.nextSock = (c.nextSock + 1) % nSocks;
         }
     }
+    for (uint32_t st : c.streams)
+    {
+        m.to.push_back(m_streams[st].queued);
+    }
+    m.lastNs = Simulator::Now().GetNanoSeconds();
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     for (uint32_t s : touched)
@@ -767,6 +776,47 @@ SocketTransport::CopyStreamStats(uint32_t* firstFlow,
         retransmits[i] = st.retransmits;
         timeouts[i] = st.timeouts;
         recoveries[i] = st.recoveries;
+    }
+}
+
+void
+SocketTransport::AppendProgress(int64_t now,
+                                std::vector<int64_t>& time,
+                                std::vector<uint32_t>& flow,
+                                std::vector<double>& rate,
+                                std::vector<uint64_t>& received)
+{
+    std::vector<uint32_t> ids;
+    ids.reserve(m_messages.size());
+    for (const auto& [id, m] : m_messages)
+    {
+        ids.push_back(id);
+    }
+    std::sort(ids.begin(), ids.end()); // message order, for deterministic output
+    for (uint32_t id : ids)
+    {
+        Message& m = m_messages[id];
+        if (m.from.empty())
+        {
+            continue; // not posted yet (host latency)
+        }
+        const Conn& c = m_conns[m.conn];
+        uint64_t got = 0;
+        for (std::size_t i = 0; i < c.streams.size(); ++i)
+        {
+            uint64_t r = m_streams[c.streams[i]].received;
+            got += r <= m.from[i] ? 0 : std::min(r, m.to[i]) - m.from[i];
+        }
+        got = std::min(got, m.bytes); // the 4-byte size headers are not payload
+        double bps = now > m.lastNs ? static_cast<double>(got - std::min(got, m.lastBytes)) * 8e9 /
+                                          static_cast<double>(now - m.lastNs)
+                                    : 0.0;
+        time.push_back(now);
+        flow.push_back(m.flowId);
+        rate.push_back(bps);
+        received.push_back(got);
+        m.lastBytes = got;
+        m.lastNs = now;
     }
 }
 

@@ -201,6 +201,21 @@ class SocketTransport : public Object
                          uint64_t* retransmits,
                          uint64_t* timeouts,
                          uint64_t* recoveries) const;
+    /**
+     * \brief Append one progress sample of every message in flight: (now, flow id, goodput in
+     * bit/s since the message's previous sample, payload bytes received so far). A message's
+     * bytes are what its connection's receivers read of its share of each socket's stream.
+     * \param now sample time, ns
+     * \param time sample times
+     * \param flow flow ids
+     * \param rate goodput, bit/s
+     * \param received bytes received
+     */
+    void AppendProgress(int64_t now,
+                        std::vector<int64_t>& time,
+                        std::vector<uint32_t>& flow,
+                        std::vector<double>& rate,
+                        std::vector<uint64_t>& received);
     /** \return number of congestion-window samples (CwndSampleInterval) */
     uint64_t GetNCwndSamples() const;
     /**
@@ -252,6 +267,10 @@ class SocketTransport : public Object
         uint32_t requests{0};   //!< requests not yet received
         uint64_t bytes{0};      //!< payload
         int64_t dstDelayNs{0};  //!< host latency after the NIC
+        std::vector<uint64_t> from; //!< per stream of the connection: first offset of this message
+        std::vector<uint64_t> to;   //!< per stream: offset after this message
+        uint64_t lastBytes{0};      //!< received at the previous progress sample
+        int64_t lastNs{-1};         //!< time of the previous progress sample
     };
 
     /** A request (one isend) in flight. */
