@@ -130,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {format_size(size):>10} {row['count']:>12} {row['time_s'] * 1e6:>11.2f} "
               f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']:<9}  "
               f"{row['protocol']:<8}  {row['channels']}", flush=True)
+        if "tcp" in row:
+            tcp = row["tcp"]
+            print(f"  # tcp: {tcp['connections']} connections, {tcp['streams']} sockets, "
+                  f"{tcp['retransmits']} retransmits, {tcp['timeouts']} timeouts, "
+                  f"max cwnd {tcp['max_cwnd_bytes']} B", flush=True)
     if args.chakra:
         from heterosim.plan.collectives.chakra_export import write_collective_chakra
 

@@ -216,3 +216,28 @@ def test_netbench_writes_tcp_outputs(native_lib, repo_root, tmp_path):
     assert len(rows) == 3
     cwnd = (tmp_path / "out" / "cwnd.csv").read_text().splitlines()
     assert cwnd[0] == "time_s,stream,cwnd_bytes" and len(cwnd) > 10
+    # the TCP flows have goodput samples too, so fairness covers all four flows
+    rates = (tmp_path / "out" / "rates.csv").read_text().splitlines()[1:]
+    assert {int(row.split(",")[1]) for row in rates} == {0, 1, 2, 3}
+    assert results["fairness_jain"] is not None
+
+
+def test_lossy_priority_on_a_lossless_switch(native_lib):
+    """SwitchMmu::LossyPriorities: the masked class never pauses and drops past its threshold,
+    the other classes keep PFC."""
+    ns3 = native_lib.ns3
+    mmu = ns3.CreateObject[ns3.SwitchMmu]()
+    mmu.SetAttribute("LossyPriorities", ns3.UintegerValue(1 << 0))
+    mmu.SetAttribute("PfcDynamicThreshold", ns3.BooleanValue(False))
+    mmu.SetAttribute("PfcStaticXoff", ns3.UintegerValue(20_000))
+    import cppyy
+
+    rates = cppyy.gbl.std.vector["uint64_t"]([100_000_000_000] * 2)
+    headroom = cppyy.gbl.std.vector["uint64_t"]([100_000] * 2)
+    mmu.Configure(rates, headroom, True, 1 << 20)
+    lossy = sum(bool(mmu.Admit(0, 0, 1000)) for _ in range(100))
+    lossless = sum(bool(mmu.Admit(1, 3, 1000)) for _ in range(100))
+    assert lossy == 24  # 4000-byte reserve + 20 kB of shared use, then drops
+    assert lossless == 100  # beyond the threshold into headroom, never dropped
+    assert not mmu.ShouldPause(0, 0)
+    assert mmu.ShouldPause(1, 3)
