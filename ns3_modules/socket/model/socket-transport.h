@@ -52,7 +52,9 @@ namespace ns3
  * ECN-only switch configuration leaves them unmarked. With HostQueueDisc none the ring is a
  * drop-tail queue of TcpTxQueueBytes instead.
  *
- * NCCL semantics (src/transport/net_socket.cc, NCCL 2.19-2.27): a NCCL connection between two
+ * NCCL semantics (src/transport/net_socket.cc, NCCL master: ncclNetSocketGetNsockNthread,
+ * MIN_CHUNKSIZE and the request split in ncclNetSocketProgressSize; older releases auto-detect
+ * 1 thread x 1 socket instead of 0 x 1): a NCCL connection between two
  * GPUs is nSocks + 1 TCP connections, nSocks = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD
  * (SocketNthreads x NsocksPerThread; NCCL caps threads at 16 and sockets at 64) plus the control
  * socket. NCCL's auto-detection gives 0 threads (nSocks = 0) except on AWS (2 x 8) and GCP
@@ -71,7 +73,8 @@ namespace ns3
  * NCCL_STEPS window is not enforced (the socket buffers, TcpSndBufSize and TcpRcvBufSize, bound the
  * bytes in flight instead); ns-3's TCP has no receive-buffer auto-tuning, so the buffers are
  * fixed at Linux's tcp_wmem / tcp_rmem maxima by default; messages between the same two GPUs
- * without a connection id share one NCCL connection.
+ * without a connection id share one NCCL connection; the newest sources' extra peer-ACK socket
+ * (NCCL_SOCKET_PEER_ACK) is not modelled.
  */
 class SocketTransport : public Object
 {
