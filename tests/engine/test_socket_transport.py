@@ -241,3 +241,26 @@ def test_lossy_priority_on_a_lossless_switch(native_lib):
     assert lossless == 100  # beyond the threshold into headroom, never dropped
     assert not mmu.ShouldPause(0, 0)
     assert mmu.ShouldPause(1, 3)
+
+
+def test_run_with_a_socket_host_reports_tcp(native_lib, repo_root, tmp_path):
+    """The tiny experiment with its A100 host on plain Ethernet: every inter-host byte is TCP."""
+    import csv
+    import json
+
+    from heterosim.cli import main
+
+    out = tmp_path / "run"
+    assert main(["run", str(repo_root / "tests" / "data" / "tiny_experiment.yaml"), "--fidelity",
+                 "packet", "--set", "cluster=../../topologies/mixed_transport_16gpu.yaml", "--out",
+                 str(out), "--quiet", "--no-plots"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    tcp = results["network"]["tcp"]
+    with (out / "flows.csv").open() as handle:
+        flows = list(csv.DictReader(handle))
+    inter_host = sum(int(f["bytes"]) for f in flows if int(f["src_gpu"]) // 8 != int(f["dst_gpu"]) // 8)
+    assert inter_host > 0 and tcp["bytes_delivered"] == inter_host
+    assert tcp["messages"] == sum(1 for f in flows if int(f["src_gpu"]) // 8 != int(f["dst_gpu"]) // 8)
+    rows = (out / "tcp_connections.csv").read_text().splitlines()
+    assert len(rows) == tcp["streams"] + 1
+    assert (out / "cwnd.csv").exists()
