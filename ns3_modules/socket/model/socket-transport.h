@@ -73,7 +73,10 @@ namespace ns3
  * NCCL_STEPS window is not enforced (the socket buffers, TcpSndBufSize and TcpRcvBufSize, bound the
  * bytes in flight instead); ns-3's TCP has no receive-buffer auto-tuning, so the buffers are
  * fixed at Linux's tcp_wmem / tcp_rmem maxima by default; messages between the same two GPUs
- * without a connection id share one NCCL connection; the newest sources' extra peer-ACK socket
+ * without a connection id share one NCCL connection; on an RDMA host that also talks TCP (to a
+ * socket host), TCP frames queued at the NIC port go before the queue pairs, which the NIC only
+ * pulls onto an idle port; switches serve the TCP and RDMA classes frame by frame round-robin
+ * (QbbNetDevice), not by bytes; the newest sources' extra peer-ACK socket
  * (NCCL_SOCKET_PEER_ACK) is not modelled.
  */
 class SocketTransport : public Object
