@@ -7,7 +7,8 @@ Cases
   allreduce  2-host all-reduce (one GPU and one NIC per host, one switch) at 10/25/100 Gb/s:
              bus bandwidth at packet and flow fidelity, and the goodput of one ns-3
              BulkSendApplication flow over ns-3's PointToPoint devices through one router at the
-             same rate and delay (TcpBulkReference), scaled from PPP to Ethernet framing.
+             same rate and delay (TcpBulkReference), scaled from PPP to Ethernet framing, one way
+             and both ways at once (the all-reduce's load).
   sizes      the same all-reduce at 25 Gb/s over 1 MiB .. 256 MiB (where handshake and slow start
              matter).
   incast     mixed RDMA + TCP incast (topologies/star_rdma_socket_8hosts.yaml shape): two RDMA and
@@ -46,11 +47,12 @@ def network(buffer: int = 16 << 20, **attributes) -> NetworkConfig:
                          attributes=attributes)
 
 
-def reference_gbps(speed: str, size: int) -> tuple[float, int]:
+def reference_gbps(speed: str, size: int, bidirectional: bool = False) -> tuple[float, int]:
     ns3 = native.load().ns3
     ref = ns3.CreateObject[ns3.TcpBulkReference]()
     ref.SetAttribute("DataRate", ns3.DataRateValue(ns3.DataRate(speed)))
     ref.SetAttribute("Bytes", ns3.UintegerValue(size))
+    ref.SetAttribute("Bidirectional", ns3.BooleanValue(bidirectional))
     ref.Run()
     return float(ref.GetGoodputBps() * ref.GetFramingRatio()) / 1e9, int(ref.GetRetransmits())
 
@@ -63,11 +65,13 @@ def allreduce_row(speed: str, size: int) -> None:
     started = time.perf_counter()
     flw = simulate_collective(cl, "allreduce", size, [0, 1], fidelity="flow")
     wall_f = time.perf_counter() - started
-    ref, ref_retx = reference_gbps(speed, size)
+    ref, _ = reference_gbps(speed, size)
+    both, ref_retx = reference_gbps(speed, size, bidirectional=True)
     p, f = pkt["busbw_GBps"] * 8, flw["busbw_GBps"] * 8
     tcp = pkt["tcp"]
-    print(f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  bulk-ref {ref:8.3f}  "
-          f"packet/ref {p / ref:6.3f}  flow/packet {f / p:6.3f}  retx {tcp['retransmits']:>4}  "
+    print(f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  ref 1-way {ref:8.3f}  "
+          f"2-way {both:8.3f}  packet/2-way {p / both:6.3f}  flow/packet {f / p:6.3f}  "
+          f"retx {tcp['retransmits']:>4}  "
           f"max cwnd {tcp['max_cwnd_bytes']:>8}  ref retx {ref_retx:>3}  "
           f"wall {wall_p:5.1f} / {wall_f:4.2f} s", flush=True)
 

@@ -4,6 +4,7 @@
 #include "tcp-bulk-reference.h"
 
 #include "ns3/application-container.h"
+#include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/tcp-l4-protocol.h"
 #include "ns3/bulk-send-helper.h"
@@ -66,6 +67,13 @@ TcpBulkReference::GetTypeId()
             .AddAttribute("QueuePackets", "Device transmit queue, packets", UintegerValue(1000),
                           MakeUintegerAccessor(&TcpBulkReference::m_queuePackets),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("Bidirectional",
+                          "Also send Bytes the other way at the same time (each direction then "
+                          "carries the other's ACKs, as in a 2-rank all-reduce); the goodput is "
+                          "the mean of the two directions",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&TcpBulkReference::m_bidirectional),
+                          MakeBooleanChecker())
             .AddAttribute("StopTime", "Give up after this simulated time", TimeValue(Seconds(60)),
                           MakeTimeAccessor(&TcpBulkReference::m_stop), MakeTimeChecker());
     return tid;
@@ -112,7 +120,7 @@ TcpBulkReference::Run()
         addresses.SetBase("10.1.1.0", "255.255.255.0");
         addresses.Assign(left);
         addresses.SetBase("10.1.2.0", "255.255.255.0");
-        Ipv4InterfaceContainer sinkIf = addresses.Assign(right);
+        addresses.Assign(right);
         // No queue disc: packets go straight to the device queue, as on the fabric's NICs.
         TrafficControlHelper tc;
         tc.Uninstall(left);
@@ -142,22 +150,35 @@ TcpBulkReference::Run()
         }
 
         uint16_t port = 5000;
-        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
-                                    InetSocketAddress(Ipv4Address::GetAny(), port));
-        ApplicationContainer sinkApp = sinkHelper.Install(nodes.Get(2));
-        sinkApp.Get(0)->TraceConnectWithoutContext(
-            "Rx", MakeCallback(&TcpBulkReference::Received, this));
-        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(sinkIf.GetAddress(1), port));
-        bulk.SetAttribute("MaxBytes", UintegerValue(m_bytes));
-        bulk.SetAttribute("SendSize", UintegerValue(m_segment * 64));
-        ApplicationContainer sendApp = bulk.Install(nodes.Get(0));
-        sinkApp.Start(Time(0));
-        sendApp.Start(Time(0));
-        Simulator::Schedule(NanoSeconds(1), [this, sendApp]() {
-            Ptr<BulkSendApplication> app = DynamicCast<BulkSendApplication>(sendApp.Get(0));
-            Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
-            if (socket)
+        uint32_t directions = m_bidirectional ? 2 : 1;
+        std::vector<ApplicationContainer> senders;
+        for (uint32_t d = 0; d < directions; ++d)
+        {
+            Ptr<Node> from = nodes.Get(d == 0 ? 0 : 2);
+            Ptr<Node> to = nodes.Get(d == 0 ? 2 : 0);
+            Ipv4Address toAddress = to->GetObject<Ipv4>()->GetAddress(1, 0).GetLocal();
+            PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
+                                        InetSocketAddress(Ipv4Address::GetAny(), port));
+            ApplicationContainer sinkApp = sinkHelper.Install(to);
+            sinkApp.Get(0)->TraceConnectWithoutContext(
+                "Rx", MakeCallback(&TcpBulkReference::Received, this));
+            BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(toAddress, port));
+            bulk.SetAttribute("MaxBytes", UintegerValue(m_bytes));
+            bulk.SetAttribute("SendSize", UintegerValue(m_segment * 64));
+            ApplicationContainer sendApp = bulk.Install(from);
+            sinkApp.Start(Time(0));
+            sendApp.Start(Time(0));
+            senders.push_back(sendApp);
+        }
+        Simulator::Schedule(NanoSeconds(1), [this, senders]() {
+            for (const auto& sendApp : senders)
             {
+                Ptr<BulkSendApplication> app = DynamicCast<BulkSendApplication>(sendApp.Get(0));
+                Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
+                if (!socket)
+                {
+                    continue;
+                }
                 socket->TraceConnectWithoutContext("CongestionWindow",
                                                    MakeCallback(&TcpBulkReference::Cwnd, this));
                 socket->TraceConnectWithoutContext(
@@ -179,7 +200,7 @@ TcpBulkReference::Run()
         }
     }
     Simulator::Destroy();
-    return m_received >= m_bytes;
+    return m_received >= m_bytes * (m_bidirectional ? 2 : 1);
 }
 
 void
@@ -187,7 +208,7 @@ TcpBulkReference::Received(Ptr<const Packet> packet, const Address& from)
 {
     m_received += packet->GetSize();
     m_lastRxNs = Simulator::Now().GetNanoSeconds();
-    if (m_received >= m_bytes)
+    if (m_received >= m_bytes * (m_bidirectional ? 2 : 1))
     {
         Simulator::Stop();
     }
@@ -214,7 +235,8 @@ TcpBulkReference::GetBytesReceived() const
 double
 TcpBulkReference::GetGoodputBps() const
 {
-    return m_lastRxNs > 0 ? static_cast<double>(m_received) * 8e9 / static_cast<double>(m_lastRxNs) : 0.0;
+    double perDirection = static_cast<double>(m_received) / (m_bidirectional ? 2.0 : 1.0);
+    return m_lastRxNs > 0 ? perDirection * 8e9 / static_cast<double>(m_lastRxNs) : 0.0;
 }
 
 uint32_t

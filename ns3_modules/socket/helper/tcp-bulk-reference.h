@@ -22,6 +22,9 @@ namespace ns3
  * PacketSink, ns-3's TCP with the given congestion control, segment size and buffers,
  * DropTail device queues of QueuePackets packets and no queue disc.
  *
+ * With Bidirectional, a second transfer runs the other way at the same time (the load of a
+ * 2-rank all-reduce: each direction also carries the other's ACKs).
+ *
  * It is the reference that the socket transport's collectives are checked against: what ns-3's
  * TCP reaches for a bulk flow on a link of the same rate and delay. Point-to-point frames carry
  * a 2-byte PPP header instead of Ethernet's 18 bytes + 20 bytes of preamble and gap, so callers
@@ -49,9 +52,9 @@ class TcpBulkReference : public Object
 
     /** \return time from the first SYN to the last payload byte received, ns */
     int64_t GetTransferNs() const;
-    /** \return payload bytes received */
+    /** \return payload bytes received (both directions when Bidirectional) */
     uint64_t GetBytesReceived() const;
-    /** \return goodput: payload bits per second over the transfer */
+    /** \return goodput per direction: payload bits per second over the transfer */
     double GetGoodputBps() const;
     /** \return largest congestion window of the sender, bytes */
     uint32_t GetMaxCwnd() const;
@@ -76,6 +79,7 @@ class TcpBulkReference : public Object
     uint32_t m_initialCwnd;   //!< initial window
     Time m_minRto;            //!< minimum RTO
     uint32_t m_queuePackets;  //!< device queue length
+    bool m_bidirectional;     //!< a second flow the other way
     Time m_stop;              //!< give up after
 
     uint64_t m_received{0};   //!< bytes received
