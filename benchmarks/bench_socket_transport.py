@@ -26,11 +26,11 @@ import time
 
 import numpy as np
 
-from heterosim.commands.collective import simulate_collective
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import fluid, native, packet
 from heterosim.engine.topology import build_topology
+from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
 
 def cluster(speed: str, transports: tuple[str, ...] = ("socket", "socket")):
@@ -60,15 +60,17 @@ def reference_gbps(speed: str, size: int, bidirectional: bool = False) -> tuple[
 def allreduce_row(speed: str, size: int) -> None:
     cl = cluster(speed)
     started = time.perf_counter()
-    pkt = simulate_collective(cl, "allreduce", size, [0, 1], fidelity="packet")
+    pkt = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
+                              engine_config(fidelity="packet"))
     wall_p = time.perf_counter() - started
     started = time.perf_counter()
-    flw = simulate_collective(cl, "allreduce", size, [0, 1], fidelity="flow")
+    flw = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
+                               engine_config(fidelity="flow"))
     wall_f = time.perf_counter() - started
     ref, _ = reference_gbps(speed, size)
     both, ref_retx = reference_gbps(speed, size, bidirectional=True)
-    p, f = pkt["busbw_GBps"] * 8, flw["busbw_GBps"] * 8
-    tcp = pkt["tcp"]
+    p, f = pkt.busbw_GBps * 8, flw.busbw_GBps * 8
+    tcp = pkt.tcp
     print(f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  ref 1-way {ref:8.3f}  "
           f"2-way {both:8.3f}  packet/2-way {p / both:6.3f}  flow/packet {f / p:6.3f}  "
           f"retx {tcp['retransmits']:>4}  "

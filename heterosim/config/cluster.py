@@ -1,4 +1,4 @@
-"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
+"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in docs/config.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
 (host 0's GPUs first); that numbering is the default rank placement. ``transport`` per host type
@@ -43,7 +43,7 @@ HOST_FABRICS = ("nvswitch", "pcie")
 HOST_TRANSPORTS = ("rdma", "socket")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
-# SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
+# SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
 # 25 GB/s per direction, NVLink 5: 50 GB/s; §6.1). NCCL's copy loops move data over NVLink at
 # this fraction of the line rate, so the links of the network models carry that rate. These are
 # NCCL's own constants, not fitted to any measurement.
@@ -164,10 +164,6 @@ class ClusterConfig:
         """1 for every host that uses NCCL's socket transport, 0 for RDMA hosts (uint8)."""
         return np.array([self.host(h).transport == "socket" for h in range(self.num_hosts)],
                         dtype=np.uint8)
-
-    @cached_property
-    def gpu_nic_speed_bps(self) -> np.ndarray:
-        return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
 
 
 def _gpu_entry(section: Section, name: str) -> GpuSpec:

@@ -15,7 +15,18 @@ from typing import Any
 import yaml
 
 from heterosim.catalog.models import ModelConfig, resolve_model
+from heterosim.config.choices import (
+    CC_ALGORITHMS,
+    COLLECTIVE_ALGORITHMS,
+    COLLECTIVE_PROTOCOLS,
+    FIDELITIES,
+    GRANULARITIES,
+    INTRA_HOST_MODELS,
+    MEMORY_CHECKS,
+    QUEUE_PAIR_MODELS,
+)
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -26,11 +37,6 @@ PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) 
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
-CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
-FIDELITIES = ("packet", "flow")
-GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
-INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
-QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
 
 
@@ -150,6 +156,8 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # faults: time from a link going down or up until the routes follow (0 = at once)
+    routing_delay_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,9 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
+    # with faults: also run the same plan without them and report what the faults cost
+    # (results.json fault_impact); doubles the simulation time
+    fault_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +195,7 @@ class ExperimentConfig:
     simulation: SimulationConfig
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
     @property
     def micro_batches_per_replica(self) -> int:
@@ -341,6 +353,11 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def default_network() -> NetworkConfig:
+    """The network settings of an experiment without a ``network`` section."""
+    return _network(Section({}, ""))
+
+
 def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
@@ -353,13 +370,16 @@ def _network(section: Section) -> NetworkConfig:
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
         collective_algorithm=section.string(
-            "collective_algorithm", "auto", choices=("auto", "ring", "tree", "nvls")
+            "collective_algorithm", "auto", choices=COLLECTIVE_ALGORITHMS
         ),
         collective_protocol=section.string(
-            "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
+            "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        routing_delay_ns=section.time_ns("routing_delay", 0),
     )
+    if network.routing_delay_ns < 0:
+        raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:
         raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
     section.reject_unknown()
@@ -374,9 +394,10 @@ def _simulation(section: Section) -> SimulationConfig:
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
-        memory_check=section.string("memory_check", "error", choices=("error", "warn")),
+        memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
+        fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()
     return simulation
@@ -437,7 +458,7 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     total = train.global_batch // train.micro_batch
     given = []
     for j in range(plan.dp):
-        values = {s.replicas[j].micro_batches for s in plan.stages} - {None}
+        values = {m for s in plan.stages if (m := s.replicas[j].micro_batches) is not None}
         if len(values) > 1:
             raise top.error(f"parallel.stages[*].replicas[{j}].micro_batches",
                             f"pipeline {j} is given different counts {sorted(values)} in "
@@ -524,6 +545,9 @@ def parse_experiment(
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
+    if "jobs" in top.data:
+        raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
+                                "sweep; for this command give one job's experiment file")
     name = top.string("name", Path(source).stem if source else "experiment")
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
@@ -544,10 +568,12 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        faults=faults,
     )
     _check_consistency(top, experiment)
     if parallel.plan is not None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from heterosim.commands.collective import simulate_collective
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import fluid, packet
 from heterosim.engine.topology import build_topology
 from heterosim.errors import UserError
+from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
 pytestmark = pytest.mark.ns3
 
@@ -53,8 +53,9 @@ def bulk_reference_gbps(native_lib, speed: str, size: int, bidirectional: bool =
                                                   ("100Gbps", 100, 64 << 20)])
 def test_two_host_allreduce_reaches_bulk_tcp_goodput(native_lib, speed, rate_gbps, size):
     cl = cluster(speed)
-    row = simulate_collective(cl, "allreduce", size, [0, 1], fidelity="packet")
-    busbw_gbps = row["busbw_GBps"] * 8  # 2 ranks: every byte crosses the link once each way
+    row = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
+                              engine_config(fidelity="packet"))
+    busbw_gbps = row.busbw_GBps * 8  # 2 ranks: every byte crosses the link once each way
     one_way = bulk_reference_gbps(native_lib, speed, size)
     both_ways = bulk_reference_gbps(native_lib, speed, size, bidirectional=True)
     # ns-3's bulk TCP reaches the TCP/Ethernet line-rate goodput one way; both ways each
@@ -65,13 +66,14 @@ def test_two_host_allreduce_reaches_bulk_tcp_goodput(native_lib, speed, rate_gbp
     # ns-3's bulk TCP reaches under the same load
     assert busbw_gbps == pytest.approx(both_ways, rel=0.02)
     assert busbw_gbps >= 0.95 * one_way
-    tcp = row["tcp"]
+    tcp = row.tcp
     assert tcp["bytes_delivered"] == 2 * size  # every byte, both directions
     assert tcp["streams"] == tcp["connections"]  # NCCL's default: data on the control socket
     assert tcp["max_cwnd_bytes"] > 10 * MSS  # the window grew beyond its initial 10 segments
     # the fluid model of the same collective stays within its measured envelope
-    flow = simulate_collective(cl, "allreduce", size, [0, 1], fidelity="flow")
-    assert 0.98 <= flow["busbw_GBps"] / row["busbw_GBps"] <= 1.05
+    flow = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
+                               engine_config(fidelity="flow"))
+    assert 0.98 <= flow.busbw_GBps / row.busbw_GBps <= 1.05
 
 
 def run_single(size, nthreads, nsocks, speed="25Gbps"):
@@ -209,11 +211,11 @@ def test_fluid_follows_the_socket_mtu(native_lib):
 
 
 def test_netbench_writes_tcp_outputs(native_lib, repo_root, tmp_path):
-    from heterosim.commands.netbench import netbench
     from heterosim.config.scenario import load_scenario
+    from heterosim.simulate import run_netbench
 
     scenario = load_scenario(repo_root / "workloads" / "netbench" / "mixed_rdma_tcp_incast.yaml")
-    results = netbench(scenario, tmp_path / "out")
+    results = run_netbench(scenario, tmp_path / "out")
     tcp = results["network"]["tcp"]
     assert tcp["connections"] == 2 and tcp["retransmits"] > 0
     assert results["summary"]["delivered_bytes"] == results["summary"]["injected_bytes"]

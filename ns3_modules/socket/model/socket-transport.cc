@@ -164,7 +164,6 @@ SocketTransport::AddressOf(uint32_t node)
 void
 SocketTransport::Setup(Ptr<TopologyDescription> desc,
                        const std::vector<Ptr<Node>>& nodes,
-                       const std::vector<Ptr<RdmaNic>>& nics,
                        const std::vector<std::vector<uint32_t>>& nodePorts,
                        const std::vector<Ptr<QbbNetDevice>>& portDev,
                        RdmaFramePool* pool,
@@ -176,7 +175,6 @@ SocketTransport::Setup(Ptr<TopologyDescription> desc,
     NS_LOG_FUNCTION(this);
     m_desc = desc;
     m_nodes = nodes;
-    m_nics = nics;
     m_nodePorts = nodePorts;
     m_portDev = portDev;
     m_pool = pool;
@@ -218,7 +216,7 @@ SocketTransport::EnsureStack(uint32_t node)
     {
         return;
     }
-    NS_ASSERT_MSG(m_nics[node], "node " << node << " is not an endpoint");
+    NS_ASSERT_MSG(m_desc->GetNodeKind(node) == TopologyDescription::NIC, "node " << node << " is not a NIC");
     Ptr<Node> n = m_nodes[node];
     InternetStackHelper stack;
     stack.SetIpv6StackInstall(false);
@@ -261,7 +259,6 @@ SocketTransport::EnsureStack(uint32_t node)
     // initialise what was aggregated since (traffic control scans its devices and queue discs).
     n->Initialize();
     m_dev[node] = dev;
-    m_nics[node]->SetIpReceiveCallback(MakeCallback(&SocketTransport::ReceiveFrame, this));
 
     Ptr<Socket> listener = Socket::CreateSocket(n, TcpSocketFactory::GetTypeId());
     listener->SetAttribute("SndBufSize", UintegerValue(m_sndBuf));
@@ -531,7 +528,11 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
         hash = TopologyDescription::FlowHash(m_seed, ports, src, dst, 2);
     }
     const auto& links = m_desc->GetNextHops(src, dst);
-    NS_ASSERT_MSG(!links.empty(), "no route from node " << src << " to node " << dst);
+    if (links.empty())
+    {
+        ++m_hostDrops; // no route left (a link fault): TCP retransmits once there is one again
+        return false;
+    }
     uint32_t link = links.size() == 1 ? links[0] : links[TopologyDescription::EcmpIndex(hash, 0, links.size())];
     QbbNetDevice* egress = nullptr;
     for (uint32_t gp : m_nodePorts[src])
@@ -864,7 +865,6 @@ SocketTransport::DoDispose()
     m_inFlight.clear();
     m_dev.clear();
     m_txQueue.clear();
-    m_nics.clear();
     m_nodePorts.clear();
     m_portDev.clear();
     m_nodes.clear();

@@ -15,7 +15,6 @@
 #include "ns3/packet.h"
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-frame-pool.h"
-#include "ns3/rdma-nic.h"
 #include "ns3/socket.h"
 #include "ns3/tcp-header.h"
 #include "ns3/tcp-socket-base.h"
@@ -102,7 +101,6 @@ class SocketTransport : public Object
      * \brief Attach to a built packet network.
      * \param desc topology
      * \param nodes ns-3 node per topology node
-     * \param nics endpoint per topology node (null for switches)
      * \param nodePorts global port indices of every node (port 2l / 2l+1: link l's ends)
      * \param portDev device of every global port
      * \param pool frame allocator of the network
@@ -113,7 +111,6 @@ class SocketTransport : public Object
      */
     void Setup(Ptr<TopologyDescription> desc,
                const std::vector<Ptr<Node>>& nodes,
-               const std::vector<Ptr<RdmaNic>>& nics,
                const std::vector<std::vector<uint32_t>>& nodePorts,
                const std::vector<Ptr<QbbNetDevice>>& portDev,
                RdmaFramePool* pool,
@@ -143,6 +140,14 @@ class SocketTransport : public Object
               int64_t connection,
               int64_t srcDelayNs,
               int64_t dstDelayNs);
+
+    /**
+     * \brief An IP frame arrived at endpoint \p node (the RDMA endpoints' IP hook, which the
+     * packet network points here).
+     * \param frame the frame (the endpoint frees it afterwards)
+     * \param node topology node of the endpoint
+     */
+    void ReceiveFrame(const RdmaFrame* frame, uint32_t node);
 
     /** \return the traffic class of TCP frames */
     uint8_t GetPriority() const;
@@ -313,8 +318,6 @@ class SocketTransport : public Object
     void PartDone(uint32_t req);
     /** IPv4 packet from a FabricIpDevice to the fabric. */
     bool Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet);
-    /** IP frame arrived at NIC node \p node. */
-    void ReceiveFrame(const RdmaFrame* frame, uint32_t node);
     /** A device dropped a frame (IP frames: forget their packet). */
     void FrameDropped(const RdmaFrame* frame);
     /** A frame left port \p port of socket node \p node: wake its queue disc if the ring drained. */
@@ -362,7 +365,6 @@ class SocketTransport : public Object
 
     Ptr<TopologyDescription> m_desc;                      //!< topology
     std::vector<Ptr<Node>> m_nodes;                       //!< ns-3 node per topology node
-    std::vector<Ptr<RdmaNic>> m_nics;                     //!< endpoints
     std::vector<std::vector<uint32_t>> m_nodePorts;       //!< global ports per node
     std::vector<Ptr<QbbNetDevice>> m_portDev;             //!< device per global port
     RdmaFramePool* m_pool{nullptr};                       //!< frames
