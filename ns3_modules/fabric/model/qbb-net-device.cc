@@ -445,7 +445,7 @@ QbbNetDevice::CountDrop(const RdmaFrame* frame)
 void
 QbbNetDevice::FaultDrop(RdmaFrame* frame, bool queued)
 {
-    if (queued && frame->type == RdmaFrame::DATA && m_handler != nullptr)
+    if (queued && frame->IsData() && m_handler != nullptr)
     {
         m_handler->OnDequeue(frame, m_port); // release its buffer as if it had left
     }

@@ -185,9 +185,10 @@ SocketTransport::Setup(Ptr<TopologyDescription> desc,
     m_dev.assign(nodes.size(), nullptr);
     m_txQueue.assign(nodes.size(), nullptr);
     m_listener.assign(nodes.size(), nullptr);
-    for (const auto& dev : m_portDev)
+    for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
     {
-        dev->TraceConnectWithoutContext("Drop", MakeCallback(&SocketTransport::FrameDropped, this));
+        m_portDev[gp]->TraceConnectWithoutContext(
+            "Drop", MakeBoundCallback(&SocketTransport::FrameDropped, this, gp));
     }
 }
 
@@ -606,11 +607,22 @@ SocketTransport::ReceiveFrame(const RdmaFrame* frame, uint32_t node)
 }
 
 void
-SocketTransport::FrameDropped(const RdmaFrame* frame)
+SocketTransport::FrameDropped(SocketTransport* self, uint32_t port, const RdmaFrame* frame)
 {
-    if (frame->type == RdmaFrame::IP && m_inFlight.erase(frame->seq) > 0)
+    if (frame->type != RdmaFrame::IP || self->m_inFlight.erase(frame->seq) == 0)
     {
-        ++m_fabricDrops;
+        return;
+    }
+    ++self->m_fabricDrops;
+    // A frame dropped from a NIC's own ring (a link fault flushing it) frees ring space: wake
+    // the queue disc as a transmission would.
+    uint32_t link = port / 2;
+    uint32_t node = port % 2 == 0 ? self->m_desc->GetLinkA(link) : self->m_desc->GetLinkB(link);
+    Ptr<NetDeviceQueue> txq = node < self->m_txQueue.size() ? self->m_txQueue[node] : nullptr;
+    if (txq && txq->IsStopped() &&
+        self->m_portDev[port]->GetQueueBytes(self->m_priority) < self->m_txQueueBytes)
+    {
+        txq->Wake();
     }
 }
 

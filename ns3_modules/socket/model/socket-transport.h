@@ -318,8 +318,8 @@ class SocketTransport : public Object
     void PartDone(uint32_t req);
     /** IPv4 packet from a FabricIpDevice to the fabric. */
     bool Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet);
-    /** A device dropped a frame (IP frames: forget their packet). */
-    void FrameDropped(const RdmaFrame* frame);
+    /** Port \p port dropped a frame (IP frames: forget their packet; wake a drained ring). */
+    static void FrameDropped(SocketTransport* self, uint32_t port, const RdmaFrame* frame);
     /** A frame left port \p port of socket node \p node: wake its queue disc if the ring drained. */
     static void PortDequeued(SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes);
     /** Sender socket has room. */
