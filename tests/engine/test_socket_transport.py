@@ -272,3 +272,39 @@ def test_run_with_a_socket_host_reports_tcp(native_lib, repo_root, tmp_path):
     rows = (out / "tcp_connections.csv").read_text().splitlines()
     assert len(rows) == tcp["streams"] + 1
     assert (out / "cwnd.csv").exists()
+
+
+def test_tcp_recovers_from_link_faults(native_lib):
+    """Random loss on the sender's access link, then the link down for 0.5 ms: TCP retransmits
+    (fast recovery, then one RTO for the frames lost while down) and delivers every byte."""
+    from heterosim.engine.topology import ACCESS, to_native
+
+    ns3 = native_lib.ns3
+    topo = build_topology(cluster("25Gbps"))
+    access = [i for i in range(topo.num_links) if topo.link_kind[i] == ACCESS]
+    size = 16 << 20
+    ns3.Simulator.Destroy()
+    try:
+        network = packet.create_packet_network(native_lib, to_native(topo, native_lib), net(), 1)
+        one = np.array([0], np.uint32)
+        network.ScheduleFlows(1, one, one, np.array([1], np.uint32), np.array([size], np.uint64),
+                              np.array([0], np.int64), np.array([3], np.uint8))
+        network.SetStopAfterFlows(1)
+        network.SetLinkLoss(access[0], 1e-3, 1.0)
+        for until_ns, up in ((1_000_000, False), (500_000, True), (3_000_000_000, None)):
+            ns3.Simulator.Stop(ns3.NanoSeconds(until_ns))
+            ns3.Simulator.Run()
+            if up is not None:
+                network.SetLinkUp(access[0], up)
+                network.Reroute()
+        end = np.full(1, -1, np.int64)
+        network.CopyFinishTimes(1, one, end)
+        stats = packet.collect_packet_stats(network)
+        network.Dispose()
+    finally:
+        ns3.Simulator.Destroy()
+    tcp = stats["tcp"]["summary"]
+    assert end[0] > 0 and tcp["bytes_delivered"] == size
+    assert tcp["fabric_drops"] > 0 and tcp["retransmits"] > 0
+    assert tcp["fast_recoveries"] > 0 and tcp["timeouts"] >= 1
+    assert stats["counters"]["drops"] == tcp["fabric_drops"] + tcp["host_drops"]
