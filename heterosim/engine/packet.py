@@ -172,7 +172,7 @@ def tcp_stats(net: Any) -> dict[str, Any] | None:
     if n:
         sock.CopyStreamStats(*(streams[key] for key in TCP_STREAM_FIELDS))
     m = int(sock.GetNCwndSamples())
-    cwnd = {"time_ns": np.zeros(m, np.int64), "stream": np.zeros(m, np.uint32),
+    cwnd: dict[str, np.ndarray] = {"time_ns": np.zeros(m, np.int64), "stream": np.zeros(m, np.uint32),
             "cwnd_bytes": np.zeros(m, np.uint32)}
     if m:
         sock.CopyCwndSeries(cwnd["time_ns"], cwnd["stream"], cwnd["cwnd_bytes"])

@@ -73,7 +73,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         if tp is not None:  # traces read from files may not say
             ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
-    counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
+    counters: dict[str, Any] = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
     if getattr(engine, "tcp", None):
