@@ -274,8 +274,9 @@ AMP_CLUSTER = {
     "name": "amp-3xp3.8xlarge-1xg4dn.12xlarge",
     "host_types": {
         "p3": {"gpu": "V100-SXM2-16GB", "gpus": 4, "fabric": "nvswitch", "nvlink_bw": "100GB/s",
-               "nics": 1, "nic_speed": "10Gbps"},
-        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps"},
+               "nics": 1, "nic_speed": "10Gbps", "transport": "socket"},
+        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps",
+               "transport": "socket"},
     },
     "hosts": [{"type": "p3", "count": 3}, {"type": "g4", "count": 1}],
     "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
@@ -292,6 +293,11 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
         "modelled; NCCL's Volta NVLink efficiency (0.8) applies. Not stated by the source"),
     "cluster.host_types.g4": ("PCIe Gen3 x16 per T4, no NVLink, one PCIe switch",
                               "T4 is a PCIe card without NVLink; g4dn PCIe tree not published"),
+    "cluster.host_types.transport": (
+        "socket: NCCL's socket transport over TCP on every host",
+        "p3.8xlarge has no RDMA-capable NIC (ENA only) and NCCL does not use the g4dn's EFA "
+        "without the aws-ofi-nccl plugin, which AMP's setup does not install, so inter-host "
+        "traffic goes through NCCL's socket transport over TCP"),
     "network": ("one NIC per host: 10 Gb/s (p3.8xlarge), 50 Gb/s (g4dn.12xlarge); one switch",
                 "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
                 "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated"),
