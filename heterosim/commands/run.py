@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
-from heterosim.config.experiment import load_experiment
+from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import UserError
 from heterosim.units import parse_time_ns
 
@@ -24,6 +24,10 @@ examples:
                                                    # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
+  heterosim run workloads/examples/two_jobs_h4.yaml --fidelity flow
+                                                   # several jobs sharing one fabric (jobs:)
+  heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
+                                                   # faults: link down, degraded link, straggler
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
 (open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
 """
@@ -90,9 +94,9 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.report.run_report import results_dict, write_run_outputs
+    from heterosim.report.jobs_report import any_results_dict, job_summary_lines, write_any_outputs
     from heterosim.report.staging import check_output_folder
-    from heterosim.simulate import run_experiment
+    from heterosim.simulate import run_any
 
     stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
     overrides = list(args.overrides)
@@ -103,31 +107,40 @@ def run(args: argparse.Namespace) -> int:
         experiment, workload = _trace_run(args, overrides)
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
-        experiment = load_experiment(path, overrides)
+        experiment = load_any_experiment(path, overrides)
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     progress = Progress(not args.quiet)
+    several = isinstance(experiment, JobsExperiment)
     if not args.quiet:
-        print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
+        what = (f"{len(experiment.jobs)} jobs" if several else experiment.model.name)
+        print(f"heterosim run: {experiment.name}: {what} on "
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
     with _sigterm_stops_the_run():
-        artifacts = run_experiment(experiment, progress=progress, workload=workload,
-                                   databases=args.db or None, stop_ns=stop_ns)
+        artifacts = run_any(experiment, progress=progress, workload=workload,
+                            databases=args.db or None, stop_ns=stop_ns)
     progress.close()
-    results = results_dict(artifacts)
+    results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns
-    write_run_outputs(artifacts, out, results, plots=not args.no_plots)
-    b = results["breakdown"]
+    write_any_outputs(artifacts, out, results, plots=not args.no_plots)
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
     partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
-    print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
-    print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
-    print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
-    print(f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms")
-    print(f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
-          f"{b['inter_host_comm_s'] * 1e3:.3f} ms")
+    if several:
+        for line in job_summary_lines(results):
+            print(line)
+        print(f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms{partial}")
+    else:
+        b = results["breakdown"]
+        print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
+        print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
+        print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
+        print(f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms")
+        print(f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
+              f"{b['inter_host_comm_s'] * 1e3:.3f} ms")
+    for fault in results.get("faults", []):
+        print(f"fault {fault['index']}       {_fault_line(fault)}")
     net = results["network"]
     print(f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
           f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}")
@@ -153,6 +166,15 @@ def _sigterm_stops_the_run() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _fault_line(fault: dict) -> str:
+    target = fault.get("link") or f"GPU {fault.get('gpu')}"
+    if fault["kind"] == "slowdown":
+        return (f"{target} x{fault['slowdown']:g} slower: {fault['tasks_slowed']} compute tasks, "
+                f"+{fault['extra_compute_s'] * 1e3:.3f} ms of compute")
+    return (f"{target} {fault['kind']} at {fault['at_s'] * 1e3:g} ms: {fault['frames_dropped']} frames "
+            f"dropped, {fault['flows_rerouted']} flows rerouted")
 
 
 def _until_ns(text: str | None) -> int | None:

@@ -16,6 +16,7 @@ import yaml
 
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -150,6 +151,8 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # faults: time from a link going down or up until the routes follow (0 = at once)
+    routing_delay_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,9 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
+    # with faults: also run the same plan without them and report what the faults cost
+    # (results.json fault_impact); doubles the simulation time
+    fault_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,7 @@ class ExperimentConfig:
     simulation: SimulationConfig
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
     @property
     def micro_batches_per_replica(self) -> int:
@@ -359,7 +366,10 @@ def _network(section: Section) -> NetworkConfig:
             "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        routing_delay_ns=section.time_ns("routing_delay", 0),
     )
+    if network.routing_delay_ns < 0:
+        raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:
         raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
     section.reject_unknown()
@@ -377,6 +387,7 @@ def _simulation(section: Section) -> SimulationConfig:
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
+        fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()
     return simulation
@@ -524,6 +535,9 @@ def parse_experiment(
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
+    if "jobs" in top.data:
+        raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
+                                "sweep; for this command give one job's experiment file")
     name = top.string("name", Path(source).stem if source else "experiment")
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
@@ -544,10 +558,12 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        faults=faults,
     )
     _check_consistency(top, experiment)
     if parallel.plan is not None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.experiment import QUEUE_PAIR_MODELS, NetworkConfig
+from heterosim.engine import faults as fault_models
 from heterosim.engine import native
 from heterosim.engine.fluid import (
     create_fluid_network,
@@ -64,6 +65,7 @@ class EngineResult:
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ packet tables)
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
+    fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
 
 
 def execute_plan(
@@ -80,6 +82,7 @@ def execute_plan(
     stall_timeout_ns: int | None = None,
     intra_host: str = "packet",
     queue_pairs: str = "connection",
+    faults: fault_models.FaultPlan | None = None,
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
 
@@ -95,6 +98,8 @@ def execute_plan(
     ``queue_pairs``: ``connection`` sends the flows of one NCCL connection
     (:func:`heterosim.plan.execution_plan.connection_ids`) as messages on one queue pair, one
     after another (``FlowNetwork::StartFlowOnConnection``); ``flow`` makes every flow its own.
+    ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
+    model's stall timeout then also covers the outages and twice the retransmission timeout.
     """
     if fidelity not in FIDELITIES:
         raise UserError(f"simulation: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
@@ -125,6 +130,8 @@ def execute_plan(
         executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     if stall_timeout_ns is None:
         stall_timeout_ns = 0 if fidelity == "flow" else default_stall_timeout_ns(plan, topology)
+        if faults is not None and fidelity == "packet":
+            stall_timeout_ns += faults.longest_outage_ns + 2 * fault_models.rto_ns(network)
     if stall_timeout_ns > 0:
         executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
     # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
@@ -135,6 +142,7 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
+    schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
@@ -147,6 +155,7 @@ def execute_plan(
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
         result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
+        result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
         result.partial = state != _FINISHED
         result.error = error
         result.wall_s = time.perf_counter() - started
@@ -155,6 +164,8 @@ def execute_plan(
         executor.Dispose()
         reset_simulator(gbl)
         net.Dispose()
+        if schedule is not None:
+            schedule.Dispose()
 
 
 def default_stall_timeout_ns(plan: ExecutionPlan, topology: Topology) -> int:

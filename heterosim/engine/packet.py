@@ -8,6 +8,10 @@ control (see ``ns3_modules/rdma`` and ``ns3_modules/switch``). Flows between GPU
 stay on NVLink/PCIe and never touch a NIC; flows between hosts run NIC to NIC, with the
 GPUDirect PCIe segments modelled as a rate cap and a latency (see ``packet-network.h``).
 
+Faults (:mod:`heterosim.engine.faults`) act on the ports: a link down drops what its ports hold
+and what is on the wire, fabric routes are recomputed and the switches re-hash over the paths
+left; a degraded link changes its ports' rate; a lossy link drops arriving frames at random.
+
 Python builds the network, schedules flows from arrays, runs the simulator and reads every
 counter back in bulk; it is never called per packet or per flow.
 """

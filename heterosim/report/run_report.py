@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.engine.topology import LINK_KIND_NAMES
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import write_perfetto_trace
+from heterosim.report.perfetto import fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.workload.trace import COLLECTIVE_NAMES
@@ -84,7 +85,7 @@ def results_dict(run: Any) -> dict[str, Any]:
     for a in colls.get("algorithm", []):
         name = run.tables.algorithms[int(a)]
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
-    return {
+    out = {
         "iteration_time_s": iteration_s,
         "iterations": {"count": iterations, "end_s": [e * NS for e in ends],
                        "time_s": [(b - a) * NS for a, b in zip([0, *ends[:-1]], ends)]},
@@ -122,6 +123,14 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
     }
+    faults = getattr(run, "faults", None)
+    if faults is not None:
+        out["faults"] = fault_records(faults, engine.fault_counts, engine.fidelity, plan,
+                                      engine.task_start_ns, engine.task_end_ns, makespan_ns, engine.links)
+    baseline = getattr(run, "baseline", None)
+    if baseline is not None:
+        out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
+    return out
 
 
 def _iteration_ends(run: Any, iterations: int) -> list[int]:
@@ -237,11 +246,13 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
                      *[_num(links[c][j]) for c in columns]]
                     for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
     labels = _label_fn(run)
-    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+    rank_names = [(f"job {row['job']} " if "job" in row else "")
+                  + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
     counters = _counter_tracks(engine.series or {}, topo)
+    extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters)
+                                labels, counters, extra_events=extra)
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from heterosim.report.compare_report import lookup
+from heterosim.report.compare_report import job_metrics, lookup
 from heterosim.sweep.grid import SEED_KEY, Variant, format_value
 
 SUMMARY_METRICS = (
@@ -32,8 +32,10 @@ SUMMARY_METRICS = (
 
 
 def metric_values(results: dict[str, Any], metrics: Sequence[str] = SUMMARY_METRICS) -> dict[str, Any]:
-    """The flat metrics of one results.json (for the store and the summary)."""
-    return {m: lookup(results, m) for m in dict.fromkeys([*SUMMARY_METRICS, *metrics])}
+    """The flat metrics of one results.json (for the store and the summary); a several-jobs run
+    adds each job's iteration time and exposed communication (``jobs.<i>.*``)."""
+    per_job = [key for key, _, _ in job_metrics(results)]
+    return {m: lookup(results, m) for m in dict.fromkeys([*SUMMARY_METRICS, *per_job, *metrics])}
 
 
 def summary_rows(variants: Sequence[Variant], records: dict[str, dict[str, Any]],

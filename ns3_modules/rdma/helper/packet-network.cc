@@ -363,6 +363,74 @@ PacketNetwork::StartFlowOnConnection(uint32_t flowId,
     StartMessage(flowId, srcGpu, dstGpu, bytes, priority, connection);
 }
 
+void
+PacketNetwork::SetLinkUp(uint32_t link, bool up)
+{
+    NS_LOG_FUNCTION(this << link << up);
+    NS_ASSERT_MSG(m_desc, "Build() before faults");
+    m_portDev[2 * link]->SetLinkDown(!up);
+    m_portDev[2 * link + 1]->SetLinkDown(!up);
+    m_desc->SetLinkUp(link, up);
+}
+
+uint32_t
+PacketNetwork::Reroute()
+{
+    NS_LOG_FUNCTION(this);
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> before;
+    for (const auto& qp : m_qps)
+    {
+        if (!qp->IsFinished())
+        {
+            before.emplace_back(qp->flowId, GetFlowPath(qp->flowId));
+        }
+    }
+    m_desc->RecomputeFabricRoutes();
+    for (auto& sw : m_switches)
+    {
+        if (sw)
+        {
+            sw->UpdateRoutes();
+        }
+    }
+    uint32_t moved = 0;
+    for (const auto& [flowId, path] : before)
+    {
+        std::vector<uint32_t> now = GetFlowPath(flowId);
+        if (!now.empty() && now != path)
+        {
+            ++moved;
+        }
+    }
+    return moved;
+}
+
+void
+PacketNetwork::SetLinkRate(uint32_t link, double rateBps)
+{
+    NS_LOG_FUNCTION(this << link << rateBps);
+    auto rate = static_cast<uint64_t>(std::llround(rateBps));
+    m_portDev[2 * link]->SetRate(rate);
+    m_portDev[2 * link + 1]->SetRate(rate);
+    m_desc->SetLinkRateBps(link, rateBps);
+}
+
+void
+PacketNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFactor)
+{
+    NS_LOG_FUNCTION(this << link << probability);
+    // streams far above the ECN markers' (one per node) and different for every port and seed
+    int64_t base = (static_cast<int64_t>(m_seed) + 1) * 1000003LL * 4;
+    m_portDev[2 * link]->SetLossProbability(probability, base + 2 * link);
+    m_portDev[2 * link + 1]->SetLossProbability(probability, base + 2 * link + 1);
+}
+
+uint64_t
+PacketNetwork::GetLinkFaultDrops(uint32_t link) const
+{
+    return m_portDev[2 * link]->GetFaultDrops() + m_portDev[2 * link + 1]->GetFaultDrops();
+}
+
 uint64_t
 PacketNetwork::GetMessagesQueued() const
 {

@@ -108,6 +108,26 @@ class PacketNetwork : public FlowNetwork
                                uint8_t priority,
                                uint32_t connection) override;
     uint32_t GetNGpus() const override;
+    /**
+     * \brief Take a fabric link down or bring it back (fault): both ports drop what they hold
+     * and stop (QbbNetDevice::SetLinkDown); until Reroute() the switches still forward into
+     * it, and those frames are dropped there. Frames lost are recovered by the transport (NACK
+     * or retransmission timeout, go-back-N).
+     */
+    void SetLinkUp(uint32_t link, bool up) override;
+    /**
+     * \brief Recompute the topology's fabric routes over the links that are up and rebuild
+     * every switch's forwarding table, so ECMP re-hashes frames over the paths left.
+     * \return number of unfinished queue pairs whose path changed
+     */
+    uint32_t Reroute() override;
+    /** \brief Degrade (or restore) a link's rate, both ports, from now on. */
+    void SetLinkRate(uint32_t link, double rateBps) override;
+    /** \brief Drop frames arriving over the link with \p probability (each port its own
+     * random stream); \p goodputFactor is for fluid models and unused here. */
+    void SetLinkLoss(uint32_t link, double probability, double goodputFactor) override;
+    /** \return frames dropped by faults on link \p link (both directions) */
+    uint64_t GetLinkFaultDrops(uint32_t link) const;
     /** \return messages appended to a queue pair that was already carrying another */
     uint64_t GetMessagesQueued() const;
 
