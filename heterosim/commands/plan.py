@@ -109,5 +109,9 @@ def run(args: argparse.Namespace) -> int:
               f"{default['rank']}; best is {gain:.2f}x faster")
     else:
         print(f"default ({default['label']}): {default['status']}: {default.get('reason')}")
+    for row in results["candidates"]:
+        if row["kind"] == "as-written" and row.get("iteration_time_s") is not None:
+            print(f"as written ({row['label']}): {row['iteration_time_s'] * 1e3:.3f} ms, rank "
+                  f"{row['rank']}")
     print(f"results in      {out}/results.json (best plan: {out}/best_plan.yaml)")
     return 0 if results["ranking"] else 1

@@ -36,7 +36,7 @@ class Assessment:
     experiment: ExperimentConfig | None = None
     workload: Workload | None = None
     memory_bytes: dict[str, int] = field(default_factory=dict)  # GPU type -> largest rank peak
-    rank_params: int = 0  # most parameters any rank holds (its gradient all-reduce volume)
+    stage_params: list[int] = field(default_factory=list)  # most parameters a rank of each stage holds
 
     @property
     def ok(self) -> bool:
@@ -49,13 +49,13 @@ def _strip_source(message: str, source: str) -> str:
     return first[len(prefix):] if source and first.startswith(prefix) else first
 
 
-def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, int], int]:
-    """Largest estimated peak memory of any rank per GPU type (bytes), and the most parameters
-    any rank holds."""
+def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, int], list[int]]:
+    """Largest estimated peak memory of any rank per GPU type (bytes), and per pipeline stage the
+    most parameters one of its ranks holds (its gradient reduction volume)."""
     layout, part = workload.layout, workload.partition
     par = exp.parallel
     out: dict[str, int] = {}
-    params = 0
+    params = [0] * part.pp
     done: set[tuple] = set()
     for rank in range(layout.world_size):
         stage, replica = layout.pp_index(rank), layout.dp_index(rank)
@@ -75,7 +75,7 @@ def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, 
         est = estimate_rank_memory(exp.model, exp.training, rank_par, layers, stage == 0, last,
                                    max(1, in_flight))
         out[gpu] = max(out.get(gpu, 0), int(est.total_bytes))
-        params = max(params, int(est.params))
+        params[stage] = max(params[stage], int(est.params))
     return out, params
 
 
