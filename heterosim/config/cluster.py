@@ -1,4 +1,4 @@
-"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
+"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in docs/config.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
 (host 0's GPUs first); that numbering is the default rank placement.
@@ -38,7 +38,7 @@ FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
-# SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
+# SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
 # 25 GB/s per direction, NVLink 5: 50 GB/s; §6.1). NCCL's copy loops move data over NVLink at
 # this fraction of the line rate, so the links of the network models carry that rate. These are
 # NCCL's own constants, not fitted to any measurement.
@@ -152,10 +152,6 @@ class ClusterConfig:
             [self.host(int(h)).gpu_nic[int(i)] for h, i in zip(self.gpu_host, self.gpu_local_index)],
             dtype=np.int64,
         )
-
-    @cached_property
-    def gpu_nic_speed_bps(self) -> np.ndarray:
-        return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
 
 
 def _gpu_entry(section: Section, name: str) -> GpuSpec:

@@ -15,6 +15,16 @@ from typing import Any
 import yaml
 
 from heterosim.catalog.models import ModelConfig, resolve_model
+from heterosim.config.choices import (
+    CC_ALGORITHMS,
+    COLLECTIVE_ALGORITHMS,
+    COLLECTIVE_PROTOCOLS,
+    FIDELITIES,
+    GRANULARITIES,
+    INTRA_HOST_MODELS,
+    MEMORY_CHECKS,
+    QUEUE_PAIR_MODELS,
+)
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
@@ -27,11 +37,6 @@ PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) 
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
-CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
-FIDELITIES = ("packet", "flow")
-GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
-INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
-QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
 
 
@@ -348,6 +353,11 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def default_network() -> NetworkConfig:
+    """The network settings of an experiment without a ``network`` section."""
+    return _network(Section({}, ""))
+
+
 def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
@@ -360,10 +370,10 @@ def _network(section: Section) -> NetworkConfig:
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
         collective_algorithm=section.string(
-            "collective_algorithm", "auto", choices=("auto", "ring", "tree", "nvls")
+            "collective_algorithm", "auto", choices=COLLECTIVE_ALGORITHMS
         ),
         collective_protocol=section.string(
-            "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
+            "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
         routing_delay_ns=section.time_ns("routing_delay", 0),
@@ -384,7 +394,7 @@ def _simulation(section: Section) -> SimulationConfig:
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
-        memory_check=section.string("memory_check", "error", choices=("error", "warn")),
+        memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
         fault_baseline=section.boolean("fault_baseline", False),
@@ -448,7 +458,7 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     total = train.global_batch // train.micro_batch
     given = []
     for j in range(plan.dp):
-        values = {s.replicas[j].micro_batches for s in plan.stages} - {None}
+        values = {m for s in plan.stages if (m := s.replicas[j].micro_batches) is not None}
         if len(values) > 1:
             raise top.error(f"parallel.stages[*].replicas[{j}].micro_batches",
                             f"pipeline {j} is given different counts {sorted(values)} in "

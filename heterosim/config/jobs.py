@@ -189,7 +189,7 @@ def _job(entry: Any, i: int, source: str, base_dir: Path | None, cluster: Cluste
             path = (base_dir or Path.cwd()) / path
         job_data, job_source, job_dir = read_yaml_mapping(path), str(path), path.parent
     elif isinstance(value, dict):
-        job_data, job_source, job_dir = copy.deepcopy(value), f"{where}: experiment", base_dir
+        job_data, job_source, job_dir = copy.deepcopy(value), f"{where}: experiment", base_dir or Path.cwd()
     else:
         raise section.error("experiment", "expected an experiment file path or an inline experiment")
     if "jobs" in job_data:

@@ -108,7 +108,7 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
         raise UserError(f"{path}: {key}.layers_per_stage: expected consecutive block indices "
                         "0..N covering embedding, layers and head")
     head = len(flat) - 1
-    stages = []
+    stages: list[StagePlan] = []
     used: set[str] = set()
     notes = [f"{len(layers)} stages; Sailor's block 0 (embedding) and {head} (head) are not "
              "transformer layers"]
@@ -249,4 +249,4 @@ def read_sailor_training_config(path: str | Path) -> tuple[dict, int, int | None
              "layers": layers, "heads": heads, "kv_heads": heads, "ffn": 4 * hidden,
              "vocab": get("vocab_size"), "seq": get("sequence_length")}
     batch = raw.get("global_batch_size")
-    return model, model["seq"], _int(batch, f"{path}: global_batch_size") if batch else None
+    return model, get("sequence_length"), _int(batch, f"{path}: global_batch_size") if batch else None

@@ -101,7 +101,7 @@ def merge_job_plans(jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: 
     total = base
     dep_ptr, dep_idx = coo_to_csr(total, np.concatenate(children), np.concatenate(parents))
     merged = ExecutionPlan(
-        **{k: np.concatenate(v) for k, v in columns.items() if k != "channel"},
+        **{k: np.concatenate(v) for k, v in columns.items() if k != "channel"},  # type: ignore[arg-type]
         dep_ptr=dep_ptr, dep_idx=dep_idx, num_gpus=num_gpus,
         channel=np.concatenate(columns["channel"]),
     )

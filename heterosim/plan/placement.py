@@ -23,7 +23,8 @@ from heterosim.config.experiment import StagedPlan
 from heterosim.errors import UserError
 
 
-def place_ranks(cluster: ClusterConfig, world_size: int, *, custom: Sequence[int] | None = None,
+def place_ranks(cluster: ClusterConfig, world_size: int, *,
+                custom: Sequence[int] | np.ndarray | None = None,
                 source: str = "placement") -> np.ndarray:
     """int64 array: global GPU of every rank 0..world_size-1 (see module docstring)."""
     if world_size < 1:

@@ -1,7 +1,7 @@
 """What ``heterosim run`` writes: results.json, CSVs, the Perfetto trace and PNG plots.
 
 All files go to a temporary folder beside ``out_dir`` and are moved into place at the end, so an
-error never leaves half-written results. results.json holds at least the keys of the DESIGN.md
+error never leaves half-written results. results.json holds at least the keys of the docs/results.md
 contract; numbers are plain floats and ints (seconds, bytes, counts), so the same experiment and
 seed give byte-identical files apart from ``sim.wall_s`` and the ``*_wall_s`` timings.
 """
@@ -233,17 +233,19 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     links = engine.links
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
-    names, util = [], np.zeros(0)
+    names: list[str] = []
+    util = np.zeros(0)
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+        names = [link_names[i] if d == 0 else _reverse(link_names[i])
+                 for i, d in zip(link_idx, direction)]
         util = np.asarray(links.get("utilization", np.zeros(link_idx.size)), dtype=float)
-        columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns",
-                               "ecn_marks", "drops") if k in links]
-        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *columns],
+        link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
+                                    "paused_ns", "ecn_marks", "drops") if k in links]
+        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
                    ([int(i), n, LINK_KIND_NAMES[int(topo.link_kind[i])], int(d),
-                     *[_num(links[c][j]) for c in columns]]
+                     *[_num(links[c][j]) for c in link_columns]]
                     for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
     labels = _label_fn(run)
     rank_names = [(f"job {row['job']} " if "job" in row else "")

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from heterosim.config.experiment import FIDELITIES
+from heterosim.config.choices import FIDELITIES, require_choice
 from heterosim.config.fields import read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -189,8 +189,8 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
     if not experiment_path.is_file():
         raise UserError(f"{source}: experiment: {experiment}: file not found (looked at {experiment_path})")
     fidelity = data.get("fidelity")
-    if fidelity is not None and fidelity not in FIDELITIES:
-        raise UserError(f"{source}: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    if fidelity is not None:
+        require_choice(f"{source}: fidelity", fidelity, FIDELITIES)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise UserError(f"{source}: name: expected a non-empty string")

@@ -133,6 +133,7 @@ def plot_metric_vs_parameter(path: Path, variants: Sequence[Variant], records: d
         value = (record.get("metrics") or {}).get(metric)
         if not _is_number(value):
             continue
+        assert value is not None
         others = {k: v for k, v in variant.point.items() if k not in (parameter, SEED_KEY)}
         name = ", ".join(f"{k}={format_value(v)}" for k, v in others.items()) or metric
         series.setdefault(name, {}).setdefault(x_values.index(variant.point[parameter]), []).append(value)

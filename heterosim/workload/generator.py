@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import cast
 
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
@@ -274,7 +275,7 @@ class RankProgram:
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
-        return lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp)
+        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp))
 
     def _transfers(self, other: int, receive: bool) -> list[tuple[int, int]]:
         """(peer rank, bytes) of this rank's sends (``receive`` False) or recvs at the boundary
@@ -414,20 +415,20 @@ class RankProgram:
         first = True
         for op in optimizer_ops(m, self.training, p, params, expert,
                                 rank_linear_weights(m, p, layers)):
-            tmpl = self._template(op)
-            if tmpl is None:
+            opt_tmpl = self._template(op)
+            if opt_tmpl is None:
                 continue
             deps = [out.tail] + (waits if first else [])
-            out.tail = out.node(tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
+            out.tail = out.node(opt_tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
             first = False
         if p.zero in (1, 2) or (p.zero == 0 and p.distributed_optimizer):
             for role, count in (("dp", params - expert), ("ep_dp", expert)):
                 for size in _bucket_sizes(count * self.param_bytes, p.dp_bucket_bytes):
                     op = _comm("param_allgather", "opt", ALL_GATHER, size, self.act_dtype,
                                COMM_COLL_NODE, role)
-                    tmpl = self._template(op)
-                    if tmpl is not None:
-                        out.node(tmpl, stage=self.stage, deps=(out.tail,))
+                    gather_tmpl = self._template(op)
+                    if gather_tmpl is not None:
+                        out.node(gather_tmpl, stage=self.stage, deps=(out.tail,))
 
 
 def _bucket_sizes(total: int, bucket: int) -> list[int]:
@@ -587,7 +588,7 @@ class Workload:
                       in_flight_micro_batches(self.experiment, stage)))
 
     def summary(self, ranks: Sequence[int] | None = None) -> dict:
-        """workload.json content (see DESIGN.md); builds each listed rank's trace once."""
+        """workload.json content (see docs/results.md); builds each listed rank's trace once."""
         from heterosim.workload.summary import workload_summary
 
         return workload_summary(self, ranks)
@@ -602,7 +603,7 @@ class LazyTraces(Sequence[RankTrace]):
     def __len__(self) -> int:
         return self._w.world_size
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self._w.trace(r) for r in range(*index.indices(len(self)))]
         if index < 0:

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
@@ -98,9 +99,6 @@ class RankLayout:
 
     def pp_index(self, rank: int) -> int:
         return int(self.coords[rank, 2])
-
-    def ep_index(self, rank: int) -> int:
-        return self.dp_index(rank) % self.ep
 
     def stage_ranks(self, stage: int) -> list[int]:
         """All ranks (every TP and DP index) of pipeline stage ``stage``."""
@@ -300,9 +298,9 @@ class ParallelGroups:
             return ()
         if role == "ep":
             base = d - d % lay.ep
-            return tuple(lay.rank_of(t, base + i, p) for i in range(lay.ep))
+            return tuple(cast(int, lay.rank_of(t, base + i, p)) for i in range(lay.ep))
         if role == "ep_dp":
-            return tuple(lay.rank_of(t, i, p) for i in range(d % lay.ep, lay.dp, lay.ep))
+            return tuple(cast(int, lay.rank_of(t, i, p)) for i in range(d % lay.ep, lay.dp, lay.ep))
         if role == "embd":
             if not self.tied_embeddings or lay.pp < 2 or p not in (0, lay.pp - 1):
                 return ()

@@ -224,7 +224,10 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
                         f"(ranks must be 0..{world - 1})")
     groups = _read_groups(directory, world)
     traces: list[RankTrace] = []
-    stages, replicas, micro, tps = [], [], {}, []
+    stages: list[int] = []
+    replicas: list[int] = []
+    micro: dict[int, int] = {}
+    tps: list[int] = []
     for rank, path in files.items():
         trace = read_trace(path, rank)
         _check_trace(trace, path, world, groups)

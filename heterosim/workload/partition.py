@@ -99,10 +99,6 @@ class Partition:
     def stage_layers(self, stage: int) -> list[range]:
         return [self.layers_of(stage, c) for c in range(self.vpp)]
 
-    @property
-    def num_virtual_stages(self) -> int:
-        return self.pp * self.vpp
-
 
 def optimal_cuts(
     layer_cost: np.ndarray,
@@ -298,7 +294,7 @@ def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_f
     given = [plan.pipeline_micro_batches(r) for r in range(dp)]
     free = [r for r in range(dp) if given[r] is None]
     rest = total_mb - sum(g for g in given if g is not None)
-    counts = list(given)
+    counts: list[int] = [g or 0 for g in given]  # free replicas filled below
     if free:
         if par.micro_batch_split == "uniform" or len({round(speeds[r], 12) for r in free}) == 1:
             base, extra = divmod(rest, len(free))
@@ -329,7 +325,7 @@ def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_f
                 warnings.append(f"estimated memory over capacity: {what}")
     return Partition(
         mode="explicit", pp=pp, vpp=1, chunk_layers=tuple(chunks),
-        replica_micro_batches=tuple(int(c) for c in counts),  # type: ignore[arg-type]
+        replica_micro_batches=tuple(int(c) for c in counts),
         chunk_time_s=tuple(float(cell_time[s].max()) for s in range(pp)),
         replica_speed=tuple(speeds), memory_warnings=tuple(warnings),
     )

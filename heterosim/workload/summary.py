@@ -1,4 +1,4 @@
-"""workload.json: a per-rank summary of the traces (keys fixed in DESIGN.md).
+"""workload.json: a per-rank summary of the traces (keys fixed in docs/results.md).
 
 Per rank: GPU type, host, pipeline stage, data-parallel replica, first and last layer, micro-
 batches, compute node count and FLOPs, collectives by Chakra type name with count and bytes

@@ -51,7 +51,7 @@ class EfficiencyParams:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, **values: float) -> EfficiencyParams:
-        return replace(self, **values)
+        return replace(self, **values)  # type: ignore[arg-type]  # the float fields only
 
     def gemm_ceiling(self, dtype: str) -> float:
         """Asymptotic GEMM efficiency for ``dtype``: the dtype's envelope if published."""

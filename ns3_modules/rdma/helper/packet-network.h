@@ -16,8 +16,10 @@
 #include "ns3/rdma-queue-pair.h"
 #include "ns3/rdma-switch.h"
 #include "ns3/topology-description.h"
+#include "ns3/type-id.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -84,7 +86,7 @@ class PacketNetwork : public FlowNetwork
     /**
      * \brief Build nodes, devices, channels, switches and endpoints.
      * \param desc the topology
-     * \return false if the Cc attribute names no known algorithm or HostFlows is neither
+     * \return false if the Cc attribute names no congestion-control class or HostFlows is neither
      * "packet" nor "fluid"
      */
     bool Build(Ptr<TopologyDescription> desc);
@@ -258,7 +260,7 @@ class PacketNetwork : public FlowNetwork
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
     // attributes
-    std::string m_cc;          //!< congestion control name
+    TypeId m_ccType;           //!< congestion control class (a child of RdmaCongestionControl)
     uint32_t m_mtu;            //!< payload per packet
     bool m_pfc;                //!< PFC on fabric switches
     uint64_t m_buffer;         //!< fabric switch buffer
@@ -274,8 +276,7 @@ class PacketNetwork : public FlowNetwork
     ObjectFactory m_nicFactory;                 //!< RdmaNic
     ObjectFactory m_mmuFactory;                 //!< SwitchMmu
     ObjectFactory m_markerFactory;              //!< RedEcnMarker
-    std::vector<ObjectFactory> m_ccFactories;   //!< one per algorithm
-    int m_ccIndex{-1};                          //!< selected algorithm
+    std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
 
     Ptr<TopologyDescription> m_desc;                 //!< topology
     Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)

@@ -1,0 +1,210 @@
+"""One experiment: workload -> plan -> engine, returning :class:`RunArtifacts` for the report.
+
+``heterosim run``, ``compare``, ``sweep`` and ``validate``'s end-to-end cases go through
+:func:`run_experiment`; ``heterosim workload`` through :func:`generate_experiment_workload`.
+Several jobs sharing one cluster (``jobs:``) build each job with :func:`prepare_run` and run
+together in :mod:`heterosim.simulate.jobs`.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from heterosim.config.cluster import ClusterConfig
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.engine import faults as fault_models
+from heterosim.engine.executor import execute_plan
+from heterosim.engine.topology import Topology, build_topology
+from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.compute.model import PROVENANCES, ComputeModel
+from heterosim.plan.compute.partition_cost import partition_cost_fn
+from heterosim.plan.execution_plan import FLOW
+from heterosim.plan.from_traces import build_plan
+from heterosim.plan.iterations import repeat_plan
+from heterosim.plan.placement import place_plan, place_ranks
+from heterosim.simulate.artifacts import PreparedRun, RunArtifacts
+from heterosim.workload.generator import Workload, generate_workload
+
+ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
+
+
+def generate_experiment_workload(experiment: ExperimentConfig, compute: ComputeModel | None = None
+                                 ) -> Workload:
+    """The experiment's workload, partitioned with the compute model's layer costs; an explicit
+    plan (``parallel.stages``) is placed as written (``workload.rank_gpu``)."""
+    compute = compute if compute is not None else ComputeModel(gpus=experiment.cluster.gpus)
+    workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+    if experiment.parallel.plan is not None:
+        workload.rank_gpu = place_plan(experiment.cluster, experiment.parallel.plan).tolist()
+    return workload
+
+
+def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
+                workload: Any = None, gpus: np.ndarray | None = None,
+                plan_cluster: ClusterConfig | None = None, with_topology: bool = True) -> PreparedRun:
+    """Workload, traces, placement, timed plan and topology (no simulation yet).
+
+    ``workload`` replaces the generated one (e.g. traces read from Chakra files): any object with
+    ``world_size``, ``trace(rank)``, ``groups.as_json()``, ``layout`` and ``partition`` as
+    :class:`~heterosim.workload.generator.Workload` has them. A workload whose
+    ``keep_trace_durations`` is true keeps the compute durations its traces carry
+    (``templates.duration_ns``) instead of timing ops with the compute model; one whose
+    ``p2p_rendezvous`` is false starts a send when the sender is ready (eager, as ASTRA-sim does).
+
+    For one job of several (:func:`run_jobs`): the workload is generated on ``experiment.cluster``
+    (the job's hosts), ``gpus[i]`` is the GPU of ``plan_cluster`` (the whole cluster) that is the
+    job cluster's GPU ``i``, and compute timing, collective decomposition and the plan use
+    ``plan_cluster`` and those global GPU ids; ``with_topology=False`` skips the topology (None).
+    """
+    stage_wall: dict[str, float] = {}
+    t0 = time.perf_counter()
+    compute = ComputeModel(databases, gpus=experiment.cluster.gpus)
+    for note in experiment.cluster.notes:
+        print(f"heterosim: note: {note}", file=sys.stderr)
+    if workload is None:
+        workload = generate_experiment_workload(experiment, compute)
+        for warning in workload.partition.memory_warnings:
+            print(f"heterosim: warning: {experiment.source or 'experiment'}: {warning}", file=sys.stderr)
+    traces = [workload.trace(r) for r in range(workload.world_size)]
+    stage_wall["workload_s"] = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    cluster = experiment.cluster
+    plan = experiment.parallel.plan
+    custom = place_plan(cluster, plan) if plan is not None and workload.world_size == \
+        plan.world_size else None
+    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
+    if custom is not None and hasattr(workload, "rank_gpu"):
+        workload.rank_gpu = rank_gpu.tolist()
+    if gpus is not None:  # one job of several: the job's GPUs are GPUs of the whole cluster
+        rank_gpu = np.asarray(gpus, dtype=np.int64)[rank_gpu]
+    cluster = plan_cluster if plan_cluster is not None else experiment.cluster
+    durations, provenance_time = [], np.zeros(len(PROVENANCES))
+    keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
+    for rank, trace in enumerate(traces):
+        if keep_trace_durations:  # recorded runtimes (traces without op shapes)
+            durations.append(trace.templates.duration_ns.astype(np.int64))
+            continue
+        gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
+        ns, prov = compute.time_templates(trace.templates, gpu_type)
+        trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
+        durations.append(np.asarray(ns, dtype=np.int64))
+        counts = np.bincount(trace.template, minlength=len(trace.templates))
+        provenance_time += np.bincount(prov, weights=np.asarray(ns, float) * counts,
+                                       minlength=len(PROVENANCES))
+    for note in compute.notes(new_only=True):
+        print(f"heterosim: note: {note}", file=sys.stderr)
+    total = provenance_time.sum()
+    shares = {name: (float(provenance_time[i] / total) if total else 0.0)
+              for i, name in enumerate(PROVENANCES)}
+    if keep_trace_durations:
+        shares = {**shares, "trace": 1.0}
+    network = experiment.network
+    groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
+    granularity = experiment.simulation.collective_granularity
+
+    def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
+        return decompose_collective(
+            comm_type, size_bytes, gpus, cluster, algorithm=network.collective_algorithm,
+            protocol=network.collective_protocol, channels=network.channels, strict=False,
+            granularity=granularity,
+        )
+
+    tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose,
+                        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)))
+    iterations = experiment.simulation.iterations
+    tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
+    stage_wall["plan_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    topology = build_topology(cluster) if with_topology else None
+    stage_wall["topology_s"] = time.perf_counter() - t2
+    return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall)
+
+
+def run_experiment(
+    experiment: ExperimentConfig,
+    *,
+    fidelity: str | None = None,
+    progress: ProgressFn | None = None,
+    databases: list[str] | None = None,
+    stop_ns: int | None = None,
+    workload: Any = None,
+) -> RunArtifacts:
+    """Simulate one training iteration of ``experiment``; return the artifacts for reporting.
+
+    ``fidelity`` replaces ``simulation.fidelity``; ``stop_ns`` ends the run at that simulated time
+    (a partial iteration); ``workload`` replaces the generated one (see :func:`prepare_run`).
+    """
+    if fidelity is not None and fidelity != experiment.simulation.fidelity:
+        experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
+    experiment = _record_granularity(experiment)
+    prepared = prepare_run(experiment, databases=databases, workload=workload)
+    topology = prepared.topology
+    assert topology is not None  # built unless with_topology=False
+    note = intra_host_note(experiment, prepared.tables.plan, topology)
+    if note:
+        print(f"heterosim: note: {note}", file=sys.stderr)
+    fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
+    t3 = time.perf_counter()
+    engine = execute_plan(prepared.tables.plan, topology, experiment.network,
+                          experiment.simulation, stop_ns=stop_ns, progress=progress, faults=fault_plan)
+    prepared.stage_wall_s["engine_s"] = time.perf_counter() - t3
+    fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
+    baseline = None
+    if fault_plan is not None and experiment.simulation.fault_baseline:
+        t4 = time.perf_counter()
+        baseline = execute_plan(prepared.tables.plan, topology, experiment.network,
+                                experiment.simulation, stop_ns=stop_ns)
+        prepared.stage_wall_s["baseline_engine_s"] = time.perf_counter() - t4
+    return RunArtifacts.from_prepared(experiment, prepared, engine, faults=fault_plan, baseline=baseline)
+
+
+INTRA_HOST_NOTE_MIN_BYTES = 64 << 30  # below this a packet run is short either way
+
+
+def intra_host_note(experiment: ExperimentConfig, plan: Any, topology: Topology,
+                    min_bytes: int = INTRA_HOST_NOTE_MIN_BYTES) -> str | None:
+    """A hint for long packet runs whose bytes are mostly copies inside hosts (None otherwise):
+    those copies are most of the packet events, and ``simulation.intra_host: flow`` runs them in
+    the fluid model while the fabric stays frame by frame."""
+    sim = experiment.simulation
+    if sim.fidelity != "packet" or sim.intra_host != "packet":
+        return None
+    flows = np.flatnonzero(plan.kind == FLOW)
+    if not len(flows):
+        return None
+    size = plan.bytes[flows].astype(np.float64)
+    total = float(size.sum())
+    if total < min_bytes:
+        return None
+    host = topology.node_host[topology.gpu_node]
+    inside = host[plan.gpu[flows]] == host[plan.dst[flows]]
+    share = float(size[inside].sum()) / total
+    if share < 0.5:
+        return None
+    return (f"{share:.0%} of the {total / 2**30:,.0f} GiB this packet run moves are copies between "
+            "GPUs of one host (NVLink/PCIe frames: most of its events); --set "
+            "simulation.intra_host=flow runs them in the fluid model and leaves the fabric frame by "
+            "frame (benchmarks/README.md: 5-10x fewer events, iteration within 1 %)")
+
+
+def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
+    """The experiment with its collective granularity and (packet fidelity) intra-host model,
+    defaults included, written into ``resolved``, so results.json
+    (experiment.resolved.simulation) says which ones ran."""
+    resolved = copy.deepcopy(experiment.resolved)
+    simulation = resolved.get("simulation")
+    simulation = dict(simulation) if isinstance(simulation, dict) else {}
+    simulation["collective_granularity"] = experiment.simulation.collective_granularity
+    simulation["queue_pairs"] = experiment.simulation.queue_pairs
+    if experiment.simulation.fidelity == "packet":
+        simulation["intra_host"] = experiment.simulation.intra_host
+    resolved["simulation"] = simulation
+    return replace(experiment, resolved=resolved)
