@@ -10,6 +10,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from heterosim.config.choices import GRANULARITIES
+from heterosim.sweep.runner import EXECUTORS
+
 EXAMPLES = """\
 examples:
   heterosim plan workloads/examples/hetero_partition_h2.yaml --out out/plan/h2
@@ -46,14 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default 16; the default plan is always one)")
     parser.add_argument("--micro-batches", type=_ints, default=(1, 2, 4, 8, 16), metavar="LIST",
                         help="micro-batch sizes to try (default 1,2,4,8,16)")
-    parser.add_argument("--granularity", choices=("chunk", "step", "connection"),
+    parser.add_argument("--granularity", choices=GRANULARITIES,
                         help="simulation.collective_granularity of the flow runs (default: the "
                              "experiment's)")
     parser.add_argument("--verify", type=int, default=0, metavar="K",
                         help="re-run the best K plans at packet fidelity")
     parser.add_argument("--workers", type=int, metavar="N", help="local worker processes "
                                                                  "(default: CPU count)")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local")
+    parser.add_argument("--executor", choices=EXECUTORS, default="local")
     parser.add_argument("--address", metavar="HOST:PORT", help="Ray head (with --executor ray)")
     parser.add_argument("--resume", action="store_true",
                         help="continue a search in --out, skipping runs already recorded")
@@ -68,13 +71,13 @@ def _gib(row: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.errors import UserError
-    from heterosim.search.search import SearchSettings, run_plan_search
+    from heterosim.simulate import PlanSearchSettings, search_plans
 
     if args.address and args.executor != "ray":
         raise UserError("--address: only used with --executor ray")
     if not Path(args.experiment).is_file():
         raise UserError(f"{args.experiment}: file not found")
-    settings = SearchSettings(
+    settings = PlanSearchSettings(
         max_candidates=args.max_candidates, micro_batches=args.micro_batches, top=args.top,
         verify=args.verify, granularity=args.granularity, workers=args.workers,
         executor=args.executor, address=args.address, resume=args.resume)
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    results = run_plan_search(args.experiment, args.set, out, settings, log)
+    results = search_plans(args.experiment, args.set, out, settings, log).results
     rows = {r["id"]: r for r in results["candidates"]}
     search = results["search"]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(search["status"].items()))

@@ -2,28 +2,29 @@
 
 A candidate is parsed as the experiment file would be (divisibility, head counts, GPU counts,
 ZeRO rules: the config's own one-line error becomes the reason), then laid out and partitioned
-by the workload layer with ``simulation.memory_check: error`` (the partitioner's memory model:
-weights, gradients, optimizer states and in-flight activations per rank, see
-heterosim/workload/memory.py); a rank over its GPU's memory prunes it with that message. The
-survivors carry their partition and per-GPU-type peak memory for ranking and printing.
+by the workload layer (the caller's ``workload_fn``) with ``simulation.memory_check: error``
+(the partitioner's memory model: weights, gradients, optimizer states and in-flight activations
+per rank, see heterosim/workload/memory.py); a rank over its GPU's memory prunes it with that
+message. The survivors carry their partition and per-GPU-type peak memory for ranking and
+printing.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heterosim.config.experiment import ExperimentConfig, parse_experiment
 from heterosim.errors import UserError
-from heterosim.plan.placement import place_plan
 from heterosim.search.candidates import Candidate
-from heterosim.workload.generator import Workload, generate_workload
+from heterosim.workload.generator import Workload
 from heterosim.workload.memory import estimate_rank_memory
-from heterosim.workload.partition import CostFn
 
 INVALID, MEMORY = "invalid", "memory"
+WorkloadFn = Callable[[ExperimentConfig], Workload]
 
 
 @dataclass
@@ -70,7 +71,7 @@ def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, 
         if par.schedule == "interleaved":
             in_flight = m  # conservative; search candidates never interleave
         layers = [layer for rng in part.stage_layers(stage) for layer in rng]
-        last = (part.vpp - 1) * part.pp + stage == part.num_virtual_stages - 1
+        last = (part.vpp - 1) * part.pp + stage == part.pp * part.vpp - 1
         rank_par = workload.rank_parallel(rank)
         est = estimate_rank_memory(exp.model, exp.training, rank_par, layers, stage == 0, last,
                                    max(1, in_flight))
@@ -80,8 +81,10 @@ def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, 
 
 
 def assess(candidate: Candidate, base: dict[str, Any], source: str, base_dir: Path | None,
-           cost_fn: CostFn) -> Assessment:
-    """Validate, lay out and memory-check one candidate (see module docstring)."""
+           workload_fn: WorkloadFn) -> Assessment:
+    """Validate, lay out and memory-check one candidate (see module docstring).
+    ``workload_fn`` generates an experiment's workload (layout, partition; explicit plans placed),
+    e.g. :func:`heterosim.simulate.generate_experiment_workload`."""
     data = candidate.experiment_data(base)
     sim = dict(data.get("simulation") or {})
     sim["memory_check"] = "error"
@@ -91,12 +94,10 @@ def assess(candidate: Candidate, base: dict[str, Any], source: str, base_dir: Pa
     except UserError as exc:
         return Assessment(candidate, INVALID, _strip_source(str(exc), source))
     try:
-        workload = generate_workload(exp, cost_fn=cost_fn)
+        workload = workload_fn(exp)
     except UserError as exc:
         message = _strip_source(str(exc), source)
         kind = MEMORY if "memory" in message else INVALID
         return Assessment(candidate, kind, message)
-    if exp.parallel.plan is not None:
-        workload.rank_gpu = [int(g) for g in place_plan(exp.cluster, exp.parallel.plan)]
     memory, params = memory_by_gpu(exp, workload)
     return Assessment(candidate, None, "", exp, workload, memory, params)

@@ -10,11 +10,10 @@ import pytest
 import yaml
 
 from heterosim.config.experiment import parse_experiment
-from heterosim.plan.compute.model import ComputeModel
-from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.search.candidates import PER_TYPE, UNIFORM, Candidate, enumerate_candidates, tp_choices
 from heterosim.search.prune import INVALID, MEMORY, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
+from heterosim.simulate import generate_experiment_workload
 
 FAST_SLOW = {
     "name": "fast-slow",
@@ -60,8 +59,7 @@ def _exp(data: dict):
 def _assess_all(data: dict, micro_batches=(1, 2, 4, 8)):
     exp = _exp(data)
     cands = enumerate_candidates(exp, dict(data["parallel"]), micro_batches)
-    cost = partition_cost_fn(ComputeModel(None, gpus=exp.cluster.gpus))
-    return cands, [assess(c, data, "exp.yaml", None, cost) for c in cands]
+    return cands, [assess(c, data, "exp.yaml", None, generate_experiment_workload) for c in cands]
 
 
 def test_candidate_space_respects_hosts_heads_and_batch() -> None:
@@ -97,8 +95,7 @@ def test_one_gpu_type_has_no_per_type_plans() -> None:
 
 def test_invalid_candidate_is_pruned_with_the_config_reason() -> None:
     bad = Candidate(UNIFORM, {"tp": 3, "pp": 1, "dp": 1, "partition": "auto"}, 1)
-    cost = partition_cost_fn(ComputeModel(None))
-    result = assess(bad, FAST_SLOW, "exp.yaml", None, cost)
+    result = assess(bad, FAST_SLOW, "exp.yaml", None, generate_experiment_workload)
     assert result.pruned == INVALID
     assert "tp*pp*dp" in result.reason and "\n" not in result.reason
     assert not result.reason.startswith("exp.yaml")

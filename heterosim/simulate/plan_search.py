@@ -1,4 +1,7 @@
-"""The plan search end to end: enumerate, prune, pre-rank, simulate in parallel, rank, verify.
+"""The plan search (``heterosim plan``) end to end: enumerate, prune, pre-rank, simulate in
+parallel, rank, verify. Candidates, pruning and ranking are :mod:`heterosim.search`; this module
+drives them with the experiment's workload (:func:`generate_experiment_workload`) and runs the
+simulations through the sweep executors.
 
 Output folder::
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,22 +34,22 @@ from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
-from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
 from heterosim.search.prune import Assessment, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
-from heterosim.sweep.runner import _write_json
+from heterosim.simulate.artifacts import PlanSearchResult
+from heterosim.simulate.experiment import generate_experiment_workload
+from heterosim.sweep.runner import EXECUTORS, _write_json
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.task import OK, RunTask, prepare_task
 
 LogFn = Callable[[str], None]
-EXECUTORS = ("local", "ray")
 DEFAULT_MAX_CANDIDATES = 16
 GIB = 1 << 30
 
 
 @dataclass(frozen=True)
-class SearchSettings:
+class PlanSearchSettings:
     """How to search (the ``heterosim plan`` options)."""
 
     max_candidates: int = DEFAULT_MAX_CANDIDATES
@@ -119,7 +123,7 @@ def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[s
 
 
 def _execute(tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
-             settings: SearchSettings) -> None:
+             settings: PlanSearchSettings) -> None:
     if not tasks:
         return
     if settings.executor == "ray":
@@ -153,9 +157,9 @@ def _row(a: Assessment, estimate: float | None, chosen: bool) -> dict[str, Any]:
     return row
 
 
-def run_plan_search(experiment_path: str | Path, overrides: list[str], out_dir: str | Path,
-                    settings: SearchSettings, log: LogFn | None = None) -> dict[str, Any]:
-    """Search plans for the experiment; write the outputs (module docstring); return results."""
+def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str | Path,
+                 settings: PlanSearchSettings, log: LogFn | None = None) -> PlanSearchResult:
+    """Search plans for the experiment; write the outputs (module docstring); return them."""
     settings.check()
     log = log or (lambda _m: None)
     started = time.perf_counter()
@@ -168,8 +172,12 @@ def run_plan_search(experiment_path: str | Path, overrides: list[str], out_dir: 
     _check_out(out_dir, store, str(path), list(overrides), settings.resume)
 
     candidates = enumerate_candidates(exp, dict(base["parallel"]), settings.micro_batches)
-    cost_fn = partition_cost_fn(ComputeModel(None, gpus=exp.cluster.gpus))
-    assessments = [assess(c, base, str(path), path.parent, cost_fn) for c in candidates]
+    compute = ComputeModel(None, gpus=exp.cluster.gpus)
+
+    def workload_fn(experiment: Any) -> Any:
+        return generate_experiment_workload(experiment, compute)
+
+    assessments = [assess(c, base, str(path), path.parent, workload_fn) for c in candidates]
     estimates = {a.candidate.id: analytic_estimate(a) for a in assessments if a.ok}
     chosen = select(assessments, estimates, settings.max_candidates)
     chosen_ids = {a.candidate.id for a in chosen}
@@ -243,15 +251,19 @@ def run_plan_search(experiment_path: str | Path, overrides: list[str], out_dir: 
     results = _results(exp, path, overrides, settings, candidates, rows, ranked,
                        time.perf_counter() - started)
     _write_json(out_dir / "results.json", results)
+    best_plan = None
     if ranked:
         best = by_id[ranked[0]["id"]].candidate
         plan_data = best.experiment_data(base)
         plan_data["name"] = f"{exp.name}-best"
-        (out_dir / "best_plan.yaml").write_text(yaml.safe_dump(plan_data, sort_keys=False))
-    return results
+        best_plan = out_dir / "best_plan.yaml"
+        staged = out_dir / ".best_plan.yaml.tmp"
+        staged.write_text(yaml.safe_dump(plan_data, sort_keys=False))
+        os.replace(staged, best_plan)
+    return PlanSearchResult(results=results, out_dir=out_dir, best_plan=best_plan)
 
 
-def _results(exp: Any, path: Path, overrides: list[str], settings: SearchSettings,
+def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSettings,
              candidates: list[Candidate], rows: list[dict[str, Any]], ranked: list[dict[str, Any]],
              wall_s: float) -> dict[str, Any]:
     default = next(r for r in rows if r["default"])
