@@ -59,8 +59,9 @@ class Candidate:
             stages = par["stages"]
             pipes = []
             for j in range(len(stages[0]["replicas"])):
-                reps = [s["replicas"][j] for s in stages]
-                pipes.append(f"{reps[0]['gpu']}" + (f" tp{reps[0]['tp']}" if reps[0]["tp"] > 1 else ""))
+                cells = [s["replicas"][j] for s in stages]
+                names = [f"{c['gpu']}" + (f" tp{c['tp']}" if c.get("tp", 1) > 1 else "") for c in cells]
+                pipes.append("+".join(dict.fromkeys(names)))  # a pipeline's types, stage order
             layers = "/".join(str(s["layers"]) for s in stages)
             head = f"stages pp{len(stages)} dp{len(pipes)} layers {layers}"
             return f"{head} pipelines [{', '.join(_runs(pipes))}] mb{self.micro_batch}"

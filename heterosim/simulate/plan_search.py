@@ -161,6 +161,10 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
                  settings: PlanSearchSettings, log: LogFn | None = None) -> PlanSearchResult:
     """Search plans for the experiment; write the outputs (module docstring); return them."""
     settings.check()
+    if settings.executor == "ray":
+        from heterosim.sweep.ray_executor import import_ray
+
+        import_ray()  # fail before any work if the extra is missing
     log = log or (lambda _m: None)
     started = time.perf_counter()
     path = Path(experiment_path)

@@ -93,6 +93,7 @@ def test_resume_runs_only_what_is_missing(searched, tmp_path) -> None:
     (["plan", "EXP", "--verify", "-1"], "--verify -1"),
     (["plan", "EXP", "--set", "parallel.tp=3"], "parallel"),
     (["plan", "EXP", "--set", "training.global_batch=0"], "training.global_batch"),
+    (["plan", "EXP", "--address", "h:1"], "--address"),
 ])
 def test_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys) -> None:
     path = write(tmp_path, FAST_SLOW)
