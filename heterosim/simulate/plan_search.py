@@ -103,12 +103,12 @@ def _compact(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[str],
-               resume: bool) -> None:
+               settings: PlanSearchSettings) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir}: exists and is not a folder")
     if not store.exists():
         return
-    if not resume:
+    if not settings.resume:
         raise UserError(f"--out {out_dir}: already holds a plan search; pass --resume to continue "
                         "it, or choose another --out")
     manifest = out_dir / "search.json"
@@ -120,6 +120,10 @@ def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[s
         if previous.get("experiment") != source or previous.get("overrides") != overrides:
             raise UserError(f"--resume: {out_dir} holds a search of {previous.get('experiment')} "
                             f"with --set {previous.get('overrides')}; choose another --out")
+        before = (previous.get("settings") or {}).get("granularity")
+        if before != settings.granularity:
+            raise UserError(f"--resume: {out_dir} holds runs with --granularity {before}, not "
+                            f"{settings.granularity}; choose another --out")
 
 
 def _execute(tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
@@ -173,7 +177,7 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
     exp = parse_experiment(copy.deepcopy(base), str(path), base_dir=path.parent)
     out_dir = Path(out_dir)
     store = ResultStore(out_dir / "results.jsonl")
-    _check_out(out_dir, store, str(path), list(overrides), settings.resume)
+    _check_out(out_dir, store, str(path), list(overrides), settings)
 
     candidates = enumerate_candidates(exp, dict(base["parallel"]), settings.micro_batches)
     compute = ComputeModel(None, gpus=exp.cluster.gpus)

@@ -78,6 +78,8 @@ def test_resume_runs_only_what_is_missing(searched, tmp_path) -> None:
     (copy_out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # lose the last run
     (copy_out / "search.json").write_text((out / "search.json").read_text())
     assert main(["plan", str(path), "--out", str(copy_out), *ARGS]) == 2  # needs --resume
+    assert main(["plan", str(path), "--out", str(copy_out), "--resume", "--granularity",
+                 "connection", *ARGS]) == 2  # runs of another granularity are not reused
     assert main(["plan", str(path), "--out", str(copy_out), "--resume", *ARGS]) == 0
     records = ResultStore(copy_out / "results.jsonl").records()
     assert len(records) == len(lines)  # exactly the lost run ran again
