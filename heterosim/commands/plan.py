@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     rows = {r["id"]: r for r in results["candidates"]}
     search = results["search"]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(search["status"].items()))
+    counts += "".join(f"; {n} pruned by {k}" for k, n in sorted(search["pruned"].items()))
     print(f"plan {search['model']} on {search['cluster']} ({search['world_size']} GPUs, global "
           f"batch {search['global_batch']}): {search['candidates']} candidates ({counts})")
     default = rows[results["default"]]

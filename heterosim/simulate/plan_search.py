@@ -278,8 +278,11 @@ def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSet
     best = ranked[0] if ranked else None
     simulated = [r for r in rows if r["status"] == "simulated"]
     status: dict[str, int] = {}
+    pruned: dict[str, int] = {}
     for r in rows:
         status[r["status"]] = status.get(r["status"], 0) + 1
+        if r["pruned"]:
+            pruned[r["pruned"]] = pruned.get(r["pruned"], 0) + 1
     network: dict[str, int] = {}
     for r in simulated:
         for k, v in (r.get("network") or {}).items():
@@ -296,7 +299,7 @@ def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSet
                    "max_candidates": settings.max_candidates,
                    "micro_batches": list(settings.micro_batches),
                    "granularity": settings.granularity or exp.simulation.collective_granularity,
-                   "candidates": len(candidates), "status": status},
+                   "candidates": len(candidates), "status": status, "pruned": pruned},
         "iteration_time_s": best["iteration_time_s"] if best else None,
         "best": best["id"] if best else None,
         "default": default["id"],
