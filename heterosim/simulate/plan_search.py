@@ -283,7 +283,7 @@ def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSet
         status[r["status"]] = status.get(r["status"], 0) + 1
         if r["pruned"]:
             pruned[r["pruned"]] = pruned.get(r["pruned"], 0) + 1
-    network: dict[str, int] = {}
+    network: dict[str, float] = {}
     for r in simulated:
         for k, v in (r.get("network") or {}).items():
             if isinstance(v, (int, float)):
