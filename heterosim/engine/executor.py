@@ -299,7 +299,7 @@ def fast_forward_report(mode: str, counters: dict[str, int], makespan_ns: int,
                         flow_bytes: int) -> dict[str, Any]:
     """results.json ``sim.packet_acceleration``: the mode, the share of simulated time and of
     flow bytes the fast-forward skipped, its episodes, and why it fell back to exact
-    simulation (counts of checks; ``cc_not_supported`` 1: never skipped)."""
+    simulation (counts of checks; ``not_supported`` 1: never skipped)."""
     out: dict[str, Any] = {"mode": mode}
     if mode != "fast":
         return out
@@ -313,7 +313,7 @@ def fast_forward_report(mode: str, counters: dict[str, int], makespan_ns: int,
         "checks": int(counters.get("checks", 0)),
         "fallback": {k: int(counters.get(k, 0)) for k in (
             "not_settled", "congestion_or_losses", "next_change_too_close", "after_fault",
-            "cc_not_supported")},
+            "not_supported")},
     })
     return out
 

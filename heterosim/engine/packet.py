@@ -132,7 +132,7 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
 
 FAST_FORWARD_FIELDS = ("episodes", "skipped_ns", "skipped_bytes", "checks", "not_settled",
                        "congestion_or_losses", "next_change_too_close", "after_fault",
-                       "cc_not_supported")
+                       "not_supported")
 
 
 def fast_forward_stats(net: Any) -> dict[str, int]:

@@ -122,7 +122,7 @@ def test_time_stamp_congestion_control_falls_back_to_exact(native_lib):
     """TIMELY reads send time stamps echoed in ACKs: never skipped, and the run says so."""
     timely_exact = run("exact", cc="timely")
     timely_fast = run("fast", cc="timely")
-    assert timely_fast["fast_forward"]["cc_not_supported"] == 1
+    assert timely_fast["fast_forward"]["not_supported"] == 1
     assert timely_fast["fast_forward"]["episodes"] == 0
     np.testing.assert_array_equal(timely_fast["flows"]["end_ns"], timely_exact["flows"]["end_ns"])
 
@@ -207,3 +207,23 @@ def test_collective_results_carry_sim_and_network_and_fast_agrees(tmp_path, nati
     assert fast["sim"]["packet_acceleration"]["episodes"] >= 1
     assert within(fast["time_s"], exact["time_s"], 0.01)
     assert fast["sim"]["events"] < 0.7 * exact["sim"]["events"]  # 0.51 measured
+
+
+def test_tcp_socket_hosts_on_the_fabric_fall_back_to_exact(native_lib):
+    """A fabric with TCP socket hosts (SocketTransport) is never skipped: TCP's state and
+    timers are not advanced by a skip. The fast run says so and is the exact run."""
+    topo = build_topology(parse_cluster(
+        {"host_types": {f"t{i}": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
+                                  "nic_speed": "100Gbps", "transport": t}
+                        for i, t in enumerate(("rdma", "socket", "rdma"))},
+         "hosts": [{"type": f"t{i}", "count": 1} for i in range(3)],
+         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}}, "socket.yaml"))
+    runs = {}
+    for mode in ("exact", "fast"):
+        network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=2 << 20, ecmp=True,
+                                attributes={"PacketNetwork::Acceleration": mode})
+        runs[mode] = packet.run_flows(topo, network, [0, 1], [2, 2], [4 << 20] * 2, [0, 0],
+                                      stop_ns=2_000_000_000)
+    assert runs["fast"]["fast_forward"]["not_supported"] == 1
+    assert runs["fast"]["fast_forward"]["episodes"] == 0
+    np.testing.assert_array_equal(runs["fast"]["flows"]["end_ns"], runs["exact"]["flows"]["end_ns"])

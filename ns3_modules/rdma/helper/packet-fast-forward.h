@@ -62,7 +62,8 @@ class PacketNetwork;
  * Where it cannot be trusted it does nothing and the run stays packet by packet: while any
  * of the conditions above fails (congestion: ECN marks, PFC, CNPs; losses; a fault just
  * fired; rates still moving), and for congestion control that reads time stamps carried in
- * frames (TIMELY, HPCC) or grows a window without marks (DCTCP), which it never skips.
+ * frames (TIMELY, HPCC) or grows a window without marks (DCTCP), and where TCP socket hosts
+ * share the fabric (SocketTransport state and timers are not advanced), which it never skips.
  * Approximation: the skipped interval is what
  * the settled rates give; the per-packet jitter a packet run would show over it (round-robin
  * phase, rate oscillation within the tolerance) is not simulated, and the sampled
@@ -83,7 +84,7 @@ class PacketFastForward : public Object
     /**
      * \brief Work on \p net: installs the ShiftableScheduler as the simulator's event queue.
      * \param net the network (must outlive this object's use)
-     * \param supported false if the network's congestion control cannot be skipped (then
+     * \param supported false if the network is never skipped (congestion control, TCP hosts)
      * nothing is ever skipped and the fallback is counted)
      */
     void Attach(PacketNetwork* net, bool supported);
@@ -100,8 +101,8 @@ class PacketFastForward : public Object
     /**
      * \brief Statistics: episodes, skipped ns, skipped payload bytes, checks, checks not
      * settled (changing), checks with congestion or losses, checks where the next change was
-     * closer than MinJump, checks right after a fault, 1 if the congestion control is not
-     * supported.
+     * closer than MinJump, checks right after a fault, 1 if the network is never skipped
+     * (its congestion control, or TCP socket hosts on the fabric).
      * \param out N_STATS values
      */
     void CopyStats(uint64_t* out) const;
