@@ -17,6 +17,16 @@ from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_
 from heterosim.config.fields import Section, read_yaml_mapping
 
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
+
+# Physical ranges (bit/s, ns): the slowest RoCE NIC in use is 10 GbE, the fastest 1.6 Tbit/s;
+# NVLink 5 is 14.4 Tbit/s per GPU and direction; PCIe 6.0 x16 is 1 Tbit/s. The ranges leave
+# room on both sides but refuse values no link has (1 bit/s, an infinite speed).
+NIC_SPEED_RANGE = (1e9, 3.2e12)
+NVLINK_RANGE = (1e9, 1e14)
+PCIE_RANGE = (1e9, 1e13)
+SPINE_RANGE = (1e9, 1e14)
+MAX_LINK_DELAY_NS = 10_000_000  # 10 ms: a 2000 km fibre
+MAX_HOST_DELAY_NS = 1_000_000
 HOST_FABRICS = ("nvswitch", "pcie")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
@@ -136,9 +146,10 @@ def _host_type(section: Section, name: str) -> HostType:
             "fabric", f"{canonical} has no NVLink in the catalogue; use fabric: pcie or set nvlink_bw"
         )
     nics = section.integer("nics", minimum=1, maximum=gpus * 4)
-    nic_speed = section.rate("nic_speed")
-    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0)
-    pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8)
+    nic_speed = section.rate("nic_speed", minimum=NIC_SPEED_RANGE[0], maximum=NIC_SPEED_RANGE[1])
+    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0,
+                          *NVLINK_RANGE)
+    pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8, *PCIE_RANGE)
     if section.has("gpu_nic"):
         mapping = section.raw("gpu_nic")
         if (
@@ -197,12 +208,12 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
     fabric = FabricConfig(
         kind=fabric_section.string("kind", "rail-optimized", choices=FABRIC_KINDS),
-        link_delay_ns=fabric_section.time_ns("link_delay", "1us"),
+        link_delay_ns=fabric_section.time_ns("link_delay", "1us", maximum=MAX_LINK_DELAY_NS),
         oversubscription=fabric_section.number("oversubscription", 1.0, minimum=1.0, maximum=64),
-        spine_speed_bps=fabric_section.rate("spine_speed", fastest_nic),
-        hosts_per_leaf=fabric_section.integer("hosts_per_leaf", 16, minimum=1),
-        nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns"),
-        pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns"),
+        spine_speed_bps=fabric_section.rate("spine_speed", fastest_nic, *SPINE_RANGE),
+        hosts_per_leaf=fabric_section.integer("hosts_per_leaf", 16, minimum=1, maximum=100_000),
+        nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns", maximum=MAX_HOST_DELAY_NS),
+        pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns", maximum=MAX_HOST_DELAY_NS),
     )
     fabric_section.reject_unknown()
     top.reject_unknown()

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
-from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.fields import Section, parse_override_value, read_yaml_mapping
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -32,6 +30,17 @@ GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
 INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
 QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
+
+# Physical ranges of the numeric keys (a value outside is a one-line error before any work;
+# whether a value inside them fits this machine is heterosim.config.limits' job).
+MAX_GLOBAL_BATCH = 10**7  # sequences per step; the largest published runs use ~10^4
+MAX_MICRO_BATCH = 65_536
+MAX_SEQ_LEN = 1 << 22  # 4M tokens
+MAX_PARALLEL = 1 << 20  # tp, pp, dp, ep, vpp: no cluster has a million GPUs in one dimension
+DP_BUCKET_RANGE = (1 << 10, 64 << 30)  # 1KiB..64GiB (Megatron 40MB, DeepSpeed 500MB defaults)
+BUFFER_RANGE = (4 << 10, 16 << 30)  # per switch: 4KiB..16GiB (shipping switches: 8..256 MB)
+MAX_SEED = 2**32 - 1  # ns-3's RngSeedManager takes a 32-bit seed; larger ones would alias
+MIN_SAMPLE_INTERVAL_NS = 1_000  # 1us: a finer interval stores more samples than it resolves
 
 
 @dataclass(frozen=True)
@@ -133,10 +142,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
         parts = [p for p in key.strip().split(".") if p]
         if not parts:
             raise UserError(f"--set {item!r}: empty key")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
+        value = parse_override_value(text, f"--set {key.strip()}")
         node = result
         for part in parts[:-1]:
             child = node.get(part)
@@ -151,9 +157,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
 
 def _training(section: Section, model: ModelConfig) -> TrainingConfig:
     training = TrainingConfig(
-        global_batch=section.integer("global_batch", minimum=1),
-        micro_batch=section.integer("micro_batch", 1, minimum=1),
-        seq_len=section.integer("seq_len", model.max_seq, minimum=1),
+        global_batch=section.integer("global_batch", minimum=1, maximum=MAX_GLOBAL_BATCH),
+        micro_batch=section.integer("micro_batch", 1, minimum=1, maximum=MAX_MICRO_BATCH),
+        seq_len=section.integer("seq_len", model.max_seq, minimum=1, maximum=MAX_SEQ_LEN),
         dtype=section.string("dtype", "bf16", choices=DTYPES),
         recompute=section.string("recompute", "none", choices=RECOMPUTE),
         attention=section.string("attention", "flash", choices=ATTENTION),
@@ -164,9 +170,9 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
 
 
 def _parallel(section: Section) -> ParallelConfig:
-    pp = section.integer("pp", 1, minimum=1)
+    pp = section.integer("pp", 1, minimum=1, maximum=MAX_PARALLEL)
     schedule = section.string("schedule", "1f1b", choices=SCHEDULES)
-    vpp = section.integer("vpp", 1, minimum=1)
+    vpp = section.integer("vpp", 1, minimum=1, maximum=1024)
     if vpp > 1 and schedule != "interleaved":
         schedule = "interleaved"
     if schedule == "interleaved" and vpp == 1:
@@ -175,19 +181,19 @@ def _parallel(section: Section) -> ParallelConfig:
         raise section.error("vpp", "virtual pipeline stages need pp >= 2")
     mode, stage_layers = _partition(section)
     parallel = ParallelConfig(
-        tp=section.integer("tp", 1, minimum=1),
+        tp=section.integer("tp", 1, minimum=1, maximum=MAX_PARALLEL),
         pp=pp,
-        dp=section.integer("dp", minimum=1),
-        ep=section.integer("ep", 1, minimum=1),
+        dp=section.integer("dp", minimum=1, maximum=MAX_PARALLEL),
+        ep=section.integer("ep", 1, minimum=1, maximum=MAX_PARALLEL),
         schedule=schedule,
         vpp=vpp,
         zero=section.integer("zero", 0, minimum=0, maximum=3),
         sequence_parallel=section.boolean("sequence_parallel", False),
         partition=mode,
-        dp_bucket_bytes=section.size("dp_bucket", "40MB"),
+        dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
         rank_order=section.string("rank_order", "tp-dp-pp", choices=RANK_ORDERS),
         distributed_optimizer=section.boolean("distributed_optimizer", False),
-        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
+        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0, maximum=1024),
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
     )
@@ -201,7 +207,8 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     value = section.raw("partition", "auto")
     if not isinstance(value, list):
         return section.string("partition", "auto", choices=PARTITIONS), ()
-    if not value or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+    if not value or len(value) > MAX_PARALLEL or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x <= MAX_PARALLEL for x in value):
         raise section.error("partition", f"expected auto, uniform or a list of layer counts, "
                                          f"got {value!r}")
     if min(value) < 1:
@@ -217,7 +224,7 @@ def _network(section: Section) -> NetworkConfig:
         cc=section.string("cc", "dcqcn", choices=CC_ALGORITHMS),
         mtu_bytes=section.size("mtu", "4KiB"),
         pfc=section.boolean("pfc", True),
-        buffer_bytes=section.size("buffer", "32MiB"),
+        buffer_bytes=section.size("buffer", "32MiB", *BUFFER_RANGE),
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
         collective_algorithm=section.string(
@@ -237,9 +244,9 @@ def _network(section: Section) -> NetworkConfig:
 def _simulation(section: Section) -> SimulationConfig:
     simulation = SimulationConfig(
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
-        seed=section.integer("seed", 1, minimum=0),
+        seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
-        sample_interval_ns=section.time_ns("sample_interval", "10us"),
+        sample_interval_ns=sample_interval(section),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
         memory_check=section.string("memory_check", "error", choices=("error", "warn")),
@@ -248,6 +255,15 @@ def _simulation(section: Section) -> SimulationConfig:
     )
     section.reject_unknown()
     return simulation
+
+
+def sample_interval(section: Section, default: str = "10us") -> int:
+    """``sample_interval``: 0 (no time series) or 1us..1h."""
+    interval = section.time_ns("sample_interval", default, maximum=3600 * 10**9)
+    if 0 < interval < MIN_SAMPLE_INTERVAL_NS:
+        raise section.error("sample_interval", f"{interval} ns: expected 0 (no time series) or at "
+                            f"least 1us")
+    return interval
 
 
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:

@@ -37,9 +37,11 @@ from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.experiment import (
     CC_ALGORITHMS,
     FIDELITIES,
+    MAX_SEED,
     NetworkConfig,
     _network,
     apply_overrides,
+    sample_interval,
 )
 from heterosim.config.fields import Section, read_yaml_mapping
 
@@ -47,6 +49,8 @@ PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
 DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (reference §3.1)
 MAX_PRIORITY = 7
 MAX_FLOWS = 1_000_000
+MAX_FLOW_BYTES = 1 << 40  # 1 TiB per flow: minutes at 100 Gbit/s; byte counters stay far from 2^63
+MAX_STOP_NS = 3600 * 10**9  # one hour of simulated time
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +137,7 @@ def _priority(section: Section) -> tuple[int, bool]:
 
 
 def _positive_size(section: Section, key: str) -> int:
-    size = section.size(key)
+    size = section.size(key, maximum=MAX_FLOW_BYTES)
     if size <= 0:
         raise section.error(key, f"expected a positive size, got {size}")
     return size
@@ -185,8 +189,8 @@ def _pattern(section: Section, world: int, seed: int) -> FlowSet:
     kind = section.string("kind", choices=PATTERN_KINDS)
     pairs = _pattern_pairs(section, kind, world, seed)
     size = _positive_size(section, "size")
-    start = section.time_ns("start", 0)
-    stagger = section.time_ns("stagger", 0)
+    start = section.time_ns("start", 0, maximum=MAX_STOP_NS)
+    stagger = section.time_ns("stagger", 0, maximum=MAX_STOP_NS)
     priority, explicit = _priority(section)
     section.reject_unknown()
     n = len(pairs)
@@ -219,7 +223,7 @@ def _explicit_flows(top: Section, world: int) -> FlowSet:
         src.append(s)
         dst.append(d)
         size.append(_positive_size(flow, "size"))
-        start.append(flow.time_ns("start", 0))
+        start.append(flow.time_ns("start", 0, maximum=MAX_STOP_NS))
         p, explicit = _priority(flow)
         prio.append(p)
         any_explicit |= explicit
@@ -233,9 +237,9 @@ def _explicit_flows(top: Section, world: int) -> FlowSet:
 
 def _simulation(section: Section) -> ScenarioSimulation:
     simulation = ScenarioSimulation(
-        stop_ns=section.time_ns("stop", "100ms"),
-        sample_interval_ns=section.time_ns("sample_interval", "10us"),
-        seed=section.integer("seed", 1, minimum=0),
+        stop_ns=section.time_ns("stop", "100ms", maximum=MAX_STOP_NS),
+        sample_interval_ns=sample_interval(section),
+        seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
     )
     if simulation.stop_ns <= 0:
