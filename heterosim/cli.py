@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from heterosim import __version__
+from heterosim.config.limits import set_max_memory
 from heterosim.errors import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -67,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"heterosim.commands.{name}").register(subparsers)
+    for sub in subparsers.choices.values():
+        if "--max-memory" not in sub._option_string_actions:
+            sub.add_argument("--max-memory", metavar="SIZE",
+                             help="refuse, before allocating, a run estimated to need more memory "
+                                  "than this (default: the memory available)")
     return parser
 
 
@@ -125,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command = f"heterosim {args.command}"
     try:
+        set_max_memory(getattr(args, "max_memory", None))
         return int(args.func(args) or 0)
     except UserError as exc:
         message = str(exc).strip()

@@ -16,6 +16,7 @@ from pathlib import Path
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import _network
 from heterosim.config.fields import Section
+from heterosim.config.limits import check_collective_request
 from heterosim.errors import UserError
 from heterosim.plan.collectives import decompose_collective
 from heterosim.plan.collectives.common import (
@@ -23,6 +24,7 @@ from heterosim.plan.collectives.common import (
     bus_factor,
     collective_name,
 )
+from heterosim.report.staging import staged_output
 from heterosim.units import format_size, parse_size_range
 
 EXAMPLES = """\
@@ -62,12 +64,16 @@ def parse_ranks(text: str | None, world_size: int) -> list[int]:
         return list(range(world_size))
     ranks: list[int] = []
     try:
-        for part in str(text).split(","):
+        for part in str(text)[:10_000].split(","):
             part = part.strip()
+            if part.startswith("-"):
+                raise UserError(f"--ranks {text}: GPU ids are >= 0, got {part}")
             if "-" in part:
                 low, high = (int(x) for x in part.split("-", 1))
                 if high < low:
                     raise ValueError
+                if high >= world_size:
+                    raise UserError(f"--ranks {text}: GPU {high} out of range 0..{world_size - 1}")
                 ranks.extend(range(low, high + 1))
             else:
                 ranks.append(int(part))
@@ -110,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"--size: {exc}") from None
     ranks = parse_ranks(args.ranks, cluster.world_size)
+    check_collective_request(args, sizes, ranks, cluster)  # ranges, output folders, budget
     from heterosim.engine.topology import build_topology
 
     topology = build_topology(cluster)
@@ -132,10 +139,12 @@ def run(args: argparse.Namespace) -> int:
 
         plan = decompose_collective(name, sizes[0], ranks, cluster, algorithm=args.algo,
                                     protocol=args.protocol, channels=args.channels, root=args.root)
-        paths = write_collective_chakra(plan, args.chakra)
+        with staged_output(Path(args.chakra), option="--chakra") as stage:
+            paths = write_collective_chakra(plan, stage)
         print(f"# wrote {len(paths)} Chakra traces to {args.chakra}")
     if args.out:
-        write_results(Path(args.out), name, ranks, args.fidelity, rows)
+        with staged_output(Path(args.out)) as stage:
+            write_results(stage, name, ranks, args.fidelity, rows)
         print(f"# wrote {Path(args.out) / 'results.json'}")
     return 0
 

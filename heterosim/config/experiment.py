@@ -15,6 +15,7 @@ from typing import Any
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.fields import Section, parse_override_value, read_yaml_mapping
+from heterosim.config.limits import check_experiment_budget
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -359,6 +360,7 @@ def parse_experiment(
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
     )
     _check_consistency(top, experiment)
+    check_experiment_budget(experiment)
     return experiment
 
 
