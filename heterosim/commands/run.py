@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
-from heterosim.errors import UserError
+from heterosim.errors import Interrupted, UserError
 from heterosim.units import parse_time_ns
 
 EXAMPLES = """\
@@ -90,7 +90,12 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.report.run_report import results_dict, write_run_outputs
+    from heterosim.report.run_report import (
+        headline,
+        interrupted_exit_status,
+        results_dict,
+        write_run_outputs,
+    )
     from heterosim.report.staging import check_output_folder
     from heterosim.simulate import run_experiment
 
@@ -120,9 +125,7 @@ def run(args: argparse.Namespace) -> int:
     results["sim"]["until_ns"] = stop_ns
     write_run_outputs(artifacts, out, results, plots=not args.no_plots)
     b = results["breakdown"]
-    stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
-    partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
-    print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
+    print(headline(results, args.until))
     print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
     print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
     print(f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms")
@@ -133,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
           f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}")
     print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
     print(f"results in      {out}/")
+    status = interrupted_exit_status(results)
+    if status:
+        raise Interrupted(f"{results['sim']['error']}: partial results in {out}/", status)
     return 0
 
 

@@ -36,11 +36,16 @@ def results_dict(run: Any) -> dict[str, Any]:
     cluster = exp.cluster
     iterations = exp.simulation.iterations
     makespan_ns = int(engine.makespan_ns)
+    partial = bool(engine.partial)
     ends = _iteration_ends(run, iterations)
-    iteration_ns = makespan_ns / iterations
+    completed = _completed_iterations(run, iterations) if partial else iterations
+    # A partial run reports what it simulated and nothing extrapolated from it: no iteration
+    # time (the span simulated is not an iteration), no throughput; the breakdown covers the
+    # simulated span, and only iterations that finished have a time.
+    iteration_ns = None if partial else makespan_ns / iterations
     bd = rank_breakdown(plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
                         cluster.gpu_host, makespan_ns)
-    bd = _per_iteration(bd, iterations)
+    bd = bd if partial else _per_iteration(bd, iterations)
     world = len(run.rank_gpu)
     ranks = []
     for r in range(world):
@@ -63,7 +68,8 @@ def results_dict(run: Any) -> dict[str, Any]:
     total_flops = float(sum(
         float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces
     ))
-    iteration_s = iteration_ns * NS
+    iteration_s = None if iteration_ns is None else iteration_ns * NS
+    finished_ends = [e for e in ends[:completed] if e >= 0]
     colls = run.tables.collectives
     by_algorithm: dict[str, int] = {}
     for a in colls.get("algorithm", []):
@@ -71,19 +77,22 @@ def results_dict(run: Any) -> dict[str, Any]:
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
     return {
         "iteration_time_s": iteration_s,
-        "iterations": {"count": iterations, "end_s": [e * NS for e in ends],
-                       "time_s": [(b - a) * NS for a, b in zip([0, *ends[:-1]], ends)]},
+        "iterations": {"count": iterations, "completed": completed,
+                       "end_s": [e * NS for e in finished_ends],
+                       "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)]},
         "breakdown": {
             "compute_s": float(bd.compute_ns.mean() * NS),
             "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
             "bubble_s": float(bd.bubble_ns.mean() * NS),
             "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
             "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
-            "definition": "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s",
+            "definition": ("mean over ranks over the simulated span (partial run: not per iteration)"
+                           if partial else
+                           "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"),
         },
         "throughput": {
-            "tokens_per_s": tokens / iteration_s if iteration_s else 0.0,
-            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else 0.0,
+            "tokens_per_s": tokens / iteration_s if iteration_s else None,
+            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
             "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
         },
         "ranks": ranks,
@@ -100,8 +109,9 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
-            "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
-            "error": engine.error,
+            "version": __version__, "seed": exp.simulation.seed, "partial": partial,
+            "error": engine.error, "simulated_s": _simulated_ns(engine) * NS,
+            "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
             "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
@@ -113,6 +123,52 @@ def _iteration_ends(run: Any, iterations: int) -> list[int]:
     if task_iteration is None or iterations == 1:
         return [int(run.engine.makespan_ns)]
     return [int(x) for x in iteration_end_times(run.engine.task_end_ns, task_iteration, iterations)]
+
+
+def headline(results: dict[str, Any], until: str | None = None) -> str:
+    """The first line ``heterosim run`` prints: the iteration time, or for a partial run what was
+    simulated, marked PARTIAL, with nothing extrapolated."""
+    sim = results["sim"]
+    if not sim["partial"]:
+        return f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms"
+    reason = sim.get("error") or (f"stopped at --until {until}" if until else "stopped early")
+    done = results["iterations"].get("completed", 0)
+    return (f"PARTIAL         {sim['simulated_s'] * 1e3:10.3f} ms simulated, {done} of "
+            f"{results['iterations']['count']} iterations complete, {sim['tasks_done']} of "
+            f"{sim['tasks']} tasks done ({reason}); no iteration time")
+
+
+def _completed_iterations(run: Any, iterations: int) -> int:
+    """How many leading iterations finished every task (a partial run stops mid-iteration)."""
+    end = run.engine.task_end_ns
+    task_iteration = run.tables.task_iteration
+    if task_iteration is None or iterations == 1:
+        return int(bool(len(end)) and bool(np.all(end >= 0)))
+    unfinished = np.bincount(np.asarray(task_iteration)[end < 0], minlength=iterations)
+    done = 0
+    while done < iterations and unfinished[done] == 0:
+        done += 1
+    return done
+
+
+def _simulated_ns(engine: Any) -> int:
+    """Simulated time covered: the last task end, or where a stopped run stopped."""
+    ends = engine.task_end_ns
+    last = int(ends.max()) if len(ends) else 0
+    return max(int(engine.makespan_ns), last)
+
+
+def interrupted_exit_status(results: dict[str, Any]) -> int:
+    """130 (Ctrl-C) or 143 (SIGTERM) for a run a signal stopped, else 0 (finished, or stopped
+    where --until asked)."""
+    from heterosim.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+    error = str(results.get("sim", {}).get("error") or "")
+    if "SIGTERM" in error:
+        return EXIT_TERMINATED
+    if "Ctrl-C" in error or "interrupted" in error:
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _per_iteration(bd: RankBreakdown, iterations: int) -> RankBreakdown:
