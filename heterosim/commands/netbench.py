@@ -90,7 +90,8 @@ def simulate(scenario: ScenarioConfig, topology: Topology, fidelity: str) -> Map
     if fidelity == "flow":
         fluid = _engine_module("fluid", "the fluid network model")
         return fluid.run_flows_fluid(topology, scenario.network, flows.src, flows.dst,
-                                     flows.size_bytes, flows.start_ns, seed=sim.seed)
+                                     flows.size_bytes, flows.start_ns, seed=sim.seed,
+                                     stop_ns=sim.stop_ns)
     packet = _engine_module("packet", "the packet-level network (use --fidelity flow)")
     return packet.run_flows(
         topology, scenario.network, flows.src, flows.dst, flows.size_bytes, flows.start_ns,

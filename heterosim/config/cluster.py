@@ -27,6 +27,7 @@ PCIE_RANGE = (1e9, 1e13)
 SPINE_RANGE = (1e9, 1e14)
 MAX_LINK_DELAY_NS = 10_000_000  # 10 ms: a 2000 km fibre
 MAX_HOST_DELAY_NS = 1_000_000
+MAX_GPUS = 1 << 17  # 131,072: above the largest training clusters built (about 100k GPUs)
 HOST_FABRICS = ("nvswitch", "pcie")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
@@ -194,6 +195,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise top.error("hosts", "expected a non-empty list of {type: NAME, count: N}")
     order: list[str] = []
+    gpus = 0
     for index, entry in enumerate(hosts_raw):
         entry_section = Section(entry, source, f"hosts[{index}]")
         type_name = entry_section.string("type")
@@ -203,6 +205,10 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
             )
         count = entry_section.integer("count", 1, minimum=1, maximum=100_000)
         entry_section.reject_unknown()
+        gpus += count * host_types[type_name].gpus
+        if gpus > MAX_GPUS:
+            raise entry_section.error("count", f"the cluster reaches {gpus:,} GPUs; at most "
+                                      f"{MAX_GPUS:,} are simulated")
         order.extend([type_name] * count)
     fabric_section = top.section("fabric")
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))

@@ -105,9 +105,14 @@ def _gpu_list(section: Section, key: str, world: int, minimum: int = 1) -> list[
             ) from None
         if hi < lo:
             raise section.error(key, f"empty range {value!r}")
+        if lo < 0 or hi >= world:
+            raise section.error(key, f"range {value!r} leaves 0..{world - 1} (the cluster has "
+                                f"{world} GPUs)")
         value = list(range(lo, hi + 1))
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
+    if isinstance(value, list) and len(value) > world:
+        raise section.error(key, f"{len(value)} GPUs listed; the cluster has {world}")
     if not isinstance(value, list) or len(value) < minimum:
         raise section.error(
             key, f"expected a list of at least {minimum} GPU indices, got {value!r}"
