@@ -114,6 +114,18 @@ def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str])
     return out
 
 
+def _reject_empty_values(parser: argparse.ArgumentParser, argv: Sequence[str]) -> None:
+    """An option given an empty value (``--out ''``) is an error, not its default."""
+    takes_value, _ = _value_options(parser)
+    items = list(argv)
+    for i, token in enumerate(items):
+        option, equals, value = token.partition("=")
+        if equals and option in takes_value and value.strip() == "":
+            parser.error(f"argument {option}: expected a non-empty value")
+        if token in takes_value and i + 1 < len(items) and items[i + 1].strip() == "":
+            parser.error(f"argument {token}: expected a non-empty value")
+
+
 def _os_error_line(exc: OSError) -> str:
     reason = exc.strerror or str(exc) or type(exc).__name__
     if exc.errno == errno.ENOSPC:
@@ -125,6 +137,7 @@ def _os_error_line(exc: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    _reject_empty_values(parser, argv)
     args = parser.parse_args(attach_negative_values(parser, argv))
     if not getattr(args, "func", None):
         parser.print_help()

@@ -56,6 +56,7 @@ def _cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.config.experiment import parse_experiment
+    from heterosim.report.staging import check_output_file, write_file_atomically
     from heterosim.workload.aicb import (
         DEFAULT_MICRO_BATCH,
         DEFAULT_SEQ_LEN,
@@ -67,9 +68,7 @@ def run(args: argparse.Namespace) -> int:
     micro_batch = DEFAULT_MICRO_BATCH if args.micro_batch is None else args.micro_batch
     if seq_len < 1 or micro_batch < 1:
         raise UserError("--seq-len and --micro-batch: expected positive integers")
-    out = Path(args.out) if args.out else None
-    if out is not None and out.is_dir():
-        raise UserError(f"--out {out}: is a folder; expected an experiment file name")
+    out = check_output_file(args.out) if args.out else None
     workload = read_aicb(args.file)
     cluster = (_cluster_reference(Path(args.cluster), out, workload.all_gpus)
                if args.cluster else None)
@@ -87,11 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         print(text, end="")
         return 0
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-    except OSError as exc:
-        raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from exc
+    write_file_atomically(out, text)
     print(f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
           f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
           f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "

@@ -16,6 +16,7 @@ from typing import Any
 
 from heterosim.config.experiment import GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
 from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
+from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.validate.cases import Case, load_cases, select_cases
 from heterosim.validate.predict import Prediction, predict
 from heterosim.validate.report import markdown_table, write_parity_plot, write_results
@@ -90,6 +91,7 @@ def print_summary(groups: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
+    check_output_folder(args.out)  # before any case runs
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
@@ -133,8 +135,9 @@ def run(args: argparse.Namespace) -> int:
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
             "wall_s": time.perf_counter() - start}
-    write_results(out, rows, groups, meta)
-    write_parity_plot(out, rows)
-    (out / "table.md").write_text(markdown_table(rows))
+    with staged_output(out) as stage:
+        write_results(stage, rows, groups, meta)
+        write_parity_plot(stage, rows)
+        (stage / "table.md").write_text(markdown_table(rows))
     print(f"# wrote {out / 'results.json'}, {out / 'parity.png'} and {out / 'table.md'}")
     return 1 if any(r["error_pct"] is None for r in rows) else 0

@@ -159,11 +159,14 @@ class _BoundedLoader(yaml.SafeLoader):
 def _expanded_nodes(node: yaml.Node) -> int:
     """Nodes of the document once every alias is expanded (shared nodes counted per use)."""
     sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the current path: an alias back to one is a cycle
     stack: list[tuple[yaml.Node, bool]] = [(node, False)]
     while stack:
         current, children_done = stack.pop()
         if id(current) in sizes:
             continue
+        if not children_done and id(current) in open_nodes:
+            raise _YamlTooLarge("an alias refers to the value that contains it")
         if isinstance(current, yaml.ScalarNode):
             sizes[id(current)] = 1
             continue
@@ -172,7 +175,9 @@ def _expanded_nodes(node: yaml.Node) -> int:
         if children_done:
             total = 1 + sum(sizes.get(id(c), 1) for c in children)
             sizes[id(current)] = min(total, MAX_YAML_NODES + 1)
+            open_nodes.discard(id(current))
             continue
+        open_nodes.add(id(current))
         stack.append((current, True))
         stack.extend((c, False) for c in children if id(c) not in sizes)
     return sizes[id(node)]
@@ -211,7 +216,7 @@ def parse_override_value(text: str, source: str) -> Any:
     try:
         return load_yaml_text(text, source)
     except UserError as exc:
-        if "expands to" in str(exc) or "nested more than" in str(exc):
+        if any(s in str(exc) for s in ("expands to", "nested more than", "refers to the value")):
             raise
         return text
 

@@ -230,6 +230,28 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def check_output_file(path: Path | str, option: str = "--out") -> Path:
+    """Fail (exit 2) before any work when ``path`` cannot be written as one file: a folder, a
+    pipe or device, a place under a file, or a folder that cannot be written to."""
+    path = Path(path).expanduser()
+    text = str(path)
+    if not text or "\0" in text or len(path.name.encode()) > 255:
+        raise UserError(f"{option} {text[:80]!r}: expected a file name")
+    try:
+        if path.exists() and not path.is_file():
+            raise UserError(f"{option} {path}: exists and is not a regular file")
+        parent = path.resolve().parent
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{option} {path}: {parent} is not a folder")
+            _probe_writable(parent)
+        else:
+            check_output_folder(parent, option)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot write there: {exc.strerror or exc}") from None
+    return path
+
+
 def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--out") -> Path:
     """Write one output file through a temporary file beside it and a rename: a reader sees the
     old file or the complete new one, never a part. An existing folder at ``path`` is refused."""
