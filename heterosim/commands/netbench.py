@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
     scenario = load_scenario(args.scenario, overrides)
+    report.print_warnings(scenario.warnings)
     compare = parse_cc_option(args.compare_cc) if args.compare_cc else scenario.compare_cc
     if compare and scenario.simulation.fidelity == "flow":
         raise UserError("--compare-cc: the flow (fluid) model has no congestion control, so every "

@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.report.run_report import (
         headline,
         interrupted_exit_status,
+        print_warnings,
         results_dict,
         write_run_outputs,
     )
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         experiment = load_experiment(path, overrides)
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
+    print_warnings(experiment.warnings)
     progress = Progress(not args.quiet)
     if not args.quiet:
         print(f"heterosim run: {experiment.name}: {experiment.model.name} on "

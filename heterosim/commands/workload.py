@@ -42,11 +42,14 @@ def parse_ranks(text: str, world_size: int) -> list[int]:
         try:
             if "-" in part:
                 lo, hi = (int(x) for x in part.split("-", 1))
+                if not 0 <= lo <= hi < world_size:
+                    raise ValueError
                 ranks.update(range(lo, hi + 1))
             else:
                 ranks.add(int(part))
         except ValueError:
-            raise UserError(f"--ranks {text!r}: expected a list like 0-3,8") from None
+            raise UserError(f"--ranks {text!r}: expected a list like 0-3,8 of ranks in "
+                            f"0..{world_size - 1}") from None
     bad = [r for r in ranks if not 0 <= r < world_size]
     if bad or not ranks:
         raise UserError(f"--ranks {text!r}: ranks must lie in 0..{world_size - 1}")

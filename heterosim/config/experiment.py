@@ -14,8 +14,8 @@ from typing import Any
 
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.degenerate import network_warnings
 from heterosim.config.fields import Section, parse_override_value, read_yaml_mapping
-from heterosim.config.limits import check_experiment_budget
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -126,6 +126,8 @@ class ExperimentConfig:
     simulation: SimulationConfig
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    # degenerate but valid settings (heterosim.config.degenerate), printed and in results.json
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def micro_batches_per_replica(self) -> int:
@@ -358,9 +360,9 @@ def parse_experiment(
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        warnings=tuple(network_warnings(network, cluster)),
     )
     _check_consistency(top, experiment)
-    check_experiment_budget(experiment)
     return experiment
 
 

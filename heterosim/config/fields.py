@@ -186,8 +186,9 @@ def _expanded_nodes(node: yaml.Node) -> int:
 def load_yaml_text(text: str, source: str) -> Any:
     """Parse YAML ``text`` (from ``source``, for messages) with nesting and alias expansion
     bounded; every problem is a one-line UserError."""
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)
         node = loader.get_single_node()
         if node is None:
             return None
@@ -199,13 +200,14 @@ def load_yaml_text(text: str, source: str) -> Any:
         raise UserError(f"{source}: invalid YAML: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "?"
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise UserError(f"{source}: {where}: invalid YAML: {problem}") from None
+        where = f": line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "not YAML"
+        raise UserError(f"{source}{where}: invalid YAML: {problem}") from None
     except (RecursionError, ValueError, TypeError, OverflowError) as exc:
         raise UserError(f"{source}: invalid YAML: {str(exc).splitlines()[0] if str(exc) else exc}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def parse_override_value(text: str, source: str) -> Any:

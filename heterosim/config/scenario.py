@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.degenerate import flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import (
     CC_ALGORITHMS,
     FIDELITIES,
@@ -44,6 +45,7 @@ from heterosim.config.experiment import (
     sample_interval,
 )
 from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.limits import check_scenario_budget
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
 DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (reference §3.1)
@@ -91,6 +93,7 @@ class ScenarioConfig:
     fairness_flows: tuple[int, ...] | None = None  # None: all flows
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict)  # the mapping after overrides
+    warnings: tuple[str, ...] = ()  # degenerate but valid settings (heterosim.config.degenerate)
 
 
 def _gpu_list(section: Section, key: str, world: int, minimum: int = 1) -> list[int]:
@@ -333,10 +336,18 @@ def parse_scenario(
     else:
         top.raw("fairness_flows", None)
     top.reject_unknown()
-    return ScenarioConfig(
+    warnings = [*network_warnings(network, cluster),
+                *sample_warnings(simulation.sample_interval_ns if simulation.fidelity == "packet" else 0,
+                                 simulation.stop_ns),
+                *flow_warnings(cluster, flows.src, flows.dst, flows.size_bytes, flows.start_ns,
+                               simulation.stop_ns)]
+    scenario = ScenarioConfig(
         name=name, cluster=cluster, flows=flows, network=network, simulation=simulation,
         compare_cc=compare, fairness_flows=fairness, source=source, resolved=copy.deepcopy(data),
+        warnings=tuple(warnings),
     )
+    check_scenario_budget(scenario)
+    return scenario
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> ScenarioConfig:

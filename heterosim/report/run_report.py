@@ -115,6 +115,8 @@ def results_dict(run: Any) -> dict[str, Any]:
             "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
+        "warnings": [*getattr(exp, "warnings", ()),
+                     *getattr(run.workload.partition, "memory_warnings", ())],
     }
 
 
@@ -123,6 +125,14 @@ def _iteration_ends(run: Any, iterations: int) -> list[int]:
     if task_iteration is None or iterations == 1:
         return [int(run.engine.makespan_ns)]
     return [int(x) for x in iteration_end_times(run.engine.task_end_ns, task_iteration, iterations)]
+
+
+def print_warnings(warnings: Any) -> None:
+    """One ``heterosim: warning:`` line on stderr per warning."""
+    import sys
+
+    for warning in warnings:
+        print(f"heterosim: warning: {warning}", file=sys.stderr)
 
 
 def headline(results: dict[str, Any], until: str | None = None) -> str:

@@ -220,11 +220,9 @@ class Generator:
                                 "latin1", "tabs", "bomb-value", "huge-int"])
         argv = self._command(target)
         if kind == "fifo":
-            files = {k: v for k, v in self.files.items() if k != target}
             return self._case(f"doc-fifo-{target}", argv, fifos=(target,), timeout_s=30,
                               files_removed=target)
         if kind == "folder":
-            files = {k: v for k, v in self.files.items() if k != target}
             return self._case(f"doc-folder-{target}", argv, folders=(target,), files_removed=target)
         text: str | bytes = {
             "bomb": ALIAS_BOMB,
@@ -423,7 +421,7 @@ class Generator:
         doc = copy.deepcopy(self.docs["sweep.yaml"])
         change = self.rng.choice([
             ("name", "../../../x"), ("name", "/tmp/hsfuzz-abs"), ("name", ""), ("name", ["x"]),
-            ("grid", {f"simulation.seed": list(range(200)), "network.cc": ["dcqcn", "hpcc"],
+            ("grid", {"simulation.seed": list(range(200)), "network.cc": ["dcqcn", "hpcc"],
                       "network.mtu": ["1KiB", "2KiB", "4KiB"], "network.ecmp": [True, False],
                       "training.micro_batch": [1, 2, 4, 8, 16, 32, 64]}),
             ("grid", {"simulation.seed": []}), ("grid", {"bogus.key": [1]}),
