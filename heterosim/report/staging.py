@@ -123,7 +123,7 @@ def check_output_folder(out: Path | str, option: str = "--out") -> Path:
             raise UserError(f"{option} {out}: {parent} is a file, not a folder")
         for part in resolved.relative_to(parent).parts:
             if len(part.encode()) > 255:
-                raise UserError(f"{option} {out}: a folder name is longer than 255 bytes")
+                raise UserError(f"{option} {out}: a folder name is too long (over 255 bytes)")
         _probe_writable(parent)
     except OSError as exc:
         raise UserError(f"{option} {out}: cannot write there: {exc.strerror or exc}") from None
