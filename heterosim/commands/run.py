@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
-from heterosim.config.limits import check_experiment_budget
 from heterosim.errors import Interrupted, UserError
+from heterosim.plan.budget import check_plan_budget
 from heterosim.units import parse_time_ns
 
 EXAMPLES = """\
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_experiment(path, overrides)
-        check_experiment_budget(experiment)  # before anything is printed or built
+        check_plan_budget(experiment)  # before anything is printed or built
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     print_warnings(experiment.warnings)

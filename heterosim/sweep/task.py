@@ -22,6 +22,7 @@ from typing import Any
 from heterosim.config.experiment import apply_overrides, parse_experiment
 from heterosim.config.fields import read_yaml_mapping
 from heterosim.errors import UserError
+from heterosim.plan.budget import check_plan_budget
 
 OK, ERROR, PARTIAL = "ok", "error", "partial"
 
@@ -52,7 +53,7 @@ def prepare_task(experiment_path: str | Path, overrides: list[str], *, task_id: 
     """Read, override and validate an experiment; return the task (UserError if invalid)."""
     path = Path(experiment_path)
     data = apply_overrides(read_yaml_mapping(path), overrides, str(path))
-    parse_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
+    check_plan_budget(parse_experiment(copy.deepcopy(data), str(path), base_dir=path.parent))
     cluster = data.get("cluster")
     if isinstance(cluster, str):
         cluster_path = Path(cluster)

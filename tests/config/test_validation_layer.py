@@ -135,7 +135,8 @@ def test_budget_names_the_term_that_is_too_large(monkeypatch, capsys, tmp_path):
                  "--set", "model.layers=4000", "--set", "parallel.partition=uniform"])
     err = _err(capsys)
     assert code == 2 and len(err) == 1, err
-    assert "training.global_batch: 1e+06 micro-batches per replica x 2000 layers per rank" in err[0]
+    assert "training.global_batch x model.layers" in err[0]
+    assert "1e+06 micro-batches per replica x 2000 layers per rank" in err[0]
     assert "at most 2,147,483,647 can be simulated" in err[0]
     assert not (tmp_path / "o").exists()
     code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--max-memory", "64MiB",
