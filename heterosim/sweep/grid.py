@@ -202,8 +202,9 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
     else:
         max_variants = None
     workers = data.get("workers")
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-        raise UserError(f"{source}: workers: expected a positive integer, got {workers!r}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
+                                or not 1 <= workers <= 256):
+        raise UserError(f"{source}: workers: expected a positive integer up to 256, got {workers!r}")
     grid = _grid(source, data.get("grid"))
     check_sweep_size(source, [len(v) for v in grid.values()], max_variants)
     fixed = _fixed(source, data.get("set"))

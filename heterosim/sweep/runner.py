@@ -30,6 +30,7 @@ from heterosim.sweep.summary import metric_values, write_summary
 from heterosim.sweep.task import ERROR, OK, RunTask, error_record, prepare_task
 
 EXECUTORS = ("local", "ray")
+MAX_WORKERS = 256  # local processes; each loads the simulator (about 0.4 GB)
 LogFn = Callable[[str], None]
 
 
@@ -89,6 +90,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
         from heterosim.sweep.ray_executor import import_ray
 
         import_ray()  # fail before any work if the extra is missing
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise UserError(f"--workers {workers}: expected 1..{MAX_WORKERS} worker processes")
     log = log or (lambda _msg: None)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
