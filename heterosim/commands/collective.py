@@ -134,6 +134,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {format_size(size):>10} {row['count']:>12} {row['time_s'] * 1e6:>11.2f} "
               f"{row['algbw_GBps']:>12.2f} {row['busbw_GBps']:>12.2f}  {row['algorithm']:<9}  "
               f"{row['protocol']:<8}  {row['channels']}", flush=True)
+    if args.out:
+        with staged_output(Path(args.out)) as stage:
+            write_results(stage, name, ranks, args.fidelity, rows)
+        print(f"# wrote {Path(args.out) / 'results.json'}")
     if args.chakra:
         from heterosim.plan.collectives.chakra_export import write_collective_chakra
 
@@ -142,10 +146,6 @@ def run(args: argparse.Namespace) -> int:
         with staged_output(Path(args.chakra), option="--chakra") as stage:
             paths = write_collective_chakra(plan, stage)
         print(f"# wrote {len(paths)} Chakra traces to {args.chakra}")
-    if args.out:
-        with staged_output(Path(args.out)) as stage:
-            write_results(stage, name, ranks, args.fidelity, rows)
-        print(f"# wrote {Path(args.out) / 'results.json'}")
     return 0
 
 
