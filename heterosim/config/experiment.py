@@ -15,7 +15,7 @@ from typing import Any
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings
-from heterosim.config.fields import Section, parse_override_value, read_yaml_mapping
+from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -336,7 +336,7 @@ def parse_experiment(
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
-    name = top.string("name", Path(source).stem if source else "experiment")
+    name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
     parallel = _parallel(top.section("parallel", required=True))

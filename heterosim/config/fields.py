@@ -135,6 +135,16 @@ def time_value(value: Any, key: str, source: str | None = None, *, minimum: int 
     return time_ns
 
 
+def plain_name(value: Any, key: str, source: str | None = None, *, max_length: int = 128) -> str:
+    """A name that may become a file or folder name: printable, no path separator, not . or ..,
+    at most ``max_length`` characters."""
+    if (not isinstance(value, str) or not value or len(value) > max_length or value in (".", "..")
+            or any(c in value for c in "/\\") or not value.isprintable()):
+        raise _fail(source, key, f"expected a plain name (printable, no / or \\, at most "
+                                 f"{max_length} characters), got {_shown(value)}")
+    return value
+
+
 class _YamlTooLarge(Exception):
     """Raised inside the loader when a document is nested too deep or expands too far."""
 

@@ -44,7 +44,7 @@ from heterosim.config.experiment import (
     apply_overrides,
     sample_interval,
 )
-from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
@@ -178,6 +178,9 @@ def _pattern_pairs(section: Section, kind: str, world: int, seed: int) -> list[t
                 raise section.error(f"receivers[{i}]", f"GPU {s} cannot send to itself")
         return list(zip(senders, receivers, strict=True))
     gpus = _gpu_list(section, "gpus", world, minimum=2)
+    if kind == "all-to-all" and len(gpus) * (len(gpus) - 1) > MAX_FLOWS:
+        raise section.error("gpus", f"all-to-all over {len(gpus)} GPUs is "
+                            f"{len(gpus) * (len(gpus) - 1):,} flows; at most {MAX_FLOWS:,} are supported")
     if kind == "all-to-all":
         return [(s, d) for s in gpus for d in gpus if s != d]
     return _derangement(gpus, seed)
@@ -298,7 +301,7 @@ def parse_scenario(
 ) -> ScenarioConfig:
     """Validate a scenario mapping read from ``source``."""
     top = Section(data, source)
-    name = top.string("name", Path(source).stem if source else "scenario")
+    name = plain_name(top.string("name", Path(source).stem if source else "scenario"), "name", source)
     cluster = _cluster(top, base_dir)
     simulation = _simulation(top.section("simulation"))
     network = _network(top.section("network"))

@@ -36,9 +36,11 @@ def read_comm_groups(path: str | Path) -> dict[int, list[int]]:
     groups: dict[int, list[int]] = {}
     for key, ranks in body.items():
         try:
-            group = int(key)
+            group = int(key) if len(key) <= 12 else -1
         except ValueError:
-            raise UserError(f"{path}: {key}: a group id must be an integer") from None
+            group = -1
+        if not 0 <= group < 2**31:
+            raise UserError(f"{path}: {key[:40]}: a group id must be an integer in 0..2^31-1")
         if not isinstance(ranks, list) or not all(
                 isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31 for r in ranks):
             raise UserError(f"{path}: {key}: expected a list of non-negative integer ranks")
