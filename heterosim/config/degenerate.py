@@ -109,7 +109,7 @@ def sample_warnings(sample_interval_ns: int, stop_ns: int | None) -> list[str]:
 def flow_warnings(cluster: Any, src: Any, dst: Any, size_bytes: Any, start_ns: Any,
                   stop_ns: int) -> list[str]:
     """Flows that cannot finish before ``stop_ns`` even alone at their NICs' line rate."""
-    speeds = np.asarray(cluster.gpu_nic_speed_bps, dtype=np.float64)
+    speeds = np.array([cluster.host(int(h)).nic_speed_bps for h in cluster.gpu_host], dtype=np.float64)
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     alone = np.asarray(size_bytes, dtype=np.float64) * 8e9 / np.minimum(speeds[src], speeds[dst])
     late = np.flatnonzero(np.asarray(start_ns, dtype=np.float64) + alone > stop_ns)

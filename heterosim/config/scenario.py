@@ -1,6 +1,6 @@
 """Netbench scenario files: a cluster, a set of flows, network settings and run limits.
 
-Schema (DESIGN.md, "Netbench scenarios")::
+Schema (docs/config.md, "Netbench scenario")::
 
     name: incast-4to1
     cluster: ../../topologies/two_leaf_8hosts.yaml     # path relative to this file, or inline
@@ -33,11 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import (
-    CC_ALGORITHMS,
-    FIDELITIES,
     MAX_SEED,
     NetworkConfig,
     _network,
@@ -48,7 +47,7 @@ from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
-DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (reference §3.1)
+DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (docs/network_models.md §3.1)
 MAX_PRIORITY = 7
 MAX_FLOWS = 1_000_000
 MAX_FLOW_BYTES = 1 << 40  # 1 TiB per flow: minutes at 100 Gbit/s; byte counters stay far from 2^63

@@ -38,7 +38,7 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
             segments = np.stack([np.stack([start_ns[sel] / 1e6, y], axis=1),
                                  np.stack([np.maximum(end_ns[sel], start_ns[sel] + 1) / 1e6, y],
                                           axis=1)], axis=1)
-            ax.add_collection(LineCollection(segments, colors=color, linewidths=4))
+            ax.add_collection(LineCollection(list(segments), colors=color, linewidths=4))
     horizon = max(float(end_ns.max()) / 1e6 if end_ns.size else 1.0, 1e-6)
     ax.set_xlim(0, horizon * 1.01)
     ax.set_xlabel("simulated time (ms)")

@@ -1,7 +1,7 @@
 """What ``heterosim run`` writes: results.json, CSVs, the Perfetto trace and PNG plots.
 
 All files go to a temporary folder beside ``out_dir`` and are moved into place at the end, so an
-error never leaves half-written results. results.json holds at least the keys of the DESIGN.md
+error never leaves half-written results. results.json holds at least the keys of the docs/results.md
 contract; numbers are plain floats and ints (seconds, bytes, counts), so the same experiment and
 seed give byte-identical files apart from ``sim.wall_s`` and the ``*_wall_s`` timings.
 """
@@ -16,18 +16,31 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.engine.topology import LINK_KIND_NAMES
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import write_perfetto_trace
+from heterosim.report.perfetto import fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
+
+
+def _plan_stages(exp: Any, counts: Any) -> dict[str, Any]:
+    """``stages``: an explicit plan as run, every replica with its micro-batch count."""
+    plan = exp.parallel.plan
+    if plan is None:
+        return {}
+    stages = plan.as_dict()
+    for stage in stages:
+        for j, replica in enumerate(stage["replicas"]):
+            replica["micro_batches"] = int(counts[j])
+    return {"stages": stages}
 
 
 def results_dict(run: Any) -> dict[str, Any]:
@@ -60,6 +73,9 @@ def results_dict(run: Any) -> dict[str, Any]:
             "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
             "inter_host_comm_s": bd.inter_host_ns[r] * NS,
         })
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
     counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
@@ -75,7 +91,7 @@ def results_dict(run: Any) -> dict[str, Any]:
     for a in colls.get("algorithm", []):
         name = run.tables.algorithms[int(a)]
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
-    return {
+    out = {
         "iteration_time_s": iteration_s,
         "iterations": {"count": iterations, "completed": completed,
                        "end_s": [e * NS for e in finished_ends],
@@ -106,6 +122,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],
             "replica_micro_batches": list(run.workload.partition.replica_micro_batches),
             "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
+            **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
@@ -118,6 +135,14 @@ def results_dict(run: Any) -> dict[str, Any]:
         "warnings": [*getattr(exp, "warnings", ()),
                      *getattr(run.workload.partition, "memory_warnings", ())],
     }
+    faults = getattr(run, "faults", None)
+    if faults is not None:
+        out["faults"] = fault_records(faults, engine.fault_counts, engine.fidelity, plan,
+                                      engine.task_start_ns, engine.task_end_ns, makespan_ns, engine.links)
+    baseline = getattr(run, "baseline", None)
+    if baseline is not None:
+        out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
+    return out
 
 
 def _iteration_ends(run: Any, iterations: int) -> list[int]:
@@ -133,19 +158,6 @@ def print_warnings(warnings: Any) -> None:
 
     for warning in warnings:
         print(f"heterosim: warning: {warning}", file=sys.stderr)
-
-
-def headline(results: dict[str, Any], until: str | None = None) -> str:
-    """The first line ``heterosim run`` prints: the iteration time, or for a partial run what was
-    simulated, marked PARTIAL, with nothing extrapolated."""
-    sim = results["sim"]
-    if not sim["partial"]:
-        return f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms"
-    reason = sim.get("error") or (f"stopped at --until {until}" if until else "stopped early")
-    done = results["iterations"].get("completed", 0)
-    return (f"PARTIAL         {sim['simulated_s'] * 1e3:10.3f} ms simulated, {done} of "
-            f"{results['iterations']['count']} iterations complete, {sim['tasks_done']} of "
-            f"{sim['tasks']} tasks done ({reason}); no iteration time")
 
 
 def _completed_iterations(run: Any, iterations: int) -> int:
@@ -274,24 +286,28 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     links = engine.links
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
-    names, util = [], np.zeros(0)
+    names: list[str] = []
+    util = np.zeros(0)
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+        names = [link_names[i] if d == 0 else _reverse(link_names[i])
+                 for i, d in zip(link_idx, direction)]
         util = np.asarray(links.get("utilization", np.zeros(link_idx.size)), dtype=float)
-        columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns",
-                               "ecn_marks", "drops") if k in links]
-        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *columns],
+        link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
+                                    "paused_ns", "ecn_marks", "drops") if k in links]
+        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
                    ([int(i), n, LINK_KIND_NAMES[int(topo.link_kind[i])], int(d),
-                     *[_num(links[c][j]) for c in columns]]
+                     *[_num(links[c][j]) for c in link_columns]]
                     for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
     labels = _label_fn(run)
-    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+    rank_names = [(f"job {row['job']} " if "job" in row else "")
+                  + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
     counters = _counter_tracks(engine.series or {}, topo)
+    extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters)
+                                labels, counters, extra_events=extra)
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:

@@ -102,7 +102,7 @@ def _err(capsys) -> list[str]:
 
 @pytest.mark.parametrize("argv, fragment", [
     (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "-1KiB"], "must not be negative"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "-1,0"], "GPU ids are >= 0"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "-1,0"], "ranks are >= 0"),
     (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "0"], "at least 2 ranks"),
     (["collective", "--cluster", "topologies/two_host_h100.yaml", "--channels", "100000"], "<= 64"),
     (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..1e18"], "1PiB"),
