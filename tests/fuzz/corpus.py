@@ -431,10 +431,33 @@ class Generator:
         doc[change[0]] = change[1]
         return self._case(f"sweep-{change[0]}", COMMANDS["sweep.yaml"], {"sweep.yaml": _yaml(doc)})
 
+    def faults_jobs(self) -> Case:
+        doc = copy.deepcopy(self.docs["experiment.yaml"])
+        change = self.rng.choice([
+            ("faults", [{"at": ".inf", "gpu": 0, "slowdown": 1.3}]),
+            ("faults", [{"at": "5ms", "link": "no-such-link", "down": "2ms"}]),
+            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("inf")}]),
+            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": 0}]),
+            ("faults", [{"at": "0ms", "gpu": 99999, "slowdown": 2}]),
+            ("faults", [{"at": "-1ms", "gpu": 0, "slowdown": 2}]),
+            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("nan")}]),
+            ("faults", "everything"),
+            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-100000000"}]),
+            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-15", "start": "1e400s"}]),
+            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-15"},
+                      {"experiment": "experiment.yaml", "gpus": "0-15"}]),
+            ("jobs", []), ("jobs", "x"),
+        ])
+        doc[change[0]] = change[1]
+        if change[0] == "jobs":
+            for key in ("model", "training", "parallel"):
+                doc.pop(key, None)
+        return self._case(f"{change[0]}", COMMANDS["experiment.yaml"], {"experiment.yaml": _yaml(doc)})
+
     FAMILIES = (("bad_number", 30), ("document", 12), ("unknown_key", 6), ("structure", 8),
                 ("set_value", 8), ("set_malformed", 6), ("option", 14), ("flag_shape", 3),
                 ("output", 8), ("traces", 6), ("aicb", 4), ("scenario_extreme", 5),
-                ("sweep_extreme", 4))
+                ("sweep_extreme", 4), ("faults_jobs", 4))
 
     def cases(self, count: int) -> list[Case]:
         names = [n for n, _ in self.FAMILIES]
