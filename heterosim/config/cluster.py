@@ -173,18 +173,22 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
         if dtype not in DTYPE_BYTES:
             raise tflops.error(dtype, f"unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
         value = tflops.raw(dtype, None)
-        if value is not None:
-            value = tflops.number(dtype, minimum=0.0)
+        if value is not None:  # 0 = not supported; else 1 GFLOP/s .. 100 PFLOP/s per GPU
+            value = tflops.number(dtype, minimum=0.0, maximum=1e5)
+            if 0 < value < 1e-3:
+                raise tflops.error(dtype, f"expected 0 (unsupported) or at least 0.001 TFLOP/s, "
+                                          f"got {value}")
         peaks[dtype] = value or None
     if not any(peaks.values()):
         raise section.error("tflops", "expected at least one positive dense peak in TFLOP/s, "
                                       "e.g. {fp16: 71, fp32: 35.6}")
     entry: dict[str, object] = {"tflops": peaks}
-    entry["memory_gb"] = section.number("memory_gb", minimum=1e-3)
-    entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3)
-    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0)
+    entry["memory_gb"] = section.number("memory_gb", minimum=1e-3, maximum=1e5)
+    entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3, maximum=1e3)
+    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0,
+                                                  maximum=1e5)
     entry["nvlink_bridge"] = section.boolean("nvlink_bridge", False)
-    pcie_gen = section.integer("pcie_gen", 4, minimum=1)
+    pcie_gen = section.integer("pcie_gen", 4, minimum=1, maximum=64)
     if pcie_x16_bytes_per_s(pcie_gen) is None:
         raise section.error("pcie_gen", f"PCIe generation {pcie_gen} is not tabulated; use 3..6")
     entry["pcie_gen"] = pcie_gen
@@ -192,7 +196,7 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     entry["generation"] = section.string("generation", "unknown").lower()
     entry["segment"] = section.string("segment", "datacenter", choices=SEGMENTS)
     if section.has("sm_count"):
-        entry["sm_count"] = section.integer("sm_count", minimum=1)
+        entry["sm_count"] = section.integer("sm_count", minimum=1, maximum=100_000)
     sources = section.raw("sources", {})
     if not isinstance(sources, dict):
         raise section.error("sources", "expected a mapping of field name to source text")

@@ -89,8 +89,9 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
             if last < first:
                 raise UserError(f"{where}: range {part!r} ends before it starts")
             if first < 0 or last >= world_size:  # before the range is built
-                raise UserError(f"{where}: range {part!r} leaves the cluster's GPUs "
-                                f"0..{world_size - 1}")
+                missing = first if first < 0 else max(first, world_size)
+                raise UserError(f"{where}: GPU {missing} does not exist (the cluster has GPUs "
+                                f"0..{world_size - 1})")
             ids.extend(range(first, last + 1))
     else:
         raise UserError(f"{where}: expected GPU ids such as \"0-15\", got {value!r}")
