@@ -3,8 +3,16 @@
 For each selected case: the prediction in the source's own units, the measured value, the signed
 error %, then MAPE per group (end-to-end and collective-busbw cases summarised apart; cases
 flagged SUSPECT/CONFLICT/APPROX or used for calibration reported in their own columns). Writes
-results.json, parity.png and table.md (Markdown) to --out. A case the simulator cannot run is
-reported as failed with its one-line reason; the command then exits 1.
+results.json, parity.png, table.md (Markdown) and budget.csv to --out.
+
+Error budget: under each end-to-end case a line splits the predicted iteration time into compute
+(and the share of it by source: measured, interpolated, roofline, scaled), exposed communication
+and bubble, beside the measured time and the miss (heterosim/validate/budget.py); results.json
+carries it per case (``budget``) and budget.csv one row per case.
+
+Exit status: 0; 1 when a case could not be predicted (reported as failed with its one-line
+reason); 3 when every case ran but --fail-above PCT is given and some selected case's |error %|
+exceeds PCT (the cases are listed); 2 for bad input.
 """
 
 from __future__ import annotations
@@ -17,14 +25,25 @@ from typing import Any
 from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
 from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
 from heterosim.report.staging import check_output_folder, staged_output
+from heterosim.validate.budget import budget_line
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.predict import predict
-from heterosim.validate.report import markdown_table, result_row, write_parity_plot, write_results
+from heterosim.validate.report import (
+    markdown_table,
+    result_row,
+    write_budget_csv,
+    write_parity_plot,
+    write_results,
+)
 from heterosim.validate.stats import group_summary
+
+EXIT_PREDICTION_FAILED = 1
+EXIT_ABOVE_THRESHOLD = 3
 
 EXAMPLES = """\
 examples:
   heterosim validate validation/cases.yaml --ci
+  heterosim validate validation/cases.yaml --ci --fail-above 25
   heterosim validate validation/cases.yaml --group nccl-tests --out out/validate
   heterosim validate validation/cases.yaml --max-gpus 512 --granularity connection --out out/validate-full
   heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
@@ -53,7 +72,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--queue-pairs", default=None, choices=QUEUE_PAIR_MODELS,
                         help="simulation.queue_pairs: one queue pair per NCCL connection "
                              "(connection, the default) or per flow (flow)")
-    parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
+    parser.add_argument("--fail-above", type=float, default=None, metavar="PCT",
+                        help="exit 3 when any selected case's |error %%| exceeds PCT (for CI)")
+    parser.add_argument("--quiet-budget", action="store_true",
+                        help="do not print the error-budget line under each case")
+    parser.add_argument("--out", default="out/validate",
+                        help="directory for results.json, parity.png, table.md, budget.csv")
     parser.set_defaults(func=run)
 
 
@@ -78,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
+    if args.fail_above is not None and not args.fail_above > 0:
+        raise UserError("--fail-above: expected a positive percentage")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci,
                                    max_gpus=args.max_gpus)
     if not chosen:
@@ -109,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
                   f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
+            if row.get("budget") and not args.quiet_budget:
+                print(f"      budget: {budget_line(row['budget'])}", flush=True)
     groups = group_summary(rows)
     print_summary(groups)
     out = Path(args.out)
@@ -122,5 +150,15 @@ def run(args: argparse.Namespace) -> int:
         write_results(stage, rows, groups, meta)
         write_parity_plot(stage, rows)
         (stage / "table.md").write_text(markdown_table(rows))
-    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'} and {out / 'table.md'}")
-    return 1 if any(r["error_pct"] is None for r in rows) else 0
+        write_budget_csv(stage / "budget.csv", rows)
+    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'}, {out / 'table.md'} and "
+          f"{out / 'budget.csv'}")
+    if any(r["error_pct"] is None for r in rows):
+        return EXIT_PREDICTION_FAILED
+    if args.fail_above is not None:
+        above = [r for r in rows if abs(r["error_pct"]) > args.fail_above]
+        for r in above:
+            print(f"# above --fail-above {args.fail_above:g} %: {r['id']} {r['error_pct']:+.1f} %")
+        if above:
+            return EXIT_ABOVE_THRESHOLD
+    return 0

@@ -35,6 +35,9 @@ DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
+FRAME_OVERHEADS = ("roce", "none")  # flow fidelity frame bytes on network links
+P2P_SYNC = ("overlap", "blocking")  # pipeline send/recv and the compute stream
+ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 ATTENTION = ("flash", "unfused")
 
@@ -147,6 +150,19 @@ class ParallelConfig:
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
     # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
     grad_sync: str = "overlap"
+    # ZeRO-3 implementation (heterosim/workload/zero3.py): overlap (FSDP / DeepSpeed >= 0.5
+    # prefetching) or deepspeed-0.3 (2021 DeepSpeed: per-tensor blocking fetches)
+    zero3_impl: str = "overlap"
+    zero3_persistence_threshold: int = 100_000  # stage3_param_persistence_threshold (elements)
+    zero3_max_reuse_distance: int = 1_000_000_000  # stage3_max_reuse_distance (elements)
+    # pipeline send/recv: overlap (compute goes on while a send is in flight) or blocking (the
+    # rank's compute waits for its sends too: Megatron-LM batch_isend_irecv + req.wait() +
+    # torch.cuda.synchronize(), batch_p2p_sync; heterosim/workload/generator.py)
+    p2p_sync: str = "overlap"
+    # Megatron-LM's scatter/gather pipeline optimisation (SC'21 §4.1; --scatter-gather-tensors-in-
+    # pipeline, default on in Megatron-LM v2-v3): without sequence parallelism each TP rank sends
+    # 1/tp of the activation and the receiving TP group all-gathers it over NVLink
+    p2p_scatter_gather: bool = False
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
@@ -166,6 +182,9 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # flow fidelity: RoCEv2 frame bytes per MTU of payload on network links (heterosim/engine/
+    # fluid.py); network.frame_overhead: roce (the default of parsed experiments) | none (0)
+    frame_overhead: str = "none"
     # faults: time from a link going down or up until the routes follow (0 = at once)
     routing_delay_ns: int = 0
 
@@ -321,6 +340,13 @@ def _parallel(section: Section) -> ParallelConfig:
         zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0, maximum=1024),
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
+        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000,
+                                                    minimum=0),
+        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
+                                                 minimum=0),
+        p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
     )
     section.reject_unknown()
     return parallel
@@ -386,6 +412,7 @@ def _network(section: Section) -> NetworkConfig:
             "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
     )
     if network.routing_delay_ns < 0:
@@ -515,6 +542,11 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
+    if par.p2p_sync == "blocking" and par.schedule == "interleaved":
+        raise top.error("parallel.p2p_sync", "blocking is modelled for the 1f1b and gpipe "
+                        "schedules only: with the interleaved schedule the traces' per-step "
+                        "blocking sends deadlock (Megatron pairs them with receives in combined "
+                        "calls, not modelled)")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")

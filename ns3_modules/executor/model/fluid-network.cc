@@ -58,8 +58,10 @@ FluidNetwork::GetTypeId()
                           MakeUintegerAccessor(&FluidNetwork::m_mtu),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("HeaderBytes",
-                          "Header bytes carried per Mtu of payload; link capacities available to "
-                          "payload are scaled by Mtu / (Mtu + HeaderBytes). 0 = payload only",
+                          "Header bytes carried per Mtu of payload on network links (NIC access "
+                          "and switch fabric links; NVLink and PCIe links carry payload only): "
+                          "their capacities available to payload are scaled by "
+                          "Mtu / (Mtu + HeaderBytes). 0 = payload only",
                           UintegerValue(0),
                           MakeUintegerAccessor(&FluidNetwork::m_headerBytes),
                           MakeUintegerChecker<uint32_t>())
@@ -292,8 +294,11 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         Resource& res = m_res[r];
         if (!res.capSet)
         {
-            double payloadShare =
-                m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
+            uint8_t kind = m_topo->GetLinkKind(link);
+            bool framed = kind == TopologyDescription::ACCESS || kind == TopologyDescription::FABRIC;
+            double payloadShare = (m_mtu > 0 && framed)
+                                      ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes)
+                                      : 1.0;
             res.capacity = rate / 8e9 * payloadShare;
             res.capFx = ToFx(res.capacity);
             res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));

@@ -57,7 +57,8 @@ namespace ns3
  * with P = min(Mtu, B): the first packet is stored and forwarded at every hop, and the
  * serialization at the slowest hop is already part of the fluid transfer. For a lone flow this is
  * the exact completion time of a back-to-back packet stream without header overhead.
- * HeaderBytes (per Mtu of payload) optionally scales every capacity by Mtu / (Mtu + HeaderBytes).
+ * HeaderBytes (per Mtu of payload) scales the capacity of every network link (access and fabric
+ * kinds; NVLink and PCIe links carry no RoCE frames) by Mtu / (Mtu + HeaderBytes).
  *
  * Connections (StartFlowOnConnection): the messages of one connection share one flow slot, as
  * work requests share one queue pair. A message posted while the connection's slot is still
