@@ -23,18 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
-from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
+from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
-from heterosim.validate.budget import budget_line
 from heterosim.validate.cases import load_cases, select_cases
-from heterosim.validate.predict import predict
-from heterosim.validate.report import (
-    markdown_table,
-    result_row,
-    write_budget_csv,
-    write_parity_plot,
-    write_results,
-)
+from heterosim.validate.report import summary_lines
+from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
 from heterosim.validate.stats import group_summary
 
 EXIT_PREDICTION_FAILED = 1
@@ -81,21 +74,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _fmt(value: float | None, width: int = 9) -> str:
-    if value is None:
-        return f"{'-':>{width}}"
-    return f"{value:>{width}.4g}"
-
-
-def print_summary(groups: dict[str, Any]) -> None:
-    print("# group                  n   MAPE%  mean err%   flagged n/MAPE%  calib n/MAPE%  failed")
-    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in ("end-to-end",
-                                                                     "collective_busbw"), kv[0])):
-        print(f"  {name:<22} {s['main_n']:>2} {_fmt(s['main_mape_pct'], 7)} "
-              f"{_fmt(s['main_mean_error_pct'], 10)}   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
-              f"    {s['calibration_n']:>2}/{_fmt(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
-
-
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
     check_output_folder(args.out)  # before any case runs
@@ -118,27 +96,10 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
-        pred, error = None, None
-        try:
-            pred = predict(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs)
-        except (UserError, ValueError) as exc:
-            error = str(exc).splitlines()[0]
-        except Exception as exc:  # noqa: BLE001 - only allocation failures are reported, others raise
-            if not is_out_of_memory(exc):
-                raise
-            error = f"out of memory ({OUT_OF_MEMORY_HINT})"
-        row = result_row(case, pred, error)
-        rows.append(row)
-        marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))
-        if pred is None:
-            print(f"  {case.id:<42} FAILED: {error}", flush=True)
-        else:
-            print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
-                  f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
-            if row.get("budget") and not args.quiet_budget:
-                print(f"      budget: {budget_line(row['budget'])}", flush=True)
+        rows.append(predict_row(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs))
+        print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
     groups = group_summary(rows)
-    print_summary(groups)
+    print("\n".join(summary_lines(groups)))
     out = Path(args.out)
     meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
             "intra_host": args.intra_host, "queue_pairs": args.queue_pairs,
@@ -146,13 +107,9 @@ def run(args: argparse.Namespace) -> int:
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
             "wall_s": time.perf_counter() - start}
-    with staged_output(out) as stage:
-        write_results(stage, rows, groups, meta)
-        write_parity_plot(stage, rows)
-        (stage / "table.md").write_text(markdown_table(rows))
-        write_budget_csv(stage / "budget.csv", rows)
-    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'}, {out / 'table.md'} and "
-          f"{out / 'budget.csv'}")
+    with staged_output(out) as stage:  # all or nothing: a failure leaves no partial outputs
+        written = write_validation_outputs(stage, rows, groups, meta)
+    print(f"# wrote {', '.join(str(out / p.name) for p in written)}")
     if any(r["error_pct"] is None for r in rows):
         return EXIT_PREDICTION_FAILED
     if args.fail_above is not None:

@@ -40,6 +40,7 @@ P2P_SYNC = ("overlap", "blocking")  # pipeline send/recv and the compute stream
 ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 ATTENTION = ("flash", "unfused")
+FRAMEWORKS = ("megatron", "deepspeed")
 
 # Physical ranges of the numeric keys (a value outside is a one-line error before any work;
 # whether a value inside them fits this machine is heterosim.config.limits' job).
@@ -172,6 +173,42 @@ class ParallelConfig:
 
 
 @dataclass(frozen=True)
+class FrameworkConfig:
+    """The training software's own costs (heterosim.workload.framework documents each one).
+
+    ``name``: megatron (Megatron-LM's 1F1B engine: activations as one tensor per p2p, every TP
+    rank sending its replica, sends not blocking the rank) or deepspeed (DeepSpeed's
+    PipelineEngine with Megatron's GPT2ModelPipe: TrainSchedule instruction order, blocking p2p,
+    the attention mask with every activation, TP>1 activations partitioned across the TP ranks
+    and re-gathered). ``layer_forward_passes``: how many times the code evaluates each
+    transformer layer's forward (1 normally; the backward runs once).
+    ``host_op_overhead_ns``: host (CPU) time per compute kernel that the GPU waits for, per GPU
+    type (``"*"`` for any other), added to every compute op of that GPU.
+    ``collective_overhead_ns``: time each communication call (a TP collective, a pipeline p2p
+    call) costs the GPU before its transfer starts, per GPU type (marker ops carry it).
+    """
+
+    name: str = "megatron"
+    layer_forward_passes: int = 1
+    host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
+    collective_overhead_ns: tuple[tuple[str, int], ...] = ()
+
+    def host_overhead_ns(self, gpu: str) -> int:
+        """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
+        table = dict(self.host_op_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
+
+    def tp_collective_overhead_ns(self, gpu: str) -> int:
+        """Time a TP collective or p2p call costs the calling GPU beyond its transfer (0: none)."""
+        table = dict(self.collective_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
+
+    @property
+    def has_collective_overhead(self) -> bool:
+        return any(ns > 0 for _, ns in self.collective_overhead_ns)
+
+
+@dataclass(frozen=True)
 class NetworkConfig:
     cc: str
     mtu_bytes: int
@@ -223,6 +260,7 @@ class ExperimentConfig:
     network: NetworkConfig
     simulation: SimulationConfig
     source: str = ""
+    framework: FrameworkConfig = field(default_factory=FrameworkConfig)
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
     # degenerate but valid settings (heterosim.config.degenerate), printed and in results.json
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -389,6 +427,35 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def _framework(section: Section) -> FrameworkConfig:
+    """``framework``: name, layer_forward_passes, host_op_overhead and collective_overhead (each a
+    time, or a mapping of GPU names, ``"*"`` for the rest, to times)."""
+    framework = FrameworkConfig(
+        name=section.string("name", "megatron", choices=FRAMEWORKS),
+        layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
+        host_op_overhead_ns=_per_gpu_times(section, "host_op_overhead"),
+        collective_overhead_ns=_per_gpu_times(section, "collective_overhead"),
+    )
+    section.reject_unknown()
+    return framework
+
+
+def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
+    """A time, or a mapping GPU name (catalogue aliases accepted, ``"*"``: any other) -> time."""
+    from heterosim.catalog.gpus import canonical_gpu_name
+
+    raw = section.raw(key, "0us")
+    entries: dict[str, int] = {}
+    if isinstance(raw, dict):
+        sub = section.section(key)
+        for name in list(raw):
+            gpu = "*" if name == "*" else (canonical_gpu_name(str(name)) or str(name))
+            entries[gpu] = sub.time_ns(str(name))
+    else:
+        entries["*"] = section.time_ns(key, "0us")
+    return tuple(sorted(entries.items()))
+
+
 def default_network() -> NetworkConfig:
     """The network settings of an experiment without a ``network`` section."""
     return _network(Section({}, ""))
@@ -520,6 +587,26 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     return StagedPlan(tuple(stages))
 
 
+def _check_framework(top: Section, exp: ExperimentConfig) -> None:
+    """``framework`` against the cluster and the parallel plan."""
+    par, cluster = exp.parallel, exp.cluster
+    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
+                       ("collective_overhead", exp.framework.collective_overhead_ns)):
+        for gpu, _ in table:
+            if gpu != "*" and gpu not in set(cluster.gpu_type):
+                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
+                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
+    if exp.framework.name == "deepspeed" and par.plan is not None:
+        raise top.error("framework.name", "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
+                        "parallel.stages plans run with framework megatron")
+    if exp.framework.name == "deepspeed" and (par.p2p_sync != "overlap" or par.p2p_scatter_gather):
+        raise top.error("framework.name", "deepspeed sets its own p2p path (blocking, TP-partitioned "
+                        "activations); leave parallel.p2p_sync and p2p_scatter_gather at their defaults")
+    if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
+        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
+                        f"(1F1B, no interleaving), not {par.schedule}")
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
     if par.plan is not None:
@@ -617,15 +704,17 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    framework = _framework(top.section("framework"))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
-        network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        network=network, simulation=simulation, source=source, framework=framework,
+        resolved=copy.deepcopy(data), faults=faults,
         warnings=tuple(network_warnings(network, cluster)),
-        faults=faults,
     )
     _check_consistency(top, experiment)
+    _check_framework(top, experiment)
     if parallel.plan is not None:
         plan = _check_stages(top, experiment)
         experiment = replace(experiment, parallel=replace(parallel, plan=plan))

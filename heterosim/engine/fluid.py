@@ -54,6 +54,7 @@ ATTRIBUTE_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
 ROCE_DATA_HEADER_BYTES = 62 + 20  # headers + preamble/SFD/IFG per data packet (RdmaFrameSizes)
 ROCE_ACK_BYTES = 66 + 20  # one ACK frame per data packet (RdmaNic::AckInterval = 1)
 ROCE_OVERHEAD_BYTES = ROCE_DATA_HEADER_BYTES + ROCE_ACK_BYTES
+TCP_IP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamp option 12 (SocketTransport's segment)
 
 
 def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int) -> Any:
@@ -61,7 +62,9 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
 
     ``network.mtu_bytes`` sets the store-and-forward packet size; ``network.attributes`` entries
     named ``FluidNetwork::<Attribute>`` (or ``ns3::FluidNetwork::<Attribute>``) override the
-    model's attributes; other entries belong to the packet model and are ignored here.
+    model's attributes; other entries belong to the packet model and are ignored here, except
+    ``SocketTransport::IpMtu`` and ``SocketTransport::TcpInitialCwnd``, which also set the fluid
+    socket flows' segment (MTU - 52 header bytes) and initial window.
     """
     ns3 = gbl.ns3
     texts = check_network_attributes(ns3, network.attributes)  # names and values, both models
@@ -71,6 +74,12 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     net.SetAttribute("Ecmp", ns3.BooleanValue(bool(network.ecmp)))
     header = ROCE_OVERHEAD_BYTES if network.frame_overhead == "roce" else 0
     net.SetAttribute("HeaderBytes", ns3.UintegerValue(header))
+    for key, value in network.attributes.items():  # the socket transport's TCP, for its fluid flows
+        name = str(key).removeprefix("ns3::")
+        if name == "SocketTransport::IpMtu":
+            net.SetAttribute("SocketMss", ns3.UintegerValue(int(value) - TCP_IP_HEADER_BYTES))
+        elif name == "SocketTransport::TcpInitialCwnd":
+            net.SetAttribute("SocketInitialCwnd", ns3.UintegerValue(int(value)))
     for key, value in network.attributes.items():
         for prefix in ATTRIBUTE_PREFIXES:
             if str(key).startswith(prefix):

@@ -84,6 +84,8 @@ class CollectiveResult:
     predicted_time_s: float  # NCCL's tuning-model time for the same choice
     fidelity: str
     network: dict[str, int]  # the engine's counters
+    # socket hosts at packet fidelity: the TCP summary (heterosim.engine.packet.tcp_stats)
+    tcp: dict[str, Any] | None = None
 
     @property
     def count(self) -> int:
@@ -95,7 +97,7 @@ class CollectiveResult:
         return {"size_bytes": self.size_bytes, "time_s": self.time_s, "algbw_GBps": self.algbw_GBps,
                 "busbw_GBps": self.busbw_GBps, "algorithm": self.algorithm, "protocol": self.protocol,
                 "channels": self.channels, "flows": self.flows,
-                "predicted_time_s": self.predicted_time_s}
+                "predicted_time_s": self.predicted_time_s, **({"tcp": self.tcp} if self.tcp else {})}
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,25 @@ def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[s
     return row
 
 
+def _cell(value: float | None, width: int) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def summary_lines(groups: dict[str, Any]) -> list[str]:
+    """The per-group summary the command prints: main cases' count, MAPE, mean error and
+    Spearman rank correlation, then the flagged and calibration cases apart, and failures."""
+    lines = ["# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%"
+             "  calib n/MAPE%  failed"]
+    pseudo = ("end-to-end", "collective_busbw")
+    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in pseudo, kv[0])):
+        lines.append(
+            f"  {name:<22} {s['main_n']:>2} {_cell(s['main_mape_pct'], 7)} "
+            f"{_cell(s['main_mean_error_pct'], 10)} {_cell(s.get('main_spearman'), 9)}"
+            f"   {s['flagged_n']:>3}/{_cell(s['flagged_mape_pct'], 7)}"
+            f"    {s['calibration_n']:>2}/{_cell(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
+    return lines
+
+
 def write_budget_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     """One row per case: the error budget (heterosim/validate/budget.py)."""
     import csv

@@ -78,6 +78,11 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
+from heterosim.workload.framework import (
+    collective_call_op,
+    load_micro_batch_ops,
+    pipeline_payload,
+)
 from heterosim.workload.groups import (
     ParallelGroups,
     RankLayout,
@@ -172,6 +177,10 @@ class RankProgram:
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
         self.ds_zero3 = self.par.zero >= 3 and self.par.zero3_impl == "deepspeed-0.3"
         self._blocks: dict[int, list[Block]] = {}
+        # framework.collective_overhead: a marker op before every TP collective and pipeline p2p
+        # call carries its cost
+        self._call_marker = (self.templates.add(collective_call_op(self.act_dtype))
+                             if exp.framework.has_collective_overhead else None)
 
     # -- templates -------------------------------------------------------------------------
 
@@ -283,6 +292,8 @@ class RankProgram:
                 tmpl = self._template(op)
                 if tmpl is None:
                     continue
+                if self._call_marker is not None and op.comm_group == "tp":
+                    unit.chain(self._call_marker, block.layer_attr)
                 extra = [gathers[j]] if first and j in gathers else []
                 unit.chain(tmpl, block.layer_attr, extra)
                 if first and prefetch > 0:
@@ -408,46 +419,61 @@ class RankProgram:
                 return [(self._peer(other), tmpl) for _, tmpl in p2p[key]]
             return p2p[key]
 
-        if not staged:  # the grid's four p2p templates, in their historical order
+        deepspeed = self.exp.framework.name == "deepspeed"
+        if not staged and not deepspeed:  # the grid's four p2p templates, in their historical order
             for kind in ("recv_f", "send_f", "recv_b", "send_b"):
                 transfers(kind, 0)
         gather_f = gather_b = None
         if self._scatter_gather:
             size = self._p2p_bytes() * p.tp  # nccl-tests size convention: the gathered bytes
             gid = self.w.groups.group_id(self.rank, "tp")
+            assert gid is not None  # scatter/gather needs tp > 1, so the rank has a TP group
             gather_f = self.templates.add(_comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size,
                                                 self.act_dtype, COMM_COLL_NODE, "tp"), gid)
             gather_b = self.templates.add(_comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size,
                                                 self.act_dtype, COMM_COLL_NODE, "tp"), gid)
         out = TraceAssembler()
+
+        def calls(count: int, mb: int, v: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+            """``count`` collective-call markers (framework.collective_overhead) after ``deps``."""
+            marker = self._call_marker
+            for _ in range(count if marker is not None else 0):
+                assert marker is not None
+                deps = (out.node(marker, micro_batch=mb, stage=v, deps=deps),)
+            return deps
+
+        if deepspeed:
+            self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units,
+                                  calls)
         blocking = p.p2p_sync == "blocking"
         pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
-        for i, step in enumerate(steps):
+        for i, step in enumerate(() if deepspeed else steps):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":
                 deps: tuple[int, ...] = pending
                 if v > 0:
+                    prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
                     recvs = tuple(
                         out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v - 1, 0),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v - 1, 0), deps=prev)
                         for peer, tmpl in transfers("recv_f", v - 1))
                     deps = (*deps, *self._gathered(out, recvs, gather_f, mb, v))
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 pending = ()
                 if v < self.V - 1:
                     sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                           tag=self._tag(mb, v, 0), deps=(out.tail,))
+                                           tag=self._tag(mb, v, 0),
+                                           deps=calls(1, mb, v, (out.tail,)))
                                   for peer, tmpl in transfers("send_f", v + 1))
                     pending = sends if blocking else ()
             else:
                 deps = pending
                 if v < self.V - 1:
+                    prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
                     recvs = tuple(
                         out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v, 1),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v, 1), deps=prev)
                         for peer, tmpl in transfers("recv_b", v + 1))
                     deps = (*deps, *self._gathered(out, recvs, gather_b, mb, v))
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
@@ -456,7 +482,8 @@ class RankProgram:
                 pending = ()
                 if v > 0:
                     sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                           tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                                           tag=self._tag(mb, v - 1, 1),
+                                           deps=calls(1, mb, v, (out.tail,)))
                                   for peer, tmpl in transfers("send_b", v - 1))
                     pending = sends if blocking else ()
         if pending:  # the optimizer step waits for the last blocking sends as well
@@ -471,6 +498,87 @@ class RankProgram:
         }
         gpu = self.w.gpu_type(self.rank)
         return out.finish(self.rank, self.templates.build(), gpu, meta)
+
+    def _deepspeed_steps(self, out: TraceAssembler, steps: list[Step], last_backward: dict,
+                         fwd_units: dict, bwd_units: dict, sync_units: dict, calls) -> None:
+        """The steps in DeepSpeed's PipelineEngine order (workload.framework): every p2p call
+        blocks the rank until the transfer is done, and a result is sent at the start of the
+        rank's next schedule step (TrainSchedule: a forward step runs RecvActivation, then
+        SendGrad of the previous backward, then ForwardPass; a backward step SendActivation of the
+        previous forward, then RecvGrad, then BackwardPass)."""
+        p = self.par
+        payload = pipeline_payload(self.exp)
+        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_SEND_NODE))
+        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_SEND_NODE))
+        gather_f = gather_b = None
+        if payload.gather_bytes:  # the partitioned activations (workload.framework)
+            gather_f = self._template(_comm("pp_partition_allgather.fwd", "fwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
+            gather_b = self._template(_comm("pp_partition_allgather.bwd", "bwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
+        # LoadMicroBatch on the first and last stage: Megatron's get_batch_pipe broadcasts the
+        # batch over the TP group (mpu.broadcast_data: the sizes, then the int64 tokens)
+        loads = [t for t in (self._template(op) for op in load_micro_batch_ops(self.exp))
+                 if t is not None]
+
+        def chain(template: int, mb: int, v: int, count: int = 0, **where) -> None:
+            deps = calls(count, mb, v, (out.tail,) if out.tail >= 0 else ())
+            out.tail = out.node(template, micro_batch=mb, stage=v, deps=deps, **where)
+
+        def send(pending: tuple) -> None:
+            template, mb, v, peer, tag, count = pending
+            chain(template, mb, v, count, peer=peer, tag=tag)
+
+        pending: tuple | None = None  # the last result's send, issued at the next step's start
+        for i, step in enumerate(steps):
+            v = step.chunk * p.pp + self.stage
+            mb = step.micro_batch
+            if step.kind == "F":
+                if pending is not None and pending[0] == send_f:  # a warm-up step in between
+                    send(pending)
+                    pending = None
+                if v > 0:
+                    chain(recv_f, mb, v, payload.forward_calls, peer=self._peer(v - 1),
+                          tag=self._tag(mb, v - 1, 0))
+                if pending is not None:  # SendGrad of the previous backward
+                    send(pending)
+                    pending = None
+                if v in (0, self.V - 1):
+                    for template in loads:
+                        chain(template, mb, v, 1)
+                if v > 0 and gather_f is not None:
+                    chain(gather_f, mb, v, 1)
+                out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v < self.V - 1:
+                    pending = (send_f, mb, v, self._peer(v + 1), self._tag(mb, v, 0),
+                               payload.forward_calls)
+            else:
+                if pending is not None:  # SendActivation (or a cool-down SendGrad)
+                    send(pending)
+                    pending = None
+                if v < self.V - 1:
+                    if gather_b is not None:  # re-gather the partitioned output first
+                        chain(gather_b, mb, v, 1)
+                    chain(recv_b, mb, v, payload.backward_calls, peer=self._peer(v + 1),
+                          tag=self._tag(mb, v, 1))
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
+                    bwd_units[step.chunk]
+                out.unit(unit, micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v > 0:
+                    pending = (send_b, mb, v, self._peer(v - 1), self._tag(mb, v - 1, 1),
+                               payload.backward_calls)
+        if pending is not None:
+            send(pending)
 
     def _finish_iteration(self, out: TraceAssembler) -> None:
         p, m = self.par, self.model
@@ -600,7 +708,8 @@ class Workload:
         key = (self.experiment.model.is_moe_layer(layer), par.tp)
         if key not in self._layer_ops:
             e = self.experiment
-            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, par, layer),
+            forward = layer_forward_ops(e.model, e.training, par, layer)
+            self._layer_ops[key] = (forward * e.framework.layer_forward_passes,
                                     layer_backward_ops(e.model, e.training, par, layer))
         return self._layer_ops[key]
 

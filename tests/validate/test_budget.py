@@ -69,7 +69,7 @@ def _fake_predict(value: float):
 
 @pytest.mark.parametrize("value,threshold,code", [(10.4, 5, 0), (11.0, 5, 3), (11.0, None, 0)])
 def test_fail_above_exit_status(tmp_path, capsys, monkeypatch, value, threshold, code):
-    import heterosim.commands.validate as validate_cmd
+    import heterosim.validate.runner as validate_cmd
 
     path = tmp_path / "cases.yaml"
     path.write_text(yaml.safe_dump({"cases": CASES}))

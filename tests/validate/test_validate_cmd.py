@@ -78,7 +78,7 @@ class BadAlloc(Exception):
 
 
 def test_a_case_out_of_memory_is_reported_failed_and_the_rest_run(tmp_path, capsys, monkeypatch):
-    import heterosim.commands.validate as validate_cmd
+    import heterosim.validate.runner as validate_cmd
 
     path = tmp_path / "cases.yaml"
     path.write_text(yaml.safe_dump({"cases": CASES}))
