@@ -42,6 +42,7 @@ COMMAND_MODULES = (
     "sweep",
     "validate",
     "import_cmd",
+    "plan",
 )
 
 DESCRIPTION = """\
