@@ -62,8 +62,9 @@ def test_sigterm_stops_workers_and_resume_finishes(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 143, stderr
-    lines = [ln for ln in stderr.splitlines() if not ln.startswith("heterosim: note:")]
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("heterosim sweep:")]
     assert len(lines) == 1 and "terminated by SIGTERM" in lines[0] and "--resume" in lines[0], stderr
+    assert "Traceback" not in stderr, stderr
     assert _gone(proc.pid) == []  # no worker left running
     out = tmp_path / "out"
     assert main(["sweep", str(path), "--out", str(out), "--resume", "--quiet", "--no-plots",
