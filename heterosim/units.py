@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 import re
 
+from heterosim.errors import UserError
+
 MAX_SIZE_BYTES = 2**50  # 1 PiB
 MIN_RATE_BPS = 1e3
 MAX_RATE_BPS = 1e15
@@ -192,3 +194,17 @@ def format_time_ns(time_ns: float) -> str:
         if time_ns >= factor:
             return f"{time_ns / factor:.4g}{unit}"
     return f"{time_ns:g}ns"
+
+
+def stop_time_ns(text: str | None, option: str = "--until") -> int | None:
+    """A simulated stop time given on the command line (None when not given); a malformed or
+    non-positive time is a one-line error naming ``option``."""
+    if text is None:
+        return None
+    try:
+        stop_ns = parse_time_ns(text)
+    except ValueError as exc:
+        raise UserError(f"{option} {text}: {exc}") from None
+    if stop_ns <= 0:
+        raise UserError(f"{option} {text}: expected a simulated time > 0")
+    return stop_ns

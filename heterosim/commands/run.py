@@ -13,7 +13,7 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import Interrupted, UserError
 from heterosim.plan.budget import check_plan_budget
-from heterosim.units import parse_time_ns
+from heterosim.units import stop_time_ns
 
 EXAMPLES = """\
 examples:
@@ -60,13 +60,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.report.jobs_report import any_results_dict, job_summary_lines, write_any_outputs
+    from heterosim.report.jobs_report import any_results_dict, write_any_outputs
     from heterosim.report.run_report import interrupted_exit_status, print_warnings
     from heterosim.report.staging import check_output_folder
-    from heterosim.report.terminal import Progress, run_summary, sigterm_stops_the_run
+    from heterosim.report.terminal import Progress, run_header, run_summary, sigterm_stops_the_run
     from heterosim.simulate import run_any
 
-    stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
+    stop_ns = stop_time_ns(args.until)  # before the experiment loads: a bad value fails at once
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -83,13 +83,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     print_warnings(getattr(experiment, "warnings", ()))
     progress = Progress(not args.quiet)
-    several = isinstance(experiment, JobsExperiment)
     if not args.quiet:
-        what = (f"{len(experiment.jobs)} jobs" if isinstance(experiment, JobsExperiment)
-                else experiment.model.name)
-        print(f"heterosim run: {experiment.name}: {what} on "
-              f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
-              f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
+        print(run_header(experiment), file=sys.stderr)
     with sigterm_stops_the_run():
         artifacts = run_any(experiment, progress=progress, workload=workload,
                             databases=args.db or None, stop_ns=stop_ns)
@@ -99,26 +94,12 @@ def run(args: argparse.Namespace) -> int:
     results["sim"]["until_ns"] = stop_ns
     write_any_outputs(artifacts, out, results, plots=not args.no_plots)
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
-    if several:
-        print("\n".join(job_summary_lines(results)))
     print(run_summary(results, stopped))
     print(f"results in      {out}/")
     status = interrupted_exit_status(results)
     if status:
         raise Interrupted(f"{results['sim']['error']}: partial results in {out}/", status)
     return 0
-
-
-def _until_ns(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        stop_ns = parse_time_ns(text)
-    except ValueError as exc:
-        raise UserError(f"--until {text}: {exc}") from None
-    if stop_ns <= 0:
-        raise UserError(f"--until {text}: expected a simulated time > 0")
-    return stop_ns
 
 
 def _trace_run(args: argparse.Namespace, overrides: list[str]) -> tuple[ExperimentConfig, Any]:

@@ -56,6 +56,14 @@ def sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def run_header(experiment: Any) -> str:
+    """What is about to run: the experiment (or its jobs), the cluster and the fidelity."""
+    jobs = getattr(experiment, "jobs", None)
+    what = f"{len(jobs)} jobs" if jobs else experiment.model.name
+    return (f"heterosim run: {experiment.name}: {what} on {experiment.cluster.world_size} GPUs "
+            f"({experiment.cluster.name}), {experiment.simulation.fidelity} fidelity")
+
+
 def run_summary(results: dict[str, Any], stopped: str) -> str:
     """The iteration time and its breakdown (a jobs run: when all jobs were done), the faults, the
     network counters and the simulator's cost."""
@@ -63,7 +71,10 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
     reason = sim.get("error") or stopped
     net = results["network"]
     if "jobs" in results:
-        lines = [f"PARTIAL         {results['makespan_s'] * 1e3:10.3f} ms simulated ({reason}); not "
+        from heterosim.report.jobs_report import job_summary_lines
+
+        lines = job_summary_lines(results)
+        lines += [f"PARTIAL         {results['makespan_s'] * 1e3:10.3f} ms simulated ({reason}); not "
                  "every job finished" if sim["partial"] else
                  f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms"]
     else:
