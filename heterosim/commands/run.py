@@ -13,6 +13,7 @@ from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
 from heterosim.errors import UserError
+from heterosim.report.perfetto import DEFAULT_MAX_SPANS
 from heterosim.units import parse_time_ns
 
 EXAMPLES = """\
@@ -59,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="stop at this simulated time (e.g. 380ms) and report what finished "
                              "as a partial iteration: a measured slice of a long packet run")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--trace-spans", type=int, default=DEFAULT_MAX_SPANS, metavar="N",
+                        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
+                             "0 = all); spans left out are announced and counted in results.json")
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
     parser.set_defaults(func=run)
 
@@ -95,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.simulate import run_experiment
 
     stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
+    if args.trace_spans < 0:
+        raise UserError(f"--trace-spans: expected a number of spans >= 0 (0 = all), got {args.trace_spans}")
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -118,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     results = results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns
-    write_run_outputs(artifacts, out, results, plots=not args.no_plots)
+    write_run_outputs(artifacts, out, results, plots=not args.no_plots, trace_max_spans=args.trace_spans)
     b = results["breakdown"]
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
     partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""

@@ -86,6 +86,12 @@ FluidNetwork::GetTypeId()
                           UintegerValue(16),
                           MakeUintegerAccessor(&FluidNetwork::m_maxRounds),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("SampleInterval",
+                          "Period of the per-link-direction series of carried bytes "
+                          "(CopyLinkSeries); 0 records none",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&FluidNetwork::m_sampleInterval),
+                          MakeTimeChecker())
             .AddTraceSource("FlowStart",
                             "A flow started: id, source GPU, destination GPU, bytes",
                             MakeTraceSourceAccessor(&FluidNetwork::m_startTrace),
@@ -587,6 +593,7 @@ void
 FluidNetwork::CommitRates()
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
+    SampleUntil(now);
     for (uint32_t slot : m_compFlows)
     {
         Flow& f = m_flows[slot];
@@ -734,6 +741,7 @@ FluidNetwork::TransferDone(uint32_t slot)
     NS_LOG_FUNCTION(this << f.id);
     NS_ASSERT(f.inUse);
     int64_t now = Simulator::Now().GetNanoSeconds();
+    SampleUntil(now);
     f.remaining = 0;
     f.lastUpdate = now;
     if (f.onConnection)
@@ -906,6 +914,55 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
         bytes[r] = carried;
         busyNs[r] = res.busyNs + (res.busySince >= 0 ? now - res.busySince : 0);
     }
+}
+
+void
+FluidNetwork::SampleUntil(int64_t nowNs)
+{
+    int64_t step = m_sampleInterval.GetNanoSeconds();
+    if (step <= 0)
+    {
+        return;
+    }
+    m_sampledBytes.resize(m_res.size(), 0);
+    for (; m_nextSample <= nowNs; m_nextSample += step)
+    {
+        int64_t t = m_nextSample;
+        for (size_t r = 0; r < m_res.size(); ++r)
+        {
+            const Resource& res = m_res[r];
+            double carried = static_cast<double>(res.bytesDone);
+            for (const auto& [slot, hop] : res.flows)
+            {
+                const Flow& f = m_flows[slot];
+                double left = f.remaining - f.rate * static_cast<double>(t - f.lastUpdate);
+                carried += static_cast<double>(f.bytes) -
+                           std::clamp(left, 0.0, static_cast<double>(f.bytes));
+            }
+            uint64_t bytes = static_cast<uint64_t>(std::llround(carried));
+            if (bytes != m_sampledBytes[r])
+            {
+                m_sampledBytes[r] = bytes;
+                m_seriesTime.push_back(t);
+                m_seriesDir.push_back(static_cast<uint32_t>(r));
+                m_seriesBytes.push_back(bytes);
+            }
+        }
+    }
+}
+
+uint64_t
+FluidNetwork::GetNLinkSamples() const
+{
+    return m_seriesTime.size();
+}
+
+void
+FluidNetwork::CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const
+{
+    std::copy(m_seriesTime.begin(), m_seriesTime.end(), timeNs);
+    std::copy(m_seriesDir.begin(), m_seriesDir.end(), direction);
+    std::copy(m_seriesBytes.begin(), m_seriesBytes.end(), bytes);
 }
 
 double
