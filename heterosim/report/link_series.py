@@ -93,6 +93,10 @@ def link_rates(series: dict[str, Any], topo: Any, network_top: int = 16,
     times = np.unique(time_ns)
     if times[0] > 0:
         times = np.concatenate([[0], times])
+    # the fluid table has rows only where bytes moved: close the series at the run's last sample
+    last = series.get("time_ns")
+    if last is not None and len(last) and int(last[-1]) > times[-1]:
+        times = np.concatenate([times, [int(last[-1])]])
     matrix = np.zeros((times.size, chosen.size))
     rows = np.isin(direction, chosen)
     matrix[np.searchsorted(times, time_ns[rows]), np.searchsorted(chosen, direction[rows])] = cumulative[rows]
