@@ -44,12 +44,13 @@ def timeline_rows(rank_stage: np.ndarray, rank_gpu_type: list[str],
 
 def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray,
                   rank_gpu: np.ndarray, rank_stage: np.ndarray, rank_gpu_type: list[str],
-                  max_spans: int = 40_000) -> None:
+                  width_px: int = 1300) -> None:
     """Gantt chart, one row per rank grouped by (pipeline stage, GPU type): compute in blue on the
     upper half of a row, flows the rank sends in orange on the lower half.
 
-    Up to ``max_spans`` of each kind are drawn (the longest: at this scale shorter ones are
-    below a pixel); the title says how many ranks are shown when not all are.
+    Every span is drawn: spans of one row and kind closer than a pixel (of ``width_px`` across
+    the run) are merged into one segment, so the picture is exact at its resolution. The title
+    says how many ranks are shown when not all are.
     """
     world = len(rank_gpu)
     rows, groups = timeline_rows(np.asarray(rank_stage), list(rank_gpu_type))
@@ -60,22 +61,21 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
     height = min(14.0, max(3.0, 0.16 * rows.size + 1.5))
     fig, ax = plt.subplots(figsize=(13, height))
     line_width = max(0.6, min(5.0, 200.0 / max(rows.size, 1) * height / 10))
+    horizon = max(float(end_ns.max()) / 1e6 if end_ns.size else 1.0, 1e-6)
+    pixel_ns = max(1, int(horizon * 1e6 / width_px))
     for kind, color, offset in ((COMPUTE, "tab:blue", 0.3), (FLOW, "tab:orange", 0.7)):
         sel = np.flatnonzero((plan.kind == kind) & (end_ns >= 0))
         rank = gpu_rank[plan.gpu[sel]]
         sel, rank = sel[rank >= 0], rank[rank >= 0]
         row = row_of_rank[rank]
         sel, row = sel[row >= 0], row[row >= 0]
-        if sel.size > max_spans:  # keep the longest spans: the picture is the same
-            keep = np.sort(np.argsort(-(end_ns[sel] - start_ns[sel]), kind="stable")[:max_spans])
-            sel, row = sel[keep], row[keep]
         if sel.size:
+            row, first, last = merged_segments(row, start_ns[sel], np.maximum(end_ns[sel], start_ns[sel] + 1),
+                                               pixel_ns)
             y = row + offset
-            segments = np.stack([np.stack([start_ns[sel] / 1e6, y], axis=1),
-                                 np.stack([np.maximum(end_ns[sel], start_ns[sel] + 1) / 1e6, y],
-                                          axis=1)], axis=1)
+            segments = np.stack([np.stack([first / 1e6, y], axis=1),
+                                 np.stack([last / 1e6, y], axis=1)], axis=1)
             ax.add_collection(LineCollection(segments, colors=color, linewidths=line_width))
-    horizon = max(float(end_ns.max()) / 1e6 if end_ns.size else 1.0, 1e-6)
     ax.set_xlim(0, horizon * 1.01)
     ax.set_ylim(rows.size, 0)
     shade = ("#f2f2f2", "white")
@@ -96,6 +96,24 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def merged_segments(row: np.ndarray, start: np.ndarray, end: np.ndarray,
+                    gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Union of the intervals [start, end) of each row, with gaps up to ``gap`` closed: (row,
+    start, end) of the merged segments, by row then time (vectorised: a running maximum of the
+    ends, each row offset past the previous one)."""
+    row, start, end = np.asarray(row, np.int64), np.asarray(start, np.int64), np.asarray(end, np.int64)
+    order = np.lexsort((start, row))
+    row, start, end = row[order], start[order], end[order]
+    stride = int(max(end.max(), start.max())) + gap + 1
+    shifted_start = start + row * stride
+    reach = np.maximum.accumulate(end + row * stride)
+    new = np.ones(row.size, dtype=bool)
+    new[1:] = shifted_start[1:] > reach[:-1] + gap
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, row.size - 1)
+    return row[first], start[first], reach[last] - row[first] * stride
 
 
 def plot_breakdown(path: Path, terms_s: dict[str, np.ndarray]) -> None:

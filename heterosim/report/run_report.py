@@ -171,6 +171,11 @@ def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = 
     results = results if results is not None else results_dict(run)
     with staged_output(Path(out_dir)) as staging:
         _write_all(run, staging, results, plots, trace_max_spans)
+    info = results["sim"]["trace_spans"]
+    if info["dropped_spans"]:
+        print(f"heterosim: {Path(out_dir) / 'trace.json'} keeps the {info['spans']:,} longest of "
+              f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
+              "--trace-spans 0 keeps all)", file=sys.stderr)
     return results
 
 
@@ -235,10 +240,6 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
                                 labels, counters, max_spans=trace_max_spans)
     results["sim"]["trace_spans"] = info
-    if info["dropped_spans"]:
-        print(f"heterosim: trace.json keeps the {info['spans']:,} longest of "
-              f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
-              "--trace-spans 0 keeps all)", file=sys.stderr)
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:
         plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu,

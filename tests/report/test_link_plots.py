@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from heterosim.report.link_series import link_rates, port_queues
-from heterosim.report.plots import plot_link_utilization, plot_queues, plot_timeline, timeline_rows
+from heterosim.report.plots import (
+    merged_segments,
+    plot_link_utilization,
+    plot_queues,
+    plot_timeline,
+    timeline_rows,
+)
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_experiment.yaml"
 
@@ -77,3 +83,23 @@ def test_plots_are_written_for_both_fidelities(tiny_run, tmp_path):
         plot_queues(tmp_path / "queues.png", queues, 48)
     for png in tmp_path.glob("*.png"):
         assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_merged_segments_are_the_union_of_each_rows_spans():
+    rng = np.random.default_rng(7)
+    row = rng.integers(0, 6, 3000)
+    start = rng.integers(0, 200_000, 3000)
+    end = start + rng.integers(1, 500, 3000)
+    out_row, first, last = merged_segments(row, start, end, gap=0)
+    for r in range(6):
+        covered = np.zeros(201_000, dtype=bool)
+        for s, e in zip(start[row == r], end[row == r]):
+            covered[s:e] = True
+        merged = np.zeros_like(covered)
+        mine = out_row == r
+        assert np.all(first[mine][1:] > last[mine][:-1])  # disjoint, in time order
+        for s, e in zip(first[mine], last[mine]):
+            merged[s:e] = True
+        assert np.array_equal(covered, merged)
+    _, wide_first, _ = merged_segments(row, start, end, gap=10_000)
+    assert wide_first.size < first.size  # closing gaps below a pixel merges more
