@@ -25,8 +25,10 @@ examples:
                                                    # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
+  heterosim run workloads/simai/gpt3_175b_tp8_pp8.yaml --fidelity flow --trace-spans 0
+                                                   # every span in trace.json, however many
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
-(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
+(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png (packet)
 """
 
 

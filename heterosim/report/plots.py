@@ -129,7 +129,7 @@ def plot_breakdown(path: Path, terms_s: dict[str, np.ndarray]) -> None:
     ax.set_xlabel("rank")
     ax.set_ylabel("time (ms)")
     ax.set_title("iteration-time breakdown per rank")
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

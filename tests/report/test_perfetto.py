@@ -149,3 +149,12 @@ def test_a_capped_trace_keeps_the_longest_spans_and_says_so(tiny_run, tmp_path, 
     kept = sorted((e["dur"] for e in document["traceEvents"] if e["ph"] == "X"), reverse=True)
     every = sorted((e["dur"] for e in full["traceEvents"] if e["ph"] == "X"), reverse=True)
     assert kept == every[:len(kept)]
+
+
+def test_a_negative_trace_cap_is_a_one_line_error(tmp_path, capsys):
+    from heterosim.cli import main
+
+    assert main(["run", "--trace-spans", "-1", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "heterosim run: error: --trace-spans: expected a number of spans >= 0 (0 = all), got -1"
+    assert not (tmp_path / "out").exists()
