@@ -88,8 +88,9 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
         labels.append(label)
     ax.set_yticks(ticks, labels, fontsize=8 if len(groups) <= 16 else 6)
     ax.set_xlabel("simulated time (ms)")
-    shown = "all" if rows.size == world else f"{rows.size} of {world} (evenly spaced in each group)"
-    ax.set_title(f"per-rank timeline by pipeline stage and GPU type: {shown} ranks, one row each")
+    shown = ("all ranks" if rows.size == world
+             else f"{rows.size} of {world} ranks (evenly spaced in each group)")
+    ax.set_title(f"per-rank timeline by pipeline stage and GPU type: {shown}, one row each")
     ax.legend(handles=[Patch(color="tab:blue", label="compute"),
                        Patch(color="tab:orange", label="flows sent")],
               loc="upper right", fontsize=8, framealpha=0.9)
