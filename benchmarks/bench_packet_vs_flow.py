@@ -3,7 +3,7 @@ utilisation, Jain fairness, PFC pauses, drops, CNPs, per DCQCN parameter profile
 
 Usage: python benchmarks/bench_packet_vs_flow.py [--cases incast400,a2a] [--profiles default,...]
 
-Profiles (every value from a cited source, network_models.md §1.5-1.6):
+Profiles (every value from a cited source, docs/network_models.md §1.5-1.6):
   firmware      the packet network's default: Mellanox ConnectX firmware defaults [S4]
                 (increase steps fixed at 5 / 50 Mb/s, byte counter 32767 B, timer 300 us)
   line-steps    the same with increase steps of 5 / 50 Mb/s per 25 Gb/s of each NIC's line

@@ -5,8 +5,8 @@ a case too big for the machine fails on its own instead of starving other jobs; 
 reported as ``memory limit`` with the plan size reached so far. Stages are those of
 :func:`heterosim.simulate.run_experiment` and the run report:
 
-* workload + plan (``build_run``: traces, compute timing, collective decomposition, plan arrays;
-  wall time split as ``build_run`` records it, CPU time for both together);
+* workload + plan (``prepare_run``: traces, compute timing, collective decomposition, plan arrays;
+  wall time split as ``prepare_run`` records it, CPU time for both together);
 * engine (``execute_plan``: the C++ plan executor on the fluid or packet network);
 * report (``results_dict`` + ``write_run_outputs`` without plots).
 
@@ -64,10 +64,10 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
     """One experiment in this process: stage times, events, plan size, peak RSS."""
     from heterosim.config.experiment import load_experiment
     from heterosim.engine import native
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.plan.execution_plan import FLOW
     from heterosim.report.run_report import results_dict, write_run_outputs
-    from heterosim.simulate import RunArtifacts, build_run
+    from heterosim.simulate import RunArtifacts, prepare_run
 
     native.load()
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,8 +78,8 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
                      "gpus": exp.cluster.world_size, "cluster": exp.cluster.name,
                      "granularity": exp.simulation.collective_granularity}
         c0 = time.process_time()
-        workload, traces, rank_gpu, tables, topology, shares, stage = build_run(exp)
-        plan = tables.plan
+        prepared = prepare_run(exp)
+        plan, topology, stage = prepared.tables.plan, prepared.topology, prepared.stage_wall_s
         flows = plan.kind == FLOW
         row.update(workload_wall_s=stage["workload_s"], plan_wall_s=stage["plan_s"],
                    build_cpu_s=time.process_time() - c0, tasks=len(plan),
@@ -87,14 +87,15 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
                    rss_after_plan_mb=_rss_mb())
         print(json.dumps({"progress": row}), flush=True)
         c1 = time.process_time()
-        engine = execute_plan(plan, topology, exp.network, fidelity=fidelity, seed=exp.simulation.seed)
+        engine = execute_plan(plan, topology, exp.network,
+                              engine_config(fidelity=fidelity, seed=exp.simulation.seed))
         row.update(engine_wall_s=engine.wall_s, engine_cpu_s=time.process_time() - c1,
                    events=engine.events, simulated_s=engine.makespan_ns * 1e-9,
                    rss_after_engine_mb=_rss_mb())
         stage["engine_s"] = engine.wall_s
         c2 = time.process_time()
         t2 = time.perf_counter()
-        artifacts = RunArtifacts(exp, workload, traces, rank_gpu, tables, topology, engine, shares, stage)
+        artifacts = RunArtifacts.from_prepared(exp, prepared, engine)
         results = results_dict(artifacts)
         write_run_outputs(artifacts, Path(tmp) / "out", results, plots=False)
         row.update(report_wall_s=time.perf_counter() - t2, report_cpu_s=time.process_time() - c2,
@@ -131,6 +132,9 @@ def run_events(n_events: int) -> dict:
     from heterosim.engine import native
 
     gbl = native.load()
+    import cppyy
+
+    cppyy.include(str(REPO / "benchmarks" / "scheduler_benchmark.cc"))  # not in the library
     rows = {}
     for in_flight in (64, 4096):
         wall, cpu = np.zeros(1), np.zeros(1)

@@ -12,12 +12,6 @@ class UserError(Exception):
     """
 
 
-def located(source: str | None, key: str, problem: str) -> UserError:
-    """Build a UserError whose message reads ``source: key: problem``."""
-    parts = [p for p in (source, key) if p]
-    return UserError(": ".join([*parts, problem]))
-
-
 OUT_OF_MEMORY_HINT = ("memory grows with GPUs, micro-batches and flows; "
                       "simulation.collective_granularity=connection needs the least")
 

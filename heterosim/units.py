@@ -140,19 +140,3 @@ def format_size(size_bytes: float) -> str:
             value = size_bytes / factor
             return f"{value:g}{unit}" if value == int(value) else f"{value:.3g}{unit}"
     return f"{int(size_bytes)}B"
-
-
-def format_rate(bits_per_s: float) -> str:
-    """Readable rate: 4e11 -> '400Gbps'."""
-    for unit, factor in (("Tbps", 1e12), ("Gbps", 1e9), ("Mbps", 1e6), ("Kbps", 1e3)):
-        if bits_per_s >= factor:
-            return f"{bits_per_s / factor:g}{unit}"
-    return f"{bits_per_s:g}bps"
-
-
-def format_time_ns(time_ns: float) -> str:
-    """Readable time: 2000 -> '2us'."""
-    for unit, factor in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if time_ns >= factor:
-            return f"{time_ns / factor:.4g}{unit}"
-    return f"{time_ns:g}ns"

@@ -91,10 +91,21 @@ def test_builder_stage_depends_only_on_pyproject(instructions) -> None:
     assert "PATH=/opt/venv/bin:$PATH" in env and "PIP_INDEX_URL=${PIP_INDEX_URL}" in env
 
 
+def build_context() -> list[str]:
+    """The top-level paths .dockerignore lets into the build context (it ignores ``*`` and then
+    re-includes names with ``!``)."""
+    lines = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    assert lines[0] == "*", "the context is a whitelist: ignore everything, then name what goes in"
+    return [line[1:] for line in lines if line.startswith("!")]
+
+
 def test_dockerfile_copies_existing_paths(instructions) -> None:
     copies = [args.split() for k, args in instructions if k == "COPY" and not args.startswith("--from=")]
     assert copies
     sources = [src for parts in copies for src in parts[:-1] if not src.startswith("--")]
+    if "." in sources:  # the whole context: what .dockerignore lets in
+        sources = [s for s in sources if s != "."] + build_context()
     for src in sources:
         assert (REPO / src).exists(), f"COPY {src}: not in the build context (repository root)"
     # what `pip install -e .` and `heterosim build` need is in the image
@@ -110,12 +121,14 @@ def test_dockerfile_installs_like_the_readme_and_builds_the_modules(instructions
     runs = [args for k, args in stage(instructions, "runtime") if k == "RUN"]
     apt = next(r for r in runs if "apt-get install" in r)
     assert re.search(r"\bg\+\+", apt) and "apt-get update" in apt
-    # the quick start's command, with the dependencies and build backend already in the venv
-    install = [i for i, r in enumerate(runs) if r.startswith("python3 -m pip install")
-               and r.endswith("-e '.[test]'")]
+    # the quick start's command (the dependencies and build backend are already in the venv),
+    # then the C++ build, in the same RUN or a later one
+    steps = [(i, step.strip()) for i, r in enumerate(runs) for step in r.split("&&")]
+    install = [(i, n) for n, (i, s) in enumerate(steps)
+               if s.startswith("python3 -m pip install") and s.endswith("-e '.[test]'")]
     assert install, f"no RUN like {INSTALL}"
-    build = [i for i, r in enumerate(runs) if r.startswith("heterosim build")]
-    assert build and build[0] > install[0]
+    build = [n for n, (_, s) in enumerate(steps) if s.startswith("heterosim build")]
+    assert build and build[0] > install[0][1]
     env = " ".join(args for k, args in instructions if k == "ENV")
     assert "HETEROSIM_CACHE_DIR=" in env  # the compiled library lives at a fixed place
 

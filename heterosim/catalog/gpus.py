@@ -2,6 +2,8 @@
 
 Numbers live in ``gpus.yaml`` beside this file, each with its source. Names match
 case-insensitively, and common aliases (``A100``, ``H100-80GB``) resolve to a canonical name.
+A cluster file may define more accelerators in the same fields (``gpus:``); those specs live in
+its :class:`~heterosim.config.cluster.ClusterConfig`, built with :func:`make_gpu_spec`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ import yaml
 from heterosim.errors import UserError
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+# Fields of one catalogue entry (gpus.yaml) and of a cluster file's ``gpus:`` entry.
+GPU_FIELDS = ("aliases", "vendor", "generation", "segment", "tflops", "memory_gb", "memory_tbps",
+              "nvlink_gbps_per_dir", "nvlink_bridge", "pcie_gen", "sm_count", "sources")
+GPU_REQUIRED_FIELDS = ("tflops", "memory_gb", "memory_tbps")
+SEGMENTS = ("datacenter", "workstation", "consumer")
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,10 @@ class GpuSpec:
     pcie_bytes_per_s: float
     pcie_gen: int
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    # datacenter | workstation | consumer (GeForce: fp32-accumulate tensor math at half rate)
+    segment: str = "datacenter"
+    sm_count: int | None = None  # SMs / compute units, when the entry gives them
+    nvlink_bridge: bool = False  # NVLink only between bridged pairs (no NVSwitch)
 
     def peak_flops(self, dtype: str) -> float:
         """Peak dense FLOP/s for ``dtype``; an unsupported dtype is a UserError."""
@@ -48,26 +59,58 @@ class GpuSpec:
         return self.nvlink_bytes_per_s > 0
 
 
+def pcie_x16_bytes_per_s(generation: int) -> float | None:
+    """Per-direction bandwidth of a PCIe x16 link of ``generation``; None if not tabulated."""
+    value = _raw()["pcie_x16_gbps_per_dir"].get(int(generation))
+    return None if value is None else float(value) * 1e9
+
+
+def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
+    """A :class:`GpuSpec` from one entry in the catalogue's fields (already validated).
+
+    ``vendor``/``generation`` default to ``unknown``, ``segment`` to ``datacenter``,
+    ``nvlink_gbps_per_dir`` to 0 (PCIe only) and ``pcie_gen`` to 4.
+    """
+    pcie_gen = int(entry.get("pcie_gen", 4))
+    pcie = pcie_x16_bytes_per_s(pcie_gen)
+    if pcie is None:
+        raise ValueError(f"PCIe generation {pcie_gen} not tabulated")
+    sm_count = entry.get("sm_count")
+    return GpuSpec(
+        name=name,
+        vendor=str(entry.get("vendor", "unknown")),
+        generation=str(entry.get("generation", "unknown")),
+        peak_tflops={str(k): (None if v is None else float(v)) for k, v in entry["tflops"].items()},
+        memory_bytes=int(float(entry["memory_gb"]) * 1e9),
+        memory_bytes_per_s=float(entry["memory_tbps"]) * 1e12,
+        nvlink_bytes_per_s=float(entry.get("nvlink_gbps_per_dir", 0)) * 1e9,
+        pcie_bytes_per_s=pcie,
+        pcie_gen=pcie_gen,
+        sources={str(k): str(v) for k, v in (entry.get("sources") or {}).items()},
+        segment=str(entry.get("segment", "datacenter")),
+        sm_count=None if sm_count is None else int(sm_count),
+        nvlink_bridge=bool(entry.get("nvlink_bridge", False)),
+    )
+
+
 @cache
-def _load() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+def _raw() -> dict:
     text = resources.files("heterosim.catalog").joinpath("gpus.yaml").read_text()
     raw = yaml.safe_load(text)
-    pcie_table = {int(k): float(v) for k, v in raw["pcie_x16_gbps_per_dir"].items()}
+    raw["pcie_x16_gbps_per_dir"] = {int(k): v for k, v in raw["pcie_x16_gbps_per_dir"].items()}
+    return raw
+
+
+@cache
+def _load() -> tuple[dict[str, GpuSpec], dict[str, str]]:
+    raw = _raw()
     specs: dict[str, GpuSpec] = {}
     aliases: dict[str, str] = {}
     for name, entry in raw["gpus"].items():
-        spec = GpuSpec(
-            name=name,
-            vendor=entry["vendor"],
-            generation=entry["generation"],
-            peak_tflops=dict(entry["tflops"]),
-            memory_bytes=int(entry["memory_gb"] * 1e9),
-            memory_bytes_per_s=float(entry["memory_tbps"]) * 1e12,
-            nvlink_bytes_per_s=float(entry["nvlink_gbps_per_dir"]) * 1e9,
-            pcie_bytes_per_s=pcie_table[int(entry["pcie_gen"])] * 1e9,
-            pcie_gen=int(entry["pcie_gen"]),
-            sources=dict(entry["sources"]),
-        )
+        unknown = set(entry) - set(GPU_FIELDS)
+        if unknown:
+            raise ValueError(f"gpus.yaml: {name}: unknown fields {sorted(unknown)}")
+        spec = make_gpu_spec(name, entry)
         specs[name] = spec
         for alias in [name, *entry.get("aliases", [])]:
             aliases[alias.lower()] = name

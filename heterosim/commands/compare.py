@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from heterosim.config.choices import FIDELITIES
+
 EXAMPLES = """\
 examples:
   heterosim compare workloads/compare/tiny_4gpu.yaml workloads/compare/tiny_4gpu_400g.yaml
@@ -30,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(once: base vs it; twice: A vs B)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override applied to both sides (repeatable)")
-    parser.add_argument("--fidelity", choices=("packet", "flow"), help="network model for both sides")
+    parser.add_argument("--fidelity", choices=FIDELITIES, help="network model for both sides")
     parser.add_argument("--out", default="out/compare", help="output folder (default: out/compare)")
     parser.add_argument("--no-plots", action="store_true",
                         help="skip each side's run plots (comparison.png is still written)")

@@ -1,17 +1,16 @@
-"""``heterosim import aicb FILE``: turn a SimAI/AICB workload file into a HeteroSim experiment.
+"""``heterosim import aicb|sailor|amp FILE``: turn another tool's workload or plan into an experiment.
 
-The experiment YAML states the file's parallel sizes, the model shape read from its
-communication sizes and the batch; comments at the top say which values came from the file and
-which were assumed. Run it with ``heterosim run EXPERIMENT.yaml``.
+aicb: a SimAI/AICB workload file; the experiment YAML states the file's parallel sizes, the
+model shape read from its communication sizes and the batch. sailor: a Sailor plan JSON; amp: an
+AMP ``partition.json`` (with ``--rank-map rank_map.json``); both become an explicit heterogeneous
+plan (``parallel.stages``) on ``--cluster`` for ``--model``. Comments at the top say which values
+came from the file and which were assumed. Run it with ``heterosim run EXPERIMENT.yaml``.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
-
-import yaml
 
 from heterosim.errors import UserError
 
@@ -20,6 +19,10 @@ examples:
   heterosim import aicb SimAI/example/microAllReduce.txt --out workloads/micro_allreduce.yaml
   heterosim import aicb workload.txt --cluster topologies/h2_128gpu.yaml --out exp.yaml
   heterosim import aicb workload.txt --seq-len 2048 --micro-batch 2   # YAML on stdout
+  heterosim import sailor plan_config.json --model gpt3-6.7b --cluster mit.yaml --out exp.yaml
+  heterosim import sailor plan.json --model gpt3-350m --cluster c.yaml --gpu-map RTX-2080=RTX-2080-Ti
+  heterosim import amp partition.json --rank-map rank_map.json --tp 2 --model gpt3-1.3b \
+      --cluster amp.yaml --global-batch 32 --micro-batch 2 --out amp_plan.yaml
 """
 
 
@@ -29,8 +32,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__, epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("format", choices=("aicb",), help="input format: aicb (SimAI workload)")
-    parser.add_argument("file", help="the workload file")
+    parser.add_argument("format", choices=("aicb", "sailor", "amp"),
+                        help="input format: aicb (SimAI workload), sailor (plan JSON), amp "
+                             "(partition.json)")
+    parser.add_argument("file", help="the workload or plan file")
     parser.add_argument("--cluster", metavar="CLUSTER.yaml",
                         help="cluster file (its GPU count must equal all_gpus; default: an "
                              "inline homogeneous H100 cluster of all_gpus GPUs)")
@@ -39,61 +44,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seq-len", type=int, default=None,
                         help="sequence length the file was generated with (default 4096)")
     parser.add_argument("--micro-batch", type=int, default=None,
-                        help="micro-batch size the file was generated with (default 1)")
+                        help="micro-batch size the file was generated with (default 1; sailor: "
+                             "the plan's mbs)")
+    parser.add_argument("--model", help="sailor/amp: model zoo name the plan was made for")
+    parser.add_argument("--training-config", metavar="training_config.json",
+                        help="sailor: Sailor's training config (model shape, sequence length, "
+                             "global batch) instead of --model")
+    parser.add_argument("--global-batch", type=int, default=None,
+                        help="sailor/amp: global batch in sequences (sailor: default the plan's gbs)")
+    parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16", "fp32"),
+                        help="sailor/amp: training dtype (default fp16, as both planners train)")
+    parser.add_argument("--gpu-map", action="append", default=[], metavar="PLAN_NAME=GPU",
+                        help="sailor: map a GPU type name of the plan to a catalogue or cluster "
+                             "name (repeatable)")
+    parser.add_argument("--rank-map", metavar="rank_map.json",
+                        help="amp: AMP's rank map (node -> ranks); default rank r on GPU r")
+    parser.add_argument("--tp", type=int, default=None, help="amp: the plan's model-parallel degree")
     parser.set_defaults(func=run)
 
 
-def _cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
-    from heterosim.config.cluster import load_cluster
-
-    cluster = load_cluster(path)
-    if cluster.world_size != gpus:
-        raise UserError(f"--cluster {path}: has {cluster.world_size} GPUs but the workload's "
-                        f"all_gpus is {gpus}")
-    base = (out.parent if out else Path.cwd()).resolve()
-    return os.path.relpath(path.resolve(), base)
-
-
 def run(args: argparse.Namespace) -> int:
-    from heterosim.config.experiment import parse_experiment
-    from heterosim.workload.aicb import (
-        DEFAULT_MICRO_BATCH,
-        DEFAULT_SEQ_LEN,
-        aicb_experiment,
-        read_aicb,
-    )
+    from heterosim.config.importers import PlanImport, import_aicb, import_plan, write_experiment
 
-    seq_len = DEFAULT_SEQ_LEN if args.seq_len is None else args.seq_len
-    micro_batch = DEFAULT_MICRO_BATCH if args.micro_batch is None else args.micro_batch
-    if seq_len < 1 or micro_batch < 1:
-        raise UserError("--seq-len and --micro-batch: expected positive integers")
     out = Path(args.out) if args.out else None
     if out is not None and out.is_dir():
         raise UserError(f"--out {out}: is a folder; expected an experiment file name")
-    workload = read_aicb(args.file)
-    cluster = (_cluster_reference(Path(args.cluster), out, workload.all_gpus)
-               if args.cluster else None)
-    experiment, notes = aicb_experiment(workload, seq_len=seq_len, micro_batch=micro_batch,
-                                        cluster=cluster)
-    # Validate before writing: the experiment must load as written.
-    base = (out.parent if out else Path.cwd())
-    parse_experiment(experiment, str(out or "<stdout>"), base_dir=base)
-    header = [f"Imported from the SimAI/AICB workload {args.file} by `heterosim import aicb`.",
-              f"{workload.policy}: tp {workload.tp}, ep {workload.ep}, pp {workload.pp}, "
-              f"ga {workload.ga}, all_gpus {workload.all_gpus}, {len(workload.lines)} layer lines.",
-              "How each value was found:", *(f"  - {n}" for n in notes)]
-    text = "\n".join(f"# {line}" for line in header) + "\n"
-    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
-    if out is None:
-        print(text, end="")
-        return 0
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
-    except OSError as exc:
-        raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from exc
-    print(f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
-          f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
-          f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "
-          f"{experiment['training']['global_batch']}")
+    if args.format in ("sailor", "amp"):
+        options = PlanImport(model=args.model, training_config=args.training_config,
+                             cluster=args.cluster, seq_len=args.seq_len,
+                             micro_batch=args.micro_batch, global_batch=args.global_batch,
+                             dtype=args.dtype, gpu_map=list(args.gpu_map), rank_map=args.rank_map,
+                             tp=args.tp)
+        imported = import_plan(args.format, args.file, options, out)
+    else:
+        imported = import_aicb(args.file, args.cluster, out, args.seq_len, args.micro_batch)
+    write_experiment(imported.text, out)
+    if out is not None:
+        print(imported.summary)
     return 0

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from heterosim.config.experiment import load_experiment
+from heterosim.config.choices import FIDELITIES
+from heterosim.config.defaults import default_experiment
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import UserError
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS
 from heterosim.units import parse_time_ns
@@ -27,17 +26,13 @@ examples:
                                                    # Chakra ET traces (ours or another tool's)
   heterosim run workloads/simai/gpt3_175b_tp8_pp8.yaml --fidelity flow --trace-spans 0
                                                    # every span in trace.json, however many
+  heterosim run workloads/examples/two_jobs_h4.yaml --fidelity flow
+                                                   # several jobs sharing one fabric (jobs:)
+  heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
+                                                   # faults: link down, degraded link, straggler
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
 (open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png (packet)
 """
-
-
-def default_experiment() -> Path:
-    """workloads/default.yaml of the checkout (or the copy installed with the package)."""
-    here = Path(__file__).resolve().parents[2] / "workloads" / "default.yaml"
-    if here.exists():
-        return here
-    return Path(str(resources.files("heterosim").joinpath("data/default.yaml")))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("experiment", nargs="?", help="experiment YAML (default: the shipped one)")
-    parser.add_argument("--fidelity", choices=("packet", "flow"), help="network model to use")
+    parser.add_argument("--fidelity", choices=FIDELITIES, help="network model to use")
     parser.add_argument("--out", default="out/run", help="output folder (default: out/run)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override an experiment key, e.g. network.cc=hpcc (repeatable)")
@@ -69,36 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-class Progress:
-    """Prints simulated time, share of the plan done and events/s, at most every 0.5 s."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-        self.started = time.monotonic()
-        self.last = 0.0
-        self.last_events = 0
-
-    def __call__(self, sim_ns: int, done: int, total: int, events: int = 0) -> None:
-        now = time.monotonic()
-        if not self.enabled or now - self.last < 0.5:
-            return
-        rate = (events - self.last_events) / (now - self.last) if self.last else 0.0
-        self.last, self.last_events = now, events
-        share = 100.0 * done / total if total else 100.0
-        end = "\r" if sys.stderr.isatty() else "\n"
-        print(f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
-              f"{rate / 1e6:6.2f} M events/s | {now - self.started:6.1f} s wall", end=end,
-              file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.enabled and self.last and sys.stderr.isatty():
-            print(file=sys.stderr)
-
-
 def run(args: argparse.Namespace) -> int:
-    from heterosim.report.run_report import results_dict, write_run_outputs
+    from heterosim.report.jobs_report import any_results_dict, job_summary_lines, write_any_outputs
     from heterosim.report.staging import check_output_folder
-    from heterosim.simulate import run_experiment
+    from heterosim.report.terminal import Progress, run_summary, sigterm_stops_the_run
+    from heterosim.simulate import run_any
 
     stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
     if args.trace_spans < 0:
@@ -107,60 +77,36 @@ def run(args: argparse.Namespace) -> int:
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
     workload = None
+    experiment: ExperimentConfig | JobsExperiment
     if args.traces or args.cluster:
         experiment, workload = _trace_run(args, overrides)
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
-        experiment = load_experiment(path, overrides)
+        experiment = load_any_experiment(path, overrides)
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     progress = Progress(not args.quiet)
+    several = isinstance(experiment, JobsExperiment)
     if not args.quiet:
-        print(f"heterosim run: {experiment.name}: {experiment.model.name} on "
+        what = (f"{len(experiment.jobs)} jobs" if isinstance(experiment, JobsExperiment)
+                else experiment.model.name)
+        print(f"heterosim run: {experiment.name}: {what} on "
               f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
               f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
-    with _sigterm_stops_the_run():
-        artifacts = run_experiment(experiment, progress=progress, workload=workload,
-                                   databases=args.db or None, stop_ns=stop_ns)
+    with sigterm_stops_the_run():
+        artifacts = run_any(experiment, progress=progress, workload=workload,
+                            databases=args.db or None, stop_ns=stop_ns)
     progress.close()
-    results = results_dict(artifacts)
+    results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns
-    write_run_outputs(artifacts, out, results, plots=not args.no_plots, trace_max_spans=args.trace_spans)
-    b = results["breakdown"]
+    write_any_outputs(artifacts, out, results, plots=not args.no_plots, trace_max_spans=args.trace_spans)
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
-    partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
-    print(f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}")
-    print(f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)")
-    print(f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms")
-    print(f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms")
-    print(f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
-          f"{b['inter_host_comm_s'] * 1e3:.3f} ms")
-    net = results["network"]
-    print(f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
-          f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}")
-    print(f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events")
+    if several:
+        print("\n".join(job_summary_lines(results)))
+    print(run_summary(results, stopped))
     print(f"results in      {out}/")
     return 0
-
-
-@contextmanager
-def _sigterm_stops_the_run() -> Iterator[None]:
-    """SIGTERM (kill, a batch scheduler's time limit) ends the simulation as Ctrl-C does: the
-    part simulated so far is written as a partial iteration. Background jobs ignore Ctrl-C, so
-    this is how a long run started with ``&`` or ``nohup`` is stopped with its results."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt("terminated by SIGTERM")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _until_ns(text: str | None) -> int | None:
@@ -175,7 +121,7 @@ def _until_ns(text: str | None) -> int | None:
     return stop_ns
 
 
-def _trace_run(args: argparse.Namespace, overrides: list[str]):
+def _trace_run(args: argparse.Namespace, overrides: list[str]) -> tuple[ExperimentConfig, Any]:
     """``--traces DIR --cluster C.yaml``: the experiment settings and the imported workload."""
     from heterosim.workload.imported import load_trace_workload, trace_experiment
 

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
+from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
 from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
-from heterosim.validate.cases import Case, load_cases, select_cases
-from heterosim.validate.predict import Prediction, predict
-from heterosim.validate.report import markdown_table, write_parity_plot, write_results
-from heterosim.validate.stats import error_pct, group_summary
+from heterosim.validate.cases import load_cases, select_cases
+from heterosim.validate.predict import predict
+from heterosim.validate.report import markdown_table, result_row, write_parity_plot, write_results
+from heterosim.validate.stats import group_summary
 
 EXAMPLES = """\
 examples:
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--only", default=None, help="comma-separated case ids")
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
-    parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
+    parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
     parser.add_argument("--granularity", default=None, choices=GRANULARITIES,
                         help="simulation.collective_granularity for end-to-end cases (default: "
                              "the case's own, chunk); connection makes large cases cheap")
@@ -54,23 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(connection, the default) or per flow (flow)")
     parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
     parser.set_defaults(func=run)
-
-
-def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "id": case.id, "group": case.group, "kind": case.kind, "quantity": case.quantity,
-        "flop_convention": case.flop_convention, "measured": case.measured,
-        "predicted": None, "error_pct": None, "assumptions": case.assumed,
-        "flags": list(case.flags), "separate_flags": case.separate_flags,
-        "calibration": case.calibration, "gpus": case.gpus, "source": case.source,
-    }
-    if pred is not None:
-        row.update({"predicted": pred.value, "error_pct": error_pct(pred.value, case.measured),
-                    "simulated_time_s": pred.time_s, "method": pred.method,
-                    "wall_s": pred.wall_s, "details": pred.details})
-    if error is not None:
-        row["error"] = error
-    return row
 
 
 def _fmt(value: float | None, width: int = 9) -> str:

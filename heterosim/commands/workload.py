@@ -13,11 +13,9 @@ import time
 from pathlib import Path
 
 from heterosim.config.experiment import load_experiment
+from heterosim.config.ranks import parse_ranks
 from heterosim.errors import UserError
-from heterosim.plan.compute.model import ComputeModel
-from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.report.staging import check_output_folder, staged_output
-from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import rank_summary, workload_summary
 
 EXAMPLES = """\
@@ -32,25 +30,6 @@ output (in --out):
   comm_group.json      process-group id -> member ranks
   workload.json        per-rank summary: GPU, stage, layers, micro-batches, FLOPs, collectives
 """
-
-
-def parse_ranks(text: str, world_size: int) -> list[int]:
-    """``0-3,8,10-11`` -> sorted rank list; every rank must be inside the world."""
-    ranks: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
-        try:
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                ranks.update(range(lo, hi + 1))
-            else:
-                ranks.add(int(part))
-        except ValueError:
-            raise UserError(f"--ranks {text!r}: expected a list like 0-3,8") from None
-    bad = [r for r in ranks if not 0 <= r < world_size]
-    if bad or not ranks:
-        raise UserError(f"--ranks {text!r}: ranks must lie in 0..{world_size - 1}")
-    return sorted(ranks)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,13 +50,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heterosim.simulate import generate_experiment_workload
     from heterosim.workload.chakra import write_comm_groups, write_trace
 
     experiment = load_experiment(args.experiment, args.overrides)
     check_output_folder(args.out)
     start = time.perf_counter()
-    workload = generate_workload(experiment, cost_fn=partition_cost_fn(ComputeModel()))
-    ranks = parse_ranks(args.ranks, workload.world_size) if args.ranks else None
+    workload = generate_experiment_workload(experiment)
+    ranks = sorted(parse_ranks(args.ranks, workload.world_size)) if args.ranks else None
     prefix = args.prefix or experiment.name
     if "/" in prefix or not prefix:
         raise UserError(f"--prefix {prefix!r}: expected a plain file name prefix")

@@ -1,26 +1,44 @@
-"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in DESIGN.md).
+"""Cluster files: host types, how many hosts of each, and the switch fabric (schema in docs/config.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
 (host 0's GPUs first); that numbering is the default rank placement.
+
+``gpus:`` defines accelerators in the GPU catalogue's own fields (heterosim/catalog/gpus.yaml:
+``tflops``, ``memory_gb`` and ``memory_tbps`` required; ``vendor``, ``generation``, ``segment``,
+``nvlink_gbps_per_dir``, ``nvlink_bridge``, ``pcie_gen``, ``sm_count``, ``aliases``, ``sources``
+optional). Host types name them like catalogue GPUs. A ``gpus:`` entry whose name or alias is
+also a catalogue name *shadows* the catalogue entry inside this cluster (the file says what the
+hardware is); when any number differs, ``ClusterConfig.notes`` says which, and ``run`` prints it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_gpu_names
+from heterosim.catalog.gpus import (
+    DTYPE_BYTES,
+    GPU_FIELDS,
+    SEGMENTS,
+    GpuSpec,
+    canonical_gpu_name,
+    gpu_spec,
+    known_gpu_names,
+    make_gpu_spec,
+    pcie_x16_bytes_per_s,
+)
 from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.errors import UserError
 
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
-# SM100 40.1 GB/s; reference/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
+# SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
 # 25 GB/s per direction, NVLink 5: 50 GB/s; §6.1). NCCL's copy loops move data over NVLink at
 # this fraction of the line rate, so the links of the network models carry that rate. These are
 # NCCL's own constants, not fitted to any measurement.
@@ -45,6 +63,7 @@ class HostType:
     gpu_nic: tuple[int, ...]  # NIC index used by each local GPU
     pcie_switches: int  # PCIe switches in the host; GPUs and NICs spread over them
     nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
+    gpu_spec: GpuSpec | None = None  # the GPU's spec (the cluster's own or the catalogue's)
 
     @property
     def nvlink_effective_bps(self) -> float:
@@ -53,7 +72,7 @@ class HostType:
 
     @property
     def spec(self) -> GpuSpec:
-        return gpu_spec(self.gpu)
+        return self.gpu_spec if self.gpu_spec is not None else gpu_spec(self.gpu)
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,25 @@ class ClusterConfig:
     host_type_of_host: tuple[str, ...]
     fabric: FabricConfig
     source: str = ""
+    gpus: dict[str, GpuSpec] = field(default_factory=dict)  # defined in the file (``gpus:``)
+    gpu_aliases: dict[str, str] = field(default_factory=dict)  # lower-case name/alias -> name
+    notes: tuple[str, ...] = ()  # e.g. a ``gpus:`` entry shadowing a different catalogue entry
+
+    def resolve_gpu_name(self, name: str) -> str | None:
+        """The canonical name of ``name``: the file's own GPUs first, then the catalogue."""
+        key = str(name).strip().lower()
+        return self.gpu_aliases.get(key) or canonical_gpu_name(key)
+
+    def gpu_spec(self, name: str) -> GpuSpec:
+        """Spec of GPU ``name`` as this cluster knows it; UserError listing the known names."""
+        canonical = self.resolve_gpu_name(name)
+        if canonical is None:
+            raise UserError(f"{self.source or 'cluster'}: unknown GPU {name!r}; known: "
+                            f"{', '.join(self.known_gpu_names())}")
+        return self.gpus[canonical] if canonical in self.gpus else gpu_spec(canonical)
+
+    def known_gpu_names(self) -> list[str]:
+        return [*self.gpus, *(n for n in known_gpu_names() if n not in self.gpus)]
 
     @property
     def num_hosts(self) -> int:
@@ -115,25 +153,109 @@ class ClusterConfig:
             dtype=np.int64,
         )
 
-    @cached_property
-    def gpu_nic_speed_bps(self) -> np.ndarray:
-        return np.array([self.host(int(h)).nic_speed_bps for h in self.gpu_host])
+
+def _gpu_entry(section: Section, name: str) -> GpuSpec:
+    """One ``gpus:`` entry, checked field by field (names the file and the key on error)."""
+    tflops = section.section("tflops", required=True)
+    peaks: dict[str, float | None] = {}
+    for dtype in list(tflops.data):
+        if dtype not in DTYPE_BYTES:
+            raise tflops.error(dtype, f"unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
+        value = tflops.raw(dtype, None)
+        if value is not None:
+            value = tflops.number(dtype, minimum=0.0)
+        peaks[dtype] = value or None
+    if not any(peaks.values()):
+        raise section.error("tflops", "expected at least one positive dense peak in TFLOP/s, "
+                                      "e.g. {fp16: 71, fp32: 35.6}")
+    entry: dict[str, object] = {"tflops": peaks}
+    entry["memory_gb"] = section.number("memory_gb", minimum=1e-3)
+    entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3)
+    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0)
+    entry["nvlink_bridge"] = section.boolean("nvlink_bridge", False)
+    pcie_gen = section.integer("pcie_gen", 4, minimum=1)
+    if pcie_x16_bytes_per_s(pcie_gen) is None:
+        raise section.error("pcie_gen", f"PCIe generation {pcie_gen} is not tabulated; use 3..6")
+    entry["pcie_gen"] = pcie_gen
+    entry["vendor"] = section.string("vendor", "unknown")
+    entry["generation"] = section.string("generation", "unknown").lower()
+    entry["segment"] = section.string("segment", "datacenter", choices=SEGMENTS)
+    if section.has("sm_count"):
+        entry["sm_count"] = section.integer("sm_count", minimum=1)
+    sources = section.raw("sources", {})
+    if not isinstance(sources, dict):
+        raise section.error("sources", "expected a mapping of field name to source text")
+    entry["sources"] = {str(k): str(v) for k, v in sources.items()}
+    aliases = section.raw("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise section.error("aliases", "expected a list of names")
+    entry["aliases"] = aliases
+    section.reject_unknown(GPU_FIELDS)
+    return make_gpu_spec(name, entry)
 
 
-def _host_type(section: Section, name: str) -> HostType:
+def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
+    def value(s: GpuSpec, name: str) -> object:
+        v = getattr(s, name)
+        return {k: x for k, x in v.items() if x} if name == "peak_tflops" else v
+
+    fields = [f for f in ("peak_tflops", "memory_bytes", "memory_bytes_per_s",
+                          "nvlink_bytes_per_s", "pcie_gen")
+              if value(spec, f) != value(catalogued, f)]
+    if not fields:
+        return None
+    return (f"{where}: GPU {spec.name} is defined in the cluster file and differs from the "
+            f"catalogue's {catalogued.name} in {', '.join(fields)}; the cluster file's numbers are used")
+
+
+def _cluster_gpus(top: Section) -> tuple[dict[str, GpuSpec], dict[str, str], tuple[str, ...]]:
+    section = top.section("gpus")
+    specs: dict[str, GpuSpec] = {}
+    aliases: dict[str, str] = {}
+    notes: list[str] = []
+    for name in list(section.data):
+        if not isinstance(name, str) or not name.strip():
+            raise section.error(str(name), "expected a GPU name (a string)")
+        entry = section.section(name, required=True)
+        spec = _gpu_entry(entry, name)
+        for alias in [name, *entry.data.get("aliases", [])]:
+            key = alias.strip().lower()
+            if key in aliases:
+                raise entry.error("aliases" if alias != name else "",
+                                  f"name {alias!r} is already used by GPU {aliases[key]}")
+            aliases[key] = name
+            catalogued = canonical_gpu_name(key)
+            if catalogued is not None:
+                note = _shadow_note(spec, gpu_spec(catalogued), entry.key_path(""))
+                if note and note not in notes:
+                    notes.append(f"{top.source}: {note}")
+        specs[name] = spec
+    return specs, aliases, tuple(notes)
+
+
+def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = None,
+               own_aliases: dict[str, str] | None = None) -> HostType:
     gpu_name = section.string("gpu")
-    canonical = canonical_gpu_name(gpu_name)
+    own, own_aliases = own or {}, own_aliases or {}
+    canonical = own_aliases.get(gpu_name.strip().lower()) or canonical_gpu_name(gpu_name)
     if canonical is None:
+        known = [*own, *(n for n in known_gpu_names() if n not in own)]
         raise section.error(
-            "gpu", f"unknown GPU {gpu_name!r}; known: {', '.join(known_gpu_names())}"
+            "gpu", f"unknown GPU {gpu_name!r}; define it under gpus: or use one of: "
+                   f"{', '.join(known)}"
         )
-    spec = gpu_spec(canonical)
+    spec = own[canonical] if canonical in own else gpu_spec(canonical)
     gpus = section.integer("gpus", minimum=1, maximum=1024)
-    default_fabric = "nvswitch" if spec.has_nvlink else "pcie"
+    default_fabric = "nvswitch" if spec.has_nvlink and not spec.nvlink_bridge else "pcie"
     fabric = section.string("fabric", default_fabric, choices=HOST_FABRICS)
     if fabric == "nvswitch" and not spec.has_nvlink and not section.has("nvlink_bw"):
         raise section.error(
             "fabric", f"{canonical} has no NVLink in the catalogue; use fabric: pcie or set nvlink_bw"
+        )
+    if fabric == "nvswitch" and spec.nvlink_bridge and not section.has("nvlink_bw") and gpus > 2:
+        raise section.error(
+            "fabric", f"{canonical}'s NVLink is a 2-way bridge, not a switch joining {gpus} GPUs; "
+                      "use fabric: pcie (or set nvlink_bw to model a switch)"
         )
     nics = section.integer("nics", minimum=1, maximum=gpus * 4)
     nic_speed = section.rate("nic_speed")
@@ -164,7 +286,7 @@ def _host_type(section: Section, name: str) -> HostType:
     return HostType(
         name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
         nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
-        nvlink_efficiency=nvlink_efficiency,
+        nvlink_efficiency=nvlink_efficiency, gpu_spec=spec,
     )
 
 
@@ -172,11 +294,13 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     """Validate a cluster mapping read from ``source``."""
     top = Section(data, source)
     name = top.string("name", "cluster")
+    own, own_aliases, notes = _cluster_gpus(top)
     types_section = top.section("host_types", required=True)
     if not types_section.data:
         raise types_section.error("", "at least one host type is required")
     host_types = {
-        type_name: _host_type(types_section.section(type_name, required=True), type_name)
+        type_name: _host_type(types_section.section(type_name, required=True), type_name, own,
+                              own_aliases)
         for type_name in list(types_section.data)
     }
     hosts_raw = top.raw("hosts")
@@ -208,7 +332,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     top.reject_unknown()
     return ClusterConfig(
         name=name, host_types=host_types, host_type_of_host=tuple(order), fabric=fabric,
-        source=source,
+        source=source, gpus=own, gpu_aliases=own_aliases, notes=notes,
     )
 
 

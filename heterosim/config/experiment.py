@@ -8,14 +8,25 @@ simulation starts. Errors name the file, the dotted key and the expectation.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from heterosim.catalog.models import ModelConfig, resolve_model
+from heterosim.config.choices import (
+    CC_ALGORITHMS,
+    COLLECTIVE_ALGORITHMS,
+    COLLECTIVE_PROTOCOLS,
+    FIDELITIES,
+    GRANULARITIES,
+    INTRA_HOST_MODELS,
+    MEMORY_CHECKS,
+    QUEUE_PAIR_MODELS,
+)
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -26,11 +37,6 @@ PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) 
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
-CC_ALGORITHMS = ("dcqcn", "hpcc", "timely", "dctcp", "none")
-FIDELITIES = ("packet", "flow")
-GRANULARITIES = ("chunk", "step", "connection")  # plan.collectives.granularity
-INTRA_HOST_MODELS = ("packet", "flow")  # flows between GPUs of one host, in packet fidelity
-QUEUE_PAIR_MODELS = ("connection", "flow")  # what one queue pair carries (simulation.queue_pairs)
 ATTENTION = ("flash", "unfused")
 
 
@@ -47,6 +53,68 @@ class TrainingConfig:
     # dtype of the data-parallel gradient reduction; auto: the main-gradient dtype (fp32 for
     # bf16/fp8, fp16 for fp16); fp32 e.g. for DeepSpeed's fp32_allreduce
     grad_reduce_dtype: str = "auto"
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One data-parallel replica of one pipeline stage in an explicit plan."""
+
+    gpu: str  # canonical GPU name (the cluster's own ``gpus:`` or the catalogue's)
+    tp: int = 1
+    micro_batches: int | None = None  # None: split by speed (partition auto) or evenly
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One pipeline stage: its transformer layers and its replicas (replica i joins pipeline i)."""
+
+    layers: int
+    replicas: tuple[ReplicaPlan, ...]
+
+
+@dataclass(frozen=True)
+class StagedPlan:
+    """An explicit heterogeneous plan (``parallel.stages``), as planners such as Sailor, Metis
+    or AMP produce it: per stage its layers, per replica its GPU type, TP degree and (optionally)
+    micro-batch count. Replica ``i`` of every stage forms pipeline ``i``."""
+
+    stages: tuple[StagePlan, ...]
+
+    @property
+    def pp(self) -> int:
+        return len(self.stages)
+
+    @property
+    def dp(self) -> int:
+        return len(self.stages[0].replicas)
+
+    @property
+    def world_size(self) -> int:
+        return sum(r.tp for s in self.stages for r in s.replicas)
+
+    def replica(self, stage: int, replica: int) -> ReplicaPlan:
+        return self.stages[stage].replicas[replica]
+
+    def stage_tp(self, stage: int) -> tuple[int, ...]:
+        return tuple(r.tp for r in self.stages[stage].replicas)
+
+    def pipeline_micro_batches(self, replica: int) -> int | None:
+        """The micro-batches pipeline ``replica`` was given (in any stage), or None."""
+        given = {s.replicas[replica].micro_batches for s in self.stages} - {None}
+        return next(iter(given)) if given else None
+
+    def as_dict(self) -> list[dict]:
+        """The plan as ``parallel.stages`` YAML (what an importer or planner writes)."""
+        out = []
+        for stage in self.stages:
+            replicas = []
+            for r in stage.replicas:
+                item: dict = {"gpu": r.gpu, "tp": r.tp}
+                if r.micro_batches is not None:
+                    item["micro_batches"] = r.micro_batches
+                replicas.append(item)
+            out.append({"layers": stage.layers, "replicas": replicas})
+        return out
 
 
 @dataclass(frozen=True)
@@ -69,6 +137,12 @@ class ParallelConfig:
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
     # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
     grad_sync: str = "overlap"
+    # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
+    # replica TP degree, partition "explicit" with stage_layers from the plan
+    plan: StagedPlan | None = None
+    # with parallel.stages: how pipelines without micro_batches share the rest of the batch
+    # (auto: in proportion to their speed; uniform: evenly)
+    micro_batch_split: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -82,6 +156,8 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # faults: time from a link going down or up until the routes follow (0 = at once)
+    routing_delay_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -103,6 +179,9 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
+    # with faults: also run the same plan without them and report what the faults cost
+    # (results.json fault_impact); doubles the simulation time
+    fault_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,6 +195,7 @@ class ExperimentConfig:
     simulation: SimulationConfig
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
     @property
     def micro_batches_per_replica(self) -> int:
@@ -163,7 +243,49 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
     return training
 
 
+_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "rank_order")
+
+
+def _stages(section: Section) -> StagedPlan:
+    """``parallel.stages``: shapes and types only; counts are checked against the model and the
+    cluster in :func:`_check_stages`."""
+    raw = section.raw("stages")
+    if not isinstance(raw, list) or not raw:
+        raise section.error("stages", "expected a non-empty list of {layers: N, replicas: [...]}")
+    for key in _NOT_WITH_STAGES:
+        if section.has(key):
+            raise section.error(key, "not allowed with parallel.stages (the stages give the "
+                                     "pipeline depth, the replicas and each replica's tp)")
+    stages = []
+    for i, item in enumerate(raw):
+        stage = Section(item, section.source, section.key_path(f"stages[{i}]"))
+        layers = stage.integer("layers", minimum=1)
+        replicas_raw = stage.raw("replicas")
+        if not isinstance(replicas_raw, list) or not replicas_raw:
+            raise stage.error("replicas", "expected a non-empty list of {gpu: NAME, tp: N}")
+        replicas = []
+        for j, rep in enumerate(replicas_raw):
+            rsec = Section(rep, section.source, stage.key_path(f"replicas[{j}]"))
+            replicas.append(ReplicaPlan(
+                gpu=rsec.string("gpu"), tp=rsec.integer("tp", 1, minimum=1, maximum=1024),
+                micro_batches=rsec.integer("micro_batches", None, minimum=1)
+                if rsec.has("micro_batches") else None,
+            ))
+            rsec.reject_unknown()
+        stage.reject_unknown()
+        stages.append(StagePlan(layers, tuple(replicas)))
+    first = len(stages[0].replicas)
+    for i, stage_plan in enumerate(stages):
+        if len(stage_plan.replicas) != first:
+            raise section.error(f"stages[{i}].replicas", f"{len(stage_plan.replicas)} replicas but "
+                                f"stages[0] has {first}; every stage needs the same number "
+                                "(replica i of every stage forms pipeline i)")
+    return StagedPlan(tuple(stages))
+
+
 def _parallel(section: Section) -> ParallelConfig:
+    if section.has("stages"):
+        return _staged_parallel(section)
     pp = section.integer("pp", 1, minimum=1)
     schedule = section.string("schedule", "1f1b", choices=SCHEDULES)
     vpp = section.integer("vpp", 1, minimum=1)
@@ -195,6 +317,28 @@ def _parallel(section: Section) -> ParallelConfig:
     return parallel
 
 
+def _staged_parallel(section: Section) -> ParallelConfig:
+    plan = _stages(section)
+    mode = section.string("partition", "auto", choices=PARTITIONS)
+    parallel = ParallelConfig(
+        tp=max(r.tp for s in plan.stages for r in s.replicas), pp=plan.pp, dp=plan.dp, ep=1,
+        schedule=section.string("schedule", "1f1b", choices=("1f1b", "gpipe")),
+        vpp=1,
+        zero=section.integer("zero", 0, minimum=0, maximum=1),
+        sequence_parallel=section.boolean("sequence_parallel", False),
+        partition="explicit", micro_batch_split=mode,
+        dp_bucket_bytes=section.size("dp_bucket", "40MB"),
+        rank_order="stages",
+        distributed_optimizer=section.boolean("distributed_optimizer", False),
+        zero3_prefetch=1,
+        stage_layers=tuple(s.layers for s in plan.stages),
+        grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        plan=plan,
+    )
+    section.reject_unknown()
+    return parallel
+
+
 def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     """``parallel.partition``: a mode name, or a list of layers per (virtual) stage (each >= 1;
     length and sum are checked against pp*vpp and the model in :func:`_check_consistency`)."""
@@ -209,6 +353,11 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def default_network() -> NetworkConfig:
+    """The network settings of an experiment without a ``network`` section."""
+    return _network(Section({}, ""))
+
+
 def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
@@ -221,13 +370,16 @@ def _network(section: Section) -> NetworkConfig:
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
         collective_algorithm=section.string(
-            "collective_algorithm", "auto", choices=("auto", "ring", "tree", "nvls")
+            "collective_algorithm", "auto", choices=COLLECTIVE_ALGORITHMS
         ),
         collective_protocol=section.string(
-            "collective_protocol", "auto", choices=("auto", "simple", "ll", "ll128")
+            "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        routing_delay_ns=section.time_ns("routing_delay", 0),
     )
+    if network.routing_delay_ns < 0:
+        raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:
         raise section.error("mtu", f"expected 256B..9KiB, got {network.mtu_bytes} bytes")
     section.reject_unknown()
@@ -242,16 +394,92 @@ def _simulation(section: Section) -> SimulationConfig:
         sample_interval_ns=section.time_ns("sample_interval", "10us"),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
-        memory_check=section.string("memory_check", "error", choices=("error", "warn")),
+        memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
+        fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()
     return simulation
 
 
+def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
+    """Validate ``parallel.stages`` against the model, the batch and the cluster; return the
+    plan with canonical GPU names."""
+    par, model, cluster, train = exp.parallel, exp.model, exp.cluster, exp.training
+    plan = par.plan
+    assert plan is not None
+    have: dict[str, int] = {}
+    for gpu in cluster.gpu_type:
+        have[gpu] = have.get(gpu, 0) + 1
+    need: dict[str, int] = {}
+    stages = []
+    for i, stage in enumerate(plan.stages):
+        replicas = []
+        for j, rep in enumerate(stage.replicas):
+            key = f"parallel.stages[{i}].replicas[{j}]"
+            canonical = cluster.resolve_gpu_name(rep.gpu)
+            if canonical is None or canonical not in have:
+                raise top.error(f"{key}.gpu", f"GPU type {rep.gpu!r} is not in the cluster "
+                                f"{cluster.name!r}; it has: {', '.join(sorted(have))}")
+            peaks = cluster.gpu_spec(canonical).peak_tflops
+            if not peaks.get(train.dtype):
+                supported = ", ".join(k for k, v in peaks.items() if v)
+                raise top.error(f"{key}.gpu", f"{canonical} has no {train.dtype} peak (it has: "
+                                f"{supported}); set training.dtype to one of those")
+            need[canonical] = need.get(canonical, 0) + rep.tp
+            if need[canonical] > have[canonical]:
+                raise top.error(f"{key}.gpu", f"the plan needs {need[canonical]} {canonical} GPUs "
+                                f"up to here but the cluster {cluster.name!r} has "
+                                f"{have[canonical]}")
+            if model.heads % rep.tp:
+                raise top.error(f"{key}.tp", f"model heads {model.heads} not divisible by tp "
+                                f"{rep.tp}")
+            if model.kv_heads % rep.tp and rep.tp % model.kv_heads:
+                raise top.error(f"{key}.tp", f"kv_heads {model.kv_heads} and tp {rep.tp}: neither "
+                                "divides the other")
+            if par.sequence_parallel and rep.tp == 1:
+                raise top.error(f"{key}.tp", "sequence_parallel needs tp >= 2 in every replica")
+            if par.sequence_parallel and train.seq_len % rep.tp:
+                raise top.error(f"{key}.tp", f"seq_len {train.seq_len} not divisible by tp "
+                                f"{rep.tp} (sequence_parallel)")
+            replicas.append(ReplicaPlan(canonical, rep.tp, rep.micro_batches))
+        if (par.zero or par.distributed_optimizer) and len({r.tp for r in replicas}) > 1:
+            raise top.error(f"parallel.stages[{i}].replicas", "replicas of one stage with "
+                            "different tp need zero: 0 without distributed_optimizer (their "
+                            "gradient shards differ)")
+        stages.append(StagePlan(stage.layers, tuple(replicas)))
+    if sum(s.layers for s in plan.stages) != model.layers:
+        raise top.error("parallel.stages", f"layers sum to {sum(s.layers for s in plan.stages)} "
+                        f"but the model has {model.layers}")
+    if train.global_batch % train.micro_batch:
+        raise top.error("training.global_batch", f"{train.global_batch} is not divisible by "
+                        f"micro_batch {train.micro_batch}")
+    total = train.global_batch // train.micro_batch
+    given = []
+    for j in range(plan.dp):
+        values = {m for s in plan.stages if (m := s.replicas[j].micro_batches) is not None}
+        if len(values) > 1:
+            raise top.error(f"parallel.stages[*].replicas[{j}].micro_batches",
+                            f"pipeline {j} is given different counts {sorted(values)} in "
+                            "different stages; give one count per pipeline")
+        given.append(next(iter(values)) if values else None)
+    fixed = sum(g for g in given if g is not None)
+    free = sum(1 for g in given if g is None)
+    if (free == 0 and fixed != total) or (free and total - fixed < free):
+        raise top.error("parallel.stages[*].replicas[*].micro_batches",
+                        f"micro-batches sum to {fixed}{' plus the other pipelines' if free else ''}"
+                        f" but global_batch/micro_batch = {train.global_batch}/{train.micro_batch}"
+                        f" = {total}")
+    if model.layers < plan.pp:
+        raise top.error("parallel.stages", f"{model.layers} layers cannot fill {plan.pp} stages")
+    return StagedPlan(tuple(stages))
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
+    if par.plan is not None:
+        return
     product = par.tp * par.pp * par.dp
     if product != cluster.world_size:
         raise top.error(
@@ -317,6 +545,9 @@ def parse_experiment(
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
+    if "jobs" in top.data:
+        raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
+                                "sweep; for this command give one job's experiment file")
     name = top.string("name", Path(source).stem if source else "experiment")
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
@@ -337,13 +568,40 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
+        faults=faults,
     )
     _check_consistency(top, experiment)
+    if parallel.plan is not None:
+        plan = _check_stages(top, experiment)
+        experiment = replace(experiment, parallel=replace(parallel, plan=plan))
     return experiment
+
+
+def experiment_with_plan(experiment: ExperimentConfig, plan: StagedPlan, *,
+                         micro_batch_split: str = "auto") -> ExperimentConfig:
+    """``experiment`` running the explicit plan ``plan`` instead of its own parallel layout (what a
+    planner does with each candidate). Validated as ``parallel.stages`` in a file would be (a
+    UserError names the key); schedule, sequence parallelism, ZeRO-0/1, bucket size and gradient
+    sync are kept from ``experiment`` (interleaving is dropped: plans run 1F1B or GPipe)."""
+    par = experiment.parallel
+    if par.zero > 1:
+        raise UserError(f"{experiment.source or 'experiment'}: parallel.zero: an explicit plan "
+                        f"needs zero 0 or 1, got {par.zero}")
+    if micro_batch_split not in PARTITIONS:
+        raise ValueError(f"micro_batch_split {micro_batch_split!r} not in {PARTITIONS}")
+    parallel = replace(
+        par, tp=max(r.tp for s in plan.stages for r in s.replicas), pp=plan.pp, dp=plan.dp,
+        ep=1, vpp=1, schedule=par.schedule if par.schedule != "interleaved" else "1f1b",
+        partition="explicit", rank_order="stages", stage_layers=tuple(s.layers for s in plan.stages),
+        plan=plan, micro_batch_split=micro_batch_split)
+    staged = replace(experiment, parallel=parallel)
+    checked = _check_stages(Section({}, experiment.source), staged)
+    return replace(staged, parallel=replace(parallel, plan=checked))
 
 
 def load_experiment(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

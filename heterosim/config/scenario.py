@@ -1,6 +1,6 @@
 """Netbench scenario files: a cluster, a set of flows, network settings and run limits.
 
-Schema (DESIGN.md, "Netbench scenarios")::
+Schema (docs/config.md, "Netbench scenario")::
 
     name: incast-4to1
     cluster: ../../topologies/two_leaf_8hosts.yaml     # path relative to this file, or inline
@@ -33,10 +33,9 @@ from typing import Any
 
 import numpy as np
 
+from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.experiment import (
-    CC_ALGORITHMS,
-    FIDELITIES,
     NetworkConfig,
     _network,
     apply_overrides,
@@ -44,7 +43,7 @@ from heterosim.config.experiment import (
 from heterosim.config.fields import Section, read_yaml_mapping
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
-DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (reference §3.1)
+DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (docs/network_models.md §3.1)
 MAX_PRIORITY = 7
 MAX_FLOWS = 1_000_000
 

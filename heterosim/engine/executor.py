@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import QUEUE_PAIR_MODELS, NetworkConfig
+from heterosim.config.choices import FIDELITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS, require_choice
+from heterosim.config.experiment import NetworkConfig, SimulationConfig
+from heterosim.engine import faults as fault_models
 from heterosim.engine import native
 from heterosim.engine.fluid import (
     create_fluid_network,
@@ -36,8 +38,9 @@ from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
-FIDELITIES = ("flow", "packet")
 PROGRESS_WALL_INTERVAL_S = 0.5
+# What a plan runs with when no settings are given: the fluid network, seed 1, no time series.
+ENGINE_DEFAULTS = SimulationConfig(fidelity="flow", seed=1, iterations=1, sample_interval_ns=0)
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
@@ -65,43 +68,50 @@ class EngineResult:
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
     build_s: float = 0.0  # wall time compiling the C++ models first (not part of wall_s)
+    fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
+
+
+def engine_config(**changes: Any) -> SimulationConfig:
+    """:data:`ENGINE_DEFAULTS` with some fields changed, e.g. ``engine_config(fidelity="packet")``."""
+    return replace(ENGINE_DEFAULTS, **changes)
 
 
 def execute_plan(
     plan: ExecutionPlan,
     topology: Topology,
     network: NetworkConfig,
+    simulation: SimulationConfig = ENGINE_DEFAULTS,
     *,
-    fidelity: str = "flow",
-    seed: int = 1,
     stop_ns: int | None = None,
-    sample_interval_ns: int = 0,
     progress: ProgressCallback | None = None,
     raise_on_stall: bool = True,
     stall_timeout_ns: int | None = None,
-    intra_host: str = "packet",
-    queue_pairs: str = "connection",
+    faults: fault_models.FaultPlan | None = None,
 ) -> EngineResult:
-    """Run ``plan`` on ``topology`` with the ``flow`` or ``packet`` network model.
+    """Run ``plan`` on ``topology`` with the network model ``simulation.fidelity`` names.
 
-    ``stop_ns`` ends the run early (``partial=True``); ``sample_interval_ns`` > 0 records
-    ``series`` = {time_ns, tasks_done, flows_in_flight} every interval of simulated time (and
-    the packet model's own series); ``progress(sim_ns, done, total, events)`` is called about every
-    0.5 s of wall time and once at the end. ``stall_timeout_ns``: simulated time without any
-    task finishing that counts as a stall (0 = only an empty event queue). The packet network
-    keeps timers running even when deadlocked, so its default is
-    :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
-    ``intra_host`` (packet fidelity): ``flow`` runs flows between GPUs of one host in the fluid
-    model on the host links while the fabric stays packet-level (see ``PacketNetwork::HostFlows``).
-    ``queue_pairs``: ``connection`` sends the flows of one NCCL connection
+    From ``simulation``: ``fidelity`` (``flow`` or ``packet``), ``seed``;
+    ``sample_interval_ns`` > 0 records ``series`` = {time_ns, tasks_done, flows_in_flight} every
+    interval of simulated time (and the packet model's own series); ``intra_host`` (packet
+    fidelity): ``flow`` runs flows between GPUs of one host in the fluid model on the host links
+    while the fabric stays packet-level (see ``PacketNetwork::HostFlows``); ``queue_pairs``:
+    ``connection`` sends the flows of one NCCL connection
     (:func:`heterosim.plan.execution_plan.connection_ids`) as messages on one queue pair, one
     after another (``FlowNetwork::StartFlowOnConnection``); ``flow`` makes every flow its own.
+    ``iterations`` and ``collective_granularity`` are the plan's business and are not read here.
+
+    ``stop_ns`` ends the run early (``partial=True``); ``progress(sim_ns, done, total, events)``
+    is called about every 0.5 s of wall time and once at the end. ``stall_timeout_ns``:
+    simulated time without any task finishing that counts as a stall (0 = only an empty event
+    queue). The packet network keeps timers running even when deadlocked, so its default is
+    :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
+    ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
+    model's stall timeout then also covers the outages and twice the retransmission timeout.
     """
-    if fidelity not in FIDELITIES:
-        raise UserError(f"simulation: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
-    if queue_pairs not in QUEUE_PAIR_MODELS:
-        raise UserError(f"simulation: queue_pairs: expected one of {', '.join(QUEUE_PAIR_MODELS)}, "
-                        f"got {queue_pairs!r}")
+    fidelity = require_choice("simulation: fidelity", simulation.fidelity, FIDELITIES)
+    queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
+    intra_host = require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
+    seed, sample_interval_ns = simulation.seed, simulation.sample_interval_ns
     if len(topology.gpu_node) < plan.num_gpus:
         raise UserError(
             f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
@@ -130,6 +140,8 @@ def execute_plan(
         executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     if stall_timeout_ns is None:
         stall_timeout_ns = 0 if fidelity == "flow" else default_stall_timeout_ns(plan, topology)
+        if faults is not None and fidelity == "packet":
+            stall_timeout_ns += faults.longest_outage_ns + 2 * fault_models.rto_ns(network)
     if stall_timeout_ns > 0:
         executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
     # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
@@ -140,6 +152,7 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
+    schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
         if state == _INVALID:
@@ -152,6 +165,7 @@ def execute_plan(
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
         result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
+        result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
         result.partial = state != _FINISHED
         result.error = error
         result.wall_s = time.perf_counter() - started
@@ -161,6 +175,8 @@ def execute_plan(
         executor.Dispose()
         reset_simulator(gbl)
         net.Dispose()
+        if schedule is not None:
+            schedule.Dispose()
 
 
 def default_stall_timeout_ns(plan: ExecutionPlan, topology: Topology) -> int:
@@ -190,7 +206,7 @@ def _packet_module() -> Any:
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
     def c(values: np.ndarray, dtype: type) -> np.ndarray:
-        out = np.ascontiguousarray(values, dtype=dtype)
+        out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
         return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
 
     executor.LoadPlan(
@@ -248,7 +264,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         events = int(stats.get("events", events))
         series.update(stats.get("series", {}))  # "queue" and "rate" tables
         retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
-    flows = {
+    flows: dict[str, np.ndarray] = {
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
         "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
         "start_ns": start[flow_tasks], "end_ns": end[flow_tasks], "retransmits": retransmits,

@@ -12,6 +12,11 @@ rates, slower; see fluid-network.h). A flow of ``B``
 bytes finishes ``sum(delay) + sum(P / rate) - P / min(rate)`` after its fluid transfer, with
 ``P = min(mtu, B)``: propagation plus one packet stored and forwarded per hop.
 
+Faults (:mod:`heterosim.engine.faults`): a link that goes down gets capacity 0 and the active
+flows whose re-hashed path changes move to it (a flow left without a path waits at rate 0); a
+degraded link gets its new capacity; a lossy link's capacity is scaled by the go-back-N goodput
+(an approximation: the model has no frames to lose). Rates are then re-filled.
+
 Approximations, by design: no queues (no queueing delay, no buffer limits), no congestion-control
 dynamics (rates jump to the max-min fair allocation instantly), no packet loss, retransmission or
 PFC, no priorities between traffic classes, no header overhead unless the ns-3 attribute

@@ -1,5 +1,11 @@
 """Builds the C++ models in ``ns3_modules/`` against the ns3 wheel and loads them through cppyy.
 
+Each folder of ``ns3_modules/`` is an ns-3 module (``model/``, ``helper/``, ``test/``,
+``examples/``, ``CMakeLists.txt``). The library holds ``model/`` and ``helper/`` only; the ns-3
+TestSuites of ``test/`` compile into a separate test library (:func:`build_tests`) that
+:func:`run_ns3_test_suite` runs with ns-3's TestRunner. The CMakeLists.txt files serve an ns-3 source
+tree (the modules dropped into ``contrib/``); this module is the build used by HeteroSim.
+
 This is the only module that touches cppyy. The build is cached under
 ``$HETEROSIM_CACHE_DIR`` (default ``~/.cache/heterosim``), keyed by a hash of every source and
 header, the ns-3 version, the compiler version and the flags, so a second run loads in seconds.
@@ -25,11 +31,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.defaults import shipped
 from heterosim.errors import UserError
 
 NS3_VERSION = "3.44"
 NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats")
 LIBRARY_NAME = "libheterosim-ns3.so"
+TEST_LIBRARY_NAME = "libheterosim-ns3-test.so"
+LIBRARY_PARTS = ("model", "helper")  # compiled into the library
+TEST_PARTS = ("test",)  # compiled into the test library
 # ns-3's event queue for every run. The binary heap on a vector keeps events in one block, where
 # the default MapScheduler allocates a tree node per event: the same events in the same order,
 # faster (benchmarks/README.md, "Event queue and per-frame events").
@@ -59,12 +69,11 @@ class BuildPaths:
 
 
 def modules_dir() -> Path:
-    """The ``ns3_modules/`` folder: beside the package in a checkout, or installed with it."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent.parent / "ns3_modules", here.parent / "ns3_modules"):
-        if candidate.is_dir():
-            return candidate
-    raise UserError("ns3_modules/ not found beside the heterosim package")
+    """The ``ns3_modules/`` folder: beside the package in a checkout, or installed inside it."""
+    try:
+        return shipped("ns3_modules")
+    except FileNotFoundError as exc:
+        raise UserError(str(exc)) from None
 
 
 def ns3_prefix() -> Path:
@@ -83,10 +92,11 @@ def build_mode() -> str:
     return mode
 
 
-def _sources(root: Path) -> tuple[list[Path], list[Path]]:
+def _sources(root: Path, parts: tuple[str, ...] = LIBRARY_PARTS) -> tuple[list[Path], list[Path]]:
+    """Sources and headers of ``parts`` (``model``, ``helper``, ``test``) of every module."""
     sources, headers = [], []
     for module in sorted(p for p in root.iterdir() if p.is_dir()):
-        for part in ("model", "helper"):
+        for part in parts:
             folder = module / part
             if folder.is_dir():
                 sources += sorted(folder.glob("*.cc"))
@@ -147,41 +157,12 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     include_ns3.mkdir(parents=True)
     for header in headers:
         shutil.copy2(header, include_ns3 / header.name)
-    paths.objects.mkdir(parents=True, exist_ok=True)
-    include_flags = [f"-I{paths.include}", f"-I{prefix / 'include'}"]
-
-    def compile_one(source: Path) -> Path:
-        obj = paths.objects / f"{source.stem}-{_digest(source.read_bytes(), header_hash, toolchain)}.o"
-        if obj.exists() and not force:
-            return obj
-        tmp = obj.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [compiler, *flags, *include_flags, "-c", str(source), "-o", str(tmp)]
-        if verbose:
-            print(" ".join(cmd), file=sys.stderr)
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        if result.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise BuildError(f"compiling {source.relative_to(root.parent)} failed:\n{result.stderr}")
-        if result.stderr and verbose:
-            print(result.stderr, file=sys.stderr)
-        tmp.replace(obj)
-        return obj
-
-    workers = max(1, min(len(sources), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        objects = list(pool.map(compile_one, sources))
+    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+                       header_hash, toolchain, paths.objects, root, force, verbose)
+    objects = tools.compile_all(sources)
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tmp_lib = paths.library.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [
-        compiler, "-shared", *flags, *map(str, objects), f"-L{lib_dir}", *libs,
-        f"-Wl,-rpath,{lib_dir}", "-o", str(tmp_lib),
-    ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        tmp_lib.unlink(missing_ok=True)
-        raise BuildError(f"linking {LIBRARY_NAME} failed:\n{result.stderr}")
-    tmp_lib.replace(paths.library)
+    tools.link(objects, paths.library, [f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"])
     global _build_seconds
     seconds = time.monotonic() - started
     _build_seconds += seconds
@@ -196,6 +177,110 @@ _build_seconds = 0.0
 def build_seconds() -> float:
     """Wall time this process has spent compiling ns3_modules (0 when the cache had the library)."""
     return _build_seconds
+
+
+def build_tests(force: bool = False, verbose: bool = False) -> Path:
+    """Compile the modules' ns-3 TestSuites (``*/test/*.cc``) into a test library linked
+    against the library of :func:`build` (cached the same way); return its path."""
+    paths = build(force=force, verbose=verbose)
+    root = modules_dir()
+    prefix = ns3_prefix()
+    compiler = os.environ.get("CXX", "g++")
+    flags = [*COMMON_FLAGS, *MODE_FLAGS[build_mode()]]
+    sources, _ = _sources(root, TEST_PARTS)
+    if not sources:
+        raise UserError(f"{root}: no ns-3 TestSuites (*/test/*.cc) found")
+    key = _digest(paths.root.name, *[s.name.encode() + s.read_bytes() for s in sources])
+    library = paths.root / f"test-{key}" / TEST_LIBRARY_NAME
+    if library.exists() and not force:
+        return library
+    library.parent.mkdir(parents=True, exist_ok=True)
+    _, headers = _sources(root)
+    header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
+    toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
+    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+                       header_hash, toolchain, paths.objects, root, force, verbose)
+    objects = tools.compile_all(sources)
+    lib_dir = prefix / "lib64"
+    libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
+    tools.link(objects, library, [str(paths.library), f"-L{lib_dir}", *libs,
+                                  f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"])
+    return library
+
+
+def build_example(source: Path) -> Path:
+    """Compile and link one program of ``ns3_modules/*/examples/`` against the library (cached
+    by content); return the executable."""
+    paths = build()
+    prefix = ns3_prefix()
+    compiler = os.environ.get("CXX", "g++")
+    flags = [*COMMON_FLAGS, *MODE_FLAGS[build_mode()]]
+    key = _digest(paths.root.name, source.read_bytes())
+    executable = paths.root / "examples" / f"{source.stem}-{key}"
+    if executable.exists():
+        return executable
+    executable.parent.mkdir(parents=True, exist_ok=True)
+    _, headers = _sources(modules_dir())
+    header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
+    toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
+    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+                       header_hash, toolchain, paths.objects, modules_dir(), False, False)
+    lib_dir = prefix / "lib64"
+    libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
+    tools.link([tools.compile_one(source)], executable,
+               [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}",
+                f"-Wl,-rpath,{paths.root}"], shared=False)
+    return executable
+
+
+@dataclass(frozen=True)
+class _Toolchain:
+    """Compiles sources into cached objects and links them (one build's settings)."""
+
+    compiler: str
+    flags: list[str]
+    include_flags: list[str]
+    header_hash: str
+    toolchain: str
+    objects: Path
+    root: Path
+    force: bool
+    verbose: bool
+
+    def compile_one(self, source: Path) -> Path:
+        digest = _digest(source.read_bytes(), self.header_hash, self.toolchain)
+        obj = self.objects / f"{source.stem}-{digest}.o"
+        if obj.exists() and not self.force:
+            return obj
+        tmp = obj.with_suffix(f".{os.getpid()}.tmp")
+        cmd = [self.compiler, *self.flags, *self.include_flags, "-c", str(source), "-o", str(tmp)]
+        if self.verbose:
+            print(" ".join(cmd), file=sys.stderr)
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise BuildError(f"compiling {source.relative_to(self.root.parent)} failed:\n{result.stderr}")
+        if result.stderr and self.verbose:
+            print(result.stderr, file=sys.stderr)
+        tmp.replace(obj)
+        return obj
+
+    def compile_all(self, sources: list[Path]) -> list[Path]:
+        self.objects.mkdir(parents=True, exist_ok=True)
+        workers = max(1, min(len(sources), os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(self.compile_one, sources))
+
+    def link(self, objects: list[Path], library: Path, link_flags: list[str],
+             shared: bool = True) -> None:
+        tmp_lib = library.with_suffix(f".{os.getpid()}.tmp")
+        cmd = [self.compiler, *(["-shared"] if shared else []), *self.flags, *map(str, objects),
+               *link_flags, "-o", str(tmp_lib)]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            tmp_lib.unlink(missing_ok=True)
+            raise BuildError(f"linking {library.name} failed:\n{result.stderr}")
+        tmp_lib.replace(library)
 
 
 @cache
@@ -225,6 +310,43 @@ def _use_event_scheduler(cppyy: Any) -> None:
     ns3.GlobalValue.Bind("SchedulerType", ns3.StringValue(EVENT_SCHEDULER))
 
 
-def ns3_namespace() -> Any:
-    """The loaded ``ns3`` C++ namespace (builds and loads on first use)."""
-    return load().ns3
+@cache
+def load_tests() -> Any:
+    """:func:`load`, then the test library (its TestSuites register with ns-3's TestRunner)."""
+    gbl = load()
+    import cppyy  # noqa: PLC0415
+
+    cppyy.load_library(str(build_tests()))
+    cppyy.include("ns3/test.h")
+    cppyy.cppdef("""
+    namespace heterosim_tests {
+    int RunSuite(const std::string& name, const std::string& tempDir)
+    {
+        std::vector<std::string> args{"test-runner", "--suite=" + name, "--verbose",
+                                      "--tempdir=" + tempDir};
+        std::vector<char*> argv;
+        for (auto& a : args) { argv.push_back(a.data()); }
+        int argc = static_cast<int>(argv.size());
+        argv.push_back(nullptr);  // the runner reads arguments up to a null pointer
+        return ns3::TestRunner::Run(argc, argv.data());
+    }
+    }
+    """)
+    return gbl
+
+
+def ns3_test_suite_names() -> list[str]:
+    """Names of the TestSuites in ``ns3_modules/*/test/`` (from their sources)."""
+    import re  # noqa: PLC0415
+
+    names = []
+    for source in _sources(modules_dir(), TEST_PARTS)[0]:
+        names += re.findall(r'TestSuite\("([^"]+)"', source.read_text())
+    return sorted(names)
+
+
+def run_ns3_test_suite(name: str, temp_dir: str | Path) -> int:
+    """Run one ns-3 TestSuite with ns-3's TestRunner; 0 when it passed. The runner writes its
+    report on standard output (the process's file descriptor 1)."""
+    gbl = load_tests()
+    return int(gbl.heterosim_tests.RunSuite(name, str(temp_dir)))

@@ -8,6 +8,10 @@ control (see ``ns3_modules/rdma`` and ``ns3_modules/switch``). Flows between GPU
 stay on NVLink/PCIe and never touch a NIC; flows between hosts run NIC to NIC, with the
 GPUDirect PCIe segments modelled as a rate cap and a latency (see ``packet-network.h``).
 
+Faults (:mod:`heterosim.engine.faults`) act on the ports: a link down drops what its ports hold
+and what is on the wire, fabric routes are recomputed and the switches re-hash over the paths
+left; a degraded link changes its ports' rate; a lossy link drops arriving frames at random.
+
 Python builds the network, schedules flows from arrays, runs the simulator and reads every
 counter back in bulk; it is never called per packet or per flow.
 """
@@ -20,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.experiment import CC_ALGORITHMS, INTRA_HOST_MODELS, NetworkConfig
+from heterosim.config.choices import CC_ALGORITHMS, CC_TYPE_IDS, INTRA_HOST_MODELS, require_choice
+from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
@@ -54,20 +59,16 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     ``AckInterval``, ...; ``Dcqcn::RateAi: 0bps`` derives DCQCN's step from each NIC's own line
     rate, see dcqcn.h). ``FluidNetwork::`` entries belong to the flow model and are skipped.
     """
-    if network.cc not in CC_ALGORITHMS:
-        raise UserError(f"network: cc: expected one of {', '.join(CC_ALGORITHMS)}, "
-                        f"got {network.cc!r}")
+    require_choice("network: cc", network.cc, CC_ALGORITHMS)
     if seed < 0:
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
-    if intra_host not in INTRA_HOST_MODELS:
-        raise UserError(f"simulation: intra_host: expected one of {', '.join(INTRA_HOST_MODELS)}, "
-                        f"got {intra_host!r}")
+    require_choice("simulation: intra_host", intra_host, INTRA_HOST_MODELS)
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
     net = ns3.CreateObject[ns3.PacketNetwork]()
     settings = {
-        "Cc": network.cc, "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
+        "Cc": CC_TYPE_IDS[network.cc], "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
         "BufferSize": int(network.buffer_bytes), "Ecmp": bool(network.ecmp),
         "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),
@@ -151,9 +152,9 @@ def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
     nq, nr = int(net.GetNQueueSamples()), int(net.GetNRateSamples())
     if nq == 0 and nr == 0:
         return None
-    queue = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
+    queue: dict[str, np.ndarray] = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
              "bytes": np.zeros(nq, np.uint64), "tx_bytes": np.zeros(nq, np.uint64)}
-    rate = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
+    rate: dict[str, np.ndarray] = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
             "rate_bps": np.zeros(nr, np.float64), "acked_bytes": np.zeros(nr, np.uint64)}
     if nq:
         net.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])

@@ -71,17 +71,6 @@ class ExecutionPlan:
             assert self.dep_idx.min() >= 0 and self.dep_idx.max() < n
 
 
-def empty_plan(num_gpus: int) -> ExecutionPlan:
-    """A plan with no tasks."""
-    z = np.zeros(0, dtype=np.int64)
-    return ExecutionPlan(
-        kind=z.astype(np.uint8), gpu=z.astype(np.int32), dst=z.astype(np.int32), bytes=z.copy(),
-        duration_ns=z.copy(), delay_ns=z.copy(), stream=z.astype(np.int16),
-        priority=z.astype(np.uint8), dep_ptr=np.zeros(1, np.int64), dep_idx=z.copy(),
-        rank=z.astype(np.int32), node=z.copy(), collective=z.copy(), num_gpus=num_gpus,
-    )
-
-
 def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     """Connection id per task (int64; -1 for tasks that are not on a connection).
 

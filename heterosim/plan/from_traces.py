@@ -79,7 +79,7 @@ class _Rows:
 
     @classmethod
     def empty(cls) -> _Rows:
-        return cls(*([] for _ in range(13)))
+        return cls([], [], [], [], [], [], [], [], [], [], [], [], [])
 
     def add(self, n: int, *, kind, gpu=-1, dst=-1, size=0, duration=0, delay=0, priority=0,
             rank=-1, node=-1, collective=-1, channel=-1) -> int:
@@ -118,7 +118,9 @@ def build_plan(
     rows = _Rows.empty()
     world = len(traces)
     offsets = np.zeros(world + 1, dtype=np.int64)
-    coll_parts, send_parts, recv_parts = [], [], []
+    coll_parts: list[np.ndarray] = []
+    send_parts: list[np.ndarray] = []
+    recv_parts: list[np.ndarray] = []
     for r, trace in enumerate(traces):
         n = len(trace)
         node_type = trace.templates.node_type[trace.template]
@@ -328,4 +330,5 @@ def _dims(*keys: np.ndarray) -> tuple[int, int, int]:
     stacked = np.concatenate(keys, axis=1)
     shift = stacked.min(axis=1)
     assert np.all(shift >= 0), "ranks and tags are non-negative"
-    return tuple(int(x) + 1 for x in stacked.max(axis=1))
+    a, b, c = (int(x) + 1 for x in stacked.max(axis=1))
+    return a, b, c

@@ -39,19 +39,41 @@ BREAKDOWN_BARS = ("iteration_time_s", "breakdown.compute_s", "breakdown.exposed_
 
 
 def lookup(results: dict[str, Any], dotted: str) -> Any:
-    """``results['a']['b']`` for ``'a.b'``; None where a key is missing."""
+    """``results['a']['b']`` for ``'a.b'``; None where a key is missing. In a list, a part is
+    an index (``jobs.0.iteration_time_s``) or the ``name`` of an entry."""
     node: Any = results
     for part in dotted.split("."):
+        if isinstance(node, list):
+            if part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+                continue
+            named = [x for x in node if isinstance(x, dict) and x.get("name") == part]
+            if not named:
+                return None
+            node = named[0]
+            continue
         if not isinstance(node, dict) or part not in node:
             return None
         node = node[part]
     return node
 
 
+def job_metrics(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Per-job metrics of a several-jobs results.json (none for a one-job run)."""
+    out = []
+    for i, job in enumerate(results.get("jobs") or []):
+        name = job.get("name", str(i))
+        out.append((f"jobs.{i}.iteration_time_s", f"job {name} iteration", "s"))
+        out.append((f"jobs.{i}.breakdown.exposed_comm_s", f"job {name} exposed comm", "s"))
+    return out
+
+
 def metric_rows(results_a: dict[str, Any], results_b: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per compared metric: a, b, delta (b - a) and ratio (b / a, None when a is 0)."""
     rows = []
-    for key, label, unit in COMPARED_METRICS:
+    same_jobs = len(results_a.get("jobs") or []) == len(results_b.get("jobs") or [])
+    extra = job_metrics(results_a) if same_jobs else []
+    for key, label, unit in (*COMPARED_METRICS, *extra):
         a, b = lookup(results_a, key), lookup(results_b, key)
         if a is None and b is None:
             continue

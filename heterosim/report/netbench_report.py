@@ -2,7 +2,7 @@
 
 Input is the dict returned by a network run (``heterosim.engine.packet.run_flows`` or
 ``heterosim.engine.fluid.run_flows_fluid``): per-flow arrays under ``"flows"``, packet-level
-counters, per-port arrays and sampled series. Output follows the netbench contract in DESIGN.md.
+counters, per-port arrays and sampled series. Output follows the netbench contract in docs/results.md.
 
 Jain's fairness index (``fairness_jain``)
     Compared flows ``C``: the scenario's ``fairness_flows``, or every flow. The interval during
@@ -144,7 +144,7 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
     for i in range(len(ids)):
         done = end[i] >= 0
         fct_ns = int(end[i] - start[i]) if done else None
-        goodput = size[i] * 8 / fct_ns if done and fct_ns > 0 else None
+        goodput = size[i] * 8 / fct_ns if fct_ns is not None and fct_ns > 0 else None
         records.append({
             "id": int(ids[i]), "src": int(scenario.flows.src[ids[i]]),
             "dst": int(scenario.flows.dst[ids[i]]), "bytes": int(size[i]),

@@ -62,7 +62,7 @@ class _Block:
         keep = np.not_equal(flat, 0, out=self.keep[:flat.size])
         text = self.text[:np.count_nonzero(keep)]
         np.compress(keep, flat, out=text)
-        return memoryview(text)
+        return text.data
 
 
 class _IntField:

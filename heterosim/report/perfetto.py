@@ -42,11 +42,13 @@ def write_perfetto_trace(
     task_label: Callable[[np.ndarray], list[str]],
     counters: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
     max_spans: int | None = DEFAULT_MAX_SPANS,
+    extra_events: list[dict] | None = None,
 ) -> dict[str, int]:
     """Write ``trace.json``; return ``{spans, dropped_spans, max_spans}`` (0: no cap).
 
     ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to (time_ns, value)
-    arrays. ``max_spans`` None or 0 writes every span.
+    arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given. ``max_spans`` None or 0
+    writes every span.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
     gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
@@ -128,6 +130,7 @@ def write_perfetto_trace(
             values = np.asarray(values).astype(float).tolist()
             events += [{"ph": "C", "name": track, "pid": counter_pid, "tid": 0, "ts": t,
                         "args": {"value": v}} for t, v in zip(times_us, values)]
+    events += extra_events or []
     info = {"spans": int(task.size), "dropped_spans": dropped, "max_spans": cap}
     others = [json.dumps(e, separators=(",", ":")) for e in events]
     with path.open("w") as handle:
@@ -202,3 +205,30 @@ def longest(length: np.ndarray, count: int) -> np.ndarray:
     above = np.flatnonzero(length > threshold)
     ties = np.flatnonzero(length == threshold)[:count - above.size]
     return np.sort(np.concatenate([above, ties]))
+
+
+def fault_events(faults: list[dict] | None, pid: int, run_end_s: float) -> list[dict]:
+    """Perfetto events of results.json ``faults``: a process "faults" with one thread per fault,
+    a slice for the time the fault is in force and an instant event (with what it did) at its
+    start."""
+    if not faults:
+        return []
+    events: list[dict] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                           "args": {"name": "faults"}}]
+    for fault in faults:
+        target = fault.get("link") or f"gpu {fault.get('gpu')}"
+        detail = {"down": "down", "rate": f"rate {fault.get('rate_bps', 0) / 1e9:g} Gb/s",
+                  "loss": f"loss {fault.get('probability', 0):g}",
+                  "slowdown": f"slowdown x{fault.get('slowdown', 1):g}"}[fault["kind"]]
+        name = f"{target} {detail}"
+        tid = int(fault["index"])
+        start = fault["at_s"] * 1e6
+        end = (fault["until_s"] if fault.get("until_s") is not None else max(run_end_s, fault["at_s"])) * 1e6
+        args = {k: v for k, v in fault.items() if isinstance(v, (int, float, str)) or v is None}
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                       "args": {"name": f"fault {tid}: {target}"}})
+        events.append({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": start,
+                       "dur": max(end - start, 0.0), "args": args})
+        events.append({"ph": "i", "name": f"{name} (start)", "pid": pid, "tid": tid, "ts": start,
+                       "s": "p", "args": args})
+    return events

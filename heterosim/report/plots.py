@@ -75,7 +75,7 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
             y = row + offset
             segments = np.stack([np.stack([first / 1e6, y], axis=1),
                                  np.stack([last / 1e6, y], axis=1)], axis=1)
-            ax.add_collection(LineCollection(segments, colors=color, linewidths=line_width))
+            ax.add_collection(LineCollection(list(segments), colors=color, linewidths=line_width))
     ax.set_xlim(0, horizon * 1.01)
     ax.set_ylim(rows.size, 0)
     shade = ("#f2f2f2", "white")

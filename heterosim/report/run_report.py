@@ -1,7 +1,7 @@
 """What ``heterosim run`` writes: results.json, CSVs, the Perfetto trace and PNG plots.
 
 All files go to a temporary folder beside ``out_dir`` and are moved into place at the end, so an
-error never leaves half-written results. results.json holds at least the keys of the DESIGN.md
+error never leaves half-written results. results.json holds at least the keys of the docs/results.md
 contract; numbers are plain floats and ints (seconds, bytes, counts), so the same experiment and
 seed give byte-identical files apart from ``sim.wall_s`` and the ``*_wall_s`` timings.
 """
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.engine.topology import LINK_KIND_NAMES
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
@@ -24,12 +25,24 @@ from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.link_series import link_rates, port_queues
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import DEFAULT_MAX_SPANS, write_perfetto_trace
+from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
+
+
+def _plan_stages(exp: Any, counts: Any) -> dict[str, Any]:
+    """``stages``: an explicit plan as run, every replica with its micro-batch count."""
+    plan = exp.parallel.plan
+    if plan is None:
+        return {}
+    stages = plan.as_dict()
+    for stage in stages:
+        for j, replica in enumerate(stage["replicas"]):
+            replica["micro_batches"] = int(counts[j])
+    return {"stages": stages}
 
 
 def results_dict(run: Any) -> dict[str, Any]:
@@ -57,6 +70,9 @@ def results_dict(run: Any) -> dict[str, Any]:
             "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
             "inter_host_comm_s": bd.inter_host_ns[r] * NS,
         })
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
     counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
@@ -71,7 +87,7 @@ def results_dict(run: Any) -> dict[str, Any]:
     for a in colls.get("algorithm", []):
         name = run.tables.algorithms[int(a)]
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
-    return {
+    out = {
         "iteration_time_s": iteration_s,
         "iterations": {"count": iterations, "end_s": [e * NS for e in ends],
                        "time_s": [(b - a) * NS for a, b in zip([0, *ends[:-1]], ends)]},
@@ -99,6 +115,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],
             "replica_micro_batches": list(run.workload.partition.replica_micro_batches),
             "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
+            **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
@@ -109,6 +126,14 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
     }
+    faults = getattr(run, "faults", None)
+    if faults is not None:
+        out["faults"] = fault_records(faults, engine.fault_counts, engine.fidelity, plan,
+                                      engine.task_start_ns, engine.task_end_ns, makespan_ns, engine.links)
+    baseline = getattr(run, "baseline", None)
+    if baseline is not None:
+        out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
+    return out
 
 
 def _iteration_ends(run: Any, iterations: int) -> list[int]:
@@ -171,12 +196,17 @@ def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = 
     results = results if results is not None else results_dict(run)
     with staged_output(Path(out_dir)) as staging:
         _write_all(run, staging, results, plots, trace_max_spans)
-    info = results["sim"]["trace_spans"]
-    if info["dropped_spans"]:
-        print(f"heterosim: {Path(out_dir) / 'trace.json'} keeps the {info['spans']:,} longest of "
+    announce_dropped_spans(Path(out_dir), results)
+    return results
+
+
+def announce_dropped_spans(out_dir: Path, results: dict[str, Any]) -> None:
+    """Say on stderr how many spans trace.json left out, if any (results.json sim.trace_spans)."""
+    info = results["sim"].get("trace_spans") or {}
+    if info.get("dropped_spans"):
+        print(f"heterosim: {out_dir / 'trace.json'} keeps the {info['spans']:,} longest of "
               f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
               "--trace-spans 0 keeps all)", file=sys.stderr)
-    return results
 
 
 def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
@@ -224,21 +254,24 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
-        columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns",
-                               "ecn_marks", "drops") if k in links]
-        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *columns],
+        names = [link_names[i] if d == 0 else _reverse(link_names[i])
+                 for i, d in zip(link_idx, direction)]
+        link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
+                                    "paused_ns", "ecn_marks", "drops") if k in links]
+        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
                    ([int(i), n, LINK_KIND_NAMES[int(topo.link_kind[i])], int(d),
-                     *[_num(links[c][j]) for c in columns]]
+                     *[_num(links[c][j]) for c in link_columns]]
                     for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
     labels = _label_fn(run)
-    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+    rank_names = [(f"job {row['job']} " if "job" in row else "")
+                  + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
     series = engine.series or {}
     rates = link_rates(series, topo)
     counters = _counter_tracks(series, topo, rates)
+    extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters, max_spans=trace_max_spans)
+                                labels, counters, max_spans=trace_max_spans, extra_events=extra)
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import load_experiment
+from heterosim.config.jobs import load_any_experiment
 from heterosim.errors import UserError
 from heterosim.report.compare_report import comparison_dict, write_comparison
 from heterosim.sweep.local import run_local
@@ -85,7 +85,7 @@ def prepare_sides(side_a: Side, side_b: Side, out_dir: Path, *, common: list[str
     common = list(common or [])
     if fidelity:
         common.append(f"simulation.fidelity={fidelity}")
-    seed = load_experiment(side_a.experiment, common + side_a.overrides).simulation.seed
+    seed = load_any_experiment(side_a.experiment, common + side_a.overrides).simulation.seed
     tasks: list[RunTask] = []
     described = []
     for side, folder in zip((side_a, side_b), SIDE_DIRS):

@@ -30,15 +30,16 @@ from typing import Any
 
 import yaml
 
-from heterosim.config.experiment import FIDELITIES
+from heterosim.config.choices import FIDELITIES, require_choice
 from heterosim.config.fields import read_yaml_mapping
 from heterosim.errors import UserError
 
-EXPERIMENT_SECTIONS = ("name", "model", "training", "parallel", "cluster", "network", "simulation")
+EXPERIMENT_SECTIONS = ("name", "model", "training", "parallel", "cluster", "network", "simulation",
+                       "jobs", "faults")
 SWEEP_KEYS = ("name", "experiment", "fidelity", "set", "grid", "metrics", "workers", "description")
 SEED_KEY = "simulation.seed"
 DEFAULT_METRICS = ("iteration_time_s",)
-METRIC_ROOTS = ("iteration_time_s", "breakdown", "throughput", "network", "sim")
+METRIC_ROOTS = ("iteration_time_s", "breakdown", "throughput", "network", "sim", "jobs", "makespan_s")
 
 
 @dataclass(frozen=True)
@@ -167,8 +168,8 @@ def _metrics(source: str, raw: Any) -> tuple[str, ...]:
         raise UserError(f"{source}: metrics: expected a list of result keys such as iteration_time_s")
     for metric in raw:
         if metric.split(".")[0] not in METRIC_ROOTS:
-            raise UserError(f"{source}: metrics: {metric!r}: expected iteration_time_s or a key under "
-                            f"breakdown., throughput., network. or sim.")
+            raise UserError(f"{source}: metrics: {metric!r}: expected iteration_time_s, makespan_s or a "
+                            f"key under breakdown., throughput., network., sim. or jobs.")
     return tuple(raw)
 
 
@@ -188,8 +189,8 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
     if not experiment_path.is_file():
         raise UserError(f"{source}: experiment: {experiment}: file not found (looked at {experiment_path})")
     fidelity = data.get("fidelity")
-    if fidelity is not None and fidelity not in FIDELITIES:
-        raise UserError(f"{source}: fidelity: expected one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    if fidelity is not None:
+        require_choice(f"{source}: fidelity", fidelity, FIDELITIES)
     name = data.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise UserError(f"{source}: name: expected a non-empty string")

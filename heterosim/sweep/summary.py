@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from heterosim.report.compare_report import lookup
+from heterosim.report.compare_report import job_metrics, lookup
 from heterosim.sweep.grid import SEED_KEY, Variant, format_value
 
 SUMMARY_METRICS = (
@@ -32,8 +32,10 @@ SUMMARY_METRICS = (
 
 
 def metric_values(results: dict[str, Any], metrics: Sequence[str] = SUMMARY_METRICS) -> dict[str, Any]:
-    """The flat metrics of one results.json (for the store and the summary)."""
-    return {m: lookup(results, m) for m in dict.fromkeys([*SUMMARY_METRICS, *metrics])}
+    """The flat metrics of one results.json (for the store and the summary); a several-jobs run
+    adds each job's iteration time and exposed communication (``jobs.<i>.*``)."""
+    per_job = [key for key, _, _ in job_metrics(results)]
+    return {m: lookup(results, m) for m in dict.fromkeys([*SUMMARY_METRICS, *per_job, *metrics])}
 
 
 def summary_rows(variants: Sequence[Variant], records: dict[str, dict[str, Any]],
@@ -131,6 +133,7 @@ def plot_metric_vs_parameter(path: Path, variants: Sequence[Variant], records: d
         value = (record.get("metrics") or {}).get(metric)
         if not _is_number(value):
             continue
+        assert value is not None
         others = {k: v for k, v in variant.point.items() if k not in (parameter, SEED_KEY)}
         name = ", ".join(f"{k}={format_value(v)}" for k, v in others.items()) or metric
         series.setdefault(name, {}).setdefault(x_values.index(variant.point[parameter]), []).append(value)

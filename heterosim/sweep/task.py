@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import apply_overrides, parse_experiment
+from heterosim.config.experiment import apply_overrides
 from heterosim.config.fields import read_yaml_mapping
+from heterosim.config.jobs import parse_any_experiment
 from heterosim.errors import UserError
 
 OK, ERROR, PARTIAL = "ok", "error", "partial"
@@ -52,13 +53,21 @@ def prepare_task(experiment_path: str | Path, overrides: list[str], *, task_id: 
     """Read, override and validate an experiment; return the task (UserError if invalid)."""
     path = Path(experiment_path)
     data = apply_overrides(read_yaml_mapping(path), overrides, str(path))
-    parse_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
+    parse_any_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
     cluster = data.get("cluster")
     if isinstance(cluster, str):
         cluster_path = Path(cluster)
         if not cluster_path.is_absolute():
             cluster_path = path.parent / cluster_path
         data["cluster"] = read_yaml_mapping(cluster_path)
+    for job in data.get("jobs") or []:  # several jobs: inline each job's experiment file too
+        if isinstance(job, dict) and isinstance(job.get("experiment"), str):
+            job_path = Path(job["experiment"])
+            if not job_path.is_absolute():
+                job_path = path.parent / job_path
+            inlined = read_yaml_mapping(job_path)
+            inlined.pop("cluster", None)
+            job["experiment"] = inlined
     return RunTask(id=task_id, label=label, source=str(path), data=data, overrides=list(overrides),
                    out_dir=str(out_dir) if out_dir is not None else None, plots=plots)
 
@@ -73,19 +82,19 @@ def error_record(task_id: str, label: str, message: str, trace: str | None = Non
 
 def execute_task(task: RunTask) -> dict[str, Any]:
     """Run one task in this process; return its record (``results`` holds results.json content)."""
-    from heterosim.report.run_report import results_dict, write_run_outputs
-    from heterosim.simulate import run_experiment
+    from heterosim.report.jobs_report import any_results_dict, write_any_outputs
+    from heterosim.simulate import run_any
 
     started = time.perf_counter()
     where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        experiment = parse_experiment(copy.deepcopy(task.data), task.source,
-                                      base_dir=Path(task.source).parent)
-        artifacts = run_experiment(experiment)
-        results = results_dict(artifacts)
+        experiment = parse_any_experiment(copy.deepcopy(task.data), task.source,
+                                          base_dir=Path(task.source).parent)
+        artifacts = run_any(experiment)
+        results = any_results_dict(artifacts)
         results["experiment"]["overrides"] = list(task.overrides)
         if task.out_dir is not None:
-            write_run_outputs(artifacts, Path(task.out_dir), results, plots=task.plots)
+            write_any_outputs(artifacts, Path(task.out_dir), results, plots=task.plots)
     except UserError as exc:
         record = error_record(task.id, task.label, one_line(exc))
     except Exception as exc:  # a bug or an engine failure: keep the sweep going, keep the trace

@@ -3,7 +3,7 @@
 A case is a published measurement plus what the simulator needs to predict it:
 
 - ``kind: iteration_time | throughput`` (end to end): ``experiment`` (an experiment mapping as in
-  DESIGN.md, cluster inline), ``compare.quantity`` (``iteration_time_s``, ``tokens_per_s_per_gpu``
+  docs/config.md, cluster inline), ``compare.quantity`` (``iteration_time_s``, ``tokens_per_s_per_gpu``
   or ``tflops_per_gpu`` with ``compare.flop_convention``) and ``measured.<quantity>``.
 - ``kind: collective_busbw``: ``collective`` (op, size, ranks, algorithm), an inline ``cluster``
   and ``measured.busbw_GBps`` (nccl-tests definition).
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.choices import COLLECTIVE_ALGORITHMS
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -106,7 +107,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         collective = {"op": coll.string("op"), "size": coll.size("size"),
                       "ranks": coll.integer("ranks", minimum=2),
                       "algorithm": coll.string("algorithm", "auto",
-                                               choices=("auto", "ring", "tree", "nvls"))}
+                                               choices=COLLECTIVE_ALGORITHMS)}
         coll.reject_unknown()
         cluster = top.raw("cluster")
         if not isinstance(cluster, dict):
@@ -114,7 +115,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
     else:
         experiment = top.raw("experiment")
         if not isinstance(experiment, dict):
-            raise top.error("experiment", "expected an experiment mapping (DESIGN.md schema)")
+            raise top.error("experiment", "expected an experiment mapping (docs/config.md schema)")
     case = Case(
         id=case_id, group=top.string("group"), kind=kind, source=top.string("source"),
         quantity=quantity, measured=float(measured), flop_convention=convention,

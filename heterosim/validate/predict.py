@@ -18,11 +18,10 @@ is extrapolated linearly. It is exact when the schedule is in steady state at m1
 gradient all-reduce, overlapped with the last backward passes, is the same in both runs.
 tests/validate/test_predict.py checks it against a full run.
 
-``collective_busbw`` cases decompose the collective as NCCL would
-(:func:`heterosim.plan.collectives.decompose_collective`), run it with
-:func:`heterosim.engine.executor.execute_plan` and report nccl-tests bus bandwidth: algbw =
+``collective_busbw`` cases run :func:`heterosim.simulate.simulate_collective` (the collective
+decomposed as NCCL would, on the case's cluster) and report nccl-tests bus bandwidth: algbw =
 S / t (GB/s), busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter,
-all-to-all), 1 (broadcast, reduce, send/recv) (network_models.md §4.5).
+all-to-all), 1 (broadcast, reduce, send/recv) (docs/network_models.md, "Bus bandwidth").
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from heterosim.config.cluster import parse_cluster
-from heterosim.config.experiment import ExperimentConfig, _network, parse_experiment
-from heterosim.config.fields import Section
+from heterosim.config.experiment import ExperimentConfig, parse_experiment
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.validate.cases import Case
 
@@ -170,31 +168,24 @@ def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: 
 
 def predict_collective(case: Case, fidelity: str | None = None,
                        intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
-    from heterosim.engine.executor import execute_plan
-    from heterosim.engine.topology import build_topology
-    from heterosim.plan.collectives import decompose_collective
-    from heterosim.plan.collectives.common import collective_name
+    from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
     start = time.perf_counter()
     assert case.collective is not None and case.cluster is not None
     cluster = parse_cluster(case.cluster, f"{case.origin}.cluster")
-    op = collective_name(case.collective["op"])
     n, size = int(case.collective["ranks"]), int(case.collective["size"])
     if n > cluster.world_size:
         raise ValueError(f"{case.id}: {n} ranks > {cluster.world_size} GPUs")
-    plan = decompose_collective(op, size, list(range(n)), cluster,
-                                algorithm=case.collective["algorithm"])
-    engine = execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
-                          _network(Section({}, "")), fidelity=fidelity or "flow",
-                          intra_host=intra_host or "packet",
-                          queue_pairs=queue_pairs or "connection")
-    t_s = engine.makespan_ns * 1e-9
-    busbw = size / t_s / 1e9 * bus_factor(op, n)
-    tuning_busbw = size / (plan.predicted_ns * 1e-9) / 1e9 * bus_factor(op, n)
-    details = {"algorithm": plan.algorithm, "protocol": plan.protocol, "channels": plan.channels,
-               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": engine.fidelity,
-               "network": engine.network, "queue_pairs": queue_pairs or "connection"}
-    return Prediction(busbw, t_s, "collective", time.perf_counter() - start, details)
+    spec = CollectiveSpec(case.collective["op"], tuple(range(n)), algorithm=case.collective["algorithm"])
+    simulation = engine_config(fidelity=fidelity or "flow", intra_host=intra_host or "packet",
+                               queue_pairs=queue_pairs or "connection")
+    result = simulate_collective(cluster, spec, size, simulation)
+    tuning_busbw = size / result.predicted_time_s / 1e9 * bus_factor(result.op, n)
+    details = {"algorithm": result.algorithm, "protocol": result.protocol, "channels": result.channels,
+               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": result.fidelity,
+               "network": result.network, "queue_pairs": simulation.queue_pairs}
+    return Prediction(result.busbw_GBps, result.time_s, "collective", time.perf_counter() - start,
+                      details)
 
 
 def predict(case: Case, fidelity: str | None = None, granularity: str | None = None,

@@ -7,6 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
+from heterosim.validate.cases import Case
+from heterosim.validate.predict import Prediction
+from heterosim.validate.stats import error_pct
 
 
 def write_results(out: Path, rows: list[dict[str, Any]], groups: dict[str, Any],
@@ -86,3 +89,21 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['id']} | {r['group']} | {r['quantity']} | {r['measured']:.4g} | {pred} "
                      f"| {err} | {method} | {assumed} | {marks} |")
     return "\n".join(lines) + "\n"
+
+
+def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[str, Any]:
+    """One case's row of results.json: the case, its prediction (or its error) and the error %."""
+    row: dict[str, Any] = {
+        "id": case.id, "group": case.group, "kind": case.kind, "quantity": case.quantity,
+        "flop_convention": case.flop_convention, "measured": case.measured,
+        "predicted": None, "error_pct": None, "assumptions": case.assumed,
+        "flags": list(case.flags), "separate_flags": case.separate_flags,
+        "calibration": case.calibration, "gpus": case.gpus, "source": case.source,
+    }
+    if pred is not None:
+        row.update({"predicted": pred.value, "error_pct": error_pct(pred.value, case.measured),
+                    "simulated_time_s": pred.time_s, "method": pred.method,
+                    "wall_s": pred.wall_s, "details": pred.details})
+    if error is not None:
+        row["error"] = error
+    return row

@@ -1,8 +1,9 @@
 """SimAI / AICB workload files -> a HeteroSim experiment mapping.
 
-``read_aicb(path)`` parses the file strictly (format: shared/reference/aicb_workload.md): a header
-line (policy, then ``key: value`` fields), the number of layer lines, and that many lines of 12
-whitespace-separated fields. Anything else is a :class:`UserError` naming the file and line.
+``read_aicb(path)`` parses the file strictly (the format of the ``example/*.txt`` files of
+github.com/aliyun/SimAI): a header line (policy, then ``key: value`` fields), the number of layer
+lines, and that many lines of 12 whitespace-separated fields. Anything else is a
+:class:`UserError` naming the file and line.
 
 ``aicb_experiment(workload)`` turns what the file states into an experiment: parallel sizes from
 the header, the model's shape from the communication sizes, the batch from ``ga``. The file

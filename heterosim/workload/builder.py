@@ -12,6 +12,7 @@ compute stream order); it is dropped for the very first unit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,9 @@ class TemplateTable:
         n = len(self.rows)
         shape = np.zeros((n, 4), dtype=np.int64)
         extra = np.zeros((n, 2), dtype=np.int64)
-        cols = {k: [] for k in ("node_type", "op_kind", "label", "phase", "dtype", "flops",
-                                 "bytes_moved", "comm_type", "comm_bytes", "comm_group")}
+        cols: dict[str, list[Any]] = {
+            k: [] for k in ("node_type", "op_kind", "label", "phase", "dtype", "flops",
+                            "bytes_moved", "comm_type", "comm_bytes", "comm_group")}
         for i, (op, gid) in enumerate(self.rows):
             shape[i] = op.shape
             extra[i] = op.shape_extra

@@ -32,6 +32,17 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
   all-gathers of ZeRO-1/2 and the distributed optimizer.
 
+Explicit plans (``parallel.stages``, :class:`~heterosim.workload.groups.StagedLayout`): each rank
+builds its ops with its own replica's TP degree; the activation between stages of different TP
+degrees travels as the send/recv pairs of :func:`~heterosim.workload.groups.boundary_transfers`
+(the full tensor from TP rank ``j mod tp_from`` to each TP rank ``j``, or a re-sharding of the
+sequence shards under sequence parallelism), in both directions; in a stage whose replicas differ
+in TP degree the gradient buckets are cut on the stage's full (unsharded) parameters, so every
+replica closes the same buckets, and each bucket is reduced over the gradient-shard groups
+(:meth:`~heterosim.workload.groups.ParallelGroups.dp_shards`). Replicas with different
+micro-batch counts or GPU types meet in the gradient collective, which (like every collective)
+starts when its last member arrives: the reduction waits for the slowest replica.
+
 Approximations (documented, not hidden): the tiny all-reduces of the gradient norm and of
 sequence-parallel norm weights are omitted; bucket boundaries follow whole blocks' parameter
 bytes (a bucket closes once it holds at least ``dp_bucket`` bytes).
@@ -40,11 +51,12 @@ bytes (a bucket closes once it holds at least ``dp_bucket`` bytes).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import cast
 
 from heterosim.catalog.gpus import DTYPE_BYTES
-from heterosim.config.experiment import ExperimentConfig
+from heterosim.config.experiment import ExperimentConfig, ParallelConfig
 from heterosim.workload.builder import (
     PREVIOUS_TAIL,
     FrozenUnit,
@@ -52,7 +64,12 @@ from heterosim.workload.builder import (
     TraceAssembler,
     UnitProgram,
 )
-from heterosim.workload.groups import ParallelGroups, RankLayout
+from heterosim.workload.groups import (
+    ParallelGroups,
+    RankLayout,
+    StagedLayout,
+    boundary_transfers,
+)
 from heterosim.workload.ops import (
     OpSpec,
     embedding_backward_ops,
@@ -98,6 +115,7 @@ class Block:
     backward: list[OpSpec]
     params: int  # parameters on this rank
     expert_params: int  # of which routed-expert parameters (synchronised over ep_dp)
+    full_params: int = 0  # unsharded parameters (stages whose replicas differ in TP)
 
     @property
     def layer_attr(self) -> int:
@@ -118,11 +136,13 @@ class RankProgram:
         self.rank = rank
         exp = workload.experiment
         self.exp = exp
-        self.model, self.training, self.par = exp.model, exp.training, exp.parallel
+        self.model, self.training = exp.model, exp.training
+        self.par = workload.rank_parallel(rank)
         lay = workload.layout
         self.stage = lay.pp_index(rank)
         self.replica = lay.dp_index(rank)
         self.tp_index = lay.tp_index(rank)
+        self.mixed_dp = lay.stage_is_mixed(self.stage)
         self.V = self.par.pp * self.par.vpp
         self.templates = TemplateTable()
         self.act_dtype = activation_dtype(self.training.dtype)
@@ -162,12 +182,22 @@ class RankProgram:
             out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
                              embedding_backward_ops(m, t, p), embedding_params_on_rank(m, p), 0))
         for layer in self.w.partition.layers_of(self.stage, chunk):
-            fwd, bwd = self.w.layer_ops(layer)
+            fwd, bwd = self.w.layer_ops(layer, p.tp)
             out.append(Block(layer, fwd, bwd, layer_params_on_rank(m, p, layer),
                              layer_expert_params_on_rank(m, p, layer)))
         if v == self.V - 1:
             out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
                              head_params_on_rank(m, p, has_embedding=(v == 0)), 0))
+        if self.mixed_dp:  # gradient buckets on the stage's full parameters (module docstring)
+            full = replace(p, tp=1)
+            for i, block in enumerate(out):
+                if block.layer == EMBEDDING_BLOCK:
+                    params = embedding_params_on_rank(m, full)
+                elif block.layer == HEAD_BLOCK:
+                    params = head_params_on_rank(m, full, has_embedding=(v == 0))
+                else:
+                    params = layer_params_on_rank(m, full, block.layer)
+                out[i] = replace(block, full_params=params)
         return out
 
     # -- unit programs ---------------------------------------------------------------------
@@ -245,7 +275,34 @@ class RankProgram:
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
-        return lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp)
+        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp))
+
+    def _transfers(self, other: int, receive: bool) -> list[tuple[int, int]]:
+        """(peer rank, bytes) of this rank's sends (``receive`` False) or recvs at the boundary
+        with virtual stage ``other`` (activations forward and their gradients backward follow
+        the same rule, from the sending stage's TP degree to the receiving one's)."""
+        lay = self.w.layout
+        if not isinstance(lay, StagedLayout):
+            return [(self._peer(other), self._p2p_bytes())]
+        mine, theirs = lay.cell_tp(self.replica, self.stage), lay.cell_tp(self.replica, other)
+        tp_from, tp_to = (theirs, mine) if receive else (mine, theirs)
+        t = self.training
+        tokens = t.micro_batch * t.seq_len
+        width = self.model.hidden * DTYPE_BYTES[self.act_dtype]
+        out = []
+        for src, dst, share in boundary_transfers(tp_from, tp_to, self.par.sequence_parallel):
+            if (dst if receive else src) != self.tp_index:
+                continue
+            peer = lay.rank_of(src if receive else dst, self.replica, other)
+            size = -(-(tokens * share.numerator) // share.denominator)  # ceil(tokens * share)
+            out.append((int(peer), size * width))  # type: ignore[arg-type]
+        return out
+
+    def _p2p_templates(self, label: str, phase: str, node_type: int,
+                       transfers: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return [(peer, self.templates.add(_comm(label, phase, NO_COLLECTIVE, size,
+                                                self.act_dtype, node_type)))
+                for peer, size in transfers]
 
     def _tag(self, micro_batch: int, boundary: int, direction: int) -> int:
         return (micro_batch * self.V + boundary) * 2 + direction
@@ -269,15 +326,26 @@ class RankProgram:
         sync_units = bwd_units if zero_every_step else {
             c: self._backward_unit(c, sync=True) for c in range(p.vpp)
         }
-        nbytes = self._p2p_bytes()
-        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_RECV_NODE))
-        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_SEND_NODE))
-        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_RECV_NODE))
-        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE, nbytes,
-                                          self.act_dtype, COMM_SEND_NODE))
+        staged = isinstance(self.w.layout, StagedLayout)
+        p2p: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+        def transfers(kind: str, other: int) -> list[tuple[int, int]]:
+            """(peer, template) of this rank's p2p nodes of ``kind`` toward virtual stage
+            ``other`` (stages only differ in TP in explicit plans, so grids cache one entry)."""
+            key = (kind, other if staged else -1)
+            if key not in p2p:
+                receive, direction = kind.startswith("recv"), 0 if kind.endswith("f") else 1
+                label = f"pp_{'recv' if receive else 'send'}.{'fwd' if direction == 0 else 'bwd'}"
+                node = COMM_RECV_NODE if receive else COMM_SEND_NODE
+                p2p[key] = self._p2p_templates(label, "fwd" if direction == 0 else "bwd", node,
+                                               self._transfers(other, receive))
+            if not staged:
+                return [(self._peer(other), tmpl) for _, tmpl in p2p[key]]
+            return p2p[key]
+
+        if not staged:  # the grid's four p2p templates, in their historical order
+            for kind in ("recv_f", "send_f", "recv_b", "send_b"):
+                transfers(kind, 0)
         out = TraceAssembler()
         for i, step in enumerate(steps):
             v = step.chunk * p.pp + self.stage
@@ -285,36 +353,40 @@ class RankProgram:
             if step.kind == "F":
                 deps: tuple[int, ...] = ()
                 if v > 0:
-                    r = out.node(recv_f, micro_batch=mb, stage=v, peer=self._peer(v - 1),
+                    deps = tuple(
+                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
                                  tag=self._tag(mb, v - 1, 0),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (r,)
+                        for peer, tmpl in transfers("recv_f", v - 1))
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 if v < self.V - 1:
-                    out.node(send_f, micro_batch=mb, stage=v, peer=self._peer(v + 1),
-                             tag=self._tag(mb, v, 0), deps=(out.tail,))
+                    for peer, tmpl in transfers("send_f", v + 1):
+                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
+                                 tag=self._tag(mb, v, 0), deps=(out.tail,))
             else:
                 deps = ()
                 if v < self.V - 1:
-                    r = out.node(recv_b, micro_batch=mb, stage=v, peer=self._peer(v + 1),
+                    deps = tuple(
+                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
                                  tag=self._tag(mb, v, 1),
                                  deps=(out.tail,) if out.tail >= 0 else ())
-                    deps = (r,)
+                        for peer, tmpl in transfers("recv_b", v + 1))
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
                 if v > 0:
-                    out.node(send_b, micro_batch=mb, stage=v, peer=self._peer(v - 1),
-                             tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                    for peer, tmpl in transfers("send_b", v - 1):
+                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
+                                 tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
         self._finish_iteration(out)
         exp = self.exp
         meta = {
             "experiment": exp.name, "model": exp.model.name, "rank": str(self.rank),
             "world_size": str(self.w.layout.world_size), "stage": str(self.stage),
             "dp_replica": str(self.replica), "schedule": p.schedule,
-            "micro_batches": str(self.micro_batches),
+            "micro_batches": str(self.micro_batches), "tp": str(p.tp),
         }
-        gpu = exp.cluster.gpu_type[self.rank]
+        gpu = self.w.gpu_type(self.rank)
         return out.finish(self.rank, self.templates.build(), gpu, meta)
 
     def _finish_iteration(self, out: TraceAssembler) -> None:
@@ -325,10 +397,17 @@ class RankProgram:
         has_head = self.stage == (self.V - 1) % p.pp
         waits = list(out.grad_sync)
         embd = self.w.groups.group_id(self.rank, "embd")
-        if embd is not None and m.tied_embeddings:
-            size = -(-m.vocab // p.tp) * m.hidden * self.grad_bytes
+        shards = self.w.groups.shards(self.rank, "embd")
+        if shards and m.tied_embeddings:  # first and last stage differ in TP (groups.py)
+            full = m.vocab * m.hidden * self.grad_bytes
+            parts = [(gid, full * k // total) for gid, k, total in shards]
+        elif embd is not None and m.tied_embeddings:
+            parts = [(embd, -(-m.vocab // p.tp) * m.hidden * self.grad_bytes)]
+        else:
+            parts = []
+        for gid, size in parts:
             tmpl = self.templates.add(_comm("embedding_grad_allreduce", "bwd", ALL_REDUCE, size,
-                                            "fp32", COMM_COLL_NODE, "embd"), embd)
+                                            "fp32", COMM_COLL_NODE, "embd"), gid)
             waits.append(out.node(tmpl, stage=self.stage, deps=tuple(
                 [out.tail, *out.grad_sync] if out.tail >= 0 else out.grad_sync)))
         params = rank_params(m, p, layers, has_embedding, has_head)
@@ -336,20 +415,20 @@ class RankProgram:
         first = True
         for op in optimizer_ops(m, self.training, p, params, expert,
                                 rank_linear_weights(m, p, layers)):
-            tmpl = self._template(op)
-            if tmpl is None:
+            opt_tmpl = self._template(op)
+            if opt_tmpl is None:
                 continue
             deps = [out.tail] + (waits if first else [])
-            out.tail = out.node(tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
+            out.tail = out.node(opt_tmpl, stage=self.stage, deps=tuple(d for d in deps if d >= 0))
             first = False
         if p.zero in (1, 2) or (p.zero == 0 and p.distributed_optimizer):
             for role, count in (("dp", params - expert), ("ep_dp", expert)):
                 for size in _bucket_sizes(count * self.param_bytes, p.dp_bucket_bytes):
                     op = _comm("param_allgather", "opt", ALL_GATHER, size, self.act_dtype,
                                COMM_COLL_NODE, role)
-                    tmpl = self._template(op)
-                    if tmpl is not None:
-                        out.node(tmpl, stage=self.stage, deps=(out.tail,))
+                    gather_tmpl = self._template(op)
+                    if gather_tmpl is not None:
+                        out.node(gather_tmpl, stage=self.stage, deps=(out.tail,))
 
 
 def _bucket_sizes(total: int, bucket: int) -> list[int]:
@@ -360,6 +439,7 @@ def _bucket_sizes(total: int, bucket: int) -> list[int]:
 
 
 class _Buckets:
+    # (stages whose replicas differ in TP: one collective per gradient-shard group per bucket)
     """Gradient buckets filled block by block during a synchronising backward."""
 
     def __init__(self, program: RankProgram, unit: UnitProgram, phase: str) -> None:
@@ -378,7 +458,8 @@ class _Buckets:
         if self.zero3:
             return  # ZeRO-3 scatters per block instead
         self.layer = block.layer_attr
-        self.pending["dp"] += (block.params - block.expert_params) * self.prog.reduce_bytes
+        params = block.full_params if self.prog.mixed_dp else block.params
+        self.pending["dp"] += (params - block.expert_params) * self.prog.reduce_bytes
         self.pending["ep_dp"] += block.expert_params * self.prog.reduce_bytes
         for role in self.pending:
             if self.pending[role] >= self.prog.par.dp_bucket_bytes:
@@ -392,6 +473,9 @@ class _Buckets:
                 self._emit(role)
 
     def _emit(self, role: str) -> None:
+        if role == "dp" and self.prog.mixed_dp:
+            self._emit_shards()
+            return
         op = _comm(self.label, "bwd", self.comm_type, self.pending[role], self.prog.reduce_dtype,
                    COMM_COLL_NODE, role)
         self.pending[role] = 0
@@ -400,26 +484,59 @@ class _Buckets:
             self.unit.grad_sync.append(self.unit.add(tmpl, self.layer, [self.unit.tail]))
 
 
+    def _emit_shards(self) -> None:
+        prog = self.prog
+        full = self.pending["dp"]
+        self.pending["dp"] = 0
+        for gid, pieces, total in prog.w.groups.dp_shards(prog.rank):
+            op = _comm(self.label, "bwd", self.comm_type, full * pieces // total,
+                       prog.reduce_dtype, COMM_COLL_NODE, "dp")
+            tmpl = prog.templates.add(op, gid)
+            self.unit.grad_sync.append(self.unit.add(tmpl, self.layer, [self.unit.tail]))
+
+
 @dataclass
 class Workload:
     """An experiment's layout, communicators, partition and (lazily built) per-rank traces."""
 
     experiment: ExperimentConfig
-    layout: RankLayout
+    layout: RankLayout | StagedLayout
     groups: ParallelGroups
     partition: Partition
     memory_fn: MemoryFn | None = None
-    _layer_ops: dict[bool, tuple[list[OpSpec], list[OpSpec]]] = field(
+    # global GPU of every rank once placed (the plan layer places explicit plans); None: rank r
+    # on GPU r
+    rank_gpu: Sequence[int] | None = None
+    _layer_ops: dict[tuple[bool, int], tuple[list[OpSpec], list[OpSpec]]] = field(
         default_factory=dict, repr=False)
 
-    def layer_ops(self, layer: int) -> tuple[list[OpSpec], list[OpSpec]]:
-        """(forward, backward) ops of ``layer``; layers differ only in being dense or MoE."""
-        key = self.experiment.model.is_moe_layer(layer)
+    def layer_ops(self, layer: int, tp: int | None = None) -> tuple[list[OpSpec], list[OpSpec]]:
+        """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's);
+        layers differ only in being dense or MoE."""
+        par = self.experiment.parallel if tp is None else replace(self.experiment.parallel, tp=tp)
+        key = (self.experiment.model.is_moe_layer(layer), par.tp)
         if key not in self._layer_ops:
             e = self.experiment
-            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, e.parallel, layer),
-                                    layer_backward_ops(e.model, e.training, e.parallel, layer))
+            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, par, layer),
+                                    layer_backward_ops(e.model, e.training, par, layer))
         return self._layer_ops[key]
+
+    def rank_parallel(self, rank: int) -> ParallelConfig:
+        """The parallel settings as ``rank`` sees them (its replica's TP degree)."""
+        par = self.experiment.parallel
+        tp = self.layout.tp_degree(rank)
+        return par if tp == par.tp else replace(par, tp=tp)
+
+    def gpu_of(self, rank: int) -> int:
+        """Global GPU of ``rank`` (``rank_gpu`` when placed, else GPU ``rank``)."""
+        return int(self.rank_gpu[rank]) if self.rank_gpu is not None else rank
+
+    def gpu_type(self, rank: int) -> str:
+        """GPU type of ``rank``: the plan's for explicit plans, else GPU ``rank`` of the cluster
+        (the default placement)."""
+        if isinstance(self.layout, StagedLayout):
+            return self.layout.gpu_type(rank)
+        return self.experiment.cluster.gpu_type[rank]
 
     @property
     def world_size(self) -> int:
@@ -450,7 +567,7 @@ class Workload:
         """Estimated peak memory of ``rank`` (weights, gradients, optimizer, activations)."""
         from heterosim.workload.partition import in_flight_micro_batches
 
-        par = self.experiment.parallel
+        par = self.rank_parallel(rank)
         stage = self.layout.pp_index(rank)
         layers = [layer for rng in self.rank_layers(rank) for layer in rng]
         fn = self.memory_fn
@@ -458,16 +575,20 @@ class Workload:
             from heterosim.workload.memory import estimate_rank_memory
 
             e = self.experiment
+            in_flight = in_flight_micro_batches(e, stage)
+            if par.plan is not None:
+                m = self.partition.replica_micro_batches[self.layout.dp_index(rank)]
+                in_flight = min(par.pp - stage, m) if par.schedule == "1f1b" else m
             est = estimate_rank_memory(
                 e.model, e.training, par, layers, stage == 0,
-                stage == (par.pp * par.vpp - 1) % par.pp, in_flight_micro_batches(e, stage),
+                stage == (par.pp * par.vpp - 1) % par.pp, in_flight,
             )
             return int(est.total_bytes)
         return int(fn(layers, stage == 0, stage == (par.pp * par.vpp - 1) % par.pp,
                       in_flight_micro_batches(self.experiment, stage)))
 
     def summary(self, ranks: Sequence[int] | None = None) -> dict:
-        """workload.json content (see DESIGN.md); builds each listed rank's trace once."""
+        """workload.json content (see docs/results.md); builds each listed rank's trace once."""
         from heterosim.workload.summary import workload_summary
 
         return workload_summary(self, ranks)
@@ -482,7 +603,7 @@ class LazyTraces(Sequence[RankTrace]):
     def __len__(self) -> int:
         return self._w.world_size
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self._w.trace(r) for r in range(*index.indices(len(self)))]
         if index < 0:
@@ -506,7 +627,13 @@ def generate_workload(
     memory estimate. Traces are built lazily from the returned :class:`Workload`.
     """
     par = experiment.parallel
-    layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
+    layout: RankLayout | StagedLayout
+    if par.plan is not None:
+        layout = StagedLayout(
+            tuple(tuple(r.tp for r in s.replicas) for s in par.plan.stages),
+            tuple(tuple(r.gpu for r in s.replicas) for s in par.plan.stages))
+    else:
+        layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
     groups = ParallelGroups(layout, tied_embeddings=experiment.model.tied_embeddings)
     partition = plan_partition(experiment, layout, cost_fn, memory_fn)
     return Workload(experiment, layout, groups, partition, memory_fn)

@@ -86,10 +86,14 @@ class TraceLayout:
 
     stages: tuple[int, ...]
     replicas: tuple[int, ...]
+    tps: tuple[int, ...] = ()  # TP degree per rank when every trace states it (``tp``)
 
     @property
     def world_size(self) -> int:
         return len(self.stages)
+
+    def tp_degree(self, rank: int) -> int | None:
+        return self.tps[rank] if self.tps else None
 
     def pp_index(self, rank: int) -> int:
         return self.stages[rank]
@@ -220,13 +224,17 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
                         f"(ranks must be 0..{world - 1})")
     groups = _read_groups(directory, world)
     traces: list[RankTrace] = []
-    stages, replicas, micro = [], [], {}
+    stages: list[int] = []
+    replicas: list[int] = []
+    micro: dict[int, int] = {}
+    tps: list[int] = []
     for rank, path in files.items():
         trace = read_trace(path, rank)
         _check_trace(trace, path, world, groups)
         stages.append(_metadata_int(trace, "stage", 0, path))
         replica = _metadata_int(trace, "dp_replica", 0, path)
         replicas.append(replica)
+        tps.append(_metadata_int(trace, "tp", 0, path))
         count = _metadata_int(trace, "micro_batches", -1, path)
         if count >= 0:
             micro[replica] = max(micro.get(replica, 0), count)
@@ -245,7 +253,8 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
     producers = {t.metadata.get("experiment", "") for t in traces}
     return ImportedWorkload(
         directory=directory, traces=traces, groups=groups,
-        layout=TraceLayout(tuple(stages), tuple(replicas)),
+        layout=TraceLayout(tuple(stages), tuple(replicas),
+                           tuple(tps) if min(tps, default=0) > 0 else ()),
         partition=TracePartition(_chunk_layers(traces), replica_counts),
         keep_trace_durations=keep, p2p_rendezvous=ours,
         producer=producers.pop() if len(producers) == 1 else "",

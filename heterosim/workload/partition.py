@@ -19,6 +19,12 @@ can be passed in by the caller; the workload layer never imports it). The defaul
 of each op: ``max(flops / peak_flops(dtype), bytes / memory_bandwidth)`` with catalogue peaks —
 approximate: it ignores kernel efficiency, so it ranks GPUs by their peak numbers.
 
+Explicit plans (``parallel.stages``, a :class:`~heterosim.workload.groups.StagedLayout`) take
+their layers as written; memory is checked per (stage, replica) with that replica's TP degree and
+GPU; pipelines with ``micro_batches`` keep them and the others share the rest of the batch in
+proportion to their speed (``partition: auto``) or evenly (``uniform``). A pipeline's speed is
+1 / its slowest stage time, each stage timed on the replica's own GPU type and TP degree.
+
 Interleaved schedules are partitioned into ``pp * vpp`` contiguous chunks by the same min-max
 rule (chunk ``v`` runs on stage ``v mod pp``); memory is then checked per rank for the layers of
 all its chunks together (the cut search itself ignores memory in that case).
@@ -27,15 +33,16 @@ all its chunks together (the cut search itself ignores memory in that case).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from heterosim.catalog.gpus import gpu_spec
+from heterosim.catalog.gpus import GpuSpec, gpu_spec
+from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import ExperimentConfig
 from heterosim.errors import UserError
 from heterosim.units import format_size
-from heterosim.workload.groups import RankLayout
+from heterosim.workload.groups import RankLayout, StagedLayout
 from heterosim.workload.ops import (
     OpSpec,
     embedding_backward_ops,
@@ -50,9 +57,9 @@ CostFn = Callable[[str, Sequence[OpSpec]], float]
 MemoryFn = Callable[[Sequence[int], bool, bool, int], int]
 
 
-def roofline_cost(gpu_type: str, ops: Sequence[OpSpec]) -> float:
+def roofline_cost(gpu_type: str, ops: Sequence[OpSpec], spec: GpuSpec | None = None) -> float:
     """Seconds to run the compute ops of ``ops`` on ``gpu_type`` at catalogue peak (roofline)."""
-    spec = gpu_spec(gpu_type)
+    spec = spec or gpu_spec(gpu_type)
     total = 0.0
     for op in ops:
         if op.is_comm:
@@ -62,6 +69,15 @@ def roofline_cost(gpu_type: str, ops: Sequence[OpSpec]) -> float:
         memory = op.bytes_moved / spec.memory_bytes_per_s
         total += max(compute, memory)
     return total
+
+
+def roofline_cost_fn(cluster: ClusterConfig) -> CostFn:
+    """:func:`roofline_cost` with the specs the cluster knows (its own ``gpus:`` included)."""
+
+    def cost(gpu_type: str, ops: Sequence[OpSpec]) -> float:
+        return roofline_cost(gpu_type, ops, cluster.gpu_spec(gpu_type))
+
+    return cost
 
 
 @dataclass(frozen=True)
@@ -82,10 +98,6 @@ class Partition:
 
     def stage_layers(self, stage: int) -> list[range]:
         return [self.layers_of(stage, c) for c in range(self.vpp)]
-
-    @property
-    def num_virtual_stages(self) -> int:
-        return self.pp * self.vpp
 
 
 def optimal_cuts(
@@ -249,6 +261,76 @@ def _stage_gpus(experiment: ExperimentConfig, layout: RankLayout, stage: int,
     ]
 
 
+def _with_tp(experiment: ExperimentConfig, tp: int) -> ExperimentConfig:
+    """``experiment`` as one replica of TP degree ``tp`` sees it (ops and memory)."""
+    par = experiment.parallel
+    if par.tp == tp:
+        return experiment
+    return replace(experiment, parallel=replace(par, tp=tp))
+
+
+def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_fn: CostFn,
+                      memory_fn: MemoryFn | None) -> Partition:
+    """The partition of an explicit plan (module docstring)."""
+    par, cluster = experiment.parallel, experiment.cluster
+    plan = par.plan
+    assert plan is not None
+    pp, dp = layout.pp, layout.dp
+    ends = np.cumsum(par.stage_layers)
+    chunks = [range(int(end) - n, int(end)) for n, end in zip(par.stage_layers, ends)]
+    total_mb = experiment.training.global_batch // experiment.training.micro_batch
+    costs: dict[int, _Costs] = {}
+    cell_time = np.zeros((pp, dp))
+    for stage in range(pp):
+        for replica in range(dp):
+            tp, gpu = layout.cell_tp(replica, stage), layout.cell_gpus[stage][replica]
+            c = costs.setdefault(tp, _Costs(_with_tp(experiment, tp), cost_fn))
+            t = sum(c.layer(gpu, layer) for layer in chunks[stage])
+            t += c.ends(gpu)[0] if stage == 0 else 0.0
+            t += c.ends(gpu)[1] if stage == pp - 1 else 0.0
+            cell_time[stage, replica] = t
+    speeds = [1.0 / float(cell_time[:, r].max()) if cell_time[:, r].max() > 0 else 1.0
+              for r in range(dp)]
+    given = [plan.pipeline_micro_batches(r) for r in range(dp)]
+    free = [r for r in range(dp) if given[r] is None]
+    rest = total_mb - sum(g for g in given if g is not None)
+    counts: list[int] = [g or 0 for g in given]  # free replicas filled below
+    if free:
+        if par.micro_batch_split == "uniform" or len({round(speeds[r], 12) for r in free}) == 1:
+            base, extra = divmod(rest, len(free))
+            shares = [base + (1 if i < extra else 0) for i in range(len(free))]
+        else:
+            shares = split_micro_batches(rest, [speeds[r] for r in free])
+        for r, share in zip(free, shares):
+            counts[r] = share
+    warnings: list[str] = []
+    strict = experiment.simulation.memory_check == "error"
+    for stage in range(pp):
+        layers = list(chunks[stage])
+        for replica in range(dp):
+            tp, gpu = layout.cell_tp(replica, stage), layout.cell_gpus[stage][replica]
+            in_flight = min(pp - stage, int(counts[replica])) if par.schedule == "1f1b" \
+                else int(counts[replica])
+            fn = memory_fn or _default_memory_fn(_with_tp(experiment, tp))
+            need = fn(layers, stage == 0, stage == pp - 1, in_flight)
+            capacity = cluster.gpu_spec(gpu).memory_bytes
+            if need > capacity:
+                what = (f"stage {stage} replica {replica} ({gpu}, tp {tp}, layers "
+                        f"{layers[0]}-{layers[-1]}) needs {format_size(need)} of memory but has "
+                        f"{format_size(capacity)}")
+                if strict:
+                    raise UserError(f"{experiment.source or 'experiment'}: parallel.stages: {what};"
+                                    " use more stages, recompute or a smaller micro-batch (or "
+                                    "simulation.memory_check: warn)")
+                warnings.append(f"estimated memory over capacity: {what}")
+    return Partition(
+        mode="explicit", pp=pp, vpp=1, chunk_layers=tuple(chunks),
+        replica_micro_batches=tuple(int(c) for c in counts),
+        chunk_time_s=tuple(float(cell_time[s].max()) for s in range(pp)),
+        replica_speed=tuple(speeds), memory_warnings=tuple(warnings),
+    )
+
+
 def _check_memory(
     experiment: ExperimentConfig, layout: RankLayout, chunks: Sequence[range],
     memory_fn: MemoryFn,
@@ -266,7 +348,7 @@ def _check_memory(
                          in_flight_micro_batches(experiment, stage))
         for rank in layout.stage_ranks(stage):
             gpu = experiment.cluster.gpu_type[rank]
-            capacity = gpu_spec(gpu).memory_bytes
+            capacity = experiment.cluster.gpu_spec(gpu).memory_bytes
             if need > capacity:
                 layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in mine)
                 what = (f"rank {rank} ({gpu}, stage {stage}, layers {layers}) needs "
@@ -290,7 +372,8 @@ def _max_ends(
     pp = layout.pp
     out = np.zeros((pp, layers), dtype=np.int64)
     for v in range(pp):
-        capacity = min(gpu_spec(g).memory_bytes for g in _stage_gpus(experiment, layout, v))
+        capacity = min(experiment.cluster.gpu_spec(g).memory_bytes
+                       for g in _stage_gpus(experiment, layout, v))
         in_flight = in_flight_micro_batches(experiment, v)
         for i in range(layers):
             if v == 0 and i > 0:
@@ -312,13 +395,15 @@ def _max_ends(
 
 def plan_partition(
     experiment: ExperimentConfig,
-    layout: RankLayout,
+    layout: RankLayout | StagedLayout,
     cost_fn: CostFn | None = None,
     memory_fn: MemoryFn | None = None,
 ) -> Partition:
     """Layer ranges per (virtual) stage and micro-batches per replica for ``experiment``."""
     par, model = experiment.parallel, experiment.model
-    cost_fn = cost_fn or roofline_cost
+    cost_fn = cost_fn or roofline_cost_fn(experiment.cluster)
+    if isinstance(layout, StagedLayout):
+        return _staged_partition(experiment, layout, cost_fn, memory_fn)
     memory_fn = memory_fn or _default_memory_fn(experiment)
     costs = _Costs(experiment, cost_fn)
     pp, vpp = par.pp, par.vpp

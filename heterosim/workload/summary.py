@@ -1,4 +1,4 @@
-"""workload.json: a per-rank summary of the traces (keys fixed in DESIGN.md).
+"""workload.json: a per-rank summary of the traces (keys fixed in docs/results.md).
 
 Per rank: GPU type, host, pipeline stage, data-parallel replica, first and last layer, micro-
 batches, compute node count and FLOPs, collectives by Chakra type name with count and bytes
@@ -57,10 +57,11 @@ def rank_summary(workload: Workload, trace: RankTrace) -> dict[str, Any]:
     counts = trace_counts(trace)
     entry: dict[str, Any] = {
         "rank": rank,
-        "gpu": exp.cluster.gpu_type[rank],
-        "host": int(exp.cluster.gpu_host[rank]),
+        "gpu": workload.gpu_type(rank),
+        "host": int(exp.cluster.gpu_host[workload.gpu_of(rank)]),
         "stage": lay.pp_index(rank),
         "dp_replica": lay.dp_index(rank),
+        "tp": lay.tp_degree(rank),
         "layers": [min(layers), max(layers)],
         "micro_batches": workload.partition.replica_micro_batches[lay.dp_index(rank)],
         "compute_nodes": counts["compute_nodes"],
@@ -97,6 +98,7 @@ def workload_summary(
             "tp": exp.parallel.tp, "pp": exp.parallel.pp, "dp": exp.parallel.dp,
             "ep": exp.parallel.ep, "vpp": exp.parallel.vpp, "schedule": exp.parallel.schedule,
             "zero": exp.parallel.zero, "partition": part.mode,
+            **({"stages": exp.parallel.plan.as_dict()} if exp.parallel.plan is not None else {}),
         },
         "partition": {
             "chunk_layers": [[r.start, r.stop - 1] for r in part.chunk_layers],

@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from heterosim.cli import main
-from heterosim.commands.netbench import netbench
 from heterosim.config.scenario import load_scenario
 from heterosim.report.netbench_plots import busiest_sampled_ports
 from heterosim.report.netbench_report import (
@@ -22,6 +21,7 @@ from heterosim.report.netbench_report import (
     goodput_series,
     jain_index,
 )
+from heterosim.simulate import FlowSetRun, run_netbench
 
 REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
@@ -49,7 +49,7 @@ def tiny_scenario(tmp_path: Path, **changes) -> Path:
     return path
 
 
-def shared_bottleneck_run(scenario, topology, fidelity):
+def shared_bottleneck_raw(scenario, topology):
     """A synthetic run: flows split a 100 Gb/s bottleneck equally (exercises the report only)."""
     flows = scenario.flows
     n = len(flows)
@@ -143,7 +143,7 @@ def test_unfinished_flow_ends_at_the_end_of_the_run():
 def test_outputs_have_every_contract_key_and_file(tmp_path):
     scenario = load_scenario(tiny_scenario(tmp_path))
     out = tmp_path / "out"
-    results = netbench(scenario, out, simulate_fn=shared_bottleneck_run)
+    results = run_netbench(scenario, out, simulate_fn=shared_bottleneck_run)
     for name in FILES:
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
     saved = json.loads((out / "results.json").read_text())
@@ -176,7 +176,7 @@ def test_a_failing_run_leaves_nothing_behind(tmp_path):
         raise RuntimeError("simulated crash")
 
     with pytest.raises(RuntimeError):
-        netbench(scenario, tmp_path / "out", simulate_fn=broken)
+        run_netbench(scenario, tmp_path / "out", simulate_fn=broken)
     assert not (tmp_path / "out").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["tiny.yaml"]
 
@@ -184,7 +184,7 @@ def test_a_failing_run_leaves_nothing_behind(tmp_path):
 def test_comparison_has_one_row_per_cc(tmp_path):
     scenario = load_scenario(tiny_scenario(tmp_path))
     ccs = ("dcqcn", "hpcc", "none")
-    results = netbench(scenario, tmp_path / "cmp", compare_cc=ccs,
+    results = run_netbench(scenario, tmp_path / "cmp", compare_cc=ccs,
                        simulate_fn=shared_bottleneck_run)
     assert [row["cc"] for row in results["compare_cc"]] == list(ccs)
     with (tmp_path / "cmp" / "comparison.csv").open() as handle:
@@ -256,9 +256,14 @@ def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
     assert (out / "comparison.csv").is_file() and (out / "comparison.png").is_file()
 
 
-def fluid_shaped_run(scenario, topology, fidelity):
+def shared_bottleneck_run(scenario, topology):
+    return FlowSetRun(scenario, topology, scenario.simulation.fidelity,
+                      shared_bottleneck_raw(scenario, topology))
+
+
+def fluid_shaped_run(scenario, topology):
     """The fluid model's layout: no counters/ports/series, per link-direction ``links`` instead."""
-    run = shared_bottleneck_run(scenario, topology, fidelity)
+    run = shared_bottleneck_raw(scenario, topology)
     del run["counters"], run["ports"], run["series"], run["events"]
     run["flows"].pop("retransmits")
     run["network"] = {"flows": len(scenario.flows), "bytes": scenario.flows.total_bytes,
@@ -268,13 +273,13 @@ def fluid_shaped_run(scenario, topology, fidelity):
     run["links"] = {"link": np.repeat(np.arange(links), 2), "direction": np.tile([0, 1], links),
                     "bytes": np.arange(2 * links), "busy_ns": np.zeros(2 * links),
                     "utilization": np.zeros(2 * links)}
-    return run
+    return FlowSetRun(scenario, topology, scenario.simulation.fidelity, run)
 
 
 def test_fluid_layout_fills_ports_from_links_and_leaves_fairness_undefined(tmp_path):
     scenario = load_scenario(tiny_scenario(tmp_path), ["simulation.fidelity=flow"])
     out = tmp_path / "out"
-    results = netbench(scenario, out, simulate_fn=fluid_shaped_run)
+    results = run_netbench(scenario, out, simulate_fn=fluid_shaped_run)
     assert results["sim"]["fidelity"] == "flow"
     assert results["fairness_jain"] is None and "rate series" in results["fairness_note"]
     assert results["network"]["bytes"] == scenario.flows.total_bytes

@@ -18,7 +18,7 @@ import pytest
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import NetworkConfig
-from heterosim.engine.executor import execute_plan
+from heterosim.engine.executor import engine_config, execute_plan
 from heterosim.engine.topology import build_topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, MARKER, ExecutionPlan, connection_ids
@@ -104,9 +104,9 @@ def test_connection_ids_match_a_reference_on_random_plans(collective_base):
 def test_fluid_messages_of_a_connection_go_one_after_another(topo, native_lib):
     rate, latency = lone_flow(topo, 0, 8, B)
     plan = plan_of([(0, 8, B, 0, 0), (0, 8, B, 0, 0)])
-    shared = execute_plan(plan, topo, NETWORK, fidelity="flow", queue_pairs="connection")
+    shared = execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow", queue_pairs="connection"))
     assert shared.task_end_ns.tolist() == [transfer_ns(B, rate) + latency, 2 * transfer_ns(B, rate) + latency]
-    separate = execute_plan(plan, topo, NETWORK, fidelity="flow", queue_pairs="flow")
+    separate = execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow", queue_pairs="flow"))
     assert separate.task_end_ns.tolist() == [transfer_ns(2 * B, rate) + latency] * 2
     for res in (shared, separate):
         assert res.network["bytes"] == 2 * B
@@ -118,8 +118,8 @@ def test_fluid_other_traffic_gets_one_share_against_a_connection(topo, native_li
     half the link (one queue pair against one), not a third (one flow per chunk)."""
     rate, latency = lone_flow(topo, 0, 8, B)
     plan = plan_of([(0, 8, B, 0, 0), (0, 8, B, 0, 0), (0, 8, B, -1, -1)])
-    shared = execute_plan(plan, topo, NETWORK, fidelity="flow", queue_pairs="connection")
-    separate = execute_plan(plan, topo, NETWORK, fidelity="flow", queue_pairs="flow")
+    shared = execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow", queue_pairs="connection"))
+    separate = execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow", queue_pairs="flow"))
     assert shared.task_end_ns[2] == transfer_ns(2 * B, rate) + latency
     assert separate.task_end_ns[2] == transfer_ns(3 * B, rate) + latency
     # the connection ends as before (to the rounding of each message's transfer to whole ns):
@@ -132,8 +132,8 @@ def test_fluid_other_traffic_gets_one_share_against_a_connection(topo, native_li
 def test_packet_messages_of_a_connection_share_one_queue_pair(topo, native_lib):
     rate, _ = lone_flow(topo, 0, 8, B)
     plan = plan_of([(0, 8, B, 0, 0), (0, 8, B, 0, 0), (0, 8, B, -1, -1)])
-    shared = execute_plan(plan, topo, NETWORK, fidelity="packet", queue_pairs="connection")
-    separate = execute_plan(plan, topo, NETWORK, fidelity="packet", queue_pairs="flow")
+    shared = execute_plan(plan, topo, NETWORK, engine_config(fidelity="packet", queue_pairs="connection"))
+    separate = execute_plan(plan, topo, NETWORK, engine_config(fidelity="packet", queue_pairs="flow"))
     wire = (MTU + 62) / MTU  # headers (RoCEv2 + INT) on every frame: rates are ~1.5 % lower
     # The send gets half the NIC against the connection; the connection's first message, at the
     # other half, ends with it; the second then has the whole NIC.
@@ -152,8 +152,8 @@ def test_packet_messages_of_a_connection_share_one_queue_pair(topo, native_lib):
 def test_packet_and_fluid_agree_on_a_connection_burst(topo, native_lib):
     """Eight chunks posted at once on one connection, across hosts: the same FIFO in both models."""
     plan = plan_of([(0, 8, 1 << 20, 0, 0)] * 8)
-    fluid = execute_plan(plan, topo, NETWORK, fidelity="flow")
-    frames = execute_plan(plan, topo, NETWORK, fidelity="packet")
+    fluid = execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow"))
+    frames = execute_plan(plan, topo, NETWORK, engine_config(fidelity="packet"))
     assert np.all(np.diff(fluid.task_end_ns) > 0) and np.all(np.diff(frames.task_end_ns) > 0)
     ratio = frames.task_end_ns / fluid.task_end_ns
     assert np.all(np.abs(ratio - 1) < 0.05), ratio
@@ -165,10 +165,10 @@ def test_inconsistent_connection_is_an_execution_plan_error(topo, native_lib, mo
     plan = plan_of([(0, 8, B, 0, 0), (0, 9, B, 0, 0)])
     monkeypatch.setattr(executor_module, "connection_ids", lambda p: np.zeros(len(p), np.int64))
     with pytest.raises(UserError, match="connection 0 joins flows 0 and 1"):
-        execute_plan(plan, topo, NETWORK, fidelity="flow")
+        execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow"))
     monkeypatch.undo()
     with pytest.raises(UserError, match="queue_pairs"):
-        execute_plan(plan, topo, NETWORK, fidelity="flow", queue_pairs="chunk")
+        execute_plan(plan, topo, NETWORK, engine_config(fidelity="flow", queue_pairs="chunk"))
 
 
 def test_queue_pairs_setting_in_an_experiment(tmp_path, native_lib, capsys):
@@ -196,7 +196,7 @@ def test_packet_connection_recovers_losses_across_message_boundaries(topo, nativ
     for src in (0, 1, 2):  # GPUs 0-2 of host 0 into GPU 8 of host 1: cross-rail for 1 and 2
         flows += [(src, 8, 1 << 20, src, 0)] * 4  # 4 messages on each connection
     plan = plan_of(flows)
-    res = execute_plan(plan, topo, lossy, fidelity="packet", stall_timeout_ns=10**10)
+    res = execute_plan(plan, topo, lossy, engine_config(fidelity="packet"), stall_timeout_ns=10**10)
     assert not res.partial and res.error is None
     assert res.network["drops"] > 0 and res.network["retransmits"] > 0
     assert res.network["bytes"] == 12 << 20

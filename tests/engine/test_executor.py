@@ -15,7 +15,7 @@ import pytest
 
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import NetworkConfig
-from heterosim.engine.executor import EngineResult, execute_plan
+from heterosim.engine.executor import EngineResult, engine_config, execute_plan
 from heterosim.engine.topology import build_topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
@@ -258,7 +258,7 @@ def test_progress_samples_and_callback(topo):
     plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []}
                       for i in range(10)])
     calls = []
-    result = execute_plan(plan, topo, NETWORK, sample_interval_ns=250,
+    result = execute_plan(plan, topo, NETWORK, engine_config(sample_interval_ns=250),
                           progress=lambda t, done, total, events: calls.append((t, done, total)))
     np.testing.assert_array_equal(result.series["time_ns"], [0, 250, 500, 750, 1000])
     np.testing.assert_array_equal(result.series["tasks_done"], [0, 2, 5, 7, 10])
@@ -281,8 +281,8 @@ def random_plan(rng, tasks=400, gpus=16) -> ExecutionPlan:
 
 def test_same_inputs_give_identical_results(topo):
     plan = random_plan(np.random.default_rng(7))
-    first = execute_plan(plan, topo, NETWORK, seed=3)
-    second = execute_plan(plan, topo, NETWORK, seed=3)
+    first = execute_plan(plan, topo, NETWORK, engine_config(seed=3))
+    second = execute_plan(plan, topo, NETWORK, engine_config(seed=3))
     assert not first.partial
     np.testing.assert_array_equal(first.task_start_ns, second.task_start_ns)
     np.testing.assert_array_equal(first.task_end_ns, second.task_end_ns)
@@ -315,7 +315,7 @@ def test_empty_plan_finishes_at_time_zero(topo):
 
 def test_unknown_fidelity_is_a_user_error(topo):
     with pytest.raises(UserError, match="fidelity"):
-        execute_plan(make_plan([{"kind": MARKER}]), topo, NETWORK, fidelity="analytic")
+        execute_plan(make_plan([{"kind": MARKER}]), topo, NETWORK, engine_config(fidelity="analytic"))
 
 
 PACKET_AVAILABLE = importlib.util.find_spec("heterosim.engine.packet") is not None
@@ -326,7 +326,7 @@ PACKET_AVAILABLE = importlib.util.find_spec("heterosim.engine.packet") is not No
 def test_packet_fidelity_runs_the_same_plan(topo):
     plan = dp_backward_plan(True)
     flow = execute_plan(plan, topo, NETWORK)
-    packet = execute_plan(plan, topo, NETWORK, fidelity="packet")
+    packet = execute_plan(plan, topo, NETWORK, engine_config(fidelity="packet"))
     assert not packet.partial and packet.fidelity == "packet"
     assert packet.network["bytes"] == flow.network["bytes"]
     np.testing.assert_array_equal(packet.flows["task"], flow.flows["task"])

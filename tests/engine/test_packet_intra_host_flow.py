@@ -120,10 +120,11 @@ def test_long_packet_runs_of_intra_host_copies_get_a_hint():
     from dataclasses import replace
 
     from heterosim.config.experiment import load_experiment
-    from heterosim.simulate import build_run, intra_host_note
+    from heterosim.simulate import intra_host_note, prepare_run
 
     exp = load_experiment(REPO / "workloads" / "examples" / "topology_ab.yaml")  # DP4 x TP8 on 32 GPUs
-    _, _, _, tables, topology, _, _ = build_run(exp)
+    prepared = prepare_run(exp)
+    tables, topology = prepared.tables, prepared.topology
     plan = tables.plan
     flows = plan.kind == 1
     host = topology.node_host[topology.gpu_node]

@@ -101,7 +101,7 @@ def test_dcqcn_reaction_point_follows_hand_computed_rates_and_alpha(native_lib):
 @pytest.mark.parametrize("line", [25e9, 100e9, 200e9, 400e9])
 def test_dcqcn_increase_steps_fixed_by_default_or_from_the_line_rate(native_lib, line):
     """Default: the firmware's 5 / 50 Mb/s at every speed. RateAi = RateHai = 0: the HPCC
-    simulator's rule (network_models.md 1.6, S3 run.py) RATE_AI = 5 bw/25 Mb/s, RATE_HAI =
+    simulator's rule (docs/network_models.md §1.6, S3 run.py) RATE_AI = 5 bw/25 Mb/s, RATE_HAI =
     50 bw/25 Mb/s; a non-zero step set beside it is taken as given."""
     ns3 = native_lib.ns3
     ns3.Simulator.Destroy()
@@ -135,7 +135,7 @@ def test_dcqcn_increase_steps_fixed_by_default_or_from_the_line_rate(native_lib,
 
 
 def test_dcqcn_without_byte_counter_stages_timer_events_as_the_hpcc_simulator(native_lib):
-    """ByteCounter = 0 (S3's Mellanox model, network_models.md 1.5): after a cut, timer event
+    """ByteCounter = 0 (S3's Mellanox model, docs/network_models.md §1.5): after a cut, timer event
     s = 0 is fast recovery, s = F (1) additive, s > F hyper by a constant RateHai; bytes sent
     never count."""
     ns3 = native_lib.ns3
@@ -210,7 +210,8 @@ DEBUG_SCRIPT = textwrap.dedent("""
          "hosts": [{"type": "n", "count": 4}],
          "fabric": {"kind": "fat-tree", "hosts_per_leaf": 2, "link_delay": "1us"}}, "d.yaml"))
     out = {}
-    for cc in ("dcqcn", "hpcc", "timely", "dctcp", "none"):
+    from heterosim.config.choices import CC_ALGORITHMS
+    for cc in CC_ALGORITHMS:
         for pfc in (True, False):
             net = NetworkConfig(cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=256 << 10, ecmp=True)
             res = packet.run_flows(topo, net, [0, 2, 4, 1], [6, 6, 6, 0], [256 << 10] * 4,

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.ns3
 MTU = 4096
 HEADERS = 62 + 20  # RoCEv2 headers + preamble/IFG per data frame (RdmaFrameSizes)
 SIZE = 32 << 20
-# The HPCC simulator's run.py `--cc dcqcn_paper` (network_models.md 1.6, S3): alpha and
+# The HPCC simulator's run.py `--cc dcqcn_paper` (docs/network_models.md §1.6, S3): alpha and
 # rate-decrease periods 50 us, increase timer 55 us, g = 1/256, F = 1, MinRate 1 Gb/s, no byte
 # counter, RATE_AI / RATE_HAI = 5 / 50 Mb/s per 25 Gb/s of line rate; S3 echoes ECN in every
 # ACK, so a CNP may follow every 1 us (more often than the 50 us alpha period).

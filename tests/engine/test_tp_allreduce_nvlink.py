@@ -15,7 +15,7 @@ import pytest
 
 from heterosim.config.cluster import ClusterConfig, parse_cluster
 from heterosim.config.experiment import NetworkConfig, parse_experiment
-from heterosim.engine.executor import execute_plan
+from heterosim.engine.executor import engine_config, execute_plan
 from heterosim.engine.topology import build_topology
 from heterosim.plan.collectives import decompose_collective
 
@@ -39,7 +39,7 @@ def allreduce_ns(cluster: ClusterConfig, size: int) -> int:
     ranks = list(range(cluster.world_size))
     plan = decompose_collective("allreduce", size, ranks, cluster, algorithm="ring")
     engine = execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
-                          NETWORK, fidelity="flow")
+                          NETWORK, engine_config(fidelity="flow"))
     return int(engine.makespan_ns)
 
 

@@ -12,8 +12,7 @@ import pytest
 
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster
-from heterosim.config.experiment import _network, load_experiment
-from heterosim.config.fields import Section
+from heterosim.config.experiment import default_network, load_experiment
 from heterosim.errors import UserError
 from heterosim.plan.collectives import decompose_collective
 from heterosim.plan.collectives.common import bus_factor
@@ -123,11 +122,11 @@ def test_bad_granularity_is_a_user_error(two_hosts, tmp_path, capsys):
 
 
 def simulate(plan, cluster):
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
     return execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
-                        _network(Section({}, "")), fidelity="flow", seed=1).makespan_ns
+                        default_network(), engine_config(fidelity="flow", seed=1)).makespan_ns
 
 
 @pytest.mark.ns3
@@ -171,7 +170,7 @@ def test_default_iteration_in_both_granularities(native_lib):
     Measured: 29.890 ms (chunk) vs 29.961 ms (connection), +0.24 %, e = 2.3 % (a 2-rank
     cross-host all-reduce where NCCL's Ring/Simple latency x1.4 differs from the chunk
     schedule's per-hop latencies); 455,552 flows -> 3,344."""
-    from heterosim.simulate import build_run, run_experiment
+    from heterosim.simulate import prepare_run, run_experiment
 
     times, flows = {}, {}
     for gran in ("chunk", "connection"):
@@ -183,12 +182,13 @@ def test_default_iteration_in_both_granularities(native_lib):
         assert run.experiment.resolved["simulation"]["collective_granularity"] == gran
     # per-collective differences, each distinct collective simulated alone
     exp = load_experiment(DEFAULT, ["simulation.fidelity=flow"])
-    workload, _, rank_gpu, tables, topology, _, _ = build_run(exp)
-    groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
+    prepared = prepare_run(exp)
+    tables, topology, rank_gpu = prepared.tables, prepared.topology, prepared.rank_gpu
+    groups = {int(k): list(v) for k, v in prepared.workload.groups.as_json().items()}
     colls = tables.collectives
     distinct = {(int(t), int(s), tuple(int(rank_gpu[m]) for m in groups[int(g)]))
                 for t, s, g in zip(colls["comm_type"], colls["size_bytes"], colls["group"])}
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
 
     worst = 0.0
     for ctype, size, gpus in distinct:
@@ -196,7 +196,7 @@ def test_default_iteration_in_both_granularities(native_lib):
         for gran in ("chunk", "connection"):
             plan = decompose_collective(ctype, size, list(gpus), exp.cluster, strict=False, granularity=gran)
             t[gran] = execute_plan(plan.to_execution_plan(exp.cluster.world_size), topology, exp.network,
-                                   fidelity="flow", seed=1).makespan_ns
+                                   engine_config(fidelity="flow", seed=1)).makespan_ns
         worst = max(worst, abs(t["connection"] / t["chunk"] - 1))
     assert worst < 0.05
     assert abs(times["connection"] / times["chunk"] - 1) <= worst

@@ -1,6 +1,6 @@
 """NVLS against NCCL's own constants: search graph, availability, and simulated bus bandwidth.
 
-The expected numbers are derived from NCCL's NVLS model (reference/network_models.md §4.4, §4.6:
+The expected numbers are derived from NCCL's NVLS model (docs/network_models.md §4.4, §4.6:
 heads x per-head speed x efficiency x (heads-1)/heads, x2 for AllReduce, x(ppn-1)/ppn for
 AllGather), never from a measured case.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 
 from heterosim.config.cluster import parse_cluster
-from heterosim.config.experiment import _network
-from heterosim.config.fields import Section
+from heterosim.config.experiment import default_network
 from heterosim.errors import UserError
 from heterosim.plan.collectives import decompose_collective
 from heterosim.plan.collectives.commview import comm_view
@@ -76,11 +75,11 @@ def test_auto_choice_is_the_cheapest_model_candidate():
 
 
 def _simulate(plan, c):
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
-    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), _network(Section({}, "")),
-                        fidelity="flow", seed=1)
+    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), default_network(),
+                        engine_config(fidelity="flow", seed=1))
 
 
 @pytest.mark.ns3

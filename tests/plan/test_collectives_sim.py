@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from heterosim.config.cluster import parse_cluster
-from heterosim.config.experiment import _network
-from heterosim.config.fields import Section
+from heterosim.config.experiment import default_network
 from heterosim.plan.collectives import decompose_collective
 from heterosim.plan.execution_plan import FLOW
 
@@ -21,7 +20,7 @@ FIDELITIES = [
     "flow",
     pytest.param("packet", marks=[pytest.mark.skipif(
         PACKET_MISSING, reason="packet network not available: heterosim.engine.packet (the RDMA packet "
-                               "model behind execute_plan(fidelity='packet')) has not landed")]),
+                               "model behind execute_plan with packet fidelity) has not landed")]),
 ]
 # 1 GiB across 4 hosts at packet level is ~10^6 frames per NIC: minutes, so it is run by hand
 # (pytest -m slow) and its result is recorded in benchmarks/README.md.
@@ -37,11 +36,11 @@ def cluster(hosts: int):
 
 
 def simulate(plan, c, fidelity="flow"):
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
-    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), _network(Section({}, "")),
-                        fidelity=fidelity, seed=1)
+    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), default_network(),
+                        engine_config(fidelity=fidelity, seed=1))
 
 
 @pytest.mark.parametrize("fidelity", FIDELITIES)
@@ -68,7 +67,7 @@ def test_ring_allreduce_busbw_at_1gib_matches_bottleneck(native_lib, hosts, fide
         # 20) and, in a ring, the 86-byte ACK (AckInterval 1) the NIC returns for the data it
         # receives shares its send direction (RdmaFrameSizes in rdma-nic.h). Frames between GPUs
         # of one host carry payload only.
-        mtu = _network(Section({}, "")).mtu_bytes
+        mtu = default_network().mtu_bytes
         target = bound(nvlink, nics * mtu / (mtu + 82 + 86))
     assert busbw <= upper * 1.001
     assert busbw >= target * 0.95

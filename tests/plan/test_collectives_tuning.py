@@ -19,7 +19,7 @@ def cluster(hosts: int, gpu: str = "H100-SXM", nics: int = 8, fabric: str = "nvs
 
 
 def test_reference_worked_example_a100():
-    """network_models.md §4.6: A100 x8 NVSwitch, 12 channels at 20 GB/s, AllReduce."""
+    """docs/network_models.md §4.6: A100 x8 NVSwitch, 12 channels at 20 GB/s, AllReduce."""
     view = comm_view(list(range(8)), cluster(1, gpu="A100-80GB-SXM", nics=4))
     assert view.intra_gbps == pytest.approx(240.0)
     expect = {  # (a, p): (latency us, algbw GB/s)

@@ -20,7 +20,8 @@ TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_experiment.yaml"
 def trace_rule_violations(document: dict) -> list[str]:
     """Problems that make Perfetto (or chrome://tracing) drop or misplace events: complete events
     ('X') on one thread that overlap without nesting, negative timestamps or durations, unknown
-    phases, flow arrows ('s'/'f') without both ends, counters without a value. Empty: valid.
+    phases (complete, metadata, counter, flow, instant), flow arrows ('s'/'f') without both ends,
+    counters without a value. Empty: valid.
 
     Times are compared in integer nanoseconds, rounded from the microseconds written, as
     Perfetto's JSON importer reads them (``json::CoerceToTs``: llround(us * 1000))."""
@@ -29,7 +30,7 @@ def trace_rule_violations(document: dict) -> list[str]:
     arrows: dict[object, set[str]] = defaultdict(set)
     for event in document["traceEvents"]:
         phase = event.get("ph")
-        if phase not in {"X", "M", "C", "s", "f"}:
+        if phase not in {"X", "M", "C", "s", "f", "i"}:
             problems.append(f"unexpected phase {phase!r}: {event}")
             continue
         if phase == "M":

@@ -77,8 +77,8 @@ def test_extrapolated_iteration_equals_full_run(native_lib, pp, vpp):
 
 @pytest.mark.ns3
 def test_collective_busbw_agrees_with_collective_command(native_lib):
-    from heterosim.commands.collective import simulate_collective
     from heterosim.config.cluster import parse_cluster
+    from heterosim.simulate import CollectiveSpec, simulate_collective
 
     cluster = {**CLUSTER4, "hosts": [{"type": "h", "count": 2}]}
     case = Case(id="c", group="nccl-tests", kind="collective_busbw", source="test",
@@ -86,11 +86,11 @@ def test_collective_busbw_agrees_with_collective_command(native_lib):
                 calibration=False, assumed={}, cluster=cluster, origin="test",
                 collective={"op": "allreduce", "size": 64 << 20, "ranks": 8, "algorithm": "ring"})
     pred = predict(case)
-    row = simulate_collective(parse_cluster(cluster, "t"), "allreduce", 64 << 20, list(range(8)),
-                              algorithm="ring")
-    assert pred.value == pytest.approx(row["busbw_GBps"], rel=1e-9)
+    row = simulate_collective(parse_cluster(cluster, "t"),
+                              CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"), 64 << 20)
+    assert pred.value == pytest.approx(row.busbw_GBps, rel=1e-9)
     assert pred.details["algorithm"] == "ring"
-    # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), reference §5.1
+    # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), docs/network_models.md §5.1
     assert 0 < pred.value <= 4 * 50.0 + 1e-9
 
 

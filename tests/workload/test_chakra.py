@@ -158,7 +158,7 @@ def test_fast_encoder_bytes_equal_the_protobuf_serializer(written) -> None:
 
 
 def _independent_classes() -> dict[str, type]:
-    """Chakra messages rebuilt here from the field table in reference/chakra_et.md."""
+    """Chakra messages rebuilt here from the field table in heterosim/workload/chakra/et_def.proto."""
     t = descriptor_pb2.FieldDescriptorProto
     fdp = descriptor_pb2.FileDescriptorProto(name="md_table.proto", package="md",
                                              syntax="proto3")

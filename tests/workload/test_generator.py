@@ -294,7 +294,7 @@ def test_cli_writes_traces_groups_and_summary(tmp_path: Path) -> None:
     assert main(["workload", str(ROOT / "workloads" / "default.yaml"), "--out", str(out),
                  "--ranks", "0-1,15", "--prefix", "gpt"]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "comm_group.json", "gpt.0.et", "gpt.1.et", "gpt.15.et", "workload.json"]
+        ".heterosim-output.json", "comm_group.json", "gpt.0.et", "gpt.1.et", "gpt.15.et", "workload.json"]
     summary = json.loads((out / "workload.json").read_text())
     assert [r["rank"] for r in summary["ranks"]] == [0, 1, 15] and summary["world_size"] == 16
     groups = read_comm_groups(out / "comm_group.json")

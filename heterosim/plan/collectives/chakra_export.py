@@ -36,8 +36,8 @@ def write_collective_chakra(plan: CollectivePlan, directory: str | Path,
     directory.mkdir(parents=True, exist_ok=True)
     ranks = np.asarray(plan.ranks)
     rank_of_gpu = {int(g): r for r, g in enumerate(ranks)}
-    flows = np.flatnonzero(plan.kind == FLOW)
-    nodes: list[list[object]] = [[] for _ in ranks]
+    flows: list[int] = np.flatnonzero(plan.kind == FLOW).tolist()
+    nodes: list[list[tuple[str, int]]] = [[] for _ in ranks]
     send_id: dict[int, int] = {}
     recv_id: dict[int, int] = {}
     for t in flows:  # receives first on each rank keeps ids small and parents before children
@@ -68,8 +68,10 @@ def write_collective_chakra(plan: CollectivePlan, directory: str | Path,
             node.attr.extend([
                 schema.AttributeProto(name="is_cpu_op", bool_val=False),
                 _int_attr("comm_src", "int32", src), _int_attr("comm_dst", "int32", dst),
-                _int_attr("comm_tag", "int32", t), _int_attr("comm_size", "int64", plan.bytes[t]),
-                _int_attr("channel", "int64", plan.channel[t]), _int_attr("step", "int64", plan.step[t]),
+                _int_attr("comm_tag", "int32", t),
+                _int_attr("comm_size", "int64", int(plan.bytes[t])),
+                _int_attr("channel", "int64", int(plan.channel[t])),
+                _int_attr("step", "int64", int(plan.step[t])),
                 _int_attr("chunk", "int64", plan.chunk[t]),
             ])
             blob = node.SerializeToString()

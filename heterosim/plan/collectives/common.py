@@ -2,13 +2,14 @@
 
 Collective names are lower-case strings (``allreduce``, ``allgather``, ...); trace collective
 constants (:mod:`heterosim.workload.trace`) map onto them. Protocol and chunk constants follow
-NCCL 2.30 (reference/network_models.md §4.2, §4.3).
+NCCL 2.30 (docs/network_models.md §4.2, §4.3).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from heterosim.config.choices import COLLECTIVE_ALGORITHMS, COLLECTIVE_PROTOCOLS
 from heterosim.errors import UserError
 from heterosim.workload import trace
 
@@ -39,7 +40,7 @@ _ALIASES = {
 }
 
 # Protocols.
-SIMPLE, LL, LL128 = "simple", "ll", "ll128"
+SIMPLE, LL, LL128 = COLLECTIVE_PROTOCOLS[1:]  # after "auto"
 PROTOCOLS = (LL, LL128, SIMPLE)  # NCCL's order (index p in the tuning tables)
 # Bytes on the wire per payload byte: LL sends 8 B (4 data + 4 flag) per 4 B, LL128 128 B per 120 B.
 WIRE_FACTOR = {SIMPLE: 1.0, LL: 2.0, LL128: 128.0 / 120.0}
@@ -47,7 +48,8 @@ WIRE_FACTOR = {SIMPLE: 1.0, LL: 2.0, LL128: 128.0 / 120.0}
 GRAIN = {SIMPLE: 512, LL: 16, LL128: 1920}
 
 # Algorithms.
-RING, TREE, NVLS, NVLS_TREE, P2P = "ring", "tree", "nvls", "nvls_tree", "p2p"
+RING, TREE, NVLS = COLLECTIVE_ALGORITHMS[1:]  # after "auto"
+NVLS_TREE, P2P = "nvls_tree", "p2p"  # chosen by the tuning model, not by configuration
 
 NCCL_STEPS = 8
 SIMPLE_STEP = (1 << 22) // NCCL_STEPS  # 512 KiB
@@ -114,7 +116,7 @@ def tree_ll128_chunk_payload(size_bytes: int, channels: int, nodes: int, ranks: 
 
 
 def bus_factor(op: int | str, n: int) -> float:
-    """nccl-tests bus-bandwidth factor: busbw = algbw x factor (network_models.md §4.5)."""
+    """nccl-tests bus-bandwidth factor: busbw = algbw x factor (docs/network_models.md §4.5)."""
     name = collective_name(op)
     if name == ALLREDUCE:
         return 2.0 * (n - 1) / n

@@ -2,7 +2,7 @@
 
 Ranks are grouped by host in order of first appearance (NCCL orders nodes the same way for a
 given rank list); inside a host the ranks keep communicator order. Bandwidths are the numbers
-NCCL's topology search would use (reference/network_models.md §4.7), in GB/s (1e9 B/s):
+NCCL's topology search would use (docs/network_models.md §4.7), in GB/s (1e9 B/s):
 NVLink = links x NCCL per-link value (line rate x NCCL efficiency), PCIe = NCCL's x16 value for
 the generation, NIC = its line rate.
 """

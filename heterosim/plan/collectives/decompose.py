@@ -1,6 +1,6 @@
 """``decompose_collective``: one collective -> a sub-DAG of point-to-point flows, NCCL style.
 
-Sizes follow nccl-tests (reference §4.5): AllReduce, Broadcast, Reduce and Send/Recv take the
+Sizes follow nccl-tests (docs/network_models.md §4.5): AllReduce, Broadcast, Reduce and Send/Recv take the
 per-rank buffer; AllGather and ReduceScatter the whole gathered / reduced array (rank i owns
 1/n of it); AllToAll the per-rank send buffer (1/n to every peer); Gather/Scatter the whole
 array. Uneven "v" variants (AllGatherv, ReduceScatterv, AllToAllv, Gatherv, Scatterv) pass
@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from heterosim.config.choices import COLLECTIVE_ALGORITHMS, COLLECTIVE_PROTOCOLS, require_choice
 from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 from heterosim.plan.collectives import nvls, p2p, ring, tree
@@ -67,7 +68,6 @@ from heterosim.plan.collectives.tuning import (
 
 _P = {p: i for i, p in enumerate(PROTOCOLS)}
 V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
-ALGORITHMS = ("auto", RING, TREE, NVLS)
 _CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 _CACHE_SIZE = 256
 
@@ -83,16 +83,14 @@ def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.n
     ``protocol`` simple|ll|ll128|auto, ``channels`` 0 = as NCCL would pick. ``root`` is a
     communicator index (Broadcast, Reduce, Gather, Scatter). With ``strict=False`` an algorithm
     or protocol the collective cannot use falls back to NCCL's own choice (the plan records what
-    was used). ``priority`` is accepted for symmetry with the plan builder, which applies it.
+    was used). ``priority`` is accepted for callers that pass it along; the plan applies it.
     ``granularity``: chunk (NCCL's chunk schedule), step or connection (see :mod:`.granularity`).
     Results are cached per (arguments, cluster object); treat returned arrays as read-only.
     """
-    del priority  # applied when the plan is appended (PlanBuilder.add_collective)
+    del priority  # applied to the flows when the collective is added to a plan
     name = collective_name(op)
-    if algorithm not in ALGORITHMS:
-        raise UserError(f"collective: algorithm: expected one of {', '.join(ALGORITHMS)}, got {algorithm!r}")
-    if protocol != "auto" and protocol not in PROTOCOLS:
-        raise UserError(f"collective: protocol: expected auto, {', '.join(PROTOCOLS)}, got {protocol!r}")
+    require_choice("collective: algorithm", algorithm, COLLECTIVE_ALGORITHMS)
+    require_choice("collective: protocol", protocol, COLLECTIVE_PROTOCOLS)
     check_granularity(granularity)
     ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
@@ -156,8 +154,8 @@ def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterCo
                 "collective: algorithm: nvls across hosts needs the same number of ranks per host")
         choice = choose(name, size_bytes, view, algorithm=RING, protocol=SIMPLE, channels=channels)
     if granularity == CONNECTION:
-        graph = connection_graph(view, *_connections(name, size_bytes, view, choice, sizes, root),
-                                 latency_ns=choice.latency_us * 1000.0)
+        src, dst, payload, wire = _connections(name, size_bytes, view, choice, sizes, root)
+        graph = connection_graph(view, src, dst, payload, wire, latency_ns=choice.latency_us * 1000.0)
     else:
         graph = _build(name, size_bytes, view, choice, sizes, root, granularity)
     return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=choice.algorithm,
@@ -277,6 +275,7 @@ def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, pro
         send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
         graph = p2p.alltoall_graph(view, send, proto, intra, inter)
     else:
+        assert per_rank is not None  # only all-to-all goes without per-rank sizes
         graph = p2p.rooted_graph(view, per_rank, root, name == GATHER, proto, intra, inter)
     # Prediction: per-hop latency + the most loaded resource, each direction: a GPU's port
     # (NVLink/PCIe), its NIC for traffic leaving or entering the host, a host's NICs together.

@@ -47,20 +47,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from heterosim.errors import UserError
+from heterosim.config.choices import GRANULARITIES, require_choice
 from heterosim.plan.collectives.commview import CommView
 from heterosim.plan.collectives.graph import FlowGraph
 
-CHUNK, STEP, CONNECTION = "chunk", "step", "connection"
-GRANULARITIES = (CHUNK, STEP, CONNECTION)
+CHUNK, STEP, CONNECTION = GRANULARITIES
 
 
 def check_granularity(value: str) -> str:
     """``value`` if it is a known granularity, else a UserError."""
-    if value not in GRANULARITIES:
-        raise UserError(
-            f"collective: granularity: expected one of {', '.join(GRANULARITIES)}, got {value!r}")
-    return value
+    return require_choice("collective: granularity", value, GRANULARITIES)
 
 
 def merge_pairs(src: np.ndarray, dst: np.ndarray, payload: np.ndarray,

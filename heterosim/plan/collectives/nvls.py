@@ -15,7 +15,7 @@ model says the collective takes:
 
 with NCCL's NVLS search graph (heads = GPUs of the host, per-head speed from the speed ladder
 with (ppn+1) x speed <= B), eff = 0.85 (Hopper) / 0.74 (Blackwell), k = 2 for AllReduce and
-(ppn-1)/ppn for AllGather / ReduceScatter (tuning.nvls_bus_gbps, reference §4.4, §4.6). The
+(ppn-1)/ppn for AllGather / ReduceScatter (tuning.nvls_bus_gbps, docs/network_models.md §4.4, §4.6). The
 AllReduce flows of one port then carry 2S(n-1)/n x factor = S(n+1)/n / eta per direction: the
 in-switch volume S(n+1)/n at a fraction eta = busbw_NVLS (n+1) / (2(n-1) B) of the port (H100 x8:
 476 GB/s busbw, eta = 0.825 of 370.8 GB/s). The simulated busbw at large sizes is therefore

@@ -7,7 +7,7 @@ L[o-1]`` and an odd one ``L[o-1], ..., L[o]``, so the GPU that leaves host h and
 enters host h+1 have the same local index - the same rail (NCCL_CROSS_NIC=2 behaviour on
 rail-optimised fabrics). With an odd number of hosts the closing hop changes rail.
 
-Schedule (:func:`ring_graph`, reference §4.3): channel ``c`` carries an even share of every
+Schedule (:func:`ring_graph`, docs/network_models.md §4.3): channel ``c`` carries an even share of every
 segment; a segment is cut into ``L`` loop chunks. In loop ``l`` position ``i`` sends, at step
 ``s``, segment ``segment_of[i, s]`` to position ``i+1``. A send at step ``s >= 1`` depends on
 the transfer that brought that chunk in (position ``i-1``, step ``s-1``), and on the send ``W``

@@ -2,7 +2,7 @@
 
 For every enabled (algorithm a, protocol p) the model has a latency ``lat`` (us) and a bandwidth
 ``bw`` (GB/s); a message of S bytes is predicted to take ``lat + S / (1000 bw)`` us and the
-cheapest pair wins (reference/network_models.md §4.6, constants of NCCL 2.30.7).
+cheapest pair wins (docs/network_models.md §4.6, constants of NCCL 2.30.7).
 
 Approximations (documented, tested where they matter):
 

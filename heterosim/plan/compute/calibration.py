@@ -164,7 +164,7 @@ def _fit_attention(rows, spec, base):
             fixed.append(name)
 
     def build(p: EfficiencyParams, z: np.ndarray) -> EfficiencyParams:
-        return replace(p, **{n: float(v) for n, v in zip(names, z)})
+        return p.with_values(**{n: float(v) for n, v in zip(names, z)})
 
     return _fit("attention", rows, spec, base, names, x0, lo, hi, build, fixed)
 
@@ -179,7 +179,7 @@ def _fit_memory(rows, spec, base):
         hi.append(1e6)
 
     def build(p: EfficiencyParams, z: np.ndarray) -> EfficiencyParams:
-        return replace(p, **{n: float(v) for n, v in zip(names, z)})
+        return p.with_values(**{n: float(v) for n, v in zip(names, z)})
 
     fixed = [] if fit_launch else ["launch_overhead_ns"]
     return _fit("memory", rows, spec, base, names, x0, lo, hi, build, fixed)

@@ -112,6 +112,7 @@ class OpDatabase:
             f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             values)
         self._conn.commit()
+        assert cur.lastrowid is not None  # an INSERT always sets it
         return int(cur.lastrowid)
 
     def add(self, rows: Iterable[Measurement], run_id: int | None = None) -> int:

@@ -27,6 +27,8 @@ from importlib import resources
 
 import yaml
 
+from heterosim.catalog.gpus import GpuSpec
+
 COMPUTE_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("norm", "elementwise", "softmax_loss", "embedding", "optimizer")
 
@@ -49,7 +51,7 @@ class EfficiencyParams:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, **values: float) -> EfficiencyParams:
-        return replace(self, **values)
+        return replace(self, **values)  # type: ignore[arg-type]  # the float fields only
 
     def gemm_ceiling(self, dtype: str) -> float:
         """Asymptotic GEMM efficiency for ``dtype``: the dtype's envelope if published."""
@@ -134,11 +136,22 @@ def attention_impls() -> set[str]:
     return names
 
 
-def default_params(gpu: str) -> EfficiencyParams:
-    """Uncalibrated parameters of a catalogued GPU (canonical name), with GEMM envelopes applied."""
+def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
+    """Uncalibrated parameters of a GPU (canonical name), with GEMM envelopes applied.
+
+    GPUs listed in data/gpu_compute.yaml use their entry; others (cluster-defined GPUs) take
+    ``spec.sm_count`` if given, else no wave quantization (``sm_count`` 1), and the tile set of
+    their generation (see the data file's header). Approximate: the curves are the modelled
+    defaults, not fitted to the part.
+    """
     raw = _compute_yaml()
     d = raw["defaults"]
-    entry = raw["gpus"].get(gpu, {"sm_count": 108, "gemm_tiles": "ampere"})
+    entry = raw["gpus"].get(gpu)
+    if entry is None:
+        generation = spec.generation if spec is not None else ""
+        tiles_name = "hopper" if generation in ("hopper", "blackwell") else "ampere"
+        sm_count = spec.sm_count if spec is not None and spec.sm_count else 1
+        entry = {"sm_count": sm_count, "gemm_tiles": tiles_name}
     tiles = tuple((int(a), int(b), float(c)) for a, b, c in raw["tile_sets"][entry["gemm_tiles"]])
     sources = {k: "modelled default (data/gpu_compute.yaml)" for k in d}
     envelopes: dict[str, float] = {}

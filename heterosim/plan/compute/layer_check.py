@@ -98,7 +98,3 @@ def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: P
     return IterationEstimate(gpu=gpu, micro_batches=micro, layer_fwd_s=times["fwd"],
                              layer_bwd_s=times["bwd"], ends_s=times["ends"],
                              optimizer_s=times["opt"], layers=model.layers, shares=shares)
-
-
-def with_dtype(training: TrainingConfig, dtype: str) -> TrainingConfig:
-    return replace(training, dtype=dtype)

@@ -24,19 +24,20 @@ as Transformer Engine selects there; FlashAttention-2 before), and attention is 
 GPU with the same implementation. ``ComputeModel(attention_impl=...)`` sets one implementation for
 every GPU (e.g. ``flash-attention-2`` for a framework that calls FlashAttention directly).
 
-Communication rows get 0 ns and provenance "none". GPUs are catalogue names (aliases accepted)
-or device labels that occur only in a database (e.g. ``cpu`` from a CPU profile); such a device
-has no specs, so an op outside its measurements is a UserError.
+Communication rows get 0 ns and provenance "none". GPUs are catalogue names (aliases accepted),
+GPUs a cluster file defines (``ComputeModel(gpus=cluster.gpus)``; they shadow catalogue entries
+of the same name), or device labels that occur only in a database (e.g. ``cpu`` from a CPU
+profile); such a device has no specs, so an op outside its measurements is a UserError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from heterosim.catalog.gpus import canonical_gpu_name, gpu_spec, known_gpu_names
+from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_gpu_names
 from heterosim.errors import UserError
 from heterosim.plan.compute.calibration import CalibrationReport, calibrate
 from heterosim.plan.compute.database import Measurement, OpDatabase
@@ -55,7 +56,10 @@ class ComputeModel:
     """Times compute ops per GPU from layered operation databases, curves and spec scaling."""
 
     def __init__(self, databases: Sequence[str | Path] | None = None, *,
-                 include_shipped: bool = True, attention_impl: str | None = None) -> None:
+                 include_shipped: bool = True, attention_impl: str | None = None,
+                 gpus: Mapping[str, GpuSpec] | None = None) -> None:
+        self._own: dict[str, GpuSpec] = {}
+        self._own_alias: dict[str, str] = {}
         layers: list[list[Measurement]] = []
         self.database_names: list[str] = []
         for path in databases or []:
@@ -73,15 +77,43 @@ class ComputeModel:
         self._uncalibrated_gemm: set[tuple[str, str]] = set()
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
+        self.add_gpus(gpus or {})
 
     # ------------------------------------------------------------------ GPUs and calibration
 
+    def add_gpus(self, gpus: Mapping[str, GpuSpec]) -> None:
+        """Make GPUs defined outside the catalogue (a cluster file's ``gpus:``) known by name.
+
+        A name given twice with different specs is a UserError (one model cannot time one name two
+        ways); results already cached for a shadowed catalogue name are dropped.
+        """
+        for name, spec in gpus.items():
+            old = self._own.get(name)
+            if old is not None and old != spec:
+                raise UserError(f"GPU {name!r} is defined twice with different numbers")
+            self._own[name] = spec
+            self._own_alias[name.lower()] = name
+        if gpus:
+            self._cache.clear()
+            self._params = {k: v for k, v in self._params.items() if k not in gpus}
+
+    def _spec(self, gpu: str) -> GpuSpec:
+        return self._own[gpu] if gpu in self._own else gpu_spec(gpu)
+
+    def _has_spec(self, gpu: str) -> bool:
+        return gpu in self._own or gpu in known_gpu_names()
+
     def known_devices(self) -> list[str]:
-        extra = sorted(d for d in self._index.devices if d not in known_gpu_names())
-        return [*known_gpu_names(), *extra]
+        specs = [*self._own, *(n for n in known_gpu_names() if n not in self._own)]
+        extra = sorted(d for d in self._index.devices if d not in specs)
+        return [*specs, *extra]
 
     def resolve_gpu(self, gpu: str) -> str:
-        """Catalogue name or database-only device label; UserError listing the known ones."""
+        """Cluster-defined or catalogue name, or database-only device label; UserError listing
+        the known ones."""
+        own = self._own_alias.get(str(gpu).strip().lower())
+        if own is not None:
+            return own
         name = canonical_gpu_name(gpu)
         if name is not None:
             return name
@@ -92,9 +124,9 @@ class ComputeModel:
 
     def _calibrated(self, gpu: str) -> tuple[EfficiencyParams, CalibrationReport]:
         if gpu not in self._params:
-            spec = gpu_spec(gpu)
+            spec = self._spec(gpu)
             self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []),
-                                          default_params(gpu))
+                                          default_params(gpu, spec))
         return self._params[gpu]
 
     def gpu_attention_impl(self, gpu: str) -> str:
@@ -130,10 +162,10 @@ class ComputeModel:
         found = self._index.lookup(gpu, *args)
         if found is not None:
             return _ns(found[0]), found[1]
-        if gpu not in known_gpu_names():
+        if not self._has_spec(gpu):
             raise UserError(f"device {gpu!r} is known only from its database, which has no"
                             f" measurement covering {op_kind} {dtype} shape {shape}")
-        spec = gpu_spec(gpu)
+        spec = self._spec(gpu)
         params, report = self._calibrated(gpu)
         if op_kind not in report.calibrated_kinds:
             scaled = self._scaled(gpu, *args)
@@ -147,9 +179,9 @@ class ComputeModel:
 
     def _scaled(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
                 flops: float, bytes_moved: float) -> float | None:
-        target = gpu_spec(gpu)
-        others = [gpu_spec(d) for d in self._index.devices
-                  if d != gpu and d in known_gpu_names()
+        target = self._spec(gpu)
+        others = [self._spec(d) for d in self._index.devices
+                  if d != gpu and self._has_spec(d)
                   and (op_kind != "attention" or self.gpu_attention_impl(d)
                        == self.gpu_attention_impl(gpu))]
         for source in nearest_sources(target, others, dtype):

@@ -125,8 +125,8 @@ def experiment_ops(path: str | Path) -> list[ProfileOp]:
                 continue
             key = (op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved)
             pass_ = "bwd" if op.phase == "bwd" else "fwd"
-            seen.setdefault(key, ProfileOp(op.op_kind, op.dtype, tuple(op.shape),
-                                           tuple(op.shape_extra), op.flops, op.bytes_moved,
+            seen.setdefault(key, ProfileOp(op.op_kind, op.dtype, op.shape,
+                                           op.shape_extra, op.flops, op.bytes_moved,
                                            pass_))
     return list(seen.values())
 

@@ -258,7 +258,7 @@ def _int_column(et: EtFile, name: str, default: int, path: Path) -> np.ndarray:
 
 def _choice(et: EtFile, name: str, allowed: tuple[str, ...], path: Path) -> np.ndarray:
     values = et.column(name, allowed[0])
-    lookup = {v: i for i, v in enumerate(allowed)}
+    lookup: dict[object, int] = {v: i for i, v in enumerate(allowed)}
     try:
         return np.array([lookup[v] for v in values], dtype=np.uint8)
     except (KeyError, TypeError):

@@ -16,6 +16,8 @@ reader uses it to decode each distinct attribute encoding once and look the rest
 
 from __future__ import annotations
 
+from typing import Any
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 PACKAGE = "ChakraProtoMsg"
@@ -129,12 +131,13 @@ def _node_view_descriptor() -> descriptor_pb2.FileDescriptorProto:
     return fdp
 
 
-def _message_class(pool: descriptor_pool.DescriptorPool, full_name: str) -> type:
+def _message_class(pool: descriptor_pool.DescriptorPool, full_name: str) -> Any:
     descriptor = pool.FindMessageTypeByName(full_name)
     get_class = getattr(message_factory, "GetMessageClass", None)
     if get_class is not None:  # protobuf >= 4.22
         return get_class(descriptor)
-    return message_factory.MessageFactory(pool).GetPrototype(descriptor)  # pragma: no cover
+    factory: Any = message_factory.MessageFactory(pool)  # protobuf < 4.22
+    return factory.GetPrototype(descriptor)  # pragma: no cover
 
 
 POOL = descriptor_pool.DescriptorPool()

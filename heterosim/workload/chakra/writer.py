@@ -11,7 +11,7 @@ Attributes and their exact Chakra value types: ``is_cpu_op`` bool false on every
 COMP: ``num_ops`` int64 FLOPs, ``tensor_size`` uint64 bytes; COMM_COLL: ``comm_type`` int64,
 ``comm_size`` int64, ``pg_name`` string (the integer group id); SEND/RECV: ``comm_src`` /
 ``comm_dst`` int32 (a SEND has src = own rank, dst = peer; a RECV the reverse), ``comm_tag``
-int32, ``comm_size`` int64, ``pg_name`` when the node has a group. Extensions (DESIGN.md):
+int32, ``comm_size`` int64, ``pg_name`` when the node has a group. Extensions (docs/results.md):
 ``op``, ``phase``, ``label``, ``dtype`` (string), ``shape`` (int64 list: 4 shape + 2 extra),
 ``duration_ns`` (uint64, when known), ``layer``, ``micro_batch``, ``stage`` (int64),
 ``gpu_type`` (string, when set).

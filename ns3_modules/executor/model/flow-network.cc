@@ -47,6 +47,27 @@ FlowNetwork::StartFlowOnConnection(uint32_t flowId,
 }
 
 void
+FlowNetwork::SetLinkUp(uint32_t link, bool up)
+{
+}
+
+uint32_t
+FlowNetwork::Reroute()
+{
+    return 0;
+}
+
+void
+FlowNetwork::SetLinkRate(uint32_t link, double rateBps)
+{
+}
+
+void
+FlowNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFactor)
+{
+}
+
+void
 FlowNetwork::ScheduleFlows(uint32_t n,
                            const uint32_t* ids,
                            const uint32_t* src,

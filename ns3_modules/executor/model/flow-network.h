@@ -79,6 +79,39 @@ class FlowNetwork : public Object
                                        uint32_t connection);
 
     /**
+     * \brief Take a link down or bring it back up (fault injection). Routes stay as they are
+     * until Reroute(). The default does nothing.
+     * \param link topology link
+     * \param up whether it carries traffic
+     */
+    virtual void SetLinkUp(uint32_t link, bool up);
+
+    /**
+     * \brief Recompute routes over the links that are up now and move traffic to them (after
+     * SetLinkUp(), once routing has converged). The default does nothing and returns 0.
+     * \return number of active flows moved to another path
+     */
+    virtual uint32_t Reroute();
+
+    /**
+     * \brief Change a link's rate, both directions, from now on (fault injection). The
+     * default does nothing.
+     * \param link topology link
+     * \param rateBps new rate, bit/s
+     */
+    virtual void SetLinkRate(uint32_t link, double rateBps);
+
+    /**
+     * \brief Make a link lossy (fault injection): a packet model drops frames with
+     * \p probability; a fluid model, which has no frames, scales the capacity by
+     * \p goodputFactor. The default does nothing.
+     * \param link topology link
+     * \param probability per-frame loss probability
+     * \param goodputFactor share of the link rate left as goodput
+     */
+    virtual void SetLinkLoss(uint32_t link, double probability, double goodputFactor);
+
+    /**
      * \brief Set the callback invoked when a flow completes.
      * \param cb the callback
      */

@@ -262,12 +262,32 @@ FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t b
     f.inUse = true;
     f.frozen = false;
     f.onConnection = false;
+    f.src = srcGpu;
+    f.dst = dstGpu;
+    f.hashKey = hashKey;
+    f.pathStartDone = 0;
+    AttachPath(slot, path, srcGpu);
+    m_seedFlows.push_back(slot);
+    RequestRecompute();
+    f.latencyNs = PathLatencyNs(f, bytes);
+    ++m_active;
+    if (flowId >= m_slotOfId.size())
+    {
+        m_slotOfId.resize(std::max<size_t>(flowId + 1, 2 * m_slotOfId.size()), -1);
+    }
+    m_slotOfId[flowId] = slot;
+    return slot;
+}
+
+void
+FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint32_t srcGpu)
+{
+    Flow& f = m_flows[slot];
     f.res.clear();
     f.pos.clear();
-
     // walk the path: one resource per hop and direction
     uint32_t node = m_topo->GetGpuNode(srcGpu);
-    int64_t now = f.lastUpdate;
+    int64_t now = Simulator::Now().GetNanoSeconds();
     for (uint32_t hop = 0; hop < path.size(); ++hop)
     {
         uint32_t link = path[hop];
@@ -276,13 +296,14 @@ FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t b
         node = m_topo->GetOtherEnd(link, node);
         double rate = m_topo->GetLinkRateBps(link);
         Resource& res = m_res[r];
-        if (res.capacity == 0)
+        if (!res.capSet)
         {
             double payloadShare =
                 m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
             res.capacity = rate / 8e9 * payloadShare;
             res.capFx = ToFx(res.capacity);
             res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));
+            res.capSet = true;
         }
         if (res.flows.empty())
         {
@@ -296,16 +317,156 @@ FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t b
         }
         res.flows.emplace_back(slot, hop);
     }
-    m_seedFlows.push_back(slot);
-    RequestRecompute();
-    f.latencyNs = PathLatencyNs(f, bytes);
-    ++m_active;
-    if (flowId >= m_slotOfId.size())
+}
+
+void
+FluidNetwork::DetachPath(uint32_t slot)
+{
+    Flow& f = m_flows[slot];
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    Advance(f, now);
+    uint64_t done = f.bytes - std::min<uint64_t>(f.bytes, std::llround(f.remaining));
+    uint64_t carried = done - std::min(done, f.pathStartDone);
+    for (size_t k = 0; k < f.res.size(); ++k)
     {
-        m_slotOfId.resize(std::max<size_t>(flowId + 1, 2 * m_slotOfId.size()), -1);
+        uint32_t r = f.res[k];
+        Resource& res = m_res[r];
+        uint32_t at = f.pos[k];
+        auto moved = res.flows.back();
+        res.flows[at] = moved;
+        res.flows.pop_back();
+        if (at < res.flows.size())
+        {
+            m_flows[moved.first].pos[moved.second] = at;
+        }
+        res.bytesDone += carried;
+        res.loadFx -= f.rateFx;
+        if (res.flows.empty())
+        {
+            res.busyNs += now - res.busySince;
+            res.busySince = -1;
+        }
+        else
+        {
+            m_seedRes.push_back(r);
+        }
     }
-    m_slotOfId[flowId] = slot;
-    return slot;
+    f.res.clear();
+    f.pos.clear();
+    f.rateFx = 0;
+    f.pathStartDone = done;
+}
+
+void
+FluidNetwork::InitLinkState()
+{
+    if (m_linkUp.empty())
+    {
+        uint32_t n = m_topo->GetNLinks();
+        m_linkUp.assign(n, 1);
+        m_linkGoodput.assign(n, 1.0);
+        m_linkRate.resize(n);
+        for (uint32_t l = 0; l < n; ++l)
+        {
+            m_linkRate[l] = m_topo->GetLinkRateBps(l);
+        }
+    }
+}
+
+void
+FluidNetwork::ApplyLinkCapacity(uint32_t link)
+{
+    double payloadShare = m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
+    double rate = m_linkUp[link] ? m_linkRate[link] * m_linkGoodput[link] : 0.0;
+    for (uint32_t r : {2 * link, 2 * link + 1})
+    {
+        Resource& res = m_res[r];
+        res.capacity = rate / 8e9 * payloadShare;
+        res.capFx = ToFx(res.capacity);
+        res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));
+        res.capSet = true;
+        if (!res.flows.empty())
+        {
+            m_seedRes.push_back(r);
+        }
+    }
+    m_forceWhole = true;
+    RequestRecompute();
+}
+
+void
+FluidNetwork::SetLinkUp(uint32_t link, bool up)
+{
+    NS_LOG_FUNCTION(this << link << up);
+    InitLinkState();
+    m_linkUp.at(link) = up ? 1 : 0;
+    m_topo->SetLinkUp(link, up);
+    ApplyLinkCapacity(link);
+}
+
+uint32_t
+FluidNetwork::Reroute()
+{
+    NS_LOG_FUNCTION(this);
+    SampleUntil(Simulator::Now().GetNanoSeconds()); // before flows change paths
+    m_topo->RecomputeFabricRoutes();
+    uint32_t moved = 0;
+    for (uint32_t slot = 0; slot < m_flows.size(); ++slot)
+    {
+        Flow& f = m_flows[slot];
+        if (!f.inUse)
+        {
+            continue;
+        }
+        std::vector<uint32_t> path = m_topo->GetPath(f.src, f.dst, FlowHash(f.hashKey, f.src, f.dst));
+        if (path.empty())
+        {
+            continue; // nowhere to go: it waits on its path for the link to return
+        }
+        std::vector<uint32_t> links;
+        for (uint32_t r : f.res)
+        {
+            links.push_back(r / 2);
+        }
+        if (links == path)
+        {
+            continue;
+        }
+        DetachPath(slot);
+        AttachPath(slot, path, f.src);
+        f.latencyNs = PathLatencyNs(f, f.bytes);
+        m_seedFlows.push_back(slot);
+        ++moved;
+    }
+    m_rerouted += moved;
+    m_forceWhole = true;
+    RequestRecompute();
+    return moved;
+}
+
+void
+FluidNetwork::SetLinkRate(uint32_t link, double rateBps)
+{
+    NS_LOG_FUNCTION(this << link << rateBps);
+    InitLinkState();
+    m_linkRate.at(link) = rateBps;
+    m_topo->SetLinkRateBps(link, rateBps);
+    ApplyLinkCapacity(link);
+}
+
+void
+FluidNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFactor)
+{
+    NS_LOG_FUNCTION(this << link << probability << goodputFactor);
+    InitLinkState();
+    m_linkGoodput.at(link) = std::clamp(goodputFactor, 0.0, 1.0);
+    ApplyLinkCapacity(link);
+}
+
+uint64_t
+FluidNetwork::GetFlowsRerouted() const
+{
+    return m_rerouted;
 }
 
 void
@@ -399,7 +560,8 @@ FluidNetwork::Recompute()
     }
     m_seedRes.clear();
     m_seedFlows.clear();
-    bool whole = !m_localRecompute; // re-fill the whole connected component
+    bool whole = !m_localRecompute || m_forceWhole; // re-fill the whole connected component
+    m_forceWhole = false;
     uint32_t rounds = 0;
     size_t head = 0;
     while (true)
@@ -754,7 +916,7 @@ FluidNetwork::TransferDone(uint32_t slot)
             // same rate: nothing else on the path sees a change.
             for (uint32_t r : f.res)
             {
-                m_res[r].bytesDone += f.bytes;
+                m_res[r].bytesDone += f.bytes - f.pathStartDone;
             }
             m_slotOfId[f.id] = -1;
             m_transferDoneTrace(f.id);
@@ -764,6 +926,7 @@ FluidNetwork::TransferDone(uint32_t slot)
             it->second.queued.pop_front();
             f.id = nextId;
             f.bytes = nextBytes;
+            f.pathStartDone = 0;
             f.remaining = static_cast<double>(nextBytes);
             f.latencyNs = PathLatencyNs(f, nextBytes);
             if (nextId >= m_slotOfId.size())
@@ -794,7 +957,7 @@ FluidNetwork::TransferDone(uint32_t slot)
         {
             m_flows[moved.first].pos[moved.second] = at;
         }
-        res.bytesDone += f.bytes;
+        res.bytesDone += f.bytes - f.pathStartDone;
         bool saturated = IsSaturated(res);
         res.loadFx -= f.rateFx;
         if (res.flows.empty())
@@ -909,7 +1072,8 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
         {
             const Flow& f = m_flows[slot];
             double left = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
-            carried += f.bytes - std::min<uint64_t>(f.bytes, std::llround(left));
+            uint64_t onPath = f.bytes - f.pathStartDone;
+            carried += onPath - std::min<uint64_t>(onPath, std::llround(left));
         }
         bytes[r] = carried;
         busyNs[r] = res.busyNs + (res.busySince >= 0 ? now - res.busySince : 0);
@@ -935,9 +1099,10 @@ FluidNetwork::SampleUntil(int64_t nowNs)
             for (const auto& [slot, hop] : res.flows)
             {
                 const Flow& f = m_flows[slot];
+                // bytes moved on this path so far (a rerouted flow's earlier bytes are in bytesDone)
+                double onPath = static_cast<double>(f.bytes - f.pathStartDone);
                 double left = f.remaining - f.rate * static_cast<double>(t - f.lastUpdate);
-                carried += static_cast<double>(f.bytes) -
-                           std::clamp(left, 0.0, static_cast<double>(f.bytes));
+                carried += onPath - std::clamp(left, 0.0, onPath);
             }
             uint64_t bytes = static_cast<uint64_t>(std::llround(carried));
             if (bytes != m_sampledBytes[r])

@@ -175,6 +175,40 @@ class FluidNetwork : public FlowNetwork
     void CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const;
 
     /**
+     * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
+     * on it wait at rate 0 until Reroute() moves them or the link returns. Rates are re-filled
+     * over the whole affected component.
+     * \param link a link
+     * \param up whether it carries traffic
+     */
+    void SetLinkUp(uint32_t link, bool up) override;
+    /**
+     * \brief Recompute the topology's fabric routes over the links that are up, and move every
+     * active flow whose path changes to its new path (the same hash over the remaining
+     * equal-cost paths, as the packet network's switches re-hash). A flow left without any
+     * path stays where it is, at rate 0, until its link returns.
+     * \return number of active flows moved to another path
+     */
+    uint32_t Reroute() override;
+    /**
+     * \brief Change a link's rate (both directions) from now on; rates are re-filled.
+     * \param link a link
+     * \param rateBps new rate, bit/s
+     */
+    void SetLinkRate(uint32_t link, double rateBps) override;
+    /**
+     * \brief A lossy link: the fluid model has no packets to lose, so it scales the link's
+     * capacity by \p goodputFactor, the share of the rate that survives loss and go-back-N
+     * recovery (computed by the caller; see heterosim/engine/faults.py).
+     * \param link a link
+     * \param probability frame loss probability (recorded only)
+     * \param goodputFactor capacity multiplier, 0..1
+     */
+    void SetLinkLoss(uint32_t link, double probability, double goodputFactor) override;
+    /** \return active flows moved to another path by link faults so far */
+    uint64_t GetFlowsRerouted() const;
+
+    /**
      * \brief The current max-min rate of an active flow.
      * \param flowId the flow id
      * \return rate in bit/s; -1 if the flow is not moving data
@@ -198,6 +232,7 @@ class FluidNetwork : public FlowNetwork
         int64_t busyNs{0};                                  //!< closed busy intervals
         uint64_t stamp{0};                                  //!< visit mark: listed this round
         uint64_t expanded{0};                               //!< visit mark: all flows in the set
+        bool capSet{false};                                 //!< capacity initialised
     };
 
     /** One active flow. */
@@ -223,6 +258,10 @@ class FluidNetwork : public FlowNetwork
         bool inUse{false};              //!< slot holds an active flow
         bool onConnection{false};       //!< the slot carries the messages of a connection
         uint32_t connection{0};         //!< that connection's id
+        uint32_t src{0};                //!< sending GPU
+        uint32_t dst{0};                //!< receiving GPU
+        uint32_t hashKey{0};            //!< id hashed for the ECMP path
+        uint64_t pathStartDone{0};      //!< bytes already transferred when it joined this path
     };
 
     /** No resource (a flow without a bottleneck yet). */
@@ -286,6 +325,14 @@ class FluidNetwork : public FlowNetwork
      * \p f (propagation plus store-and-forward of the first packet; class documentation)
      */
     int64_t PathLatencyNs(const Flow& f, uint64_t bytes) const;
+    /** Put the flow in \p slot on the resources of \p path (from GPU \p srcGpu). */
+    void AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint32_t srcGpu);
+    /** Take the flow in \p slot off its resources (bytes carried so far stay counted). */
+    void DetachPath(uint32_t slot);
+    /** Set both resources of a link to \p rateBps times its loss factor (0 when down). */
+    void ApplyLinkCapacity(uint32_t link);
+    /** Lazily set up the per-link fault state. */
+    void InitLinkState();
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
@@ -307,6 +354,11 @@ class FluidNetwork : public FlowNetwork
     std::vector<uint32_t> m_seedRes;   //!< saturated resources left by finished flows
     std::vector<uint32_t> m_seedFlows; //!< slots of flows started since the last recomputation
     bool m_recomputePending{false};   //!< a Recompute event is scheduled
+    bool m_forceWhole{false};         //!< the next recomputation fills whole components
+    std::vector<uint8_t> m_linkUp;    //!< per link: 1 up (faults; empty = all up)
+    std::vector<double> m_linkRate;   //!< per link: current rate, bit/s
+    std::vector<double> m_linkGoodput; //!< per link: capacity factor of a lossy link
+    uint64_t m_rerouted{0};           //!< flows moved by link faults
     bool m_localRecompute{true};      //!< re-fill only the affected flows (see class doc)
     uint32_t m_maxRounds{16};         //!< growths before a local recomputation goes whole
     uint64_t m_stamp{0};              //!< visit stamp counter

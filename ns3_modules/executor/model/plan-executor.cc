@@ -95,6 +95,12 @@ PlanExecutor::SetTopology(Ptr<TopologyDescription> topo)
 }
 
 void
+PlanExecutor::SetComputeSlowdown(Ptr<ComputeSlowdown> slowdown)
+{
+    m_slowdown = slowdown;
+}
+
+void
 PlanExecutor::LoadPlan(uint32_t n,
                        const uint8_t* kind,
                        const int32_t* gpu,
@@ -605,7 +611,12 @@ PlanExecutor::TryStartStream(uint32_t s)
     m_state[task] = 3;
     m_start[task] = Simulator::Now().GetNanoSeconds();
     m_taskStartTrace(task);
-    Simulator::Schedule(NanoSeconds(m_duration[task]), &PlanExecutor::ComputeDone, this, s, task);
+    int64_t duration = m_duration[task];
+    if (m_slowdown)
+    {
+        duration = m_slowdown->Stretch(m_gpu[task], m_start[task], duration);
+    }
+    Simulator::Schedule(NanoSeconds(duration), &PlanExecutor::ComputeDone, this, s, task);
 }
 
 void
@@ -834,6 +845,7 @@ PlanExecutor::DoDispose()
     }
     m_network = nullptr;
     m_topo = nullptr;
+    m_slowdown = nullptr;
     Object::DoDispose();
 }
 

@@ -4,6 +4,7 @@
 #ifndef HETEROSIM_PLAN_EXECUTOR_H
 #define HETEROSIM_PLAN_EXECUTOR_H
 
+#include "compute-slowdown.h"
 #include "flow-network.h"
 #include "topology-description.h"
 
@@ -89,6 +90,14 @@ class PlanExecutor : public Object
      * \param topo the topology (optional)
      */
     void SetTopology(Ptr<TopologyDescription> topo);
+
+    /**
+     * \brief Slow compute tasks down on straggler GPUs (optional; null = nominal durations).
+     * A task's duration is ComputeSlowdown::Stretch(gpu, start, duration) when its stream
+     * picks it.
+     * \param slowdown the windows
+     */
+    void SetComputeSlowdown(Ptr<ComputeSlowdown> slowdown);
 
     /**
      * \brief Load the plan from arrays (copied).
@@ -216,6 +225,7 @@ class PlanExecutor : public Object
 
     Ptr<FlowNetwork> m_network;       //!< moves the flows
     Ptr<TopologyDescription> m_topo;  //!< route checks
+    Ptr<ComputeSlowdown> m_slowdown;  //!< straggler windows (may be null)
     Time m_stopTime;                  //!< 0 = no limit
     Time m_progressInterval;          //!< 0 = no samples
     Time m_wallInterval;              //!< 0 = never yield

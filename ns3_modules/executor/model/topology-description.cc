@@ -6,6 +6,8 @@
 #include "ns3/assert.h"
 #include "ns3/log.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -82,6 +84,146 @@ TopologyDescription::SetRoutes(uint32_t entries,
         uint64_t key = (static_cast<uint64_t>(node[e]) << 32) | static_cast<uint32_t>(dst[e]);
         m_routes[key].assign(links + ptr[e], links + ptr[e + 1]);
     }
+}
+
+void
+TopologyDescription::SetLinkUp(uint32_t link, bool up)
+{
+    NS_LOG_FUNCTION(this << link << up);
+    if (m_linkUp.empty())
+    {
+        m_linkUp.assign(m_linkA.size(), 1);
+    }
+    m_linkUp.at(link) = up ? 1 : 0;
+}
+
+bool
+TopologyDescription::IsLinkUp(uint32_t link) const
+{
+    return m_linkUp.empty() || m_linkUp.at(link) != 0;
+}
+
+void
+TopologyDescription::SetLinkRateBps(uint32_t link, double rateBps)
+{
+    m_linkRate.at(link) = rateBps;
+}
+
+uint32_t
+TopologyDescription::RecomputeFabricRoutes()
+{
+    NS_LOG_FUNCTION(this);
+    if (m_baseRoutes.empty())
+    {
+        m_baseRoutes = m_routes;
+    }
+    bool allUp = std::all_of(m_linkUp.begin(), m_linkUp.end(), [](uint8_t u) { return u != 0; });
+    if (allUp)
+    {
+        m_routes = m_baseRoutes;
+        return 0;
+    }
+    auto fabricLink = [this](uint32_t l) {
+        return (m_linkKind[l] == ACCESS || m_linkKind[l] == FABRIC) && m_linkUp[l] != 0;
+    };
+    auto fabricNode = [this](uint32_t n) {
+        uint8_t k = m_nodeKind[n];
+        return k == NIC || k == LEAF || k == SPINE;
+    };
+    uint32_t nNodes = m_nodeKind.size();
+    std::vector<uint32_t> nics;
+    for (uint32_t n = 0; n < nNodes; ++n)
+    {
+        if (m_nodeKind[n] == NIC)
+        {
+            nics.push_back(n);
+        }
+    }
+    std::vector<uint8_t> unreachable(nNodes, 0);
+    std::vector<int64_t> dist(nNodes);
+    std::vector<uint32_t> queue;
+    for (uint32_t d : nics)
+    {
+        // breadth-first search from the destination over the fabric links that are up
+        std::fill(dist.begin(), dist.end(), -1);
+        queue.clear();
+        dist[d] = 0;
+        queue.push_back(d);
+        for (std::size_t head = 0; head < queue.size(); ++head)
+        {
+            uint32_t u = queue[head];
+            if (u != d && m_nodeKind[u] == NIC)
+            {
+                continue; // a NIC never forwards for others
+            }
+            for (uint32_t l : m_nodeLinks[u])
+            {
+                if (!fabricLink(l))
+                {
+                    continue;
+                }
+                uint32_t v = GetOtherEnd(l, u);
+                if (dist[v] < 0 && fabricNode(v))
+                {
+                    dist[v] = dist[u] + 1;
+                    queue.push_back(v);
+                }
+            }
+        }
+        for (uint32_t u = 0; u < nNodes; ++u)
+        {
+            if (u == d || !fabricNode(u) ||
+                (m_nodeKind[u] == NIC && m_nodeHost[u] == m_nodeHost[d]))
+            {
+                continue; // NIC -> NIC inside a host is a host route
+            }
+            uint64_t key = (static_cast<uint64_t>(u) << 32) | d;
+            if (dist[u] < 0)
+            {
+                m_routes.erase(key);
+                if (m_nodeKind[u] == NIC)
+                {
+                    unreachable[d] = 1;
+                }
+                continue;
+            }
+            std::vector<uint32_t> best;
+            for (uint32_t l : m_nodeLinks[u])
+            {
+                if (!fabricLink(l))
+                {
+                    continue;
+                }
+                uint32_t v = GetOtherEnd(l, u);
+                if (dist[v] == dist[u] - 1 && (m_nodeKind[v] != NIC || v == d))
+                {
+                    best.push_back(l);
+                }
+            }
+            // original next hops first, in their order; new ones after, by link id
+            std::vector<uint32_t> ordered;
+            auto base = m_baseRoutes.find(key);
+            if (base != m_baseRoutes.end())
+            {
+                for (uint32_t l : base->second)
+                {
+                    if (std::find(best.begin(), best.end(), l) != best.end())
+                    {
+                        ordered.push_back(l);
+                    }
+                }
+            }
+            for (uint32_t l : best)
+            {
+                if (std::find(ordered.begin(), ordered.end(), l) == ordered.end())
+                {
+                    ordered.push_back(l);
+                }
+            }
+            m_routes[key] = std::move(ordered);
+        }
+    }
+    return static_cast<uint32_t>(std::count(unreachable.begin(), unreachable.end(), 1));
 }
 
 uint32_t

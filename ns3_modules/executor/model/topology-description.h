@@ -100,6 +100,31 @@ class TopologyDescription : public Object
                    const int64_t* ptr,
                    const int32_t* links);
 
+    /**
+     * \brief Mark a link up or down (a fault). Routes change only in RecomputeFabricRoutes().
+     * \param link a link
+     * \param up whether it carries traffic
+     */
+    void SetLinkUp(uint32_t link, bool up);
+    /** \param link a link \return whether it is up */
+    bool IsLinkUp(uint32_t link) const;
+    /**
+     * \brief Change a link's rate (a degraded link): what the models read for flows started
+     * from now on.
+     * \param link a link
+     * \param rateBps rate per direction, bit/s
+     */
+    void SetLinkRateBps(uint32_t link, double rateBps);
+    /**
+     * \brief Recompute the fabric next hops (fabric switches and NICs towards NICs of other
+     * hosts) over the links that are up: hop-count shortest paths with every equal-cost next
+     * hop, no transit through NICs, as heterosim.engine.topology builds them. Next hops that
+     * were in the original set keep their order and come first. With every link up the
+     * original tables are restored exactly. A (node, NIC) pair with no path left gets no entry.
+     * \return number of NICs that some other NIC can no longer reach
+     */
+    uint32_t RecomputeFabricRoutes();
+
     /** \return number of nodes */
     uint32_t GetNNodes() const;
     /** \return number of links */
@@ -187,6 +212,8 @@ class TopologyDescription : public Object
     std::vector<uint32_t> m_gpuNode;              //!< node per GPU
     std::vector<uint32_t> m_gpuNic;               //!< NIC node per GPU
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_routes; //!< (node<<32|dst) -> links
+    std::unordered_map<uint64_t, std::vector<uint32_t>> m_baseRoutes; //!< routes as set, once changed
+    std::vector<uint8_t> m_linkUp;                //!< 1 = up (faults), empty = all up
     std::vector<uint32_t> m_noRoute;              //!< empty set returned when unroutable
 };
 

@@ -56,7 +56,11 @@ QbbNetDevice::GetTypeId()
             .AddTraceSource("Pause",
                             "A PFC frame was sent or received (priority, quanta, sent)",
                             MakeTraceSourceAccessor(&QbbNetDevice::m_pauseTrace),
-                            "ns3::QbbNetDevice::PauseTracedCallback");
+                            "ns3::QbbNetDevice::PauseTracedCallback")
+            .AddTraceSource("LinkState",
+                            "The port went down (false) or came back up (true) by a fault",
+                            MakeTraceSourceAccessor(&QbbNetDevice::m_linkStateTrace),
+                            "ns3::TracedValueCallback::Bool");
     return tid;
 }
 
@@ -139,6 +143,11 @@ QbbNetDevice::Enqueue(RdmaFrame* frame, uint8_t queue)
 {
     NS_ASSERT(queue <= CONTROL_QUEUE);
     frame->next = nullptr;
+    if (m_down)
+    {
+        FaultDrop(frame, queue != CONTROL_QUEUE);
+        return;
+    }
     Fifo& fifo = m_queue[queue];
     if (queue == CONTROL_QUEUE && frame->type == RdmaFrame::PFC)
     {
@@ -180,7 +189,7 @@ QbbNetDevice::Enqueue(RdmaFrame* frame, uint8_t queue)
 void
 QbbNetDevice::TryTransmit()
 {
-    if (m_busy || !m_channel)
+    if (m_busy || !m_channel || m_down)
     {
         return;
     }
@@ -247,6 +256,22 @@ QbbNetDevice::TransmitComplete()
 void
 QbbNetDevice::Receive(RdmaFrame* frame)
 {
+    if (m_lastDownNs >= 0 || m_lossProbability > 0)
+    {
+        int64_t now = Simulator::Now().GetNanoSeconds();
+        int64_t sentNs = now - m_channel->GetDelay().GetNanoSeconds() -
+                         GetTxTime(frame->wireBytes).GetNanoSeconds();
+        bool lostOnLink = m_down || (m_lastDownNs >= 0 && m_lastDownNs > sentNs);
+        bool lostAtRandom = !lostOnLink && m_lossProbability > 0 &&
+                            frame->type != RdmaFrame::PFC &&
+                            m_lossRv->GetValue() < m_lossProbability;
+        if (lostOnLink || lostAtRandom)
+        {
+            NS_LOG_DEBUG("frame lost on the link: " << (lostOnLink ? "link down" : "random loss"));
+            FaultDrop(frame, false);
+            return;
+        }
+    }
     if (frame->type != RdmaFrame::PFC)
     {
         m_handler->HandleFrame(frame, m_port);
@@ -415,6 +440,82 @@ QbbNetDevice::CountDrop(const RdmaFrame* frame)
 {
     ++m_drops;
     m_dropTrace(frame);
+}
+
+void
+QbbNetDevice::FaultDrop(RdmaFrame* frame, bool queued)
+{
+    if (queued && frame->type == RdmaFrame::DATA && m_handler != nullptr)
+    {
+        m_handler->OnDequeue(frame, m_port); // release its buffer as if it had left
+    }
+    ++m_faultDrops;
+    CountDrop(frame);
+    m_pool->Free(frame);
+}
+
+void
+QbbNetDevice::SetLinkDown(bool down)
+{
+    NS_LOG_FUNCTION(this << down);
+    if (down == m_down)
+    {
+        return;
+    }
+    m_down = down;
+    m_linkStateTrace(!down);
+    if (!down)
+    {
+        TryTransmit();
+        return;
+    }
+    m_lastDownNs = Simulator::Now().GetNanoSeconds();
+    for (uint8_t q = 0; q <= CONTROL_QUEUE; ++q)
+    {
+        while (m_queue[q].head != nullptr)
+        {
+            RdmaFrame* frame = Pop(q);
+            FaultDrop(frame, q != CONTROL_QUEUE);
+        }
+    }
+    for (uint8_t p = 0; p < N_PRIORITIES; ++p)
+    {
+        Resume(p); // the peer's pauses end with the link
+    }
+}
+
+bool
+QbbNetDevice::IsLinkDown() const
+{
+    return m_down;
+}
+
+void
+QbbNetDevice::SetRate(uint64_t rateBps)
+{
+    NS_LOG_FUNCTION(this << rateBps);
+    NS_ASSERT_MSG(rateBps > 0, "link rate must be positive");
+    m_rate = DataRate(rateBps);
+    m_rateBps = rateBps;
+    m_txCarry = 0;
+}
+
+void
+QbbNetDevice::SetLossProbability(double probability, int64_t stream)
+{
+    NS_LOG_FUNCTION(this << probability << stream);
+    m_lossProbability = probability;
+    if (probability > 0 && !m_lossRv)
+    {
+        m_lossRv = CreateObject<UniformRandomVariable>();
+        m_lossRv->SetStream(stream);
+    }
+}
+
+uint64_t
+QbbNetDevice::GetFaultDrops() const
+{
+    return m_faultDrops;
 }
 
 int32_t
@@ -590,6 +691,7 @@ QbbNetDevice::DoDispose()
     m_node = nullptr;
     m_channel = nullptr;
     m_handler = nullptr;
+    m_lossRv = nullptr;
     NetDevice::DoDispose();
 }
 

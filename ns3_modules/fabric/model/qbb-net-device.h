@@ -15,6 +15,7 @@
 #include "ns3/net-device.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
+#include "ns3/random-variable-stream.h"
 #include "ns3/traced-callback.h"
 
 #include <cstdint>
@@ -37,6 +38,15 @@ namespace ns3
  * PFC: a received PFC frame pauses its priority for quanta * 512 bit times at this port's
  * rate (quanta 0 = resume); pauses expire unless refreshed. The device counts pause frames,
  * paused time, bytes sent and queue depth (max and time-weighted mean).
+ *
+ * Faults (driven by a FaultSchedule through the network): SetLinkDown(true) takes the port
+ * down: every queued frame is dropped (data frames are released through the owner's dequeue
+ * hook first, so a switch's buffer accounting stays exact), the port stops transmitting, pauses
+ * from the peer are forgotten, frames offered while down are dropped, and a frame that was on
+ * the wire in either direction when the link went down is lost on arrival. SetLinkDown(false)
+ * brings it back. SetRate() changes the line rate from now on; SetLossProbability() drops each
+ * arriving frame (PFC frames excepted) with that probability from its own random stream. These
+ * drops count in GetDrops() and, separately, in GetFaultDrops().
  *
  * Frames are RdmaFrame descriptors, not ns3::Packet: Send() with an ns3::Packet is not
  * supported by this device and returns false.
@@ -136,6 +146,27 @@ class QbbNetDevice : public NetDevice
     /** \brief Count one drop of a frame bound for this port. \param frame the frame */
     void CountDrop(const RdmaFrame* frame);
 
+    /**
+     * \brief Take the port down (drop what it holds, stop sending) or bring it back up.
+     * \param down true: link down; false: link up
+     */
+    void SetLinkDown(bool down);
+    /** \return whether the port is down */
+    bool IsLinkDown() const;
+    /**
+     * \brief Change the line rate from now on (a degraded link).
+     * \param rateBps new rate, bit/s (> 0)
+     */
+    void SetRate(uint64_t rateBps);
+    /**
+     * \brief Drop arriving frames (PFC excepted) with probability \p probability.
+     * \param probability per-frame loss probability, 0..1 (0 = off)
+     * \param stream random stream number of this port's loss process
+     */
+    void SetLossProbability(double probability, int64_t stream);
+    /** \return frames dropped here by faults (link down, random loss) */
+    uint64_t GetFaultDrops() const;
+
     /** \return the peer device's node id, or -1 */
     int32_t GetPeerNodeId() const;
 
@@ -192,6 +223,8 @@ class QbbNetDevice : public NetDevice
     void Resume(uint8_t priority);
     /** Account the queue-depth integral up to now. */
     void UpdateQueueArea();
+    /** Drop a frame because of a fault (release its buffer first if it was queued). */
+    void FaultDrop(RdmaFrame* frame, bool queued);
 
     Ptr<Node> m_node;                 //!< owning node
     Ptr<QbbChannel> m_channel;        //!< attached channel
@@ -228,12 +261,18 @@ class QbbNetDevice : public NetDevice
     int64_t m_pausedNs{0};            //!< accumulated paused time
     uint64_t m_ecnMarks{0};           //!< ECN marks
     uint64_t m_drops{0};              //!< drops bound for this port
+    bool m_down{false};               //!< link down (fault)
+    int64_t m_lastDownNs{-1};         //!< when the link last went down, -1 never
+    double m_lossProbability{0};      //!< per-frame loss probability (fault)
+    Ptr<UniformRandomVariable> m_lossRv; //!< loss process
+    uint64_t m_faultDrops{0};         //!< frames dropped by faults
 
     TracedCallback<const RdmaFrame*, uint64_t> m_enqueueTrace; //!< frame, data queue bytes after
     TracedCallback<const RdmaFrame*, uint64_t> m_dequeueTrace; //!< frame, data queue bytes after
     TracedCallback<const RdmaFrame*> m_dropTrace;              //!< frame dropped for this port
     TracedCallback<const RdmaFrame*> m_markTrace;              //!< frame ECN-marked here
     TracedCallback<uint8_t, uint16_t, bool> m_pauseTrace; //!< priority, quanta, true=sent
+    TracedCallback<bool> m_linkStateTrace;                //!< true = up
 };
 
 } // namespace ns3

@@ -7,16 +7,15 @@
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/dcqcn.h"
-#include "ns3/dctcp.h"
-#include "ns3/hpcc.h"
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
 #include "ns3/no-congestion-control.h"
 #include "ns3/red-ecn-marker.h"
+#include "ns3/rdma-congestion-control.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/switch-mmu.h"
-#include "ns3/timely.h"
+#include "ns3/type-id.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
@@ -31,12 +30,22 @@ NS_OBJECT_ENSURE_REGISTERED(PacketNetwork);
 
 namespace
 {
-/** Congestion control names, in m_ccFactories order. */
-const char* const CC_NAMES[] = {"dcqcn", "hpcc", "timely", "dctcp", "none"};
-/** Their TypeIds. */
-const char* const CC_TYPES[] = {"ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::Dctcp",
-                                "ns3::NoCongestionControl"};
-constexpr int N_CC = 5;
+/** Every registered congestion-control class: the children of RdmaCongestionControl. */
+std::vector<TypeId>
+CongestionControlTypes()
+{
+    std::vector<TypeId> types;
+    TypeId base = RdmaCongestionControl::GetTypeId();
+    for (uint16_t i = 0; i < TypeId::GetRegisteredN(); ++i)
+    {
+        TypeId tid = TypeId::GetRegistered(i);
+        if (tid != base && tid.IsChildOf(base) && tid.HasConstructor())
+        {
+            types.push_back(tid);
+        }
+    }
+    return types;
+}
 
 /** Serialisation time of \p bytes at \p rateBps, ns, rounded up. */
 int64_t
@@ -55,10 +64,12 @@ PacketNetwork::GetTypeId()
             .SetGroupName("Heterosim")
             .AddConstructor<PacketNetwork>()
             .AddAttribute("Cc",
-                          "Congestion control between hosts: dcqcn, hpcc, timely, dctcp or none",
-                          StringValue("dcqcn"),
-                          MakeStringAccessor(&PacketNetwork::m_cc),
-                          MakeStringChecker())
+                          "Congestion control between hosts: the TypeId of a subclass of "
+                          "ns3::RdmaCongestionControl (ns3::Dcqcn, ns3::Hpcc, ns3::Timely, "
+                          "ns3::Dctcp, ns3::NoCongestionControl, or one of your own)",
+                          TypeIdValue(Dcqcn::GetTypeId()),
+                          MakeTypeIdAccessor(&PacketNetwork::m_ccType),
+                          MakeTypeIdChecker())
             .AddAttribute("Mtu",
                           "RDMA payload bytes per packet, bytes",
                           UintegerValue(4096),
@@ -127,10 +138,9 @@ PacketNetwork::PacketNetwork()
     m_nicFactory.SetTypeId("ns3::RdmaNic");
     m_mmuFactory.SetTypeId("ns3::SwitchMmu");
     m_markerFactory.SetTypeId("ns3::RedEcnMarker");
-    m_ccFactories.resize(N_CC);
-    for (int i = 0; i < N_CC; ++i)
+    for (const TypeId& tid : CongestionControlTypes())
     {
-        m_ccFactories[i].SetTypeId(CC_TYPES[i]);
+        m_ccFactories[tid.GetName()].SetTypeId(tid);
     }
 }
 
@@ -163,9 +173,9 @@ PacketNetwork::SetComponentAttribute(std::string name, std::string value)
                                 {"ns3::RdmaNic", &m_nicFactory},
                                 {"ns3::SwitchMmu", &m_mmuFactory},
                                 {"ns3::RedEcnMarker", &m_markerFactory}};
-    for (int i = 0; i < N_CC; ++i)
+    for (auto& [type, factory] : m_ccFactories)
     {
-        targets.push_back({CC_TYPES[i], &m_ccFactories[i]});
+        targets.push_back({type.c_str(), &factory});
     }
     bool any = false;
     for (const Target& t : targets)
@@ -217,18 +227,16 @@ bool
 PacketNetwork::Build(Ptr<TopologyDescription> desc)
 {
     NS_LOG_FUNCTION(this);
-    m_ccIndex = -1;
-    for (int i = 0; i < N_CC; ++i)
-    {
-        if (m_cc == CC_NAMES[i])
-        {
-            m_ccIndex = i;
-        }
-    }
-    if (m_ccIndex < 0 || (m_hostFlows != "packet" && m_hostFlows != "fluid"))
+    if (m_ccFactories.find(m_ccType.GetName()) == m_ccFactories.end() ||
+        (m_hostFlows != "packet" && m_hostFlows != "fluid"))
     {
         return false;
     }
+    // The chosen algorithm states what its frames carry (INT records) and what the switches
+    // must do for it (stamp INT).
+    Ptr<RdmaCongestionControl> ccProbe =
+        m_ccFactories[m_ccType.GetName()].Create<RdmaCongestionControl>();
+    bool stampInt = ccProbe->UsesInt();
     m_desc = desc;
     m_hostFluid = nullptr;
     if (m_hostFlows == "fluid")
@@ -242,11 +250,10 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     }
     m_pool = Create<RdmaFramePool>();
     uint32_t phy = m_phyOverhead ? 20 : 0;
-    bool hpcc = m_cc == "hpcc";
     m_sizes.dataHeader = 62 + phy;
     m_sizes.ack = 66 + phy;
     m_sizes.cnp = 78 + phy;
-    m_sizes.intBytes = hpcc ? 42 : 0;
+    m_sizes.intBytes = ccProbe->GetIntHeaderBytes();
     m_maxFrame = m_mtu + m_sizes.dataHeader + m_sizes.intBytes;
 
     uint32_t nNodes = desc->GetNNodes();
@@ -320,7 +327,7 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
                       marker,
                       fabric ? m_buffer : m_hostBuffer,
                       fabric ? m_pfc : true,
-                      fabric && hpcc,
+                      fabric && stampInt,
                       m_maxFrame);
             m_nodes[n]->AggregateObject(sw);
             m_switches[n] = sw;
@@ -361,6 +368,74 @@ PacketNetwork::StartFlowOnConnection(uint32_t flowId,
                                      uint32_t connection)
 {
     StartMessage(flowId, srcGpu, dstGpu, bytes, priority, connection);
+}
+
+void
+PacketNetwork::SetLinkUp(uint32_t link, bool up)
+{
+    NS_LOG_FUNCTION(this << link << up);
+    NS_ASSERT_MSG(m_desc, "Build() before faults");
+    m_portDev[2 * link]->SetLinkDown(!up);
+    m_portDev[2 * link + 1]->SetLinkDown(!up);
+    m_desc->SetLinkUp(link, up);
+}
+
+uint32_t
+PacketNetwork::Reroute()
+{
+    NS_LOG_FUNCTION(this);
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> before;
+    for (const auto& qp : m_qps)
+    {
+        if (!qp->IsFinished())
+        {
+            before.emplace_back(qp->flowId, GetFlowPath(qp->flowId));
+        }
+    }
+    m_desc->RecomputeFabricRoutes();
+    for (auto& sw : m_switches)
+    {
+        if (sw)
+        {
+            sw->UpdateRoutes();
+        }
+    }
+    uint32_t moved = 0;
+    for (const auto& [flowId, path] : before)
+    {
+        std::vector<uint32_t> now = GetFlowPath(flowId);
+        if (!now.empty() && now != path)
+        {
+            ++moved;
+        }
+    }
+    return moved;
+}
+
+void
+PacketNetwork::SetLinkRate(uint32_t link, double rateBps)
+{
+    NS_LOG_FUNCTION(this << link << rateBps);
+    auto rate = static_cast<uint64_t>(std::llround(rateBps));
+    m_portDev[2 * link]->SetRate(rate);
+    m_portDev[2 * link + 1]->SetRate(rate);
+    m_desc->SetLinkRateBps(link, rateBps);
+}
+
+void
+PacketNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFactor)
+{
+    NS_LOG_FUNCTION(this << link << probability);
+    // streams far above the ECN markers' (one per node) and different for every port and seed
+    int64_t base = (static_cast<int64_t>(m_seed) + 1) * 1000003LL * 4;
+    m_portDev[2 * link]->SetLossProbability(probability, base + 2 * link);
+    m_portDev[2 * link + 1]->SetLossProbability(probability, base + 2 * link + 1);
+}
+
+uint64_t
+PacketNetwork::GetLinkFaultDrops(uint32_t link) const
+{
+    return m_portDev[2 * link]->GetFaultDrops() + m_portDev[2 * link + 1]->GetFaultDrops();
 }
 
 uint64_t
@@ -502,7 +577,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
     }
     else
     {
-        qp->cc = m_ccFactories[m_ccIndex].Create<RdmaCongestionControl>();
+        qp->cc = m_ccFactories[m_ccType.GetName()].Create<RdmaCongestionControl>();
     }
     qp->cc->Start(qp->lineRate, NanoSeconds(rttNs), m_mtu);
     m_slotOf[flowId] = slot;

@@ -16,8 +16,10 @@
 #include "ns3/rdma-queue-pair.h"
 #include "ns3/rdma-switch.h"
 #include "ns3/topology-description.h"
+#include "ns3/type-id.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -84,7 +86,7 @@ class PacketNetwork : public FlowNetwork
     /**
      * \brief Build nodes, devices, channels, switches and endpoints.
      * \param desc the topology
-     * \return false if the Cc attribute names no known algorithm or HostFlows is neither
+     * \return false if the Cc attribute names no congestion-control class or HostFlows is neither
      * "packet" nor "fluid"
      */
     bool Build(Ptr<TopologyDescription> desc);
@@ -108,6 +110,26 @@ class PacketNetwork : public FlowNetwork
                                uint8_t priority,
                                uint32_t connection) override;
     uint32_t GetNGpus() const override;
+    /**
+     * \brief Take a fabric link down or bring it back (fault): both ports drop what they hold
+     * and stop (QbbNetDevice::SetLinkDown); until Reroute() the switches still forward into
+     * it, and those frames are dropped there. Frames lost are recovered by the transport (NACK
+     * or retransmission timeout, go-back-N).
+     */
+    void SetLinkUp(uint32_t link, bool up) override;
+    /**
+     * \brief Recompute the topology's fabric routes over the links that are up and rebuild
+     * every switch's forwarding table, so ECMP re-hashes frames over the paths left.
+     * \return number of unfinished queue pairs whose path changed
+     */
+    uint32_t Reroute() override;
+    /** \brief Degrade (or restore) a link's rate, both ports, from now on. */
+    void SetLinkRate(uint32_t link, double rateBps) override;
+    /** \brief Drop frames arriving over the link with \p probability (each port its own
+     * random stream); \p goodputFactor is for fluid models and unused here. */
+    void SetLinkLoss(uint32_t link, double probability, double goodputFactor) override;
+    /** \return frames dropped by faults on link \p link (both directions) */
+    uint64_t GetLinkFaultDrops(uint32_t link) const;
     /** \return messages appended to a queue pair that was already carrying another */
     uint64_t GetMessagesQueued() const;
 
@@ -238,7 +260,7 @@ class PacketNetwork : public FlowNetwork
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
     // attributes
-    std::string m_cc;          //!< congestion control name
+    TypeId m_ccType;           //!< congestion control class (a child of RdmaCongestionControl)
     uint32_t m_mtu;            //!< payload per packet
     bool m_pfc;                //!< PFC on fabric switches
     uint64_t m_buffer;         //!< fabric switch buffer
@@ -254,8 +276,7 @@ class PacketNetwork : public FlowNetwork
     ObjectFactory m_nicFactory;                 //!< RdmaNic
     ObjectFactory m_mmuFactory;                 //!< SwitchMmu
     ObjectFactory m_markerFactory;              //!< RedEcnMarker
-    std::vector<ObjectFactory> m_ccFactories;   //!< one per algorithm
-    int m_ccIndex{-1};                          //!< selected algorithm
+    std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
 
     Ptr<TopologyDescription> m_desc;                 //!< topology
     Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)

@@ -79,14 +79,14 @@ Dcqcn::GetTypeId()
             .AddAttribute("RateAiFraction",
                           "Additive increase step as a fraction of the line rate, used when "
                           "RateAi is 0: 5 Mb/s per 25 Gb/s, the HPCC simulator's rule RATE_AI = "
-                          "5 * bw / 25 Mb/s (network_models.md 1.6, S3 run.py)",
+                          "5 * bw / 25 Mb/s (docs/network_models.md §1.6, S3 run.py)",
                           DoubleValue(5e6 / 25e9),
                           MakeDoubleAccessor(&Dcqcn::m_raiFraction),
                           MakeDoubleChecker<double>(0.0, 1.0))
             .AddAttribute("RateHaiFraction",
                           "Hyper increase step as a fraction of the line rate, used when "
                           "RateHai is 0: 50 Mb/s per 25 Gb/s, the HPCC simulator's rule "
-                          "RATE_HAI = 50 * bw / 25 Mb/s (network_models.md 1.6, S3 run.py)",
+                          "RATE_HAI = 50 * bw / 25 Mb/s (docs/network_models.md §1.6, S3 run.py)",
                           DoubleValue(50e6 / 25e9),
                           MakeDoubleAccessor(&Dcqcn::m_rhaiFraction),
                           MakeDoubleChecker<double>(0.0, 1.0))

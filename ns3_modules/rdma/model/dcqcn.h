@@ -12,7 +12,7 @@ namespace ns3
 {
 
 /**
- * \brief DCQCN reaction point as implemented by Mellanox ConnectX NICs (network_models.md
+ * \brief DCQCN reaction point as implemented by Mellanox ConnectX NICs (docs/network_models.md
  * §1.5; defaults are the firmware defaults of §1.6 [S4]; the NP's CNP interval
  * (RdmaNic::CnpInterval) defaults to the matching 4 us).
  *
@@ -42,7 +42,7 @@ namespace ns3
  *   additive increase when one stage reached F (Rt += RateAi); hyper increase when both did
  *   (Rt += i RateHai, i = min(T, BC) - F + 1); then Rc <- (Rt+Rc)/2; both capped at line rate.
  *   ByteCounter 0 turns the byte counter off and stages the timer events as the HPCC simulator
- *   does (network_models.md §1.5 [S3]): with s timer events since the cut before this one,
+ *   does (docs/network_models.md §1.5 [S3]): with s timer events since the cut before this one,
  *   fast recovery while s < F, additive increase at s = F, hyper increase by a constant RateHai
  *   for s > F.
  *

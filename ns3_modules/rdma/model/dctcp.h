@@ -10,7 +10,7 @@ namespace ns3
 {
 
 /**
- * \brief "Hardware" DCTCP as in the HPCC simulator (network_models.md §2.11): starts at line
+ * \brief "Hardware" DCTCP as in the HPCC simulator (docs/network_models.md §2.11): starts at line
  * rate, alpha <- (1-g) alpha + g F once per window of ACKs (F = fraction of ECN-echoed bytes);
  * on an ECN echo outside congestion-window-reduced (CWR) state, R <- R (1 - alpha/2) and CWR
  * holds for one window; each window without CWR adds RateAi. For DCTCP's cut-off marking set

@@ -75,6 +75,12 @@ Hpcc::UsesInt() const
     return true;
 }
 
+uint32_t
+Hpcc::GetIntHeaderBytes() const
+{
+    return 2 + 8 * RdmaFrame::MAX_INT_HOPS;
+}
+
 double
 Hpcc::GetUtilization() const
 {

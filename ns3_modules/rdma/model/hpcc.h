@@ -11,7 +11,7 @@ namespace ns3
 
 /**
  * \brief HPCC (Li et al., SIGCOMM 2019) in the rate form of the HPCC simulator
- * (network_models.md §2.11).
+ * (docs/network_models.md §2.11).
  *
  * Per ACK with INT records of every hop: u_j = txRate_j / B_j + min(qlen_j, qlen_j^prev) /
  * (B_j T) (bytes and bit/s), U_now = max_j u_j, U <- U (T - tau)/T + U_now tau/T with tau the
@@ -37,6 +37,11 @@ class Hpcc : public RdmaCongestionControl
     void Start(double lineRateBps, Time baseRtt, uint32_t mtuBytes) override;
     void ReceiveAck(const RdmaAckInfo& info) override;
     bool UsesInt() const override;
+    /**
+     * \return the INT stack: a 2-byte hop count and 8 bytes per hop for MAX_INT_HOPS hops
+     * (42 bytes, the layout of HPCC's reference ns-3 implementation)
+     */
+    uint32_t GetIntHeaderBytes() const override;
 
     /** \return smoothed utilisation U */
     double GetUtilization() const;

@@ -69,6 +69,12 @@ RdmaCongestionControl::UsesCnp() const
     return false;
 }
 
+uint32_t
+RdmaCongestionControl::GetIntHeaderBytes() const
+{
+    return 0;
+}
+
 bool
 RdmaCongestionControl::UsesInt() const
 {

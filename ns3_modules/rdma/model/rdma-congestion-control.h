@@ -69,6 +69,11 @@ class RdmaCongestionControl : public Object
     virtual bool UsesCnp() const;
     /** \return whether switches must stamp INT records */
     virtual bool UsesInt() const;
+    /**
+     * \return bytes of in-band telemetry every data and ACK frame of this algorithm carries
+     * (0 unless UsesInt())
+     */
+    virtual uint32_t GetIntHeaderBytes() const;
 
     /** \return current sending rate, bit/s */
     double GetRate() const;

@@ -10,7 +10,7 @@ namespace ns3
 {
 
 /**
- * \brief TIMELY (Mittal et al., SIGCOMM 2015) as in the HPCC simulator (network_models.md
+ * \brief TIMELY (Mittal et al., SIGCOMM 2015) as in the HPCC simulator (docs/network_models.md
  * §2.11): once per RTT, rtt_diff <- (1-a) rtt_diff + a (rtt - prev_rtt), gradient =
  * rtt_diff / MinRtt; below TLow increase; above THigh R <- R (1 - beta (1 - THigh/rtt));
  * else increase if gradient <= 0, otherwise R <- R (1 - beta gradient). Increase is +RateAi,

@@ -56,38 +56,11 @@ RdmaSwitch::Setup(uint32_t nodeId,
     {
         m_marker->SetStream(nodeId);
     }
-    // Forwarding table: destination endpoint -> ECMP set of local ports.
-    uint32_t nNodes = desc->GetNNodes();
-    m_dstSlot.assign(nNodes, -1);
+    m_desc = desc;
+    m_portLinks = portLinks;
+    m_dstSlot.clear();
     m_nextPorts.clear();
-    for (uint32_t d = 0; d < nNodes; ++d)
-    {
-        uint8_t kind = desc->GetNodeKind(d);
-        if (kind != TopologyDescription::GPU && kind != TopologyDescription::NIC)
-        {
-            continue;
-        }
-        const auto& links = desc->GetNextHops(nodeId, d);
-        if (links.empty())
-        {
-            continue;
-        }
-        std::vector<uint16_t> set;
-        for (uint32_t link : links)
-        {
-            for (uint32_t p = 0; p < portLinks.size(); ++p)
-            {
-                if (portLinks[p] == link)
-                {
-                    set.push_back(static_cast<uint16_t>(p));
-                    break;
-                }
-            }
-        }
-        NS_ASSERT_MSG(set.size() == links.size(), "route uses a link not attached to the switch");
-        m_dstSlot[d] = static_cast<int32_t>(m_nextPorts.size());
-        m_nextPorts.push_back(std::move(set));
-    }
+    BuildForwarding();
     // Headroom: everything that can still arrive after XOFF is decided: the frame the
     // switch is sending on the reverse direction, the PFC frame, the upstream's frame in
     // progress, the crossing frame itself, and two propagation delays of line-rate data.
@@ -106,6 +79,57 @@ RdmaSwitch::Setup(uint32_t nodeId,
     {
         ports[p]->SetHandler(this, p, pool);
     }
+}
+
+void
+RdmaSwitch::BuildForwarding()
+{
+    // Forwarding table: destination endpoint -> ECMP set of local ports.
+    uint32_t nNodes = m_desc->GetNNodes();
+    std::vector<int32_t> oldSlot = std::move(m_dstSlot);
+    std::vector<std::vector<uint16_t>> oldPorts = std::move(m_nextPorts);
+    m_dstSlot.assign(nNodes, -1);
+    m_nextPorts.clear();
+    for (uint32_t d = 0; d < nNodes; ++d)
+    {
+        uint8_t kind = m_desc->GetNodeKind(d);
+        if (kind != TopologyDescription::GPU && kind != TopologyDescription::NIC)
+        {
+            continue;
+        }
+        const auto& links = m_desc->GetNextHops(m_nodeId, d);
+        if (links.empty())
+        {
+            if (d < oldSlot.size() && oldSlot[d] >= 0)
+            {
+                m_dstSlot[d] = static_cast<int32_t>(m_nextPorts.size());
+                m_nextPorts.push_back(oldPorts[oldSlot[d]]);
+            }
+            continue;
+        }
+        std::vector<uint16_t> set;
+        for (uint32_t link : links)
+        {
+            for (uint32_t p = 0; p < m_portLinks.size(); ++p)
+            {
+                if (m_portLinks[p] == link)
+                {
+                    set.push_back(static_cast<uint16_t>(p));
+                    break;
+                }
+            }
+        }
+        NS_ASSERT_MSG(set.size() == links.size(), "route uses a link not attached to the switch");
+        m_dstSlot[d] = static_cast<int32_t>(m_nextPorts.size());
+        m_nextPorts.push_back(std::move(set));
+    }
+}
+
+void
+RdmaSwitch::UpdateRoutes()
+{
+    NS_LOG_FUNCTION(this << m_nodeId);
+    BuildForwarding();
 }
 
 void
@@ -250,6 +274,7 @@ RdmaSwitch::DoDispose()
     m_ports.clear();
     m_mmu = nullptr;
     m_marker = nullptr;
+    m_desc = nullptr;
     Object::DoDispose();
 }
 

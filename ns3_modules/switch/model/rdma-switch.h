@@ -72,6 +72,14 @@ class RdmaSwitch : public Object, public FrameHandler
     void HandleFrame(RdmaFrame* frame, uint32_t port) override;
     void OnDequeue(RdmaFrame* frame, uint32_t port) override;
 
+    /**
+     * \brief Rebuild the forwarding table from the topology's current next hops (after a link
+     * went down or came back: TopologyDescription::RecomputeFabricRoutes). A destination the
+     * topology no longer reaches from here keeps its previous ports, so its frames go on to the
+     * down link and are dropped there, as on a real switch before its routes converge.
+     */
+    void UpdateRoutes();
+
     /** \return the buffer manager */
     Ptr<SwitchMmu> GetMmu() const;
     /** \return packets dropped at this switch */
@@ -83,12 +91,16 @@ class RdmaSwitch : public Object, public FrameHandler
     void DoDispose() override;
 
   private:
+    /** Fill the forwarding table from m_desc (keeping old sets of unreachable destinations). */
+    void BuildForwarding();
     /** Send XOFF or XON to the upstream of (port, priority) as the MMU asks. */
     void CheckPause(uint32_t port, uint8_t priority);
     /** Re-send XOFF before the previous one expires. */
     void RefreshPause(uint32_t port, uint8_t priority);
 
     uint32_t m_nodeId{0};                          //!< topology node
+    Ptr<TopologyDescription> m_desc;               //!< topology (routes)
+    std::vector<uint32_t> m_portLinks;             //!< topology link of each port
     std::vector<Ptr<QbbNetDevice>> m_ports;        //!< devices
     RdmaFramePool* m_pool{nullptr};                //!< frame allocator
     Ptr<SwitchMmu> m_mmu;                          //!< buffer manager

@@ -14,7 +14,7 @@ namespace ns3
 
 /**
  * \brief Marks with probability 0 below Kmin, Pmax*(q-Kmin)/(Kmax-Kmin) between Kmin and
- * Kmax, and 1 above Kmax, on the instantaneous egress queue q (network_models.md §1.1).
+ * Kmax, and 1 above Kmax, on the instantaneous egress queue q (docs/network_models.md §1.1).
  *
  * Thresholds are given for a reference port speed and, by default, scale linearly with the
  * port's line rate (as the HPCC simulator's run.py does: Kmin = 100 KB and Kmax = 400 KB per

@@ -14,7 +14,7 @@ namespace ns3
 
 /**
  * \brief Broadcom-style shared buffer with per-(ingress port, priority) accounting
- * (network_models.md §2.6, §3.2-3.3).
+ * (docs/network_models.md §2.6, §3.2-3.3).
  *
  * Every (port, priority) has a small guaranteed reserve; bytes beyond it come from the shared
  * pool as long as the (port, priority) shared use stays within the PFC threshold T(p); with

@@ -1,7 +1,9 @@
-"""One experiment end to end: workload -> plan -> engine -> report.
+"""One experiment: workload -> plan -> engine, returning :class:`RunArtifacts` for the report.
 
-This module sits above the three layers and is the only one that calls all of them;
-``heterosim run``, ``compare``, ``sweep`` and ``validate`` go through :func:`run_experiment`.
+``heterosim run``, ``compare``, ``sweep`` and ``validate``'s end-to-end cases go through
+:func:`run_experiment`; ``heterosim workload`` through :func:`generate_experiment_workload`.
+Several jobs sharing one cluster (``jobs:``) build each job with :func:`prepare_run` and run
+together in :mod:`heterosim.simulate.jobs`.
 """
 
 from __future__ import annotations
@@ -10,45 +12,43 @@ import copy
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from heterosim import __version__
+from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import ExperimentConfig
-from heterosim.engine.executor import EngineResult, execute_plan
+from heterosim.engine import faults as fault_models
+from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
-from heterosim.plan.from_traces import PlanTables, build_plan
+from heterosim.plan.from_traces import build_plan
 from heterosim.plan.iterations import repeat_plan
-from heterosim.plan.placement import place_ranks
+from heterosim.plan.placement import place_plan, place_ranks
+from heterosim.simulate.artifacts import PreparedRun, RunArtifacts
 from heterosim.workload.generator import Workload, generate_workload
-from heterosim.workload.trace import RankTrace
 
-ProgressFn = Callable[[int, int, int], None]
-
-
-@dataclass
-class RunArtifacts:
-    """Everything a report needs about one run."""
-
-    experiment: ExperimentConfig
-    workload: Workload
-    traces: list[RankTrace]
-    rank_gpu: np.ndarray
-    tables: PlanTables
-    topology: Topology
-    engine: EngineResult
-    compute_provenance: dict[str, float]
-    stage_wall_s: dict[str, float]
+ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
 
 
-def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
-              workload: Any = None) -> tuple:
+def generate_experiment_workload(experiment: ExperimentConfig, compute: ComputeModel | None = None
+                                 ) -> Workload:
+    """The experiment's workload, partitioned with the compute model's layer costs; an explicit
+    plan (``parallel.stages``) is placed as written (``workload.rank_gpu``)."""
+    compute = compute if compute is not None else ComputeModel(gpus=experiment.cluster.gpus)
+    workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+    if experiment.parallel.plan is not None:
+        workload.rank_gpu = place_plan(experiment.cluster, experiment.parallel.plan).tolist()
+    return workload
+
+
+def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
+                workload: Any = None, gpus: np.ndarray | None = None,
+                plan_cluster: ClusterConfig | None = None, with_topology: bool = True) -> PreparedRun:
     """Workload, traces, placement, timed plan and topology (no simulation yet).
 
     ``workload`` replaces the generated one (e.g. traces read from Chakra files): any object with
@@ -57,12 +57,19 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     ``keep_trace_durations`` is true keeps the compute durations its traces carry
     (``templates.duration_ns``) instead of timing ops with the compute model; one whose
     ``p2p_rendezvous`` is false starts a send when the sender is ready (eager, as ASTRA-sim does).
+
+    For one job of several (:func:`run_jobs`): the workload is generated on ``experiment.cluster``
+    (the job's hosts), ``gpus[i]`` is the GPU of ``plan_cluster`` (the whole cluster) that is the
+    job cluster's GPU ``i``, and compute timing, collective decomposition and the plan use
+    ``plan_cluster`` and those global GPU ids; ``with_topology=False`` skips the topology (None).
     """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
-    compute = ComputeModel(databases)
+    compute = ComputeModel(databases, gpus=experiment.cluster.gpus)
+    for note in experiment.cluster.notes:
+        print(f"heterosim: note: {note}", file=sys.stderr)
     if workload is None:
-        workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
+        workload = generate_experiment_workload(experiment, compute)
         for warning in workload.partition.memory_warnings:
             print(f"heterosim: warning: {experiment.source or 'experiment'}: {warning}", file=sys.stderr)
     traces = [workload.trace(r) for r in range(workload.world_size)]
@@ -70,7 +77,15 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
 
     t1 = time.perf_counter()
     cluster = experiment.cluster
-    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size), dtype=np.int64)
+    plan = experiment.parallel.plan
+    custom = place_plan(cluster, plan) if plan is not None and workload.world_size == \
+        plan.world_size else None
+    rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
+    if custom is not None and hasattr(workload, "rank_gpu"):
+        workload.rank_gpu = rank_gpu.tolist()
+    if gpus is not None:  # one job of several: the job's GPUs are GPUs of the whole cluster
+        rank_gpu = np.asarray(gpus, dtype=np.int64)[rank_gpu]
+    cluster = plan_cluster if plan_cluster is not None else experiment.cluster
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):
@@ -108,9 +123,9 @@ def build_run(experiment: ExperimentConfig, *, databases: list[str] | None = Non
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    topology = build_topology(cluster)
+    topology = build_topology(cluster) if with_topology else None
     stage_wall["topology_s"] = time.perf_counter() - t2
-    return workload, traces, rank_gpu, tables, topology, shares, stage_wall
+    return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall)
 
 
 def run_experiment(
@@ -120,31 +135,35 @@ def run_experiment(
     progress: ProgressFn | None = None,
     databases: list[str] | None = None,
     stop_ns: int | None = None,
-    sample_interval_ns: int | None = None,
     workload: Any = None,
 ) -> RunArtifacts:
-    """Simulate one training iteration of ``experiment``; return the artifacts for reporting."""
+    """Simulate one training iteration of ``experiment``; return the artifacts for reporting.
+
+    ``fidelity`` replaces ``simulation.fidelity``; ``stop_ns`` ends the run at that simulated time
+    (a partial iteration); ``workload`` replaces the generated one (see :func:`prepare_run`).
+    """
     if fidelity is not None and fidelity != experiment.simulation.fidelity:
         experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
     experiment = _record_granularity(experiment)
-    workload, traces, rank_gpu, tables, topology, shares, stage_wall = build_run(
-        experiment, databases=databases, workload=workload
-    )
-    note = intra_host_note(experiment, tables.plan, topology)
+    prepared = prepare_run(experiment, databases=databases, workload=workload)
+    topology = prepared.topology
+    assert topology is not None  # built unless with_topology=False
+    note = intra_host_note(experiment, prepared.tables.plan, topology)
     if note:
         print(f"heterosim: note: {note}", file=sys.stderr)
+    fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
     t3 = time.perf_counter()
-    engine = execute_plan(
-        tables.plan, topology, experiment.network, fidelity=experiment.simulation.fidelity,
-        seed=experiment.simulation.seed, stop_ns=stop_ns,
-        sample_interval_ns=(experiment.simulation.sample_interval_ns if sample_interval_ns is None
-                            else sample_interval_ns),
-        progress=progress, intra_host=experiment.simulation.intra_host,
-        queue_pairs=experiment.simulation.queue_pairs,
-    )
-    stage_wall["engine_s"] = time.perf_counter() - t3
-    return RunArtifacts(experiment, workload, traces, rank_gpu, tables, topology, engine, shares,
-                        stage_wall)
+    engine = execute_plan(prepared.tables.plan, topology, experiment.network,
+                          experiment.simulation, stop_ns=stop_ns, progress=progress, faults=fault_plan)
+    prepared.stage_wall_s["engine_s"] = time.perf_counter() - t3
+    fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
+    baseline = None
+    if fault_plan is not None and experiment.simulation.fault_baseline:
+        t4 = time.perf_counter()
+        baseline = execute_plan(prepared.tables.plan, topology, experiment.network,
+                                experiment.simulation, stop_ns=stop_ns)
+        prepared.stage_wall_s["baseline_engine_s"] = time.perf_counter() - t4
+    return RunArtifacts.from_prepared(experiment, prepared, engine, faults=fault_plan, baseline=baseline)
 
 
 INTRA_HOST_NOTE_MIN_BYTES = 64 << 30  # below this a packet run is short either way
@@ -189,7 +208,3 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
         simulation["intra_host"] = experiment.simulation.intra_host
     resolved["simulation"] = simulation
     return replace(experiment, resolved=resolved)
-
-
-def version() -> str:
-    return __version__

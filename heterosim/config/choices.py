@@ -1,0 +1,46 @@
+"""Every closed set of names a configuration key can take, defined once.
+
+Config parsing (``Section.string(..., choices=...)``), argparse (``choices=``), the engine's
+argument checks and sweep files all read these tuples; nothing else spells them out.
+``docs/config.md`` describes what each value means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from heterosim.errors import UserError
+
+# simulation.fidelity: RDMA packet network or max-min fluid network (heterosim/engine/)
+FIDELITIES = ("packet", "flow")
+# simulation.collective_granularity (heterosim/plan/collectives/granularity.py)
+GRANULARITIES = ("chunk", "step", "connection")
+# simulation.intra_host: flows between GPUs of one host, in packet fidelity
+INTRA_HOST_MODELS = ("packet", "flow")
+# simulation.queue_pairs: what one RDMA queue pair (or fluid flow) carries
+QUEUE_PAIR_MODELS = ("connection", "flow")
+# simulation.memory_check
+MEMORY_CHECKS = ("error", "warn")
+# network.collective_algorithm / network.collective_protocol ("auto": NCCL's tuning model)
+COLLECTIVE_ALGORITHMS = ("auto", "ring", "tree", "nvls")
+COLLECTIVE_PROTOCOLS = ("auto", "simple", "ll", "ll128")
+
+# network.cc: the config name -> the ns-3 TypeId of the congestion-control class the packet
+# network instantiates for every queue pair (ns3_modules/rdma/model/). The C++ side creates the
+# class by TypeId name and asks the instance what it needs (INT headers, CNPs, ECN).
+CC_TYPE_IDS = {
+    "dcqcn": "ns3::Dcqcn",
+    "hpcc": "ns3::Hpcc",
+    "timely": "ns3::Timely",
+    "dctcp": "ns3::Dctcp",
+    "none": "ns3::NoCongestionControl",
+}
+CC_ALGORITHMS = tuple(CC_TYPE_IDS)
+
+
+def require_choice(where: str, value: str, choices: Iterable[str]) -> str:
+    """``value`` if it is one of ``choices``, else a one-line UserError naming ``where``."""
+    options = tuple(choices)
+    if value not in options:
+        raise UserError(f"{where}: expected one of {', '.join(options)}, got {value!r}")
+    return value

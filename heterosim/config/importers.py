@@ -1,0 +1,165 @@
+"""Another tool's workload or plan as a HeteroSim experiment (``heterosim import``).
+
+:func:`import_aicb` reads a SimAI/AICB workload file (:mod:`heterosim.workload.aicb`);
+:func:`import_plan` a Sailor plan JSON or an AMP partition (:mod:`heterosim.config.planners`) as
+an explicit heterogeneous plan (``parallel.stages``). Each returns the experiment YAML, with
+comments saying which values came from the file and which were assumed, validated to load as
+written, and a one-line summary.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from heterosim.errors import UserError
+
+
+@dataclass(frozen=True)
+class ImportedExperiment:
+    """An experiment file's text and what to print once it is written."""
+
+    text: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class PlanImport:
+    """What ``heterosim import sailor|amp`` needs besides the plan file."""
+
+    model: str | None = None
+    training_config: str | None = None
+    cluster: str | None = None
+    seq_len: int | None = None
+    micro_batch: int | None = None
+    global_batch: int | None = None
+    dtype: str = "fp16"
+    gpu_map: list[str] = field(default_factory=list)
+    rank_map: str | None = None
+    tp: int | None = None
+
+
+def _cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
+    from heterosim.config.cluster import load_cluster
+
+    cluster = load_cluster(path)
+    if cluster.world_size != gpus:
+        raise UserError(f"--cluster {path}: has {cluster.world_size} GPUs but the workload's "
+                        f"all_gpus is {gpus}")
+    base = (out.parent if out else Path.cwd()).resolve()
+    return os.path.relpath(path.resolve(), base)
+
+
+def write_experiment(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` (creating its folder), or print it when ``out`` is None."""
+    if out is None:
+        print(text, end="")
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from exc
+
+
+def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> ImportedExperiment:
+    """sailor / amp: a planner's plan -> an experiment with parallel.stages."""
+    from heterosim.config.cluster import load_cluster
+    from heterosim.config.experiment import parse_experiment
+    from heterosim.config.planners import read_amp_partition, read_sailor_plan
+
+    model: object = options.model
+    seq_len, config_batch = options.seq_len, None
+    if options.training_config:
+        from heterosim.config.planners import read_sailor_training_config
+
+        model, config_seq, config_batch = read_sailor_training_config(options.training_config)
+        seq_len = seq_len or config_seq
+    if not model or not options.cluster:
+        raise UserError(f"import {fmt}: --model (or --training-config) and --cluster are "
+                        "required (the plan file names neither the model's shape nor the hosts)")
+    cluster = load_cluster(options.cluster)
+    if fmt == "sailor":
+        gpu_map = {}
+        for item in options.gpu_map:
+            if "=" not in item:
+                raise UserError(f"--gpu-map {item!r}: expected PLAN_NAME=GPU")
+            key, value = item.split("=", 1)
+            gpu_map[key.strip()] = value.strip()
+        imported = read_sailor_plan(file, gpu_map)
+    else:
+        if options.tp is None:
+            raise UserError("import amp: --tp is required (AMP's partition does not record it)")
+        imported = read_amp_partition(file, cluster, options.tp, options.rank_map)
+    micro_batch = options.micro_batch or imported.micro_batch or 1
+    global_batch = options.global_batch or imported.global_batch or config_batch
+    if global_batch is None:
+        raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
+    base = (out.parent if out else Path.cwd()).resolve()
+    name = Path(file).stem
+    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch,
+                      "dtype": options.dtype}
+    if seq_len:
+        training["seq_len"] = seq_len
+    experiment = {
+        "name": name, "model": model, "training": training,
+        # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
+        "parallel": {"schedule": "1f1b", "partition": "uniform",
+                     "stages": imported.plan.as_dict()},
+        "cluster": os.path.relpath(Path(options.cluster).resolve(), base),
+    }
+    # loads as written (the cluster by absolute path: --out's folder may not exist yet)
+    parse_experiment({**experiment, "cluster": str(Path(options.cluster).resolve())},
+                     str(out or "<stdout>"), base_dir=base)
+    header = [f"Imported from the {fmt} plan {file} by `heterosim import {fmt}`.",
+              *imported.notes,
+              f"model {options.model or options.training_config}, micro-batch {micro_batch}, "
+              f"global batch {global_batch}"
+              f"{'' if options.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
+              f"{options.dtype}",
+              "micro-batches split evenly between pipelines (partition: uniform), as the "
+              "planner's runtime runs them"]
+    text = "\n".join(f"# {line}" for line in header) + "\n"
+    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
+    plan = imported.plan
+    summary = (f"{out}: {name}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
+               f"layers {[s.layers for s in plan.stages]}")
+    return ImportedExperiment(text, summary)
+
+
+def import_aicb(file: str, cluster: str | None, out: Path | None, seq_len: int | None,
+                micro_batch: int | None) -> ImportedExperiment:
+    """A SimAI/AICB workload file -> an experiment with its parallel sizes, model and batch."""
+    from heterosim.config.experiment import parse_experiment
+    from heterosim.workload.aicb import (
+        DEFAULT_MICRO_BATCH,
+        DEFAULT_SEQ_LEN,
+        aicb_experiment,
+        read_aicb,
+    )
+
+    seq_len = DEFAULT_SEQ_LEN if seq_len is None else seq_len
+    micro_batch = DEFAULT_MICRO_BATCH if micro_batch is None else micro_batch
+    if seq_len < 1 or micro_batch < 1:
+        raise UserError("--seq-len and --micro-batch: expected positive integers")
+    workload = read_aicb(file)
+    cluster_ref = _cluster_reference(Path(cluster), out, workload.all_gpus) if cluster else None
+    experiment, notes = aicb_experiment(workload, seq_len=seq_len, micro_batch=micro_batch,
+                                        cluster=cluster_ref)
+    # Validate before writing: the experiment must load as written.
+    base = (out.parent if out else Path.cwd())
+    parse_experiment(experiment, str(out or "<stdout>"), base_dir=base)
+    header = [f"Imported from the SimAI/AICB workload {file} by `heterosim import aicb`.",
+              f"{workload.policy}: tp {workload.tp}, ep {workload.ep}, pp {workload.pp}, "
+              f"ga {workload.ga}, all_gpus {workload.all_gpus}, {len(workload.lines)} layer lines.",
+              "How each value was found:", *(f"  - {n}" for n in notes)]
+    text = "\n".join(f"# {line}" for line in header) + "\n"
+    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
+    summary = (f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
+               f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
+               f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "
+               f"{experiment['training']['global_batch']}")
+    return ImportedExperiment(text, summary)

@@ -1,0 +1,121 @@
+"""Several jobs' execution plans as one plan for one executor on one network.
+
+Job ``j``'s tasks keep their order and follow a *start marker*: a MARKER task whose delay is the
+job's start time. Every task of the job without parents waits for that marker, so nothing of
+the job runs before its start. Task, rank and collective-instance ids are shifted by the jobs
+before it; GPU ids are already global (each job's plan is built on the whole cluster's GPUs), so
+flows of different jobs share links and contend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from heterosim.plan.collectives.graph import coo_to_csr
+from heterosim.plan.execution_plan import MARKER, ExecutionPlan
+from heterosim.plan.from_traces import PlanTables
+
+
+@dataclass
+class MergedPlan:
+    """The merged plan and where each job sits in it."""
+
+    tables: PlanTables  # merged plan, collectives (ids shifted), algorithm/protocol names
+    task_start: np.ndarray  # int64 (J,): first own task of each job
+    task_end: np.ndarray  # int64 (J,): one past its last task
+    start_marker: np.ndarray  # int64 (J,): the start-marker task of each job
+    rank_offset: np.ndarray  # int64 (J+1,)
+    collective_offset: np.ndarray  # int64 (J+1,)
+
+    def job_tasks(self, job: int) -> np.ndarray:
+        return np.arange(self.task_start[job], self.task_end[job])
+
+
+def merge_job_plans(jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: Sequence[int],
+                    num_gpus: int) -> MergedPlan:
+    """One plan from the jobs' plans (``ranks[j]`` ranks in job j, starting at ``start_ns[j]``)."""
+    names = ("kind", "gpu", "dst", "bytes", "duration_ns", "delay_ns", "stream", "priority", "rank",
+             "node", "collective", "channel")
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    children, parents = [], []
+    task_start, task_end, node_offsets = [], [], []
+    markers = []
+    rank_offset = np.concatenate([[0], np.cumsum(ranks)]).astype(np.int64)
+    coll_offset = [0]
+    group_base = 0
+    algorithms: list[str] = []
+    protocols: list[str] = []
+    colls: dict[str, list[np.ndarray]] = {}
+    base = 0
+    for j, tables in enumerate(jobs):
+        plan = tables.plan
+        n = len(plan)
+        marker = base
+        markers.append(marker)
+        first = base + 1
+        marker_row = {"kind": MARKER, "gpu": -1, "dst": -1, "bytes": 0, "duration_ns": 0,
+                      "delay_ns": int(start_ns[j]), "stream": 0, "priority": 0, "rank": -1,
+                      "node": -1, "collective": -1, "channel": -1}
+        for k in names:
+            values = getattr(plan, k)
+            columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
+            if k == "rank":
+                values = np.where(values >= 0, values + rank_offset[j], values).astype(values.dtype)
+            elif k == "collective":
+                values = np.where(values >= 0, values + coll_offset[-1], values).astype(values.dtype)
+            columns[k].append(values)
+        child = np.repeat(np.arange(n, dtype=np.int64), np.diff(plan.dep_ptr))
+        children.append(child + first)
+        parents.append(plan.dep_idx.astype(np.int64) + first)
+        roots = np.flatnonzero(np.diff(plan.dep_ptr) == 0)
+        children.append(roots.astype(np.int64) + first)
+        parents.append(np.full(roots.size, marker, np.int64))
+        # the collective table, ids and tasks shifted, names merged
+        table = tables.collectives
+        count = len(table.get("id", []))
+        algo_map = np.array([_index(algorithms, a) for a in tables.algorithms] or [0], np.int64)
+        proto_map = np.array([_index(protocols, p) for p in tables.protocols] or [0], np.int64)
+        for key, values in table.items():
+            values = np.asarray(values)
+            if key == "id":
+                values = values + coll_offset[-1]
+            elif key in ("start_task", "end_task"):
+                values = values + first
+            elif key == "group":
+                values = values + group_base
+            elif key == "algorithm" and count:
+                values = algo_map[values]
+            elif key == "protocol" and count:
+                values = proto_map[values]
+            colls.setdefault(key, []).append(values)
+        if count:
+            group_base += int(np.max(table["group"])) + 1
+        coll_offset.append(coll_offset[-1] + count)
+        base = first + n
+        task_start.append(first)
+        task_end.append(base)
+        node_offsets.append(np.asarray(tables.node_task_offset, np.int64) + first)
+    total = base
+    dep_ptr, dep_idx = coo_to_csr(total, np.concatenate(children), np.concatenate(parents))
+    merged = ExecutionPlan(
+        **{k: np.concatenate(v) for k, v in columns.items() if k != "channel"},  # type: ignore[arg-type]
+        dep_ptr=dep_ptr, dep_idx=dep_idx, num_gpus=num_gpus,
+        channel=np.concatenate(columns["channel"]),
+    )
+    collectives = {k: np.concatenate(v) for k, v in colls.items()}
+    merged.collectives = collectives
+    p2p = int(sum(t.p2p_bytes for t in jobs))
+    tables = PlanTables(merged, np.concatenate(node_offsets), collectives, algorithms, protocols, p2p)
+    return MergedPlan(tables=tables, task_start=np.asarray(task_start, np.int64),
+                      task_end=np.asarray(task_end, np.int64),
+                      start_marker=np.asarray(markers, np.int64), rank_offset=rank_offset,
+                      collective_offset=np.asarray(coll_offset, np.int64))
+
+
+def _index(names: list[str], name: str) -> int:
+    if name not in names:
+        names.append(name)
+    return names.index(name)

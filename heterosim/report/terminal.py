@@ -1,0 +1,92 @@
+"""What ``heterosim run`` shows on the terminal: progress while simulating, the summary after,
+and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+class Progress:
+    """Prints simulated time, share of the plan done and events/s, at most every 0.5 s."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.last_events = 0
+
+    def __call__(self, sim_ns: int, done: int, total: int, events: int = 0) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < 0.5:
+            return
+        rate = (events - self.last_events) / (now - self.last) if self.last else 0.0
+        self.last, self.last_events = now, events
+        share = 100.0 * done / total if total else 100.0
+        end = "\r" if sys.stderr.isatty() else "\n"
+        print(f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
+              f"{rate / 1e6:6.2f} M events/s | {now - self.started:6.1f} s wall", end=end,
+              file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled and self.last and sys.stderr.isatty():
+            print(file=sys.stderr)
+
+
+@contextmanager
+def sigterm_stops_the_run() -> Iterator[None]:
+    """SIGTERM (kill, a batch scheduler's time limit) ends the simulation as Ctrl-C does: the
+    part simulated so far is written as a partial iteration. Background jobs ignore Ctrl-C, so
+    this is how a long run started with ``&`` or ``nohup`` is stopped with its results."""
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt("terminated by SIGTERM")
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_summary(results: dict[str, Any], stopped: str) -> str:
+    """The iteration time and its breakdown (a jobs run: when all jobs were done), the faults, the
+    network counters and the simulator's cost."""
+    partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
+    net = results["network"]
+    if "jobs" in results:
+        lines = [f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms{partial}"]
+    else:
+        b = results["breakdown"]
+        lines = [
+            f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}",
+            f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)",
+            f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms",
+            f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms",
+            f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
+            f"{b['inter_host_comm_s'] * 1e3:.3f} ms",
+        ]
+    lines += [f"fault {fault['index']}       {_fault_line(fault)}" for fault in results.get("faults", [])]
+    lines += [
+        f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
+        f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}",
+        f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
+    ]
+    return "\n".join(lines)
+
+
+def _fault_line(fault: dict[str, Any]) -> str:
+    """What one fault did, in one line."""
+    target = fault.get("link") or f"GPU {fault.get('gpu')}"
+    if fault["kind"] == "slowdown":
+        return (f"{target} x{fault['slowdown']:g} slower: {fault['tasks_slowed']} compute tasks, "
+                f"+{fault['extra_compute_s'] * 1e3:.3f} ms of compute")
+    return (f"{target} {fault['kind']} at {fault['at_s'] * 1e3:g} ms: {fault['frames_dropped']} frames "
+            f"dropped, {fault['flows_rerouted']} flows rerouted")
