@@ -12,7 +12,7 @@ from heterosim.config.defaults import default_experiment
 from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import UserError
-from heterosim.report.perfetto import DEFAULT_MAX_SPANS
+from heterosim.report.terminal import add_output_options
 from heterosim.units import parse_time_ns
 
 EXAMPLES = """\
@@ -24,8 +24,6 @@ examples:
                                                    # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
-  heterosim run workloads/simai/gpt3_175b_tp8_pp8.yaml --fidelity flow --trace-spans 0
-                                                   # every span in trace.json, however many
   heterosim run workloads/examples/two_jobs_h4.yaml --fidelity flow
                                                    # several jobs sharing one fabric (jobs:)
   heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
@@ -56,11 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--until", metavar="TIME",
                         help="stop at this simulated time (e.g. 380ms) and report what finished "
                              "as a partial iteration: a measured slice of a long packet run")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--trace-spans", type=int, default=DEFAULT_MAX_SPANS, metavar="N",
-                        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
-                             "0 = all); spans left out are announced and counted in results.json")
-    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+    add_output_options(parser)  # --no-plots, --trace-spans N, --quiet
     parser.set_defaults(func=run)
 
 
@@ -71,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.simulate import run_any
 
     stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
-    if args.trace_spans < 0:
-        raise UserError(f"--trace-spans: expected a number of spans >= 0 (0 = all), got {args.trace_spans}")
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")

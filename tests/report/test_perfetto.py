@@ -152,10 +152,13 @@ def test_a_capped_trace_keeps_the_longest_spans_and_says_so(tiny_run, tmp_path, 
     assert kept == every[:len(kept)]
 
 
-def test_a_negative_trace_cap_is_a_one_line_error(tmp_path, capsys):
+def test_a_negative_trace_cap_fails_before_anything_runs(tmp_path, capsys):
     from heterosim.cli import main
 
-    assert main(["run", "--trace-spans", "-1", "--out", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "heterosim run: error: --trace-spans: expected a number of spans >= 0 (0 = all), got -1"
+    with pytest.raises(SystemExit) as stop:  # an argument error, as for any other bad option
+        main(["run", "--trace-spans", "-1", "--out", str(tmp_path / "out")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == ("heterosim run: error: argument --trace-spans: expected a number of spans >= 0 "
+                   "(0 = all), got '-1'")
     assert not (tmp_path / "out").exists()
