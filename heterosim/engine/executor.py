@@ -245,7 +245,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     end = np.empty(n, np.int64)
     if n:
         executor.CopyTimes(start, end)
-    series = _samples(executor)
+    series: dict[str, Any] = dict(_samples(executor))
     makespan = int(executor.GetMakespanNs())
     events = int(ns3.Simulator.GetEventCount())
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
@@ -309,8 +309,9 @@ def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | Non
     count = int(net.GetNLinkSamples())
     if count == 0:
         return None
-    out = {"time_ns": np.empty(count, np.int64), "direction": np.empty(count, np.uint32),
-           "bytes": np.empty(count, np.uint64)}
+    out: dict[str, np.ndarray] = {"time_ns": np.empty(count, np.int64),
+                                  "direction": np.empty(count, np.uint32),
+                                  "bytes": np.empty(count, np.uint64)}
     net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
     return out
 

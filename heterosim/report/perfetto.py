@@ -88,7 +88,7 @@ def write_perfetto_trace(
 
     labels = task_label(task)
     events: list[dict] = []
-    used_streams = [set() for _ in rank_names]
+    used_streams: list[set[int]] = [set() for _ in rank_names]
     for r, s in zip(rank[is_comp].tolist(), tid[is_comp].tolist()):
         used_streams[r].add(s)
     for r, name in enumerate(rank_names):

@@ -29,7 +29,8 @@ def timeline_rows(rank_stage: np.ndarray, rank_gpu_type: list[str],
     keys = sorted({(int(s), g) for s, g in zip(rank_stage.tolist(), rank_gpu_type)})
     members = [np.flatnonzero((rank_stage == s) & (np.asarray(rank_gpu_type) == g)) for s, g in keys]
     total = sum(m.size for m in members)
-    rows, groups = [], []
+    rows: list[int] = []
+    groups: list[tuple[str, int, int]] = []
     for (stage, gpu), ranks in zip(keys, members):
         keep = ranks
         if total > max_rows:
@@ -80,11 +81,11 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
     ax.set_ylim(rows.size, 0)
     shade = ("#f2f2f2", "white")
     ticks, labels = [], []
-    for i, (label, first, count) in enumerate(groups):
-        ax.axhspan(first, first + count, color=shade[i % 2], zorder=-1)
+    for i, (label, top_row, count) in enumerate(groups):
+        ax.axhspan(top_row, top_row + count, color=shade[i % 2], zorder=-1)
         if i:
-            ax.axhline(first, color="0.4", linewidth=0.8)
-        ticks.append(first + count / 2)
+            ax.axhline(top_row, color="0.4", linewidth=0.8)
+        ticks.append(top_row + count / 2)
         labels.append(label)
     ax.set_yticks(ticks, labels, fontsize=8 if len(groups) <= 16 else 6)
     ax.set_xlabel("simulated time (ms)")
