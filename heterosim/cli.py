@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "sweep",
     "validate",
     "import_cmd",
+    "plan",
 )
 
 DESCRIPTION = """\

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,12 @@ for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b
     SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
         **SC21_T2, **SC21_PP, "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
         "parallel.zero": SC21["parallel.zero"], **MEGATRON_V1_DDP}
+DS_ZERO3_2021 = {"parallel.zero3_impl": (
+    "deepspeed-0.3", "SC'21 (arXiv v1 April 2021) ran DeepSpeed's ZeRO-3 of that time: ZeRO-3 shipped "
+    "in DeepSpeed 0.3.13 (March 2021); the per-tensor blocking fetch lasted until 0.4.x "
+    "(heterosim/workload/zero3.py)")}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-640", "530b-1120", "530b-2240"):
-    SELECTED[f"megatron-sc21-t2-zero3-{name}"] = dict(SC21_T2)
+    SELECTED[f"megatron-sc21-t2-zero3-{name}"] = {**SC21_T2, **DS_ZERO3_2021}
 for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b-128", "gpt3"),
                     ("gpt3-175b-512", "gpt3"), ("llama2-7b-8", "llama2"), ("llama2-13b-16", "llama2"),
                     ("llama2-70b-64", "llama2"), ("nemotron3-8b-64", "nemotron"),
@@ -193,6 +198,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
                 "partition": "uniform"}
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
+    if "parallel.zero3_impl" in assumed:
+        parallel["zero3_impl"] = assumed["parallel.zero3_impl"][0]
     if vpp and vpp > 1:
         parallel["schedule"] = "interleaved"
     gpu = GPU[c["gpu"]]
@@ -267,8 +274,9 @@ AMP_CLUSTER = {
     "name": "amp-3xp3.8xlarge-1xg4dn.12xlarge",
     "host_types": {
         "p3": {"gpu": "V100-SXM2-16GB", "gpus": 4, "fabric": "nvswitch", "nvlink_bw": "100GB/s",
-               "nics": 1, "nic_speed": "10Gbps"},
-        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps"},
+               "nics": 1, "nic_speed": "10Gbps", "transport": "socket"},
+        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps",
+               "transport": "socket"},
     },
     "hosts": [{"type": "p3", "count": 3}, {"type": "g4", "count": 1}],
     "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
@@ -285,6 +293,11 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
         "modelled; NCCL's Volta NVLink efficiency (0.8) applies. Not stated by the source"),
     "cluster.host_types.g4": ("PCIe Gen3 x16 per T4, no NVLink, one PCIe switch",
                               "T4 is a PCIe card without NVLink; g4dn PCIe tree not published"),
+    "cluster.host_types.transport": (
+        "socket: NCCL's socket transport over TCP on every host",
+        "p3.8xlarge has no RDMA-capable NIC (ENA only) and NCCL does not use the g4dn's EFA "
+        "without the aws-ofi-nccl plugin, which AMP's setup does not install, so inter-host "
+        "traffic goes through NCCL's socket transport over TCP"),
     "network": ("one NIC per host: 10 Gb/s (p3.8xlarge), 50 Gb/s (g4dn.12xlarge); one switch",
                 "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
                 "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated"),
@@ -304,12 +317,122 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
 }
 
 
+# AMP's own per-layer forward profile, the input of its cost model (DachengLi1/AMP
+# src/known_cost/gpt2_{P3,G4}_{1,2,4}.npy, commit 62fc27dea3; written by
+# DeepSpeed/deepspeed/runtime/pipe/module.py at iteration 35: time.time() around each pipeline
+# unit's forward with torch.cuda.synchronize() after it, micro-batch 1, tp 1/2/4 on one
+# p3.8xlarge (V100) and one g4dn.12xlarge (T4)). Mean over the 24 transformer-block units, ms.
+# Each unit is ParallelTransformerLayerPipe, whose forward evaluates the layer twice
+# (Megatron-LM-v1.1.5-3D_parallelism/megatron/model/transformer.py: ``print((super().forward(
+# *args)).shape)`` before ``return super().forward(*args), attention_mask``), so one measurement
+# covers two forward passes. A profile, not an iteration time: no validation case is used.
+AMP_LAYER_FORWARD_MS = {("V100-SXM2-16GB", 1): 3.9191, ("T4-16GB-PCIe", 1): 5.4699,
+                        ("V100-SXM2-16GB", 2): 5.2434, ("T4-16GB-PCIe", 2): 5.9624,
+                        ("V100-SXM2-16GB", 4): 4.5192, ("T4-16GB-PCIe", 4): 5.5768}
+AMP_LAYER_FORWARD_PASSES = 2
+AMP_PROFILE_FIRST_GPU = {"V100-SXM2-16GB": 0, "T4-16GB-PCIe": 4}  # in the profile cluster below
+
+
+def _profile_experiment(tp: int) -> Any:
+    """One p3 and one g4 host of the AMP cluster running the profiled layer (micro-batch 1)."""
+    sys.path.insert(0, str(HERE.parent))
+    from heterosim.config.experiment import parse_experiment
+
+    return parse_experiment({
+        "name": "amp-layer-profile", "model": {"arch": "gpt", "hidden": 1024, "layers": 24,
+                                               "heads": 16, "kv_heads": 16, "ffn": 4096,
+                                               "vocab": amp_vocab(tp), "seq": 1024},
+        "training": {"global_batch": 8 // tp, "micro_batch": 1, "seq_len": 1024,
+                     "dtype": "fp16", "attention": "unfused"},
+        "parallel": {"tp": tp, "pp": 1, "dp": 8 // tp},
+        "cluster": {**copy.deepcopy(AMP_CLUSTER), "hosts": [{"type": "p3", "count": 1},
+                                                            {"type": "g4", "count": 1}]},
+        "simulation": {"fidelity": "flow"},
+    }, "amp-layer-profile")
+
+
+@functools.cache
+def _layer_forward_parts(tp: int, gpu: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(GPU ns of each compute op, modelled transfer ns of each TP collective) of one layer
+    forward pass on ``gpu`` at ``tp``; the collectives inside the profiled host (flow model)."""
+    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.topology import build_topology
+    from heterosim.plan.collectives import decompose_collective
+    from heterosim.plan.compute.model import ComputeModel
+    from heterosim.workload.ops import layer_forward_ops
+
+    exp = _profile_experiment(tp)
+    compute = ComputeModel()
+    ops = layer_forward_ops(exp.model, exp.training, exp.parallel, 0)
+    gpu_ns = tuple(compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
+                                   op.bytes_moved, gpu)[0] for op in ops if not op.is_comm)
+    first, coll_ns = AMP_PROFILE_FIRST_GPU[gpu], []
+    topology = build_topology(exp.cluster)
+    for op in ops:
+        if op.is_comm:
+            plan = decompose_collective(op.comm_type, op.comm_bytes,
+                                        list(range(first, first + tp)), exp.cluster)
+            engine = execute_plan(plan.to_execution_plan(exp.cluster.world_size), topology,
+                                  exp.network, exp.simulation)  # flow fidelity (the experiment)
+            coll_ns.append(int(engine.makespan_ns))
+    return gpu_ns, tuple(coll_ns)
+
+
+@functools.cache
+def amp_framework_overheads() -> dict[str, dict[str, int]]:
+    """Host time per kernel (tp 1 profile) and cost per TP collective call (mean over the tp 2
+    and tp 4 profiles) on each AMP GPU, in us, derived with heterosim.plan.compute.host_overhead
+    from AMP_LAYER_FORWARD_MS and the compute and flow models (no fitted constant)."""
+    sys.path.insert(0, str(HERE.parent))  # this checkout's heterosim
+    from heterosim.plan.compute.host_overhead import (
+        collective_overhead_from_layer_forward,
+        host_overhead_from_layer_forward,
+    )
+
+    host, coll = {}, {}
+    for gpu in AMP_PROFILE_FIRST_GPU:
+        gpu_ns, _ = _layer_forward_parts(1, gpu)
+        host_ns = host_overhead_from_layer_forward(AMP_LAYER_FORWARD_MS[gpu, 1] * 1e6,
+                                                   AMP_LAYER_FORWARD_PASSES, gpu_ns)
+        per_tp = []
+        for tp in (2, 4):
+            gpu_ns, coll_ns = _layer_forward_parts(tp, gpu)
+            per_tp.append(collective_overhead_from_layer_forward(
+                AMP_LAYER_FORWARD_MS[gpu, tp] * 1e6, AMP_LAYER_FORWARD_PASSES, gpu_ns, host_ns,
+                coll_ns))
+        host[gpu] = round(host_ns / 1e3)
+        coll[gpu] = round(sum(per_tp) / len(per_tp) / 1e3)
+    return {"host_op_overhead": host, "collective_overhead": coll}
+
+
+def amp_framework() -> tuple[dict[str, Any], str]:
+    over = amp_framework_overheads()
+    framework = {"name": "deepspeed", "layer_forward_passes": AMP_LAYER_FORWARD_PASSES,
+                 **{key: {gpu: f"{us}us" for gpu, us in table.items()}
+                    for key, table in over.items()}}
+    host = ", ".join(f"{g} {us} us" for g, us in over["host_op_overhead"].items())
+    coll = ", ".join(f"{g} {us} us" for g, us in over["collective_overhead"].items())
+    why = (
+        "DeepSpeed 0.3.13 PipelineEngine with Megatron-LM v1.1.5 GPT2ModelPipe (AMP's fork, "
+        "DeepSpeed/version.txt): activations sent with the fp16 attention mask, partitioned over "
+        "TP and re-gathered (deepspeed/runtime/pipe/engine.py); every transformer layer's forward "
+        "evaluated twice (transformer.py ParallelTransformerLayerPipe.forward). From AMP's "
+        "synchronised per-layer forward profile (src/known_cost/gpt2_{P3,G4}_{1,2,4}.npy, two "
+        f"passes per value): host time per kernel ({host}) = tp-1 profile per pass minus the "
+        "compute model's GPU time of the 15 compute ops, per op; cost per TP collective call "
+        f"({coll}) = tp-2 and tp-4 profile per pass minus GPU, host and modelled transfer time, "
+        "per collective, averaged (validation/build_cases.py amp_framework_overheads)")
+    return framework, why
+
+
 def amp_case(case: dict[str, Any]) -> dict[str, Any]:
     """One AMP heterogeneous-cluster run as a validation case (explicit DeepSpeed partition)."""
     t, p = case["training"], case["parallel"]
     tp, bounds = p["tp"], p["partition_boundaries"]
     layers = amp_stage_layers(bounds)
     assumed = dict(AMP_ASSUMED)
+    framework, why = amp_framework()
+    assumed["framework"] = (framework, why)
     blocks = ", ".join(f"stage {s}: {n}" for s, n in enumerate(layers))
     assumed["parallel.partition"] = (layers, (
         f"AMP units {bounds} -> transformer blocks per stage ({blocks}): units 0 embedding, "
@@ -329,7 +452,7 @@ def amp_case(case: dict[str, Any]) -> dict[str, Any]:
                      "zero": p["zero"], "sequence_parallel": False, "partition": list(layers),
                      "grad_sync": "after_backward", "dp_bucket": "2GB", "rank_order": "tp-dp-pp"},
         "cluster": copy.deepcopy(AMP_CLUSTER), "network": {"cc": "dcqcn"},
-        "simulation": {"fidelity": "flow"},
+        "simulation": {"fidelity": "flow"}, "framework": copy.deepcopy(framework),
     }
     return {
         "id": case["id"], "group": "amp-het", "kind": case["kind"], "source": case["source"],
@@ -382,6 +505,23 @@ NCCL_CASES: list[dict[str, Any]] = [
      "ranks": 32, "algorithm": "ring", "cluster": ("A800-80GB-SXM", 4, 1, 200),
      "source": "sjeaugey, NVIDIA/nccl-tests#119 and NVIDIA/nccl#412 (24 GB/s per 200G NIC)",
      "ci": False, "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
+    {"id": "nccl-h100x32-8x400g-allreduce-user", "value": 365.84, "op": "allreduce",
+     "size": "8GiB", "ranks": 32, "algorithm": "auto", "cluster": ("H100-SXM", 4, 8, 400),
+     "source": "user measurement, NVIDIA/nccl-tests#309 ('4 nodes on 32 GPU-NIC pairs ... max busbw "
+               "365.84 GB/s'; HGX H100, one 400G ConnectX-7 per GPU); NVIDIA's expectation for the "
+               "same hardware: ~48 GB/s per CX7 NIC, up to ~396 GB/s with the ring (AddyLaddy, "
+               "NVIDIA/nccl-tests#319)",
+     "ci": False, "assumed": {"fabric": ("RoCEv2 frames, rail-aligned fat-tree",
+                                         "the issue does not state IB or Ethernet; RoCE framing "
+                                         "(82 B per 4 KiB) is within 1.5 % of IB's")}},
+    {"id": "nccl-h100x32-8x400g-ib-allreduce-vp", "value": 330.93, "op": "allreduce",
+     "size": "8GiB", "ranks": 32, "algorithm": "auto", "cluster": ("H100-SXM", 4, 8, 400),
+     "source": "Voltage Park / AI @ Georgia Tech benchmark suite (github aigatech/vpbenchmarking, "
+               "README: 4 nodes x 8 H100 SXM5, 3.2 Tbps InfiniBand, NCCL 2.24.3, multi-node "
+               "AllReduce bus bandwidth 330.93 GB/s)",
+     "ci": False, "flags": ["APPROX"],
+     "assumed": {"fabric": ("RoCEv2 frames on a fat-tree", "InfiniBand NDR: IB framing (LRH, "
+                                                          "VCRC) is not modelled, hence APPROX")}},
     {"id": "nccl-per-nic-400g-ndr-ring", "value": 47.0, "op": "allreduce", "size": "2GiB",
      "ranks": 32, "algorithm": "ring", "cluster": ("H100-SXM", 4, 1, 400),
      "source": "AddyLaddy, NVIDIA/nccl-tests#290 and #267 (46-48 GB/s per NDR NIC; midpoint)",
@@ -395,7 +535,8 @@ def nccl_case(spec: dict[str, Any]) -> dict[str, Any]:
     assumed["size"] = {"value": spec["size"], "why": "large-message plateau of the quoted value"}
     return {
         "id": spec["id"], "group": "nccl-tests", "kind": "collective_busbw",
-        "source": NCCL_SRC + spec["source"], "flags": [], "ci": spec["ci"], "calibration": False,
+        "source": NCCL_SRC + spec["source"], "flags": list(spec.get("flags", [])), "ci": spec["ci"],
+        "calibration": False,
         "compare": {"quantity": "busbw_GBps"}, "measured": {"busbw_GBps": spec["value"]},
         "assumed": assumed,
         "collective": {"op": spec["op"], "size": spec["size"], "ranks": spec["ranks"],

@@ -3,8 +3,16 @@
 For each selected case: the prediction in the source's own units, the measured value, the signed
 error %, then MAPE per group (end-to-end and collective-busbw cases summarised apart; cases
 flagged SUSPECT/CONFLICT/APPROX or used for calibration reported in their own columns). Writes
-results.json, parity.png and table.md (Markdown) to --out. A case the simulator cannot run is
-reported as failed with its one-line reason; the command then exits 1.
+results.json, parity.png, table.md (Markdown) and budget.csv to --out.
+
+Error budget: under each end-to-end case a line splits the predicted iteration time into compute
+(and the share of it by source: measured, interpolated, roofline, scaled), exposed communication
+and bubble, beside the measured time and the miss (heterosim/validate/budget.py); results.json
+carries it per case (``budget``) and budget.csv one row per case.
+
+Exit status: 0; 1 when a case could not be predicted (reported as failed with its one-line
+reason); 3 when every case ran but --fail-above PCT is given and some selected case's |error %|
+exceeds PCT (the cases are listed); 2 for bad input.
 """
 
 from __future__ import annotations
@@ -15,15 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
-from heterosim.errors import OUT_OF_MEMORY_HINT, UserError, is_out_of_memory
+from heterosim.errors import UserError
 from heterosim.validate.cases import load_cases, select_cases
-from heterosim.validate.predict import predict
-from heterosim.validate.report import markdown_table, result_row, write_parity_plot, write_results
+from heterosim.validate.report import summary_lines
+from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
 from heterosim.validate.stats import group_summary
+
+EXIT_PREDICTION_FAILED = 1
+EXIT_ABOVE_THRESHOLD = 3
 
 EXAMPLES = """\
 examples:
   heterosim validate validation/cases.yaml --ci
+  heterosim validate validation/cases.yaml --ci --fail-above 25
   heterosim validate validation/cases.yaml --group nccl-tests --out out/validate
   heterosim validate validation/cases.yaml --max-gpus 512 --granularity connection --out out/validate-full
   heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
@@ -52,23 +64,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--queue-pairs", default=None, choices=QUEUE_PAIR_MODELS,
                         help="simulation.queue_pairs: one queue pair per NCCL connection "
                              "(connection, the default) or per flow (flow)")
-    parser.add_argument("--out", default="out/validate", help="directory for results.json, parity.png")
+    parser.add_argument("--fail-above", type=float, default=None, metavar="PCT",
+                        help="exit 3 when any selected case's |error %%| exceeds PCT (for CI)")
+    parser.add_argument("--quiet-budget", action="store_true",
+                        help="do not print the error-budget line under each case")
+    parser.add_argument("--out", default="out/validate",
+                        help="directory for results.json, parity.png, table.md, budget.csv")
     parser.set_defaults(func=run)
-
-
-def _fmt(value: float | None, width: int = 9) -> str:
-    if value is None:
-        return f"{'-':>{width}}"
-    return f"{value:>{width}.4g}"
-
-
-def print_summary(groups: dict[str, Any]) -> None:
-    print("# group                  n   MAPE%  mean err%   flagged n/MAPE%  calib n/MAPE%  failed")
-    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in ("end-to-end",
-                                                                     "collective_busbw"), kv[0])):
-        print(f"  {name:<22} {s['main_n']:>2} {_fmt(s['main_mape_pct'], 7)} "
-              f"{_fmt(s['main_mean_error_pct'], 10)}   {s['flagged_n']:>3}/{_fmt(s['flagged_mape_pct'], 7)}"
-              f"    {s['calibration_n']:>2}/{_fmt(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
+    if args.fail_above is not None and not args.fail_above > 0:
+        raise UserError("--fail-above: expected a positive percentage")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci,
                                    max_gpus=args.max_gpus)
     if not chosen:
@@ -90,25 +94,10 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
-        pred, error = None, None
-        try:
-            pred = predict(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs)
-        except (UserError, ValueError) as exc:
-            error = str(exc).splitlines()[0]
-        except Exception as exc:  # noqa: BLE001 - only allocation failures are reported, others raise
-            if not is_out_of_memory(exc):
-                raise
-            error = f"out of memory ({OUT_OF_MEMORY_HINT})"
-        row = result_row(case, pred, error)
-        rows.append(row)
-        marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))
-        if pred is None:
-            print(f"  {case.id:<42} FAILED: {error}", flush=True)
-        else:
-            print(f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(pred.value)} "
-                  f"{row['error_pct']:>+8.1f}  {marks}", flush=True)
+        rows.append(predict_row(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs))
+        print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
     groups = group_summary(rows)
-    print_summary(groups)
+    print("\n".join(summary_lines(groups)))
     out = Path(args.out)
     meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
             "intra_host": args.intra_host, "queue_pairs": args.queue_pairs,
@@ -116,8 +105,15 @@ def run(args: argparse.Namespace) -> int:
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
             "wall_s": time.perf_counter() - start}
-    write_results(out, rows, groups, meta)
-    write_parity_plot(out, rows)
-    (out / "table.md").write_text(markdown_table(rows))
-    print(f"# wrote {out / 'results.json'}, {out / 'parity.png'} and {out / 'table.md'}")
-    return 1 if any(r["error_pct"] is None for r in rows) else 0
+    written = write_validation_outputs(out, rows, groups, meta)
+    print(f"# wrote {', '.join(str(p) for p in written)}")
+    if any(r["error_pct"] is None for r in rows):
+        return EXIT_PREDICTION_FAILED
+    if args.fail_above is not None:
+        above = [r for r in rows if abs(r["error_pct"]) > args.fail_above]
+        for r in above:
+            print(f"# above --fail-above {args.fail_above:g} %: {r['id']} {r['error_pct']:+.1f} %")
+        if above:
+            return EXIT_ABOVE_THRESHOLD
+    return 0
+

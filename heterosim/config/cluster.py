@@ -1,7 +1,9 @@
 """Cluster files: host types, how many hosts of each, and the switch fabric (schema in docs/config.md).
 
 All bandwidths are per direction, in bits per second. GPUs are numbered globally in host order
-(host 0's GPUs first); that numbering is the default rank placement.
+(host 0's GPUs first); that numbering is the default rank placement. ``transport`` per host type
+says whether its NICs do RDMA (``rdma``, default) or NCCL must use its socket transport over TCP
+(``socket``); a flow between hosts uses RDMA only if both ends have it.
 
 ``gpus:`` defines accelerators in the GPU catalogue's own fields (heterosim/catalog/gpus.yaml:
 ``tflops``, ``memory_gb`` and ``memory_tbps`` required; ``vendor``, ``generation``, ``segment``,
@@ -36,6 +38,9 @@ from heterosim.errors import UserError
 
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
 HOST_FABRICS = ("nvswitch", "pcie")
+# NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
+# (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
+HOST_TRANSPORTS = ("rdma", "socket")
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
 # SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
@@ -64,6 +69,7 @@ class HostType:
     pcie_switches: int  # PCIe switches in the host; GPUs and NICs spread over them
     nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
     gpu_spec: GpuSpec | None = None  # the GPU's spec (the cluster's own or the catalogue's)
+    transport: str = "rdma"  # rdma | socket (HOST_TRANSPORTS)
 
     @property
     def nvlink_effective_bps(self) -> float:
@@ -152,6 +158,12 @@ class ClusterConfig:
             [self.host(int(h)).gpu_nic[int(i)] for h, i in zip(self.gpu_host, self.gpu_local_index)],
             dtype=np.int64,
         )
+
+    @cached_property
+    def host_socket(self) -> np.ndarray:
+        """1 for every host that uses NCCL's socket transport, 0 for RDMA hosts (uint8)."""
+        return np.array([self.host(h).transport == "socket" for h in range(self.num_hosts)],
+                        dtype=np.uint8)
 
 
 def _gpu_entry(section: Section, name: str) -> GpuSpec:
@@ -282,11 +294,12 @@ def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = Non
     nvlink_efficiency = section.number(
         "nvlink_efficiency", NVLINK_EFFICIENCY.get(spec.generation, 1.0), minimum=0.05, maximum=1.0
     )
+    transport = section.string("transport", "rdma", choices=HOST_TRANSPORTS)
     section.reject_unknown()
     return HostType(
         name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
         nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
-        nvlink_efficiency=nvlink_efficiency, gpu_spec=spec,
+        nvlink_efficiency=nvlink_efficiency, gpu_spec=spec, transport=transport,
     )
 
 

@@ -36,8 +36,12 @@ DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")
 GRAD_SYNC = ("overlap", "after_backward")
+FRAME_OVERHEADS = ("roce", "none")  # flow fidelity frame bytes on network links
+P2P_SYNC = ("overlap", "blocking")  # pipeline send/recv and the compute stream
+ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 ATTENTION = ("flash", "unfused")
+FRAMEWORKS = ("megatron", "deepspeed")
 
 
 @dataclass(frozen=True)
@@ -137,12 +141,61 @@ class ParallelConfig:
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
     # after_backward: once that backward has finished (DeepSpeed's pipeline engine ReduceGrads)
     grad_sync: str = "overlap"
+    # ZeRO-3 implementation (heterosim/workload/zero3.py): overlap (FSDP / DeepSpeed >= 0.5
+    # prefetching) or deepspeed-0.3 (2021 DeepSpeed: per-tensor blocking fetches)
+    zero3_impl: str = "overlap"
+    zero3_persistence_threshold: int = 100_000  # stage3_param_persistence_threshold (elements)
+    zero3_max_reuse_distance: int = 1_000_000_000  # stage3_max_reuse_distance (elements)
+    # pipeline send/recv: overlap (compute goes on while a send is in flight) or blocking (the
+    # rank's compute waits for its sends too: Megatron-LM batch_isend_irecv + req.wait() +
+    # torch.cuda.synchronize(), batch_p2p_sync; heterosim/workload/generator.py)
+    p2p_sync: str = "overlap"
+    # Megatron-LM's scatter/gather pipeline optimisation (SC'21 §4.1; --scatter-gather-tensors-in-
+    # pipeline, default on in Megatron-LM v2-v3): without sequence parallelism each TP rank sends
+    # 1/tp of the activation and the receiving TP group all-gathers it over NVLink
+    p2p_scatter_gather: bool = False
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
     # with parallel.stages: how pipelines without micro_batches share the rest of the batch
     # (auto: in proportion to their speed; uniform: evenly)
     micro_batch_split: str = "auto"
+
+
+@dataclass(frozen=True)
+class FrameworkConfig:
+    """The training software's own costs (heterosim.workload.framework documents each one).
+
+    ``name``: megatron (Megatron-LM's 1F1B engine: activations as one tensor per p2p, every TP
+    rank sending its replica, sends not blocking the rank) or deepspeed (DeepSpeed's
+    PipelineEngine with Megatron's GPT2ModelPipe: TrainSchedule instruction order, blocking p2p,
+    the attention mask with every activation, TP>1 activations partitioned across the TP ranks
+    and re-gathered). ``layer_forward_passes``: how many times the code evaluates each
+    transformer layer's forward (1 normally; the backward runs once).
+    ``host_op_overhead_ns``: host (CPU) time per compute kernel that the GPU waits for, per GPU
+    type (``"*"`` for any other), added to every compute op of that GPU.
+    ``collective_overhead_ns``: time each communication call (a TP collective, a pipeline p2p
+    call) costs the GPU before its transfer starts, per GPU type (marker ops carry it).
+    """
+
+    name: str = "megatron"
+    layer_forward_passes: int = 1
+    host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
+    collective_overhead_ns: tuple[tuple[str, int], ...] = ()
+
+    def host_overhead_ns(self, gpu: str) -> int:
+        """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
+        table = dict(self.host_op_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
+
+    def tp_collective_overhead_ns(self, gpu: str) -> int:
+        """Time a TP collective or p2p call costs the calling GPU beyond its transfer (0: none)."""
+        table = dict(self.collective_overhead_ns)
+        return int(table.get(gpu, table.get("*", 0)))
+
+    @property
+    def has_collective_overhead(self) -> bool:
+        return any(ns > 0 for _, ns in self.collective_overhead_ns)
 
 
 @dataclass(frozen=True)
@@ -156,6 +209,9 @@ class NetworkConfig:
     collective_algorithm: str = "auto"  # auto | ring | tree | nvls
     collective_protocol: str = "auto"  # auto | simple | ll | ll128
     channels: int = 0  # 0 = from the topology
+    # flow fidelity: RoCEv2 frame bytes per MTU of payload on network links (heterosim/engine/
+    # fluid.py); network.frame_overhead: roce (the default of parsed experiments) | none (0)
+    frame_overhead: str = "none"
     # faults: time from a link going down or up until the routes follow (0 = at once)
     routing_delay_ns: int = 0
 
@@ -194,6 +250,7 @@ class ExperimentConfig:
     network: NetworkConfig
     simulation: SimulationConfig
     source: str = ""
+    framework: FrameworkConfig = field(default_factory=FrameworkConfig)
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
     faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
@@ -312,6 +369,13 @@ def _parallel(section: Section) -> ParallelConfig:
         zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
+        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000,
+                                                    minimum=0),
+        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
+                                                 minimum=0),
+        p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
     )
     section.reject_unknown()
     return parallel
@@ -353,6 +417,35 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     return "explicit", tuple(value)
 
 
+def _framework(section: Section) -> FrameworkConfig:
+    """``framework``: name, layer_forward_passes, host_op_overhead and collective_overhead (each a
+    time, or a mapping of GPU names, ``"*"`` for the rest, to times)."""
+    framework = FrameworkConfig(
+        name=section.string("name", "megatron", choices=FRAMEWORKS),
+        layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
+        host_op_overhead_ns=_per_gpu_times(section, "host_op_overhead"),
+        collective_overhead_ns=_per_gpu_times(section, "collective_overhead"),
+    )
+    section.reject_unknown()
+    return framework
+
+
+def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
+    """A time, or a mapping GPU name (catalogue aliases accepted, ``"*"``: any other) -> time."""
+    from heterosim.catalog.gpus import canonical_gpu_name
+
+    raw = section.raw(key, "0us")
+    entries: dict[str, int] = {}
+    if isinstance(raw, dict):
+        sub = section.section(key)
+        for name in list(raw):
+            gpu = "*" if name == "*" else (canonical_gpu_name(str(name)) or str(name))
+            entries[gpu] = sub.time_ns(str(name))
+    else:
+        entries["*"] = section.time_ns(key, "0us")
+    return tuple(sorted(entries.items()))
+
+
 def default_network() -> NetworkConfig:
     """The network settings of an experiment without a ``network`` section."""
     return _network(Section({}, ""))
@@ -376,6 +469,7 @@ def _network(section: Section) -> NetworkConfig:
             "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
+        frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
         routing_delay_ns=section.time_ns("routing_delay", 0),
     )
     if network.routing_delay_ns < 0:
@@ -476,6 +570,26 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     return StagedPlan(tuple(stages))
 
 
+def _check_framework(top: Section, exp: ExperimentConfig) -> None:
+    """``framework`` against the cluster and the parallel plan."""
+    par, cluster = exp.parallel, exp.cluster
+    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
+                       ("collective_overhead", exp.framework.collective_overhead_ns)):
+        for gpu, _ in table:
+            if gpu != "*" and gpu not in set(cluster.gpu_type):
+                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
+                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
+    if exp.framework.name == "deepspeed" and par.plan is not None:
+        raise top.error("framework.name", "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
+                        "parallel.stages plans run with framework megatron")
+    if exp.framework.name == "deepspeed" and (par.p2p_sync != "overlap" or par.p2p_scatter_gather):
+        raise top.error("framework.name", "deepspeed sets its own p2p path (blocking, TP-partitioned "
+                        "activations); leave parallel.p2p_sync and p2p_scatter_gather at their defaults")
+    if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
+        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
+                        f"(1F1B, no interleaving), not {par.schedule}")
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
     if par.plan is not None:
@@ -498,6 +612,11 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
             "parallel.pp",
             f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
         )
+    if par.p2p_sync == "blocking" and par.schedule == "interleaved":
+        raise top.error("parallel.p2p_sync", "blocking is modelled for the 1f1b and gpipe "
+                        "schedules only: with the interleaved schedule the traces' per-step "
+                        "blocking sends deadlock (Megatron pairs them with receives in combined "
+                        "calls, not modelled)")
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
                         "reduces gradients in every micro-batch's backward")
@@ -568,14 +687,16 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    framework = _framework(top.section("framework"))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
-        network=network, simulation=simulation, source=source, resolved=copy.deepcopy(data),
-        faults=faults,
+        network=network, simulation=simulation, source=source, framework=framework,
+        resolved=copy.deepcopy(data), faults=faults,
     )
     _check_consistency(top, experiment)
+    _check_framework(top, experiment)
     if parallel.plan is not None:
         plan = _check_stages(top, experiment)
         experiment = replace(experiment, parallel=replace(parallel, plan=plan))

@@ -65,6 +65,9 @@ class EngineResult:
     # -1: point-to-point), connection (queue pair shared with other flows, -1: its own)
     flows: dict[str, np.ndarray]
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ network tables)
+    # packet fidelity with socket hosts: TCP summary, per-connection streams, cwnd samples
+    # (heterosim.engine.packet.tcp_stats); empty otherwise
+    tcp: dict[str, Any] = field(default_factory=dict)
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
     build_s: float = 0.0  # wall time compiling the C++ models first (not part of wall_s)
@@ -251,6 +254,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
     flow_tasks = np.flatnonzero(plan.kind == FLOW)
     retransmits = np.zeros(len(flow_tasks), np.int64)
+    tcp: dict[str, Any] = {}
     if fidelity == "flow":
         counters = fluid_counters(net)
         links = fluid_link_stats(net, topology, sim_end)
@@ -264,6 +268,10 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         events = int(stats.get("events", events))
         series.update(stats.get("series", {}))  # "queue" and "rate" tables
         retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
+        tcp = stats.get("tcp") or {}
+        if tcp:  # socket flows are no queue pairs: read their counters by task id
+            retransmits = _flow_column(packet_module.flow_stats(net, flow_tasks.astype(np.uint32)),
+                                       "retransmits", flow_tasks)
     flows: dict[str, np.ndarray] = {
         "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
         "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
@@ -273,7 +281,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     }
     return EngineResult(
         task_start_ns=start, task_end_ns=end, makespan_ns=makespan, events=events, wall_s=0.0,
-        fidelity=fidelity, network=counters, links=links, flows=flows, series=series,
+        fidelity=fidelity, network=counters, links=links, flows=flows, series=series, tcp=tcp,
     )
 
 

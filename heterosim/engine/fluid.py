@@ -12,6 +12,20 @@ rates, slower; see fluid-network.h). A flow of ``B``
 bytes finishes ``sum(delay) + sum(P / rate) - P / min(rate)`` after its fluid transfer, with
 ``P = min(mtu, B)``: propagation plus one packet stored and forwarded per hop.
 
+Frame overhead: network links (NIC access and switch fabric links) carry RoCEv2 frames, so the
+share of their rate available to payload is ``mtu / (mtu + ROCE_OVERHEAD_BYTES)``, with the same
+frame sizes as the packet model (ns3_modules/rdma/model/rdma-nic.h, RdmaFrameSizes): per data
+packet Ethernet 14 + FCS 4 + IPv4 20 + UDP 8 + BTH 12 + ICRC 4 = 62 bytes plus preamble/SFD 8 and
+inter-frame gap 12 (IEEE 802.3) = 82, and the ACK the packet model's NICs return for every data
+packet (``RdmaNic::AckInterval`` = 1: 66 + 20 = 86 bytes). APPROXIMATION: the ACK bytes travel
+on the reverse direction of the link; charging them to the data direction is exact when every
+link direction carries data one way and the ACKs of the other (rings, all-to-all: collectives)
+and pessimistic by 2 % for one-way transfers over an otherwise idle link. NVLink and PCIe links
+carry payload only (their effective rates are set in heterosim.config.cluster). Experiments
+get it by default (``network.frame_overhead: roce``); ``frame_overhead: none`` (the default of a
+``NetworkConfig`` built in code) carries payload only, the behaviour before; the ns-3 attribute
+``FluidNetwork::HeaderBytes`` in ``network.attributes`` overrides the number.
+
 Faults (:mod:`heterosim.engine.faults`): a link that goes down gets capacity 0 and the active
 flows whose re-hashed path changes move to it (a flow left without a path waits at rate 0); a
 degraded link gets its new capacity; a lossy link's capacity is scaled by the go-back-N goodput
@@ -19,9 +33,8 @@ degraded link gets its new capacity; a lossy link's capacity is scaled by the go
 
 Approximations, by design: no queues (no queueing delay, no buffer limits), no congestion-control
 dynamics (rates jump to the max-min fair allocation instantly), no packet loss, retransmission or
-PFC, no priorities between traffic classes, no header overhead unless the ns-3 attribute
-``FluidNetwork::HeaderBytes`` is set through ``network.attributes``. Where the packet model is
-governed by those effects (incast queues, PFC pauses, slow CC convergence) the two disagree.
+PFC, no priorities between traffic classes. Where the packet model is governed by those effects
+(incast queues, PFC pauses, slow CC convergence) the two disagree.
 """
 
 from __future__ import annotations
@@ -37,6 +50,10 @@ from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 
 ATTRIBUTE_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
+ROCE_DATA_HEADER_BYTES = 62 + 20  # headers + preamble/SFD/IFG per data packet (RdmaFrameSizes)
+ROCE_ACK_BYTES = 66 + 20  # one ACK frame per data packet (RdmaNic::AckInterval = 1)
+ROCE_OVERHEAD_BYTES = ROCE_DATA_HEADER_BYTES + ROCE_ACK_BYTES
+TCP_IP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamp option 12 (SocketTransport's segment)
 
 
 def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int) -> Any:
@@ -44,13 +61,23 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
 
     ``network.mtu_bytes`` sets the store-and-forward packet size; ``network.attributes`` entries
     named ``FluidNetwork::<Attribute>`` (or ``ns3::FluidNetwork::<Attribute>``) override the
-    model's attributes; other entries belong to the packet model and are ignored here.
+    model's attributes; other entries belong to the packet model and are ignored here, except
+    ``SocketTransport::IpMtu`` and ``SocketTransport::TcpInitialCwnd``, which also set the fluid
+    socket flows' segment (MTU - 52 header bytes) and initial window.
     """
     ns3 = gbl.ns3
     net = ns3.CreateObject[ns3.FluidNetwork]()
     net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
     net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
     net.SetAttribute("Ecmp", ns3.BooleanValue(bool(network.ecmp)))
+    header = ROCE_OVERHEAD_BYTES if network.frame_overhead == "roce" else 0
+    net.SetAttribute("HeaderBytes", ns3.UintegerValue(header))
+    for key, value in network.attributes.items():  # the socket transport's TCP, for its fluid flows
+        name = str(key).removeprefix("ns3::")
+        if name == "SocketTransport::IpMtu":
+            net.SetAttribute("SocketMss", ns3.UintegerValue(int(value) - TCP_IP_HEADER_BYTES))
+        elif name == "SocketTransport::TcpInitialCwnd":
+            net.SetAttribute("SocketInitialCwnd", ns3.UintegerValue(int(value)))
     for key, value in network.attributes.items():
         for prefix in ATTRIBUTE_PREFIXES:
             if str(key).startswith(prefix):

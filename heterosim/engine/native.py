@@ -35,7 +35,8 @@ from heterosim.config.defaults import shipped
 from heterosim.errors import UserError
 
 NS3_VERSION = "3.44"
-NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats")
+NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats",
+                 "applications")
 LIBRARY_NAME = "libheterosim-ns3.so"
 TEST_LIBRARY_NAME = "libheterosim-ns3-test.so"
 LIBRARY_PARTS = ("model", "helper")  # compiled into the library

@@ -8,6 +8,11 @@ control (see ``ns3_modules/rdma`` and ``ns3_modules/switch``). Flows between GPU
 stay on NVLink/PCIe and never touch a NIC; flows between hosts run NIC to NIC, with the
 GPUDirect PCIe segments modelled as a rate cap and a latency (see ``packet-network.h``).
 
+Flows between hosts where either end is a ``transport: socket`` host run as NCCL's socket
+transport over ns-3's own TCP on the same devices and switches (``ns3::SocketTransport``,
+``ns3_modules/socket``); :func:`tcp_stats` reads its per-connection congestion-control counters
+(cwnd, retransmissions, timeouts) and the sampled cwnd series.
+
 Faults (:mod:`heterosim.engine.faults`) act on the ports: a link down drops what its ports hold
 and what is on the wire, fabric routes are recomputed and the switches re-hash over the paths
 left; a degraded link changes its ports' rate; a lossy link drops arriving frames at random.
@@ -34,6 +39,10 @@ DEFAULT_PRIORITY = 3  # the lossless RoCE traffic class of common deployments
 FLUID_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
 COUNTER_NAMES = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks",
                  "cnps", "frames", "timeouts")
+TCP_STREAM_FIELDS = ("first_flow", "src_node", "dst_node", "socket", "bytes", "received_bytes",
+                     "max_cwnd_bytes", "last_cwnd_bytes", "retransmits", "timeouts",
+                     "fast_recoveries")
+TCP_ATTRIBUTE_PREFIXES = ("SocketTransport::", "ns3::SocketTransport::")
 PORT_FIELDS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent",
                "pause_received", "paused_ns", "ecn_marks", "drops", "frames_sent")
 
@@ -74,6 +83,8 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
         "SampleAllPorts": bool(sample_all_ports),
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
     }
+    if sample_interval_ns > 0:  # cwnd series of socket hosts at the sampling period
+        settings["SocketTransport::CwndSampleInterval"] = f"{int(sample_interval_ns)}ns"
     for name, value in settings.items():
         if not net.SetComponentAttribute(name, _attribute_text(value)):
             raise UserError(f"network: {name}: invalid value {value!r}")
@@ -92,6 +103,13 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
         if str(host_flows.Get()) not in ("packet", "fluid"):
             raise UserError(f"network: attributes: HostFlows: expected packet or fluid, got "
                             f"{str(host_flows.Get())!r}")
+        tcp = next((str(v) for k, v in network.attributes.items()
+                    if str(k).startswith(TCP_ATTRIBUTE_PREFIXES)
+                    and str(k).endswith("::TcpCongestionControl")), None)
+        if tcp is not None:
+            raise UserError(f"network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
+                            "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
+                            "ns3::TcpDctcp, ns3::TcpNewReno)")
         raise UserError(f"network: cc: unknown congestion control {network.cc!r}")
     if net.GetSmallestSharedPool() == 0:
         raise UserError(
@@ -133,7 +151,43 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
     series = _series(net)
     if series is not None:
         stats["series"] = series
+    tcp = tcp_stats(net)
+    if tcp is not None:
+        stats["tcp"] = tcp
     return stats
+
+
+def tcp_stats(net: Any) -> dict[str, Any] | None:
+    """The socket transport's TCP counters: ``summary`` (totals, largest cwnd), ``streams``
+    (one row per TCP connection: its NCCL connection's first flow, NIC nodes, socket index with
+    0 = control socket, bytes, cwnd, retransmissions, timeouts, fast recoveries) and ``cwnd``
+    (time_ns, stream, cwnd_bytes samples); None when every host uses RDMA."""
+    sock = net.GetSocketTransport()
+    if not sock:
+        return None
+    n = int(sock.GetNStreams())
+    types = (np.uint32, np.uint32, np.uint32, np.uint32, np.uint64, np.uint64, np.uint32,
+             np.uint32, np.uint64, np.uint64, np.uint64)
+    streams = {key: np.zeros(n, dtype) for key, dtype in zip(TCP_STREAM_FIELDS, types)}
+    if n:
+        sock.CopyStreamStats(*(streams[key] for key in TCP_STREAM_FIELDS))
+    m = int(sock.GetNCwndSamples())
+    cwnd: dict[str, np.ndarray] = {"time_ns": np.zeros(m, np.int64), "stream": np.zeros(m, np.uint32),
+            "cwnd_bytes": np.zeros(m, np.uint32)}
+    if m:
+        sock.CopyCwndSeries(cwnd["time_ns"], cwnd["stream"], cwnd["cwnd_bytes"])
+    summary = {
+        "connections": int(len(np.unique(streams["first_flow"]))), "streams": n,
+        "data_sockets_per_connection": int(sock.GetDataSockets()),
+        "retransmits": int(sock.GetRetransmits()), "timeouts": int(sock.GetTimeouts()),
+        "fast_recoveries": int(sock.GetRecoveries()), "host_drops": int(sock.GetHostDrops()),
+        "fabric_drops": int(sock.GetFabricDrops()), "ce_marks_delivered": int(sock.GetCeDelivered()),
+        "messages": int(sock.GetMessagesDone()), "bytes_delivered": int(sock.GetBytesDelivered()),
+        "max_cwnd_bytes": int(streams["max_cwnd_bytes"].max()) if n else 0,
+    }
+    return {"summary": summary,
+            "streams": {k: v.astype(np.int64) for k, v in streams.items()},
+            "cwnd": {k: v.astype(np.int64) for k, v in cwnd.items()}}
 
 
 def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:

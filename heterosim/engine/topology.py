@@ -74,6 +74,7 @@ class Topology:
     route_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     route_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     route_link: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    host_socket: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # 1: socket host
 
     @property
     def num_nodes(self) -> int:
@@ -149,6 +150,8 @@ def to_native(topo: Topology, gbl) -> object:
     desc.SetGpus(len(topo.gpu_node), arrays["gpu"], arrays["nic"])
     desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"],
                    arrays["rlink"])
+    if topo.host_socket.any():
+        desc.SetHostTransports(len(topo.host_socket), np.ascontiguousarray(topo.host_socket, np.uint8))
     return desc
 
 
@@ -241,6 +244,7 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         link_kind=np.array([x[4] for x in builder.links], dtype=np.uint8),
         gpu_node=np.array(gpu_node, dtype=np.int32),
         gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
+        host_socket=np.ascontiguousarray(cluster.host_socket, dtype=np.uint8),
     )
     _check_connected(topo, cluster.source)
     _compute_routes(topo, cluster)

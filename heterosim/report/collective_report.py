@@ -17,7 +17,17 @@ def result_line(row: CollectiveResult) -> str:
     """One nccl-tests-style line of the terminal table."""
     return (f"  {format_size(row.size_bytes):>10} {row.count:>12} {row.time_s * 1e6:>11.2f} "
             f"{row.algbw_GBps:>12.2f} {row.busbw_GBps:>12.2f}  {row.algorithm:<9}  "
-            f"{row.protocol:<8}  {row.channels}")
+            f"{row.protocol:<8}  {row.channels}" + tcp_line(row))
+
+
+def tcp_line(row: CollectiveResult) -> str:
+    """The TCP summary under a size's line when socket hosts ran at packet fidelity, else ''."""
+    if not row.tcp:
+        return ""
+    tcp = row.tcp
+    return (f"\n  # tcp: {tcp['connections']} connections, {tcp['streams']} sockets, "
+            f"{tcp['retransmits']} retransmits, {tcp['timeouts']} timeouts, "
+            f"max cwnd {tcp['max_cwnd_bytes']} B")
 
 
 def write_results(out: Path, op: str, ranks: list[int], fidelity: str,

@@ -35,6 +35,7 @@ import numpy as np
 from heterosim import __version__
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine.topology import Topology
+from heterosim.report.tcp_tables import write_tcp_tables
 
 COUNTER_KEYS = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
 PORT_KEYS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent", "pause_received",
@@ -212,6 +213,8 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
     }
     if note:
         results["fairness_note"] = note
+    if run.get("tcp"):  # socket hosts: TCP congestion control (cwnd, retransmissions)
+        results["network"]["tcp"] = dict(run["tcp"]["summary"])
     if topology is not None:
         ports = ports_of_run(run, topology)
         utilization = port_utilization(ports, topology, sim_end_ns / 1e9)
@@ -320,6 +323,8 @@ def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any],
                   np.asarray(rate.get("flow", []), dtype=np.int64),
                   np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9, goodput,
                   np.asarray(rate.get("acked_bytes", np.zeros(len(goodput))), dtype=np.int64))))
+    if run.get("tcp"):
+        write_tcp_tables(out, run["tcp"], list(topology.node_name))
     queue = series.get("queue") or {}
     port_ids = np.asarray(queue.get("port", []), dtype=np.int64)
     write_csv(out / "queues.csv", ["time_s", "port", "name", "queue_bytes"],

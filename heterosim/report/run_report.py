@@ -28,6 +28,7 @@ from heterosim.report.numeric_csv import write_numeric_csv
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
+from heterosim.report.tcp_tables import write_tcp_tables
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
@@ -74,9 +75,11 @@ def results_dict(run: Any) -> dict[str, Any]:
         if tp is not None:  # traces read from files may not say
             ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
-    counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
+    counters: dict[str, Any] = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
                 "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    if getattr(engine, "tcp", None):
+        counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
     tokens = exp.training.global_batch * exp.training.seq_len
     total_flops = float(sum(
         float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces
@@ -247,6 +250,8 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
                            "collective", "connection"],
                           columns)
         del columns
+    if getattr(engine, "tcp", None):
+        write_tcp_tables(folder, engine.tcp, list(topo.node_name))
     links = engine.links
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]

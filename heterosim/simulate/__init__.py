@@ -8,7 +8,9 @@
 - :func:`simulate_flow_set` / :func:`run_netbench` (:mod:`.flowset`): a scenario's flows on the
   network alone, once or once per congestion control (``heterosim netbench``);
 - :func:`run_jobs` / :func:`run_any` (:mod:`.jobs`): several jobs sharing one cluster
-  (``jobs:``), their flows contending on one network.
+  (``jobs:``), their flows contending on one network;
+- :func:`search_plans` (:mod:`.plan_search`): candidate plans of an experiment pruned, pre-ranked
+  and simulated in parallel, ranked by iteration time (``heterosim plan``).
 
 Each returns a dataclass (:mod:`.artifacts`) and takes the run's settings as one
 :class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one from the
@@ -23,6 +25,7 @@ from heterosim.simulate.artifacts import (
     CollectiveResult,
     CollectiveSpec,
     FlowSetRun,
+    PlanSearchResult,
     PreparedRun,
     RunArtifacts,
 )
@@ -40,12 +43,15 @@ from heterosim.simulate.experiment import (
 )
 from heterosim.simulate.flowset import run_netbench, simulate_flow_set
 from heterosim.simulate.jobs import JobsArtifacts, run_any, run_jobs
+from heterosim.simulate.plan_search import PlanSearchSettings, search_plans
 
 __all__ = [
     "CollectiveResult",
     "CollectiveSpec",
     "FlowSetRun",
     "JobsArtifacts",
+    "PlanSearchResult",
+    "PlanSearchSettings",
     "PreparedRun",
     "ProgressFn",
     "RunArtifacts",
@@ -58,6 +64,7 @@ __all__ = [
     "run_experiment",
     "run_jobs",
     "run_netbench",
+    "search_plans",
     "simulate_collective",
     "simulate_collective_sizes",
     "simulate_flow_set",

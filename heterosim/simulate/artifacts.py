@@ -84,6 +84,8 @@ class CollectiveResult:
     predicted_time_s: float  # NCCL's tuning-model time for the same choice
     fidelity: str
     network: dict[str, int]  # the engine's counters
+    # socket hosts at packet fidelity: the TCP summary (heterosim.engine.packet.tcp_stats)
+    tcp: dict[str, Any] | None = None
 
     @property
     def count(self) -> int:
@@ -95,7 +97,7 @@ class CollectiveResult:
         return {"size_bytes": self.size_bytes, "time_s": self.time_s, "algbw_GBps": self.algbw_GBps,
                 "busbw_GBps": self.busbw_GBps, "algorithm": self.algorithm, "protocol": self.protocol,
                 "channels": self.channels, "flows": self.flows,
-                "predicted_time_s": self.predicted_time_s}
+                "predicted_time_s": self.predicted_time_s, **({"tcp": self.tcp} if self.tcp else {})}
 
 
 @dataclass(frozen=True)
@@ -106,3 +108,12 @@ class FlowSetRun:
     topology: Topology
     fidelity: str
     raw: Mapping[str, Any]  # flows, ports, counters, series (heterosim.engine.packet / fluid)
+
+
+@dataclass
+class PlanSearchResult:
+    """What a plan search (:func:`~heterosim.simulate.search_plans`) wrote and found."""
+
+    results: dict[str, Any]  # results.json: every candidate, the ranking, best, default, sim
+    out_dir: Any  # pathlib.Path of the output folder
+    best_plan: Any  # pathlib.Path of best_plan.yaml, or None when nothing was simulated

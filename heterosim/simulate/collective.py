@@ -48,6 +48,7 @@ def simulate_collective(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes
         busbw_GBps=algbw * bus_factor(name, len(spec.ranks)), algorithm=plan.algorithm,
         protocol=plan.protocol, channels=plan.channels, flows=plan.num_flows,
         predicted_time_s=plan.predicted_ns * 1e-9, fidelity=engine.fidelity, network=engine.network,
+        tcp=dict(engine.tcp["summary"]) if engine.tcp else None,
     )
 
 

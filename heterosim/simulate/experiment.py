@@ -23,6 +23,7 @@ from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
@@ -94,6 +95,9 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
             continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
+        fw = experiment.framework
+        ns = add_host_overhead(ns, trace.templates, fw.host_overhead_ns(gpu_type),
+                               fw.tp_collective_overhead_ns(gpu_type))
         trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
         durations.append(np.asarray(ns, dtype=np.int64))
         counts = np.bincount(trace.template, minlength=len(trace.templates))

@@ -125,11 +125,12 @@ def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True
         t, details = simulate_iteration_s(exp)
         return t, "full", details
     m1, m2 = points
-    t1, _ = simulate_iteration_s(with_micro_batches(exp, m1))
+    t1, details1 = simulate_iteration_s(with_micro_batches(exp, m1))
     t2, details = simulate_iteration_s(with_micro_batches(exp, m2))
     big = exp.micro_batches_per_replica
     t = t1 + (t2 - t1) * (big - m1) / (m2 - m1)
-    details = {**details, "extrapolation": {"m1": m1, "t1_s": t1, "m2": m2, "t2_s": t2, "m": big},
+    details = {**details, "extrapolation": {"m1": m1, "t1_s": t1, "m2": m2, "t2_s": t2, "m": big,
+                                            "breakdown1": details1["breakdown"]},
                "simulator_tflops_per_gpu": None}
     return t, f"extrapolated from {m1} and {m2} micro-batches to {big}", details
 

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
+from heterosim.validate.budget import CSV_COLUMNS, csv_row, error_budget
 from heterosim.validate.cases import Case
 from heterosim.validate.predict import Prediction
-from heterosim.validate.stats import error_pct
+from heterosim.validate.stats import error_pct, statistics_class
 
 
 def write_results(out: Path, rows: list[dict[str, Any]], groups: dict[str, Any],
@@ -73,8 +74,9 @@ def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
     """The per-case table as Markdown (benchmarks/README.md carries it)."""
-    lines = ["| case | group | quantity | measured | predicted | error % | method | assumed | marks |",
-             "|---|---|---|---:|---:|---:|---|---|---|"]
+    lines = ["| case | group | quantity | measured | predicted | error % | compute % (roofline %) "
+             "| exposed comm % | bubble % | miss s | method | assumed | marks |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         assumed = "; ".join(f"{k}={v['value'] if isinstance(v, dict) else v}"
                             for k, v in (r.get("assumptions") or {}).items())
@@ -86,8 +88,15 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             pred, err = f"{r['predicted']:.4g}", f"{r['error_pct']:+.1f}"
         method = r.get("method", "") or ""
         method = "2-run extrapolation" if method.startswith("extrapolated") else method
+        b = r.get("budget")
+        if b:
+            roof = 100 * b["compute_by_source_s"]["roofline"] / b["compute_s"] if b["compute_s"] else 0
+            budget = (f"{b['compute_pct']:.0f} ({roof:.0f}) | {b['exposed_comm_pct']:.0f} | "
+                      f"{b['bubble_pct']:.0f} | {b['miss_s']:+.3g}")
+        else:
+            budget = "- | - | - | -"
         lines.append(f"| {r['id']} | {r['group']} | {r['quantity']} | {r['measured']:.4g} | {pred} "
-                     f"| {err} | {method} | {assumed} | {marks} |")
+                     f"| {err} | {budget} | {method} | {assumed} | {marks} |")
     return "\n".join(lines) + "\n"
 
 
@@ -103,7 +112,41 @@ def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[s
     if pred is not None:
         row.update({"predicted": pred.value, "error_pct": error_pct(pred.value, case.measured),
                     "simulated_time_s": pred.time_s, "method": pred.method,
-                    "wall_s": pred.wall_s, "details": pred.details})
+                    "wall_s": pred.wall_s, "details": pred.details,
+                    "budget": error_budget(case.quantity, case.measured, pred.value, pred.time_s,
+                                           pred.details)})
     if error is not None:
         row["error"] = error
     return row
+
+
+def _cell(value: float | None, width: int) -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def summary_lines(groups: dict[str, Any]) -> list[str]:
+    """The per-group summary the command prints: main cases' count, MAPE, mean error and
+    Spearman rank correlation, then the flagged and calibration cases apart, and failures."""
+    lines = ["# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%"
+             "  calib n/MAPE%  failed"]
+    pseudo = ("end-to-end", "collective_busbw")
+    for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in pseudo, kv[0])):
+        lines.append(
+            f"  {name:<22} {s['main_n']:>2} {_cell(s['main_mape_pct'], 7)} "
+            f"{_cell(s['main_mean_error_pct'], 10)} {_cell(s.get('main_spearman'), 9)}"
+            f"   {s['flagged_n']:>3}/{_cell(s['flagged_mape_pct'], 7)}"
+            f"    {s['calibration_n']:>2}/{_cell(s['calibration_mape_pct'], 7)}  {s['failed']:>5}")
+    return lines
+
+
+def write_budget_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """One row per case: the error budget (heterosim/validate/budget.py)."""
+    import csv
+
+    tmp = path.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(CSV_COLUMNS)
+        for row in rows:
+            writer.writerow(csv_row(row, statistics_class(row)))
+    tmp.replace(path)

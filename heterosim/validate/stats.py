@@ -2,6 +2,8 @@
 
 error % = 100 * (predicted - measured) / measured (positive: the simulator predicts more of the
 published quantity, i.e. slower for times and faster for throughputs). MAPE = mean of |error %|.
+Spearman = Pearson correlation of the ranks of predicted and measured values (ties get their
+average rank), per group: does the simulator order the cases as the measurements do.
 Cases flagged SUSPECT/CONFLICT/APPROX and cases used for calibration are summarised in their own
 rows and never enter the main statistics.
 """
@@ -24,6 +26,37 @@ def mape(errors: Iterable[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """Ranks 1..n of ``values``, tied values sharing the mean of their ranks."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Spearman rank correlation of paired values; None for fewer than 3 pairs or a constant side."""
+    if len(xs) != len(ys):
+        raise ValueError("spearman needs paired values")
+    if len(xs) < 3:
+        return None
+    rx, ry = average_ranks(xs), average_ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / (sxx * syy) ** 0.5
+
+
 def statistics_class(row: dict[str, Any]) -> str:
     """Which summary a result row belongs to: main, calibration or flagged."""
     if row.get("calibration"):
@@ -34,7 +67,8 @@ def statistics_class(row: dict[str, Any]) -> str:
 
 
 def group_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per group: count and MAPE of the main cases, plus calibration and flagged cases apart.
+    """Per group: count, MAPE and Spearman rank correlation of the main cases, plus calibration
+    and flagged cases apart (their MAPE).
 
     Rows without a prediction (``error_pct`` None) are counted as ``failed``. Two pseudo-groups
     are added: ``end-to-end`` (every non-collective main case) and ``collective_busbw``.
@@ -55,6 +89,10 @@ def group_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             summary[f"{cls}_mape_pct"] = mape(errs)
             if cls == "main":
                 summary["main_mean_error_pct"] = sum(errs) / len(errs) if errs else None
+                pairs = [(r["predicted"], r["measured"]) for r in members
+                         if statistics_class(r) == cls and r.get("error_pct") is not None
+                         and r.get("predicted") is not None and r.get("measured") is not None]
+                summary["main_spearman"] = spearman([p for p, _ in pairs], [m for _, m in pairs])
         summary["failed"] = sum(1 for r in members if r.get("error_pct") is None)
         out[name] = summary
     return out

@@ -23,10 +23,23 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   optimizer (Megatron distributed optimizer). ZeRO-2 (DeepSpeed semantics): bucketed
   reduce-scatter in *every* micro-batch's backward, all-gather after the optimizer. ZeRO-3/FSDP:
   per block a parameter all-gather in forward and again in backward, issued ``zero3_prefetch``
-  blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch.
+  blocks ahead, and a gradient reduce-scatter after each block's backward, every micro-batch
+  (``parallel.zero3_impl: deepspeed-0.3``: DeepSpeed 0.3's per-tensor blocking fetches,
+  heterosim/workload/zero3.py).
   Routed-expert gradients use the expert-data-parallel group. Gradients travel as
   ``training.grad_reduce_dtype`` (default ``main_grad_bytes(dtype)``: fp32 for bf16), parameters
   as 16-bit values.
+- ``parallel.p2p_sync: blocking`` (Megatron-LM's pipeline communication without
+  ``overlap_p2p_comm``: ``_communicate`` posts the sends and receives with ``batch_isend_irecv``,
+  waits on every request and then calls ``torch.cuda.synchronize()`` "to protect against race
+  condition when using batch_isend_irecv()", ``batch_p2p_sync`` default True,
+  megatron/core/pipeline_parallel/p2p_communication.py; the 2021-2022 megatron/p2p_communication.py
+  hard-codes it): the compute that follows a send waits for the send to finish, as it waits for a
+  receive. ``overlap`` (default): only receives block.
+- ``parallel.p2p_scatter_gather`` (Megatron-LM v2-v3 ``--scatter-gather-tensors-in-pipeline``,
+  Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
+  the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
+  before the step's compute.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -63,6 +76,11 @@ from heterosim.workload.builder import (
     TemplateTable,
     TraceAssembler,
     UnitProgram,
+)
+from heterosim.workload.framework import (
+    collective_call_op,
+    load_micro_batch_ops,
+    pipeline_payload,
 )
 from heterosim.workload.groups import (
     ParallelGroups,
@@ -101,6 +119,7 @@ from heterosim.workload.trace import (
     REDUCE_SCATTER,
     RankTrace,
 )
+from heterosim.workload.zero3 import BlockFetch, block_fetches, layer_tensors
 
 EMBEDDING_BLOCK = -1
 HEAD_BLOCK = -2
@@ -116,6 +135,7 @@ class Block:
     params: int  # parameters on this rank
     expert_params: int  # of which routed-expert parameters (synchronised over ep_dp)
     full_params: int = 0  # unsharded parameters (stages whose replicas differ in TP)
+    tensors: tuple[int, ...] = ()  # elements per parameter tensor (zero3_impl deepspeed-0.3)
 
     @property
     def layer_attr(self) -> int:
@@ -154,7 +174,12 @@ class RankProgram:
         self.reduce_bytes = DTYPE_BYTES[reduce_dtype]
         self.param_bytes = 4 if self.training.dtype == "fp32" else 2
         self.micro_batches = workload.partition.replica_micro_batches[self.replica]
+        self.ds_zero3 = self.par.zero >= 3 and self.par.zero3_impl == "deepspeed-0.3"
         self._blocks: dict[int, list[Block]] = {}
+        # framework.collective_overhead: a marker op before every TP collective and pipeline p2p
+        # call carries its cost
+        self._call_marker = (self.templates.add(collective_call_op(self.act_dtype))
+                             if exp.framework.has_collective_overhead else None)
 
     # -- templates -------------------------------------------------------------------------
 
@@ -179,15 +204,22 @@ class RankProgram:
         v = chunk * p.pp + self.stage
         out: list[Block] = []
         if v == 0:
+            emb = embedding_params_on_rank(m, p)
+            positions = m.max_seq * m.hidden if m.learned_positions else 0
             out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
-                             embedding_backward_ops(m, t, p), embedding_params_on_rank(m, p), 0))
+                             embedding_backward_ops(m, t, p), emb, 0,
+                             tensors=tuple(x for x in (emb - positions, positions) if x > 0)))
         for layer in self.w.partition.layers_of(self.stage, chunk):
             fwd, bwd = self.w.layer_ops(layer, p.tp)
             out.append(Block(layer, fwd, bwd, layer_params_on_rank(m, p, layer),
-                             layer_expert_params_on_rank(m, p, layer)))
+                             layer_expert_params_on_rank(m, p, layer),
+                             tensors=tuple(layer_tensors(m, p, layer)) if self.ds_zero3 else ()))
         if v == self.V - 1:
+            head = head_params_on_rank(m, p, has_embedding=(v == 0))
+            norms = m.norm_params()
+            tensors = [m.hidden] * (norms // m.hidden) + ([head - norms] if head > norms else [])
             out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
-                             head_params_on_rank(m, p, has_embedding=(v == 0)), 0))
+                             head, 0, tensors=tuple(tensors)))
         if self.mixed_dp:  # gradient buckets on the stage's full parameters (module docstring)
             full = replace(p, tp=1)
             for i, block in enumerate(out):
@@ -200,11 +232,26 @@ class RankProgram:
                 out[i] = replace(block, full_params=params)
         return out
 
+    def _fetch(self, block: Block, phase: str) -> BlockFetch:
+        """DeepSpeed 0.3 ZeRO-3 fetch of ``block`` in ``phase`` (heterosim/workload/zero3.py)."""
+        fwd, bwd = block_fetches(list(block.tensors), self.training.recompute == "full",
+                                 self.par.zero3_persistence_threshold,
+                                 self.par.zero3_max_reuse_distance)
+        return fwd if phase == "fwd" else bwd
+
+    def _framework(self, label: str, phase: str, ns: int) -> OpSpec:
+        return OpSpec(label, "framework", phase, self.act_dtype, (max(1, int(ns)), 0, 0, 0))
+
     # -- unit programs ---------------------------------------------------------------------
 
-    def _gather(self, block: Block, phase: str) -> OpSpec:
-        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER,
-                     block.params * self.param_bytes, self.act_dtype, COMM_COLL_NODE, "dp")
+    def _gather(self, block: Block, phase: str) -> OpSpec | None:
+        size = block.params * self.param_bytes
+        if self.ds_zero3:
+            size = self._fetch(block, phase).gather_elements * self.param_bytes
+            if size <= 0:
+                return None  # every tensor persistent: nothing to gather
+        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER, size, self.act_dtype,
+                     COMM_COLL_NODE, "dp")
 
     def _forward_unit(self, chunk: int) -> FrozenUnit:
         return self._unit(self.blocks(chunk), "fwd", sync=False)
@@ -220,7 +267,8 @@ class RankProgram:
 
         def issue_gather(j: int, deps: list[int]) -> None:
             if zero3 and j < len(blocks) and j not in gathers:
-                tmpl = self._template(self._gather(blocks[j], phase))
+                op = self._gather(blocks[j], phase)
+                tmpl = self._template(op) if op is not None else None
                 if tmpl is not None:
                     gathers[j] = unit.add(tmpl, blocks[j].layer_attr, deps)
 
@@ -233,11 +281,18 @@ class RankProgram:
             if prefetch == 0:
                 issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
             ops = block.forward if phase == "fwd" else block.backward
+            if self.ds_zero3:  # the blocking fetch runs before the block's kernels
+                fetch = self._fetch(block, phase)
+                if fetch.gather_calls:
+                    ns = fetch.fetch_ns(self.param_bytes, self.w.groups.size(self.rank, "dp"))
+                    ops = [self._framework(f"zero3_fetch.{phase}", phase, ns), *ops]
             first = True
             for op in ops:
                 tmpl = self._template(op)
                 if tmpl is None:
                     continue
+                if self._call_marker is not None and op.comm_group == "tp":
+                    unit.chain(self._call_marker, block.layer_attr)
                 extra = [gathers[j]] if first and j in gathers else []
                 unit.chain(tmpl, block.layer_attr, extra)
                 if first and prefetch > 0:
@@ -254,6 +309,12 @@ class RankProgram:
         return unit.freeze()
 
     def _zero3_scatter(self, unit: UnitProgram, block: Block) -> None:
+        if self.ds_zero3:  # per-tensor reduce_scatter calls copy n partitions into a flat buffer
+            calls = self._fetch(block, "bwd").reduce_scatter_calls
+            ns = BlockFetch(0, 0, calls).scatter_ns(self.w.groups.size(self.rank, "dp"))
+            tmpl = self._template(self._framework("zero3_scatter_copies", "bwd", ns))
+            if tmpl is not None and ns > 0:
+                unit.chain(tmpl, block.layer_attr, [])
         for role, params in (("dp", block.params - block.expert_params),
                              ("ep_dp", block.expert_params)):
             if params <= 0:
@@ -266,12 +327,26 @@ class RankProgram:
 
     # -- pipeline --------------------------------------------------------------------------
 
+    @property
+    def _scatter_gather(self) -> bool:
+        p = self.par
+        return (p.p2p_scatter_gather and p.tp > 1 and not p.sequence_parallel
+                and not isinstance(self.w.layout, StagedLayout))
+
     def _p2p_bytes(self) -> int:
         t = self.training
         tokens = t.micro_batch * t.seq_len
-        if self.par.sequence_parallel:
+        if self.par.sequence_parallel or self._scatter_gather:
             tokens = -(-tokens // self.par.tp)
         return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
+
+    def _gathered(self, out: TraceAssembler, recvs: tuple[int, ...], gather: int | None, mb: int,
+                  v: int) -> tuple[int, ...]:
+        """What a step's compute waits for after receiving ``recvs``: the receives themselves, or
+        with the scatter/gather optimisation the TP all-gather of the received pieces."""
+        if gather is None:
+            return recvs
+        return (out.node(gather, micro_batch=mb, stage=v, deps=recvs),)
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
@@ -343,41 +418,75 @@ class RankProgram:
                 return [(self._peer(other), tmpl) for _, tmpl in p2p[key]]
             return p2p[key]
 
-        if not staged:  # the grid's four p2p templates, in their historical order
+        deepspeed = self.exp.framework.name == "deepspeed"
+        if not staged and not deepspeed:  # the grid's four p2p templates, in their historical order
             for kind in ("recv_f", "send_f", "recv_b", "send_b"):
                 transfers(kind, 0)
+        gather_f = gather_b = None
+        if self._scatter_gather:
+            size = self._p2p_bytes() * p.tp  # nccl-tests size convention: the gathered bytes
+            gid = self.w.groups.group_id(self.rank, "tp")
+            assert gid is not None  # scatter/gather needs tp > 1, so the rank has a TP group
+            gather_f = self.templates.add(_comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size,
+                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
+            gather_b = self.templates.add(_comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size,
+                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
         out = TraceAssembler()
-        for i, step in enumerate(steps):
+
+        def calls(count: int, mb: int, v: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+            """``count`` collective-call markers (framework.collective_overhead) after ``deps``."""
+            marker = self._call_marker
+            for _ in range(count if marker is not None else 0):
+                assert marker is not None
+                deps = (out.node(marker, micro_batch=mb, stage=v, deps=deps),)
+            return deps
+
+        if deepspeed:
+            self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units,
+                                  calls)
+        blocking = p.p2p_sync == "blocking"
+        pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
+        for i, step in enumerate(() if deepspeed else steps):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":
-                deps: tuple[int, ...] = ()
+                deps: tuple[int, ...] = pending
                 if v > 0:
-                    deps = tuple(
+                    prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
+                    recvs = tuple(
                         out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v - 1, 0),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v - 1, 0), deps=prev)
                         for peer, tmpl in transfers("recv_f", v - 1))
+                    deps = (*deps, *self._gathered(out, recvs, gather_f, mb, v))
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
+                pending = ()
                 if v < self.V - 1:
-                    for peer, tmpl in transfers("send_f", v + 1):
-                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v, 0), deps=(out.tail,))
+                    sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
+                                           tag=self._tag(mb, v, 0),
+                                           deps=calls(1, mb, v, (out.tail,)))
+                                  for peer, tmpl in transfers("send_f", v + 1))
+                    pending = sends if blocking else ()
             else:
-                deps = ()
+                deps = pending
                 if v < self.V - 1:
-                    deps = tuple(
+                    prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
+                    recvs = tuple(
                         out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v, 1),
-                                 deps=(out.tail,) if out.tail >= 0 else ())
+                                 tag=self._tag(mb, v, 1), deps=prev)
                         for peer, tmpl in transfers("recv_b", v + 1))
+                    deps = (*deps, *self._gathered(out, recvs, gather_b, mb, v))
                 unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
                     bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
+                pending = ()
                 if v > 0:
-                    for peer, tmpl in transfers("send_b", v - 1):
-                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v - 1, 1), deps=(out.tail,))
+                    sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
+                                           tag=self._tag(mb, v - 1, 1),
+                                           deps=calls(1, mb, v, (out.tail,)))
+                                  for peer, tmpl in transfers("send_b", v - 1))
+                    pending = sends if blocking else ()
+        if pending:  # the optimizer step waits for the last blocking sends as well
+            out.tail = pending[-1]
         self._finish_iteration(out)
         exp = self.exp
         meta = {
@@ -388,6 +497,87 @@ class RankProgram:
         }
         gpu = self.w.gpu_type(self.rank)
         return out.finish(self.rank, self.templates.build(), gpu, meta)
+
+    def _deepspeed_steps(self, out: TraceAssembler, steps: list[Step], last_backward: dict,
+                         fwd_units: dict, bwd_units: dict, sync_units: dict, calls) -> None:
+        """The steps in DeepSpeed's PipelineEngine order (workload.framework): every p2p call
+        blocks the rank until the transfer is done, and a result is sent at the start of the
+        rank's next schedule step (TrainSchedule: a forward step runs RecvActivation, then
+        SendGrad of the previous backward, then ForwardPass; a backward step SendActivation of the
+        previous forward, then RecvGrad, then BackwardPass)."""
+        p = self.par
+        payload = pipeline_payload(self.exp)
+        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE,
+                                          payload.forward_bytes, self.act_dtype, COMM_SEND_NODE))
+        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_RECV_NODE))
+        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE,
+                                          payload.backward_bytes, self.act_dtype, COMM_SEND_NODE))
+        gather_f = gather_b = None
+        if payload.gather_bytes:  # the partitioned activations (workload.framework)
+            gather_f = self._template(_comm("pp_partition_allgather.fwd", "fwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
+            gather_b = self._template(_comm("pp_partition_allgather.bwd", "bwd", ALL_GATHER,
+                                            payload.gather_bytes, self.act_dtype,
+                                            COMM_COLL_NODE, "tp"))
+        # LoadMicroBatch on the first and last stage: Megatron's get_batch_pipe broadcasts the
+        # batch over the TP group (mpu.broadcast_data: the sizes, then the int64 tokens)
+        loads = [t for t in (self._template(op) for op in load_micro_batch_ops(self.exp))
+                 if t is not None]
+
+        def chain(template: int, mb: int, v: int, count: int = 0, **where) -> None:
+            deps = calls(count, mb, v, (out.tail,) if out.tail >= 0 else ())
+            out.tail = out.node(template, micro_batch=mb, stage=v, deps=deps, **where)
+
+        def send(pending: tuple) -> None:
+            template, mb, v, peer, tag, count = pending
+            chain(template, mb, v, count, peer=peer, tag=tag)
+
+        pending: tuple | None = None  # the last result's send, issued at the next step's start
+        for i, step in enumerate(steps):
+            v = step.chunk * p.pp + self.stage
+            mb = step.micro_batch
+            if step.kind == "F":
+                if pending is not None and pending[0] == send_f:  # a warm-up step in between
+                    send(pending)
+                    pending = None
+                if v > 0:
+                    chain(recv_f, mb, v, payload.forward_calls, peer=self._peer(v - 1),
+                          tag=self._tag(mb, v - 1, 0))
+                if pending is not None:  # SendGrad of the previous backward
+                    send(pending)
+                    pending = None
+                if v in (0, self.V - 1):
+                    for template in loads:
+                        chain(template, mb, v, 1)
+                if v > 0 and gather_f is not None:
+                    chain(gather_f, mb, v, 1)
+                out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v < self.V - 1:
+                    pending = (send_f, mb, v, self._peer(v + 1), self._tag(mb, v, 0),
+                               payload.forward_calls)
+            else:
+                if pending is not None:  # SendActivation (or a cool-down SendGrad)
+                    send(pending)
+                    pending = None
+                if v < self.V - 1:
+                    if gather_b is not None:  # re-gather the partitioned output first
+                        chain(gather_b, mb, v, 1)
+                    chain(recv_b, mb, v, payload.backward_calls, peer=self._peer(v + 1),
+                          tag=self._tag(mb, v, 1))
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
+                    bwd_units[step.chunk]
+                out.unit(unit, micro_batch=mb, stage=v,
+                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                if v > 0:
+                    pending = (send_b, mb, v, self._peer(v - 1), self._tag(mb, v - 1, 1),
+                               payload.backward_calls)
+        if pending is not None:
+            send(pending)
 
     def _finish_iteration(self, out: TraceAssembler) -> None:
         p, m = self.par, self.model
@@ -517,7 +707,8 @@ class Workload:
         key = (self.experiment.model.is_moe_layer(layer), par.tp)
         if key not in self._layer_ops:
             e = self.experiment
-            self._layer_ops[key] = (layer_forward_ops(e.model, e.training, par, layer),
+            forward = layer_forward_ops(e.model, e.training, par, layer)
+            self._layer_ops[key] = (forward * e.framework.layer_forward_passes,
                                     layer_backward_ops(e.model, e.training, par, layer))
         return self._layer_ops[key]
 

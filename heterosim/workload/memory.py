@@ -7,7 +7,8 @@ fp32 training has no master copy: 8). ZeRO-1 and Megatron's distributed optimize
 optimizer states over data parallelism, ZeRO-2 also the gradients, ZeRO-3 also the weights; the
 routed-expert parameters are sharded over dp/ep (their data-parallel group) instead of dp.
 ZeRO-3 additionally holds the all-gathered weights of the layer being computed and of
-``zero3_prefetch`` prefetched layers.
+``zero3_prefetch`` prefetched layers (``zero3_impl: deepspeed-0.3``: of the tensor being used and
+one prefetched tensor, DeepSpeed 0.3's per-tensor fetch).
 
 Activations follow Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
 Models" (2022), §4: per layer and micro-batch, with 16-bit activations and 1-byte dropout masks,
@@ -190,7 +191,16 @@ def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel:
         else:
             copied = sum(count * layer_params_on_rank(model, parallel, layer) for layer, count in kinds)
         weights += FP8_WEIGHT_COPIES_BYTES * copied
-    if parallel.zero >= 3 and kinds:
+    if parallel.zero >= 3 and kinds and parallel.zero3_impl == "deepspeed-0.3":
+        # DeepSpeed 0.3 gathers tensor by tensor: the module being computed and the one tensor
+        # prefetched for the next (prefetch_next_sub_modules: at least one tensor, none while a
+        # gather is in flight or live parameters exceed stage3_max_live_parameters), so at most
+        # two of the largest gathered tensors are whole at once (heterosim/workload/zero3.py)
+        from heterosim.workload.zero3 import layer_tensors
+
+        largest = max(max(layer_tensors(model, parallel, layer)) for layer, _ in kinds)
+        weights += weight_bytes_per_param(dtype) * 2 * largest
+    elif parallel.zero >= 3 and kinds:
         biggest = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds)
         weights += weight_bytes_per_param(dtype) * biggest * (1 + parallel.zero3_prefetch)
     grads = main_grad_bytes(dtype) * (sharded if parallel.zero >= 2 else params)

@@ -54,7 +54,10 @@ PHASES = ("fwd", "bwd", "opt", "recompute")
 #   optimizer     (parameters, 0, 0, 0)      Adam step over this rank's parameter shard
 #   comm          (0, 0, 0, 0)               a communication node (see comm_* columns)
 OP_KINDS = ("gemm", "attention", "norm", "elementwise", "softmax_loss", "embedding", "optimizer",
-            "comm")
+            "comm", "framework")
+# "framework": a blocking host-side cost of the training framework on the rank's compute stream
+# (e.g. DeepSpeed 0.3 ZeRO-3 parameter fetches, heterosim/workload/zero3.py); shape[0] is its
+# duration in ns, set by the workload model, and the compute model returns it as is.
 DTYPES = ("bf16", "fp16", "fp8", "fp32", "tf32")
 
 

@@ -172,7 +172,7 @@ def test_worker_errors_become_records(monkeypatch) -> None:
     def explode(*args, **kwargs):
         raise RuntimeError("engine exploded\nsecond line")
 
-    monkeypatch.setattr("heterosim.simulate.run_experiment", explode)
+    monkeypatch.setattr("heterosim.simulate.run_any", explode)
     task = prepare_task(TINY, ["network.cc=hpcc"], task_id="y", label="boom")
     record = execute_task(task)
     assert record["status"] == "error" and record["error"] == "RuntimeError: engine exploded"

@@ -232,3 +232,26 @@ def test_flow_hash_is_the_packet_networks(native_lib):
         assert len({int(net.FlowHash(0, s, d)) for s, d in pairs}) == len(pairs)
     net = create_fluid_network(gbl, desc, replace(NETWORK, ecmp=False), 1)
     assert all(int(net.FlowHash(flow, s, d)) == 0 for flow, (s, d) in enumerate(pairs))
+
+
+def test_roce_frame_overhead_slows_network_links_only(two_hosts, native_lib):
+    """frame_overhead roce: an inter-host flow moves at NIC rate x 4096 / (4096 + 82 + 86)
+    (data header with preamble/IFG and one ACK frame per data packet); an intra-host NVLink flow
+    keeps its rate."""
+    from heterosim.config.experiment import _network
+    from heterosim.config.fields import Section
+    from heterosim.engine.fluid import ROCE_OVERHEAD_BYTES
+
+    assert ROCE_OVERHEAD_BYTES == 168
+    roce = replace(NETWORK, frame_overhead="roce")
+    assert _network(Section({}, "t.yaml")).frame_overhead == "roce"  # experiments' default
+    size = 64 << 20
+    for dst, framed in ((8, True), (1, False)):
+        base = run_flows_fluid(two_hosts, NETWORK, [0], [dst], [size], [0])["flows"]["fct_ns"][0]
+        slow = run_flows_fluid(two_hosts, roce, [0], [dst], [size], [0])["flows"]["fct_ns"][0]
+        if framed:
+            nic = float(two_hosts.link_rate_bps.min())  # the 400G NIC is the bottleneck
+            payload_s = size * 8 / nic
+            assert slow - base == pytest.approx(payload_s * 1e9 * 168 / 4096, rel=0.01)
+        else:
+            assert slow == base

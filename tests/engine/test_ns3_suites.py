@@ -1,6 +1,6 @@
 """The ns-3 TestSuites of ns3_modules/*/test/, built into the test library and run by ns-3's
 TestRunner: one pytest case per suite (each CC algorithm, the switch MMU, PFC on one link and
-through a switch, the executor, the frame pool)."""
+through a switch, the executor, the frame pool, the socket transport)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ pytestmark = pytest.mark.ns3
 
 EXPECTED = {"heterosim-dcqcn", "heterosim-hpcc", "heterosim-timely", "heterosim-dctcp",
             "heterosim-no-congestion-control", "heterosim-switch-mmu", "heterosim-pfc",
-            "heterosim-plan-executor", "heterosim-rdma-frame-pool", "heterosim-qbb-pfc"}
+            "heterosim-plan-executor", "heterosim-rdma-frame-pool", "heterosim-qbb-pfc",
+            "heterosim-socket-transport"}
 
 
 def test_every_module_part_has_its_suites():

@@ -96,6 +96,10 @@ def test_shipped_publication_rows_match_the_validation_file():
         assert series["seq_len"] == case["shape"]["seq_len"] and series["batch"] == case["shape"]["batch"]
         assert series["head_dim"] == case["shape"]["head_dim"]
     for row in shipped["gemm_envelopes"]:
+        if "source" in row:  # a sustained measurement cited directly, not in the validation file
+            assert row["case"] not in cases
+            assert row["efficiency"] == pytest.approx(row["tflops"] / row["peak_tflops"], abs=5e-4)
+            continue
         assert row["efficiency"] == cases[row["case"]]["measured"]["efficiency"]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from heterosim.validate.stats import error_pct, group_summary, mape
+from heterosim.validate.stats import average_ranks, error_pct, group_summary, mape, spearman
 
 
 def test_error_pct_sign_and_value():
@@ -36,3 +36,39 @@ def test_group_summary_keeps_flagged_and_calibration_apart():
     assert s["end-to-end"]["main_mape_pct"] == pytest.approx(15.0)
     assert s["collective_busbw"]["main_mape_pct"] == pytest.approx(3.0)
     assert "collective_busbw" not in {k for k in s if k == "end-to-end" and s[k]["main_n"] > 2}
+
+
+def test_spearman_ranks_with_ties_against_hand_values():
+    assert spearman([1.0, 2.0, 3.0, 4.0], [10.0, 20.0, 30.0, 40.0]) == pytest.approx(1.0)
+    assert spearman([1.0, 2.0, 3.0, 4.0], [4.0, 3.0, 2.0, 1.0]) == pytest.approx(-1.0)
+    # ranks x: 1,2,3,4,5; y: 2,1,4,3,5 -> d^2 sum 4 -> 1 - 6*4/(5*24) = 0.8
+    assert spearman([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]) == pytest.approx(0.8)
+    # ties share the mean rank: y ranks 1.5,1.5,3,4 -> Pearson of (1,2,3,4) with them
+    assert average_ranks([5.0, 5.0, 7.0, 9.0]) == [1.5, 1.5, 3.0, 4.0]
+    assert spearman([1, 2, 3, 4], [5, 5, 7, 9]) == pytest.approx(0.9486832980505138)
+    assert spearman([1, 2], [2, 1]) is None and spearman([1, 2, 3], [1, 1, 1]) is None
+    with pytest.raises(ValueError):
+        spearman([1, 2, 3], [1, 2])
+
+
+def test_group_summary_reports_spearman_of_main_cases():
+    rows = [{**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
+            {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
+            {**row("g", 0.0), "predicted": 3.0, "measured": 3.0},
+            {**row("g", 60.0, flags=["SUSPECT"]), "predicted": 0.1, "measured": 9.0}]
+    s = group_summary(rows)
+    assert s["g"]["main_spearman"] == pytest.approx(1.0)  # the flagged row stays out
+    rows[2]["predicted"] = 0.5  # now ranked first instead of last
+    assert group_summary(rows)["g"]["main_spearman"] == pytest.approx(-0.5)
+
+
+def test_summary_lines_print_spearman_per_group():
+    from heterosim.validate.report import summary_lines
+
+    rows = [{**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
+            {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
+            {**row("g", 0.0), "predicted": 3.0, "measured": 3.0}]
+    lines = summary_lines(group_summary(rows))
+    assert "Spearman" in lines[0]
+    g = next(line for line in lines if line.split()[0] == "g")
+    assert g.split()[:5] == ["g", "3", "5", "-1.667", "1"]

@@ -78,7 +78,7 @@ class BadAlloc(Exception):
 
 
 def test_a_case_out_of_memory_is_reported_failed_and_the_rest_run(tmp_path, capsys, monkeypatch):
-    import heterosim.commands.validate as validate_cmd
+    import heterosim.validate.runner as validate_cmd
 
     path = tmp_path / "cases.yaml"
     path.write_text(yaml.safe_dump({"cases": CASES}))
@@ -100,14 +100,14 @@ def test_out_of_memory_in_a_run_is_one_line(tmp_path, capsys, monkeypatch):
     def run_experiment(*args, **kwargs):
         raise BadAlloc()
 
-    monkeypatch.setattr(simulate, "run_experiment", run_experiment)
+    monkeypatch.setattr(simulate, "run_any", run_experiment)
     code = main(["run", "--no-plots", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("heterosim run: error: out of memory")
     assert "Traceback" not in err and not (tmp_path / "o").exists()
     # any other exception is a bug and keeps its traceback
-    monkeypatch.setattr(simulate, "run_experiment", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(simulate, "run_any", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["run", "--no-plots", "--out", str(tmp_path / "p")])
 

@@ -158,7 +158,9 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
     for row in published_kernels()["gemm_envelopes"]:
         if row["gpu"] == gpu and row.get("efficiency"):
             envelopes[row["dtype"]] = float(row["efficiency"])
-            sources[f"gemm_max_efficiency.{row['dtype']}"] = f"MAMF envelope, case {row['case']}"
+            sources[f"gemm_max_efficiency.{row['dtype']}"] = (
+                f"sustained GEMM, {row['source']}" if "source" in row
+                else f"MAMF envelope, case {row['case']}")
     gemm_max = float(d["gemm_max_efficiency"])
     # The 16-bit envelope also bounds the other 16-bit type (same tensor-core rate).
     for a, b in (("bf16", "fp16"), ("fp16", "bf16")):

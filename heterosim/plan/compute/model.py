@@ -24,7 +24,9 @@ as Transformer Engine selects there; FlashAttention-2 before), and attention is 
 GPU with the same implementation. ``ComputeModel(attention_impl=...)`` sets one implementation for
 every GPU (e.g. ``flash-attention-2`` for a framework that calls FlashAttention directly).
 
-Communication rows get 0 ns and provenance "none". GPUs are catalogue names (aliases accepted),
+Communication rows get 0 ns and provenance "none"; "framework" rows (blocking costs of the
+training framework, duration in shape[0] from the workload model) keep their duration and get
+provenance "framework". GPUs are catalogue names (aliases accepted),
 GPUs a cluster file defines (``ComputeModel(gpus=cluster.gpus)``; they shadow catalogue entries
 of the same name), or device labels that occur only in a database (e.g. ``cpu`` from a CPU
 profile); such a device has no specs, so an op outside its measurements is a UserError.
@@ -47,7 +49,7 @@ from heterosim.plan.compute.roofline import roofline_time_ns
 from heterosim.plan.compute.scaling import nearest_sources, scale_time_ns
 from heterosim.workload.trace import DTYPES, OpTemplates
 
-PROVENANCES = ("measured", "interpolated", "roofline", "scaled", "none")
+PROVENANCES = ("measured", "interpolated", "roofline", "scaled", "none", "framework")
 PROVENANCE_CODE = {name: i for i, name in enumerate(PROVENANCES)}
 _NOTES_GIVEN: set[str] = set()
 
@@ -148,6 +150,8 @@ class ComputeModel:
         name = self.resolve_gpu(gpu)
         if op_kind == "comm":
             return 0, "none"
+        if op_kind == "framework":  # duration set by the workload model (trace.OP_KINDS)
+            return _ns(float(shape[0])), "framework"
         shape = tuple(int(x) for x in shape) + (0,) * (4 - len(shape))
         shape_extra = tuple(int(x) for x in shape_extra) + (0,) * (2 - len(shape_extra))
         key = (name, op_kind, dtype, shape, shape_extra, int(flops), int(bytes_moved))

@@ -58,11 +58,30 @@ FluidNetwork::GetTypeId()
                           MakeUintegerAccessor(&FluidNetwork::m_mtu),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("HeaderBytes",
-                          "Header bytes carried per Mtu of payload; link capacities available to "
-                          "payload are scaled by Mtu / (Mtu + HeaderBytes). 0 = payload only",
+                          "Header bytes carried per Mtu of payload on network links (NIC access "
+                          "and switch fabric links; NVLink and PCIe links carry payload only): "
+                          "their capacities available to payload are scaled by "
+                          "Mtu / (Mtu + HeaderBytes). 0 = payload only",
                           UintegerValue(0),
                           MakeUintegerAccessor(&FluidNetwork::m_headerBytes),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("SocketMss",
+                          "TCP payload per segment of socket-transport flows, bytes (1500-byte "
+                          "IP MTU - 52 bytes of IPv4, TCP and timestamp headers)",
+                          UintegerValue(1448),
+                          MakeUintegerAccessor(&FluidNetwork::m_socketMss),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("SocketFrameOverhead",
+                          "Wire bytes per TCP segment beyond its payload: IPv4 20 + TCP 20 + "
+                          "timestamps 12 + Ethernet header and FCS 18 + preamble and gap 20",
+                          UintegerValue(90),
+                          MakeUintegerAccessor(&FluidNetwork::m_socketOverhead),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("SocketInitialCwnd",
+                          "TCP initial window of socket-transport connections, segments",
+                          UintegerValue(10),
+                          MakeUintegerAccessor(&FluidNetwork::m_socketInitialCwnd),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("Seed",
                           "Seed mixed into every flow's ECMP hash (TopologyDescription::FlowHash)",
                           UintegerValue(1),
@@ -160,7 +179,13 @@ FluidNetwork::StartFlow(uint32_t flowId,
                         uint8_t priority)
 {
     NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << +priority);
-    Open(flowId, srcGpu, dstGpu, bytes, flowId);
+    int64_t slot = Open(flowId, srcGpu, dstGpu, bytes, flowId);
+    if (slot >= 0 && m_topo->UsesSocket(srcGpu, dstGpu))
+    {
+        // As in the packet model, flows between two GPUs without a connection id share one
+        // NCCL connection (its TCP connections open once).
+        MakeSocketFlow(m_flows[slot], (static_cast<uint64_t>(srcGpu) << 32) | dstGpu);
+    }
 }
 
 void
@@ -189,7 +214,53 @@ FluidNetwork::StartFlowOnConnection(uint32_t flowId,
         f.onConnection = true;
         f.connection = connection;
         m_connections[connection].slot = static_cast<uint32_t>(slot);
+        if (m_topo->UsesSocket(srcGpu, dstGpu))
+        {
+            MakeSocketFlow(f, (1ULL << 63) | connection);
+        }
     }
+}
+
+double
+FluidNetwork::SocketScale() const
+{
+    double payloadShare = m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
+    return static_cast<double>(m_socketMss + m_socketOverhead) / m_socketMss * payloadShare;
+}
+
+void
+FluidNetwork::MakeSocketFlow(Flow& f, uint64_t connectionKey)
+{
+    f.scale = SocketScale();
+    f.remaining = static_cast<double>(f.bytes) * f.scale;
+    if (!m_socketConnections.insert(connectionKey).second)
+    {
+        return;
+    }
+    // First message of the NCCL connection: the TCP handshake (one round trip before data)
+    // and the time slow start loses against the bottleneck rate while the window grows from
+    // SocketInitialCwnd segments to the bandwidth-delay product (doubling every round trip).
+    double frame = static_cast<double>(m_socketMss + m_socketOverhead);
+    double ack = static_cast<double>(m_socketOverhead);
+    double rttNs = 0;
+    double bottleneck = std::numeric_limits<double>::infinity();
+    for (uint32_t r : f.res)
+    {
+        uint32_t link = r / 2;
+        double rate = m_topo->GetLinkRateBps(link);
+        rttNs += 2.0 * static_cast<double>(m_topo->GetLinkDelayNs(link)) + (frame + ack) * 8e9 / rate;
+        bottleneck = std::min(bottleneck, rate);
+    }
+    double window = static_cast<double>(m_socketInitialCwnd) * m_socketMss;
+    double bdp = bottleneck * rttNs * 1e-9 / 8.0;
+    double lost = 0;
+    if (bdp > window)
+    {
+        double rounds = std::ceil(std::log2(bdp / window));
+        double sent = window * (std::pow(2.0, rounds) - 1.0);
+        lost = std::max(0.0, rounds * rttNs - sent * f.scale * 8e9 / bottleneck);
+    }
+    f.latencyNs += std::llround(rttNs + lost);
 }
 
 int64_t
@@ -253,6 +324,7 @@ FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t b
     f.id = flowId;
     f.bytes = bytes;
     f.remaining = static_cast<double>(bytes);
+    f.scale = 1.0;
     f.rate = 0;
     f.newRate = 0;
     f.rateFx = 0;
@@ -298,8 +370,11 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         Resource& res = m_res[r];
         if (!res.capSet)
         {
-            double payloadShare =
-                m_mtu > 0 ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
+            uint8_t kind = m_topo->GetLinkKind(link);
+            bool framed = kind == TopologyDescription::ACCESS || kind == TopologyDescription::FABRIC;
+            double payloadShare = (m_mtu > 0 && framed)
+                                      ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes)
+                                      : 1.0;
             res.capacity = rate / 8e9 * payloadShare;
             res.capFx = ToFx(res.capacity);
             res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));
@@ -325,7 +400,7 @@ FluidNetwork::DetachPath(uint32_t slot)
     Flow& f = m_flows[slot];
     int64_t now = Simulator::Now().GetNanoSeconds();
     Advance(f, now);
-    uint64_t done = f.bytes - std::min<uint64_t>(f.bytes, std::llround(f.remaining));
+    uint64_t done = f.bytes - std::min<uint64_t>(f.bytes, std::llround(f.remaining / f.scale));
     uint64_t carried = done - std::min(done, f.pathStartDone);
     for (size_t k = 0; k < f.res.size(); ++k)
     {
@@ -927,7 +1002,7 @@ FluidNetwork::TransferDone(uint32_t slot)
             f.id = nextId;
             f.bytes = nextBytes;
             f.pathStartDone = 0;
-            f.remaining = static_cast<double>(nextBytes);
+            f.remaining = static_cast<double>(nextBytes) * f.scale;
             f.latencyNs = PathLatencyNs(f, nextBytes);
             if (nextId >= m_slotOfId.size())
             {
@@ -1073,7 +1148,7 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
             const Flow& f = m_flows[slot];
             double left = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
             uint64_t onPath = f.bytes - f.pathStartDone;
-            carried += onPath - std::min<uint64_t>(onPath, std::llround(left));
+            carried += onPath - std::min<uint64_t>(onPath, std::llround(left / f.scale));
         }
         bytes[r] = carried;
         busyNs[r] = res.busyNs + (res.busySince >= 0 ? now - res.busySince : 0);
@@ -1148,6 +1223,7 @@ FluidNetwork::DoDispose()
     m_res.clear();
     m_doneHeap.clear();
     m_connections.clear();
+    m_socketConnections.clear();
     m_topo = nullptr;
     FlowNetwork::DoDispose();
 }

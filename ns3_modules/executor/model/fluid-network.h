@@ -20,6 +20,7 @@
 #include <utility>
 #include <deque>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ns3
@@ -57,7 +58,8 @@ namespace ns3
  * with P = min(Mtu, B): the first packet is stored and forwarded at every hop, and the
  * serialization at the slowest hop is already part of the fluid transfer. For a lone flow this is
  * the exact completion time of a back-to-back packet stream without header overhead.
- * HeaderBytes (per Mtu of payload) optionally scales every capacity by Mtu / (Mtu + HeaderBytes).
+ * HeaderBytes (per Mtu of payload) scales the capacity of every network link (access and fabric
+ * kinds; NVLink and PCIe links carry no RoCE frames) by Mtu / (Mtu + HeaderBytes).
  *
  * Connections (StartFlowOnConnection): the messages of one connection share one flow slot, as
  * work requests share one queue pair. A message posted while the connection's slot is still
@@ -66,6 +68,18 @@ namespace ns3
  * delivered its own path latency after its transfer ends. The connection's path is hashed from
  * the connection id, so all its messages take one path. A connection with nothing in transfer
  * is closed; its next message opens it again.
+ *
+ * Socket-transport flows (TopologyDescription::UsesSocket: between hosts, one end a socket
+ * host) model NCCL's socket transport over TCP as a fluid: each payload byte costs
+ * (SocketMss + SocketFrameOverhead) / SocketMss bytes of link capacity (TCP/IP and Ethernet
+ * framing; capacity shares are max-min over wire bytes, as congestion control shares a link
+ * by frames), and the first message of a NCCL connection waits one round trip (handshake) plus
+ * the time slow start loses: k = ceil(log2(BDP / (SocketInitialCwnd x SocketMss))) round trips
+ * minus what the growing window sends meanwhile at the bottleneck rate. Approximations: one
+ * fluid flow per NCCL connection whatever NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (the
+ * packet model opens that many TCP connections, which take that many shares of a shared link),
+ * no congestion-window dynamics, losses or retransmissions after slow start, and the traffic
+ * class is ignored as for every flow (the packet model serves TCP and RDMA classes round-robin).
  *
  * Approximations (what this model does not have): no queues and no queueing delay, no
  * congestion-control dynamics (rates converge instantly to max-min fairness), no packet loss,
@@ -258,6 +272,7 @@ class FluidNetwork : public FlowNetwork
         bool inUse{false};              //!< slot holds an active flow
         bool onConnection{false};       //!< the slot carries the messages of a connection
         uint32_t connection{0};         //!< that connection's id
+        double scale{1.0};              //!< bytes transferred per payload byte (socket flows: TCP/IP framing)
         uint32_t src{0};                //!< sending GPU
         uint32_t dst{0};                //!< receiving GPU
         uint32_t hashKey{0};            //!< id hashed for the ECMP path
@@ -325,6 +340,14 @@ class FluidNetwork : public FlowNetwork
      * \p f (propagation plus store-and-forward of the first packet; class documentation)
      */
     int64_t PathLatencyNs(const Flow& f, uint64_t bytes) const;
+    /** \return wire bytes per payload byte of a socket flow, in the capacity units of m_res */
+    double SocketScale() const;
+    /**
+     * \brief Turn the flow into a socket-transport flow (class documentation).
+     * \param f the flow, just opened
+     * \param connectionKey its NCCL connection
+     */
+    void MakeSocketFlow(Flow& f, uint64_t connectionKey);
     /** Put the flow in \p slot on the resources of \p path (from GPU \p srcGpu). */
     void AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint32_t srcGpu);
     /** Take the flow in \p slot off its resources (bytes carried so far stay counted). */
@@ -347,6 +370,10 @@ class FluidNetwork : public FlowNetwork
     std::vector<int64_t> m_seriesTime;    //!< link series: sample time, ns
     std::vector<uint32_t> m_seriesDir;    //!< link series: direction
     std::vector<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes
+    uint32_t m_socketMss;            //!< TCP payload per segment (socket flows)
+    uint32_t m_socketOverhead;       //!< wire bytes per segment beyond payload
+    uint32_t m_socketInitialCwnd;    //!< TCP initial window, segments
+    std::unordered_set<uint64_t> m_socketConnections; //!< socket connections already opened
 
     std::vector<Resource> m_res;      //!< 2 per link
     std::vector<Flow> m_flows;        //!< slots

@@ -3,6 +3,8 @@
  */
 #include "topology-description.h"
 
+#include <algorithm>
+
 #include "ns3/assert.h"
 #include "ns3/log.h"
 
@@ -84,6 +86,37 @@ TopologyDescription::SetRoutes(uint32_t entries,
         uint64_t key = (static_cast<uint64_t>(node[e]) << 32) | static_cast<uint32_t>(dst[e]);
         m_routes[key].assign(links + ptr[e], links + ptr[e + 1]);
     }
+}
+
+void
+TopologyDescription::SetHostTransports(uint32_t n, const uint8_t* socket)
+{
+    m_hostSocket.assign(socket, socket + n);
+    m_anySocket = std::any_of(m_hostSocket.begin(), m_hostSocket.end(), [](uint8_t v) { return v != 0; });
+}
+
+bool
+TopologyDescription::IsSocketHost(int32_t host) const
+{
+    return host >= 0 && static_cast<std::size_t>(host) < m_hostSocket.size() && m_hostSocket[host] != 0;
+}
+
+bool
+TopologyDescription::HasSocketHosts() const
+{
+    return m_anySocket;
+}
+
+bool
+TopologyDescription::UsesSocket(uint32_t srcGpu, uint32_t dstGpu) const
+{
+    if (!m_anySocket)
+    {
+        return false;
+    }
+    int32_t a = m_nodeHost.at(m_gpuNode.at(srcGpu));
+    int32_t b = m_nodeHost.at(m_gpuNode.at(dstGpu));
+    return a != b && (IsSocketHost(a) || IsSocketHost(b));
 }
 
 void

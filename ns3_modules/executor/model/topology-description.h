@@ -101,6 +101,24 @@ class TopologyDescription : public Object
                    const int32_t* links);
 
     /**
+     * \brief Set which hosts use NCCL's socket transport (TCP) instead of RDMA; hosts not
+     * given use RDMA. A flow between two hosts uses RDMA only if both ends have it.
+     * \param n number of hosts
+     * \param socket 1 for a socket host, 0 for an RDMA host, per host index
+     */
+    void SetHostTransports(uint32_t n, const uint8_t* socket);
+    /** \param host a host index \return whether the host uses the socket transport */
+    bool IsSocketHost(int32_t host) const;
+    /** \return whether any host uses the socket transport */
+    bool HasSocketHosts() const;
+    /**
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU
+     * \return true if the GPUs are on different hosts and either host is a socket host
+     */
+    bool UsesSocket(uint32_t srcGpu, uint32_t dstGpu) const;
+
+    /**
      * \brief Mark a link up or down (a fault). Routes change only in RecomputeFabricRoutes().
      * \param link a link
      * \param up whether it carries traffic
@@ -211,6 +229,8 @@ class TopologyDescription : public Object
     std::vector<std::vector<uint32_t>> m_nodeLinks; //!< adjacency
     std::vector<uint32_t> m_gpuNode;              //!< node per GPU
     std::vector<uint32_t> m_gpuNic;               //!< NIC node per GPU
+    std::vector<uint8_t> m_hostSocket;            //!< 1 per socket-transport host
+    bool m_anySocket{false};                      //!< some host uses the socket transport
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_routes; //!< (node<<32|dst) -> links
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_baseRoutes; //!< routes as set, once changed
     std::vector<uint8_t> m_linkUp;                //!< 1 = up (faults), empty = all up

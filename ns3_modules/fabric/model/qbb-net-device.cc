@@ -228,7 +228,7 @@ QbbNetDevice::TryTransmit()
         }
         return;
     }
-    NS_ASSERT_MSG(frame->type != RdmaFrame::DATA || !m_paused[frame->priority],
+    NS_ASSERT_MSG(!frame->IsData() || !m_paused[frame->priority],
                   "a paused priority was offered for transmission");
     StartTransmission(frame);
 }
@@ -445,7 +445,7 @@ QbbNetDevice::CountDrop(const RdmaFrame* frame)
 void
 QbbNetDevice::FaultDrop(RdmaFrame* frame, bool queued)
 {
-    if (queued && frame->type == RdmaFrame::DATA && m_handler != nullptr)
+    if (queued && frame->IsData() && m_handler != nullptr)
     {
         m_handler->OnDequeue(frame, m_port); // release its buffer as if it had left
     }

@@ -38,8 +38,15 @@ struct RdmaFrame
         ACK = 1,  //!< acknowledgement (BTH + AETH), cumulative
         NACK = 2, //!< negative acknowledgement: go back to \c seq
         CNP = 3,  //!< congestion notification packet (DCQCN)
-        PFC = 4   //!< IEEE 802.1Qbb priority flow control frame
+        PFC = 4,  //!< IEEE 802.1Qbb priority flow control frame
+        IP = 5    //!< an IPv4 packet of a socket-transport host (\c seq keys the ns3::Packet)
     };
+
+    /** \return whether switches queue, account and mark this frame as data (DATA or IP) */
+    bool IsData() const
+    {
+        return type == DATA || type == IP;
+    }
 
     static constexpr uint8_t MAX_INT_HOPS = 5; //!< INT stack depth (as in HPCC)
 

@@ -138,6 +138,7 @@ PacketNetwork::PacketNetwork()
     m_nicFactory.SetTypeId("ns3::RdmaNic");
     m_mmuFactory.SetTypeId("ns3::SwitchMmu");
     m_markerFactory.SetTypeId("ns3::RedEcnMarker");
+    m_socketFactory.SetTypeId("ns3::SocketTransport");
     for (const TypeId& tid : CongestionControlTypes())
     {
         m_ccFactories[tid.GetName()].SetTypeId(tid);
@@ -172,7 +173,8 @@ PacketNetwork::SetComponentAttribute(std::string name, std::string value)
     std::vector<Target> targets{{"ns3::PacketNetwork", nullptr},
                                 {"ns3::RdmaNic", &m_nicFactory},
                                 {"ns3::SwitchMmu", &m_mmuFactory},
-                                {"ns3::RedEcnMarker", &m_markerFactory}};
+                                {"ns3::RedEcnMarker", &m_markerFactory},
+                                {"ns3::SocketTransport", &m_socketFactory}};
     for (auto& [type, factory] : m_ccFactories)
     {
         targets.push_back({type.c_str(), &factory});
@@ -238,6 +240,23 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         m_ccFactories[m_ccType.GetName()].Create<RdmaCongestionControl>();
     bool stampInt = ccProbe->UsesInt();
     m_desc = desc;
+    m_socket = nullptr;
+    if (desc->HasSocketHosts())
+    {
+        m_socket = m_socketFactory.Create<SocketTransport>();
+        StringValue tcp;
+        m_socket->GetAttribute("TcpCongestionControl", tcp);
+        TypeId tcpType;
+        if (!TypeId::LookupByNameFailSafe(tcp.Get(), &tcpType) ||
+            !tcpType.IsChildOf(TypeId::LookupByName("ns3::TcpCongestionOps")))
+        {
+            return false;
+        }
+        if (m_pfc && !m_socket->IsLossless())
+        {
+            m_mmuFactory.Set("LossyPriorities", UintegerValue(1U << m_socket->GetPriority()));
+        }
+    }
     m_hostFluid = nullptr;
     if (m_hostFlows == "fluid")
     {
@@ -331,6 +350,18 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
                       m_maxFrame);
             m_nodes[n]->AggregateObject(sw);
             m_switches[n] = sw;
+        }
+    }
+    if (m_socket)
+    {
+        m_socket->Setup(desc, m_nodes, m_nodePorts, m_portDev, PeekPointer(m_pool), m_seed, m_ecmp,
+                        phy, MakeCallback(&PacketNetwork::Finish, this));
+        for (const auto& nic : m_nics)
+        {
+            if (nic)
+            {
+                nic->SetIpReceiveCallback(MakeCallback(&SocketTransport::ReceiveFrame, m_socket));
+            }
         }
     }
     m_samplePorts.clear();
@@ -542,6 +573,12 @@ PacketNetwork::StartMessage(uint32_t flowId,
         (i < first ? srcDelay : dstDelay) += hop;
         cap = std::min(cap, rate);
     }
+    if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
+    {
+        m_socket->Send(flowId, srcGpu, dstGpu, srcEp, dstEp, bytes, connection, srcDelay, dstDelay);
+        ArmSampling();
+        return;
+    }
     int64_t rttNs = 0;
     for (std::size_t i = first; i < last; ++i)
     {
@@ -592,6 +629,12 @@ PacketNetwork::StartMessage(uint32_t flowId,
         m_liveSlots.push_back(slot);
     }
     Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    ArmSampling();
+}
+
+void
+PacketNetwork::ArmSampling()
+{
     if (m_sampleInterval.IsStrictlyPositive() && !m_sampleEvent.IsPending())
     {
         int64_t period = m_sampleInterval.GetNanoSeconds();
@@ -667,6 +710,10 @@ PacketNetwork::Sample()
         }
     }
     m_liveSlots.resize(keep);
+    if (m_socket)
+    {
+        m_socket->AppendProgress(now, m_rTime, m_rFlow, m_rRate, m_rAcked);
+    }
     if (m_pending > 0)
     {
         m_sampleEvent = Simulator::Schedule(m_sampleInterval, &PacketNetwork::Sample, this);
@@ -742,6 +789,11 @@ PacketNetwork::CopyFlowStats(uint32_t n,
         {
             retransmits[i] = cnps[i] = rateChanges[i] = timeouts[i] = bytesAcked[i] =
                 bytesDelivered[i] = 0;
+            if (m_socket && m_socket->HasFlow(ids[i]))
+            {
+                m_socket->GetFlowStats(ids[i], &retransmits[i], &timeouts[i], &bytesDelivered[i]);
+                bytesAcked[i] = bytesDelivered[i];
+            }
             continue;
         }
         const RdmaQueuePair* qp = m_qps[it->second].get();
@@ -792,6 +844,12 @@ PacketNetwork::CopyCounters(uint64_t* out) const
         retx += qp->retransmits;
         cnps += qp->cnps;
         timeouts += qp->timeouts;
+    }
+    if (m_socket)
+    {
+        drops += m_socket->GetHostDrops();
+        retx += m_socket->GetRetransmits();
+        timeouts += m_socket->GetTimeouts();
     }
     out[0] = m_flows;
     out[1] = m_bytes;
@@ -884,6 +942,12 @@ PacketNetwork::GetFlowCc(uint32_t flowId) const
     return it == m_slotOf.end() ? nullptr : m_qps[it->second]->cc;
 }
 
+Ptr<SocketTransport>
+PacketNetwork::GetSocketTransport() const
+{
+    return m_socket;
+}
+
 std::vector<uint32_t>
 PacketNetwork::GetFlowPath(uint32_t flowId) const
 {
@@ -917,6 +981,11 @@ void
 PacketNetwork::DoDispose()
 {
     m_sampleEvent.Cancel();
+    if (m_socket)
+    {
+        m_socket->Dispose();
+        m_socket = nullptr;
+    }
     for (auto& qp : m_qps)
     {
         qp->rtoEvent.Cancel();

@@ -15,6 +15,7 @@
 #include "ns3/rdma-nic.h"
 #include "ns3/rdma-queue-pair.h"
 #include "ns3/rdma-switch.h"
+#include "ns3/socket-transport.h"
 #include "ns3/topology-description.h"
 #include "ns3/type-id.h"
 
@@ -57,6 +58,12 @@ namespace ns3
  * see fluid-network.h), and the packet events of NVLink/PCIe copies are saved. Port counters
  * then add the fluid model's bytes on host links (frames stay 0 there: none were simulated).
  *
+ * Socket hosts (TopologyDescription::SetHostTransports): a flow between two hosts where
+ * either end is a socket host is carried by a SocketTransport (NCCL's socket transport over
+ * ns-3's TCP on the same devices and switches) instead of a queue pair, with the same host
+ * segment latencies; with PFC on, the TCP traffic class stays lossy unless
+ * SocketTransport::TcpLossless is set. Networks without socket hosts create none of it.
+ *
  * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU), messages of a
  * connection from (Seed, connection id, source GPU, destination GPU); ECN marking
  * uses its own random streams, so the seed changes ECMP choices only.
@@ -75,7 +82,8 @@ class PacketNetwork : public FlowNetwork
 
     /**
      * \brief Set an attribute of the network or of a component it creates (RdmaNic,
-     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp) by name, before Build().
+     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp, SocketTransport) by name, before
+     * Build().
      * A plain name sets it on every component that has it; "Class::Name" on that class only.
      * \param name attribute name
      * \param value value as text (ns-3 syntax, e.g. "50us", "25Gbps", "true")
@@ -86,8 +94,9 @@ class PacketNetwork : public FlowNetwork
     /**
      * \brief Build nodes, devices, channels, switches and endpoints.
      * \param desc the topology
-     * \return false if the Cc attribute names no congestion-control class or HostFlows is neither
-     * "packet" nor "fluid"
+     * \return false if the Cc attribute names no congestion-control class, HostFlows is neither
+     * "packet" nor "fluid", or SocketTransport::TcpCongestionControl names no TCP congestion
+     * control while socket hosts exist
      */
     bool Build(Ptr<TopologyDescription> desc);
 
@@ -211,7 +220,8 @@ class PacketNetwork : public FlowNetwork
     /** \return number of rate samples */
     uint64_t GetNRateSamples() const;
     /**
-     * \brief Copy the per-queue-pair rate series.
+     * \brief Copy the per-queue-pair rate series (socket-transport messages too: their rate is
+     * the goodput since the previous sample, see SocketTransport::AppendProgress).
      * \param timeNs sample time
      * \param flow flow id
      * \param rateBps congestion-control rate
@@ -234,6 +244,8 @@ class PacketNetwork : public FlowNetwork
     Ptr<RdmaCongestionControl> GetFlowCc(uint32_t flowId) const;
     /** \return the fluid network that carries intra-host flows (null unless HostFlows=fluid) */
     Ptr<FluidNetwork> GetHostFluid() const;
+    /** \return the socket transport of socket hosts (null when every host uses RDMA) */
+    Ptr<SocketTransport> GetSocketTransport() const;
     /** \return the path links of a flow as routed (empty if unknown) */
     std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
 
@@ -254,6 +266,8 @@ class PacketNetwork : public FlowNetwork
     void Finish(uint32_t flowId);
     /** An intra-host flow carried by the fluid network finished. */
     void HostFlowDone(uint32_t flowId, Time when);
+    /** Schedule the next sample if sampling is on and none is pending. */
+    void ArmSampling();
     /** Take one sample of queues and rates. */
     void Sample();
     /** Local port of \p node on \p link. */
@@ -277,6 +291,8 @@ class PacketNetwork : public FlowNetwork
     ObjectFactory m_mmuFactory;                 //!< SwitchMmu
     ObjectFactory m_markerFactory;              //!< RedEcnMarker
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
+    ObjectFactory m_socketFactory;              //!< SocketTransport (socket hosts)
+    Ptr<SocketTransport> m_socket;              //!< TCP between hosts where one end is a socket host
 
     Ptr<TopologyDescription> m_desc;                 //!< topology
     Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)

@@ -129,6 +129,12 @@ RdmaNic::SetDeliveredCallback(Callback<void, uint32_t, uint32_t> cb)
 }
 
 void
+RdmaNic::SetIpReceiveCallback(Callback<void, const RdmaFrame*, uint32_t> cb)
+{
+    m_ipReceive = cb;
+}
+
+void
 RdmaNic::StartQueuePair(uint32_t slot)
 {
     RdmaQueuePair* qp = (*m_qps)[slot].get();
@@ -322,6 +328,10 @@ RdmaNic::HandleFrame(RdmaFrame* frame, uint32_t port)
         }
         break;
     }
+    case RdmaFrame::IP:
+        NS_ASSERT_MSG(!m_ipReceive.IsNull(), "IP frame at an endpoint without the socket transport");
+        m_ipReceive(frame, m_nodeId);
+        break;
     default:
         NS_ASSERT_MSG(false, "unexpected frame type at an endpoint");
         break;

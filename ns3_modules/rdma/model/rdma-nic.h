@@ -106,6 +106,13 @@ class RdmaNic : public Object, public FrameHandler
     void SetDeliveredCallback(Callback<void, uint32_t, uint32_t> cb);
 
     /**
+     * \brief Set the hook that takes IP frames (socket-transport hosts, see SocketTransport);
+     * the frame is freed by this endpoint after the hook returns.
+     * \param cb callback(frame, endpoint node id)
+     */
+    void SetIpReceiveCallback(Callback<void, const RdmaFrame*, uint32_t> cb);
+
+    /**
      * \brief Start sending a queue pair from this endpoint.
      * \param slot flow slot in the queue-pair table
      */
@@ -173,6 +180,7 @@ class RdmaNic : public Object, public FrameHandler
     std::vector<int64_t> m_wakeAt;                   //!< its time, ns
     std::vector<uint32_t> m_finishedOnPort;          //!< finished entries awaiting compaction
     Callback<void, uint32_t, uint32_t> m_delivered;          //!< delivery hook
+    Callback<void, const RdmaFrame*, uint32_t> m_ipReceive;  //!< IP frame hook (socket hosts)
 
     uint64_t m_cnpsSent{0};  //!< CNPs sent
     uint64_t m_acksSent{0};  //!< ACKs sent

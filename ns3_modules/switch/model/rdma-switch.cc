@@ -143,7 +143,7 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
                        : set[TopologyDescription::EcmpIndex(frame->hash, frame->hop, set.size())];
     ++frame->hop;
     QbbNetDevice* egress = PeekPointer(m_ports[out]);
-    if (frame->type != RdmaFrame::DATA)
+    if (!frame->IsData())
     {
         egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
         return;
@@ -170,7 +170,7 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
 void
 RdmaSwitch::OnDequeue(RdmaFrame* frame, uint32_t port)
 {
-    if (frame->type != RdmaFrame::DATA)
+    if (!frame->IsData())
     {
         return;
     }

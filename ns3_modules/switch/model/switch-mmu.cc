@@ -66,7 +66,15 @@ SwitchMmu::GetTypeId()
                           "at half that time while congested)",
                           UintegerValue(65535),
                           MakeUintegerAccessor(&SwitchMmu::m_pauseQuanta),
-                          MakeUintegerChecker<uint16_t>(1));
+                          MakeUintegerChecker<uint16_t>(1))
+            .AddAttribute("LossyPriorities",
+                          "Bit mask of priorities that stay lossy when PFC is on (bit p: "
+                          "priority p; e.g. the TCP class of socket-transport hosts): they are "
+                          "never paused, and a frame beyond its reserve and the XOFF threshold "
+                          "on its shared use is dropped instead of taking headroom",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&SwitchMmu::m_lossyMask),
+                          MakeUintegerChecker<uint8_t>());
     return tid;
 }
 
@@ -131,6 +139,10 @@ bool
 SwitchMmu::Admit(uint32_t port, uint8_t priority, uint32_t bytes)
 {
     Ingress& in = At(port, priority);
+    if (m_pfc && (m_lossyMask >> priority & 1U) != 0)
+    {
+        return AdmitLossy(in, port, bytes);
+    }
     if (in.reserve + bytes <= m_reserve)
     {
         in.reserve += bytes;
@@ -169,6 +181,26 @@ SwitchMmu::Admit(uint32_t port, uint8_t priority, uint32_t bytes)
     return true;
 }
 
+bool
+SwitchMmu::AdmitLossy(Ingress& in, uint32_t port, uint32_t bytes)
+{
+    if (in.reserve + bytes <= m_reserve)
+    {
+        in.reserve += bytes;
+    }
+    else if (m_sharedUsed + bytes <= m_sharedPool && in.shared + bytes <= GetThreshold(port))
+    {
+        in.shared += bytes;
+        m_sharedUsed += bytes;
+    }
+    else
+    {
+        return false;
+    }
+    m_totalUsed += bytes;
+    return true;
+}
+
 void
 SwitchMmu::Release(uint32_t port, uint8_t priority, uint32_t bytes)
 {
@@ -192,7 +224,7 @@ bool
 SwitchMmu::ShouldPause(uint32_t port, uint8_t priority) const
 {
     const Ingress& in = At(port, priority);
-    return m_pfc && !in.paused && (in.headroom > 0 || in.shared >= GetThreshold(port));
+    return m_pfc && (m_lossyMask >> priority & 1U) == 0 && !in.paused && (in.headroom > 0 || in.shared >= GetThreshold(port));
 }
 
 bool

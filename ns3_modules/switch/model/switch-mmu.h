@@ -115,6 +115,8 @@ class SwitchMmu : public Object
     Ingress& At(uint32_t port, uint8_t priority);
     /** \return counters of (port, priority) */
     const Ingress& At(uint32_t port, uint8_t priority) const;
+    /** Admission of a lossy priority on a lossless switch (LossyPriorities). */
+    bool AdmitLossy(Ingress& in, uint32_t port, uint32_t bytes);
 
     uint64_t m_reserve;         //!< guaranteed bytes per (port, priority)
     bool m_dynamic;             //!< dynamic threshold on
@@ -124,6 +126,7 @@ class SwitchMmu : public Object
     uint64_t m_resumeOffset;    //!< XON hysteresis, bytes
     uint16_t m_pauseQuanta;     //!< quanta carried by XOFF frames
 
+    uint8_t m_lossyMask{0};           //!< priorities kept lossy under PFC
     bool m_pfc{true};                 //!< lossless
     uint64_t m_buffer{0};             //!< total bytes
     uint64_t m_sharedPool{0};         //!< shared pool bytes

@@ -1,0 +1,310 @@
+"""The plan search (``heterosim plan``) end to end: enumerate, prune, pre-rank, simulate in
+parallel, rank, verify. Candidates, pruning and ranking are :mod:`heterosim.search`; this module
+drives them with the experiment's workload (:func:`generate_experiment_workload`) and runs the
+simulations through the sweep executors.
+
+Output folder::
+
+    search.json      the search as run: experiment, overrides, settings, candidate ids
+    results.jsonl    one record per finished simulation (the sweep store: appended, fsync'd;
+                     ``--resume`` skips what it holds)
+    results.json     every candidate (simulated with its time, breakdown and "why"; pruned with
+                     the reason; or left out by the pre-rank), the ranking, the best and the
+                     default, and the ``network`` / ``sim`` sections
+    best_plan.yaml   the best candidate as an experiment file (``heterosim run best_plan.yaml``)
+
+Simulations run through the sweep executors (local process pool or Ray), each candidate a
+:class:`~heterosim.sweep.task.RunTask` carrying its experiment with the cluster inlined.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from heterosim import __version__
+from heterosim.config.experiment import parse_experiment
+from heterosim.errors import UserError
+from heterosim.plan.compute.model import ComputeModel
+from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
+from heterosim.search.prune import Assessment, assess
+from heterosim.search.rank import analytic_estimate, order, select, why
+from heterosim.simulate.artifacts import PlanSearchResult
+from heterosim.simulate.experiment import generate_experiment_workload
+from heterosim.sweep.runner import EXECUTORS, _write_json
+from heterosim.sweep.store import ResultStore
+from heterosim.sweep.task import OK, RunTask, prepare_task
+
+LogFn = Callable[[str], None]
+DEFAULT_MAX_CANDIDATES = 16
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class PlanSearchSettings:
+    """How to search (the ``heterosim plan`` options)."""
+
+    max_candidates: int = DEFAULT_MAX_CANDIDATES
+    micro_batches: tuple[int, ...] = DEFAULT_MICRO_BATCHES
+    top: int = 5
+    verify: int = 0
+    granularity: str | None = None  # simulation.collective_granularity for the flow runs
+    workers: int | None = None
+    executor: str = "local"
+    address: str | None = None
+    resume: bool = False
+
+    def check(self) -> None:
+        if self.max_candidates < 1:
+            raise UserError(f"--max-candidates {self.max_candidates}: expected at least 1")
+        if self.top < 1:
+            raise UserError(f"--top {self.top}: expected at least 1")
+        if self.verify < 0:
+            raise UserError(f"--verify {self.verify}: expected 0 or more")
+        if self.workers is not None and self.workers < 1:
+            raise UserError(f"--workers {self.workers}: expected a positive integer")
+        if not self.micro_batches or min(self.micro_batches) < 1:
+            raise UserError(f"--micro-batches {self.micro_batches}: expected positive integers")
+        if self.executor not in EXECUTORS:
+            raise UserError(f"--executor {self.executor}: expected one of {', '.join(EXECUTORS)}")
+
+
+def _run_data(candidate: Candidate, base: dict[str, Any], fidelity: str,
+              granularity: str | None) -> dict[str, Any]:
+    data = candidate.experiment_data(base)
+    sim = dict(data.get("simulation") or {})
+    sim["fidelity"] = fidelity
+    sim["sample_interval"] = "0s"  # no time series: only the iteration and its breakdown
+    if granularity:
+        sim["collective_granularity"] = granularity
+    data["simulation"] = sim
+    return data
+
+
+def _compact(record: dict[str, Any]) -> dict[str, Any]:
+    """The store record of a run: its status and the parts of results.json a ranking needs."""
+    results = record.pop("results", None) or {}
+    record.pop("traceback", None)
+    if results:
+        record["iteration_time_s"] = results.get("iteration_time_s")
+        record["breakdown"] = results.get("breakdown")
+        record["network"] = results.get("network")
+        record["sim"] = results.get("sim")
+        record["partition"] = results.get("partition")
+    return record
+
+
+def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[str],
+               settings: PlanSearchSettings) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    if not store.exists():
+        return
+    if not settings.resume:
+        raise UserError(f"--out {out_dir}: already holds a plan search; pass --resume to continue "
+                        "it, or choose another --out")
+    manifest = out_dir / "search.json"
+    if manifest.exists():
+        try:
+            previous = json.loads(manifest.read_text())
+        except json.JSONDecodeError:
+            return
+        if previous.get("experiment") != source or previous.get("overrides") != overrides:
+            raise UserError(f"--resume: {out_dir} holds a search of {previous.get('experiment')} "
+                            f"with --set {previous.get('overrides')}; choose another --out")
+        before = (previous.get("settings") or {}).get("granularity")
+        if before != settings.granularity:
+            raise UserError(f"--resume: {out_dir} holds runs with --granularity {before}, not "
+                            f"{settings.granularity}; choose another --out")
+
+
+def _execute(tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
+             settings: PlanSearchSettings) -> None:
+    if not tasks:
+        return
+    if settings.executor == "ray":
+        from heterosim.sweep.ray_executor import run_ray
+
+        run_ray(tasks, finish, address=settings.address)
+    else:
+        from heterosim.sweep.local import run_local
+
+        run_local(tasks, finish, workers=settings.workers)
+
+
+def _row(a: Assessment, estimate: float | None, chosen: bool) -> dict[str, Any]:
+    c = a.candidate
+    row: dict[str, Any] = {
+        "id": c.id, "label": c.label, "kind": c.kind, "default": c.default,
+        "parallel": c.parallel, "micro_batch": c.micro_batch,
+        "status": "pruned" if not a.ok else ("pending" if chosen else "not_simulated"),
+        "pruned": a.pruned, "reason": a.reason or None,
+        "estimate_s": estimate,
+        "memory_gib": {g: round(b / GIB, 3) for g, b in sorted(a.memory_bytes.items())},
+        "capacity_gib": ({g: round(a.experiment.cluster.gpu_spec(g).memory_bytes / GIB, 3)
+                          for g in sorted(a.memory_bytes)} if a.experiment else {}),
+    }
+    if a.ok and not chosen:
+        row["reason"] = "pre-ranked out: analytic estimate not among the best --max-candidates"
+    if a.workload is not None:
+        part = a.workload.partition
+        row["stage_layers"] = [sum(len(r) for r in part.stage_layers(s)) for s in range(part.pp)]
+        row["replica_micro_batches"] = list(part.replica_micro_batches)
+    return row
+
+
+def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str | Path,
+                 settings: PlanSearchSettings, log: LogFn | None = None) -> PlanSearchResult:
+    """Search plans for the experiment; write the outputs (module docstring); return them."""
+    settings.check()
+    if settings.executor == "ray":
+        from heterosim.sweep.ray_executor import import_ray
+
+        import_ray()  # fail before any work if the extra is missing
+    log = log or (lambda _m: None)
+    started = time.perf_counter()
+    path = Path(experiment_path)
+    base_task = prepare_task(path, overrides, task_id="base", label="base")
+    base = base_task.data
+    exp = parse_experiment(copy.deepcopy(base), str(path), base_dir=path.parent)
+    out_dir = Path(out_dir)
+    store = ResultStore(out_dir / "results.jsonl")
+    _check_out(out_dir, store, str(path), list(overrides), settings)
+
+    candidates = enumerate_candidates(exp, dict(base["parallel"]), settings.micro_batches)
+    compute = ComputeModel(None, gpus=exp.cluster.gpus)
+
+    def workload_fn(experiment: Any) -> Any:
+        return generate_experiment_workload(experiment, compute)
+
+    assessments = [assess(c, base, str(path), path.parent, workload_fn) for c in candidates]
+    estimates = {a.candidate.id: analytic_estimate(a) for a in assessments if a.ok}
+    chosen = select(assessments, estimates, settings.max_candidates)
+    chosen_ids = {a.candidate.id for a in chosen}
+    pruned = sum(1 for a in assessments if not a.ok)
+    log(f"heterosim plan: {exp.name}: {len(candidates)} candidates on {exp.cluster.world_size} "
+        f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(chosen)} to simulate in flow fidelity")
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_json(out_dir / "search.json", {
+        "experiment": str(path), "overrides": list(overrides), "settings": settings.__dict__,
+        "candidates": [{"id": c.id, "label": c.label} for c in candidates]})
+    done = {k: v for k, v in store.latest().items() if v.get("status") == OK}
+    by_id = {a.candidate.id: a for a in assessments}
+
+    def finish(task: RunTask, record: dict[str, Any]) -> None:
+        record = _compact(record)
+        store.append(record)
+        done_now = record.get("iteration_time_s")
+        detail = f"{done_now * 1e3:.3f} ms" if done_now is not None else record.get("error")
+        log(f"  {record['status']:<7} {task.label}  {detail}")
+
+    def tasks_for(ids: list[str], fidelity: str, suffix: str) -> list[RunTask]:
+        out = []
+        for cid in ids:
+            if cid + suffix in done:
+                continue
+            cand = by_id[cid].candidate
+            data = _run_data(cand, base, fidelity, settings.granularity)
+            out.append(RunTask(id=cid + suffix, label=f"{cand.label} ({fidelity})",
+                               source=str(path), data=data))
+        return out
+
+    flow_tasks = tasks_for([a.candidate.id for a in chosen], "flow", "")
+    if len(chosen) - len(flow_tasks):
+        log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running "
+            f"{len(flow_tasks)}")
+    _execute(flow_tasks, finish, settings)
+    records = store.latest()
+
+    rows = [_row(a, estimates.get(a.candidate.id), a.candidate.id in chosen_ids)
+            for a in assessments]
+    for row in rows:
+        rec = records.get(row["id"])
+        if row["status"] != "pending":
+            continue
+        if rec is None or rec.get("status") != OK:
+            row["status"] = "error"
+            row["reason"] = (rec or {}).get("error") or "not run"
+            continue
+        row.update(status="simulated", iteration_time_s=rec["iteration_time_s"],
+                   breakdown=rec["breakdown"], network=rec["network"], sim=rec["sim"],
+                   why=why(rec["breakdown"], rec["iteration_time_s"]))
+    ranked = order(rows)
+    for i, row in enumerate(ranked):
+        row["rank"] = i + 1
+
+    verify_ids = [r["id"] for r in ranked[:settings.verify]]
+    if verify_ids:
+        log(f"verifying the best {len(verify_ids)} at packet fidelity")
+        _execute(tasks_for(verify_ids, "packet", "-packet"), finish, settings)
+        records = store.latest()
+        for row in ranked[:settings.verify]:
+            rec = records.get(row["id"] + "-packet")
+            if rec and rec.get("status") == OK:
+                row["packet"] = {"iteration_time_s": rec["iteration_time_s"],
+                                 "breakdown": rec["breakdown"], "network": rec["network"],
+                                 "sim": rec["sim"]}
+            else:
+                row["packet"] = {"error": (rec or {}).get("error") or "not run"}
+
+    results = _results(exp, path, overrides, settings, candidates, rows, ranked,
+                       time.perf_counter() - started)
+    _write_json(out_dir / "results.json", results)
+    best_plan = None
+    if ranked:
+        best = by_id[ranked[0]["id"]].candidate
+        plan_data = best.experiment_data(base)
+        plan_data["name"] = f"{exp.name}-best"
+        best_plan = out_dir / "best_plan.yaml"
+        staged = out_dir / ".best_plan.yaml.tmp"
+        staged.write_text(yaml.safe_dump(plan_data, sort_keys=False))
+        os.replace(staged, best_plan)
+    return PlanSearchResult(results=results, out_dir=out_dir, best_plan=best_plan)
+
+
+def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSettings,
+             candidates: list[Candidate], rows: list[dict[str, Any]], ranked: list[dict[str, Any]],
+             wall_s: float) -> dict[str, Any]:
+    default = next(r for r in rows if r["default"])
+    best = ranked[0] if ranked else None
+    simulated = [r for r in rows if r["status"] == "simulated"]
+    status: dict[str, int] = {}
+    pruned: dict[str, int] = {}
+    for r in rows:
+        status[r["status"]] = status.get(r["status"], 0) + 1
+        if r["pruned"]:
+            pruned[r["pruned"]] = pruned.get(r["pruned"], 0) + 1
+    network: dict[str, float] = {}
+    for r in simulated:
+        for k, v in (r.get("network") or {}).items():
+            if isinstance(v, (int, float)):
+                network[k] = network.get(k, 0) + v
+    sim = {"fidelity": "flow", "version": __version__, "runs": len(simulated),
+           "wall_s": sum(float((r.get("sim") or {}).get("wall_s") or 0.0) for r in simulated),
+           "events": sum(int((r.get("sim") or {}).get("events") or 0) for r in simulated),
+           "search_wall_s": wall_s}
+    return {
+        "search": {"experiment": str(path), "overrides": list(overrides), "model": exp.model.name,
+                   "cluster": exp.cluster.name, "world_size": exp.cluster.world_size,
+                   "global_batch": exp.training.global_batch,
+                   "max_candidates": settings.max_candidates,
+                   "micro_batches": list(settings.micro_batches),
+                   "granularity": settings.granularity or exp.simulation.collective_granularity,
+                   "candidates": len(candidates), "status": status, "pruned": pruned},
+        "iteration_time_s": best["iteration_time_s"] if best else None,
+        "best": best["id"] if best else None,
+        "default": default["id"],
+        "ranking": [r["id"] for r in ranked],
+        "candidates": rows,
+        "network": network,  # summed over the flow runs
+        "sim": sim,
+    }
