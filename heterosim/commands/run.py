@@ -13,6 +13,7 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import Interrupted, UserError
 from heterosim.plan.budget import check_plan_budget
+from heterosim.report.terminal import add_output_options
 from heterosim.units import stop_time_ns
 
 EXAMPLES = """\
@@ -29,7 +30,7 @@ examples:
   heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
                                                    # faults: link down, degraded link, straggler
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
-(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
+(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png (packet)
 """
 
 
@@ -54,8 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--until", metavar="TIME",
                         help="stop at this simulated time (e.g. 380ms) and report what finished "
                              "as a partial iteration: a measured slice of a long packet run")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+    add_output_options(parser)  # --no-plots, --trace-spans N, --quiet
     parser.set_defaults(func=run)
 
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns
-    write_any_outputs(artifacts, out, results, plots=not args.no_plots)
+    write_any_outputs(artifacts, out, results, plots=not args.no_plots, trace_max_spans=args.trace_spans)
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
     print(run_summary(results, stopped))
     print(f"results in      {out}/")

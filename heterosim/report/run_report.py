@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
+from heterosim.report.link_series import link_rates, port_queues
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import fault_events, write_perfetto_trace
-from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
+from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
+from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.report.tcp_tables import write_tcp_tables
 from heterosim.workload.trace import COLLECTIVE_NAMES
@@ -129,6 +131,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
+            "build_s": float(getattr(engine, "build_s", 0.0)),
             "version": __version__, "seed": exp.simulation.seed, "partial": partial,
             "error": engine.error, "simulated_s": _simulated_ns(engine) * NS,
             "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
@@ -241,15 +244,29 @@ def _label_fn(run: Any):
 
 
 def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                      plots: bool = True) -> dict[str, Any]:
-    """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content."""
+                      plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+    """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content.
+
+    ``trace_max_spans`` caps the spans of trace.json (None or 0: all); spans left out are
+    announced on stderr and counted in results.json (``sim.trace_spans``)."""
     results = results if results is not None else results_dict(run)
     with staged_output(Path(out_dir)) as staging:
-        _write_all(run, staging, results, plots)
+        _write_all(run, staging, results, plots, trace_max_spans)
+    announce_dropped_spans(Path(out_dir), results)
     return results
 
 
-def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> None:
+def announce_dropped_spans(out_dir: Path, results: dict[str, Any]) -> None:
+    """Say on stderr how many spans trace.json left out, if any (results.json sim.trace_spans)."""
+    info = results["sim"].get("trace_spans") or {}
+    if info.get("dropped_spans"):
+        print(f"heterosim: {out_dir / 'trace.json'} keeps the {info['spans']:,} longest of "
+              f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
+              "--trace-spans 0 keeps all)", file=sys.stderr)
+
+
+def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
+               trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> None:
     engine, plan, topo = run.engine, run.tables.plan, run.topology
     rank_keys = ["rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s",
                  "exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"]
@@ -292,13 +309,11 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
     names: list[str] = []
-    util = np.zeros(0)
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
         names = [link_names[i] if d == 0 else _reverse(link_names[i])
                  for i, d in zip(link_idx, direction)]
-        util = np.asarray(links.get("utilization", np.zeros(link_idx.size)), dtype=float)
         link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
                                     "paused_ns", "ecn_marks", "drops") if k in links]
         _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
@@ -309,34 +324,44 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     rank_names = [(f"job {row['job']} " if "job" in row else "")
                   + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
-    counters = _counter_tracks(engine.series or {}, topo)
+    series = engine.series or {}
+    rates = link_rates(series, topo)
+    counters = _counter_tracks(series, topo, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters, extra_events=extra)
+                                labels, counters, max_spans=trace_max_spans, extra_events=extra)
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:
-        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu)
+        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu,
+                      np.array([r["stage"] for r in results["ranks"]]), [r["gpu"] for r in results["ranks"]])
         ranks = results["ranks"]
         plot_breakdown(folder / "breakdown.png", {
             "compute": np.array([r["compute_s"] for r in ranks]),
             "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
             "bubble": np.array([r["bubble_s"] for r in ranks]),
         })
-        if len(util):
-            plot_link_heatmap(folder / "link_utilization.png", names, util)
-        queue_track = counters.get(QUEUE_TRACK)
-        if queue_track is not None:
-            plot_series(folder / "queues.png", {QUEUE_TRACK: queue_track}, "bytes",
-                        "largest sampled queue over time")
+        if rates is not None:
+            sampled = series.get("queue", {}).get("port") if rates.bytes_kind == "wire" else \
+                series["link"]["direction"]
+            plot_link_utilization(folder / "link_utilization.png", rates, int(np.unique(sampled).size))
+        queues = port_queues(series, topo)
+        if queues is not None:
+            plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
 
 
 QUEUE_TRACK = "max queue depth (bytes)"
 
 
-def _counter_tracks(series: dict[str, Any], topo: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+COUNTER_LINKS = 8  # busiest link directions with their own utilisation counter in trace.json
+
+
+def _counter_tracks(series: dict[str, Any], topo: Any,
+                    rates: Any = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Perfetto counter tracks from the sampled series: flows in flight (both fidelities), the
-    largest sampled queue and the mean utilization of the sampled ports (packet fidelity)."""
+    largest sampled queue and the mean utilization of the sampled ports (packet fidelity), and the
+    utilisation of the COUNTER_LINKS busiest link directions, NIC/switch links first (both
+    fidelities, when sampled)."""
     tracks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if len(series.get("flows_in_flight", [])):
         tracks["flows in flight"] = (np.asarray(series["time_ns"]), np.asarray(series["flows_in_flight"]))
@@ -345,6 +370,10 @@ def _counter_tracks(series: dict[str, Any], topo: Any) -> dict[str, tuple[np.nda
         tracks[QUEUE_TRACK] = _max_per_time(queue["time_ns"], queue["bytes"])
         if "tx_bytes" in queue:
             tracks["mean utilization of sampled ports (%)"] = _port_utilization(queue, topo)
+    if rates is not None:
+        util = rates.utilization * 100
+        for i in range(min(COUNTER_LINKS, rates.direction.size)):  # network links first, by bytes
+            tracks[f"link {rates.names[i]} utilisation (%)"] = (rates.time_ns[:-1], util[:, i])
     return tracks
 
 

@@ -1,14 +1,38 @@
 """What ``heterosim run`` shows on the terminal: progress while simulating, the summary after,
-and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results."""
+and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results; and the
+options that choose what a run writes and shows."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--no-plots``, ``--trace-spans N`` (checked here: a bad value fails before simulating) and
+    ``--quiet``."""
+    from heterosim.report.perfetto import DEFAULT_MAX_SPANS  # noqa: PLC0415 - numpy on use only
+
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--trace-spans", type=_span_cap, default=DEFAULT_MAX_SPANS, metavar="N",
+                        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
+                             "0 = all); spans left out are announced and counted in results.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+
+
+def _span_cap(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of spans >= 0 (0 = all), got {text!r}")
+    return value
 
 
 class Progress:
