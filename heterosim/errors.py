@@ -12,6 +12,19 @@ class UserError(Exception):
     """
 
 
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT): partial results written, headline says PARTIAL
+EXIT_TERMINATED = 143  # SIGTERM (128 + SIGTERM): the same
+
+
+class Interrupted(Exception):
+    """A run stopped by Ctrl-C or SIGTERM after writing its partial results; the CLI prints the
+    message as one line and exits with ``exit_status`` (130 or 143)."""
+
+    def __init__(self, message: str, exit_status: int = EXIT_INTERRUPTED) -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+
+
 OUT_OF_MEMORY_HINT = ("memory grows with GPUs, micro-batches and flows; "
                       "simulation.collective_granularity=connection needs the least")
 

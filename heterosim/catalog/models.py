@@ -137,6 +137,13 @@ ZOO: dict[str, ModelConfig] = {
 }
 
 
+# Upper bounds of inline model dimensions: about 8x the largest published dense and MoE models
+# (Llama 3 405B: hidden 16384, 126 layers, ffn 53248, vocab 128256; DeepSeek-V3: 256 experts),
+# so FLOP and byte counts stay exact in int64 and float64.
+MAX_DIMENSION = {"hidden": 1 << 17, "heads": 1 << 12, "layers": 10_000, "ffn": 1 << 20,
+                 "vocab": 1 << 24, "seq": 1 << 22, "experts": 4096}
+
+
 def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
     """A zoo name or an inline mapping of dimensions -> a validated ModelConfig."""
     if isinstance(value, str):
@@ -156,18 +163,23 @@ def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
         base = None
 
     def dim(name: str) -> int:
+        maximum = MAX_DIMENSION[name]
         if base is None:
-            return section.integer(name, minimum=1)
-        return section.integer(name, getattr(base, name), minimum=1)
+            return section.integer(name, minimum=1, maximum=maximum)
+        return section.integer(name, getattr(base, name), minimum=1, maximum=maximum)
 
     arch = section.string("arch", base.arch if base else "gpt", choices=ARCHES)
     hidden = dim("hidden")
     heads = dim("heads")
-    kv_heads = section.integer("kv_heads", base.kv_heads if base else heads, minimum=1)
+    kv_heads = section.integer("kv_heads", base.kv_heads if base else heads, minimum=1,
+                               maximum=MAX_DIMENSION["heads"])
     layers = dim("layers")
-    ffn = section.integer("ffn", base.ffn if base else 4 * hidden, minimum=1)
-    vocab = section.integer("vocab", base.vocab if base else 51200, minimum=1)
-    max_seq = section.integer("seq", base.max_seq if base else 2048, minimum=1)
+    ffn = section.integer("ffn", base.ffn if base else 4 * hidden, minimum=1,
+                          maximum=MAX_DIMENSION["ffn"])
+    vocab = section.integer("vocab", base.vocab if base else 51200, minimum=1,
+                            maximum=MAX_DIMENSION["vocab"])
+    max_seq = section.integer("seq", base.max_seq if base else 2048, minimum=1,
+                              maximum=MAX_DIMENSION["seq"])
     name = section.string("name", base.name if base else "custom")
     if hidden % heads:
         raise section.error("heads", f"hidden {hidden} is not divisible by heads {heads}")
@@ -176,14 +188,15 @@ def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
     moe = base.moe if base else None
     if section.has("moe"):
         moe_section = section.section("moe")
-        experts = moe_section.integer("experts", minimum=1)
+        experts = moe_section.integer("experts", minimum=1, maximum=MAX_DIMENSION["experts"])
         top_k = moe_section.integer("top_k", 2, minimum=1, maximum=experts)
         moe = MoEConfig(
             experts=experts,
             top_k=top_k,
-            expert_ffn=moe_section.integer("expert_ffn", ffn, minimum=1),
-            every=moe_section.integer("every", 1, minimum=1),
-            shared_experts=moe_section.integer("shared_experts", 0, minimum=0),
+            expert_ffn=moe_section.integer("expert_ffn", ffn, minimum=1, maximum=MAX_DIMENSION["ffn"]),
+            every=moe_section.integer("every", 1, minimum=1, maximum=MAX_DIMENSION["layers"]),
+            shared_experts=moe_section.integer("shared_experts", 0, minimum=0,
+                                               maximum=MAX_DIMENSION["experts"]),
         )
         moe_section.reject_unknown()
     section.reject_unknown()

@@ -20,9 +20,11 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import load_cluster
+from heterosim.config.limits import check_collective_request
 from heterosim.config.ranks import parse_ranks
 from heterosim.errors import UserError
 from heterosim.plan.collectives.common import COLLECTIVES, collective_name
+from heterosim.report.staging import staged_output
 from heterosim.units import parse_size_range
 
 EXAMPLES = """\
@@ -74,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UserError(f"--size: {exc}") from None
     ranks = parse_ranks(args.ranks, cluster.world_size)
+    check_collective_request(args, sizes, ranks, cluster)  # ranges, output folders, budget
     spec = CollectiveSpec(name, tuple(ranks), algorithm=args.algo, protocol=args.protocol,
                           channels=args.channels, root=args.root)
     simulation = engine_config(fidelity=args.fidelity, seed=args.seed, queue_pairs=args.queue_pairs,
@@ -84,12 +87,14 @@ def run(args: argparse.Namespace) -> int:
     for row in simulate_collective_sizes(cluster, spec, sizes, simulation):
         rows.append(row)
         print(result_line(row), flush=True)
+    if args.out:
+        with staged_output(Path(args.out)) as stage:
+            write_results(stage, name, ranks, args.fidelity, rows)
+        print(f"# wrote {Path(args.out) / 'results.json'}")
     if args.chakra:
         from heterosim.plan.collectives.chakra_export import write_collective_chakra
 
-        paths = write_collective_chakra(decompose_spec(cluster, spec, sizes[0]), args.chakra)
+        with staged_output(Path(args.chakra), option="--chakra") as stage:
+            paths = write_collective_chakra(decompose_spec(cluster, spec, sizes[0]), stage)
         print(f"# wrote {len(paths)} Chakra traces to {args.chakra}")
-    if args.out:
-        write_results(Path(args.out), name, ranks, args.fidelity, rows)
-        print(f"# wrote {Path(args.out) / 'results.json'}")
     return 0

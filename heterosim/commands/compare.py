@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from heterosim.config.choices import FIDELITIES
@@ -45,10 +44,9 @@ def run(args: argparse.Namespace) -> int:
 
     side_a, side_b = sides_from_arguments(list(args.experiments), list(args.variants))
     out = Path(args.out)
-    print(f"heterosim compare: A = {side_a.label}, B = {side_b.label} (running both in parallel)",
-          file=sys.stderr, flush=True)
     comparison = compare(side_a, side_b, out, common=list(args.overrides), fidelity=args.fidelity,
                          plots=not args.no_plots)
+    print(f"A = {side_a.label}, B = {side_b.label} (run in parallel)")
     seeds, fidelity = comparison["seed"], comparison["fidelity"]
     seed_text = f"seed {seeds['a']}" if seeds["a"] == seeds["b"] else f"seeds {seeds['a']} / {seeds['b']}"
     fid_text = fidelity["a"] if fidelity["a"] == fidelity["b"] else f"{fidelity['a']} / {fidelity['b']}"

@@ -10,9 +10,6 @@ came from the file and which were assumed. Run it with ``heterosim run EXPERIMEN
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
-from heterosim.errors import UserError
 
 EXAMPLES = """\
 examples:
@@ -65,10 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.config.importers import PlanImport, import_aicb, import_plan, write_experiment
+    from heterosim.report.staging import check_output_file, write_file_atomically
 
-    out = Path(args.out) if args.out else None
-    if out is not None and out.is_dir():
-        raise UserError(f"--out {out}: is a folder; expected an experiment file name")
+    out = check_output_file(args.out) if args.out else None  # before anything is read
     if args.format in ("sailor", "amp"):
         options = PlanImport(model=args.model, training_config=args.training_config,
                              cluster=args.cluster, seq_len=args.seq_len,
@@ -78,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
         imported = import_plan(args.format, args.file, options, out)
     else:
         imported = import_aicb(args.file, args.cluster, out, args.seq_len, args.micro_batch)
-    write_experiment(imported.text, out)
-    if out is not None:
+    if out is None:
+        write_experiment(imported.text, None)
+    else:
+        write_file_atomically(out, imported.text)
         print(imported.summary)
     return 0

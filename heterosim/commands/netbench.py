@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
     scenario = load_scenario(args.scenario, overrides)
+    report.print_warnings(scenario.warnings)
     compare = parse_cc_option(args.compare_cc) if args.compare_cc else scenario.compare_cc
     out = args.out if args.out is not None else Path("results") / "netbench" / scenario.name
     results = run_netbench(scenario, out, compare_cc=compare)

@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heterosim.report.staging import check_output_file
+
+    check_output_file(args.out)  # before any op is timed
     ops = profiler.experiment_ops(args.experiment) if args.experiment else None
     profiler.profile(args.out, ops, device=args.device, repeats=args.repeats, warmup=args.warmup,
                      l2_flush=not args.no_l2_flush, gpu=args.gpu, dtype=args.dtype)

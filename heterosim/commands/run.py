@@ -11,8 +11,10 @@ from heterosim.config.choices import FIDELITIES
 from heterosim.config.defaults import default_experiment
 from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment, load_any_experiment
-from heterosim.errors import UserError
-from heterosim.units import parse_time_ns
+from heterosim.errors import Interrupted, UserError
+from heterosim.plan.budget import check_plan_budget
+from heterosim.report.terminal import add_output_options
+from heterosim.units import stop_time_ns
 
 EXAMPLES = """\
 examples:
@@ -28,7 +30,7 @@ examples:
   heterosim run workloads/examples/link_failure_h4.yaml --fidelity flow
                                                    # faults: link down, degraded link, straggler
 outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv, trace.json
-(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png
+(open in ui.perfetto.dev), timeline.png, breakdown.png, link_utilization.png, queues.png (packet)
 """
 
 
@@ -53,18 +55,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--until", metavar="TIME",
                         help="stop at this simulated time (e.g. 380ms) and report what finished "
                              "as a partial iteration: a measured slice of a long packet run")
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+    add_output_options(parser)  # --no-plots, --trace-spans N, --quiet
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.report.jobs_report import any_results_dict, job_summary_lines, write_any_outputs
+    from heterosim.report.jobs_report import any_results_dict, write_any_outputs
+    from heterosim.report.run_report import interrupted_exit_status, print_warnings
     from heterosim.report.staging import check_output_folder
-    from heterosim.report.terminal import Progress, run_summary, sigterm_stops_the_run
+    from heterosim.report.terminal import Progress, run_header, run_summary, sigterm_stops_the_run
     from heterosim.simulate import run_any
 
-    stop_ns = _until_ns(args.until)  # before the experiment loads: a bad value fails at once
+    stop_ns = stop_time_ns(args.until)  # before the experiment loads: a bad value fails at once
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -75,16 +77,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_any_experiment(path, overrides)
+        if isinstance(experiment, ExperimentConfig):
+            check_plan_budget(experiment)  # before anything is printed or built
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
+    print_warnings(getattr(experiment, "warnings", ()))
     progress = Progress(not args.quiet)
-    several = isinstance(experiment, JobsExperiment)
     if not args.quiet:
-        what = (f"{len(experiment.jobs)} jobs" if isinstance(experiment, JobsExperiment)
-                else experiment.model.name)
-        print(f"heterosim run: {experiment.name}: {what} on "
-              f"{experiment.cluster.world_size} GPUs ({experiment.cluster.name}), "
-              f"{experiment.simulation.fidelity} fidelity", file=sys.stderr)
+        print(run_header(experiment), file=sys.stderr)
     with sigterm_stops_the_run():
         artifacts = run_any(experiment, progress=progress, workload=workload,
                             databases=args.db or None, stop_ns=stop_ns)
@@ -92,25 +92,14 @@ def run(args: argparse.Namespace) -> int:
     results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns
-    write_any_outputs(artifacts, out, results, plots=not args.no_plots)
+    write_any_outputs(artifacts, out, results, plots=not args.no_plots, trace_max_spans=args.trace_spans)
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
-    if several:
-        print("\n".join(job_summary_lines(results)))
     print(run_summary(results, stopped))
     print(f"results in      {out}/")
+    status = interrupted_exit_status(results)
+    if status:
+        raise Interrupted(f"{results['sim']['error']}: partial results in {out}/", status)
     return 0
-
-
-def _until_ns(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        stop_ns = parse_time_ns(text)
-    except ValueError as exc:
-        raise UserError(f"--until {text}: {exc}") from None
-    if stop_ns <= 0:
-        raise UserError(f"--until {text}: expected a simulated time > 0")
-    return stop_ns
 
 
 def _trace_run(args: argparse.Namespace, overrides: list[str]) -> tuple[ExperimentConfig, Any]:

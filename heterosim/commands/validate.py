@@ -24,6 +24,7 @@ from typing import Any
 
 from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
 from heterosim.errors import UserError
+from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.report import summary_lines
 from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
@@ -75,6 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
+    check_output_folder(args.out)  # before any case runs
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
@@ -105,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
                           "max_gpus": args.max_gpus},
             "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
             "wall_s": time.perf_counter() - start}
-    written = write_validation_outputs(out, rows, groups, meta)
-    print(f"# wrote {', '.join(str(p) for p in written)}")
+    with staged_output(out) as stage:  # all or nothing: a failure leaves no partial outputs
+        written = write_validation_outputs(stage, rows, groups, meta)
+    print(f"# wrote {', '.join(str(out / p.name) for p in written)}")
     if any(r["error_pct"] is None for r in rows):
         return EXIT_PREDICTION_FAILED
     if args.fail_above is not None:
@@ -116,4 +119,3 @@ def run(args: argparse.Namespace) -> int:
         if above:
             return EXIT_ABOVE_THRESHOLD
     return 0
-

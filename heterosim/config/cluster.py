@@ -37,6 +37,17 @@ from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
 FABRIC_KINDS = ("rail-optimized", "fat-tree")
+
+# Physical ranges (bit/s, ns): the slowest RoCE NIC in use is 10 GbE, the fastest 1.6 Tbit/s;
+# NVLink 5 is 14.4 Tbit/s per GPU and direction; PCIe 6.0 x16 is 1 Tbit/s. The ranges leave
+# room on both sides but refuse values no link has (1 bit/s, an infinite speed).
+NIC_SPEED_RANGE = (1e9, 3.2e12)
+NVLINK_RANGE = (1e9, 1e14)
+PCIE_RANGE = (1e9, 1e13)
+SPINE_RANGE = (1e9, 1e14)
+MAX_LINK_DELAY_NS = 10_000_000  # 10 ms: a 2000 km fibre
+MAX_HOST_DELAY_NS = 1_000_000
+MAX_GPUS = 1 << 17  # 131,072: above the largest training clusters built (about 100k GPUs)
 HOST_FABRICS = ("nvswitch", "pcie")
 # NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
 # (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
@@ -174,18 +185,22 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
         if dtype not in DTYPE_BYTES:
             raise tflops.error(dtype, f"unknown dtype; expected one of {', '.join(DTYPE_BYTES)}")
         value = tflops.raw(dtype, None)
-        if value is not None:
-            value = tflops.number(dtype, minimum=0.0)
+        if value is not None:  # 0 = not supported; else 1 GFLOP/s .. 100 PFLOP/s per GPU
+            value = tflops.number(dtype, minimum=0.0, maximum=1e5)
+            if 0 < value < 1e-3:
+                raise tflops.error(dtype, f"expected 0 (unsupported) or at least 0.001 TFLOP/s, "
+                                          f"got {value}")
         peaks[dtype] = value or None
     if not any(peaks.values()):
         raise section.error("tflops", "expected at least one positive dense peak in TFLOP/s, "
                                       "e.g. {fp16: 71, fp32: 35.6}")
     entry: dict[str, object] = {"tflops": peaks}
-    entry["memory_gb"] = section.number("memory_gb", minimum=1e-3)
-    entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3)
-    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0)
+    entry["memory_gb"] = section.number("memory_gb", minimum=1e-3, maximum=1e5)
+    entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3, maximum=1e3)
+    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0,
+                                                  maximum=1e5)
     entry["nvlink_bridge"] = section.boolean("nvlink_bridge", False)
-    pcie_gen = section.integer("pcie_gen", 4, minimum=1)
+    pcie_gen = section.integer("pcie_gen", 4, minimum=1, maximum=64)
     if pcie_x16_bytes_per_s(pcie_gen) is None:
         raise section.error("pcie_gen", f"PCIe generation {pcie_gen} is not tabulated; use 3..6")
     entry["pcie_gen"] = pcie_gen
@@ -193,7 +208,7 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     entry["generation"] = section.string("generation", "unknown").lower()
     entry["segment"] = section.string("segment", "datacenter", choices=SEGMENTS)
     if section.has("sm_count"):
-        entry["sm_count"] = section.integer("sm_count", minimum=1)
+        entry["sm_count"] = section.integer("sm_count", minimum=1, maximum=100_000)
     sources = section.raw("sources", {})
     if not isinstance(sources, dict):
         raise section.error("sources", "expected a mapping of field name to source text")
@@ -270,9 +285,10 @@ def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = Non
                       "use fabric: pcie (or set nvlink_bw to model a switch)"
         )
     nics = section.integer("nics", minimum=1, maximum=gpus * 4)
-    nic_speed = section.rate("nic_speed")
-    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0)
-    pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8)
+    nic_speed = section.rate("nic_speed", minimum=NIC_SPEED_RANGE[0], maximum=NIC_SPEED_RANGE[1])
+    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0,
+                          *NVLINK_RANGE)
+    pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8, *PCIE_RANGE)
     if section.has("gpu_nic"):
         mapping = section.raw("gpu_nic")
         if (
@@ -320,6 +336,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise top.error("hosts", "expected a non-empty list of {type: NAME, count: N}")
     order: list[str] = []
+    gpus = 0
     for index, entry in enumerate(hosts_raw):
         entry_section = Section(entry, source, f"hosts[{index}]")
         type_name = entry_section.string("type")
@@ -329,17 +346,21 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
             )
         count = entry_section.integer("count", 1, minimum=1, maximum=100_000)
         entry_section.reject_unknown()
+        gpus += count * host_types[type_name].gpus
+        if gpus > MAX_GPUS:
+            raise entry_section.error("count", f"the cluster reaches {gpus:,} GPUs; at most "
+                                      f"{MAX_GPUS:,} are simulated")
         order.extend([type_name] * count)
     fabric_section = top.section("fabric")
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
     fabric = FabricConfig(
         kind=fabric_section.string("kind", "rail-optimized", choices=FABRIC_KINDS),
-        link_delay_ns=fabric_section.time_ns("link_delay", "1us"),
+        link_delay_ns=fabric_section.time_ns("link_delay", "1us", maximum=MAX_LINK_DELAY_NS),
         oversubscription=fabric_section.number("oversubscription", 1.0, minimum=1.0, maximum=64),
-        spine_speed_bps=fabric_section.rate("spine_speed", fastest_nic),
-        hosts_per_leaf=fabric_section.integer("hosts_per_leaf", 16, minimum=1),
-        nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns"),
-        pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns"),
+        spine_speed_bps=fabric_section.rate("spine_speed", fastest_nic, *SPINE_RANGE),
+        hosts_per_leaf=fabric_section.integer("hosts_per_leaf", 16, minimum=1, maximum=100_000),
+        nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns", maximum=MAX_HOST_DELAY_NS),
+        pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns", maximum=MAX_HOST_DELAY_NS),
     )
     fabric_section.reject_unknown()
     top.reject_unknown()

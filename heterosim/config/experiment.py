@@ -12,8 +12,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.choices import (
     CC_ALGORITHMS,
@@ -27,8 +25,9 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.degenerate import network_warnings
 from heterosim.config.faults import FaultSpec, parse_faults
-from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -43,6 +42,17 @@ ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 ATTENTION = ("flash", "unfused")
 FRAMEWORKS = ("megatron", "deepspeed")
+
+# Physical ranges of the numeric keys (a value outside is a one-line error before any work;
+# whether a value inside them fits this machine is heterosim.config.limits' job).
+MAX_GLOBAL_BATCH = 10**7  # sequences per step; the largest published runs use ~10^4
+MAX_MICRO_BATCH = 65_536
+MAX_SEQ_LEN = 1 << 22  # 4M tokens
+MAX_PARALLEL = 1 << 20  # tp, pp, dp, ep, vpp: no cluster has a million GPUs in one dimension
+DP_BUCKET_RANGE = (1 << 10, 64 << 30)  # 1KiB..64GiB (Megatron 40MB, DeepSpeed 500MB defaults)
+BUFFER_RANGE = (4 << 10, 16 << 30)  # per switch: 4KiB..16GiB (shipping switches: 8..256 MB)
+MAX_SEED = 2**32 - 1  # ns-3's RngSeedManager takes a 32-bit seed; larger ones would alias
+MIN_SAMPLE_INTERVAL_NS = 1_000  # 1us: a finer interval stores more samples than it resolves
 
 
 @dataclass(frozen=True)
@@ -256,6 +266,8 @@ class ExperimentConfig:
     source: str = ""
     framework: FrameworkConfig = field(default_factory=FrameworkConfig)
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    # degenerate but valid settings (heterosim.config.degenerate), printed and in results.json
+    warnings: tuple[str, ...] = field(default=(), compare=False)
     faults: tuple[FaultSpec, ...] = ()  # link and GPU faults (heterosim.config.faults)
 
     @property
@@ -274,10 +286,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
         parts = [p for p in key.strip().split(".") if p]
         if not parts:
             raise UserError(f"--set {item!r}: empty key")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
-            value = text
+        value = parse_override_value(text, f"--set {key.strip()}")
         node = result
         for part in parts[:-1]:
             child = node.get(part)
@@ -292,9 +301,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
 
 def _training(section: Section, model: ModelConfig) -> TrainingConfig:
     training = TrainingConfig(
-        global_batch=section.integer("global_batch", minimum=1),
-        micro_batch=section.integer("micro_batch", 1, minimum=1),
-        seq_len=section.integer("seq_len", model.max_seq, minimum=1),
+        global_batch=section.integer("global_batch", minimum=1, maximum=MAX_GLOBAL_BATCH),
+        micro_batch=section.integer("micro_batch", 1, minimum=1, maximum=MAX_MICRO_BATCH),
+        seq_len=section.integer("seq_len", model.max_seq, minimum=1, maximum=MAX_SEQ_LEN),
         dtype=section.string("dtype", "bf16", choices=DTYPES),
         recompute=section.string("recompute", "none", choices=RECOMPUTE),
         attention=section.string("attention", "flash", choices=ATTENTION),
@@ -320,7 +329,7 @@ def _stages(section: Section) -> StagedPlan:
     stages = []
     for i, item in enumerate(raw):
         stage = Section(item, section.source, section.key_path(f"stages[{i}]"))
-        layers = stage.integer("layers", minimum=1)
+        layers = stage.integer("layers", minimum=1, maximum=10_000)
         replicas_raw = stage.raw("replicas")
         if not isinstance(replicas_raw, list) or not replicas_raw:
             raise stage.error("replicas", "expected a non-empty list of {gpu: NAME, tp: N}")
@@ -329,7 +338,7 @@ def _stages(section: Section) -> StagedPlan:
             rsec = Section(rep, section.source, stage.key_path(f"replicas[{j}]"))
             replicas.append(ReplicaPlan(
                 gpu=rsec.string("gpu"), tp=rsec.integer("tp", 1, minimum=1, maximum=1024),
-                micro_batches=rsec.integer("micro_batches", None, minimum=1)
+                micro_batches=rsec.integer("micro_batches", None, minimum=1, maximum=MAX_GLOBAL_BATCH)
                 if rsec.has("micro_batches") else None,
             ))
             rsec.reject_unknown()
@@ -347,9 +356,9 @@ def _stages(section: Section) -> StagedPlan:
 def _parallel(section: Section) -> ParallelConfig:
     if section.has("stages"):
         return _staged_parallel(section)
-    pp = section.integer("pp", 1, minimum=1)
+    pp = section.integer("pp", 1, minimum=1, maximum=MAX_PARALLEL)
     schedule = section.string("schedule", "1f1b", choices=SCHEDULES)
-    vpp = section.integer("vpp", 1, minimum=1)
+    vpp = section.integer("vpp", 1, minimum=1, maximum=1024)
     if vpp > 1 and schedule != "interleaved":
         schedule = "interleaved"
     if schedule == "interleaved" and vpp == 1:
@@ -358,19 +367,19 @@ def _parallel(section: Section) -> ParallelConfig:
         raise section.error("vpp", "virtual pipeline stages need pp >= 2")
     mode, stage_layers = _partition(section)
     parallel = ParallelConfig(
-        tp=section.integer("tp", 1, minimum=1),
+        tp=section.integer("tp", 1, minimum=1, maximum=MAX_PARALLEL),
         pp=pp,
-        dp=section.integer("dp", minimum=1),
-        ep=section.integer("ep", 1, minimum=1),
+        dp=section.integer("dp", minimum=1, maximum=MAX_PARALLEL),
+        ep=section.integer("ep", 1, minimum=1, maximum=MAX_PARALLEL),
         schedule=schedule,
         vpp=vpp,
         zero=section.integer("zero", 0, minimum=0, maximum=3),
         sequence_parallel=section.boolean("sequence_parallel", False),
         partition=mode,
-        dp_bucket_bytes=section.size("dp_bucket", "40MB"),
+        dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
         rank_order=section.string("rank_order", "tp-dp-pp", choices=RANK_ORDERS),
         distributed_optimizer=section.boolean("distributed_optimizer", False),
-        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0),
+        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0, maximum=1024),
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
         zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
@@ -395,7 +404,7 @@ def _staged_parallel(section: Section) -> ParallelConfig:
         zero=section.integer("zero", 0, minimum=0, maximum=1),
         sequence_parallel=section.boolean("sequence_parallel", False),
         partition="explicit", micro_batch_split=mode,
-        dp_bucket_bytes=section.size("dp_bucket", "40MB"),
+        dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
         rank_order="stages",
         distributed_optimizer=section.boolean("distributed_optimizer", False),
         zero3_prefetch=1,
@@ -413,7 +422,8 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     value = section.raw("partition", "auto")
     if not isinstance(value, list):
         return section.string("partition", "auto", choices=PARTITIONS), ()
-    if not value or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+    if not value or len(value) > MAX_PARALLEL or not all(
+            isinstance(x, int) and not isinstance(x, bool) and x <= MAX_PARALLEL for x in value):
         raise section.error("partition", f"expected auto, uniform or a list of layer counts, "
                                          f"got {value!r}")
     if min(value) < 1:
@@ -463,7 +473,7 @@ def _network(section: Section) -> NetworkConfig:
         cc=section.string("cc", "dcqcn", choices=CC_ALGORITHMS),
         mtu_bytes=section.size("mtu", "4KiB"),
         pfc=section.boolean("pfc", True),
-        buffer_bytes=section.size("buffer", "32MiB"),
+        buffer_bytes=section.size("buffer", "32MiB", *BUFFER_RANGE),
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
         collective_algorithm=section.string(
@@ -474,7 +484,7 @@ def _network(section: Section) -> NetworkConfig:
         ),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
         frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
-        routing_delay_ns=section.time_ns("routing_delay", 0),
+        routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
     )
     if network.routing_delay_ns < 0:
         raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
@@ -487,9 +497,9 @@ def _network(section: Section) -> NetworkConfig:
 def _simulation(section: Section) -> SimulationConfig:
     simulation = SimulationConfig(
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
-        seed=section.integer("seed", 1, minimum=0),
+        seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
-        sample_interval_ns=section.time_ns("sample_interval", "10us"),
+        sample_interval_ns=sample_interval(section),
         collective_granularity=section.string("collective_granularity", "chunk",
                                               choices=GRANULARITIES),
         memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
@@ -503,6 +513,13 @@ def _simulation(section: Section) -> SimulationConfig:
     return simulation
 
 
+def sample_interval(section: Section, default: str = "10us") -> int:
+    """``sample_interval``: 0 (no time series) or 1us..1h."""
+    interval = section.time_ns("sample_interval", default, maximum=3600 * 10**9)
+    if 0 < interval < MIN_SAMPLE_INTERVAL_NS:
+        raise section.error("sample_interval", f"{interval} ns: expected 0 (no time series) or at "
+                            f"least 1us")
+    return interval
 def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     """Validate ``parallel.stages`` against the model, the batch and the cluster; return the
     plan with canonical GPU names."""
@@ -673,7 +690,7 @@ def parse_experiment(
     if "jobs" in top.data:
         raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
                                 "sweep; for this command give one job's experiment file")
-    name = top.string("name", Path(source).stem if source else "experiment")
+    name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
     parallel = _parallel(top.section("parallel", required=True))
@@ -700,6 +717,7 @@ def parse_experiment(
         name=name, model=model, training=training, parallel=parallel, cluster=cluster,
         network=network, simulation=simulation, source=source, framework=framework,
         resolved=copy.deepcopy(data), faults=faults,
+        warnings=tuple(network_warnings(network, cluster)),
     )
     _check_consistency(top, experiment)
     _check_framework(top, experiment)

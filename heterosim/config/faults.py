@@ -84,7 +84,7 @@ def _fault(entry: Any, source: str, index: int) -> FaultSpec:
             until_ns = at_ns + duration
     else:
         if kind == "rate":
-            rate_bps = section.rate("rate")
+            rate_bps = section.rate("rate", minimum=1e8, maximum=1e14)  # 100 Mbit/s .. 100 Tbit/s
             if rate_bps <= 0:
                 raise section.error("rate", "expected a rate > 0 (a link at 0 is down: use down:)")
         elif kind == "loss":

@@ -88,6 +88,10 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
                 raise UserError(f"{where}: {part!r} is not a GPU id or range such as 0-15") from None
             if last < first:
                 raise UserError(f"{where}: range {part!r} ends before it starts")
+            if first < 0 or last >= world_size:  # before the range is built
+                missing = first if first < 0 else max(first, world_size)
+                raise UserError(f"{where}: GPU {missing} does not exist (the cluster has GPUs "
+                                f"0..{world_size - 1})")
             ids.extend(range(first, last + 1))
     else:
         raise UserError(f"{where}: expected GPU ids such as \"0-15\", got {value!r}")
@@ -97,7 +101,12 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
     if bad:
         raise UserError(f"{where}: GPU {bad[0]} does not exist (the cluster has GPUs 0..{world_size - 1})")
     if len(set(ids)) != len(ids):
-        dup = next(g for g in ids if ids.count(g) > 1)
+        seen: set[int] = set()
+        dup = ids[0]
+        for dup in ids:  # the first id seen twice (linear, not ids.count per id)
+            if dup in seen:
+                break
+            seen.add(dup)
         raise UserError(f"{where}: GPU {dup} is listed twice")
     return tuple(sorted(ids))
 

@@ -15,12 +15,16 @@ def parse_ranks(text: str | None, world_size: int, option: str = "--ranks") -> l
         return list(range(world_size))
     ranks: list[int] = []
     try:
-        for part in str(text).split(","):
+        for part in str(text)[:100_000].split(","):
             part = part.strip()
+            if part.startswith("-"):
+                raise UserError(f"{option} {text!r}: ranks are >= 0, got {part}")
             if "-" in part:
                 low, high = (int(x) for x in part.split("-", 1))
                 if high < low:
                     raise ValueError
+                if high >= world_size:  # before the range is built: 0-100000000 costs nothing
+                    raise UserError(f"{option} {text!r}: rank {high} is outside 0..{world_size - 1}")
                 ranks.extend(range(low, high + 1))
             else:
                 ranks.append(int(part))

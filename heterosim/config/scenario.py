@@ -35,17 +35,23 @@ import numpy as np
 
 from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES, PACKET_ACCELERATIONS
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.degenerate import flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import (
+    MAX_SEED,
     NetworkConfig,
     _network,
     apply_overrides,
+    sample_interval,
 )
-from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.fields import Section, plain_name, read_yaml_mapping
+from heterosim.config.limits import check_scenario_budget
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
 DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (docs/network_models.md §3.1)
 MAX_PRIORITY = 7
 MAX_FLOWS = 1_000_000
+MAX_FLOW_BYTES = 1 << 40  # 1 TiB per flow: minutes at 100 Gbit/s; byte counters stay far from 2^63
+MAX_STOP_NS = 3600 * 10**9  # one hour of simulated time
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +93,7 @@ class ScenarioConfig:
     fairness_flows: tuple[int, ...] | None = None  # None: all flows
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict)  # the mapping after overrides
+    warnings: tuple[str, ...] = ()  # degenerate but valid settings (heterosim.config.degenerate)
 
 
 def _gpu_list(section: Section, key: str, world: int, minimum: int = 1) -> list[int]:
@@ -101,9 +108,14 @@ def _gpu_list(section: Section, key: str, world: int, minimum: int = 1) -> list[
             ) from None
         if hi < lo:
             raise section.error(key, f"empty range {value!r}")
+        if lo < 0 or hi >= world:
+            raise section.error(key, f"range {value!r} leaves 0..{world - 1} (the cluster has "
+                                f"{world} GPUs)")
         value = list(range(lo, hi + 1))
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
+    if isinstance(value, list) and len(value) > world:
+        raise section.error(key, f"{len(value)} GPUs listed; the cluster has {world}")
     if not isinstance(value, list) or len(value) < minimum:
         raise section.error(
             key, f"expected a list of at least {minimum} GPU indices, got {value!r}"
@@ -133,7 +145,7 @@ def _priority(section: Section) -> tuple[int, bool]:
 
 
 def _positive_size(section: Section, key: str) -> int:
-    size = section.size(key)
+    size = section.size(key, maximum=MAX_FLOW_BYTES)
     if size <= 0:
         raise section.error(key, f"expected a positive size, got {size}")
     return size
@@ -166,6 +178,9 @@ def _pattern_pairs(section: Section, kind: str, world: int, seed: int) -> list[t
                 raise section.error(f"receivers[{i}]", f"GPU {s} cannot send to itself")
         return list(zip(senders, receivers, strict=True))
     gpus = _gpu_list(section, "gpus", world, minimum=2)
+    if kind == "all-to-all" and len(gpus) * (len(gpus) - 1) > MAX_FLOWS:
+        raise section.error("gpus", f"all-to-all over {len(gpus)} GPUs is "
+                            f"{len(gpus) * (len(gpus) - 1):,} flows; at most {MAX_FLOWS:,} are supported")
     if kind == "all-to-all":
         return [(s, d) for s in gpus for d in gpus if s != d]
     return _derangement(gpus, seed)
@@ -185,8 +200,8 @@ def _pattern(section: Section, world: int, seed: int) -> FlowSet:
     kind = section.string("kind", choices=PATTERN_KINDS)
     pairs = _pattern_pairs(section, kind, world, seed)
     size = _positive_size(section, "size")
-    start = section.time_ns("start", 0)
-    stagger = section.time_ns("stagger", 0)
+    start = section.time_ns("start", 0, maximum=MAX_STOP_NS)
+    stagger = section.time_ns("stagger", 0, maximum=MAX_STOP_NS)
     priority, explicit = _priority(section)
     section.reject_unknown()
     n = len(pairs)
@@ -219,7 +234,7 @@ def _explicit_flows(top: Section, world: int) -> FlowSet:
         src.append(s)
         dst.append(d)
         size.append(_positive_size(flow, "size"))
-        start.append(flow.time_ns("start", 0))
+        start.append(flow.time_ns("start", 0, maximum=MAX_STOP_NS))
         p, explicit = _priority(flow)
         prio.append(p)
         any_explicit |= explicit
@@ -233,9 +248,9 @@ def _explicit_flows(top: Section, world: int) -> FlowSet:
 
 def _simulation(section: Section) -> ScenarioSimulation:
     simulation = ScenarioSimulation(
-        stop_ns=section.time_ns("stop", "100ms"),
-        sample_interval_ns=section.time_ns("sample_interval", "10us"),
-        seed=section.integer("seed", 1, minimum=0),
+        stop_ns=section.time_ns("stop", "100ms", maximum=MAX_STOP_NS),
+        sample_interval_ns=sample_interval(section),
+        seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
         packet_acceleration=section.string("packet_acceleration", "exact",
                                            choices=PACKET_ACCELERATIONS),
@@ -288,7 +303,7 @@ def parse_scenario(
 ) -> ScenarioConfig:
     """Validate a scenario mapping read from ``source``."""
     top = Section(data, source)
-    name = top.string("name", Path(source).stem if source else "scenario")
+    name = plain_name(top.string("name", Path(source).stem if source else "scenario"), "name", source)
     cluster = _cluster(top, base_dir)
     simulation = _simulation(top.section("simulation"))
     network = _network(top.section("network"))
@@ -326,10 +341,18 @@ def parse_scenario(
     else:
         top.raw("fairness_flows", None)
     top.reject_unknown()
-    return ScenarioConfig(
+    warnings = [*network_warnings(network, cluster),
+                *sample_warnings(simulation.sample_interval_ns if simulation.fidelity == "packet" else 0,
+                                 simulation.stop_ns),
+                *flow_warnings(cluster, flows.src, flows.dst, flows.size_bytes, flows.start_ns,
+                               simulation.stop_ns)]
+    scenario = ScenarioConfig(
         name=name, cluster=cluster, flows=flows, network=network, simulation=simulation,
         compare_cc=compare, fairness_flows=fairness, source=source, resolved=copy.deepcopy(data),
+        warnings=tuple(warnings),
     )
+    check_scenario_budget(scenario)
+    return scenario
 
 
 def load_scenario(path: str | Path, overrides: list[str] | None = None) -> ScenarioConfig:

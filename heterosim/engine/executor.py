@@ -70,12 +70,13 @@ class EngineResult:
     # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective (instance,
     # -1: point-to-point), connection (queue pair shared with other flows, -1: its own)
     flows: dict[str, np.ndarray]
-    series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ packet tables)
+    series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ network tables)
     # packet fidelity with socket hosts: TCP summary, per-connection streams, cwnd samples
     # (heterosim.engine.packet.tcp_stats); empty otherwise
     tcp: dict[str, Any] = field(default_factory=dict)
     partial: bool = False  # stopped at stop_ns or stalled: some tasks did not finish
     error: str | None = None
+    build_s: float = 0.0  # wall time compiling the C++ models first (not part of wall_s)
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
     # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
     fast_forward: dict[str, Any] = field(default_factory=dict)
@@ -130,7 +131,9 @@ def execute_plan(
         raise UserError(
             f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
         )
-    gbl = native.load()
+    built_before = native.build_seconds()
+    gbl = native.load()  # compiles ns3_modules on first use: timed apart from the simulation
+    build_s = native.build_seconds() - built_before
     ns3 = gbl.ns3
     started = time.perf_counter()
     reset_simulator(gbl)
@@ -138,6 +141,8 @@ def execute_plan(
     packet_module = None
     if fidelity == "flow":
         net = create_fluid_network(gbl, desc, network, seed)
+        if sample_interval_ns > 0:  # per-link carried bytes over time (link utilization plots)
+            net.SetAttribute("SampleInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     else:
         packet_module = _packet_module()
         net = packet_module.create_packet_network(gbl, desc, network, seed, sample_interval_ns,
@@ -183,6 +188,7 @@ def execute_plan(
                                                       result.makespan_ns, flow_bytes)
         result.error = error
         result.wall_s = time.perf_counter() - started
+        result.build_s = build_s
         return result
     finally:
         executor.Dispose()
@@ -258,7 +264,7 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     end = np.empty(n, np.int64)
     if n:
         executor.CopyTimes(start, end)
-    series = _samples(executor)
+    series: dict[str, Any] = dict(_samples(executor))
     makespan = int(executor.GetMakespanNs())
     events = int(ns3.Simulator.GetEventCount())
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
@@ -269,6 +275,9 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
     if fidelity == "flow":
         counters = fluid_counters(net)
         links = fluid_link_stats(net, topology, sim_end)
+        link_series = _fluid_link_series(net, sim_end)
+        if link_series is not None:
+            series["link"] = link_series
     else:
         stats = packet_module.collect_packet_stats(net)
         counters = {key: int(value) for key, value in stats["counters"].items()}
@@ -341,6 +350,20 @@ def _samples(executor: Any) -> dict[str, np.ndarray]:
     executor.CopySamples(times, done, in_flight)
     return {"time_ns": times, "tasks_done": done.astype(np.int64),
             "flows_in_flight": in_flight.astype(np.int64)}
+
+
+def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | None:
+    """The fluid model's per-link-direction series: {time_ns, direction, bytes} rows, a row where a
+    direction's carried payload bytes changed since its previous sample (None if not sampled)."""
+    net.SampleUntil(int(sim_end_ns))
+    count = int(net.GetNLinkSamples())
+    if count == 0:
+        return None
+    out: dict[str, np.ndarray] = {"time_ns": np.empty(count, np.int64),
+                                  "direction": np.empty(count, np.uint32),
+                                  "bytes": np.empty(count, np.uint64)}
+    net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
+    return out
 
 
 def _flow_column(flows: dict[str, np.ndarray], column: str, flow_tasks: np.ndarray) -> np.ndarray:

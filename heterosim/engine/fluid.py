@@ -46,6 +46,7 @@ import numpy as np
 
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
+from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 
@@ -66,6 +67,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     socket flows' segment (MTU - 52 header bytes) and initial window.
     """
     ns3 = gbl.ns3
+    texts = check_network_attributes(ns3, network.attributes)  # names and values, both models
     net = ns3.CreateObject[ns3.FluidNetwork]()
     net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
     net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
@@ -82,7 +84,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
         for prefix in ATTRIBUTE_PREFIXES:
             if str(key).startswith(prefix):
                 name = str(key)[len(prefix):]
-                if not net.SetAttributeFailSafe(name, ns3.StringValue(str(value))):
+                if not net.SetAttributeFailSafe(name, ns3.StringValue(texts[str(key)])):
                     raise UserError(
                         f"network: attributes: {key}: not a FluidNetwork attribute or bad value "
                         f"{value!r}"
@@ -132,8 +134,12 @@ def run_flows_fluid(
     start_ns: np.ndarray,
     *,
     seed: int = 1,
+    stop_ns: int | None = None,
 ) -> dict[str, Any]:
     """Run independent flows through the fluid model (the layout of ``packet.run_flows``).
+
+    ``stop_ns`` ends the simulation at that time, as the packet model does: flows still running
+    then are unfinished (``end_ns`` -1).
 
     Returns ``{"flows": {id, src, dst, bytes, start_ns, end_ns, fct_ns}, "links": {...},
     "network": counters, "sim_end_ns", "wall_s"}``; flow ids are 0..n-1 in input order.
@@ -158,6 +164,8 @@ def run_flows_fluid(
     ids = np.arange(n, dtype=np.uint32)
     prio = np.zeros(n, np.uint8)
     net.ScheduleFlows(n, ids, src, dst, size, start, prio)
+    if stop_ns is not None:
+        gbl.ns3.Simulator.Stop(gbl.ns3.NanoSeconds(int(stop_ns)))
     gbl.ns3.Simulator.Run()
     end = np.empty(n, np.int64)
     net.CopyFinishTimes(n, ids, end)

@@ -148,9 +148,10 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
         return paths
 
     started = time.monotonic()
-    if sys.stderr.isatty() and not verbose:
-        print(f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode}); "
-              "this happens once per source change and takes a minute or two ...", file=sys.stderr)
+    # on stderr whatever it is (terminal, file, pipe): a first run is otherwise silent for minutes
+    print(f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode} build) into "
+          f"{build_root}; this happens once per source change and takes a minute or two ...",
+          file=sys.stderr, flush=True)
     include_ns3 = paths.include / "ns3"
     if paths.include.exists():
         shutil.rmtree(paths.include)
@@ -163,13 +164,20 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
     tools.link(objects, paths.library, [f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"])
-    if verbose:
-        print(
-            f"built {paths.library} ({len(sources)} sources, {mode}) in "
-            f"{time.monotonic() - started:.1f} s",
-            file=sys.stderr,
-        )
+    global _build_seconds
+    seconds = time.monotonic() - started
+    _build_seconds += seconds
+    print(f"heterosim: built {paths.library.name} ({len(sources)} sources, {mode} build) in {seconds:.1f} s",
+          file=sys.stderr, flush=True)
     return paths
+
+
+_build_seconds = 0.0
+
+
+def build_seconds() -> float:
+    """Wall time this process has spent compiling ns3_modules (0 when the cache had the library)."""
+    return _build_seconds
 
 
 def build_tests(force: bool = False, verbose: bool = False) -> Path:

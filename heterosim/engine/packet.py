@@ -38,6 +38,7 @@ from heterosim.config.choices import (
 )
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
+from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 
@@ -99,11 +100,12 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     for name, value in settings.items():
         if not net.SetComponentAttribute(name, _attribute_text(value)):
             raise UserError(f"network: {name}: invalid value {value!r}")
+    texts = check_network_attributes(ns3, network.attributes)  # before ns-3 parses anything
     for key, value in network.attributes.items():
         name = str(key)
         if name.startswith(FLUID_PREFIXES):
             continue
-        if not net.SetComponentAttribute(name, _attribute_text(value)):
+        if not net.SetComponentAttribute(name, texts[name]):
             raise UserError(
                 f"network: attributes: {name}: not an attribute of the packet network or its "
                 f"components, or {value!r} is not a valid value for it"

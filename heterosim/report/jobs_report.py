@@ -17,7 +17,8 @@ from typing import Any
 from heterosim import __version__
 from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.plan.execution_plan import FLOW
-from heterosim.report.run_report import _write_all, results_dict
+from heterosim.report.perfetto import DEFAULT_MAX_SPANS
+from heterosim.report.run_report import _write_all, announce_dropped_spans, results_dict
 from heterosim.report.staging import staged_output
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
@@ -103,11 +104,12 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
 
 
 def write_jobs_outputs(art: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                       plots: bool = True) -> dict[str, Any]:
+                       plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
     """Write every output of a several-jobs run into ``out_dir`` (atomically)."""
     results = results if results is not None else jobs_results_dict(art)
     with staged_output(Path(out_dir)) as staging:
-        _write_all(art, staging, results, plots)
+        _write_all(art, staging, results, plots, trace_max_spans)
+    announce_dropped_spans(Path(out_dir), results)
     return results
 
 
@@ -129,10 +131,11 @@ def any_results_dict(artifacts: Any) -> dict[str, Any]:
 
 
 def write_any_outputs(artifacts: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                      plots: bool = True) -> dict[str, Any]:
-    """Every output of a one-job run or of a several-jobs run."""
+                      plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+    """Every output of a one-job run or of a several-jobs run (``trace_max_spans``: the cap on
+    trace.json spans, None or 0 for none)."""
     from heterosim.report.run_report import write_run_outputs  # noqa: PLC0415
 
     if hasattr(artifacts, "merged"):
-        return write_jobs_outputs(artifacts, out_dir, results, plots)
-    return write_run_outputs(artifacts, out_dir, results, plots)
+        return write_jobs_outputs(artifacts, out_dir, results, plots, trace_max_spans)
+    return write_run_outputs(artifacts, out_dir, results, plots, trace_max_spans)

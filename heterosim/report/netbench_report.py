@@ -167,6 +167,14 @@ def network_counters(run: Mapping[str, Any], scenario: ScenarioConfig) -> dict[s
     return out
 
 
+def print_warnings(warnings: Any) -> None:
+    """One ``heterosim: warning:`` line on stderr per warning."""
+    import sys
+
+    for warning in warnings:
+        print(f"heterosim: warning: {warning}", file=sys.stderr)
+
+
 def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str,
                   topology: Topology | None = None) -> dict[str, Any]:
     """results.json for one netbench run (contract keys plus scenario echo and sim info).
@@ -210,6 +218,7 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
                 "events": int(run.get("events", 0)), "sim_end_s": sim_end_ns / 1e9,
                 "stop_s": scenario.simulation.stop_ns / 1e9, "seed": scenario.simulation.seed,
                 "version": __version__},
+        "warnings": list(getattr(scenario, "warnings", ())),
     }
     if fidelity == "packet":
         results["sim"]["packet_acceleration"] = {

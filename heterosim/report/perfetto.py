@@ -1,13 +1,24 @@
-"""Chrome/Perfetto trace (``trace.json``): one process per rank with a compute and a
-communication thread, and counter tracks for link utilization and queue depth.
+"""Chrome/Perfetto trace (``trace.json``) of a run, in the JSON trace-event format.
 
-Open it at ui.perfetto.dev or chrome://tracing. Times are microseconds, as the format asks.
-A realistic iteration has millions of tasks: past ``max_events`` spans the shortest are left out
-and the file says so in its metadata (``dropped_spans``), so the trace stays loadable.
+One process per rank. Its threads hold only spans that follow one another or nest, so Perfetto
+(and chrome://tracing) draws every one: a ``compute`` thread per compute stream of the GPU (a
+stream runs one task at a time), and ``send`` / ``recv`` lanes for the flows the rank sends and
+receives. Flows overlap freely (chunks of several channels and collectives in flight at once), so
+each is put on the first lane of its rank and side that is free when it starts (greedy interval
+partitioning: as few lanes as the peak number of flows in flight). Flow spans carry the peer rank
+and the bytes; point-to-point transfers between pipeline stages are linked sender -> receiver by
+flow arrows. A ``network`` process holds counter tracks (flows in flight, queues, the busiest
+links' utilisation).
+
+Times are microseconds, as the format asks. ``max_spans`` (``heterosim run --trace-spans``) caps
+the spans written: past it the shortest are left out, and the caller is told how many, so the
+cap is never silent. Lane assignment walks the kept flow spans once in Python (a heap per rank
+and side), about a second per million spans; JSON output is per span anyway.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +27,9 @@ import numpy as np
 
 from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
 
-COMPUTE_THREAD = 0
-COMM_THREAD = 1
+SEND, RECV = 0, 1
+SIDE_NAMES = ("send", "recv")
+DEFAULT_MAX_SPANS = 2_000_000
 
 
 def write_perfetto_trace(
@@ -29,78 +41,155 @@ def write_perfetto_trace(
     rank_names: list[str],
     task_label: Callable[[np.ndarray], list[str]],
     counters: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-    max_events: int = 200_000,
+    max_spans: int | None = DEFAULT_MAX_SPANS,
     extra_events: list[dict] | None = None,
 ) -> dict[str, int]:
-    """Write ``trace.json``; return how many spans were written and dropped.
+    """Write ``trace.json``; return ``{spans, dropped_spans, max_spans}`` (0: no cap).
 
-    ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to
-    (time_ns, value) arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given.
+    ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to (time_ns, value)
+    arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given. ``max_spans`` None or 0
+    writes every span.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
-    gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
+    gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
     flows = np.flatnonzero((plan.kind == FLOW) & ran)
-    # Spans in this order: compute tasks, then each flow on its sender's and on its receiver's
-    # communication thread. Only the kept ones are materialised as (task, rank, thread).
-    parts = []
-    for tasks, side, thread in ((comp, plan.gpu, COMPUTE_THREAD), (flows, plan.gpu, COMM_THREAD),
-                                (flows, plan.dst, COMM_THREAD)):
-        rank = gpu_rank[side[tasks]]
-        if rank.size and rank.min() < 0:
-            tasks, rank = tasks[rank >= 0], rank[rank >= 0]
-        parts.append((tasks, rank, thread))
-    bounds = np.cumsum([0] + [tasks.size for tasks, _, _ in parts])
-    total = int(bounds[-1])
-    dropped = 0
-    if total > max_events:
-        chosen = longest(np.concatenate([end_ns[t] - start_ns[t] for t, _, _ in parts]), max_events)
-        dropped = total - int(chosen.size)
-    else:
-        chosen = np.arange(total)
-    part = np.searchsorted(bounds, chosen, side="right") - 1
-    index = chosen - bounds[part]
-    span_task = np.empty(chosen.size, dtype=np.int64)
-    span_rank = np.empty(chosen.size, dtype=np.int64)
-    span_thread = np.empty(chosen.size, dtype=np.int64)
-    for i, (tasks, rank, thread) in enumerate(parts):
-        mine = part == i
-        span_task[mine] = tasks[index[mine]]
-        span_rank[mine] = rank[index[mine]]
-        span_thread[mine] = thread
-    del parts, comp, flows
-    labels = task_label(span_task)
+    # candidate spans: compute tasks, then each flow on its sender's and on its receiver's lanes
+    task = np.concatenate([comp, flows, flows])
+    rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
+    side = np.concatenate([np.full(comp.size, -1), np.full(flows.size, SEND), np.full(flows.size, RECV)])
+    keep = rank >= 0
+    task, rank, side = task[keep], rank[keep], side[keep]
+    total = int(task.size)
+    cap = int(max_spans or 0)
+    if cap and total > cap:
+        chosen = longest(end_ns[task] - start_ns[task], cap)
+        task, rank, side = task[chosen], rank[chosen], side[chosen]
+    dropped = total - int(task.size)
+
+    # threads: compute stream s -> tid s; send lane k -> after the streams; recv lanes after those
+    is_comp = side < 0
+    streams = int(plan.stream[comp].max()) + 1 if comp.size else 1
+    tid = np.zeros(task.size, dtype=np.int64)
+    tid[is_comp] = plan.stream[task[is_comp]]
+    lanes = np.zeros((len(rank_names), 2), dtype=np.int64)
+    for s in (SEND, RECV):
+        mine = np.flatnonzero(side == s)
+        lane = assign_lanes(rank[mine], start_ns[task[mine]], end_ns[task[mine]])
+        tid[mine] = lane
+        if mine.size:
+            np.maximum.at(lanes[:, s], rank[mine], lane + 1)
+    send = side == SEND
+    recv = side == RECV
+    tid[send] += streams
+    tid[recv] += streams + lanes[rank[recv], SEND]
+
+    labels = task_label(task)
     events: list[dict] = []
-    for rank, name in enumerate(rank_names):
-        events.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0,
-                       "args": {"name": name}})
-        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": COMPUTE_THREAD,
-                       "args": {"name": "compute"}})
-        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": COMM_THREAD,
-                       "args": {"name": "communication"}})
-    ts = (start_ns[span_task] / 1000.0).tolist()
-    dur = ((end_ns[span_task] - start_ns[span_task]) / 1000.0).tolist()
-    events += [{"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": t, "dur": d}
-               for name, pid, tid, t, d in zip(labels, span_rank.tolist(), span_thread.tolist(), ts, dur)]
+    used_streams: list[set[int]] = [set() for _ in rank_names]
+    for r, s in zip(rank[is_comp].tolist(), tid[is_comp].tolist()):
+        used_streams[r].add(s)
+    for r, name in enumerate(rank_names):
+        events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": name}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0,
+                       "args": {"sort_index": r}})
+        sends, recvs = int(lanes[r, SEND]), int(lanes[r, RECV])
+        threads = [(s, "compute" if s == 0 else f"compute stream {s}") for s in sorted(used_streams[r])]
+        threads += [(streams + k, f"send {k}") for k in range(sends)]
+        threads += [(streams + sends + k, f"recv {k}") for k in range(recvs)]
+        for t, thread_name in threads:
+            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": t,
+                           "args": {"name": thread_name}})
+            events.append({"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t,
+                           "args": {"sort_index": t}})
+    ts = (start_ns[task] / 1000.0).tolist()
+    dur = ((end_ns[task] - start_ns[task]) / 1000.0).tolist()
+    peer = np.where(send, gpu_rank[plan.dst[task]], gpu_rank[plan.gpu[task]])
+    # spans are formatted straight to JSON text (floats as json.dumps writes them: repr), a few
+    # times faster than a dict per span through json.dumps
+    quoted = {name: json.dumps(name) for name in set(labels)}
+    spans = [f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
+             if comp else
+             f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
+             f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
+             for name, pid, t, start, length, comp, p, size in zip(
+                 labels, rank.tolist(), tid.tolist(), ts, dur, is_comp.tolist(), peer.tolist(),
+                 plan.bytes[task].tolist())]
+    del ts, dur, labels
+    events += _p2p_arrows(plan, task, rank, tid, side, start_ns, end_ns)
     counter_pid = len(rank_names)
     if counters:
         events.append({"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0,
                        "args": {"name": "network"}})
+        events.append({"ph": "M", "name": "process_sort_index", "pid": counter_pid, "tid": 0,
+                       "args": {"sort_index": -1}})
         for track, (times, values) in counters.items():
             times_us = (np.asarray(times) / 1000.0).astype(float).tolist()
             values = np.asarray(values).astype(float).tolist()
             events += [{"ph": "C", "name": track, "pid": counter_pid, "tid": 0, "ts": t,
                         "args": {"value": v}} for t, v in zip(times_us, values)]
     events += extra_events or []
-    document = {
-        "traceEvents": events,
-        "displayTimeUnit": "ns",
-        "metadata": {"spans": int(span_task.size), "dropped_spans": dropped},
-    }
-    path.write_text(json.dumps(document, separators=(",", ":")))
-    return {"spans": int(span_task.size), "dropped_spans": dropped}
+    info = {"spans": int(task.size), "dropped_spans": dropped, "max_spans": cap}
+    others = [json.dumps(e, separators=(",", ":")) for e in events]
+    with path.open("w") as handle:
+        handle.write('{"traceEvents":[')
+        handle.write(",".join(others + spans) if others else ",".join(spans))
+        handle.write('],"displayTimeUnit":"ns","metadata":')
+        handle.write(json.dumps(info, separators=(",", ":")))
+        handle.write("}")
+    return info
+
+
+def _p2p_arrows(plan: ExecutionPlan, task: np.ndarray, rank: np.ndarray, tid: np.ndarray,
+                side: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> list[dict]:
+    """Flow arrows from the send span to the recv span of each kept point-to-point transfer
+    (a flow outside any collective: pipeline activations and gradients)."""
+    p2p = (side >= 0) & (plan.collective[task] < 0)
+    send = np.flatnonzero(p2p & (side == SEND))
+    recv = np.flatnonzero(p2p & (side == RECV))
+    both, si, ri = np.intersect1d(task[send], task[recv], return_indices=True)
+    if not both.size:
+        return []
+    send, recv = send[si], recv[ri]
+    mid = ((start_ns[both] + end_ns[both]) / 2000.0).tolist()
+    out = []
+    for t, m, sp, st, rp, rt in zip(both.tolist(), mid, rank[send].tolist(), tid[send].tolist(),
+                                    rank[recv].tolist(), tid[recv].tolist()):
+        out.append({"ph": "s", "id": t, "name": "p2p", "cat": "p2p", "pid": sp, "tid": st, "ts": m})
+        out.append({"ph": "f", "bp": "e", "id": t, "name": "p2p", "cat": "p2p", "pid": rp, "tid": rt,
+                    "ts": m})
+    return out
+
+
+def assign_lanes(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> np.ndarray:
+    """Lane of each span within its group such that spans on one lane never overlap (a span may
+    start when the previous one on its lane ends). Each span takes the lowest-numbered free lane
+    at its start, so a group uses as many lanes as its peak number of overlapping spans."""
+    lane = np.zeros(group.size, dtype=np.int64)
+    if not group.size:
+        return lane
+    order = np.lexsort((end_ns, start_ns, group))
+    g, s, e = group[order].tolist(), start_ns[order].tolist(), end_ns[order].tolist()
+    busy: list[tuple[int, int]] = []  # (end, lane) of the group's spans in progress
+    free: list[int] = []  # lanes free again, lowest first
+    used = 0
+    current = None
+    out = [0] * len(g)
+    for i in range(len(g)):
+        if g[i] != current:
+            current, busy, free, used = g[i], [], [], 0
+        while busy and busy[0][0] <= s[i]:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            k = heapq.heappop(free)
+        else:
+            k, used = used, used + 1
+        out[i] = k
+        heapq.heappush(busy, (e[i], k))
+    lane[order] = out
+    return lane
 
 
 def longest(length: np.ndarray, count: int) -> np.ndarray:

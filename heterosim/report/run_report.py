@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,10 @@ from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
+from heterosim.report.link_series import link_rates, port_queues
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import fault_events, write_perfetto_trace
-from heterosim.report.plots import plot_breakdown, plot_link_heatmap, plot_series, plot_timeline
+from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
+from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.report.tcp_tables import write_tcp_tables
 from heterosim.workload.trace import COLLECTIVE_NAMES
@@ -50,11 +52,16 @@ def results_dict(run: Any) -> dict[str, Any]:
     cluster = exp.cluster
     iterations = exp.simulation.iterations
     makespan_ns = int(engine.makespan_ns)
+    partial = bool(engine.partial)
     ends = _iteration_ends(run, iterations)
-    iteration_ns = makespan_ns / iterations
+    completed = _completed_iterations(run, iterations) if partial else iterations
+    # A partial run reports what it simulated and nothing extrapolated from it: no iteration
+    # time (the span simulated is not an iteration), no throughput; the breakdown covers the
+    # simulated span, and only iterations that finished have a time.
+    iteration_ns = None if partial else makespan_ns / iterations
     bd = rank_breakdown(plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
                         cluster.gpu_host, makespan_ns)
-    bd = _per_iteration(bd, iterations)
+    bd = bd if partial else _per_iteration(bd, iterations)
     world = len(run.rank_gpu)
     ranks = []
     for r in range(world):
@@ -82,7 +89,8 @@ def results_dict(run: Any) -> dict[str, Any]:
     total_flops = float(sum(
         float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces
     ))
-    iteration_s = iteration_ns * NS
+    iteration_s = None if iteration_ns is None else iteration_ns * NS
+    finished_ends = [e for e in ends[:completed] if e >= 0]
     colls = run.tables.collectives
     by_algorithm: dict[str, int] = {}
     for a in colls.get("algorithm", []):
@@ -90,19 +98,22 @@ def results_dict(run: Any) -> dict[str, Any]:
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
     out = {
         "iteration_time_s": iteration_s,
-        "iterations": {"count": iterations, "end_s": [e * NS for e in ends],
-                       "time_s": [(b - a) * NS for a, b in zip([0, *ends[:-1]], ends)]},
+        "iterations": {"count": iterations, "completed": completed,
+                       "end_s": [e * NS for e in finished_ends],
+                       "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)]},
         "breakdown": {
             "compute_s": float(bd.compute_ns.mean() * NS),
             "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
             "bubble_s": float(bd.bubble_ns.mean() * NS),
             "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
             "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
-            "definition": "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s",
+            "definition": ("mean over ranks over the simulated span (partial run: not per iteration)"
+                           if partial else
+                           "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"),
         },
         "throughput": {
-            "tokens_per_s": tokens / iteration_s if iteration_s else 0.0,
-            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else 0.0,
+            "tokens_per_s": tokens / iteration_s if iteration_s else None,
+            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
             "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
         },
         "ranks": ranks,
@@ -120,12 +131,16 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "sim": {
             "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
-            "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
-            "error": engine.error,
+            "build_s": float(getattr(engine, "build_s", 0.0)),
+            "version": __version__, "seed": exp.simulation.seed, "partial": partial,
+            "error": engine.error, "simulated_s": _simulated_ns(engine) * NS,
+            "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
             "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
             **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
+        "warnings": [*getattr(exp, "warnings", ()),
+                     *getattr(run.workload.partition, "memory_warnings", ())],
     }
     faults = getattr(run, "faults", None)
     if faults is not None:
@@ -142,6 +157,47 @@ def _iteration_ends(run: Any, iterations: int) -> list[int]:
     if task_iteration is None or iterations == 1:
         return [int(run.engine.makespan_ns)]
     return [int(x) for x in iteration_end_times(run.engine.task_end_ns, task_iteration, iterations)]
+
+
+def print_warnings(warnings: Any) -> None:
+    """One ``heterosim: warning:`` line on stderr per warning."""
+    import sys
+
+    for warning in warnings:
+        print(f"heterosim: warning: {warning}", file=sys.stderr)
+
+
+def _completed_iterations(run: Any, iterations: int) -> int:
+    """How many leading iterations finished every task (a partial run stops mid-iteration)."""
+    end = run.engine.task_end_ns
+    task_iteration = run.tables.task_iteration
+    if task_iteration is None or iterations == 1:
+        return int(bool(len(end)) and bool(np.all(end >= 0)))
+    unfinished = np.bincount(np.asarray(task_iteration)[end < 0], minlength=iterations)
+    done = 0
+    while done < iterations and unfinished[done] == 0:
+        done += 1
+    return done
+
+
+def _simulated_ns(engine: Any) -> int:
+    """Simulated time covered: the last task end, or where a stopped run stopped."""
+    ends = engine.task_end_ns
+    last = int(ends.max()) if len(ends) else 0
+    return max(int(engine.makespan_ns), last)
+
+
+def interrupted_exit_status(results: dict[str, Any]) -> int:
+    """130 (Ctrl-C) or 143 (SIGTERM) for a run a signal stopped, else 0 (finished, or stopped
+    where --until asked)."""
+    from heterosim.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
+
+    error = str(results.get("sim", {}).get("error") or "")
+    if "SIGTERM" in error:
+        return EXIT_TERMINATED
+    if "Ctrl-C" in error or "interrupted" in error:
+        return EXIT_INTERRUPTED
+    return 0
 
 
 def _per_iteration(bd: RankBreakdown, iterations: int) -> RankBreakdown:
@@ -189,15 +245,29 @@ def _label_fn(run: Any):
 
 
 def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                      plots: bool = True) -> dict[str, Any]:
-    """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content."""
+                      plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+    """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content.
+
+    ``trace_max_spans`` caps the spans of trace.json (None or 0: all); spans left out are
+    announced on stderr and counted in results.json (``sim.trace_spans``)."""
     results = results if results is not None else results_dict(run)
     with staged_output(Path(out_dir)) as staging:
-        _write_all(run, staging, results, plots)
+        _write_all(run, staging, results, plots, trace_max_spans)
+    announce_dropped_spans(Path(out_dir), results)
     return results
 
 
-def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> None:
+def announce_dropped_spans(out_dir: Path, results: dict[str, Any]) -> None:
+    """Say on stderr how many spans trace.json left out, if any (results.json sim.trace_spans)."""
+    info = results["sim"].get("trace_spans") or {}
+    if info.get("dropped_spans"):
+        print(f"heterosim: {out_dir / 'trace.json'} keeps the {info['spans']:,} longest of "
+              f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
+              "--trace-spans 0 keeps all)", file=sys.stderr)
+
+
+def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
+               trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> None:
     engine, plan, topo = run.engine, run.tables.plan, run.topology
     rank_keys = ["rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s",
                  "exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"]
@@ -240,13 +310,11 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
                   for i in range(topo.num_links)]
     names: list[str] = []
-    util = np.zeros(0)
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
         names = [link_names[i] if d == 0 else _reverse(link_names[i])
                  for i, d in zip(link_idx, direction)]
-        util = np.asarray(links.get("utilization", np.zeros(link_idx.size)), dtype=float)
         link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
                                     "paused_ns", "ecn_marks", "drops") if k in links]
         _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
@@ -257,34 +325,44 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool) -> 
     rank_names = [(f"job {row['job']} " if "job" in row else "")
                   + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
                   for r, row in enumerate(results["ranks"])]
-    counters = _counter_tracks(engine.series or {}, topo)
+    series = engine.series or {}
+    rates = link_rates(series, topo)
+    counters = _counter_tracks(series, topo, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
     info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters, extra_events=extra)
+                                labels, counters, max_spans=trace_max_spans, extra_events=extra)
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:
-        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu)
+        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu,
+                      np.array([r["stage"] for r in results["ranks"]]), [r["gpu"] for r in results["ranks"]])
         ranks = results["ranks"]
         plot_breakdown(folder / "breakdown.png", {
             "compute": np.array([r["compute_s"] for r in ranks]),
             "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
             "bubble": np.array([r["bubble_s"] for r in ranks]),
         })
-        if len(util):
-            plot_link_heatmap(folder / "link_utilization.png", names, util)
-        queue_track = counters.get(QUEUE_TRACK)
-        if queue_track is not None:
-            plot_series(folder / "queues.png", {QUEUE_TRACK: queue_track}, "bytes",
-                        "largest sampled queue over time")
+        if rates is not None:
+            sampled = series.get("queue", {}).get("port") if rates.bytes_kind == "wire" else \
+                series["link"]["direction"]
+            plot_link_utilization(folder / "link_utilization.png", rates, int(np.unique(sampled).size))
+        queues = port_queues(series, topo)
+        if queues is not None:
+            plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
 
 
 QUEUE_TRACK = "max queue depth (bytes)"
 
 
-def _counter_tracks(series: dict[str, Any], topo: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+COUNTER_LINKS = 8  # busiest link directions with their own utilisation counter in trace.json
+
+
+def _counter_tracks(series: dict[str, Any], topo: Any,
+                    rates: Any = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Perfetto counter tracks from the sampled series: flows in flight (both fidelities), the
-    largest sampled queue and the mean utilization of the sampled ports (packet fidelity)."""
+    largest sampled queue and the mean utilization of the sampled ports (packet fidelity), and the
+    utilisation of the COUNTER_LINKS busiest link directions, NIC/switch links first (both
+    fidelities, when sampled)."""
     tracks: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if len(series.get("flows_in_flight", [])):
         tracks["flows in flight"] = (np.asarray(series["time_ns"]), np.asarray(series["flows_in_flight"]))
@@ -293,6 +371,10 @@ def _counter_tracks(series: dict[str, Any], topo: Any) -> dict[str, tuple[np.nda
         tracks[QUEUE_TRACK] = _max_per_time(queue["time_ns"], queue["bytes"])
         if "tx_bytes" in queue:
             tracks["mean utilization of sampled ports (%)"] = _port_utilization(queue, topo)
+    if rates is not None:
+        util = rates.utilization * 100
+        for i in range(min(COUNTER_LINKS, rates.direction.size)):  # network links first, by bytes
+            tracks[f"link {rates.names[i]} utilisation (%)"] = (rates.time_ns[:-1], util[:, i])
     return tracks
 
 

@@ -1,14 +1,38 @@
 """What ``heterosim run`` shows on the terminal: progress while simulating, the summary after,
-and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results."""
+and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results; and the
+options that choose what a run writes and shows."""
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--no-plots``, ``--trace-spans N`` (checked here: a bad value fails before simulating) and
+    ``--quiet``."""
+    from heterosim.report.perfetto import DEFAULT_MAX_SPANS  # noqa: PLC0415 - numpy on use only
+
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--trace-spans", type=_span_cap, default=DEFAULT_MAX_SPANS, metavar="N",
+                        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
+                             "0 = all); spans left out are announced and counted in results.json")
+    parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+
+
+def _span_cap(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of spans >= 0 (0 = all), got {text!r}")
+    return value
 
 
 class Progress:
@@ -56,18 +80,33 @@ def sigterm_stops_the_run() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def run_header(experiment: Any) -> str:
+    """What is about to run: the experiment (or its jobs), the cluster and the fidelity."""
+    jobs = getattr(experiment, "jobs", None)
+    what = f"{len(jobs)} jobs" if jobs else experiment.model.name
+    return (f"heterosim run: {experiment.name}: {what} on {experiment.cluster.world_size} GPUs "
+            f"({experiment.cluster.name}), {experiment.simulation.fidelity} fidelity")
+
+
 def run_summary(results: dict[str, Any], stopped: str) -> str:
     """The iteration time and its breakdown (a jobs run: when all jobs were done), the faults, the
     network counters and the simulator's cost."""
-    partial = f" (PARTIAL: {results['sim']['error'] or stopped})" if results["sim"]["partial"] else ""
+    sim = results["sim"]
+    reason = sim.get("error") or stopped
     net = results["network"]
     if "jobs" in results:
-        lines = [f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms{partial}"]
+        from heterosim.report.jobs_report import job_summary_lines
+
+        lines = job_summary_lines(results)
+        lines += [f"PARTIAL         {results['makespan_s'] * 1e3:10.3f} ms simulated ({reason}); not "
+                 "every job finished" if sim["partial"] else
+                 f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms"]
     else:
         b = results["breakdown"]
+        span = " over the simulated span" if sim["partial"] else ""
         lines = [
-            f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms{partial}",
-            f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks)",
+            _iteration_line(results, reason),
+            f"  compute       {b['compute_s'] * 1e3:10.3f} ms   (mean over ranks{span})",
             f"  exposed comm  {b['exposed_comm_s'] * 1e3:10.3f} ms",
             f"  bubble        {b['bubble_s'] * 1e3:10.3f} ms",
             f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
@@ -84,6 +123,19 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         lines.append(f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
                      f"{ff['bytes_share']:.1%} of the flow bytes")
     return "\n".join(lines)
+
+
+def _iteration_line(results: dict[str, Any], reason: str) -> str:
+    """The iteration time, or for a partial run what was simulated, marked PARTIAL and never
+    extrapolated (no iteration time from a partial makespan)."""
+    sim = results["sim"]
+    if not sim["partial"]:
+        return f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms"
+    iterations = results.get("iterations", {})
+    return (f"PARTIAL         {sim.get('simulated_s', 0.0) * 1e3:10.3f} ms simulated, "
+            f"{iterations.get('completed', 0)} of {iterations.get('count', 1)} iterations complete, "
+            f"{sim.get('tasks_done', 0)} of {sim.get('tasks', 0)} tasks done ({reason}); "
+            "no iteration time")
 
 
 def _fault_line(fault: dict[str, Any]) -> str:

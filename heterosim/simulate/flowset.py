@@ -35,7 +35,8 @@ def simulate_flow_set(scenario: ScenarioConfig, topology: Topology | None = None
     if fidelity == "flow":
         fluid = _engine_module("fluid", "the fluid network model")
         raw = fluid.run_flows_fluid(topology, scenario.network, flows.src, flows.dst,
-                                    flows.size_bytes, flows.start_ns, seed=sim.seed)
+                                    flows.size_bytes, flows.start_ns, seed=sim.seed,
+                                    stop_ns=sim.stop_ns)
     else:
         packet = _engine_module("packet", "the packet-level network (use --fidelity flow)")
         raw = packet.run_flows(

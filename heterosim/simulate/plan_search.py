@@ -34,6 +34,7 @@ from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.plan.compute.model import ComputeModel
+from heterosim.report.staging import check_output_folder, mark_output_folder
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
 from heterosim.search.prune import Assessment, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
@@ -193,7 +194,10 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
     log(f"heterosim plan: {exp.name}: {len(candidates)} candidates on {exp.cluster.world_size} "
         f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(chosen)} to simulate in flow fidelity")
 
+    if not (out_dir / "results.jsonl").is_file():  # a new search: never into a user's folder
+        check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    mark_output_folder(out_dir)
     _write_json(out_dir / "search.json", {
         "experiment": str(path), "overrides": list(overrides), "settings": settings.__dict__,
         "candidates": [{"id": c.id, "label": c.label} for c in candidates]})

@@ -15,6 +15,7 @@ from typing import Any
 from heterosim.config.jobs import load_any_experiment
 from heterosim.errors import UserError
 from heterosim.report.compare_report import comparison_dict, write_comparison
+from heterosim.report.staging import check_output_folder, mark_output_folder, staged_output
 from heterosim.sweep.local import run_local
 from heterosim.sweep.task import OK, PARTIAL, RunTask, prepare_task
 
@@ -108,16 +109,17 @@ def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str
     ``plots`` controls each side's run plots; comparison.png is always written.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    check_output_folder(out_dir)
     tasks, described = prepare_sides(side_a, side_b, out_dir, common=common, fidelity=fidelity, plots=plots)
     records: dict[str, dict[str, Any]] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
+    mark_output_folder(out_dir)  # A/ and B/ appear in it before comparison.* do
     run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)
     for folder, side in zip(SIDE_DIRS, (side_a, side_b)):
         record = records[folder]
         if record["status"] not in (OK, PARTIAL):
             raise UserError(f"side {folder} ({side.label}) failed: {record.get('error')}")
     comparison = comparison_dict(described[0], records["A"]["results"], described[1], records["B"]["results"])
-    write_comparison(out_dir, comparison)
+    with staged_output(out_dir, replace=False) as stage:
+        write_comparison(stage, comparison)
     return comparison

@@ -12,6 +12,7 @@ A sweep file reads::
       simulation.seed: [1, 2, 3]
     metrics: [iteration_time_s, breakdown.exposed_comm_s]   # optional: what the plots show
     workers: 2                          # optional default for --workers
+    max_variants: 20000                 # optional: allow a grid above 10,000 variants
 
 The variants are the cartesian product of the grid, in the order the keys are written (the last
 key varies fastest). A ``cluster`` value that is a file path is relative to the sweep file.
@@ -24,19 +25,21 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from heterosim.config.choices import FIDELITIES, require_choice
-from heterosim.config.fields import read_yaml_mapping
+from heterosim.config.fields import parse_override_value, positive_int, read_yaml_mapping
+from heterosim.config.limits import check_sweep_size
 from heterosim.errors import UserError
 
 EXPERIMENT_SECTIONS = ("name", "model", "training", "parallel", "cluster", "network", "simulation",
                        "jobs", "faults")
-SWEEP_KEYS = ("name", "experiment", "fidelity", "set", "grid", "metrics", "workers", "description")
+SWEEP_KEYS = ("name", "experiment", "fidelity", "set", "grid", "metrics", "workers", "description",
+              "max_variants")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a sweep name is one folder name
 SEED_KEY = "simulation.seed"
 DEFAULT_METRICS = ("iteration_time_s",)
 METRIC_ROOTS = ("iteration_time_s", "breakdown", "throughput", "network", "sim", "jobs", "makespan_s")
@@ -134,7 +137,7 @@ def _fixed(source: str, raw: Any) -> dict[str, Any]:
             if not isinstance(item, str) or "=" not in item:
                 raise UserError(f"{source}: set: {item!r}: expected KEY=VALUE")
             key, text = item.split("=", 1)
-            out[_check_key(source, "set", key.strip())] = yaml.safe_load(text)
+            out[_check_key(source, "set", key.strip())] = parse_override_value(text, f"{source}: set")
         return out
     if not isinstance(raw, dict):
         raise UserError(f"{source}: set: expected a mapping of dotted keys to values")
@@ -191,13 +194,20 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
     fidelity = data.get("fidelity")
     if fidelity is not None:
         require_choice(f"{source}: fidelity", fidelity, FIDELITIES)
-    name = data.get("name", path.stem)
-    if not isinstance(name, str) or not name:
-        raise UserError(f"{source}: name: expected a non-empty string")
+    name = data.get("name", re.sub(r"[^A-Za-z0-9._-]+", "_", path.stem).lstrip("._-") or "sweep")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise UserError(f"{source}: name: expected a plain folder name (letters, digits, . _ -; "
+                        f"no / or ..), got {name!r:.60}")
+    if "max_variants" in data:
+        max_variants = positive_int(data["max_variants"], "max_variants", source, maximum=10**7)
+    else:
+        max_variants = None
     workers = data.get("workers")
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-        raise UserError(f"{source}: workers: expected a positive integer, got {workers!r}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
+                                or not 1 <= workers <= 256):
+        raise UserError(f"{source}: workers: expected a positive integer up to 256, got {workers!r}")
     grid = _grid(source, data.get("grid"))
+    check_sweep_size(source, [len(v) for v in grid.values()], max_variants)
     fixed = _fixed(source, data.get("set"))
     clash = [k for k in grid if k in fixed]
     if clash:

@@ -7,12 +7,18 @@ If a worker process dies (a crash inside the simulator), the pool breaks and eve
 task fails with it, so the culprit cannot be told from the bystanders. The remaining tasks are
 then run again, each in a pool of its own (still ``workers`` at a time): a task that kills its
 own worker is recorded as an error and the rest complete.
+
+Workers ignore Ctrl-C (the driver handles it for the whole sweep: it stops every worker, so a
+variant is never recorded as a partial run cut short by the user) and end when the driver ends,
+even when it is killed with SIGKILL (Linux: ``PR_SET_PDEATHSIG``), so no worker is left behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -21,6 +27,26 @@ from typing import Any
 from heterosim.sweep.task import RunTask, error_record, execute_task
 
 DoneFn = Callable[[RunTask, dict[str, Any]], None]
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init() -> None:
+    """In each worker: ignore Ctrl-C, and receive SIGTERM when the driver process dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the driver's own handler still stops the workers
+    if os.getppid() == 1:  # the driver died before prctl took effect
+        os._exit(1)
+
+
+def _pool(workers: int) -> ProcessPoolExecutor:
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_worker_init)
 
 
 def default_workers() -> int:
@@ -36,6 +62,9 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
+        if process.is_alive():  # stuck in native code that ignores SIGTERM
+            process.kill()
+            process.join(timeout=5)
 
 
 def _crash_record(task: RunTask) -> dict[str, Any]:
@@ -46,8 +75,7 @@ def _crash_record(task: RunTask) -> dict[str, Any]:
 
 def _run_shared_pool(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> list[RunTask]:
     """Run every task in one pool; return the tasks left unfinished by a broken pool."""
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=context)
+    pool = _pool(min(workers, len(tasks)))
     futures: dict[Future, RunTask] = {}
     unfinished: list[RunTask] = []
     try:
@@ -70,14 +98,13 @@ def _run_shared_pool(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) ->
 
 def _run_isolated(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> None:
     """Run each task in a single-process pool of its own, ``workers`` at a time."""
-    context = multiprocessing.get_context("spawn")
     queue = list(tasks)
     running: dict[Future, tuple[RunTask, ProcessPoolExecutor]] = {}
     try:
         while queue or running:
             while queue and len(running) < workers:
                 task = queue.pop(0)
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+                pool = _pool(1)
                 running[pool.submit(execute_task, task)] = (task, pool)
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:

@@ -21,13 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heterosim.errors import UserError
+from heterosim.errors import Interrupted, UserError
+from heterosim.interrupts import interrupt_status, sigterm_as_interrupt
+from heterosim.report.staging import check_output_folder, mark_output_folder
 from heterosim.sweep.grid import SweepSpec, Variant
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.summary import metric_values, write_summary
 from heterosim.sweep.task import ERROR, OK, RunTask, error_record, prepare_task
 
 EXECUTORS = ("local", "ray")
+MAX_WORKERS = 256  # local processes; each loads the simulator (about 0.4 GB)
 LogFn = Callable[[str], None]
 
 
@@ -87,11 +90,19 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
         from heterosim.sweep.ray_executor import import_ray
 
         import_ray()  # fail before any work if the extra is missing
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise UserError(f"--workers {workers}: expected 1..{MAX_WORKERS} worker processes")
     log = log or (lambda _msg: None)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir}: exists and is not a folder")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not (out_dir / "results.jsonl").is_file():  # a new sweep: never into a user's folder
+        check_output_folder(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        mark_output_folder(out_dir)
+    except OSError as exc:
+        raise UserError(f"--out {out_dir}: cannot write there: {exc.strerror or exc}") from None
     store = ResultStore(out_dir / "results.jsonl")
     _check_resume(out_dir, spec, store, resume)
     variants = spec.variants()
@@ -128,21 +139,33 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
 
     tasks: list[RunTask] = []
     try:
-        for variant in todo:
-            try:
-                tasks.append(prepare_task(spec.experiment, variant.override_strings(spec.base_dir),
-                                          task_id=variant.id, label=variant.label()))
-            except UserError as exc:
-                finish(RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
-                       error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]))
-        if executor == "ray":
-            from heterosim.sweep.ray_executor import run_ray
-
-            run_ray(tasks, finish, address=address)
-        else:
-            from heterosim.sweep.local import run_local
-
-            run_local(tasks, finish, workers=workers or spec.workers)
+        with sigterm_as_interrupt():
+            _run_tasks(todo, tasks, finish, spec, executor, workers, address)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: workers are stopped; say what is kept
+        reason, status = interrupt_status(exc)
+        raise Interrupted(f"{reason}: {len(outcome.ran)} of {total} variants finished and are "
+                          f"recorded in {out_dir}/results.jsonl; --resume runs the rest",
+                          status) from None
     finally:
         outcome.summary = write_summary(out_dir, variants, store.latest(), spec.metrics, plots=plots)
     return outcome
+
+
+def _run_tasks(todo: list[Variant], tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
+               spec: SweepSpec, executor: str, workers: int | None, address: str | None) -> None:
+    """Prepare every variant's task (a bad one is recorded as an error) and run them."""
+    for variant in todo:
+        try:
+            tasks.append(prepare_task(spec.experiment, variant.override_strings(spec.base_dir),
+                                      task_id=variant.id, label=variant.label()))
+        except UserError as exc:
+            finish(RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
+                   error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]))
+    if executor == "ray":
+        from heterosim.sweep.ray_executor import run_ray
+
+        run_ray(tasks, finish, address=address)
+    else:
+        from heterosim.sweep.local import run_local
+
+        run_local(tasks, finish, workers=workers or spec.workers)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import apply_overrides
+from heterosim.config.experiment import ExperimentConfig, apply_overrides
 from heterosim.config.fields import read_yaml_mapping
 from heterosim.config.jobs import parse_any_experiment
 from heterosim.errors import UserError
+from heterosim.plan.budget import check_plan_budget
 
 OK, ERROR, PARTIAL = "ok", "error", "partial"
 
@@ -53,7 +54,9 @@ def prepare_task(experiment_path: str | Path, overrides: list[str], *, task_id: 
     """Read, override and validate an experiment; return the task (UserError if invalid)."""
     path = Path(experiment_path)
     data = apply_overrides(read_yaml_mapping(path), overrides, str(path))
-    parse_any_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
+    parsed = parse_any_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
+    if isinstance(parsed, ExperimentConfig):  # a several-jobs experiment is checked per job when run
+        check_plan_budget(parsed)
     cluster = data.get("cluster")
     if isinstance(cluster, str):
         cluster_path = Path(cluster)

@@ -14,11 +14,13 @@ the key.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import COLLECTIVE_ALGORITHMS
+from heterosim.config.experiment import parse_experiment
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -116,6 +118,9 @@ def _case(entry: Any, source: str, index: int) -> Case:
         experiment = top.raw("experiment")
         if not isinstance(experiment, dict):
             raise top.error("experiment", "expected an experiment mapping (docs/config.md schema)")
+        # every value checked when the file is read, not when (or whether) the case runs
+        parse_experiment(copy.deepcopy(experiment), f"{source}: {label}.experiment",
+                         base_dir=Path(source).parent)
     case = Case(
         id=case_id, group=top.string("group"), kind=kind, source=top.string("source"),
         quantity=quantity, measured=float(measured), flop_convention=convention,

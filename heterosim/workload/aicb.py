@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.fields import read_text_file
 from heterosim.errors import UserError
 
 POLICIES = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_TRANSFORMER")
@@ -102,13 +103,19 @@ class AicbWorkload:
         return [ln for ln in self.lines if ln.name == name]
 
 
-def _int(text: str, where: str, what: str, minimum: int = 0) -> int:
+def _int(text: str, where: str, what: str, minimum: int = 0, maximum: int = 1 << 50) -> int:
+    """An integer field in ``[minimum, maximum]`` (default up to 2^50: a byte count or time far
+    above any layer's, and safe to sum in int64)."""
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 30 else None
     except ValueError:
-        raise UserError(f"{where}: {what}: expected an integer, got {text!r}") from None
+        value = None
+    if value is None:
+        raise UserError(f"{where}: {what}: expected an integer, got {text[:40]!r}")
     if value < minimum:
         raise UserError(f"{where}: {what}: expected an integer >= {minimum}, got {value}")
+    if value > maximum:
+        raise UserError(f"{where}: {what}: expected an integer <= {maximum}, got {value}")
     return value
 
 
@@ -199,12 +206,7 @@ def _parse_line(text: str, number: int, path: Path, ignored: list[str]) -> AicbL
 def read_aicb(path: str | Path) -> AicbWorkload:
     """Parse a SimAI/AICB workload file (strictly; errors name the file and line)."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read AICB workload: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file (AICB workloads are plain text)") from None
+    text = read_text_file(path, "AICB workload (plain text)")  # no FIFO, binary or huge file
     raw_lines = text.splitlines()
     while raw_lines and not raw_lines[-1].strip():
         raw_lines.pop()

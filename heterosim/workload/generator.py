@@ -70,6 +70,7 @@ from typing import cast
 
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
+from heterosim.config.limits import check_experiment_budget
 from heterosim.workload.builder import (
     PREVIOUS_TAIL,
     FrozenUnit,
@@ -815,8 +816,11 @@ def generate_workload(
 
     ``cost_fn(gpu_type, ops) -> seconds`` times op lists for the partitioner (default: catalogue
     roofline); ``memory_fn(layers, has_embedding, has_head, in_flight) -> bytes`` overrides the
-    memory estimate. Traces are built lazily from the returned :class:`Workload`.
+    memory estimate. Traces are built lazily from the returned :class:`Workload`. An experiment
+    whose plan cannot fit in memory stops here, before anything is built
+    (:func:`heterosim.config.limits.check_experiment_budget`).
     """
+    check_experiment_budget(experiment)
     par = experiment.parallel
     layout: RankLayout | StagedLayout
     if par.plan is not None:

@@ -53,6 +53,7 @@ from heterosim.config.experiment import (
     apply_overrides,
 )
 from heterosim.config.fields import Section
+from heterosim.config.limits import check_budget, collective_flow_floor
 from heterosim.errors import UserError
 from heterosim.workload.chakra import COMM_GROUP_FILE, read_comm_groups, read_trace, trace_files
 from heterosim.workload.trace import (
@@ -245,6 +246,7 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
                         "shapes the compute model can time; run them with their recorded "
                         "durations")
     keep = durations == "trace" or (durations == "auto" and bool(untimed))
+    _check_trace_budget(directory, traces, groups)
     for trace in traces:
         t = trace.templates
         t.duration_ns = np.where(t.node_type == COMP_NODE, t.duration_ns, 0).astype(np.uint64)
@@ -260,6 +262,23 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
         producer=producers.pop() if len(producers) == 1 else "",
         files=dict(files),
     )
+
+
+def _check_trace_budget(directory: Path, traces: list[RankTrace], groups: TraceGroups) -> None:
+    """Stop before planning when the traces' collectives cannot fit in memory: each collective
+    node counts the flows it certainly becomes (:func:`collective_flow_floor`), divided among
+    the ranks that all list it; every other node is one task."""
+    tasks = 0.0
+    for trace in traces:
+        t = trace.templates
+        counts = np.bincount(trace.template, minlength=len(t)).astype(np.float64)
+        tasks += float(counts.sum())
+        for row in np.flatnonzero((t.node_type == COMM_COLL_NODE) & (counts > 0)):
+            size = len(groups.groups.get(int(t.comm_group[row]), ()))
+            if size > 1:
+                tasks += counts[row] * collective_flow_floor("allgather", int(t.comm_bytes[row]),
+                                                            size) / size
+    check_budget(str(directory), "traces", "their nodes and the flows of their collectives", tasks)
 
 
 def _placeholder_model(name: str) -> ModelConfig:

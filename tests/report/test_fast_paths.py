@@ -5,7 +5,6 @@ its definitions."""
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +14,8 @@ from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.report.breakdown import rank_breakdown
 from heterosim.report.intervals import union_length
 from heterosim.report.numeric_csv import write_numeric_csv
-from heterosim.report.perfetto import longest, write_perfetto_trace
-from heterosim.report.run_report import _counter_tracks, _label_fn, write_run_outputs
-from heterosim.workload.trace import COLLECTIVE_NAMES
+from heterosim.report.perfetto import longest
+from heterosim.report.run_report import write_run_outputs
 
 
 def csv_module_bytes(tmp_path, header, columns) -> bytes:
@@ -253,67 +251,3 @@ def test_run_breakdown_is_the_plain_python_one(tiny_run):
         assert row["bubble_s"] == max(iteration - ref["busy"][r], 0) * 1e-9
         assert row["intra_host_comm_s"] == ref["intra"][r] * 1e-9
         assert row["inter_host_comm_s"] == ref["inter"][r] * 1e-9
-
-
-def reference_trace(path, run, counters, rank_names, max_events):
-    """trace.json written one task at a time, longest spans kept by a full stable sort."""
-    plan = run.tables.plan
-    start, end = run.engine.task_start_ns.tolist(), run.engine.task_end_ns.tolist()
-    kind = plan.kind.tolist()
-    gpu_rank = {int(g): r for r, g in enumerate(run.rank_gpu)}
-    spans = []  # (task, rank, thread) in the order compute, flow senders, flow receivers
-    for wanted, side, thread in ((COMPUTE, plan.gpu.tolist(), 0), (FLOW, plan.gpu.tolist(), 1),
-                                 (FLOW, plan.dst.tolist(), 1)):
-        spans += [(t, gpu_rank[side[t]], thread) for t in range(len(kind))
-                  if kind[t] == wanted and end[t] >= 0 and side[t] in gpu_rank]
-    dropped = max(0, len(spans) - max_events)
-    if dropped:
-        by_length = sorted(range(len(spans)), key=lambda i: -(end[spans[i][0]] - start[spans[i][0]]))
-        spans = [spans[i] for i in sorted(by_length[:max_events])]
-    events = []
-    for rank, name in enumerate(rank_names):
-        events.append({"ph": "M", "name": "process_name", "pid": rank, "tid": 0, "args": {"name": name}})
-        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": 0, "args": {"name": "compute"}})
-        events.append({"ph": "M", "name": "thread_name", "pid": rank, "tid": 1,
-                       "args": {"name": "communication"}})
-    comm_type = np.asarray(run.tables.collectives.get("comm_type", [])).tolist()
-    task_rank, task_node, task_coll = plan.rank.tolist(), plan.node.tolist(), plan.collective.tolist()
-    op_label = [tr.templates.label[tr.template].tolist() for tr in run.traces]
-    for t, rank, thread in spans:
-        r, node, c = task_rank[t], task_node[t], task_coll[t]
-        if r >= 0 and node >= 0:
-            label = run.traces[r].templates.label_names[op_label[r][node]]
-        elif c >= 0:
-            label = COLLECTIVE_NAMES.get(comm_type[c], "collective").lower()
-        else:
-            label = "p2p"
-        events.append({"ph": "X", "name": label, "pid": rank, "tid": thread,
-                       "ts": float(start[t]) / 1000.0, "dur": float(end[t] - start[t]) / 1000.0})
-    if counters:
-        events.append({"ph": "M", "name": "process_name", "pid": len(rank_names), "tid": 0,
-                       "args": {"name": "network"}})
-        for track, (times, values) in counters.items():
-            for t, v in zip(times, values):
-                events.append({"ph": "C", "name": track, "pid": len(rank_names), "tid": 0,
-                               "ts": float(t) / 1000.0, "args": {"value": float(v)}})
-    document = {"traceEvents": events, "displayTimeUnit": "ns",
-                "metadata": {"spans": len(spans), "dropped_spans": dropped}}
-    path.write_text(json.dumps(document, separators=(",", ":")))
-
-
-@pytest.mark.ns3
-def test_run_trace_is_the_one_written_event_by_event(tiny_run, tmp_path):
-    run, out, results = tiny_run
-    rank_names = [f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
-                  for r, row in enumerate(results["ranks"])]
-    counters = _counter_tracks(run.engine.series or {}, run.topology)
-    reference_trace(tmp_path / "full.json", run, counters, rank_names, 200_000)
-    assert (out / "trace.json").read_bytes() == (tmp_path / "full.json").read_bytes()
-    spans = json.loads((out / "trace.json").read_text())["metadata"]["spans"]
-    cap = spans // 3  # keep a third: the longest, ties to the earlier span
-    info = write_perfetto_trace(tmp_path / "capped.json", run.tables.plan, run.engine.task_start_ns,
-                                run.engine.task_end_ns, run.rank_gpu, rank_names, _label_fn(run),
-                                counters, max_events=cap)
-    reference_trace(tmp_path / "capped_ref.json", run, counters, rank_names, cap)
-    assert info == {"spans": cap, "dropped_spans": spans - cap}
-    assert (tmp_path / "capped.json").read_bytes() == (tmp_path / "capped_ref.json").read_bytes()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,84 @@ def test_failure_while_writing_keeps_the_previous_results(tmp_path):
         raise RuntimeError("killed")
     assert (out / "results.json").read_text() == "{}"
     shutil.rmtree(out)
+
+
+KILL_DURING_WRITE = r"""
+import os, signal, sys
+from pathlib import Path
+from heterosim.report import staging
+
+out, version, kill_at = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+calls = {"n": 0}
+real_replace, real_unlink = os.replace, Path.unlink
+
+def counted(real):
+    def wrapper(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*args, **kwargs)
+    return wrapper
+
+os.replace = counted(real_replace)
+Path.unlink = counted(real_unlink)
+with staging.staged_output(out) as stage:
+    (stage / "flows.csv").write_text(version * 1000)
+    (stage / "sub").mkdir()
+    (stage / "sub" / "plot.png").write_text(version)
+    (stage / "results.json").write_text('{"version": "%s"}' % version)
+print(calls["n"])
+"""
+
+
+def _write(out: Path, version: str, kill_at: int = 0) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", KILL_DURING_WRITE, str(out), version, str(kill_at)],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
+def test_sigkill_while_writing_leaves_the_previous_results_or_none(tmp_path):
+    """A run killed with SIGKILL at any point of moving its results into place leaves either the
+    previous complete results or no results.json at all; the next run removes the staging folder
+    the killed one left and never touches a file it did not write."""
+    probe = tmp_path / "probe"
+    assert _write(probe, "v1").returncode == 0
+    steps = int(_write(probe, "v2").stdout.strip())  # file operations of replacing an output
+    assert steps >= 4
+    for kill_at in range(1, steps + 1):
+        out = tmp_path / f"kill{kill_at}"
+        assert _write(out, "v1").returncode == 0
+        (out / "notes.txt").write_text("mine")
+        killed = _write(out, "v2", kill_at)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        results = out / "results.json"
+        if results.exists():  # complete: every file of the same version
+            version = json.loads(results.read_text())["version"]
+            assert version == "v1"
+            assert (out / "flows.csv").read_text() == version * 1000
+            assert (out / "sub" / "plot.png").read_text() == version
+        assert (out / "notes.txt").read_text() == "mine"
+        assert _write(out, "v3").returncode == 0  # the next run completes and cleans up
+        assert json.loads(results.read_text())["version"] == "v3"
+        assert (out / "flows.csv").read_text() == "v3" * 1000
+        assert not [p for p in out.iterdir() if p.name.startswith(".heterosim-stage-")]
+        assert (out / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("where, fragment", [
+    ("/proc/heterosim-out", "cannot write there"),
+    ("notes.txt/sub", "is a file, not a folder"),
+    ("x" * 300, "too long"),
+    ("/dev/full/x", "is a file, not a folder"),
+])
+def test_unwritable_out_is_one_line_before_simulating(tmp_path, monkeypatch, capsys, where, fragment):
+    experiment = _experiment_in(tmp_path)
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    for command in (["run", str(experiment), "--no-plots", "--quiet"],
+                    ["workload", str(experiment), "--summary-only"],
+                    ["collective", "--cluster", str(REPO / "topologies" / "two_host_h100.yaml"),
+                     "--size", "1MiB"]):
+        code = main([*command, "--out", where])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and fragment in err[0], err
+    assert (tmp_path / "notes.txt").read_text() == "mine"

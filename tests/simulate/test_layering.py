@@ -43,7 +43,7 @@ def test_rank_lists_keep_their_order_and_reject_bad_input():
     assert parse_ranks("0-3,8,10-11", 16) == [0, 1, 2, 3, 8, 10, 11]
     assert parse_ranks("8,0,4", 16) == [8, 0, 4]  # a communicator's order is kept
     assert parse_ranks(None, 4) == [0, 1, 2, 3]
-    for text, message in (("0-99", "rank 16 is outside 0..15"), ("a-b", "expected ranks like"),
+    for text, message in (("0-99", "rank 99 is outside 0..15"), ("a-b", "expected ranks like"),
                           ("3-1", "expected ranks like"), ("1,2,1", "rank 1 is listed twice"),
                           ("", "expected ranks like")):
         with pytest.raises(UserError, match=message):

@@ -55,7 +55,8 @@ CASES = [
                               "seq": 256},
                     "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
                     "parallel": {"tp": 1, "pp": 1, "dp": 1},
-                    "cluster": {"name": "x", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 1}},
+                    "cluster": {"name": "x", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 1, "nics": 1,
+                                                                 "nic_speed": "400Gbps"}},
                                 "hosts": [{"type": "h", "count": 1}]}}},
 ]
 

@@ -85,6 +85,8 @@ def test_duplicate_ids_and_empty_list_are_errors(tmp_path):
 def test_selection_by_group_only_ci_and_gpus(tmp_path):
     big = mutate(id="c2", group="h")
     big["experiment"]["cluster"]["hosts"][0]["count"] = 4
+    big["experiment"]["parallel"]["dp"] = 32  # a valid experiment: cases are checked when read
+    big["experiment"]["training"]["global_batch"] = 32
     cases = load_cases(write(tmp_path, [GOOD, big]))
     chosen, skipped = select_cases(cases, max_gpus=16)
     assert [c.id for c in chosen] == ["c1"] and [c.id for c, _ in skipped] == ["c2"]

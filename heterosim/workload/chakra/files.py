@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from heterosim.config.fields import read_text_file
 from heterosim.errors import UserError
 from heterosim.workload.chakra.reader import TRACE_NAME
 
@@ -25,22 +26,23 @@ def read_comm_groups(path: str | Path) -> dict[int, list[int]]:
     """Read comm_group.json: group id -> member ranks."""
     path = Path(path)
     try:
-        body = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read communicator groups: "
-                        f"{exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
+        body = json.loads(read_text_file(path, "comm_group.json file"))
+    except (json.JSONDecodeError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            raise UserError(f"{path}: not valid JSON: nested too deeply") from None
         raise UserError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(body, dict):
         raise UserError(f'{path}: expected an object {{"<group id>": [ranks...]}}')
     groups: dict[int, list[int]] = {}
     for key, ranks in body.items():
         try:
-            group = int(key)
+            group = int(key) if len(key) <= 12 else -1
         except ValueError:
-            raise UserError(f"{path}: {key}: a group id must be an integer") from None
+            group = -1
+        if not 0 <= group < 2**31:
+            raise UserError(f"{path}: {key[:40]}: a group id must be an integer in 0..2^31-1")
         if not isinstance(ranks, list) or not all(
-                isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ranks):
+                isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31 for r in ranks):
             raise UserError(f"{path}: {key}: expected a list of non-negative integer ranks")
         groups[group] = list(ranks)
     return groups

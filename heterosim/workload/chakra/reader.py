@@ -15,9 +15,10 @@ attribute encoding is decoded once, so the per-node cost is a parse and a few di
 
 from __future__ import annotations
 
-import gzip
 import heapq
+import os
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,17 +71,61 @@ class EtFile:
         return [default if v is None else v for v in values]
 
 
+MAX_TRACE_BYTES = 4 << 30  # one rank's trace, after decompression
+MAX_DURATION_NS = 86_400 * 10**9  # one day: a node longer than that is not a training op
+MAX_COMM_BYTES = 1 << 40  # 1 TiB per communication node
+KNOWN_NODE_TYPES = (1, 2, 3, 4, 5, 6, 7)  # Chakra NodeType, INVALID_NODE (0) excluded
+
+
 def _load_bytes(path: Path) -> bytes:
     try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{path}: not a regular file (a folder, pipe or device), expected a "
+                            "Chakra trace")
+        if info.st_size > MAX_TRACE_BYTES:
+            raise UserError(f"{path}: {info.st_size} bytes; at most 4 GiB per trace")
         blob = path.read_bytes()
     except OSError as exc:
-        raise UserError(f"{path}: cannot read trace: {exc.strerror or exc}") from exc
+        raise UserError(f"{path}: cannot read trace: {exc.strerror or exc}") from None
     if blob[:2] == b"\x1f\x8b":
         try:
-            blob = gzip.decompress(blob)
+            inflater = zlib.decompressobj(wbits=31)
+            blob = inflater.decompress(blob, MAX_TRACE_BYTES)
+            if inflater.unconsumed_tail:
+                raise UserError(f"{path}: decompresses to more than 4 GiB; at most that per trace")
         except (OSError, EOFError, zlib.error) as exc:
-            raise UserError(f"{path}: malformed gzip-compressed trace: {exc}") from exc
+            raise UserError(f"{path}: malformed gzip-compressed trace: {exc}") from None
     return blob
+
+
+def _check_ranges(et: EtFile, path: Path) -> None:
+    """Node types Chakra defines; durations and sizes inside physical ranges (before they are
+    scaled to nanoseconds and summed, where 2^63 would wrap)."""
+    def first(mask: np.ndarray) -> int:
+        return int(np.flatnonzero(mask)[0])
+
+    unknown = ~np.isin(et.types, KNOWN_NODE_TYPES)
+    if unknown.any():
+        i = first(unknown)
+        raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): unknown node type "
+                        f"{int(et.types[i])}; Chakra defines 1..7")
+    long = et.duration_micros > np.uint64(MAX_DURATION_NS // 1000)
+    if long.any():
+        i = first(long)
+        raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): duration_micros "
+                        f"{int(et.duration_micros[i])} is longer than one day")
+    for name, limit in (("duration_ns", MAX_DURATION_NS), ("comm_size", MAX_COMM_BYTES),
+                        ("tensor_size", 1 << 50), ("num_ops", 1 << 62)):
+        column = et.columns.get(name)
+        if column is None:
+            continue
+        for i, value in enumerate(column):
+            if value is None:
+                continue
+            if (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit):
+                raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): attribute {name}: "
+                                f"expected an integer in 0..{limit}, got {value!r:.40}")
 
 
 def _split_messages(blob: bytes, path: Path) -> list[bytes]:
@@ -292,6 +337,7 @@ def _group_ids(et: EtFile, node_type: np.ndarray, path: Path) -> np.ndarray:
 def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTrace:
     """Interpret a decoded file as one rank's trace (see the module docstring for defaults)."""
     path = Path(path)
+    _check_ranges(et, path)
     order, dep_ptr, dep_idx = _execution_order(et, path)
     n = len(et)
     node_type = et.types

@@ -105,6 +105,12 @@ FluidNetwork::GetTypeId()
                           UintegerValue(16),
                           MakeUintegerAccessor(&FluidNetwork::m_maxRounds),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("SampleInterval",
+                          "Period of the per-link-direction series of carried bytes "
+                          "(CopyLinkSeries); 0 records none",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&FluidNetwork::m_sampleInterval),
+                          MakeTimeChecker())
             .AddTraceSource("FlowStart",
                             "A flow started: id, source GPU, destination GPU, bytes",
                             MakeTraceSourceAccessor(&FluidNetwork::m_startTrace),
@@ -477,6 +483,7 @@ uint32_t
 FluidNetwork::Reroute()
 {
     NS_LOG_FUNCTION(this);
+    SampleUntil(Simulator::Now().GetNanoSeconds()); // before flows change paths
     m_topo->RecomputeFabricRoutes();
     uint32_t moved = 0;
     for (uint32_t slot = 0; slot < m_flows.size(); ++slot)
@@ -823,6 +830,7 @@ void
 FluidNetwork::CommitRates()
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
+    SampleUntil(now);
     for (uint32_t slot : m_compFlows)
     {
         Flow& f = m_flows[slot];
@@ -970,6 +978,7 @@ FluidNetwork::TransferDone(uint32_t slot)
     NS_LOG_FUNCTION(this << f.id);
     NS_ASSERT(f.inUse);
     int64_t now = Simulator::Now().GetNanoSeconds();
+    SampleUntil(now);
     f.remaining = 0;
     f.lastUpdate = now;
     if (f.onConnection)
@@ -1144,6 +1153,56 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
         bytes[r] = carried;
         busyNs[r] = res.busyNs + (res.busySince >= 0 ? now - res.busySince : 0);
     }
+}
+
+void
+FluidNetwork::SampleUntil(int64_t nowNs)
+{
+    int64_t step = m_sampleInterval.GetNanoSeconds();
+    if (step <= 0)
+    {
+        return;
+    }
+    m_sampledBytes.resize(m_res.size(), 0);
+    for (; m_nextSample <= nowNs; m_nextSample += step)
+    {
+        int64_t t = m_nextSample;
+        for (size_t r = 0; r < m_res.size(); ++r)
+        {
+            const Resource& res = m_res[r];
+            double carried = static_cast<double>(res.bytesDone);
+            for (const auto& [slot, hop] : res.flows)
+            {
+                const Flow& f = m_flows[slot];
+                // bytes moved on this path so far (a rerouted flow's earlier bytes are in bytesDone)
+                double onPath = static_cast<double>(f.bytes - f.pathStartDone);
+                double left = f.remaining - f.rate * static_cast<double>(t - f.lastUpdate);
+                carried += onPath - std::clamp(left, 0.0, onPath);
+            }
+            uint64_t bytes = static_cast<uint64_t>(std::llround(carried));
+            if (bytes != m_sampledBytes[r])
+            {
+                m_sampledBytes[r] = bytes;
+                m_seriesTime.push_back(t);
+                m_seriesDir.push_back(static_cast<uint32_t>(r));
+                m_seriesBytes.push_back(bytes);
+            }
+        }
+    }
+}
+
+uint64_t
+FluidNetwork::GetNLinkSamples() const
+{
+    return m_seriesTime.size();
+}
+
+void
+FluidNetwork::CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const
+{
+    std::copy(m_seriesTime.begin(), m_seriesTime.end(), timeNs);
+    std::copy(m_seriesDir.begin(), m_seriesDir.end(), direction);
+    std::copy(m_seriesBytes.begin(), m_seriesBytes.end(), bytes);
 }
 
 double

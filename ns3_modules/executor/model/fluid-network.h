@@ -168,6 +168,27 @@ class FluidNetwork : public FlowNetwork
     void CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const;
 
     /**
+     * \brief Record link-direction samples at every multiple of SampleInterval up to \p nowNs
+     *        (inclusive): (time, direction, payload bytes carried so far) for each direction whose
+     *        carried bytes changed since its previous sample. Rates are constant between two
+     *        recomputations, so the values are exact; the model calls this before every rate
+     *        change, the caller once at the end of a run. Nothing is recorded if SampleInterval is 0.
+     * \param nowNs simulated time in ns, not before the last call's
+     */
+    void SampleUntil(int64_t nowNs);
+
+    /** \return number of (time, direction, bytes) link samples recorded */
+    uint64_t GetNLinkSamples() const;
+
+    /**
+     * \brief Copy the link samples (GetNLinkSamples() entries each), in time order.
+     * \param timeNs sample times, ns
+     * \param direction link direction (2*link: a->b, 2*link+1: b->a)
+     * \param bytes payload bytes the direction has carried up to the sample time
+     */
+    void CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const;
+
+    /**
      * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
      * on it wait at rate 0 until Reroute() moves them or the link returns. Rates are re-filled
      * over the whole affected component.
@@ -343,6 +364,12 @@ class FluidNetwork : public FlowNetwork
     uint32_t m_headerBytes;          //!< header bytes per Mtu of payload
     uint32_t m_seed;                 //!< ECMP hash seed
     bool m_ecmp;                     //!< spread flows over equal-cost paths
+    Time m_sampleInterval;           //!< link series period; 0 = no series
+    int64_t m_nextSample{0};         //!< ns, time of the next link sample
+    std::vector<uint64_t> m_sampledBytes; //!< carried bytes at each direction's last sample
+    std::vector<int64_t> m_seriesTime;    //!< link series: sample time, ns
+    std::vector<uint32_t> m_seriesDir;    //!< link series: direction
+    std::vector<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes
     uint32_t m_socketMss;            //!< TCP payload per segment (socket flows)
     uint32_t m_socketOverhead;       //!< wire bytes per segment beyond payload
     uint32_t m_socketInitialCwnd;    //!< TCP initial window, segments

@@ -1,0 +1,194 @@
+"""Resource bounds checked before anything is allocated.
+
+A configuration whose every value lies in its physical range (:mod:`heterosim.config.fields`)
+can still ask for more than the machine holds: ten million sequences per step over ten thousand
+layers, a terabyte all-reduce cut into 512 KiB chunks. The checks here estimate, from the
+configuration alone, how many trace nodes, plan tasks and flows a run creates and how much
+memory they take, and stop with a one-line error that names the term that is too large.
+
+The estimates are **lower bounds** (each term counts only work the run certainly creates:
+one forward and one backward op per layer and micro-batch, one flow per ring step and
+channel, and :data:`BYTES_PER_TASK` bytes per task, the plan arrays alone), so a run that is
+refused could not have fitted, and a run that fits may still be refused later by the real
+allocation (reported as "out of memory" by the CLI). The memory budget is the smaller of the
+memory available now, the process's address-space limit, and ``--max-memory``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from collections.abc import Sequence
+from typing import Any
+
+from heterosim.errors import UserError
+from heterosim.units import format_size, parse_size
+
+# Plan arrays per task (ExecutionPlan: kind 1, gpu 4, dst 4, bytes 8, duration 8, delay 8,
+# stream 2, priority 1, collective 8, dep_ptr 8, one dependency 8 = 68 bytes); the C++ executor
+# and the Python report add more, so this is a floor.
+BYTES_PER_TASK = 64
+MAX_TASKS = 2**31 - 1  # the executor indexes tasks with 32-bit GPU/stream fields beside them
+SIMPLE_CHUNK_MAX = 4 << 20  # the largest chunk NCCL moves per ring step (Simple, 4 MiB buffer)
+MAX_COLLECTIVE_BYTES = 1 << 40  # 1 TiB per collective (nccl-tests' largest sizes are 16 GiB)
+MAX_CHANNELS = 64  # NCCL's MAXCHANNELS
+MAX_SWEEP_VARIANTS = 10_000  # a sweep file's max_variants raises it
+
+_max_memory: int | None = None
+
+
+def set_max_memory(text: str | None) -> None:
+    """``--max-memory 8GiB``: cap the memory budget of this process's runs."""
+    global _max_memory
+    if text is None:
+        _max_memory = None
+        return
+    try:
+        value = parse_size(text)
+    except ValueError as exc:
+        raise UserError(f"--max-memory {text}: {exc}") from None
+    if value < 64 << 20:
+        raise UserError(f"--max-memory {text}: expected at least 64MiB")
+    _max_memory = value
+
+
+def _available_bytes() -> int:
+    """Memory available to new allocations now (MemAvailable), else physical memory."""
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 40
+
+
+def memory_budget_bytes() -> tuple[int, str]:
+    """(bytes a run may allocate, what sets that bound) for messages."""
+    budget, why = _available_bytes(), "memory available on this machine"
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft < budget:
+        budget, why = soft, "the process's address-space limit (ulimit -v)"
+    if _max_memory is not None and _max_memory < budget:
+        budget, why = _max_memory, "--max-memory"
+    return budget, why
+
+
+def check_budget(source: str, key: str, what: str, tasks: float) -> None:
+    """Raise a one-line UserError when ``tasks`` (a lower bound) cannot fit.
+
+    ``key`` names the term that is too large and ``what`` says how the count follows from it.
+    """
+    if not math.isfinite(tasks) or tasks > MAX_TASKS:
+        raise UserError(f"{source}: {key}: {what} = at least {tasks:.3g} tasks; at most "
+                        f"{MAX_TASKS:,} can be simulated")
+    needed = tasks * BYTES_PER_TASK
+    budget, why = memory_budget_bytes()
+    if needed > budget:
+        raise UserError(f"{source}: {key}: {what} = at least {tasks:.3g} tasks, more than "
+                        f"{format_size(needed)} of memory; {why} is {format_size(budget)}")
+
+
+def experiment_task_floor(experiment: Any) -> tuple[float, str, str]:
+    """(lower bound of plan tasks, the dominant key, how it follows) for an experiment.
+
+    Counted: one forward and one backward op per layer, micro-batch and rank; the four
+    tensor-parallel all-reduces per layer and micro-batch (Megatron: two forward, two backward)
+    of ``micro_batch x seq_len x hidden`` 2-byte activations; one data-parallel all-reduce of the
+    rank's 2-byte gradients; each collective as :func:`collective_flow_floor` flows.
+    """
+    train, par, model = experiment.training, experiment.parallel, experiment.model
+    world = experiment.cluster.world_size
+    micro_batches = train.global_batch / max(1, train.micro_batch * par.dp)
+    layers_per_rank = math.ceil(model.layers / max(1, par.pp))
+    iterations = experiment.simulation.iterations
+    ops = 2.0 * micro_batches * layers_per_rank * world
+    activation_bytes = train.micro_batch * train.seq_len * model.hidden * 2
+    tp_flows = (4.0 * micro_batches * layers_per_rank * (world / par.tp)
+                * collective_flow_floor("allreduce", activation_bytes, par.tp))
+    grad_bytes = 2.0 * model.hidden * model.hidden * 12 * layers_per_rank / par.tp
+    dp_flows = (world / par.dp) * collective_flow_floor("allreduce", int(grad_bytes), par.dp)
+    tasks = (ops + tp_flows + dp_flows) * iterations
+    terms = {"training.global_batch": micro_batches, "model.layers": layers_per_rank,
+             "cluster": world, "simulation.iterations": iterations}
+    key = max(terms, key=lambda k: terms[k])
+    what = (f"{micro_batches:.3g} micro-batches per replica x {layers_per_rank} layers per rank x "
+            f"{world} ranks x {iterations} iterations (ops and collective flows)")
+    return tasks, key, what
+
+
+def check_experiment_budget(experiment: Any) -> None:
+    """Stop an experiment whose plan cannot fit before its workload is generated."""
+    tasks, key, what = experiment_task_floor(experiment)
+    check_budget(experiment.source or "experiment", key, what, tasks)
+
+
+def collective_flow_floor(op: str, size_bytes: int, n: int) -> float:
+    """Lower bound of the flows one collective of ``size_bytes`` over ``n`` ranks becomes: every
+    ring step of every chunk is at least one flow (one channel, the largest NCCL chunk)."""
+    if n < 2 or size_bytes <= 0:
+        return 0.0
+    steps = 2 * (n - 1) if op == "allreduce" else n - 1
+    loops = max(1, math.ceil(size_bytes / (n * SIMPLE_CHUNK_MAX)))
+    return float(steps) * n * loops
+
+
+def check_collective_request(args: Any, sizes: Sequence[int], ranks: Sequence[int],
+                             cluster: Any) -> None:
+    """``heterosim collective`` options: ranges, output folders, and the flow budget."""
+    from heterosim.config.experiment import MAX_SEED
+    from heterosim.config.fields import integer_value
+    from heterosim.report.staging import check_output_folder
+
+    world = cluster.world_size
+    if len(ranks) < 2:
+        raise UserError(f"--ranks {args.ranks}: a collective needs at least 2 ranks, got {len(ranks)}")
+    if len(set(ranks)) != len(ranks):
+        raise UserError(f"--ranks {args.ranks}: a GPU is listed twice")
+    bad = [r for r in ranks if not 0 <= r < world]
+    if bad:
+        raise UserError(f"--ranks {args.ranks}: GPU {bad[0]} out of range 0..{world - 1}")
+    integer_value(args.channels, "--channels", minimum=0, maximum=MAX_CHANNELS)
+    integer_value(args.root, "--root", minimum=0, maximum=len(ranks) - 1)
+    integer_value(args.seed, "--seed", minimum=0, maximum=MAX_SEED)
+    for size in sizes:
+        if size <= 0:
+            raise UserError(f"--size {args.size}: expected sizes > 0 bytes")
+        if size > MAX_COLLECTIVE_BYTES:
+            raise UserError(f"--size {args.size}: {format_size(size)} is above the 1TiB per "
+                            "collective simulated here")
+    largest = max(sizes)
+    check_budget("--size", args.size, f"{args.op} of {format_size(largest)} over {len(ranks)} "
+                 f"ranks in chunks of at most {format_size(SIMPLE_CHUNK_MAX)}",
+                 collective_flow_floor(str(args.op).lower(), largest, len(ranks)))
+    for option in ("out", "chakra"):
+        value = getattr(args, option, None)
+        if value:
+            check_output_folder(value, f"--{option}")
+
+
+def check_scenario_budget(scenario: Any) -> None:
+    """Flows, and time-series samples (one per flow and interval), of a netbench scenario."""
+    flows = len(scenario.flows)
+    check_budget(scenario.source or "scenario", "flows", f"{flows} flows", float(flows))
+    interval = scenario.simulation.sample_interval_ns
+    if interval and scenario.simulation.fidelity == "packet":
+        samples = scenario.simulation.stop_ns / interval
+        check_budget(scenario.source or "scenario", "simulation.sample_interval",
+                     f"{samples:.3g} samples x {flows} flows", samples * flows / 4)
+
+
+def check_sweep_size(source: str, lengths: Sequence[int], limit: int | None) -> None:
+    """Refuse a grid with more variants than ``limit`` (default :data:`MAX_SWEEP_VARIANTS`)
+    before any variant is expanded."""
+    limit = MAX_SWEEP_VARIANTS if limit is None else limit
+    count = math.prod(lengths)
+    if count > limit:
+        shown = " x ".join(str(n) for n in lengths)
+        raise UserError(f"{source}: grid: {shown} = {count:,} variants, above the limit of "
+                        f"{limit:,}; set max_variants: in the sweep file to run more")

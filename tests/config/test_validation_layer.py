@@ -1,0 +1,165 @@
+"""One validation layer: every number finite and in range, YAML bounded, one-line errors."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heterosim.cli import main
+from heterosim.config.fields import (
+    MAX_YAML_DEPTH,
+    integer_value,
+    load_yaml_text,
+    number_value,
+    positive_int,
+    rate_value,
+    read_yaml_mapping,
+    size_value,
+    time_value,
+)
+from heterosim.config.limits import check_sweep_size, collective_flow_floor
+from heterosim.errors import UserError
+from heterosim.units import MAX_SIZE_BYTES, parse_rate, parse_size, parse_time_ns
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "tests" / "data" / "tiny_experiment.yaml"
+
+BOMB = "\n".join(
+    [f"l0: &l0 [{', '.join(['x'] * 9)}]"]
+    + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]) + "\n"
+
+
+@pytest.mark.parametrize("text", [".inf", "1e400", float("inf"), float("nan"), "1e400GiB", "2PiB",
+                                  "-1KiB", 10**400])
+def test_sizes_are_finite_and_bounded(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_size_bounds_and_integers():
+    assert parse_size("1024TiB") == MAX_SIZE_BYTES and parse_size("4KiB") == 4096
+    with pytest.raises(ValueError, match="must not be negative"):
+        parse_size("-1KiB")
+
+
+@pytest.mark.parametrize("text", ["1e-30bps", "1e400Gbps", "0Gbps", "-5Gbps", "2000Tbps", "1bps"])
+def test_rates_outside_physical_range(text):
+    with pytest.raises(ValueError):
+        parse_rate(text)
+
+
+@pytest.mark.parametrize("text", ["1e30s", "2d", "-1ms", "1e400ns", "nanms"])
+def test_times_outside_range(text):
+    with pytest.raises(ValueError):
+        parse_time_ns(text)
+
+
+def test_helpers_give_one_line_errors_naming_file_and_key():
+    with pytest.raises(UserError, match=r"^f.yaml: a.b: expected an integer <= 10, got 11$"):
+        integer_value(11, "a.b", "f.yaml", maximum=10)
+    with pytest.raises(UserError, match="expected an integer, got 1.5"):
+        positive_int(1.5, "k")
+    with pytest.raises(UserError, match="expected a finite number"):
+        number_value(float("nan"), "k")
+    with pytest.raises(UserError, match="expected a size <= 1024 bytes"):
+        size_value("2KiB", "k", maximum=1024)
+    with pytest.raises(UserError, match="expected a rate >= 1e\\+09 bit/s"):
+        rate_value("1Mbps", "k", minimum=1e9)
+    with pytest.raises(UserError, match="expected a time <= 10 ns"):
+        time_value("1us", "k", maximum=10)
+    assert positive_int(3, "k") == 3 and size_value("1KiB", "k") == 1024
+
+
+def test_alias_bomb_is_refused_fast():
+    started = time.perf_counter()
+    with pytest.raises(UserError, match="expands to more than"):
+        load_yaml_text(BOMB, "bomb.yaml")
+    assert time.perf_counter() - started < 5  # 9^9 values never built
+    assert yaml.safe_load("a: &a [1, 2]\nb: [*a, *a]") == load_yaml_text("a: &a [1, 2]\nb: [*a, *a]", "s")
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "&a [*a]", "a: &x {b: *x}"])
+def test_deep_or_cyclic_yaml_is_one_error(text):
+    with pytest.raises(UserError, match="invalid YAML"):
+        load_yaml_text(text, "x.yaml")
+    assert load_yaml_text("a: " + "[" * (MAX_YAML_DEPTH - 2) + "]" * (MAX_YAML_DEPTH - 2), "s")
+
+
+def test_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "experiment.yaml"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="not a regular file"):
+        read_yaml_mapping(fifo)
+
+
+def _err(capsys) -> list[str]:
+    return capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "-1KiB"], "must not be negative"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "-1,0"], "ranks are >= 0"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "0"], "at least 2 ranks"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--channels", "100000"], "<= 64"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..1e18"], "1PiB"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..2TiB"], "1TiB"),
+    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--seed", "4294967296"], "--seed"),
+    (["run", str(TINY), "--fidelity"], "expected one argument"),
+    (["run", str(TINY), "--until", "1e400s"], "finite"),
+    (["run", str(TINY), "--bogus"], "unrecognized arguments"),
+    (["run", str(TINY), "--out", ""], "non-empty value"),
+    (["run", str(TINY), "--set", "training.global_batch=1000000000000"], "<= 10000000"),
+    (["run", str(TINY), "--set", "model.layers=1000000"], "<= 10000"),
+    (["run", str(TINY), "--set", "model.hidden=1073741824"], "model.hidden"),
+    (["run", str(TINY), "--set", "simulation.seed=4294967296"], "simulation.seed"),
+    (["run", str(TINY), "--set", "parallel.dp_bucket=0"], "dp_bucket"),
+    (["run", str(TINY), "--set", "simulation.sample_interval=1ns"], "at least 1us"),
+    (["run", str(TINY), "--set", "cluster.host_types.h100.nic_speed=1e-30bps"], "nic_speed"),
+])
+def test_cli_errors_are_one_line_exit_2(monkeypatch, capsys, argv, fragment):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit) as raised:
+        raise SystemExit(main(argv))
+    err = _err(capsys)
+    assert raised.value.code == 2 and len(err) == 1, err
+    assert fragment in err[0] and "Traceback" not in err[0]
+
+
+def test_budget_names_the_term_that_is_too_large(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(REPO)
+    code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--set", "training.global_batch=2000000",
+                 "--set", "model.layers=4000", "--set", "parallel.partition=uniform"])
+    err = _err(capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "training.global_batch x model.layers" in err[0]
+    assert "1e+06 micro-batches per replica x 2000 layers per rank" in err[0]
+    assert "at most 2,147,483,647 can be simulated" in err[0]
+    assert not (tmp_path / "o").exists()
+    code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--max-memory", "64MiB",
+                 "--set", "training.global_batch=4096"])
+    err = _err(capsys)
+    assert code == 2 and "--max-memory is 64MiB" in err[0], err
+
+
+def test_collective_flow_floor_counts_ring_steps():
+    # all-reduce over 4 ranks of 64 MiB: 2*(4-1) steps x 4 ranks x ceil(64MiB / (4 x 4MiB)) chunks
+    assert collective_flow_floor("allreduce", 64 << 20, 4) == 6 * 4 * 4
+    assert collective_flow_floor("allgather", 1, 8) == 7 * 8
+    assert collective_flow_floor("allreduce", 1 << 20, 1) == 0
+
+
+def test_sweep_grid_limit_and_names(tmp_path, capsys):
+    with pytest.raises(UserError, match="24,000 variants"):
+        check_sweep_size("s.yaml", [200, 2, 3, 4, 5], None)
+    check_sweep_size("s.yaml", [200, 2, 3, 4, 5], 30_000)
+    for name in ("../../../x", "/tmp/abs", "a/b", ".."):
+        path = tmp_path / "s.yaml"
+        path.write_text(yaml.safe_dump({"name": name, "experiment": str(TINY),
+                                        "grid": {"simulation.seed": [1]}}))
+        assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
+        err = _err(capsys)
+        assert len(err) == 1 and "name: expected a plain folder name" in err[0]

@@ -1,0 +1,105 @@
+"""Link throughput series (both fidelities) conserve the bytes the links carried; the timeline
+groups ranks by stage and GPU type at any scale and says which ranks it shows; plots are written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heterosim.report.link_series import link_rates, port_queues
+from heterosim.report.plots import (
+    merged_segments,
+    plot_link_utilization,
+    plot_queues,
+    plot_timeline,
+    timeline_rows,
+)
+
+TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_experiment.yaml"
+
+
+def test_timeline_rows_group_by_stage_and_gpu_and_thin_evenly_past_the_limit():
+    stage = np.repeat([1, 0, 2, 3], 100)  # 400 ranks, stage order not rank order
+    gpu = ["A100"] * 100 + ["H100"] * 60 + ["H800"] * 40 + ["H100"] * 100 + ["L40S"] * 100
+    rows, groups = timeline_rows(stage, gpu, max_rows=100)
+    labels = [label.split("\n")[0] for label, _, _ in groups]
+    assert labels == ["stage 0 · H100", "stage 0 · H800", "stage 1 · A100", "stage 2 · H100",
+                      "stage 3 · L40S"]
+    assert sum(count for _, _, count in groups) == rows.size <= 100 + len(groups)
+    for (label, first, count), (lo, hi) in zip(groups, [(100, 159), (160, 199), (0, 99), (200, 299),
+                                                          (300, 399)]):
+        shown = rows[first:first + count]
+        assert shown[0] == lo and shown[-1] == hi  # each group's first and last rank are drawn
+        assert f"ranks {lo}-{hi}" in label
+    all_rows, _ = timeline_rows(stage, gpu, max_rows=400)
+    assert sorted(all_rows.tolist()) == list(range(400))
+
+
+@pytest.fixture(scope="module", params=["flow", "packet"])
+def tiny_run(request, native_lib):
+    from heterosim.config.experiment import load_experiment
+    from heterosim.simulate import run_experiment
+
+    return run_experiment(load_experiment(TINY), fidelity=request.param)
+
+
+@pytest.mark.ns3
+def test_link_throughput_over_time_adds_up_to_the_bytes_each_link_carried(tiny_run):
+    run = tiny_run
+    engine, topo = run.engine, run.topology
+    rates = link_rates(engine.series, topo)
+    assert rates is not None and rates.network.any() and rates.direction.size == 16 + 8 * (
+        engine.fidelity == "flow")  # packet fidelity samples fabric ports and NIC uplinks only
+    carried = rates.rate_bps * np.diff(rates.time_ns)[:, None] * 1e-9 / 8
+    links = engine.links
+    key = np.asarray(links["link"], np.int64) * 2 + np.asarray(links["direction"], np.int64)
+    total = dict(zip(key.tolist(), np.asarray(links["bytes"], np.float64).tolist()))
+    interval_ns = run.experiment.simulation.sample_interval_ns
+    end_ns = max(engine.makespan_ns, int(rates.time_ns[-1]))
+    for i, direction in enumerate(rates.direction.tolist()):
+        up_to_last_sample = carried[:, i].sum()
+        tail = rates.capacity_bps[i] / 8 * (end_ns - rates.time_ns[-1]) * 1e-9
+        assert total[direction] - tail - 1 <= up_to_last_sample <= total[direction] + 1
+        assert end_ns - rates.time_ns[-1] <= interval_ns
+    # no interval runs faster than the link (payload: capacity; wire bytes: within one frame)
+    assert np.all(rates.utilization <= 1.0 + 1e-6 + 4096 * 8 / (interval_ns * 1e-9) / rates.capacity_bps)
+
+
+@pytest.mark.ns3
+def test_plots_are_written_for_both_fidelities(tiny_run, tmp_path):
+    run = tiny_run
+    engine, plan = run.engine, run.tables.plan
+    stage = np.array([run.workload.layout.pp_index(r) for r in range(len(run.rank_gpu))])
+    gpu = [run.experiment.cluster.gpu_type[int(g)] for g in run.rank_gpu]
+    plot_timeline(tmp_path / "timeline.png", plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
+                  stage, gpu)
+    plot_link_utilization(tmp_path / "link.png", link_rates(engine.series, run.topology), 48)
+    queues = port_queues(engine.series, run.topology)
+    assert (queues is None) == (engine.fidelity == "flow")  # the fluid model has no queues
+    if queues is not None:
+        assert queues.depth_bytes.max() > 0 and all("->" in name for name in queues.names)
+        plot_queues(tmp_path / "queues.png", queues, 48)
+    for png in tmp_path.glob("*.png"):
+        assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_merged_segments_are_the_union_of_each_rows_spans():
+    rng = np.random.default_rng(7)
+    row = rng.integers(0, 6, 3000)
+    start = rng.integers(0, 200_000, 3000)
+    end = start + rng.integers(1, 500, 3000)
+    out_row, first, last = merged_segments(row, start, end, gap=0)
+    for r in range(6):
+        covered = np.zeros(201_000, dtype=bool)
+        for s, e in zip(start[row == r], end[row == r]):
+            covered[s:e] = True
+        merged = np.zeros_like(covered)
+        mine = out_row == r
+        assert np.all(first[mine][1:] > last[mine][:-1])  # disjoint, in time order
+        for s, e in zip(first[mine], last[mine]):
+            merged[s:e] = True
+        assert np.array_equal(covered, merged)
+    _, wide_first, _ = merged_segments(row, start, end, gap=10_000)
+    assert wide_first.size < first.size  # closing gaps below a pixel merges more
