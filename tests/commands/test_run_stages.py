@@ -80,7 +80,7 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
                               "memory_tbps": 0.936, "nvlink_gbps_per_dir": 0, "pcie_gen": 4}},
         "host_types": {
             "r3090": {"gpu": "RTX-3090", "gpus": 8, "fabric": "pcie", "nics": 1,
-                      "nic_speed": "10Gbps"},
+                      "nic_speed": "10Gbps", "transport": "socket"},
             "r2080": {"gpu": "RTX-2080-Ti", "gpus": 8, "fabric": "pcie", "nics": 1,
                       "nic_speed": "10Gbps"},
             "titan": {"gpu": "Titan-RTX", "gpus": 8, "fabric": "pcie", "nics": 1,
@@ -107,4 +107,13 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
     assert [loaded.cluster.gpu_type[g] for g in rank_gpu] == _expected_gpus(loaded)
     assert loaded.cluster.gpu_host[rank_gpu].reshape(4, 8).tolist() == [
         [0] * 8, [1] * 8, [3] * 8, [2] * 8]
+    # and it runs as written, its socket host beside RDMA hosts: every rank on the GPU it names
+    from heterosim.cli import main
+
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "exp.yaml"), "--fidelity", "flow", "--out", str(out),
+                 "--quiet", "--no-plots"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert [r["gpu"] for r in results["ranks"]] == _expected_gpus(loaded)
+    assert results["iteration_time_s"] > 0 and not results["sim"]["partial"]
 
