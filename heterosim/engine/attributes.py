@@ -31,7 +31,6 @@ from heterosim.units import MAX_TIME_NS, parse_rate
 # and the fluid model's FluidNetwork).
 PACKET_TYPES = ("ns3::PacketNetwork", "ns3::RdmaNic", "ns3::SwitchMmu", "ns3::RedEcnMarker",
                 "ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::Dctcp", "ns3::NoCongestionControl",
-                "ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::Dctcp", "ns3::NoCongestionControl",
                 "ns3::SocketTransport", "ns3::PacketFastForward")
 FLUID_TYPE = "ns3::FluidNetwork"
 ALL_TYPES = (*PACKET_TYPES, FLUID_TYPE)
