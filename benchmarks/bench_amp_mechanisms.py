@@ -36,8 +36,14 @@ from heterosim.validate.cases import load_cases  # noqa: E402
 from heterosim.validate.predict import iteration_time_s  # noqa: E402
 from heterosim.validate.stats import error_pct, mape, spearman  # noqa: E402
 
-STEPS = ("before", "T4 power-cap GEMM envelope", "DeepSpeed pipeline engine",
-         "layer forward x2", "host time per kernel", "cost per communication call")
+STEPS = (
+    "before",
+    "T4 power-cap GEMM envelope",
+    "DeepSpeed pipeline engine",
+    "layer forward x2",
+    "host time per kernel",
+    "cost per communication call",
+)
 
 
 def _without_t4_envelope():
@@ -84,24 +90,31 @@ def main(argv: list[str] | None = None) -> int:
     patched = _without_t4_envelope()
     for step in range(len(STEPS)):
         efficiency.published_kernels = (  # type: ignore[assignment]
-            (lambda: patched) if step == 0 else original)
+            (lambda: patched) if step == 0 else original
+        )
         for case in cases:
             preds[case.id].append(run_step(case, step))
             print(f"step {step} {case.id}: {preds[case.id][-1]:.3f} s", file=sys.stderr)
     efficiency.published_kernels = original  # type: ignore[assignment]
-    lines = ["| case | measured s | " + " | ".join(f"{i}. {s}" for i, s in enumerate(STEPS))
-             + " |", "|---|---:|" + "---:|" * len(STEPS)]
+    lines = [
+        "| case | measured s | " + " | ".join(f"{i}. {s}" for i, s in enumerate(STEPS)) + " |",
+        "|---|---:|" + "---:|" * len(STEPS),
+    ]
     for case in cases:
         errs = [error_pct(p, case.measured) for p in preds[case.id]]
-        moved = [f"{errs[0]:+.1f}"] + [f"{errs[i]:+.1f} ({errs[i] - errs[i - 1]:+.1f})"
-                                       for i in range(1, len(errs))]
-        lines.append(f"| {case.id.removeprefix('amp-het-gpt2-')} | {case.measured:g} | "
-                     + " | ".join(moved) + " |")
+        moved = [f"{errs[0]:+.1f}"] + [
+            f"{errs[i]:+.1f} ({errs[i] - errs[i - 1]:+.1f})" for i in range(1, len(errs))
+        ]
+        lines.append(
+            f"| {case.id.removeprefix('amp-het-gpt2-')} | {case.measured:g} | " + " | ".join(moved) + " |"
+        )
     measured = [c.measured for c in cases]
-    row_mape = ["MAPE %", ""] + [f"{mape([error_pct(preds[c.id][i], c.measured) for c in cases]):.1f}"
-                                for i in range(len(STEPS))]
-    row_rho = ["Spearman", ""] + [f"{spearman([preds[c.id][i] for c in cases], measured):.3f}"
-                                  for i in range(len(STEPS))]
+    row_mape = ["MAPE %", ""] + [
+        f"{mape([error_pct(preds[c.id][i], c.measured) for c in cases]):.1f}" for i in range(len(STEPS))
+    ]
+    row_rho = ["Spearman", ""] + [
+        f"{spearman([preds[c.id][i] for c in cases], measured):.3f}" for i in range(len(STEPS))
+    ]
     lines += ["| " + " | ".join(row_mape) + " |", "| " + " | ".join(row_rho) + " |"]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -29,30 +29,52 @@ def bench_lookup(n: int = 5000) -> None:
     ks = rng.integers(64, 16384, n)
     t2 = time.perf_counter()
     for m, nn, k in zip(ms.tolist(), ns.tolist(), ks.tolist()):
-        model.time_op("gemm", "bf16", (m, nn, k, 1), (0, 0), 2 * m * nn * k,
-                      2 * (m * k + k * nn + m * nn), "H100-SXM")
+        model.time_op(
+            "gemm", "bf16", (m, nn, k, 1), (0, 0), 2 * m * nn * k, 2 * (m * k + k * nn + m * nn), "H100-SXM"
+        )
     t3 = time.perf_counter()
     print(f"ComputeModel() + calibrate A100/H100: {1e3 * (t1 - t0):.0f} ms")
-    print(f"{n} distinct GEMM templates timed: {1e3 * (t3 - t2):.0f} ms "
-          f"({1e6 * (t3 - t2) / n:.1f} us per template)")
+    print(
+        f"{n} distinct GEMM templates timed: {1e3 * (t3 - t2):.0f} ms "
+        f"({1e6 * (t3 - t2) / n:.1f} us per template)"
+    )
 
 
 CASES = [
     # (case id, gpu, published s/iteration, attention, dp, distributed optimizer, model, training)
-    ("megatron-readme2020-dgxa100-1b", "A100-40GB-SXM", 1.076, "unfused", 1, False,
-     ModelConfig("gpt-1.16b", "gpt", 1920, 24, 15, 15, 7680, 51200, 1024),
-     TrainingConfig(16, 16, 1024, "fp16", "full")),
-    ("nemo2407-h100-fp8-gpt3-5b-64", "H100-SXM", 2048 * 2048 / (23406 * 64), "flash", 64, True,
-     ModelConfig("gpt3-5b", "gpt", 4096, 24, 32, 32, 16384, 50304, 2048),
-     TrainingConfig(2048, 4, 2048, "fp8", "none")),
+    (
+        "megatron-readme2020-dgxa100-1b",
+        "A100-40GB-SXM",
+        1.076,
+        "unfused",
+        1,
+        False,
+        ModelConfig("gpt-1.16b", "gpt", 1920, 24, 15, 15, 7680, 51200, 1024),
+        TrainingConfig(16, 16, 1024, "fp16", "full"),
+    ),
+    (
+        "nemo2407-h100-fp8-gpt3-5b-64",
+        "H100-SXM",
+        2048 * 2048 / (23406 * 64),
+        "flash",
+        64,
+        True,
+        ModelConfig("gpt3-5b", "gpt", 4096, 24, 32, 32, 16384, 50304, 2048),
+        TrainingConfig(2048, 4, 2048, "fp8", "none"),
+    ),
     # Secondary, DER: time derived from 408.8 TFLOP/s with Megatron-Core's own FLOP formula
     # 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (convention not stated by the source), ffn = 4h,
     # no GQA, micro-batch 1 (all NS).
-    ("megatron-core-readme-h100-1p7b", "H100-SXM",
-     72 * 192 * 4096 * 24 * 2048**2 * (1 + 4096 / (6 * 2048) + 131072 / (12 * 24 * 2048))
-     / 48 / 408.8e12, "flash", 48, True,
-     ModelConfig("gpt-1.7b", "gpt", 2048, 24, 16, 16, 8192, 131072, 4096),
-     TrainingConfig(192, 1, 4096, "bf16", "none")),
+    (
+        "megatron-core-readme-h100-1p7b",
+        "H100-SXM",
+        72 * 192 * 4096 * 24 * 2048**2 * (1 + 4096 / (6 * 2048) + 131072 / (12 * 24 * 2048)) / 48 / 408.8e12,
+        "flash",
+        48,
+        True,
+        ModelConfig("gpt-1.7b", "gpt", 2048, 24, 16, 16, 8192, 131072, 4096),
+        TrainingConfig(192, 1, 4096, "bf16", "none"),
+    ),
 ]
 
 
@@ -66,8 +88,10 @@ def bench_validation() -> None:
         par = single_gpu_parallel(dp, dist)
         est = estimate_iteration(mcfg, tcfg, par, gpu, model, attention=attention)
         err = est.iteration_s / measured - 1
-        print(f"| {case} | {gpu} | {1e3 * est.layer_fwd_bwd_s:.2f} | {est.iteration_s:.3f} | "
-              f"{measured:.3f} | {100 * err:+.1f}% |")
+        print(
+            f"| {case} | {gpu} | {1e3 * est.layer_fwd_bwd_s:.2f} | {est.iteration_s:.3f} | "
+            f"{measured:.3f} | {100 * err:+.1f}% |"
+        )
         if model.gpu_attention_impl(gpu) != "flash-attention-2" and attention == "flash":
             alt = estimate_iteration(mcfg, tcfg, par, gpu, fa2, attention=attention)
             sensitivity.append(f"{case}: {100 * (alt.iteration_s / measured - 1):+.1f}%")

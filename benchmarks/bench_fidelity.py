@@ -30,27 +30,47 @@ CLI = "from heterosim.cli import main; raise SystemExit(main())"
 
 # name -> (experiment file, overrides, what it exercises)
 CASES: dict[str, tuple[str, list[str], str]] = {
-    "tiny-100g": ("workloads/compare/tiny_4gpu.yaml", [],
-                  "DP all-reduce over one 100G NIC per host, 2 hosts"),
-    "tiny-400g": ("workloads/compare/tiny_4gpu_400g.yaml", [],
-                  "same at 400G"),
-    "default": ("workloads/default.yaml", [],
-                "GPT-3 350M TP4 PP2 DP2, H100 + A100 hosts, 16 GPUs"),
-    "topology-ab-h0": ("workloads/examples/topology_ab.yaml", [],
-                       "DP4 x TP8 on a non-blocking rail-optimised 32-GPU slice"),
-    "topology-ab-h4": ("workloads/examples/topology_ab.yaml",
-                       ["cluster=../../topologies/h4_32gpu.yaml"],
-                       "same on 4:1 oversubscribed leaves with mixed 400G/200G NICs"),
-    "cc-study-h4": ("workloads/examples/cc_study_h4.yaml", [],
-                    "DP4 x TP8 on H4 (oversubscribed, mixed NIC speeds), DCQCN"),
+    "tiny-100g": (
+        "workloads/compare/tiny_4gpu.yaml",
+        [],
+        "DP all-reduce over one 100G NIC per host, 2 hosts",
+    ),
+    "tiny-400g": ("workloads/compare/tiny_4gpu_400g.yaml", [], "same at 400G"),
+    "default": ("workloads/default.yaml", [], "GPT-3 350M TP4 PP2 DP2, H100 + A100 hosts, 16 GPUs"),
+    "topology-ab-h0": (
+        "workloads/examples/topology_ab.yaml",
+        [],
+        "DP4 x TP8 on a non-blocking rail-optimised 32-GPU slice",
+    ),
+    "topology-ab-h4": (
+        "workloads/examples/topology_ab.yaml",
+        ["cluster=../../topologies/h4_32gpu.yaml"],
+        "same on 4:1 oversubscribed leaves with mixed 400G/200G NICs",
+    ),
+    "cc-study-h4": (
+        "workloads/examples/cc_study_h4.yaml",
+        [],
+        "DP4 x TP8 on H4 (oversubscribed, mixed NIC speeds), DCQCN",
+    ),
 }
 
 
 def run_one(name: str, fidelity: str, extra: list[str], out_root: Path) -> dict:
     experiment, overrides, _ = CASES[name]
     out = out_root / f"{name}-{fidelity}"
-    cmd = [sys.executable, "-c", CLI, "run", str(REPO / experiment), "--out", str(out),
-           "--no-plots", "--quiet", "--set", f"simulation.fidelity={fidelity}"]
+    cmd = [
+        sys.executable,
+        "-c",
+        CLI,
+        "run",
+        str(REPO / experiment),
+        "--out",
+        str(out),
+        "--no-plots",
+        "--quiet",
+        "--set",
+        f"simulation.fidelity={fidelity}",
+    ]
     for item in overrides + extra:
         cmd += ["--set", item]
     start = time.perf_counter()
@@ -60,8 +80,12 @@ def run_one(name: str, fidelity: str, extra: list[str], out_root: Path) -> dict:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["?"]
         return {"error": tail[0], "wall_s": wall}
     res = json.loads((out / "results.json").read_text())
-    return {"wall_s": wall, "iteration_s": res["iteration_time_s"],
-            "exposed_comm_s": res["breakdown"]["exposed_comm_s"], "network": res["network"]}
+    return {
+        "wall_s": wall,
+        "iteration_s": res["iteration_time_s"],
+        "exposed_comm_s": res["breakdown"]["exposed_comm_s"],
+        "network": res["network"],
+    }
 
 
 def main() -> int:
@@ -73,8 +97,10 @@ def main() -> int:
     names = [n for n in args.only.split(",") if n] or list(CASES)
     unknown = [n for n in names if n not in CASES]
     if unknown:
-        print(f"bench_fidelity: --only: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}",
-              file=sys.stderr)
+        print(
+            f"bench_fidelity: --only: unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}",
+            file=sys.stderr,
+        )
         return 2
     out_root = Path(args.out)
     rows = []
@@ -82,23 +108,33 @@ def main() -> int:
         flow = run_one(name, "flow", args.set, out_root)
         packet = run_one(name, "packet", args.set, out_root)
         rows.append((name, flow, packet))
-        print(f"# {name}: flow {flow.get('iteration_s', flow.get('error'))} / "
-              f"packet {packet.get('iteration_s', packet.get('error'))}", file=sys.stderr, flush=True)
-    print("| case | what | flow iteration ms | packet iteration ms | packet / flow | exposed comm ms "
-          "flow / packet | pauses | ECN marks | CNPs | drops | wall s flow / packet |")
+        print(
+            f"# {name}: flow {flow.get('iteration_s', flow.get('error'))} / "
+            f"packet {packet.get('iteration_s', packet.get('error'))}",
+            file=sys.stderr,
+            flush=True,
+        )
+    print(
+        "| case | what | flow iteration ms | packet iteration ms | packet / flow | exposed comm ms "
+        "flow / packet | pauses | ECN marks | CNPs | drops | wall s flow / packet |"
+    )
     print("|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
     for name, flow, packet in rows:
         what = CASES[name][2]
         if "error" in flow or "error" in packet:
-            print(f"| {name} | {what} | {flow.get('error', '')} | {packet.get('error', '')} "
-                  "| - | - | - | - | - | - | - |")
+            print(
+                f"| {name} | {what} | {flow.get('error', '')} | {packet.get('error', '')} "
+                "| - | - | - | - | - | - | - |"
+            )
             continue
         net = packet["network"]
-        print(f"| {name} | {what} | {flow['iteration_s'] * 1e3:.3f} | {packet['iteration_s'] * 1e3:.3f} "
-              f"| {packet['iteration_s'] / flow['iteration_s']:.3f} "
-              f"| {flow['exposed_comm_s'] * 1e3:.3f} / {packet['exposed_comm_s'] * 1e3:.3f} "
-              f"| {net['pfc_pause_frames']} | {net['ecn_marks']} | {net['cnps']} | {net['drops']} "
-              f"| {flow['wall_s']:.1f} / {packet['wall_s']:.1f} |")
+        print(
+            f"| {name} | {what} | {flow['iteration_s'] * 1e3:.3f} | {packet['iteration_s'] * 1e3:.3f} "
+            f"| {packet['iteration_s'] / flow['iteration_s']:.3f} "
+            f"| {flow['exposed_comm_s'] * 1e3:.3f} / {packet['exposed_comm_s'] * 1e3:.3f} "
+            f"| {net['pfc_pause_frames']} | {net['ecn_marks']} | {net['cnps']} | {net['drops']} "
+            f"| {flow['wall_s']:.1f} / {packet['wall_s']:.1f} |"
+        )
     return 0
 
 

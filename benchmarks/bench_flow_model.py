@@ -47,24 +47,36 @@ def ring_allreduce_plan(gpus: int, size_bytes: int, channels: int) -> ExecutionP
     parent = (c * steps + s - 1) * gpus + (r - 1) % gpus
     dep_ptr = np.concatenate([[0], np.cumsum(has_dep)]).astype(np.int64)
     return ExecutionPlan(
-        kind=np.full(n, FLOW, np.uint8), gpu=src.astype(np.int32), dst=dst.astype(np.int32),
-        bytes=np.full(n, chunk, np.int64), duration_ns=np.zeros(n, np.int64),
-        delay_ns=np.zeros(n, np.int64), stream=np.zeros(n, np.int16), priority=np.zeros(n, np.uint8),
-        dep_ptr=dep_ptr, dep_idx=parent[has_dep].astype(np.int64), rank=src.astype(np.int32),
-        node=np.full(n, -1, np.int64), collective=np.zeros(n, np.int64), num_gpus=gpus,
+        kind=np.full(n, FLOW, np.uint8),
+        gpu=src.astype(np.int32),
+        dst=dst.astype(np.int32),
+        bytes=np.full(n, chunk, np.int64),
+        duration_ns=np.zeros(n, np.int64),
+        delay_ns=np.zeros(n, np.int64),
+        stream=np.zeros(n, np.int16),
+        priority=np.zeros(n, np.uint8),
+        dep_ptr=dep_ptr,
+        dep_idx=parent[has_dep].astype(np.int64),
+        rank=src.astype(np.int32),
+        node=np.full(n, -1, np.int64),
+        collective=np.zeros(n, np.int64),
+        num_gpus=gpus,
     )
 
 
-def report_allreduce(label: str, plan: ExecutionPlan, build_s: float, size_bytes: int, gpus: int,
-                     topo) -> None:
+def report_allreduce(
+    label: str, plan: ExecutionPlan, build_s: float, size_bytes: int, gpus: int, topo
+) -> None:
     result = execute_plan(plan, topo, NETWORK)
     flows = int((plan.kind == FLOW).sum())
     seconds = result.makespan_ns * 1e-9
     busbw = size_bytes / seconds * 2 * (gpus - 1) / gpus / 1e9
-    print(f"{label}: {gpus} GPUs {size_bytes / 2**20:.0f} MiB: tasks {len(plan)}, flows {flows}, "
-          f"plan {build_s:.2f} s, execute {result.wall_s:.2f} s ({result.events} events, "
-          f"{result.events / result.wall_s / 1e6:.2f} M events/s), simulated "
-          f"{seconds * 1e3:.3f} ms, busbw {busbw:.1f} GB/s")
+    print(
+        f"{label}: {gpus} GPUs {size_bytes / 2**20:.0f} MiB: tasks {len(plan)}, flows {flows}, "
+        f"plan {build_s:.2f} s, execute {result.wall_s:.2f} s ({result.events} events, "
+        f"{result.events / result.wall_s / 1e6:.2f} M events/s), simulated "
+        f"{seconds * 1e3:.3f} ms, busbw {busbw:.1f} GB/s"
+    )
 
 
 def bench_ring(cluster_file: str, size_bytes: int, channels: int) -> None:
@@ -72,8 +84,14 @@ def bench_ring(cluster_file: str, size_bytes: int, channels: int) -> None:
     gpus = len(topo.gpu_node)
     started = time.perf_counter()
     plan = ring_allreduce_plan(gpus, size_bytes, channels)
-    report_allreduce(f"plain ring x{channels} on {cluster_file}", plan, time.perf_counter() - started,
-                     size_bytes, gpus, topo)
+    report_allreduce(
+        f"plain ring x{channels} on {cluster_file}",
+        plan,
+        time.perf_counter() - started,
+        size_bytes,
+        gpus,
+        topo,
+    )
 
 
 def bench_nccl_ring(cluster_file: str, size_bytes: int) -> None:
@@ -83,8 +101,9 @@ def bench_nccl_ring(cluster_file: str, size_bytes: int) -> None:
     started = time.perf_counter()
     coll = decompose_collective("allreduce", size_bytes, list(range(gpus)), cluster, algorithm="ring")
     plan = coll.to_execution_plan(gpus)
-    report_allreduce(f"NCCL-style ring on {cluster_file}", plan, time.perf_counter() - started,
-                     size_bytes, gpus, topo)
+    report_allreduce(
+        f"NCCL-style ring on {cluster_file}", plan, time.perf_counter() - started, size_bytes, gpus, topo
+    )
 
 
 def bench_random_flows(cluster_file: str, count: int, arrivals: str, seed: int = 1) -> None:
@@ -102,9 +121,11 @@ def bench_random_flows(cluster_file: str, count: int, arrivals: str, seed: int =
         start = np.zeros(count, np.int64)
     out = run_flows_fluid(topo, NETWORK, src, dst, size, start, seed=seed)
     fct = out["flows"]["fct_ns"]
-    print(f"{count} flows ({arrivals}) on {cluster_file}: wall {out['wall_s']:.2f} s, simulated "
-          f"{out['sim_end_ns'] * 1e-6:.3f} ms, median FCT {np.median(fct) / 1e3:.1f} us, "
-          f"max FCT {fct.max() / 1e3:.1f} us, all delivered {bool((fct > 0).all())}")
+    print(
+        f"{count} flows ({arrivals}) on {cluster_file}: wall {out['wall_s']:.2f} s, simulated "
+        f"{out['sim_end_ns'] * 1e-6:.3f} ms, median FCT {np.median(fct) / 1e3:.1f} us, "
+        f"max FCT {fct.max() / 1e3:.1f} us, all delivered {bool((fct > 0).all())}"
+    )
 
 
 def main() -> None:

@@ -32,15 +32,22 @@ def main() -> None:
     args = parser.parse_args()
 
     hosts = args.hosts
-    topo = build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": args.speed}},
-         "hosts": [{"type": "n", "count": hosts}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"}},
-        "bench.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": args.speed}
+                },
+                "hosts": [{"type": "n", "count": hosts}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"},
+            },
+            "bench.yaml",
+        )
+    )
     size = parse_size(args.size)
-    network = NetworkConfig(cc=args.cc, mtu_bytes=parse_size(args.mtu), pfc=True,
-                            buffer_bytes=32 << 20, ecmp=True)
+    network = NetworkConfig(
+        cc=args.cc, mtu_bytes=parse_size(args.mtu), pfc=True, buffer_bytes=32 << 20, ecmp=True
+    )
     gbl = native.load()
     ns3 = gbl.ns3
     ns3.Simulator.Destroy()
@@ -49,8 +56,15 @@ def main() -> None:
     net = packet.create_packet_network(gbl, desc, network, seed=1)
     n = hosts - 1
     ids = np.arange(n, dtype=np.uint32)
-    net.ScheduleFlows(n, ids, np.arange(n, dtype=np.uint32) + 1, np.zeros(n, np.uint32),
-                      np.full(n, size, np.uint64), np.zeros(n, np.int64), np.full(n, 3, np.uint8))
+    net.ScheduleFlows(
+        n,
+        ids,
+        np.arange(n, dtype=np.uint32) + 1,
+        np.zeros(n, np.uint32),
+        np.full(n, size, np.uint64),
+        np.zeros(n, np.int64),
+        np.full(n, 3, np.uint8),
+    )
     net.SetStopAfterFlows(n)
     t1 = time.perf_counter()
     c1 = time.process_time()
@@ -62,17 +76,18 @@ def main() -> None:
     t3 = time.perf_counter()
     hops = stats["counters"]["frames"]
     run_s = t2 - t1
-    print(f"{n}-to-1 incast, {hosts} hosts, {args.size} per sender, {args.speed}, mtu {args.mtu}, "
-          f"cc {args.cc}")
+    print(
+        f"{n}-to-1 incast, {hosts} hosts, {args.size} per sender, {args.speed}, mtu {args.mtu}, cc {args.cc}"
+    )
     print(f"simulated {sim_ns / 1e6:.3f} ms; {hops} packet-hops; {stats['events']} events")
     cpu_s = c2 - c1
-    print(f"build {t1 - t0:.3f} s, run {run_s:.3f} s wall / {cpu_s:.3f} s CPU, "
-          f"stats {t3 - t2:.3f} s")
-    print(f"wall: {hops / run_s / 1e6:.2f} M packet-hops/s, {stats['events'] / run_s / 1e6:.2f} "
-          f"M events/s; CPU: {hops / cpu_s / 1e6:.2f} M packet-hops/s")
+    print(f"build {t1 - t0:.3f} s, run {run_s:.3f} s wall / {cpu_s:.3f} s CPU, stats {t3 - t2:.3f} s")
+    print(
+        f"wall: {hops / run_s / 1e6:.2f} M packet-hops/s, {stats['events'] / run_s / 1e6:.2f} "
+        f"M events/s; CPU: {hops / cpu_s / 1e6:.2f} M packet-hops/s"
+    )
     c = stats["counters"]
-    print(f"drops {c['drops']}, pauses {c['pfc_pause_frames']}, marks {c['ecn_marks']}, "
-          f"cnps {c['cnps']}")
+    print(f"drops {c['drops']}, pauses {c['pfc_pause_frames']}, marks {c['ecn_marks']}, cnps {c['cnps']}")
     net.Dispose()
     ns3.Simulator.Destroy()
 

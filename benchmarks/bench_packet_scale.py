@@ -54,11 +54,15 @@ def main() -> None:
     end = res["flows"]["end_ns"]
     digest = hashlib.sha256(end.tobytes()).hexdigest()[:12]
     events = res["events"]
-    print(f"{gpus} flows of {args.size}, shift {args.shift}; scheduler "
-          f"{args.scheduler or native.EVENT_SCHEDULER}")
+    print(
+        f"{gpus} flows of {args.size}, shift {args.shift}; scheduler "
+        f"{args.scheduler or native.EVENT_SCHEDULER}"
+    )
     print(f"simulated {res['sim_end_ns'] / 1e3:.1f} us; {events:,} events; finish-time digest {digest}")
-    print(f"build + run + stats {cpu:.2f} CPU-s; {events / cpu / 1e6:.2f} M events per CPU-s "
-          f"(build included; see --size 64KiB for the fixed part)")
+    print(
+        f"build + run + stats {cpu:.2f} CPU-s; {events / cpu / 1e6:.2f} M events per CPU-s "
+        f"(build included; see --size 64KiB for the fixed part)"
+    )
 
 
 if __name__ == "__main__":

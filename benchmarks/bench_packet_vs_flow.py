@@ -34,36 +34,72 @@ from heterosim.engine import fluid, packet
 from heterosim.engine.topology import Topology, build_topology
 
 LINE_STEPS = {"Dcqcn::RateAi": "0bps", "Dcqcn::RateHai": "0bps"}
-S3 = {**LINE_STEPS, "Dcqcn::ByteCounter": 0, "Dcqcn::G": 1 / 256, "Dcqcn::MinRate": "1000Mbps",
-      "CnpInterval": "1us"}
+S3 = {
+    **LINE_STEPS,
+    "Dcqcn::ByteCounter": 0,
+    "Dcqcn::G": 1 / 256,
+    "Dcqcn::MinRate": "1000Mbps",
+    "CnpInterval": "1us",
+}
 PROFILES: dict[str, tuple[str, dict]] = {
     "firmware": ("dcqcn", {}),
     "line-steps": ("dcqcn", LINE_STEPS),
     "hpcc-dcqcn": ("dcqcn", S3),
-    "hpcc-paper": ("dcqcn", {**S3, "Dcqcn::AlphaUpdateInterval": "50us",
-                             "Dcqcn::RateDecreaseInterval": "50us",
-                             "Dcqcn::IncreaseTimer": "55us"}),
+    "hpcc-paper": (
+        "dcqcn",
+        {
+            **S3,
+            "Dcqcn::AlphaUpdateInterval": "50us",
+            "Dcqcn::RateDecreaseInterval": "50us",
+            "Dcqcn::IncreaseTimer": "55us",
+        },
+    ),
     "none": ("none", {}),
 }
 
 
 def rail_cluster(speed: str, gpus: int = 8) -> Topology:
     """Four hosts of ``gpus`` H100s with one ``speed`` NIC per GPU, rail-optimised."""
-    return build_topology(parse_cluster(
-        {"host_types": {"h": {"gpu": "H100-SXM", "gpus": gpus, "fabric": "nvswitch",
-                              "nics": gpus, "nic_speed": speed}},
-         "hosts": [{"type": "h", "count": 4}],
-         "fabric": {"kind": "rail-optimized", "link_delay": "1us"}}, "rail.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "h": {
+                        "gpu": "H100-SXM",
+                        "gpus": gpus,
+                        "fabric": "nvswitch",
+                        "nics": gpus,
+                        "nic_speed": speed,
+                    }
+                },
+                "hosts": [{"type": "h", "count": 4}],
+                "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
+            },
+            "rail.yaml",
+        )
+    )
 
 
 def two_leaves() -> Topology:
     """topologies/two_leaf_8hosts.yaml: 100G NICs, two leaves, one 400G spine."""
-    return build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": 8}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us",
-                    "oversubscription": 1, "spine_speed": "400Gbps"}}, "two_leaf.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": 8}],
+                "fabric": {
+                    "kind": "fat-tree",
+                    "hosts_per_leaf": 4,
+                    "link_delay": "1us",
+                    "oversubscription": 1,
+                    "spine_speed": "400Gbps",
+                },
+            },
+            "two_leaf.yaml",
+        )
+    )
 
 
 def all_to_all() -> tuple[Topology, list[int], list[int]]:
@@ -74,22 +110,49 @@ def all_to_all() -> tuple[Topology, list[int], list[int]]:
 
 Case = tuple[str, Callable[[], tuple[Topology, list[int], list[int]]], int, int]
 CASES: dict[str, Case] = {
-    "p2p400": ("uncongested: one flow between hosts, 400G NIC", lambda: (rail_cluster("400Gbps"),
-                                                                      [0], [8]), 64 << 20, 4096),
-    "nvlink": ("uncongested: one flow inside an H100 host (NVLink)",
-               lambda: (rail_cluster("400Gbps"), [0], [5]), 64 << 20, 4096),
-    "incast400": ("3-to-1 incast on one 400G rail", lambda: (rail_cluster("400Gbps"),
-                                                             [8, 16, 24], [0] * 3), 32 << 20, 4096),
-    "incast400long": ("3-to-1 incast on one 400G rail, long", lambda: (
-        rail_cluster("400Gbps"), [8, 16, 24], [0] * 3), 128 << 20, 4096),
-    "incast200": ("3-to-1 incast on one 200G rail", lambda: (rail_cluster("200Gbps"),
-                                                             [8, 16, 24], [0] * 3), 32 << 20, 4096),
-    "incast100": ("3-to-1 incast on one 100G rail", lambda: (rail_cluster("100Gbps"),
-                                                             [8, 16, 24], [0] * 3), 32 << 20, 4096),
-    "incast4to1": ("4-to-1 100G incast across a 400G spine (1 KiB MTU)",
-                   lambda: (two_leaves(), [0, 1, 2, 3], [4] * 4), 16 << 20, 1024),
-    "a2a": ("all-to-all between the mixed_16gpu hosts (400G / 200G NICs)", all_to_all,
-            4 << 20, 4096),
+    "p2p400": (
+        "uncongested: one flow between hosts, 400G NIC",
+        lambda: (rail_cluster("400Gbps"), [0], [8]),
+        64 << 20,
+        4096,
+    ),
+    "nvlink": (
+        "uncongested: one flow inside an H100 host (NVLink)",
+        lambda: (rail_cluster("400Gbps"), [0], [5]),
+        64 << 20,
+        4096,
+    ),
+    "incast400": (
+        "3-to-1 incast on one 400G rail",
+        lambda: (rail_cluster("400Gbps"), [8, 16, 24], [0] * 3),
+        32 << 20,
+        4096,
+    ),
+    "incast400long": (
+        "3-to-1 incast on one 400G rail, long",
+        lambda: (rail_cluster("400Gbps"), [8, 16, 24], [0] * 3),
+        128 << 20,
+        4096,
+    ),
+    "incast200": (
+        "3-to-1 incast on one 200G rail",
+        lambda: (rail_cluster("200Gbps"), [8, 16, 24], [0] * 3),
+        32 << 20,
+        4096,
+    ),
+    "incast100": (
+        "3-to-1 incast on one 100G rail",
+        lambda: (rail_cluster("100Gbps"), [8, 16, 24], [0] * 3),
+        32 << 20,
+        4096,
+    ),
+    "incast4to1": (
+        "4-to-1 100G incast across a 400G spine (1 KiB MTU)",
+        lambda: (two_leaves(), [0, 1, 2, 3], [4] * 4),
+        16 << 20,
+        1024,
+    ),
+    "a2a": ("all-to-all between the mixed_16gpu hosts (400G / 200G NICs)", all_to_all, 4 << 20, 4096),
 }
 
 
@@ -98,15 +161,16 @@ def compare(case: Case, profile: str) -> dict[str, float]:
     _, make, size, mtu = case
     topo, src, dst = make()
     cc, attributes = PROFILES[profile]
-    network = NetworkConfig(cc=cc, mtu_bytes=mtu, pfc=True, buffer_bytes=32 << 20, ecmp=True,
-                            attributes=dict(attributes))
+    network = NetworkConfig(
+        cc=cc, mtu_bytes=mtu, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=dict(attributes)
+    )
     n = len(src)
     started = time.perf_counter()
-    res = packet.run_flows(topo, network, src, dst, [size] * n, [0] * n, [3] * n,
-                           stop_ns=2_000_000_000)
+    res = packet.run_flows(topo, network, src, dst, [size] * n, [0] * n, [3] * n, stop_ns=2_000_000_000)
     wall = time.perf_counter() - started
-    flows = fluid.run_flows_fluid(topo, network, np.array(src), np.array(dst),
-                                  np.full(n, size), np.zeros(n, np.int64))
+    flows = fluid.run_flows_fluid(
+        topo, network, np.array(src), np.array(dst), np.full(n, size), np.zeros(n, np.int64)
+    )
     fct = res["flows"]["fct_ns"].astype(float)
     makespan = float(res["flows"]["end_ns"].max())
     ports = res["ports"]
@@ -115,10 +179,15 @@ def compare(case: Case, profile: str) -> dict[str, float]:
     goodput = size / fct
     c = res["counters"]
     return {
-        "packet_ms": makespan / 1e6, "flow_ms": float(flows["flows"]["end_ns"].max()) / 1e6,
-        "ratio": makespan / float(flows["flows"]["end_ns"].max()), "util": float(util.max()),
-        "jain": float(goodput.sum() ** 2 / (n * (goodput ** 2).sum())),
-        "pauses": c["pfc_pause_frames"], "drops": c["drops"], "cnps": c["cnps"], "wall_s": wall,
+        "packet_ms": makespan / 1e6,
+        "flow_ms": float(flows["flows"]["end_ns"].max()) / 1e6,
+        "ratio": makespan / float(flows["flows"]["end_ns"].max()),
+        "util": float(util.max()),
+        "jain": float(goodput.sum() ** 2 / (n * (goodput**2).sum())),
+        "pauses": c["pfc_pause_frames"],
+        "drops": c["drops"],
+        "cnps": c["cnps"],
+        "wall_s": wall,
         "done": bool((res["flows"]["end_ns"] >= 0).all()),
     }
 
@@ -128,17 +197,22 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--profiles", default=",".join(PROFILES))
     args = parser.parse_args()
-    print("| case | size/flow | profile | packet ms | flow ms | packet/flow | busiest port | "
-          "Jain | pauses | drops | CNPs |")
+    print(
+        "| case | size/flow | profile | packet ms | flow ms | packet/flow | busiest port | "
+        "Jain | pauses | drops | CNPs |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key in args.cases.split(","):
         case = CASES[key]
         for profile in args.profiles.split(","):
             m = compare(case, profile)
             mark = "" if m["done"] else " (unfinished)"
-            print(f"| {case[0]} | {case[2] >> 20} MiB | {profile} | {m['packet_ms']:.3f}{mark} | "
-                  f"{m['flow_ms']:.3f} | {m['ratio']:.3f} | {m['util']:.0%} | {m['jain']:.3f} | "
-                  f"{m['pauses']} | {m['drops']} | {m['cnps']} |", flush=True)
+            print(
+                f"| {case[0]} | {case[2] >> 20} MiB | {profile} | {m['packet_ms']:.3f}{mark} | "
+                f"{m['flow_ms']:.3f} | {m['ratio']:.3f} | {m['util']:.0%} | {m['jain']:.3f} | "
+                f"{m['pauses']} | {m['drops']} | {m['cnps']} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

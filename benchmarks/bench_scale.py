@@ -72,34 +72,52 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
     native.load()
     with tempfile.TemporaryDirectory() as tmp:
         extra = [f"cluster={_cluster_file(cluster_gpus, Path(tmp))}"] if cluster_gpus else []
-        exp = load_experiment(REPO / experiment,
-                              [*overrides, *extra, f"simulation.fidelity={fidelity}"])
-        row: dict = {"experiment": experiment, "overrides": overrides, "fidelity": fidelity,
-                     "gpus": exp.cluster.world_size, "cluster": exp.cluster.name,
-                     "granularity": exp.simulation.collective_granularity}
+        exp = load_experiment(REPO / experiment, [*overrides, *extra, f"simulation.fidelity={fidelity}"])
+        row: dict = {
+            "experiment": experiment,
+            "overrides": overrides,
+            "fidelity": fidelity,
+            "gpus": exp.cluster.world_size,
+            "cluster": exp.cluster.name,
+            "granularity": exp.simulation.collective_granularity,
+        }
         c0 = time.process_time()
         prepared = prepare_run(exp)
         plan, topology, stage = prepared.tables.plan, prepared.topology, prepared.stage_wall_s
         flows = plan.kind == FLOW
-        row.update(workload_wall_s=stage["workload_s"], plan_wall_s=stage["plan_s"],
-                   build_cpu_s=time.process_time() - c0, tasks=len(plan),
-                   flows=int(flows.sum()), flow_bytes=int(plan.bytes[flows].sum()),
-                   rss_after_plan_mb=_rss_mb())
+        row.update(
+            workload_wall_s=stage["workload_s"],
+            plan_wall_s=stage["plan_s"],
+            build_cpu_s=time.process_time() - c0,
+            tasks=len(plan),
+            flows=int(flows.sum()),
+            flow_bytes=int(plan.bytes[flows].sum()),
+            rss_after_plan_mb=_rss_mb(),
+        )
         print(json.dumps({"progress": row}), flush=True)
         c1 = time.process_time()
-        engine = execute_plan(plan, topology, exp.network,
-                              engine_config(fidelity=fidelity, seed=exp.simulation.seed))
-        row.update(engine_wall_s=engine.wall_s, engine_cpu_s=time.process_time() - c1,
-                   events=engine.events, simulated_s=engine.makespan_ns * 1e-9,
-                   rss_after_engine_mb=_rss_mb())
+        engine = execute_plan(
+            plan, topology, exp.network, engine_config(fidelity=fidelity, seed=exp.simulation.seed)
+        )
+        row.update(
+            engine_wall_s=engine.wall_s,
+            engine_cpu_s=time.process_time() - c1,
+            events=engine.events,
+            simulated_s=engine.makespan_ns * 1e-9,
+            rss_after_engine_mb=_rss_mb(),
+        )
         stage["engine_s"] = engine.wall_s
         c2 = time.process_time()
         t2 = time.perf_counter()
         artifacts = RunArtifacts.from_prepared(exp, prepared, engine)
         results = results_dict(artifacts)
         write_run_outputs(artifacts, Path(tmp) / "out", results, plots=False)
-        row.update(report_wall_s=time.perf_counter() - t2, report_cpu_s=time.process_time() - c2,
-                   peak_rss_mb=_rss_mb(), iteration_s=results["iteration_time_s"])
+        row.update(
+            report_wall_s=time.perf_counter() - t2,
+            report_cpu_s=time.process_time() - c2,
+            peak_rss_mb=_rss_mb(),
+            iteration_s=results["iteration_time_s"],
+        )
     return row
 
 
@@ -119,10 +137,19 @@ def run_ring(gpus: int, size_bytes: int) -> dict:
     plan = ring_allreduce_plan(gpus, size_bytes, 1)
     c0 = time.process_time()
     result = execute_plan(plan, topo, NETWORK)
-    return {"experiment": f"ring all-reduce {size_bytes >> 20} MiB", "gpus": gpus, "fidelity": "flow",
-            "tasks": len(plan), "flows": len(plan), "flow_bytes": int(plan.bytes.sum()),
-            "engine_wall_s": result.wall_s, "engine_cpu_s": time.process_time() - c0,
-            "events": result.events, "simulated_s": result.makespan_ns * 1e-9, "peak_rss_mb": _rss_mb()}
+    return {
+        "experiment": f"ring all-reduce {size_bytes >> 20} MiB",
+        "gpus": gpus,
+        "fidelity": "flow",
+        "tasks": len(plan),
+        "flows": len(plan),
+        "flow_bytes": int(plan.bytes.sum()),
+        "engine_wall_s": result.wall_s,
+        "engine_cpu_s": time.process_time() - c0,
+        "events": result.events,
+        "simulated_s": result.makespan_ns * 1e-9,
+        "peak_rss_mb": _rss_mb(),
+    }
 
 
 def run_events(n_events: int) -> dict:
@@ -140,8 +167,12 @@ def run_events(n_events: int) -> dict:
         wall, cpu = np.zeros(1), np.zeros(1)
         ran = int(gbl.ns3.RunSchedulerBenchmark(n_events, in_flight, wall, cpu))
         rows[f"bare_{in_flight}"] = {"events": ran, "wall_s": float(wall[0]), "cpu_s": float(cpu[0])}
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_packet.py"), "--size", "16MiB"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "bench_packet.py"), "--size", "16MiB"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {"experiment": "event rates", "bare": rows, "packet_incast": out.strip()}
 
 
@@ -152,16 +183,27 @@ CASES = {
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [], "flow", 0),
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", ["cluster=../../topologies/h2_128gpu.yaml"], "flow", 0),
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [], "packet", 0),
-        ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
-         ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32"],
-         "flow", 0),
+        (
+            "workloads/simai/gpt3_175b_tp8_pp8.yaml",
+            ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32"],
+            "flow",
+            0,
+        ),
     ],
     # GPT-3 175B TP8 PP8, two micro-batches per replica, DP = GPUs / 64 (16 GPUs: TP8 PP2, which does
     # not fit in memory: the check only warns, since speed, not feasibility, is measured here)
     "gpus": [
-        ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
-         [f"parallel.pp={max(1, min(8, g // 8))}", f"parallel.dp={max(1, g // 64)}",
-          f"training.global_batch={2 * max(1, g // 64)}", "simulation.memory_check=warn"], "flow", g)
+        (
+            "workloads/simai/gpt3_175b_tp8_pp8.yaml",
+            [
+                f"parallel.pp={max(1, min(8, g // 8))}",
+                f"parallel.dp={max(1, g // 64)}",
+                f"training.global_batch={2 * max(1, g // 64)}",
+                "simulation.memory_check=warn",
+            ],
+            "flow",
+            g,
+        )
         for g in (16, 64, 128, 512, 1024)
     ],
     # bytes simulated: GPT-3 175B on H0 128 with more micro-batches (pipeline traffic grows)
@@ -173,13 +215,23 @@ CASES = {
     "granularity": [
         ("workloads/simai/gpt3_175b_tp8_pp8.yaml", [f"simulation.collective_granularity={g}"], "flow", 0)
         for g in ("chunk", "connection")
-    ] + [
-        ("workloads/simai/gpt3_13b_tp2.yaml", [*c, "simulation.collective_granularity=connection"],
-         "flow", 0) for c in ([], ["cluster=../../topologies/h2_128gpu.yaml"])
-    ] + [
-        ("workloads/simai/gpt3_175b_tp8_pp8.yaml",
-         ["cluster=../../topologies/h0_1024gpu.yaml", "parallel.dp=16", "training.global_batch=32",
-          "simulation.collective_granularity=connection"], "flow", 0),
+    ]
+    + [
+        ("workloads/simai/gpt3_13b_tp2.yaml", [*c, "simulation.collective_granularity=connection"], "flow", 0)
+        for c in ([], ["cluster=../../topologies/h2_128gpu.yaml"])
+    ]
+    + [
+        (
+            "workloads/simai/gpt3_175b_tp8_pp8.yaml",
+            [
+                "cluster=../../topologies/h0_1024gpu.yaml",
+                "parallel.dp=16",
+                "training.global_batch=32",
+                "simulation.collective_granularity=connection",
+            ],
+            "flow",
+            0,
+        )
     ],
 }
 
@@ -216,18 +268,31 @@ def _spawn(spec: dict, mem_gb: float) -> dict:
 def _print(row: dict) -> None:
     if row.get("experiment") == "event rates":
         for name, r in row["bare"].items():
-            print(f"ns-3 bare Schedule loop ({name}): {r['events'] / r['wall_s'] / 1e6:.2f} M events/s wall, "
-                  f"{r['events'] / max(r['cpu_s'], 1e-9) / 1e6:.2f} M events/s CPU")
+            print(
+                f"ns-3 bare Schedule loop ({name}): {r['events'] / r['wall_s'] / 1e6:.2f} M events/s wall, "
+                f"{r['events'] / max(r['cpu_s'], 1e-9) / 1e6:.2f} M events/s CPU"
+            )
         print(row["packet_incast"])
         return
     name = Path(str(row.get("experiment", ""))).stem
     sets = " ".join(row.get("overrides", []) or [])
-    cells = [f"{name} {sets}".strip(), str(row.get("gpus", "")), row.get("fidelity", ""),
-             row.get("granularity", "-"),
-             f"{row.get('tasks', 0):,}", f"{row.get('flows', 0):,}",
-             f"{row.get('flow_bytes', 0) / 2**30:,.1f}"]
-    for key in ("workload_wall_s", "plan_wall_s", "build_cpu_s", "engine_wall_s", "engine_cpu_s",
-                "report_wall_s"):
+    cells = [
+        f"{name} {sets}".strip(),
+        str(row.get("gpus", "")),
+        row.get("fidelity", ""),
+        row.get("granularity", "-"),
+        f"{row.get('tasks', 0):,}",
+        f"{row.get('flows', 0):,}",
+        f"{row.get('flow_bytes', 0) / 2**30:,.1f}",
+    ]
+    for key in (
+        "workload_wall_s",
+        "plan_wall_s",
+        "build_cpu_s",
+        "engine_wall_s",
+        "engine_cpu_s",
+        "report_wall_s",
+    ):
         cells.append(f"{row[key]:.1f}" if key in row else "-")
     events = row.get("events")
     cells.append(f"{events:,}" if events else "-")
@@ -238,9 +303,11 @@ def _print(row: dict) -> None:
     print("| " + " | ".join(cells) + " |", flush=True)
 
 
-HEADER = ("| case | GPUs | fidelity | granularity | tasks | flows | GiB moved | workload s | plan s "
-          "| build CPU s | engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms "
-          "| peak RSS MB | note |")
+HEADER = (
+    "| case | GPUs | fidelity | granularity | tasks | flows | GiB moved | workload s | plan s "
+    "| build CPU s | engine s | engine CPU s | report s | events | M events/CPU-s | simulated ms "
+    "| peak RSS MB | note |"
+)
 
 
 def main() -> None:
@@ -250,8 +317,11 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--fidelity", default="flow", choices=("flow", "packet"))
     parser.add_argument("--gpus", type=int, default=0, help="with --case: an H0 cluster of this size")
-    parser.add_argument("--granularity", choices=("chunk", "step", "connection"),
-                        help="simulation.collective_granularity for cases that do not set it")
+    parser.add_argument(
+        "--granularity",
+        choices=("chunk", "step", "connection"),
+        help="simulation.collective_granularity for cases that do not set it",
+    )
     parser.add_argument("--mem-gb", type=float, default=9.0, help="address-space limit per case")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -259,8 +329,15 @@ def main() -> None:
         _child(args)
         return
     if args.case:
-        specs = [{"kind": "case", "experiment": args.case, "overrides": args.overrides,
-                  "fidelity": args.fidelity, "cluster_gpus": args.gpus}]
+        specs = [
+            {
+                "kind": "case",
+                "experiment": args.case,
+                "overrides": args.overrides,
+                "fidelity": args.fidelity,
+                "cluster_gpus": args.gpus,
+            }
+        ]
     else:
         groups = args.only or [*CASES, "ring", "events"]
         specs = []
@@ -270,13 +347,14 @@ def main() -> None:
             elif group == "events":
                 specs.append({"kind": "events", "n_events": 5_000_000})
             else:
-                specs += [{"kind": "case", "experiment": e, "overrides": o, "fidelity": f,
-                           "cluster_gpus": g} for e, o, f, g in CASES[group]]
+                specs += [
+                    {"kind": "case", "experiment": e, "overrides": o, "fidelity": f, "cluster_gpus": g}
+                    for e, o, f, g in CASES[group]
+                ]
     if args.granularity:
         for spec in specs:
             sets = spec.get("overrides")
-            if sets is not None and not any(o.startswith("simulation.collective_granularity=")
-                                            for o in sets):
+            if sets is not None and not any(o.startswith("simulation.collective_granularity=") for o in sets):
                 spec["overrides"] = [*sets, f"simulation.collective_granularity={args.granularity}"]
     print(HEADER)
     print("|" + "---|" * (HEADER.count("|") - 1))

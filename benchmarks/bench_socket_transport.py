@@ -34,17 +34,31 @@ from heterosim.simulate import CollectiveSpec, engine_config, simulate_collectiv
 
 
 def cluster(speed: str, transports: tuple[str, ...] = ("socket", "socket")):
-    types = {f"t{i}": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": speed,
-                       "transport": t} for i, t in enumerate(transports)}
-    return parse_cluster({"host_types": types,
-                          "hosts": [{"type": f"t{i}", "count": 1} for i in range(len(transports))],
-                          "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}},
-                         "bench.yaml")
+    types = {
+        f"t{i}": {
+            "gpu": "H100-SXM",
+            "gpus": 1,
+            "fabric": "pcie",
+            "nics": 1,
+            "nic_speed": speed,
+            "transport": t,
+        }
+        for i, t in enumerate(transports)
+    }
+    return parse_cluster(
+        {
+            "host_types": types,
+            "hosts": [{"type": f"t{i}", "count": 1} for i in range(len(transports))],
+            "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+        },
+        "bench.yaml",
+    )
 
 
 def network(buffer: int = 16 << 20, **attributes) -> NetworkConfig:
-    return NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=buffer, ecmp=True,
-                         attributes=attributes)
+    return NetworkConfig(
+        cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=buffer, ecmp=True, attributes=attributes
+    )
 
 
 def reference_gbps(speed: str, size: int, bidirectional: bool = False) -> tuple[float, int]:
@@ -60,22 +74,23 @@ def reference_gbps(speed: str, size: int, bidirectional: bool = False) -> tuple[
 def allreduce_row(speed: str, size: int) -> None:
     cl = cluster(speed)
     started = time.perf_counter()
-    pkt = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
-                              engine_config(fidelity="packet"))
+    pkt = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size, engine_config(fidelity="packet"))
     wall_p = time.perf_counter() - started
     started = time.perf_counter()
-    flw = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
-                               engine_config(fidelity="flow"))
+    flw = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size, engine_config(fidelity="flow"))
     wall_f = time.perf_counter() - started
     ref, _ = reference_gbps(speed, size)
     both, ref_retx = reference_gbps(speed, size, bidirectional=True)
     p, f = pkt.busbw_GBps * 8, flw.busbw_GBps * 8
     tcp = pkt.tcp
-    print(f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  ref 1-way {ref:8.3f}  "
-          f"2-way {both:8.3f}  packet/2-way {p / both:6.3f}  flow/packet {f / p:6.3f}  "
-          f"retx {tcp['retransmits']:>4}  "
-          f"max cwnd {tcp['max_cwnd_bytes']:>8}  ref retx {ref_retx:>3}  "
-          f"wall {wall_p:5.1f} / {wall_f:4.2f} s", flush=True)
+    print(
+        f"{speed:>8} {size >> 20:>5} MiB  packet {p:8.3f}  flow {f:8.3f}  ref 1-way {ref:8.3f}  "
+        f"2-way {both:8.3f}  packet/2-way {p / both:6.3f}  flow/packet {f / p:6.3f}  "
+        f"retx {tcp['retransmits']:>4}  "
+        f"max cwnd {tcp['max_cwnd_bytes']:>8}  ref retx {ref_retx:>3}  "
+        f"wall {wall_p:5.1f} / {wall_f:4.2f} s",
+        flush=True,
+    )
 
 
 def incast(buffer: int) -> None:
@@ -83,8 +98,7 @@ def incast(buffer: int) -> None:
     size = 16 << 20
     src, dst = [0, 1, 4, 5], [2, 2, 2, 2]
     started = time.perf_counter()
-    pkt = packet.run_flows(topo, network(buffer), src, dst, [size] * 4, [0] * 4,
-                           stop_ns=2_000_000_000)
+    pkt = packet.run_flows(topo, network(buffer), src, dst, [size] * 4, [0] * 4, stop_ns=2_000_000_000)
     wall = time.perf_counter() - started
     flw = fluid.run_flows_fluid(topo, network(buffer), src, dst, [size] * 4, [0] * 4)
     fp = np.asarray(pkt["flows"]["fct_ns"], float)
@@ -92,9 +106,12 @@ def incast(buffer: int) -> None:
     tcp = pkt["tcp"]["summary"]
     kinds = ["rdma", "rdma", "tcp", "tcp"]
     cells = "  ".join(f"{k} {a / 1e3:7.1f}/{b / 1e3:7.1f}" for k, a, b in zip(kinds, fp, ff))
-    print(f"buffer {buffer >> 20:>2} MiB  fct us packet/flow: {cells}  makespan flow/packet "
-          f"{ff.max() / fp.max():6.3f}  tcp retx {tcp['retransmits']}  drops {pkt['counters']['drops']}  "
-          f"pauses {pkt['counters']['pfc_pause_frames']}  wall {wall:4.1f} s", flush=True)
+    print(
+        f"buffer {buffer >> 20:>2} MiB  fct us packet/flow: {cells}  makespan flow/packet "
+        f"{ff.max() / fp.max():6.3f}  tcp retx {tcp['retransmits']}  drops {pkt['counters']['drops']}  "
+        f"pauses {pkt['counters']['pfc_pause_frames']}  wall {wall:4.1f} s",
+        flush=True,
+    )
 
 
 def split(nthreads: int, nsocks: int) -> None:
@@ -107,9 +124,12 @@ def split(nthreads: int, nsocks: int) -> None:
     flw = fluid.run_flows_fluid(topo, network(**attrs), [0], [1], [size], [0])
     p, f = int(pkt["flows"]["fct_ns"][0]), int(flw["flows"]["end_ns"][0])
     tcp = pkt["tcp"]["summary"]
-    print(f"{nthreads} x {nsocks}: sockets {tcp['streams']:>2}  fct packet {p / 1e3:8.1f} us  flow "
-          f"{f / 1e3:8.1f} us  flow/packet {f / p:6.3f}  goodput {size * 8 / p:6.2f} Gb/s  retx "
-          f"{tcp['retransmits']}  max cwnd {tcp['max_cwnd_bytes']}  wall {wall:4.1f} s", flush=True)
+    print(
+        f"{nthreads} x {nsocks}: sockets {tcp['streams']:>2}  fct packet {p / 1e3:8.1f} us  flow "
+        f"{f / 1e3:8.1f} us  flow/packet {f / p:6.3f}  goodput {size * 8 / p:6.2f} Gb/s  retx "
+        f"{tcp['retransmits']}  max cwnd {tcp['max_cwnd_bytes']}  wall {wall:4.1f} s",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -118,8 +138,12 @@ def main() -> None:
     cases = parser.parse_args().cases.split(",")
     if "allreduce" in cases:
         print("# 2-host all-reduce, bus bandwidth Gb/s")
-        for speed, size in (("10Gbps", 16 << 20), ("25Gbps", 32 << 20), ("100Gbps", 64 << 20),
-                            ("100Gbps", 256 << 20)):
+        for speed, size in (
+            ("10Gbps", 16 << 20),
+            ("25Gbps", 32 << 20),
+            ("100Gbps", 64 << 20),
+            ("100Gbps", 256 << 20),
+        ):
             allreduce_row(speed, size)
     if "sizes" in cases:
         print("# 2-host all-reduce at 25 Gb/s over sizes")

@@ -47,10 +47,16 @@ def _case(path: str, overrides: list[str], write_ranks: str | None) -> dict:
                 write_s += time.perf_counter() - w
         build_s = time.perf_counter() - t - write_s
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"setup_s": setup_s, "build_s": build_s, "write_s": write_s, "nodes": nodes,
-            "ranks": len(ranks) if ranks else workload.world_size,
-            "nodes_per_s": nodes / build_s if build_s else 0.0,
-            "write_nodes_per_s": nodes / write_s if write_s else 0.0, "peak_rss_mb": peak_mb}
+    return {
+        "setup_s": setup_s,
+        "build_s": build_s,
+        "write_s": write_s,
+        "nodes": nodes,
+        "ranks": len(ranks) if ranks else workload.world_size,
+        "nodes_per_s": nodes / build_s if build_s else 0.0,
+        "write_nodes_per_s": nodes / write_s if write_s else 0.0,
+        "peak_rss_mb": peak_mb,
+    }
 
 
 def main() -> None:
@@ -66,17 +72,24 @@ def main() -> None:
     if not args.quick:
         cases += [(p.stem, str(p), "", "") for p in sorted((ROOT / "workloads/simai").glob("*.yaml"))]
     big = str(ROOT / "workloads/simai/gpt3_175b_tp8_pp8.yaml")
-    cases += [("gpt3_175b gb1536 (all ranks, in memory)", big, "training.global_batch=1536", ""),
-              ("gpt3_175b gb1536 (write ranks 0-7)", big, "training.global_batch=1536", "0-7")]
-    print(f"{'case':44} {'ranks':>5} {'nodes':>11} {'setup s':>8} {'build s':>8} "
-          f"{'Mnodes/s':>9} {'write Mn/s':>10} {'peak MB':>8}")
+    cases += [
+        ("gpt3_175b gb1536 (all ranks, in memory)", big, "training.global_batch=1536", ""),
+        ("gpt3_175b gb1536 (write ranks 0-7)", big, "training.global_batch=1536", "0-7"),
+    ]
+    print(
+        f"{'case':44} {'ranks':>5} {'nodes':>11} {'setup s':>8} {'build s':>8} "
+        f"{'Mnodes/s':>9} {'write Mn/s':>10} {'peak MB':>8}"
+    )
     for name, path, sets, ranks in cases:
-        out = subprocess.run([sys.executable, __file__, "--one", path, sets, ranks],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", path, sets, ranks], capture_output=True, text=True, check=True
+        ).stdout
         r = json.loads(out)
-        print(f"{name:44} {r['ranks']:5d} {r['nodes']:11d} {r['setup_s']:8.2f} "
-              f"{r['build_s']:8.2f} {r['nodes_per_s'] / 1e6:9.2f} "
-              f"{r['write_nodes_per_s'] / 1e6:10.2f} {r['peak_rss_mb']:8.0f}")
+        print(
+            f"{name:44} {r['ranks']:5d} {r['nodes']:11d} {r['setup_s']:8.2f} "
+            f"{r['build_s']:8.2f} {r['nodes_per_s'] / 1e6:9.2f} "
+            f"{r['write_nodes_per_s'] / 1e6:10.2f} {r['peak_rss_mb']:8.0f}"
+        )
 
 
 if __name__ == "__main__":

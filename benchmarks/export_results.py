@@ -55,8 +55,7 @@ def tables(markdown: str) -> list[dict]:
             while i < len(lines) and lines[i].startswith("|"):
                 rows.append([cell(c) for c in split_row(lines[i])])
                 i += 1
-            out.append({"section": " / ".join(headings), "command": command, "header": header,
-                        "rows": rows})
+            out.append({"section": " / ".join(headings), "command": command, "header": header, "rows": rows})
             continue
         i += 1
     return out
@@ -68,8 +67,9 @@ def slug(text: str) -> str:
 
 def main() -> int:
     found = tables((HERE / "README.md").read_text())
-    (HERE / "results.json").write_text(json.dumps({"source": "benchmarks/README.md",
-                                                   "tables": found}, indent=1) + "\n")
+    (HERE / "results.json").write_text(
+        json.dumps({"source": "benchmarks/README.md", "tables": found}, indent=1) + "\n"
+    )
     folder = HERE / "results"
     folder.mkdir(exist_ok=True)
     for old in folder.glob("*.csv"):

@@ -22,8 +22,9 @@ from heterosim.simulate import run_jobs
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("experiment")
     parser.add_argument("--fidelity", choices=("packet", "flow"))
     parser.add_argument("--set", dest="overrides", action="append", default=[])
@@ -47,19 +48,25 @@ def main() -> int:
         print(f"{label}: {wall:.1f} s wall, {results[label]['sim']['events']} events", file=sys.stderr)
     together = results["together"]
     print(f"{experiment.name}, {experiment.simulation.fidelity} fidelity, seed {experiment.simulation.seed}")
-    print(f"{'job':<12} {'GPUs':<24} {'alone (ms)':>11} {'together (ms)':>14} {'slowdown':>9} "
-          f"{'bytes alone = together':>23}")
+    print(
+        f"{'job':<12} {'GPUs':<24} {'alone (ms)':>11} {'together (ms)':>14} {'slowdown':>9} "
+        f"{'bytes alone = together':>23}"
+    )
     for j, job in enumerate(experiment.jobs):
         alone = results[f"alone-{job.name}"]["jobs"][0]
         shared = together["jobs"][j]
         same = alone["network"]["bytes"] == shared["network"]["bytes"]
         ratio = shared["iteration_time_s"] / alone["iteration_time_s"]
-        print(f"{job.name:<12} {shared['gpus']:<24} {alone['iteration_time_s'] * 1e3:11.3f} "
-              f"{shared['iteration_time_s'] * 1e3:14.3f} {ratio:9.3f} {str(same):>23}")
+        print(
+            f"{job.name:<12} {shared['gpus']:<24} {alone['iteration_time_s'] * 1e3:11.3f} "
+            f"{shared['iteration_time_s'] * 1e3:14.3f} {ratio:9.3f} {str(same):>23}"
+        )
     net = together["network"]
-    print(f"together: {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
-          f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}; "
-          f"all jobs done at {together['makespan_s'] * 1e3:.3f} ms")
+    print(
+        f"together: {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
+        f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}; "
+        f"all jobs done at {together['makespan_s'] * 1e3:.3f} ms"
+    )
     return 0
 
 

@@ -31,8 +31,9 @@ def spearman(a: list[float], b: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", help="results.json of heterosim plan on plan_amp_het.yaml")
     parser.add_argument("--cases", default=str(REPO / "validation" / "cases.yaml"))
     args = parser.parse_args()
@@ -40,21 +41,27 @@ def main() -> int:
     sim: dict[tuple, float] = {}
     for row in results["candidates"]:
         par = row["parallel"]
-        if row["kind"] == "uniform" and par.get("partition") == "auto" and row.get(
-                "iteration_time_s") is not None:
+        if (
+            row["kind"] == "uniform"
+            and par.get("partition") == "auto"
+            and row.get("iteration_time_s") is not None
+        ):
             sim[(par["tp"], par["pp"], par["dp"], row["micro_batch"])] = row["iteration_time_s"]
-    cases = [c for c in yaml.safe_load(Path(args.cases).read_text())["cases"]
-             if c["group"] == "amp-het" and not (c.get("extra") or {}).get("run_failed")]
+    cases = [
+        c
+        for c in yaml.safe_load(Path(args.cases).read_text())["cases"]
+        if c["group"] == "amp-het" and not (c.get("extra") or {}).get("run_failed")
+    ]
     rows = []
     for case in cases:
         par, train = case["experiment"]["parallel"], case["experiment"]["training"]
         key = (par["tp"], par["pp"], par["dp"], train["micro_batch"])
         if key not in sim:
-            print(f"{case['id']}: not simulated by the plan search (raise --max-candidates)",
-                  file=sys.stderr)
+            print(f"{case['id']}: not simulated by the plan search (raise --max-candidates)", file=sys.stderr)
             continue
-        rows.append((case["id"], case["measured"]["iteration_time_s"],
-                     case["extra"]["amp_predicted_s"], sim[key]))
+        rows.append(
+            (case["id"], case["measured"]["iteration_time_s"], case["extra"]["amp_predicted_s"], sim[key])
+        )
     rows.sort(key=lambda r: r[1])
     print(f"{'case':<28} {'measured s':>10} {'AMP model s':>11} {'plan sim s':>10}")
     for case_id, measured, amp, ours in rows:
@@ -63,9 +70,11 @@ def main() -> int:
     for name, column in (("AMP cost model", 2), ("heterosim plan", 3)):
         values = [r[column] for r in rows]
         pick = rows[int(np.argmin(values))]
-        print(f"{name}: Spearman vs measured {spearman(values, measured):.3f} over {len(rows)} "
-              f"layouts; its pick {pick[0]} measured {pick[1]:.2f} s (best measured "
-              f"{min(measured):.2f} s)")
+        print(
+            f"{name}: Spearman vs measured {spearman(values, measured):.3f} over {len(rows)} "
+            f"layouts; its pick {pick[0]} measured {pick[1]:.2f} s (best measured "
+            f"{min(measured):.2f} s)"
+        )
     return 0
 
 

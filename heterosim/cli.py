@@ -62,8 +62,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
-        prog="heterosim", description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="heterosim", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"heterosim {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -71,9 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         importlib.import_module(f"heterosim.commands.{name}").register(subparsers)
     for sub in subparsers.choices.values():
         if "--max-memory" not in sub._option_string_actions:
-            sub.add_argument("--max-memory", metavar="SIZE",
-                             help="refuse, before allocating, a run estimated to need more memory "
-                                  "than this (default: the memory available)")
+            sub.add_argument(
+                "--max-memory",
+                metavar="SIZE",
+                help="refuse, before allocating, a run estimated to need more memory "
+                "than this (default: the memory available)",
+            )
     return parser
 
 
@@ -86,8 +88,13 @@ def _value_options(parser: argparse.ArgumentParser) -> tuple[set[str], set[str]]
         current = parsers.pop()
         for action in current._actions:
             every.update(action.option_strings)
-            if action.option_strings and action.nargs is None and not isinstance(
-                    action, (argparse._StoreConstAction, argparse._HelpAction, argparse._VersionAction)):
+            if (
+                action.option_strings
+                and action.nargs is None
+                and not isinstance(
+                    action, (argparse._StoreConstAction, argparse._HelpAction, argparse._VersionAction)
+                )
+            ):
                 takes_value.update(action.option_strings)
             if isinstance(action, argparse._SubParsersAction):
                 parsers.extend(action.choices.values())
@@ -105,8 +112,13 @@ def attach_negative_values(parser: argparse.ArgumentParser, argv: Sequence[str])
     while i < len(items):
         token = items[i]
         nxt = items[i + 1] if i + 1 < len(items) else None
-        if (token in takes_value and nxt is not None and nxt.startswith("-") and nxt != "--"
-                and nxt.split("=", 1)[0] not in every):
+        if (
+            token in takes_value
+            and nxt is not None
+            and nxt.startswith("-")
+            and nxt != "--"
+            and nxt.split("=", 1)[0] not in every
+        ):
             out.append(f"{token}={nxt}")
             i += 2
             continue

@@ -25,8 +25,10 @@ class Interrupted(Exception):
         self.exit_status = exit_status
 
 
-OUT_OF_MEMORY_HINT = ("memory grows with GPUs, micro-batches and flows; "
-                      "simulation.collective_granularity=connection needs the least")
+OUT_OF_MEMORY_HINT = (
+    "memory grows with GPUs, micro-batches and flows; "
+    "simulation.collective_granularity=connection needs the least"
+)
 
 
 def is_out_of_memory(exc: BaseException) -> bool:

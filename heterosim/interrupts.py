@@ -20,6 +20,7 @@ SIGTERM_MESSAGE = "terminated by SIGTERM"
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM raises KeyboardInterrupt while the block runs (main thread only)."""
+
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(SIGTERM_MESSAGE)
 

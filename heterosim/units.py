@@ -69,13 +69,7 @@ _RATE_UNITS: dict[str, float] = {
     "TBps": 8e12,
 }
 
-_TIME_UNITS: dict[str, float] = {
-    "s": 1e9,
-    "ms": 1e6,
-    "us": 1e3,
-    "µs": 1e3,
-    "ns": 1,
-}
+_TIME_UNITS: dict[str, float] = {"s": 1e9, "ms": 1e6, "us": 1e3, "µs": 1e3, "ns": 1}
 
 
 def _split(text: str | int | float, what: str) -> tuple[float, str]:

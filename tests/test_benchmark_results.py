@@ -9,8 +9,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def load_exporter():
-    spec = importlib.util.spec_from_file_location("export_results",
-                                                  REPO / "benchmarks" / "export_results.py")
+    spec = importlib.util.spec_from_file_location("export_results", REPO / "benchmarks" / "export_results.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -19,10 +18,12 @@ def load_exporter():
 
 def test_tables_keep_their_section_command_and_numbers():
     exporter = load_exporter()
-    text = ("## Speed\n\nScript: `python3 benchmarks/bench_x.py --n 4`\n\n"
-            "| case | events | wall s | note |\n|---|---:|---:|---|\n"
-            "| a | 45,999,446 | 8.64 | ok |\n| b | 12 | -1.5e3 | 3 % |\n\n### Sub\n\n"
-            "| x |\n|---|\n| 1 |\n")
+    text = (
+        "## Speed\n\nScript: `python3 benchmarks/bench_x.py --n 4`\n\n"
+        "| case | events | wall s | note |\n|---|---:|---:|---|\n"
+        "| a | 45,999,446 | 8.64 | ok |\n| b | 12 | -1.5e3 | 3 % |\n\n### Sub\n\n"
+        "| x |\n|---|\n| 1 |\n"
+    )
     tables = exporter.tables(text)
     assert [t["section"] for t in tables] == ["Speed", "Speed / Sub"]
     assert tables[0]["command"] == "python3 benchmarks/bench_x.py --n 4"

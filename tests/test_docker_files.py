@@ -28,8 +28,25 @@ from heterosim.sweep.grid import load_sweep
 REPO = Path(__file__).resolve().parent.parent
 DOCKER = REPO / "docker"
 INSTALL = "python3 -m pip install -e '.[test]'"
-INSTRUCTIONS = {"FROM", "RUN", "CMD", "LABEL", "EXPOSE", "ENV", "ADD", "COPY", "ENTRYPOINT", "VOLUME",
-                "USER", "WORKDIR", "ARG", "ONBUILD", "STOPSIGNAL", "HEALTHCHECK", "SHELL"}
+INSTRUCTIONS = {
+    "FROM",
+    "RUN",
+    "CMD",
+    "LABEL",
+    "EXPOSE",
+    "ENV",
+    "ADD",
+    "COPY",
+    "ENTRYPOINT",
+    "VOLUME",
+    "USER",
+    "WORKDIR",
+    "ARG",
+    "ONBUILD",
+    "STOPSIGNAL",
+    "HEALTHCHECK",
+    "SHELL",
+}
 
 
 def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
@@ -124,8 +141,11 @@ def test_dockerfile_installs_like_the_readme_and_builds_the_modules(instructions
     # the quick start's command (the dependencies and build backend are already in the venv),
     # then the C++ build, in the same RUN or a later one
     steps = [(i, step.strip()) for i, r in enumerate(runs) for step in r.split("&&")]
-    install = [(i, n) for n, (i, s) in enumerate(steps)
-               if s.startswith("python3 -m pip install") and s.endswith("-e '.[test]'")]
+    install = [
+        (i, n)
+        for n, (i, s) in enumerate(steps)
+        if s.startswith("python3 -m pip install") and s.endswith("-e '.[test]'")
+    ]
     assert install, f"no RUN like {INSTALL}"
     build = [n for n, (_, s) in enumerate(steps) if s.startswith("heterosim build")]
     assert build and build[0] > install[0][1]
@@ -166,8 +186,11 @@ def _heterosim_commands(text: str) -> list[list[str]]:
 
 def _check_command(words: list[str]) -> None:
     args = build_parser().parse_args(words[1:])
-    for value in [getattr(args, "experiment", None), getattr(args, "sweep", None),
-                  *(getattr(args, "experiments", None) or [])]:
+    for value in [
+        getattr(args, "experiment", None),
+        getattr(args, "sweep", None),
+        *(getattr(args, "experiments", None) or []),
+    ]:
         if value and not value.startswith(("/my/", "$")):
             assert (REPO / value).is_file(), f"{' '.join(words)}: {value} not in the repository"
 
@@ -205,6 +228,6 @@ def test_commands_in_docker_docs_parse_and_name_existing_files() -> None:
     for words in commands:
         _check_command(words)
     readme = (DOCKER / "README.md").read_text()
-    assert "docker build -f docker/Dockerfile" in readme and "-v \"$PWD/results:/results\"" in readme
+    assert "docker build -f docker/Dockerfile" in readme and '-v "$PWD/results:/results"' in readme
     for path in re.findall(r"\b(?:workloads|topologies)/[\w./-]+\.yaml", readme):
         assert (REPO / path).is_file(), path

@@ -53,6 +53,7 @@ def test_readme_command_runs(command):
         argv = [sys.executable, "-m", "heterosim.cli", *argv[1:], *(["--quiet"] if argv[1] == "run" else [])]
     elif argv[0] == "python3":
         argv[0] = sys.executable
-    result = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "MPLBACKEND": "Agg"})
+    result = subprocess.run(
+        argv, cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "MPLBACKEND": "Agg"}
+    )
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"

@@ -2,19 +2,20 @@
 
 import pytest
 
-from heterosim.units import (
-    format_size,
-    parse_rate,
-    parse_size,
-    parse_size_range,
-    parse_time_ns,
-)
+from heterosim.units import format_size, parse_rate, parse_size, parse_size_range, parse_time_ns
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("4KiB", 4096), ("1GiB", 2**30), ("1MB", 10**6), ("64MiB", 64 * 2**20), (512, 512),
-     ("1.5KiB", 1536), ("2 GB", 2 * 10**9)],
+    [
+        ("4KiB", 4096),
+        ("1GiB", 2**30),
+        ("1MB", 10**6),
+        ("64MiB", 64 * 2**20),
+        (512, 512),
+        ("1.5KiB", 1536),
+        ("2 GB", 2 * 10**9),
+    ],
 )
 def test_sizes(text, expected):
     assert parse_size(text) == expected
@@ -22,8 +23,7 @@ def test_sizes(text, expected):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("400Gbps", 400e9), ("100Gb/s", 100e9), ("900GB/s", 7.2e12), ("450GB/s", 3.6e12),
-     ("25Mbps", 25e6)],
+    [("400Gbps", 400e9), ("100Gb/s", 100e9), ("900GB/s", 7.2e12), ("450GB/s", 3.6e12), ("25Mbps", 25e6)],
 )
 def test_rates_are_bits_per_second(text, expected):
     assert parse_rate(text) == pytest.approx(expected)

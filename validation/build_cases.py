@@ -24,27 +24,45 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_PUBLIC = HERE.parent.parent / "shared" / "validation" / "cases_public.yaml"
 
 # Published GPU strings -> catalogue names (heterosim/catalog/gpus.yaml).
-GPU = {"A100-80GB-SXM": "A100-80GB-SXM", "A100-SXM": "A100-40GB-SXM", "V100-SXM": "V100-SXM2-32GB",
-       "H100-80GB-SXM": "H100-SXM"}
-GPU_WHY = {"A100-SXM": "A100 memory not stated; a 2020 DGX-A100 implies 40 GB (note, SEC)",
-           "V100-SXM": "V100 memory not stated; compute and NVLink are the same for 16/32 GB"}
+GPU = {
+    "A100-80GB-SXM": "A100-80GB-SXM",
+    "A100-SXM": "A100-40GB-SXM",
+    "V100-SXM": "V100-SXM2-32GB",
+    "H100-80GB-SXM": "H100-SXM",
+}
+GPU_WHY = {
+    "A100-SXM": "A100 memory not stated; a 2020 DGX-A100 implies 40 GB (note, SEC)",
+    "V100-SXM": "V100 memory not stated; compute and NVLink are the same for 16/32 GB",
+}
 
 # Cases included, with the values assumed for what the source leaves open. Keys are dotted
 # experiment keys; each value is (value, reason).
 SELENE = "Selene: 8 x 200 Gb/s HDR per DGX-A100, fat-tree (source §5)"
-UNFUSED = ("unfused", "published before FlashAttention (2022): Megatron-LM core attention ran as "
-           "batched QK^T/PV GEMMs with the fused scale-mask-softmax kernel and stored s x s scores")
+UNFUSED = (
+    "unfused",
+    "published before FlashAttention (2022): Megatron-LM core attention ran as "
+    "batched QK^T/PV GEMMs with the fused scale-mask-softmax kernel and stored s x s scores",
+)
 FLASH = ("flash", "Megatron-Core with Transformer Engine runs fused (flash/cuDNN) attention")
 README2020 = {
     "training.attention": UNFUSED,
     "training.dtype": ("fp16", "Megatron v1 code base trains in fp16 mixed precision (note)"),
-    "training.recompute": ("full", "Megatron v1 examples use --checkpoint-activations; the 1B A100 "
-                           "row's 149.8 TFLOP/s equals the SC'21 hardware-FLOP count with recompute"),
-    "training.micro_batch": ("per-replica batch", "Megatron v1 has no gradient accumulation: the "
-                             "batch of one model replica is one micro-batch"),
+    "training.recompute": (
+        "full",
+        "Megatron v1 examples use --checkpoint-activations; the 1B A100 "
+        "row's 149.8 TFLOP/s equals the SC'21 hardware-FLOP count with recompute",
+    ),
+    "training.micro_batch": (
+        "per-replica batch",
+        "Megatron v1 has no gradient accumulation: the batch of one model replica is one micro-batch",
+    ),
 }
-README2020_NET = {"network": ("8 x 200 Gb/s per host, fat-tree", "DGX-A100 standard complement "
-                              "(docs/network_models.md §6.3); not stated by the source")}
+README2020_NET = {
+    "network": (
+        "8 x 200 Gb/s per host, fat-tree",
+        "DGX-A100 standard complement (docs/network_models.md §6.3); not stated by the source",
+    )
+}
 SC21 = {
     "training.attention": UNFUSED,
     "training.dtype": ("fp16", "mixed 16-bit precision; fp16 and bf16 have the same A100 peak"),
@@ -52,8 +70,12 @@ SC21 = {
     "parallel.sequence_parallel": (False, "SC'21 predates sequence parallelism"),
     "parallel.zero": (0, "no optimizer sharding in SC'21 Megatron-LM"),
 }
-SC21_PP = {"parallel.vpp": (2, "interleaved 1F1B is stated, the interleave factor is not; "
-                            "2 is the smallest interleaving")}
+SC21_PP = {
+    "parallel.vpp": (
+        2,
+        "interleaved 1F1B is stated, the interleave factor is not; 2 is the smallest interleaving",
+    )
+}
 SC21_T2 = {
     "training.attention": UNFUSED,
     "training.dtype": ("fp16", "not restated for Table 2; mixed 16-bit as in Table 1"),
@@ -72,20 +94,31 @@ MBRIDGE = {
     "parallel.distributed_optimizer": (True, "fsdp column 0 = DDP with distributed optimizer (note)"),
     "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
 }
-FP8_2509 = {"training.dtype": ("fp8", "precision column not given for 25.09; 725 model TFLOP/s per "
-                               "GPU is above what BF16 reaches on H100 (note)")}
-VOCAB = {"gpt3": (50304, "NeMo GPT-3 configs pad the GPT-2 vocabulary to 50304 (model_source)"),
-         "llama2": (32000, "Llama 2 tokenizer (model card)"),
-         "nemotron": (256000, "Nemotron tokenizer (model card)")}
+FP8_2509 = {
+    "training.dtype": (
+        "fp8",
+        "precision column not given for 25.09; 725 model TFLOP/s per "
+        "GPU is above what BF16 reaches on H100 (note)",
+    )
+}
+VOCAB = {
+    "gpt3": (50304, "NeMo GPT-3 configs pad the GPT-2 vocabulary to 50304 (model_source)"),
+    "llama2": (32000, "Llama 2 tokenizer (model card)"),
+    "nemotron": (256000, "Nemotron tokenizer (model card)"),
+}
 H100_NET = {"network": ("8 x 400 Gb/s per host, rail-optimized", "DGX-H100 SuperPOD (SEC)")}
 
 # Megatron-LM v1 (2019-2021: the README-2020 runs and SC'21) defaults to --DDP-impl local, whose
 # DistributedDataParallel all-reduces every gradient in one call after the backward pass
 # (`model.allreduce_params(...)` in training.py's backward step), not overlapped with it.
-MEGATRON_V1_DDP = {"parallel.grad_sync": (
-    "after_backward", "Megatron-LM v1 default --DDP-impl local: training.py calls "
-    "model.allreduce_params() after the backward pass, so the gradient all-reduce is not "
-    "overlapped with it (arguments.py: --DDP-impl default 'local')")}
+MEGATRON_V1_DDP = {
+    "parallel.grad_sync": (
+        "after_backward",
+        "Megatron-LM v1 default --DDP-impl local: training.py calls "
+        "model.allreduce_params() after the backward pass, so the gradient all-reduce is not "
+        "overlapped with it (arguments.py: --DDP-impl default 'local')",
+    )
+}
 README2020 = {**README2020, **MEGATRON_V1_DDP}
 SC21 = {**SC21, **MEGATRON_V1_DDP}
 
@@ -100,25 +133,50 @@ for name in ("39p1b", "76p1b", "145p6b", "310p1b", "529p6b", "1008p0b"):
     SELECTED[f"megatron-sc21-t1-{name}"] = {**SC21, **SC21_PP}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b-2240"):
     SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
-        **SC21_T2, **SC21_PP, "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
-        "parallel.zero": SC21["parallel.zero"], **MEGATRON_V1_DDP}
-DS_ZERO3_2021 = {"parallel.zero3_impl": (
-    "deepspeed-0.3", "SC'21 (arXiv v1 April 2021) ran DeepSpeed's ZeRO-3 of that time: ZeRO-3 shipped "
-    "in DeepSpeed 0.3.13 (March 2021); the per-tensor blocking fetch lasted until 0.4.x "
-    "(heterosim/workload/zero3.py)")}
+        **SC21_T2,
+        **SC21_PP,
+        "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
+        "parallel.zero": SC21["parallel.zero"],
+        **MEGATRON_V1_DDP,
+    }
+DS_ZERO3_2021 = {
+    "parallel.zero3_impl": (
+        "deepspeed-0.3",
+        "SC'21 (arXiv v1 April 2021) ran DeepSpeed's ZeRO-3 of that time: ZeRO-3 shipped "
+        "in DeepSpeed 0.3.13 (March 2021); the per-tensor blocking fetch lasted until 0.4.x "
+        "(heterosim/workload/zero3.py)",
+    )
+}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-640", "530b-1120", "530b-2240"):
     SELECTED[f"megatron-sc21-t2-zero3-{name}"] = {**SC21_T2, **DS_ZERO3_2021}
-for name, vocab in (("gpt3-5b-64", "gpt3"), ("gpt3-20b-64", "gpt3"), ("gpt3-175b-128", "gpt3"),
-                    ("gpt3-175b-512", "gpt3"), ("llama2-7b-8", "llama2"), ("llama2-13b-16", "llama2"),
-                    ("llama2-70b-64", "llama2"), ("nemotron3-8b-64", "nemotron"),
-                    ("nemotron3-22b-64", "nemotron"), ("nemotron4-340b-128", "nemotron")):
+for name, vocab in (
+    ("gpt3-5b-64", "gpt3"),
+    ("gpt3-20b-64", "gpt3"),
+    ("gpt3-175b-128", "gpt3"),
+    ("gpt3-175b-512", "gpt3"),
+    ("llama2-7b-8", "llama2"),
+    ("llama2-13b-16", "llama2"),
+    ("llama2-70b-64", "llama2"),
+    ("nemotron3-8b-64", "nemotron"),
+    ("nemotron3-22b-64", "nemotron"),
+    ("nemotron4-340b-128", "nemotron"),
+):
     SELECTED[f"nemo2407-h100-fp8-{name}"] = {**NEMO, **SP, **H100_NET, "model.vocab": VOCAB[vocab]}
 for rel in ("2509", "2511", "2602"):
-    SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"] = {**MBRIDGE, **SP, **H100_NET,
-                                                     **(FP8_2509 if rel == "2509" else {})}
-FSDP8 = {"parallel.zero": (3, "fsdp column 8 on dp 8: parameters, gradients and optimizer state "
-                            "sharded over all 8 GPUs (ZeRO-3 / FSDP FULL_SHARD)"),
-         "parallel.distributed_optimizer": (False, "sharding is FSDP (above)")}
+    SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"] = {
+        **MBRIDGE,
+        **SP,
+        **H100_NET,
+        **(FP8_2509 if rel == "2509" else {}),
+    }
+FSDP8 = {
+    "parallel.zero": (
+        3,
+        "fsdp column 8 on dp 8: parameters, gradients and optimizer state "
+        "sharded over all 8 GPUs (ZeRO-3 / FSDP FULL_SHARD)",
+    ),
+    "parallel.distributed_optimizer": (False, "sharding is FSDP (above)"),
+}
 SELECTED["mbridge-2509-h100-llama3-8b-8"] = {**MBRIDGE, **FP8_2509, **H100_NET, **FSDP8}
 SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET, **FSDP8}
 
@@ -126,18 +184,28 @@ EXCLUDED = {
     "megatron-core-readme-h100-*": "TFLOP/s with an unstated FLOP convention and no iteration time",
     "fa2-e2e-*": "parallel configuration and batch not stated (relative checks only)",
     "amp-het-* (run_failed)": "the DeepSpeed run failed (OOM or hang): no time to compare; some of "
-                              "these plans also give a pipeline stage no transformer block",
+    "these plans also give a pipeline stage no transformer block",
     "nemo2407-h100-fp8-llama3-*": "context parallelism (cp = 2) is not modelled",
     "mbridge-*-llama3.1-405b-1024": "context parallelism (cp = 2) is not modelled",
 }
 
-CI_CASES = {"megatron-readme2020-dgxa100-1b", "megatron-readme2020-dgxa100-2b",
-            "megatron-readme2020-dgx2-v100-1b", "amp-het-gpt2-t1p4d4-mbs4"}
+CI_CASES = {
+    "megatron-readme2020-dgxa100-1b",
+    "megatron-readme2020-dgxa100-2b",
+    "megatron-readme2020-dgx2-v100-1b",
+    "amp-het-gpt2-t1p4d4-mbs4",
+}
 
 
 def group_of(case_id: str) -> str:
-    for prefix in ("megatron-readme2020", "megatron-sc21-t1", "megatron-sc21-t2", "nemo2407",
-                   "mbridge", "amp-het"):
+    for prefix in (
+        "megatron-readme2020",
+        "megatron-sc21-t1",
+        "megatron-sc21-t2",
+        "nemo2407",
+        "mbridge",
+        "amp-het",
+    ):
         if case_id.startswith(prefix):
             return prefix
     raise ValueError(case_id)
@@ -153,16 +221,26 @@ def compare_of(case: dict[str, Any]) -> dict[str, str]:
     return {"quantity": "iteration_time_s"}
 
 
-def host_cluster(gpu: str, gpus: int, per_host: int, nics: int, nic_gbps: float,
-                 fabric: str) -> dict[str, Any]:
+def host_cluster(
+    gpu: str, gpus: int, per_host: int, nics: int, nic_gbps: float, fabric: str
+) -> dict[str, Any]:
     per_host = min(per_host, gpus)
     if gpus % per_host:
         raise ValueError(f"{gpus} GPUs do not fill hosts of {per_host}")
-    return {"name": f"{gpus}x{gpu}", "host_types": {
-        "h": {"gpu": gpu, "gpus": per_host, "fabric": "nvswitch", "nics": min(nics, per_host),
-              "nic_speed": f"{nic_gbps:g}Gbps"}},
+    return {
+        "name": f"{gpus}x{gpu}",
+        "host_types": {
+            "h": {
+                "gpu": gpu,
+                "gpus": per_host,
+                "fabric": "nvswitch",
+                "nics": min(nics, per_host),
+                "nic_speed": f"{nic_gbps:g}Gbps",
+            }
+        },
         "hosts": [{"type": "h", "count": gpus // per_host}],
-        "fabric": {"kind": fabric, "link_delay": "1us", "oversubscription": 1}}
+        "fabric": {"kind": fabric, "link_delay": "1us", "oversubscription": 1},
+    }
 
 
 def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> dict[str, Any]:
@@ -179,23 +257,36 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     if p.get("cp") not in (None, 1) or p.get("ep") not in (None, 1):
         raise ValueError(f"{case['id']}: cp/ep not modelled")
     vocab = pick("model.vocab", m["vocab"])
-    model = {"name": m["name"], "arch": "llama" if m["arch"] == "llama" else "gpt",
-             "hidden": m["hidden"], "layers": m["layers"], "heads": m["heads"],
-             "kv_heads": m["kv_heads"] or m["heads"], "ffn": m["ffn"], "vocab": vocab,
-             "seq": t["seq_len"]}
-    training = {"global_batch": t["global_batch"],
-                "micro_batch": pick("training.micro_batch", t["micro_batch"]),
-                "seq_len": t["seq_len"], "dtype": pick("training.dtype", t["dtype"]),
-                "recompute": pick("training.recompute", t["recompute"]),
-                "attention": pick("training.attention", t.get("attention")) or "flash"}
+    model = {
+        "name": m["name"],
+        "arch": "llama" if m["arch"] == "llama" else "gpt",
+        "hidden": m["hidden"],
+        "layers": m["layers"],
+        "heads": m["heads"],
+        "kv_heads": m["kv_heads"] or m["heads"],
+        "ffn": m["ffn"],
+        "vocab": vocab,
+        "seq": t["seq_len"],
+    }
+    training = {
+        "global_batch": t["global_batch"],
+        "micro_batch": pick("training.micro_batch", t["micro_batch"]),
+        "seq_len": t["seq_len"],
+        "dtype": pick("training.dtype", t["dtype"]),
+        "recompute": pick("training.recompute", t["recompute"]),
+        "attention": pick("training.attention", t.get("attention")) or "flash",
+    }
     vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
-    parallel = {"tp": p["tp"], "pp": p["pp"], "dp": p["dp"], "vpp": vpp or 1,
-                "zero": pick("parallel.zero", p.get("zero")) or 0,
-                "sequence_parallel": bool(pick("parallel.sequence_parallel", p.get("sp")))
-                and p["tp"] > 1,
-                "distributed_optimizer": bool(assumed.get("parallel.distributed_optimizer",
-                                                          (False, ""))[0]),
-                "partition": "uniform"}
+    parallel = {
+        "tp": p["tp"],
+        "pp": p["pp"],
+        "dp": p["dp"],
+        "vpp": vpp or 1,
+        "zero": pick("parallel.zero", p.get("zero")) or 0,
+        "sequence_parallel": bool(pick("parallel.sequence_parallel", p.get("sp"))) and p["tp"] > 1,
+        "distributed_optimizer": bool(assumed.get("parallel.distributed_optimizer", (False, ""))[0]),
+        "partition": "uniform",
+    }
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
     if "parallel.zero3_impl" in assumed:
@@ -210,8 +301,15 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     for key, value in training.items():
         if value is None:
             raise ValueError(f"{case['id']}: training.{key} unknown and not assumed")
-    return {"name": case["id"], "model": model, "training": training, "parallel": parallel,
-            "cluster": cluster, "network": {"cc": "dcqcn"}, "simulation": {"fidelity": "flow"}}
+    return {
+        "name": case["id"],
+        "model": model,
+        "training": training,
+        "parallel": parallel,
+        "cluster": cluster,
+        "network": {"cc": "dcqcn"},
+        "simulation": {"fidelity": "flow"},
+    }
 
 
 def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
@@ -220,15 +318,25 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
         assumed["cluster.gpu"] = (GPU[case["cluster"]["gpu"]], GPU_WHY[case["cluster"]["gpu"]])
     experiment = experiment_of(case, assumed)
     if assumed.get("training.micro_batch", ("",))[0] == "per-replica batch":
-        assumed["training.micro_batch"] = (experiment["training"]["micro_batch"],
-                                           assumed["training.micro_batch"][1])
+        assumed["training.micro_batch"] = (
+            experiment["training"]["micro_batch"],
+            assumed["training.micro_batch"][1],
+        )
     if "network" not in assumed and case["cluster"]["gpus"] > 8:
-        assumed["network"] = (SELENE, "source") if case["cluster"].get("fabric") else (
-            "8 x 200 Gb/s per host, fat-tree", "not stated")
+        assumed["network"] = (
+            (SELENE, "source")
+            if case["cluster"].get("fabric")
+            else ("8 x 200 Gb/s per host, fat-tree", "not stated")
+        )
     out = {
-        "id": case["id"], "group": group_of(case["id"]), "kind": case["kind"],
-        "source": case["source"], "flags": list(case["flags"]),
-        "ci": case["id"] in CI_CASES, "calibration": False, "compare": compare_of(case),
+        "id": case["id"],
+        "group": group_of(case["id"]),
+        "kind": case["kind"],
+        "source": case["source"],
+        "flags": list(case["flags"]),
+        "ci": case["id"] in CI_CASES,
+        "calibration": False,
+        "compare": compare_of(case),
         "measured": {k: v for k, v in case["measured"].items() if v is not None},
         "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
         "experiment": experiment,
@@ -255,8 +363,9 @@ def amp_stage_layers(bounds: list[int]) -> list[int]:
     """Transformer blocks per pipeline stage for AMP's unit boundaries (see AMP_BLOCKS)."""
     if bounds[0] != 0 or bounds[-1] != AMP_UNITS or sorted(bounds) != bounds:
         raise ValueError(f"boundaries {bounds} are not a partition of {AMP_UNITS} units")
-    layers = [len(range(max(lo, AMP_BLOCKS.start), min(hi, AMP_BLOCKS.stop)))
-              for lo, hi in zip(bounds, bounds[1:])]
+    layers = [
+        len(range(max(lo, AMP_BLOCKS.start), min(hi, AMP_BLOCKS.stop))) for lo, hi in zip(bounds, bounds[1:])
+    ]
     if any(n < 1 for n in layers):
         raise ValueError(f"boundaries {bounds} leave a stage without a transformer block")
     if bounds[-2] > AMP_HEAD_UNITS[0]:
@@ -273,45 +382,77 @@ def amp_vocab(tp: int) -> int:
 AMP_CLUSTER = {
     "name": "amp-3xp3.8xlarge-1xg4dn.12xlarge",
     "host_types": {
-        "p3": {"gpu": "V100-SXM2-16GB", "gpus": 4, "fabric": "nvswitch", "nvlink_bw": "100GB/s",
-               "nics": 1, "nic_speed": "10Gbps", "transport": "socket"},
-        "g4": {"gpu": "T4-16GB-PCIe", "gpus": 4, "fabric": "pcie", "nics": 1, "nic_speed": "50Gbps",
-               "transport": "socket"},
+        "p3": {
+            "gpu": "V100-SXM2-16GB",
+            "gpus": 4,
+            "fabric": "nvswitch",
+            "nvlink_bw": "100GB/s",
+            "nics": 1,
+            "nic_speed": "10Gbps",
+            "transport": "socket",
+        },
+        "g4": {
+            "gpu": "T4-16GB-PCIe",
+            "gpus": 4,
+            "fabric": "pcie",
+            "nics": 1,
+            "nic_speed": "50Gbps",
+            "transport": "socket",
+        },
     },
     "hosts": [{"type": "p3", "count": 3}, {"type": "g4", "count": 1}],
     "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
 }
 AMP_ASSUMED: dict[str, tuple[Any, str]] = {
-    "cluster.hosts": ("hosts 0-2: p3 (4 x V100-SXM2-16GB), host 3: g4 (4 x T4-16GB-PCIe)",
-                      "heterogeneous list of the case (ranks 0-11 on the V100 hosts, 12-15 on the "
-                      "T4 host); DER from AMP's per-host bandwidths and README instance list"),
+    "cluster.hosts": (
+        "hosts 0-2: p3 (4 x V100-SXM2-16GB), host 3: g4 (4 x T4-16GB-PCIe)",
+        "heterogeneous list of the case (ranks 0-11 on the V100 hosts, 12-15 on the "
+        "T4 host); DER from AMP's per-host bandwidths and README instance list",
+    ),
     "cluster.host_types.p3.nvlink_bw": (
         "100GB/s per GPU and direction, modelled as a switch port",
         "p3.8xlarge's 4 V100s are taken to be one quad of the p3.16xlarge / DGX-1 hybrid "
         "cube-mesh (nvidia-smi topo: each pair joined by 1 or 2 NVLink2 links, 4 links per GPU "
         "inside the quad, 25 GB/s per link and direction); the point-to-point link pattern is not "
-        "modelled; NCCL's Volta NVLink efficiency (0.8) applies. Not stated by the source"),
-    "cluster.host_types.g4": ("PCIe Gen3 x16 per T4, no NVLink, one PCIe switch",
-                              "T4 is a PCIe card without NVLink; g4dn PCIe tree not published"),
+        "modelled; NCCL's Volta NVLink efficiency (0.8) applies. Not stated by the source",
+    ),
+    "cluster.host_types.g4": (
+        "PCIe Gen3 x16 per T4, no NVLink, one PCIe switch",
+        "T4 is a PCIe card without NVLink; g4dn PCIe tree not published",
+    ),
     "cluster.host_types.transport": (
         "socket: NCCL's socket transport over TCP on every host",
         "p3.8xlarge has no RDMA-capable NIC (ENA only) and NCCL does not use the g4dn's EFA "
         "without the aws-ofi-nccl plugin, which AMP's setup does not install, so inter-host "
-        "traffic goes through NCCL's socket transport over TCP"),
-    "network": ("one NIC per host: 10 Gb/s (p3.8xlarge), 50 Gb/s (g4dn.12xlarge); one switch",
-                "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
-                "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated"),
-    "model.vocab": ("50304 (tp 1), 50432 (tp 2), 50688 (tp 4)",
-                    "training used the GPT-2 BPE files (50,257 tokens, note), padded by "
-                    "Megatron-LM v1.1.5 to a multiple of 128 x tp; 52,256 is AMP's cost-model value"),
+        "traffic goes through NCCL's socket transport over TCP",
+    ),
+    "network": (
+        "one NIC per host: 10 Gb/s (p3.8xlarge), 50 Gb/s (g4dn.12xlarge); one switch",
+        "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
+        "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated",
+    ),
+    "model.vocab": (
+        "50304 (tp 1), 50432 (tp 2), 50688 (tp 4)",
+        "training used the GPT-2 BPE files (50,257 tokens, note), padded by "
+        "Megatron-LM v1.1.5 to a multiple of 128 x tp; 52,256 is AMP's cost-model value",
+    ),
     "training.attention": UNFUSED,
     "training.grad_reduce_dtype": ("fp32", "ds_config.json fp32_allreduce: true (note)"),
-    "parallel.schedule": ("1f1b", "DeepSpeed pipeline engine TrainSchedule: pp - stage - 1 "
-                          "warm-up forwards, then one forward one backward (1F1B), no interleaving"),
-    "parallel.grad_sync": ("after_backward", "DeepSpeed's pipeline engine runs ReduceTiedGrads and "
-                           "ReduceGrads after the last micro-batch's backward, not overlapped"),
-    "parallel.dp_bucket": ("2GB", "DeepSpeed all-reduces gradients in buffers of 500M elements "
-                           "(fp32: 2 GB), i.e. one bucket per stage for this model"),
+    "parallel.schedule": (
+        "1f1b",
+        "DeepSpeed pipeline engine TrainSchedule: pp - stage - 1 "
+        "warm-up forwards, then one forward one backward (1F1B), no interleaving",
+    ),
+    "parallel.grad_sync": (
+        "after_backward",
+        "DeepSpeed's pipeline engine runs ReduceTiedGrads and "
+        "ReduceGrads after the last micro-batch's backward, not overlapped",
+    ),
+    "parallel.dp_bucket": (
+        "2GB",
+        "DeepSpeed all-reduces gradients in buffers of 500M elements "
+        "(fp32: 2 GB), i.e. one bucket per stage for this model",
+    ),
     "parallel.sequence_parallel": (False, "Megatron-LM v1.1.5 predates sequence parallelism"),
     "parallel.rank_order": ("tp-dp-pp", "DeepSpeed rank = tp + tp*dp_idx + tp*dp*pp_idx (case)"),
 }
@@ -326,9 +467,14 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
 # (Megatron-LM-v1.1.5-3D_parallelism/megatron/model/transformer.py: ``print((super().forward(
 # *args)).shape)`` before ``return super().forward(*args), attention_mask``), so one measurement
 # covers two forward passes. A profile, not an iteration time: no validation case is used.
-AMP_LAYER_FORWARD_MS = {("V100-SXM2-16GB", 1): 3.9191, ("T4-16GB-PCIe", 1): 5.4699,
-                        ("V100-SXM2-16GB", 2): 5.2434, ("T4-16GB-PCIe", 2): 5.9624,
-                        ("V100-SXM2-16GB", 4): 4.5192, ("T4-16GB-PCIe", 4): 5.5768}
+AMP_LAYER_FORWARD_MS = {
+    ("V100-SXM2-16GB", 1): 3.9191,
+    ("T4-16GB-PCIe", 1): 5.4699,
+    ("V100-SXM2-16GB", 2): 5.2434,
+    ("T4-16GB-PCIe", 2): 5.9624,
+    ("V100-SXM2-16GB", 4): 4.5192,
+    ("T4-16GB-PCIe", 4): 5.5768,
+}
 AMP_LAYER_FORWARD_PASSES = 2
 AMP_PROFILE_FIRST_GPU = {"V100-SXM2-16GB": 0, "T4-16GB-PCIe": 4}  # in the profile cluster below
 
@@ -338,17 +484,35 @@ def _profile_experiment(tp: int) -> Any:
     sys.path.insert(0, str(HERE.parent))
     from heterosim.config.experiment import parse_experiment
 
-    return parse_experiment({
-        "name": "amp-layer-profile", "model": {"arch": "gpt", "hidden": 1024, "layers": 24,
-                                               "heads": 16, "kv_heads": 16, "ffn": 4096,
-                                               "vocab": amp_vocab(tp), "seq": 1024},
-        "training": {"global_batch": 8 // tp, "micro_batch": 1, "seq_len": 1024,
-                     "dtype": "fp16", "attention": "unfused"},
-        "parallel": {"tp": tp, "pp": 1, "dp": 8 // tp},
-        "cluster": {**copy.deepcopy(AMP_CLUSTER), "hosts": [{"type": "p3", "count": 1},
-                                                            {"type": "g4", "count": 1}]},
-        "simulation": {"fidelity": "flow"},
-    }, "amp-layer-profile")
+    return parse_experiment(
+        {
+            "name": "amp-layer-profile",
+            "model": {
+                "arch": "gpt",
+                "hidden": 1024,
+                "layers": 24,
+                "heads": 16,
+                "kv_heads": 16,
+                "ffn": 4096,
+                "vocab": amp_vocab(tp),
+                "seq": 1024,
+            },
+            "training": {
+                "global_batch": 8 // tp,
+                "micro_batch": 1,
+                "seq_len": 1024,
+                "dtype": "fp16",
+                "attention": "unfused",
+            },
+            "parallel": {"tp": tp, "pp": 1, "dp": 8 // tp},
+            "cluster": {
+                **copy.deepcopy(AMP_CLUSTER),
+                "hosts": [{"type": "p3", "count": 1}, {"type": "g4", "count": 1}],
+            },
+            "simulation": {"fidelity": "flow"},
+        },
+        "amp-layer-profile",
+    )
 
 
 @functools.cache
@@ -364,16 +528,21 @@ def _layer_forward_parts(tp: int, gpu: str) -> tuple[tuple[int, ...], tuple[int,
     exp = _profile_experiment(tp)
     compute = ComputeModel()
     ops = layer_forward_ops(exp.model, exp.training, exp.parallel, 0)
-    gpu_ns = tuple(compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
-                                   op.bytes_moved, gpu)[0] for op in ops if not op.is_comm)
+    gpu_ns = tuple(
+        compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved, gpu)[0]
+        for op in ops
+        if not op.is_comm
+    )
     first, coll_ns = AMP_PROFILE_FIRST_GPU[gpu], []
     topology = build_topology(exp.cluster)
     for op in ops:
         if op.is_comm:
-            plan = decompose_collective(op.comm_type, op.comm_bytes,
-                                        list(range(first, first + tp)), exp.cluster)
-            engine = execute_plan(plan.to_execution_plan(exp.cluster.world_size), topology,
-                                  exp.network, exp.simulation)  # flow fidelity (the experiment)
+            plan = decompose_collective(
+                op.comm_type, op.comm_bytes, list(range(first, first + tp)), exp.cluster
+            )
+            engine = execute_plan(
+                plan.to_execution_plan(exp.cluster.world_size), topology, exp.network, exp.simulation
+            )  # flow fidelity (the experiment)
             coll_ns.append(int(engine.makespan_ns))
     return gpu_ns, tuple(coll_ns)
 
@@ -392,14 +561,17 @@ def amp_framework_overheads() -> dict[str, dict[str, int]]:
     host, coll = {}, {}
     for gpu in AMP_PROFILE_FIRST_GPU:
         gpu_ns, _ = _layer_forward_parts(1, gpu)
-        host_ns = host_overhead_from_layer_forward(AMP_LAYER_FORWARD_MS[gpu, 1] * 1e6,
-                                                   AMP_LAYER_FORWARD_PASSES, gpu_ns)
+        host_ns = host_overhead_from_layer_forward(
+            AMP_LAYER_FORWARD_MS[gpu, 1] * 1e6, AMP_LAYER_FORWARD_PASSES, gpu_ns
+        )
         per_tp = []
         for tp in (2, 4):
             gpu_ns, coll_ns = _layer_forward_parts(tp, gpu)
-            per_tp.append(collective_overhead_from_layer_forward(
-                AMP_LAYER_FORWARD_MS[gpu, tp] * 1e6, AMP_LAYER_FORWARD_PASSES, gpu_ns, host_ns,
-                coll_ns))
+            per_tp.append(
+                collective_overhead_from_layer_forward(
+                    AMP_LAYER_FORWARD_MS[gpu, tp] * 1e6, AMP_LAYER_FORWARD_PASSES, gpu_ns, host_ns, coll_ns
+                )
+            )
         host[gpu] = round(host_ns / 1e3)
         coll[gpu] = round(sum(per_tp) / len(per_tp) / 1e3)
     return {"host_op_overhead": host, "collective_overhead": coll}
@@ -407,9 +579,11 @@ def amp_framework_overheads() -> dict[str, dict[str, int]]:
 
 def amp_framework() -> tuple[dict[str, Any], str]:
     over = amp_framework_overheads()
-    framework = {"name": "deepspeed", "layer_forward_passes": AMP_LAYER_FORWARD_PASSES,
-                 **{key: {gpu: f"{us}us" for gpu, us in table.items()}
-                    for key, table in over.items()}}
+    framework = {
+        "name": "deepspeed",
+        "layer_forward_passes": AMP_LAYER_FORWARD_PASSES,
+        **{key: {gpu: f"{us}us" for gpu, us in table.items()} for key, table in over.items()},
+    }
     host = ", ".join(f"{g} {us} us" for g, us in over["host_op_overhead"].items())
     coll = ", ".join(f"{g} {us} us" for g, us in over["collective_overhead"].items())
     why = (
@@ -421,7 +595,8 @@ def amp_framework() -> tuple[dict[str, Any], str]:
         f"passes per value): host time per kernel ({host}) = tp-1 profile per pass minus the "
         "compute model's GPU time of the 15 compute ops, per op; cost per TP collective call "
         f"({coll}) = tp-2 and tp-4 profile per pass minus GPU, host and modelled transfer time, "
-        "per collective, averaged (validation/build_cases.py amp_framework_overheads)")
+        "per collective, averaged (validation/build_cases.py amp_framework_overheads)"
+    )
     return framework, why
 
 
@@ -434,35 +609,72 @@ def amp_case(case: dict[str, Any]) -> dict[str, Any]:
     framework, why = amp_framework()
     assumed["framework"] = (framework, why)
     blocks = ", ".join(f"stage {s}: {n}" for s, n in enumerate(layers))
-    assumed["parallel.partition"] = (layers, (
-        f"AMP units {bounds} -> transformer blocks per stage ({blocks}): units 0 embedding, "
-        "1 transpose, 2-25 blocks 0-23, 26 transpose, 27 final LayerNorm, 28 tied logits head, "
-        "29 fp32 cast (DeepSpeed GPT2ModelPipe specs; AMP cost_het_cluster.py `_layer`); the "
-        "embedding is on stage 0 and the head on the last stage in every case"))
+    assumed["parallel.partition"] = (
+        layers,
+        (
+            f"AMP units {bounds} -> transformer blocks per stage ({blocks}): units 0 embedding, "
+            "1 transpose, 2-25 blocks 0-23, 26 transpose, 27 final LayerNorm, 28 tied logits head, "
+            "29 fp32 cast (DeepSpeed GPT2ModelPipe specs; AMP cost_het_cluster.py `_layer`); the "
+            "embedding is on stage 0 and the head on the last stage in every case"
+        ),
+    )
     m = case["model"]
-    model = {"name": m["name"], "arch": "gpt", "hidden": m["hidden"], "layers": m["layers"],
-             "heads": m["heads"], "kv_heads": m["kv_heads"], "ffn": m["ffn"],
-             "vocab": amp_vocab(tp), "seq": t["seq_len"]}
+    model = {
+        "name": m["name"],
+        "arch": "gpt",
+        "hidden": m["hidden"],
+        "layers": m["layers"],
+        "heads": m["heads"],
+        "kv_heads": m["kv_heads"],
+        "ffn": m["ffn"],
+        "vocab": amp_vocab(tp),
+        "seq": t["seq_len"],
+    }
     experiment = {
-        "name": case["id"], "model": model,
-        "training": {"global_batch": t["global_batch"], "micro_batch": t["micro_batch"],
-                     "seq_len": t["seq_len"], "dtype": t["dtype"], "recompute": t["recompute"],
-                     "attention": "unfused", "grad_reduce_dtype": "fp32"},
-        "parallel": {"tp": tp, "pp": p["pp"], "dp": p["dp"], "vpp": 1, "schedule": "1f1b",
-                     "zero": p["zero"], "sequence_parallel": False, "partition": list(layers),
-                     "grad_sync": "after_backward", "dp_bucket": "2GB", "rank_order": "tp-dp-pp"},
-        "cluster": copy.deepcopy(AMP_CLUSTER), "network": {"cc": "dcqcn"},
-        "simulation": {"fidelity": "flow"}, "framework": copy.deepcopy(framework),
+        "name": case["id"],
+        "model": model,
+        "training": {
+            "global_batch": t["global_batch"],
+            "micro_batch": t["micro_batch"],
+            "seq_len": t["seq_len"],
+            "dtype": t["dtype"],
+            "recompute": t["recompute"],
+            "attention": "unfused",
+            "grad_reduce_dtype": "fp32",
+        },
+        "parallel": {
+            "tp": tp,
+            "pp": p["pp"],
+            "dp": p["dp"],
+            "vpp": 1,
+            "schedule": "1f1b",
+            "zero": p["zero"],
+            "sequence_parallel": False,
+            "partition": list(layers),
+            "grad_sync": "after_backward",
+            "dp_bucket": "2GB",
+            "rank_order": "tp-dp-pp",
+        },
+        "cluster": copy.deepcopy(AMP_CLUSTER),
+        "network": {"cc": "dcqcn"},
+        "simulation": {"fidelity": "flow"},
+        "framework": copy.deepcopy(framework),
     }
     return {
-        "id": case["id"], "group": "amp-het", "kind": case["kind"], "source": case["source"],
-        "flags": list(case["flags"]), "ci": case["id"] in CI_CASES, "calibration": False,
+        "id": case["id"],
+        "group": "amp-het",
+        "kind": case["kind"],
+        "source": case["source"],
+        "flags": list(case["flags"]),
+        "ci": case["id"] in CI_CASES,
+        "calibration": False,
         "compare": {"quantity": "iteration_time_s"},
         "measured": {k: v for k, v in case["measured"].items() if v is not None},
         "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
         "experiment": experiment,
         "published": {k: case[k] for k in ("model", "training", "parallel", "cluster")},
-        "note": case.get("note", ""), "extra": case["extra"],
+        "note": case.get("note", ""),
+        "extra": case["extra"],
     }
 
 
@@ -472,60 +684,161 @@ def nccl_cluster(gpu: str, hosts: int, nics: int, nic_gbps: int) -> dict[str, An
 
 NCCL_SRC = "docs/network_models.md §5.1, quoting "
 NCCL_CASES: list[dict[str, Any]] = [
-    {"id": "nccl-a100x8-nvswitch-allreduce-ring", "value": 230.0, "op": "allreduce", "size": "8GiB",
-     "ranks": 8, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 1, 8, 200),
-     "source": "sjeaugey, NVIDIA/nccl-tests#149 ('240 GB/s effective, ... limit it to ~230')",
-     "ci": True},
-    {"id": "nccl-a100x8-allreduce-4g-user", "value": 232.54, "op": "allreduce", "size": "4GiB",
-     "ranks": 8, "algorithm": "auto", "cluster": ("A100-80GB-SXM", 1, 8, 200),
-     "source": "user measurement, NVIDIA/nccl-tests#175", "ci": False},
-    {"id": "nccl-a800x8-allreduce-intra", "value": 160.0, "op": "allreduce", "size": "8GiB",
-     "ranks": 8, "algorithm": "auto", "cluster": ("A800-80GB-SXM", 1, 8, 200),
-     "source": "sjeaugey, NVIDIA/nccl#412", "ci": False},
-    {"id": "nccl-h100x8-ring-nvlink", "value": 370.0, "op": "allgather", "size": "8GiB",
-     "ranks": 8, "algorithm": "ring", "cluster": ("H100-SXM", 1, 8, 400),
-     "source": "sjeaugey, NVIDIA/nccl-tests#212 (~370 GB/s effective NVLink with NCCL_ALGO=RING)",
-     "ci": True},
-    {"id": "nccl-h100x8-allreduce-nvls", "value": 480.0, "op": "allreduce", "size": "8GiB",
-     "ranks": 8, "algorithm": "auto", "cluster": ("H100-SXM", 1, 8, 400),
-     "source": "sjeaugey, NVIDIA/nccl-tests#212; AddyLaddy, NVIDIA/nccl-tests#290 (476 GB/s)",
-     "ci": False},
-    {"id": "nccl-h200x8-allreduce-user", "value": 475.0, "op": "allreduce", "size": "8GiB",
-     "ranks": 8, "algorithm": "auto", "cluster": ("H200-SXM", 1, 8, 400),
-     "source": "user measurement, NVIDIA/nccl-tests#272 (NCCL 2.20.3)", "ci": False},
-    {"id": "nccl-dgxa100-8x200g-allreduce-ring", "value": 192.0, "op": "allreduce", "size": "8GiB",
-     "ranks": 32, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 4, 8, 200),
-     "source": "AddyLaddy, NVIDIA/nccl#812 (DGX A100, 8 x 200 Gb/s HDR, multi-node ring)",
-     "ci": False, "assumed": {"hosts": (4, "node count not stated; > 2 so NCCL keeps the ring")}},
-    {"id": "nccl-per-nic-100g-ring", "value": 12.0, "op": "allreduce", "size": "2GiB",
-     "ranks": 32, "algorithm": "ring", "cluster": ("A100-80GB-SXM", 4, 1, 100),
-     "source": "sjeaugey, NVIDIA/nccl-tests#119 (12 GB/s per 100G NIC)", "ci": False,
-     "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
-    {"id": "nccl-per-nic-200g-ring", "value": 24.0, "op": "allreduce", "size": "2GiB",
-     "ranks": 32, "algorithm": "ring", "cluster": ("A800-80GB-SXM", 4, 1, 200),
-     "source": "sjeaugey, NVIDIA/nccl-tests#119 and NVIDIA/nccl#412 (24 GB/s per 200G NIC)",
-     "ci": False, "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
-    {"id": "nccl-h100x32-8x400g-allreduce-user", "value": 365.84, "op": "allreduce",
-     "size": "8GiB", "ranks": 32, "algorithm": "auto", "cluster": ("H100-SXM", 4, 8, 400),
-     "source": "user measurement, NVIDIA/nccl-tests#309 ('4 nodes on 32 GPU-NIC pairs ... max busbw "
-               "365.84 GB/s'; HGX H100, one 400G ConnectX-7 per GPU); NVIDIA's expectation for the "
-               "same hardware: ~48 GB/s per CX7 NIC, up to ~396 GB/s with the ring (AddyLaddy, "
-               "NVIDIA/nccl-tests#319)",
-     "ci": False, "assumed": {"fabric": ("RoCEv2 frames, rail-aligned fat-tree",
-                                         "the issue does not state IB or Ethernet; RoCE framing "
-                                         "(82 B per 4 KiB) is within 1.5 % of IB's")}},
-    {"id": "nccl-h100x32-8x400g-ib-allreduce-vp", "value": 330.93, "op": "allreduce",
-     "size": "8GiB", "ranks": 32, "algorithm": "auto", "cluster": ("H100-SXM", 4, 8, 400),
-     "source": "Voltage Park / AI @ Georgia Tech benchmark suite (github aigatech/vpbenchmarking, "
-               "README: 4 nodes x 8 H100 SXM5, 3.2 Tbps InfiniBand, NCCL 2.24.3, multi-node "
-               "AllReduce bus bandwidth 330.93 GB/s)",
-     "ci": False, "flags": ["APPROX"],
-     "assumed": {"fabric": ("RoCEv2 frames on a fat-tree", "InfiniBand NDR: IB framing (LRH, "
-                                                          "VCRC) is not modelled, hence APPROX")}},
-    {"id": "nccl-per-nic-400g-ndr-ring", "value": 47.0, "op": "allreduce", "size": "2GiB",
-     "ranks": 32, "algorithm": "ring", "cluster": ("H100-SXM", 4, 1, 400),
-     "source": "AddyLaddy, NVIDIA/nccl-tests#290 and #267 (46-48 GB/s per NDR NIC; midpoint)",
-     "ci": False, "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")}},
+    {
+        "id": "nccl-a100x8-nvswitch-allreduce-ring",
+        "value": 230.0,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 8,
+        "algorithm": "ring",
+        "cluster": ("A100-80GB-SXM", 1, 8, 200),
+        "source": "sjeaugey, NVIDIA/nccl-tests#149 ('240 GB/s effective, ... limit it to ~230')",
+        "ci": True,
+    },
+    {
+        "id": "nccl-a100x8-allreduce-4g-user",
+        "value": 232.54,
+        "op": "allreduce",
+        "size": "4GiB",
+        "ranks": 8,
+        "algorithm": "auto",
+        "cluster": ("A100-80GB-SXM", 1, 8, 200),
+        "source": "user measurement, NVIDIA/nccl-tests#175",
+        "ci": False,
+    },
+    {
+        "id": "nccl-a800x8-allreduce-intra",
+        "value": 160.0,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 8,
+        "algorithm": "auto",
+        "cluster": ("A800-80GB-SXM", 1, 8, 200),
+        "source": "sjeaugey, NVIDIA/nccl#412",
+        "ci": False,
+    },
+    {
+        "id": "nccl-h100x8-ring-nvlink",
+        "value": 370.0,
+        "op": "allgather",
+        "size": "8GiB",
+        "ranks": 8,
+        "algorithm": "ring",
+        "cluster": ("H100-SXM", 1, 8, 400),
+        "source": "sjeaugey, NVIDIA/nccl-tests#212 (~370 GB/s effective NVLink with NCCL_ALGO=RING)",
+        "ci": True,
+    },
+    {
+        "id": "nccl-h100x8-allreduce-nvls",
+        "value": 480.0,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 8,
+        "algorithm": "auto",
+        "cluster": ("H100-SXM", 1, 8, 400),
+        "source": "sjeaugey, NVIDIA/nccl-tests#212; AddyLaddy, NVIDIA/nccl-tests#290 (476 GB/s)",
+        "ci": False,
+    },
+    {
+        "id": "nccl-h200x8-allreduce-user",
+        "value": 475.0,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 8,
+        "algorithm": "auto",
+        "cluster": ("H200-SXM", 1, 8, 400),
+        "source": "user measurement, NVIDIA/nccl-tests#272 (NCCL 2.20.3)",
+        "ci": False,
+    },
+    {
+        "id": "nccl-dgxa100-8x200g-allreduce-ring",
+        "value": 192.0,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 32,
+        "algorithm": "ring",
+        "cluster": ("A100-80GB-SXM", 4, 8, 200),
+        "source": "AddyLaddy, NVIDIA/nccl#812 (DGX A100, 8 x 200 Gb/s HDR, multi-node ring)",
+        "ci": False,
+        "assumed": {"hosts": (4, "node count not stated; > 2 so NCCL keeps the ring")},
+    },
+    {
+        "id": "nccl-per-nic-100g-ring",
+        "value": 12.0,
+        "op": "allreduce",
+        "size": "2GiB",
+        "ranks": 32,
+        "algorithm": "ring",
+        "cluster": ("A100-80GB-SXM", 4, 1, 100),
+        "source": "sjeaugey, NVIDIA/nccl-tests#119 (12 GB/s per 100G NIC)",
+        "ci": False,
+        "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")},
+    },
+    {
+        "id": "nccl-per-nic-200g-ring",
+        "value": 24.0,
+        "op": "allreduce",
+        "size": "2GiB",
+        "ranks": 32,
+        "algorithm": "ring",
+        "cluster": ("A800-80GB-SXM", 4, 1, 200),
+        "source": "sjeaugey, NVIDIA/nccl-tests#119 and NVIDIA/nccl#412 (24 GB/s per 200G NIC)",
+        "ci": False,
+        "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")},
+    },
+    {
+        "id": "nccl-h100x32-8x400g-allreduce-user",
+        "value": 365.84,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 32,
+        "algorithm": "auto",
+        "cluster": ("H100-SXM", 4, 8, 400),
+        "source": "user measurement, NVIDIA/nccl-tests#309 ('4 nodes on 32 GPU-NIC pairs ... max busbw "
+        "365.84 GB/s'; HGX H100, one 400G ConnectX-7 per GPU); NVIDIA's expectation for the "
+        "same hardware: ~48 GB/s per CX7 NIC, up to ~396 GB/s with the ring (AddyLaddy, "
+        "NVIDIA/nccl-tests#319)",
+        "ci": False,
+        "assumed": {
+            "fabric": (
+                "RoCEv2 frames, rail-aligned fat-tree",
+                "the issue does not state IB or Ethernet; RoCE framing "
+                "(82 B per 4 KiB) is within 1.5 % of IB's",
+            )
+        },
+    },
+    {
+        "id": "nccl-h100x32-8x400g-ib-allreduce-vp",
+        "value": 330.93,
+        "op": "allreduce",
+        "size": "8GiB",
+        "ranks": 32,
+        "algorithm": "auto",
+        "cluster": ("H100-SXM", 4, 8, 400),
+        "source": "Voltage Park / AI @ Georgia Tech benchmark suite (github aigatech/vpbenchmarking, "
+        "README: 4 nodes x 8 H100 SXM5, 3.2 Tbps InfiniBand, NCCL 2.24.3, multi-node "
+        "AllReduce bus bandwidth 330.93 GB/s)",
+        "ci": False,
+        "flags": ["APPROX"],
+        "assumed": {
+            "fabric": (
+                "RoCEv2 frames on a fat-tree",
+                "InfiniBand NDR: IB framing (LRH, VCRC) is not modelled, hence APPROX",
+            )
+        },
+    },
+    {
+        "id": "nccl-per-nic-400g-ndr-ring",
+        "value": 47.0,
+        "op": "allreduce",
+        "size": "2GiB",
+        "ranks": 32,
+        "algorithm": "ring",
+        "cluster": ("H100-SXM", 4, 1, 400),
+        "source": "AddyLaddy, NVIDIA/nccl-tests#290 and #267 (46-48 GB/s per NDR NIC; midpoint)",
+        "ci": False,
+        "assumed": {"hosts": (4, "rule of thumb: one NIC per host, 4 hosts, ring")},
+    },
 ]
 
 
@@ -534,13 +847,22 @@ def nccl_case(spec: dict[str, Any]) -> dict[str, Any]:
     assumed = {k: {"value": v, "why": why} for k, (v, why) in spec.get("assumed", {}).items()}
     assumed["size"] = {"value": spec["size"], "why": "large-message plateau of the quoted value"}
     return {
-        "id": spec["id"], "group": "nccl-tests", "kind": "collective_busbw",
-        "source": NCCL_SRC + spec["source"], "flags": list(spec.get("flags", [])), "ci": spec["ci"],
+        "id": spec["id"],
+        "group": "nccl-tests",
+        "kind": "collective_busbw",
+        "source": NCCL_SRC + spec["source"],
+        "flags": list(spec.get("flags", [])),
+        "ci": spec["ci"],
         "calibration": False,
-        "compare": {"quantity": "busbw_GBps"}, "measured": {"busbw_GBps": spec["value"]},
+        "compare": {"quantity": "busbw_GBps"},
+        "measured": {"busbw_GBps": spec["value"]},
         "assumed": assumed,
-        "collective": {"op": spec["op"], "size": spec["size"], "ranks": spec["ranks"],
-                       "algorithm": spec["algorithm"]},
+        "collective": {
+            "op": spec["op"],
+            "size": spec["size"],
+            "ranks": spec["ranks"],
+            "algorithm": spec["algorithm"],
+        },
         "cluster": nccl_cluster(gpu, hosts, nics, gbps),
     }
 
@@ -570,12 +892,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cases not in {args.public}: {', '.join(missing)}", file=sys.stderr)
         return 2
     cases = [e2e_case(by_id[i]) for i in by_id if i in SELECTED]
-    cases += [amp_case(c) for c in data["cases"]
-              if c["id"].startswith("amp-het-") and not (c.get("extra") or {}).get("run_failed")]
+    cases += [
+        amp_case(c)
+        for c in data["cases"]
+        if c["id"].startswith("amp-het-") and not (c.get("extra") or {}).get("run_failed")
+    ]
     cases += [nccl_case(spec) for spec in NCCL_CASES]
     excluded = "\n".join(f"#   {k}: {v}" for k, v in EXCLUDED.items())
     text = HEADER.format(excluded=excluded) + yaml.safe_dump(
-        {"cases": cases}, sort_keys=False, width=110, allow_unicode=True)
+        {"cases": cases}, sort_keys=False, width=110, allow_unicode=True
+    )
     Path(args.out).write_text(text)
     print(f"wrote {len(cases)} cases to {args.out}")
     return 0

@@ -18,8 +18,20 @@ from heterosim.errors import UserError
 
 DTYPE_BYTES: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 # Fields of one catalogue entry (gpus.yaml) and of a cluster file's ``gpus:`` entry.
-GPU_FIELDS = ("aliases", "vendor", "generation", "segment", "tflops", "memory_gb", "memory_tbps",
-              "nvlink_gbps_per_dir", "nvlink_bridge", "pcie_gen", "sm_count", "sources")
+GPU_FIELDS = (
+    "aliases",
+    "vendor",
+    "generation",
+    "segment",
+    "tflops",
+    "memory_gb",
+    "memory_tbps",
+    "nvlink_gbps_per_dir",
+    "nvlink_bridge",
+    "pcie_gen",
+    "sm_count",
+    "sources",
+)
 GPU_REQUIRED_FIELDS = ("tflops", "memory_gb", "memory_tbps")
 SEGMENTS = ("datacenter", "workstation", "consumer")
 
@@ -49,8 +61,7 @@ class GpuSpec:
         if value is None:
             supported = sorted(k for k, v in self.peak_tflops.items() if v)
             raise UserError(
-                f"GPU {self.name} has no {dtype} peak in the catalogue; supported: "
-                + ", ".join(supported)
+                f"GPU {self.name} has no {dtype} peak in the catalogue; supported: " + ", ".join(supported)
             )
         return float(value) * 1e12
 

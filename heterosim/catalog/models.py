@@ -129,10 +129,7 @@ ZOO: dict[str, ModelConfig] = {
         ModelConfig("llama3-8b", "llama", 4096, 32, 32, 8, 14336, 128256, 8192, None, 8.0e9),
         ModelConfig("llama3-70b", "llama", 8192, 80, 64, 8, 28672, 128256, 8192, None, 70.6e9),
         ModelConfig("llama3-405b", "llama", 16384, 126, 128, 8, 53248, 128256, 8192, None, 405e9),
-        ModelConfig(
-            "mixtral-8x7b", "llama", 4096, 32, 32, 8, 14336, 32000, 32768,
-            _moe(8, 2, 14336), 46.7e9,
-        ),
+        ModelConfig("mixtral-8x7b", "llama", 4096, 32, 32, 8, 14336, 32000, 32768, _moe(8, 2, 14336), 46.7e9),
     ]
 }
 
@@ -140,8 +137,15 @@ ZOO: dict[str, ModelConfig] = {
 # Upper bounds of inline model dimensions: about 8x the largest published dense and MoE models
 # (Llama 3 405B: hidden 16384, 126 layers, ffn 53248, vocab 128256; DeepSeek-V3: 256 experts),
 # so FLOP and byte counts stay exact in int64 and float64.
-MAX_DIMENSION = {"hidden": 1 << 17, "heads": 1 << 12, "layers": 10_000, "ffn": 1 << 20,
-                 "vocab": 1 << 24, "seq": 1 << 22, "experts": 4096}
+MAX_DIMENSION = {
+    "hidden": 1 << 17,
+    "heads": 1 << 12,
+    "layers": 10_000,
+    "ffn": 1 << 20,
+    "vocab": 1 << 24,
+    "seq": 1 << 22,
+    "experts": 4096,
+}
 
 
 def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
@@ -171,15 +175,13 @@ def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
     arch = section.string("arch", base.arch if base else "gpt", choices=ARCHES)
     hidden = dim("hidden")
     heads = dim("heads")
-    kv_heads = section.integer("kv_heads", base.kv_heads if base else heads, minimum=1,
-                               maximum=MAX_DIMENSION["heads"])
+    kv_heads = section.integer(
+        "kv_heads", base.kv_heads if base else heads, minimum=1, maximum=MAX_DIMENSION["heads"]
+    )
     layers = dim("layers")
-    ffn = section.integer("ffn", base.ffn if base else 4 * hidden, minimum=1,
-                          maximum=MAX_DIMENSION["ffn"])
-    vocab = section.integer("vocab", base.vocab if base else 51200, minimum=1,
-                            maximum=MAX_DIMENSION["vocab"])
-    max_seq = section.integer("seq", base.max_seq if base else 2048, minimum=1,
-                              maximum=MAX_DIMENSION["seq"])
+    ffn = section.integer("ffn", base.ffn if base else 4 * hidden, minimum=1, maximum=MAX_DIMENSION["ffn"])
+    vocab = section.integer("vocab", base.vocab if base else 51200, minimum=1, maximum=MAX_DIMENSION["vocab"])
+    max_seq = section.integer("seq", base.max_seq if base else 2048, minimum=1, maximum=MAX_DIMENSION["seq"])
     name = section.string("name", base.name if base else "custom")
     if hidden % heads:
         raise section.error("heads", f"hidden {hidden} is not divisible by heads {heads}")
@@ -195,8 +197,9 @@ def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
             top_k=top_k,
             expert_ffn=moe_section.integer("expert_ffn", ffn, minimum=1, maximum=MAX_DIMENSION["ffn"]),
             every=moe_section.integer("every", 1, minimum=1, maximum=MAX_DIMENSION["layers"]),
-            shared_experts=moe_section.integer("shared_experts", 0, minimum=0,
-                                               maximum=MAX_DIMENSION["experts"]),
+            shared_experts=moe_section.integer(
+                "shared_experts", 0, minimum=0, maximum=MAX_DIMENSION["experts"]
+            ),
         )
         moe_section.reject_unknown()
     section.reject_unknown()

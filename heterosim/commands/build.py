@@ -16,8 +16,11 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "build", help="compile the ns-3 C++ modules (cached)", epilog=EXAMPLES,
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "build",
+        help="compile the ns-3 C++ modules (cached)",
+        epilog=EXAMPLES,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--force", action="store_true", help="rebuild even if cached")
     parser.set_defaults(func=run)

@@ -37,8 +37,11 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "collective", help="simulate one collective over a size range (nccl-tests style)",
-        description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "collective",
+        help="simulate one collective over a size range (nccl-tests style)",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--cluster", required=True, help="cluster YAML file")
     parser.add_argument("--op", default="allreduce", help=f"one of: {', '.join(COLLECTIVES)}")
@@ -50,24 +53,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce, gather, scatter)")
     parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--queue-pairs", default="connection", choices=QUEUE_PAIR_MODELS,
-                        help="one queue pair per NCCL connection (default) or per flow (chunk)")
-    parser.add_argument("--packet-acceleration", default="exact", choices=PACKET_ACCELERATIONS,
-                        help="packet fidelity: every frame (exact) or settled stretches skipped (fast)")
+    parser.add_argument(
+        "--queue-pairs",
+        default="connection",
+        choices=QUEUE_PAIR_MODELS,
+        help="one queue pair per NCCL connection (default) or per flow (chunk)",
+    )
+    parser.add_argument(
+        "--packet-acceleration",
+        default="exact",
+        choices=PACKET_ACCELERATIONS,
+        help="packet fidelity: every frame (exact) or settled stretches skipped (fast)",
+    )
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
-    parser.add_argument("--chakra", default=None, metavar="DIR",
-                        help="also write the decomposition of the first size as Chakra SEND/RECV traces")
+    parser.add_argument(
+        "--chakra",
+        default=None,
+        metavar="DIR",
+        help="also write the decomposition of the first size as Chakra SEND/RECV traces",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.report.collective_report import HEADER, result_line, write_results
-    from heterosim.simulate import (
-        CollectiveSpec,
-        decompose_spec,
-        engine_config,
-        simulate_collective_sizes,
-    )
+    from heterosim.simulate import CollectiveSpec, decompose_spec, engine_config, simulate_collective_sizes
 
     cluster = load_cluster(args.cluster)
     name = collective_name(args.op)
@@ -77,10 +87,20 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--size: {exc}") from None
     ranks = parse_ranks(args.ranks, cluster.world_size)
     check_collective_request(args, sizes, ranks, cluster)  # ranges, output folders, budget
-    spec = CollectiveSpec(name, tuple(ranks), algorithm=args.algo, protocol=args.protocol,
-                          channels=args.channels, root=args.root)
-    simulation = engine_config(fidelity=args.fidelity, seed=args.seed, queue_pairs=args.queue_pairs,
-                               packet_acceleration=args.packet_acceleration)
+    spec = CollectiveSpec(
+        name,
+        tuple(ranks),
+        algorithm=args.algo,
+        protocol=args.protocol,
+        channels=args.channels,
+        root=args.root,
+    )
+    simulation = engine_config(
+        fidelity=args.fidelity,
+        seed=args.seed,
+        queue_pairs=args.queue_pairs,
+        packet_acceleration=args.packet_acceleration,
+    )
     print(f"# {name} on {len(ranks)} ranks, {cluster.name}, fidelity {args.fidelity}")
     print(HEADER)
     rows = []

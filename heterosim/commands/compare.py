@@ -20,21 +20,36 @@ side's full run outputs in A/ and B/. delta = B - A, ratio = B / A.
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "compare", help="A/B: two experiments or two variants of one, side by side",
-        epilog=EXAMPLES, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "compare",
+        help="A/B: two experiments or two variants of one, side by side",
+        epilog=EXAMPLES,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("experiments", nargs="+", metavar="EXPERIMENT",
-                        help="A.yaml B.yaml, or one experiment with --variant")
-    parser.add_argument("--variant", dest="variants", action="append", default=[],
-                        metavar="NAME:KEY=VALUE[,KEY=VALUE]",
-                        help="a side made of overrides of the one experiment "
-                        "(once: base vs it; twice: A vs B)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override applied to both sides (repeatable)")
+    parser.add_argument(
+        "experiments", nargs="+", metavar="EXPERIMENT", help="A.yaml B.yaml, or one experiment with --variant"
+    )
+    parser.add_argument(
+        "--variant",
+        dest="variants",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+        help="a side made of overrides of the one experiment (once: base vs it; twice: A vs B)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override applied to both sides (repeatable)",
+    )
     parser.add_argument("--fidelity", choices=FIDELITIES, help="network model for both sides")
     parser.add_argument("--out", default="out/compare", help="output folder (default: out/compare)")
-    parser.add_argument("--no-plots", action="store_true",
-                        help="skip each side's run plots (comparison.png is still written)")
+    parser.add_argument(
+        "--no-plots", action="store_true", help="skip each side's run plots (comparison.png is still written)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -44,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
     side_a, side_b = sides_from_arguments(list(args.experiments), list(args.variants))
     out = Path(args.out)
-    comparison = compare(side_a, side_b, out, common=list(args.overrides), fidelity=args.fidelity,
-                         plots=not args.no_plots)
+    comparison = compare(
+        side_a, side_b, out, common=list(args.overrides), fidelity=args.fidelity, plots=not args.no_plots
+    )
     print(f"A = {side_a.label}, B = {side_b.label} (run in parallel)")
     seeds, fidelity = comparison["seed"], comparison["fidelity"]
     seed_text = f"seed {seeds['a']}" if seeds["a"] == seeds["b"] else f"seeds {seeds['a']} / {seeds['b']}"

@@ -25,37 +25,67 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import", help="convert another tool's workload (SimAI/AICB) into an experiment",
-        description=__doc__, epilog=EXAMPLES,
+        "import",
+        help="convert another tool's workload (SimAI/AICB) into an experiment",
+        description=__doc__,
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("format", choices=("aicb", "sailor", "amp"),
-                        help="input format: aicb (SimAI workload), sailor (plan JSON), amp "
-                             "(partition.json)")
+    parser.add_argument(
+        "format",
+        choices=("aicb", "sailor", "amp"),
+        help="input format: aicb (SimAI workload), sailor (plan JSON), amp (partition.json)",
+    )
     parser.add_argument("file", help="the workload or plan file")
-    parser.add_argument("--cluster", metavar="CLUSTER.yaml",
-                        help="cluster file (its GPU count must equal all_gpus; default: an "
-                             "inline homogeneous H100 cluster of all_gpus GPUs)")
-    parser.add_argument("--out", metavar="EXPERIMENT.yaml",
-                        help="experiment file to write (default: print it)")
-    parser.add_argument("--seq-len", type=int, default=None,
-                        help="sequence length the file was generated with (default 4096)")
-    parser.add_argument("--micro-batch", type=int, default=None,
-                        help="micro-batch size the file was generated with (default 1; sailor: "
-                             "the plan's mbs)")
+    parser.add_argument(
+        "--cluster",
+        metavar="CLUSTER.yaml",
+        help="cluster file (its GPU count must equal all_gpus; default: an "
+        "inline homogeneous H100 cluster of all_gpus GPUs)",
+    )
+    parser.add_argument(
+        "--out", metavar="EXPERIMENT.yaml", help="experiment file to write (default: print it)"
+    )
+    parser.add_argument(
+        "--seq-len", type=int, default=None, help="sequence length the file was generated with (default 4096)"
+    )
+    parser.add_argument(
+        "--micro-batch",
+        type=int,
+        default=None,
+        help="micro-batch size the file was generated with (default 1; sailor: the plan's mbs)",
+    )
     parser.add_argument("--model", help="sailor/amp: model zoo name the plan was made for")
-    parser.add_argument("--training-config", metavar="training_config.json",
-                        help="sailor: Sailor's training config (model shape, sequence length, "
-                             "global batch) instead of --model")
-    parser.add_argument("--global-batch", type=int, default=None,
-                        help="sailor/amp: global batch in sequences (sailor: default the plan's gbs)")
-    parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16", "fp32"),
-                        help="sailor/amp: training dtype (default fp16, as both planners train)")
-    parser.add_argument("--gpu-map", action="append", default=[], metavar="PLAN_NAME=GPU",
-                        help="sailor: map a GPU type name of the plan to a catalogue or cluster "
-                             "name (repeatable)")
-    parser.add_argument("--rank-map", metavar="rank_map.json",
-                        help="amp: AMP's rank map (node -> ranks); default rank r on GPU r")
+    parser.add_argument(
+        "--training-config",
+        metavar="training_config.json",
+        help="sailor: Sailor's training config (model shape, sequence length, "
+        "global batch) instead of --model",
+    )
+    parser.add_argument(
+        "--global-batch",
+        type=int,
+        default=None,
+        help="sailor/amp: global batch in sequences (sailor: default the plan's gbs)",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="fp16",
+        choices=("fp16", "bf16", "fp32"),
+        help="sailor/amp: training dtype (default fp16, as both planners train)",
+    )
+    parser.add_argument(
+        "--gpu-map",
+        action="append",
+        default=[],
+        metavar="PLAN_NAME=GPU",
+        help="sailor: map a GPU type name of the plan to a catalogue or cluster name (repeatable)",
+    )
+    parser.add_argument(
+        "--rank-map",
+        metavar="rank_map.json",
+        help="amp: AMP's rank map (node -> ranks); default rank r on GPU r",
+    )
     parser.add_argument("--tp", type=int, default=None, help="amp: the plan's model-parallel degree")
     parser.set_defaults(func=run)
 
@@ -66,11 +96,18 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_output_file(args.out) if args.out else None  # before anything is read
     if args.format in ("sailor", "amp"):
-        options = PlanImport(model=args.model, training_config=args.training_config,
-                             cluster=args.cluster, seq_len=args.seq_len,
-                             micro_batch=args.micro_batch, global_batch=args.global_batch,
-                             dtype=args.dtype, gpu_map=list(args.gpu_map), rank_map=args.rank_map,
-                             tp=args.tp)
+        options = PlanImport(
+            model=args.model,
+            training_config=args.training_config,
+            cluster=args.cluster,
+            seq_len=args.seq_len,
+            micro_batch=args.micro_batch,
+            global_batch=args.global_batch,
+            dtype=args.dtype,
+            gpu_map=list(args.gpu_map),
+            rank_map=args.rank_map,
+            tp=args.tp,
+        )
         imported = import_plan(args.format, args.file, options, out)
     else:
         imported = import_aicb(args.file, args.cluster, out, args.seq_len, args.micro_batch)

@@ -31,20 +31,39 @@ network {cc, pfc, buffer, mtu, ecmp, attributes}, simulation {stop, sample_inter
 fidelity}, compare_cc [..], fairness_flows [..]. See heterosim/config/scenario.py.
 """
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "netbench", help="CC micro-scenarios: incast, fairness, PFC (flows on a small fabric)",
-        epilog=EXAMPLES, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "netbench",
+        help="CC micro-scenarios: incast, fairness, PFC (flows on a small fabric)",
+        epilog=EXAMPLES,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("scenario", help="scenario YAML file (see workloads/netbench/)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="output folder (default: results/netbench/<name>)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a scenario key, e.g. network.cc=hpcc (repeatable)")
-    parser.add_argument("--fidelity", choices=FIDELITIES, default=None,
-                        help="packet: ns-3 RDMA network (default); flow: fluid max-min model")
-    parser.add_argument("--compare-cc", default=None, metavar="CC,CC,...",
-                        help="run once per congestion control and write a comparison table")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default: results/netbench/<name>)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario key, e.g. network.cc=hpcc (repeatable)",
+    )
+    parser.add_argument(
+        "--fidelity",
+        choices=FIDELITIES,
+        default=None,
+        help="packet: ns-3 RDMA network (default); flow: fluid max-min model",
+    )
+    parser.add_argument(
+        "--compare-cc",
+        default=None,
+        metavar="CC,CC,...",
+        help="run once per congestion control and write a comparison table",
+    )
     parser.set_defaults(func=run)
 
 
@@ -66,7 +85,10 @@ def run(args: argparse.Namespace) -> int:
         print(report.summary_text(results))
         unfinished = results["summary"]["unfinished_flows"]
     if unfinished:
-        print(f"heterosim netbench: warning: {unfinished} flow(s) did not finish before "
-              f"simulation.stop; raise it to see their completion times", file=sys.stderr)
+        print(
+            f"heterosim netbench: warning: {unfinished} flow(s) did not finish before "
+            f"simulation.stop; raise it to see their completion times",
+            file=sys.stderr,
+        )
     print(f"results in {out}")
     return 0

@@ -36,25 +36,46 @@ outputs in --out: results.json, ranks.csv, collectives.csv, flows.csv, links.csv
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "run", help="simulate one training iteration of an experiment", epilog=EXAMPLES,
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "run",
+        help="simulate one training iteration of an experiment",
+        epilog=EXAMPLES,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("experiment", nargs="?", help="experiment YAML (default: the shipped one)")
     parser.add_argument("--fidelity", choices=FIDELITIES, help="network model to use")
     parser.add_argument("--out", default="out/run", help="output folder (default: out/run)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override an experiment key, e.g. network.cc=hpcc (repeatable)")
-    parser.add_argument("--traces", metavar="DIR",
-                        help="run a directory of Chakra ET traces (<prefix>.<rank>.et, optional "
-                             "comm_group.json) instead of an experiment; needs --cluster")
-    parser.add_argument("--cluster", metavar="CLUSTER.yaml",
-                        help="with --traces: the cluster (rank i runs on GPU i)")
-    parser.add_argument("--db", action="append", default=[], metavar="PROFILE.db",
-                        help="operation database from `heterosim profile`, used before the shipped"
-                             " data (repeatable; the first wins)")
-    parser.add_argument("--until", metavar="TIME",
-                        help="stop at this simulated time (e.g. 380ms) and report what finished "
-                             "as a partial iteration: a measured slice of a long packet run")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an experiment key, e.g. network.cc=hpcc (repeatable)",
+    )
+    parser.add_argument(
+        "--traces",
+        metavar="DIR",
+        help="run a directory of Chakra ET traces (<prefix>.<rank>.et, optional "
+        "comm_group.json) instead of an experiment; needs --cluster",
+    )
+    parser.add_argument(
+        "--cluster", metavar="CLUSTER.yaml", help="with --traces: the cluster (rank i runs on GPU i)"
+    )
+    parser.add_argument(
+        "--db",
+        action="append",
+        default=[],
+        metavar="PROFILE.db",
+        help="operation database from `heterosim profile`, used before the shipped"
+        " data (repeatable; the first wins)",
+    )
+    parser.add_argument(
+        "--until",
+        metavar="TIME",
+        help="stop at this simulated time (e.g. 380ms) and report what finished "
+        "as a partial iteration: a measured slice of a long packet run",
+    )
     add_output_options(parser)  # --no-plots, --trace-spans N, --quiet
     parser.set_defaults(func=run)
 
@@ -86,8 +107,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(run_header(experiment), file=sys.stderr)
     with sigterm_stops_the_run():
-        artifacts = run_any(experiment, progress=progress, workload=workload,
-                            databases=args.db or None, stop_ns=stop_ns)
+        artifacts = run_any(
+            experiment, progress=progress, workload=workload, databases=args.db or None, stop_ns=stop_ns
+        )
     progress.close()
     results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides

@@ -23,20 +23,34 @@ runs/<id>/results.json, summary.csv, summary.json, <metric>_vs_<parameter>.png, 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "sweep", help="run an experiment over a grid of overrides (local pool or Ray)",
-        epilog=EXAMPLES, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "sweep",
+        help="run an experiment over a grid of overrides (local pool or Ray)",
+        epilog=EXAMPLES,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("sweep", help="sweep YAML file")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="local process pool (default) or a Ray cluster (needs the ray extra)")
-    parser.add_argument("--address", metavar="HOST:PORT",
-                        help="Ray head to connect to (default: start a local Ray)")
-    parser.add_argument("--workers", type=int, metavar="N",
-                        help="local worker processes (default: the sweep file's workers, else CPU count)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue a sweep in --out, skipping variants already recorded")
-    parser.add_argument("--retry-failed", action="store_true",
-                        help="with --resume: run variants recorded as errors again")
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local process pool (default) or a Ray cluster (needs the ray extra)",
+    )
+    parser.add_argument(
+        "--address", metavar="HOST:PORT", help="Ray head to connect to (default: start a local Ray)"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="local worker processes (default: the sweep file's workers, else CPU count)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue a sweep in --out, skipping variants already recorded"
+    )
+    parser.add_argument(
+        "--retry-failed", action="store_true", help="with --resume: run variants recorded as errors again"
+    )
     parser.add_argument("--out", help="output folder (default: out/sweeps/<sweep name>)")
     parser.add_argument("--no-plots", action="store_true", help="skip the summary plots")
     parser.add_argument("--quiet", action="store_true", help="no per-run lines on the terminal")
@@ -59,13 +73,23 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(message, file=sys.stderr, flush=True)
 
-    outcome = run_sweep(spec, out, executor=args.executor, workers=args.workers, address=args.address,
-                        resume=args.resume, retry_failed=args.retry_failed, plots=not args.no_plots,
-                        log=log)
+    outcome = run_sweep(
+        spec,
+        out,
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        resume=args.resume,
+        retry_failed=args.retry_failed,
+        plots=not args.no_plots,
+        log=log,
+    )
     status = outcome.summary.get("status", {})
     counts = ", ".join(f"{n} {name}" for name, n in sorted(status.items()))
-    print(f"sweep {spec.name}: {outcome.variants} variants ({counts}); ran {len(outcome.ran)} now, "
-          f"{outcome.skipped} already done")
+    print(
+        f"sweep {spec.name}: {outcome.variants} variants ({counts}); ran {len(outcome.ran)} now, "
+        f"{outcome.skipped} already done"
+    )
     for row in outcome.summary.get("rows", []):
         if row["status"] not in ("ok", "pending"):
             print(f"  {row['status']} {row['id']}: {row['error']}")

@@ -17,20 +17,28 @@ examples:
   heterosim trace show all_reduce.1.et.gz              # gzip-compressed files work too
 """
 
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "trace", help="inspect Chakra ET trace files", description=__doc__,
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "trace",
+        help="inspect Chakra ET trace files",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     show = actions.add_parser(
-        "show", help="print a trace's metadata and nodes", description=__doc__,
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "show",
+        help="print a trace's metadata and nodes",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     show.add_argument("file", metavar="FILE", help="a <prefix>.<rank>.et file (or .et.gz)")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    show.add_argument("--limit", type=int, default=50, metavar="N",
-                      help="nodes to print (default 50; 0 = all)")
+    show.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="nodes to print (default 50; 0 = all)"
+    )
     show.set_defaults(func=run_show)
 
 
@@ -56,10 +64,20 @@ def print_table(data: dict[str, Any]) -> None:
     for node in data["nodes"]:
         deps = node["deps"]
         dep_text = ",".join(str(d) for d in deps[:6]) + (",..." if len(deps) > 6 else "")
-        rows.append((str(node["id"]), node["type"], node["name"], node["op"], node["phase"],
-                     str(node["layer"]), str(node["micro_batch"]), _amount(node), dep_text))
-    widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h)
-              for c, h in enumerate(header)]
+        rows.append(
+            (
+                str(node["id"]),
+                node["type"],
+                node["name"],
+                node["op"],
+                node["phase"],
+                str(node["layer"]),
+                str(node["micro_batch"]),
+                _amount(node),
+                dep_text,
+            )
+        )
+    widths = [max(len(h), *(len(r[c]) for r in rows)) if rows else len(h) for c, h in enumerate(header)]
     print()
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
     for row in rows:

@@ -46,31 +46,52 @@ examples:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "validate", help="predicted vs measured for published cases, error %% and MAPE",
-        description=__doc__, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "validate",
+        help="predicted vs measured for published cases, error %% and MAPE",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("cases", help="cases YAML file (validation/cases.yaml)")
-    parser.add_argument("--group", action="append", default=None,
-                        help="only this group (repeatable)")
+    parser.add_argument("--group", action="append", default=None, help="only this group (repeatable)")
     parser.add_argument("--only", default=None, help="comma-separated case ids")
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
     parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
-    parser.add_argument("--granularity", default=None, choices=GRANULARITIES,
-                        help="simulation.collective_granularity for end-to-end cases (default: "
-                             "the case's own, chunk); connection makes large cases cheap")
-    parser.add_argument("--intra-host", default=None, choices=INTRA_HOST_MODELS,
-                        help="packet fidelity: flows inside a host as frames (packet, the default) "
-                             "or in the fluid model (flow; the fabric stays packet-level)")
-    parser.add_argument("--queue-pairs", default=None, choices=QUEUE_PAIR_MODELS,
-                        help="simulation.queue_pairs: one queue pair per NCCL connection "
-                             "(connection, the default) or per flow (flow)")
-    parser.add_argument("--fail-above", type=float, default=None, metavar="PCT",
-                        help="exit 3 when any selected case's |error %%| exceeds PCT (for CI)")
-    parser.add_argument("--quiet-budget", action="store_true",
-                        help="do not print the error-budget line under each case")
-    parser.add_argument("--out", default="out/validate",
-                        help="directory for results.json, parity.png, table.md, budget.csv")
+    parser.add_argument(
+        "--granularity",
+        default=None,
+        choices=GRANULARITIES,
+        help="simulation.collective_granularity for end-to-end cases (default: "
+        "the case's own, chunk); connection makes large cases cheap",
+    )
+    parser.add_argument(
+        "--intra-host",
+        default=None,
+        choices=INTRA_HOST_MODELS,
+        help="packet fidelity: flows inside a host as frames (packet, the default) "
+        "or in the fluid model (flow; the fabric stays packet-level)",
+    )
+    parser.add_argument(
+        "--queue-pairs",
+        default=None,
+        choices=QUEUE_PAIR_MODELS,
+        help="simulation.queue_pairs: one queue pair per NCCL connection "
+        "(connection, the default) or per flow (flow)",
+    )
+    parser.add_argument(
+        "--fail-above",
+        type=float,
+        default=None,
+        metavar="PCT",
+        help="exit 3 when any selected case's |error %%| exceeds PCT (for CI)",
+    )
+    parser.add_argument(
+        "--quiet-budget", action="store_true", help="do not print the error-budget line under each case"
+    )
+    parser.add_argument(
+        "--out", default="out/validate", help="directory for results.json, parity.png, table.md, budget.csv"
+    )
     parser.set_defaults(func=run)
 
 
@@ -82,16 +103,17 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--max-gpus: expected a positive number of GPUs")
     if args.fail_above is not None and not args.fail_above > 0:
         raise UserError("--fail-above: expected a positive percentage")
-    chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci,
-                                   max_gpus=args.max_gpus)
+    chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci, max_gpus=args.max_gpus)
     if not chosen:
         raise UserError(f"{args.cases}: no case left after selection")
     for case, reason in skipped:
         print(f"# skipped {case.id}: {reason}")
-    print(f"# {len(chosen)} cases, fidelity {args.fidelity}"
-          + (f", collective granularity {args.granularity}" if args.granularity else "")
-          + (f", intra-host {args.intra_host}" if args.intra_host else "")
-          + (f", queue pairs per {args.queue_pairs}" if args.queue_pairs else ""))
+    print(
+        f"# {len(chosen)} cases, fidelity {args.fidelity}"
+        + (f", collective granularity {args.granularity}" if args.granularity else "")
+        + (f", intra-host {args.intra_host}" if args.intra_host else "")
+        + (f", queue pairs per {args.queue_pairs}" if args.queue_pairs else "")
+    )
     print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
@@ -101,12 +123,16 @@ def run(args: argparse.Namespace) -> int:
     groups = group_summary(rows)
     print("\n".join(summary_lines(groups)))
     out = Path(args.out)
-    meta = {"cases_file": str(args.cases), "fidelity": args.fidelity, "granularity": args.granularity,
-            "intra_host": args.intra_host, "queue_pairs": args.queue_pairs,
-            "selection": {"group": args.group, "only": only, "ci": args.ci,
-                          "max_gpus": args.max_gpus},
-            "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
-            "wall_s": time.perf_counter() - start}
+    meta = {
+        "cases_file": str(args.cases),
+        "fidelity": args.fidelity,
+        "granularity": args.granularity,
+        "intra_host": args.intra_host,
+        "queue_pairs": args.queue_pairs,
+        "selection": {"group": args.group, "only": only, "ci": args.ci, "max_gpus": args.max_gpus},
+        "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
+        "wall_s": time.perf_counter() - start,
+    }
     with staged_output(out) as stage:  # all or nothing: a failure leaves no partial outputs
         written = write_validation_outputs(stage, rows, groups, meta)
     print(f"# wrote {', '.join(str(out / p.name) for p in written)}")

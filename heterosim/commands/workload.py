@@ -34,18 +34,27 @@ output (in --out):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "workload", help="generate per-rank protobuf traces (Chakra ET) for an experiment",
-        description=__doc__, epilog=EXAMPLES,
+        "workload",
+        help="generate per-rank protobuf traces (Chakra ET) for an experiment",
+        description=__doc__,
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("experiment", help="experiment YAML file")
     parser.add_argument("--out", required=True, help="output folder (created or replaced)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[],
-                        metavar="KEY=VALUE", help="override an experiment key, e.g. parallel.pp=4")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override an experiment key, e.g. parallel.pp=4",
+    )
     parser.add_argument("--ranks", help="only these ranks' traces, e.g. 0-7,64 (default: all)")
     parser.add_argument("--prefix", default="", help="trace file prefix (default: experiment name)")
-    parser.add_argument("--summary-only", action="store_true",
-                        help="write workload.json and comm_group.json but no .et files")
+    parser.add_argument(
+        "--summary-only", action="store_true", help="write workload.json and comm_group.json but no .et files"
+    )
     parser.set_defaults(func=run)
 
 
@@ -73,14 +82,16 @@ def run(args: argparse.Namespace) -> int:
         summary = workload_summary(workload, traces=[])
         summary["ranks"] = entries
         summary["total_flops"] = int(sum(e["flops"] for e in entries))
-        write_comm_groups({g.id: list(g.ranks) for g in workload.groups.groups},
-                          tmp / "comm_group.json")
+        write_comm_groups({g.id: list(g.ranks) for g in workload.groups.groups}, tmp / "comm_group.json")
         (tmp / "workload.json").write_text(json.dumps(summary, indent=1) + "\n")
     elapsed = time.perf_counter() - start
     part = workload.partition
     layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in part.chunk_layers)
-    print(f"{experiment.name}: {workload.world_size} ranks, {len(entries)} traces, {nodes} nodes "
-          f"in {elapsed:.1f}s -> {out}", file=sys.stdout)
+    print(
+        f"{experiment.name}: {workload.world_size} ranks, {len(entries)} traces, {nodes} nodes "
+        f"in {elapsed:.1f}s -> {out}",
+        file=sys.stdout,
+    )
     counts = list(part.replica_micro_batches)
     shown = f"{counts[0]} x {len(counts)}" if len(set(counts)) == 1 else str(counts)
     print(f"  stage layers: {layers}; micro-batches per replica: {shown}")

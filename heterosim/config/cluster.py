@@ -59,8 +59,11 @@ HOST_TRANSPORTS = ("rdma", "socket")
 # this fraction of the line rate, so the links of the network models carry that rate. These are
 # NCCL's own constants, not fitted to any measurement.
 NVLINK_EFFICIENCY = {
-    "volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0,
-    "blackwell": 40.1 / 50.0, "cdna3": 1.0,
+    "volta": 20.0 / 25.0,
+    "ampere": 20.0 / 25.0,
+    "hopper": 20.6 / 25.0,
+    "blackwell": 40.1 / 50.0,
+    "cdna3": 1.0,
 }
 
 
@@ -127,8 +130,10 @@ class ClusterConfig:
         """Spec of GPU ``name`` as this cluster knows it; UserError listing the known names."""
         canonical = self.resolve_gpu_name(name)
         if canonical is None:
-            raise UserError(f"{self.source or 'cluster'}: unknown GPU {name!r}; known: "
-                            f"{', '.join(self.known_gpu_names())}")
+            raise UserError(
+                f"{self.source or 'cluster'}: unknown GPU {name!r}; known: "
+                f"{', '.join(self.known_gpu_names())}"
+            )
         return self.gpus[canonical] if canonical in self.gpus else gpu_spec(canonical)
 
     def known_gpu_names(self) -> list[str]:
@@ -148,9 +153,7 @@ class ClusterConfig:
     @cached_property
     def gpu_host(self) -> np.ndarray:
         """Host index of every global GPU."""
-        return np.repeat(
-            np.arange(self.num_hosts), [self.host(h).gpus for h in range(self.num_hosts)]
-        )
+        return np.repeat(np.arange(self.num_hosts), [self.host(h).gpus for h in range(self.num_hosts)])
 
     @cached_property
     def gpu_local_index(self) -> np.ndarray:
@@ -173,8 +176,7 @@ class ClusterConfig:
     @cached_property
     def host_socket(self) -> np.ndarray:
         """1 for every host that uses NCCL's socket transport, 0 for RDMA hosts (uint8)."""
-        return np.array([self.host(h).transport == "socket" for h in range(self.num_hosts)],
-                        dtype=np.uint8)
+        return np.array([self.host(h).transport == "socket" for h in range(self.num_hosts)], dtype=np.uint8)
 
 
 def _gpu_entry(section: Section, name: str) -> GpuSpec:
@@ -188,17 +190,16 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
         if value is not None:  # 0 = not supported; else 1 GFLOP/s .. 100 PFLOP/s per GPU
             value = tflops.number(dtype, minimum=0.0, maximum=1e5)
             if 0 < value < 1e-3:
-                raise tflops.error(dtype, f"expected 0 (unsupported) or at least 0.001 TFLOP/s, "
-                                          f"got {value}")
+                raise tflops.error(dtype, f"expected 0 (unsupported) or at least 0.001 TFLOP/s, got {value}")
         peaks[dtype] = value or None
     if not any(peaks.values()):
-        raise section.error("tflops", "expected at least one positive dense peak in TFLOP/s, "
-                                      "e.g. {fp16: 71, fp32: 35.6}")
+        raise section.error(
+            "tflops", "expected at least one positive dense peak in TFLOP/s, e.g. {fp16: 71, fp32: 35.6}"
+        )
     entry: dict[str, object] = {"tflops": peaks}
     entry["memory_gb"] = section.number("memory_gb", minimum=1e-3, maximum=1e5)
     entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3, maximum=1e3)
-    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0,
-                                                  maximum=1e5)
+    entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0, maximum=1e5)
     entry["nvlink_bridge"] = section.boolean("nvlink_bridge", False)
     pcie_gen = section.integer("pcie_gen", 4, minimum=1, maximum=64)
     if pcie_x16_bytes_per_s(pcie_gen) is None:
@@ -226,13 +227,17 @@ def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
         v = getattr(s, name)
         return {k: x for k, x in v.items() if x} if name == "peak_tflops" else v
 
-    fields = [f for f in ("peak_tflops", "memory_bytes", "memory_bytes_per_s",
-                          "nvlink_bytes_per_s", "pcie_gen")
-              if value(spec, f) != value(catalogued, f)]
+    fields = [
+        f
+        for f in ("peak_tflops", "memory_bytes", "memory_bytes_per_s", "nvlink_bytes_per_s", "pcie_gen")
+        if value(spec, f) != value(catalogued, f)
+    ]
     if not fields:
         return None
-    return (f"{where}: GPU {spec.name} is defined in the cluster file and differs from the "
-            f"catalogue's {catalogued.name} in {', '.join(fields)}; the cluster file's numbers are used")
+    return (
+        f"{where}: GPU {spec.name} is defined in the cluster file and differs from the "
+        f"catalogue's {catalogued.name} in {', '.join(fields)}; the cluster file's numbers are used"
+    )
 
 
 def _cluster_gpus(top: Section) -> tuple[dict[str, GpuSpec], dict[str, str], tuple[str, ...]]:
@@ -248,8 +253,10 @@ def _cluster_gpus(top: Section) -> tuple[dict[str, GpuSpec], dict[str, str], tup
         for alias in [name, *entry.data.get("aliases", [])]:
             key = alias.strip().lower()
             if key in aliases:
-                raise entry.error("aliases" if alias != name else "",
-                                  f"name {alias!r} is already used by GPU {aliases[key]}")
+                raise entry.error(
+                    "aliases" if alias != name else "",
+                    f"name {alias!r} is already used by GPU {aliases[key]}",
+                )
             aliases[key] = name
             catalogued = canonical_gpu_name(key)
             if catalogued is not None:
@@ -260,16 +267,19 @@ def _cluster_gpus(top: Section) -> tuple[dict[str, GpuSpec], dict[str, str], tup
     return specs, aliases, tuple(notes)
 
 
-def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = None,
-               own_aliases: dict[str, str] | None = None) -> HostType:
+def _host_type(
+    section: Section,
+    name: str,
+    own: dict[str, GpuSpec] | None = None,
+    own_aliases: dict[str, str] | None = None,
+) -> HostType:
     gpu_name = section.string("gpu")
     own, own_aliases = own or {}, own_aliases or {}
     canonical = own_aliases.get(gpu_name.strip().lower()) or canonical_gpu_name(gpu_name)
     if canonical is None:
         known = [*own, *(n for n in known_gpu_names() if n not in own)]
         raise section.error(
-            "gpu", f"unknown GPU {gpu_name!r}; define it under gpus: or use one of: "
-                   f"{', '.join(known)}"
+            "gpu", f"unknown GPU {gpu_name!r}; define it under gpus: or use one of: {', '.join(known)}"
         )
     spec = own[canonical] if canonical in own else gpu_spec(canonical)
     gpus = section.integer("gpus", minimum=1, maximum=1024)
@@ -281,13 +291,13 @@ def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = Non
         )
     if fabric == "nvswitch" and spec.nvlink_bridge and not section.has("nvlink_bw") and gpus > 2:
         raise section.error(
-            "fabric", f"{canonical}'s NVLink is a 2-way bridge, not a switch joining {gpus} GPUs; "
-                      "use fabric: pcie (or set nvlink_bw to model a switch)"
+            "fabric",
+            f"{canonical}'s NVLink is a 2-way bridge, not a switch joining {gpus} GPUs; "
+            "use fabric: pcie (or set nvlink_bw to model a switch)",
         )
     nics = section.integer("nics", minimum=1, maximum=gpus * 4)
     nic_speed = section.rate("nic_speed", minimum=NIC_SPEED_RANGE[0], maximum=NIC_SPEED_RANGE[1])
-    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0,
-                          *NVLINK_RANGE)
+    nvlink = section.rate("nvlink_bw", spec.nvlink_bytes_per_s * 8 if spec.has_nvlink else 1.0, *NVLINK_RANGE)
     pcie = section.rate("pcie_bw", spec.pcie_bytes_per_s * 8, *PCIE_RANGE)
     if section.has("gpu_nic"):
         mapping = section.raw("gpu_nic")
@@ -302,9 +312,7 @@ def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = Non
             raise section.error("gpu_nic", f"NIC index {bad[0]} out of range 0..{nics - 1}")
         gpu_nic = tuple(mapping)
     else:
-        gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(
-            range(gpus)
-        )
+        gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(range(gpus))
     default_switches = max(1, min(nics, gpus // 2))
     pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
     nvlink_efficiency = section.number(
@@ -313,9 +321,19 @@ def _host_type(section: Section, name: str, own: dict[str, GpuSpec] | None = Non
     transport = section.string("transport", "rdma", choices=HOST_TRANSPORTS)
     section.reject_unknown()
     return HostType(
-        name=name, gpu=canonical, gpus=gpus, fabric=fabric, nics=nics, nic_speed_bps=nic_speed,
-        nvlink_bps=nvlink, pcie_bps=pcie, gpu_nic=gpu_nic, pcie_switches=pcie_switches,
-        nvlink_efficiency=nvlink_efficiency, gpu_spec=spec, transport=transport,
+        name=name,
+        gpu=canonical,
+        gpus=gpus,
+        fabric=fabric,
+        nics=nics,
+        nic_speed_bps=nic_speed,
+        nvlink_bps=nvlink,
+        pcie_bps=pcie,
+        gpu_nic=gpu_nic,
+        pcie_switches=pcie_switches,
+        nvlink_efficiency=nvlink_efficiency,
+        gpu_spec=spec,
+        transport=transport,
     )
 
 
@@ -328,8 +346,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     if not types_section.data:
         raise types_section.error("", "at least one host type is required")
     host_types = {
-        type_name: _host_type(types_section.section(type_name, required=True), type_name, own,
-                              own_aliases)
+        type_name: _host_type(types_section.section(type_name, required=True), type_name, own, own_aliases)
         for type_name in list(types_section.data)
     }
     hosts_raw = top.raw("hosts")
@@ -348,8 +365,9 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
         entry_section.reject_unknown()
         gpus += count * host_types[type_name].gpus
         if gpus > MAX_GPUS:
-            raise entry_section.error("count", f"the cluster reaches {gpus:,} GPUs; at most "
-                                      f"{MAX_GPUS:,} are simulated")
+            raise entry_section.error(
+                "count", f"the cluster reaches {gpus:,} GPUs; at most {MAX_GPUS:,} are simulated"
+            )
         order.extend([type_name] * count)
     fabric_section = top.section("fabric")
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
@@ -365,8 +383,14 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     fabric_section.reject_unknown()
     top.reject_unknown()
     return ClusterConfig(
-        name=name, host_types=host_types, host_type_of_host=tuple(order), fabric=fabric,
-        source=source, gpus=own, gpu_aliases=own_aliases, notes=notes,
+        name=name,
+        host_types=host_types,
+        host_type_of_host=tuple(order),
+        fabric=fabric,
+        source=source,
+        gpus=own,
+        gpu_aliases=own_aliases,
+        notes=notes,
     )
 
 

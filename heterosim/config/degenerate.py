@@ -73,24 +73,32 @@ def network_warnings(network: Any, cluster: Any) -> list[str]:
     buffer = int(network.buffer_bytes)
     if network.cc in ECN_CCS:
         kmin = _as_int(_attribute(attributes, "RedEcnMarker", "EcnKmin"), DEFAULT_ECN_KMIN)
-        reference = _as_rate(_attribute(attributes, "RedEcnMarker", "EcnReferenceRate"),
-                             DEFAULT_ECN_REFERENCE_BPS)
+        reference = _as_rate(
+            _attribute(attributes, "RedEcnMarker", "EcnReferenceRate"), DEFAULT_ECN_REFERENCE_BPS
+        )
         scale = _as_bool(_attribute(attributes, "RedEcnMarker", "EcnScaleWithRate"), True)
-        above = [rate for rate in switch_port_rates(cluster)
-                 if (kmin * rate / reference if scale else kmin) > buffer]
+        above = [
+            rate
+            for rate in switch_port_rates(cluster)
+            if (kmin * rate / reference if scale else kmin) > buffer
+        ]
         if above:
             rate = above[0]
             threshold = kmin * rate / reference if scale else kmin
             warnings.append(
                 f"network.buffer {format_size(buffer)} is below the ECN marking threshold "
                 f"EcnKmin {format_size(threshold)} of {format_rate(rate)} ports: {network.cc} never "
-                f"sees a mark there" + ("" if network.pfc else " and the switch drops instead")
-                + "; raise the buffer or lower network.attributes.EcnKmin")
+                f"sees a mark there"
+                + ("" if network.pfc else " and the switch drops instead")
+                + "; raise the buffer or lower network.attributes.EcnKmin"
+            )
     if network.pfc and not _as_bool(_attribute(attributes, "SwitchMmu", "PfcDynamicThreshold"), True):
         xoff = _as_int(_attribute(attributes, "SwitchMmu", "PfcStaticXoff"), DEFAULT_STATIC_XOFF)
         if xoff > buffer:
-            warnings.append(f"PfcStaticXoff {format_size(xoff)} is above network.buffer "
-                            f"{format_size(buffer)}: PFC never pauses and the switch drops instead")
+            warnings.append(
+                f"PfcStaticXoff {format_size(xoff)} is above network.buffer "
+                f"{format_size(buffer)}: PFC never pauses and the switch drops instead"
+            )
     return warnings
 
 
@@ -101,13 +109,16 @@ def sample_warnings(sample_interval_ns: int, stop_ns: int | None) -> list[str]:
     samples = stop_ns // sample_interval_ns
     if samples <= MAX_SAMPLES:
         return []
-    return [f"simulation.sample_interval {format_time_ns(sample_interval_ns)} records {samples:,} "
-            f"samples per series up to {format_time_ns(stop_ns)} (more than {MAX_SAMPLES:,}); "
-            "a longer interval keeps the outputs small"]
+    return [
+        f"simulation.sample_interval {format_time_ns(sample_interval_ns)} records {samples:,} "
+        f"samples per series up to {format_time_ns(stop_ns)} (more than {MAX_SAMPLES:,}); "
+        "a longer interval keeps the outputs small"
+    ]
 
 
-def flow_warnings(cluster: Any, src: Any, dst: Any, size_bytes: Any, start_ns: Any,
-                  stop_ns: int) -> list[str]:
+def flow_warnings(
+    cluster: Any, src: Any, dst: Any, size_bytes: Any, start_ns: Any, stop_ns: int
+) -> list[str]:
     """Flows that cannot finish before ``stop_ns`` even alone at their NICs' line rate."""
     speeds = np.array([cluster.host(int(h)).nic_speed_bps for h in cluster.gpu_host], dtype=np.float64)
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
@@ -116,6 +127,8 @@ def flow_warnings(cluster: Any, src: Any, dst: Any, size_bytes: Any, start_ns: A
     if not len(late):
         return []
     first, alone_ns = int(late[0]), float(alone[late[0]])
-    return [f"{len(late)} flow(s) cannot finish before simulation.stop {format_time_ns(stop_ns)} even "
-            f"alone at NIC speed (flow {first} needs {format_time_ns(alone_ns)}); they will be "
-            "reported unfinished"]
+    return [
+        f"{len(late)} flow(s) cannot finish before simulation.stop {format_time_ns(stop_ns)} even "
+        f"alone at NIC speed (flow {first} needs {format_time_ns(alone_ns)}); they will be "
+        "reported unfinished"
+    ]

@@ -324,8 +324,11 @@ def _stages(section: Section) -> StagedPlan:
         raise section.error("stages", "expected a non-empty list of {layers: N, replicas: [...]}")
     for key in _NOT_WITH_STAGES:
         if section.has(key):
-            raise section.error(key, "not allowed with parallel.stages (the stages give the "
-                                     "pipeline depth, the replicas and each replica's tp)")
+            raise section.error(
+                key,
+                "not allowed with parallel.stages (the stages give the "
+                "pipeline depth, the replicas and each replica's tp)",
+            )
     stages = []
     for i, item in enumerate(raw):
         stage = Section(item, section.source, section.key_path(f"stages[{i}]"))
@@ -336,20 +339,27 @@ def _stages(section: Section) -> StagedPlan:
         replicas = []
         for j, rep in enumerate(replicas_raw):
             rsec = Section(rep, section.source, stage.key_path(f"replicas[{j}]"))
-            replicas.append(ReplicaPlan(
-                gpu=rsec.string("gpu"), tp=rsec.integer("tp", 1, minimum=1, maximum=1024),
-                micro_batches=rsec.integer("micro_batches", None, minimum=1, maximum=MAX_GLOBAL_BATCH)
-                if rsec.has("micro_batches") else None,
-            ))
+            replicas.append(
+                ReplicaPlan(
+                    gpu=rsec.string("gpu"),
+                    tp=rsec.integer("tp", 1, minimum=1, maximum=1024),
+                    micro_batches=rsec.integer("micro_batches", None, minimum=1, maximum=MAX_GLOBAL_BATCH)
+                    if rsec.has("micro_batches")
+                    else None,
+                )
+            )
             rsec.reject_unknown()
         stage.reject_unknown()
         stages.append(StagePlan(layers, tuple(replicas)))
     first = len(stages[0].replicas)
     for i, stage_plan in enumerate(stages):
         if len(stage_plan.replicas) != first:
-            raise section.error(f"stages[{i}].replicas", f"{len(stage_plan.replicas)} replicas but "
-                                f"stages[0] has {first}; every stage needs the same number "
-                                "(replica i of every stage forms pipeline i)")
+            raise section.error(
+                f"stages[{i}].replicas",
+                f"{len(stage_plan.replicas)} replicas but "
+                f"stages[0] has {first}; every stage needs the same number "
+                "(replica i of every stage forms pipeline i)",
+            )
     return StagedPlan(tuple(stages))
 
 
@@ -383,10 +393,8 @@ def _parallel(section: Section) -> ParallelConfig:
         stage_layers=stage_layers,
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
         zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
-        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000,
-                                                    minimum=0),
-        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000,
-                                                 minimum=0),
+        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000, minimum=0),
+        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000, minimum=0),
         p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
     )
@@ -398,12 +406,16 @@ def _staged_parallel(section: Section) -> ParallelConfig:
     plan = _stages(section)
     mode = section.string("partition", "auto", choices=PARTITIONS)
     parallel = ParallelConfig(
-        tp=max(r.tp for s in plan.stages for r in s.replicas), pp=plan.pp, dp=plan.dp, ep=1,
+        tp=max(r.tp for s in plan.stages for r in s.replicas),
+        pp=plan.pp,
+        dp=plan.dp,
+        ep=1,
         schedule=section.string("schedule", "1f1b", choices=("1f1b", "gpipe")),
         vpp=1,
         zero=section.integer("zero", 0, minimum=0, maximum=1),
         sequence_parallel=section.boolean("sequence_parallel", False),
-        partition="explicit", micro_batch_split=mode,
+        partition="explicit",
+        micro_batch_split=mode,
         dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
         rank_order="stages",
         distributed_optimizer=section.boolean("distributed_optimizer", False),
@@ -422,10 +434,12 @@ def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     value = section.raw("partition", "auto")
     if not isinstance(value, list):
         return section.string("partition", "auto", choices=PARTITIONS), ()
-    if not value or len(value) > MAX_PARALLEL or not all(
-            isinstance(x, int) and not isinstance(x, bool) and x <= MAX_PARALLEL for x in value):
-        raise section.error("partition", f"expected auto, uniform or a list of layer counts, "
-                                         f"got {value!r}")
+    if (
+        not value
+        or len(value) > MAX_PARALLEL
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x <= MAX_PARALLEL for x in value)
+    ):
+        raise section.error("partition", f"expected auto, uniform or a list of layer counts, got {value!r}")
     if min(value) < 1:
         raise section.error("partition", f"every stage needs at least one layer, got {value}")
     return "explicit", tuple(value)
@@ -476,12 +490,8 @@ def _network(section: Section) -> NetworkConfig:
         buffer_bytes=section.size("buffer", "32MiB", *BUFFER_RANGE),
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
-        collective_algorithm=section.string(
-            "collective_algorithm", "auto", choices=COLLECTIVE_ALGORITHMS
-        ),
-        collective_protocol=section.string(
-            "collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS
-        ),
+        collective_algorithm=section.string("collective_algorithm", "auto", choices=COLLECTIVE_ALGORITHMS),
+        collective_protocol=section.string("collective_protocol", "auto", choices=COLLECTIVE_PROTOCOLS),
         channels=section.integer("channels", 0, minimum=0, maximum=64),
         frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
@@ -500,13 +510,11 @@ def _simulation(section: Section) -> SimulationConfig:
         seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
         sample_interval_ns=sample_interval(section),
-        collective_granularity=section.string("collective_granularity", "chunk",
-                                              choices=GRANULARITIES),
+        collective_granularity=section.string("collective_granularity", "chunk", choices=GRANULARITIES),
         memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
-        packet_acceleration=section.string("packet_acceleration", "exact",
-                                           choices=PACKET_ACCELERATIONS),
+        packet_acceleration=section.string("packet_acceleration", "exact", choices=PACKET_ACCELERATIONS),
         fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()
@@ -517,9 +525,10 @@ def sample_interval(section: Section, default: str = "10us") -> int:
     """``sample_interval``: 0 (no time series) or 1us..1h."""
     interval = section.time_ns("sample_interval", default, maximum=3600 * 10**9)
     if 0 < interval < MIN_SAMPLE_INTERVAL_NS:
-        raise section.error("sample_interval", f"{interval} ns: expected 0 (no time series) or at "
-                            f"least 1us")
+        raise section.error("sample_interval", f"{interval} ns: expected 0 (no time series) or at least 1us")
     return interval
+
+
 def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
     """Validate ``parallel.stages`` against the model, the batch and the cluster; return the
     plan with canonical GPU names."""
@@ -537,57 +546,78 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
             key = f"parallel.stages[{i}].replicas[{j}]"
             canonical = cluster.resolve_gpu_name(rep.gpu)
             if canonical is None or canonical not in have:
-                raise top.error(f"{key}.gpu", f"GPU type {rep.gpu!r} is not in the cluster "
-                                f"{cluster.name!r}; it has: {', '.join(sorted(have))}")
+                raise top.error(
+                    f"{key}.gpu",
+                    f"GPU type {rep.gpu!r} is not in the cluster "
+                    f"{cluster.name!r}; it has: {', '.join(sorted(have))}",
+                )
             peaks = cluster.gpu_spec(canonical).peak_tflops
             if not peaks.get(train.dtype):
                 supported = ", ".join(k for k, v in peaks.items() if v)
-                raise top.error(f"{key}.gpu", f"{canonical} has no {train.dtype} peak (it has: "
-                                f"{supported}); set training.dtype to one of those")
+                raise top.error(
+                    f"{key}.gpu",
+                    f"{canonical} has no {train.dtype} peak (it has: "
+                    f"{supported}); set training.dtype to one of those",
+                )
             need[canonical] = need.get(canonical, 0) + rep.tp
             if need[canonical] > have[canonical]:
-                raise top.error(f"{key}.gpu", f"the plan needs {need[canonical]} {canonical} GPUs "
-                                f"up to here but the cluster {cluster.name!r} has "
-                                f"{have[canonical]}")
+                raise top.error(
+                    f"{key}.gpu",
+                    f"the plan needs {need[canonical]} {canonical} GPUs "
+                    f"up to here but the cluster {cluster.name!r} has "
+                    f"{have[canonical]}",
+                )
             if model.heads % rep.tp:
-                raise top.error(f"{key}.tp", f"model heads {model.heads} not divisible by tp "
-                                f"{rep.tp}")
+                raise top.error(f"{key}.tp", f"model heads {model.heads} not divisible by tp {rep.tp}")
             if model.kv_heads % rep.tp and rep.tp % model.kv_heads:
-                raise top.error(f"{key}.tp", f"kv_heads {model.kv_heads} and tp {rep.tp}: neither "
-                                "divides the other")
+                raise top.error(
+                    f"{key}.tp", f"kv_heads {model.kv_heads} and tp {rep.tp}: neither divides the other"
+                )
             if par.sequence_parallel and rep.tp == 1:
                 raise top.error(f"{key}.tp", "sequence_parallel needs tp >= 2 in every replica")
             if par.sequence_parallel and train.seq_len % rep.tp:
-                raise top.error(f"{key}.tp", f"seq_len {train.seq_len} not divisible by tp "
-                                f"{rep.tp} (sequence_parallel)")
+                raise top.error(
+                    f"{key}.tp", f"seq_len {train.seq_len} not divisible by tp {rep.tp} (sequence_parallel)"
+                )
             replicas.append(ReplicaPlan(canonical, rep.tp, rep.micro_batches))
         if (par.zero or par.distributed_optimizer) and len({r.tp for r in replicas}) > 1:
-            raise top.error(f"parallel.stages[{i}].replicas", "replicas of one stage with "
-                            "different tp need zero: 0 without distributed_optimizer (their "
-                            "gradient shards differ)")
+            raise top.error(
+                f"parallel.stages[{i}].replicas",
+                "replicas of one stage with "
+                "different tp need zero: 0 without distributed_optimizer (their "
+                "gradient shards differ)",
+            )
         stages.append(StagePlan(stage.layers, tuple(replicas)))
     if sum(s.layers for s in plan.stages) != model.layers:
-        raise top.error("parallel.stages", f"layers sum to {sum(s.layers for s in plan.stages)} "
-                        f"but the model has {model.layers}")
+        raise top.error(
+            "parallel.stages",
+            f"layers sum to {sum(s.layers for s in plan.stages)} but the model has {model.layers}",
+        )
     if train.global_batch % train.micro_batch:
-        raise top.error("training.global_batch", f"{train.global_batch} is not divisible by "
-                        f"micro_batch {train.micro_batch}")
+        raise top.error(
+            "training.global_batch",
+            f"{train.global_batch} is not divisible by micro_batch {train.micro_batch}",
+        )
     total = train.global_batch // train.micro_batch
     given = []
     for j in range(plan.dp):
         values = {m for s in plan.stages if (m := s.replicas[j].micro_batches) is not None}
         if len(values) > 1:
-            raise top.error(f"parallel.stages[*].replicas[{j}].micro_batches",
-                            f"pipeline {j} is given different counts {sorted(values)} in "
-                            "different stages; give one count per pipeline")
+            raise top.error(
+                f"parallel.stages[*].replicas[{j}].micro_batches",
+                f"pipeline {j} is given different counts {sorted(values)} in "
+                "different stages; give one count per pipeline",
+            )
         given.append(next(iter(values)) if values else None)
     fixed = sum(g for g in given if g is not None)
     free = sum(1 for g in given if g is None)
     if (free == 0 and fixed != total) or (free and total - fixed < free):
-        raise top.error("parallel.stages[*].replicas[*].micro_batches",
-                        f"micro-batches sum to {fixed}{' plus the other pipelines' if free else ''}"
-                        f" but global_batch/micro_batch = {train.global_batch}/{train.micro_batch}"
-                        f" = {total}")
+        raise top.error(
+            "parallel.stages[*].replicas[*].micro_batches",
+            f"micro-batches sum to {fixed}{' plus the other pipelines' if free else ''}"
+            f" but global_batch/micro_batch = {train.global_batch}/{train.micro_batch}"
+            f" = {total}",
+        )
     if model.layers < plan.pp:
         raise top.error("parallel.stages", f"{model.layers} layers cannot fill {plan.pp} stages")
     return StagedPlan(tuple(stages))
@@ -596,21 +626,33 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
 def _check_framework(top: Section, exp: ExperimentConfig) -> None:
     """``framework`` against the cluster and the parallel plan."""
     par, cluster = exp.parallel, exp.cluster
-    for key, table in (("host_op_overhead", exp.framework.host_op_overhead_ns),
-                       ("collective_overhead", exp.framework.collective_overhead_ns)):
+    for key, table in (
+        ("host_op_overhead", exp.framework.host_op_overhead_ns),
+        ("collective_overhead", exp.framework.collective_overhead_ns),
+    ):
         for gpu, _ in table:
             if gpu != "*" and gpu not in set(cluster.gpu_type):
-                raise top.error(f"framework.{key}.{gpu}", "no GPU of this type in the cluster "
-                                f"(has: {', '.join(sorted(set(cluster.gpu_type)))})")
+                raise top.error(
+                    f"framework.{key}.{gpu}",
+                    f"no GPU of this type in the cluster (has: {', '.join(sorted(set(cluster.gpu_type)))})",
+                )
     if exp.framework.name == "deepspeed" and par.plan is not None:
-        raise top.error("framework.name", "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
-                        "parallel.stages plans run with framework megatron")
+        raise top.error(
+            "framework.name",
+            "deepspeed models DeepSpeed's engine on a tp/pp/dp grid; "
+            "parallel.stages plans run with framework megatron",
+        )
     if exp.framework.name == "deepspeed" and (par.p2p_sync != "overlap" or par.p2p_scatter_gather):
-        raise top.error("framework.name", "deepspeed sets its own p2p path (blocking, TP-partitioned "
-                        "activations); leave parallel.p2p_sync and p2p_scatter_gather at their defaults")
+        raise top.error(
+            "framework.name",
+            "deepspeed sets its own p2p path (blocking, TP-partitioned "
+            "activations); leave parallel.p2p_sync and p2p_scatter_gather at their defaults",
+        )
     if exp.framework.name == "deepspeed" and par.schedule != "1f1b":
-        raise top.error("parallel.schedule", f"framework deepspeed runs DeepSpeed's TrainSchedule "
-                        f"(1F1B, no interleaving), not {par.schedule}")
+        raise top.error(
+            "parallel.schedule",
+            f"framework deepspeed runs DeepSpeed's TrainSchedule (1F1B, no interleaving), not {par.schedule}",
+        )
 
 
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
@@ -632,39 +674,44 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         )
     if model.layers < par.pp * par.vpp:
         raise top.error(
-            "parallel.pp",
-            f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages",
+            "parallel.pp", f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages"
         )
     if par.p2p_sync == "blocking" and par.schedule == "interleaved":
-        raise top.error("parallel.p2p_sync", "blocking is modelled for the 1f1b and gpipe "
-                        "schedules only: with the interleaved schedule the traces' per-step "
-                        "blocking sends deadlock (Megatron pairs them with receives in combined "
-                        "calls, not modelled)")
+        raise top.error(
+            "parallel.p2p_sync",
+            "blocking is modelled for the 1f1b and gpipe "
+            "schedules only: with the interleaved schedule the traces' per-step "
+            "blocking sends deadlock (Megatron pairs them with receives in combined "
+            "calls, not modelled)",
+        )
     if par.grad_sync == "after_backward" and par.zero >= 2:
-        raise top.error("parallel.grad_sync", f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
-                        "reduces gradients in every micro-batch's backward")
+        raise top.error(
+            "parallel.grad_sync",
+            f"after_backward needs zero 0 or 1: ZeRO-{par.zero} "
+            "reduces gradients in every micro-batch's backward",
+        )
     if par.partition == "explicit":
         stages = par.pp * par.vpp
         if len(par.stage_layers) != stages:
-            raise top.error("parallel.partition", f"{len(par.stage_layers)} stages listed but "
-                            f"pp*vpp = {stages}")
+            raise top.error(
+                "parallel.partition", f"{len(par.stage_layers)} stages listed but pp*vpp = {stages}"
+            )
         if sum(par.stage_layers) != model.layers:
-            raise top.error("parallel.partition", f"layers sum to {sum(par.stage_layers)} but the "
-                            f"model has {model.layers}")
+            raise top.error(
+                "parallel.partition",
+                f"layers sum to {sum(par.stage_layers)} but the model has {model.layers}",
+            )
     train = exp.training
     if train.global_batch % (train.micro_batch * par.dp):
         raise top.error(
             "training.global_batch",
-            f"{train.global_batch} is not divisible by micro_batch*dp = "
-            f"{train.micro_batch}*{par.dp}",
+            f"{train.global_batch} is not divisible by micro_batch*dp = {train.micro_batch}*{par.dp}",
         )
     if par.ep > 1:
         if model.moe is None:
             raise top.error("parallel.ep", "expert parallelism needs a model with moe layers")
         if model.moe.experts % par.ep:
-            raise top.error(
-                "parallel.ep", f"{model.moe.experts} experts not divisible by ep {par.ep}"
-            )
+            raise top.error("parallel.ep", f"{model.moe.experts} experts not divisible by ep {par.ep}")
         if par.dp % par.ep:
             raise top.error("parallel.ep", f"ep {par.ep} must divide dp {par.dp}")
     if par.schedule == "interleaved" and exp.micro_batches_per_replica % par.pp:
@@ -682,14 +729,19 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
 
 
 def parse_experiment(
-    data: dict[str, Any], source: str, base_dir: Path | None = None,
+    data: dict[str, Any],
+    source: str,
+    base_dir: Path | None = None,
     cluster_override: ClusterConfig | None = None,
 ) -> ExperimentConfig:
     """Validate an experiment mapping read from ``source``."""
     top = Section(data, source)
     if "jobs" in top.data:
-        raise top.error("jobs", "an experiment of several jobs runs with heterosim run, compare or "
-                                "sweep; for this command give one job's experiment file")
+        raise top.error(
+            "jobs",
+            "an experiment of several jobs runs with heterosim run, compare or "
+            "sweep; for this command give one job's experiment file",
+        )
     name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
     model = resolve_model(top.raw("model"), source)
     training = _training(top.section("training", required=True), model)
@@ -714,9 +766,17 @@ def parse_experiment(
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(
-        name=name, model=model, training=training, parallel=parallel, cluster=cluster,
-        network=network, simulation=simulation, source=source, framework=framework,
-        resolved=copy.deepcopy(data), faults=faults,
+        name=name,
+        model=model,
+        training=training,
+        parallel=parallel,
+        cluster=cluster,
+        network=network,
+        simulation=simulation,
+        source=source,
+        framework=framework,
+        resolved=copy.deepcopy(data),
+        faults=faults,
         warnings=tuple(network_warnings(network, cluster)),
     )
     _check_consistency(top, experiment)
@@ -727,23 +787,35 @@ def parse_experiment(
     return experiment
 
 
-def experiment_with_plan(experiment: ExperimentConfig, plan: StagedPlan, *,
-                         micro_batch_split: str = "auto") -> ExperimentConfig:
+def experiment_with_plan(
+    experiment: ExperimentConfig, plan: StagedPlan, *, micro_batch_split: str = "auto"
+) -> ExperimentConfig:
     """``experiment`` running the explicit plan ``plan`` instead of its own parallel layout (what a
     planner does with each candidate). Validated as ``parallel.stages`` in a file would be (a
     UserError names the key); schedule, sequence parallelism, ZeRO-0/1, bucket size and gradient
     sync are kept from ``experiment`` (interleaving is dropped: plans run 1F1B or GPipe)."""
     par = experiment.parallel
     if par.zero > 1:
-        raise UserError(f"{experiment.source or 'experiment'}: parallel.zero: an explicit plan "
-                        f"needs zero 0 or 1, got {par.zero}")
+        raise UserError(
+            f"{experiment.source or 'experiment'}: parallel.zero: an explicit plan "
+            f"needs zero 0 or 1, got {par.zero}"
+        )
     if micro_batch_split not in PARTITIONS:
         raise ValueError(f"micro_batch_split {micro_batch_split!r} not in {PARTITIONS}")
     parallel = replace(
-        par, tp=max(r.tp for s in plan.stages for r in s.replicas), pp=plan.pp, dp=plan.dp,
-        ep=1, vpp=1, schedule=par.schedule if par.schedule != "interleaved" else "1f1b",
-        partition="explicit", rank_order="stages", stage_layers=tuple(s.layers for s in plan.stages),
-        plan=plan, micro_batch_split=micro_batch_split)
+        par,
+        tp=max(r.tp for s in plan.stages for r in s.replicas),
+        pp=plan.pp,
+        dp=plan.dp,
+        ep=1,
+        vpp=1,
+        schedule=par.schedule if par.schedule != "interleaved" else "1f1b",
+        partition="explicit",
+        rank_order="stages",
+        stage_layers=tuple(s.layers for s in plan.stages),
+        plan=plan,
+        micro_batch_split=micro_batch_split,
+    )
     staged = replace(experiment, parallel=parallel)
     checked = _check_stages(Section({}, experiment.source), staged)
     return replace(staged, parallel=replace(parallel, plan=checked))

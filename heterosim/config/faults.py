@@ -58,8 +58,9 @@ def _fault(entry: Any, source: str, index: int) -> FaultSpec:
     where = f"{source}: faults[{index}]"
     kinds = [k for k in FAULT_KINDS if section.has(k)]
     if len(kinds) != 1:
-        raise section.error("", f"expected exactly one of {', '.join(FAULT_KINDS)}, got "
-                                f"{', '.join(kinds) or 'none'}")
+        raise section.error(
+            "", f"expected exactly one of {', '.join(FAULT_KINDS)}, got {', '.join(kinds) or 'none'}"
+        )
     kind = kinds[0]
     at_ns = section.time_ns("at")
     if at_ns < 0:
@@ -98,5 +99,15 @@ def _fault(entry: Any, source: str, index: int) -> FaultSpec:
             if until_ns <= at_ns:
                 raise section.error("until", f"expected a time after at ({at_ns} ns), got {until_ns} ns")
     section.reject_unknown()
-    return FaultSpec(index=index, kind=kind, at_ns=at_ns, until_ns=until_ns, link=link, gpu=gpu,
-                     rate_bps=rate_bps, loss=loss, slowdown=slowdown, where=where)
+    return FaultSpec(
+        index=index,
+        kind=kind,
+        at_ns=at_ns,
+        until_ns=until_ns,
+        link=link,
+        gpu=gpu,
+        rate_bps=rate_bps,
+        loss=loss,
+        slowdown=slowdown,
+        where=where,
+    )

@@ -52,8 +52,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def integer_value(value: Any, key: str, source: str | None = None, *, minimum: int | None = None,
-                  maximum: int | None = MAX_INT) -> int:
+def integer_value(
+    value: Any,
+    key: str,
+    source: str | None = None,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = MAX_INT,
+) -> int:
     """``value`` as an integer in ``[minimum, maximum]`` (a bool, float or text is refused)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(source, key, f"expected an integer, got {_shown(value)}")
@@ -69,14 +75,21 @@ def positive_int(value: Any, key: str, source: str | None = None, *, maximum: in
     return integer_value(value, key, source, minimum=1, maximum=maximum)
 
 
-def non_negative_int(value: Any, key: str, source: str | None = None, *,
-                     maximum: int | None = MAX_INT) -> int:
+def non_negative_int(
+    value: Any, key: str, source: str | None = None, *, maximum: int | None = MAX_INT
+) -> int:
     """An integer >= 0 (and <= ``maximum``)."""
     return integer_value(value, key, source, minimum=0, maximum=maximum)
 
 
-def number_value(value: Any, key: str, source: str | None = None, *, minimum: float | None = None,
-                 maximum: float | None = None) -> float:
+def number_value(
+    value: Any,
+    key: str,
+    source: str | None = None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
     """``value`` as a finite float in ``[minimum, maximum]`` (inf, NaN, text, bool refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(source, key, f"expected a number, got {_shown(value)}")
@@ -93,8 +106,9 @@ def number_value(value: Any, key: str, source: str | None = None, *, minimum: fl
     return number
 
 
-def size_value(value: Any, key: str, source: str | None = None, *, minimum: int | None = None,
-               maximum: int | None = None) -> int:
+def size_value(
+    value: Any, key: str, source: str | None = None, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Bytes from a size such as ``4KiB``, in ``[minimum, maximum]`` bytes."""
     try:
         size = parse_size(value)
@@ -107,8 +121,14 @@ def size_value(value: Any, key: str, source: str | None = None, *, minimum: int 
     return size
 
 
-def rate_value(value: Any, key: str, source: str | None = None, *, minimum: float | None = None,
-               maximum: float | None = None) -> float:
+def rate_value(
+    value: Any,
+    key: str,
+    source: str | None = None,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
     """Bits per second from a rate such as ``400Gbps``, in ``[minimum, maximum]`` bit/s."""
     try:
         rate = parse_rate(value)
@@ -121,8 +141,9 @@ def rate_value(value: Any, key: str, source: str | None = None, *, minimum: floa
     return rate
 
 
-def time_value(value: Any, key: str, source: str | None = None, *, minimum: int | None = None,
-               maximum: int | None = None) -> int:
+def time_value(
+    value: Any, key: str, source: str | None = None, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Nanoseconds from a time such as ``1us``, in ``[minimum, maximum]`` ns."""
     try:
         time_ns = parse_time_ns(value)
@@ -138,10 +159,20 @@ def time_value(value: Any, key: str, source: str | None = None, *, minimum: int 
 def plain_name(value: Any, key: str, source: str | None = None, *, max_length: int = 128) -> str:
     """A name that may become a file or folder name: printable, no path separator, not . or ..,
     at most ``max_length`` characters."""
-    if (not isinstance(value, str) or not value or len(value) > max_length or value in (".", "..")
-            or any(c in value for c in "/\\") or not value.isprintable()):
-        raise _fail(source, key, f"expected a plain name (printable, no / or \\, at most "
-                                 f"{max_length} characters), got {_shown(value)}")
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > max_length
+        or value in (".", "..")
+        or any(c in value for c in "/\\")
+        or not value.isprintable()
+    ):
+        raise _fail(
+            source,
+            key,
+            f"expected a plain name (printable, no / or \\, at most "
+            f"{max_length} characters), got {_shown(value)}",
+        )
     return value
 
 
@@ -180,8 +211,11 @@ def _expanded_nodes(node: yaml.Node) -> int:
         if isinstance(current, yaml.ScalarNode):
             sizes[id(current)] = 1
             continue
-        children = ([x for pair in current.value for x in pair] if isinstance(current, yaml.MappingNode)
-                    else list(current.value))
+        children = (
+            [x for pair in current.value for x in pair]
+            if isinstance(current, yaml.MappingNode)
+            else list(current.value)
+        )
         if children_done:
             total = 1 + sum(sizes.get(id(c), 1) for c in children)
             sizes[id(current)] = min(total, MAX_YAML_NODES + 1)
@@ -203,8 +237,9 @@ def load_yaml_text(text: str, source: str) -> Any:
         if node is None:
             return None
         if _expanded_nodes(node) > MAX_YAML_NODES:
-            raise _YamlTooLarge(f"expands to more than {MAX_YAML_NODES:,} values "
-                                "(aliases referring to aliases)")
+            raise _YamlTooLarge(
+                f"expands to more than {MAX_YAML_NODES:,} values (aliases referring to aliases)"
+            )
         return loader.construct_document(node)
     except _YamlTooLarge as exc:
         raise UserError(f"{source}: invalid YAML: {exc}") from None
@@ -248,8 +283,9 @@ def read_text_file(path: str | Path, what: str = "file", max_bytes: int = MAX_YA
     if not stat.S_ISREG(info.st_mode):
         raise UserError(f"{path}: not a regular file (a pipe, socket or device), expected a {what}")
     if info.st_size > max_bytes:
-        raise UserError(f"{path}: {info.st_size} bytes; a {what} of at most {max_bytes >> 20} MiB "
-                        "is expected")
+        raise UserError(
+            f"{path}: {info.st_size} bytes; a {what} of at most {max_bytes >> 20} MiB is expected"
+        )
     try:
         with open(path, "rb") as handle:
             data = handle.read(max_bytes + 1)
@@ -321,16 +357,16 @@ class Section:
         return value
 
     def integer(
-        self, key: str, default: Any = _MISSING, minimum: int | None = None,
-        maximum: int | None = MAX_INT,
+        self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int | None = MAX_INT
     ) -> int:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
         return integer_value(value, self.key_path(key), self.source, minimum=minimum, maximum=maximum)
 
-    def number(self, key: str, default: Any = _MISSING, minimum: float | None = None,
-               maximum: float | None = None) -> float:
+    def number(
+        self, key: str, default: Any = _MISSING, minimum: float | None = None, maximum: float | None = None
+    ) -> float:
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value
@@ -342,24 +378,27 @@ class Section:
             raise self.error(key, f"expected true or false, got {_shown(value)}")
         return value
 
-    def size(self, key: str, default: Any = _MISSING, minimum: int | None = None,
-             maximum: int | None = None) -> int:
+    def size(
+        self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
         """Bytes from a size such as ``4KiB``, in ``[minimum, maximum]``."""
         value = self.raw(key, default)
         if value is default and not isinstance(default, str):
             return default
         return size_value(value, self.key_path(key), self.source, minimum=minimum, maximum=maximum)
 
-    def rate(self, key: str, default: Any = _MISSING, minimum: float | None = None,
-             maximum: float | None = None) -> float:
+    def rate(
+        self, key: str, default: Any = _MISSING, minimum: float | None = None, maximum: float | None = None
+    ) -> float:
         """Bits per second from a rate such as ``400Gbps`` or ``450GB/s``, in range."""
         value = self.raw(key, default)
         if value is default and not isinstance(default, str):
             return default
         return rate_value(value, self.key_path(key), self.source, minimum=minimum, maximum=maximum)
 
-    def time_ns(self, key: str, default: Any = _MISSING, minimum: int | None = None,
-                maximum: int | None = None) -> int:
+    def time_ns(
+        self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
         """Nanoseconds from a time such as ``1us``, in ``[minimum, maximum]``."""
         value = self.raw(key, default)
         if value is default and not isinstance(default, str):

@@ -47,8 +47,9 @@ def _cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
 
     cluster = load_cluster(path)
     if cluster.world_size != gpus:
-        raise UserError(f"--cluster {path}: has {cluster.world_size} GPUs but the workload's "
-                        f"all_gpus is {gpus}")
+        raise UserError(
+            f"--cluster {path}: has {cluster.world_size} GPUs but the workload's all_gpus is {gpus}"
+        )
     base = (out.parent if out else Path.cwd()).resolve()
     return os.path.relpath(path.resolve(), base)
 
@@ -79,8 +80,10 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         model, config_seq, config_batch = read_sailor_training_config(options.training_config)
         seq_len = seq_len or config_seq
     if not model or not options.cluster:
-        raise UserError(f"import {fmt}: --model (or --training-config) and --cluster are "
-                        "required (the plan file names neither the model's shape nor the hosts)")
+        raise UserError(
+            f"import {fmt}: --model (or --training-config) and --cluster are "
+            "required (the plan file names neither the model's shape nor the hosts)"
+        )
     cluster = load_cluster(options.cluster)
     if fmt == "sailor":
         gpu_map = {}
@@ -100,46 +103,47 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
     base = (out.parent if out else Path.cwd()).resolve()
     name = Path(file).stem
-    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch,
-                      "dtype": options.dtype}
+    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch, "dtype": options.dtype}
     if seq_len:
         training["seq_len"] = seq_len
     experiment = {
-        "name": name, "model": model, "training": training,
+        "name": name,
+        "model": model,
+        "training": training,
         # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
-        "parallel": {"schedule": "1f1b", "partition": "uniform",
-                     "stages": imported.plan.as_dict()},
+        "parallel": {"schedule": "1f1b", "partition": "uniform", "stages": imported.plan.as_dict()},
         "cluster": os.path.relpath(Path(options.cluster).resolve(), base),
     }
     # loads as written (the cluster by absolute path: --out's folder may not exist yet)
-    parse_experiment({**experiment, "cluster": str(Path(options.cluster).resolve())},
-                     str(out or "<stdout>"), base_dir=base)
-    header = [f"Imported from the {fmt} plan {file} by `heterosim import {fmt}`.",
-              *imported.notes,
-              f"model {options.model or options.training_config}, micro-batch {micro_batch}, "
-              f"global batch {global_batch}"
-              f"{'' if options.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
-              f"{options.dtype}",
-              "micro-batches split evenly between pipelines (partition: uniform), as the "
-              "planner's runtime runs them"]
+    parse_experiment(
+        {**experiment, "cluster": str(Path(options.cluster).resolve())}, str(out or "<stdout>"), base_dir=base
+    )
+    header = [
+        f"Imported from the {fmt} plan {file} by `heterosim import {fmt}`.",
+        *imported.notes,
+        f"model {options.model or options.training_config}, micro-batch {micro_batch}, "
+        f"global batch {global_batch}"
+        f"{'' if options.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
+        f"{options.dtype}",
+        "micro-batches split evenly between pipelines (partition: uniform), as the "
+        "planner's runtime runs them",
+    ]
     text = "\n".join(f"# {line}" for line in header) + "\n"
     text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
     plan = imported.plan
-    summary = (f"{out}: {name}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
-               f"layers {[s.layers for s in plan.stages]}")
+    summary = (
+        f"{out}: {name}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
+        f"layers {[s.layers for s in plan.stages]}"
+    )
     return ImportedExperiment(text, summary)
 
 
-def import_aicb(file: str, cluster: str | None, out: Path | None, seq_len: int | None,
-                micro_batch: int | None) -> ImportedExperiment:
+def import_aicb(
+    file: str, cluster: str | None, out: Path | None, seq_len: int | None, micro_batch: int | None
+) -> ImportedExperiment:
     """A SimAI/AICB workload file -> an experiment with its parallel sizes, model and batch."""
     from heterosim.config.experiment import parse_experiment
-    from heterosim.workload.aicb import (
-        DEFAULT_MICRO_BATCH,
-        DEFAULT_SEQ_LEN,
-        aicb_experiment,
-        read_aicb,
-    )
+    from heterosim.workload.aicb import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, aicb_experiment, read_aicb
 
     seq_len = DEFAULT_SEQ_LEN if seq_len is None else seq_len
     micro_batch = DEFAULT_MICRO_BATCH if micro_batch is None else micro_batch
@@ -147,19 +151,25 @@ def import_aicb(file: str, cluster: str | None, out: Path | None, seq_len: int |
         raise UserError("--seq-len and --micro-batch: expected positive integers")
     workload = read_aicb(file)
     cluster_ref = _cluster_reference(Path(cluster), out, workload.all_gpus) if cluster else None
-    experiment, notes = aicb_experiment(workload, seq_len=seq_len, micro_batch=micro_batch,
-                                        cluster=cluster_ref)
+    experiment, notes = aicb_experiment(
+        workload, seq_len=seq_len, micro_batch=micro_batch, cluster=cluster_ref
+    )
     # Validate before writing: the experiment must load as written.
-    base = (out.parent if out else Path.cwd())
+    base = out.parent if out else Path.cwd()
     parse_experiment(experiment, str(out or "<stdout>"), base_dir=base)
-    header = [f"Imported from the SimAI/AICB workload {file} by `heterosim import aicb`.",
-              f"{workload.policy}: tp {workload.tp}, ep {workload.ep}, pp {workload.pp}, "
-              f"ga {workload.ga}, all_gpus {workload.all_gpus}, {len(workload.lines)} layer lines.",
-              "How each value was found:", *(f"  - {n}" for n in notes)]
+    header = [
+        f"Imported from the SimAI/AICB workload {file} by `heterosim import aicb`.",
+        f"{workload.policy}: tp {workload.tp}, ep {workload.ep}, pp {workload.pp}, "
+        f"ga {workload.ga}, all_gpus {workload.all_gpus}, {len(workload.lines)} layer lines.",
+        "How each value was found:",
+        *(f"  - {n}" for n in notes),
+    ]
     text = "\n".join(f"# {line}" for line in header) + "\n"
     text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
-    summary = (f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
-               f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
-               f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "
-               f"{experiment['training']['global_batch']}")
+    summary = (
+        f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
+        f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
+        f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "
+        f"{experiment['training']['global_batch']}"
+    )
     return ImportedExperiment(text, summary)

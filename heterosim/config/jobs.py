@@ -72,7 +72,7 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
     """``"0-15"``, ``"0-7,16-23"``, ``5`` or ``[0, 1, 2]`` -> sorted GPU ids (checked)."""
     ids: list[int] = []
     if isinstance(value, bool):
-        raise UserError(f"{where}: expected GPU ids such as \"0-15\", got {value!r}")
+        raise UserError(f'{where}: expected GPU ids such as "0-15", got {value!r}')
     if isinstance(value, int):
         ids = [value]
     elif isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
@@ -90,11 +90,12 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
                 raise UserError(f"{where}: range {part!r} ends before it starts")
             if first < 0 or last >= world_size:  # before the range is built
                 missing = first if first < 0 else max(first, world_size)
-                raise UserError(f"{where}: GPU {missing} does not exist (the cluster has GPUs "
-                                f"0..{world_size - 1})")
+                raise UserError(
+                    f"{where}: GPU {missing} does not exist (the cluster has GPUs 0..{world_size - 1})"
+                )
             ids.extend(range(first, last + 1))
     else:
-        raise UserError(f"{where}: expected GPU ids such as \"0-15\", got {value!r}")
+        raise UserError(f'{where}: expected GPU ids such as "0-15", got {value!r}')
     if not ids:
         raise UserError(f"{where}: no GPUs given")
     bad = [g for g in ids if not 0 <= g < world_size]
@@ -128,14 +129,20 @@ def job_cluster(cluster: ClusterConfig, gpus: tuple[int, ...], where: str) -> Cl
             continue
         nics = sorted({htype.gpu_nic[i] for i in local})
         name = f"{htype.name}[gpus {','.join(str(i) for i in local)}]"
-        types.setdefault(name, replace(
-            htype, name=name, gpus=len(local), nics=len(nics),
-            gpu_nic=tuple(nics.index(htype.gpu_nic[i]) for i in local),
-            pcie_switches=max(1, min(htype.pcie_switches, len(nics)))))
+        types.setdefault(
+            name,
+            replace(
+                htype,
+                name=name,
+                gpus=len(local),
+                nics=len(nics),
+                gpu_nic=tuple(nics.index(htype.gpu_nic[i]) for i in local),
+                pcie_switches=max(1, min(htype.pcie_switches, len(nics))),
+            ),
+        )
         order.append(name)
     label = f"host {hosts[0]}" if len(hosts) == 1 else f"hosts {hosts[0]}-{hosts[-1]}"
-    return replace(cluster, name=f"{cluster.name}[{label}]", host_types=types,
-                   host_type_of_host=tuple(order))
+    return replace(cluster, name=f"{cluster.name}[{label}]", host_types=types, host_type_of_host=tuple(order))
 
 
 def _cluster(top: Section, source: str, base_dir: Path | None) -> ClusterConfig:
@@ -150,8 +157,7 @@ def _cluster(top: Section, source: str, base_dir: Path | None) -> ClusterConfig:
     raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
 
 
-def parse_jobs_experiment(data: dict[str, Any], source: str,
-                          base_dir: Path | None = None) -> JobsExperiment:
+def parse_jobs_experiment(data: dict[str, Any], source: str, base_dir: Path | None = None) -> JobsExperiment:
     """Validate a several-jobs experiment mapping read from ``source``."""
     top = Section(data, source)
     name = top.string("name", Path(source).stem if source else "jobs")
@@ -170,19 +176,36 @@ def parse_jobs_experiment(data: dict[str, Any], source: str,
         job = _job(entry, i, source, base_dir, cluster, network, simulation)
         for g in job.gpus:
             if g in owner:
-                raise UserError(f"{source}: jobs[{i}]: gpus: GPU {g} is already used by jobs[{owner[g]}]; "
-                                "jobs may not share GPUs")
+                raise UserError(
+                    f"{source}: jobs[{i}]: gpus: GPU {g} is already used by jobs[{owner[g]}]; "
+                    "jobs may not share GPUs"
+                )
             owner[g] = i
         if job.name in names:
             job = replace(job, name=f"{job.name}#{i}")
         names.add(job.name)
         jobs.append(job)
-    return JobsExperiment(name=name, cluster=cluster, network=network, simulation=simulation,
-                          jobs=tuple(jobs), faults=faults, source=source, resolved=copy.deepcopy(data))
+    return JobsExperiment(
+        name=name,
+        cluster=cluster,
+        network=network,
+        simulation=simulation,
+        jobs=tuple(jobs),
+        faults=faults,
+        source=source,
+        resolved=copy.deepcopy(data),
+    )
 
 
-def _job(entry: Any, i: int, source: str, base_dir: Path | None, cluster: ClusterConfig,
-         network: NetworkConfig, simulation: SimulationConfig) -> JobSpec:
+def _job(
+    entry: Any,
+    i: int,
+    source: str,
+    base_dir: Path | None,
+    cluster: ClusterConfig,
+    network: NetworkConfig,
+    simulation: SimulationConfig,
+) -> JobSpec:
     section = Section(entry, source, f"jobs[{i}]")
     where = f"{source}: jobs[{i}]"
     gpus = parse_gpu_set(section.raw("gpus"), f"{where}: gpus", cluster.world_size)
@@ -209,20 +232,21 @@ def _job(entry: Any, i: int, source: str, base_dir: Path | None, cluster: Cluste
     sub = job_cluster(cluster, gpus, f"{where}: gpus")
     experiment = parse_experiment(job_data, job_source, base_dir=job_dir, cluster_override=sub)
     experiment = replace(experiment, network=network, simulation=simulation)
-    return JobSpec(name=job_name or experiment.name, experiment=experiment, gpus=gpus,
-                   start_ns=start_ns)
+    return JobSpec(name=job_name or experiment.name, experiment=experiment, gpus=gpus, start_ns=start_ns)
 
 
-def parse_any_experiment(data: dict[str, Any], source: str, base_dir: Path | None = None
-                         ) -> ExperimentConfig | JobsExperiment:
+def parse_any_experiment(
+    data: dict[str, Any], source: str, base_dir: Path | None = None
+) -> ExperimentConfig | JobsExperiment:
     """A one-job experiment, or a several-jobs one when the mapping has ``jobs``."""
     if is_jobs_mapping(data):
         return parse_jobs_experiment(data, source, base_dir)
     return parse_experiment(data, source, base_dir=base_dir)
 
 
-def load_any_experiment(path: str | Path, overrides: list[str] | None = None
-                        ) -> ExperimentConfig | JobsExperiment:
+def load_any_experiment(
+    path: str | Path, overrides: list[str] | None = None
+) -> ExperimentConfig | JobsExperiment:
     """Read, override and validate an experiment file of either kind."""
     path = Path(path)
     data = apply_overrides(read_yaml_mapping(path), overrides or [], str(path))
@@ -232,5 +256,6 @@ def load_any_experiment(path: str | Path, overrides: list[str] | None = None
 def solo_experiment(experiment: JobsExperiment, job: int) -> JobsExperiment:
     """The experiment with job ``job`` alone on the cluster (same GPUs, start, network, faults):
     the baseline against which sharing the fabric is measured."""
-    return replace(experiment, name=f"{experiment.name}:{experiment.jobs[job].name}-alone",
-                   jobs=(experiment.jobs[job],))
+    return replace(
+        experiment, name=f"{experiment.name}:{experiment.jobs[job].name}-alone", jobs=(experiment.jobs[job],)
+    )

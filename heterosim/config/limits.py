@@ -85,13 +85,16 @@ def check_budget(source: str, key: str, what: str, tasks: float) -> None:
     ``key`` names the term that is too large and ``what`` says how the count follows from it.
     """
     if not math.isfinite(tasks) or tasks > MAX_TASKS:
-        raise UserError(f"{source}: {key}: {what} = at least {tasks:.3g} tasks; at most "
-                        f"{MAX_TASKS:,} can be simulated")
+        raise UserError(
+            f"{source}: {key}: {what} = at least {tasks:.3g} tasks; at most {MAX_TASKS:,} can be simulated"
+        )
     needed = tasks * BYTES_PER_TASK
     budget, why = memory_budget_bytes()
     if needed > budget:
-        raise UserError(f"{source}: {key}: {what} = at least {tasks:.3g} tasks, more than "
-                        f"{format_size(needed)} of memory; {why} is {format_size(budget)}")
+        raise UserError(
+            f"{source}: {key}: {what} = at least {tasks:.3g} tasks, more than "
+            f"{format_size(needed)} of memory; {why} is {format_size(budget)}"
+        )
 
 
 def experiment_task_floor(experiment: Any) -> tuple[float, str, str]:
@@ -109,16 +112,27 @@ def experiment_task_floor(experiment: Any) -> tuple[float, str, str]:
     iterations = experiment.simulation.iterations
     ops = 2.0 * micro_batches * layers_per_rank * world
     activation_bytes = train.micro_batch * train.seq_len * model.hidden * 2
-    tp_flows = (4.0 * micro_batches * layers_per_rank * (world / par.tp)
-                * collective_flow_floor("allreduce", activation_bytes, par.tp))
+    tp_flows = (
+        4.0
+        * micro_batches
+        * layers_per_rank
+        * (world / par.tp)
+        * collective_flow_floor("allreduce", activation_bytes, par.tp)
+    )
     grad_bytes = 2.0 * model.hidden * model.hidden * 12 * layers_per_rank / par.tp
     dp_flows = (world / par.dp) * collective_flow_floor("allreduce", int(grad_bytes), par.dp)
     tasks = (ops + tp_flows + dp_flows) * iterations
-    terms = {"training.global_batch": micro_batches, "model.layers": layers_per_rank,
-             "cluster": world, "simulation.iterations": iterations}
+    terms = {
+        "training.global_batch": micro_batches,
+        "model.layers": layers_per_rank,
+        "cluster": world,
+        "simulation.iterations": iterations,
+    }
     key = max(terms, key=lambda k: terms[k])
-    what = (f"{micro_batches:.3g} micro-batches per replica x {layers_per_rank} layers per rank x "
-            f"{world} ranks x {iterations} iterations (ops and collective flows)")
+    what = (
+        f"{micro_batches:.3g} micro-batches per replica x {layers_per_rank} layers per rank x "
+        f"{world} ranks x {iterations} iterations (ops and collective flows)"
+    )
     return tasks, key, what
 
 
@@ -138,8 +152,7 @@ def collective_flow_floor(op: str, size_bytes: int, n: int) -> float:
     return float(steps) * n * loops
 
 
-def check_collective_request(args: Any, sizes: Sequence[int], ranks: Sequence[int],
-                             cluster: Any) -> None:
+def check_collective_request(args: Any, sizes: Sequence[int], ranks: Sequence[int], cluster: Any) -> None:
     """``heterosim collective`` options: ranges, output folders, and the flow budget."""
     from heterosim.config.experiment import MAX_SEED
     from heterosim.config.fields import integer_value
@@ -160,12 +173,17 @@ def check_collective_request(args: Any, sizes: Sequence[int], ranks: Sequence[in
         if size <= 0:
             raise UserError(f"--size {args.size}: expected sizes > 0 bytes")
         if size > MAX_COLLECTIVE_BYTES:
-            raise UserError(f"--size {args.size}: {format_size(size)} is above the 1TiB per "
-                            "collective simulated here")
+            raise UserError(
+                f"--size {args.size}: {format_size(size)} is above the 1TiB per collective simulated here"
+            )
     largest = max(sizes)
-    check_budget("--size", args.size, f"{args.op} of {format_size(largest)} over {len(ranks)} "
-                 f"ranks in chunks of at most {format_size(SIMPLE_CHUNK_MAX)}",
-                 collective_flow_floor(str(args.op).lower(), largest, len(ranks)))
+    check_budget(
+        "--size",
+        args.size,
+        f"{args.op} of {format_size(largest)} over {len(ranks)} "
+        f"ranks in chunks of at most {format_size(SIMPLE_CHUNK_MAX)}",
+        collective_flow_floor(str(args.op).lower(), largest, len(ranks)),
+    )
     for option in ("out", "chakra"):
         value = getattr(args, option, None)
         if value:
@@ -179,8 +197,12 @@ def check_scenario_budget(scenario: Any) -> None:
     interval = scenario.simulation.sample_interval_ns
     if interval and scenario.simulation.fidelity == "packet":
         samples = scenario.simulation.stop_ns / interval
-        check_budget(scenario.source or "scenario", "simulation.sample_interval",
-                     f"{samples:.3g} samples x {flows} flows", samples * flows / 4)
+        check_budget(
+            scenario.source or "scenario",
+            "simulation.sample_interval",
+            f"{samples:.3g} samples x {flows} flows",
+            samples * flows / 4,
+        )
 
 
 def check_sweep_size(source: str, lengths: Sequence[int], limit: int | None) -> None:
@@ -190,5 +212,7 @@ def check_sweep_size(source: str, lengths: Sequence[int], limit: int | None) -> 
     count = math.prod(lengths)
     if count > limit:
         shown = " x ".join(str(n) for n in lengths)
-        raise UserError(f"{source}: grid: {shown} = {count:,} variants, above the limit of "
-                        f"{limit:,}; set max_variants: in the sweep file to run more")
+        raise UserError(
+            f"{source}: grid: {shown} = {count:,} variants, above the limit of "
+            f"{limit:,}; set max_variants: in the sweep file to run more"
+        )

@@ -45,9 +45,14 @@ from heterosim.errors import UserError
 # not mapped: the catalogue has the RTX 2080 Ti, not the RTX 2080; map it with --gpu-map or
 # define it in the cluster file.
 SAILOR_GPU_NAMES = {
-    "A100-40": "A100-40GB-SXM", "A100-80": "A100-80GB-SXM", "V100-16": "V100-SXM2-16GB",
-    "V100-32": "V100-SXM2-32GB", "GH-96": "GH200", "H100-80": "H100-SXM",
-    "RTX-3090": "RTX-3090", "Titan-RTX": "Titan-RTX",
+    "A100-40": "A100-40GB-SXM",
+    "A100-80": "A100-80GB-SXM",
+    "V100-16": "V100-SXM2-16GB",
+    "V100-32": "V100-SXM2-32GB",
+    "GH-96": "GH200",
+    "H100-80": "H100-SXM",
+    "RTX-3090": "RTX-3090",
+    "Titan-RTX": "Titan-RTX",
 }
 AMP_LAYER_OVERHEAD = 6  # DeepSpeed layer list entries that are not transformer layers
 AMP_FIRST_LAYER = 2  # position of the first transformer layer in that list
@@ -89,51 +94,65 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
     """
     raw = _read_json(path)
     names = {**SAILOR_GPU_NAMES, **(gpu_names or {})}
-    if not isinstance(raw, dict) or not isinstance(raw.get("pipeline_list"), list) \
-            or not raw["pipeline_list"]:
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("pipeline_list"), list)
+        or not raw["pipeline_list"]
+    ):
         raise UserError(f"{path}: pipeline_list: expected a non-empty list (a Sailor plan)")
     if len(raw["pipeline_list"]) > 1:
-        raise UserError(f"{path}: pipeline_list: {len(raw['pipeline_list'])} pipeline "
-                        "templates; only plans with one template can be imported")
+        raise UserError(
+            f"{path}: pipeline_list: {len(raw['pipeline_list'])} pipeline "
+            "templates; only plans with one template can be imported"
+        )
     pipe = raw["pipeline_list"][0]
     key = "pipeline_list[0]"
     layers = pipe.get("layers_per_stage") if isinstance(pipe, dict) else None
     tmps = pipe.get("tmp_per_stage") if isinstance(pipe, dict) else None
-    if not isinstance(layers, list) or not isinstance(tmps, list) or not layers \
-            or len(layers) != len(tmps):
-        raise UserError(f"{path}: {key}: expected layers_per_stage and tmp_per_stage, one entry "
-                        "per stage")
+    if not isinstance(layers, list) or not isinstance(tmps, list) or not layers or len(layers) != len(tmps):
+        raise UserError(f"{path}: {key}: expected layers_per_stage and tmp_per_stage, one entry per stage")
     flat = [i for stage in layers for i in (stage if isinstance(stage, list) else [None])]
     if flat != list(range(len(flat))):
-        raise UserError(f"{path}: {key}.layers_per_stage: expected consecutive block indices "
-                        "0..N covering embedding, layers and head")
+        raise UserError(
+            f"{path}: {key}.layers_per_stage: expected consecutive block indices "
+            "0..N covering embedding, layers and head"
+        )
     head = len(flat) - 1
     stages: list[StagePlan] = []
     used: set[str] = set()
-    notes = [f"{len(layers)} stages; Sailor's block 0 (embedding) and {head} (head) are not "
-             "transformer layers"]
+    notes = [
+        f"{len(layers)} stages; Sailor's block 0 (embedding) and {head} (head) are not transformer layers"
+    ]
     for s, (blocks, replicas) in enumerate(zip(layers, tmps)):
         count = sum(1 for b in blocks if 0 < b < head)
         if count == 0:
-            raise UserError(f"{path}: {key}.layers_per_stage[{s}]: stage holds no transformer "
-                            "layer (only embedding/head), which parallel.stages cannot express")
+            raise UserError(
+                f"{path}: {key}.layers_per_stage[{s}]: stage holds no transformer "
+                "layer (only embedding/head), which parallel.stages cannot express"
+            )
         if not isinstance(replicas, list) or not replicas:
             raise UserError(f"{path}: {key}.tmp_per_stage[{s}]: expected a list of replicas")
         reps = []
         for r, entry in enumerate(replicas):
             where = f"{path}: {key}.tmp_per_stage[{s}][{r}]"
-            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], list)
-                    and entry[0] and all(isinstance(g, list) and len(g) >= 2 for g in entry[0])):
+            if not (
+                isinstance(entry, list)
+                and len(entry) == 2
+                and isinstance(entry[0], list)
+                and entry[0]
+                and all(isinstance(g, list) and len(g) >= 2 for g in entry[0])
+            ):
                 raise UserError(f"{where}: expected [[[gpu_type, gpus, zone]], tp]")
             types = {str(g[0]) for g in entry[0]}
             if len(types) > 1:
-                raise UserError(f"{where}: one replica on several GPU types {sorted(types)}; "
-                                "parallel.stages needs one type per replica")
+                raise UserError(
+                    f"{where}: one replica on several GPU types {sorted(types)}; "
+                    "parallel.stages needs one type per replica"
+                )
             tp = _int(entry[1], f"{where}[1] (tp)")
             gpus = sum(_int(g[1], f"{where}[0] (GPU count)") for g in entry[0])
             if gpus != tp:
-                raise UserError(f"{where}: {gpus} GPUs but tp {tp}; a replica of a stage is one "
-                                "TP group")
+                raise UserError(f"{where}: {gpus} GPUs but tp {tp}; a replica of a stage is one TP group")
             sailor_name = types.pop()
             gpu = names.get(sailor_name, sailor_name)
             if gpu != sailor_name:
@@ -141,12 +160,15 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
             reps.append(ReplicaPlan(gpu=gpu, tp=tp))
         dp = pipe.get("dp")
         if isinstance(dp, list) and len(dp) == len(layers) and dp[s] != len(reps):
-            raise UserError(f"{path}: {key}.dp[{s}]: says {dp[s]} but tmp_per_stage[{s}] lists "
-                            f"{len(reps)} replicas")
+            raise UserError(
+                f"{path}: {key}.dp[{s}]: says {dp[s]} but tmp_per_stage[{s}] lists {len(reps)} replicas"
+            )
         if stages and len(reps) != len(stages[0].replicas):
-            raise UserError(f"{path}: {key}.tmp_per_stage[{s}]: {len(reps)} replicas but stage 0 "
-                            f"has {len(stages[0].replicas)}; parallel.stages needs the same "
-                            "number in every stage")
+            raise UserError(
+                f"{path}: {key}.tmp_per_stage[{s}]: {len(reps)} replicas but stage 0 "
+                f"has {len(stages[0].replicas)}; parallel.stages needs the same "
+                "number in every stage"
+            )
         stages.append(StagePlan(count, tuple(reps)))
     mbs = raw.get("mbs")
     gbs = raw.get("gbs")
@@ -160,32 +182,40 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
     )
 
 
-def read_amp_partition(partition_path: str | Path, cluster: ClusterConfig, tp: int,
-                       rank_map_path: str | Path | None = None) -> ImportedPlan:
+def read_amp_partition(
+    partition_path: str | Path, cluster: ClusterConfig, tp: int, rank_map_path: str | Path | None = None
+) -> ImportedPlan:
     """AMP's ``partition.json`` (and ``rank_map.json``) as an explicit plan (module docstring)."""
     bounds = _read_json(partition_path)
     where = str(partition_path)
-    if not isinstance(bounds, list) or len(bounds) < 2 or not all(
-            isinstance(b, int) and not isinstance(b, bool) for b in bounds):
+    if (
+        not isinstance(bounds, list)
+        or len(bounds) < 2
+        or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
+    ):
         raise UserError(f"{where}: expected DeepSpeed stage boundaries, a list of pp+1 integers")
     if bounds[0] != 0 or any(b >= c for b, c in zip(bounds, bounds[1:])):
         raise UserError(f"{where}: boundaries must start at 0 and increase, got {bounds}")
     layers = bounds[-1] - AMP_LAYER_OVERHEAD
     if layers < 1:
-        raise UserError(f"{where}: last boundary {bounds[-1]} leaves no transformer layer "
-                        f"(AMP's layer list has {AMP_LAYER_OVERHEAD} non-transformer entries)")
+        raise UserError(
+            f"{where}: last boundary {bounds[-1]} leaves no transformer layer "
+            f"(AMP's layer list has {AMP_LAYER_OVERHEAD} non-transformer entries)"
+        )
     pp = len(bounds) - 1
-    counts = [sum(1 for k in range(layers) if lo <= k + AMP_FIRST_LAYER < hi)
-              for lo, hi in zip(bounds, bounds[1:])]
+    counts = [
+        sum(1 for k in range(layers) if lo <= k + AMP_FIRST_LAYER < hi) for lo, hi in zip(bounds, bounds[1:])
+    ]
     for s, c in enumerate(counts):
         if c == 0:
-            raise UserError(f"{where}: stage {s} ({bounds[s]}..{bounds[s + 1]}) holds no "
-                            "transformer layer, which parallel.stages cannot express")
+            raise UserError(
+                f"{where}: stage {s} ({bounds[s]}..{bounds[s + 1]}) holds no "
+                "transformer layer, which parallel.stages cannot express"
+            )
     tp = _int(tp, "--tp")
     world = cluster.world_size
     if world % (tp * pp):
-        raise UserError(f"--tp {tp}: tp * pp = {tp * pp} does not divide the cluster's {world} "
-                        "GPUs")
+        raise UserError(f"--tp {tp}: tp * pp = {tp * pp} does not divide the cluster's {world} GPUs")
     dp = world // (tp * pp)
     rank_gpu: dict[int, int] = {}
     if rank_map_path is None:
@@ -200,11 +230,13 @@ def read_amp_partition(partition_path: str | Path, cluster: ClusterConfig, tp: i
             except ValueError:
                 raise UserError(f"{rank_map_path}: {node_key!r}: expected a node index") from None
             if not 0 <= node < cluster.num_hosts:
-                raise UserError(f"{rank_map_path}: node {node}: the cluster has hosts "
-                                f"0..{cluster.num_hosts - 1}")
+                raise UserError(
+                    f"{rank_map_path}: node {node}: the cluster has hosts 0..{cluster.num_hosts - 1}"
+                )
             if not isinstance(ranks, list) or len(ranks) > cluster.host(node).gpus:
-                raise UserError(f"{rank_map_path}: node {node}: expected at most "
-                                f"{cluster.host(node).gpus} ranks")
+                raise UserError(
+                    f"{rank_map_path}: node {node}: expected at most {cluster.host(node).gpus} ranks"
+                )
             first = int(cluster.gpu_host.tolist().index(node))
             for i, rank in enumerate(ranks):
                 rank = _int(rank + 1, f"{rank_map_path}: node {node}") - 1
@@ -219,14 +251,18 @@ def read_amp_partition(partition_path: str | Path, cluster: ClusterConfig, tp: i
         for d in range(dp):
             types = {cluster.gpu_type[rank_gpu[m + tp * d + tp * dp * s]] for m in range(tp)}
             if len(types) > 1:
-                raise UserError(f"{rank_map_path or where}: stage {s} replica {d} spans GPU types "
-                                f"{sorted(types)}; parallel.stages needs one type per replica")
+                raise UserError(
+                    f"{rank_map_path or where}: stage {s} replica {d} spans GPU types "
+                    f"{sorted(types)}; parallel.stages needs one type per replica"
+                )
             reps.append(ReplicaPlan(gpu=types.pop(), tp=tp))
         stages.append(StagePlan(counts[s], tuple(reps)))
-    notes = (f"DeepSpeed boundaries {bounds} over {layers} transformer layers + "
-             f"{AMP_LAYER_OVERHEAD} other entries -> layers per stage {counts}",
-             f"tp {tp}, pp {pp}, dp {dp}; replica GPU types from "
-             f"{'the rank map' if rank_map_path else 'rank r on GPU r'}")
+    notes = (
+        f"DeepSpeed boundaries {bounds} over {layers} transformer layers + "
+        f"{AMP_LAYER_OVERHEAD} other entries -> layers per stage {counts}",
+        f"tp {tp}, pp {pp}, dp {dp}; replica GPU types from "
+        f"{'the rank map' if rank_map_path else 'rank r on GPU r'}",
+    )
     return ImportedPlan(StagedPlan(tuple(stages)), None, None, notes)
 
 
@@ -245,8 +281,16 @@ def read_sailor_training_config(path: str | Path) -> tuple[dict, int, int | None
         return _int(raw[key], f"{path}: {key}")
 
     hidden, layers, heads = get("hidden_size"), get("num_layers"), get("heads")
-    model = {"name": str(raw.get("model", Path(path).stem)), "arch": "gpt", "hidden": hidden,
-             "layers": layers, "heads": heads, "kv_heads": heads, "ffn": 4 * hidden,
-             "vocab": get("vocab_size"), "seq": get("sequence_length")}
+    model = {
+        "name": str(raw.get("model", Path(path).stem)),
+        "arch": "gpt",
+        "hidden": hidden,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": heads,
+        "ffn": 4 * hidden,
+        "vocab": get("vocab_size"),
+        "seq": get("sequence_length"),
+    }
     batch = raw.get("global_batch_size")
     return model, get("sequence_length"), _int(batch, f"{path}: global_batch_size") if batch else None

@@ -36,13 +36,7 @@ import numpy as np
 from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES, PACKET_ACCELERATIONS
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import flow_warnings, network_warnings, sample_warnings
-from heterosim.config.experiment import (
-    MAX_SEED,
-    NetworkConfig,
-    _network,
-    apply_overrides,
-    sample_interval,
-)
+from heterosim.config.experiment import MAX_SEED, NetworkConfig, _network, apply_overrides, sample_interval
 from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
 
@@ -109,17 +103,14 @@ def _gpu_list(section: Section, key: str, world: int, minimum: int = 1) -> list[
         if hi < lo:
             raise section.error(key, f"empty range {value!r}")
         if lo < 0 or hi >= world:
-            raise section.error(key, f"range {value!r} leaves 0..{world - 1} (the cluster has "
-                                f"{world} GPUs)")
+            raise section.error(key, f"range {value!r} leaves 0..{world - 1} (the cluster has {world} GPUs)")
         value = list(range(lo, hi + 1))
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
     if isinstance(value, list) and len(value) > world:
         raise section.error(key, f"{len(value)} GPUs listed; the cluster has {world}")
     if not isinstance(value, list) or len(value) < minimum:
-        raise section.error(
-            key, f"expected a list of at least {minimum} GPU indices, got {value!r}"
-        )
+        raise section.error(key, f"expected a list of at least {minimum} GPU indices, got {value!r}")
     gpus = [_gpu(section, f"{key}[{i}]", item, world) for i, item in enumerate(value)]
     if len(set(gpus)) != len(gpus):
         dup = next(g for g in gpus if gpus.count(g) > 1)
@@ -131,9 +122,7 @@ def _gpu(section: Section, key: str, value: Any, world: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise section.error(key, f"expected a GPU index (integer), got {value!r}")
     if not 0 <= value < world:
-        raise section.error(
-            key, f"GPU {value} out of range 0..{world - 1} (the cluster has {world} GPUs)"
-        )
+        raise section.error(key, f"GPU {value} out of range 0..{world - 1} (the cluster has {world} GPUs)")
     return value
 
 
@@ -162,16 +151,13 @@ def _pattern_pairs(section: Section, kind: str, world: int, seed: int) -> list[t
         senders = _gpu_list(section, "senders", world)
         if section.has("receiver") and not section.has("receivers"):
             if len(senders) != 1:
-                raise section.error(
-                    "receiver", "one-to-one with several senders needs receivers: [...]"
-                )
+                raise section.error("receiver", "one-to-one with several senders needs receivers: [...]")
             receivers = [_gpu(section, "receiver", section.raw("receiver"), world)]
         else:
             receivers = _gpu_list(section, "receivers", world)
         if len(receivers) != len(senders):
             raise section.error(
-                "receivers",
-                f"expected {len(senders)} receivers (one per sender), got {len(receivers)}",
+                "receivers", f"expected {len(senders)} receivers (one per sender), got {len(receivers)}"
             )
         for i, (s, r) in enumerate(zip(senders, receivers, strict=True)):
             if s == r:
@@ -179,8 +165,11 @@ def _pattern_pairs(section: Section, kind: str, world: int, seed: int) -> list[t
         return list(zip(senders, receivers, strict=True))
     gpus = _gpu_list(section, "gpus", world, minimum=2)
     if kind == "all-to-all" and len(gpus) * (len(gpus) - 1) > MAX_FLOWS:
-        raise section.error("gpus", f"all-to-all over {len(gpus)} GPUs is "
-                            f"{len(gpus) * (len(gpus) - 1):,} flows; at most {MAX_FLOWS:,} are supported")
+        raise section.error(
+            "gpus",
+            f"all-to-all over {len(gpus)} GPUs is "
+            f"{len(gpus) * (len(gpus) - 1):,} flows; at most {MAX_FLOWS:,} are supported",
+        )
     if kind == "all-to-all":
         return [(s, d) for s in gpus for d in gpus if s != d]
     return _derangement(gpus, seed)
@@ -240,9 +229,12 @@ def _explicit_flows(top: Section, world: int) -> FlowSet:
         any_explicit |= explicit
         flow.reject_unknown()
     return FlowSet(
-        src=np.array(src, dtype=np.int64), dst=np.array(dst, dtype=np.int64),
-        size_bytes=np.array(size, dtype=np.int64), start_ns=np.array(start, dtype=np.int64),
-        priority=np.array(prio, dtype=np.uint8), explicit_priority=any_explicit,
+        src=np.array(src, dtype=np.int64),
+        dst=np.array(dst, dtype=np.int64),
+        size_bytes=np.array(size, dtype=np.int64),
+        start_ns=np.array(start, dtype=np.int64),
+        priority=np.array(prio, dtype=np.uint8),
+        explicit_priority=any_explicit,
     )
 
 
@@ -252,8 +244,7 @@ def _simulation(section: Section) -> ScenarioSimulation:
         sample_interval_ns=sample_interval(section),
         seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
-        packet_acceleration=section.string("packet_acceleration", "exact",
-                                           choices=PACKET_ACCELERATIONS),
+        packet_acceleration=section.string("packet_acceleration", "exact", choices=PACKET_ACCELERATIONS),
     )
     if simulation.stop_ns <= 0:
         raise section.error("stop", "expected a positive time")
@@ -298,9 +289,7 @@ def _cluster(top: Section, base_dir: Path | None) -> ClusterConfig:
     raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
 
 
-def parse_scenario(
-    data: dict[str, Any], source: str, base_dir: Path | None = None
-) -> ScenarioConfig:
+def parse_scenario(data: dict[str, Any], source: str, base_dir: Path | None = None) -> ScenarioConfig:
     """Validate a scenario mapping read from ``source``."""
     top = Section(data, source)
     name = plain_name(top.string("name", Path(source).stem if source else "scenario"), "name", source)
@@ -320,8 +309,8 @@ def parse_scenario(
         raise top.error("pattern", "missing: give pattern {kind, ...} or an explicit flows list")
     if simulation.stop_ns <= int(flows.start_ns.max()):
         raise top.error(
-            "simulation.stop", f"stops at {simulation.stop_ns} ns, before the last flow starts "
-            f"({int(flows.start_ns.max())} ns)"
+            "simulation.stop",
+            f"stops at {simulation.stop_ns} ns, before the last flow starts ({int(flows.start_ns.max())} ns)",
         )
     compare = _cc_list(top, "compare_cc", top.raw("compare_cc")) if top.has("compare_cc") else ()
     if not top.has("compare_cc"):
@@ -334,21 +323,29 @@ def parse_scenario(
         for i, fid in enumerate(ids):
             if isinstance(fid, bool) or not isinstance(fid, int) or not 0 <= fid < len(flows):
                 raise top.error(
-                    f"fairness_flows[{i}]",
-                    f"expected a flow id in 0..{len(flows) - 1}, got {fid!r}",
+                    f"fairness_flows[{i}]", f"expected a flow id in 0..{len(flows) - 1}, got {fid!r}"
                 )
         fairness = tuple(sorted(set(ids)))
     else:
         top.raw("fairness_flows", None)
     top.reject_unknown()
-    warnings = [*network_warnings(network, cluster),
-                *sample_warnings(simulation.sample_interval_ns if simulation.fidelity == "packet" else 0,
-                                 simulation.stop_ns),
-                *flow_warnings(cluster, flows.src, flows.dst, flows.size_bytes, flows.start_ns,
-                               simulation.stop_ns)]
+    warnings = [
+        *network_warnings(network, cluster),
+        *sample_warnings(
+            simulation.sample_interval_ns if simulation.fidelity == "packet" else 0, simulation.stop_ns
+        ),
+        *flow_warnings(cluster, flows.src, flows.dst, flows.size_bytes, flows.start_ns, simulation.stop_ns),
+    ]
     scenario = ScenarioConfig(
-        name=name, cluster=cluster, flows=flows, network=network, simulation=simulation,
-        compare_cc=compare, fairness_flows=fairness, source=source, resolved=copy.deepcopy(data),
+        name=name,
+        cluster=cluster,
+        flows=flows,
+        network=network,
+        simulation=simulation,
+        compare_cc=compare,
+        fairness_flows=fairness,
+        source=source,
+        resolved=copy.deepcopy(data),
         warnings=tuple(warnings),
     )
     check_scenario_budget(scenario)
@@ -369,6 +366,12 @@ def parse_cc_option(text: str) -> tuple[str, ...]:
 
 
 __all__ = [
-    "DEFAULT_PRIORITY", "FlowSet", "PATTERN_KINDS", "ScenarioConfig", "ScenarioSimulation",
-    "load_scenario", "parse_cc_option", "parse_scenario",
+    "DEFAULT_PRIORITY",
+    "FlowSet",
+    "PATTERN_KINDS",
+    "ScenarioConfig",
+    "ScenarioSimulation",
+    "load_scenario",
+    "parse_cc_option",
+    "parse_scenario",
 ]

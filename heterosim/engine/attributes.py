@@ -29,16 +29,38 @@ from heterosim.units import MAX_TIME_NS, parse_rate
 
 # Classes whose attributes ``network.attributes`` may set (PacketNetwork::SetComponentAttribute
 # and the fluid model's FluidNetwork).
-PACKET_TYPES = ("ns3::PacketNetwork", "ns3::RdmaNic", "ns3::SwitchMmu", "ns3::RedEcnMarker",
-                "ns3::Dcqcn", "ns3::Hpcc", "ns3::Timely", "ns3::Dctcp", "ns3::NoCongestionControl",
-                "ns3::SocketTransport", "ns3::PacketFastForward")
+PACKET_TYPES = (
+    "ns3::PacketNetwork",
+    "ns3::RdmaNic",
+    "ns3::SwitchMmu",
+    "ns3::RedEcnMarker",
+    "ns3::Dcqcn",
+    "ns3::Hpcc",
+    "ns3::Timely",
+    "ns3::Dctcp",
+    "ns3::NoCongestionControl",
+    "ns3::SocketTransport",
+    "ns3::PacketFastForward",
+)
 FLUID_TYPE = "ns3::FluidNetwork"
 ALL_TYPES = (*PACKET_TYPES, FLUID_TYPE)
 
-_TIME = re.compile(r"^\s*([+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*"
-                   r"(s|ms|us|ns|ps|fs|min|h|d)?\s*$")
-_TIME_NS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0, "ps": 1e-3, "fs": 1e-6, "min": 60e9,
-            "h": 3600e9, "d": 86400e9, None: 1e9}
+_TIME = re.compile(
+    r"^\s*([+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*"
+    r"(s|ms|us|ns|ps|fs|min|h|d)?\s*$"
+)
+_TIME_NS = {
+    "s": 1e9,
+    "ms": 1e6,
+    "us": 1e3,
+    "ns": 1.0,
+    "ps": 1e-3,
+    "fs": 1e-6,
+    "min": 60e9,
+    "h": 3600e9,
+    "d": 86400e9,
+    None: 1e9,
+}
 _INT = re.compile(r"^\s*[+]?[0-9]{1,20}\s*$")
 _ZERO_RATE = re.compile(r"^\s*(?:0+\.?0*|\.0+)\s*(bps|b/s|Bps|B/s|[KMGT]bps|[KMGT]b/s|[KMGT]B/s)?\s*$")
 _BOOL = {"true": "true", "t": "true", "1": "true", "false": "false", "f": "false", "0": "false"}
@@ -51,7 +73,7 @@ def _split(name: str) -> tuple[str, str]:
     if cut < 0:
         return "", name
     cls = name[:cut]
-    return (cls if cls.startswith("ns3::") else f"ns3::{cls}"), name[cut + 2:]
+    return (cls if cls.startswith("ns3::") else f"ns3::{cls}"), name[cut + 2 :]
 
 
 def _fail(name: str, problem: str) -> UserError:
@@ -128,13 +150,13 @@ def checked_attribute_text(ns3: Any, name: str, value: Any, types: tuple[str, ..
         value_type = str(checker.GetValueTypeName())
         text = canonical_text(name, value, value_type)
         if not checker.CreateValidValue(ns3.StringValue(text)):
-            raise _fail(name, f"{value!r:.60} is outside the range {type_name.removeprefix('ns3::')} "
-                        f"accepts for it")
+            raise _fail(
+                name, f"{value!r:.60} is outside the range {type_name.removeprefix('ns3::')} accepts for it"
+            )
     return text
 
 
 def check_network_attributes(ns3: Any, attributes: Mapping[str, Any]) -> dict[str, str]:
     """Every entry of ``network.attributes`` checked (at either fidelity); returns the
     canonical texts by name."""
-    return {str(name): checked_attribute_text(ns3, str(name), value)
-            for name, value in attributes.items()}
+    return {str(name): checked_attribute_text(ns3, str(name), value) for name, value in attributes.items()}

@@ -34,12 +34,7 @@ from heterosim.config.choices import (
 from heterosim.config.experiment import NetworkConfig, SimulationConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine import native
-from heterosim.engine.fluid import (
-    create_fluid_network,
-    fluid_counters,
-    fluid_link_stats,
-    reset_simulator,
-)
+from heterosim.engine.fluid import create_fluid_network, fluid_counters, fluid_link_stats, reset_simulator
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
@@ -124,8 +119,9 @@ def execute_plan(
     fidelity = require_choice("simulation: fidelity", simulation.fidelity, FIDELITIES)
     queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
     intra_host = require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
-    acceleration = require_choice("simulation: packet_acceleration", simulation.packet_acceleration,
-                                  PACKET_ACCELERATIONS)
+    acceleration = require_choice(
+        "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
+    )
     seed, sample_interval_ns = simulation.seed, simulation.sample_interval_ns
     if len(topology.gpu_node) < plan.num_gpus:
         raise UserError(
@@ -145,8 +141,9 @@ def execute_plan(
             net.SetAttribute("SampleInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     else:
         packet_module = _packet_module()
-        net = packet_module.create_packet_network(gbl, desc, network, seed, sample_interval_ns,
-                                                  intra_host=intra_host, acceleration=acceleration)
+        net = packet_module.create_packet_network(
+            gbl, desc, network, seed, sample_interval_ns, intra_host=intra_host, acceleration=acceleration
+        )
 
     executor = ns3.CreateObject[ns3.PlanExecutor]()
     if stop_ns is not None:
@@ -160,9 +157,7 @@ def execute_plan(
     if stall_timeout_ns > 0:
         executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
     # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
-    executor.SetAttribute(
-        "WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9)))
-    )
+    executor.SetAttribute("WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9))))
     executor.SetNetwork(net)
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
@@ -184,8 +179,9 @@ def execute_plan(
         result.partial = state != _FINISHED
         if fidelity == "packet":
             flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
-            result.fast_forward = fast_forward_report(acceleration, result.fast_forward,
-                                                      result.makespan_ns, flow_bytes)
+            result.fast_forward = fast_forward_report(
+                acceleration, result.fast_forward, result.makespan_ns, flow_bytes
+            )
         result.error = error
         result.wall_s = time.perf_counter() - started
         result.build_s = build_s
@@ -229,17 +225,23 @@ def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
         return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
 
     executor.LoadPlan(
-        len(plan), c(plan.kind, np.uint8), c(plan.gpu, np.int32), c(plan.dst, np.int32),
-        c(plan.bytes, np.int64), c(plan.duration_ns, np.int64), c(plan.delay_ns, np.int64),
-        c(plan.stream, np.int16), c(plan.priority, np.uint8), c(plan.dep_ptr, np.int64),
+        len(plan),
+        c(plan.kind, np.uint8),
+        c(plan.gpu, np.int32),
+        c(plan.dst, np.int32),
+        c(plan.bytes, np.int64),
+        c(plan.duration_ns, np.int64),
+        c(plan.delay_ns, np.int64),
+        c(plan.stream, np.int16),
+        c(plan.priority, np.uint8),
+        c(plan.dep_ptr, np.int64),
         c(plan.dep_idx, np.int64),
     )
     if np.any(connection >= 0):
         executor.SetConnections(len(plan), c(connection, np.int64))
 
 
-def _run(executor: Any, ns3: Any, total: int,
-         progress: ProgressCallback | None) -> tuple[int, str | None]:
+def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:
     """Run to the end; return the executor's state and, if interrupted, why."""
     if not executor.Start():
         return _INVALID, None
@@ -247,8 +249,12 @@ def _run(executor: Any, ns3: Any, total: int,
         try:
             state = int(executor.Resume())
             if progress is not None:
-                progress(int(ns3.Simulator.Now().GetNanoSeconds()), int(executor.GetTasksDone()), total,
-                         int(ns3.Simulator.GetEventCount()))
+                progress(
+                    int(ns3.Simulator.Now().GetNanoSeconds()),
+                    int(executor.GetTasksDone()),
+                    total,
+                    int(ns3.Simulator.GetEventCount()),
+                )
         except KeyboardInterrupt as exc:
             # Ctrl-C (or a signal the command turned into one): stop cleanly; what is known is
             # reported as partial
@@ -257,8 +263,16 @@ def _run(executor: Any, ns3: Any, total: int,
             return state, None
 
 
-def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: Topology,
-             fidelity: str, packet_module: Any, connection: np.ndarray) -> EngineResult:
+def _collect(
+    executor: Any,
+    net: Any,
+    ns3: Any,
+    plan: ExecutionPlan,
+    topology: Topology,
+    fidelity: str,
+    packet_module: Any,
+    connection: np.ndarray,
+) -> EngineResult:
     n = len(plan)
     start = np.empty(n, np.int64)
     end = np.empty(n, np.int64)
@@ -288,24 +302,39 @@ def _collect(executor: Any, net: Any, ns3: Any, plan: ExecutionPlan, topology: T
         fast_forward = stats.get("fast_forward", {})
         tcp = stats.get("tcp") or {}
         if tcp:  # socket flows are no queue pairs: read their counters by task id
-            retransmits = _flow_column(packet_module.flow_stats(net, flow_tasks.astype(np.uint32)),
-                                       "retransmits", flow_tasks)
+            retransmits = _flow_column(
+                packet_module.flow_stats(net, flow_tasks.astype(np.uint32)), "retransmits", flow_tasks
+            )
     flows: dict[str, np.ndarray] = {
-        "task": flow_tasks.astype(np.int64), "src": plan.gpu[flow_tasks].astype(np.int32),
-        "dst": plan.dst[flow_tasks].astype(np.int32), "bytes": plan.bytes[flow_tasks].astype(np.int64),
-        "start_ns": start[flow_tasks], "end_ns": end[flow_tasks], "retransmits": retransmits,
+        "task": flow_tasks.astype(np.int64),
+        "src": plan.gpu[flow_tasks].astype(np.int32),
+        "dst": plan.dst[flow_tasks].astype(np.int32),
+        "bytes": plan.bytes[flow_tasks].astype(np.int64),
+        "start_ns": start[flow_tasks],
+        "end_ns": end[flow_tasks],
+        "retransmits": retransmits,
         "collective": plan.collective[flow_tasks].astype(np.int64),
         "connection": connection[flow_tasks].astype(np.int64),
     }
     return EngineResult(
-        task_start_ns=start, task_end_ns=end, makespan_ns=makespan, events=events, wall_s=0.0,
-        fidelity=fidelity, network=counters, links=links, flows=flows, series=series, tcp=tcp,
+        task_start_ns=start,
+        task_end_ns=end,
+        makespan_ns=makespan,
+        events=events,
+        wall_s=0.0,
+        fidelity=fidelity,
+        network=counters,
+        links=links,
+        flows=flows,
+        series=series,
+        tcp=tcp,
         fast_forward=fast_forward,
     )
 
 
-def fast_forward_report(mode: str, counters: dict[str, int], makespan_ns: int,
-                        flow_bytes: int) -> dict[str, Any]:
+def fast_forward_report(
+    mode: str, counters: dict[str, int], makespan_ns: int, flow_bytes: int
+) -> dict[str, Any]:
     """results.json ``sim.packet_acceleration``: the mode, the share of simulated time and of
     flow bytes the fast-forward skipped, its episodes, and why it fell back to exact
     simulation (counts of checks; ``not_supported`` 1: never skipped)."""
@@ -314,16 +343,26 @@ def fast_forward_report(mode: str, counters: dict[str, int], makespan_ns: int,
         return out
     skipped_ns = int(counters.get("skipped_ns", 0))
     skipped_bytes = int(counters.get("skipped_bytes", 0))
-    out.update({
-        "episodes": int(counters.get("episodes", 0)),
-        "skipped_ns": skipped_ns, "time_share": skipped_ns / makespan_ns if makespan_ns > 0 else 0.0,
-        "skipped_bytes": skipped_bytes,
-        "bytes_share": skipped_bytes / flow_bytes if flow_bytes > 0 else 0.0,
-        "checks": int(counters.get("checks", 0)),
-        "fallback": {k: int(counters.get(k, 0)) for k in (
-            "not_settled", "congestion_or_losses", "next_change_too_close", "after_fault",
-            "not_supported")},
-    })
+    out.update(
+        {
+            "episodes": int(counters.get("episodes", 0)),
+            "skipped_ns": skipped_ns,
+            "time_share": skipped_ns / makespan_ns if makespan_ns > 0 else 0.0,
+            "skipped_bytes": skipped_bytes,
+            "bytes_share": skipped_bytes / flow_bytes if flow_bytes > 0 else 0.0,
+            "checks": int(counters.get("checks", 0)),
+            "fallback": {
+                k: int(counters.get(k, 0))
+                for k in (
+                    "not_settled",
+                    "congestion_or_losses",
+                    "next_change_too_close",
+                    "after_fault",
+                    "not_supported",
+                )
+            },
+        }
+    )
     return out
 
 
@@ -335,8 +374,9 @@ def _packet_links(ports: dict[str, np.ndarray], topology: Topology, sim_end_ns: 
     links["bytes"] = links["bytes_sent"].astype(np.int64)
     rate = topology.link_rate_bps[links["link"]]
     seconds = max(sim_end_ns, 1) * 1e-9
-    links["utilization"] = np.divide(links["bytes"] * 8.0, rate * seconds,
-                                     out=np.zeros(len(rate)), where=rate > 0)
+    links["utilization"] = np.divide(
+        links["bytes"] * 8.0, rate * seconds, out=np.zeros(len(rate)), where=rate > 0
+    )
     return links
 
 
@@ -348,8 +388,11 @@ def _samples(executor: Any) -> dict[str, np.ndarray]:
     done = np.empty(count, np.uint64)
     in_flight = np.empty(count, np.uint64)
     executor.CopySamples(times, done, in_flight)
-    return {"time_ns": times, "tasks_done": done.astype(np.int64),
-            "flows_in_flight": in_flight.astype(np.int64)}
+    return {
+        "time_ns": times,
+        "tasks_done": done.astype(np.int64),
+        "flows_in_flight": in_flight.astype(np.int64),
+    }
 
 
 def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | None:
@@ -359,9 +402,11 @@ def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | Non
     count = int(net.GetNLinkSamples())
     if count == 0:
         return None
-    out: dict[str, np.ndarray] = {"time_ns": np.empty(count, np.int64),
-                                  "direction": np.empty(count, np.uint32),
-                                  "bytes": np.empty(count, np.uint64)}
+    out: dict[str, np.ndarray] = {
+        "time_ns": np.empty(count, np.int64),
+        "direction": np.empty(count, np.uint32),
+        "bytes": np.empty(count, np.uint64),
+    }
     net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
     return out
 

@@ -79,24 +79,32 @@ def link_index(topology: Topology, name: str, where: str) -> int:
     if not sep:
         a, sep, b = text.partition("-")
     if not sep or not a.strip() or not b.strip():
-        raise UserError(f"{where}: link: {name!r}: expected two node names as in links.csv, e.g. "
-                        f"{_example(topology)}")
+        raise UserError(
+            f"{where}: link: {name!r}: expected two node names as in links.csv, e.g. {_example(topology)}"
+        )
     index = {n: i for i, n in enumerate(topology.node_name)}
     ends = []
     for node in (a.strip(), b.strip()):
         if node not in index:
-            raise UserError(f"{where}: link: {name!r}: no node {node!r} in the topology (links are "
-                            f"named as in links.csv, e.g. {_example(topology)})")
+            raise UserError(
+                f"{where}: link: {name!r}: no node {node!r} in the topology (links are "
+                f"named as in links.csv, e.g. {_example(topology)})"
+            )
         ends.append(index[node])
-    hit = np.flatnonzero(((topology.link_a == ends[0]) & (topology.link_b == ends[1]))
-                         | ((topology.link_a == ends[1]) & (topology.link_b == ends[0])))
+    hit = np.flatnonzero(
+        ((topology.link_a == ends[0]) & (topology.link_b == ends[1]))
+        | ((topology.link_a == ends[1]) & (topology.link_b == ends[0]))
+    )
     if not hit.size:
-        raise UserError(f"{where}: link: {name!r}: the link does not exist (no link joins "
-                        f"{a.strip()} and {b.strip()})")
+        raise UserError(
+            f"{where}: link: {name!r}: the link does not exist (no link joins {a.strip()} and {b.strip()})"
+        )
     link = int(hit[0])
     if int(topology.link_kind[link]) not in (ACCESS, FABRIC):
-        raise UserError(f"{where}: link: {name!r} is a {LINK_KIND_NAMES[int(topology.link_kind[link])]} "
-                        "link inside a host; faults apply to fabric links (NIC-leaf, leaf-spine)")
+        raise UserError(
+            f"{where}: link: {name!r} is a {LINK_KIND_NAMES[int(topology.link_kind[link])]} "
+            "link inside a host; faults apply to fabric links (NIC-leaf, leaf-spine)"
+        )
     return link
 
 
@@ -145,8 +153,9 @@ def fabric_rtt_ns(topology: Topology, rate_bps: float, frame_bytes: int) -> floa
     return hops * (2 * delay + (frame_bytes + ACK_FRAME_BYTES) * 8e9 / rate_bps)
 
 
-def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: NetworkConfig,
-                   stop_ns: int | None = None) -> FaultPlan | None:
+def resolve_faults(
+    faults: Sequence[FaultSpec], topology: Topology, network: NetworkConfig, stop_ns: int | None = None
+) -> FaultPlan | None:
     """Check ``faults`` against ``topology`` and turn them into model events (None if none)."""
     if not faults:
         return None
@@ -160,12 +169,14 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
     frame = int(network.mtu_bytes) + DATA_HEADER_BYTES
     for spec in faults:
         if stop_ns is not None and spec.at_ns >= stop_ns:
-            raise UserError(f"{spec.where}: at: {spec.at_ns} ns is not before the end of the run "
-                            f"({stop_ns} ns, --until)")
+            raise UserError(
+                f"{spec.where}: at: {spec.at_ns} ns is not before the end of the run ({stop_ns} ns, --until)"
+            )
         if spec.kind == "slowdown":
             if spec.gpu is None or not 0 <= spec.gpu < gpus:
-                raise UserError(f"{spec.where}: gpu: GPU {spec.gpu} does not exist (the cluster has "
-                                f"GPUs 0..{gpus - 1})")
+                raise UserError(
+                    f"{spec.where}: gpu: GPU {spec.gpu} does not exist (the cluster has GPUs 0..{gpus - 1})"
+                )
             links.append(None)
             names.append(None)
             nominal.append(None)
@@ -178,11 +189,19 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
         link = link_index(topology, spec.link or "", spec.where)
         rate = float(topology.link_rate_bps[link])
         links.append(link)
-        names.append(f"{topology.node_name[topology.link_a[link]]}-{topology.node_name[topology.link_b[link]]}")
+        names.append(
+            f"{topology.node_name[topology.link_a[link]]}-{topology.node_name[topology.link_b[link]]}"
+        )
         nominal.append(rate)
 
-        def event(time_ns: int, kind: int, value: float = 0.0, value2: float = 0.0,
-                  link: int = link, index: int = spec.index) -> None:
+        def event(
+            time_ns: int,
+            kind: int,
+            value: float = 0.0,
+            value2: float = 0.0,
+            link: int = link,
+            index: int = spec.index,
+        ) -> None:
             for key, v in zip(ev, (time_ns, kind, link, value, value2, index)):
                 ev[key].append(v)
 
@@ -202,12 +221,21 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
                 event(spec.until_ns, LOSS, 0.0, 1.0)
         goodput.append(factor)
     plan = FaultPlan(
-        specs=tuple(faults), link=links, link_name=names, nominal_rate_bps=nominal, goodput=goodput,
-        events={"time_ns": np.asarray(ev["time_ns"], np.int64), "kind": np.asarray(ev["kind"], np.uint8),
-                "link": np.asarray(ev["link"], np.uint32), "value": np.asarray(ev["value"], np.float64),
-                "value2": np.asarray(ev["value2"], np.float64),
-                "fault": np.asarray(ev["fault"], np.uint32)},
-        windows=_merge_windows(win), rto_ns=rto_ns(network),
+        specs=tuple(faults),
+        link=links,
+        link_name=names,
+        nominal_rate_bps=nominal,
+        goodput=goodput,
+        events={
+            "time_ns": np.asarray(ev["time_ns"], np.int64),
+            "kind": np.asarray(ev["kind"], np.uint8),
+            "link": np.asarray(ev["link"], np.uint32),
+            "value": np.asarray(ev["value"], np.float64),
+            "value2": np.asarray(ev["value2"], np.float64),
+            "fault": np.asarray(ev["fault"], np.uint32),
+        },
+        windows=_merge_windows(win),
+        rto_ns=rto_ns(network),
         routing_delay_ns=int(network.routing_delay_ns),
     )
     _check_overlaps(plan)
@@ -218,13 +246,18 @@ def resolve_faults(faults: Sequence[FaultSpec], topology: Topology, network: Net
 def _check_overlaps(plan: FaultPlan) -> None:
     """Two faults of one kind on one link may not be in force at the same time."""
     for spec in plan.specs:
-        for other in plan.specs[:spec.index]:
-            if (other.kind == spec.kind and spec.kind != "slowdown"
-                    and plan.link[other.index] == plan.link[spec.index]
-                    and spec.at_ns < (other.until_ns if other.until_ns is not None else math.inf)
-                    and other.at_ns < (spec.until_ns if spec.until_ns is not None else math.inf)):
-                raise UserError(f"{spec.where}: {spec.kind} fault on link {plan.link_name[spec.index]} "
-                                f"overlaps faults[{other.index}] on the same link")
+        for other in plan.specs[: spec.index]:
+            if (
+                other.kind == spec.kind
+                and spec.kind != "slowdown"
+                and plan.link[other.index] == plan.link[spec.index]
+                and spec.at_ns < (other.until_ns if other.until_ns is not None else math.inf)
+                and other.at_ns < (spec.until_ns if spec.until_ns is not None else math.inf)
+            ):
+                raise UserError(
+                    f"{spec.where}: {spec.kind} fault on link {plan.link_name[spec.index]} "
+                    f"overlaps faults[{other.index}] on the same link"
+                )
 
 
 def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
@@ -245,8 +278,12 @@ def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
                 out["start_ns"].append(lo)
                 out["end_ns"].append(-1 if hi == big else hi)
                 out["factor"].append(factor)
-    return {"gpu": np.asarray(out["gpu"], np.int32), "start_ns": np.asarray(out["start_ns"], np.int64),
-            "end_ns": np.asarray(out["end_ns"], np.int64), "factor": np.asarray(out["factor"], np.float64)}
+    return {
+        "gpu": np.asarray(out["gpu"], np.int32),
+        "start_ns": np.asarray(out["start_ns"], np.int64),
+        "end_ns": np.asarray(out["end_ns"], np.int64),
+        "factor": np.asarray(out["factor"], np.float64),
+    }
 
 
 def _cut_off_hosts(topology: Topology, down: set[int]) -> list[int]:
@@ -277,13 +314,18 @@ def _check_partitions(plan: FaultPlan, topology: Topology) -> None:
             raise UserError(
                 f"{spec.where}: link {plan.link_name[spec.index]} down to the end of the run "
                 f"partitions the fabric: unreachable hosts {', '.join(str(h) for h in hosts)}; "
-                "give the outage a duration (down: 2ms) or fail a link with a redundant path")
+                "give the outage a duration (down: 2ms) or fail a link with a redundant path"
+            )
     plan.isolated = []
     for spec in plan.specs:
         if spec.kind == "down":
-            overlapping = {plan.link[s.index] for s in plan.specs if s.kind == "down"
-                           and s.at_ns < (spec.until_ns or math.inf)
-                           and spec.at_ns < (s.until_ns or math.inf)}
+            overlapping = {
+                plan.link[s.index]
+                for s in plan.specs
+                if s.kind == "down"
+                and s.at_ns < (spec.until_ns or math.inf)
+                and spec.at_ns < (s.until_ns or math.inf)
+            }
             plan.isolated.append(_cut_off_hosts(topology, overlapping))  # type: ignore[arg-type]
         else:
             plan.isolated.append([])
@@ -302,15 +344,25 @@ def install(plan: FaultPlan | None, gbl: Any, net: Any, executor: Any) -> Any:
         schedule = ns3.CreateObject[ns3.FaultSchedule]()
         schedule.SetAttribute("RoutingDelay", ns3.TimeValue(ns3.NanoSeconds(int(plan.routing_delay_ns))))
         for i in range(ev["time_ns"].size):
-            schedule.AddLinkEvent(int(ev["time_ns"][i]), int(ev["kind"][i]), int(ev["link"][i]),
-                                  float(ev["value"][i]), float(ev["value2"][i]), int(ev["fault"][i]))
+            schedule.AddLinkEvent(
+                int(ev["time_ns"][i]),
+                int(ev["kind"][i]),
+                int(ev["link"][i]),
+                float(ev["value"][i]),
+                float(ev["value2"][i]),
+                int(ev["fault"][i]),
+            )
         schedule.Start(net)
     win = plan.windows
     if win["gpu"].size:
         slowdown = ns3.CreateObject[ns3.ComputeSlowdown]()
-        slowdown.SetWindows(int(win["gpu"].size), np.ascontiguousarray(win["gpu"]),
-                            np.ascontiguousarray(win["start_ns"]), np.ascontiguousarray(win["end_ns"]),
-                            np.ascontiguousarray(win["factor"]))
+        slowdown.SetWindows(
+            int(win["gpu"].size),
+            np.ascontiguousarray(win["gpu"]),
+            np.ascontiguousarray(win["start_ns"]),
+            np.ascontiguousarray(win["end_ns"]),
+            np.ascontiguousarray(win["factor"]),
+        )
         executor.SetComputeSlowdown(slowdown)
     return schedule
 
@@ -325,14 +377,21 @@ def collect(plan: FaultPlan | None, schedule: Any, net: Any, fidelity: str) -> l
         record: dict[str, Any] = {}
         if link is not None:
             record["flows_rerouted"] = int(schedule.GetRerouted(spec.index)) if schedule is not None else 0
-            record["frames_dropped"] = (int(net.GetLinkFaultDrops(link)) if fidelity == "packet" else 0)
+            record["frames_dropped"] = int(net.GetLinkFaultDrops(link)) if fidelity == "packet" else 0
         out.append(record)
     return out
 
 
-def fault_records(plan: FaultPlan, counted: list[dict[str, Any]], fidelity: str,
-                  tasks: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray,
-                  run_end_ns: int, links: dict[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
+def fault_records(
+    plan: FaultPlan,
+    counted: list[dict[str, Any]],
+    fidelity: str,
+    tasks: ExecutionPlan,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    run_end_ns: int,
+    links: dict[str, np.ndarray] | None = None,
+) -> list[dict[str, Any]]:
     """results.json ``faults``: each fault as given plus what it did."""
     records = []
     link_bytes: dict[int, int] = {}
@@ -342,44 +401,67 @@ def fault_records(plan: FaultPlan, counted: list[dict[str, Any]], fidelity: str,
     for spec, counts in zip(plan.specs, counted):
         until = spec.until_ns
         record: dict[str, Any] = {
-            "index": spec.index, "kind": spec.kind, "at_s": spec.at_ns * 1e-9,
+            "index": spec.index,
+            "kind": spec.kind,
+            "at_s": spec.at_ns * 1e-9,
             "until_s": None if until is None else until * 1e-9,
             "active_s": (min(until if until is not None else run_end_ns, run_end_ns) - spec.at_ns) * 1e-9,
         }
         link = plan.link[spec.index]
         if link is not None:
-            record.update({"link": plan.link_name[spec.index], "link_index": link,
-                           "nominal_rate_bps": plan.nominal_rate_bps[spec.index],
-                           "link_bytes": link_bytes.get(link, 0), **counts})
+            record.update(
+                {
+                    "link": plan.link_name[spec.index],
+                    "link_index": link,
+                    "nominal_rate_bps": plan.nominal_rate_bps[spec.index],
+                    "link_bytes": link_bytes.get(link, 0),
+                    **counts,
+                }
+            )
             if fidelity == "packet" and spec.kind in ("down", "loss"):
                 record["transport_rto_s"] = plan.rto_ns * 1e-9  # a lost tail waits this long
             if spec.kind == "down":
                 record["isolated_hosts"] = plan.isolated[spec.index]
-                record["effect"] = ("frames queued on or crossing the link are lost and recovered "
-                                    "by the transport; routing avoids the link"
-                                    if fidelity == "packet" else
-                                    "capacity 0 while down; active flows moved to their re-hashed paths")
+                record["effect"] = (
+                    "frames queued on or crossing the link are lost and recovered "
+                    "by the transport; routing avoids the link"
+                    if fidelity == "packet"
+                    else "capacity 0 while down; active flows moved to their re-hashed paths"
+                )
             elif spec.kind == "rate":
                 record["rate_bps"] = spec.rate_bps
             else:
                 record["probability"] = spec.loss
                 record["goodput_factor"] = plan.goodput[spec.index]
-                record["effect"] = ("frames arriving over the link dropped at random, recovered by "
-                                    "go-back-N" if fidelity == "packet" else
-                                    "capacity scaled by the go-back-N goodput factor (approximation)")
+                record["effect"] = (
+                    "frames arriving over the link dropped at random, recovered by go-back-N"
+                    if fidelity == "packet"
+                    else "capacity scaled by the go-back-N goodput factor (approximation)"
+                )
         else:
-            record.update({"gpu": spec.gpu, "slowdown": spec.slowdown,
-                           **_slowdown_effect(spec, tasks, start_ns, end_ns)})
+            record.update(
+                {
+                    "gpu": spec.gpu,
+                    "slowdown": spec.slowdown,
+                    **_slowdown_effect(spec, tasks, start_ns, end_ns),
+                }
+            )
         records.append(record)
     return records
 
 
-def _slowdown_effect(spec: FaultSpec, plan: ExecutionPlan, start_ns: np.ndarray,
-                     end_ns: np.ndarray) -> dict[str, Any]:
+def _slowdown_effect(
+    spec: FaultSpec, plan: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray
+) -> dict[str, Any]:
     """Compute tasks on the GPU that overlapped the window and the time they took beyond nominal."""
     until = spec.until_ns if spec.until_ns is not None else np.iinfo(np.int64).max
-    tasks = np.flatnonzero((plan.kind == COMPUTE) & (plan.gpu == spec.gpu) & (end_ns >= 0)
-                           & (end_ns > spec.at_ns) & (start_ns < until))
+    tasks = np.flatnonzero(
+        (plan.kind == COMPUTE)
+        & (plan.gpu == spec.gpu)
+        & (end_ns >= 0)
+        & (end_ns > spec.at_ns)
+        & (start_ns < until)
+    )
     extra = (end_ns[tasks] - start_ns[tasks]) - plan.duration_ns[tasks]
     return {"tasks_slowed": int(np.count_nonzero(extra > 0)), "extra_compute_s": float(extra.sum()) * 1e-9}
 
@@ -390,16 +472,19 @@ def check_faults_in_run(plan: FaultPlan | None, run_end_ns: int, partial: bool) 
         return
     for spec in plan.specs:
         if spec.at_ns > run_end_ns:
-            raise UserError(f"{spec.where}: at: {spec.at_ns / 1e6:g} ms is after the end of the run "
-                            f"({run_end_ns / 1e6:.3f} ms): the fault never takes effect")
+            raise UserError(
+                f"{spec.where}: at: {spec.at_ns / 1e6:g} ms is after the end of the run "
+                f"({run_end_ns / 1e6:.3f} ms): the fault never takes effect"
+            )
 
 
 def flow_count(plan: ExecutionPlan) -> int:
     return int(np.count_nonzero(plan.kind == FLOW))
 
 
-def fault_impact(engine: Any, baseline: Any, collectives: dict[str, np.ndarray],
-                 names: dict[int, str], top: int = 10) -> dict[str, Any]:
+def fault_impact(
+    engine: Any, baseline: Any, collectives: dict[str, np.ndarray], names: dict[int, str], top: int = 10
+) -> dict[str, Any]:
     """What the faults cost against the same plan run without them (``fault_baseline``): the
     iteration, and the collective instances that finished latest compared with the baseline."""
     out: dict[str, Any] = {
@@ -414,14 +499,19 @@ def fault_impact(engine: Any, baseline: Any, collectives: dict[str, np.ndarray],
         delay = engine.task_end_ns[ends] - baseline.task_end_ns[ends]
         order = np.argsort(-delay, kind="stable")[:top]
         out["collectives_delayed"] = int(np.count_nonzero(delay > 0))
-        out["most_delayed"] = [{
-            "id": int(i), "type": names.get(int(collectives["comm_type"][i]), "collective"),
-            "size_bytes": int(collectives["size_bytes"][i]),
-            "baseline_start_s": float(baseline.task_start_ns[starts[i]]) * 1e-9,
-            "baseline_end_s": float(baseline.task_end_ns[ends[i]]) * 1e-9,
-            "end_s": float(engine.task_end_ns[ends[i]]) * 1e-9,
-            "delay_s": float(delay[i]) * 1e-9,
-            "start_delay_s": float(engine.task_start_ns[starts[i]]
-                                   - baseline.task_start_ns[starts[i]]) * 1e-9,
-        } for i in order if delay[i] > 0]
+        out["most_delayed"] = [
+            {
+                "id": int(i),
+                "type": names.get(int(collectives["comm_type"][i]), "collective"),
+                "size_bytes": int(collectives["size_bytes"][i]),
+                "baseline_start_s": float(baseline.task_start_ns[starts[i]]) * 1e-9,
+                "baseline_end_s": float(baseline.task_end_ns[ends[i]]) * 1e-9,
+                "end_s": float(engine.task_end_ns[ends[i]]) * 1e-9,
+                "delay_s": float(delay[i]) * 1e-9,
+                "start_delay_s": float(engine.task_start_ns[starts[i]] - baseline.task_start_ns[starts[i]])
+                * 1e-9,
+            }
+            for i in order
+            if delay[i] > 0
+        ]
     return out

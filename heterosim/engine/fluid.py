@@ -83,11 +83,10 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     for key, value in network.attributes.items():
         for prefix in ATTRIBUTE_PREFIXES:
             if str(key).startswith(prefix):
-                name = str(key)[len(prefix):]
+                name = str(key)[len(prefix) :]
                 if not net.SetAttributeFailSafe(name, ns3.StringValue(texts[str(key)])):
                     raise UserError(
-                        f"network: attributes: {key}: not a FluidNetwork attribute or bad value "
-                        f"{value!r}"
+                        f"network: attributes: {key}: not a FluidNetwork attribute or bad value {value!r}"
                     )
     net.SetTopology(desc)
     return net
@@ -107,16 +106,22 @@ def fluid_link_stats(net: Any, topology: Topology, sim_end_ns: int) -> dict[str,
         "direction": np.tile(np.array([0, 1], np.int8), topology.num_links),
         "bytes": carried.astype(np.int64),
         "busy_ns": busy,
-        "utilization": np.divide(carried.astype(np.float64) * 8.0, rate * seconds,
-                                 out=np.zeros(count), where=rate > 0),
+        "utilization": np.divide(
+            carried.astype(np.float64) * 8.0, rate * seconds, out=np.zeros(count), where=rate > 0
+        ),
     }
 
 
 def fluid_counters(net: Any) -> dict[str, int]:
     """The network counters of the run contract; the fluid model has no drops, pauses or marks."""
     return {
-        "flows": int(net.GetFlowsStarted()), "bytes": int(net.GetBytesDelivered()), "drops": 0,
-        "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0,
+        "flows": int(net.GetFlowsStarted()),
+        "bytes": int(net.GetBytesDelivered()),
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
     }
 
 
@@ -180,8 +185,12 @@ def run_flows_fluid(
     net.Dispose()
     return {
         "flows": {
-            "id": ids.astype(np.int64), "src": src.astype(np.int32), "dst": dst.astype(np.int32),
-            "bytes": size.astype(np.int64), "start_ns": start, "end_ns": end,
+            "id": ids.astype(np.int64),
+            "src": src.astype(np.int32),
+            "dst": dst.astype(np.int32),
+            "bytes": size.astype(np.int64),
+            "start_ns": start,
+            "end_ns": end,
             "fct_ns": np.where(end >= 0, end - start, -1),
         },
         "links": links,

@@ -35,8 +35,7 @@ from heterosim.config.defaults import shipped
 from heterosim.errors import UserError
 
 NS3_VERSION = "3.44"
-NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats",
-                 "applications")
+NS3_LIBRARIES = ("core", "network", "point-to-point", "internet", "traffic-control", "stats", "applications")
 LIBRARY_NAME = "libheterosim-ns3.so"
 TEST_LIBRARY_NAME = "libheterosim-ns3-test.so"
 LIBRARY_PARTS = ("model", "helper")  # compiled into the library
@@ -46,13 +45,16 @@ TEST_PARTS = ("test",)  # compiled into the test library
 # faster (benchmarks/README.md, "Event queue and per-frame events").
 EVENT_SCHEDULER = "ns3::PriorityQueueScheduler"
 COMMON_FLAGS = (
-    "-std=c++20", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter",
-    "-Werror=return-type", "-DNS3_LOG_ENABLE", "-DNS3_ASSERT_ENABLE",
+    "-std=c++20",
+    "-fPIC",
+    "-Wall",
+    "-Wextra",
+    "-Wno-unused-parameter",
+    "-Werror=return-type",
+    "-DNS3_LOG_ENABLE",
+    "-DNS3_ASSERT_ENABLE",
 )
-MODE_FLAGS = {
-    "release": ("-O2",),
-    "debug": ("-O0", "-g", "-D_GLIBCXX_ASSERTIONS"),
-}
+MODE_FLAGS = {"release": ("-O2",), "debug": ("-O0", "-g", "-D_GLIBCXX_ASSERTIONS")}
 
 
 class BuildError(UserError):
@@ -141,7 +143,9 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     key = _digest(header_hash, toolchain, *[s.read_bytes() for s in sources])
     build_root = cache_root() / "build" / f"{mode}-{key}"
     paths = BuildPaths(
-        root=build_root, include=build_root / "include", objects=cache_root() / "objects",
+        root=build_root,
+        include=build_root / "include",
+        objects=cache_root() / "objects",
         library=build_root / LIBRARY_NAME,
     )
     if paths.library.exists() and not force:
@@ -149,17 +153,29 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
 
     started = time.monotonic()
     # on stderr whatever it is (terminal, file, pipe): a first run is otherwise silent for minutes
-    print(f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode} build) into "
-          f"{build_root}; this happens once per source change and takes a minute or two ...",
-          file=sys.stderr, flush=True)
+    print(
+        f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode} build) into "
+        f"{build_root}; this happens once per source change and takes a minute or two ...",
+        file=sys.stderr,
+        flush=True,
+    )
     include_ns3 = paths.include / "ns3"
     if paths.include.exists():
         shutil.rmtree(paths.include)
     include_ns3.mkdir(parents=True)
     for header in headers:
         shutil.copy2(header, include_ns3 / header.name)
-    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-                       header_hash, toolchain, paths.objects, root, force, verbose)
+    tools = _Toolchain(
+        compiler,
+        flags,
+        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+        header_hash,
+        toolchain,
+        paths.objects,
+        root,
+        force,
+        verbose,
+    )
     objects = tools.compile_all(sources)
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
@@ -167,8 +183,11 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     global _build_seconds
     seconds = time.monotonic() - started
     _build_seconds += seconds
-    print(f"heterosim: built {paths.library.name} ({len(sources)} sources, {mode} build) in {seconds:.1f} s",
-          file=sys.stderr, flush=True)
+    print(
+        f"heterosim: built {paths.library.name} ({len(sources)} sources, {mode} build) in {seconds:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return paths
 
 
@@ -199,13 +218,25 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     _, headers = _sources(root)
     header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
     toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-                       header_hash, toolchain, paths.objects, root, force, verbose)
+    tools = _Toolchain(
+        compiler,
+        flags,
+        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+        header_hash,
+        toolchain,
+        paths.objects,
+        root,
+        force,
+        verbose,
+    )
     objects = tools.compile_all(sources)
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link(objects, library, [str(paths.library), f"-L{lib_dir}", *libs,
-                                  f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"])
+    tools.link(
+        objects,
+        library,
+        [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"],
+    )
     return library
 
 
@@ -224,13 +255,25 @@ def build_example(source: Path) -> Path:
     _, headers = _sources(modules_dir())
     header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
     toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-    tools = _Toolchain(compiler, flags, [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-                       header_hash, toolchain, paths.objects, modules_dir(), False, False)
+    tools = _Toolchain(
+        compiler,
+        flags,
+        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
+        header_hash,
+        toolchain,
+        paths.objects,
+        modules_dir(),
+        False,
+        False,
+    )
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link([tools.compile_one(source)], executable,
-               [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}",
-                f"-Wl,-rpath,{paths.root}"], shared=False)
+    tools.link(
+        [tools.compile_one(source)],
+        executable,
+        [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"],
+        shared=False,
+    )
     return executable
 
 
@@ -272,11 +315,17 @@ class _Toolchain:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(self.compile_one, sources))
 
-    def link(self, objects: list[Path], library: Path, link_flags: list[str],
-             shared: bool = True) -> None:
+    def link(self, objects: list[Path], library: Path, link_flags: list[str], shared: bool = True) -> None:
         tmp_lib = library.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [self.compiler, *(["-shared"] if shared else []), *self.flags, *map(str, objects),
-               *link_flags, "-o", str(tmp_lib)]
+        cmd = [
+            self.compiler,
+            *(["-shared"] if shared else []),
+            *self.flags,
+            *map(str, objects),
+            *link_flags,
+            "-o",
+            str(tmp_lib),
+        ]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             tmp_lib.unlink(missing_ok=True)

@@ -44,14 +44,42 @@ from heterosim.errors import UserError
 
 DEFAULT_PRIORITY = 3  # the lossless RoCE traffic class of common deployments
 FLUID_PREFIXES = ("ns3::FluidNetwork::", "FluidNetwork::")
-COUNTER_NAMES = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks",
-                 "cnps", "frames", "timeouts")
-TCP_STREAM_FIELDS = ("first_flow", "src_node", "dst_node", "socket", "bytes", "received_bytes",
-                     "max_cwnd_bytes", "last_cwnd_bytes", "retransmits", "timeouts",
-                     "fast_recoveries")
+COUNTER_NAMES = (
+    "flows",
+    "bytes",
+    "drops",
+    "retransmits",
+    "pfc_pause_frames",
+    "ecn_marks",
+    "cnps",
+    "frames",
+    "timeouts",
+)
+TCP_STREAM_FIELDS = (
+    "first_flow",
+    "src_node",
+    "dst_node",
+    "socket",
+    "bytes",
+    "received_bytes",
+    "max_cwnd_bytes",
+    "last_cwnd_bytes",
+    "retransmits",
+    "timeouts",
+    "fast_recoveries",
+)
 TCP_ATTRIBUTE_PREFIXES = ("SocketTransport::", "ns3::SocketTransport::")
-PORT_FIELDS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent",
-               "pause_received", "paused_ns", "ecn_marks", "drops", "frames_sent")
+PORT_FIELDS = (
+    "bytes_sent",
+    "max_queue_bytes",
+    "mean_queue_bytes",
+    "pause_sent",
+    "pause_received",
+    "paused_ns",
+    "ecn_marks",
+    "drops",
+    "frames_sent",
+)
 
 
 def _attribute_text(value: Any) -> str:
@@ -60,9 +88,16 @@ def _attribute_text(value: Any) -> str:
     return str(value)
 
 
-def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, seed: int,
-                          sample_interval_ns: int = 0, sample_all_ports: bool = False,
-                          intra_host: str = "packet", acceleration: str = "exact") -> Any:
+def create_packet_network(
+    gbl: Any,
+    topology_desc: Any,
+    network: NetworkConfig,
+    seed: int,
+    sample_interval_ns: int = 0,
+    sample_all_ports: bool = False,
+    intra_host: str = "packet",
+    acceleration: str = "exact",
+) -> Any:
     """An ``ns3::PacketNetwork`` built on ``topology_desc`` (an ``ns3::TopologyDescription``).
 
     ``acceleration="fast"`` lets ``ns3::PacketFastForward`` skip settled stretches of the run
@@ -88,9 +123,13 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     ns3 = gbl.ns3
     net = ns3.CreateObject[ns3.PacketNetwork]()
     settings = {
-        "Cc": CC_TYPE_IDS[network.cc], "Mtu": int(network.mtu_bytes), "PfcEnabled": bool(network.pfc),
-        "BufferSize": int(network.buffer_bytes), "Ecmp": bool(network.ecmp),
-        "Seed": int(seed) & 0xFFFFFFFF, "SampleInterval": f"{int(sample_interval_ns)}ns",
+        "Cc": CC_TYPE_IDS[network.cc],
+        "Mtu": int(network.mtu_bytes),
+        "PfcEnabled": bool(network.pfc),
+        "BufferSize": int(network.buffer_bytes),
+        "Ecmp": bool(network.ecmp),
+        "Seed": int(seed) & 0xFFFFFFFF,
+        "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
         "Acceleration": acceleration,
@@ -114,15 +153,23 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
         host_flows = ns3.StringValue()
         net.GetAttribute("HostFlows", host_flows)
         if str(host_flows.Get()) not in ("packet", "fluid"):
-            raise UserError(f"network: attributes: HostFlows: expected packet or fluid, got "
-                            f"{str(host_flows.Get())!r}")
-        tcp = next((str(v) for k, v in network.attributes.items()
-                    if str(k).startswith(TCP_ATTRIBUTE_PREFIXES)
-                    and str(k).endswith("::TcpCongestionControl")), None)
+            raise UserError(
+                f"network: attributes: HostFlows: expected packet or fluid, got {str(host_flows.Get())!r}"
+            )
+        tcp = next(
+            (
+                str(v)
+                for k, v in network.attributes.items()
+                if str(k).startswith(TCP_ATTRIBUTE_PREFIXES) and str(k).endswith("::TcpCongestionControl")
+            ),
+            None,
+        )
         if tcp is not None:
-            raise UserError(f"network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
-                            "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
-                            "ns3::TcpDctcp, ns3::TcpNewReno)")
+            raise UserError(
+                f"network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
+                "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
+                "ns3::TcpDctcp, ns3::TcpNewReno)"
+            )
         raise UserError(f"network: cc: unknown congestion control {network.cc!r}")
     if net.GetSmallestSharedPool() == 0:
         raise UserError(
@@ -132,9 +179,17 @@ def create_packet_network(gbl: Any, topology_desc: Any, network: NetworkConfig, 
     return net
 
 
-FAST_FORWARD_FIELDS = ("episodes", "skipped_ns", "skipped_bytes", "checks", "not_settled",
-                       "congestion_or_losses", "next_change_too_close", "after_fault",
-                       "not_supported")
+FAST_FORWARD_FIELDS = (
+    "episodes",
+    "skipped_ns",
+    "skipped_bytes",
+    "checks",
+    "not_settled",
+    "congestion_or_losses",
+    "next_change_too_close",
+    "after_fault",
+    "not_supported",
+)
 
 
 def fast_forward_stats(net: Any) -> dict[str, int]:
@@ -150,13 +205,18 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
     net.CopyCounters(counters)
     n_ports = int(net.GetNPorts())
     ports = {
-        "node": np.zeros(n_ports, np.int32), "link": np.zeros(n_ports, np.int32),
-        "direction": np.zeros(n_ports, np.uint8), "bytes_sent": np.zeros(n_ports, np.uint64),
+        "node": np.zeros(n_ports, np.int32),
+        "link": np.zeros(n_ports, np.int32),
+        "direction": np.zeros(n_ports, np.uint8),
+        "bytes_sent": np.zeros(n_ports, np.uint64),
         "max_queue_bytes": np.zeros(n_ports, np.uint64),
         "mean_queue_bytes": np.zeros(n_ports, np.float64),
-        "pause_sent": np.zeros(n_ports, np.uint64), "pause_received": np.zeros(n_ports, np.uint64),
-        "paused_ns": np.zeros(n_ports, np.int64), "ecn_marks": np.zeros(n_ports, np.uint64),
-        "drops": np.zeros(n_ports, np.uint64), "frames_sent": np.zeros(n_ports, np.uint64),
+        "pause_sent": np.zeros(n_ports, np.uint64),
+        "pause_received": np.zeros(n_ports, np.uint64),
+        "paused_ns": np.zeros(n_ports, np.int64),
+        "ecn_marks": np.zeros(n_ports, np.uint64),
+        "drops": np.zeros(n_ports, np.uint64),
+        "frames_sent": np.zeros(n_ports, np.uint64),
     }
     if n_ports:
         net.CopyPortStats(*(ports[k] for k in ("node", "link", "direction", *PORT_FIELDS)))
@@ -192,39 +252,70 @@ def tcp_stats(net: Any) -> dict[str, Any] | None:
     if not sock:
         return None
     n = int(sock.GetNStreams())
-    types = (np.uint32, np.uint32, np.uint32, np.uint32, np.uint64, np.uint64, np.uint32,
-             np.uint32, np.uint64, np.uint64, np.uint64)
+    types = (
+        np.uint32,
+        np.uint32,
+        np.uint32,
+        np.uint32,
+        np.uint64,
+        np.uint64,
+        np.uint32,
+        np.uint32,
+        np.uint64,
+        np.uint64,
+        np.uint64,
+    )
     streams = {key: np.zeros(n, dtype) for key, dtype in zip(TCP_STREAM_FIELDS, types)}
     if n:
         sock.CopyStreamStats(*(streams[key] for key in TCP_STREAM_FIELDS))
     m = int(sock.GetNCwndSamples())
-    cwnd: dict[str, np.ndarray] = {"time_ns": np.zeros(m, np.int64), "stream": np.zeros(m, np.uint32),
-            "cwnd_bytes": np.zeros(m, np.uint32)}
+    cwnd: dict[str, np.ndarray] = {
+        "time_ns": np.zeros(m, np.int64),
+        "stream": np.zeros(m, np.uint32),
+        "cwnd_bytes": np.zeros(m, np.uint32),
+    }
     if m:
         sock.CopyCwndSeries(cwnd["time_ns"], cwnd["stream"], cwnd["cwnd_bytes"])
     summary = {
-        "connections": int(len(np.unique(streams["first_flow"]))), "streams": n,
+        "connections": int(len(np.unique(streams["first_flow"]))),
+        "streams": n,
         "data_sockets_per_connection": int(sock.GetDataSockets()),
-        "retransmits": int(sock.GetRetransmits()), "timeouts": int(sock.GetTimeouts()),
-        "fast_recoveries": int(sock.GetRecoveries()), "host_drops": int(sock.GetHostDrops()),
-        "fabric_drops": int(sock.GetFabricDrops()), "ce_marks_delivered": int(sock.GetCeDelivered()),
-        "messages": int(sock.GetMessagesDone()), "bytes_delivered": int(sock.GetBytesDelivered()),
+        "retransmits": int(sock.GetRetransmits()),
+        "timeouts": int(sock.GetTimeouts()),
+        "fast_recoveries": int(sock.GetRecoveries()),
+        "host_drops": int(sock.GetHostDrops()),
+        "fabric_drops": int(sock.GetFabricDrops()),
+        "ce_marks_delivered": int(sock.GetCeDelivered()),
+        "messages": int(sock.GetMessagesDone()),
+        "bytes_delivered": int(sock.GetBytesDelivered()),
         "max_cwnd_bytes": int(streams["max_cwnd_bytes"].max()) if n else 0,
     }
-    return {"summary": summary,
-            "streams": {k: v.astype(np.int64) for k, v in streams.items()},
-            "cwnd": {k: v.astype(np.int64) for k, v in cwnd.items()}}
+    return {
+        "summary": summary,
+        "streams": {k: v.astype(np.int64) for k, v in streams.items()},
+        "cwnd": {k: v.astype(np.int64) for k, v in cwnd.items()},
+    }
 
 
 def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
     """Per-flow counters for ``ids`` (zeros for flows that never needed the network)."""
     ids = np.ascontiguousarray(ids, np.uint32)
     n = len(ids)
-    out = {key: np.zeros(n, np.uint64) for key in
-           ("retransmits", "cnps", "rate_changes", "timeouts", "bytes_acked", "bytes_delivered")}
+    out = {
+        key: np.zeros(n, np.uint64)
+        for key in ("retransmits", "cnps", "rate_changes", "timeouts", "bytes_acked", "bytes_delivered")
+    }
     if n:
-        net.CopyFlowStats(n, ids, out["retransmits"], out["cnps"], out["rate_changes"],
-                          out["timeouts"], out["bytes_acked"], out["bytes_delivered"])
+        net.CopyFlowStats(
+            n,
+            ids,
+            out["retransmits"],
+            out["cnps"],
+            out["rate_changes"],
+            out["timeouts"],
+            out["bytes_acked"],
+            out["bytes_delivered"],
+        )
     return {"id": ids.astype(np.int64), **{k: v.astype(np.int64) for k, v in out.items()}}
 
 
@@ -232,10 +323,18 @@ def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
     nq, nr = int(net.GetNQueueSamples()), int(net.GetNRateSamples())
     if nq == 0 and nr == 0:
         return None
-    queue: dict[str, np.ndarray] = {"time_ns": np.zeros(nq, np.int64), "port": np.zeros(nq, np.uint32),
-             "bytes": np.zeros(nq, np.uint64), "tx_bytes": np.zeros(nq, np.uint64)}
-    rate: dict[str, np.ndarray] = {"time_ns": np.zeros(nr, np.int64), "flow": np.zeros(nr, np.uint32),
-            "rate_bps": np.zeros(nr, np.float64), "acked_bytes": np.zeros(nr, np.uint64)}
+    queue: dict[str, np.ndarray] = {
+        "time_ns": np.zeros(nq, np.int64),
+        "port": np.zeros(nq, np.uint32),
+        "bytes": np.zeros(nq, np.uint64),
+        "tx_bytes": np.zeros(nq, np.uint64),
+    }
+    rate: dict[str, np.ndarray] = {
+        "time_ns": np.zeros(nr, np.int64),
+        "flow": np.zeros(nr, np.uint32),
+        "rate_bps": np.zeros(nr, np.float64),
+        "acked_bytes": np.zeros(nr, np.uint64),
+    }
     if nq:
         net.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])
     if nr:
@@ -243,17 +342,24 @@ def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
     return {"queue": queue, "rate": rate}
 
 
-def _flow_arrays(topology: Topology, src: Sequence[int], dst: Sequence[int],
-                 size_bytes: Sequence[int], start_ns: Sequence[int],
-                 priority: Sequence[int] | None) -> dict[str, np.ndarray]:
+def _flow_arrays(
+    topology: Topology,
+    src: Sequence[int],
+    dst: Sequence[int],
+    size_bytes: Sequence[int],
+    start_ns: Sequence[int],
+    priority: Sequence[int] | None,
+) -> dict[str, np.ndarray]:
     arrays = {
-        "src": np.asarray(src, dtype=np.int64), "dst": np.asarray(dst, dtype=np.int64),
+        "src": np.asarray(src, dtype=np.int64),
+        "dst": np.asarray(dst, dtype=np.int64),
         "bytes": np.asarray(size_bytes, dtype=np.int64),
         "start": np.asarray(start_ns, dtype=np.int64),
     }
     n = len(arrays["src"])
-    arrays["priority"] = (np.full(n, DEFAULT_PRIORITY, np.int64) if priority is None
-                          else np.asarray(priority, dtype=np.int64))
+    arrays["priority"] = (
+        np.full(n, DEFAULT_PRIORITY, np.int64) if priority is None else np.asarray(priority, dtype=np.int64)
+    )
     for name, values in arrays.items():
         if values.ndim != 1 or len(values) != n:
             raise UserError(f"flows: {name}: expected {n} values, one per flow")
@@ -261,12 +367,15 @@ def _flow_arrays(topology: Topology, src: Sequence[int], dst: Sequence[int],
     for name in ("src", "dst"):
         bad = np.flatnonzero((arrays[name] < 0) | (arrays[name] >= gpus))
         if len(bad):
-            raise UserError(f"flows[{bad[0]}]: {name}: GPU {arrays[name][bad[0]]} does not exist "
-                            f"(the cluster has GPUs 0..{gpus - 1})")
-    checks = (("bytes", arrays["bytes"] <= 0, "expected a size > 0 bytes"),
-              ("start", arrays["start"] < 0, "expected a start time >= 0"),
-              ("priority", (arrays["priority"] < 0) | (arrays["priority"] > 7),
-               "expected a traffic class 0..7"))
+            raise UserError(
+                f"flows[{bad[0]}]: {name}: GPU {arrays[name][bad[0]]} does not exist "
+                f"(the cluster has GPUs 0..{gpus - 1})"
+            )
+    checks = (
+        ("bytes", arrays["bytes"] <= 0, "expected a size > 0 bytes"),
+        ("start", arrays["start"] < 0, "expected a start time >= 0"),
+        ("priority", (arrays["priority"] < 0) | (arrays["priority"] > 7), "expected a traffic class 0..7"),
+    )
     for name, bad_mask, expectation in checks:
         bad = np.flatnonzero(bad_mask)
         if len(bad):
@@ -274,12 +383,22 @@ def _flow_arrays(topology: Topology, src: Sequence[int], dst: Sequence[int],
     return arrays
 
 
-def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
-              dst: Sequence[int], size_bytes: Sequence[int], start_ns: Sequence[int],
-              priority: Sequence[int] | None = None, *, stop_ns: int,
-              sample_interval_ns: int = 0, seed: int = 1,
-              sample_all_ports: bool = False, intra_host: str = "packet",
-              acceleration: str = "exact") -> dict[str, Any]:
+def run_flows(
+    topology: Topology,
+    network: NetworkConfig,
+    src: Sequence[int],
+    dst: Sequence[int],
+    size_bytes: Sequence[int],
+    start_ns: Sequence[int],
+    priority: Sequence[int] | None = None,
+    *,
+    stop_ns: int,
+    sample_interval_ns: int = 0,
+    seed: int = 1,
+    sample_all_ports: bool = False,
+    intra_host: str = "packet",
+    acceleration: str = "exact",
+) -> dict[str, Any]:
     """Run flows (ids 0..n-1 in argument order) on a fresh packet network until ``stop_ns``
     or until the last one finishes; return :func:`collect_packet_stats`' dict plus ``flows``
     (id, src, dst, bytes, start_ns, end_ns (-1 unfinished), fct_ns, retransmits, ...),
@@ -296,15 +415,21 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
     ns3.Simulator.Destroy()
     try:
         desc = to_native(topology, gbl)
-        net = create_packet_network(gbl, desc, network, seed, sample_interval_ns,
-                                    sample_all_ports, intra_host, acceleration)
+        net = create_packet_network(
+            gbl, desc, network, seed, sample_interval_ns, sample_all_ports, intra_host, acceleration
+        )
         n = len(arrays["src"])
         ids = np.arange(n, dtype=np.uint32)
         if n:
-            net.ScheduleFlows(n, ids, arrays["src"].astype(np.uint32),
-                              arrays["dst"].astype(np.uint32), arrays["bytes"].astype(np.uint64),
-                              arrays["start"].astype(np.int64),
-                              arrays["priority"].astype(np.uint8))
+            net.ScheduleFlows(
+                n,
+                ids,
+                arrays["src"].astype(np.uint32),
+                arrays["dst"].astype(np.uint32),
+                arrays["bytes"].astype(np.uint64),
+                arrays["start"].astype(np.int64),
+                arrays["priority"].astype(np.uint8),
+            )
             net.SetStopAfterFlows(n)
         ns3.Simulator.Stop(ns3.NanoSeconds(int(stop_ns)))
         ns3.Simulator.Run()
@@ -319,8 +444,12 @@ def run_flows(topology: Topology, network: NetworkConfig, src: Sequence[int],
         ns3.Simulator.Destroy()
     done = end >= 0
     stats["flows"] = {
-        "id": ids.astype(np.int64), "src": arrays["src"], "dst": arrays["dst"],
-        "bytes": arrays["bytes"], "start_ns": arrays["start"], "end_ns": end,
+        "id": ids.astype(np.int64),
+        "src": arrays["src"],
+        "dst": arrays["dst"],
+        "bytes": arrays["bytes"],
+        "start_ns": arrays["start"],
+        "end_ns": end,
         "fct_ns": np.where(done, end - arrays["start"], -1),
         **{k: v for k, v in per_flow.items() if k != "id"},
     }

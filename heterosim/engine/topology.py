@@ -98,9 +98,7 @@ class Topology:
     def _route_index(self) -> dict[tuple[int, int], int]:
         cached = getattr(self, "_route_cache", None)
         if cached is None:
-            cached = {
-                (int(n), int(d)): i for i, (n, d) in enumerate(zip(self.route_node, self.route_dst))
-            }
+            cached = {(int(n), int(d)): i for i, (n, d) in enumerate(zip(self.route_node, self.route_dst))}
             object.__setattr__(self, "_route_cache", cached)
         return cached
 
@@ -128,9 +126,7 @@ class Topology:
         while node != dst:
             options = self.next_hops(node, dst)
             if not options:
-                raise UserError(
-                    f"topology: no route from {self.node_name[node]} to {self.node_name[dst]}"
-                )
+                raise UserError(f"topology: no route from {self.node_name[node]} to {self.node_name[dst]}")
             link = options[ecmp_index(flow_hash, hop, len(options))]
             links.append(link)
             node = self.other_end(link, node)
@@ -145,11 +141,9 @@ def to_native(topo: Topology, gbl) -> object:
     desc = gbl.ns3.CreateObject[gbl.ns3.TopologyDescription]()
     arrays = _native_arrays(topo)
     desc.SetNodes(topo.num_nodes, arrays["kind"], arrays["host"])
-    desc.SetLinks(topo.num_links, arrays["a"], arrays["b"], arrays["rate"], arrays["delay"],
-                  arrays["lkind"])
+    desc.SetLinks(topo.num_links, arrays["a"], arrays["b"], arrays["rate"], arrays["delay"], arrays["lkind"])
     desc.SetGpus(len(topo.gpu_node), arrays["gpu"], arrays["nic"])
-    desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"],
-                   arrays["rlink"])
+    desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"], arrays["rlink"])
     if topo.host_socket.any():
         desc.SetHostTransports(len(topo.host_socket), np.ascontiguousarray(topo.host_socket, np.uint8))
     return desc
@@ -158,12 +152,18 @@ def to_native(topo: Topology, gbl) -> object:
 def _native_arrays(topo: Topology) -> dict[str, np.ndarray]:
     c = np.ascontiguousarray
     return {
-        "kind": c(topo.node_kind, np.uint8), "host": c(topo.node_host, np.int32),
-        "a": c(topo.link_a, np.int32), "b": c(topo.link_b, np.int32),
-        "rate": c(topo.link_rate_bps, np.float64), "delay": c(topo.link_delay_ns, np.int64),
-        "lkind": c(topo.link_kind, np.uint8), "gpu": c(topo.gpu_node, np.int32),
-        "nic": c(topo.gpu_nic_node, np.int32), "rnode": c(topo.route_node, np.int32),
-        "rdst": c(topo.route_dst, np.int32), "rptr": c(topo.route_ptr, np.int64),
+        "kind": c(topo.node_kind, np.uint8),
+        "host": c(topo.node_host, np.int32),
+        "a": c(topo.link_a, np.int32),
+        "b": c(topo.link_b, np.int32),
+        "rate": c(topo.link_rate_bps, np.float64),
+        "delay": c(topo.link_delay_ns, np.int64),
+        "lkind": c(topo.link_kind, np.uint8),
+        "gpu": c(topo.gpu_node, np.int32),
+        "nic": c(topo.gpu_nic_node, np.int32),
+        "rnode": c(topo.route_node, np.int32),
+        "rdst": c(topo.route_dst, np.int32),
+        "rptr": c(topo.route_ptr, np.int64),
         "rlink": c(topo.route_link, np.int32),
     }
 
@@ -205,9 +205,7 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         htype = cluster.host(host)
         gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
         nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
-        switches = [
-            builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)
-        ]
+        switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
         if len(switches) > 1:
             root = builder.node(PCIE_ROOT, host, f"h{host}.root")
             for sw in switches:
@@ -219,13 +217,11 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         for j, nic in enumerate(nics):
             builder.link(nic, switch_of_nic(j), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
         for g, node in enumerate(gpus):
-            builder.link(node, switch_of_nic(htype.gpu_nic[g]), htype.pcie_bps,
-                         fabric.pcie_delay_ns, PCIE)
+            builder.link(node, switch_of_nic(htype.gpu_nic[g]), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
         if htype.fabric == "nvswitch":
             nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
             for node in gpus:
-                builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2,
-                             NVLINK)
+                builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2, NVLINK)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
         host_nics.append(nics)
@@ -254,8 +250,10 @@ def build_topology(cluster: ClusterConfig) -> Topology:
 def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
     fabric = cluster.fabric
     per_leaf = fabric.hosts_per_leaf
-    groups = [list(range(start, min(start + per_leaf, cluster.num_hosts)))
-              for start in range(0, cluster.num_hosts, per_leaf)]
+    groups = [
+        list(range(start, min(start + per_leaf, cluster.num_hosts)))
+        for start in range(0, cluster.num_hosts, per_leaf)
+    ]
     leaves: list[int] = []
     leaf_down_bps: list[float] = []
     for gi, hosts in enumerate(groups):
@@ -300,9 +298,7 @@ def _check_connected(topo: Topology, source: str) -> None:
     count, labels = connected_components(graph, directed=False)
     if count > 1:
         lonely = int(np.flatnonzero(labels != labels[topo.gpu_node[0]])[0])
-        raise UserError(
-            f"{source}: topology is disconnected: {topo.node_name[lonely]} cannot reach GPU 0"
-        )
+        raise UserError(f"{source}: topology is disconnected: {topo.node_name[lonely]} cannot reach GPU 0")
 
 
 def _compute_routes(topo: Topology, cluster: ClusterConfig) -> None:
@@ -342,8 +338,12 @@ def _fabric_routes(topo: Topology) -> _RouteBlock:
         out_dsts.append(np.full(len(us), members[d_local]))
         out_counts.append(counts)
         out_links.append(elink[sel])
-    return (np.concatenate(out_nodes), np.concatenate(out_dsts), np.concatenate(out_counts),
-            np.concatenate(out_links))
+    return (
+        np.concatenate(out_nodes),
+        np.concatenate(out_dsts),
+        np.concatenate(out_counts),
+        np.concatenate(out_links),
+    )
 
 
 def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:
@@ -362,7 +362,9 @@ def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:
         type_name = cluster.host_type_of_host[host]
         if type_name not in template:
             template[type_name] = (
-                int(node_ids[0]), int(link_ids[0]), _routes_of_host(topo, node_ids, link_ids)
+                int(node_ids[0]),
+                int(link_ids[0]),
+                _routes_of_host(topo, node_ids, link_ids),
             )
         node0, link0, (rn, rd, rc, rl) = template[type_name]
         dn, dl = int(node_ids[0]) - node0, int(link_ids[0]) - link0
@@ -386,8 +388,10 @@ def _routes_of_host(topo: Topology, node_ids: np.ndarray, link_ids: np.ndarray) 
             if u == dst or u not in dist:
                 continue
             best = sorted(
-                link for v, link, cost in adjacency.get(u, [])
-                if v in dist and (v == dst or not endpoint[v])
+                link
+                for v, link, cost in adjacency.get(u, [])
+                if v in dist
+                and (v == dst or not endpoint[v])
                 and math.isclose(dist[v] + cost, dist[u], rel_tol=1e-9)
             )
             if best:
@@ -395,8 +399,12 @@ def _routes_of_host(topo: Topology, node_ids: np.ndarray, link_ids: np.ndarray) 
                 dsts.append(int(dst))
                 counts.append(len(best))
                 links.extend(best)
-    return (np.array(nodes, np.int64), np.array(dsts, np.int64), np.array(counts, np.int64),
-            np.array(links, np.int64))
+    return (
+        np.array(nodes, np.int64),
+        np.array(dsts, np.int64),
+        np.array(counts, np.int64),
+        np.array(links, np.int64),
+    )
 
 
 def _dijkstra(source: int, adjacency: dict, endpoint: np.ndarray) -> dict[int, float]:

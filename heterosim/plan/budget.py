@@ -39,10 +39,17 @@ def _flows(experiment: Any, op: str, size_bytes: int, gpus: list[int]) -> int:
     if len(gpus) < 2 or size_bytes <= 0:
         return 0
     network = experiment.network
-    plan = decompose_collective(op, int(size_bytes), gpus, experiment.cluster,
-                                algorithm=network.collective_algorithm,
-                                protocol=network.collective_protocol, channels=network.channels,
-                                strict=False, granularity=experiment.simulation.collective_granularity)
+    plan = decompose_collective(
+        op,
+        int(size_bytes),
+        gpus,
+        experiment.cluster,
+        algorithm=network.collective_algorithm,
+        protocol=network.collective_protocol,
+        channels=network.channels,
+        strict=False,
+        granularity=experiment.simulation.collective_granularity,
+    )
     return int(plan.num_flows)
 
 
@@ -63,7 +70,9 @@ def estimate_plan_tasks(experiment: Any) -> dict[str, float]:
     return {
         "compute": 2.0 * micro_batches * layers_per_rank * world * iterations,
         "tensor_parallel": tp_instances * _flows(experiment, "allreduce", activation, tp_gpus) * iterations,
-        "data_parallel": (world / par.dp) * buckets * _flows(experiment, "allreduce", bucket, dp_gpus)
+        "data_parallel": (world / par.dp)
+        * buckets
+        * _flows(experiment, "allreduce", bucket, dp_gpus)
         * iterations,
     }
 
@@ -78,17 +87,23 @@ def check_plan_budget(experiment: Any) -> None:
     train, par = experiment.training, experiment.parallel
     micro_batches = train.global_batch / max(1, train.micro_batch * par.dp)
     layers = math.ceil(experiment.model.layers / max(1, par.pp))
-    key = {"compute": "training.global_batch x model.layers",
-           "tensor_parallel": "training.global_batch x model.layers (tensor-parallel all-reduces)",
-           "data_parallel": "parallel.dp_bucket (data-parallel gradient buckets)"}[name]
-    detail = (f"{micro_batches:.3g} micro-batches per replica x {layers} layers per rank; "
-              + ", ".join(f"{k} {v:.3g}" for k, v in terms.items()))
+    key = {
+        "compute": "training.global_batch x model.layers",
+        "tensor_parallel": "training.global_batch x model.layers (tensor-parallel all-reduces)",
+        "data_parallel": "parallel.dp_bucket (data-parallel gradient buckets)",
+    }[name]
+    detail = f"{micro_batches:.3g} micro-batches per replica x {layers} layers per rank; " + ", ".join(
+        f"{k} {v:.3g}" for k, v in terms.items()
+    )
     if tasks > MAX_TASKS:
-        raise UserError(f"{source}: {key}: about {tasks:.3g} tasks ({detail}); at most "
-                        f"{MAX_TASKS:,} can be simulated")
+        raise UserError(
+            f"{source}: {key}: about {tasks:.3g} tasks ({detail}); at most {MAX_TASKS:,} can be simulated"
+        )
     needed = BASE_BYTES + tasks * BYTES_PER_TASK
     budget, why = memory_budget_bytes()
     if needed > budget:
-        raise UserError(f"{source}: {key}: about {tasks:.3g} tasks ({detail}) need about "
-                        f"{format_size(needed)} of memory; {why} is {format_size(budget)} "
-                        "(simulation.collective_granularity=connection needs the least)")
+        raise UserError(
+            f"{source}: {key}: about {tasks:.3g} tasks ({detail}) need about "
+            f"{format_size(needed)} of memory; {why} is {format_size(budget)} "
+            "(simulation.collective_granularity=connection needs the least)"
+        )

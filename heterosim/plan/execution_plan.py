@@ -58,8 +58,19 @@ class ExecutionPlan:
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""
         n = len(self)
-        for name in ("gpu", "dst", "bytes", "duration_ns", "delay_ns", "stream", "priority",
-                     "rank", "node", "collective", "channel"):
+        for name in (
+            "gpu",
+            "dst",
+            "bytes",
+            "duration_ns",
+            "delay_ns",
+            "stream",
+            "priority",
+            "rank",
+            "node",
+            "collective",
+            "channel",
+        ):
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
         assert self.dep_ptr.shape == (n + 1,) and self.dep_ptr[0] == 0
         assert self.dep_ptr[-1] == self.dep_idx.shape[0]
@@ -84,8 +95,12 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     on = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
     if on.size == 0:
         return out
-    columns = (plan.collective[on].astype(np.int64), plan.channel[on].astype(np.int64),
-               plan.gpu[on].astype(np.int64), plan.dst[on].astype(np.int64))
+    columns = (
+        plan.collective[on].astype(np.int64),
+        plan.channel[on].astype(np.int64),
+        plan.gpu[on].astype(np.int64),
+        plan.dst[on].astype(np.int64),
+    )
     sizes = [int(c.max()) + 1 for c in columns]
     if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
         key = ((columns[0] * sizes[1] + columns[1]) * sizes[2] + columns[2]) * sizes[3] + columns[3]

@@ -34,13 +34,7 @@ from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
-from heterosim.workload.trace import (
-    COMM_COLL_NODE,
-    COMM_RECV_NODE,
-    COMM_SEND_NODE,
-    COMP_NODE,
-    RankTrace,
-)
+from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, RankTrace
 
 Decomposer = Callable[[int, int, list[int]], CollectivePlan]
 
@@ -81,15 +75,35 @@ class _Rows:
     def empty(cls) -> _Rows:
         return cls([], [], [], [], [], [], [], [], [], [], [], [], [])
 
-    def add(self, n: int, *, kind, gpu=-1, dst=-1, size=0, duration=0, delay=0, priority=0,
-            rank=-1, node=-1, collective=-1, channel=-1) -> int:
+    def add(
+        self,
+        n: int,
+        *,
+        kind,
+        gpu=-1,
+        dst=-1,
+        size=0,
+        duration=0,
+        delay=0,
+        priority=0,
+        rank=-1,
+        node=-1,
+        collective=-1,
+        channel=-1,
+    ) -> int:
         first = self.count
         for store, value, dtype in (
-            (self.kind, kind, np.uint8), (self.gpu, gpu, np.int32), (self.dst, dst, np.int32),
-            (self.size, size, np.int64), (self.duration, duration, np.int64),
-            (self.delay, delay, np.int64), (self.priority, priority, np.uint8),
-            (self.rank, rank, np.int32), (self.node, node, np.int64),
-            (self.collective, collective, np.int64), (self.channel, channel, np.int16),
+            (self.kind, kind, np.uint8),
+            (self.gpu, gpu, np.int32),
+            (self.dst, dst, np.int32),
+            (self.size, size, np.int64),
+            (self.duration, duration, np.int64),
+            (self.delay, delay, np.int64),
+            (self.priority, priority, np.uint8),
+            (self.rank, rank, np.int32),
+            (self.node, node, np.int64),
+            (self.collective, collective, np.int64),
+            (self.channel, channel, np.int16),
         ):
             store.append(np.broadcast_to(np.asarray(value, dtype=dtype), (n,)))
         self.count += n
@@ -125,27 +139,50 @@ def build_plan(
         n = len(trace)
         node_type = trace.templates.node_type[trace.template]
         kinds = np.where(node_type == COMP_NODE, COMPUTE, MARKER).astype(np.uint8)
-        duration = np.where(node_type == COMP_NODE,
-                            np.asarray(durations_ns[r], dtype=np.int64)[trace.template], 0)
-        first = rows.add(n, kind=kinds, gpu=np.where(node_type == COMP_NODE, rank_gpu[r], -1),
-                         duration=duration, rank=r, node=np.arange(n))
+        duration = np.where(
+            node_type == COMP_NODE, np.asarray(durations_ns[r], dtype=np.int64)[trace.template], 0
+        )
+        first = rows.add(
+            n,
+            kind=kinds,
+            gpu=np.where(node_type == COMP_NODE, rank_gpu[r], -1),
+            duration=duration,
+            rank=r,
+            node=np.arange(n),
+        )
         offsets[r] = first
         child = np.repeat(np.arange(n), np.diff(trace.dep_ptr)) + first
         rows.edges(child, trace.dep_idx + first)
         coll = np.flatnonzero(node_type == COMM_COLL_NODE)
         if coll.size:
             t = trace.template[coll]
-            coll_parts.append(np.stack([
-                np.full(coll.size, r), coll, trace.templates.comm_group[t],
-                trace.templates.comm_type[t], trace.templates.comm_bytes[t],
-            ], axis=1).astype(np.int64))
+            coll_parts.append(
+                np.stack(
+                    [
+                        np.full(coll.size, r),
+                        coll,
+                        trace.templates.comm_group[t],
+                        trace.templates.comm_type[t],
+                        trace.templates.comm_bytes[t],
+                    ],
+                    axis=1,
+                ).astype(np.int64)
+            )
         for wanted, parts in ((COMM_SEND_NODE, send_parts), (COMM_RECV_NODE, recv_parts)):
             idx = np.flatnonzero(node_type == wanted)
             if idx.size:
-                parts.append(np.stack([
-                    np.full(idx.size, r), idx, trace.peer[idx], trace.tag[idx],
-                    trace.templates.comm_bytes[trace.template[idx]],
-                ], axis=1).astype(np.int64))
+                parts.append(
+                    np.stack(
+                        [
+                            np.full(idx.size, r),
+                            idx,
+                            trace.peer[idx],
+                            trace.tag[idx],
+                            trace.templates.comm_bytes[trace.template[idx]],
+                        ],
+                        axis=1,
+                    ).astype(np.int64)
+                )
     offsets[world] = rows.count
     dep_ptr_of = [t.dep_ptr for t in traces]
     dep_idx_of = [t.dep_idx for t in traces]
@@ -168,20 +205,30 @@ def build_plan(
     collectives, algorithms, protocols = _add_collectives(
         rows, coll_parts, rank_gpu, groups, decompose, offsets, parents
     )
-    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
-                         p2p_rendezvous)
+    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, p2p_rendezvous)
 
     cat = np.concatenate
     dep_ptr, dep_idx = coo_to_csr(
-        rows.count, cat(rows.child) if rows.child else np.zeros(0, np.int64),
+        rows.count,
+        cat(rows.child) if rows.child else np.zeros(0, np.int64),
         cat(rows.parent) if rows.parent else np.zeros(0, np.int64),
     )
     plan = ExecutionPlan(
-        kind=cat(rows.kind), gpu=cat(rows.gpu), dst=cat(rows.dst), bytes=cat(rows.size),
-        duration_ns=cat(rows.duration), delay_ns=cat(rows.delay),
-        stream=np.zeros(rows.count, np.int16), priority=cat(rows.priority),
-        dep_ptr=dep_ptr, dep_idx=dep_idx, rank=cat(rows.rank), node=cat(rows.node),
-        collective=cat(rows.collective), num_gpus=cluster.world_size, collectives=collectives,
+        kind=cat(rows.kind),
+        gpu=cat(rows.gpu),
+        dst=cat(rows.dst),
+        bytes=cat(rows.size),
+        duration_ns=cat(rows.duration),
+        delay_ns=cat(rows.delay),
+        stream=np.zeros(rows.count, np.int16),
+        priority=cat(rows.priority),
+        dep_ptr=dep_ptr,
+        dep_idx=dep_idx,
+        rank=cat(rows.rank),
+        node=cat(rows.node),
+        collective=cat(rows.collective),
+        num_gpus=cluster.world_size,
+        collectives=collectives,
         channel=cat(rows.channel),
     )
     return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
@@ -199,9 +246,22 @@ def _occurrence(keys: np.ndarray) -> np.ndarray:
 
 
 def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, parents):
-    empty = {k: np.zeros(0, np.int64) for k in (
-        "id", "comm_type", "group", "size_bytes", "ranks", "algorithm", "protocol", "channels",
-        "start_task", "end_task", "predicted_ns")}
+    empty = {
+        k: np.zeros(0, np.int64)
+        for k in (
+            "id",
+            "comm_type",
+            "group",
+            "size_bytes",
+            "ranks",
+            "algorithm",
+            "protocol",
+            "channels",
+            "start_task",
+            "end_task",
+            "predicted_ns",
+        )
+    }
     if not coll_parts:
         return empty, [], []
     table = np.concatenate(coll_parts)  # rank, node, group, type, bytes (rank-major, node order)
@@ -248,15 +308,20 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
         inst = np.array(inst, dtype=np.int64)
         copies, n = inst.size, len(sub)
         first = rows.add(
-            copies * n, kind=np.tile(sub.kind, copies), gpu=np.tile(sub.gpu, copies),
-            dst=np.tile(sub.dst, copies), size=np.tile(sub.bytes, copies),
-            delay=np.tile(sub.delay_ns, copies), collective=np.repeat(inst, n),
+            copies * n,
+            kind=np.tile(sub.kind, copies),
+            gpu=np.tile(sub.gpu, copies),
+            dst=np.tile(sub.dst, copies),
+            size=np.tile(sub.bytes, copies),
+            delay=np.tile(sub.delay_ns, copies),
+            collective=np.repeat(inst, n),
             channel=np.tile(sub.channel, copies),
         )
         base = first + np.arange(copies) * n
         sub_child = np.repeat(np.arange(n), np.diff(sub.dep_ptr))
-        rows.edges((base[:, None] + sub_child[None, :]).ravel(),
-                   (base[:, None] + sub.dep_idx[None, :]).ravel())
+        rows.edges(
+            (base[:, None] + sub_child[None, :]).ravel(), (base[:, None] + sub.dep_idx[None, :]).ravel()
+        )
         start_task[inst] = base
         end_task[inst] = base + sub.end_task
         name = f"{sub.algorithm}"
@@ -280,8 +345,7 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     return out, algorithms, protocols
 
 
-def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
-             rendezvous: bool = True) -> int:
+def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, rendezvous: bool = True) -> int:
     if not send_parts and not recv_parts:
         return 0
     sends = np.concatenate(send_parts) if send_parts else np.zeros((0, 5), np.int64)
@@ -295,8 +359,7 @@ def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
     r_occ = _occurrence(np.ravel_multi_index(r_key, _dims(s_key, r_key)))
     s_order = np.lexsort((s_occ, *s_key[::-1]))
     r_order = np.lexsort((r_occ, *r_key[::-1]))
-    same = np.all(s_key[:, s_order] == r_key[:, r_order], axis=0) & (
-        s_occ[s_order] == r_occ[r_order])
+    same = np.all(s_key[:, s_order] == r_key[:, r_order], axis=0) & (s_occ[s_order] == r_occ[r_order])
     if not same.all():
         i = s_order[int(np.flatnonzero(~same)[0])]
         raise UserError(
@@ -314,9 +377,13 @@ def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents,
     src_gpu, dst_gpu = rank_gpu[sends[:, 0]], rank_gpu[sends[:, 2]]
     local = src_gpu == dst_gpu
     kinds = np.where(local | (sends[:, 4] == 0), MARKER, FLOW)
-    first = rows.add(n, kind=kinds, gpu=np.where(kinds == FLOW, src_gpu, -1),
-                     dst=np.where(kinds == FLOW, dst_gpu, -1),
-                     size=np.where(kinds == FLOW, sends[:, 4], 0))
+    first = rows.add(
+        n,
+        kind=kinds,
+        gpu=np.where(kinds == FLOW, src_gpu, -1),
+        dst=np.where(kinds == FLOW, dst_gpu, -1),
+        size=np.where(kinds == FLOW, sends[:, 4], 0),
+    )
     flow_task = first + np.arange(n)
     rows.edges(offsets[sends[:, 0]] + sends[:, 1], flow_task)
     rows.edges(offsets[recvs[:, 0]] + recvs[:, 1], flow_task)

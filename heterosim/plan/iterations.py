@@ -15,8 +15,9 @@ from heterosim.plan.collectives.graph import coo_to_csr
 from heterosim.plan.execution_plan import ExecutionPlan
 
 
-def repeat_plan(plan: ExecutionPlan, node_task_offset: np.ndarray, iterations: int
-                ) -> tuple[ExecutionPlan, np.ndarray]:
+def repeat_plan(
+    plan: ExecutionPlan, node_task_offset: np.ndarray, iterations: int
+) -> tuple[ExecutionPlan, np.ndarray]:
     """``plan`` repeated ``iterations`` times; also returns the iteration index of every task."""
     if iterations == 1:
         return plan, np.zeros(len(plan), dtype=np.int32)
@@ -49,10 +50,21 @@ def repeat_plan(plan: ExecutionPlan, node_task_offset: np.ndarray, iterations: i
         return np.tile(values, iterations)
 
     repeated = replace(
-        plan, kind=tile(plan.kind), gpu=tile(plan.gpu), dst=tile(plan.dst), bytes=tile(plan.bytes),
-        duration_ns=tile(plan.duration_ns), delay_ns=tile(plan.delay_ns), stream=tile(plan.stream),
-        priority=tile(plan.priority), dep_ptr=dep_ptr, dep_idx=dep_idx, rank=tile(plan.rank),
-        node=tile(plan.node), collective=tile(plan.collective), channel=tile(plan.channel),
+        plan,
+        kind=tile(plan.kind),
+        gpu=tile(plan.gpu),
+        dst=tile(plan.dst),
+        bytes=tile(plan.bytes),
+        duration_ns=tile(plan.duration_ns),
+        delay_ns=tile(plan.delay_ns),
+        stream=tile(plan.stream),
+        priority=tile(plan.priority),
+        dep_ptr=dep_ptr,
+        dep_idx=dep_idx,
+        rank=tile(plan.rank),
+        node=tile(plan.node),
+        collective=tile(plan.collective),
+        channel=tile(plan.channel),
     )
     return repeated, np.repeat(np.arange(iterations, dtype=np.int32), n)
 

@@ -34,11 +34,24 @@ class MergedPlan:
         return np.arange(self.task_start[job], self.task_end[job])
 
 
-def merge_job_plans(jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: Sequence[int],
-                    num_gpus: int) -> MergedPlan:
+def merge_job_plans(
+    jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: Sequence[int], num_gpus: int
+) -> MergedPlan:
     """One plan from the jobs' plans (``ranks[j]`` ranks in job j, starting at ``start_ns[j]``)."""
-    names = ("kind", "gpu", "dst", "bytes", "duration_ns", "delay_ns", "stream", "priority", "rank",
-             "node", "collective", "channel")
+    names = (
+        "kind",
+        "gpu",
+        "dst",
+        "bytes",
+        "duration_ns",
+        "delay_ns",
+        "stream",
+        "priority",
+        "rank",
+        "node",
+        "collective",
+        "channel",
+    )
     columns: dict[str, list[np.ndarray]] = {k: [] for k in names}
     children, parents = [], []
     task_start, task_end, node_offsets = [], [], []
@@ -56,9 +69,20 @@ def merge_job_plans(jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: 
         marker = base
         markers.append(marker)
         first = base + 1
-        marker_row = {"kind": MARKER, "gpu": -1, "dst": -1, "bytes": 0, "duration_ns": 0,
-                      "delay_ns": int(start_ns[j]), "stream": 0, "priority": 0, "rank": -1,
-                      "node": -1, "collective": -1, "channel": -1}
+        marker_row = {
+            "kind": MARKER,
+            "gpu": -1,
+            "dst": -1,
+            "bytes": 0,
+            "duration_ns": 0,
+            "delay_ns": int(start_ns[j]),
+            "stream": 0,
+            "priority": 0,
+            "rank": -1,
+            "node": -1,
+            "collective": -1,
+            "channel": -1,
+        }
         for k in names:
             values = getattr(plan, k)
             columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
@@ -102,17 +126,23 @@ def merge_job_plans(jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: 
     dep_ptr, dep_idx = coo_to_csr(total, np.concatenate(children), np.concatenate(parents))
     merged = ExecutionPlan(
         **{k: np.concatenate(v) for k, v in columns.items() if k != "channel"},  # type: ignore[arg-type]
-        dep_ptr=dep_ptr, dep_idx=dep_idx, num_gpus=num_gpus,
+        dep_ptr=dep_ptr,
+        dep_idx=dep_idx,
+        num_gpus=num_gpus,
         channel=np.concatenate(columns["channel"]),
     )
     collectives = {k: np.concatenate(v) for k, v in colls.items()}
     merged.collectives = collectives
     p2p = int(sum(t.p2p_bytes for t in jobs))
     tables = PlanTables(merged, np.concatenate(node_offsets), collectives, algorithms, protocols, p2p)
-    return MergedPlan(tables=tables, task_start=np.asarray(task_start, np.int64),
-                      task_end=np.asarray(task_end, np.int64),
-                      start_marker=np.asarray(markers, np.int64), rank_offset=rank_offset,
-                      collective_offset=np.asarray(coll_offset, np.int64))
+    return MergedPlan(
+        tables=tables,
+        task_start=np.asarray(task_start, np.int64),
+        task_end=np.asarray(task_end, np.int64),
+        start_marker=np.asarray(markers, np.int64),
+        rank_offset=rank_offset,
+        collective_offset=np.asarray(coll_offset, np.int64),
+    )
 
 
 def _index(names: list[str], name: str) -> int:

@@ -23,9 +23,13 @@ from heterosim.config.experiment import StagedPlan
 from heterosim.errors import UserError
 
 
-def place_ranks(cluster: ClusterConfig, world_size: int, *,
-                custom: Sequence[int] | np.ndarray | None = None,
-                source: str = "placement") -> np.ndarray:
+def place_ranks(
+    cluster: ClusterConfig,
+    world_size: int,
+    *,
+    custom: Sequence[int] | np.ndarray | None = None,
+    source: str = "placement",
+) -> np.ndarray:
     """int64 array: global GPU of every rank 0..world_size-1 (see module docstring)."""
     if world_size < 1:
         raise UserError(f"{source}: world_size: expected at least 1 rank, got {world_size}")
@@ -82,16 +86,18 @@ def place_plan(cluster: ClusterConfig, plan: StagedPlan, source: str = "parallel
             gpu = cluster.resolve_gpu_name(rep.gpu) or rep.gpu
             candidates = np.flatnonzero(free & (types == gpu))
             if candidates.size < rep.tp:
-                raise UserError(f"{source}[{s}].replicas[{r}].gpu: needs {rep.tp} free {gpu} GPUs "
-                                f"but {candidates.size} are left in the cluster {cluster.name!r}")
+                raise UserError(
+                    f"{source}[{s}].replicas[{r}].gpu: needs {rep.tp} free {gpu} GPUs "
+                    f"but {candidates.size} are left in the cluster {cluster.name!r}"
+                )
             chosen = None
             for host in dict.fromkeys(hosts[candidates].tolist()):
                 on_host = candidates[hosts[candidates] == host]
                 if on_host.size >= rep.tp:
-                    chosen = on_host[:rep.tp]
+                    chosen = on_host[: rep.tp]
                     break
             if chosen is None:
-                chosen = candidates[:rep.tp]
+                chosen = candidates[: rep.tp]
             free[chosen] = False
             out.extend(int(g) for g in chosen)
     return np.asarray(out, dtype=np.int64)

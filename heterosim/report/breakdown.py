@@ -42,8 +42,12 @@ class RankBreakdown:
 
 
 def rank_breakdown(
-    plan: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray, rank_gpu: np.ndarray,
-    gpu_host: np.ndarray, iteration_ns: int,
+    plan: ExecutionPlan,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    rank_gpu: np.ndarray,
+    gpu_host: np.ndarray,
+    iteration_ns: int,
 ) -> RankBreakdown:
     """Compute the breakdown of every rank from task start/end times.
 
@@ -94,15 +98,24 @@ def rank_breakdown(
     by_host = union_length(side_start, side_end, side_group, 2 * num_ranks, starts_sorted=True)
     intra, inter = by_host[0::2], by_host[1::2]
     return RankBreakdown(
-        compute_ns=compute, comm_ns=comm, busy_ns=busy, exposed_comm_ns=busy - compute,
-        bubble_ns=np.maximum(iteration_ns - busy, 0), intra_host_ns=intra, inter_host_ns=inter,
+        compute_ns=compute,
+        comm_ns=comm,
+        busy_ns=busy,
+        exposed_comm_ns=busy - compute,
+        bubble_ns=np.maximum(iteration_ns - busy, 0),
+        intra_host_ns=intra,
+        inter_host_ns=inter,
         iteration_ns=int(iteration_ns),
     )
 
 
 def _instance_spans(
-    src_rank: np.ndarray, dst_rank: np.ndarray, instance: np.ndarray, start: np.ndarray,
-    end: np.ndarray, num_ranks: int,
+    src_rank: np.ndarray,
+    dst_rank: np.ndarray,
+    instance: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    num_ranks: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One span per (rank, instance) over the flows that rank sends or receives: first start to
     last end. Flows without an instance (instance < 0) are their own spans; ranks < 0 (GPUs
@@ -123,7 +136,7 @@ def _instance_spans(
     cells = (int(instance.max()) + 1) * num_ranks if count else 0
     key = np.empty(2 * count, dtype=np.int32 if cells < np.iinfo(np.int32).max else np.int64)
     for half, rank in enumerate((src_rank, dst_rank)):
-        side = key[half * count:(half + 1) * count]
+        side = key[half * count : (half + 1) * count]
         np.multiply(instance, num_ranks, out=side, casting="unsafe")
         side += rank
         side[alone | (rank < 0)] = -1
@@ -142,5 +155,8 @@ def _instance_spans(
     if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    return (np.concatenate(ranks).astype(np.int64), np.concatenate(starts).astype(np.int64),
-            np.concatenate(ends).astype(np.int64))
+    return (
+        np.concatenate(ranks).astype(np.int64),
+        np.concatenate(starts).astype(np.int64),
+        np.concatenate(ends).astype(np.int64),
+    )

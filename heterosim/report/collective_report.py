@@ -9,15 +9,19 @@ from typing import Any
 from heterosim.simulate.artifacts import CollectiveResult
 from heterosim.units import format_size
 
-HEADER = (f"# {'size':>10} {'count':>12} {'time(us)':>11} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
-          f"  algorithm  protocol  channels")
+HEADER = (
+    f"# {'size':>10} {'count':>12} {'time(us)':>11} {'algbw(GB/s)':>12} {'busbw(GB/s)':>12}"
+    f"  algorithm  protocol  channels"
+)
 
 
 def result_line(row: CollectiveResult) -> str:
     """One nccl-tests-style line of the terminal table."""
-    return (f"  {format_size(row.size_bytes):>10} {row.count:>12} {row.time_s * 1e6:>11.2f} "
-            f"{row.algbw_GBps:>12.2f} {row.busbw_GBps:>12.2f}  {row.algorithm:<9}  "
-            f"{row.protocol:<8}  {row.channels}" + tcp_line(row))
+    return (
+        f"  {format_size(row.size_bytes):>10} {row.count:>12} {row.time_s * 1e6:>11.2f} "
+        f"{row.algbw_GBps:>12.2f} {row.busbw_GBps:>12.2f}  {row.algorithm:<9}  "
+        f"{row.protocol:<8}  {row.channels}" + tcp_line(row)
+    )
 
 
 def tcp_line(row: CollectiveResult) -> str:
@@ -25,13 +29,14 @@ def tcp_line(row: CollectiveResult) -> str:
     if not row.tcp:
         return ""
     tcp = row.tcp
-    return (f"\n  # tcp: {tcp['connections']} connections, {tcp['streams']} sockets, "
-            f"{tcp['retransmits']} retransmits, {tcp['timeouts']} timeouts, "
-            f"max cwnd {tcp['max_cwnd_bytes']} B")
+    return (
+        f"\n  # tcp: {tcp['connections']} connections, {tcp['streams']} sockets, "
+        f"{tcp['retransmits']} retransmits, {tcp['timeouts']} timeouts, "
+        f"max cwnd {tcp['max_cwnd_bytes']} B"
+    )
 
 
-def write_results(out: Path, op: str, ranks: list[int], fidelity: str,
-                  rows: list[CollectiveResult]) -> None:
+def write_results(out: Path, op: str, ranks: list[int], fidelity: str, rows: list[CollectiveResult]) -> None:
     """results.json (one size: its fields at the top level; several: a ``sizes`` list) and the plot."""
     out.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"op": op, "ranks": list(map(int, ranks)), "fidelity": fidelity}

@@ -34,8 +34,14 @@ COMPARED_METRICS: tuple[tuple[str, str, str], ...] = (
     ("network.cnps", "CNPs", ""),
     ("sim.events", "simulator events", ""),
 )
-BREAKDOWN_BARS = ("iteration_time_s", "breakdown.compute_s", "breakdown.exposed_comm_s",
-                  "breakdown.bubble_s", "breakdown.intra_host_comm_s", "breakdown.inter_host_comm_s")
+BREAKDOWN_BARS = (
+    "iteration_time_s",
+    "breakdown.compute_s",
+    "breakdown.exposed_comm_s",
+    "breakdown.bubble_s",
+    "breakdown.intra_host_comm_s",
+    "breakdown.inter_host_comm_s",
+)
 
 
 def lookup(results: dict[str, Any], dotted: str) -> Any:
@@ -80,20 +86,22 @@ def metric_rows(results_a: dict[str, Any], results_b: dict[str, Any]) -> list[di
         numeric = isinstance(a, (int, float)) and isinstance(b, (int, float))
         delta = b - a if numeric else None
         ratio = (b / a if a else None) if numeric else None
-        rows.append({"metric": key, "label": label, "unit": unit, "a": a, "b": b,
-                     "delta": delta, "ratio": ratio})
+        rows.append(
+            {"metric": key, "label": label, "unit": unit, "a": a, "b": b, "delta": delta, "ratio": ratio}
+        )
     return rows
 
 
-def comparison_dict(side_a: dict[str, Any], results_a: dict[str, Any], side_b: dict[str, Any],
-                    results_b: dict[str, Any]) -> dict[str, Any]:
+def comparison_dict(
+    side_a: dict[str, Any], results_a: dict[str, Any], side_b: dict[str, Any], results_b: dict[str, Any]
+) -> dict[str, Any]:
     """comparison.json content; ``side_*`` describe each side (label, experiment, overrides, dir)."""
     return {
-        "a": side_a, "b": side_b,
+        "a": side_a,
+        "b": side_b,
         "seed": {"a": lookup(results_a, "sim.seed"), "b": lookup(results_b, "sim.seed")},
         "fidelity": {"a": lookup(results_a, "sim.fidelity"), "b": lookup(results_b, "sim.fidelity")},
-        "partial": {"a": bool(lookup(results_a, "sim.partial")),
-                    "b": bool(lookup(results_b, "sim.partial"))},
+        "partial": {"a": bool(lookup(results_a, "sim.partial")), "b": bool(lookup(results_b, "sim.partial"))},
         "definition": "delta = b - a; ratio = b / a (null when a is 0)",
         "metrics": metric_rows(results_a, results_b),
     }
@@ -171,14 +179,16 @@ def write_comparison(out_dir: Path, comparison: dict[str, Any], plots: bool = Tr
     """Write comparison.json, comparison.csv and (with ``plots``) comparison.png into ``out_dir``."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _atomic_write(out_dir / "comparison.json",
-                  (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode())
+    _atomic_write(
+        out_dir / "comparison.json", (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode()
+    )
     text = io.StringIO()
     writer = csv.writer(text)
     writer.writerow(["metric", "a", "b", "delta", "ratio"])
     for row in comparison["metrics"]:
-        writer.writerow([row["metric"], *("" if row[k] is None else row[k]
-                                          for k in ("a", "b", "delta", "ratio"))])
+        writer.writerow(
+            [row["metric"], *("" if row[k] is None else row[k] for k in ("a", "b", "delta", "ratio"))]
+        )
     _atomic_write(out_dir / "comparison.csv", text.getvalue().encode())
     if plots:
         _plot(out_dir / "comparison.png", comparison)

@@ -5,8 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 
-def union_length(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray, num_groups: int,
-                 starts_sorted: bool = False, chunk: int = 1 << 21) -> np.ndarray:
+def union_length(
+    starts: np.ndarray,
+    ends: np.ndarray,
+    groups: np.ndarray,
+    num_groups: int,
+    starts_sorted: bool = False,
+    chunk: int = 1 << 21,
+) -> np.ndarray:
     """Total covered length of the intervals ``[starts, ends)`` in each group (0..num_groups-1).
 
     Overlapping intervals of one group count once. Intervals with ``end <= start`` are ignored.
@@ -32,17 +38,25 @@ def union_length(starts: np.ndarray, ends: np.ndarray, groups: np.ndarray, num_g
     span = int(ends.max() - min(int(starts.min()), int(ends.min()))) + 1
     carry_group, carry_end = -1, _NEVER
     for lo in range(0, order.size, chunk):
-        part = order[lo:lo + chunk]
-        carry_group, carry_end = _add_sorted(result, starts[part], ends[part],
-                                             groups[part].astype(np.int64), span, carry_group, carry_end)
+        part = order[lo : lo + chunk]
+        carry_group, carry_end = _add_sorted(
+            result, starts[part], ends[part], groups[part].astype(np.int64), span, carry_group, carry_end
+        )
     return result
 
 
 _NEVER = np.iinfo(np.int64).min
 
 
-def _add_sorted(result: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups: np.ndarray,
-                span: int, carry_group: int, carry_end: int) -> tuple[int, int]:
+def _add_sorted(
+    result: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    groups: np.ndarray,
+    span: int,
+    carry_group: int,
+    carry_end: int,
+) -> tuple[int, int]:
     """Add the covered lengths of intervals sorted by (group, start) to ``result``.
     ``carry_end`` is the furthest end seen so far in ``carry_group`` (the last group of the
     previous chunk); returns the same for this chunk's last group."""
@@ -56,7 +70,7 @@ def _add_sorted(result: np.ndarray, starts: np.ndarray, ends: np.ndarray, groups
     del offset
     later = np.flatnonzero(groups[1:] != groups[:-1]) + 1  # first interval of each later group
     if groups[0] == carry_group:
-        first_group = running_end[:later[0] if later.size else running_end.size]
+        first_group = running_end[: later[0] if later.size else running_end.size]
         np.maximum(first_group, carry_end, out=first_group)
     # previous_end[i]: the furthest end of the intervals before i in its group.
     previous_end = np.empty_like(running_end)

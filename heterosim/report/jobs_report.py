@@ -60,51 +60,90 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
         for row in one["ranks"]:
             ranks.append({**row, "rank": row["rank"] + offset, "job": spec.name, "job_rank": row["rank"]})
         start_s = spec.start_ns * NS
-        jobs.append({
-            "name": spec.name, "gpus": gpu_ranges(spec.gpus), "num_gpus": len(spec.gpus),
-            "model": spec.experiment.model.name, "experiment": spec.experiment.source,
-            "parallel": {"tp": spec.experiment.parallel.tp, "pp": spec.experiment.parallel.pp,
-                         "dp": spec.experiment.parallel.dp},
-            "start_s": start_s, "end_s": start_s + run.engine.makespan_ns * NS,
-            "iteration_time_s": one["iteration_time_s"], "iterations": one["iterations"],
-            "breakdown": one["breakdown"], "throughput": one["throughput"],
-            "collectives_s": collective_seconds(run), "collectives": one["collectives"],
-            "network": {k: one["network"][k] for k in ("flows", "bytes", "retransmits")},
-            "compute_provenance": one["compute_provenance"],
-            "partition": one["partition"], "partial": one["sim"]["partial"],
-        })
+        jobs.append(
+            {
+                "name": spec.name,
+                "gpus": gpu_ranges(spec.gpus),
+                "num_gpus": len(spec.gpus),
+                "model": spec.experiment.model.name,
+                "experiment": spec.experiment.source,
+                "parallel": {
+                    "tp": spec.experiment.parallel.tp,
+                    "pp": spec.experiment.parallel.pp,
+                    "dp": spec.experiment.parallel.dp,
+                },
+                "start_s": start_s,
+                "end_s": start_s + run.engine.makespan_ns * NS,
+                "iteration_time_s": one["iteration_time_s"],
+                "iterations": one["iterations"],
+                "breakdown": one["breakdown"],
+                "throughput": one["throughput"],
+                "collectives_s": collective_seconds(run),
+                "collectives": one["collectives"],
+                "network": {k: one["network"][k] for k in ("flows", "bytes", "retransmits")},
+                "compute_provenance": one["compute_provenance"],
+                "partition": one["partition"],
+                "partial": one["sim"]["partial"],
+            }
+        )
     plan = art.merged.tables.plan
     flows = plan.kind == FLOW
-    counters = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
-                "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
+    counters = {
+        "flows": int(flows.sum()),
+        "bytes": int(plan.bytes[flows].sum()),
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
+    }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
     out: dict[str, Any] = {
         "iteration_time_s": max(j["iteration_time_s"] for j in jobs),
         "makespan_s": engine.makespan_ns * NS,
         "definition": "iteration_time_s: the slowest job's iteration time (from its own start); "
-                      "makespan_s: until every job finished",
+        "makespan_s: until every job finished",
         "jobs": jobs,
         "ranks": ranks,
         "network": counters,
         "sim": {
-            "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
-            "version": __version__, "seed": exp.simulation.seed, "partial": bool(engine.partial),
-            "error": engine.error, "tasks": int(len(plan)), "stage_wall_s": art.stage_wall_s,
+            "fidelity": engine.fidelity,
+            "wall_s": engine.wall_s,
+            "events": int(engine.events),
+            "version": __version__,
+            "seed": exp.simulation.seed,
+            "partial": bool(engine.partial),
+            "error": engine.error,
+            "tasks": int(len(plan)),
+            "stage_wall_s": art.stage_wall_s,
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
     }
     if art.faults is not None:
-        out["faults"] = fault_records(art.faults, engine.fault_counts, engine.fidelity, plan,
-                                      engine.task_start_ns, engine.task_end_ns, engine.makespan_ns,
-                                      engine.links)
+        out["faults"] = fault_records(
+            art.faults,
+            engine.fault_counts,
+            engine.fidelity,
+            plan,
+            engine.task_start_ns,
+            engine.task_end_ns,
+            engine.makespan_ns,
+            engine.links,
+        )
     if art.baseline is not None:
-        out["fault_impact"] = fault_impact(engine, art.baseline, art.merged.tables.collectives,
-                                           COLLECTIVE_NAMES)
+        out["fault_impact"] = fault_impact(
+            engine, art.baseline, art.merged.tables.collectives, COLLECTIVE_NAMES
+        )
     return out
 
 
-def write_jobs_outputs(art: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                       plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+def write_jobs_outputs(
+    art: Any,
+    out_dir: Path,
+    results: dict[str, Any] | None = None,
+    plots: bool = True,
+    trace_max_spans: int | None = DEFAULT_MAX_SPANS,
+) -> dict[str, Any]:
     """Write every output of a several-jobs run into ``out_dir`` (atomically)."""
     results = results if results is not None else jobs_results_dict(art)
     with staged_output(Path(out_dir)) as staging:
@@ -118,10 +157,12 @@ def job_summary_lines(results: dict[str, Any]) -> list[str]:
     lines = []
     for job in results["jobs"]:
         b = job["breakdown"]
-        lines.append(f"job {job['name']:<16} GPUs {job['gpus']:<8} start {job['start_s'] * 1e3:7.3f} ms  "
-                     f"iteration {job['iteration_time_s'] * 1e3:9.3f} ms  "
-                     f"(compute {b['compute_s'] * 1e3:.3f}, exposed comm {b['exposed_comm_s'] * 1e3:.3f}, "
-                     f"bubble {b['bubble_s'] * 1e3:.3f} ms)")
+        lines.append(
+            f"job {job['name']:<16} GPUs {job['gpus']:<8} start {job['start_s'] * 1e3:7.3f} ms  "
+            f"iteration {job['iteration_time_s'] * 1e3:9.3f} ms  "
+            f"(compute {b['compute_s'] * 1e3:.3f}, exposed comm {b['exposed_comm_s'] * 1e3:.3f}, "
+            f"bubble {b['bubble_s'] * 1e3:.3f} ms)"
+        )
     return lines
 
 
@@ -130,8 +171,13 @@ def any_results_dict(artifacts: Any) -> dict[str, Any]:
     return jobs_results_dict(artifacts) if hasattr(artifacts, "merged") else results_dict(artifacts)
 
 
-def write_any_outputs(artifacts: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                      plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+def write_any_outputs(
+    artifacts: Any,
+    out_dir: Path,
+    results: dict[str, Any] | None = None,
+    plots: bool = True,
+    trace_max_spans: int | None = DEFAULT_MAX_SPANS,
+) -> dict[str, Any]:
     """Every output of a one-job run or of a several-jobs run (``trace_max_spans``: the cap on
     trace.json spans, None or 0 for none)."""
     from heterosim.report.run_report import write_run_outputs  # noqa: PLC0415

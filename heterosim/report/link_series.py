@@ -39,8 +39,9 @@ class LinkRates:
     @property
     def utilization(self) -> np.ndarray:
         """(S, D) rate / capacity."""
-        return np.divide(self.rate_bps, self.capacity_bps, out=np.zeros_like(self.rate_bps),
-                         where=self.capacity_bps > 0)
+        return np.divide(
+            self.rate_bps, self.capacity_bps, out=np.zeros_like(self.rate_bps), where=self.capacity_bps > 0
+        )
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,9 @@ def direction_names(topo: Any, directions: np.ndarray) -> list[str]:
     return out
 
 
-def link_rates(series: dict[str, Any], topo: Any, network_top: int = 16,
-               host_top: int = 8) -> LinkRates | None:
+def link_rates(
+    series: dict[str, Any], topo: Any, network_top: int = 16, host_top: int = 8
+) -> LinkRates | None:
     """Throughput over time of the ``network_top`` NIC/switch link directions and the
     ``host_top`` NVLink/PCIe directions that carried the most bytes, in that order (None if the
     run recorded no link samples)."""
@@ -86,8 +88,10 @@ def link_rates(series: dict[str, Any], topo: Any, network_top: int = 16,
     if not carried.size:
         return None
     on_network = np.isin(np.asarray(topo.link_kind)[carried // 2], NETWORK_KINDS)
-    by_bytes = [part[np.argsort(-total[part], kind="stable")[:count]]
-                for part, count in ((carried[on_network], network_top), (carried[~on_network], host_top))]
+    by_bytes = [
+        part[np.argsort(-total[part], kind="stable")[:count]]
+        for part, count in ((carried[on_network], network_top), (carried[~on_network], host_top))
+    ]
     listed = np.concatenate(by_bytes)
     chosen = np.sort(listed)
     times = np.unique(time_ns)

@@ -28,8 +28,12 @@ def _empty(path: Path, title: str, reason: str) -> None:
     plt.close(fig)
 
 
-def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence[str],
-               goodput_bps: np.ndarray | None = None) -> None:
+def plot_rates(
+    path: Path,
+    rate: Mapping[str, Any] | None,
+    flow_labels: Sequence[str],
+    goodput_bps: np.ndarray | None = None,
+) -> None:
     """Per-flow sending rate set by the congestion control (top) and measured goodput from
     acknowledged bytes (bottom, when available), Gb/s over time, for the first flows."""
     title = "per-flow sending rate"
@@ -41,8 +45,7 @@ def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence
     panels = [("CC sending rate (Gb/s)", np.asarray(rate["rate_bps"], dtype=np.float64) / 1e9)]
     if goodput_bps is not None and np.any(np.isfinite(goodput_bps)):
         panels.append(("goodput (Gb/s)", np.asarray(goodput_bps, dtype=np.float64) / 1e9))
-    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels) + 0.5), sharex=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3 * len(panels) + 0.5), sharex=True, squeeze=False)
     shown = np.unique(flows)[:MAX_RATE_LINES]
     for ax, (label, values) in zip(axes[:, 0], panels):
         for fid in shown:
@@ -60,8 +63,9 @@ def plot_rates(path: Path, rate: Mapping[str, Any] | None, flow_labels: Sequence
     plt.close(fig)
 
 
-def plot_queues(path: Path, queue: Mapping[str, Any] | None, port_names: Sequence[str],
-                max_queue_bytes: np.ndarray) -> None:
+def plot_queues(
+    path: Path, queue: Mapping[str, Any] | None, port_names: Sequence[str], max_queue_bytes: np.ndarray
+) -> None:
     """Queue depth (KiB) over time at the ports with the largest maximum queue."""
     title = "queue depth at the busiest ports"
     if not queue or len(queue.get("time_ns", ())) == 0:
@@ -79,8 +83,9 @@ def plot_queues(path: Path, queue: Mapping[str, Any] | None, port_names: Sequenc
     plot_series(path, series, "queue (KiB)", title)
 
 
-def busiest_sampled_ports(sample_port: np.ndarray, sample_depth: np.ndarray,
-                          max_queue_bytes: np.ndarray, count: int) -> list[int]:
+def busiest_sampled_ports(
+    sample_port: np.ndarray, sample_depth: np.ndarray, max_queue_bytes: np.ndarray, count: int
+) -> list[int]:
     """The ``count`` sampled ports with the largest maximum queue (from the port counters when
     they cover every sampled port, else from the samples), largest first."""
     sampled = np.unique(np.asarray(sample_port, dtype=np.int64))
@@ -93,20 +98,27 @@ def busiest_sampled_ports(sample_port: np.ndarray, sample_depth: np.ndarray,
     return [int(p) for p in sampled[order][:count]]
 
 
-def plot_fct(path: Path, flows: Sequence[Mapping[str, Any]], sim_end_s: float,
-             max_bars: int = 64) -> None:
+def plot_fct(path: Path, flows: Sequence[Mapping[str, Any]], sim_end_s: float, max_bars: int = 64) -> None:
     """Flow completion time per flow (unfinished flows: hatched bars up to the end of the run)."""
     shown = list(flows)[:max_bars]
     fig, ax = plt.subplots(figsize=(max(5, 0.3 * len(shown) + 2), 3.5))
     for f in shown:
         done = f["fct_s"] is not None
         height = (f["fct_s"] if done else max(0.0, sim_end_s - f["start_s"])) * 1e6
-        ax.bar(f["id"], height, color="tab:blue" if done else "lightgray",
-               hatch=None if done else "//", edgecolor="black" if not done else None, linewidth=0.5)
+        ax.bar(
+            f["id"],
+            height,
+            color="tab:blue" if done else "lightgray",
+            hatch=None if done else "//",
+            edgecolor="black" if not done else None,
+            linewidth=0.5,
+        )
     ax.set_xlabel("flow id")
     ax.set_ylabel("FCT (us)")
-    ax.set_title("flow completion times" + ("" if all(f["fct_s"] is not None for f in shown)
-                                            else " (hatched: unfinished)"))
+    ax.set_title(
+        "flow completion times"
+        + ("" if all(f["fct_s"] is not None for f in shown) else " (hatched: unfinished)")
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -114,9 +126,14 @@ def plot_fct(path: Path, flows: Sequence[Mapping[str, Any]], sim_end_s: float,
 
 def plot_comparison(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     """One bar panel per metric (mean and max FCT, Jain, max queue, pauses, drops) across CCs."""
-    panels = (("fct_mean_s", "mean FCT (us)", 1e6), ("fct_max_s", "max FCT (us)", 1e6),
-              ("fairness_jain", "Jain's index", 1.0), ("max_queue_bytes", "max queue (KiB)", 1 / 1024),
-              ("pfc_pause_frames", "PFC pause frames", 1.0), ("drops", "drops", 1.0))
+    panels = (
+        ("fct_mean_s", "mean FCT (us)", 1e6),
+        ("fct_max_s", "max FCT (us)", 1e6),
+        ("fairness_jain", "Jain's index", 1.0),
+        ("max_queue_bytes", "max queue (KiB)", 1 / 1024),
+        ("pfc_pause_frames", "PFC pause frames", 1.0),
+        ("drops", "drops", 1.0),
+    )
     names = [r["cc"] for r in rows]
     fig, axes = plt.subplots(1, len(panels), figsize=(3 * len(panels), 3.2))
     for ax, (key, label, scale) in zip(axes, panels):

@@ -38,8 +38,16 @@ from heterosim.engine.topology import Topology
 from heterosim.report.tcp_tables import write_tcp_tables
 
 COUNTER_KEYS = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
-PORT_KEYS = ("bytes_sent", "max_queue_bytes", "mean_queue_bytes", "pause_sent", "pause_received",
-             "paused_ns", "ecn_marks", "drops")
+PORT_KEYS = (
+    "bytes_sent",
+    "max_queue_bytes",
+    "mean_queue_bytes",
+    "pause_sent",
+    "pause_received",
+    "paused_ns",
+    "ecn_marks",
+    "drops",
+)
 
 
 def jain_index(values: np.ndarray) -> float | None:
@@ -65,7 +73,10 @@ def fairness_window(start_ns: np.ndarray, end_ns: np.ndarray, sim_end_ns: int) -
 
 
 def fairness_from_series(
-    flow_ids: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray, sim_end_ns: int,
+    flow_ids: np.ndarray,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    sim_end_ns: int,
     rate_series: Mapping[str, Any] | None,
 ) -> tuple[float | None, tuple[int, int] | None, str]:
     """Jain's index over the window (module docstring) with the window and a note."""
@@ -113,8 +124,9 @@ def goodput_series(rate_series: Mapping[str, Any] | None) -> np.ndarray:
         same = flows[order[1:]] == flows[order[:-1]]
         dt = (times[order[1:]] - times[order[:-1]]).astype(np.float64)
         ok = same & (dt > 0)
-        rate = np.divide((acked[order[1:]] - acked[order[:-1]]) * 8e9, dt, out=np.zeros(len(dt)),
-                         where=dt > 0)
+        rate = np.divide(
+            (acked[order[1:]] - acked[order[:-1]]) * 8e9, dt, out=np.zeros(len(dt)), where=dt > 0
+        )
         goodput[order[1:][ok]] = rate[ok]
     return goodput
 
@@ -146,13 +158,19 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
         done = end[i] >= 0
         fct_ns = int(end[i] - start[i]) if done else None
         goodput = size[i] * 8 / fct_ns if fct_ns is not None and fct_ns > 0 else None
-        records.append({
-            "id": int(ids[i]), "src": int(scenario.flows.src[ids[i]]),
-            "dst": int(scenario.flows.dst[ids[i]]), "bytes": int(size[i]),
-            "start_s": start[i] / 1e9, "end_s": end[i] / 1e9 if done else None,
-            "fct_s": fct_ns / 1e9 if fct_ns is not None else None,
-            "goodput_Gbps": _num(goodput, 9), "retransmits": int(retx[i]),
-        })
+        records.append(
+            {
+                "id": int(ids[i]),
+                "src": int(scenario.flows.src[ids[i]]),
+                "dst": int(scenario.flows.dst[ids[i]]),
+                "bytes": int(size[i]),
+                "start_s": start[i] / 1e9,
+                "end_s": end[i] / 1e9 if done else None,
+                "fct_s": fct_ns / 1e9 if fct_ns is not None else None,
+                "goodput_Gbps": _num(goodput, 9),
+                "retransmits": int(retx[i]),
+            }
+        )
     return records
 
 
@@ -175,8 +193,9 @@ def print_warnings(warnings: Any) -> None:
         print(f"heterosim: warning: {warning}", file=sys.stderr)
 
 
-def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str,
-                  topology: Topology | None = None) -> dict[str, Any]:
+def build_results(
+    scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: str, topology: Topology | None = None
+) -> dict[str, Any]:
     """results.json for one netbench run (contract keys plus scenario echo and sim info).
 
     With ``topology``, ``summary.busiest_port`` names the port with the highest utilization
@@ -188,8 +207,7 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
     end = np.array([-1 if flows[i]["end_s"] is None else flows[i]["end_s"] * 1e9 for i in compared])
     series = run.get("series") or {}
     jain, window, note = fairness_from_series(
-        compared, start.round().astype(np.int64), end.round().astype(np.int64), sim_end_ns,
-        series.get("rate"),
+        compared, start.round().astype(np.int64), end.round().astype(np.int64), sim_end_ns, series.get("rate")
     )
     injected = scenario.flows.total_bytes
     per_flow_delivered = run["flows"].get("bytes_delivered")
@@ -206,23 +224,35 @@ def build_results(scenario: ScenarioConfig, run: Mapping[str, Any], fidelity: st
         "fairness_flows": [int(i) for i in compared],
         "network": network_counters(run, scenario),
         "summary": {
-            "injected_bytes": injected, "delivered_bytes": int(delivered),
+            "injected_bytes": injected,
+            "delivered_bytes": int(delivered),
             "unfinished_flows": sum(1 for f in flows if f["end_s"] is None),
             "fct_mean_s": _num(float(np.mean(fcts))) if fcts else None,
             "fct_max_s": _num(float(np.max(fcts))) if fcts else None,
             "max_queue_bytes": _max_port(run, "max_queue_bytes"),
         },
-        "scenario": {"source": scenario.source, "cc": scenario.network.cc,
-                     "pfc": scenario.network.pfc, "config": scenario.resolved},
-        "sim": {"fidelity": fidelity, "wall_s": round(float(run.get("wall_s", 0.0)), 6),
-                "events": int(run.get("events", 0)), "sim_end_s": sim_end_ns / 1e9,
-                "stop_s": scenario.simulation.stop_ns / 1e9, "seed": scenario.simulation.seed,
-                "version": __version__},
+        "scenario": {
+            "source": scenario.source,
+            "cc": scenario.network.cc,
+            "pfc": scenario.network.pfc,
+            "config": scenario.resolved,
+        },
+        "sim": {
+            "fidelity": fidelity,
+            "wall_s": round(float(run.get("wall_s", 0.0)), 6),
+            "events": int(run.get("events", 0)),
+            "sim_end_s": sim_end_ns / 1e9,
+            "stop_s": scenario.simulation.stop_ns / 1e9,
+            "seed": scenario.simulation.seed,
+            "version": __version__,
+        },
         "warnings": list(getattr(scenario, "warnings", ())),
     }
     if fidelity == "packet":
         results["sim"]["packet_acceleration"] = {
-            "mode": scenario.simulation.packet_acceleration, **(run.get("fast_forward") or {})}
+            "mode": scenario.simulation.packet_acceleration,
+            **(run.get("fast_forward") or {}),
+        }
     if note:
         results["fairness_note"] = note
     if run.get("tcp"):  # socket hosts: TCP congestion control (cwnd, retransmissions)
@@ -288,10 +318,16 @@ def comparison_row(cc: str, results: Mapping[str, Any]) -> dict[str, Any]:
     """One row of the CC comparison table."""
     summary, net = results["summary"], results["network"]
     return {
-        "cc": cc, "fct_mean_s": summary["fct_mean_s"], "fct_max_s": summary["fct_max_s"],
-        "fairness_jain": results["fairness_jain"], "max_queue_bytes": summary["max_queue_bytes"],
-        "pfc_pause_frames": net["pfc_pause_frames"], "drops": net["drops"],
-        "retransmits": net["retransmits"], "ecn_marks": net["ecn_marks"], "cnps": net["cnps"],
+        "cc": cc,
+        "fct_mean_s": summary["fct_mean_s"],
+        "fct_max_s": summary["fct_max_s"],
+        "fairness_jain": results["fairness_jain"],
+        "max_queue_bytes": summary["max_queue_bytes"],
+        "pfc_pause_frames": net["pfc_pause_frames"],
+        "drops": net["drops"],
+        "retransmits": net["retransmits"],
+        "ecn_marks": net["ecn_marks"],
+        "cnps": net["cnps"],
         "busiest_port_utilization": (summary.get("busiest_port") or {}).get("utilization"),
         "unfinished_flows": summary["unfinished_flows"],
     }
@@ -308,41 +344,68 @@ def write_csv(path: Path, header: list[str], rows: Any) -> None:
         writer.writerows(rows)
 
 
-def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any],
-                 topology: Topology) -> None:
+def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any], topology: Topology) -> None:
     """flows.csv, ports.csv, rates.csv, queues.csv (time series empty when sampling was off)."""
-    flow_keys = ["id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps",
-                 "retransmits"]
-    write_csv(out / "flows.csv", flow_keys,
-              ([("" if f[k] is None else f[k]) for k in flow_keys] for f in results["flows"]))
+    flow_keys = ["id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"]
+    write_csv(
+        out / "flows.csv",
+        flow_keys,
+        ([("" if f[k] is None else f[k]) for k in flow_keys] for f in results["flows"]),
+    )
     ports = ports_of_run(run, topology)
     names = port_names(run, topology)
     n = len(names)
     columns = [_arr(ports, key, n, np.float64) for key in PORT_KEYS]
     utilization = port_utilization(ports, topology, results["sim"]["sim_end_s"])
-    write_csv(out / "ports.csv", ["port", "name", "node", "link", "rate_Gbps", *PORT_KEYS,
-                                  "utilization"],
-              ([i, names[i], int(ports["node"][i]), int(ports["link"][i]),
+    write_csv(
+        out / "ports.csv",
+        ["port", "name", "node", "link", "rate_Gbps", *PORT_KEYS, "utilization"],
+        (
+            [
+                i,
+                names[i],
+                int(ports["node"][i]),
+                int(ports["link"][i]),
                 _cell(topology.link_rate_bps[int(ports["link"][i])] / 1e9),
-                *(_cell(col[i]) for col in columns), round(float(utilization[i]), 6)]
-               for i in range(n)))
+                *(_cell(col[i]) for col in columns),
+                round(float(utilization[i]), 6),
+            ]
+            for i in range(n)
+        ),
+    )
     series = run.get("series") or {}
     rate = series.get("rate") or {}
     goodput = goodput_series(rate) / 1e9
-    write_csv(out / "rates.csv", ["time_s", "flow", "rate_Gbps", "goodput_Gbps", "acked_bytes"],
-              ((t, f, r, "" if np.isnan(g) else g, int(a)) for t, f, r, g, a in zip(
-                  np.asarray(rate.get("time_ns", []), dtype=np.float64) / 1e9,
-                  np.asarray(rate.get("flow", []), dtype=np.int64),
-                  np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9, goodput,
-                  np.asarray(rate.get("acked_bytes", np.zeros(len(goodput))), dtype=np.int64))))
+    write_csv(
+        out / "rates.csv",
+        ["time_s", "flow", "rate_Gbps", "goodput_Gbps", "acked_bytes"],
+        (
+            (t, f, r, "" if np.isnan(g) else g, int(a))
+            for t, f, r, g, a in zip(
+                np.asarray(rate.get("time_ns", []), dtype=np.float64) / 1e9,
+                np.asarray(rate.get("flow", []), dtype=np.int64),
+                np.asarray(rate.get("rate_bps", []), dtype=np.float64) / 1e9,
+                goodput,
+                np.asarray(rate.get("acked_bytes", np.zeros(len(goodput))), dtype=np.int64),
+            )
+        ),
+    )
     if run.get("tcp"):
         write_tcp_tables(out, run["tcp"], list(topology.node_name))
     queue = series.get("queue") or {}
     port_ids = np.asarray(queue.get("port", []), dtype=np.int64)
-    write_csv(out / "queues.csv", ["time_s", "port", "name", "queue_bytes"],
-              ((t, p, names[p] if p < n else "", int(b)) for t, p, b in zip(
-                  np.asarray(queue.get("time_ns", []), dtype=np.float64) / 1e9, port_ids,
-                  np.asarray(queue.get("bytes", []), dtype=np.int64))))
+    write_csv(
+        out / "queues.csv",
+        ["time_s", "port", "name", "queue_bytes"],
+        (
+            (t, p, names[p] if p < n else "", int(b))
+            for t, p, b in zip(
+                np.asarray(queue.get("time_ns", []), dtype=np.float64) / 1e9,
+                port_ids,
+                np.asarray(queue.get("bytes", []), dtype=np.int64),
+            )
+        ),
+    )
 
 
 def _cell(value: float) -> int | float:
@@ -351,49 +414,63 @@ def _cell(value: float) -> int | float:
 
 def summary_text(results: Mapping[str, Any], max_flows: int = 16) -> str:
     """Terminal table: per-flow FCT and goodput, counters, Jain's index."""
-    lines = [f"netbench {results['name']}  (cc={results['scenario']['cc']}, "
-             f"pfc={'on' if results['scenario']['pfc'] else 'off'}, "
-             f"fidelity={results['sim']['fidelity']})",
-             f"{'flow':>5} {'src':>4} {'dst':>4} {'bytes':>12} {'start_us':>10} {'fct_us':>11} "
-             f"{'goodput_Gbps':>13} {'retx':>6}"]
+    lines = [
+        f"netbench {results['name']}  (cc={results['scenario']['cc']}, "
+        f"pfc={'on' if results['scenario']['pfc'] else 'off'}, "
+        f"fidelity={results['sim']['fidelity']})",
+        f"{'flow':>5} {'src':>4} {'dst':>4} {'bytes':>12} {'start_us':>10} {'fct_us':>11} "
+        f"{'goodput_Gbps':>13} {'retx':>6}",
+    ]
     for f in results["flows"][:max_flows]:
         fct = f"{f['fct_s'] * 1e6:11.2f}" if f["fct_s"] is not None else f"{'unfinished':>11}"
         goodput = f"{f['goodput_Gbps']:13.2f}" if f["goodput_Gbps"] is not None else f"{'-':>13}"
-        lines.append(f"{f['id']:>5} {f['src']:>4} {f['dst']:>4} {f['bytes']:>12} "
-                     f"{f['start_s'] * 1e6:10.2f} {fct} {goodput} {f['retransmits']:>6}")
+        lines.append(
+            f"{f['id']:>5} {f['src']:>4} {f['dst']:>4} {f['bytes']:>12} "
+            f"{f['start_s'] * 1e6:10.2f} {fct} {goodput} {f['retransmits']:>6}"
+        )
     if len(results["flows"]) > max_flows:
         lines.append(f"  ... {len(results['flows']) - max_flows} more flows in flows.csv")
     net = results["network"]
     lines.append("network: " + ", ".join(f"{k}={net[k]}" for k in COUNTER_KEYS))
     jain = results["fairness_jain"]
-    lines.append(f"fairness (Jain, second half): {jain:.4f}" if jain is not None
-                 else f"fairness (Jain): n/a ({results.get('fairness_note', '')})")
+    lines.append(
+        f"fairness (Jain, second half): {jain:.4f}"
+        if jain is not None
+        else f"fairness (Jain): n/a ({results.get('fairness_note', '')})"
+    )
     summary = results["summary"]
     if summary.get("busiest_port"):
         busiest = summary["busiest_port"]
-        lines.append(f"busiest port: {busiest['name']} at {busiest['utilization']:.1%} "
-                     f"of its link over the run")
-    lines.append(f"delivered {summary['delivered_bytes']} of {summary['injected_bytes']} bytes; "
-                 f"unfinished flows: {summary['unfinished_flows']}; "
-                 f"wall {results['sim']['wall_s']:.2f}s, events {results['sim']['events']}")
+        lines.append(
+            f"busiest port: {busiest['name']} at {busiest['utilization']:.1%} of its link over the run"
+        )
+    lines.append(
+        f"delivered {summary['delivered_bytes']} of {summary['injected_bytes']} bytes; "
+        f"unfinished flows: {summary['unfinished_flows']}; "
+        f"wall {results['sim']['wall_s']:.2f}s, events {results['sim']['events']}"
+    )
     return "\n".join(lines)
 
 
 def comparison_text(rows: list[Mapping[str, Any]]) -> str:
     """Terminal table of a CC comparison."""
-    head = (f"{'cc':<7} {'fct_mean_us':>12} {'fct_max_us':>11} {'jain':>7} {'max_queue_KiB':>14} "
-            f"{'pauses':>8} {'drops':>7} {'retx':>7} {'busiest_util':>12} {'unfinished':>10}")
+    head = (
+        f"{'cc':<7} {'fct_mean_us':>12} {'fct_max_us':>11} {'jain':>7} {'max_queue_KiB':>14} "
+        f"{'pauses':>8} {'drops':>7} {'retx':>7} {'busiest_util':>12} {'unfinished':>10}"
+    )
     lines = [head]
     for r in rows:
+
         def us(v: float | None) -> str:
             return "-" if v is None else f"{v * 1e6:.2f}"
+
         jain = "-" if r["fairness_jain"] is None else f"{r['fairness_jain']:.4f}"
         queue = "-" if r["max_queue_bytes"] is None else f"{r['max_queue_bytes'] / 1024:.1f}"
         busiest = r.get("busiest_port_utilization")
         util = "-" if busiest is None else f"{busiest:.1%}"
-        lines.append(f"{r['cc']:<7} {us(r['fct_mean_s']):>12} {us(r['fct_max_s']):>11} {jain:>7} "
-                     f"{queue:>14} {r['pfc_pause_frames']:>8} {r['drops']:>7} "
-                     f"{r['retransmits']:>7} {util:>12} {r['unfinished_flows']:>10}")
+        lines.append(
+            f"{r['cc']:<7} {us(r['fct_mean_s']):>12} {us(r['fct_max_s']):>11} {jain:>7} "
+            f"{queue:>14} {r['pfc_pause_frames']:>8} {r['drops']:>7} "
+            f"{r['retransmits']:>7} {util:>12} {r['unfinished_flows']:>10}"
+        )
     return "\n".join(lines)
-
-

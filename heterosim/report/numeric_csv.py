@@ -21,16 +21,18 @@ _POW10 = 10 ** np.arange(19, dtype=np.int64)
 _LINE_END = np.frombuffer(b"\r\n\0\0", dtype=np.uint32)[0]
 
 
-def write_numeric_csv(path: Path, header: list[str], columns: list[np.ndarray],
-                      block_rows: int = BLOCK_ROWS) -> None:
+def write_numeric_csv(
+    path: Path, header: list[str], columns: list[np.ndarray], block_rows: int = BLOCK_ROWS
+) -> None:
     """Write ``header`` and the rows of ``columns`` (equal-length 1-D int or float arrays)."""
     cols = [np.asarray(c) for c in columns]
     if len(cols) != len(header) or len({c.shape for c in cols}) > 1 or (cols and cols[0].ndim != 1):
         raise ValueError("write_numeric_csv: one 1-D column of equal length per header field")
     if any(c.dtype.kind not in "iuf" or c.dtype == np.uint64 for c in cols):
         raise ValueError("write_numeric_csv: columns must be signed/small unsigned ints or floats")
-    fields = [_IntField(c, i > 0) if c.dtype.kind in "iu" else _FloatField(c, i > 0)
-              for i, c in enumerate(cols)]
+    fields = [
+        _IntField(c, i > 0) if c.dtype.kind in "iu" else _FloatField(c, i > 0) for i, c in enumerate(cols)
+    ]
     rows = cols[0].size if cols else 0
     block = _Block(fields, min(rows, block_rows))
     with Path(path).open("wb") as handle:
@@ -52,15 +54,15 @@ class _Block:
 
     def render(self, lo: int, hi: int) -> memoryview:
         """Rows ``lo:hi`` as bytes: fixed-width slots, line ends, then NUL padding removed."""
-        out = self.slots[:hi - lo]
+        out = self.slots[: hi - lo]
         word = 0
         for field in self.fields:
             field.fill(out, word, lo, hi)
             word += field.words
         out[:, word] = _LINE_END
         flat = out.view(np.uint8).ravel()
-        keep = np.not_equal(flat, 0, out=self.keep[:flat.size])
-        text = self.text[:np.count_nonzero(keep)]
+        keep = np.not_equal(flat, 0, out=self.keep[: flat.size])
+        text = self.text[: np.count_nonzero(keep)]
         np.compress(keep, flat, out=text)
         return text.data
 
@@ -129,11 +131,12 @@ class _FloatField:
         text = [prefix + repr(v).encode() for v in distinct.view(np.float64).tolist()]
         self.words = (max((len(t) for t in text), default=1) + 3) // 4
         width = 4 * self.words
-        self.table = np.frombuffer(b"".join(t.ljust(width, b"\0") for t in text),
-                                   dtype=np.uint32).reshape(len(text), self.words)
+        self.table = np.frombuffer(b"".join(t.ljust(width, b"\0") for t in text), dtype=np.uint32).reshape(
+            len(text), self.words
+        )
 
     def fill(self, out: np.ndarray, word: int, lo: int, hi: int) -> None:
-        out[:, word:word + self.words] = self.table[self.index[lo:hi]]
+        out[:, word : word + self.words] = self.table[self.index[lo:hi]]
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

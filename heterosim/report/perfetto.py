@@ -93,43 +93,65 @@ def write_perfetto_trace(
         used_streams[r].add(s)
     for r, name in enumerate(rank_names):
         events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": name}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0,
-                       "args": {"sort_index": r}})
+        events.append(
+            {"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": r}}
+        )
         sends, recvs = int(lanes[r, SEND]), int(lanes[r, RECV])
         threads = [(s, "compute" if s == 0 else f"compute stream {s}") for s in sorted(used_streams[r])]
         threads += [(streams + k, f"send {k}") for k in range(sends)]
         threads += [(streams + sends + k, f"recv {k}") for k in range(recvs)]
         for t, thread_name in threads:
-            events.append({"ph": "M", "name": "thread_name", "pid": r, "tid": t,
-                           "args": {"name": thread_name}})
-            events.append({"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t,
-                           "args": {"sort_index": t}})
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": thread_name}}
+            )
+            events.append(
+                {"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t, "args": {"sort_index": t}}
+            )
     ts = (start_ns[task] / 1000.0).tolist()
     dur = ((end_ns[task] - start_ns[task]) / 1000.0).tolist()
     peer = np.where(send, gpu_rank[plan.dst[task]], gpu_rank[plan.gpu[task]])
     # spans are formatted straight to JSON text (floats as json.dumps writes them: repr), a few
     # times faster than a dict per span through json.dumps
     quoted = {name: json.dumps(name) for name in set(labels)}
-    spans = [f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
-             if comp else
-             f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
-             f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
-             for name, pid, t, start, length, comp, p, size in zip(
-                 labels, rank.tolist(), tid.tolist(), ts, dur, is_comp.tolist(), peer.tolist(),
-                 plan.bytes[task].tolist())]
+    spans = [
+        f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
+        if comp
+        else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
+        f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
+        for name, pid, t, start, length, comp, p, size in zip(
+            labels,
+            rank.tolist(),
+            tid.tolist(),
+            ts,
+            dur,
+            is_comp.tolist(),
+            peer.tolist(),
+            plan.bytes[task].tolist(),
+        )
+    ]
     del ts, dur, labels
     events += _p2p_arrows(plan, task, rank, tid, side, start_ns, end_ns)
     counter_pid = len(rank_names)
     if counters:
-        events.append({"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0,
-                       "args": {"name": "network"}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": counter_pid, "tid": 0,
-                       "args": {"sort_index": -1}})
+        events.append(
+            {"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0, "args": {"name": "network"}}
+        )
+        events.append(
+            {
+                "ph": "M",
+                "name": "process_sort_index",
+                "pid": counter_pid,
+                "tid": 0,
+                "args": {"sort_index": -1},
+            }
+        )
         for track, (times, values) in counters.items():
             times_us = (np.asarray(times) / 1000.0).astype(float).tolist()
             values = np.asarray(values).astype(float).tolist()
-            events += [{"ph": "C", "name": track, "pid": counter_pid, "tid": 0, "ts": t,
-                        "args": {"value": v}} for t, v in zip(times_us, values)]
+            events += [
+                {"ph": "C", "name": track, "pid": counter_pid, "tid": 0, "ts": t, "args": {"value": v}}
+                for t, v in zip(times_us, values)
+            ]
     events += extra_events or []
     info = {"spans": int(task.size), "dropped_spans": dropped, "max_spans": cap}
     others = [json.dumps(e, separators=(",", ":")) for e in events]
@@ -142,8 +164,15 @@ def write_perfetto_trace(
     return info
 
 
-def _p2p_arrows(plan: ExecutionPlan, task: np.ndarray, rank: np.ndarray, tid: np.ndarray,
-                side: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) -> list[dict]:
+def _p2p_arrows(
+    plan: ExecutionPlan,
+    task: np.ndarray,
+    rank: np.ndarray,
+    tid: np.ndarray,
+    side: np.ndarray,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+) -> list[dict]:
     """Flow arrows from the send span to the recv span of each kept point-to-point transfer
     (a flow outside any collective: pipeline activations and gradients)."""
     p2p = (side >= 0) & (plan.collective[task] < 0)
@@ -155,11 +184,13 @@ def _p2p_arrows(plan: ExecutionPlan, task: np.ndarray, rank: np.ndarray, tid: np
     send, recv = send[si], recv[ri]
     mid = ((start_ns[both] + end_ns[both]) / 2000.0).tolist()
     out = []
-    for t, m, sp, st, rp, rt in zip(both.tolist(), mid, rank[send].tolist(), tid[send].tolist(),
-                                    rank[recv].tolist(), tid[recv].tolist()):
+    for t, m, sp, st, rp, rt in zip(
+        both.tolist(), mid, rank[send].tolist(), tid[send].tolist(), rank[recv].tolist(), tid[recv].tolist()
+    ):
         out.append({"ph": "s", "id": t, "name": "p2p", "cat": "p2p", "pid": sp, "tid": st, "ts": m})
-        out.append({"ph": "f", "bp": "e", "id": t, "name": "p2p", "cat": "p2p", "pid": rp, "tid": rt,
-                    "ts": m})
+        out.append(
+            {"ph": "f", "bp": "e", "id": t, "name": "p2p", "cat": "p2p", "pid": rp, "tid": rt, "ts": m}
+        )
     return out
 
 
@@ -203,7 +234,7 @@ def longest(length: np.ndarray, count: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     threshold = np.sort(length)[length.size - count]
     above = np.flatnonzero(length > threshold)
-    ties = np.flatnonzero(length == threshold)[:count - above.size]
+    ties = np.flatnonzero(length == threshold)[: count - above.size]
     return np.sort(np.concatenate([above, ties]))
 
 
@@ -213,22 +244,51 @@ def fault_events(faults: list[dict] | None, pid: int, run_end_s: float) -> list[
     start."""
     if not faults:
         return []
-    events: list[dict] = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                           "args": {"name": "faults"}}]
+    events: list[dict] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": "faults"}}
+    ]
     for fault in faults:
         target = fault.get("link") or f"gpu {fault.get('gpu')}"
-        detail = {"down": "down", "rate": f"rate {fault.get('rate_bps', 0) / 1e9:g} Gb/s",
-                  "loss": f"loss {fault.get('probability', 0):g}",
-                  "slowdown": f"slowdown x{fault.get('slowdown', 1):g}"}[fault["kind"]]
+        detail = {
+            "down": "down",
+            "rate": f"rate {fault.get('rate_bps', 0) / 1e9:g} Gb/s",
+            "loss": f"loss {fault.get('probability', 0):g}",
+            "slowdown": f"slowdown x{fault.get('slowdown', 1):g}",
+        }[fault["kind"]]
         name = f"{target} {detail}"
         tid = int(fault["index"])
         start = fault["at_s"] * 1e6
         end = (fault["until_s"] if fault.get("until_s") is not None else max(run_end_s, fault["at_s"])) * 1e6
         args = {k: v for k, v in fault.items() if isinstance(v, (int, float, str)) or v is None}
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"fault {tid}: {target}"}})
-        events.append({"ph": "X", "name": name, "pid": pid, "tid": tid, "ts": start,
-                       "dur": max(end - start, 0.0), "args": args})
-        events.append({"ph": "i", "name": f"{name} (start)", "pid": pid, "tid": tid, "ts": start,
-                       "s": "p", "args": args})
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": pid,
+                "tid": tid,
+                "args": {"name": f"fault {tid}: {target}"},
+            }
+        )
+        events.append(
+            {
+                "ph": "X",
+                "name": name,
+                "pid": pid,
+                "tid": tid,
+                "ts": start,
+                "dur": max(end - start, 0.0),
+                "args": args,
+            }
+        )
+        events.append(
+            {
+                "ph": "i",
+                "name": f"{name} (start)",
+                "pid": pid,
+                "tid": tid,
+                "ts": start,
+                "s": "p",
+                "args": args,
+            }
+        )
     return events

@@ -21,8 +21,9 @@ MAX_TIMELINE_ROWS = 256  # beyond this, each group shows evenly spaced ranks and
 MAX_TIME_BINS = 800  # link and queue plots average consecutive samples down to this many columns
 
 
-def timeline_rows(rank_stage: np.ndarray, rank_gpu_type: list[str],
-                  max_rows: int = MAX_TIMELINE_ROWS) -> tuple[np.ndarray, list[tuple[str, int, int]]]:
+def timeline_rows(
+    rank_stage: np.ndarray, rank_gpu_type: list[str], max_rows: int = MAX_TIMELINE_ROWS
+) -> tuple[np.ndarray, list[tuple[str, int, int]]]:
     """Ranks to draw, top to bottom, grouped by (stage, GPU type), and the groups as
     (label, first row, row count). Groups keep all their ranks when the total fits ``max_rows``;
     otherwise each keeps evenly spaced ranks (its first and last included) in proportion to its size."""
@@ -43,9 +44,16 @@ def timeline_rows(rank_stage: np.ndarray, rank_gpu_type: list[str],
     return np.asarray(rows, dtype=np.int64), groups
 
 
-def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns: np.ndarray,
-                  rank_gpu: np.ndarray, rank_stage: np.ndarray, rank_gpu_type: list[str],
-                  width_px: int = 1300) -> None:
+def plot_timeline(
+    path: Path,
+    plan: ExecutionPlan,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    rank_gpu: np.ndarray,
+    rank_stage: np.ndarray,
+    rank_gpu_type: list[str],
+    width_px: int = 1300,
+) -> None:
     """Gantt chart, one row per rank grouped by (pipeline stage, GPU type): compute in blue on the
     upper half of a row, flows the rank sends in orange on the lower half.
 
@@ -71,11 +79,13 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
         row = row_of_rank[rank]
         sel, row = sel[row >= 0], row[row >= 0]
         if sel.size:
-            row, first, last = merged_segments(row, start_ns[sel], np.maximum(end_ns[sel], start_ns[sel] + 1),
-                                               pixel_ns)
+            row, first, last = merged_segments(
+                row, start_ns[sel], np.maximum(end_ns[sel], start_ns[sel] + 1), pixel_ns
+            )
             y = row + offset
-            segments = np.stack([np.stack([first / 1e6, y], axis=1),
-                                 np.stack([last / 1e6, y], axis=1)], axis=1)
+            segments = np.stack(
+                [np.stack([first / 1e6, y], axis=1), np.stack([last / 1e6, y], axis=1)], axis=1
+            )
             ax.add_collection(LineCollection(list(segments), colors=color, linewidths=line_width))
     ax.set_xlim(0, horizon * 1.01)
     ax.set_ylim(rows.size, 0)
@@ -89,19 +99,24 @@ def plot_timeline(path: Path, plan: ExecutionPlan, start_ns: np.ndarray, end_ns:
         labels.append(label)
     ax.set_yticks(ticks, labels, fontsize=8 if len(groups) <= 16 else 6)
     ax.set_xlabel("simulated time (ms)")
-    shown = ("all ranks" if rows.size == world
-             else f"{rows.size} of {world} ranks (evenly spaced in each group)")
+    shown = (
+        "all ranks" if rows.size == world else f"{rows.size} of {world} ranks (evenly spaced in each group)"
+    )
     ax.set_title(f"per-rank timeline by pipeline stage and GPU type: {shown}, one row each")
-    ax.legend(handles=[Patch(color="tab:blue", label="compute"),
-                       Patch(color="tab:orange", label="flows sent")],
-              loc="upper right", fontsize=8, framealpha=0.9)
+    ax.legend(
+        handles=[Patch(color="tab:blue", label="compute"), Patch(color="tab:orange", label="flows sent")],
+        loc="upper right",
+        fontsize=8,
+        framealpha=0.9,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def merged_segments(row: np.ndarray, start: np.ndarray, end: np.ndarray,
-                    gap: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def merged_segments(
+    row: np.ndarray, start: np.ndarray, end: np.ndarray, gap: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Union of the intervals [start, end) of each row, with gaps up to ``gap`` closed: (row,
     start, end) of the merged segments, by row then time (vectorised: a running maximum of the
     ends, each row offset past the previous one)."""
@@ -147,26 +162,48 @@ def plot_link_utilization(path: Path, rates: LinkRates, total_directions: int, l
     order = network if network.size else heat
     edges_ms, rate = _rebin(rates.time_ns, rates.rate_bps)
     util = np.divide(rate, rates.capacity_bps, out=np.zeros_like(rate), where=rates.capacity_bps > 0)
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(13, 3.2 + 0.22 * heat.size + 3.2),
-                                      height_ratios=[0.22 * heat.size + 1.2, 3.0])
-    image = top.pcolormesh(edges_ms, np.arange(heat.size + 1), util[:, heat].T * 100, cmap="viridis",
-                           vmin=0, vmax=100, shading="flat")
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(13, 3.2 + 0.22 * heat.size + 3.2), height_ratios=[0.22 * heat.size + 1.2, 3.0]
+    )
+    image = top.pcolormesh(
+        edges_ms,
+        np.arange(heat.size + 1),
+        util[:, heat].T * 100,
+        cmap="viridis",
+        vmin=0,
+        vmax=100,
+        shading="flat",
+    )
     top.set_ylim(heat.size, 0)
-    top.set_yticks(np.arange(heat.size) + 0.5,
-                   [f"{rates.names[i]} ({_gbps(rates.capacity_bps[i])})" for i in heat], fontsize=7)
+    top.set_yticks(
+        np.arange(heat.size) + 0.5,
+        [f"{rates.names[i]} ({_gbps(rates.capacity_bps[i])})" for i in heat],
+        fontsize=7,
+    )
     what = "wire bytes, headers included" if rates.bytes_kind == "wire" else "payload bytes"
-    parts = [f"{count} {name}" for count, name in ((network.size, "NIC/switch"),
-                                                    (heat.size - network.size, "NVLink/PCIe")) if count]
-    top.set_title(f"link utilisation over time: the busiest {' and '.join(parts)} of "
-                  f"{total_directions} sampled link directions ({what})")
+    parts = [
+        f"{count} {name}"
+        for count, name in ((network.size, "NIC/switch"), (heat.size - network.size, "NVLink/PCIe"))
+        if count
+    ]
+    top.set_title(
+        f"link utilisation over time: the busiest {' and '.join(parts)} of "
+        f"{total_directions} sampled link directions ({what})"
+    )
     if 0 < network.size < heat.size:
         top.axhline(network.size, color="white", linewidth=1.5)
     fig.colorbar(image, ax=top, label="% of capacity", pad=0.01)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, i in enumerate(order[:lines]):
         color = colors[k % len(colors)]
-        bottom.step(edges_ms[:-1], rate[:, i] / 1e9, where="post", color=color, linewidth=0.9,
-                    label=f"{rates.names[i]}")
+        bottom.step(
+            edges_ms[:-1],
+            rate[:, i] / 1e9,
+            where="post",
+            color=color,
+            linewidth=0.9,
+            label=f"{rates.names[i]}",
+        )
         bottom.axhline(rates.capacity_bps[i] / 1e9, color=color, linestyle="--", linewidth=0.8)
     bottom.set_xlim(edges_ms[0], edges_ms[-1])
     top.set_xlim(edges_ms[0], edges_ms[-1])
@@ -175,8 +212,10 @@ def plot_link_utilization(path: Path, rates: LinkRates, total_directions: int, l
     bottom.set_ylabel("throughput (Gb/s)")
     bin_us = (edges_ms[1] - edges_ms[0]) * 1e3 if edges_ms.size > 1 else 0
     kind = "NIC/switch" if network.size else "NVLink/PCIe"
-    bottom.set_title(f"the {min(lines, order.size)} busiest {kind} directions, mean per {bin_us:.0f} us "
-                     "(dashed: link capacity)")
+    bottom.set_title(
+        f"the {min(lines, order.size)} busiest {kind} directions, mean per {bin_us:.0f} us "
+        "(dashed: link capacity)"
+    )
     bottom.legend(fontsize=7, loc="upper right", framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -191,23 +230,30 @@ def plot_queues(path: Path, queues: PortQueues, total_ports: int) -> None:
     fig, ax = plt.subplots(figsize=(13, 4.2))
     order = np.argsort(-queues.depth_bytes.max(axis=0), kind="stable")
     for i in order:
-        ax.plot(queues.time_ns / 1e6, queues.depth_bytes[:, i] / scale, linewidth=0.8,
-                label=f"{queues.names[i]} (peak {queues.depth_bytes[:, i].max() / scale:.1f} {unit})")
+        ax.plot(
+            queues.time_ns / 1e6,
+            queues.depth_bytes[:, i] / scale,
+            linewidth=0.8,
+            label=f"{queues.names[i]} (peak {queues.depth_bytes[:, i].max() / scale:.1f} {unit})",
+        )
     ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_ylim(bottom=0)
     ax.set_xlim(0, queues.time_ns[-1] / 1e6)
     ax.set_xlabel("simulated time (ms)")
     ax.set_ylabel(f"queue depth ({unit})")
-    ax.set_title(f"egress queue depth of the {len(order)} ports with the deepest queues "
-                 f"(of {total_ports} sampled ports; port a->b: at a, towards b)")
+    ax.set_title(
+        f"egress queue depth of the {len(order)} ports with the deepest queues "
+        f"(of {total_ports} sampled ports; port a->b: at a, towards b)"
+    )
     ax.legend(fontsize=7, loc="upper right", framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def plot_series(path: Path, series: dict[str, tuple[np.ndarray, np.ndarray]], ylabel: str,
-                title: str) -> None:
+def plot_series(
+    path: Path, series: dict[str, tuple[np.ndarray, np.ndarray]], ylabel: str, title: str
+) -> None:
     """Line plot of a few named time series (time in ns)."""
     fig, ax = plt.subplots(figsize=(9, 3.5))
     for name, (times, values) in series.items():
@@ -242,7 +288,7 @@ def _gbps(bps: float) -> str:
 
 
 def _ranges(ranks: np.ndarray) -> str:
-    """"0-7, 16-23" for sorted rank indices."""
+    """ "0-7, 16-23" for sorted rank indices."""
     if not ranks.size:
         return "-"
     breaks = np.flatnonzero(np.diff(ranks) != 1)

@@ -59,36 +59,51 @@ def results_dict(run: Any) -> dict[str, Any]:
     # time (the span simulated is not an iteration), no throughput; the breakdown covers the
     # simulated span, and only iterations that finished have a time.
     iteration_ns = None if partial else makespan_ns / iterations
-    bd = rank_breakdown(plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
-                        cluster.gpu_host, makespan_ns)
+    bd = rank_breakdown(
+        plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, cluster.gpu_host, makespan_ns
+    )
     bd = bd if partial else _per_iteration(bd, iterations)
     world = len(run.rank_gpu)
     ranks = []
     for r in range(world):
         gpu = int(run.rank_gpu[r])
-        ranks.append({
-            "rank": r, "gpu": cluster.gpu_type[gpu], "gpu_index": gpu,
-            "host": int(cluster.gpu_host[gpu]),
-            "stage": int(run.workload.layout.pp_index(r)),
-            "dp_replica": int(run.workload.layout.dp_index(r)),
-            "busy_s": bd.busy_ns[r] * NS, "compute_s": bd.compute_ns[r] * NS,
-            "comm_s": bd.comm_ns[r] * NS, "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
-            "bubble_s": bd.bubble_ns[r] * NS, "intra_host_comm_s": bd.intra_host_ns[r] * NS,
-            "inter_host_comm_s": bd.inter_host_ns[r] * NS,
-        })
+        ranks.append(
+            {
+                "rank": r,
+                "gpu": cluster.gpu_type[gpu],
+                "gpu_index": gpu,
+                "host": int(cluster.gpu_host[gpu]),
+                "stage": int(run.workload.layout.pp_index(r)),
+                "dp_replica": int(run.workload.layout.dp_index(r)),
+                "busy_s": bd.busy_ns[r] * NS,
+                "compute_s": bd.compute_ns[r] * NS,
+                "comm_s": bd.comm_ns[r] * NS,
+                "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
+                "bubble_s": bd.bubble_ns[r] * NS,
+                "intra_host_comm_s": bd.intra_host_ns[r] * NS,
+                "inter_host_comm_s": bd.inter_host_ns[r] * NS,
+            }
+        )
         tp = run.workload.layout.tp_degree(r)
         if tp is not None:  # traces read from files may not say
             ranks[-1]["tp"] = int(tp)
     flows = plan.kind == FLOW
-    counters: dict[str, Any] = {"flows": int(flows.sum()), "bytes": int(plan.bytes[flows].sum()), "drops": 0,
-                "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0}
+    counters: dict[str, Any] = {
+        "flows": int(flows.sum()),
+        "bytes": int(plan.bytes[flows].sum()),
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
+    }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
     if getattr(engine, "tcp", None):
         counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
     tokens = exp.training.global_batch * exp.training.seq_len
-    total_flops = float(sum(
-        float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces
-    ))
+    total_flops = float(
+        sum(float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces)
+    )
     iteration_s = None if iteration_ns is None else iteration_ns * NS
     finished_ends = [e for e in ends[:completed] if e >= 0]
     colls = run.tables.collectives
@@ -98,18 +113,23 @@ def results_dict(run: Any) -> dict[str, Any]:
         by_algorithm[name] = by_algorithm.get(name, 0) + 1
     out = {
         "iteration_time_s": iteration_s,
-        "iterations": {"count": iterations, "completed": completed,
-                       "end_s": [e * NS for e in finished_ends],
-                       "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)]},
+        "iterations": {
+            "count": iterations,
+            "completed": completed,
+            "end_s": [e * NS for e in finished_ends],
+            "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)],
+        },
         "breakdown": {
             "compute_s": float(bd.compute_ns.mean() * NS),
             "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
             "bubble_s": float(bd.bubble_ns.mean() * NS),
             "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
             "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
-            "definition": ("mean over ranks over the simulated span (partial run: not per iteration)"
-                           if partial else
-                           "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"),
+            "definition": (
+                "mean over ranks over the simulated span (partial run: not per iteration)"
+                if partial
+                else "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"
+            ),
         },
         "throughput": {
             "tokens_per_s": tokens / iteration_s if iteration_s else None,
@@ -118,9 +138,12 @@ def results_dict(run: Any) -> dict[str, Any]:
         },
         "ranks": ranks,
         "network": counters,
-        "collectives": {"instances": int(len(colls.get("id", []))), "by_algorithm": by_algorithm,
-                        "p2p_bytes": int(run.tables.p2p_bytes),
-                        "granularity": exp.simulation.collective_granularity},
+        "collectives": {
+            "instances": int(len(colls.get("id", []))),
+            "by_algorithm": by_algorithm,
+            "p2p_bytes": int(run.tables.p2p_bytes),
+            "granularity": exp.simulation.collective_granularity,
+        },
         "compute_provenance": run.compute_provenance,
         "partition": {
             "mode": run.workload.partition.mode,
@@ -130,22 +153,35 @@ def results_dict(run: Any) -> dict[str, Any]:
             **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
         "sim": {
-            "fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
+            "fidelity": engine.fidelity,
+            "wall_s": engine.wall_s,
+            "events": int(engine.events),
             "build_s": float(getattr(engine, "build_s", 0.0)),
-            "version": __version__, "seed": exp.simulation.seed, "partial": partial,
-            "error": engine.error, "simulated_s": _simulated_ns(engine) * NS,
+            "version": __version__,
+            "seed": exp.simulation.seed,
+            "partial": partial,
+            "error": engine.error,
+            "simulated_s": _simulated_ns(engine) * NS,
             "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
-            "tasks": int(len(plan)), "stage_wall_s": run.stage_wall_s,
+            "tasks": int(len(plan)),
+            "stage_wall_s": run.stage_wall_s,
             **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
         },
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
-        "warnings": [*getattr(exp, "warnings", ()),
-                     *getattr(run.workload.partition, "memory_warnings", ())],
+        "warnings": [*getattr(exp, "warnings", ()), *getattr(run.workload.partition, "memory_warnings", ())],
     }
     faults = getattr(run, "faults", None)
     if faults is not None:
-        out["faults"] = fault_records(faults, engine.fault_counts, engine.fidelity, plan,
-                                      engine.task_start_ns, engine.task_end_ns, makespan_ns, engine.links)
+        out["faults"] = fault_records(
+            faults,
+            engine.fault_counts,
+            engine.fidelity,
+            plan,
+            engine.task_start_ns,
+            engine.task_end_ns,
+            makespan_ns,
+            engine.links,
+        )
     baseline = getattr(run, "baseline", None)
     if baseline is not None:
         out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
@@ -204,9 +240,7 @@ def _per_iteration(bd: RankBreakdown, iterations: int) -> RankBreakdown:
     """Whole-run terms divided by the number of iterations (means per iteration)."""
     if iterations == 1:
         return bd
-    return RankBreakdown(**{
-        name: (getattr(bd, name) / iterations) for name in bd.__dataclass_fields__
-    })
+    return RankBreakdown(**{name: (getattr(bd, name) / iterations) for name in bd.__dataclass_fields__})
 
 
 def _write_csv(path: Path, header: list[str], rows) -> None:
@@ -236,16 +270,22 @@ def _label_fn(run: Any):
         in_coll = np.flatnonzero(~op & (coll >= 0))
         if in_coll.size:
             types, inverse = np.unique(np.asarray(colls["comm_type"])[coll[in_coll]], return_inverse=True)
-            names = np.array([COLLECTIVE_NAMES.get(int(t), "collective").lower() for t in types.tolist()],
-                             dtype=object)
+            names = np.array(
+                [COLLECTIVE_NAMES.get(int(t), "collective").lower() for t in types.tolist()], dtype=object
+            )
             out[in_coll] = names[inverse]
         return out.tolist()
 
     return labels
 
 
-def write_run_outputs(run: Any, out_dir: Path, results: dict[str, Any] | None = None,
-                      plots: bool = True, trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> dict[str, Any]:
+def write_run_outputs(
+    run: Any,
+    out_dir: Path,
+    results: dict[str, Any] | None = None,
+    plots: bool = True,
+    trace_max_spans: int | None = DEFAULT_MAX_SPANS,
+) -> dict[str, Any]:
     """Write every output of ``run`` into ``out_dir`` (atomically); return results.json content.
 
     ``trace_max_spans`` caps the spans of trace.json (None or 0: all); spans left out are
@@ -261,16 +301,36 @@ def announce_dropped_spans(out_dir: Path, results: dict[str, Any]) -> None:
     """Say on stderr how many spans trace.json left out, if any (results.json sim.trace_spans)."""
     info = results["sim"].get("trace_spans") or {}
     if info.get("dropped_spans"):
-        print(f"heterosim: {out_dir / 'trace.json'} keeps the {info['spans']:,} longest of "
-              f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
-              "--trace-spans 0 keeps all)", file=sys.stderr)
+        print(
+            f"heterosim: {out_dir / 'trace.json'} keeps the {info['spans']:,} longest of "
+            f"{info['spans'] + info['dropped_spans']:,} spans (--trace-spans {info['max_spans']}; "
+            "--trace-spans 0 keeps all)",
+            file=sys.stderr,
+        )
 
 
-def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
-               trace_max_spans: int | None = DEFAULT_MAX_SPANS) -> None:
+def _write_all(
+    run: Any,
+    folder: Path,
+    results: dict[str, Any],
+    plots: bool,
+    trace_max_spans: int | None = DEFAULT_MAX_SPANS,
+) -> None:
     engine, plan, topo = run.engine, run.tables.plan, run.topology
-    rank_keys = ["rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s",
-                 "exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"]
+    rank_keys = [
+        "rank",
+        "gpu",
+        "host",
+        "stage",
+        "dp_replica",
+        "busy_s",
+        "compute_s",
+        "comm_s",
+        "exposed_comm_s",
+        "bubble_s",
+        "intra_host_comm_s",
+        "inter_host_comm_s",
+    ]
     _write_csv(folder / "ranks.csv", rank_keys, ([row[k] for k in rank_keys] for row in results["ranks"]))
 
     colls = run.tables.collectives
@@ -282,13 +342,40 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
         ctype = int(colls["comm_type"][i])
         duration = (e - s) * NS if e >= s >= 0 else float("nan")
         busbw = _busbw(ctype, size, n, duration)
-        coll_rows.append([i, COLLECTIVE_NAMES.get(ctype, ctype), int(colls["group"][i]), n, size,
-                          run.tables.algorithms[int(colls["algorithm"][i])],
-                          run.tables.protocols[int(colls["protocol"][i])], int(colls["channels"][i]),
-                          s * NS, e * NS, duration, busbw])
-    _write_csv(folder / "collectives.csv",
-               ["id", "type", "group", "ranks", "size_bytes", "algorithm", "protocol", "channels",
-                "start_s", "end_s", "time_s", "busbw_GBps"], coll_rows)
+        coll_rows.append(
+            [
+                i,
+                COLLECTIVE_NAMES.get(ctype, ctype),
+                int(colls["group"][i]),
+                n,
+                size,
+                run.tables.algorithms[int(colls["algorithm"][i])],
+                run.tables.protocols[int(colls["protocol"][i])],
+                int(colls["channels"][i]),
+                s * NS,
+                e * NS,
+                duration,
+                busbw,
+            ]
+        )
+    _write_csv(
+        folder / "collectives.csv",
+        [
+            "id",
+            "type",
+            "group",
+            "ranks",
+            "size_bytes",
+            "algorithm",
+            "protocol",
+            "channels",
+            "start_s",
+            "end_s",
+            "time_s",
+            "busbw_GBps",
+        ],
+        coll_rows,
+    )
 
     flows = engine.flows
     if flows and len(flows.get("task", [])):
@@ -299,52 +386,102 @@ def _write_all(run: Any, folder: Path, results: dict[str, Any], plots: bool,
         columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
         none = np.full(len(flows["task"]), -1, np.int64)
         columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
-        write_numeric_csv(folder / "flows.csv",
-                          ["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits",
-                           "collective", "connection"],
-                          columns)
+        write_numeric_csv(
+            folder / "flows.csv",
+            [
+                "task",
+                "src_gpu",
+                "dst_gpu",
+                "bytes",
+                "start_s",
+                "end_s",
+                "fct_s",
+                "retransmits",
+                "collective",
+                "connection",
+            ],
+            columns,
+        )
         del columns
     if getattr(engine, "tcp", None):
         write_tcp_tables(folder, engine.tcp, list(topo.node_name))
     links = engine.links
-    link_names = [f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}"
-                  for i in range(topo.num_links)]
+    link_names = [
+        f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}" for i in range(topo.num_links)
+    ]
     names: list[str] = []
     if links and len(links.get("link", [])):
         link_idx = np.asarray(links["link"], dtype=np.int64)
         direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i])
-                 for i, d in zip(link_idx, direction)]
-        link_columns = [k for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes",
-                                    "paused_ns", "ecn_marks", "drops") if k in links]
-        _write_csv(folder / "links.csv", ["link", "name", "kind", "direction", *link_columns],
-                   ([int(i), n, LINK_KIND_NAMES[int(topo.link_kind[i])], int(d),
-                     *[_num(links[c][j]) for c in link_columns]]
-                    for j, (i, n, d) in enumerate(zip(link_idx, names, direction))))
+        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+        link_columns = [
+            k
+            for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
+            if k in links
+        ]
+        _write_csv(
+            folder / "links.csv",
+            ["link", "name", "kind", "direction", *link_columns],
+            (
+                [
+                    int(i),
+                    n,
+                    LINK_KIND_NAMES[int(topo.link_kind[i])],
+                    int(d),
+                    *[_num(links[c][j]) for c in link_columns],
+                ]
+                for j, (i, n, d) in enumerate(zip(link_idx, names, direction))
+            ),
+        )
     labels = _label_fn(run)
-    rank_names = [(f"job {row['job']} " if "job" in row else "")
-                  + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
-                  for r, row in enumerate(results["ranks"])]
+    rank_names = [
+        (f"job {row['job']} " if "job" in row else "")
+        + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+        for r, row in enumerate(results["ranks"])
+    ]
     series = engine.series or {}
     rates = link_rates(series, topo)
     counters = _counter_tracks(series, topo, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
-    info = write_perfetto_trace(folder / "trace.json", plan, start, end, run.rank_gpu, rank_names,
-                                labels, counters, max_spans=trace_max_spans, extra_events=extra)
+    info = write_perfetto_trace(
+        folder / "trace.json",
+        plan,
+        start,
+        end,
+        run.rank_gpu,
+        rank_names,
+        labels,
+        counters,
+        max_spans=trace_max_spans,
+        extra_events=extra,
+    )
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     if plots:
-        plot_timeline(folder / "timeline.png", plan, start, end, run.rank_gpu,
-                      np.array([r["stage"] for r in results["ranks"]]), [r["gpu"] for r in results["ranks"]])
+        plot_timeline(
+            folder / "timeline.png",
+            plan,
+            start,
+            end,
+            run.rank_gpu,
+            np.array([r["stage"] for r in results["ranks"]]),
+            [r["gpu"] for r in results["ranks"]],
+        )
         ranks = results["ranks"]
-        plot_breakdown(folder / "breakdown.png", {
-            "compute": np.array([r["compute_s"] for r in ranks]),
-            "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
-            "bubble": np.array([r["bubble_s"] for r in ranks]),
-        })
+        plot_breakdown(
+            folder / "breakdown.png",
+            {
+                "compute": np.array([r["compute_s"] for r in ranks]),
+                "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
+                "bubble": np.array([r["bubble_s"] for r in ranks]),
+            },
+        )
         if rates is not None:
-            sampled = series.get("queue", {}).get("port") if rates.bytes_kind == "wire" else \
-                series["link"]["direction"]
+            sampled = (
+                series.get("queue", {}).get("port")
+                if rates.bytes_kind == "wire"
+                else series["link"]["direction"]
+            )
             plot_link_utilization(folder / "link_utilization.png", rates, int(np.unique(sampled).size))
         queues = port_queues(series, topo)
         if queues is not None:
@@ -357,8 +494,9 @@ QUEUE_TRACK = "max queue depth (bytes)"
 COUNTER_LINKS = 8  # busiest link directions with their own utilisation counter in trace.json
 
 
-def _counter_tracks(series: dict[str, Any], topo: Any,
-                    rates: Any = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _counter_tracks(
+    series: dict[str, Any], topo: Any, rates: Any = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Perfetto counter tracks from the sampled series: flows in flight (both fidelities), the
     largest sampled queue and the mean utilization of the sampled ports (packet fidelity), and the
     utilisation of the COUNTER_LINKS busiest link directions, NIC/switch links first (both
@@ -388,8 +526,9 @@ def _port_utilization(queue: dict[str, np.ndarray], topo: Any) -> tuple[np.ndarr
     same = port[1:] == port[:-1]
     dt = (time_ns[1:] - time_ns[:-1])[same]
     rate = topo.link_rate_bps[port[1:][same] // 2]
-    util = np.divide((tx[1:] - tx[:-1])[same] * 8e9, dt * rate, out=np.zeros(dt.size),
-                     where=(dt > 0) & (rate > 0))
+    util = np.divide(
+        (tx[1:] - tx[:-1])[same] * 8e9, dt * rate, out=np.zeros(dt.size), where=(dt > 0) & (rate > 0)
+    )
     times, inverse = np.unique(time_ns[1:][same], return_inverse=True)
     total = np.bincount(inverse, weights=util, minlength=times.size)
     count = np.bincount(inverse, minlength=times.size)

@@ -54,7 +54,7 @@ def _foreign_entries(out: Path) -> list[str]:
 
 def _stage_owner(name: str) -> int | None:
     """The process id in a staging folder's name (``.heterosim-stage-<pid>-<random>``)."""
-    rest = name[len(STAGE_PREFIX):]
+    rest = name[len(STAGE_PREFIX) :]
     pid, _, _ = rest.partition("-")
     return int(pid) if pid.isdigit() else None
 

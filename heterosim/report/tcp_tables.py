@@ -16,8 +16,19 @@ import numpy as np
 
 from heterosim.report.numeric_csv import write_numeric_csv
 
-STREAM_COLUMNS = ("first_flow", "src_node", "dst_node", "socket", "bytes", "received_bytes",
-                  "max_cwnd_bytes", "last_cwnd_bytes", "retransmits", "timeouts", "fast_recoveries")
+STREAM_COLUMNS = (
+    "first_flow",
+    "src_node",
+    "dst_node",
+    "socket",
+    "bytes",
+    "received_bytes",
+    "max_cwnd_bytes",
+    "last_cwnd_bytes",
+    "retransmits",
+    "timeouts",
+    "fast_recoveries",
+)
 
 
 def write_tcp_tables(folder: Path, tcp: Mapping[str, Any], node_names: list[str]) -> None:
@@ -28,12 +39,20 @@ def write_tcp_tables(folder: Path, tcp: Mapping[str, Any], node_names: list[str]
     columns = [ids] + [np.asarray(streams[key], dtype=np.int64) for key in STREAM_COLUMNS]
     write_numeric_csv(folder / "tcp_connections.csv", ["stream", *STREAM_COLUMNS], columns)
     if node_names:  # a readable name per connection, beside the numeric table
-        names = [f"{node_names[int(a)]}->{node_names[int(b)]}"
-                 for a, b in zip(streams["src_node"], streams["dst_node"])]
+        names = [
+            f"{node_names[int(a)]}->{node_names[int(b)]}"
+            for a, b in zip(streams["src_node"], streams["dst_node"])
+        ]
         (folder / "tcp_connection_names.csv").write_text(
-            "stream,path\r\n" + "".join(f"{i},{name}\r\n" for i, name in enumerate(names)))
+            "stream,path\r\n" + "".join(f"{i},{name}\r\n" for i, name in enumerate(names))
+        )
     cwnd = tcp["cwnd"]
-    write_numeric_csv(folder / "cwnd.csv", ["time_s", "stream", "cwnd_bytes"],
-                      [np.asarray(cwnd["time_ns"], dtype=np.int64) * 1e-9,
-                       np.asarray(cwnd["stream"], dtype=np.int64),
-                       np.asarray(cwnd["cwnd_bytes"], dtype=np.int64)])
+    write_numeric_csv(
+        folder / "cwnd.csv",
+        ["time_s", "stream", "cwnd_bytes"],
+        [
+            np.asarray(cwnd["time_ns"], dtype=np.int64) * 1e-9,
+            np.asarray(cwnd["stream"], dtype=np.int64),
+            np.asarray(cwnd["cwnd_bytes"], dtype=np.int64),
+        ],
+    )

@@ -19,9 +19,14 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
     from heterosim.report.perfetto import DEFAULT_MAX_SPANS  # noqa: PLC0415 - numpy on use only
 
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--trace-spans", type=_span_cap, default=DEFAULT_MAX_SPANS, metavar="N",
-                        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
-                             "0 = all); spans left out are announced and counted in results.json")
+    parser.add_argument(
+        "--trace-spans",
+        type=_span_cap,
+        default=DEFAULT_MAX_SPANS,
+        metavar="N",
+        help=f"most spans in trace.json, the longest kept (default {DEFAULT_MAX_SPANS:,}; "
+        "0 = all); spans left out are announced and counted in results.json",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
 
 
@@ -52,9 +57,13 @@ class Progress:
         self.last, self.last_events = now, events
         share = 100.0 * done / total if total else 100.0
         end = "\r" if sys.stderr.isatty() else "\n"
-        print(f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
-              f"{rate / 1e6:6.2f} M events/s | {now - self.started:6.1f} s wall", end=end,
-              file=sys.stderr, flush=True)
+        print(
+            f"  simulated {sim_ns / 1e6:10.3f} ms | {share:5.1f}% of {total} tasks | "
+            f"{rate / 1e6:6.2f} M events/s | {now - self.started:6.1f} s wall",
+            end=end,
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         if self.enabled and self.last and sys.stderr.isatty():
@@ -66,6 +75,7 @@ def sigterm_stops_the_run() -> Iterator[None]:
     """SIGTERM (kill, a batch scheduler's time limit) ends the simulation as Ctrl-C does: the
     part simulated so far is written as a partial iteration. Background jobs ignore Ctrl-C, so
     this is how a long run started with ``&`` or ``nohup`` is stopped with its results."""
+
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt("terminated by SIGTERM")
 
@@ -84,8 +94,10 @@ def run_header(experiment: Any) -> str:
     """What is about to run: the experiment (or its jobs), the cluster and the fidelity."""
     jobs = getattr(experiment, "jobs", None)
     what = f"{len(jobs)} jobs" if jobs else experiment.model.name
-    return (f"heterosim run: {experiment.name}: {what} on {experiment.cluster.world_size} GPUs "
-            f"({experiment.cluster.name}), {experiment.simulation.fidelity} fidelity")
+    return (
+        f"heterosim run: {experiment.name}: {what} on {experiment.cluster.world_size} GPUs "
+        f"({experiment.cluster.name}), {experiment.simulation.fidelity} fidelity"
+    )
 
 
 def run_summary(results: dict[str, Any], stopped: str) -> str:
@@ -98,9 +110,12 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         from heterosim.report.jobs_report import job_summary_lines
 
         lines = job_summary_lines(results)
-        lines += [f"PARTIAL         {results['makespan_s'] * 1e3:10.3f} ms simulated ({reason}); not "
-                 "every job finished" if sim["partial"] else
-                 f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms"]
+        lines += [
+            f"PARTIAL         {results['makespan_s'] * 1e3:10.3f} ms simulated ({reason}); not "
+            "every job finished"
+            if sim["partial"]
+            else f"all jobs done   {results['makespan_s'] * 1e3:10.3f} ms"
+        ]
     else:
         b = results["breakdown"]
         span = " over the simulated span" if sim["partial"] else ""
@@ -120,8 +135,10 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
     ]
     ff = results["sim"].get("packet_acceleration") or {}
     if ff.get("mode") == "fast":
-        lines.append(f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
-                     f"{ff['bytes_share']:.1%} of the flow bytes")
+        lines.append(
+            f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
+            f"{ff['bytes_share']:.1%} of the flow bytes"
+        )
     return "\n".join(lines)
 
 
@@ -132,17 +149,23 @@ def _iteration_line(results: dict[str, Any], reason: str) -> str:
     if not sim["partial"]:
         return f"iteration time  {results['iteration_time_s'] * 1e3:10.3f} ms"
     iterations = results.get("iterations", {})
-    return (f"PARTIAL         {sim.get('simulated_s', 0.0) * 1e3:10.3f} ms simulated, "
-            f"{iterations.get('completed', 0)} of {iterations.get('count', 1)} iterations complete, "
-            f"{sim.get('tasks_done', 0)} of {sim.get('tasks', 0)} tasks done ({reason}); "
-            "no iteration time")
+    return (
+        f"PARTIAL         {sim.get('simulated_s', 0.0) * 1e3:10.3f} ms simulated, "
+        f"{iterations.get('completed', 0)} of {iterations.get('count', 1)} iterations complete, "
+        f"{sim.get('tasks_done', 0)} of {sim.get('tasks', 0)} tasks done ({reason}); "
+        "no iteration time"
+    )
 
 
 def _fault_line(fault: dict[str, Any]) -> str:
     """What one fault did, in one line."""
     target = fault.get("link") or f"GPU {fault.get('gpu')}"
     if fault["kind"] == "slowdown":
-        return (f"{target} x{fault['slowdown']:g} slower: {fault['tasks_slowed']} compute tasks, "
-                f"+{fault['extra_compute_s'] * 1e3:.3f} ms of compute")
-    return (f"{target} {fault['kind']} at {fault['at_s'] * 1e3:g} ms: {fault['frames_dropped']} frames "
-            f"dropped, {fault['flows_rerouted']} flows rerouted")
+        return (
+            f"{target} x{fault['slowdown']:g} slower: {fault['tasks_slowed']} compute tasks, "
+            f"+{fault['extra_compute_s'] * 1e3:.3f} ms of compute"
+        )
+    return (
+        f"{target} {fault['kind']} at {fault['at_s'] * 1e3:g} ms: {fault['frames_dropped']} frames "
+        f"dropped, {fault['flows_rerouted']} flows rerouted"
+    )

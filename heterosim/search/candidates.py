@@ -31,10 +31,18 @@ from heterosim.workload.partition import even_cuts
 
 UNIFORM, PER_TYPE, AS_WRITTEN = "uniform", "per-type", "as-written"
 # parallel keys a candidate takes from the experiment (the layout keys are the candidate's own)
-KEPT_UNIFORM = ("schedule", "zero", "sequence_parallel", "dp_bucket", "rank_order",
-                "distributed_optimizer", "zero3_prefetch", "grad_sync", "ep")
-KEPT_STAGED = ("schedule", "zero", "sequence_parallel", "dp_bucket", "distributed_optimizer",
-               "grad_sync")
+KEPT_UNIFORM = (
+    "schedule",
+    "zero",
+    "sequence_parallel",
+    "dp_bucket",
+    "rank_order",
+    "distributed_optimizer",
+    "zero3_prefetch",
+    "grad_sync",
+    "ep",
+)
+KEPT_STAGED = ("schedule", "zero", "sequence_parallel", "dp_bucket", "distributed_optimizer", "grad_sync")
 DEFAULT_MICRO_BATCHES = (1, 2, 4, 8, 16)
 
 
@@ -67,8 +75,7 @@ class Candidate:
             return f"{head} pipelines [{', '.join(_runs(pipes))}] mb{self.micro_batch}"
         part = par.get("partition", "auto")
         part = "/".join(map(str, part)) if isinstance(part, list) else part
-        return (f"tp{par['tp']} pp{par['pp']} dp{par['dp']} mb{self.micro_batch} "
-                f"partition {part}")
+        return f"tp{par['tp']} pp{par['pp']} dp{par['dp']} mb{self.micro_batch} partition {part}"
 
     def experiment_data(self, base: dict[str, Any]) -> dict[str, Any]:
         """``base`` (an experiment mapping) running this candidate."""
@@ -111,14 +118,18 @@ def tp_choices(exp: ExperimentConfig) -> list[int]:
     common = min(sizes)
     out = []
     for tp in _divisors(common):
-        if all(s % tp == 0 for s in sizes) and model.heads % tp == 0 and (
-                model.kv_heads % tp == 0 or tp % model.kv_heads == 0):
+        if (
+            all(s % tp == 0 for s in sizes)
+            and model.heads % tp == 0
+            and (model.kv_heads % tp == 0 or tp % model.kv_heads == 0)
+        ):
             out.append(tp)
     return out
 
 
-def uniform_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
-                       micro_batches: tuple[int, ...]) -> list[Candidate]:
+def uniform_candidates(
+    exp: ExperimentConfig, base_parallel: dict[str, Any], micro_batches: tuple[int, ...]
+) -> list[Candidate]:
     world, layers = exp.cluster.world_size, exp.model.layers
     batch = exp.training.global_batch
     kept = _kept(base_parallel, KEPT_UNIFORM)
@@ -136,8 +147,9 @@ def uniform_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
     return out
 
 
-def per_type_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
-                        micro_batches: tuple[int, ...]) -> list[Candidate]:
+def per_type_candidates(
+    exp: ExperimentConfig, base_parallel: dict[str, Any], micro_batches: tuple[int, ...]
+) -> list[Candidate]:
     cluster, layers = exp.cluster, exp.model.layers
     counts: dict[str, int] = {}
     for gpu in cluster.gpu_type:
@@ -156,8 +168,9 @@ def per_type_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
                 continue
             pipelines = [gpu for gpu, n in counts.items() for _ in range(n // (tp * pp))]
             cuts = even_cuts(layers, pp)
-            stages = [{"layers": len(cut), "replicas": [{"gpu": g, "tp": tp} for g in pipelines]}
-                      for cut in cuts]
+            stages = [
+                {"layers": len(cut), "replicas": [{"gpu": g, "tp": tp} for g in pipelines]} for cut in cuts
+            ]
             for mb in micro_batches:
                 if exp.training.global_batch % mb or exp.training.global_batch // mb < len(pipelines):
                     continue
@@ -169,11 +182,19 @@ def per_type_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
 def default_candidate(exp: ExperimentConfig, base_parallel: dict[str, Any]) -> Candidate:
     """The experiment's layout with uniform layers and even micro-batches."""
     if exp.parallel.plan is not None:  # an explicit plan: keep its stages, split evenly
-        par = {"stages": _stages_dict(exp.parallel.plan), "partition": "uniform",
-               **_kept(base_parallel, KEPT_STAGED)}
+        par = {
+            "stages": _stages_dict(exp.parallel.plan),
+            "partition": "uniform",
+            **_kept(base_parallel, KEPT_STAGED),
+        }
     else:
-        par = {"tp": exp.parallel.tp, "pp": exp.parallel.pp, "dp": exp.parallel.dp,
-               "partition": "uniform", **_kept(base_parallel, KEPT_UNIFORM)}
+        par = {
+            "tp": exp.parallel.tp,
+            "pp": exp.parallel.pp,
+            "dp": exp.parallel.dp,
+            "partition": "uniform",
+            **_kept(base_parallel, KEPT_UNIFORM),
+        }
     return Candidate(UNIFORM, par, exp.training.micro_batch, default=True)
 
 
@@ -181,14 +202,20 @@ def _stages_dict(plan: StagedPlan) -> list[dict[str, Any]]:
     return plan.as_dict()
 
 
-def enumerate_candidates(exp: ExperimentConfig, base_parallel: dict[str, Any],
-                         micro_batches: tuple[int, ...] = DEFAULT_MICRO_BATCHES) -> list[Candidate]:
+def enumerate_candidates(
+    exp: ExperimentConfig,
+    base_parallel: dict[str, Any],
+    micro_batches: tuple[int, ...] = DEFAULT_MICRO_BATCHES,
+) -> list[Candidate]:
     """Every candidate, the default first, duplicates (same parallel section and micro-batch)
     removed; order is deterministic."""
     default = default_candidate(exp, base_parallel)
     written = Candidate(AS_WRITTEN, copy.deepcopy(base_parallel), exp.training.micro_batch)
     out: dict[str, Candidate] = {default.id: default}
-    for cand in [written, *uniform_candidates(exp, base_parallel, micro_batches),
-                 *per_type_candidates(exp, base_parallel, micro_batches)]:
+    for cand in [
+        written,
+        *uniform_candidates(exp, base_parallel, micro_batches),
+        *per_type_candidates(exp, base_parallel, micro_batches),
+    ]:
         out.setdefault(cand.id, cand)
     return list(out.values())

@@ -47,7 +47,7 @@ class Assessment:
 def _strip_source(message: str, source: str) -> str:
     first = message.strip().splitlines()[0] if message.strip() else message
     prefix = f"{source}: "
-    return first[len(prefix):] if source and first.startswith(prefix) else first
+    return first[len(prefix) :] if source and first.startswith(prefix) else first
 
 
 def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, int], list[int]]:
@@ -73,15 +73,17 @@ def memory_by_gpu(exp: ExperimentConfig, workload: Workload) -> tuple[dict[str, 
         layers = [layer for rng in part.stage_layers(stage) for layer in rng]
         last = (part.vpp - 1) * part.pp + stage == part.pp * part.vpp - 1
         rank_par = workload.rank_parallel(rank)
-        est = estimate_rank_memory(exp.model, exp.training, rank_par, layers, stage == 0, last,
-                                   max(1, in_flight))
+        est = estimate_rank_memory(
+            exp.model, exp.training, rank_par, layers, stage == 0, last, max(1, in_flight)
+        )
         out[gpu] = max(out.get(gpu, 0), int(est.total_bytes))
         params[stage] = max(params[stage], int(est.params))
     return out, params
 
 
-def assess(candidate: Candidate, base: dict[str, Any], source: str, base_dir: Path | None,
-           workload_fn: WorkloadFn) -> Assessment:
+def assess(
+    candidate: Candidate, base: dict[str, Any], source: str, base_dir: Path | None, workload_fn: WorkloadFn
+) -> Assessment:
     """Validate, lay out and memory-check one candidate (see module docstring).
     ``workload_fn`` generates an experiment's workload (layout, partition; explicit plans placed),
     e.g. :func:`heterosim.simulate.generate_experiment_workload`."""

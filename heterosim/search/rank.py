@@ -61,8 +61,9 @@ def analytic_estimate(assessment: Assessment) -> float:
             cell = [k for k in ranks if layout.pp_index(k) == s]
             tp = layout.cell_tp(r, s)
             layers = sum(len(rng) for rng in part.stage_layers(s))
-            intra = min(_per_gpu_bandwidth(cluster, int(cluster.gpu_host[workload.gpu_of(k)]), False)
-                        for k in cell)
+            intra = min(
+                _per_gpu_bandwidth(cluster, int(cluster.gpu_host[workload.gpu_of(k)]), False) for k in cell
+            )
             tp_comm = 4 * layers * 2 * (tp - 1) / tp * act / intra if tp > 1 else 0.0
             compute = min(part.chunk_time_s[s], 1.0 / part.replica_speed[r])
             beat = max(beat, compute + tp_comm + p2p)
@@ -70,8 +71,11 @@ def analytic_estimate(assessment: Assessment) -> float:
     dp = layout.dp
     allreduce = 0.0
     if dp > 1:
-        reduce_dtype = train.grad_reduce_dtype if train.grad_reduce_dtype != "auto" else (
-            "fp16" if train.dtype == "fp16" else "fp32")
+        reduce_dtype = (
+            train.grad_reduce_dtype
+            if train.grad_reduce_dtype != "auto"
+            else ("fp16" if train.dtype == "fp16" else "fp32")
+        )
         for s in range(part.pp):
             grads = assessment.stage_params[s] * GRAD_BYTES.get(reduce_dtype, 4)
             bw = _group_bandwidth(cluster, [workload.gpu_of(k) for k in layout.stage_ranks(s)])
@@ -81,15 +85,17 @@ def analytic_estimate(assessment: Assessment) -> float:
     return pipeline + allreduce
 
 
-def select(assessments: Sequence[Assessment], estimates: dict[str, float],
-           max_candidates: int) -> list[Assessment]:
+def select(
+    assessments: Sequence[Assessment], estimates: dict[str, float], max_candidates: int
+) -> list[Assessment]:
     """The candidates to simulate: the default and the layout as written always, then the rest
     by ascending estimate (ties by id) up to ``max_candidates`` in all."""
     alive = [a for a in assessments if a.ok]
     forced = [a for a in alive if a.candidate.default or a.candidate.kind == "as-written"]
-    rest = sorted((a for a in alive if a not in forced),
-                  key=lambda a: (estimates[a.candidate.id], a.candidate.id))
-    return forced + rest[:max(0, max_candidates - len(forced))]
+    rest = sorted(
+        (a for a in alive if a not in forced), key=lambda a: (estimates[a.candidate.id], a.candidate.id)
+    )
+    return forced + rest[: max(0, max_candidates - len(forced))]
 
 
 def order(rows: Sequence[dict[str, Any]], key: str = "iteration_time_s") -> list[dict[str, Any]]:
@@ -109,8 +115,11 @@ def why(breakdown: dict[str, float], iteration_s: float) -> str:
         "bubble": breakdown.get("bubble_s", 0.0) / iteration_s,
     }
     top = max(shares, key=lambda k: shares[k])
-    meaning = {"compute": "compute-bound", "exposed comm": "communication-bound",
-               "bubble": "pipeline bubble / waiting on slower peers"}[top]
+    meaning = {
+        "compute": "compute-bound",
+        "exposed comm": "communication-bound",
+        "bubble": "pipeline bubble / waiting on slower peers",
+    }[top]
     parts = ", ".join(f"{k} {v:.0%}" for k, v in shares.items())
     inter = breakdown.get("inter_host_comm_s", 0.0)
     return f"{meaning} ({parts}; inter-host comm {inter * 1e3:.1f} ms per rank)"

@@ -29,11 +29,7 @@ from heterosim.simulate.artifacts import (
     PreparedRun,
     RunArtifacts,
 )
-from heterosim.simulate.collective import (
-    decompose_spec,
-    simulate_collective,
-    simulate_collective_sizes,
-)
+from heterosim.simulate.collective import decompose_spec, simulate_collective, simulate_collective_sizes
 from heterosim.simulate.experiment import (
     ProgressFn,
     generate_experiment_workload,

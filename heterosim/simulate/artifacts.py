@@ -47,13 +47,29 @@ class RunArtifacts:
     baseline: EngineResult | None = None  # the same plan without faults (simulation.fault_baseline)
 
     @classmethod
-    def from_prepared(cls, experiment: ExperimentConfig, prepared: PreparedRun, engine: EngineResult,
-                      *, faults: fault_models.FaultPlan | None = None,
-                      baseline: EngineResult | None = None) -> RunArtifacts:
+    def from_prepared(
+        cls,
+        experiment: ExperimentConfig,
+        prepared: PreparedRun,
+        engine: EngineResult,
+        *,
+        faults: fault_models.FaultPlan | None = None,
+        baseline: EngineResult | None = None,
+    ) -> RunArtifacts:
         assert prepared.topology is not None
-        return cls(experiment, prepared.workload, prepared.traces, prepared.rank_gpu, prepared.tables,
-                   prepared.topology, engine, prepared.compute_provenance, prepared.stage_wall_s,
-                   faults, baseline)
+        return cls(
+            experiment,
+            prepared.workload,
+            prepared.traces,
+            prepared.rank_gpu,
+            prepared.tables,
+            prepared.topology,
+            engine,
+            prepared.compute_provenance,
+            prepared.stage_wall_s,
+            faults,
+            baseline,
+        )
 
 
 @dataclass(frozen=True)
@@ -97,11 +113,20 @@ class CollectiveResult:
 
     def row(self) -> dict[str, Any]:
         """The fields results.json records per size (docs/results.md)."""
-        return {"size_bytes": self.size_bytes, "time_s": self.time_s, "algbw_GBps": self.algbw_GBps,
-                "busbw_GBps": self.busbw_GBps, "algorithm": self.algorithm, "protocol": self.protocol,
-                "channels": self.channels, "flows": self.flows,
-                "predicted_time_s": self.predicted_time_s, "network": dict(self.network),
-                "sim": dict(self.sim), **({"tcp": self.tcp} if self.tcp else {})}
+        return {
+            "size_bytes": self.size_bytes,
+            "time_s": self.time_s,
+            "algbw_GBps": self.algbw_GBps,
+            "busbw_GBps": self.busbw_GBps,
+            "algorithm": self.algorithm,
+            "protocol": self.protocol,
+            "channels": self.channels,
+            "flows": self.flows,
+            "predicted_time_s": self.predicted_time_s,
+            "network": dict(self.network),
+            "sim": dict(self.sim),
+            **({"tcp": self.tcp} if self.tcp else {}),
+        }
 
 
 @dataclass(frozen=True)

@@ -21,15 +21,27 @@ from heterosim.simulate.artifacts import CollectiveResult, CollectiveSpec
 
 def decompose_spec(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes: int) -> CollectivePlan:
     """The collective's flows and dependencies as NCCL would run them (no simulation)."""
-    return decompose_collective(collective_name(spec.op), size_bytes, list(spec.ranks), cluster,
-                                algorithm=spec.algorithm, protocol=spec.protocol,
-                                channels=spec.channels, root=spec.root)
+    return decompose_collective(
+        collective_name(spec.op),
+        size_bytes,
+        list(spec.ranks),
+        cluster,
+        algorithm=spec.algorithm,
+        protocol=spec.protocol,
+        channels=spec.channels,
+        root=spec.root,
+    )
 
 
-def simulate_collective(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes: int,
-                        simulation: SimulationConfig = ENGINE_DEFAULTS, *,
-                        network: NetworkConfig | None = None,
-                        topology: Topology | None = None) -> CollectiveResult:
+def simulate_collective(
+    cluster: ClusterConfig,
+    spec: CollectiveSpec,
+    size_bytes: int,
+    simulation: SimulationConfig = ENGINE_DEFAULTS,
+    *,
+    network: NetworkConfig | None = None,
+    topology: Topology | None = None,
+) -> CollectiveResult:
     """Decompose and simulate one collective of ``size_bytes`` (nccl-tests size).
 
     ``simulation`` gives fidelity, seed, intra-host model and queue pairs (the engine's defaults:
@@ -44,19 +56,36 @@ def simulate_collective(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes
     time_s = engine.makespan_ns * 1e-9
     algbw = size_bytes / time_s / 1e9 if time_s > 0 else 0.0
     return CollectiveResult(
-        op=name, size_bytes=int(size_bytes), time_s=time_s, algbw_GBps=algbw,
-        busbw_GBps=algbw * bus_factor(name, len(spec.ranks)), algorithm=plan.algorithm,
-        protocol=plan.protocol, channels=plan.channels, flows=plan.num_flows,
-        predicted_time_s=plan.predicted_ns * 1e-9, fidelity=engine.fidelity, network=engine.network,
+        op=name,
+        size_bytes=int(size_bytes),
+        time_s=time_s,
+        algbw_GBps=algbw,
+        busbw_GBps=algbw * bus_factor(name, len(spec.ranks)),
+        algorithm=plan.algorithm,
+        protocol=plan.protocol,
+        channels=plan.channels,
+        flows=plan.num_flows,
+        predicted_time_s=plan.predicted_ns * 1e-9,
+        fidelity=engine.fidelity,
+        network=engine.network,
         tcp=dict(engine.tcp["summary"]) if engine.tcp else None,
-        sim={"fidelity": engine.fidelity, "wall_s": engine.wall_s, "events": int(engine.events),
-             **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {})},
+        sim={
+            "fidelity": engine.fidelity,
+            "wall_s": engine.wall_s,
+            "events": int(engine.events),
+            **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
+        },
     )
 
 
-def simulate_collective_sizes(cluster: ClusterConfig, spec: CollectiveSpec, sizes: Iterable[int],
-                              simulation: SimulationConfig = ENGINE_DEFAULTS, *,
-                              network: NetworkConfig | None = None) -> Iterator[CollectiveResult]:
+def simulate_collective_sizes(
+    cluster: ClusterConfig,
+    spec: CollectiveSpec,
+    sizes: Iterable[int],
+    simulation: SimulationConfig = ENGINE_DEFAULTS,
+    *,
+    network: NetworkConfig | None = None,
+) -> Iterator[CollectiveResult]:
     """:func:`simulate_collective` for each size in turn, on one topology (yielded as they finish)."""
     topology = build_topology(cluster)
     network = network if network is not None else default_network()

@@ -36,8 +36,9 @@ from heterosim.workload.generator import Workload, generate_workload
 ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
 
 
-def generate_experiment_workload(experiment: ExperimentConfig, compute: ComputeModel | None = None
-                                 ) -> Workload:
+def generate_experiment_workload(
+    experiment: ExperimentConfig, compute: ComputeModel | None = None
+) -> Workload:
     """The experiment's workload, partitioned with the compute model's layer costs; an explicit
     plan (``parallel.stages``) is placed as written (``workload.rank_gpu``)."""
     compute = compute if compute is not None else ComputeModel(gpus=experiment.cluster.gpus)
@@ -47,9 +48,15 @@ def generate_experiment_workload(experiment: ExperimentConfig, compute: ComputeM
     return workload
 
 
-def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = None,
-                workload: Any = None, gpus: np.ndarray | None = None,
-                plan_cluster: ClusterConfig | None = None, with_topology: bool = True) -> PreparedRun:
+def prepare_run(
+    experiment: ExperimentConfig,
+    *,
+    databases: list[str] | None = None,
+    workload: Any = None,
+    gpus: np.ndarray | None = None,
+    plan_cluster: ClusterConfig | None = None,
+    with_topology: bool = True,
+) -> PreparedRun:
     """Workload, traces, placement, timed plan and topology (no simulation yet).
 
     ``workload`` replaces the generated one (e.g. traces read from Chakra files): any object with
@@ -79,8 +86,9 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
     t1 = time.perf_counter()
     cluster = experiment.cluster
     plan = experiment.parallel.plan
-    custom = place_plan(cluster, plan) if plan is not None and workload.world_size == \
-        plan.world_size else None
+    custom = (
+        place_plan(cluster, plan) if plan is not None and workload.world_size == plan.world_size else None
+    )
     rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
     if custom is not None and hasattr(workload, "rank_gpu"):
         workload.rank_gpu = rank_gpu.tolist()
@@ -96,18 +104,21 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
         fw = experiment.framework
-        ns = add_host_overhead(ns, trace.templates, fw.host_overhead_ns(gpu_type),
-                               fw.tp_collective_overhead_ns(gpu_type))
+        ns = add_host_overhead(
+            ns, trace.templates, fw.host_overhead_ns(gpu_type), fw.tp_collective_overhead_ns(gpu_type)
+        )
         trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
         durations.append(np.asarray(ns, dtype=np.int64))
         counts = np.bincount(trace.template, minlength=len(trace.templates))
-        provenance_time += np.bincount(prov, weights=np.asarray(ns, float) * counts,
-                                       minlength=len(PROVENANCES))
+        provenance_time += np.bincount(
+            prov, weights=np.asarray(ns, float) * counts, minlength=len(PROVENANCES)
+        )
     for note in compute.notes(new_only=True):
         print(f"heterosim: note: {note}", file=sys.stderr)
     total = provenance_time.sum()
-    shares = {name: (float(provenance_time[i] / total) if total else 0.0)
-              for i, name in enumerate(PROVENANCES)}
+    shares = {
+        name: (float(provenance_time[i] / total) if total else 0.0) for i, name in enumerate(PROVENANCES)
+    }
     if keep_trace_durations:
         shares = {**shares, "trace": 1.0}
     network = experiment.network
@@ -116,13 +127,26 @@ def prepare_run(experiment: ExperimentConfig, *, databases: list[str] | None = N
 
     def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
         return decompose_collective(
-            comm_type, size_bytes, gpus, cluster, algorithm=network.collective_algorithm,
-            protocol=network.collective_protocol, channels=network.channels, strict=False,
+            comm_type,
+            size_bytes,
+            gpus,
+            cluster,
+            algorithm=network.collective_algorithm,
+            protocol=network.collective_protocol,
+            channels=network.channels,
+            strict=False,
             granularity=granularity,
         )
 
-    tables = build_plan(traces, rank_gpu, durations, groups, cluster, decompose,
-                        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)))
+    tables = build_plan(
+        traces,
+        rank_gpu,
+        durations,
+        groups,
+        cluster,
+        decompose,
+        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
+    )
     iterations = experiment.simulation.iterations
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1
@@ -157,15 +181,23 @@ def run_experiment(
         print(f"heterosim: note: {note}", file=sys.stderr)
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
     t3 = time.perf_counter()
-    engine = execute_plan(prepared.tables.plan, topology, experiment.network,
-                          experiment.simulation, stop_ns=stop_ns, progress=progress, faults=fault_plan)
+    engine = execute_plan(
+        prepared.tables.plan,
+        topology,
+        experiment.network,
+        experiment.simulation,
+        stop_ns=stop_ns,
+        progress=progress,
+        faults=fault_plan,
+    )
     prepared.stage_wall_s["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
     baseline = None
     if fault_plan is not None and experiment.simulation.fault_baseline:
         t4 = time.perf_counter()
-        baseline = execute_plan(prepared.tables.plan, topology, experiment.network,
-                                experiment.simulation, stop_ns=stop_ns)
+        baseline = execute_plan(
+            prepared.tables.plan, topology, experiment.network, experiment.simulation, stop_ns=stop_ns
+        )
         prepared.stage_wall_s["baseline_engine_s"] = time.perf_counter() - t4
     return RunArtifacts.from_prepared(experiment, prepared, engine, faults=fault_plan, baseline=baseline)
 
@@ -173,8 +205,9 @@ def run_experiment(
 INTRA_HOST_NOTE_MIN_BYTES = 64 << 30  # below this a packet run is short either way
 
 
-def intra_host_note(experiment: ExperimentConfig, plan: Any, topology: Topology,
-                    min_bytes: int = INTRA_HOST_NOTE_MIN_BYTES) -> str | None:
+def intra_host_note(
+    experiment: ExperimentConfig, plan: Any, topology: Topology, min_bytes: int = INTRA_HOST_NOTE_MIN_BYTES
+) -> str | None:
     """A hint for long packet runs whose bytes are mostly copies inside hosts (None otherwise):
     those copies are most of the packet events, and ``simulation.intra_host: flow`` runs them in
     the fluid model while the fabric stays frame by frame."""
@@ -193,10 +226,12 @@ def intra_host_note(experiment: ExperimentConfig, plan: Any, topology: Topology,
     share = float(size[inside].sum()) / total
     if share < 0.5:
         return None
-    return (f"{share:.0%} of the {total / 2**30:,.0f} GiB this packet run moves are copies between "
-            "GPUs of one host (NVLink/PCIe frames: most of its events); --set "
-            "simulation.intra_host=flow runs them in the fluid model and leaves the fabric frame by "
-            "frame (benchmarks/README.md: 5-10x fewer events, iteration within 1 %)")
+    return (
+        f"{share:.0%} of the {total / 2**30:,.0f} GiB this packet run moves are copies between "
+        "GPUs of one host (NVLink/PCIe frames: most of its events); --set "
+        "simulation.intra_host=flow runs them in the fluid model and leaves the fabric frame by "
+        "frame (benchmarks/README.md: 5-10x fewer events, iteration within 1 %)"
+    )
 
 
 def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:

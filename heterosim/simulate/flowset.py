@@ -34,15 +34,29 @@ def simulate_flow_set(scenario: ScenarioConfig, topology: Topology | None = None
     fidelity = sim.fidelity
     if fidelity == "flow":
         fluid = _engine_module("fluid", "the fluid network model")
-        raw = fluid.run_flows_fluid(topology, scenario.network, flows.src, flows.dst,
-                                    flows.size_bytes, flows.start_ns, seed=sim.seed,
-                                    stop_ns=sim.stop_ns)
+        raw = fluid.run_flows_fluid(
+            topology,
+            scenario.network,
+            flows.src,
+            flows.dst,
+            flows.size_bytes,
+            flows.start_ns,
+            seed=sim.seed,
+            stop_ns=sim.stop_ns,
+        )
     else:
         packet = _engine_module("packet", "the packet-level network (use --fidelity flow)")
         raw = packet.run_flows(
-            topology, scenario.network, flows.src, flows.dst, flows.size_bytes, flows.start_ns,
-            flows.priority if flows.explicit_priority else None, stop_ns=sim.stop_ns,
-            sample_interval_ns=sim.sample_interval_ns, seed=sim.seed,
+            topology,
+            scenario.network,
+            flows.src,
+            flows.dst,
+            flows.size_bytes,
+            flows.start_ns,
+            flows.priority if flows.explicit_priority else None,
+            stop_ns=sim.stop_ns,
+            sample_interval_ns=sim.sample_interval_ns,
+            seed=sim.seed,
             acceleration=sim.packet_acceleration,
         )
     return FlowSetRun(scenario, topology, fidelity, raw)
@@ -52,17 +66,24 @@ def with_cc(scenario: ScenarioConfig, cc: str) -> ScenarioConfig:
     """The scenario with ``network.cc`` set to ``cc`` (also in its resolved configuration)."""
     resolved = copy.deepcopy(scenario.resolved)
     resolved["network"] = {**(resolved.get("network") or {}), "cc": cc}
-    return dataclasses.replace(scenario, network=dataclasses.replace(scenario.network, cc=cc),
-                               resolved=resolved)
+    return dataclasses.replace(
+        scenario, network=dataclasses.replace(scenario.network, cc=cc), resolved=resolved
+    )
 
 
-def run_netbench(scenario: ScenarioConfig, out: Path, compare_cc: tuple[str, ...] = (),
-                 simulate_fn: FlowSetFn = simulate_flow_set) -> dict[str, Any]:
+def run_netbench(
+    scenario: ScenarioConfig,
+    out: Path,
+    compare_cc: tuple[str, ...] = (),
+    simulate_fn: FlowSetFn = simulate_flow_set,
+) -> dict[str, Any]:
     """Run a scenario (once, or once per CC into ``out/<cc>/``) and write every output; returns
     results.json's dict. Outputs are staged, so a failed run leaves nothing half-written."""
     if compare_cc and scenario.simulation.fidelity == "flow":
-        raise UserError("--compare-cc: the flow (fluid) model has no congestion control, so every "
-                        "CC would give the same result; use --fidelity packet")
+        raise UserError(
+            "--compare-cc: the flow (fluid) model has no congestion control, so every "
+            "CC would give the same result; use --fidelity packet"
+        )
     topology = build_topology(scenario.cluster)
     with staged_output(out, replace=False) as stage:
         if not compare_cc:
@@ -78,33 +99,42 @@ def run_netbench(scenario: ScenarioConfig, out: Path, compare_cc: tuple[str, ...
             "name": scenario.name,
             "compare_cc": rows,
             "runs": {cc: f"{cc}/results.json" for cc in compare_cc},
-            "scenario": {"source": scenario.source, "pfc": scenario.network.pfc,
-                         "config": scenario.resolved},
-            "sim": {"fidelity": scenario.simulation.fidelity,
-                    "wall_s": round(time.perf_counter() - started, 6),
-                    "seed": scenario.simulation.seed, "version": __version__},
+            "scenario": {"source": scenario.source, "pfc": scenario.network.pfc, "config": scenario.resolved},
+            "sim": {
+                "fidelity": scenario.simulation.fidelity,
+                "wall_s": round(time.perf_counter() - started, 6),
+                "seed": scenario.simulation.seed,
+                "version": __version__,
+            },
         }
         keys = list(rows[0])
-        report.write_csv(stage / "comparison.csv", keys,
-                         ([("" if r[k] is None else r[k]) for k in keys] for r in rows))
+        report.write_csv(
+            stage / "comparison.csv", keys, ([("" if r[k] is None else r[k]) for k in keys] for r in rows)
+        )
         plots.plot_comparison(stage / "comparison.png", rows)
         report.write_json(stage / "results.json", summary)
         return summary
 
 
-def _run_one(scenario: ScenarioConfig, topology: Topology, folder: Path,
-             simulate_fn: FlowSetFn) -> dict[str, Any]:
+def _run_one(
+    scenario: ScenarioConfig, topology: Topology, folder: Path, simulate_fn: FlowSetFn
+) -> dict[str, Any]:
     run = simulate_fn(scenario, topology)
     raw, fidelity = run.raw, run.fidelity
     results = report.build_results(scenario, raw, fidelity, topology)
     report.write_tables(folder, results, raw, topology)
     series = raw.get("series") or {}
     labels = [f"{f['id']}: {f['src']}->{f['dst']}" for f in results["flows"]]
-    plots.plot_rates(folder / "rates.png", series.get("rate"), labels,
-                     report.goodput_series(series.get("rate")))
+    plots.plot_rates(
+        folder / "rates.png", series.get("rate"), labels, report.goodput_series(series.get("rate"))
+    )
     ports = raw.get("ports") or {}
-    plots.plot_queues(folder / "queues.png", series.get("queue"),
-                      report.port_names(raw, topology), ports.get("max_queue_bytes", []))
+    plots.plot_queues(
+        folder / "queues.png",
+        series.get("queue"),
+        report.port_names(raw, topology),
+        ports.get("max_queue_bytes", []),
+    )
     plots.plot_fct(folder / "fct.png", results["flows"], results["sim"]["sim_end_s"])
     report.write_json(folder / "results.json", results)
     return results

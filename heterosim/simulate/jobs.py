@@ -65,56 +65,107 @@ def run_jobs(
     contend (queues, PFC, ECN and CC at packet level; max-min shares in the fluid model)."""
     if fidelity is not None and fidelity != experiment.simulation.fidelity:
         simulation = replace(experiment.simulation, fidelity=fidelity)
-        experiment = replace(experiment, simulation=simulation,
-                             jobs=tuple(replace(j, experiment=replace(j.experiment, simulation=simulation))
-                                        for j in experiment.jobs))
+        experiment = replace(
+            experiment,
+            simulation=simulation,
+            jobs=tuple(
+                replace(j, experiment=replace(j.experiment, simulation=simulation)) for j in experiment.jobs
+            ),
+        )
     stage_wall: dict[str, float] = {}
     cluster = experiment.cluster
     built = []
     for job in experiment.jobs:
         job_exp = _record_granularity(job.experiment)
-        prepared = prepare_run(job_exp, databases=databases, gpus=np.asarray(job.gpus, np.int64),
-                               plan_cluster=cluster, with_topology=False)
+        prepared = prepare_run(
+            job_exp,
+            databases=databases,
+            gpus=np.asarray(job.gpus, np.int64),
+            plan_cluster=cluster,
+            with_topology=False,
+        )
         for key, value in prepared.stage_wall_s.items():
             stage_wall[key] = stage_wall.get(key, 0.0) + value
-        built.append((replace(job_exp, cluster=cluster), prepared.workload, prepared.traces,
-                      prepared.rank_gpu, prepared.tables, prepared.compute_provenance))
+        built.append(
+            (
+                replace(job_exp, cluster=cluster),
+                prepared.workload,
+                prepared.traces,
+                prepared.rank_gpu,
+                prepared.tables,
+                prepared.compute_provenance,
+            )
+        )
     t2 = time.perf_counter()
     topology = build_topology(cluster)
     stage_wall["topology_s"] = time.perf_counter() - t2
-    merged = merge_job_plans([b[4] for b in built], [len(b[3]) for b in built],
-                             [j.start_ns for j in experiment.jobs], cluster.world_size)
+    merged = merge_job_plans(
+        [b[4] for b in built],
+        [len(b[3]) for b in built],
+        [j.start_ns for j in experiment.jobs],
+        cluster.world_size,
+    )
     merged.tables.task_iteration = np.concatenate(
-        [np.concatenate([[0], b[4].task_iteration]) for b in built]).astype(np.int32)
+        [np.concatenate([[0], b[4].task_iteration]) for b in built]
+    ).astype(np.int32)
     sim = experiment.simulation
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
     t3 = time.perf_counter()
     if sample_interval_ns is not None:
         sim = replace(sim, sample_interval_ns=sample_interval_ns)
-    engine = execute_plan(merged.tables.plan, topology, experiment.network, sim, stop_ns=stop_ns,
-                          progress=progress, faults=fault_plan)
+    engine = execute_plan(
+        merged.tables.plan,
+        topology,
+        experiment.network,
+        sim,
+        stop_ns=stop_ns,
+        progress=progress,
+        faults=fault_plan,
+    )
     stage_wall["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
     baseline = None
     if fault_plan is not None and sim.fault_baseline:
         t4 = time.perf_counter()
-        baseline = execute_plan(merged.tables.plan, topology, experiment.network,
-                                replace(sim, sample_interval_ns=0), stop_ns=stop_ns)
+        baseline = execute_plan(
+            merged.tables.plan,
+            topology,
+            experiment.network,
+            replace(sim, sample_interval_ns=0),
+            stop_ns=stop_ns,
+        )
         stage_wall["baseline_engine_s"] = time.perf_counter() - t4
-    jobs = [RunArtifacts(exp, workload, traces, rank_gpu, tables, topology,
-                         _job_engine(engine, merged, j, experiment.jobs[j].start_ns, tables),
-                         shares, stage_wall)
-            for j, (exp, workload, traces, rank_gpu, tables, shares) in enumerate(built)]
+    jobs = [
+        RunArtifacts(
+            exp,
+            workload,
+            traces,
+            rank_gpu,
+            tables,
+            topology,
+            _job_engine(engine, merged, j, experiment.jobs[j].start_ns, tables),
+            shares,
+            stage_wall,
+        )
+        for j, (exp, workload, traces, rank_gpu, tables, shares) in enumerate(built)
+    ]
     return JobsArtifacts(
-        experiment=experiment, jobs=jobs, merged=merged, topology=topology, engine=engine,
+        experiment=experiment,
+        jobs=jobs,
+        merged=merged,
+        topology=topology,
+        engine=engine,
         rank_gpu=np.concatenate([b[3] for b in built]),
-        traces=[t for b in built for t in b[2]], stage_wall_s=stage_wall, faults=fault_plan,
+        traces=[t for b in built for t in b[2]],
+        stage_wall_s=stage_wall,
+        faults=fault_plan,
         baseline=baseline,
     )
 
 
-def _job_engine(engine: EngineResult, merged: MergedPlan, job: int, start_ns: int,
-                tables: PlanTables) -> EngineResult:
+def _job_engine(
+    engine: EngineResult, merged: MergedPlan, job: int, start_ns: int, tables: PlanTables
+) -> EngineResult:
     """Job ``job``'s part of a shared run: its tasks' times relative to its start, its flows and
     its own flow counters (the network counters of the shared run stay with the whole run)."""
     tasks = merged.job_tasks(job)
@@ -133,14 +184,26 @@ def _job_engine(engine: EngineResult, merged: MergedPlan, job: int, start_ns: in
         for key in ("start_ns", "end_ns"):
             job_flows[key] = np.where(job_flows[key] >= 0, job_flows[key] - start_ns, -1)
     retransmits = int(np.sum(job_flows.get("retransmits", np.zeros(0, np.int64))))
-    network = {"flows": int(local_flows.size), "bytes": int(plan.bytes[local_flows].sum()),
-               "retransmits": retransmits}
+    network = {
+        "flows": int(local_flows.size),
+        "bytes": int(plan.bytes[local_flows].sum()),
+        "retransmits": retransmits,
+    }
     unfinished = bool(np.any(end < 0))
     return EngineResult(
-        task_start_ns=start, task_end_ns=end, makespan_ns=int(end.max()) if end.size else 0,
-        events=engine.events, wall_s=engine.wall_s, fidelity=engine.fidelity, network=network,
-        links=engine.links, flows=job_flows, series={}, partial=engine.partial or unfinished,
-        error=engine.error, fault_counts=engine.fault_counts,
+        task_start_ns=start,
+        task_end_ns=end,
+        makespan_ns=int(end.max()) if end.size else 0,
+        events=engine.events,
+        wall_s=engine.wall_s,
+        fidelity=engine.fidelity,
+        network=network,
+        links=engine.links,
+        flows=job_flows,
+        series={},
+        partial=engine.partial or unfinished,
+        error=engine.error,
+        fault_counts=engine.fault_counts,
     )
 
 

@@ -78,8 +78,9 @@ class PlanSearchSettings:
             raise UserError(f"--executor {self.executor}: expected one of {', '.join(EXECUTORS)}")
 
 
-def _run_data(candidate: Candidate, base: dict[str, Any], fidelity: str,
-              granularity: str | None) -> dict[str, Any]:
+def _run_data(
+    candidate: Candidate, base: dict[str, Any], fidelity: str, granularity: str | None
+) -> dict[str, Any]:
     data = candidate.experiment_data(base)
     sim = dict(data.get("simulation") or {})
     sim["fidelity"] = fidelity
@@ -103,15 +104,18 @@ def _compact(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[str],
-               settings: PlanSearchSettings) -> None:
+def _check_out(
+    out_dir: Path, store: ResultStore, source: str, overrides: list[str], settings: PlanSearchSettings
+) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise UserError(f"--out {out_dir}: exists and is not a folder")
     if not store.exists():
         return
     if not settings.resume:
-        raise UserError(f"--out {out_dir}: already holds a plan search; pass --resume to continue "
-                        "it, or choose another --out")
+        raise UserError(
+            f"--out {out_dir}: already holds a plan search; pass --resume to continue "
+            "it, or choose another --out"
+        )
     manifest = out_dir / "search.json"
     if manifest.exists():
         try:
@@ -119,16 +123,21 @@ def _check_out(out_dir: Path, store: ResultStore, source: str, overrides: list[s
         except json.JSONDecodeError:
             return
         if previous.get("experiment") != source or previous.get("overrides") != overrides:
-            raise UserError(f"--resume: {out_dir} holds a search of {previous.get('experiment')} "
-                            f"with --set {previous.get('overrides')}; choose another --out")
+            raise UserError(
+                f"--resume: {out_dir} holds a search of {previous.get('experiment')} "
+                f"with --set {previous.get('overrides')}; choose another --out"
+            )
         before = (previous.get("settings") or {}).get("granularity")
         if before != settings.granularity:
-            raise UserError(f"--resume: {out_dir} holds runs with --granularity {before}, not "
-                            f"{settings.granularity}; choose another --out")
+            raise UserError(
+                f"--resume: {out_dir} holds runs with --granularity {before}, not "
+                f"{settings.granularity}; choose another --out"
+            )
 
 
-def _execute(tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
-             settings: PlanSearchSettings) -> None:
+def _execute(
+    tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None], settings: PlanSearchSettings
+) -> None:
     if not tasks:
         return
     if settings.executor == "ray":
@@ -144,14 +153,22 @@ def _execute(tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], N
 def _row(a: Assessment, estimate: float | None, chosen: bool) -> dict[str, Any]:
     c = a.candidate
     row: dict[str, Any] = {
-        "id": c.id, "label": c.label, "kind": c.kind, "default": c.default,
-        "parallel": c.parallel, "micro_batch": c.micro_batch,
+        "id": c.id,
+        "label": c.label,
+        "kind": c.kind,
+        "default": c.default,
+        "parallel": c.parallel,
+        "micro_batch": c.micro_batch,
         "status": "pruned" if not a.ok else ("pending" if chosen else "not_simulated"),
-        "pruned": a.pruned, "reason": a.reason or None,
+        "pruned": a.pruned,
+        "reason": a.reason or None,
         "estimate_s": estimate,
         "memory_gib": {g: round(b / GIB, 3) for g, b in sorted(a.memory_bytes.items())},
-        "capacity_gib": ({g: round(a.experiment.cluster.gpu_spec(g).memory_bytes / GIB, 3)
-                          for g in sorted(a.memory_bytes)} if a.experiment else {}),
+        "capacity_gib": (
+            {g: round(a.experiment.cluster.gpu_spec(g).memory_bytes / GIB, 3) for g in sorted(a.memory_bytes)}
+            if a.experiment
+            else {}
+        ),
     }
     if a.ok and not chosen:
         row["reason"] = "pre-ranked out: analytic estimate not among the best --max-candidates"
@@ -162,8 +179,13 @@ def _row(a: Assessment, estimate: float | None, chosen: bool) -> dict[str, Any]:
     return row
 
 
-def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str | Path,
-                 settings: PlanSearchSettings, log: LogFn | None = None) -> PlanSearchResult:
+def search_plans(
+    experiment_path: str | Path,
+    overrides: list[str],
+    out_dir: str | Path,
+    settings: PlanSearchSettings,
+    log: LogFn | None = None,
+) -> PlanSearchResult:
     """Search plans for the experiment; write the outputs (module docstring); return them."""
     settings.check()
     if settings.executor == "ray":
@@ -191,16 +213,24 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
     chosen = select(assessments, estimates, settings.max_candidates)
     chosen_ids = {a.candidate.id for a in chosen}
     pruned = sum(1 for a in assessments if not a.ok)
-    log(f"heterosim plan: {exp.name}: {len(candidates)} candidates on {exp.cluster.world_size} "
-        f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(chosen)} to simulate in flow fidelity")
+    log(
+        f"heterosim plan: {exp.name}: {len(candidates)} candidates on {exp.cluster.world_size} "
+        f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(chosen)} to simulate in flow fidelity"
+    )
 
     if not (out_dir / "results.jsonl").is_file():  # a new search: never into a user's folder
         check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out_dir)
-    _write_json(out_dir / "search.json", {
-        "experiment": str(path), "overrides": list(overrides), "settings": settings.__dict__,
-        "candidates": [{"id": c.id, "label": c.label} for c in candidates]})
+    _write_json(
+        out_dir / "search.json",
+        {
+            "experiment": str(path),
+            "overrides": list(overrides),
+            "settings": settings.__dict__,
+            "candidates": [{"id": c.id, "label": c.label} for c in candidates],
+        },
+    )
     done = {k: v for k, v in store.latest().items() if v.get("status") == OK}
     by_id = {a.candidate.id: a for a in assessments}
 
@@ -218,19 +248,18 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
                 continue
             cand = by_id[cid].candidate
             data = _run_data(cand, base, fidelity, settings.granularity)
-            out.append(RunTask(id=cid + suffix, label=f"{cand.label} ({fidelity})",
-                               source=str(path), data=data))
+            out.append(
+                RunTask(id=cid + suffix, label=f"{cand.label} ({fidelity})", source=str(path), data=data)
+            )
         return out
 
     flow_tasks = tasks_for([a.candidate.id for a in chosen], "flow", "")
     if len(chosen) - len(flow_tasks):
-        log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running "
-            f"{len(flow_tasks)}")
+        log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running {len(flow_tasks)}")
     _execute(flow_tasks, finish, settings)
     records = store.latest()
 
-    rows = [_row(a, estimates.get(a.candidate.id), a.candidate.id in chosen_ids)
-            for a in assessments]
+    rows = [_row(a, estimates.get(a.candidate.id), a.candidate.id in chosen_ids) for a in assessments]
     for row in rows:
         rec = records.get(row["id"])
         if row["status"] != "pending":
@@ -239,29 +268,38 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
             row["status"] = "error"
             row["reason"] = (rec or {}).get("error") or "not run"
             continue
-        row.update(status="simulated", iteration_time_s=rec["iteration_time_s"],
-                   breakdown=rec["breakdown"], network=rec["network"], sim=rec["sim"],
-                   why=why(rec["breakdown"], rec["iteration_time_s"]))
+        row.update(
+            status="simulated",
+            iteration_time_s=rec["iteration_time_s"],
+            breakdown=rec["breakdown"],
+            network=rec["network"],
+            sim=rec["sim"],
+            why=why(rec["breakdown"], rec["iteration_time_s"]),
+        )
     ranked = order(rows)
     for i, row in enumerate(ranked):
         row["rank"] = i + 1
 
-    verify_ids = [r["id"] for r in ranked[:settings.verify]]
+    verify_ids = [r["id"] for r in ranked[: settings.verify]]
     if verify_ids:
         log(f"verifying the best {len(verify_ids)} at packet fidelity")
         _execute(tasks_for(verify_ids, "packet", "-packet"), finish, settings)
         records = store.latest()
-        for row in ranked[:settings.verify]:
+        for row in ranked[: settings.verify]:
             rec = records.get(row["id"] + "-packet")
             if rec and rec.get("status") == OK:
-                row["packet"] = {"iteration_time_s": rec["iteration_time_s"],
-                                 "breakdown": rec["breakdown"], "network": rec["network"],
-                                 "sim": rec["sim"]}
+                row["packet"] = {
+                    "iteration_time_s": rec["iteration_time_s"],
+                    "breakdown": rec["breakdown"],
+                    "network": rec["network"],
+                    "sim": rec["sim"],
+                }
             else:
                 row["packet"] = {"error": (rec or {}).get("error") or "not run"}
 
-    results = _results(exp, path, overrides, settings, candidates, rows, ranked,
-                       time.perf_counter() - started)
+    results = _results(
+        exp, path, overrides, settings, candidates, rows, ranked, time.perf_counter() - started
+    )
     _write_json(out_dir / "results.json", results)
     best_plan = None
     if ranked:
@@ -275,9 +313,16 @@ def search_plans(experiment_path: str | Path, overrides: list[str], out_dir: str
     return PlanSearchResult(results=results, out_dir=out_dir, best_plan=best_plan)
 
 
-def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSettings,
-             candidates: list[Candidate], rows: list[dict[str, Any]], ranked: list[dict[str, Any]],
-             wall_s: float) -> dict[str, Any]:
+def _results(
+    exp: Any,
+    path: Path,
+    overrides: list[str],
+    settings: PlanSearchSettings,
+    candidates: list[Candidate],
+    rows: list[dict[str, Any]],
+    ranked: list[dict[str, Any]],
+    wall_s: float,
+) -> dict[str, Any]:
     default = next(r for r in rows if r["default"])
     best = ranked[0] if ranked else None
     simulated = [r for r in rows if r["status"] == "simulated"]
@@ -292,18 +337,29 @@ def _results(exp: Any, path: Path, overrides: list[str], settings: PlanSearchSet
         for k, v in (r.get("network") or {}).items():
             if isinstance(v, (int, float)):
                 network[k] = network.get(k, 0) + v
-    sim = {"fidelity": "flow", "version": __version__, "runs": len(simulated),
-           "wall_s": sum(float((r.get("sim") or {}).get("wall_s") or 0.0) for r in simulated),
-           "events": sum(int((r.get("sim") or {}).get("events") or 0) for r in simulated),
-           "search_wall_s": wall_s}
+    sim = {
+        "fidelity": "flow",
+        "version": __version__,
+        "runs": len(simulated),
+        "wall_s": sum(float((r.get("sim") or {}).get("wall_s") or 0.0) for r in simulated),
+        "events": sum(int((r.get("sim") or {}).get("events") or 0) for r in simulated),
+        "search_wall_s": wall_s,
+    }
     return {
-        "search": {"experiment": str(path), "overrides": list(overrides), "model": exp.model.name,
-                   "cluster": exp.cluster.name, "world_size": exp.cluster.world_size,
-                   "global_batch": exp.training.global_batch,
-                   "max_candidates": settings.max_candidates,
-                   "micro_batches": list(settings.micro_batches),
-                   "granularity": settings.granularity or exp.simulation.collective_granularity,
-                   "candidates": len(candidates), "status": status, "pruned": pruned},
+        "search": {
+            "experiment": str(path),
+            "overrides": list(overrides),
+            "model": exp.model.name,
+            "cluster": exp.cluster.name,
+            "world_size": exp.cluster.world_size,
+            "global_batch": exp.training.global_batch,
+            "max_candidates": settings.max_candidates,
+            "micro_batches": list(settings.micro_batches),
+            "granularity": settings.granularity or exp.simulation.collective_granularity,
+            "candidates": len(candidates),
+            "status": status,
+            "pruned": pruned,
+        },
         "iteration_time_s": best["iteration_time_s"] if best else None,
         "best": best["id"] if best else None,
         "default": default["id"],

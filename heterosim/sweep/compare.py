@@ -65,8 +65,10 @@ def sides_from_arguments(experiments: list[str], variants: list[str]) -> tuple[S
         if parsed[0][0] == parsed[1][0]:
             raise UserError(f"--variant: both variants are named {parsed[0][0]!r}; give them different names")
         return Side(parsed[0][0], path, parsed[0][1]), Side(parsed[1][0], path, parsed[1][1])
-    raise UserError("compare: give two experiment files (A.yaml B.yaml), or one experiment file "
-                    "with one or two --variant NAME:KEY=VALUE[,KEY=VALUE]")
+    raise UserError(
+        "compare: give two experiment files (A.yaml B.yaml), or one experiment file "
+        "with one or two --variant NAME:KEY=VALUE[,KEY=VALUE]"
+    )
 
 
 def _experiment_label(path: Path) -> str:
@@ -80,8 +82,15 @@ def _has_key(overrides: list[str], key: str) -> bool:
     return any(item.split("=", 1)[0].strip() == key for item in overrides)
 
 
-def prepare_sides(side_a: Side, side_b: Side, out_dir: Path, *, common: list[str] | None = None,
-                  fidelity: str | None = None, plots: bool = True) -> tuple[list[RunTask], list[dict]]:
+def prepare_sides(
+    side_a: Side,
+    side_b: Side,
+    out_dir: Path,
+    *,
+    common: list[str] | None = None,
+    fidelity: str | None = None,
+    plots: bool = True,
+) -> tuple[list[RunTask], list[dict]]:
     """Validated tasks for both sides (paired seeds) and their descriptions for comparison.json."""
     common = list(common or [])
     if fidelity:
@@ -93,17 +102,34 @@ def prepare_sides(side_a: Side, side_b: Side, out_dir: Path, *, common: list[str
         paired = [] if _has_key(side.overrides, "simulation.seed") else [f"simulation.seed={seed}"]
         overrides = common + paired + side.overrides
         try:
-            tasks.append(prepare_task(side.experiment, overrides, task_id=folder, label=side.label,
-                                      out_dir=out_dir / folder, plots=plots))
+            tasks.append(
+                prepare_task(
+                    side.experiment,
+                    overrides,
+                    task_id=folder,
+                    label=side.label,
+                    out_dir=out_dir / folder,
+                    plots=plots,
+                )
+            )
         except UserError as exc:
             raise UserError(f"side {folder} ({side.label}): {str(exc).strip().splitlines()[0]}") from None
-        described.append({"label": side.label, "experiment": str(side.experiment), "overrides": overrides,
-                          "dir": folder})
+        described.append(
+            {"label": side.label, "experiment": str(side.experiment), "overrides": overrides, "dir": folder}
+        )
     return tasks, described
 
 
-def compare(side_a: Side, side_b: Side, out_dir: str | Path, *, common: list[str] | None = None,
-            fidelity: str | None = None, workers: int = 2, plots: bool = True) -> dict[str, Any]:
+def compare(
+    side_a: Side,
+    side_b: Side,
+    out_dir: str | Path,
+    *,
+    common: list[str] | None = None,
+    fidelity: str | None = None,
+    workers: int = 2,
+    plots: bool = True,
+) -> dict[str, Any]:
     """Run both sides with paired seeds, write comparison.* and OUT/A, OUT/B; return comparison.json.
 
     ``plots`` controls each side's run plots; comparison.png is always written.

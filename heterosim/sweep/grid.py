@@ -35,10 +35,28 @@ from heterosim.config.fields import parse_override_value, positive_int, read_yam
 from heterosim.config.limits import check_sweep_size
 from heterosim.errors import UserError
 
-EXPERIMENT_SECTIONS = ("name", "model", "training", "parallel", "cluster", "network", "simulation",
-                       "jobs", "faults")
-SWEEP_KEYS = ("name", "experiment", "fidelity", "set", "grid", "metrics", "workers", "description",
-              "max_variants")
+EXPERIMENT_SECTIONS = (
+    "name",
+    "model",
+    "training",
+    "parallel",
+    "cluster",
+    "network",
+    "simulation",
+    "jobs",
+    "faults",
+)
+SWEEP_KEYS = (
+    "name",
+    "experiment",
+    "fidelity",
+    "set",
+    "grid",
+    "metrics",
+    "workers",
+    "description",
+    "max_variants",
+)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a sweep name is one folder name
 SEED_KEY = "simulation.seed"
 DEFAULT_METRICS = ("iteration_time_s",)
@@ -59,8 +77,10 @@ class Variant:
 
     def override_strings(self, base_dir: Path) -> list[str]:
         """``key=value`` strings for :func:`~heterosim.config.experiment.apply_overrides`."""
-        return [f"{key}={json.dumps(resolve_value(key, value, base_dir))}"
-                for key, value in self.overrides.items()]
+        return [
+            f"{key}={json.dumps(resolve_value(key, value, base_dir))}"
+            for key, value in self.overrides.items()
+        ]
 
     def label(self) -> str:
         return " ".join(f"{key}={format_value(value)}" for key, value in self.point.items()) or "base"
@@ -123,8 +143,10 @@ def _check_key(source: str, where: str, key: Any) -> str:
     if not isinstance(key, str) or not key.strip() or any(not p for p in key.split(".")):
         raise UserError(f"{source}: {where}: {key!r}: expected a dotted experiment key such as network.cc")
     if key.split(".")[0] not in EXPERIMENT_SECTIONS:
-        raise UserError(f"{source}: {where}.{key}: unknown experiment section {key.split('.')[0]!r}; "
-                        f"expected one of: {', '.join(EXPERIMENT_SECTIONS)}")
+        raise UserError(
+            f"{source}: {where}.{key}: unknown experiment section {key.split('.')[0]!r}; "
+            f"expected one of: {', '.join(EXPERIMENT_SECTIONS)}"
+        )
     return key
 
 
@@ -171,8 +193,10 @@ def _metrics(source: str, raw: Any) -> tuple[str, ...]:
         raise UserError(f"{source}: metrics: expected a list of result keys such as iteration_time_s")
     for metric in raw:
         if metric.split(".")[0] not in METRIC_ROOTS:
-            raise UserError(f"{source}: metrics: {metric!r}: expected iteration_time_s, makespan_s or a "
-                            f"key under breakdown., throughput., network., sim. or jobs.")
+            raise UserError(
+                f"{source}: metrics: {metric!r}: expected iteration_time_s, makespan_s or a "
+                f"key under breakdown., throughput., network., sim. or jobs."
+            )
     return tuple(raw)
 
 
@@ -184,8 +208,9 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
         raise UserError(f"{source}: {unknown[0]}: unknown key; expected one of: {', '.join(SWEEP_KEYS)}")
     experiment = data.get("experiment")
     if not isinstance(experiment, str) or not experiment:
-        raise UserError(f"{source}: experiment: missing; expected the base experiment file, "
-                        f"relative to the sweep file")
+        raise UserError(
+            f"{source}: experiment: missing; expected the base experiment file, relative to the sweep file"
+        )
     experiment_path = Path(experiment)
     if not experiment_path.is_absolute():
         experiment_path = (path.parent / experiment_path).resolve()
@@ -196,15 +221,18 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
         require_choice(f"{source}: fidelity", fidelity, FIDELITIES)
     name = data.get("name", re.sub(r"[^A-Za-z0-9._-]+", "_", path.stem).lstrip("._-") or "sweep")
     if not isinstance(name, str) or not NAME.match(name):
-        raise UserError(f"{source}: name: expected a plain folder name (letters, digits, . _ -; "
-                        f"no / or ..), got {name!r:.60}")
+        raise UserError(
+            f"{source}: name: expected a plain folder name (letters, digits, . _ -; "
+            f"no / or ..), got {name!r:.60}"
+        )
     if "max_variants" in data:
         max_variants = positive_int(data["max_variants"], "max_variants", source, maximum=10**7)
     else:
         max_variants = None
     workers = data.get("workers")
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
-                                or not 1 <= workers <= 256):
+    if workers is not None and (
+        not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= 256
+    ):
         raise UserError(f"{source}: workers: expected a positive integer up to 256, got {workers!r}")
     grid = _grid(source, data.get("grid"))
     check_sweep_size(source, [len(v) for v in grid.values()], max_variants)
@@ -218,10 +246,20 @@ def parse_sweep(data: dict[str, Any], path: Path) -> SweepSpec:
         if key == "cluster":
             for value in values:
                 if isinstance(value, str) and not Path(resolve_value(key, value, path.parent)).is_file():
-                    raise UserError(f"{source}: grid.cluster: {value}: file not found "
-                                    f"(paths are relative to the sweep file)")
-    return SweepSpec(source=path, name=name, experiment=experiment_path, fidelity=fidelity, fixed=fixed,
-                     grid=grid, metrics=_metrics(source, data.get("metrics")), workers=workers)
+                    raise UserError(
+                        f"{source}: grid.cluster: {value}: file not found "
+                        f"(paths are relative to the sweep file)"
+                    )
+    return SweepSpec(
+        source=path,
+        name=name,
+        experiment=experiment_path,
+        fidelity=fidelity,
+        fixed=fixed,
+        grid=grid,
+        metrics=_metrics(source, data.get("metrics")),
+        workers=workers,
+    )
 
 
 def load_sweep(path: str | Path) -> SweepSpec:

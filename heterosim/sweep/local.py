@@ -68,9 +68,11 @@ def _terminate(pool: ProcessPoolExecutor) -> None:
 
 
 def _crash_record(task: RunTask) -> dict[str, Any]:
-    return error_record(task.id, task.label,
-                        "the worker process died while running this variant (simulator crash or "
-                        "out of memory)")
+    return error_record(
+        task.id,
+        task.label,
+        "the worker process died while running this variant (simulator crash or out of memory)",
+    )
 
 
 def _run_shared_pool(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> list[RunTask]:

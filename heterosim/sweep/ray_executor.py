@@ -24,8 +24,10 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise UserError(f"--executor ray: the ray package is not installed; install the extra with "
-                        f"{INSTALL_HINT} (or use --executor local)") from None
+        raise UserError(
+            f"--executor ray: the ray package is not installed; install the extra with "
+            f"{INSTALL_HINT} (or use --executor local)"
+        ) from None
     return ray
 
 
@@ -36,8 +38,12 @@ def run_ray(tasks: Sequence[RunTask], on_done: DoneFn, address: str | None = Non
         return
     if not ray.is_initialized():
         try:
-            ray.init(address=address or None, ignore_reinit_error=True, logging_level="WARNING",
-                     log_to_driver=False)
+            ray.init(
+                address=address or None,
+                ignore_reinit_error=True,
+                logging_level="WARNING",
+                log_to_driver=False,
+            )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             where = address or "a local Ray instance"
             raise UserError(f"--address {where}: cannot connect to Ray: {one_line(exc)}") from None

@@ -56,10 +56,16 @@ def _write_json(path: Path, data: Any) -> None:
 
 def _manifest(spec: SweepSpec, variants: list[Variant]) -> dict[str, Any]:
     return {
-        "name": spec.name, "source": str(spec.source), "experiment": str(spec.experiment),
-        "fidelity": spec.fidelity, "set": spec.fixed, "grid": spec.grid, "metrics": list(spec.metrics),
-        "variants": [{"id": v.id, "index": v.index, "point": v.point, "overrides": v.overrides}
-                     for v in variants],
+        "name": spec.name,
+        "source": str(spec.source),
+        "experiment": str(spec.experiment),
+        "fidelity": spec.fidelity,
+        "set": spec.fixed,
+        "grid": spec.grid,
+        "metrics": list(spec.metrics),
+        "variants": [
+            {"id": v.id, "index": v.index, "point": v.point, "overrides": v.overrides} for v in variants
+        ],
     }
 
 
@@ -67,8 +73,10 @@ def _check_resume(out_dir: Path, spec: SweepSpec, store: ResultStore, resume: bo
     if not store.exists():
         return
     if not resume:
-        raise UserError(f"--out {out_dir}: already holds results of a sweep; pass --resume to "
-                        f"continue it, or choose another --out")
+        raise UserError(
+            f"--out {out_dir}: already holds results of a sweep; pass --resume to "
+            f"continue it, or choose another --out"
+        )
     manifest_path = out_dir / "sweep.json"
     if manifest_path.exists():
         try:
@@ -76,13 +84,24 @@ def _check_resume(out_dir: Path, spec: SweepSpec, store: ResultStore, resume: bo
         except json.JSONDecodeError:
             return
         if previous.get("experiment") != str(spec.experiment):
-            raise UserError(f"--resume: {out_dir} holds a sweep of {previous.get('experiment')}, not "
-                            f"{spec.experiment}; choose another --out")
+            raise UserError(
+                f"--resume: {out_dir} holds a sweep of {previous.get('experiment')}, not "
+                f"{spec.experiment}; choose another --out"
+            )
 
 
-def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", workers: int | None = None,
-              address: str | None = None, resume: bool = False, retry_failed: bool = False,
-              plots: bool = True, log: LogFn | None = None) -> SweepOutcome:
+def run_sweep(
+    spec: SweepSpec,
+    out_dir: str | Path,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    resume: bool = False,
+    retry_failed: bool = False,
+    plots: bool = True,
+    log: LogFn | None = None,
+) -> SweepOutcome:
     """Run every variant of ``spec`` not yet in ``out_dir``'s store; return what was done."""
     if executor not in EXECUTORS:
         raise UserError(f"--executor {executor}: expected one of {', '.join(EXECUTORS)}")
@@ -107,12 +126,13 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
     _check_resume(out_dir, spec, store, resume)
     variants = spec.variants()
     _write_json(out_dir / "sweep.json", _manifest(spec, variants))
-    log(f"heterosim sweep: {spec.name}: {len(variants)} variants of {spec.experiment.name} "
-        f"({executor} executor) -> {out_dir}/")
+    log(
+        f"heterosim sweep: {spec.name}: {len(variants)} variants of {spec.experiment.name} "
+        f"({executor} executor) -> {out_dir}/"
+    )
 
     done = store.latest()
-    todo = [v for v in variants
-            if v.id not in done or (retry_failed and done[v.id].get("status") == ERROR)]
+    todo = [v for v in variants if v.id not in done or (retry_failed and done[v.id].get("status") == ERROR)]
     outcome = SweepOutcome(variants=len(variants), skipped=len(variants) - len(todo))
     by_id = {v.id: v for v in variants}
     total = len(todo)
@@ -132,9 +152,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
         if record["status"] != OK:
             outcome.failed.append(variant.id)
         metrics = record.get("metrics") or {}
-        detail = (f"iteration {metrics['iteration_time_s'] * 1e3:.3f} ms"
-                  if record["status"] == OK and metrics.get("iteration_time_s") is not None
-                  else record.get("error") or "")
+        detail = (
+            f"iteration {metrics['iteration_time_s'] * 1e3:.3f} ms"
+            if record["status"] == OK and metrics.get("iteration_time_s") is not None
+            else record.get("error") or ""
+        )
         log(f"[{len(outcome.ran)}/{total}] {record['status']:<7} {variant.id}  {variant.label()}  {detail}")
 
     tasks: list[RunTask] = []
@@ -143,24 +165,41 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, executor: str = "local", 
             _run_tasks(todo, tasks, finish, spec, executor, workers, address)
     except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: workers are stopped; say what is kept
         reason, status = interrupt_status(exc)
-        raise Interrupted(f"{reason}: {len(outcome.ran)} of {total} variants finished and are "
-                          f"recorded in {out_dir}/results.jsonl; --resume runs the rest",
-                          status) from None
+        raise Interrupted(
+            f"{reason}: {len(outcome.ran)} of {total} variants finished and are "
+            f"recorded in {out_dir}/results.jsonl; --resume runs the rest",
+            status,
+        ) from None
     finally:
         outcome.summary = write_summary(out_dir, variants, store.latest(), spec.metrics, plots=plots)
     return outcome
 
 
-def _run_tasks(todo: list[Variant], tasks: list[RunTask], finish: Callable[[RunTask, dict[str, Any]], None],
-               spec: SweepSpec, executor: str, workers: int | None, address: str | None) -> None:
+def _run_tasks(
+    todo: list[Variant],
+    tasks: list[RunTask],
+    finish: Callable[[RunTask, dict[str, Any]], None],
+    spec: SweepSpec,
+    executor: str,
+    workers: int | None,
+    address: str | None,
+) -> None:
     """Prepare every variant's task (a bad one is recorded as an error) and run them."""
     for variant in todo:
         try:
-            tasks.append(prepare_task(spec.experiment, variant.override_strings(spec.base_dir),
-                                      task_id=variant.id, label=variant.label()))
+            tasks.append(
+                prepare_task(
+                    spec.experiment,
+                    variant.override_strings(spec.base_dir),
+                    task_id=variant.id,
+                    label=variant.label(),
+                )
+            )
         except UserError as exc:
-            finish(RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
-                   error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]))
+            finish(
+                RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
+                error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]),
+            )
     if executor == "ray":
         from heterosim.sweep.ray_executor import run_ray
 

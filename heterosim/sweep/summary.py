@@ -22,12 +22,22 @@ from heterosim.sweep.grid import SEED_KEY, Variant, format_value
 
 SUMMARY_METRICS = (
     "iteration_time_s",
-    "breakdown.compute_s", "breakdown.exposed_comm_s", "breakdown.bubble_s",
-    "breakdown.intra_host_comm_s", "breakdown.inter_host_comm_s",
-    "throughput.tokens_per_s", "throughput.tflops_per_gpu",
-    "network.flows", "network.bytes", "network.drops", "network.retransmits",
-    "network.pfc_pause_frames", "network.ecn_marks", "network.cnps",
-    "sim.events", "sim.wall_s",
+    "breakdown.compute_s",
+    "breakdown.exposed_comm_s",
+    "breakdown.bubble_s",
+    "breakdown.intra_host_comm_s",
+    "breakdown.inter_host_comm_s",
+    "throughput.tokens_per_s",
+    "throughput.tflops_per_gpu",
+    "network.flows",
+    "network.bytes",
+    "network.drops",
+    "network.retransmits",
+    "network.pfc_pause_frames",
+    "network.ecn_marks",
+    "network.cnps",
+    "sim.events",
+    "sim.wall_s",
 )
 
 
@@ -38,8 +48,9 @@ def metric_values(results: dict[str, Any], metrics: Sequence[str] = SUMMARY_METR
     return {m: lookup(results, m) for m in dict.fromkeys([*SUMMARY_METRICS, *per_job, *metrics])}
 
 
-def summary_rows(variants: Sequence[Variant], records: dict[str, dict[str, Any]],
-                 metrics: Sequence[str]) -> list[dict[str, Any]]:
+def summary_rows(
+    variants: Sequence[Variant], records: dict[str, dict[str, Any]], metrics: Sequence[str]
+) -> list[dict[str, Any]]:
     """One row per variant of the current grid, in grid order; ``pending`` where not run yet."""
     rows = []
     for variant in variants:
@@ -60,8 +71,9 @@ def _stats(values: list[float]) -> dict[str, float]:
     return {"mean": mean, "min": min(values), "max": max(values), "std": std}
 
 
-def seed_groups(variants: Sequence[Variant], records: dict[str, dict[str, Any]],
-                metrics: Sequence[str]) -> list[dict[str, Any]]:
+def seed_groups(
+    variants: Sequence[Variant], records: dict[str, dict[str, Any]], metrics: Sequence[str]
+) -> list[dict[str, Any]]:
     """Statistics over seeds (successful runs only) per combination of the other grid values."""
     groups: dict[str, dict[str, Any]] = {}
     for variant in variants:
@@ -111,8 +123,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def plot_metric_vs_parameter(path: Path, variants: Sequence[Variant], records: dict[str, dict[str, Any]],
-                             metric: str, parameter: str) -> bool:
+def plot_metric_vs_parameter(
+    path: Path, variants: Sequence[Variant], records: dict[str, dict[str, Any]], metric: str, parameter: str
+) -> bool:
     """Metric (mean over seeds, min..max error bars) against one grid key; False if nothing to plot."""
     import matplotlib
 
@@ -153,8 +166,9 @@ def plot_metric_vs_parameter(path: Path, variants: Sequence[Variant], records: d
     ax.set_xlabel(parameter)
     ax.set_ylabel(metric + unit)
     seeds = parameter != SEED_KEY and any(SEED_KEY in v.point for v in variants)
-    ax.set_title(f"{metric} vs {parameter}" + (" (mean over seeds, bars: min..max)" if seeds else ""),
-                 fontsize=10)
+    ax.set_title(
+        f"{metric} vs {parameter}" + (" (mean over seeds, bars: min..max)" if seeds else ""), fontsize=10
+    )
     ax.grid(alpha=0.3)
     if len(series) > 1 or seeds:
         ax.legend(fontsize=8)
@@ -164,8 +178,13 @@ def plot_metric_vs_parameter(path: Path, variants: Sequence[Variant], records: d
     return True
 
 
-def write_summary(out_dir: Path, variants: Sequence[Variant], records: dict[str, dict[str, Any]],
-                  metrics: Sequence[str], plots: bool = True) -> dict[str, Any]:
+def write_summary(
+    out_dir: Path,
+    variants: Sequence[Variant],
+    records: dict[str, dict[str, Any]],
+    metrics: Sequence[str],
+    plots: bool = True,
+) -> dict[str, Any]:
     """Write summary.csv, summary.json and the plots; return summary.json's content."""
     out_dir = Path(out_dir)
     rows = summary_rows(variants, records, metrics)
@@ -181,7 +200,13 @@ def write_summary(out_dir: Path, variants: Sequence[Variant], records: dict[str,
                 name = f"{_slug(metric)}_vs_{_slug(parameter)}.png"
                 if plot_metric_vs_parameter(out_dir / name, variants, records, metric, parameter):
                     plot_files.append(name)
-    summary = {"variants": len(rows), "status": counts, "metrics": list(metrics),
-               "groups": seed_groups(variants, records, metrics), "rows": rows, "plots": plot_files}
+    summary = {
+        "variants": len(rows),
+        "status": counts,
+        "metrics": list(metrics),
+        "groups": seed_groups(variants, records, metrics),
+        "rows": rows,
+        "plots": plot_files,
+    }
     _atomic_text(out_dir / "summary.json", json.dumps(summary, indent=2, sort_keys=True, default=str))
     return summary

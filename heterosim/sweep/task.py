@@ -49,8 +49,15 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def prepare_task(experiment_path: str | Path, overrides: list[str], *, task_id: str, label: str,
-                 out_dir: str | Path | None = None, plots: bool = False) -> RunTask:
+def prepare_task(
+    experiment_path: str | Path,
+    overrides: list[str],
+    *,
+    task_id: str,
+    label: str,
+    out_dir: str | Path | None = None,
+    plots: bool = False,
+) -> RunTask:
     """Read, override and validate an experiment; return the task (UserError if invalid)."""
     path = Path(experiment_path)
     data = apply_overrides(read_yaml_mapping(path), overrides, str(path))
@@ -71,8 +78,15 @@ def prepare_task(experiment_path: str | Path, overrides: list[str], *, task_id: 
             inlined = read_yaml_mapping(job_path)
             inlined.pop("cluster", None)
             job["experiment"] = inlined
-    return RunTask(id=task_id, label=label, source=str(path), data=data, overrides=list(overrides),
-                   out_dir=str(out_dir) if out_dir is not None else None, plots=plots)
+    return RunTask(
+        id=task_id,
+        label=label,
+        source=str(path),
+        data=data,
+        overrides=list(overrides),
+        out_dir=str(out_dir) if out_dir is not None else None,
+        plots=plots,
+    )
 
 
 def error_record(task_id: str, label: str, message: str, trace: str | None = None) -> dict[str, Any]:
@@ -91,8 +105,9 @@ def execute_task(task: RunTask) -> dict[str, Any]:
     started = time.perf_counter()
     where = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        experiment = parse_any_experiment(copy.deepcopy(task.data), task.source,
-                                          base_dir=Path(task.source).parent)
+        experiment = parse_any_experiment(
+            copy.deepcopy(task.data), task.source, base_dir=Path(task.source).parent
+        )
         artifacts = run_any(experiment)
         results = any_results_dict(artifacts)
         results["experiment"]["overrides"] = list(task.overrides)
@@ -104,9 +119,13 @@ def execute_task(task: RunTask) -> dict[str, Any]:
         record = error_record(task.id, task.label, one_line(exc), traceback.format_exc())
     else:
         partial = bool(results["sim"].get("partial"))
-        record = {"id": task.id, "label": task.label, "status": PARTIAL if partial else OK,
-                  "error": "the run stopped early; results are partial" if partial else None,
-                  "results": results}
+        record = {
+            "id": task.id,
+            "label": task.label,
+            "status": PARTIAL if partial else OK,
+            "error": "the run stopped early; results are partial" if partial else None,
+            "results": results,
+        }
     record.update(where)
     record["run_wall_s"] = time.perf_counter() - started
     return record

@@ -22,10 +22,24 @@ from typing import Any
 
 COMPONENTS = ("compute_s", "exposed_comm_s", "bubble_s")
 SOURCES = ("measured", "interpolated", "roofline", "scaled", "framework")
-CSV_COLUMNS = ("id", "group", "gpus", "quantity", "measured", "predicted", "error_pct",
-               "time_pred_s", "time_meas_s", "miss_s", *COMPONENTS,
-               *(f"compute_{s}_s" for s in SOURCES), "compute_pct", "exposed_comm_pct",
-               "bubble_pct", "statistics")
+CSV_COLUMNS = (
+    "id",
+    "group",
+    "gpus",
+    "quantity",
+    "measured",
+    "predicted",
+    "error_pct",
+    "time_pred_s",
+    "time_meas_s",
+    "miss_s",
+    *COMPONENTS,
+    *(f"compute_{s}_s" for s in SOURCES),
+    "compute_pct",
+    "exposed_comm_pct",
+    "bubble_pct",
+    "statistics",
+)
 
 
 def _extrapolated(details: dict[str, Any], key: str) -> float:
@@ -45,8 +59,9 @@ def measured_time_s(quantity: str, measured: float, predicted: float, time_s: fl
     return time_s * predicted / measured
 
 
-def error_budget(quantity: str, measured: float, predicted: float, time_s: float,
-                 details: dict[str, Any]) -> dict[str, Any] | None:
+def error_budget(
+    quantity: str, measured: float, predicted: float, time_s: float, details: dict[str, Any]
+) -> dict[str, Any] | None:
     """The budget of one end-to-end prediction; None when the details carry no breakdown."""
     if quantity == "busbw_GBps" or "breakdown" not in details:
         return None
@@ -60,7 +75,10 @@ def error_budget(quantity: str, measured: float, predicted: float, time_s: float
     by_source = {s: parts["compute_s"] * float(shares.get(s, 0.0)) for s in SOURCES}
     t_meas = measured_time_s(quantity, measured, predicted, time_s)
     budget: dict[str, Any] = {
-        "time_pred_s": time_s, "time_meas_s": t_meas, "miss_s": time_s - t_meas, **parts,
+        "time_pred_s": time_s,
+        "time_meas_s": t_meas,
+        "miss_s": time_s - t_meas,
+        **parts,
         "compute_by_source_s": by_source,
     }
     for key in COMPONENTS:
@@ -70,25 +88,49 @@ def error_budget(quantity: str, measured: float, predicted: float, time_s: float
 
 def budget_line(budget: dict[str, Any]) -> str:
     """One printed line: components with their share, the compute sources, the miss."""
-    sources = ", ".join(f"{s} {100 * v / budget['compute_s']:.0f}%"
-                        for s, v in budget["compute_by_source_s"].items()
-                        if budget["compute_s"] > 0 and v > 0.005 * budget["compute_s"])
+    sources = ", ".join(
+        f"{s} {100 * v / budget['compute_s']:.0f}%"
+        for s, v in budget["compute_by_source_s"].items()
+        if budget["compute_s"] > 0 and v > 0.005 * budget["compute_s"]
+    )
     t = budget["time_pred_s"]
     miss = budget["miss_s"]
-    return (f"compute {budget['compute_s']:.4g} s {budget['compute_pct']:.0f}% ({sources}) | "
-            f"exposed comm {budget['exposed_comm_s']:.3g} s {budget['exposed_comm_pct']:.0f}% | "
-            f"bubble {budget['bubble_s']:.3g} s {budget['bubble_pct']:.0f}% | "
-            f"predicted {t:.4g} s vs measured {budget['time_meas_s']:.4g} s: miss {miss:+.3g} s")
+    return (
+        f"compute {budget['compute_s']:.4g} s {budget['compute_pct']:.0f}% ({sources}) | "
+        f"exposed comm {budget['exposed_comm_s']:.3g} s {budget['exposed_comm_pct']:.0f}% | "
+        f"bubble {budget['bubble_s']:.3g} s {budget['bubble_pct']:.0f}% | "
+        f"predicted {t:.4g} s vs measured {budget['time_meas_s']:.4g} s: miss {miss:+.3g} s"
+    )
 
 
 def csv_row(row: dict[str, Any], statistics: str) -> list[Any]:
     """The budget.csv row of one result row (empty budget cells for collectives/failures)."""
     budget = row.get("budget") or {}
-    head = [row["id"], row["group"], row["gpus"], row["quantity"], row["measured"],
-            row.get("predicted"), row.get("error_pct")]
+    head = [
+        row["id"],
+        row["group"],
+        row["gpus"],
+        row["quantity"],
+        row["measured"],
+        row.get("predicted"),
+        row.get("error_pct"),
+    ]
     if not budget:
-        return [*head, row.get("simulated_time_s"), *([None] * (len(CSV_COLUMNS) - len(head) - 2)),
-                statistics]
-    return [*head, budget["time_pred_s"], budget["time_meas_s"], budget["miss_s"],
-            *(budget[k] for k in COMPONENTS), *(budget["compute_by_source_s"][s] for s in SOURCES),
-            budget["compute_pct"], budget["exposed_comm_pct"], budget["bubble_pct"], statistics]
+        return [
+            *head,
+            row.get("simulated_time_s"),
+            *([None] * (len(CSV_COLUMNS) - len(head) - 2)),
+            statistics,
+        ]
+    return [
+        *head,
+        budget["time_pred_s"],
+        budget["time_meas_s"],
+        budget["miss_s"],
+        *(budget[k] for k in COMPONENTS),
+        *(budget["compute_by_source_s"][s] for s in SOURCES),
+        budget["compute_pct"],
+        budget["exposed_comm_pct"],
+        budget["bubble_pct"],
+        statistics,
+    ]

@@ -67,8 +67,9 @@ class Case:
             from heterosim.config.cluster import load_cluster
 
             path = Path(cluster)
-            return load_cluster(path if path.is_absolute() else (self.base_dir or Path.cwd()) / path
-                                ).world_size
+            return load_cluster(
+                path if path.is_absolute() else (self.base_dir or Path.cwd()) / path
+            ).world_size
         total = 0
         types = (cluster or {}).get("host_types", {})
         for host in (cluster or {}).get("hosts", []):
@@ -106,10 +107,12 @@ def _case(entry: Any, source: str, index: int) -> Case:
     experiment = collective = cluster = None
     if kind == "collective_busbw":
         coll = top.section("collective", required=True)
-        collective = {"op": coll.string("op"), "size": coll.size("size"),
-                      "ranks": coll.integer("ranks", minimum=2),
-                      "algorithm": coll.string("algorithm", "auto",
-                                               choices=COLLECTIVE_ALGORITHMS)}
+        collective = {
+            "op": coll.string("op"),
+            "size": coll.size("size"),
+            "ranks": coll.integer("ranks", minimum=2),
+            "algorithm": coll.string("algorithm", "auto", choices=COLLECTIVE_ALGORITHMS),
+        }
         coll.reject_unknown()
         cluster = top.raw("cluster")
         if not isinstance(cluster, dict):
@@ -119,14 +122,26 @@ def _case(entry: Any, source: str, index: int) -> Case:
         if not isinstance(experiment, dict):
             raise top.error("experiment", "expected an experiment mapping (docs/config.md schema)")
         # every value checked when the file is read, not when (or whether) the case runs
-        parse_experiment(copy.deepcopy(experiment), f"{source}: {label}.experiment",
-                         base_dir=Path(source).parent)
+        parse_experiment(
+            copy.deepcopy(experiment), f"{source}: {label}.experiment", base_dir=Path(source).parent
+        )
     case = Case(
-        id=case_id, group=top.string("group"), kind=kind, source=top.string("source"),
-        quantity=quantity, measured=float(measured), flop_convention=convention,
-        flags=tuple(flags), ci=top.boolean("ci", False), calibration=top.boolean("calibration", False),
-        assumed=dict(assumed), experiment=experiment, collective=collective, cluster=cluster,
-        origin=f"{source}: {label}", base_dir=Path(source).parent,
+        id=case_id,
+        group=top.string("group"),
+        kind=kind,
+        source=top.string("source"),
+        quantity=quantity,
+        measured=float(measured),
+        flop_convention=convention,
+        flags=tuple(flags),
+        ci=top.boolean("ci", False),
+        calibration=top.boolean("calibration", False),
+        assumed=dict(assumed),
+        experiment=experiment,
+        collective=collective,
+        cluster=cluster,
+        origin=f"{source}: {label}",
+        base_dir=Path(source).parent,
     )
     top.reject_unknown(("published", "note", "extra"))
     return case
@@ -150,9 +165,14 @@ def load_cases(path: str | Path) -> list[Case]:
     return cases
 
 
-def select_cases(cases: list[Case], *, groups: list[str] | None = None,
-                 only: list[str] | None = None, ci: bool = False,
-                 max_gpus: int | None = None) -> tuple[list[Case], list[tuple[Case, str]]]:
+def select_cases(
+    cases: list[Case],
+    *,
+    groups: list[str] | None = None,
+    only: list[str] | None = None,
+    ci: bool = False,
+    max_gpus: int | None = None,
+) -> tuple[list[Case], list[tuple[Case, str]]]:
     """Cases to run and (case, reason) for those left out. Unknown ids or groups are errors."""
     if only:
         unknown = sorted(set(only) - {c.id for c in cases})
@@ -162,8 +182,9 @@ def select_cases(cases: list[Case], *, groups: list[str] | None = None,
         known = {c.group for c in cases}
         unknown = sorted(set(groups) - known)
         if unknown:
-            raise UserError(f"--group: unknown group(s) {', '.join(unknown)}; "
-                            f"known: {', '.join(sorted(known))}")
+            raise UserError(
+                f"--group: unknown group(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+            )
     chosen, skipped = [], []
     for case in cases:
         if only and case.id not in only:

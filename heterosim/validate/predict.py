@@ -53,9 +53,13 @@ def sc21_eq3_flops(global_batch: int, seq: int, layers: int, hidden: int, vocab:
     return 96.0 * b * s * n * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * n * h))
 
 
-def case_experiment(case: Case, fidelity: str | None = None,
-                    granularity: str | None = None, intra_host: str | None = None,
-                    queue_pairs: str | None = None) -> ExperimentConfig:
+def case_experiment(
+    case: Case,
+    fidelity: str | None = None,
+    granularity: str | None = None,
+    intra_host: str | None = None,
+    queue_pairs: str | None = None,
+) -> ExperimentConfig:
     """The case's experiment, validated (a problem is a one-line error naming the case).
 
     The published measurement proves the configuration ran, so unless the case sets
@@ -104,21 +108,24 @@ def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
 
     run = run_experiment(exp)
     res = results_dict(run)
-    details = {"breakdown": {k: v for k, v in res["breakdown"].items() if k != "definition"},
-               "simulator_tflops_per_gpu": res["throughput"]["tflops_per_gpu"],
-               "compute_provenance": res["compute_provenance"], "events": res["sim"]["events"],
-               "tasks": res["sim"]["tasks"],
-               "memory_warnings": res["partition"].get("memory_warnings", []),
-               "collective_granularity": exp.simulation.collective_granularity,
-               "queue_pairs": exp.simulation.queue_pairs,
-               "fidelity": exp.simulation.fidelity, "network": res["network"]}
+    details = {
+        "breakdown": {k: v for k, v in res["breakdown"].items() if k != "definition"},
+        "simulator_tflops_per_gpu": res["throughput"]["tflops_per_gpu"],
+        "compute_provenance": res["compute_provenance"],
+        "events": res["sim"]["events"],
+        "tasks": res["sim"]["tasks"],
+        "memory_warnings": res["partition"].get("memory_warnings", []),
+        "collective_granularity": exp.simulation.collective_granularity,
+        "queue_pairs": exp.simulation.queue_pairs,
+        "fidelity": exp.simulation.fidelity,
+        "network": res["network"],
+    }
     if exp.simulation.fidelity == "packet":
         details["intra_host"] = exp.simulation.intra_host
     return float(res["iteration_time_s"]), details
 
 
-def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True
-                     ) -> tuple[float, str, dict[str, Any]]:
+def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True) -> tuple[float, str, dict[str, Any]]:
     """Iteration time of ``exp``: one full run, or two shorter runs extrapolated linearly."""
     points = reduced_points(exp) if extrapolate else None
     if points is None:
@@ -129,9 +136,18 @@ def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True
     t2, details = simulate_iteration_s(with_micro_batches(exp, m2))
     big = exp.micro_batches_per_replica
     t = t1 + (t2 - t1) * (big - m1) / (m2 - m1)
-    details = {**details, "extrapolation": {"m1": m1, "t1_s": t1, "m2": m2, "t2_s": t2, "m": big,
-                                            "breakdown1": details1["breakdown"]},
-               "simulator_tflops_per_gpu": None}
+    details = {
+        **details,
+        "extrapolation": {
+            "m1": m1,
+            "t1_s": t1,
+            "m2": m2,
+            "t2_s": t2,
+            "m": big,
+            "breakdown1": details1["breakdown"],
+        },
+        "simulator_tflops_per_gpu": None,
+    }
     return t, f"extrapolated from {m1} and {m2} micro-batches to {big}", details
 
 
@@ -144,8 +160,7 @@ def convert(case: Case, exp: ExperimentConfig, t_s: float, details: dict[str, An
     if case.quantity == "tokens_per_s_per_gpu":
         return train.global_batch * train.seq_len / (t_s * gpus)
     if case.quantity == "tflops_per_gpu" and case.flop_convention == "sc21-eq3-hardware":
-        flops = sc21_eq3_flops(train.global_batch, train.seq_len, model.layers, model.hidden,
-                               model.vocab)
+        flops = sc21_eq3_flops(train.global_batch, train.seq_len, model.layers, model.hidden, model.vocab)
         return flops / (t_s * gpus) / 1e12
     if case.quantity == "tflops_per_gpu" and case.flop_convention == "simulator":
         value = details.get("simulator_tflops_per_gpu")
@@ -155,9 +170,15 @@ def convert(case: Case, exp: ExperimentConfig, t_s: float, details: dict[str, An
     raise ValueError(f"{case.id}: cannot predict {case.quantity}")
 
 
-def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: bool = True,
-                       granularity: str | None = None, intra_host: str | None = None,
-                       queue_pairs: str | None = None) -> Prediction:
+def predict_end_to_end(
+    case: Case,
+    fidelity: str | None = None,
+    *,
+    extrapolate: bool = True,
+    granularity: str | None = None,
+    intra_host: str | None = None,
+    queue_pairs: str | None = None,
+) -> Prediction:
     start = time.perf_counter()
     exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs)
     t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate)
@@ -167,8 +188,9 @@ def predict_end_to_end(case: Case, fidelity: str | None = None, *, extrapolate: 
     return Prediction(value, t_s, method, time.perf_counter() - start, details)
 
 
-def predict_collective(case: Case, fidelity: str | None = None,
-                       intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
+def predict_collective(
+    case: Case, fidelity: str | None = None, intra_host: str | None = None, queue_pairs: str | None = None
+) -> Prediction:
     from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
     start = time.perf_counter()
@@ -178,24 +200,38 @@ def predict_collective(case: Case, fidelity: str | None = None,
     if n > cluster.world_size:
         raise ValueError(f"{case.id}: {n} ranks > {cluster.world_size} GPUs")
     spec = CollectiveSpec(case.collective["op"], tuple(range(n)), algorithm=case.collective["algorithm"])
-    simulation = engine_config(fidelity=fidelity or "flow", intra_host=intra_host or "packet",
-                               queue_pairs=queue_pairs or "connection")
+    simulation = engine_config(
+        fidelity=fidelity or "flow",
+        intra_host=intra_host or "packet",
+        queue_pairs=queue_pairs or "connection",
+    )
     result = simulate_collective(cluster, spec, size, simulation)
     tuning_busbw = size / result.predicted_time_s / 1e9 * bus_factor(result.op, n)
-    details = {"algorithm": result.algorithm, "protocol": result.protocol, "channels": result.channels,
-               "nccl_tuning_model_busbw_GBps": tuning_busbw, "fidelity": result.fidelity,
-               "network": result.network, "queue_pairs": simulation.queue_pairs}
-    return Prediction(result.busbw_GBps, result.time_s, "collective", time.perf_counter() - start,
-                      details)
+    details = {
+        "algorithm": result.algorithm,
+        "protocol": result.protocol,
+        "channels": result.channels,
+        "nccl_tuning_model_busbw_GBps": tuning_busbw,
+        "fidelity": result.fidelity,
+        "network": result.network,
+        "queue_pairs": simulation.queue_pairs,
+    }
+    return Prediction(result.busbw_GBps, result.time_s, "collective", time.perf_counter() - start, details)
 
 
-def predict(case: Case, fidelity: str | None = None, granularity: str | None = None,
-            intra_host: str | None = None, queue_pairs: str | None = None) -> Prediction:
+def predict(
+    case: Case,
+    fidelity: str | None = None,
+    granularity: str | None = None,
+    intra_host: str | None = None,
+    queue_pairs: str | None = None,
+) -> Prediction:
     """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
     applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
     ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
     simulation.queue_pairs)."""
     if case.kind == "collective_busbw":
         return predict_collective(case, fidelity, intra_host, queue_pairs)
-    return predict_end_to_end(case, fidelity, granularity=granularity, intra_host=intra_host,
-                              queue_pairs=queue_pairs)
+    return predict_end_to_end(
+        case, fidelity, granularity=granularity, intra_host=intra_host, queue_pairs=queue_pairs
+    )

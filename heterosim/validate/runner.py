@@ -21,8 +21,9 @@ from heterosim.validate.report import (
 )
 
 
-def predict_row(case: Case, fidelity: str, granularity: str | None, intra_host: str | None,
-                queue_pairs: str | None) -> dict[str, Any]:
+def predict_row(
+    case: Case, fidelity: str, granularity: str | None, intra_host: str | None, queue_pairs: str | None
+) -> dict[str, Any]:
     """The case's result row; a case that cannot be predicted (bad input, out of memory) gets its
     one-line reason in ``error`` and ``error_pct`` None. Any other exception is a bug and raises."""
     pred, error = None, None
@@ -48,15 +49,18 @@ def case_lines(case: Case, row: dict[str, Any], show_budget: bool = True) -> lis
     if row["error_pct"] is None:
         return [f"  {case.id:<42} FAILED: {row.get('error')}"]
     marks = ",".join(case.separate_flags + (["calibration"] if case.calibration else []))
-    lines = [f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(row.get('predicted'))} "
-             f"{row['error_pct']:>+8.1f}  {marks}"]
+    lines = [
+        f"  {case.id:<42} {case.quantity:<20} {_fmt(case.measured)} {_fmt(row.get('predicted'))} "
+        f"{row['error_pct']:>+8.1f}  {marks}"
+    ]
     if row.get("budget") and show_budget:
         lines.append(f"      budget: {budget_line(row['budget'])}")
     return lines
 
 
-def write_validation_outputs(out: Path, rows: list[dict[str, Any]], groups: dict[str, Any],
-                             meta: dict[str, Any]) -> list[Path]:
+def write_validation_outputs(
+    out: Path, rows: list[dict[str, Any]], groups: dict[str, Any], meta: dict[str, Any]
+) -> list[Path]:
     """results.json, parity.png, table.md and budget.csv in ``out``; returns their paths."""
     write_results(out, rows, groups, meta)
     write_parity_plot(out, rows)

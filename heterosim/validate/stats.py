@@ -83,15 +83,23 @@ def group_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     for name, members in groups.items():
         summary: dict[str, Any] = {"cases": len(members)}
         for cls in ("main", "calibration", "flagged"):
-            errs = [r["error_pct"] for r in members
-                    if statistics_class(r) == cls and r.get("error_pct") is not None]
+            errs = [
+                r["error_pct"]
+                for r in members
+                if statistics_class(r) == cls and r.get("error_pct") is not None
+            ]
             summary[f"{cls}_n"] = len(errs)
             summary[f"{cls}_mape_pct"] = mape(errs)
             if cls == "main":
                 summary["main_mean_error_pct"] = sum(errs) / len(errs) if errs else None
-                pairs = [(r["predicted"], r["measured"]) for r in members
-                         if statistics_class(r) == cls and r.get("error_pct") is not None
-                         and r.get("predicted") is not None and r.get("measured") is not None]
+                pairs = [
+                    (r["predicted"], r["measured"])
+                    for r in members
+                    if statistics_class(r) == cls
+                    and r.get("error_pct") is not None
+                    and r.get("predicted") is not None
+                    and r.get("measured") is not None
+                ]
                 summary["main_spearman"] = spearman([p for p, _ in pairs], [m for _, m in pairs])
         summary["failed"] = sum(1 for r in members if r.get("error_pct") is None)
         out[name] = summary

@@ -44,13 +44,18 @@ from heterosim.config.fields import read_text_file
 from heterosim.errors import UserError
 
 POLICIES = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_TRANSFORMER")
-OTHER_POLICIES = ("DATA", "HYBRID_DLRM", "HYBRID_DLRM_ENHANCED", "HYBRID_DATA_MODEL",
-                  "HYBRID_MODEL_DATA", "HYBRID_CUSTOMIZED", "MICRO")
-BASE_COLLECTIVES = ("NONE", "ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL",
-                    "ALLREDUCEALLTOALL")
+OTHER_POLICIES = (
+    "DATA",
+    "HYBRID_DLRM",
+    "HYBRID_DLRM_ENHANCED",
+    "HYBRID_DATA_MODEL",
+    "HYBRID_MODEL_DATA",
+    "HYBRID_CUSTOMIZED",
+    "MICRO",
+)
+BASE_COLLECTIVES = ("NONE", "ALLREDUCE", "ALLGATHER", "REDUCESCATTER", "ALLTOALL", "ALLREDUCEALLTOALL")
 COLLECTIVES = frozenset(
-    [c for c in BASE_COLLECTIVES]
-    + [f"{c}{s}" for c in BASE_COLLECTIVES[1:] for s in ("_EP", "_DP_EP")]
+    [c for c in BASE_COLLECTIVES] + [f"{c}{s}" for c in BASE_COLLECTIVES[1:] for s in ("_EP", "_DP_EP")]
 )
 IGNORED_COLLECTIVES = frozenset({"BROADCAST"})  # older AICB files; SimAI's loop ignores it
 HEADER_INTS = ("model_parallel_NPU_group", "ep", "pp", "vpp", "ga", "all_gpus", "pp_comm", "mode")
@@ -122,15 +127,21 @@ def _int(text: str, where: str, what: str, minimum: int = 0, maximum: int = 1 <<
 def _parse_header(text: str, where: str) -> tuple[str, dict[str, int], tuple[int, ...]]:
     tokens = text.split()
     if not tokens:
-        raise UserError(f"{where}: empty header; expected e.g. 'HYBRID_TRANSFORMER_FWD_IN_BCKWD "
-                        "model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 ga: 1 all_gpus: 8 ...'")
+        raise UserError(
+            f"{where}: empty header; expected e.g. 'HYBRID_TRANSFORMER_FWD_IN_BCKWD "
+            "model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 ga: 1 all_gpus: 8 ...'"
+        )
     policy = tokens[0]
     if policy in OTHER_POLICIES:
-        raise UserError(f"{where}: parallelism policy {policy} is not supported: only "
-                        f"{' and '.join(POLICIES)} (transformer training) can be imported")
+        raise UserError(
+            f"{where}: parallelism policy {policy} is not supported: only "
+            f"{' and '.join(POLICIES)} (transformer training) can be imported"
+        )
     if policy not in POLICIES:
-        raise UserError(f"{where}: unknown parallelism policy {policy!r}; expected one of "
-                        f"{', '.join(POLICIES + OTHER_POLICIES)}")
+        raise UserError(
+            f"{where}: unknown parallelism policy {policy!r}; expected one of "
+            f"{', '.join(POLICIES + OTHER_POLICIES)}"
+        )
     values: dict[str, int] = {}
     checkpoints: tuple[int, ...] = ()
     i = 1
@@ -149,8 +160,10 @@ def _parse_header(text: str, where: str) -> tuple[str, dict[str, int], tuple[int
             i += 2 + count
             continue
         if key not in HEADER_INTS:
-            raise UserError(f"{where}: unknown header field {tokens[i]!r}; known: "
-                            f"{', '.join(HEADER_INTS + ('checkpoints', 'checkpoint_initiates'))}")
+            raise UserError(
+                f"{where}: unknown header field {tokens[i]!r}; known: "
+                f"{', '.join(HEADER_INTS + ('checkpoints', 'checkpoint_initiates'))}"
+            )
         if key in values:
             raise UserError(f"{where}: header field {key} given twice")
         if i + 1 >= len(tokens):
@@ -164,8 +177,10 @@ def _parse_header(text: str, where: str) -> tuple[str, dict[str, int], tuple[int
         if key not in values:
             raise UserError(f"{where}: header lacks {key}")
     if values.get("mode", 0) != 0:
-        raise UserError(f"{where}: mode: {values['mode']} is an inference workload; HeteroSim "
-                        "imports training iterations only")
+        raise UserError(
+            f"{where}: mode: {values['mode']} is an inference workload; HeteroSim "
+            "imports training iterations only"
+        )
     return policy, values, checkpoints
 
 
@@ -174,8 +189,10 @@ def _comm(text: str, where: str, column: str, ignored: list[str]) -> str:
         ignored.append(f"{where}: {column} {text} ignored (SimAI does not simulate it either)")
         return "NONE"
     if text not in COLLECTIVES:
-        raise UserError(f"{where}: {column}: unknown collective {text!r}; expected NONE or one of "
-                        f"{', '.join(BASE_COLLECTIVES[1:])} (optionally with _EP or _DP_EP)")
+        raise UserError(
+            f"{where}: {column}: unknown collective {text!r}; expected NONE or one of "
+            f"{', '.join(BASE_COLLECTIVES[1:])} (optionally with _EP or _DP_EP)"
+        )
     return text
 
 
@@ -183,13 +200,16 @@ def _parse_line(text: str, number: int, path: Path, ignored: list[str]) -> AicbL
     where = f"{path}:{number}"
     parts = text.split()
     if len(parts) != FIELDS:
-        raise UserError(f"{where}: expected {FIELDS} fields (name, -1, fwd time, fwd comm, size, "
-                        f"ig time, ig comm, size, wg time, wg comm, size, update time), "
-                        f"got {len(parts)}")
+        raise UserError(
+            f"{where}: expected {FIELDS} fields (name, -1, fwd time, fwd comm, size, "
+            f"ig time, ig comm, size, wg time, wg comm, size, update time), "
+            f"got {len(parts)}"
+        )
     name = parts[0]
     _int(parts[1], where, "placeholder (field 2)", minimum=-1)
     return AicbLine(
-        line=number, name=name,
+        line=number,
+        name=name,
         fwd_ns=_int(parts[2], where, "forward_compute_time"),
         fwd_comm=_comm(parts[3], where, "forward_comm", ignored),
         fwd_bytes=_int(parts[4], where, "forward_comm_size"),
@@ -211,8 +231,7 @@ def read_aicb(path: str | Path) -> AicbWorkload:
     while raw_lines and not raw_lines[-1].strip():
         raw_lines.pop()
     if len(raw_lines) < 2:
-        raise UserError(f"{path}: expected a header line and a line count, got "
-                        f"{len(raw_lines)} line(s)")
+        raise UserError(f"{path}: expected a header line and a line count, got {len(raw_lines)} line(s)")
     policy, header, checkpoints = _parse_header(raw_lines[0], f"{path}:1")
     count = _int(raw_lines[1].strip(), f"{path}:2", "number of layer lines")
     body = raw_lines[2:]
@@ -223,17 +242,27 @@ def read_aicb(path: str | Path) -> AicbWorkload:
     tp, pp = header["model_parallel_NPU_group"], header.get("pp", 1)
     all_gpus = header["all_gpus"]
     if all_gpus % (tp * pp):
-        raise UserError(f"{path}:1: all_gpus {all_gpus} is not divisible by "
-                        f"model_parallel_NPU_group*pp = {tp}*{pp}")
+        raise UserError(
+            f"{path}:1: all_gpus {all_gpus} is not divisible by model_parallel_NPU_group*pp = {tp}*{pp}"
+        )
     return AicbWorkload(
-        path=path, policy=policy, tp=tp, ep=header.get("ep", 1), pp=pp,
-        vpp=header.get("vpp", 1), ga=header.get("ga", 1), all_gpus=all_gpus,
-        pp_comm=header.get("pp_comm"), checkpoints=checkpoints, lines=lines,
+        path=path,
+        policy=policy,
+        tp=tp,
+        ep=header.get("ep", 1),
+        pp=pp,
+        vpp=header.get("vpp", 1),
+        ga=header.get("ga", 1),
+        all_gpus=all_gpus,
+        pp_comm=header.get("pp_comm"),
+        checkpoints=checkpoints,
+        lines=lines,
         ignored=tuple(ignored),
     )
 
 
 # -- experiment -----------------------------------------------------------------------------------
+
 
 def _sequence_parallel(w: AicbWorkload) -> bool:
     rows = w.named("attention_row")
@@ -245,17 +274,25 @@ def _layers_per_stage(w: AicbWorkload, notes: list[str]) -> int:
     passes = len(w.named("embedding_layer"))
     if attention and passes:
         if attention % passes:
-            raise UserError(f"{w.path}: {attention} attention_column lines do not split evenly "
-                            f"over {passes} embedding_layer passes")
+            raise UserError(
+                f"{w.path}: {attention} attention_column lines do not split evenly "
+                f"over {passes} embedding_layer passes"
+            )
         per_pass = attention // passes
         if per_pass != w.vpp:
-            raise UserError(f"{w.path}:1: vpp {w.vpp} (AICB: layers per stage) disagrees with "
-                            f"the {per_pass} attention_column lines per pass")
-        notes.append(f"layers: {per_pass} per stage ({attention} attention_column lines over "
-                     f"{passes} passes; header vpp {w.vpp}) x pp {w.pp}")
+            raise UserError(
+                f"{w.path}:1: vpp {w.vpp} (AICB: layers per stage) disagrees with "
+                f"the {per_pass} attention_column lines per pass"
+            )
+        notes.append(
+            f"layers: {per_pass} per stage ({attention} attention_column lines over "
+            f"{passes} passes; header vpp {w.vpp}) x pp {w.pp}"
+        )
         return per_pass
-    notes.append(f"layers: header vpp {w.vpp} (AICB writes the layers per stage there) x pp "
-                 f"{w.pp}; the file lists no transformer layers")
+    notes.append(
+        f"layers: header vpp {w.vpp} (AICB writes the layers per stage there) x pp "
+        f"{w.pp}; the file lists no transformer layers"
+    )
     return w.vpp
 
 
@@ -263,40 +300,51 @@ def _activation_bytes(w: AicbWorkload, sp: bool, notes: list[str]) -> int:
     """2 * micro_batch * seq_len * hidden (bf16 activations of one micro-batch)."""
     scale = w.tp if sp else 1
     if w.pp_comm:
-        notes.append(f"activation bytes: pp_comm {w.pp_comm}" + (f" x tp {w.tp} (sequence "
-                     "parallel)" if sp else ""))
+        notes.append(
+            f"activation bytes: pp_comm {w.pp_comm}" + (f" x tp {w.tp} (sequence parallel)" if sp else "")
+        )
         return w.pp_comm * scale
-    embedding = [ln for ln in w.named("embedding_layer") if ln.fwd_comm == "ALLREDUCE"
-                 and ln.fwd_bytes]
+    embedding = [ln for ln in w.named("embedding_layer") if ln.fwd_comm == "ALLREDUCE" and ln.fwd_bytes]
     if embedding:
         line = embedding[0]
-        notes.append(f"activation bytes: embedding_layer forward ALLREDUCE {line.fwd_bytes} "
-                     f"(line {line.line})" + (f" x tp {w.tp}" if sp else ""))
+        notes.append(
+            f"activation bytes: embedding_layer forward ALLREDUCE {line.fwd_bytes} "
+            f"(line {line.line})" + (f" x tp {w.tp}" if sp else "")
+        )
         others = sorted({ln.fwd_bytes for ln in embedding} - {line.fwd_bytes})
         if others:
-            notes.append(f"other embedding_layer ALLREDUCE sizes {others} (one model cannot have "
-                         "them all): the first line's size is used")
+            notes.append(
+                f"other embedding_layer ALLREDUCE sizes {others} (one model cannot have "
+                "them all): the first line's size is used"
+            )
         return line.fwd_bytes * scale
     for line in w.named("attention_row"):
         if line.fwd_comm == "ALLREDUCE" and line.fwd_bytes:
-            notes.append(f"activation bytes: attention_row forward ALLREDUCE {line.fwd_bytes} "
-                         f"(line {line.line})")
+            notes.append(
+                f"activation bytes: attention_row forward ALLREDUCE {line.fwd_bytes} (line {line.line})"
+            )
             return line.fwd_bytes
-    raise UserError(f"{w.path}: cannot infer the hidden size: no pp_comm, embedding_layer or "
-                    "attention_row ALLREDUCE size in the file")
+    raise UserError(
+        f"{w.path}: cannot infer the hidden size: no pp_comm, embedding_layer or "
+        "attention_row ALLREDUCE size in the file"
+    )
 
 
 def _heads(hidden: int, tp: int, where: str) -> int:
     for head_dim in (128, 64):
         if hidden % head_dim == 0 and (hidden // head_dim) % tp == 0:
             return hidden // head_dim
-    raise UserError(f"{where}: hidden {hidden} splits into neither 128- nor 64-wide heads "
-                    f"divisible by tp {tp}")
+    raise UserError(
+        f"{where}: hidden {hidden} splits into neither 128- nor 64-wide heads divisible by tp {tp}"
+    )
 
 
 def _moe(w: AicbWorkload, act_rank_bytes: int, ffn: int, notes: list[str]) -> dict | None:
-    ep_lines = [ln for ln in w.lines if "moe" in ln.name or any(
-        c.endswith("_EP") for c in (ln.fwd_comm, ln.ig_comm, ln.wg_comm))]
+    ep_lines = [
+        ln
+        for ln in w.lines
+        if "moe" in ln.name or any(c.endswith("_EP") for c in (ln.fwd_comm, ln.ig_comm, ln.wg_comm))
+    ]
     if not ep_lines and w.ep == 1:
         return None
     top_k = 0
@@ -305,21 +353,28 @@ def _moe(w: AicbWorkload, act_rank_bytes: int, ffn: int, notes: list[str]) -> di
             ratio = line.fwd_bytes / act_rank_bytes
             if ratio >= 1 and math.isclose(ratio, round(ratio)):
                 top_k = round(ratio)
-                notes.append(f"moe top_k {top_k}: ALLTOALL_EP {line.fwd_bytes} bytes (line "
-                             f"{line.line}) / {act_rank_bytes} activation bytes per TP rank")
+                notes.append(
+                    f"moe top_k {top_k}: ALLTOALL_EP {line.fwd_bytes} bytes (line "
+                    f"{line.line}) / {act_rank_bytes} activation bytes per TP rank"
+                )
             break
     if not top_k:
         top_k = 2
         notes.append("moe top_k 2: assumed (no ALLTOALL_EP size to read it from)")
     experts = w.ep * -(-top_k // w.ep)
-    notes.append(f"moe experts {experts}: assumed, one per EP rank (ep {w.ep}), at least top_k; "
-                 f"expert_ffn = ffn {ffn}")
+    notes.append(
+        f"moe experts {experts}: assumed, one per EP rank (ep {w.ep}), at least top_k; expert_ffn = ffn {ffn}"
+    )
     return {"experts": experts, "top_k": top_k, "expert_ffn": ffn}
 
 
-def aicb_experiment(w: AicbWorkload, *, seq_len: int = DEFAULT_SEQ_LEN,
-                    micro_batch: int = DEFAULT_MICRO_BATCH,
-                    cluster: Any = None) -> tuple[dict[str, Any], list[str]]:
+def aicb_experiment(
+    w: AicbWorkload,
+    *,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    micro_batch: int = DEFAULT_MICRO_BATCH,
+    cluster: Any = None,
+) -> tuple[dict[str, Any], list[str]]:
     """(experiment mapping, notes on how each value was found). ``cluster``: path or mapping."""
     notes: list[str] = []
     where = str(w.path)
@@ -328,45 +383,71 @@ def aicb_experiment(w: AicbWorkload, *, seq_len: int = DEFAULT_SEQ_LEN,
     act = _activation_bytes(w, sp, notes)
     denom = 2 * micro_batch * seq_len
     if act % denom:
-        raise UserError(f"{where}: activation bytes {act} are not a multiple of 2*micro_batch*"
-                        f"seq_len = {denom}: pass the --seq-len/--micro-batch the file was "
-                        "generated with")
+        raise UserError(
+            f"{where}: activation bytes {act} are not a multiple of 2*micro_batch*"
+            f"seq_len = {denom}: pass the --seq-len/--micro-batch the file was "
+            "generated with"
+        )
     hidden = act // denom
-    notes.append(f"hidden {hidden} = activation bytes / (2 * micro_batch {micro_batch} * seq_len "
-                 f"{seq_len}) (seq_len and micro_batch are not in the file)")
+    notes.append(
+        f"hidden {hidden} = activation bytes / (2 * micro_batch {micro_batch} * seq_len "
+        f"{seq_len}) (seq_len and micro_batch are not in the file)"
+    )
     heads = _heads(hidden, w.tp, where)
     ffn = 4 * hidden
-    notes.append(f"assumed: heads {heads} (head dim {hidden // heads}), ffn {ffn} = 4*hidden, "
-                 f"vocab {ASSUMED_VOCAB}, GPT blocks, bf16")
-    model: dict[str, Any] = {"name": f"aicb-{w.path.stem}", "arch": "gpt", "hidden": hidden,
-                             "layers": per_stage * w.pp, "heads": heads, "kv_heads": heads,
-                             "ffn": ffn, "vocab": ASSUMED_VOCAB, "seq": seq_len}
+    notes.append(
+        f"assumed: heads {heads} (head dim {hidden // heads}), ffn {ffn} = 4*hidden, "
+        f"vocab {ASSUMED_VOCAB}, GPT blocks, bf16"
+    )
+    model: dict[str, Any] = {
+        "name": f"aicb-{w.path.stem}",
+        "arch": "gpt",
+        "hidden": hidden,
+        "layers": per_stage * w.pp,
+        "heads": heads,
+        "kv_heads": heads,
+        "ffn": ffn,
+        "vocab": ASSUMED_VOCAB,
+        "seq": seq_len,
+    }
     moe = _moe(w, act // (w.tp if sp else 1), ffn, notes)
     if moe is not None:
         model["moe"] = moe
-    distributed = any(ln.name == "grad_param_comm" and ln.wg_comm == "REDUCESCATTER"
-                      for ln in w.lines)
+    distributed = any(ln.name == "grad_param_comm" and ln.wg_comm == "REDUCESCATTER" for ln in w.lines)
     if distributed:
         notes.append("distributed optimizer: grad_param_comm is a REDUCESCATTER")
-    parallel: dict[str, Any] = {"tp": w.tp, "pp": w.pp, "dp": w.dp, "schedule": "1f1b",
-                                "sequence_parallel": sp}
+    parallel: dict[str, Any] = {
+        "tp": w.tp,
+        "pp": w.pp,
+        "dp": w.dp,
+        "schedule": "1f1b",
+        "sequence_parallel": sp,
+    }
     if w.ep > 1:
         parallel["ep"] = w.ep
     if distributed:
         parallel["distributed_optimizer"] = True
-    notes.append(f"batch: ga {w.ga} micro-batches per replica x dp {w.dp} x micro_batch "
-                 f"{micro_batch}; schedule 1f1b (SimAI does not simulate the pipeline schedule)")
+    notes.append(
+        f"batch: ga {w.ga} micro-batches per replica x dp {w.dp} x micro_batch "
+        f"{micro_batch}; schedule 1f1b (SimAI does not simulate the pipeline schedule)"
+    )
     fwd = sum(ln.fwd_ns for ln in w.lines)
     bwd = sum(ln.ig_ns + ln.wg_ns for ln in w.lines)
-    notes.append(f"the file's own compute times (forward {fwd / 1e6:.3f} ms, backward "
-                 f"{bwd / 1e6:.3f} ms per rank) are not used: HeteroSim times ops per GPU")
+    notes.append(
+        f"the file's own compute times (forward {fwd / 1e6:.3f} ms, backward "
+        f"{bwd / 1e6:.3f} ms per rank) are not used: HeteroSim times ops per GPU"
+    )
     notes.extend(w.ignored)
     experiment: dict[str, Any] = {
         "name": f"aicb-{w.path.stem}",
         "model": model,
-        "training": {"global_batch": micro_batch * w.ga * w.dp, "micro_batch": micro_batch,
-                     "seq_len": seq_len, "dtype": "bf16",
-                     "recompute": "full" if w.checkpoints else "none"},
+        "training": {
+            "global_batch": micro_batch * w.ga * w.dp,
+            "micro_batch": micro_batch,
+            "seq_len": seq_len,
+            "dtype": "bf16",
+            "recompute": "full" if w.checkpoints else "none",
+        },
         "parallel": parallel,
         "cluster": cluster if cluster is not None else default_cluster(w.all_gpus),
         "network": {"cc": "dcqcn", "mtu": "4KiB", "pfc": True},
@@ -380,8 +461,15 @@ def default_cluster(gpus: int) -> dict[str, Any]:
     per_host = 8 if gpus % 8 == 0 else gpus
     return {
         "name": f"h100-{gpus}gpu",
-        "host_types": {"h100": {"gpu": "H100-SXM", "gpus": per_host, "fabric": "nvswitch",
-                                "nics": per_host, "nic_speed": "400Gbps"}},
+        "host_types": {
+            "h100": {
+                "gpu": "H100-SXM",
+                "gpus": per_host,
+                "fabric": "nvswitch",
+                "nics": per_host,
+                "nic_speed": "400Gbps",
+            }
+        },
         "hosts": [{"type": "h100", "count": gpus // per_host}],
         "fabric": {"kind": "rail-optimized", "link_delay": "1us", "oversubscription": 1},
     }

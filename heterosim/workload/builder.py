@@ -43,8 +43,20 @@ class TemplateTable:
         shape = np.zeros((n, 4), dtype=np.int64)
         extra = np.zeros((n, 2), dtype=np.int64)
         cols: dict[str, list[Any]] = {
-            k: [] for k in ("node_type", "op_kind", "label", "phase", "dtype", "flops",
-                            "bytes_moved", "comm_type", "comm_bytes", "comm_group")}
+            k: []
+            for k in (
+                "node_type",
+                "op_kind",
+                "label",
+                "phase",
+                "dtype",
+                "flops",
+                "bytes_moved",
+                "comm_type",
+                "comm_bytes",
+                "comm_group",
+            )
+        }
         for i, (op, gid) in enumerate(self.rows):
             shape[i] = op.shape
             extra[i] = op.shape_extra
@@ -100,8 +112,7 @@ class UnitProgram:
 
     def chain(self, template: int, layer: int, extra_deps: list[int] | tuple[int, ...] = ()) -> int:
         """Append a chain node depending on the previous chain node (or the previous unit)."""
-        index = self.add(template, layer, [self.tail if self.tail >= 0 else PREVIOUS_TAIL,
-                                           *extra_deps])
+        index = self.add(template, layer, [self.tail if self.tail >= 0 else PREVIOUS_TAIL, *extra_deps])
         if self.head < 0:
             self.head = index
         self.tail = index
@@ -113,7 +124,9 @@ class UnitProgram:
             layer=np.array(self.layer, dtype=np.int32),
             dep_child=np.array(self.dep_child, dtype=np.int64),
             dep_parent=np.array(self.dep_parent, dtype=np.int64),
-            head=self.head, tail=self.tail, grad_sync=np.array(self.grad_sync, dtype=np.int64),
+            head=self.head,
+            tail=self.tail,
+            grad_sync=np.array(self.grad_sync, dtype=np.int64),
         )
 
 
@@ -154,21 +167,38 @@ class TraceAssembler:
     def _push(self, template, layer, micro_batch, stage, peer, tag, n: int) -> None:
         self._flush()
         for key, value, dtype in (
-            ("template", template, np.int32), ("layer", layer, np.int32),
-            ("micro_batch", micro_batch, np.int32), ("stage", stage, np.int16),
-            ("peer", peer, np.int32), ("tag", tag, np.int32),
+            ("template", template, np.int32),
+            ("layer", layer, np.int32),
+            ("micro_batch", micro_batch, np.int32),
+            ("stage", stage, np.int16),
+            ("peer", peer, np.int32),
+            ("tag", tag, np.int32),
         ):
             arr = np.asarray(value, dtype=dtype)
             self._cols[key].append(np.broadcast_to(arr, (n,)) if arr.ndim == 0 else arr)
         self.size += n
 
-    def node(self, template: int, *, layer: int = -1, micro_batch: int = -1, stage: int = 0,
-             peer: int = -1, tag: int = -1, deps: list[int] | tuple[int, ...] = ()) -> int:
+    def node(
+        self,
+        template: int,
+        *,
+        layer: int = -1,
+        micro_batch: int = -1,
+        stage: int = 0,
+        peer: int = -1,
+        tag: int = -1,
+        deps: list[int] | tuple[int, ...] = (),
+    ) -> int:
         """Append one node; returns its global index."""
         index = self.size
-        for key, value in (("template", template), ("layer", layer),
-                           ("micro_batch", micro_batch), ("stage", stage), ("peer", peer),
-                           ("tag", tag)):
+        for key, value in (
+            ("template", template),
+            ("layer", layer),
+            ("micro_batch", micro_batch),
+            ("stage", stage),
+            ("peer", peer),
+            ("tag", tag),
+        ):
             self._pending[key].append(value)
         self.size += 1
         if deps:
@@ -176,8 +206,9 @@ class TraceAssembler:
             self._parent.append(np.array(deps, dtype=np.int64))
         return index
 
-    def unit(self, unit: FrozenUnit, *, micro_batch: int, stage: int,
-             head_deps: tuple[int, ...] = ()) -> tuple[int, int]:
+    def unit(
+        self, unit: FrozenUnit, *, micro_batch: int, stage: int, head_deps: tuple[int, ...] = ()
+    ) -> tuple[int, int]:
         """Stamp a unit; returns (global head, global tail) and advances the stream tail."""
         offset = self.size
         self._push(unit.template, unit.layer, micro_batch, stage, -1, -1, len(unit))
@@ -196,8 +227,7 @@ class TraceAssembler:
             self.grad_sync.extend((unit.grad_sync + offset).tolist())
         return head, self.tail
 
-    def finish(self, rank: int, templates: OpTemplates, gpu_type: str,
-               metadata: dict[str, str]) -> RankTrace:
+    def finish(self, rank: int, templates: OpTemplates, gpu_type: str, metadata: dict[str, str]) -> RankTrace:
         self._flush()
         n = self.size
         cols = {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in self._cols.items()}
@@ -208,12 +238,16 @@ class TraceAssembler:
         dep_ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(child, minlength=n), out=dep_ptr[1:])
         return RankTrace(
-            rank=rank, templates=templates,
+            rank=rank,
+            templates=templates,
             template=cols["template"].astype(np.int32, copy=False),
             layer=cols["layer"].astype(np.int32, copy=False),
             micro_batch=cols["micro_batch"].astype(np.int32, copy=False),
             stage=cols["stage"].astype(np.int16, copy=False),
             peer=cols["peer"].astype(np.int32, copy=False),
             tag=cols["tag"].astype(np.int32, copy=False),
-            dep_ptr=dep_ptr, dep_idx=dep_idx, gpu_type=gpu_type, metadata=metadata,
+            dep_ptr=dep_ptr,
+            dep_idx=dep_idx,
+            gpu_type=gpu_type,
+            metadata=metadata,
         )

@@ -34,8 +34,9 @@ from heterosim.workload.ops import (
 ATTENTION_CONVENTIONS = ("trace", "megatron")
 
 
-def megatron_flops_per_iteration(model: ModelConfig, global_batch: int, seq_len: int,
-                                 recompute: bool) -> float:
+def megatron_flops_per_iteration(
+    model: ModelConfig, global_batch: int, seq_len: int, recompute: bool
+) -> float:
     """Megatron's FLOPs of one iteration (all GPUs together), SC'21 §5.1."""
     b, s, n_layers, h, v = global_batch, seq_len, model.layers, model.hidden, model.vocab
     if recompute:
@@ -54,19 +55,25 @@ def _op_flops(op: OpSpec, attention: str) -> int:
     return 2 * forward if op.phase == "bwd" else forward
 
 
-def ops_flops(ops: Iterable[OpSpec], kinds: tuple[str, ...] = ("gemm", "attention"),
-              attention: str = "trace") -> int:
+def ops_flops(
+    ops: Iterable[OpSpec], kinds: tuple[str, ...] = ("gemm", "attention"), attention: str = "trace"
+) -> int:
     """Sum of FLOPs of the ops whose kind is in ``kinds``."""
     if attention not in ATTENTION_CONVENTIONS:
         raise ValueError(f"attention convention {attention!r}; expected {ATTENTION_CONVENTIONS}")
     return sum(_op_flops(op, attention) for op in ops if op.op_kind in kinds)
 
 
-def micro_batch_rank_flops(model: ModelConfig, training: TrainingConfig,
-                           parallel: ParallelConfig, layers: Iterable[int],
-                           has_embedding: bool, has_head: bool,
-                           kinds: tuple[str, ...] = ("gemm", "attention"),
-                           attention: str = "trace") -> int:
+def micro_batch_rank_flops(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    layers: Iterable[int],
+    has_embedding: bool,
+    has_head: bool,
+    kinds: tuple[str, ...] = ("gemm", "attention"),
+    attention: str = "trace",
+) -> int:
     """FLOPs one rank runs for one micro-batch (forward, recompute and backward) over ``layers``
     plus the embedding/head parts it holds. Layers with the same structure are built once."""
     cache: dict[bool, int] = {}
@@ -74,26 +81,40 @@ def micro_batch_rank_flops(model: ModelConfig, training: TrainingConfig,
     for layer in layers:
         key = model.is_moe_layer(layer)
         if key not in cache:
-            ops = layer_forward_ops(model, training, parallel, layer) + \
-                layer_backward_ops(model, training, parallel, layer)
+            ops = layer_forward_ops(model, training, parallel, layer) + layer_backward_ops(
+                model, training, parallel, layer
+            )
             cache[key] = ops_flops(ops, kinds, attention)
         total += cache[key]
     if has_embedding:
-        total += ops_flops(embedding_forward_ops(model, training, parallel)
-                           + embedding_backward_ops(model, training, parallel), kinds, attention)
+        total += ops_flops(
+            embedding_forward_ops(model, training, parallel)
+            + embedding_backward_ops(model, training, parallel),
+            kinds,
+            attention,
+        )
     if has_head:
-        total += ops_flops(head_forward_ops(model, training, parallel)
-                           + head_backward_ops(model, training, parallel), kinds, attention)
+        total += ops_flops(
+            head_forward_ops(model, training, parallel) + head_backward_ops(model, training, parallel),
+            kinds,
+            attention,
+        )
     return total
 
 
-def trace_flops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                kinds: tuple[str, ...] = ("gemm", "attention"), attention: str = "trace") -> int:
+def trace_flops(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    kinds: tuple[str, ...] = ("gemm", "attention"),
+    attention: str = "trace",
+) -> int:
     """FLOPs of one iteration summed over all ranks from the op lists: every micro-batch of the
     global batch runs every layer, the embedding and the head once, each on ``tp`` ranks (with
     EP, each rank's experts process as many token copies as its own micro-batch routes, so the
     per-rank count holds too). The optimizer step is not included."""
     micro_batches = training.global_batch // training.micro_batch
-    per_rank = micro_batch_rank_flops(model, training, parallel, range(model.layers), True, True,
-                                      kinds, attention)
+    per_rank = micro_batch_rank_flops(
+        model, training, parallel, range(model.layers), True, True, kinds, attention
+    )
     return per_rank * parallel.tp * micro_batches

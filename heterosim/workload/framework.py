@@ -84,12 +84,30 @@ def load_micro_batch_ops(exp: ExperimentConfig) -> list[OpSpec]:
     whose ``mpu.broadcast_data`` broadcasts from TP rank 0 the key sizes and then the flattened
     ``b x (s + 1)`` int64 tokens over the TP group (nothing to do at tp 1)."""
     t = exp.training
-    return [OpSpec("load_batch.broadcast_sizes", "comm", "fwd", "fp32", (0, 0, 0, 0),
-                   node_type=COMM_COLL_NODE, comm_type=BROADCAST,
-                   comm_bytes=MEGATRON_MAX_DATA_DIM * TOKEN_BYTES, comm_group="tp"),
-            OpSpec("load_batch.broadcast_tokens", "comm", "fwd", "fp32", (0, 0, 0, 0),
-                   node_type=COMM_COLL_NODE, comm_type=BROADCAST,
-                   comm_bytes=t.micro_batch * (t.seq_len + 1) * TOKEN_BYTES, comm_group="tp")]
+    return [
+        OpSpec(
+            "load_batch.broadcast_sizes",
+            "comm",
+            "fwd",
+            "fp32",
+            (0, 0, 0, 0),
+            node_type=COMM_COLL_NODE,
+            comm_type=BROADCAST,
+            comm_bytes=MEGATRON_MAX_DATA_DIM * TOKEN_BYTES,
+            comm_group="tp",
+        ),
+        OpSpec(
+            "load_batch.broadcast_tokens",
+            "comm",
+            "fwd",
+            "fp32",
+            (0, 0, 0, 0),
+            node_type=COMM_COLL_NODE,
+            comm_type=BROADCAST,
+            comm_bytes=t.micro_batch * (t.seq_len + 1) * TOKEN_BYTES,
+            comm_group="tp",
+        ),
+    ]
 
 
 def activation_bytes(exp: ExperimentConfig) -> int:
@@ -117,9 +135,21 @@ def pipeline_payload(exp: ExperimentConfig) -> PipelinePayload:
     part = -(-full // tp) if partitioned else full
     # one broadcast per tensor: (meta, part, mask) partitioned, (hidden, mask) otherwise; the
     # gradient of the hidden state only
-    return PipelinePayload(part + attention_mask_bytes(exp), full, full if partitioned else 0,
-                           forward_calls=3 if partitioned else 2, backward_calls=1)
+    return PipelinePayload(
+        part + attention_mask_bytes(exp),
+        full,
+        full if partitioned else 0,
+        forward_calls=3 if partitioned else 2,
+        backward_calls=1,
+    )
 
 
-__all__ = ["COLLECTIVE_CALL_LABEL", "PipelinePayload", "activation_bytes", "attention_mask_bytes",
-           "collective_call_op", "load_micro_batch_ops", "pipeline_payload"]
+__all__ = [
+    "COLLECTIVE_CALL_LABEL",
+    "PipelinePayload",
+    "activation_bytes",
+    "attention_mask_bytes",
+    "collective_call_op",
+    "load_micro_batch_ops",
+    "pipeline_payload",
+]

@@ -71,24 +71,9 @@ from typing import cast
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
 from heterosim.config.limits import check_experiment_budget
-from heterosim.workload.builder import (
-    PREVIOUS_TAIL,
-    FrozenUnit,
-    TemplateTable,
-    TraceAssembler,
-    UnitProgram,
-)
-from heterosim.workload.framework import (
-    collective_call_op,
-    load_micro_batch_ops,
-    pipeline_payload,
-)
-from heterosim.workload.groups import (
-    ParallelGroups,
-    RankLayout,
-    StagedLayout,
-    boundary_transfers,
-)
+from heterosim.workload.builder import PREVIOUS_TAIL, FrozenUnit, TemplateTable, TraceAssembler, UnitProgram
+from heterosim.workload.framework import collective_call_op, load_micro_batch_ops, pipeline_payload
+from heterosim.workload.groups import ParallelGroups, RankLayout, StagedLayout, boundary_transfers
 from heterosim.workload.ops import (
     OpSpec,
     embedding_backward_ops,
@@ -143,10 +128,20 @@ class Block:
         return self.layer if self.layer >= 0 else -1
 
 
-def _comm(label: str, phase: str, comm_type: int, size: int, dtype: str, node_type: int,
-          role: str = "") -> OpSpec:
-    return OpSpec(label, "comm", phase, dtype, (0, 0, 0, 0), node_type=node_type,
-                  comm_type=comm_type, comm_bytes=int(size), comm_group=role)
+def _comm(
+    label: str, phase: str, comm_type: int, size: int, dtype: str, node_type: int, role: str = ""
+) -> OpSpec:
+    return OpSpec(
+        label,
+        "comm",
+        phase,
+        dtype,
+        (0, 0, 0, 0),
+        node_type=node_type,
+        comm_type=comm_type,
+        comm_bytes=int(size),
+        comm_group=role,
+    )
 
 
 class RankProgram:
@@ -179,8 +174,11 @@ class RankProgram:
         self._blocks: dict[int, list[Block]] = {}
         # framework.collective_overhead: a marker op before every TP collective and pipeline p2p
         # call carries its cost
-        self._call_marker = (self.templates.add(collective_call_op(self.act_dtype))
-                             if exp.framework.has_collective_overhead else None)
+        self._call_marker = (
+            self.templates.add(collective_call_op(self.act_dtype))
+            if exp.framework.has_collective_overhead
+            else None
+        )
 
     # -- templates -------------------------------------------------------------------------
 
@@ -207,20 +205,42 @@ class RankProgram:
         if v == 0:
             emb = embedding_params_on_rank(m, p)
             positions = m.max_seq * m.hidden if m.learned_positions else 0
-            out.append(Block(EMBEDDING_BLOCK, embedding_forward_ops(m, t, p),
-                             embedding_backward_ops(m, t, p), emb, 0,
-                             tensors=tuple(x for x in (emb - positions, positions) if x > 0)))
+            out.append(
+                Block(
+                    EMBEDDING_BLOCK,
+                    embedding_forward_ops(m, t, p),
+                    embedding_backward_ops(m, t, p),
+                    emb,
+                    0,
+                    tensors=tuple(x for x in (emb - positions, positions) if x > 0),
+                )
+            )
         for layer in self.w.partition.layers_of(self.stage, chunk):
             fwd, bwd = self.w.layer_ops(layer, p.tp)
-            out.append(Block(layer, fwd, bwd, layer_params_on_rank(m, p, layer),
-                             layer_expert_params_on_rank(m, p, layer),
-                             tensors=tuple(layer_tensors(m, p, layer)) if self.ds_zero3 else ()))
+            out.append(
+                Block(
+                    layer,
+                    fwd,
+                    bwd,
+                    layer_params_on_rank(m, p, layer),
+                    layer_expert_params_on_rank(m, p, layer),
+                    tensors=tuple(layer_tensors(m, p, layer)) if self.ds_zero3 else (),
+                )
+            )
         if v == self.V - 1:
             head = head_params_on_rank(m, p, has_embedding=(v == 0))
             norms = m.norm_params()
             tensors = [m.hidden] * (norms // m.hidden) + ([head - norms] if head > norms else [])
-            out.append(Block(HEAD_BLOCK, head_forward_ops(m, t, p), head_backward_ops(m, t, p),
-                             head, 0, tensors=tuple(tensors)))
+            out.append(
+                Block(
+                    HEAD_BLOCK,
+                    head_forward_ops(m, t, p),
+                    head_backward_ops(m, t, p),
+                    head,
+                    0,
+                    tensors=tuple(tensors),
+                )
+            )
         if self.mixed_dp:  # gradient buckets on the stage's full parameters (module docstring)
             full = replace(p, tp=1)
             for i, block in enumerate(out):
@@ -235,9 +255,12 @@ class RankProgram:
 
     def _fetch(self, block: Block, phase: str) -> BlockFetch:
         """DeepSpeed 0.3 ZeRO-3 fetch of ``block`` in ``phase`` (heterosim/workload/zero3.py)."""
-        fwd, bwd = block_fetches(list(block.tensors), self.training.recompute == "full",
-                                 self.par.zero3_persistence_threshold,
-                                 self.par.zero3_max_reuse_distance)
+        fwd, bwd = block_fetches(
+            list(block.tensors),
+            self.training.recompute == "full",
+            self.par.zero3_persistence_threshold,
+            self.par.zero3_max_reuse_distance,
+        )
         return fwd if phase == "fwd" else bwd
 
     def _framework(self, label: str, phase: str, ns: int) -> OpSpec:
@@ -251,8 +274,9 @@ class RankProgram:
             size = self._fetch(block, phase).gather_elements * self.param_bytes
             if size <= 0:
                 return None  # every tensor persistent: nothing to gather
-        return _comm(f"zero3_allgather.{phase}", phase, ALL_GATHER, size, self.act_dtype,
-                     COMM_COLL_NODE, "dp")
+        return _comm(
+            f"zero3_allgather.{phase}", phase, ALL_GATHER, size, self.act_dtype, COMM_COLL_NODE, "dp"
+        )
 
     def _forward_unit(self, chunk: int) -> FrozenUnit:
         return self._unit(self.blocks(chunk), "fwd", sync=False)
@@ -316,12 +340,18 @@ class RankProgram:
             tmpl = self._template(self._framework("zero3_scatter_copies", "bwd", ns))
             if tmpl is not None and ns > 0:
                 unit.chain(tmpl, block.layer_attr, [])
-        for role, params in (("dp", block.params - block.expert_params),
-                             ("ep_dp", block.expert_params)):
+        for role, params in (("dp", block.params - block.expert_params), ("ep_dp", block.expert_params)):
             if params <= 0:
                 continue
-            op = _comm("zero3_reduce_scatter.grad", "bwd", REDUCE_SCATTER,
-                       params * self.reduce_bytes, self.reduce_dtype, COMM_COLL_NODE, role)
+            op = _comm(
+                "zero3_reduce_scatter.grad",
+                "bwd",
+                REDUCE_SCATTER,
+                params * self.reduce_bytes,
+                self.reduce_dtype,
+                COMM_COLL_NODE,
+                role,
+            )
             tmpl = self._template(op)
             if tmpl is not None:
                 unit.grad_sync.append(unit.add(tmpl, block.layer_attr, [unit.tail]))
@@ -331,8 +361,12 @@ class RankProgram:
     @property
     def _scatter_gather(self) -> bool:
         p = self.par
-        return (p.p2p_scatter_gather and p.tp > 1 and not p.sequence_parallel
-                and not isinstance(self.w.layout, StagedLayout))
+        return (
+            p.p2p_scatter_gather
+            and p.tp > 1
+            and not p.sequence_parallel
+            and not isinstance(self.w.layout, StagedLayout)
+        )
 
     def _p2p_bytes(self) -> int:
         t = self.training
@@ -341,8 +375,9 @@ class RankProgram:
             tokens = -(-tokens // self.par.tp)
         return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
 
-    def _gathered(self, out: TraceAssembler, recvs: tuple[int, ...], gather: int | None, mb: int,
-                  v: int) -> tuple[int, ...]:
+    def _gathered(
+        self, out: TraceAssembler, recvs: tuple[int, ...], gather: int | None, mb: int, v: int
+    ) -> tuple[int, ...]:
         """What a step's compute waits for after receiving ``recvs``: the receives themselves, or
         with the scatter/gather optimisation the TP all-gather of the received pieces."""
         if gather is None:
@@ -374,11 +409,13 @@ class RankProgram:
             out.append((int(peer), size * width))  # type: ignore[arg-type]
         return out
 
-    def _p2p_templates(self, label: str, phase: str, node_type: int,
-                       transfers: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        return [(peer, self.templates.add(_comm(label, phase, NO_COLLECTIVE, size,
-                                                self.act_dtype, node_type)))
-                for peer, size in transfers]
+    def _p2p_templates(
+        self, label: str, phase: str, node_type: int, transfers: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        return [
+            (peer, self.templates.add(_comm(label, phase, NO_COLLECTIVE, size, self.act_dtype, node_type)))
+            for peer, size in transfers
+        ]
 
     def _tag(self, micro_batch: int, boundary: int, direction: int) -> int:
         return (micro_batch * self.V + boundary) * 2 + direction
@@ -399,9 +436,9 @@ class RankProgram:
                 last_backward[s.chunk] = i
         fwd_units = {c: self._forward_unit(c) for c in range(p.vpp)}
         bwd_units = {c: self._backward_unit(c, sync=zero_every_step) for c in range(p.vpp)}
-        sync_units = bwd_units if zero_every_step else {
-            c: self._backward_unit(c, sync=True) for c in range(p.vpp)
-        }
+        sync_units = (
+            bwd_units if zero_every_step else {c: self._backward_unit(c, sync=True) for c in range(p.vpp)}
+        )
         staged = isinstance(self.w.layout, StagedLayout)
         p2p: dict[tuple[str, int], list[tuple[int, int]]] = {}
 
@@ -413,8 +450,9 @@ class RankProgram:
                 receive, direction = kind.startswith("recv"), 0 if kind.endswith("f") else 1
                 label = f"pp_{'recv' if receive else 'send'}.{'fwd' if direction == 0 else 'bwd'}"
                 node = COMM_RECV_NODE if receive else COMM_SEND_NODE
-                p2p[key] = self._p2p_templates(label, "fwd" if direction == 0 else "bwd", node,
-                                               self._transfers(other, receive))
+                p2p[key] = self._p2p_templates(
+                    label, "fwd" if direction == 0 else "bwd", node, self._transfers(other, receive)
+                )
             if not staged:
                 return [(self._peer(other), tmpl) for _, tmpl in p2p[key]]
             return p2p[key]
@@ -428,10 +466,14 @@ class RankProgram:
             size = self._p2p_bytes() * p.tp  # nccl-tests size convention: the gathered bytes
             gid = self.w.groups.group_id(self.rank, "tp")
             assert gid is not None  # scatter/gather needs tp > 1, so the rank has a TP group
-            gather_f = self.templates.add(_comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size,
-                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
-            gather_b = self.templates.add(_comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size,
-                                                self.act_dtype, COMM_COLL_NODE, "tp"), gid)
+            gather_f = self.templates.add(
+                _comm("pp_recv_allgather.fwd", "fwd", ALL_GATHER, size, self.act_dtype, COMM_COLL_NODE, "tp"),
+                gid,
+            )
+            gather_b = self.templates.add(
+                _comm("pp_recv_allgather.bwd", "bwd", ALL_GATHER, size, self.act_dtype, COMM_COLL_NODE, "tp"),
+                gid,
+            )
         out = TraceAssembler()
 
         def calls(count: int, mb: int, v: int, deps: tuple[int, ...]) -> tuple[int, ...]:
@@ -443,8 +485,7 @@ class RankProgram:
             return deps
 
         if deepspeed:
-            self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units,
-                                  calls)
+            self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units, calls)
         blocking = p.p2p_sync == "blocking"
         pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
         for i, step in enumerate(() if deepspeed else steps):
@@ -455,52 +496,80 @@ class RankProgram:
                 if v > 0:
                     prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
                     recvs = tuple(
-                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v - 1, 0), deps=prev)
-                        for peer, tmpl in transfers("recv_f", v - 1))
+                        out.node(
+                            tmpl, micro_batch=mb, stage=v, peer=peer, tag=self._tag(mb, v - 1, 0), deps=prev
+                        )
+                        for peer, tmpl in transfers("recv_f", v - 1)
+                    )
                     deps = (*deps, *self._gathered(out, recvs, gather_f, mb, v))
                 out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v, head_deps=deps)
                 pending = ()
                 if v < self.V - 1:
-                    sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                           tag=self._tag(mb, v, 0),
-                                           deps=calls(1, mb, v, (out.tail,)))
-                                  for peer, tmpl in transfers("send_f", v + 1))
+                    sends = tuple(
+                        out.node(
+                            tmpl,
+                            micro_batch=mb,
+                            stage=v,
+                            peer=peer,
+                            tag=self._tag(mb, v, 0),
+                            deps=calls(1, mb, v, (out.tail,)),
+                        )
+                        for peer, tmpl in transfers("send_f", v + 1)
+                    )
                     pending = sends if blocking else ()
             else:
                 deps = pending
                 if v < self.V - 1:
                     prev = calls(1, mb, v, (out.tail,) if out.tail >= 0 else ())
                     recvs = tuple(
-                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                 tag=self._tag(mb, v, 1), deps=prev)
-                        for peer, tmpl in transfers("recv_b", v + 1))
+                        out.node(tmpl, micro_batch=mb, stage=v, peer=peer, tag=self._tag(mb, v, 1), deps=prev)
+                        for peer, tmpl in transfers("recv_b", v + 1)
+                    )
                     deps = (*deps, *self._gathered(out, recvs, gather_b, mb, v))
-                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
-                    bwd_units[step.chunk]
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else bwd_units[step.chunk]
                 out.unit(unit, micro_batch=mb, stage=v, head_deps=deps)
                 pending = ()
                 if v > 0:
-                    sends = tuple(out.node(tmpl, micro_batch=mb, stage=v, peer=peer,
-                                           tag=self._tag(mb, v - 1, 1),
-                                           deps=calls(1, mb, v, (out.tail,)))
-                                  for peer, tmpl in transfers("send_b", v - 1))
+                    sends = tuple(
+                        out.node(
+                            tmpl,
+                            micro_batch=mb,
+                            stage=v,
+                            peer=peer,
+                            tag=self._tag(mb, v - 1, 1),
+                            deps=calls(1, mb, v, (out.tail,)),
+                        )
+                        for peer, tmpl in transfers("send_b", v - 1)
+                    )
                     pending = sends if blocking else ()
         if pending:  # the optimizer step waits for the last blocking sends as well
             out.tail = pending[-1]
         self._finish_iteration(out)
         exp = self.exp
         meta = {
-            "experiment": exp.name, "model": exp.model.name, "rank": str(self.rank),
-            "world_size": str(self.w.layout.world_size), "stage": str(self.stage),
-            "dp_replica": str(self.replica), "schedule": p.schedule,
-            "micro_batches": str(self.micro_batches), "tp": str(p.tp),
+            "experiment": exp.name,
+            "model": exp.model.name,
+            "rank": str(self.rank),
+            "world_size": str(self.w.layout.world_size),
+            "stage": str(self.stage),
+            "dp_replica": str(self.replica),
+            "schedule": p.schedule,
+            "micro_batches": str(self.micro_batches),
+            "tp": str(p.tp),
         }
         gpu = self.w.gpu_type(self.rank)
         return out.finish(self.rank, self.templates.build(), gpu, meta)
 
-    def _deepspeed_steps(self, out: TraceAssembler, steps: list[Step], last_backward: dict,
-                         fwd_units: dict, bwd_units: dict, sync_units: dict, calls) -> None:
+    def _deepspeed_steps(
+        self,
+        out: TraceAssembler,
+        steps: list[Step],
+        last_backward: dict,
+        fwd_units: dict,
+        bwd_units: dict,
+        sync_units: dict,
+        calls,
+    ) -> None:
         """The steps in DeepSpeed's PipelineEngine order (workload.framework): every p2p call
         blocks the rank until the transfer is done, and a result is sent at the start of the
         rank's next schedule step (TrainSchedule: a forward step runs RecvActivation, then
@@ -508,26 +577,45 @@ class RankProgram:
         previous forward, then RecvGrad, then BackwardPass)."""
         p = self.par
         payload = pipeline_payload(self.exp)
-        recv_f = self.templates.add(_comm("pp_recv.fwd", "fwd", NO_COLLECTIVE,
-                                          payload.forward_bytes, self.act_dtype, COMM_RECV_NODE))
-        send_f = self.templates.add(_comm("pp_send.fwd", "fwd", NO_COLLECTIVE,
-                                          payload.forward_bytes, self.act_dtype, COMM_SEND_NODE))
-        recv_b = self.templates.add(_comm("pp_recv.bwd", "bwd", NO_COLLECTIVE,
-                                          payload.backward_bytes, self.act_dtype, COMM_RECV_NODE))
-        send_b = self.templates.add(_comm("pp_send.bwd", "bwd", NO_COLLECTIVE,
-                                          payload.backward_bytes, self.act_dtype, COMM_SEND_NODE))
+        recv_f = self.templates.add(
+            _comm("pp_recv.fwd", "fwd", NO_COLLECTIVE, payload.forward_bytes, self.act_dtype, COMM_RECV_NODE)
+        )
+        send_f = self.templates.add(
+            _comm("pp_send.fwd", "fwd", NO_COLLECTIVE, payload.forward_bytes, self.act_dtype, COMM_SEND_NODE)
+        )
+        recv_b = self.templates.add(
+            _comm("pp_recv.bwd", "bwd", NO_COLLECTIVE, payload.backward_bytes, self.act_dtype, COMM_RECV_NODE)
+        )
+        send_b = self.templates.add(
+            _comm("pp_send.bwd", "bwd", NO_COLLECTIVE, payload.backward_bytes, self.act_dtype, COMM_SEND_NODE)
+        )
         gather_f = gather_b = None
         if payload.gather_bytes:  # the partitioned activations (workload.framework)
-            gather_f = self._template(_comm("pp_partition_allgather.fwd", "fwd", ALL_GATHER,
-                                            payload.gather_bytes, self.act_dtype,
-                                            COMM_COLL_NODE, "tp"))
-            gather_b = self._template(_comm("pp_partition_allgather.bwd", "bwd", ALL_GATHER,
-                                            payload.gather_bytes, self.act_dtype,
-                                            COMM_COLL_NODE, "tp"))
+            gather_f = self._template(
+                _comm(
+                    "pp_partition_allgather.fwd",
+                    "fwd",
+                    ALL_GATHER,
+                    payload.gather_bytes,
+                    self.act_dtype,
+                    COMM_COLL_NODE,
+                    "tp",
+                )
+            )
+            gather_b = self._template(
+                _comm(
+                    "pp_partition_allgather.bwd",
+                    "bwd",
+                    ALL_GATHER,
+                    payload.gather_bytes,
+                    self.act_dtype,
+                    COMM_COLL_NODE,
+                    "tp",
+                )
+            )
         # LoadMicroBatch on the first and last stage: Megatron's get_batch_pipe broadcasts the
         # batch over the TP group (mpu.broadcast_data: the sizes, then the int64 tokens)
-        loads = [t for t in (self._template(op) for op in load_micro_batch_ops(self.exp))
-                 if t is not None]
+        loads = [t for t in (self._template(op) for op in load_micro_batch_ops(self.exp)) if t is not None]
 
         def chain(template: int, mb: int, v: int, count: int = 0, **where) -> None:
             deps = calls(count, mb, v, (out.tail,) if out.tail >= 0 else ())
@@ -546,8 +634,14 @@ class RankProgram:
                     send(pending)
                     pending = None
                 if v > 0:
-                    chain(recv_f, mb, v, payload.forward_calls, peer=self._peer(v - 1),
-                          tag=self._tag(mb, v - 1, 0))
+                    chain(
+                        recv_f,
+                        mb,
+                        v,
+                        payload.forward_calls,
+                        peer=self._peer(v - 1),
+                        tag=self._tag(mb, v - 1, 0),
+                    )
                 if pending is not None:  # SendGrad of the previous backward
                     send(pending)
                     pending = None
@@ -556,11 +650,14 @@ class RankProgram:
                         chain(template, mb, v, 1)
                 if v > 0 and gather_f is not None:
                     chain(gather_f, mb, v, 1)
-                out.unit(fwd_units[step.chunk], micro_batch=mb, stage=v,
-                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                out.unit(
+                    fwd_units[step.chunk],
+                    micro_batch=mb,
+                    stage=v,
+                    head_deps=(out.tail,) if out.tail >= 0 else (),
+                )
                 if v < self.V - 1:
-                    pending = (send_f, mb, v, self._peer(v + 1), self._tag(mb, v, 0),
-                               payload.forward_calls)
+                    pending = (send_f, mb, v, self._peer(v + 1), self._tag(mb, v, 0), payload.forward_calls)
             else:
                 if pending is not None:  # SendActivation (or a cool-down SendGrad)
                     send(pending)
@@ -568,15 +665,20 @@ class RankProgram:
                 if v < self.V - 1:
                     if gather_b is not None:  # re-gather the partitioned output first
                         chain(gather_b, mb, v, 1)
-                    chain(recv_b, mb, v, payload.backward_calls, peer=self._peer(v + 1),
-                          tag=self._tag(mb, v, 1))
-                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else \
-                    bwd_units[step.chunk]
-                out.unit(unit, micro_batch=mb, stage=v,
-                         head_deps=(out.tail,) if out.tail >= 0 else ())
+                    chain(
+                        recv_b, mb, v, payload.backward_calls, peer=self._peer(v + 1), tag=self._tag(mb, v, 1)
+                    )
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else bwd_units[step.chunk]
+                out.unit(unit, micro_batch=mb, stage=v, head_deps=(out.tail,) if out.tail >= 0 else ())
                 if v > 0:
-                    pending = (send_b, mb, v, self._peer(v - 1), self._tag(mb, v - 1, 1),
-                               payload.backward_calls)
+                    pending = (
+                        send_b,
+                        mb,
+                        v,
+                        self._peer(v - 1),
+                        self._tag(mb, v - 1, 1),
+                        payload.backward_calls,
+                    )
         if pending is not None:
             send(pending)
 
@@ -597,15 +699,21 @@ class RankProgram:
         else:
             parts = []
         for gid, size in parts:
-            tmpl = self.templates.add(_comm("embedding_grad_allreduce", "bwd", ALL_REDUCE, size,
-                                            "fp32", COMM_COLL_NODE, "embd"), gid)
-            waits.append(out.node(tmpl, stage=self.stage, deps=tuple(
-                [out.tail, *out.grad_sync] if out.tail >= 0 else out.grad_sync)))
+            tmpl = self.templates.add(
+                _comm("embedding_grad_allreduce", "bwd", ALL_REDUCE, size, "fp32", COMM_COLL_NODE, "embd"),
+                gid,
+            )
+            waits.append(
+                out.node(
+                    tmpl,
+                    stage=self.stage,
+                    deps=tuple([out.tail, *out.grad_sync] if out.tail >= 0 else out.grad_sync),
+                )
+            )
         params = rank_params(m, p, layers, has_embedding, has_head)
         expert = rank_expert_params(m, p, layers)
         first = True
-        for op in optimizer_ops(m, self.training, p, params, expert,
-                                rank_linear_weights(m, p, layers)):
+        for op in optimizer_ops(m, self.training, p, params, expert, rank_linear_weights(m, p, layers)):
             opt_tmpl = self._template(op)
             if opt_tmpl is None:
                 continue
@@ -615,8 +723,9 @@ class RankProgram:
         if p.zero in (1, 2) or (p.zero == 0 and p.distributed_optimizer):
             for role, count in (("dp", params - expert), ("ep_dp", expert)):
                 for size in _bucket_sizes(count * self.param_bytes, p.dp_bucket_bytes):
-                    op = _comm("param_allgather", "opt", ALL_GATHER, size, self.act_dtype,
-                               COMM_COLL_NODE, role)
+                    op = _comm(
+                        "param_allgather", "opt", ALL_GATHER, size, self.act_dtype, COMM_COLL_NODE, role
+                    )
                     gather_tmpl = self._template(op)
                     if gather_tmpl is not None:
                         out.node(gather_tmpl, stage=self.stage, deps=(out.tail,))
@@ -667,21 +776,34 @@ class _Buckets:
         if role == "dp" and self.prog.mixed_dp:
             self._emit_shards()
             return
-        op = _comm(self.label, "bwd", self.comm_type, self.pending[role], self.prog.reduce_dtype,
-                   COMM_COLL_NODE, role)
+        op = _comm(
+            self.label,
+            "bwd",
+            self.comm_type,
+            self.pending[role],
+            self.prog.reduce_dtype,
+            COMM_COLL_NODE,
+            role,
+        )
         self.pending[role] = 0
         tmpl = self.prog._template(op)
         if tmpl is not None:
             self.unit.grad_sync.append(self.unit.add(tmpl, self.layer, [self.unit.tail]))
-
 
     def _emit_shards(self) -> None:
         prog = self.prog
         full = self.pending["dp"]
         self.pending["dp"] = 0
         for gid, pieces, total in prog.w.groups.dp_shards(prog.rank):
-            op = _comm(self.label, "bwd", self.comm_type, full * pieces // total,
-                       prog.reduce_dtype, COMM_COLL_NODE, "dp")
+            op = _comm(
+                self.label,
+                "bwd",
+                self.comm_type,
+                full * pieces // total,
+                prog.reduce_dtype,
+                COMM_COLL_NODE,
+                "dp",
+            )
             tmpl = prog.templates.add(op, gid)
             self.unit.grad_sync.append(self.unit.add(tmpl, self.layer, [self.unit.tail]))
 
@@ -699,7 +821,8 @@ class Workload:
     # on GPU r
     rank_gpu: Sequence[int] | None = None
     _layer_ops: dict[tuple[bool, int], tuple[list[OpSpec], list[OpSpec]]] = field(
-        default_factory=dict, repr=False)
+        default_factory=dict, repr=False
+    )
 
     def layer_ops(self, layer: int, tp: int | None = None) -> tuple[list[OpSpec], list[OpSpec]]:
         """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's);
@@ -709,8 +832,10 @@ class Workload:
         if key not in self._layer_ops:
             e = self.experiment
             forward = layer_forward_ops(e.model, e.training, par, layer)
-            self._layer_ops[key] = (forward * e.framework.layer_forward_passes,
-                                    layer_backward_ops(e.model, e.training, par, layer))
+            self._layer_ops[key] = (
+                forward * e.framework.layer_forward_passes,
+                layer_backward_ops(e.model, e.training, par, layer),
+            )
         return self._layer_ops[key]
 
     def rank_parallel(self, rank: int) -> ParallelConfig:
@@ -772,12 +897,23 @@ class Workload:
                 m = self.partition.replica_micro_batches[self.layout.dp_index(rank)]
                 in_flight = min(par.pp - stage, m) if par.schedule == "1f1b" else m
             est = estimate_rank_memory(
-                e.model, e.training, par, layers, stage == 0,
-                stage == (par.pp * par.vpp - 1) % par.pp, in_flight,
+                e.model,
+                e.training,
+                par,
+                layers,
+                stage == 0,
+                stage == (par.pp * par.vpp - 1) % par.pp,
+                in_flight,
             )
             return int(est.total_bytes)
-        return int(fn(layers, stage == 0, stage == (par.pp * par.vpp - 1) % par.pp,
-                      in_flight_micro_batches(self.experiment, stage)))
+        return int(
+            fn(
+                layers,
+                stage == 0,
+                stage == (par.pp * par.vpp - 1) % par.pp,
+                in_flight_micro_batches(self.experiment, stage),
+            )
+        )
 
     def summary(self, ranks: Sequence[int] | None = None) -> dict:
         """workload.json content (see docs/results.md); builds each listed rank's trace once."""
@@ -807,10 +943,7 @@ class LazyTraces(Sequence[RankTrace]):
 
 
 def generate_workload(
-    experiment: ExperimentConfig,
-    *,
-    cost_fn: CostFn | None = None,
-    memory_fn: MemoryFn | None = None,
+    experiment: ExperimentConfig, *, cost_fn: CostFn | None = None, memory_fn: MemoryFn | None = None
 ) -> Workload:
     """Lay out ranks, list communicators and partition layers and micro-batches.
 
@@ -826,7 +959,8 @@ def generate_workload(
     if par.plan is not None:
         layout = StagedLayout(
             tuple(tuple(r.tp for r in s.replicas) for s in par.plan.stages),
-            tuple(tuple(r.gpu for r in s.replicas) for s in par.plan.stages))
+            tuple(tuple(r.gpu for r in s.replicas) for s in par.plan.stages),
+        )
     else:
         layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
     groups = ParallelGroups(layout, tied_embeddings=experiment.model.tied_embeddings)

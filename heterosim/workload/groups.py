@@ -163,8 +163,7 @@ class StagedLayout:
         for p, row in enumerate(self.cell_tps):
             for d, t in enumerate(row):
                 first = int(self._first_rank[p, d])
-                out[first:first + t] = np.stack(
-                    [np.arange(t), np.full(t, d), np.full(t, p)], axis=1)
+                out[first : first + t] = np.stack([np.arange(t), np.full(t, d), np.full(t, p)], axis=1)
         return out
 
     def rank_of(self, tp: int, dp: int, pp: int) -> int | None:
@@ -212,8 +211,10 @@ class StagedLayout:
         total = math.lcm(*tps)
         groups: dict[tuple[int, ...], int] = {}
         for j in range(total):
-            members = tuple(int(self.rank_of(j * t // total, d, p))  # type: ignore[arg-type]
-                            for (d, p), t in zip(cells, tps))
+            members = tuple(
+                int(self.rank_of(j * t // total, d, p))  # type: ignore[arg-type]
+                for (d, p), t in zip(cells, tps)
+            )
             groups[members] = groups.get(members, 0) + 1
         return total, list(groups.items())
 
@@ -260,8 +261,7 @@ class ParallelGroups:
                             self._by_rank.setdefault((member, role), group.id)
                         if total:
                             for member in members:
-                                self._shards.setdefault((member, role), []).append(
-                                    (group.id, pieces, total))
+                                self._shards.setdefault((member, role), []).append((group.id, pieces, total))
 
     def _member_sets(self, role: str, rank: int) -> list[tuple[tuple[int, ...], int, int]]:
         """(members, pieces, total pieces) of every ``role`` group of ``rank``; pieces are 0
@@ -281,8 +281,12 @@ class ParallelGroups:
         different TP degrees (and ``rank`` is in one of them)."""
         lay = self.layout
         d, p = lay.dp_index(rank), lay.pp_index(rank)
-        return (self.tied_embeddings and lay.pp >= 2 and p in (0, lay.pp - 1)
-                and lay.cell_tp(d, 0) != lay.cell_tp(d, lay.pp - 1))
+        return (
+            self.tied_embeddings
+            and lay.pp >= 2
+            and p in (0, lay.pp - 1)
+            and lay.cell_tp(d, 0) != lay.cell_tp(d, lay.pp - 1)
+        )
 
     def _members(self, role: str, rank: int) -> tuple[int, ...]:
         lay = self.layout
@@ -349,8 +353,7 @@ class ParallelGroups:
         return [{"id": g.id, "role": g.role, "ranks": list(g.ranks)} for g in self.groups]
 
 
-def boundary_transfers(tp_from: int, tp_to: int,
-                       sequence_parallel: bool) -> list[tuple[int, int, Fraction]]:
+def boundary_transfers(tp_from: int, tp_to: int, sequence_parallel: bool) -> list[tuple[int, int, Fraction]]:
     """Point-to-point transfers that carry one activation (or its gradient) from a stage whose
     TP degree is ``tp_from`` to one of degree ``tp_to``: ``(source TP index, destination TP
     index, share of the full b*s*h tensor)``.

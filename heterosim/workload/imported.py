@@ -143,8 +143,7 @@ def _metadata_int(trace: RankTrace, key: str, default: int, path: Path) -> int:
     try:
         return int(text)
     except ValueError:
-        raise UserError(f"{path}: GlobalMetadata {key}: expected an integer, got {text!r}"
-                        ) from None
+        raise UserError(f"{path}: GlobalMetadata {key}: expected an integer, got {text!r}") from None
 
 
 def _read_groups(directory: Path, world: int) -> TraceGroups:
@@ -153,8 +152,7 @@ def _read_groups(directory: Path, world: int) -> TraceGroups:
     for gid, ranks in groups.items():
         bad = [r for r in ranks if r >= world]
         if bad:
-            raise UserError(f"{path}: {gid}: rank {bad[0]} outside the {world} traces "
-                            f"(ranks 0..{world - 1})")
+            raise UserError(f"{path}: {gid}: rank {bad[0]} outside the {world} traces (ranks 0..{world - 1})")
         if len(set(ranks)) != len(ranks):
             raise UserError(f"{path}: {gid}: a rank is listed twice")
     groups.setdefault(0, list(range(world)))
@@ -168,18 +166,22 @@ def _check_trace(trace: RankTrace, path: Path, world: int, groups: TraceGroups) 
     bad_peer = p2p & ((trace.peer < 0) | (trace.peer >= world) | (trace.peer == trace.rank))
     if bad_peer.any():
         i = int(np.flatnonzero(bad_peer)[0])
-        raise UserError(f"{path}: node {i}: send/recv peer {int(trace.peer[i])} is not another "
-                        f"rank of the {world} traces")
+        raise UserError(
+            f"{path}: node {i}: send/recv peer {int(trace.peer[i])} is not another rank of the {world} traces"
+        )
     t = trace.templates
     for row in np.flatnonzero(t.node_type == COMM_COLL_NODE):
         gid = int(t.comm_group[row])
         members = groups.groups.get(gid)
         if members is None:
-            raise UserError(f"{path}: a collective uses process group {gid}, which "
-                            f"{COMM_GROUP_FILE} does not define")
+            raise UserError(
+                f"{path}: a collective uses process group {gid}, which {COMM_GROUP_FILE} does not define"
+            )
         if trace.rank not in members:
-            raise UserError(f"{path}: rank {trace.rank} runs a collective on process group "
-                            f"{gid} but is not one of its ranks {list(members)}")
+            raise UserError(
+                f"{path}: rank {trace.rank} runs a collective on process group "
+                f"{gid} but is not one of its ranks {list(members)}"
+            )
 
 
 def _untimed_kinds(traces: list[RankTrace]) -> set[str]:
@@ -221,8 +223,9 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
     world = len(files)
     missing = sorted(set(range(world)) - set(files))
     if missing:
-        raise UserError(f"{directory}: {world} traces but no trace for rank {missing[0]} "
-                        f"(ranks must be 0..{world - 1})")
+        raise UserError(
+            f"{directory}: {world} traces but no trace for rank {missing[0]} (ranks must be 0..{world - 1})"
+        )
     groups = _read_groups(directory, world)
     traces: list[RankTrace] = []
     stages: list[int] = []
@@ -242,9 +245,11 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
         traces.append(trace)
     untimed = _untimed_kinds(traces)
     if durations == "model" and untimed:
-        raise UserError(f"{directory}: compute nodes of kind {sorted(untimed)[0]!r} carry no "
-                        "shapes the compute model can time; run them with their recorded "
-                        "durations")
+        raise UserError(
+            f"{directory}: compute nodes of kind {sorted(untimed)[0]!r} carry no "
+            "shapes the compute model can time; run them with their recorded "
+            "durations"
+        )
     keep = durations == "trace" or (durations == "auto" and bool(untimed))
     _check_trace_budget(directory, traces, groups)
     for trace in traces:
@@ -254,11 +259,13 @@ def load_trace_workload(directory: str | Path, durations: str = "auto") -> Impor
     ours = all(GENERATOR_KEYS <= t.metadata.keys() for t in traces)
     producers = {t.metadata.get("experiment", "") for t in traces}
     return ImportedWorkload(
-        directory=directory, traces=traces, groups=groups,
-        layout=TraceLayout(tuple(stages), tuple(replicas),
-                           tuple(tps) if min(tps, default=0) > 0 else ()),
+        directory=directory,
+        traces=traces,
+        groups=groups,
+        layout=TraceLayout(tuple(stages), tuple(replicas), tuple(tps) if min(tps, default=0) > 0 else ()),
         partition=TracePartition(_chunk_layers(traces), replica_counts),
-        keep_trace_durations=keep, p2p_rendezvous=ours,
+        keep_trace_durations=keep,
+        p2p_rendezvous=ours,
         producer=producers.pop() if len(producers) == 1 else "",
         files=dict(files),
     )
@@ -276,18 +283,19 @@ def _check_trace_budget(directory: Path, traces: list[RankTrace], groups: TraceG
         for row in np.flatnonzero((t.node_type == COMM_COLL_NODE) & (counts > 0)):
             size = len(groups.groups.get(int(t.comm_group[row]), ()))
             if size > 1:
-                tasks += counts[row] * collective_flow_floor("allgather", int(t.comm_bytes[row]),
-                                                            size) / size
+                tasks += counts[row] * collective_flow_floor("allgather", int(t.comm_bytes[row]), size) / size
     check_budget(str(directory), "traces", "their nodes and the flows of their collectives", tasks)
 
 
 def _placeholder_model(name: str) -> ModelConfig:
-    return ModelConfig(name=name, arch="gpt", hidden=0, layers=0, heads=0, kv_heads=0, ffn=0,
-                       vocab=0, max_seq=0)
+    return ModelConfig(
+        name=name, arch="gpt", hidden=0, layers=0, heads=0, kv_heads=0, ffn=0, vocab=0, max_seq=0
+    )
 
 
-def trace_experiment(directory: str | Path, cluster_path: str | Path, world_size: int,
-                     overrides: list[str] | None = None) -> ExperimentConfig:
+def trace_experiment(
+    directory: str | Path, cluster_path: str | Path, world_size: int, overrides: list[str] | None = None
+) -> ExperimentConfig:
     """Cluster, network and simulation settings for running a directory of traces.
 
     The traces' world size must equal the cluster's GPU count (ranks go to GPUs in order).
@@ -297,15 +305,20 @@ def trace_experiment(directory: str | Path, cluster_path: str | Path, world_size
     for item in overrides or []:
         key = item.split("=", 1)[0].strip()
         if key.split(".", 1)[0] not in TRACE_OVERRIDE_KEYS:
-            raise UserError(f"--set {item!r}: a trace run takes only "
-                            f"{', '.join(k + '.*' for k in TRACE_OVERRIDE_KEYS[1:])} and name "
-                            "overrides (the traces fix model and parallelism)")
-    data = apply_overrides({"name": directory.resolve().name, "network": {},
-                            "simulation": {}}, overrides or [], source)
+            raise UserError(
+                f"--set {item!r}: a trace run takes only "
+                f"{', '.join(k + '.*' for k in TRACE_OVERRIDE_KEYS[1:])} and name "
+                "overrides (the traces fix model and parallelism)"
+            )
+    data = apply_overrides(
+        {"name": directory.resolve().name, "network": {}, "simulation": {}}, overrides or [], source
+    )
     cluster: ClusterConfig = load_cluster(cluster_path)
     if cluster.world_size != world_size:
-        raise UserError(f"{directory}: {world_size} rank traces but the cluster "
-                        f"{cluster_path} has {cluster.world_size} GPUs (they must be equal)")
+        raise UserError(
+            f"{directory}: {world_size} rank traces but the cluster "
+            f"{cluster_path} has {cluster.world_size} GPUs (they must be equal)"
+        )
     top = Section(data, source)
     name = top.string("name")
     network = _network(top.section("network"))
@@ -313,17 +326,38 @@ def trace_experiment(directory: str | Path, cluster_path: str | Path, world_size
     top.reject_unknown()
     resolved = {"traces": str(directory), "cluster": str(cluster_path), **data}
     return ExperimentConfig(
-        name=name, model=_placeholder_model(f"traces:{name}"),
-        training=TrainingConfig(global_batch=0, micro_batch=1, seq_len=0, dtype="bf16",
-                                recompute="none"),
+        name=name,
+        model=_placeholder_model(f"traces:{name}"),
+        training=TrainingConfig(global_batch=0, micro_batch=1, seq_len=0, dtype="bf16", recompute="none"),
         parallel=ParallelConfig(
-            tp=1, pp=1, dp=world_size, ep=1, schedule="1f1b", vpp=1, zero=0,
-            sequence_parallel=False, partition="uniform", dp_bucket_bytes=0,
-            rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=0),
-        cluster=cluster, network=network, simulation=simulation, source=source,
+            tp=1,
+            pp=1,
+            dp=world_size,
+            ep=1,
+            schedule="1f1b",
+            vpp=1,
+            zero=0,
+            sequence_parallel=False,
+            partition="uniform",
+            dp_bucket_bytes=0,
+            rank_order="tp-dp-pp",
+            distributed_optimizer=False,
+            zero3_prefetch=0,
+        ),
+        cluster=cluster,
+        network=network,
+        simulation=simulation,
+        source=source,
         resolved=resolved,
     )
 
 
-__all__ = ["DURATION_MODES", "ImportedWorkload", "TraceGroups", "TraceLayout",
-           "TracePartition", "load_trace_workload", "trace_experiment"]
+__all__ = [
+    "DURATION_MODES",
+    "ImportedWorkload",
+    "TraceGroups",
+    "TraceLayout",
+    "TracePartition",
+    "load_trace_workload",
+    "trace_experiment",
+]

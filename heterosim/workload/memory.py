@@ -49,12 +49,7 @@ from dataclasses import dataclass
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
-from heterosim.workload.ops import (
-    layer_params_on_rank,
-    main_grad_bytes,
-    rank_expert_params,
-    rank_params,
-)
+from heterosim.workload.ops import layer_params_on_rank, main_grad_bytes, rank_expert_params, rank_params
 from heterosim.workload.ops_base import FP32, MASK_BYTES, dims
 
 FP8_BYTES = 1
@@ -85,10 +80,14 @@ def _sharded(dense: int, expert: int, parallel: ParallelConfig) -> int:
     return -(-dense // parallel.dp) + -(-expert // expert_dp)
 
 
-def layer_activation_bytes(model: ModelConfig, training: TrainingConfig,
-                           parallel: ParallelConfig, layer: int,
-                           flash_attention: bool | None = None, recompute: str | None = None
-                           ) -> int:
+def layer_activation_bytes(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    layer: int,
+    flash_attention: bool | None = None,
+    recompute: str | None = None,
+) -> int:
     """Activations layer ``layer`` keeps for backward, one micro-batch on one rank (see the
     module docstring). ``recompute`` overrides ``training.recompute``; ``flash_attention``
     overrides ``training.attention``."""
@@ -136,8 +135,13 @@ def _mlp_bytes(model: ModelConfig, act: int, linear_input: int) -> int:
     return (2 if model.gated_mlp else 1) * act + linear_input
 
 
-def _end_activation_bytes(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                          has_embedding: bool, has_head: bool) -> int:
+def _end_activation_bytes(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    has_embedding: bool,
+    has_head: bool,
+) -> int:
     d = dims(model, training, parallel)
     total = 0
     if has_embedding and model.arch == "gpt":
@@ -161,10 +165,16 @@ def _layer_kinds(model: ModelConfig, layers: list[int]) -> list[tuple[int, int]]
     return [(first[key], count[key]) for key in first]
 
 
-def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                         layers: Iterable[int], has_embedding: bool, has_head: bool,
-                         in_flight_micro_batches: int, flash_attention: bool | None = None
-                         ) -> MemoryEstimate:
+def estimate_rank_memory(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    layers: Iterable[int],
+    has_embedding: bool,
+    has_head: bool,
+    in_flight_micro_batches: int,
+    flash_attention: bool | None = None,
+) -> MemoryEstimate:
     """Peak memory of one rank holding ``layers`` (any iterable of layer indices, e.g. a range or
     the union of interleaved chunks) with ``in_flight_micro_batches`` micro-batches whose
     activations are alive at once (1F1B: pp - stage; GPipe: all of them). ``flash_attention``
@@ -187,7 +197,8 @@ def estimate_rank_memory(model: ModelConfig, training: TrainingConfig, parallel:
     if dtype == "fp8" and kinds:
         if parallel.zero >= 3:  # fp8 copies exist for the gathered layers only
             copied = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds) * (
-                1 + parallel.zero3_prefetch)
+                1 + parallel.zero3_prefetch
+            )
         else:
             copied = sum(count * layer_params_on_rank(model, parallel, layer) for layer, count in kinds)
         weights += FP8_WEIGHT_COPIES_BYTES * copied

@@ -145,15 +145,23 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
     )
 
 
-def gemm(label: str, phase: str, d: Dims, m: int, n: int, k: int, batch: int = 1,
-         accumulate_fp32: bool = False) -> OpSpec:
+def gemm(
+    label: str, phase: str, d: Dims, m: int, n: int, k: int, batch: int = 1, accumulate_fp32: bool = False
+) -> OpSpec:
     """C[m,n] = A[m,k] @ B[k,n]; inputs in the GEMM dtype, output in the activation dtype, or
     read-modify-written in fp32 when ``accumulate_fp32`` (Megatron's gradient-accumulation fusion
     adds weight gradients into fp32 ``main_grad``)."""
     inputs = (m * k + k * n) * batch * d.gemm_in_bytes
     output = m * n * batch * (2 * FP32 if accumulate_fp32 else d.act_bytes)
-    return OpSpec(label, "gemm", phase, d.gemm_dtype, (m, n, k, batch),
-                  flops=2 * m * n * k * batch, bytes_moved=inputs + output)
+    return OpSpec(
+        label,
+        "gemm",
+        phase,
+        d.gemm_dtype,
+        (m, n, k, batch),
+        flops=2 * m * n * k * batch,
+        bytes_moved=inputs + output,
+    )
 
 
 def gemm_backward(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1) -> list[OpSpec]:
@@ -165,14 +173,23 @@ def gemm_backward(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1) -
     ]
 
 
-def elementwise(label: str, phase: str, d: Dims, elements: int, flops_per_element: float,
-                bytes_moved: int) -> OpSpec:
-    return OpSpec(label, "elementwise", phase, d.act_dtype, (elements, 0, 0, 0),
-                  flops=int(elements * flops_per_element), bytes_moved=bytes_moved)
+def elementwise(
+    label: str, phase: str, d: Dims, elements: int, flops_per_element: float, bytes_moved: int
+) -> OpSpec:
+    return OpSpec(
+        label,
+        "elementwise",
+        phase,
+        d.act_dtype,
+        (elements, 0, 0, 0),
+        flops=int(elements * flops_per_element),
+        bytes_moved=bytes_moved,
+    )
 
 
-def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int,
-         out_bytes: int | None = None) -> OpSpec:
+def norm(
+    label: str, phase: str, d: Dims, model: ModelConfig, rows: int, out_bytes: int | None = None
+) -> OpSpec:
     """LayerNorm (gpt) or RMSNorm (llama) over ``rows`` x hidden. Forward reads x and the weights,
     writes y (``out_bytes`` per element, default the activation dtype; 1 when Transformer Engine's
     LayerNormLinear writes the fp8 GEMM input directly) and the fp32 statistics; backward reads
@@ -189,12 +206,10 @@ def norm(label: str, phase: str, d: Dims, model: ModelConfig, rows: int,
         out = d.act_bytes if out_bytes is None else out_bytes
         moved = rows * h * (d.act_bytes + out) + stats + params
         flops = per * rows * h
-    return OpSpec(label, "norm", phase, d.act_dtype, (rows, h, 0, 0), flops=flops,
-                  bytes_moved=moved)
+    return OpSpec(label, "norm", phase, d.act_dtype, (rows, h, 0, 0), flops=flops, bytes_moved=moved)
 
 
-def fp8_cast(label: str, phase: str, d: Dims, rows: int, cols: int,
-              transpose: bool) -> OpSpec:
+def fp8_cast(label: str, phase: str, d: Dims, rows: int, cols: int, transpose: bool) -> OpSpec:
     """Transformer Engine's cast of a 16-bit [rows, cols] GEMM operand to fp8 (its amax is
     reduced in the same kernel): reads 2 B and writes 1 B per element, plus the 1-byte transposed
     copy the other GEMM of the pair needs when ``transpose`` (``fp8_cast_transpose_fused``, and
@@ -203,8 +218,7 @@ def fp8_cast(label: str, phase: str, d: Dims, rows: int, cols: int,
     forward, FP8 input transpose for backward wgrad") and module/base.py
     (``grad_output_preprocess``: "cast, transpose, bgrad fused"), TE 1.x."""
     n = rows * cols
-    return elementwise(label, phase, d, n, FP8_CAST_FLOPS,
-                       n * (d.act_bytes + (2 if transpose else 1) * FP8))
+    return elementwise(label, phase, d, n, FP8_CAST_FLOPS, n * (d.act_bytes + (2 if transpose else 1) * FP8))
 
 
 def fp8_transpose(label: str, phase: str, d: Dims, rows: int, cols: int) -> OpSpec:
@@ -218,18 +232,26 @@ def fp8_transpose(label: str, phase: str, d: Dims, rows: int, cols: int) -> OpSp
 _TP_KINDS = {"allreduce": ALL_REDUCE, "allgather": ALL_GATHER, "reducescatter": REDUCE_SCATTER}
 
 
-def collective(label: str, phase: str, comm_type: int, size_bytes: int, group: str,
-               dtype: str) -> OpSpec:
-    return OpSpec(label, "comm", phase, dtype, (0, 0, 0, 0), node_type=COMM_COLL_NODE,
-                  comm_type=comm_type, comm_bytes=size_bytes, comm_group=group)
+def collective(label: str, phase: str, comm_type: int, size_bytes: int, group: str, dtype: str) -> OpSpec:
+    return OpSpec(
+        label,
+        "comm",
+        phase,
+        dtype,
+        (0, 0, 0, 0),
+        node_type=COMM_COLL_NODE,
+        comm_type=comm_type,
+        comm_bytes=size_bytes,
+        comm_group=group,
+    )
 
 
-def tp_collective(kind: str, where: str, phase: str, d: Dims, size_bytes: int | None = None,
-                  dtype: str | None = None) -> OpSpec:
+def tp_collective(
+    kind: str, where: str, phase: str, d: Dims, size_bytes: int | None = None, dtype: str | None = None
+) -> OpSpec:
     """A TP collective labelled ``tp_<kind>.<where>``; default size: the full b*s*h activation."""
     size = d.tokens * d.h * d.act_bytes if size_bytes is None else size_bytes
-    return collective(f"tp_{kind}.{where}", phase, _TP_KINDS[kind], size, "tp",
-                      dtype or d.act_dtype)
+    return collective(f"tp_{kind}.{where}", phase, _TP_KINDS[kind], size, "tp", dtype or d.act_dtype)
 
 
 def ep_alltoall(where: str, phase: str, d: Dims, size_bytes: int) -> OpSpec:

@@ -53,25 +53,34 @@ from heterosim.workload.ops_base import (
 TOKEN_ID_BYTES = 8  # int64 token ids
 
 
-def embedding_forward_ops(model: ModelConfig, training: TrainingConfig,
-                          parallel: ParallelConfig) -> list[OpSpec]:
+def embedding_forward_ops(
+    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig
+) -> list[OpSpec]:
     d = dims(model, training, parallel)
     t, h, e = d.tokens, d.h, d.act_bytes
-    ops = [OpSpec("embedding", "embedding", "fwd", d.act_dtype, (t, h, 0, 0),
-                  bytes_moved=t * TOKEN_ID_BYTES + -(-t * h // d.tp) * e + t * h * e)]
+    ops = [
+        OpSpec(
+            "embedding",
+            "embedding",
+            "fwd",
+            d.act_dtype,
+            (t, h, 0, 0),
+            bytes_moved=t * TOKEN_ID_BYTES + -(-t * h // d.tp) * e + t * h * e,
+        )
+    ]
     if d.tp > 1:
         ops.append(tp_collective("reducescatter" if d.sp else "allreduce", "embedding", "fwd", d))
     n = d.sp_tokens * h
     if model.learned_positions:
         ops.append(elementwise("pos_embedding", "fwd", d, n, 1, 3 * n * e))
     if model.arch == "gpt":
-        ops.append(elementwise("embedding_dropout", "fwd", d, n, DROPOUT_FLOPS,
-                               2 * n * e + n * MASK_BYTES))
+        ops.append(elementwise("embedding_dropout", "fwd", d, n, DROPOUT_FLOPS, 2 * n * e + n * MASK_BYTES))
     return ops
 
 
-def embedding_backward_ops(model: ModelConfig, training: TrainingConfig,
-                           parallel: ParallelConfig) -> list[OpSpec]:
+def embedding_backward_ops(
+    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig
+) -> list[OpSpec]:
     """Dropout and position-table gradients, the TP all-gather that undoes the forward
     reduce-scatter (sequence parallelism only; the forward all-reduce's backward is the identity),
     then the scatter-add of the word-embedding gradient: PyTorch builds a dense gradient of the
@@ -81,26 +90,42 @@ def embedding_backward_ops(model: ModelConfig, training: TrainingConfig,
     n = d.sp_tokens * h
     ops: list[OpSpec] = []
     if model.arch == "gpt":
-        ops.append(elementwise("embedding_dropout.bwd", "bwd", d, n, DROPOUT_FLOPS,
-                               2 * n * e + n * MASK_BYTES))
+        ops.append(
+            elementwise("embedding_dropout.bwd", "bwd", d, n, DROPOUT_FLOPS, 2 * n * e + n * MASK_BYTES)
+        )
     if model.learned_positions:
         positions = -(-d.sp_tokens // d.b) * h
-        ops.append(elementwise("pos_embedding.wgrad", "bwd", d, n, 1,
-                               n * e + 2 * positions * FP32))
+        ops.append(elementwise("pos_embedding.wgrad", "bwd", d, n, 1, n * e + 2 * positions * FP32))
     if d.sp:
         ops.append(tp_collective("allgather", "embedding.bwd", "bwd", d))
     shard = d.vocab * h
-    ops.append(OpSpec("embedding.wgrad", "embedding", "bwd", d.act_dtype, (t, h, 0, 0),
-                      bytes_moved=t * TOKEN_ID_BYTES + t * h * e + shard * (e + 2 * FP32)))
+    ops.append(
+        OpSpec(
+            "embedding.wgrad",
+            "embedding",
+            "bwd",
+            d.act_dtype,
+            (t, h, 0, 0),
+            bytes_moved=t * TOKEN_ID_BYTES + t * h * e + shard * (e + 2 * FP32),
+        )
+    )
     return ops
 
 
-def _logits_pass(label: str, phase: str, d: Dims, flops_per_logit: int, fp32_passes: int,
-                 extra_bytes: int = 0) -> OpSpec:
+def _logits_pass(
+    label: str, phase: str, d: Dims, flops_per_logit: int, fp32_passes: int, extra_bytes: int = 0
+) -> OpSpec:
     """One kernel over the b*s x vocab/tp logits: ``fp32_passes`` fp32 reads or writes each."""
     t, v = d.tokens, d.vocab
-    return OpSpec(label, "softmax_loss", phase, d.act_dtype, (t, v, 0, 0),
-                  flops=flops_per_logit * t * v, bytes_moved=fp32_passes * FP32 * t * v + extra_bytes)
+    return OpSpec(
+        label,
+        "softmax_loss",
+        phase,
+        d.act_dtype,
+        (t, v, 0, 0),
+        flops=flops_per_logit * t * v,
+        bytes_moved=fp32_passes * FP32 * t * v + extra_bytes,
+    )
 
 
 def _cross_entropy_fwd(d: Dims, tp: int) -> list[OpSpec]:
@@ -111,17 +136,18 @@ def _cross_entropy_fwd(d: Dims, tp: int) -> list[OpSpec]:
     ops.append(_logits_pass("ce_max", "fwd", d, 1, 1, t * FP32))
     if tp > 1:
         ops.append(tp_collective("allreduce", "ce_max", "fwd", d, t * FP32, "fp32"))
-    ops += [_logits_pass("ce_sub_max", "fwd", d, 1, 2),
-            _logits_pass("ce_exp", "fwd", d, 1, 2),
-            _logits_pass("cross_entropy", "fwd", d, 1, 1, t * FP32)]  # row sums of exp
+    ops += [
+        _logits_pass("ce_sub_max", "fwd", d, 1, 2),
+        _logits_pass("ce_exp", "fwd", d, 1, 2),
+        _logits_pass("cross_entropy", "fwd", d, 1, 1, t * FP32),
+    ]  # row sums of exp
     if tp > 1:
         ops.append(tp_collective("allreduce", "ce_sum", "fwd", d, 2 * t * FP32, "fp32"))
     ops.append(_logits_pass("ce_softmax", "fwd", d, SOFTMAX_LOSS_FLOPS - 4, 2, t * FP32))
     return ops
 
 
-def head_forward_ops(model: ModelConfig, training: TrainingConfig,
-                     parallel: ParallelConfig) -> list[OpSpec]:
+def head_forward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> list[OpSpec]:
     d = dims(model, training, parallel)
     ops = [norm("final_norm", "fwd", d, model, d.sp_tokens)]
     if d.sp:
@@ -135,8 +161,7 @@ def _logits_dims(d: Dims) -> Dims:
     return replace(d, gemm_dtype=d.act_dtype, gemm_in_bytes=d.act_bytes)
 
 
-def head_backward_ops(model: ModelConfig, training: TrainingConfig,
-                      parallel: ParallelConfig) -> list[OpSpec]:
+def head_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> list[OpSpec]:
     """Loss gradient (softmax minus one-hot from the stored fp32 exponentials), logits dgrad and
     wgrad with the column-parallel TP communication (see ops_layer), final norm backward."""
     d = dims(model, training, parallel)
@@ -196,10 +221,8 @@ def layer_params_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: in
         return attention + norms + _mlp_params_on_rank(model, model.ffn, tp)
     assert model.moe is not None
     moe = model.moe
-    shared = _mlp_params_on_rank(model, moe.shared_experts * moe.expert_ffn, tp) \
-        if moe.shared_experts else 0
-    return attention + norms + h * moe.experts + shared + \
-        layer_expert_params_on_rank(model, parallel, layer)
+    shared = _mlp_params_on_rank(model, moe.shared_experts * moe.expert_ffn, tp) if moe.shared_experts else 0
+    return attention + norms + h * moe.experts + shared + layer_expert_params_on_rank(model, parallel, layer)
 
 
 def layer_linear_weights_on_rank(model: ModelConfig, parallel: ParallelConfig, layer: int) -> int:
@@ -223,8 +246,7 @@ def layer_linear_weights_on_rank(model: ModelConfig, parallel: ParallelConfig, l
     return attention + shared + moe.experts // parallel.ep * mlp(moe.expert_ffn)
 
 
-def rank_linear_weights(model: ModelConfig, parallel: ParallelConfig,
-                        layers: Iterable[int]) -> int:
+def rank_linear_weights(model: ModelConfig, parallel: ParallelConfig, layers: Iterable[int]) -> int:
     """:func:`layer_linear_weights_on_rank` summed over ``layers``."""
     return sum(layer_linear_weights_on_rank(model, parallel, layer) for layer in layers)
 
@@ -244,8 +266,9 @@ def head_params_on_rank(model: ModelConfig, parallel: ParallelConfig, has_embedd
     return model.norm_params() + output
 
 
-def rank_params(model: ModelConfig, parallel: ParallelConfig, layers: Iterable[int],
-                has_embedding: bool, has_head: bool) -> int:
+def rank_params(
+    model: ModelConfig, parallel: ParallelConfig, layers: Iterable[int], has_embedding: bool, has_head: bool
+) -> int:
     """All parameters one rank holds (its layers, embedding and head pieces)."""
     total = sum(layer_params_on_rank(model, parallel, layer) for layer in layers)
     if has_embedding:
@@ -255,8 +278,7 @@ def rank_params(model: ModelConfig, parallel: ParallelConfig, layers: Iterable[i
     return total
 
 
-def rank_expert_params(model: ModelConfig, parallel: ParallelConfig,
-                       layers: Iterable[int]) -> int:
+def rank_expert_params(model: ModelConfig, parallel: ParallelConfig, layers: Iterable[int]) -> int:
     """The routed-expert part of :func:`rank_params` (data-parallel over ``ep_dp``)."""
     return sum(layer_expert_params_on_rank(model, parallel, layer) for layer in layers)
 
@@ -265,8 +287,7 @@ def rank_expert_params(model: ModelConfig, parallel: ParallelConfig,
 # Optimizer
 
 
-def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params_on_rank: int = 0
-                    ) -> int:
+def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params_on_rank: int = 0) -> int:
     """Parameters whose optimizer step this rank runs: all of them, or with ZeRO >= 1 / the
     distributed optimizer 1/dp of the dense ones and 1/(dp/ep) of the routed-expert ones."""
     if parallel.zero == 0 and not parallel.distributed_optimizer:
@@ -276,9 +297,14 @@ def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params
     return -(-dense // parallel.dp) + -(-expert_params_on_rank // expert_dp)
 
 
-def optimizer_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                  params_on_rank: int, expert_params_on_rank: int = 0,
-                  linear_weights: int = 0) -> list[OpSpec]:
+def optimizer_ops(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    params_on_rank: int,
+    expert_params_on_rank: int = 0,
+    linear_weights: int = 0,
+) -> list[OpSpec]:
     """Once-per-iteration kernels of a rank, all memory-bound:
 
     - gradient-norm pass (Megatron clips at 1.0 by default) and the Adam step over this rank's
@@ -306,16 +332,32 @@ def optimizer_ops(model: ModelConfig, training: TrainingConfig, parallel: Parall
     else:
         adam_bytes = g + 3 * 2 * FP32 + 2
     ops = [
-        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n,
-               bytes_moved=n * g),
-        OpSpec("adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n,
-               bytes_moved=n * adam_bytes),
+        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * g),
+        OpSpec(
+            "adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n, bytes_moved=n * adam_bytes
+        ),
     ]
     if parallel.zero == 0:
-        ops.append(OpSpec("zero_grad", "elementwise", "opt", "fp32", (params_on_rank, 0, 0, 0),
-                          bytes_moved=params_on_rank * g))
+        ops.append(
+            OpSpec(
+                "zero_grad",
+                "elementwise",
+                "opt",
+                "fp32",
+                (params_on_rank, 0, 0, 0),
+                bytes_moved=params_on_rank * g,
+            )
+        )
     if training.dtype == "fp8" and linear_weights > 0:
-        ops.append(OpSpec("fp8_weight_cast", "elementwise", "opt", "bf16",
-                          (linear_weights, 0, 0, 0), flops=FP8_CAST_FLOPS * linear_weights,
-                          bytes_moved=4 * linear_weights))
+        ops.append(
+            OpSpec(
+                "fp8_weight_cast",
+                "elementwise",
+                "opt",
+                "bf16",
+                (linear_weights, 0, 0, 0),
+                flops=FP8_CAST_FLOPS * linear_weights,
+                bytes_moved=4 * linear_weights,
+            )
+        )
     return ops

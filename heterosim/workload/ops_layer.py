@@ -91,18 +91,31 @@ def attention_core(phase: str, d: Dims, causal: bool = True) -> OpSpec:
     else:
         flops = fwd_flops
         moved = 2 * q + 2 * kv + lse
-    return OpSpec("attn_core" + (".bwd" if phase == "bwd" else ""), "attention", phase,
-                  d.act_dtype, (d.b, d.s, d.heads, d.head_dim), (d.kv_heads, int(causal)),
-                  flops=flops, bytes_moved=moved)
+    return OpSpec(
+        "attn_core" + (".bwd" if phase == "bwd" else ""),
+        "attention",
+        phase,
+        d.act_dtype,
+        (d.b, d.s, d.heads, d.head_dim),
+        (d.kv_heads, int(causal)),
+        flops=flops,
+        bytes_moved=moved,
+    )
 
 
 def _attention_bmm(label: str, phase: str, d: Dims, m: int, n: int, k: int) -> OpSpec:
     """One batched GEMM of unfused attention: b*heads independent [m,k] @ [k,n] products in the
     activation dtype (inputs read, output written once)."""
     batch = d.b * d.heads
-    return OpSpec(label, "gemm", phase, d.act_dtype, (m, n, k, batch),
-                  flops=2 * m * n * k * batch,
-                  bytes_moved=(m * k + k * n + m * n) * batch * d.act_bytes)
+    return OpSpec(
+        label,
+        "gemm",
+        phase,
+        d.act_dtype,
+        (m, n, k, batch),
+        flops=2 * m * n * k * batch,
+        bytes_moved=(m * k + k * n + m * n) * batch * d.act_bytes,
+    )
 
 
 def attention_scores(d: Dims) -> int:
@@ -118,20 +131,26 @@ def unfused_attention_ops(phase: str, d: Dims, model: ModelConfig) -> list[OpSpe
     n = attention_scores(d)
     gpt = model.arch == "gpt"
     if phase != "bwd":
-        ops = [_attention_bmm("attn_scores", phase, d, s, s, hd),
-               elementwise("attn_softmax", phase, d, n, ATTN_SOFTMAX_FLOPS, 2 * n * e)]
+        ops = [
+            _attention_bmm("attn_scores", phase, d, s, s, hd),
+            elementwise("attn_softmax", phase, d, n, ATTN_SOFTMAX_FLOPS, 2 * n * e),
+        ]
         if gpt:
             ops.append(_dropout("attn_dropout", phase, d, n))
         return ops + [_attention_bmm("attn_context", phase, d, s, hd, s)]
     # context = P @ V: dP = dctx @ V^T (s, s, hd), dV = P^T @ dctx (s, hd, s)
-    ops = [_attention_bmm("attn_context.dgrad", phase, d, s, s, hd),
-           _attention_bmm("attn_context.wgrad", phase, d, s, hd, s)]
+    ops = [
+        _attention_bmm("attn_context.dgrad", phase, d, s, s, hd),
+        _attention_bmm("attn_context.wgrad", phase, d, s, hd, s),
+    ]
     if gpt:
         ops.append(_dropout("attn_dropout.bwd", phase, d, n))
     ops.append(elementwise("attn_softmax.bwd", phase, d, n, ATTN_SOFTMAX_BWD_FLOPS, 3 * n * e))
     # scores = Q @ K^T: dQ = dS @ K (s, hd, s), dK = dS^T @ Q (s, hd, s)
-    return ops + [_attention_bmm("attn_scores.dgrad", phase, d, s, hd, s),
-                  _attention_bmm("attn_scores.wgrad", phase, d, s, hd, s)]
+    return ops + [
+        _attention_bmm("attn_scores.dgrad", phase, d, s, hd, s),
+        _attention_bmm("attn_scores.wgrad", phase, d, s, hd, s),
+    ]
 
 
 def core_attention(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
@@ -151,8 +170,7 @@ def _add(label: str, phase: str, d: Dims, n: int) -> OpSpec:
     return elementwise(label, phase, d, n, 1, 3 * n * d.act_bytes)
 
 
-def _activation(label: str, phase: str, d: Dims, model: ModelConfig, tokens: int,
-                ffn: int) -> OpSpec:
+def _activation(label: str, phase: str, d: Dims, model: ModelConfig, tokens: int, ffn: int) -> OpSpec:
     """GELU over tokens x ffn, or SwiGLU: SiLU(gate)*up from 2*ffn inputs to ffn outputs."""
     n = tokens * ffn
     if model.gated_mlp:
@@ -195,8 +213,7 @@ def _input_cast(label: str, d: Dims, rows: int, cols: int, sp: bool) -> list[OpS
 def _wgrad_transpose(label: str, d: Dims, rows: int, cols: int, needed: bool) -> list[OpSpec]:
     """fp8 transpose of a stored fp8 GEMM input right before its wgrad (LayerNormLinear norm
     outputs, Linear inputs under sequence parallelism)."""
-    return [fp8_transpose(f"{label}.fp8_transpose", "bwd", d, rows, cols)] \
-        if d.te_fp8 and needed else []
+    return [fp8_transpose(f"{label}.fp8_transpose", "bwd", d, rows, cols)] if d.te_fp8 and needed else []
 
 
 def _grad_cast(label: str, d: Dims, rows: int, cols: int) -> list[OpSpec]:
@@ -212,8 +229,10 @@ def _row_parallel_grad_cast(label: str, d: Dims, cols: int) -> tuple[list[OpSpec
         return [], []
     if not d.sp:
         return _grad_cast(label, d, d.tokens, cols), []
-    return ([fp8_cast(f"{label}.grad_fp8_cast", "bwd", d, d.sp_tokens, cols, False)],
-            [fp8_transpose(f"{label}.grad_fp8_transpose", "bwd", d, d.tokens, cols)])
+    return (
+        [fp8_cast(f"{label}.grad_fp8_cast", "bwd", d, d.sp_tokens, cols, False)],
+        [fp8_transpose(f"{label}.grad_fp8_transpose", "bwd", d, d.tokens, cols)],
+    )
 
 
 def _attention_block_fwd(model: ModelConfig, d: Dims) -> list[OpSpec]:
@@ -231,8 +250,9 @@ def _mlp_width(model: ModelConfig, ffn: int) -> int:
     return 2 * ffn if model.gated_mlp else ffn
 
 
-def _dense_mlp_fwd(model: ModelConfig, d: Dims, prefix: str, ffn: int,
-                   norm_fused: bool = True) -> list[OpSpec]:
+def _dense_mlp_fwd(
+    model: ModelConfig, d: Dims, prefix: str, ffn: int, norm_fused: bool = True
+) -> list[OpSpec]:
     """fc1, activation, fc2; ``norm_fused``: fc1 is a LayerNormLinear (dense MLP), else a Linear
     (shared experts) whose input is cast here. Under SP only the dense fc2 input is local to a
     rank's TP shard of columns; expert-side Linears are not sequence-parallel."""
@@ -260,8 +280,12 @@ def _expert_tokens(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> int
 def _moe_sizes(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> tuple[int, int, int, int]:
     assert model.moe is not None
     routed = d.tokens * model.moe.top_k
-    return routed, _local_experts(model, parallel), _expert_tokens(model, parallel, d), \
-        -(-model.moe.expert_ffn // d.tp)
+    return (
+        routed,
+        _local_experts(model, parallel),
+        _expert_tokens(model, parallel, d),
+        -(-model.moe.expert_ffn // d.tp),
+    )
 
 
 def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[OpSpec]:
@@ -271,8 +295,14 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     e = d.act_bytes
     ops = [
         gemm("router", "fwd", d, d.tokens, moe.experts, d.h),
-        elementwise("topk", "fwd", d, d.tokens * moe.experts, SOFTMAX_LOSS_FLOPS,
-                    d.tokens * moe.experts * (e + FP32) + routed * 8),
+        elementwise(
+            "topk",
+            "fwd",
+            d,
+            d.tokens * moe.experts,
+            SOFTMAX_LOSS_FLOPS,
+            d.tokens * moe.experts * (e + FP32) + routed * 8,
+        ),
         elementwise("permute", "fwd", d, routed * d.h, 0, (d.tokens + routed) * d.h * e),
     ]
     if parallel.ep > 1:
@@ -286,8 +316,9 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     ]
     if parallel.ep > 1:
         ops.append(ep_alltoall("combine", "fwd", d, routed * d.h * e))
-    ops.append(elementwise("unpermute", "fwd", d, routed * d.h, 2,
-                           (routed + d.tokens) * d.h * e + routed * FP32))
+    ops.append(
+        elementwise("unpermute", "fwd", d, routed * d.h, 2, (routed + d.tokens) * d.h * e + routed * FP32)
+    )
     if moe.shared_experts:
         shared_ffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
         ops += _dense_mlp_fwd(model, d, "shared_", shared_ffn, norm_fused=False)
@@ -295,8 +326,7 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     return ops
 
 
-def _mlp_block_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
-                   layer: int) -> list[OpSpec]:
+def _mlp_block_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int) -> list[OpSpec]:
     moe = model.is_moe_layer(layer)
     ops = [norm("ln2", "fwd", d, model, d.sp_tokens) if moe else _fused_norm("ln2", d, model)]
     ops += _sp_gather("mlp", "fwd", d)
@@ -313,8 +343,9 @@ def _check_layer(model: ModelConfig, layer: int) -> None:
         raise ValueError(f"layer {layer} outside 0..{model.layers - 1} of {model.name}")
 
 
-def layer_forward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                      layer: int) -> list[OpSpec]:
+def layer_forward_ops(
+    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig, layer: int
+) -> list[OpSpec]:
     """Forward kernels and TP/EP collectives of transformer layer ``layer``, in issue order."""
     _check_layer(model, layer)
     d = dims(model, training, parallel)
@@ -335,12 +366,26 @@ def _column_parallel_bwd(label: str, where: str, d: Dims, m: int, n: int, k: int
     all-gather the stored input], dgrad, TP reduction of the input gradient, [fp8: transpose the
     stored fp8 norm output], wgrad."""
     dgrad, wgrad = gemm_backward(label, d, m, n, k)
-    return _grad_cast(label, d, m, n) + _sp_gather(f"{where}_input.bwd", "bwd", d) + [dgrad] + \
-        _tp_reduce(f"{where}.bwd", "bwd", d) + _wgrad_transpose(label, d, m, k, True) + [wgrad]
+    return (
+        _grad_cast(label, d, m, n)
+        + _sp_gather(f"{where}_input.bwd", "bwd", d)
+        + [dgrad]
+        + _tp_reduce(f"{where}.bwd", "bwd", d)
+        + _wgrad_transpose(label, d, m, k, True)
+        + [wgrad]
+    )
 
 
-def _linear_bwd(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1,
-                grad_cast: bool = True, sp_input: bool = False) -> list[OpSpec]:
+def _linear_bwd(
+    label: str,
+    d: Dims,
+    m: int,
+    n: int,
+    k: int,
+    batch: int = 1,
+    grad_cast: bool = True,
+    sp_input: bool = False,
+) -> list[OpSpec]:
     """Backward of a Linear without TP communication: [fp8: output-gradient cast unless the
     caller did it], dgrad, [fp8 + SP: transpose of the stored input], wgrad."""
     dgrad, wgrad = gemm_backward(label, d, m, n, k, batch)
@@ -348,16 +393,15 @@ def _linear_bwd(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1,
     return cast + [dgrad] + _wgrad_transpose(label, d, m * batch, k, sp_input) + [wgrad]
 
 
-def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int,
-                   tp_comms: bool) -> list[OpSpec]:
+def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int, tp_comms: bool) -> list[OpSpec]:
     """Dense MLP (``tp_comms``: fc1 a LayerNormLinear, fc2's gradient cast by the caller around
     the SP gather) or shared experts (plain Linears)."""
-    ops = _linear_bwd(f"{prefix}fc2", d, d.tokens, d.h, ffn, grad_cast=not tp_comms,
-                      sp_input=d.sp and tp_comms)
+    ops = _linear_bwd(
+        f"{prefix}fc2", d, d.tokens, d.h, ffn, grad_cast=not tp_comms, sp_input=d.sp and tp_comms
+    )
     ops.append(_activation(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn))
     if tp_comms:
-        ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, _mlp_width(model, ffn),
-                                    d.h)
+        ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, _mlp_width(model, ffn), d.h)
     else:
         ops += _linear_bwd(f"{prefix}fc1", d, d.tokens, _mlp_width(model, ffn), d.h)
     return ops
@@ -372,8 +416,11 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     if moe.shared_experts:
         shared_ffn = -(-moe.shared_experts * moe.expert_ffn // d.tp)
         ops += _dense_mlp_bwd(model, d, "shared_", shared_ffn, tp_comms=False)
-    ops.append(elementwise("unpermute.bwd", "bwd", d, routed * d.h, 2,
-                           (d.tokens + 2 * routed) * d.h * e + routed * FP32))
+    ops.append(
+        elementwise(
+            "unpermute.bwd", "bwd", d, routed * d.h, 2, (d.tokens + 2 * routed) * d.h * e + routed * FP32
+        )
+    )
     if parallel.ep > 1:
         ops.append(ep_alltoall("combine.bwd", "bwd", d, routed * d.h * e))
     ops += _linear_bwd("expert_fc2", d, per_expert, d.h, effn, local)
@@ -383,8 +430,14 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
         ops.append(ep_alltoall("dispatch.bwd", "bwd", d, routed * d.h * e))
     ops += [
         elementwise("permute.bwd", "bwd", d, routed * d.h, 1, (routed + d.tokens) * d.h * e),
-        elementwise("topk.bwd", "bwd", d, d.tokens * moe.experts, SOFTMAX_LOSS_FLOPS,
-                    d.tokens * moe.experts * (2 * FP32 + e)),
+        elementwise(
+            "topk.bwd",
+            "bwd",
+            d,
+            d.tokens * moe.experts,
+            SOFTMAX_LOSS_FLOPS,
+            d.tokens * moe.experts * (2 * FP32 + e),
+        ),
     ]
     ops += gemm_backward("router", d, d.tokens, moe.experts, d.h)
     # The tokens were gathered (SP) or replicated over TP and the experts are TP-split: reduce the
@@ -393,8 +446,7 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     return ops
 
 
-def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims,
-                   layer: int) -> list[OpSpec]:
+def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int) -> list[OpSpec]:
     moe = model.is_moe_layer(layer)
     before, after = ([], []) if moe else _row_parallel_grad_cast("fc2", d, d.h)
     ops = _block_tail_bwd("2", model, d) + before
@@ -429,8 +481,9 @@ def _with_phase(op: OpSpec, phase: str) -> OpSpec:
     return replace(op, phase=phase)
 
 
-def layer_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                       layer: int) -> list[OpSpec]:
+def layer_backward_ops(
+    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig, layer: int
+) -> list[OpSpec]:
     """Backward of layer ``layer`` in issue order, each GEMM as dgrad then wgrad.
 
     recompute=full (Megatron "full" granularity): the whole forward, TP collectives included, is
@@ -441,8 +494,7 @@ def layer_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: P
     d = dims(model, training, parallel)
     ops: list[OpSpec] = []
     if training.recompute == "full":
-        ops += [_with_phase(op, "recompute")
-                for op in layer_forward_ops(model, training, parallel, layer)]
+        ops += [_with_phase(op, "recompute") for op in layer_forward_ops(model, training, parallel, layer)]
     ops += _mlp_block_bwd(model, parallel, d, layer)
     ops += _attention_block_bwd(model, d, training.recompute == "selective")
     return ops

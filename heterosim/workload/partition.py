@@ -234,9 +234,7 @@ class _Costs:
     def table(self, gpus: Sequence[str]) -> np.ndarray:
         """Per-layer cost on the slowest of ``gpus`` (element-wise max over types)."""
         layers = self.exp.model.layers
-        return np.max(
-            [[self.layer(g, layer) for layer in range(layers)] for g in sorted(set(gpus))], axis=0
-        )
+        return np.max([[self.layer(g, layer) for layer in range(layers)] for g in sorted(set(gpus))], axis=0)
 
 
 def _default_memory_fn(experiment: ExperimentConfig) -> MemoryFn:
@@ -252,13 +250,11 @@ def _default_memory_fn(experiment: ExperimentConfig) -> MemoryFn:
     return memory
 
 
-def _stage_gpus(experiment: ExperimentConfig, layout: RankLayout, stage: int,
-                replica: int | None = None) -> list[str]:
+def _stage_gpus(
+    experiment: ExperimentConfig, layout: RankLayout, stage: int, replica: int | None = None
+) -> list[str]:
     types = experiment.cluster.gpu_type
-    return [
-        types[r] for r in layout.stage_ranks(stage)
-        if replica is None or layout.dp_index(r) == replica
-    ]
+    return [types[r] for r in layout.stage_ranks(stage) if replica is None or layout.dp_index(r) == replica]
 
 
 def _with_tp(experiment: ExperimentConfig, tp: int) -> ExperimentConfig:
@@ -269,8 +265,9 @@ def _with_tp(experiment: ExperimentConfig, tp: int) -> ExperimentConfig:
     return replace(experiment, parallel=replace(par, tp=tp))
 
 
-def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_fn: CostFn,
-                      memory_fn: MemoryFn | None) -> Partition:
+def _staged_partition(
+    experiment: ExperimentConfig, layout: StagedLayout, cost_fn: CostFn, memory_fn: MemoryFn | None
+) -> Partition:
     """The partition of an explicit plan (module docstring)."""
     par, cluster = experiment.parallel, experiment.cluster
     plan = par.plan
@@ -289,8 +286,7 @@ def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_f
             t += c.ends(gpu)[0] if stage == 0 else 0.0
             t += c.ends(gpu)[1] if stage == pp - 1 else 0.0
             cell_time[stage, replica] = t
-    speeds = [1.0 / float(cell_time[:, r].max()) if cell_time[:, r].max() > 0 else 1.0
-              for r in range(dp)]
+    speeds = [1.0 / float(cell_time[:, r].max()) if cell_time[:, r].max() > 0 else 1.0 for r in range(dp)]
     given = [plan.pipeline_micro_batches(r) for r in range(dp)]
     free = [r for r in range(dp) if given[r] is None]
     rest = total_mb - sum(g for g in given if g is not None)
@@ -309,31 +305,39 @@ def _staged_partition(experiment: ExperimentConfig, layout: StagedLayout, cost_f
         layers = list(chunks[stage])
         for replica in range(dp):
             tp, gpu = layout.cell_tp(replica, stage), layout.cell_gpus[stage][replica]
-            in_flight = min(pp - stage, int(counts[replica])) if par.schedule == "1f1b" \
-                else int(counts[replica])
+            in_flight = (
+                min(pp - stage, int(counts[replica])) if par.schedule == "1f1b" else int(counts[replica])
+            )
             fn = memory_fn or _default_memory_fn(_with_tp(experiment, tp))
             need = fn(layers, stage == 0, stage == pp - 1, in_flight)
             capacity = cluster.gpu_spec(gpu).memory_bytes
             if need > capacity:
-                what = (f"stage {stage} replica {replica} ({gpu}, tp {tp}, layers "
-                        f"{layers[0]}-{layers[-1]}) needs {format_size(need)} of memory but has "
-                        f"{format_size(capacity)}")
+                what = (
+                    f"stage {stage} replica {replica} ({gpu}, tp {tp}, layers "
+                    f"{layers[0]}-{layers[-1]}) needs {format_size(need)} of memory but has "
+                    f"{format_size(capacity)}"
+                )
                 if strict:
-                    raise UserError(f"{experiment.source or 'experiment'}: parallel.stages: {what};"
-                                    " use more stages, recompute or a smaller micro-batch (or "
-                                    "simulation.memory_check: warn)")
+                    raise UserError(
+                        f"{experiment.source or 'experiment'}: parallel.stages: {what};"
+                        " use more stages, recompute or a smaller micro-batch (or "
+                        "simulation.memory_check: warn)"
+                    )
                 warnings.append(f"estimated memory over capacity: {what}")
     return Partition(
-        mode="explicit", pp=pp, vpp=1, chunk_layers=tuple(chunks),
+        mode="explicit",
+        pp=pp,
+        vpp=1,
+        chunk_layers=tuple(chunks),
         replica_micro_batches=tuple(int(c) for c in counts),
         chunk_time_s=tuple(float(cell_time[s].max()) for s in range(pp)),
-        replica_speed=tuple(speeds), memory_warnings=tuple(warnings),
+        replica_speed=tuple(speeds),
+        memory_warnings=tuple(warnings),
     )
 
 
 def _check_memory(
-    experiment: ExperimentConfig, layout: RankLayout, chunks: Sequence[range],
-    memory_fn: MemoryFn,
+    experiment: ExperimentConfig, layout: RankLayout, chunks: Sequence[range], memory_fn: MemoryFn
 ) -> tuple[str, ...]:
     """Ranks whose estimated memory exceeds their GPU's: a UserError naming the first one, or
     with ``simulation.memory_check: warn`` one message per over-full stage, returned."""
@@ -344,15 +348,18 @@ def _check_memory(
     for stage in range(pp):
         mine = [chunks[c * pp + stage] for c in range(vpp)]
         held = [layer for rng in mine for layer in rng]
-        need = memory_fn(held, stage == 0, (vpp - 1) * pp + stage == last,
-                         in_flight_micro_batches(experiment, stage))
+        need = memory_fn(
+            held, stage == 0, (vpp - 1) * pp + stage == last, in_flight_micro_batches(experiment, stage)
+        )
         for rank in layout.stage_ranks(stage):
             gpu = experiment.cluster.gpu_type[rank]
             capacity = experiment.cluster.gpu_spec(gpu).memory_bytes
             if need > capacity:
                 layers = ", ".join(f"{r.start}-{r.stop - 1}" for r in mine)
-                what = (f"rank {rank} ({gpu}, stage {stage}, layers {layers}) needs "
-                        f"{format_size(need)} of memory but has {format_size(capacity)}")
+                what = (
+                    f"rank {rank} ({gpu}, stage {stage}, layers {layers}) needs "
+                    f"{format_size(need)} of memory but has {format_size(capacity)}"
+                )
                 if strict:
                     raise UserError(
                         f"{experiment.source or 'experiment'}: parallel: {what}; use more pipeline "
@@ -364,30 +371,27 @@ def _check_memory(
     return tuple(warnings)
 
 
-def _max_ends(
-    experiment: ExperimentConfig, layout: RankLayout, memory_fn: MemoryFn
-) -> np.ndarray:
+def _max_ends(experiment: ExperimentConfig, layout: RankLayout, memory_fn: MemoryFn) -> np.ndarray:
     """max_end[v, i]: largest exclusive end of a stage-v segment from layer i that fits."""
     layers = experiment.model.layers
     pp = layout.pp
     out = np.zeros((pp, layers), dtype=np.int64)
     for v in range(pp):
-        capacity = min(experiment.cluster.gpu_spec(g).memory_bytes
-                       for g in _stage_gpus(experiment, layout, v))
+        capacity = min(
+            experiment.cluster.gpu_spec(g).memory_bytes for g in _stage_gpus(experiment, layout, v)
+        )
         in_flight = in_flight_micro_batches(experiment, v)
         for i in range(layers):
             if v == 0 and i > 0:
                 continue  # the first stage always starts at layer 0
             lo, hi = i, layers  # find the largest end in (i, layers] that fits
-            if memory_fn(range(i, i + 1), v == 0, v == pp - 1 and i + 1 == layers,
-                         in_flight) > capacity:
+            if memory_fn(range(i, i + 1), v == 0, v == pp - 1 and i + 1 == layers, in_flight) > capacity:
                 out[v, i] = i
                 continue
             lo = i + 1
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                fits = memory_fn(range(i, mid), v == 0, v == pp - 1 and mid == layers,
-                                 in_flight) <= capacity
+                fits = memory_fn(range(i, mid), v == 0, v == pp - 1 and mid == layers, in_flight) <= capacity
                 lo, hi = (mid, hi) if fits else (lo, mid - 1)
             out[v, i] = lo
     return out
@@ -410,8 +414,9 @@ def plan_partition(
     stages = pp * vpp
     stage_tables = [costs.table(_stage_gpus(experiment, layout, s)) for s in range(pp)]
     table = np.stack([stage_tables[v % pp] for v in range(stages)])
-    first_gpus, last_gpus = _stage_gpus(experiment, layout, 0), _stage_gpus(
-        experiment, layout, (stages - 1) % pp
+    first_gpus, last_gpus = (
+        _stage_gpus(experiment, layout, 0),
+        _stage_gpus(experiment, layout, (stages - 1) % pp),
     )
     emb = max(costs.ends(g)[0] for g in set(first_gpus))
     head = max(costs.ends(g)[1] for g in set(last_gpus))
@@ -465,7 +470,12 @@ def plan_partition(
     else:
         counts = split_micro_batches(total_mb, speeds, granularity)
     return Partition(
-        mode=par.partition, pp=pp, vpp=vpp, chunk_layers=tuple(chunks),
-        replica_micro_batches=tuple(counts), chunk_time_s=tuple(chunk_time),
-        replica_speed=tuple(speeds), memory_warnings=memory_warnings,
+        mode=par.partition,
+        pp=pp,
+        vpp=vpp,
+        chunk_layers=tuple(chunks),
+        replica_micro_batches=tuple(counts),
+        chunk_time_s=tuple(chunk_time),
+        replica_speed=tuple(speeds),
+        memory_warnings=memory_warnings,
     )

@@ -49,9 +49,7 @@ def _interleaved_micro_batch(virtual_step: int, pp: int, vpp: int) -> int:
     return virtual_step % pp + group * pp
 
 
-def pipeline_schedule(
-    schedule: str, pp: int, stage: int, micro_batches: int, vpp: int = 1
-) -> list[Step]:
+def pipeline_schedule(schedule: str, pp: int, stage: int, micro_batches: int, vpp: int = 1) -> list[Step]:
     """The ordered steps of pipeline stage ``stage`` for ``micro_batches`` micro-batches."""
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; known: {', '.join(SCHEDULES)}")

@@ -78,8 +78,7 @@ def rank_summary(workload: Workload, trace: RankTrace) -> dict[str, Any]:
 
 
 def workload_summary(
-    workload: Workload, ranks: Sequence[int] | None = None,
-    traces: Sequence[RankTrace] | None = None,
+    workload: Workload, ranks: Sequence[int] | None = None, traces: Sequence[RankTrace] | None = None
 ) -> dict[str, Any]:
     """The whole workload.json mapping, from ``traces`` or by building each rank's trace."""
     exp = workload.experiment
@@ -95,9 +94,14 @@ def workload_summary(
         "total_flops": int(sum(e["flops"] for e in entries)),
         "experiment": exp.name,
         "parallel": {
-            "tp": exp.parallel.tp, "pp": exp.parallel.pp, "dp": exp.parallel.dp,
-            "ep": exp.parallel.ep, "vpp": exp.parallel.vpp, "schedule": exp.parallel.schedule,
-            "zero": exp.parallel.zero, "partition": part.mode,
+            "tp": exp.parallel.tp,
+            "pp": exp.parallel.pp,
+            "dp": exp.parallel.dp,
+            "ep": exp.parallel.ep,
+            "vpp": exp.parallel.vpp,
+            "schedule": exp.parallel.schedule,
+            "zero": exp.parallel.zero,
+            "partition": part.mode,
             **({"stages": exp.parallel.plan.as_dict()} if exp.parallel.plan is not None else {}),
         },
         "partition": {

@@ -36,9 +36,15 @@ BARRIER = 9
 NO_COLLECTIVE = -1
 
 COLLECTIVE_NAMES = {
-    ALL_REDUCE: "ALL_REDUCE", REDUCE: "REDUCE", ALL_GATHER: "ALL_GATHER", GATHER: "GATHER",
-    SCATTER: "SCATTER", BROADCAST: "BROADCAST", ALL_TO_ALL: "ALL_TO_ALL",
-    REDUCE_SCATTER: "REDUCE_SCATTER", REDUCE_SCATTER_BLOCK: "REDUCE_SCATTER_BLOCK",
+    ALL_REDUCE: "ALL_REDUCE",
+    REDUCE: "REDUCE",
+    ALL_GATHER: "ALL_GATHER",
+    GATHER: "GATHER",
+    SCATTER: "SCATTER",
+    BROADCAST: "BROADCAST",
+    ALL_TO_ALL: "ALL_TO_ALL",
+    REDUCE_SCATTER: "REDUCE_SCATTER",
+    REDUCE_SCATTER_BLOCK: "REDUCE_SCATTER_BLOCK",
     BARRIER: "BARRIER",
 }
 
@@ -53,8 +59,17 @@ PHASES = ("fwd", "bwd", "opt", "recompute")
 #   embedding     (tokens, hidden, 0, 0)     table lookup (fwd) / scatter-add (bwd)
 #   optimizer     (parameters, 0, 0, 0)      Adam step over this rank's parameter shard
 #   comm          (0, 0, 0, 0)               a communication node (see comm_* columns)
-OP_KINDS = ("gemm", "attention", "norm", "elementwise", "softmax_loss", "embedding", "optimizer",
-            "comm", "framework")
+OP_KINDS = (
+    "gemm",
+    "attention",
+    "norm",
+    "elementwise",
+    "softmax_loss",
+    "embedding",
+    "optimizer",
+    "comm",
+    "framework",
+)
 # "framework": a blocking host-side cost of the training framework on the rank's compute stream
 # (e.g. DeepSpeed 0.3 ZeRO-3 parameter fetches, heterosim/workload/zero3.py); shape[0] is its
 # duration in ns, set by the workload model, and the compute model returns it as is.

@@ -74,8 +74,10 @@ DS_MAX_REUSE_DISTANCE = 1_000_000_000
 # Issue #1174 (see the module docstring): 10.2e9 B / (0.420 - 0.050 - 0.012) s
 DS03_FETCH_GBPS = 10.2 / (0.420 - 0.050 - 0.012)
 LAUNCH_NS = 4000  # the compute model's modelled per-kernel launch gap (gpu_compute.yaml)
-CALIBRATION = ("deepspeed-issue-1174-zero3-fetch-a100: 28.5 GB/s of gathered parameter bytes, "
-               "DeepSpeed 0.3.16 on 8 x A100 NVSwitch")
+CALIBRATION = (
+    "deepspeed-issue-1174-zero3-fetch-a100: 28.5 GB/s of gathered parameter bytes, "
+    "DeepSpeed 0.3.16 on 8 x A100 NVSwitch"
+)
 
 
 def layer_tensors(model: ModelConfig, parallel: ParallelConfig, layer: int) -> list[int]:
@@ -101,8 +103,9 @@ def layer_tensors(model: ModelConfig, parallel: ParallelConfig, layer: int) -> l
     return out
 
 
-def regathered_in_backward(gathered: list[int], recompute: bool,
-                           max_reuse_distance: int = DS_MAX_REUSE_DISTANCE) -> list[int]:
+def regathered_in_backward(
+    gathered: list[int], recompute: bool, max_reuse_distance: int = DS_MAX_REUSE_DISTANCE
+) -> list[int]:
     """Gathered tensors (elements, forward order) fetched again for the backward after the
     recompute forward has used them: those whose reuse distance, 2 x the elements of the
     gathered tensors after them, is at least ``max_reuse_distance``. Without recomputation:
@@ -111,7 +114,7 @@ def regathered_in_backward(gathered: list[int], recompute: bool,
         return list(gathered)
     out = []
     for i, numel in enumerate(gathered):
-        if 2 * sum(gathered[i + 1:]) >= max_reuse_distance:
+        if 2 * sum(gathered[i + 1 :]) >= max_reuse_distance:
             out.append(numel)
     return out
 
@@ -128,15 +131,20 @@ class BlockFetch:
         """Blocking time on the rank: gathered bytes at the fetch path's rate plus ``ranks``
         partition copies per call."""
         rate = DS03_FETCH_GBPS * 1e9
-        return int(round(self.gather_elements * element_bytes / rate * 1e9
-                         + self.gather_calls * ranks * LAUNCH_NS))
+        return int(
+            round(self.gather_elements * element_bytes / rate * 1e9 + self.gather_calls * ranks * LAUNCH_NS)
+        )
 
     def scatter_ns(self, ranks: int) -> int:
         return int(self.reduce_scatter_calls * ranks * LAUNCH_NS)
 
 
-def block_fetches(tensors: list[int], recompute: bool, threshold: int = DS_PERSISTENCE_THRESHOLD,
-                  max_reuse_distance: int = DS_MAX_REUSE_DISTANCE) -> tuple[BlockFetch, BlockFetch]:
+def block_fetches(
+    tensors: list[int],
+    recompute: bool,
+    threshold: int = DS_PERSISTENCE_THRESHOLD,
+    max_reuse_distance: int = DS_MAX_REUSE_DISTANCE,
+) -> tuple[BlockFetch, BlockFetch]:
     """(forward, backward) fetch of a block whose parameter tensors are ``tensors``."""
     gathered = [t for t in tensors if t >= threshold]
     forward = BlockFetch(len(gathered), sum(gathered))

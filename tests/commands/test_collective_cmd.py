@@ -13,8 +13,21 @@ pytestmark = pytest.mark.ns3
 
 def test_size_range_writes_results_and_plot(native_lib, repo_root, tmp_path, capsys):
     cluster = repo_root / "topologies" / "two_host_h100.yaml"
-    rc = main(["collective", "--cluster", str(cluster), "--op", "allreduce", "--size", "1KiB..1MiB",
-               "--ranks", "0-15", "--out", str(tmp_path)])
+    rc = main(
+        [
+            "collective",
+            "--cluster",
+            str(cluster),
+            "--op",
+            "allreduce",
+            "--size",
+            "1KiB..1MiB",
+            "--ranks",
+            "0-15",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
     assert "busbw" in out and "algorithm" in out
@@ -31,9 +44,27 @@ def test_size_range_writes_results_and_plot(native_lib, repo_root, tmp_path, cap
 
 def test_single_size_keys(native_lib, repo_root, tmp_path):
     cluster = repo_root / "topologies" / "two_host_h100.yaml"
-    rc = main(["collective", "--cluster", str(cluster), "--op", "allgather", "--size", "4MiB",
-               "--ranks", "0-7", "--algo", "ring", "--protocol", "simple", "--out", str(tmp_path),
-               "--chakra", str(tmp_path / "et")])
+    rc = main(
+        [
+            "collective",
+            "--cluster",
+            str(cluster),
+            "--op",
+            "allgather",
+            "--size",
+            "4MiB",
+            "--ranks",
+            "0-7",
+            "--algo",
+            "ring",
+            "--protocol",
+            "simple",
+            "--out",
+            str(tmp_path),
+            "--chakra",
+            str(tmp_path / "et"),
+        ]
+    )
     assert rc == 0
     doc = json.loads((tmp_path / "results.json").read_text())
     assert {"time_s", "algbw_GBps", "busbw_GBps"} <= set(doc)

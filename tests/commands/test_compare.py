@@ -85,7 +85,9 @@ def test_metric_rows_and_table() -> None:
 def test_parse_variant() -> None:
     assert parse_variant("hpcc:network.cc=hpcc") == ("hpcc", ["network.cc=hpcc"])
     assert parse_variant("x:network.cc=hpcc, simulation.seed=3") == (
-        "x", ["network.cc=hpcc", "simulation.seed=3"])
+        "x",
+        ["network.cc=hpcc", "simulation.seed=3"],
+    )
     name, overrides = parse_variant("l:network.attributes={a: 1, b: 2},network.pfc=false")
     assert overrides == ["network.attributes={a: 1, b: 2}", "network.pfc=false"]
     for bad in ("nocolon", ":network.cc=hpcc", "name:", "name:novalue"):
@@ -112,12 +114,14 @@ def test_paired_seed(tmp_path: Path) -> None:
     other.write_text(yaml.safe_dump(data))
     tasks, described = prepare_sides(Side("a", TINY_A), Side("b", other), tmp_path)
     assert [t.data["simulation"]["seed"] for t in tasks] == [1, 1]
-    tasks, _ = prepare_sides(Side("a", TINY_A), Side("b", other), tmp_path,
-                             common=["simulation.seed=4"], fidelity="packet")
+    tasks, _ = prepare_sides(
+        Side("a", TINY_A), Side("b", other), tmp_path, common=["simulation.seed=4"], fidelity="packet"
+    )
     assert [t.data["simulation"]["seed"] for t in tasks] == [4, 4]
     assert [t.data["simulation"]["fidelity"] for t in tasks] == ["packet", "packet"]
-    tasks, described = prepare_sides(Side("x", TINY_A, ["network.cc=hpcc"]),
-                                      Side("y", TINY_A, ["simulation.seed=7"]), tmp_path)
+    tasks, described = prepare_sides(
+        Side("x", TINY_A, ["network.cc=hpcc"]), Side("y", TINY_A, ["simulation.seed=7"]), tmp_path
+    )
     assert [t.data["simulation"]["seed"] for t in tasks] == [1, 7]
     assert tasks[0].data["network"]["cc"] == "hpcc" and tasks[1].data["network"]["cc"] == "dcqcn"
     assert described[0]["overrides"] == ["simulation.seed=1", "network.cc=hpcc"]

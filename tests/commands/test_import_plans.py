@@ -40,36 +40,58 @@ def test_sailor_plan_reads_stages_replicas_and_batch() -> None:
 def test_import_sailor_writes_a_runnable_experiment(tmp_path: Path, capsys) -> None:
     shutil.copytree(DATA, tmp_path / "plans")
     out = tmp_path / "exp" / "sailor.yaml"
-    code = main(["import", "sailor", str(tmp_path / "plans" / "sailor_plan_mixed.json"),
-                 "--training-config", str(tmp_path / "plans" / "sailor_training_config.json"),
-                 "--cluster", str(tmp_path / "plans" / "workstations.yaml"), "--out", str(out)])
+    code = main(
+        [
+            "import",
+            "sailor",
+            str(tmp_path / "plans" / "sailor_plan_mixed.json"),
+            "--training-config",
+            str(tmp_path / "plans" / "sailor_training_config.json"),
+            "--cluster",
+            str(tmp_path / "plans" / "workstations.yaml"),
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     text = out.read_text()
     assert text.startswith("# Imported from the sailor plan")
     data = yaml.safe_load(text)
     assert data["cluster"] == "../plans/workstations.yaml"
-    assert data["training"] == {"global_batch": 8, "micro_batch": 1, "dtype": "fp16",
-                                "seq_len": 256}
+    assert data["training"] == {"global_batch": 8, "micro_batch": 1, "dtype": "fp16", "seq_len": 256}
     exp = load_experiment(out)
     plan = exp.parallel.plan
     assert plan is not None and plan.world_size == 10 and exp.model.layers == 6
     assert "2 stages x 2 replicas, 10 GPUs" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("edit, problem", [
-    (lambda p: (p["pipeline_list"][0]["tmp_per_stage"][1].pop(),
-                p["pipeline_list"][0].update(dp=[2, 1])), "1 replicas but stage 0 has 2"),
-    (lambda p: p["pipeline_list"][0].update(dp=[2, 3]), "dp[1]: says 3 but tmp_per_stage[1]"),
-    (lambda p: p["pipeline_list"][0].update(layers_per_stage=[[0, 1, 2], [4, 5, 6, 7]]),
-     "expected consecutive block indices"),
-    (lambda p: p["pipeline_list"][0].update(layers_per_stage=[[0], [1, 2, 3, 4, 5, 6, 7]]),
-     "stage holds no transformer layer"),
-    (lambda p: p["pipeline_list"][0]["tmp_per_stage"][0][0].__setitem__(1, 4),
-     "2 GPUs but tp 4"),
-    (lambda p: p["pipeline_list"][0]["tmp_per_stage"][0][0][0].append(["Titan-RTX", 2, "z"]),
-     "one replica on several GPU types"),
-    (lambda p: p.pop("pipeline_list"), "pipeline_list: expected a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "edit, problem",
+    [
+        (
+            lambda p: (
+                p["pipeline_list"][0]["tmp_per_stage"][1].pop(),
+                p["pipeline_list"][0].update(dp=[2, 1]),
+            ),
+            "1 replicas but stage 0 has 2",
+        ),
+        (lambda p: p["pipeline_list"][0].update(dp=[2, 3]), "dp[1]: says 3 but tmp_per_stage[1]"),
+        (
+            lambda p: p["pipeline_list"][0].update(layers_per_stage=[[0, 1, 2], [4, 5, 6, 7]]),
+            "expected consecutive block indices",
+        ),
+        (
+            lambda p: p["pipeline_list"][0].update(layers_per_stage=[[0], [1, 2, 3, 4, 5, 6, 7]]),
+            "stage holds no transformer layer",
+        ),
+        (lambda p: p["pipeline_list"][0]["tmp_per_stage"][0][0].__setitem__(1, 4), "2 GPUs but tp 4"),
+        (
+            lambda p: p["pipeline_list"][0]["tmp_per_stage"][0][0][0].append(["Titan-RTX", 2, "z"]),
+            "one replica on several GPU types",
+        ),
+        (lambda p: p.pop("pipeline_list"), "pipeline_list: expected a non-empty list"),
+    ],
+)
 def test_bad_sailor_plans_are_one_line_errors(tmp_path: Path, edit, problem) -> None:
     plan = json.loads((DATA / "sailor_plan_mixed.json").read_text())
     edit(plan)
@@ -86,9 +108,19 @@ def test_sailor_gpu_missing_from_cluster_names_the_key(tmp_path: Path, capsys) -
     del cluster["gpus"]
     cluster["host_types"]["r2080"]["gpu"] = "RTX-2080-Ti"
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
-    code = main(["import", "sailor", str(DATA / "sailor_plan_mixed.json"), "--training-config",
-                 str(DATA / "sailor_training_config.json"), "--cluster", str(tmp_path / "c.yaml"),
-                 "--out", str(tmp_path / "e.yaml")])
+    code = main(
+        [
+            "import",
+            "sailor",
+            str(DATA / "sailor_plan_mixed.json"),
+            "--training-config",
+            str(DATA / "sailor_training_config.json"),
+            "--cluster",
+            str(tmp_path / "c.yaml"),
+            "--out",
+            str(tmp_path / "e.yaml"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "parallel.stages[0].replicas[1].gpu: GPU type 'RTX-2080'" in err
     assert not (tmp_path / "e.yaml").exists()  # nothing half-written
@@ -96,8 +128,7 @@ def test_sailor_gpu_missing_from_cluster_names_the_key(tmp_path: Path, capsys) -
 
 def test_amp_partition_and_rank_map() -> None:
     cluster = load_cluster(DATA / "amp_cluster.yaml")
-    imported = read_amp_partition(DATA / "amp_partition.json", cluster, 2,
-                                  DATA / "amp_rank_map.json")
+    imported = read_amp_partition(DATA / "amp_partition.json", cluster, 2, DATA / "amp_rank_map.json")
     plan = imported.plan
     # boundaries [0, 5, 12] over [embed2h, noop, 6 layers, noop, noop, embed2v, noop]
     assert [s.layers for s in plan.stages] == [3, 3]
@@ -111,16 +142,32 @@ def test_amp_partition_and_rank_map() -> None:
 def test_amp_rank_map_splitting_a_replica_over_types_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "rmap.json").write_text(json.dumps({"0": [0, 2, 4, 6], "1": [1, 3, 5, 7]}))
     with pytest.raises(UserError, match="stage 0 replica 0 spans GPU types"):
-        read_amp_partition(DATA / "amp_partition.json", load_cluster(DATA / "amp_cluster.yaml"),
-                           2, tmp_path / "rmap.json")
+        read_amp_partition(
+            DATA / "amp_partition.json", load_cluster(DATA / "amp_cluster.yaml"), 2, tmp_path / "rmap.json"
+        )
 
 
 def test_import_amp_cli(tmp_path: Path) -> None:
     out = tmp_path / "amp.yaml"
-    code = main(["import", "amp", str(DATA / "amp_partition.json"), "--rank-map",
-                 str(DATA / "amp_rank_map.json"), "--tp", "2", "--training-config",
-                 str(DATA / "sailor_training_config.json"), "--cluster",
-                 str(DATA / "amp_cluster.yaml"), "--global-batch", "8", "--out", str(out)])
+    code = main(
+        [
+            "import",
+            "amp",
+            str(DATA / "amp_partition.json"),
+            "--rank-map",
+            str(DATA / "amp_rank_map.json"),
+            "--tp",
+            "2",
+            "--training-config",
+            str(DATA / "sailor_training_config.json"),
+            "--cluster",
+            str(DATA / "amp_cluster.yaml"),
+            "--global-batch",
+            "8",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     exp = load_experiment(out)
     assert exp.parallel.plan.stage_tp(0) == (2, 2) and exp.training.global_batch == 8
@@ -131,26 +178,81 @@ def test_shipped_sailor_example_reimports_identically(tmp_path: Path) -> None:
     example = ROOT / "workloads" / "examples"
     out = example / "reimport_check.yaml"
     try:
-        assert main(["import", "sailor", str(example / "sailor_plan_workstations.json"),
-                     "--training-config", str(example / "sailor_training_config_opt350.json"),
-                     "--cluster", str(ROOT / "topologies" / "workstations_mixed_24gpu.yaml"),
-                     "--gpu-map", "RTX-3090=RTX-3090-Blower", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "import",
+                    "sailor",
+                    str(example / "sailor_plan_workstations.json"),
+                    "--training-config",
+                    str(example / "sailor_training_config_opt350.json"),
+                    "--cluster",
+                    str(ROOT / "topologies" / "workstations_mixed_24gpu.yaml"),
+                    "--gpu-map",
+                    "RTX-3090=RTX-3090-Blower",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         assert yaml.safe_load(out.read_text()) == yaml.safe_load(
-            (example / "sailor_workstations.yaml").read_text())
+            (example / "sailor_workstations.yaml").read_text()
+        )
     finally:
         out.unlink(missing_ok=True)
 
 
-@pytest.mark.parametrize("argv, problem", [
-    (["amp", str(DATA / "amp_partition.json"), "--model", "llama-7b", "--cluster",
-      str(DATA / "amp_cluster.yaml"), "--global-batch", "8"], "--tp is required"),
-    (["sailor", str(DATA / "sailor_plan_mixed.json"), "--cluster",
-      str(DATA / "workstations.yaml")], "--model (or --training-config) and --cluster"),
-    (["sailor", str(DATA / "sailor_plan_mixed.json"), "--model", "llama-7b", "--cluster",
-      str(DATA / "workstations.yaml"), "--gpu-map", "RTX-2080"], "expected PLAN_NAME=GPU"),
-    (["amp", str(DATA / "amp_partition.json"), "--tp", "3", "--model", "llama-7b", "--cluster",
-      str(DATA / "amp_cluster.yaml"), "--global-batch", "8"], "does not divide"),
-])
+@pytest.mark.parametrize(
+    "argv, problem",
+    [
+        (
+            [
+                "amp",
+                str(DATA / "amp_partition.json"),
+                "--model",
+                "llama-7b",
+                "--cluster",
+                str(DATA / "amp_cluster.yaml"),
+                "--global-batch",
+                "8",
+            ],
+            "--tp is required",
+        ),
+        (
+            ["sailor", str(DATA / "sailor_plan_mixed.json"), "--cluster", str(DATA / "workstations.yaml")],
+            "--model (or --training-config) and --cluster",
+        ),
+        (
+            [
+                "sailor",
+                str(DATA / "sailor_plan_mixed.json"),
+                "--model",
+                "llama-7b",
+                "--cluster",
+                str(DATA / "workstations.yaml"),
+                "--gpu-map",
+                "RTX-2080",
+            ],
+            "expected PLAN_NAME=GPU",
+        ),
+        (
+            [
+                "amp",
+                str(DATA / "amp_partition.json"),
+                "--tp",
+                "3",
+                "--model",
+                "llama-7b",
+                "--cluster",
+                str(DATA / "amp_cluster.yaml"),
+                "--global-batch",
+                "8",
+            ],
+            "does not divide",
+        ),
+    ],
+)
 def test_import_usage_errors_exit_2(argv, problem, capsys, tmp_path) -> None:
     assert main(["import", *argv, "--out", str(tmp_path / "e.yaml")]) == 2
     err = capsys.readouterr().err.strip()

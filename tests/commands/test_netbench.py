@@ -15,20 +15,23 @@ import yaml
 from heterosim.cli import main
 from heterosim.config.scenario import load_scenario
 from heterosim.report.netbench_plots import busiest_sampled_ports
-from heterosim.report.netbench_report import (
-    fairness_from_series,
-    fairness_window,
-    goodput_series,
-    jain_index,
-)
+from heterosim.report.netbench_report import fairness_from_series, fairness_window, goodput_series, jain_index
 from heterosim.simulate import FlowSetRun, run_netbench
 
 REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
 FLOW_KEYS = {"id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"}
 NETWORK_KEYS = {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps"}
-FILES = ("results.json", "flows.csv", "rates.csv", "queues.csv", "ports.csv", "rates.png",
-         "queues.png", "fct.png")
+FILES = (
+    "results.json",
+    "flows.csv",
+    "rates.csv",
+    "queues.csv",
+    "ports.csv",
+    "rates.png",
+    "queues.png",
+    "fct.png",
+)
 HAS_PACKET = importlib.util.find_spec("heterosim.engine.packet") is not None
 needs_packet = pytest.mark.skipif(
     not HAS_PACKET, reason="heterosim.engine.packet (the packet-level network) is not built yet"
@@ -65,22 +68,54 @@ def shared_bottleneck_raw(scenario, topology):
     times, ids = np.concatenate(t), np.concatenate(f)
     grid = np.arange(0, int(end.max()), interval)
     return {
-        "flows": {"id": np.arange(n), "src": flows.src, "dst": flows.dst, "bytes": flows.size_bytes,
-                  "start_ns": flows.start_ns, "end_ns": end, "fct_ns": fct,
-                  "retransmits": np.zeros(n, np.int64)},
-        "counters": {"flows": n, "bytes": flows.total_bytes, "drops": 0, "retransmits": 0,
-                     "pfc_pause_frames": 0, "ecn_marks": 0, "cnps": 0},
-        "ports": {"node": topology.link_a[:2], "link": np.arange(2), "direction": np.zeros(2),
-                  "bytes_sent": np.array([flows.total_bytes, 0]),
-                  "max_queue_bytes": np.array([2048, 0]), "mean_queue_bytes": np.array([512.5, 0]),
-                  "pause_sent": np.zeros(2), "pause_received": np.zeros(2),
-                  "paused_ns": np.zeros(2), "ecn_marks": np.zeros(2), "drops": np.zeros(2)},
-        "series": {"queue": {"time_ns": np.repeat(grid, 2), "port": np.tile([0, 1], len(grid)),
-                             "bytes": np.tile([2048, 0], len(grid))},
-                   "rate": {"time_ns": times, "flow": ids, "rate_bps": np.full(len(times), rate),
-                            "acked_bytes": ((times - flows.start_ns[ids]) * rate / 8e9).astype(
-                                np.int64)}},
-        "events": 10, "sim_end_ns": int(end.max()), "wall_s": 0.001,
+        "flows": {
+            "id": np.arange(n),
+            "src": flows.src,
+            "dst": flows.dst,
+            "bytes": flows.size_bytes,
+            "start_ns": flows.start_ns,
+            "end_ns": end,
+            "fct_ns": fct,
+            "retransmits": np.zeros(n, np.int64),
+        },
+        "counters": {
+            "flows": n,
+            "bytes": flows.total_bytes,
+            "drops": 0,
+            "retransmits": 0,
+            "pfc_pause_frames": 0,
+            "ecn_marks": 0,
+            "cnps": 0,
+        },
+        "ports": {
+            "node": topology.link_a[:2],
+            "link": np.arange(2),
+            "direction": np.zeros(2),
+            "bytes_sent": np.array([flows.total_bytes, 0]),
+            "max_queue_bytes": np.array([2048, 0]),
+            "mean_queue_bytes": np.array([512.5, 0]),
+            "pause_sent": np.zeros(2),
+            "pause_received": np.zeros(2),
+            "paused_ns": np.zeros(2),
+            "ecn_marks": np.zeros(2),
+            "drops": np.zeros(2),
+        },
+        "series": {
+            "queue": {
+                "time_ns": np.repeat(grid, 2),
+                "port": np.tile([0, 1], len(grid)),
+                "bytes": np.tile([2048, 0], len(grid)),
+            },
+            "rate": {
+                "time_ns": times,
+                "flow": ids,
+                "rate_bps": np.full(len(times), rate),
+                "acked_bytes": ((times - flows.start_ns[ids]) * rate / 8e9).astype(np.int64),
+            },
+        },
+        "events": 10,
+        "sim_end_ns": int(end.max()),
+        "wall_s": 0.001,
     }
 
 
@@ -98,8 +133,7 @@ def test_fairness_uses_the_second_half_of_the_all_active_interval():
     t = np.arange(0, 9000, 500)
     times = np.concatenate([t[t < 5000], t[t >= 1000]])
     flows = np.concatenate([np.zeros((t < 5000).sum()), np.ones((t >= 1000).sum())])
-    rates = np.where(times < 3000, np.where(flows == 0, 90.0, 10.0),
-                     np.where(flows == 0, 60.0, 40.0))
+    rates = np.where(times < 3000, np.where(flows == 0, 90.0, 10.0), np.where(flows == 0, 60.0, 40.0))
     rates[(flows == 1) & (times > 5000)] = 100.0  # flow 1 alone afterwards: outside the window
     jain, window, note = fairness_from_series(
         np.array([0, 1]), start, end, 10_000, {"time_ns": times, "flow": flows, "rate_bps": rates}
@@ -115,10 +149,10 @@ def test_fairness_measures_goodput_from_acknowledged_bytes():
     times = np.tile(np.arange(0, 10001, 1000), 2)
     flows = np.repeat([0, 1], 11)
     acked = np.where(flows == 0, 60 * times, 20 * times)
-    series = {"time_ns": times, "flow": flows, "rate_bps": np.full(22, 1e12),
-              "acked_bytes": acked}
+    series = {"time_ns": times, "flow": flows, "rate_bps": np.full(22, 1e12), "acked_bytes": acked}
     jain, window, note = fairness_from_series(
-        np.array([0, 1]), np.array([0, 0]), np.array([10000, 10000]), 10000, series)
+        np.array([0, 1]), np.array([0, 0]), np.array([10000, 10000]), 10000, series
+    )
     assert window == (5000, 10000) and note == ""
     assert jain == pytest.approx(640**2 / (2 * (480**2 + 160**2)))  # 0.8
     goodput = goodput_series(series)
@@ -129,10 +163,12 @@ def test_fairness_measures_goodput_from_acknowledged_bytes():
 def test_fairness_undefined_cases():
     series = {"time_ns": np.array([0, 0]), "flow": np.array([0, 1]), "rate_bps": np.array([1, 1])}
     jain, window, note = fairness_from_series(
-        np.array([0, 1]), np.array([0, 6000]), np.array([5000, 9000]), 10_000, series)
+        np.array([0, 1]), np.array([0, 6000]), np.array([5000, 9000]), 10_000, series
+    )
     assert jain is None and window is None and "never all active" in note
     jain, window, note = fairness_from_series(
-        np.array([0, 1]), np.array([0, 0]), np.array([-1, 4000]), 10_000, None)
+        np.array([0, 1]), np.array([0, 0]), np.array([-1, 4000]), 10_000, None
+    )
     assert jain is None and window == (2000, 4000) and "no per-flow rate series" in note
 
 
@@ -163,8 +199,7 @@ def test_outputs_have_every_contract_key_and_file(tmp_path):
     with (out / "ports.csv").open() as handle:
         ports = list(csv.DictReader(handle))
     assert ports[0]["name"].startswith("h0.") and ports[0]["max_queue_bytes"] == "2048"
-    assert (out / "rates.csv").read_text().startswith(
-        "time_s,flow,rate_Gbps,goodput_Gbps,acked_bytes\n")
+    assert (out / "rates.csv").read_text().startswith("time_s,flow,rate_Gbps,goodput_Gbps,acked_bytes\n")
     assert float(ports[0]["utilization"]) > 0
     assert (out / "queues.csv").read_text().startswith("time_s,port,name,queue_bytes\n")
 
@@ -184,8 +219,7 @@ def test_a_failing_run_leaves_nothing_behind(tmp_path):
 def test_comparison_has_one_row_per_cc(tmp_path):
     scenario = load_scenario(tiny_scenario(tmp_path))
     ccs = ("dcqcn", "hpcc", "none")
-    results = run_netbench(scenario, tmp_path / "cmp", compare_cc=ccs,
-                       simulate_fn=shared_bottleneck_run)
+    results = run_netbench(scenario, tmp_path / "cmp", compare_cc=ccs, simulate_fn=shared_bottleneck_run)
     assert [row["cc"] for row in results["compare_cc"]] == list(ccs)
     with (tmp_path / "cmp" / "comparison.csv").open() as handle:
         assert [r["cc"] for r in csv.DictReader(handle)] == list(ccs)
@@ -230,8 +264,7 @@ def test_tiny_incast_on_packet_network_conserves_bytes(tmp_path, capsys):
 @pytest.mark.ns3
 @needs_packet
 def test_pfc_off_small_buffer_still_delivers_every_byte(tmp_path):
-    path = tiny_scenario(tmp_path, network={"cc": "none", "pfc": False, "buffer": "64KiB",
-                                            "mtu": "1KiB"})
+    path = tiny_scenario(tmp_path, network={"cc": "none", "pfc": False, "buffer": "64KiB", "mtu": "1KiB"})
     out = tmp_path / "out"
     assert main(["netbench", str(path), "--out", str(out)]) == 0
     saved = json.loads((out / "results.json").read_text())
@@ -247,8 +280,16 @@ def test_pfc_off_small_buffer_still_delivers_every_byte(tmp_path):
 @needs_packet
 def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
     out = tmp_path / "cmp"
-    code = main(["netbench", str(tiny_scenario(tmp_path)), "--out", str(out),
-                 "--compare-cc", "dcqcn,hpcc,timely,dctcp,none"])
+    code = main(
+        [
+            "netbench",
+            str(tiny_scenario(tmp_path)),
+            "--out",
+            str(out),
+            "--compare-cc",
+            "dcqcn,hpcc,timely,dctcp,none",
+        ]
+    )
     assert code == 0
     saved = json.loads((out / "results.json").read_text())
     assert [r["cc"] for r in saved["compare_cc"]] == ["dcqcn", "hpcc", "timely", "dctcp", "none"]
@@ -257,8 +298,9 @@ def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
 
 
 def shared_bottleneck_run(scenario, topology):
-    return FlowSetRun(scenario, topology, scenario.simulation.fidelity,
-                      shared_bottleneck_raw(scenario, topology))
+    return FlowSetRun(
+        scenario, topology, scenario.simulation.fidelity, shared_bottleneck_raw(scenario, topology)
+    )
 
 
 def fluid_shaped_run(scenario, topology):
@@ -266,13 +308,23 @@ def fluid_shaped_run(scenario, topology):
     run = shared_bottleneck_raw(scenario, topology)
     del run["counters"], run["ports"], run["series"], run["events"]
     run["flows"].pop("retransmits")
-    run["network"] = {"flows": len(scenario.flows), "bytes": scenario.flows.total_bytes,
-                      "drops": 0, "retransmits": 0, "pfc_pause_frames": 0, "ecn_marks": 0,
-                      "cnps": 0}
+    run["network"] = {
+        "flows": len(scenario.flows),
+        "bytes": scenario.flows.total_bytes,
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
+    }
     links = topology.num_links
-    run["links"] = {"link": np.repeat(np.arange(links), 2), "direction": np.tile([0, 1], links),
-                    "bytes": np.arange(2 * links), "busy_ns": np.zeros(2 * links),
-                    "utilization": np.zeros(2 * links)}
+    run["links"] = {
+        "link": np.repeat(np.arange(links), 2),
+        "direction": np.tile([0, 1], links),
+        "bytes": np.arange(2 * links),
+        "busy_ns": np.zeros(2 * links),
+        "utilization": np.zeros(2 * links),
+    }
     return FlowSetRun(scenario, topology, scenario.simulation.fidelity, run)
 
 
@@ -303,8 +355,18 @@ def test_busiest_ports_with_unsigned_counters():
 
 def test_compare_cc_with_the_fluid_model_is_refused(tmp_path, capsys):
     path = tiny_scenario(tmp_path)
-    code = main(["netbench", str(path), "--fidelity", "flow", "--compare-cc", "dcqcn,none",
-                 "--out", str(tmp_path / "out")])
+    code = main(
+        [
+            "netbench",
+            str(path),
+            "--fidelity",
+            "flow",
+            "--compare-cc",
+            "dcqcn,none",
+            "--out",
+            str(tmp_path / "out"),
+        ]
+    )
     assert code == 2 and "use --fidelity packet" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 

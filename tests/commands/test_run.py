@@ -11,8 +11,7 @@ import pytest
 from heterosim.cli import main
 
 TINY = Path(__file__).resolve().parents[1] / "data" / "tiny_experiment.yaml"
-CONTRACT_BREAKDOWN = ("compute_s", "exposed_comm_s", "bubble_s", "intra_host_comm_s",
-                      "inter_host_comm_s")
+CONTRACT_BREAKDOWN = ("compute_s", "exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s")
 CONTRACT_NETWORK = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
 
 
@@ -40,13 +39,15 @@ def check_contract(results: dict, fidelity: str) -> None:
         assert results["breakdown"][key] >= 0
     b = results["breakdown"]
     assert b["compute_s"] + b["exposed_comm_s"] + b["bubble_s"] == pytest.approx(
-        results["iteration_time_s"], rel=1e-9)
+        results["iteration_time_s"], rel=1e-9
+    )
     assert len(results["ranks"]) == 16
     for row in results["ranks"]:
         for key in ("rank", "gpu", "host", "busy_s", "compute_s", "comm_s"):
             assert key in row
         assert row["compute_s"] + row["exposed_comm_s"] + row["bubble_s"] == pytest.approx(
-            results["iteration_time_s"], rel=1e-9)
+            results["iteration_time_s"], rel=1e-9
+        )
         assert row["busy_s"] <= results["iteration_time_s"] * (1 + 1e-12)
     assert {r["gpu"] for r in results["ranks"]} == {"H100-SXM", "A100-80GB-SXM"}
     for key in CONTRACT_NETWORK:
@@ -63,8 +64,16 @@ def test_flow_run_has_every_contract_key(flow_run):
     # The H100 stage is faster, so the heterogeneity-aware partition gives it more layers.
     first, last = results["partition"]["stage_layers"]
     assert first[1] - first[0] >= last[1] - last[0]
-    for name in ("ranks.csv", "collectives.csv", "flows.csv", "links.csv", "trace.json",
-                 "timeline.png", "breakdown.png", "link_utilization.png"):
+    for name in (
+        "ranks.csv",
+        "collectives.csv",
+        "flows.csv",
+        "links.csv",
+        "trace.json",
+        "timeline.png",
+        "breakdown.png",
+        "link_utilization.png",
+    ):
         assert (out / name).stat().st_size > 0, name
 
 
@@ -103,8 +112,9 @@ def test_packet_trace_has_queue_and_utilization_counters(packet_run):
     events = json.loads((out / "trace.json").read_text())["traceEvents"]
     counters = {e["name"] for e in events if e["ph"] == "C"}
     assert {"max queue depth (bytes)", "mean utilization of sampled ports (%)"} <= counters
-    utilization = [e["args"]["value"] for e in events
-                   if e["ph"] == "C" and e["name"].startswith("mean utilization")]
+    utilization = [
+        e["args"]["value"] for e in events if e["ph"] == "C" and e["name"].startswith("mean utilization")
+    ]
     assert all(0.0 <= u <= 100.0 + 1e-6 for u in utilization) and max(utilization) > 0
 
 
@@ -156,8 +166,7 @@ def test_bad_override_is_one_line_exit_2(tmp_path, capsys):
 @pytest.mark.ns3
 def test_several_iterations_chain_per_rank(flow_run, tmp_path):
     _, one = flow_run
-    three = run_cli(tmp_path, "three", "--fidelity", "flow", "--no-plots",
-                    "--set", "simulation.iterations=3")
+    three = run_cli(tmp_path, "three", "--fidelity", "flow", "--no-plots", "--set", "simulation.iterations=3")
     times = three["iterations"]["time_s"]
     assert three["iterations"]["count"] == 3 and len(times) == 3
     # The first iteration is the single-iteration run; later ones cannot be longer than it

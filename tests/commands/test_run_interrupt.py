@@ -19,18 +19,35 @@ def _ignore_sigint() -> None:
 
 
 @pytest.mark.ns3
-@pytest.mark.parametrize("sent, reason, status",
-                         [(signal.SIGINT, "interrupted by the user (Ctrl-C)", 130),
-                          (signal.SIGTERM, "terminated by SIGTERM", 143)])
+@pytest.mark.parametrize(
+    "sent, reason, status",
+    [
+        (signal.SIGINT, "interrupted by the user (Ctrl-C)", 130),
+        (signal.SIGTERM, "terminated by SIGTERM", 143),
+    ],
+)
 def test_signal_writes_partial_results(tmp_path, native_lib, sent, reason, status):
     """Ctrl-C, or SIGTERM to a run whose Ctrl-C is ignored (a background job), stops the
     simulation where it is and writes what is known, marked partial with the reason; the exit
     status says it was interrupted (130 / 143, README) and nothing is extrapolated."""
     out = tmp_path / "partial"
     process = subprocess.Popen(
-        [sys.executable, "-m", "heterosim.cli", "run", "workloads/default.yaml", "--fidelity", "packet",
-         "--out", str(out), "--no-plots"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "heterosim.cli",
+            "run",
+            "workloads/default.yaml",
+            "--fidelity",
+            "packet",
+            "--out",
+            str(out),
+            "--no-plots",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=_ignore_sigint if sent == signal.SIGTERM else None,
     )
     deadline = time.monotonic() + 600
@@ -57,8 +74,13 @@ def test_signal_writes_partial_results(tmp_path, native_lib, sent, reason, statu
 
 
 def _run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "heterosim.cli", "run", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "heterosim.cli", "run", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.ns3
@@ -87,8 +109,10 @@ def test_until_reports_the_slice_before_that_simulated_time(tmp_path, native_lib
     assert set(before) == set(finished("whole"))
 
 
-@pytest.mark.parametrize("value, problem", [("5", "needs a unit"), ("0ms", "expected a simulated time > 0"),
-                                            ("5 parsecs", "unknown time unit")])
+@pytest.mark.parametrize(
+    "value, problem",
+    [("5", "needs a unit"), ("0ms", "expected a simulated time > 0"), ("5 parsecs", "unknown time unit")],
+)
 def test_until_rejects_a_bad_time(tmp_path, value, problem):
     result = _run(["--until", value, "--quiet", "--out", str(tmp_path / "x")])
     assert result.returncode == 2

@@ -30,8 +30,17 @@ def test_mixed_plan_runs_and_places_every_replica_on_its_gpu_type(native_lib, tm
         assert cluster.gpu_type[r["gpu_index"]] == r["gpu"]
         assert int(cluster.gpu_host[r["gpu_index"]]) == r["host"]
     assert [(r["stage"], r["dp_replica"], r["tp"]) for r in ranks] == [
-        (0, 0, 2), (0, 0, 2), (0, 1, 4), (0, 1, 4), (0, 1, 4), (0, 1, 4),
-        (1, 0, 2), (1, 0, 2), (1, 1, 2), (1, 1, 2)]
+        (0, 0, 2),
+        (0, 0, 2),
+        (0, 1, 4),
+        (0, 1, 4),
+        (0, 1, 4),
+        (0, 1, 4),
+        (1, 0, 2),
+        (1, 0, 2),
+        (1, 1, 2),
+        (1, 1, 2),
+    ]
     assert len({r["gpu_index"] for r in ranks}) == len(ranks)
     assert results["iteration_time_s"] > 0 and results["network"]["flows"] > 0
     stages = results["partition"]["stages"]  # the plan as run, micro-batches resolved
@@ -76,15 +85,26 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
 
     cluster = {
         "name": "workstations",
-        "gpus": {"RTX-3090": {"tflops": {"fp16": 71, "bf16": 71, "fp32": 35.6}, "memory_gb": 24,
-                              "memory_tbps": 0.936, "nvlink_gbps_per_dir": 0, "pcie_gen": 4}},
+        "gpus": {
+            "RTX-3090": {
+                "tflops": {"fp16": 71, "bf16": 71, "fp32": 35.6},
+                "memory_gb": 24,
+                "memory_tbps": 0.936,
+                "nvlink_gbps_per_dir": 0,
+                "pcie_gen": 4,
+            }
+        },
         "host_types": {
-            "r3090": {"gpu": "RTX-3090", "gpus": 8, "fabric": "pcie", "nics": 1,
-                      "nic_speed": "10Gbps", "transport": "socket"},
-            "r2080": {"gpu": "RTX-2080-Ti", "gpus": 8, "fabric": "pcie", "nics": 1,
-                      "nic_speed": "10Gbps"},
-            "titan": {"gpu": "Titan-RTX", "gpus": 8, "fabric": "pcie", "nics": 1,
-                      "nic_speed": "10Gbps"},
+            "r3090": {
+                "gpu": "RTX-3090",
+                "gpus": 8,
+                "fabric": "pcie",
+                "nics": 1,
+                "nic_speed": "10Gbps",
+                "transport": "socket",
+            },
+            "r2080": {"gpu": "RTX-2080-Ti", "gpus": 8, "fabric": "pcie", "nics": 1, "nic_speed": "10Gbps"},
+            "titan": {"gpu": "Titan-RTX", "gpus": 8, "fabric": "pcie", "nics": 1, "nic_speed": "10Gbps"},
         },
         "hosts": [{"type": "r3090"}, {"type": "r2080", "count": 2}, {"type": "titan"}],
     }
@@ -92,11 +112,25 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
         "name": "design-example",
         "model": {"arch": "gpt", "hidden": 1024, "layers": 24, "heads": 16, "vocab": 50272},
         "training": {"global_batch": 32, "micro_batch": 1, "seq_len": 1024, "dtype": "fp16"},
-        "parallel": {"schedule": "1f1b", "stages": [
-            {"layers": 11, "replicas": [{"gpu": "RTX-3090", "tp": 8},
-                                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12}]},
-            {"layers": 13, "replicas": [{"gpu": "Titan-RTX", "tp": 8},
-                                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12}]}]},
+        "parallel": {
+            "schedule": "1f1b",
+            "stages": [
+                {
+                    "layers": 11,
+                    "replicas": [
+                        {"gpu": "RTX-3090", "tp": 8},
+                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12},
+                    ],
+                },
+                {
+                    "layers": 13,
+                    "replicas": [
+                        {"gpu": "Titan-RTX", "tp": 8},
+                        {"gpu": "RTX-2080-Ti", "tp": 8, "micro_batches": 12},
+                    ],
+                },
+            ],
+        },
         "cluster": "cluster.yaml",
     }
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
@@ -105,15 +139,26 @@ def test_design_handbook_example_loads_and_places(tmp_path) -> None:
     assert len(loaded.cluster.notes) == 1 and "nvlink_bytes_per_s" in loaded.cluster.notes[0]
     rank_gpu = place_plan(loaded.cluster, loaded.parallel.plan)
     assert [loaded.cluster.gpu_type[g] for g in rank_gpu] == _expected_gpus(loaded)
-    assert loaded.cluster.gpu_host[rank_gpu].reshape(4, 8).tolist() == [
-        [0] * 8, [1] * 8, [3] * 8, [2] * 8]
+    assert loaded.cluster.gpu_host[rank_gpu].reshape(4, 8).tolist() == [[0] * 8, [1] * 8, [3] * 8, [2] * 8]
     # and it runs as written, its socket host beside RDMA hosts: every rank on the GPU it names
     from heterosim.cli import main
 
     out = tmp_path / "out"
-    assert main(["run", str(tmp_path / "exp.yaml"), "--fidelity", "flow", "--out", str(out),
-                 "--quiet", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(tmp_path / "exp.yaml"),
+                "--fidelity",
+                "flow",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert [r["gpu"] for r in results["ranks"]] == _expected_gpus(loaded)
     assert results["iteration_time_s"] > 0 and not results["sim"]["partial"]
-

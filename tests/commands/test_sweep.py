@@ -27,8 +27,9 @@ NIC_KEY = "cluster.host_types.h100.nic_speed"
 
 def _write_sweep(folder: Path, grid: dict, **extra) -> Path:
     path = folder / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"experiment": str(TINY), "fidelity": "flow", "grid": grid, **extra},
-                                   sort_keys=False))
+    path.write_text(
+        yaml.safe_dump({"experiment": str(TINY), "fidelity": "flow", "grid": grid, **extra}, sort_keys=False)
+    )
     return path
 
 
@@ -40,8 +41,11 @@ def _store(out: Path) -> list[dict]:
 def grid_sweep(tmp_path_factory) -> tuple[Path, Path]:
     """A 2x2 sweep (NIC speed x seed) run through the CLI with two local workers."""
     folder = tmp_path_factory.mktemp("sweep")
-    path = _write_sweep(folder, {NIC_KEY: ["100Gbps", "400Gbps"], "simulation.seed": [1, 2]},
-                        metrics=["iteration_time_s", "breakdown.exposed_comm_s"])
+    path = _write_sweep(
+        folder,
+        {NIC_KEY: ["100Gbps", "400Gbps"], "simulation.seed": [1, 2]},
+        metrics=["iteration_time_s", "breakdown.exposed_comm_s"],
+    )
     out = folder / "out"
     assert main(["sweep", str(path), "--out", str(out), "--workers", "2", "--quiet"]) == 0
     return path, out
@@ -58,7 +62,7 @@ def test_sweep_runs_2x2_grid(grid_sweep) -> None:
     for record in records:
         results = json.loads((out / record["results_path"]).read_text())
         assert results["iteration_time_s"] == record["metrics"]["iteration_time_s"]
-        assert f"{NIC_KEY}=\"{record['point'][NIC_KEY]}\"" in results["experiment"]["overrides"]
+        assert f'{NIC_KEY}="{record["point"][NIC_KEY]}"' in results["experiment"]["overrides"]
         assert results["sim"]["seed"] == record["point"]["simulation.seed"]
         assert results["sim"]["fidelity"] == "flow"
         by_nic.setdefault(record["point"][NIC_KEY], []).append(record["metrics"])
@@ -117,13 +121,34 @@ def test_resume_after_crash_repeats_nothing(grid_sweep, tmp_path: Path, capsys) 
 def test_ctrl_c_keeps_finished_runs_and_resume_runs_only_the_rest(tmp_path: Path) -> None:
     """SIGINT to a running sweep: exit 130, finished runs stay in the store, the rest are pending."""
     path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"experiment": str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
-                                    "fidelity": "flow", "grid": {"simulation.seed": [1, 2]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "experiment": str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
+                "fidelity": "flow",
+                "grid": {"simulation.seed": [1, 2]},
+            }
+        )
+    )
     out = tmp_path / "out"
     store = out / "results.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "heterosim.cli", "sweep", str(path), "--workers", "1",
-                             "--out", str(out), "--no-plots"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "heterosim.cli",
+            "sweep",
+            str(path),
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+            "--no-plots",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.monotonic() + 300
     while not (store.exists() and store.stat().st_size) and proc.poll() is None:
         assert time.monotonic() < deadline
@@ -195,22 +220,40 @@ def test_store_skips_torn_line_and_appends_on_a_new_line(tmp_path: Path) -> None
     assert store.latest()["a"]["status"] == "error"
 
 
-@pytest.mark.parametrize("content, message", [
-    ({"grid": {"network.cc": ["dcqcn"]}}, "experiment: missing"),
-    ({"experiment": "nope.yaml", "grid": {"network.cc": ["dcqcn"]}}, "experiment: nope.yaml: file not found"),
-    ({"experiment": str(TINY)}, "grid: expected a non-empty mapping"),
-    ({"experiment": str(TINY), "grid": {"network.cc": "dcqcn"}}, "grid.network.cc: expected a non-empty"),
-    ({"experiment": str(TINY), "grid": {"network.cc": []}}, "grid.network.cc: expected a non-empty list"),
-    ({"experiment": str(TINY), "grid": {"network.cc": ["a", "a"]}}, "grid.network.cc: value 'a' is listed"),
-    ({"experiment": str(TINY), "grid": {"netwrk.cc": ["a"]}}, "grid.netwrk.cc: unknown experiment section"),
-    ({"experiment": str(TINY), "grid": {"network..cc": ["a"]}}, "expected a dotted experiment key"),
-    ({"experiment": str(TINY), "grid": {"cluster": ["missing.yaml"]}}, "grid.cluster: missing.yaml: file"),
-    ({"experiment": str(TINY), "grid": {"a.b": [1]}, "fidelity": "fast"}, "fidelity: expected one of"),
-    ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "workers": 0}, "workers: expected a positive"),
-    ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "set": {"network.cc": "y"}}, "also given"),
-    ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "metrics": ["foo"]}, "metrics: 'foo'"),
-    ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "gird": 1}, "gird: unknown key"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ({"grid": {"network.cc": ["dcqcn"]}}, "experiment: missing"),
+        (
+            {"experiment": "nope.yaml", "grid": {"network.cc": ["dcqcn"]}},
+            "experiment: nope.yaml: file not found",
+        ),
+        ({"experiment": str(TINY)}, "grid: expected a non-empty mapping"),
+        ({"experiment": str(TINY), "grid": {"network.cc": "dcqcn"}}, "grid.network.cc: expected a non-empty"),
+        ({"experiment": str(TINY), "grid": {"network.cc": []}}, "grid.network.cc: expected a non-empty list"),
+        (
+            {"experiment": str(TINY), "grid": {"network.cc": ["a", "a"]}},
+            "grid.network.cc: value 'a' is listed",
+        ),
+        (
+            {"experiment": str(TINY), "grid": {"netwrk.cc": ["a"]}},
+            "grid.netwrk.cc: unknown experiment section",
+        ),
+        ({"experiment": str(TINY), "grid": {"network..cc": ["a"]}}, "expected a dotted experiment key"),
+        (
+            {"experiment": str(TINY), "grid": {"cluster": ["missing.yaml"]}},
+            "grid.cluster: missing.yaml: file",
+        ),
+        ({"experiment": str(TINY), "grid": {"a.b": [1]}, "fidelity": "fast"}, "fidelity: expected one of"),
+        (
+            {"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "workers": 0},
+            "workers: expected a positive",
+        ),
+        ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "set": {"network.cc": "y"}}, "also given"),
+        ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "metrics": ["foo"]}, "metrics: 'foo'"),
+        ({"experiment": str(TINY), "grid": {"network.cc": ["x"]}, "gird": 1}, "gird: unknown key"),
+    ],
+)
 def test_sweep_file_errors_name_file_and_key(tmp_path: Path, content: dict, message: str) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(content))

@@ -35,13 +35,36 @@ def _session_processes(session: int) -> list[int]:
 
 def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     path = tmp_path / "sweep.yaml"
-    path.write_text(yaml.safe_dump({"experiment": str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
-                                    "fidelity": "flow", "grid": {"simulation.seed": [1, 2, 3, 4]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "experiment": str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
+                "fidelity": "flow",
+                "grid": {"simulation.seed": [1, 2, 3, 4]},
+            }
+        )
+    )
     out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "heterosim.cli", "sweep", str(path), "--workers", "2",
-                             "--out", str(out), "--no-plots", "--quiet"], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "heterosim.cli",
+            "sweep",
+            str(path),
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--quiet",
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while len(_session_processes(proc.pid)) < 3:  # the driver and both workers
         assert proc.poll() is None and time.monotonic() < deadline
@@ -67,8 +90,10 @@ def test_sigterm_stops_workers_and_resume_finishes(tmp_path):
     assert "Traceback" not in stderr, stderr
     assert _gone(proc.pid) == []  # no worker left running
     out = tmp_path / "out"
-    assert main(["sweep", str(path), "--out", str(out), "--resume", "--quiet", "--no-plots",
-                 "--workers", "1"]) == 0
+    assert (
+        main(["sweep", str(path), "--out", str(out), "--resume", "--quiet", "--no-plots", "--workers", "1"])
+        == 0
+    )
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted({r["id"] for r in records if r["status"] == "ok"}) == sorted({r["id"] for r in records})
     assert len({r["id"] for r in records}) == 4

@@ -41,54 +41,135 @@ _DELETE = object()
 
 # (case id, file the change applies to, dotted key, new value, fragments the message must hold)
 CASES = [
-    ("unknown-gpu", "cluster", "host_types.h100.gpu", "H10", ["cluster.yaml", "host_types.h100.gpu",
-                                                              "unknown GPU 'H10'", "H100-SXM"]),
-    ("grid-vs-cluster", "experiment", "parallel.dp", 4, ["exp.yaml", "parallel", "tp*pp*dp",
-                                                          "16 GPUs"]),
+    (
+        "unknown-gpu",
+        "cluster",
+        "host_types.h100.gpu",
+        "H10",
+        ["cluster.yaml", "host_types.h100.gpu", "unknown GPU 'H10'", "H100-SXM"],
+    ),
+    ("grid-vs-cluster", "experiment", "parallel.dp", 4, ["exp.yaml", "parallel", "tp*pp*dp", "16 GPUs"]),
     ("unknown-model", "experiment", "model", "gpt5", ["exp.yaml", "model", "unknown model 'gpt5'"]),
-    ("missing-global-batch", "experiment", "training.global_batch", _DELETE,
-     ["training.global_batch", "missing required key"]),
-    ("batch-not-divisible", "experiment", "training.global_batch", 33,
-     ["training.global_batch", "not divisible by micro_batch*dp"]),
-    ("bad-rate-unit", "cluster", "host_types.h100.nic_speed", "400Gbs",
-     ["cluster.yaml", "host_types.h100.nic_speed"]),
+    (
+        "missing-global-batch",
+        "experiment",
+        "training.global_batch",
+        _DELETE,
+        ["training.global_batch", "missing required key"],
+    ),
+    (
+        "batch-not-divisible",
+        "experiment",
+        "training.global_batch",
+        33,
+        ["training.global_batch", "not divisible by micro_batch*dp"],
+    ),
+    (
+        "bad-rate-unit",
+        "cluster",
+        "host_types.h100.nic_speed",
+        "400Gbs",
+        ["cluster.yaml", "host_types.h100.nic_speed"],
+    ),
     ("typo-key", "experiment", "parallel.pipline", 2, ["exp.yaml", "pipline"]),
-    ("sample-interval-without-unit", "experiment", "simulation", {"sample_interval": 10},
-     ["exp.yaml", "simulation.sample_interval", "needs a unit"]),
-    ("unknown-attention", "experiment", "training.attention", "sparse",
-     ["training.attention", "flash, unfused"]),
-    ("nvlink-efficiency-above-one", "cluster", "host_types.h100.nvlink_efficiency", 1.5,
-     ["cluster.yaml", "host_types.h100.nvlink_efficiency", "<= 1.0"]),
-    ("unknown-schedule", "experiment", "parallel.schedule", "zigzag",
-     ["parallel.schedule", "zigzag"]),
-    ("heads-vs-tp", "experiment", "model", {"arch": "gpt", "hidden": 3072, "layers": 8, "heads": 6},
-     ["parallel.tp", "model heads 6 not divisible by tp 4"]),
-    ("unknown-host-type", "cluster", "hosts.0.type", "h200",
-     ["cluster.yaml", "hosts[0].type", "unknown host type 'h200'"]),
+    (
+        "sample-interval-without-unit",
+        "experiment",
+        "simulation",
+        {"sample_interval": 10},
+        ["exp.yaml", "simulation.sample_interval", "needs a unit"],
+    ),
+    (
+        "unknown-attention",
+        "experiment",
+        "training.attention",
+        "sparse",
+        ["training.attention", "flash, unfused"],
+    ),
+    (
+        "nvlink-efficiency-above-one",
+        "cluster",
+        "host_types.h100.nvlink_efficiency",
+        1.5,
+        ["cluster.yaml", "host_types.h100.nvlink_efficiency", "<= 1.0"],
+    ),
+    ("unknown-schedule", "experiment", "parallel.schedule", "zigzag", ["parallel.schedule", "zigzag"]),
+    (
+        "heads-vs-tp",
+        "experiment",
+        "model",
+        {"arch": "gpt", "hidden": 3072, "layers": 8, "heads": 6},
+        ["parallel.tp", "model heads 6 not divisible by tp 4"],
+    ),
+    (
+        "unknown-host-type",
+        "cluster",
+        "hosts.0.type",
+        "h200",
+        ["cluster.yaml", "hosts[0].type", "unknown host type 'h200'"],
+    ),
     ("negative-gpus", "cluster", "host_types.h100.gpus", -8, ["host_types.h100.gpus"]),
-    ("interleaved-without-vpp", "experiment", "parallel.schedule", "interleaved",
-     ["parallel.vpp", "vpp >= 2"]),
+    (
+        "interleaved-without-vpp",
+        "experiment",
+        "parallel.schedule",
+        "interleaved",
+        ["parallel.vpp", "vpp >= 2"],
+    ),
     ("mtu-range", "experiment", "network", {"mtu": "64KiB"}, ["network.mtu", "256B..9KiB"]),
     ("ep-without-moe", "experiment", "parallel.ep", 2, ["parallel.ep", "moe"]),
-    ("missing-cluster-file", "experiment", "cluster", "nowhere.yaml",
-     ["nowhere.yaml", "file not found"]),
+    ("missing-cluster-file", "experiment", "cluster", "nowhere.yaml", ["nowhere.yaml", "file not found"]),
     ("bad-fabric-kind", "cluster", "fabric", {"kind": "torus"}, ["fabric.kind", "torus"]),
-    ("partition-length", "experiment", "parallel.partition", [16, 8, 8],
-     ["exp.yaml", "parallel.partition", "3 stages listed but pp*vpp = 2"]),
-    ("partition-sum", "experiment", "parallel.partition", [20, 8],
-     ["parallel.partition", "layers sum to 28 but the model has 32"]),
-    ("partition-empty-stage", "experiment", "parallel.partition", [32, 0],
-     ["parallel.partition", "at least one layer"]),
-    ("partition-not-ints", "experiment", "parallel.partition", [16.5, 15.5],
-     ["parallel.partition", "list of layer counts"]),
-    ("partition-unknown-mode", "experiment", "parallel.partition", "greedy",
-     ["parallel.partition", "greedy"]),
-    ("grad-reduce-dtype", "experiment", "training.grad_reduce_dtype", "fp64",
-     ["training.grad_reduce_dtype", "fp64"]),
+    (
+        "partition-length",
+        "experiment",
+        "parallel.partition",
+        [16, 8, 8],
+        ["exp.yaml", "parallel.partition", "3 stages listed but pp*vpp = 2"],
+    ),
+    (
+        "partition-sum",
+        "experiment",
+        "parallel.partition",
+        [20, 8],
+        ["parallel.partition", "layers sum to 28 but the model has 32"],
+    ),
+    (
+        "partition-empty-stage",
+        "experiment",
+        "parallel.partition",
+        [32, 0],
+        ["parallel.partition", "at least one layer"],
+    ),
+    (
+        "partition-not-ints",
+        "experiment",
+        "parallel.partition",
+        [16.5, 15.5],
+        ["parallel.partition", "list of layer counts"],
+    ),
+    (
+        "partition-unknown-mode",
+        "experiment",
+        "parallel.partition",
+        "greedy",
+        ["parallel.partition", "greedy"],
+    ),
+    (
+        "grad-reduce-dtype",
+        "experiment",
+        "training.grad_reduce_dtype",
+        "fp64",
+        ["training.grad_reduce_dtype", "fp64"],
+    ),
     ("grad-sync", "experiment", "parallel.grad_sync", "never", ["parallel.grad_sync", "never"]),
-    ("grad-sync-with-zero2", "experiment", "parallel",
-     {"tp": 4, "pp": 2, "dp": 2, "zero": 2, "grad_sync": "after_backward"},
-     ["parallel.grad_sync", "zero 0 or 1"]),
+    (
+        "grad-sync-with-zero2",
+        "experiment",
+        "parallel",
+        {"tp": 4, "pp": 2, "dp": 2, "zero": 2, "grad_sync": "after_backward"},
+        ["parallel.grad_sync", "zero 0 or 1"],
+    ),
 ]
 
 
@@ -96,8 +177,7 @@ def _run(tmp_path: Path, experiment: dict | str, cluster: dict | str, capsys) ->
     for name, content in (("exp.yaml", experiment), ("cluster.yaml", cluster)):
         text = content if isinstance(content, str) else yaml.safe_dump(content)
         (tmp_path / name).write_text(text)
-    code = main(["workload", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "out"),
-                 "--summary-only"])
+    code = main(["workload", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "out"), "--summary-only"])
     return code, capsys.readouterr().err
 
 
@@ -123,10 +203,10 @@ def test_malformed_file_gives_one_line_error(case, tmp_path: Path, capsys) -> No
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("text,fragment", [
-    ("model: [unclosed\n", "invalid YAML"),
-    ("- just\n- a list\n", "expected a mapping at the top level"),
-])
+@pytest.mark.parametrize(
+    "text,fragment",
+    [("model: [unclosed\n", "invalid YAML"), ("- just\n- a list\n", "expected a mapping at the top level")],
+)
 def test_unparseable_experiment(text: str, fragment: str, tmp_path: Path, capsys) -> None:
     code, err = _run(tmp_path, text, CLUSTER, capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1 and fragment in err

@@ -12,21 +12,45 @@ from heterosim.cli import main
 
 CLUSTER = {
     "name": "four-hosts-two-leaves",
-    "host_types": {"h100": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1,
-                            "nic_speed": "100Gbps"}},
+    "host_types": {
+        "h100": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1, "nic_speed": "100Gbps"}
+    },
     "hosts": [{"type": "h100", "count": 4}],
-    "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1, "hosts_per_leaf": 2,
-               "spine_speed": "100Gbps"},
+    "fabric": {
+        "kind": "fat-tree",
+        "link_delay": "1us",
+        "oversubscription": 1,
+        "hosts_per_leaf": 2,
+        "spine_speed": "100Gbps",
+    },
 }
-JOB = {"model": {"arch": "gpt", "hidden": 256, "layers": 2, "heads": 4, "ffn": 1024, "vocab": 4096,
-                 "seq": 256, "name": "gpt-micro"},
-       "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
-       "parallel": {"tp": 2, "pp": 1, "dp": 2}}
-JOBS = {"name": "two", "cluster": CLUSTER,
-        "jobs": [{"gpus": "0-3", "experiment": JOB}, {"gpus": "4-7", "experiment": JOB}],
-        "simulation": {"fidelity": "flow"}}
-ONE = {**copy.deepcopy(JOB), "name": "one", "cluster": CLUSTER, "simulation": {"fidelity": "flow"},
-       "parallel": {"tp": 2, "pp": 1, "dp": 4}}
+JOB = {
+    "model": {
+        "arch": "gpt",
+        "hidden": 256,
+        "layers": 2,
+        "heads": 4,
+        "ffn": 1024,
+        "vocab": 4096,
+        "seq": 256,
+        "name": "gpt-micro",
+    },
+    "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+    "parallel": {"tp": 2, "pp": 1, "dp": 2},
+}
+JOBS = {
+    "name": "two",
+    "cluster": CLUSTER,
+    "jobs": [{"gpus": "0-3", "experiment": JOB}, {"gpus": "4-7", "experiment": JOB}],
+    "simulation": {"fidelity": "flow"},
+}
+ONE = {
+    **copy.deepcopy(JOB),
+    "name": "one",
+    "cluster": CLUSTER,
+    "simulation": {"fidelity": "flow"},
+    "parallel": {"tp": 2, "pp": 1, "dp": 4},
+}
 
 
 def fails(tmp_path: Path, capsys, data: dict, *expected: str) -> None:
@@ -64,60 +88,119 @@ def test_gpu_out_of_range(tmp_path, capsys):
 
 
 def test_job_parallelism_must_match_its_gpus(tmp_path, capsys):
-    fails(tmp_path, capsys, with_jobs("0-3", "4-7", parallel={"tp": 2, "pp": 1, "dp": 4}),
-          "tp*pp*dp = 2*1*4 = 8", "4 GPUs")
+    fails(
+        tmp_path,
+        capsys,
+        with_jobs("0-3", "4-7", parallel={"tp": 2, "pp": 1, "dp": 4}),
+        "tp*pp*dp = 2*1*4 = 8",
+        "4 GPUs",
+    )
 
 
 def test_unknown_link(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "h9.nic0-leaf0", "down": "1ms"}),
-          "faults[0]: link", "no node 'h9.nic0'")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "link": "h9.nic0-leaf0", "down": "1ms"}),
+        "faults[0]: link",
+        "no node 'h9.nic0'",
+    )
 
 
 def test_link_that_does_not_exist(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "h0.nic0-leaf1", "rate": "10Gbps"}),
-          "faults[0]: link", "does not exist")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "link": "h0.nic0-leaf1", "rate": "10Gbps"}),
+        "faults[0]: link",
+        "does not exist",
+    )
 
 
 def test_host_links_cannot_fail(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "h0.gpu0->h0.nvswitch", "loss": 0.01}),
-          "faults[0]", "fabric links")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "link": "h0.gpu0->h0.nvswitch", "loss": 0.01}),
+        "faults[0]",
+        "fabric links",
+    )
 
 
 def test_fault_after_the_run(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "10s", "link": "leaf0-spine0", "down": "1ms"}),
-          "faults[0]: at", "after the end of the run")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "10s", "link": "leaf0-spine0", "down": "1ms"}),
+        "faults[0]: at",
+        "after the end of the run",
+    )
 
 
 def test_straggler_gpu_must_exist(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "gpu": 8, "slowdown": 2}),
-          "faults[0]: gpu", "GPU 8 does not exist")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "gpu": 8, "slowdown": 2}),
+        "faults[0]: gpu",
+        "GPU 8 does not exist",
+    )
 
 
 def test_a_fault_has_one_kind(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": "1ms",
-                                         "rate": "1Gbps"}), "faults[0]", "exactly one of")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "link": "leaf0-spine0", "down": "1ms", "rate": "1Gbps"}),
+        "faults[0]",
+        "exactly one of",
+    )
 
 
 def test_until_before_at(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "2ms", "gpu": 1, "slowdown": 2, "until": "1ms"}),
-          "faults[0].until", "after at")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "2ms", "gpu": 1, "slowdown": 2, "until": "1ms"}),
+        "faults[0].until",
+        "after at",
+    )
 
 
 @pytest.mark.ns3
 def test_permanent_partition_names_the_unreachable_host(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "1ms", "link": "h2.nic0-leaf1", "down": True}),
-          "partitions the fabric", "unreachable hosts 2")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "1ms", "link": "h2.nic0-leaf1", "down": True}),
+        "partitions the fabric",
+        "unreachable hosts 2",
+    )
 
 
 @pytest.mark.ns3
 def test_overlapping_faults_on_one_link(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": "2ms"},
-                                        {"at": "1ms", "link": "spine0-leaf0", "down": "2ms"}),
-          "faults[1]", "overlaps faults[0]")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults(
+            {"at": "0ms", "link": "leaf0-spine0", "down": "2ms"},
+            {"at": "1ms", "link": "spine0-leaf0", "down": "2ms"},
+        ),
+        "faults[1]",
+        "overlaps faults[0]",
+    )
 
 
 @pytest.mark.ns3
 def test_two_lasting_outages_that_partition_together(tmp_path, capsys):
-    fails(tmp_path, capsys, with_faults({"at": "0ms", "link": "leaf0-spine0", "down": True},
-                                        {"at": "0ms", "link": "leaf0-spine1", "down": True}),
-          "faults[1]", "partitions the fabric: unreachable hosts")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults(
+            {"at": "0ms", "link": "leaf0-spine0", "down": True},
+            {"at": "0ms", "link": "leaf0-spine1", "down": True},
+        ),
+        "faults[1]",
+        "partitions the fabric: unreachable hosts",
+    )

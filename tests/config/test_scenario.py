@@ -47,8 +47,15 @@ def test_incast_pattern_expands_to_one_flow_per_sender(tmp_path):
 
 
 def test_stagger_and_range_strings(tmp_path):
-    pattern = {"kind": "incast", "senders": "0-3", "receiver": 5, "size": "4KiB",
-               "start": "2us", "stagger": "1us", "priority": 1}
+    pattern = {
+        "kind": "incast",
+        "senders": "0-3",
+        "receiver": 5,
+        "size": "4KiB",
+        "start": "2us",
+        "stagger": "1us",
+        "priority": 1,
+    }
     flows = load_scenario(write(tmp_path, base(pattern=pattern))).flows
     assert list(flows.src) == [0, 1, 2, 3]
     assert list(flows.start_ns) == [2000, 3000, 4000, 5000]
@@ -71,8 +78,10 @@ def test_permutation_is_a_seeded_derangement(tmp_path):
     assert sorted(first.dst.tolist()) == list(range(8))  # every GPU receives exactly once
     assert not np.any(first.src == first.dst)
     assert np.array_equal(first.dst, again.dst)
-    other = [load_scenario(write(tmp_path, base(pattern=pattern), "c.yaml"),
-                           [f"simulation.seed={seed}"]).flows.dst for seed in range(2, 6)]
+    other = [
+        load_scenario(write(tmp_path, base(pattern=pattern), "c.yaml"), [f"simulation.seed={seed}"]).flows.dst
+        for seed in range(2, 6)
+    ]
     assert any(not np.array_equal(first.dst, dst) for dst in other)
 
 
@@ -80,8 +89,10 @@ def test_one_to_one_and_explicit_flows(tmp_path):
     pattern = {"kind": "one-to-one", "senders": [0, 1], "receivers": [6, 7], "size": "8KiB"}
     flows = load_scenario(write(tmp_path, base(pattern=pattern))).flows
     assert list(zip(flows.src.tolist(), flows.dst.tolist())) == [(0, 6), (1, 7)]
-    explicit = [{"src": 3, "dst": 0, "size": "1MiB", "start": "1us", "priority": 2},
-                {"src": 1, "dst": 2, "size": 4096}]
+    explicit = [
+        {"src": 3, "dst": 0, "size": "1MiB", "start": "1us", "priority": 2},
+        {"src": 1, "dst": 2, "size": 4096},
+    ]
     data = base(flows=explicit)
     del data["pattern"]
     flows = load_scenario(write(tmp_path, data)).flows
@@ -119,24 +130,42 @@ def test_shipped_scenarios_load():
 
 
 BAD = [
-    (dict(pattern={"kind": "incast", "senders": [0, 1], "receiver": 8, "size": "1MiB"}),
-     "pattern.receiver: GPU 8 out of range 0..7"),
-    (dict(pattern={"kind": "incast", "senders": [0, 9], "receiver": 4, "size": "1MiB"}),
-     "pattern.senders[1]: GPU 9 out of range"),
-    (dict(pattern={"kind": "incast", "senders": [0, 4], "receiver": 4, "size": "1MiB"}),
-     "pattern.receiver: GPU 4 is also a sender"),
-    (dict(pattern={"kind": "broadcast", "senders": [0], "receiver": 4, "size": "1MiB"}),
-     "pattern.kind: expected one of incast, one-to-one, all-to-all, permutation"),
-    (dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "lots"}),
-     "pattern.size: expected a size"),
-    (dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "1MiB", "sise": 1}),
-     "pattern.sise: unknown key"),
-    (dict(pattern={"kind": "incast", "senders": [0, 0], "receiver": 4, "size": "1MiB"}),
-     "pattern.senders: GPU 0 is listed twice"),
-    (dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "1MiB",
-                   "priority": 9}), "pattern.priority: expected an integer <= 7"),
-    (dict(pattern={"kind": "one-to-one", "senders": [0, 1], "receivers": [4], "size": "1MiB"}),
-     "pattern.receivers: expected 2 receivers"),
+    (
+        dict(pattern={"kind": "incast", "senders": [0, 1], "receiver": 8, "size": "1MiB"}),
+        "pattern.receiver: GPU 8 out of range 0..7",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0, 9], "receiver": 4, "size": "1MiB"}),
+        "pattern.senders[1]: GPU 9 out of range",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0, 4], "receiver": 4, "size": "1MiB"}),
+        "pattern.receiver: GPU 4 is also a sender",
+    ),
+    (
+        dict(pattern={"kind": "broadcast", "senders": [0], "receiver": 4, "size": "1MiB"}),
+        "pattern.kind: expected one of incast, one-to-one, all-to-all, permutation",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "lots"}),
+        "pattern.size: expected a size",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "1MiB", "sise": 1}),
+        "pattern.sise: unknown key",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0, 0], "receiver": 4, "size": "1MiB"}),
+        "pattern.senders: GPU 0 is listed twice",
+    ),
+    (
+        dict(pattern={"kind": "incast", "senders": [0], "receiver": 4, "size": "1MiB", "priority": 9}),
+        "pattern.priority: expected an integer <= 7",
+    ),
+    (
+        dict(pattern={"kind": "one-to-one", "senders": [0, 1], "receivers": [4], "size": "1MiB"}),
+        "pattern.receivers: expected 2 receivers",
+    ),
     (dict(flows=[{"src": 1, "dst": 1, "size": "1MiB"}]), "flows[0].dst: GPU 1 cannot send to itself"),
     (dict(network={"cc": "reno"}), "network.cc: expected one of dcqcn"),
     (dict(simulation={"stop": "1ms", "fidelity": "exact"}), "simulation.fidelity: expected one of"),
@@ -149,8 +178,7 @@ BAD = [
 
 
 @pytest.mark.parametrize("changes,expected", BAD, ids=[e for _, e in BAD])
-def test_malformed_scenarios_exit_2_with_one_line_naming_file_and_key(tmp_path, capsys, changes,
-                                                                      expected):
+def test_malformed_scenarios_exit_2_with_one_line_naming_file_and_key(tmp_path, capsys, changes, expected):
     data = base(**changes)
     if "flows" in changes:
         del data["pattern"]
@@ -174,7 +202,6 @@ def test_pattern_and_flows_together_and_neither(tmp_path, capsys):
 
 
 def test_stop_before_last_start_is_an_error(tmp_path):
-    pattern = {"kind": "incast", "senders": [0, 1], "receiver": 4, "size": "1MiB",
-               "start": "2ms"}
+    pattern = {"kind": "incast", "senders": [0, 1], "receiver": 4, "size": "1MiB", "start": "2ms"}
     with pytest.raises(UserError, match="simulation.stop: stops at 1000000 ns, before"):
         load_scenario(write(tmp_path, base(pattern=pattern, simulation={"stop": "1ms"})))

@@ -28,13 +28,18 @@ from heterosim.units import MAX_SIZE_BYTES, parse_rate, parse_size, parse_time_n
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "tiny_experiment.yaml"
 
-BOMB = "\n".join(
-    [f"l0: &l0 [{', '.join(['x'] * 9)}]"]
-    + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]) + "\n"
+BOMB = (
+    "\n".join(
+        [f"l0: &l0 [{', '.join(['x'] * 9)}]"]
+        + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+    )
+    + "\n"
+)
 
 
-@pytest.mark.parametrize("text", [".inf", "1e400", float("inf"), float("nan"), "1e400GiB", "2PiB",
-                                  "-1KiB", 10**400])
+@pytest.mark.parametrize(
+    "text", [".inf", "1e400", float("inf"), float("nan"), "1e400GiB", "2PiB", "-1KiB", 10**400]
+)
 def test_sizes_are_finite_and_bounded(text):
     with pytest.raises(ValueError):
         parse_size(text)
@@ -100,26 +105,32 @@ def _err(capsys) -> list[str]:
     return capsys.readouterr().err.strip().splitlines()
 
 
-@pytest.mark.parametrize("argv, fragment", [
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "-1KiB"], "must not be negative"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "-1,0"], "ranks are >= 0"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "0"], "at least 2 ranks"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--channels", "100000"], "<= 64"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..1e18"], "1PiB"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..2TiB"], "1TiB"),
-    (["collective", "--cluster", "topologies/two_host_h100.yaml", "--seed", "4294967296"], "--seed"),
-    (["run", str(TINY), "--fidelity"], "expected one argument"),
-    (["run", str(TINY), "--until", "1e400s"], "finite"),
-    (["run", str(TINY), "--bogus"], "unrecognized arguments"),
-    (["run", str(TINY), "--out", ""], "non-empty value"),
-    (["run", str(TINY), "--set", "training.global_batch=1000000000000"], "<= 10000000"),
-    (["run", str(TINY), "--set", "model.layers=1000000"], "<= 10000"),
-    (["run", str(TINY), "--set", "model.hidden=1073741824"], "model.hidden"),
-    (["run", str(TINY), "--set", "simulation.seed=4294967296"], "simulation.seed"),
-    (["run", str(TINY), "--set", "parallel.dp_bucket=0"], "dp_bucket"),
-    (["run", str(TINY), "--set", "simulation.sample_interval=1ns"], "at least 1us"),
-    (["run", str(TINY), "--set", "cluster.host_types.h100.nic_speed=1e-30bps"], "nic_speed"),
-])
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (
+            ["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "-1KiB"],
+            "must not be negative",
+        ),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "-1,0"], "ranks are >= 0"),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--ranks", "0"], "at least 2 ranks"),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--channels", "100000"], "<= 64"),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..1e18"], "1PiB"),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--size", "1..2TiB"], "1TiB"),
+        (["collective", "--cluster", "topologies/two_host_h100.yaml", "--seed", "4294967296"], "--seed"),
+        (["run", str(TINY), "--fidelity"], "expected one argument"),
+        (["run", str(TINY), "--until", "1e400s"], "finite"),
+        (["run", str(TINY), "--bogus"], "unrecognized arguments"),
+        (["run", str(TINY), "--out", ""], "non-empty value"),
+        (["run", str(TINY), "--set", "training.global_batch=1000000000000"], "<= 10000000"),
+        (["run", str(TINY), "--set", "model.layers=1000000"], "<= 10000"),
+        (["run", str(TINY), "--set", "model.hidden=1073741824"], "model.hidden"),
+        (["run", str(TINY), "--set", "simulation.seed=4294967296"], "simulation.seed"),
+        (["run", str(TINY), "--set", "parallel.dp_bucket=0"], "dp_bucket"),
+        (["run", str(TINY), "--set", "simulation.sample_interval=1ns"], "at least 1us"),
+        (["run", str(TINY), "--set", "cluster.host_types.h100.nic_speed=1e-30bps"], "nic_speed"),
+    ],
+)
 def test_cli_errors_are_one_line_exit_2(monkeypatch, capsys, argv, fragment):
     monkeypatch.chdir(REPO)
     with pytest.raises(SystemExit) as raised:
@@ -131,16 +142,38 @@ def test_cli_errors_are_one_line_exit_2(monkeypatch, capsys, argv, fragment):
 
 def test_budget_names_the_term_that_is_too_large(monkeypatch, capsys, tmp_path):
     monkeypatch.chdir(REPO)
-    code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--set", "training.global_batch=2000000",
-                 "--set", "model.layers=4000", "--set", "parallel.partition=uniform"])
+    code = main(
+        [
+            "run",
+            str(TINY),
+            "--out",
+            str(tmp_path / "o"),
+            "--set",
+            "training.global_batch=2000000",
+            "--set",
+            "model.layers=4000",
+            "--set",
+            "parallel.partition=uniform",
+        ]
+    )
     err = _err(capsys)
     assert code == 2 and len(err) == 1, err
     assert "training.global_batch x model.layers" in err[0]
     assert "1e+06 micro-batches per replica x 2000 layers per rank" in err[0]
     assert "at most 2,147,483,647 can be simulated" in err[0]
     assert not (tmp_path / "o").exists()
-    code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--max-memory", "64MiB",
-                 "--set", "training.global_batch=4096"])
+    code = main(
+        [
+            "run",
+            str(TINY),
+            "--out",
+            str(tmp_path / "o"),
+            "--max-memory",
+            "64MiB",
+            "--set",
+            "training.global_batch=4096",
+        ]
+    )
     err = _err(capsys)
     assert code == 2 and "--max-memory is 64MiB" in err[0], err
 
@@ -158,8 +191,9 @@ def test_sweep_grid_limit_and_names(tmp_path, capsys):
     check_sweep_size("s.yaml", [200, 2, 3, 4, 5], 30_000)
     for name in ("../../../x", "/tmp/abs", "a/b", ".."):
         path = tmp_path / "s.yaml"
-        path.write_text(yaml.safe_dump({"name": name, "experiment": str(TINY),
-                                        "grid": {"simulation.seed": [1]}}))
+        path.write_text(
+            yaml.safe_dump({"name": name, "experiment": str(TINY), "grid": {"simulation.seed": [1]}})
+        )
         assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
         err = _err(capsys)
         assert len(err) == 1 and "name: expected a plain folder name" in err[0]

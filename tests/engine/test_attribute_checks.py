@@ -17,16 +17,19 @@ REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "tiny_experiment.yaml"
 
 
-@pytest.mark.parametrize("name, value, fragment", [
-    ("EcnKmin", "abc", "expected a non-negative integer"),  # ns-3 would abort: not properly formatted
-    ("Dcqcn::AlphaUpdateInterval", "soon", "expected a time"),  # ns-3 would abort: Can't Parse Time
-    ("EcnPmax", 2.0, "outside the range RedEcnMarker accepts"),  # ns-3's own checker: [0, 1]
-    ("EcnPmax", "nan", "finite"),
-    ("Dcqcn::RateAi", "1e-30bps", "outside 1Kbps..1000Tbps"),
-    ("Dcqcn::RateAi", "1e400Gbps", "finite"),
-    ("EcnKmn", 1, "not an attribute of"),
-    ("FluidNetwork::Nope", 1, "not an attribute of"),
-])
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("EcnKmin", "abc", "expected a non-negative integer"),  # ns-3 would abort: not properly formatted
+        ("Dcqcn::AlphaUpdateInterval", "soon", "expected a time"),  # ns-3 would abort: Can't Parse Time
+        ("EcnPmax", 2.0, "outside the range RedEcnMarker accepts"),  # ns-3's own checker: [0, 1]
+        ("EcnPmax", "nan", "finite"),
+        ("Dcqcn::RateAi", "1e-30bps", "outside 1Kbps..1000Tbps"),
+        ("Dcqcn::RateAi", "1e400Gbps", "finite"),
+        ("EcnKmn", 1, "not an attribute of"),
+        ("FluidNetwork::Nope", 1, "not an attribute of"),
+    ],
+)
 def test_bad_attribute_is_a_user_error_naming_it(native_lib, name, value, fragment):
     with pytest.raises(UserError, match=fragment) as raised:
         checked_attribute_text(native_lib.ns3, name, value)
@@ -43,10 +46,25 @@ def test_good_values_in_canonical_form(native_lib):
 
 @pytest.mark.parametrize("fidelity", ["flow", "packet"])
 @pytest.mark.parametrize("attribute", ["{EcnKmn: 1}", "{Dcqcn::AlphaUpdateInterval: soon}"])
-def test_bad_attribute_in_a_run_is_one_line_at_either_fidelity(native_lib, tmp_path, capsys, fidelity,
-                                                                attribute):
-    code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--no-plots", "--quiet",
-                 "--fidelity", fidelity, "--until", "1ms", "--set", f"network.attributes={attribute}"])
+def test_bad_attribute_in_a_run_is_one_line_at_either_fidelity(
+    native_lib, tmp_path, capsys, fidelity, attribute
+):
+    code = main(
+        [
+            "run",
+            str(TINY),
+            "--out",
+            str(tmp_path / "o"),
+            "--no-plots",
+            "--quiet",
+            "--fidelity",
+            fidelity,
+            "--until",
+            "1ms",
+            "--set",
+            f"network.attributes={attribute}",
+        ]
+    )
     err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "note:" not in ln]
     assert code == 2 and len(err) == 1 and "network: attributes:" in err[0], err
     assert not (tmp_path / "o").exists()
@@ -76,23 +94,39 @@ def test_netbench_flow_fidelity_stops_at_simulation_stop(native_lib, tmp_path):
 
 
 def test_ecn_threshold_above_buffer_is_warned_and_recorded(native_lib, tmp_path, capsys):
-    path = _scenario(tmp_path, network={"cc": "dcqcn", "pfc": False, "buffer": "256KiB"},
-                     simulation={"stop": "20ms", "fidelity": "flow"})
+    path = _scenario(
+        tmp_path,
+        network={"cc": "dcqcn", "pfc": False, "buffer": "256KiB"},
+        simulation={"stop": "20ms", "fidelity": "flow"},
+    )
     assert main(["netbench", str(path), "--out", str(tmp_path / "o")]) == 0
     warnings = [ln for ln in capsys.readouterr().err.splitlines() if "warning: network.buffer" in ln]
     assert len(warnings) == 1 and "EcnKmin 391KiB of 100Gbps ports" in warnings[0]
     results = json.loads((tmp_path / "o" / "results.json").read_text())
     assert results["warnings"] and "never sees a mark" in results["warnings"][0]
     # a buffer above the threshold of its fastest (400 Gb/s spine) ports: no warning
-    path = _scenario(tmp_path, network={"cc": "dcqcn", "pfc": False, "buffer": "4MiB"},
-                     simulation={"stop": "20ms", "fidelity": "flow"})
+    path = _scenario(
+        tmp_path,
+        network={"cc": "dcqcn", "pfc": False, "buffer": "4MiB"},
+        simulation={"stop": "20ms", "fidelity": "flow"},
+    )
     assert main(["netbench", str(path), "--out", str(tmp_path / "o3")]) == 0
     assert json.loads((tmp_path / "o3" / "results.json").read_text())["warnings"] == []
 
 
 def test_nic_speed_outside_physical_range_never_reaches_ns3(tmp_path, capsys):
     for speed in ("1e-30bps", "1e400Gbps", "1bps"):
-        code = main(["run", str(TINY), "--out", str(tmp_path / "o"), "--no-plots", "--quiet",
-                     "--set", f"cluster.host_types.h100.nic_speed={speed}"])
+        code = main(
+            [
+                "run",
+                str(TINY),
+                "--out",
+                str(tmp_path / "o"),
+                "--no-plots",
+                "--quiet",
+                "--set",
+                f"cluster.host_types.h100.nic_speed={speed}",
+            ]
+        )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and "nic_speed" in err[0], err

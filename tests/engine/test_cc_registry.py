@@ -32,8 +32,13 @@ def test_each_class_states_its_int_header(native_lib):
         cc = factory.Create["ns3::RdmaCongestionControl"]()
         sizes[name] = (bool(cc.UsesInt()), int(cc.GetIntHeaderBytes()))
     # HPCC alone carries INT: a 2-byte hop count and 8 bytes for each of 5 hops
-    assert sizes == {"dcqcn": (False, 0), "hpcc": (True, 42), "timely": (False, 0),
-                     "dctcp": (False, 0), "none": (False, 0)}
+    assert sizes == {
+        "dcqcn": (False, 0),
+        "hpcc": (True, 42),
+        "timely": (False, 0),
+        "dctcp": (False, 0),
+        "none": (False, 0),
+    }
 
 
 def test_a_type_that_is_not_a_congestion_control_is_refused(native_lib):

@@ -34,12 +34,21 @@ def plan_of(flows: list[tuple[int, int, int, int, int]], num_gpus: int = 16) -> 
     n = len(flows)
     col = np.array(flows, np.int64).reshape(n, 5)
     return ExecutionPlan(
-        kind=np.full(n, FLOW, np.uint8), gpu=col[:, 0].astype(np.int32), dst=col[:, 1].astype(np.int32),
-        bytes=col[:, 2].copy(), duration_ns=np.zeros(n, np.int64), delay_ns=np.zeros(n, np.int64),
-        stream=np.zeros(n, np.int16), priority=np.zeros(n, np.uint8),
-        dep_ptr=np.zeros(n + 1, np.int64), dep_idx=np.zeros(0, np.int64),
-        rank=np.full(n, -1, np.int32), node=np.full(n, -1, np.int64), collective=col[:, 3].copy(),
-        num_gpus=num_gpus, channel=col[:, 4].astype(np.int16),
+        kind=np.full(n, FLOW, np.uint8),
+        gpu=col[:, 0].astype(np.int32),
+        dst=col[:, 1].astype(np.int32),
+        bytes=col[:, 2].copy(),
+        duration_ns=np.zeros(n, np.int64),
+        delay_ns=np.zeros(n, np.int64),
+        stream=np.zeros(n, np.int16),
+        priority=np.zeros(n, np.uint8),
+        dep_ptr=np.zeros(n + 1, np.int64),
+        dep_idx=np.zeros(0, np.int64),
+        rank=np.full(n, -1, np.int32),
+        node=np.full(n, -1, np.int64),
+        collective=col[:, 3].copy(),
+        num_gpus=num_gpus,
+        channel=col[:, 4].astype(np.int16),
     )
 
 
@@ -62,12 +71,21 @@ def transfer_ns(size: float, rate: float) -> int:
 
 
 def test_connection_ids_group_channel_source_and_destination():
-    plan = plan_of([
-        (0, 8, 100, 0, 1), (0, 8, 100, 0, 0), (0, 8, 100, 0, 1), (0, 8, 100, 0, 0),  # 2 channels
-        (1, 9, 100, 0, 0), (1, 9, 100, 0, 0), (0, 8, 100, 1, 0), (0, 8, 100, 1, 0),  # other pair,
-        (0, 8, 100, -1, -1), (0, 8, 100, -1, -1),  # other instance; p2p flows are never grouped
-        (8, 0, 100, 0, 0),  # a connection of one flow (the reverse direction) is that flow alone
-    ])
+    plan = plan_of(
+        [
+            (0, 8, 100, 0, 1),
+            (0, 8, 100, 0, 0),
+            (0, 8, 100, 0, 1),
+            (0, 8, 100, 0, 0),  # 2 channels
+            (1, 9, 100, 0, 0),
+            (1, 9, 100, 0, 0),
+            (0, 8, 100, 1, 0),
+            (0, 8, 100, 1, 0),  # other pair,
+            (0, 8, 100, -1, -1),
+            (0, 8, 100, -1, -1),  # other instance; p2p flows are never grouped
+            (8, 0, 100, 0, 0),  # a connection of one flow (the reverse direction) is that flow alone
+        ]
+    )
     ids = connection_ids(plan)
     assert ids.tolist() == [0, 1, 0, 1, 2, 2, 3, 3, -1, -1, -1]
     plan.kind[3] = MARKER  # only flows are on connections: flow 1 is now alone on its channel
@@ -173,14 +191,36 @@ def test_inconsistent_connection_is_an_execution_plan_error(topo, native_lib, mo
 
 def test_queue_pairs_setting_in_an_experiment(tmp_path, native_lib, capsys):
     out = tmp_path / "run"
-    code = main(["run", str(REPO / "workloads" / "default.yaml"), "--fidelity", "flow", "--no-plots",
-                 "--out", str(out), "--set", "simulation.queue_pairs=flow"])
+    code = main(
+        [
+            "run",
+            str(REPO / "workloads" / "default.yaml"),
+            "--fidelity",
+            "flow",
+            "--no-plots",
+            "--out",
+            str(out),
+            "--set",
+            "simulation.queue_pairs=flow",
+        ]
+    )
     assert code == 0
     resolved = json.loads((out / "results.json").read_text())["experiment"]["resolved"]
     assert resolved["simulation"]["queue_pairs"] == "flow"
     bad = tmp_path / "bad"
-    code = main(["run", str(REPO / "workloads" / "default.yaml"), "--fidelity", "flow", "--no-plots",
-                 "--out", str(bad), "--set", "simulation.queue_pairs=chunk"])
+    code = main(
+        [
+            "run",
+            str(REPO / "workloads" / "default.yaml"),
+            "--fidelity",
+            "flow",
+            "--no-plots",
+            "--out",
+            str(bad),
+            "--set",
+            "simulation.queue_pairs=chunk",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "simulation.queue_pairs" in err and "Traceback" not in err
     assert not bad.exists()

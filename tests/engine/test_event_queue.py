@@ -15,13 +15,23 @@ pytestmark = pytest.mark.ns3
 
 def two_leaves_incast():
     """Eight single-GPU hosts on two leaves, 2:1 oversubscribed: ECN, PFC and ECMP all act."""
-    topo = build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": 8}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us",
-                    "oversubscription": 2}},
-        "incast.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": 8}],
+                "fabric": {
+                    "kind": "fat-tree",
+                    "hosts_per_leaf": 4,
+                    "link_delay": "1us",
+                    "oversubscription": 2,
+                },
+            },
+            "incast.yaml",
+        )
+    )
     src = [1, 2, 3, 4, 5, 6, 7, 4, 5]
     dst = [0, 0, 0, 0, 0, 0, 0, 1, 2]
     sizes = [(1 + i % 3) << 20 for i in range(len(src))]
@@ -35,8 +45,7 @@ def run_incast(scheduler: str | None) -> dict:
         gbl.ns3.GlobalValue.Bind("SchedulerType", gbl.ns3.StringValue(scheduler))
     try:
         topo, src, dst, sizes, starts = two_leaves_incast()
-        network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=2 << 20,
-                                ecmp=True)
+        network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=2 << 20, ecmp=True)
         return packet.run_flows(topo, network, src, dst, sizes, starts, stop_ns=100_000_000)
     finally:
         gbl.ns3.GlobalValue.Bind("SchedulerType", gbl.ns3.StringValue(native.EVENT_SCHEDULER))

@@ -47,8 +47,10 @@ def make_plan(tasks: list[dict], num_gpus: int = 16) -> ExecutionPlan:
         priority=np.zeros(n, np.uint8),
         dep_ptr=np.concatenate([[0], np.cumsum([len(d) for d in deps])]).astype(np.int64),
         dep_idx=np.array([p for d in deps for p in d], np.int64),
-        rank=np.zeros(n, np.int32), node=np.arange(n, dtype=np.int64),
-        collective=np.full(n, -1, np.int64), num_gpus=num_gpus,
+        rank=np.zeros(n, np.int32),
+        node=np.arange(n, dtype=np.int64),
+        collective=np.full(n, -1, np.int64),
+        num_gpus=num_gpus,
     )
 
 
@@ -96,13 +98,19 @@ def dp_backward_plan(overlapped: bool, layers=3, bwd_ns=60_000, opt_ns=5_000, ha
         step1 = {}
         for r in range(2):
             step1[r] = len(tasks)
-            tasks.append({"kind": FLOW, "gpu": gpus[r], "dst": gpus[1 - r], "bytes": half,
-                          "deps": ready[r]})
+            tasks.append({"kind": FLOW, "gpu": gpus[r], "dst": gpus[1 - r], "bytes": half, "deps": ready[r]})
         step2 = []
         for r in range(2):
             step2.append(len(tasks))
-            tasks.append({"kind": FLOW, "gpu": gpus[r], "dst": gpus[1 - r], "bytes": half,
-                          "deps": [step1[1 - r], *ready[r]]})
+            tasks.append(
+                {
+                    "kind": FLOW,
+                    "gpu": gpus[r],
+                    "dst": gpus[1 - r],
+                    "bytes": half,
+                    "deps": [step1[1 - r], *ready[r]],
+                }
+            )
         markers.append(len(tasks))
         tasks.append({"kind": MARKER, "deps": step2})
     for r, g in enumerate(gpus):
@@ -156,15 +164,17 @@ def test_dp_allreduce_overlaps_backward_exactly_as_computed_by_hand(topo):
 
 
 def test_stream_order_is_task_index_order_among_ready_tasks(topo):
-    plan = make_plan([
-        {"kind": COMPUTE, "gpu": 0, "dur": 100},                 # 0: runs first
-        {"kind": COMPUTE, "gpu": 0, "dur": 10, "deps": [4]},     # 1: ready at 0 via a marker
-        {"kind": COMPUTE, "gpu": 0, "dur": 10},                  # 2: ready at 0
-        {"kind": COMPUTE, "gpu": 0, "dur": 7, "stream": 1},      # 3: other stream, concurrent
-        {"kind": MARKER},                                        # 4
-        {"kind": COMPUTE, "gpu": 0, "dur": 10, "delay": 50},     # 5: queued at 50, runs last
-        {"kind": COMPUTE, "gpu": 1, "dur": 30},                  # 6: other GPU, concurrent
-    ])
+    plan = make_plan(
+        [
+            {"kind": COMPUTE, "gpu": 0, "dur": 100},  # 0: runs first
+            {"kind": COMPUTE, "gpu": 0, "dur": 10, "deps": [4]},  # 1: ready at 0 via a marker
+            {"kind": COMPUTE, "gpu": 0, "dur": 10},  # 2: ready at 0
+            {"kind": COMPUTE, "gpu": 0, "dur": 7, "stream": 1},  # 3: other stream, concurrent
+            {"kind": MARKER},  # 4
+            {"kind": COMPUTE, "gpu": 0, "dur": 10, "delay": 50},  # 5: queued at 50, runs last
+            {"kind": COMPUTE, "gpu": 1, "dur": 30},  # 6: other GPU, concurrent
+        ]
+    )
     result = execute_plan(plan, topo, NETWORK)
     np.testing.assert_array_equal(result.task_start_ns, [0, 100, 110, 0, 0, 120, 0])
     np.testing.assert_array_equal(result.task_end_ns, [100, 110, 120, 7, 0, 130, 30])
@@ -172,8 +182,11 @@ def test_stream_order_is_task_index_order_among_ready_tasks(topo):
 
 def test_markers_finish_with_their_last_parent_and_long_chains_do_not_recurse(topo):
     chain = 100_000
-    tasks = [{"kind": COMPUTE, "gpu": 0, "dur": 1000}, {"kind": COMPUTE, "gpu": 3, "dur": 2500},
-             {"kind": MARKER, "deps": [0, 1]}]
+    tasks = [
+        {"kind": COMPUTE, "gpu": 0, "dur": 1000},
+        {"kind": COMPUTE, "gpu": 3, "dur": 2500},
+        {"kind": MARKER, "deps": [0, 1]},
+    ]
     tasks += [{"kind": MARKER, "deps": [len(tasks) + i - 1]} for i in range(chain)]
     tasks.append({"kind": COMPUTE, "gpu": 0, "dur": 10, "deps": [len(tasks) - 1]})
     result = execute_plan(make_plan(tasks), topo, NETWORK)
@@ -183,14 +196,19 @@ def test_markers_finish_with_their_last_parent_and_long_chains_do_not_recurse(to
 
 
 def test_dependency_cycle_is_rejected_naming_the_cycle(topo):
-    plan = make_plan([
-        {"kind": COMPUTE, "gpu": 0, "dur": 5},
-        {"kind": COMPUTE, "gpu": 0, "dur": 5, "deps": [0, 3]},
-        {"kind": MARKER, "deps": [1]},
-        {"kind": FLOW, "gpu": 0, "dst": 1, "bytes": 10, "deps": [2]},
-    ])
-    with pytest.raises(UserError, match=r"dependency cycle \(3 tasks can never start\): task "
-                                        r"(1 -> 2 -> 3 -> 1|2 -> 3 -> 1 -> 2|3 -> 1 -> 2 -> 3)"):
+    plan = make_plan(
+        [
+            {"kind": COMPUTE, "gpu": 0, "dur": 5},
+            {"kind": COMPUTE, "gpu": 0, "dur": 5, "deps": [0, 3]},
+            {"kind": MARKER, "deps": [1]},
+            {"kind": FLOW, "gpu": 0, "dst": 1, "bytes": 10, "deps": [2]},
+        ]
+    )
+    with pytest.raises(
+        UserError,
+        match=r"dependency cycle \(3 tasks can never start\): task "
+        r"(1 -> 2 -> 3 -> 1|2 -> 3 -> 1 -> 2|3 -> 1 -> 2 -> 3)",
+    ):
         execute_plan(plan, topo, NETWORK)
 
 
@@ -214,7 +232,7 @@ def without_routes_to(topo, gpu: int):
     broken.route_node = topo.route_node[keep]
     broken.route_dst = topo.route_dst[keep]
     broken.route_link = np.concatenate(
-        [topo.route_link[topo.route_ptr[e]:topo.route_ptr[e + 1]] for e in np.flatnonzero(keep)]
+        [topo.route_link[topo.route_ptr[e] : topo.route_ptr[e + 1]] for e in np.flatnonzero(keep)]
     ).astype(np.int32)
     broken.route_ptr = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
     return broken
@@ -222,22 +240,31 @@ def without_routes_to(topo, gpu: int):
 
 def test_flow_to_an_unreachable_gpu_is_rejected_before_running(topo):
     broken = without_routes_to(topo, 8)
-    plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 5},
-                      {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1000, "deps": [0]}])
+    plan = make_plan(
+        [
+            {"kind": COMPUTE, "gpu": 0, "dur": 5},
+            {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1000, "deps": [0]},
+        ]
+    )
     with pytest.raises(UserError, match="task 1: flow from GPU 0 to GPU 8 is unreachable"):
         execute_plan(plan, broken, NETWORK)
 
 
 def test_stall_is_reported_not_hung(topo):
-    stuck = make_plan([
-        {"kind": COMPUTE, "gpu": 0, "dur": 5},
-        {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1000, "deps": [0]},
-        {"kind": COMPUTE, "gpu": 8, "dur": 5, "deps": [1]},
-    ])
+    stuck = make_plan(
+        [
+            {"kind": COMPUTE, "gpu": 0, "dur": 5},
+            {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1000, "deps": [0]},
+            {"kind": COMPUTE, "gpu": 8, "dur": 5, "deps": [1]},
+        ]
+    )
     dead = build_topology(load_cluster(REPO / "topologies" / "two_host_h100.yaml"))
     dead.link_rate_bps[topo.path_links(0, 8, 0)[2]] = 0.0  # the NIC's access link carries nothing
-    with pytest.raises(UserError, match=r"plan stalled at 5 ns .* 2 of 3 tasks unfinished; task 1 "
-                                        r"\(flow GPU 0 -> GPU 8, 1000 bytes\) started at 5 ns"):
+    with pytest.raises(
+        UserError,
+        match=r"plan stalled at 5 ns .* 2 of 3 tasks unfinished; task 1 "
+        r"\(flow GPU 0 -> GPU 8, 1000 bytes\) started at 5 ns",
+    ):
         execute_plan(stuck, dead, NETWORK)
     # a stop time does not turn a stall into a timeout
     result = execute_plan(stuck, dead, NETWORK, stop_ns=10**9, raise_on_stall=False)
@@ -246,8 +273,9 @@ def test_stall_is_reported_not_hung(topo):
 
 
 def test_stop_time_gives_partial_results(topo):
-    plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []}
-                      for i in range(10)])
+    plan = make_plan(
+        [{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []} for i in range(10)]
+    )
     result = execute_plan(plan, topo, NETWORK, stop_ns=450)
     assert result.partial and result.error is None
     np.testing.assert_array_equal(result.task_end_ns, [100, 200, 300, 400] + [-1] * 6)
@@ -255,11 +283,17 @@ def test_stop_time_gives_partial_results(topo):
 
 
 def test_progress_samples_and_callback(topo):
-    plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []}
-                      for i in range(10)])
+    plan = make_plan(
+        [{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []} for i in range(10)]
+    )
     calls = []
-    result = execute_plan(plan, topo, NETWORK, engine_config(sample_interval_ns=250),
-                          progress=lambda t, done, total, events: calls.append((t, done, total)))
+    result = execute_plan(
+        plan,
+        topo,
+        NETWORK,
+        engine_config(sample_interval_ns=250),
+        progress=lambda t, done, total, events: calls.append((t, done, total)),
+    )
     np.testing.assert_array_equal(result.series["time_ns"], [0, 250, 500, 750, 1000])
     np.testing.assert_array_equal(result.series["tasks_done"], [0, 2, 5, 7, 10])
     assert calls[-1] == (1000, 10, 10)
@@ -272,10 +306,17 @@ def random_plan(rng, tasks=400, gpus=16) -> ExecutionPlan:
         kind = int(rng.choice([COMPUTE, FLOW, FLOW, MARKER]))
         src = int(rng.integers(0, gpus))
         dst = int((src + rng.integers(1, gpus)) % gpus)
-        rows.append({"kind": kind, "gpu": src if kind != MARKER else -1, "dst": dst if kind == FLOW else -1,
-                     "bytes": int(rng.integers(1, 4 << 20)) if kind == FLOW else 0,
-                     "dur": int(rng.integers(0, 50_000)), "stream": int(rng.integers(0, 2)),
-                     "deps": parents})
+        rows.append(
+            {
+                "kind": kind,
+                "gpu": src if kind != MARKER else -1,
+                "dst": dst if kind == FLOW else -1,
+                "bytes": int(rng.integers(1, 4 << 20)) if kind == FLOW else 0,
+                "dur": int(rng.integers(0, 50_000)),
+                "stream": int(rng.integers(0, 2)),
+                "deps": parents,
+            }
+        )
     return make_plan(rows, gpus)
 
 
@@ -290,7 +331,7 @@ def test_same_inputs_give_identical_results(topo):
     assert first.events == second.events and first.makespan_ns == second.makespan_ns
     # dependencies respected and every flow's bytes delivered
     for i in range(len(plan)):
-        parents = plan.dep_idx[plan.dep_ptr[i]:plan.dep_ptr[i + 1]]
+        parents = plan.dep_idx[plan.dep_ptr[i] : plan.dep_ptr[i + 1]]
         assert np.all(first.task_end_ns[parents] <= first.task_start_ns[i])
     assert first.network["bytes"] == int(plan.bytes[plan.kind == FLOW].sum())
     assert first.network["flows"] == int((plan.kind == FLOW).sum())
@@ -299,11 +340,27 @@ def test_same_inputs_give_identical_results(topo):
 def test_result_tables_have_the_documented_columns(topo):
     plan = make_plan([{"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 4096}])
     result = execute_plan(plan, topo, NETWORK)
-    assert set(result.network) == {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames",
-                                   "ecn_marks", "cnps"}
+    assert set(result.network) == {
+        "flows",
+        "bytes",
+        "drops",
+        "retransmits",
+        "pfc_pause_frames",
+        "ecn_marks",
+        "cnps",
+    }
     assert {"link", "direction", "bytes", "busy_ns", "utilization"} <= set(result.links)
-    assert set(result.flows) == {"task", "src", "dst", "bytes", "start_ns", "end_ns", "retransmits",
-                                 "collective", "connection"}
+    assert set(result.flows) == {
+        "task",
+        "src",
+        "dst",
+        "bytes",
+        "start_ns",
+        "end_ns",
+        "retransmits",
+        "collective",
+        "connection",
+    }
     assert result.flows["end_ns"][0] == flow_time_ns(topo, 0, 8, 4096)
     assert result.fidelity == "flow" and result.events > 0
 
@@ -321,8 +378,9 @@ def test_unknown_fidelity_is_a_user_error(topo):
 PACKET_AVAILABLE = importlib.util.find_spec("heterosim.engine.packet") is not None
 
 
-@pytest.mark.skipif(not PACKET_AVAILABLE,
-                    reason="heterosim.engine.packet (packet network) not in this checkout")
+@pytest.mark.skipif(
+    not PACKET_AVAILABLE, reason="heterosim.engine.packet (packet network) not in this checkout"
+)
 def test_packet_fidelity_runs_the_same_plan(topo):
     plan = dp_backward_plan(True)
     flow = execute_plan(plan, topo, NETWORK)
@@ -339,7 +397,10 @@ def test_stall_timeout_reports_runs_that_make_no_progress(topo):
     # the watchdog stops a run in which no task finishes for stall_timeout_ns of simulated time
     # (the packet network's timers keep its event queue from ever emptying)
     plan = make_plan([{"kind": COMPUTE, "gpu": 0, "dur": 10_000}, {"kind": MARKER, "deps": [0]}])
-    with pytest.raises(UserError, match=r"no task finished during the last 1000 ns \(StallTimeout\); "
-                                        r"plan stalled at 1000 ns: 2 of 2 tasks unfinished; task 0"):
+    with pytest.raises(
+        UserError,
+        match=r"no task finished during the last 1000 ns \(StallTimeout\); "
+        r"plan stalled at 1000 ns: 2 of 2 tasks unfinished; task 0",
+    ):
         execute_plan(plan, topo, NETWORK, stall_timeout_ns=1000)
     assert execute_plan(plan, topo, NETWORK, stall_timeout_ns=20_000).makespan_ns == 10_000

@@ -21,16 +21,32 @@ RTO = "100us"  # NIC retransmission timeout of these runs (network.attributes Rt
 # all-reduce (34 MB, ring, 4 channels) runs from 0.42 ms to 4.5 ms and crosses every NIC.
 DP4 = {
     "name": "dp4",
-    "model": {"arch": "gpt", "hidden": 512, "layers": 2, "heads": 8, "ffn": 2048, "vocab": 4096,
-              "seq": 256, "name": "gpt-small"},
+    "model": {
+        "arch": "gpt",
+        "hidden": 512,
+        "layers": 2,
+        "heads": 8,
+        "ffn": 2048,
+        "vocab": 4096,
+        "seq": 256,
+        "name": "gpt-small",
+    },
     "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
     "parallel": {"tp": 1, "pp": 1, "dp": 4},
-    "cluster": {"name": "four-hosts-two-leaves",
-                "host_types": {"h100": {"gpu": "H100-SXM", "gpus": 1, "fabric": "nvswitch", "nics": 1,
-                                        "nic_speed": "100Gbps"}},
-                "hosts": [{"type": "h100", "count": 4}],
-                "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1,
-                           "hosts_per_leaf": 2, "spine_speed": "100Gbps"}},
+    "cluster": {
+        "name": "four-hosts-two-leaves",
+        "host_types": {
+            "h100": {"gpu": "H100-SXM", "gpus": 1, "fabric": "nvswitch", "nics": 1, "nic_speed": "100Gbps"}
+        },
+        "hosts": [{"type": "h100", "count": 4}],
+        "fabric": {
+            "kind": "fat-tree",
+            "link_delay": "1us",
+            "oversubscription": 1,
+            "hosts_per_leaf": 2,
+            "spine_speed": "100Gbps",
+        },
+    },
     "network": {"cc": "dcqcn", "pfc": True, "attributes": {"Rto": RTO}},
     "simulation": {"fidelity": "flow", "seed": 1},
 }
@@ -54,8 +70,12 @@ def link_bytes(art, name: str) -> int:
     topo = art.topology
     a, b = name.split("-")
     index = {n: i for i, n in enumerate(topo.node_name)}
-    link = int(np.flatnonzero(((topo.link_a == index[a]) & (topo.link_b == index[b]))
-                              | ((topo.link_a == index[b]) & (topo.link_b == index[a])))[0])
+    link = int(
+        np.flatnonzero(
+            ((topo.link_a == index[a]) & (topo.link_b == index[b]))
+            | ((topo.link_a == index[b]) & (topo.link_b == index[a]))
+        )[0]
+    )
     links = art.engine.links
     return int(np.asarray(links["bytes"])[np.asarray(links["link"]) == link].sum())
 
@@ -124,8 +144,9 @@ def test_degraded_link_slows_the_ring_to_its_rate(baselines, fidelity, tolerance
     art, res = run(fidelity, [{"at": "0ms", "link": "h0.nic0-leaf0", "rate": "25Gbps"}], base=lossless)
     colls = art.tables.collectives
     took = art.engine.task_end_ns[colls["end_task"]] - art.engine.task_start_ns[colls["start_task"]]
-    base_took = (base_art.engine.task_end_ns[colls["end_task"]]
-                 - base_art.engine.task_start_ns[colls["start_task"]])
+    base_took = (
+        base_art.engine.task_end_ns[colls["end_task"]] - base_art.engine.task_start_ns[colls["start_task"]]
+    )
     # a ring all-reduce moves 2(n-1)/n of the buffer through every link: 4x slower at 1/4 rate
     assert float(took[0] / base_took[0]) == pytest.approx(4.0, rel=tolerance)
     assert res["faults"][0]["rate_bps"] == 25e9 and res["faults"][0]["nominal_rate_bps"] == 100e9
@@ -153,10 +174,14 @@ def test_lossy_link_drops_frames_that_go_back_n_recovers(baselines):
     factor = flow["faults"][0]["goodput_factor"]
     assert 0.9 < factor < 1.0
     colls = flow_art.tables.collectives
-    took = int(flow_art.engine.task_end_ns[colls["end_task"][0]]
-               - flow_art.engine.task_start_ns[colls["start_task"][0]])
-    base_took = int(base_flow.engine.task_end_ns[colls["end_task"][0]]
-                    - base_flow.engine.task_start_ns[colls["start_task"][0]])
+    took = int(
+        flow_art.engine.task_end_ns[colls["end_task"][0]]
+        - flow_art.engine.task_start_ns[colls["start_task"][0]]
+    )
+    base_took = int(
+        base_flow.engine.task_end_ns[colls["end_task"][0]]
+        - base_flow.engine.task_start_ns[colls["start_task"][0]]
+    )
     assert took / base_took == pytest.approx(1 / factor, rel=0.01)
 
 
@@ -193,12 +218,18 @@ def test_straggler_slows_exactly_the_collectives_that_wait_for_it():
     nominal = int(plan.duration_ns[before].sum())
     assert begin == nominal
     assert start_s[colls["start_task"][first]] == pytest.approx(factor * nominal, abs=len(before))
-    assert (end_s[colls["end_task"][first]] - start_s[colls["start_task"][first]]
-            == end_b[colls["end_task"][first]] - start_b[colls["start_task"][first]])
+    assert (
+        end_s[colls["end_task"][first]] - start_s[colls["start_task"][first]]
+        == end_b[colls["end_task"][first]] - start_b[colls["start_task"][first]]
+    )
     # the other tensor-parallel group never waits for GPU 3 before the data-parallel sync:
     # its collectives keep their times to the nanosecond
-    dp = [i for i in range(len(colls["id"])) if colls["ranks"][i] == 2
-          and i not in set(tp_collectives(base, {0, 1})) | set(tp_collectives(base, {2, 3}))]
+    dp = [
+        i
+        for i in range(len(colls["id"]))
+        if colls["ranks"][i] == 2
+        and i not in set(tp_collectives(base, {0, 1})) | set(tp_collectives(base, {2, 3}))
+    ]
     first_dp = min(start_s[colls["start_task"][i]] for i in dp)
     other = [i for i in tp_collectives(base, {0, 1}) if end_b[colls["end_task"][i]] <= first_dp]
     assert other
@@ -240,8 +271,10 @@ def test_faults_are_in_results_and_on_a_perfetto_track(tmp_path):
     from heterosim.cli import main
 
     data = copy.deepcopy(DP4)
-    data["faults"] = [{"at": "1ms", "link": "leaf0-spine0", "down": "1ms"},
-                      {"at": "0ms", "gpu": 2, "slowdown": 1.2, "until": "2ms"}]
+    data["faults"] = [
+        {"at": "1ms", "link": "leaf0-spine0", "down": "1ms"},
+        {"at": "0ms", "gpu": 2, "slowdown": 1.2, "until": "2ms"},
+    ]
     path = tmp_path / "faults.yaml"
     path.write_text(yaml.safe_dump(data))
     out = tmp_path / "out"
@@ -263,8 +296,10 @@ def test_routing_delay_leaves_traffic_on_the_dead_link_until_routes_converge(bas
     instant = {f: run(f, fault) for f in ("flow", "packet")}
     delayed = {f: run(f, fault, base=slow_routes) for f in ("flow", "packet")}
     # packet: until the routes follow, frames hashed onto the dead link are dropped there
-    assert (delayed["packet"][1]["faults"][0]["frames_dropped"]
-            > instant["packet"][1]["faults"][0]["frames_dropped"])
+    assert (
+        delayed["packet"][1]["faults"][0]["frames_dropped"]
+        > instant["packet"][1]["faults"][0]["frames_dropped"]
+    )
     assert np.all(delayed["packet"][0].engine.flows["end_ns"] >= 0)
     # flow: the flows on it stall for the 200 us, then move; the ring waits for them
     late = allreduce_end_ns(delayed["flow"][0]) - allreduce_end_ns(instant["flow"][0])

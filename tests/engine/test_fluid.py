@@ -39,14 +39,20 @@ def two_hosts():
 @pytest.fixture(scope="module")
 def mixed_nics():
     """One leaf; host 0 has two GPUs behind one 400G NIC, host 1 a 100G NIC, host 2 a 400G NIC."""
+
     def host(speed):
         return {"gpu": "H100", "gpus": 2, "fabric": "pcie", "nics": 1, "nic_speed": speed}
 
     cluster = parse_cluster(
-        {"host_types": {"fast": host("400Gbps"), "slow": host("100Gbps")},
-         "hosts": [{"type": "fast", "count": 1}, {"type": "slow", "count": 1},
-                   {"type": "fast", "count": 1}],
-         "fabric": {"kind": "fat-tree", "link_delay": "1us"}},
+        {
+            "host_types": {"fast": host("400Gbps"), "slow": host("100Gbps")},
+            "hosts": [
+                {"type": "fast", "count": 1},
+                {"type": "slow", "count": 1},
+                {"type": "fast", "count": 1},
+            ],
+            "fabric": {"kind": "fat-tree", "link_delay": "1us"},
+        },
         "mixed.yaml",
     )
     return build_topology(cluster)
@@ -57,8 +63,12 @@ def hashes(seed: int, src, dst) -> list[int]:
 
     gbl = native.load()
     reset_simulator(gbl)
-    net = create_fluid_network(gbl, to_native(build_topology(load_cluster(
-        REPO / "topologies" / "two_host_h100.yaml")), gbl), NETWORK, seed)
+    net = create_fluid_network(
+        gbl,
+        to_native(build_topology(load_cluster(REPO / "topologies" / "two_host_h100.yaml")), gbl),
+        NETWORK,
+        seed,
+    )
     return [int(net.FlowHash(i, int(s), int(d))) for i, (s, d) in enumerate(zip(src, dst))]
 
 
@@ -136,8 +146,9 @@ def test_allocation_is_max_min_fair_on_random_flows(native_lib):
     reset_simulator(gbl)
     net = create_fluid_network(gbl, to_native(topo, gbl), NETWORK, 2)
     ids = np.arange(n, dtype=np.uint32)
-    net.ScheduleFlows(n, ids, src, dst, np.full(n, 1 << 30, np.uint64), np.zeros(n, np.int64),
-                      np.zeros(n, np.uint8))
+    net.ScheduleFlows(
+        n, ids, src, dst, np.full(n, 1 << 30, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
+    )
     ns3.Simulator.Stop(ns3.NanoSeconds(1))
     ns3.Simulator.Run()
     rates = np.array([net.GetFlowRateBps(i) for i in range(n)])
@@ -156,7 +167,8 @@ def test_allocation_is_max_min_fair_on_random_flows(native_lib):
         assert any(
             math.isclose(load[r], topo.link_rate_bps[r // 2], rel_tol=1e-9)
             and rates[i] >= rates[f].max() * (1 - 1e-9)
-            for r, f in flows_on.items() if i in f
+            for r, f in flows_on.items()
+            if i in f
         ), f"flow {i} has no bottleneck link"
     reset_simulator(gbl)
 
@@ -173,8 +185,9 @@ def test_unroutable_and_bad_flows_are_reported(two_hosts, native_lib):
     counts = np.diff(two_hosts.route_ptr)
     broken.route_node, broken.route_dst = two_hosts.route_node[keep], two_hosts.route_dst[keep]
     ptr = two_hosts.route_ptr
-    broken.route_link = np.concatenate([two_hosts.route_link[ptr[e]:ptr[e + 1]]
-                                        for e in np.flatnonzero(keep)]).astype(np.int32)
+    broken.route_link = np.concatenate(
+        [two_hosts.route_link[ptr[e] : ptr[e + 1]] for e in np.flatnonzero(keep)]
+    ).astype(np.int32)
     broken.route_ptr = np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64)
     with pytest.raises(UserError, match="flow 1 from GPU 0 to GPU 8 has no route"):
         run_flows_fluid(broken, NETWORK, [0, 0], [1, 8], [10, 10], [0, 0])
@@ -183,8 +196,14 @@ def test_unroutable_and_bad_flows_are_reported(two_hosts, native_lib):
 def test_header_bytes_attribute_scales_payload_capacity(two_hosts, native_lib):
     size = 1_000_000
     base = run_flows_fluid(two_hosts, NETWORK, [0], [8], [size], [0])["flows"]["fct_ns"][0]
-    headers = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True,
-                            attributes={"FluidNetwork::HeaderBytes": 64})
+    headers = NetworkConfig(
+        cc="dcqcn",
+        mtu_bytes=MTU,
+        pfc=True,
+        buffer_bytes=32 << 20,
+        ecmp=True,
+        attributes={"FluidNetwork::HeaderBytes": 64},
+    )
     slower = run_flows_fluid(two_hosts, headers, [0], [8], [size], [0])["flows"]["fct_ns"][0]
     assert slower - base == pytest.approx(20_000 * 64 / MTU, abs=1)
 
@@ -204,8 +223,14 @@ def test_local_recomputation_matches_whole_component_refill(cluster, native_lib)
     start = np.sort(rng.integers(0, 2_000_000, n))
     ends = {}
     for local in ("true", "false"):
-        network = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20,
-                                ecmp=True, attributes={"FluidNetwork::LocalRecompute": local})
+        network = NetworkConfig(
+            cc="dcqcn",
+            mtu_bytes=MTU,
+            pfc=True,
+            buffer_bytes=32 << 20,
+            ecmp=True,
+            attributes={"FluidNetwork::LocalRecompute": local},
+        )
         out = run_flows_fluid(topo, network, src, dst, size, start, seed=3)
         ends[local] = out["flows"]["end_ns"]
         assert np.all(ends[local] > start)

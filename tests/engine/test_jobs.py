@@ -18,34 +18,58 @@ from heterosim.simulate import run_jobs
 
 pytestmark = pytest.mark.ns3
 
-MODEL = {"arch": "gpt", "hidden": 512, "layers": 2, "heads": 8, "ffn": 2048, "vocab": 4096,
-         "seq": 256, "name": "gpt-small"}
+MODEL = {
+    "arch": "gpt",
+    "hidden": 512,
+    "layers": 2,
+    "heads": 8,
+    "ffn": 2048,
+    "vocab": 4096,
+    "seq": 256,
+    "name": "gpt-small",
+}
 CLUSTER = {
     "name": "four-hosts-two-leaves",
-    "host_types": {"h100": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1,
-                            "nic_speed": "100Gbps"}},
+    "host_types": {
+        "h100": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1, "nic_speed": "100Gbps"}
+    },
     "hosts": [{"type": "h100", "count": 4}],
     # two hosts per leaf; each leaf has one 100G uplink (2:1) to the one spine
-    "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 2, "hosts_per_leaf": 2,
-               "spine_speed": "100Gbps"},
+    "fabric": {
+        "kind": "fat-tree",
+        "link_delay": "1us",
+        "oversubscription": 2,
+        "hosts_per_leaf": 2,
+        "spine_speed": "100Gbps",
+    },
 }
 
 
 def job(gpus: str, tp: int, dp: int, start: str = "0us", name: str = "") -> dict:
-    entry = {"gpus": gpus, "start": start, "experiment": {
-        "name": name or f"job-{gpus}", "model": MODEL,
-        "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
-        "parallel": {"tp": tp, "pp": 1, "dp": dp}}}
+    entry = {
+        "gpus": gpus,
+        "start": start,
+        "experiment": {
+            "name": name or f"job-{gpus}",
+            "model": MODEL,
+            "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+            "parallel": {"tp": tp, "pp": 1, "dp": dp},
+        },
+    }
     if name:
         entry["name"] = name
     return entry
 
 
-def write(tmp_path: Path, jobs: list[dict], fidelity: str = "flow", name: str = "jobs.yaml",
-          **extra) -> Path:
-    data = {"name": "two-jobs", "cluster": CLUSTER, "jobs": jobs,
-            "network": {"cc": "dcqcn", "pfc": True}, "simulation": {"fidelity": fidelity, "seed": 1},
-            **extra}
+def write(tmp_path: Path, jobs: list[dict], fidelity: str = "flow", name: str = "jobs.yaml", **extra) -> Path:
+    data = {
+        "name": "two-jobs",
+        "cluster": CLUSTER,
+        "jobs": jobs,
+        "network": {"cc": "dcqcn", "pfc": True},
+        "simulation": {"fidelity": fidelity, "seed": 1},
+        **extra,
+    }
     path = tmp_path / name
     path.write_text(yaml.safe_dump(data))
     return path
@@ -90,7 +114,8 @@ def test_each_job_is_slower_together_and_keeps_its_bytes(shared_flow):
         assert shared["network"]["flows"] == one["network"]["flows"]
         b = shared["breakdown"]
         assert b["compute_s"] + b["exposed_comm_s"] + b["bubble_s"] == pytest.approx(
-            shared["iteration_time_s"], rel=1e-9)
+            shared["iteration_time_s"], rel=1e-9
+        )
         assert shared["collectives_s"]["ALL_REDUCE"] > 0
         total += shared["network"]["bytes"]
     assert res["network"]["bytes"] == total  # the shared counters hold both jobs' bytes
@@ -106,8 +131,7 @@ def test_contention_is_visible_on_the_links_both_jobs_use(shared_flow):
     assert np.array_equal(both, each[0] + each[1])  # every link carries both jobs' bytes, no more
     shared = np.flatnonzero((each[0] > 0) & (each[1] > 0))
     topo = together.topology
-    names = {topo.node_name[topo.link_a[r // 2]] + "-" + topo.node_name[topo.link_b[r // 2]]
-             for r in shared}
+    names = {topo.node_name[topo.link_a[r // 2]] + "-" + topo.node_name[topo.link_b[r // 2]] for r in shared}
     assert "leaf0-spine0" in names and "h0.nic0-leaf0" in names
     # where both jobs meet, the link is busy longer together than for either job alone
     busy = together.engine.links["busy_ns"]
@@ -121,7 +145,8 @@ def test_jobs_that_share_no_link_do_not_slow_each_other_and_packet_agrees_with_f
     flow = jobs_results_dict(together)
     for j, solo in enumerate(alone):
         assert flow["jobs"][j]["iteration_time_s"] == pytest.approx(
-            jobs_results_dict(solo)["jobs"][0]["iteration_time_s"], rel=1e-9)
+            jobs_results_dict(solo)["jobs"][0]["iteration_time_s"], rel=1e-9
+        )
     packet = jobs_results_dict(run_jobs(load_any_experiment(path, ["simulation.fidelity=packet"])))
     assert packet["network"]["drops"] == 0 and packet["network"]["bytes"] == flow["network"]["bytes"]
     for p, f in zip(packet["jobs"], flow["jobs"]):
@@ -159,8 +184,20 @@ def test_cli_run_and_compare_on_a_jobs_experiment(tmp_path, capsys):
     assert [r["job"] for r in results["ranks"]] == ["a"] * 4 + ["b"] * 4
     trace = json.loads((out / "trace.json").read_text())
     assert len({e["pid"] for e in trace["traceEvents"] if e.get("ph") == "X"}) == 8
-    assert main(["compare", str(path), "--variant", "hpcc:network.cc=hpcc", "--out",
-                 str(tmp_path / "cmp"), "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(path),
+                "--variant",
+                "hpcc:network.cc=hpcc",
+                "--out",
+                str(tmp_path / "cmp"),
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     comparison = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     labels = [row["label"] for row in comparison["metrics"]]
     assert "job a iteration" in labels and "job b iteration" in labels
@@ -169,9 +206,16 @@ def test_cli_run_and_compare_on_a_jobs_experiment(tmp_path, capsys):
 def test_sweep_over_a_jobs_experiment_reports_each_job(tmp_path):
     path = write(tmp_path, SHARED)
     sweep = tmp_path / "sweep.yaml"
-    sweep.write_text(yaml.safe_dump({"experiment": str(path), "fidelity": "flow",
-                                     "grid": {"simulation.seed": [1, 2]},
-                                     "metrics": ["jobs.0.iteration_time_s", "makespan_s"]}))
+    sweep.write_text(
+        yaml.safe_dump(
+            {
+                "experiment": str(path),
+                "fidelity": "flow",
+                "grid": {"simulation.seed": [1, 2]},
+                "metrics": ["jobs.0.iteration_time_s", "makespan_s"],
+            }
+        )
+    )
     out = tmp_path / "sweep"
     assert main(["sweep", str(sweep), "--out", str(out), "--no-plots"]) == 0
     with (out / "summary.csv").open() as handle:
@@ -181,9 +225,13 @@ def test_sweep_over_a_jobs_experiment_reports_each_job(tmp_path):
 
 
 def test_same_seed_same_results_with_jobs_and_random_loss(tmp_path):
-    path = write(tmp_path, SHARED, fidelity="packet",
-                 faults=[{"at": "0ms", "link": "h0.nic0-leaf0", "loss": 1e-3}],
-                 network={"cc": "dcqcn", "pfc": True, "attributes": {"Rto": "100us"}})
+    path = write(
+        tmp_path,
+        SHARED,
+        fidelity="packet",
+        faults=[{"at": "0ms", "link": "h0.nic0-leaf0", "loss": 1e-3}],
+        network={"cc": "dcqcn", "pfc": True, "attributes": {"Rto": "100us"}},
+    )
 
     def strip(results: dict) -> dict:
         results = json.loads(json.dumps(results))

@@ -27,8 +27,9 @@ def test_every_example_is_run_here():
 @pytest.mark.parametrize("source", examples(), ids=lambda p: p.name)
 def test_example_runs(native_lib, source):
     args, expected = RUNS[source.name]
-    result = subprocess.run([str(native.build_example(source)), *args], capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [str(native.build_example(source)), *args], capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert expected in result.stdout
     assert "did not finish" not in result.stdout
@@ -36,6 +37,10 @@ def test_example_runs(native_lib, source):
 
 def test_a_type_that_is_no_congestion_control_is_refused(native_lib):
     source = native.modules_dir() / "rdma" / "examples" / "incast-example.cc"
-    result = subprocess.run([str(native.build_example(source)), "--cc=ns3::SwitchMmu"],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(native.build_example(source)), "--cc=ns3::SwitchMmu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 1 and "not a congestion-control TypeId" in result.stderr

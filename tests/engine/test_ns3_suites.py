@@ -10,10 +10,19 @@ from heterosim.engine import native
 
 pytestmark = pytest.mark.ns3
 
-EXPECTED = {"heterosim-dcqcn", "heterosim-hpcc", "heterosim-timely", "heterosim-dctcp",
-            "heterosim-no-congestion-control", "heterosim-switch-mmu", "heterosim-pfc",
-            "heterosim-plan-executor", "heterosim-rdma-frame-pool", "heterosim-qbb-pfc",
-            "heterosim-socket-transport"}
+EXPECTED = {
+    "heterosim-dcqcn",
+    "heterosim-hpcc",
+    "heterosim-timely",
+    "heterosim-dctcp",
+    "heterosim-no-congestion-control",
+    "heterosim-switch-mmu",
+    "heterosim-pfc",
+    "heterosim-plan-executor",
+    "heterosim-rdma-frame-pool",
+    "heterosim-qbb-pfc",
+    "heterosim-socket-transport",
+}
 
 
 def test_every_module_part_has_its_suites():

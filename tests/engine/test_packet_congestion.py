@@ -19,29 +19,63 @@ G = 5 / 1024  # Dcqcn::G default
 
 def two_leaves_400g_spine():
     """topologies/two_leaf_8hosts.yaml: 8 hosts with 100G NICs, two leaves, one 400G spine."""
-    return build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": 8}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us",
-                    "oversubscription": 1, "spine_speed": "400Gbps"}}, "two_leaf.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": 8}],
+                "fabric": {
+                    "kind": "fat-tree",
+                    "hosts_per_leaf": 4,
+                    "link_delay": "1us",
+                    "oversubscription": 1,
+                    "spine_speed": "400Gbps",
+                },
+            },
+            "two_leaf.yaml",
+        )
+    )
 
 
 def star_mixed():
     """topologies/star_mixed_nics.yaml: GPUs 0, 3, 4 have 400G NICs, GPUs 1, 2 100G."""
-    return build_topology(parse_cluster(
-        {"host_types": {"fast": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                                 "nic_speed": "400Gbps"},
-                        "slow": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                                 "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "fast", "count": 1}, {"type": "slow", "count": 2},
-                   {"type": "fast", "count": 2}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}}, "mixed.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "fast": {
+                        "gpu": "H100-SXM",
+                        "gpus": 1,
+                        "fabric": "pcie",
+                        "nics": 1,
+                        "nic_speed": "400Gbps",
+                    },
+                    "slow": {
+                        "gpu": "H100-SXM",
+                        "gpus": 1,
+                        "fabric": "pcie",
+                        "nics": 1,
+                        "nic_speed": "100Gbps",
+                    },
+                },
+                "hosts": [
+                    {"type": "fast", "count": 1},
+                    {"type": "slow", "count": 2},
+                    {"type": "fast", "count": 2},
+                ],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+            },
+            "mixed.yaml",
+        )
+    )
 
 
 def net(cc, buffer, pfc=True, **attributes):
-    return NetworkConfig(cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=buffer, ecmp=True,
-                         attributes=attributes)
+    return NetworkConfig(
+        cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=buffer, ecmp=True, attributes=attributes
+    )
 
 
 def window(res):
@@ -80,8 +114,9 @@ def test_dcqcn_incast_holds_rates_at_fair_share_without_pfc(native_lib):
     """
     topo = two_leaves_400g_spine()
     args = ([0, 1, 2, 3], [4] * 4, [16 << 20] * 4, [0] * 4)
-    dcqcn = packet.run_flows(topo, net("dcqcn", 16 << 20), *args, stop_ns=50_000_000,
-                             sample_interval_ns=10_000)
+    dcqcn = packet.run_flows(
+        topo, net("dcqcn", 16 << 20), *args, stop_ns=50_000_000, sample_interval_ns=10_000
+    )
     none = packet.run_flows(topo, net("none", 16 << 20), *args, stop_ns=50_000_000)
     assert (dcqcn["flows"]["end_ns"] > 0).all() and dcqcn["counters"]["drops"] == 0
     t0, t1 = window(dcqcn)
@@ -112,13 +147,15 @@ def test_dcqcn_incast_holds_rates_at_fair_share_without_pfc(native_lib):
     assert (dcqcn["flows"]["cnps"] <= fct // 4000 + 1).all()
 
 
-@pytest.mark.parametrize("cnp_us, alpha_us, expected", [
-    (4, 1, G * (1 - G) ** 3 / (1 - (1 - G) ** 4)),  # Mellanox pair: alpha* ~ 0.25
-    (50, 55, 1.0),  # DCQCN paper pair (K > N): alpha -> 1
-    (50, 1, G * (1 - G) ** 49 / (1 - (1 - G) ** 50)),  # the old mismatch: alpha* ~ 0.018
-])
-def test_dcqcn_alpha_under_sustained_cnps_reaches_its_fixed_point(native_lib, cnp_us, alpha_us,
-                                                                  expected):
+@pytest.mark.parametrize(
+    "cnp_us, alpha_us, expected",
+    [
+        (4, 1, G * (1 - G) ** 3 / (1 - (1 - G) ** 4)),  # Mellanox pair: alpha* ~ 0.25
+        (50, 55, 1.0),  # DCQCN paper pair (K > N): alpha -> 1
+        (50, 1, G * (1 - G) ** 49 / (1 - (1 - G) ** 50)),  # the old mismatch: alpha* ~ 0.018
+    ],
+)
+def test_dcqcn_alpha_under_sustained_cnps_reaches_its_fixed_point(native_lib, cnp_us, alpha_us, expected):
     ns3 = native_lib.ns3
     ns3.Simulator.Destroy()
     rp = ns3.CreateObject[ns3.Dcqcn]()
@@ -145,11 +182,18 @@ def test_lossless_fabric_never_retransmits(native_lib):
     queueing delay) and pauses the senders for long stretches. With the former RTO (320 us,
     also counting paused time) this run timed out and went back N: 1696 retransmits, 2
     timeouts, 0 drops (the DCQCN scenario showed 2918). A lossless fabric must show none."""
-    topo = build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": 8}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}}, "s.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": 8}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+            },
+            "s.yaml",
+        )
+    )
     args = ([0, 1, 2, 3], [4] * 4, [32 << 20] * 4, [0, 1_000_000, 2_000_000, 3_000_000])
     res = packet.run_flows(topo, net("none", 16 << 20), *args, stop_ns=60_000_000)
     assert (res["flows"]["end_ns"] > 0).all()
@@ -163,18 +207,43 @@ def test_lossless_fabric_never_retransmits(native_lib):
 def _mixed_speed_ring(rto: str | None):
     """Three 10G hosts and one 50G host, a ring in both directions, 4 flows per neighbour pair,
     DCQCN, PFC, 32 MiB buffer (the shape of the AMP cluster's gradient all-reduce)."""
-    topo = build_topology(parse_cluster(
-        {"host_types": {"slow": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                                 "nic_speed": "10Gbps"},
-                        "fast": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                                 "nic_speed": "50Gbps"}},
-         "hosts": [{"type": "slow", "count": 3}, {"type": "fast", "count": 1}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us"}}, "m.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "slow": {
+                        "gpu": "H100-SXM",
+                        "gpus": 1,
+                        "fabric": "pcie",
+                        "nics": 1,
+                        "nic_speed": "10Gbps",
+                    },
+                    "fast": {
+                        "gpu": "H100-SXM",
+                        "gpus": 1,
+                        "fabric": "pcie",
+                        "nics": 1,
+                        "nic_speed": "50Gbps",
+                    },
+                },
+                "hosts": [{"type": "slow", "count": 3}, {"type": "fast", "count": 1}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": 4, "link_delay": "1us"},
+            },
+            "m.yaml",
+        )
+    )
     src = [i for i in range(4) for _ in range(4) for _ in range(2)]
     dst = [(i + step) % 4 for i in range(4) for _ in range(4) for step in (1, 3)]
     extra = {} if rto is None else {"Rto": rto}
-    return packet.run_flows(topo, net("dcqcn", 32 << 20, **extra), src, dst,
-                            [8 << 20] * len(src), [0] * len(src), stop_ns=2_000_000_000)
+    return packet.run_flows(
+        topo,
+        net("dcqcn", 32 << 20, **extra),
+        src,
+        dst,
+        [8 << 20] * len(src),
+        [0] * len(src),
+        stop_ns=2_000_000_000,
+    )
 
 
 def test_slow_nics_under_dcqcn_never_time_out_with_nccl_timeout(native_lib):
@@ -195,9 +264,16 @@ def test_slow_nics_under_dcqcn_never_time_out_with_nccl_timeout(native_lib):
 def _unfairness(scaling: bool):
     """workloads/netbench/pfc_unfairness.yaml: local GPU 5 + remote GPUs 0-2 -> GPU 4."""
     topo = two_leaves_400g_spine()
-    res = packet.run_flows(topo, net("none", 2 << 20, PfcAlphaSpeedScaling=scaling),
-                           [5, 0, 1, 2], [4] * 4, [16 << 20] * 4, [0] * 4,
-                           stop_ns=50_000_000, sample_interval_ns=10_000)
+    res = packet.run_flows(
+        topo,
+        net("none", 2 << 20, PfcAlphaSpeedScaling=scaling),
+        [5, 0, 1, 2],
+        [4] * 4,
+        [16 << 20] * 4,
+        [0] * 4,
+        stop_ns=50_000_000,
+        sample_interval_ns=10_000,
+    )
     assert res["counters"]["drops"] == 0 and res["counters"]["pfc_pause_frames"] > 0
     rates = acked_rates(res, range(4))
     return rates / rates.sum()
@@ -224,15 +300,18 @@ def test_mixed_nic_speeds_pace_at_line_rate_and_share_per_threshold(native_lib):
     41 / 165 / 165)."""
     topo = star_mixed()
     for src, line in ((1, 100e9), (3, 400e9)):
-        res = packet.run_flows(topo, net("none", 32 << 20), [src], [0], [8 << 20], [0],
-                               stop_ns=10_000_000)
+        res = packet.run_flows(topo, net("none", 32 << 20), [src], [0], [8 << 20], [0], stop_ns=10_000_000)
         goodput = (8 << 20) * 8 / (res["flows"]["fct_ns"][0] * 1e-9)
         assert goodput == pytest.approx(EFFICIENCY * line, rel=0.03)
     args = ([1, 3, 4], [0] * 3, [16 << 20] * 3, [0] * 3)
-    for scaling, expected in ((False, [100e9, 150e9, 150e9]), (True, [400e9 / 9, 1600e9 / 9,
-                                                                      1600e9 / 9])):
-        res = packet.run_flows(topo, net("none", 32 << 20, PfcAlphaSpeedScaling=scaling), *args,
-                               stop_ns=20_000_000, sample_interval_ns=10_000)
+    for scaling, expected in ((False, [100e9, 150e9, 150e9]), (True, [400e9 / 9, 1600e9 / 9, 1600e9 / 9])):
+        res = packet.run_flows(
+            topo,
+            net("none", 32 << 20, PfcAlphaSpeedScaling=scaling),
+            *args,
+            stop_ns=20_000_000,
+            sample_interval_ns=10_000,
+        )
         assert res["counters"]["drops"] == 0
         rates = acked_rates(res, range(3))
         assert rates == pytest.approx(EFFICIENCY * np.array(expected), rel=0.10), rates
@@ -244,11 +323,18 @@ def _dcqcn_steps(native_lib, **attributes):
     ns3 = native_lib.ns3
     ns3.Simulator.Destroy()
     topo = star_mixed()
-    network = packet.create_packet_network(native_lib, to_native(topo, native_lib),
-                                           net("dcqcn", 32 << 20, **attributes), seed=1)
-    network.ScheduleFlows(2, np.arange(2, dtype=np.uint32), np.array([1, 3], np.uint32),
-                          np.zeros(2, np.uint32), np.full(2, 1 << 20, np.uint64),
-                          np.zeros(2, np.int64), np.full(2, 3, np.uint8))
+    network = packet.create_packet_network(
+        native_lib, to_native(topo, native_lib), net("dcqcn", 32 << 20, **attributes), seed=1
+    )
+    network.ScheduleFlows(
+        2,
+        np.arange(2, dtype=np.uint32),
+        np.array([1, 3], np.uint32),
+        np.zeros(2, np.uint32),
+        np.full(2, 1 << 20, np.uint64),
+        np.zeros(2, np.int64),
+        np.full(2, 3, np.uint8),
+    )
     ns3.Simulator.Stop(ns3.MicroSeconds(5))
     ns3.Simulator.Run()
     steps = []
@@ -267,8 +353,9 @@ def test_dcqcn_line_rate_steps_follow_each_nic_speed_and_explicit_values_win(nat
     assert _dcqcn_steps(native_lib) == [(5e6, 50e6)] * 2
     scaled = {"RateAi": "0bps", "Dcqcn::RateHai": "0bps"}
     assert _dcqcn_steps(native_lib, **scaled) == [(20e6, 200e6), (80e6, 800e6)]
-    assert _dcqcn_steps(native_lib, RateAi="0bps", RateHai="100Mbps") == [(20e6, 100e6),
-                                                                         (80e6, 100e6)]
+    assert _dcqcn_steps(native_lib, RateAi="0bps", RateHai="100Mbps") == [(20e6, 100e6), (80e6, 100e6)]
     # the rule itself is an attribute too
     assert _dcqcn_steps(native_lib, **scaled, **{"Dcqcn::RateAiFraction": 1e-4}) == [
-        (10e6, 200e6), (40e6, 800e6)]
+        (10e6, 200e6),
+        (40e6, 800e6),
+    ]

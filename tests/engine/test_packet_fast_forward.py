@@ -24,12 +24,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 def one_leaf(hosts: int):
     """Single-GPU hosts with one 100G NIC each on one leaf: no ECMP, so no spine collisions."""
-    return build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": hosts}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"}},
-        "leaf.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": hosts}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"},
+            },
+            "leaf.yaml",
+        )
+    )
 
 
 # Long transfers that start and end at different times; two share host 0's NIC (round robin).
@@ -47,8 +53,9 @@ INCAST_SRC = [0, 2, 1, 0, 3]
 
 def run(mode: str, cc: str = "dcqcn", incast: bool = False, **ff: str) -> dict:
     attrs = {"PacketNetwork::Acceleration": mode, **{f"PacketFastForward::{k}": v for k, v in ff.items()}}
-    network = NetworkConfig(cc=cc, mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True,
-                            attributes=attrs)
+    network = NetworkConfig(
+        cc=cc, mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attrs
+    )
     src, dst = (INCAST_SRC, INCAST_DST) if incast else (SRC, DST)
     return packet.run_flows(one_leaf(6), network, src, dst, SIZE, START, stop_ns=200_000_000)
 
@@ -77,8 +84,9 @@ def test_fast_forward_agrees_with_the_exact_run(exact, fast):
     for e, f in zip(exact["flows"]["fct_ns"], fast["flows"]["fct_ns"]):
         assert within(f, e, 0.05), (f, e)
     for q in (50, 99):
-        assert within(np.percentile(fast["flows"]["fct_ns"], q),
-                      np.percentile(exact["flows"]["fct_ns"], q), 0.05)
+        assert within(
+            np.percentile(fast["flows"]["fct_ns"], q), np.percentile(exact["flows"]["fct_ns"], q), 0.05
+        )
     for key in ("ecn_marks", "pfc_pause_frames", "drops", "retransmits"):
         assert abs(fast["counters"][key] - exact["counters"][key]) <= 0.1 * exact["counters"][key]
     assert fast["events"] < 0.6 * exact["events"]  # 0.51 measured
@@ -141,8 +149,19 @@ def test_config_key_defaults_to_exact_and_rejects_other_values(tmp_path):
     assert fast.simulation.packet_acceleration == "fast"
     with pytest.raises(UserError, match="packet_acceleration"):
         load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=turbo"])
-    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--set",
-                 "simulation.packet_acceleration=turbo", "--out", str(tmp_path / "o")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                str(REPO / "workloads" / "default.yaml"),
+                "--set",
+                "simulation.packet_acceleration=turbo",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 2
+    )
     assert not (tmp_path / "o").exists()
 
 
@@ -153,8 +172,19 @@ def test_netbench_single_flow_fast_matches_exact_and_reports_the_skip(tmp_path, 
     scenario = REPO / "workloads" / "netbench" / "single_flow.yaml"
     out = {}
     for mode in ("exact", "fast"):
-        assert main(["netbench", str(scenario), "--set", f"simulation.packet_acceleration={mode}",
-                     "--out", str(tmp_path / mode)]) == 0
+        assert (
+            main(
+                [
+                    "netbench",
+                    str(scenario),
+                    "--set",
+                    f"simulation.packet_acceleration={mode}",
+                    "--out",
+                    str(tmp_path / mode),
+                ]
+            )
+            == 0
+        )
         out[mode] = json.loads((tmp_path / mode / "results.json").read_text())
     ff = out["fast"]["sim"]["packet_acceleration"]
     assert ff["mode"] == "fast" and ff["episodes"] >= 1
@@ -175,10 +205,15 @@ def test_skips_chain_past_events_that_leave_the_fabric_alone(exact, native_lib):
     start = START + ticks
     results = {}
     for mode in ("exact", "fast"):
-        network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20,
-                                ecmp=True, attributes={"PacketNetwork::Acceleration": mode})
-        results[mode] = packet.run_flows(one_leaf(6), network, src, dst, size, start,
-                                         stop_ns=200_000_000)
+        network = NetworkConfig(
+            cc="dcqcn",
+            mtu_bytes=4096,
+            pfc=True,
+            buffer_bytes=32 << 20,
+            ecmp=True,
+            attributes={"PacketNetwork::Acceleration": mode},
+        )
+        results[mode] = packet.run_flows(one_leaf(6), network, src, dst, size, start, stop_ns=200_000_000)
     fast, slow = results["fast"], results["exact"]
     np.testing.assert_array_equal(slow["flows"]["end_ns"][:5], exact["flows"]["end_ns"])
     ff = fast["fast_forward"]
@@ -195,9 +230,28 @@ def test_collective_results_carry_sim_and_network_and_fast_agrees(tmp_path, nati
     all-reduce over 8 x 100G hosts takes the same time fast (within 1 %) with fewer events."""
     docs = {}
     for mode in ("exact", "fast"):
-        assert main(["collective", "--cluster", str(REPO / "topologies" / "star_8hosts_100g.yaml"),
-                     "--op", "allreduce", "--size", "64MiB", "--ranks", "0-7", "--fidelity", "packet",
-                     "--packet-acceleration", mode, "--out", str(tmp_path / mode)]) == 0
+        assert (
+            main(
+                [
+                    "collective",
+                    "--cluster",
+                    str(REPO / "topologies" / "star_8hosts_100g.yaml"),
+                    "--op",
+                    "allreduce",
+                    "--size",
+                    "64MiB",
+                    "--ranks",
+                    "0-7",
+                    "--fidelity",
+                    "packet",
+                    "--packet-acceleration",
+                    mode,
+                    "--out",
+                    str(tmp_path / mode),
+                ]
+            )
+            == 0
+        )
         docs[mode] = json.loads((tmp_path / mode / "results.json").read_text())
     exact, fast = docs["exact"], docs["fast"]
     for doc in (exact, fast):
@@ -212,18 +266,39 @@ def test_collective_results_carry_sim_and_network_and_fast_agrees(tmp_path, nati
 def test_tcp_socket_hosts_on_the_fabric_fall_back_to_exact(native_lib):
     """A fabric with TCP socket hosts (SocketTransport) is never skipped: TCP's state and
     timers are not advanced by a skip. The fast run says so and is the exact run."""
-    topo = build_topology(parse_cluster(
-        {"host_types": {f"t{i}": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                                  "nic_speed": "100Gbps", "transport": t}
-                        for i, t in enumerate(("rdma", "socket", "rdma"))},
-         "hosts": [{"type": f"t{i}", "count": 1} for i in range(3)],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}}, "socket.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    f"t{i}": {
+                        "gpu": "H100-SXM",
+                        "gpus": 1,
+                        "fabric": "pcie",
+                        "nics": 1,
+                        "nic_speed": "100Gbps",
+                        "transport": t,
+                    }
+                    for i, t in enumerate(("rdma", "socket", "rdma"))
+                },
+                "hosts": [{"type": f"t{i}", "count": 1} for i in range(3)],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+            },
+            "socket.yaml",
+        )
+    )
     runs = {}
     for mode in ("exact", "fast"):
-        network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=2 << 20, ecmp=True,
-                                attributes={"PacketNetwork::Acceleration": mode})
-        runs[mode] = packet.run_flows(topo, network, [0, 1], [2, 2], [4 << 20] * 2, [0, 0],
-                                      stop_ns=2_000_000_000)
+        network = NetworkConfig(
+            cc="dcqcn",
+            mtu_bytes=4096,
+            pfc=True,
+            buffer_bytes=2 << 20,
+            ecmp=True,
+            attributes={"PacketNetwork::Acceleration": mode},
+        )
+        runs[mode] = packet.run_flows(
+            topo, network, [0, 1], [2, 2], [4 << 20] * 2, [0, 0], stop_ns=2_000_000_000
+        )
     assert runs["fast"]["fast_forward"]["not_supported"] == 1
     assert runs["fast"]["fast_forward"]["episodes"] == 0
     np.testing.assert_array_equal(runs["fast"]["flows"]["end_ns"], runs["exact"]["flows"]["end_ns"])

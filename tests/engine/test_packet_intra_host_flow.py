@@ -21,8 +21,7 @@ pytestmark = pytest.mark.ns3
 
 REPO = Path(__file__).resolve().parents[2]
 
-NETWORK = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
-                        attributes={})
+NETWORK = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True, attributes={})
 
 
 def dgx_pair():
@@ -50,10 +49,10 @@ def test_intra_host_flows_match_the_fluid_model_and_leave_the_fabric_unchanged(n
     src, dst, size, start = _flows()
     k = len(INTRA[0])
     frames = packet.run_flows(topo, NETWORK, src, dst, size, start, stop_ns=50_000_000)
-    hybrid = packet.run_flows(topo, NETWORK, src, dst, size, start, stop_ns=50_000_000,
-                              intra_host="flow")
-    fluid = run_flows_fluid(topo, NETWORK, np.array(src[:k]), np.array(dst[:k]),
-                            np.array(size[:k]), np.array(start[:k]))
+    hybrid = packet.run_flows(topo, NETWORK, src, dst, size, start, stop_ns=50_000_000, intra_host="flow")
+    fluid = run_flows_fluid(
+        topo, NETWORK, np.array(src[:k]), np.array(dst[:k]), np.array(size[:k]), np.array(start[:k])
+    )
     assert (hybrid["flows"]["end_ns"] > 0).all() and (frames["flows"]["end_ns"] > 0).all()
     # intra-host flows: exactly the fluid model's finish times
     assert hybrid["flows"]["end_ns"][:k].tolist() == fluid["flows"]["end_ns"].tolist()
@@ -87,12 +86,24 @@ def test_intra_host_model_name_is_checked(native_lib):
     with pytest.raises(UserError, match="intra_host"):
         packet.run_flows(topo, NETWORK, [0], [1], [1000], [0], stop_ns=1000, intra_host="fluid")
     # the ns-3 attribute itself only takes its two names
-    bad = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
-                        attributes={"HostFlows": "frames"})
+    bad = NetworkConfig(
+        cc="dcqcn",
+        mtu_bytes=4096,
+        pfc=True,
+        buffer_bytes=16 << 20,
+        ecmp=True,
+        attributes={"HostFlows": "frames"},
+    )
     with pytest.raises(UserError, match="HostFlows"):
         packet.run_flows(topo, bad, [0], [1], [1000], [0], stop_ns=1000)
-    fluid = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=16 << 20, ecmp=True,
-                          attributes={"HostFlows": "fluid"})
+    fluid = NetworkConfig(
+        cc="dcqcn",
+        mtu_bytes=4096,
+        pfc=True,
+        buffer_bytes=16 << 20,
+        ecmp=True,
+        attributes={"HostFlows": "fluid"},
+    )
     res = packet.run_flows(topo, fluid, [0], [1], [1 << 20], [0], stop_ns=10_000_000)
     nvl = topo.link_kind[res["ports"]["link"]] == NVLINK
     assert res["flows"]["end_ns"][0] > 0 and int(res["ports"]["frames_sent"][nvl].sum()) == 0
@@ -102,14 +113,38 @@ def test_intra_host_flow_in_an_experiment(tmp_path, native_lib, capsys):
     """The option reaches a whole run and results.json records it; a bad value is a one-line
     error naming the key, with nothing written."""
     out = tmp_path / "run"
-    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--no-plots", "--out", str(out),
-                 "--set", "simulation.intra_host=flow"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(REPO / "workloads" / "default.yaml"),
+                "--no-plots",
+                "--out",
+                str(out),
+                "--set",
+                "simulation.intra_host=flow",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert results["experiment"]["resolved"]["simulation"]["intra_host"] == "flow"
     assert results["network"]["drops"] == 0
     capsys.readouterr()
-    assert main(["run", str(REPO / "workloads" / "default.yaml"), "--no-plots",
-                 "--out", str(tmp_path / "bad"), "--set", "simulation.intra_host=fluid"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                str(REPO / "workloads" / "default.yaml"),
+                "--no-plots",
+                "--out",
+                str(tmp_path / "bad"),
+                "--set",
+                "simulation.intra_host=fluid",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "simulation.intra_host" in err[0] and "packet" in err[0]
     assert not (tmp_path / "bad").exists()

@@ -191,8 +191,7 @@ def test_marking_fraction_is_monotone_in_queue_depth(native_lib):
     ns3 = native_lib.ns3
     marker = ns3.CreateObject[ns3.RedEcnMarker]()
     queues = np.linspace(400_000, 1_600_000, 7)
-    fractions = [np.mean([marker.ShouldMark(int(q), 100_000_000_000) for _ in range(5000)])
-                 for q in queues]
+    fractions = [np.mean([marker.ShouldMark(int(q), 100_000_000_000) for _ in range(5000)]) for q in queues]
     assert all(a <= b + 0.02 for a, b in zip(fractions, fractions[1:]))
     assert fractions[0] == 0.0 and fractions[-1] == pytest.approx(0.2, abs=0.03)
 
@@ -224,8 +223,9 @@ DEBUG_SCRIPT = textwrap.dedent("""
 @pytest.mark.debug_build
 def test_debug_build_runs_every_cc_with_and_without_pfc(tmp_path):
     env = {**os.environ, "HETEROSIM_BUILD_MODE": "debug", "HETEROSIM_CACHE_DIR": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-c", DEBUG_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=1500)
+    proc = subprocess.run(
+        [sys.executable, "-c", DEBUG_SCRIPT], env=env, capture_output=True, text=True, timeout=1500
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     for key, (finished, drops) in result.items():

@@ -18,34 +18,49 @@ DATA_HEADER = 62 + 20  # Eth+FCS, IPv4, UDP, BTH, ICRC, preamble/IFG (see RdmaFr
 
 def star(hosts=8, speed="100Gbps"):
     """One leaf, ``hosts`` single-GPU PCIe hosts with one NIC each."""
-    return build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": speed}},
-         "hosts": [{"type": "n", "count": hosts}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"}},
-        "star.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": speed}
+                },
+                "hosts": [{"type": "n", "count": hosts}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": hosts, "link_delay": "1us"},
+            },
+            "star.yaml",
+        )
+    )
 
 
 def two_leaves():
     """Four single-GPU hosts, two per leaf, two spines: ECMP between the leaves."""
-    return build_topology(parse_cluster(
-        {"host_types": {"n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1,
-                              "nic_speed": "100Gbps"}},
-         "hosts": [{"type": "n", "count": 4}],
-         "fabric": {"kind": "fat-tree", "hosts_per_leaf": 2, "link_delay": "1us",
-                    "oversubscription": 1, "spine_speed": "100Gbps"}},
-        "leaves.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "n": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"}
+                },
+                "hosts": [{"type": "n", "count": 4}],
+                "fabric": {
+                    "kind": "fat-tree",
+                    "hosts_per_leaf": 2,
+                    "link_delay": "1us",
+                    "oversubscription": 1,
+                    "spine_speed": "100Gbps",
+                },
+            },
+            "leaves.yaml",
+        )
+    )
 
 
 def net(cc="dcqcn", mtu=4096, pfc=True, buffer=16 << 20, **attributes):
-    return NetworkConfig(cc=cc, mtu_bytes=mtu, pfc=pfc, buffer_bytes=buffer, ecmp=True,
-                         attributes=attributes)
+    return NetworkConfig(cc=cc, mtu_bytes=mtu, pfc=pfc, buffer_bytes=buffer, ecmp=True, attributes=attributes)
 
 
 def path_delay_ns(topo, links, frame_bytes):
     """Propagation plus one frame's store-and-forward per link."""
-    return sum(int(topo.link_delay_ns[link]) + frame_bytes * 8e9 / topo.link_rate_bps[link]
-               for link in links)
+    return sum(int(topo.link_delay_ns[link]) + frame_bytes * 8e9 / topo.link_rate_bps[link] for link in links)
 
 
 def test_single_64mib_flow_goodput_and_fct(native_lib):
@@ -59,8 +74,7 @@ def test_single_64mib_flow_goodput_and_fct(native_lib):
     goodput = size * 8 / (fct * 1e-9)
     assert goodput >= 0.95 * efficiency * 100e9
     ideal_goodput = efficiency * 100e9
-    expected = size * 8 / ideal_goodput * 1e9 + path_delay_ns(
-        topo, topo.path_links(0, 1), mtu + DATA_HEADER)
+    expected = size * 8 / ideal_goodput * 1e9 + path_delay_ns(topo, topo.path_links(0, 1), mtu + DATA_HEADER)
     assert abs(fct - expected) <= 0.02 * expected
     # every payload byte crossed the bottleneck once, with its headers
     assert res["flows"]["bytes_delivered"][0] == size
@@ -93,8 +107,16 @@ def second_half_rates(res, flows):
 
 def test_incast_4_to_1_dcqcn_is_fair_full_and_lossless(native_lib):
     topo = star(8)
-    res = packet.run_flows(topo, net(mtu=1024), [0, 1, 2, 3], [4] * 4, [16 << 20] * 4,
-                           [0] * 4, stop_ns=50_000_000, sample_interval_ns=10_000)
+    res = packet.run_flows(
+        topo,
+        net(mtu=1024),
+        [0, 1, 2, 3],
+        [4] * 4,
+        [16 << 20] * 4,
+        [0] * 4,
+        stop_ns=50_000_000,
+        sample_interval_ns=10_000,
+    )
     assert (res["flows"]["end_ns"] > 0).all()
     rates, (t0, t1) = second_half_rates(res, range(4))
     assert jain(rates) >= 0.95
@@ -102,9 +124,11 @@ def test_incast_4_to_1_dcqcn_is_fair_full_and_lossless(native_lib):
     q = res["series"]["queue"]
     ports = res["ports"]
     nic4 = int(topo.gpu_nic_node[4])
-    bottleneck = np.flatnonzero((ports["node"] != nic4) & (
-        topo.link_kind[ports["link"]] == ACCESS) & (
-        (topo.link_a[ports["link"]] == nic4) | (topo.link_b[ports["link"]] == nic4)))
+    bottleneck = np.flatnonzero(
+        (ports["node"] != nic4)
+        & (topo.link_kind[ports["link"]] == ACCESS)
+        & ((topo.link_a[ports["link"]] == nic4) | (topo.link_b[ports["link"]] == nic4))
+    )
     assert len(bottleneck) == 1
     sel = q["port"] == bottleneck[0]
     tx = np.interp([t0, t1], q["time_ns"][sel], q["tx_bytes"][sel].astype(float))
@@ -117,8 +141,15 @@ def test_incast_4_to_1_dcqcn_is_fair_full_and_lossless(native_lib):
 def test_pfc_off_small_buffer_drops_retransmits_and_delivers_everything(native_lib):
     topo = star(8)
     size = 2 << 20
-    res = packet.run_flows(topo, net(cc="none", mtu=1024, pfc=False, buffer=512 << 10),
-                           [0, 1, 2, 3], [4] * 4, [size] * 4, [0] * 4, stop_ns=200_000_000)
+    res = packet.run_flows(
+        topo,
+        net(cc="none", mtu=1024, pfc=False, buffer=512 << 10),
+        [0, 1, 2, 3],
+        [4] * 4,
+        [size] * 4,
+        [0] * 4,
+        stop_ns=200_000_000,
+    )
     c = res["counters"]
     assert c["drops"] > 0 and c["retransmits"] > 0 and c["pfc_pause_frames"] == 0
     assert (res["flows"]["end_ns"] > 0).all()
@@ -126,16 +157,26 @@ def test_pfc_off_small_buffer_drops_retransmits_and_delivers_everything(native_l
     # conservation: the receiver's NIC link carried every payload byte at least once
     ports = res["ports"]
     nic4 = int(topo.gpu_nic_node[4])
-    into_nic4 = (ports["node"] != nic4) & (topo.link_kind[ports["link"]] == ACCESS) & (
-        (topo.link_a[ports["link"]] == nic4) | (topo.link_b[ports["link"]] == nic4))
+    into_nic4 = (
+        (ports["node"] != nic4)
+        & (topo.link_kind[ports["link"]] == ACCESS)
+        & ((topo.link_a[ports["link"]] == nic4) | (topo.link_b[ports["link"]] == nic4))
+    )
     assert int(ports["bytes_sent"][into_nic4].sum()) >= 4 * size
     assert int(ports["drops"].sum()) == c["drops"]
 
 
 def test_pfc_on_small_buffer_pauses_instead_of_dropping(native_lib):
     topo = star(8)
-    res = packet.run_flows(topo, net(cc="none", mtu=1024, pfc=True, buffer=1 << 20),
-                           [0, 1, 2, 3], [4] * 4, [2 << 20] * 4, [0] * 4, stop_ns=50_000_000)
+    res = packet.run_flows(
+        topo,
+        net(cc="none", mtu=1024, pfc=True, buffer=1 << 20),
+        [0, 1, 2, 3],
+        [4] * 4,
+        [2 << 20] * 4,
+        [0] * 4,
+        stop_ns=50_000_000,
+    )
     c = res["counters"]
     assert c["drops"] == 0 and c["retransmits"] == 0 and c["pfc_pause_frames"] > 0
     assert (res["flows"]["end_ns"] > 0).all()
@@ -146,8 +187,9 @@ def test_pfc_on_small_buffer_pauses_instead_of_dropping(native_lib):
 def test_every_congestion_control_completes_an_incast_losslessly(native_lib, cc):
     topo = star(4)
     size = 2 << 20
-    res = packet.run_flows(topo, net(cc=cc, mtu=1024), [0, 1, 2], [3] * 3, [size] * 3,
-                           [0] * 3, stop_ns=50_000_000)
+    res = packet.run_flows(
+        topo, net(cc=cc, mtu=1024), [0, 1, 2], [3] * 3, [size] * 3, [0] * 3, stop_ns=50_000_000
+    )
     assert (res["flows"]["bytes_delivered"] == size).all()
     assert res["counters"]["drops"] == 0
     if cc != "none":
@@ -167,8 +209,9 @@ def _run_leaves(seed):
     # one flow at a time, each from leaf 0 to leaf 1: no contention, only the path differs
     src, dst = [0, 1, 0, 1, 0, 1], [2, 3, 3, 2, 2, 3]
     start = [i * 200_000 for i in range(6)]
-    return topo, packet.run_flows(topo, net(), src, dst, [256 << 10] * 6, start,
-                                  stop_ns=10_000_000, seed=seed)
+    return topo, packet.run_flows(
+        topo, net(), src, dst, [256 << 10] * 6, start, stop_ns=10_000_000, seed=seed
+    )
 
 
 def test_same_seed_gives_identical_results(native_lib):
@@ -213,8 +256,15 @@ def test_packets_follow_the_topology_paths(native_lib):
     netw = packet.create_packet_network(gbl, desc, net(), seed=3)
     src, dst = np.array([0, 1], np.uint32), np.array([2, 3], np.uint32)
     ids = np.arange(2, dtype=np.uint32)
-    netw.ScheduleFlows(2, ids, src, dst, np.array([1 << 20] * 2, np.uint64),
-                       np.array([0, 0], np.int64), np.array([3, 3], np.uint8))
+    netw.ScheduleFlows(
+        2,
+        ids,
+        src,
+        dst,
+        np.array([1 << 20] * 2, np.uint64),
+        np.array([0, 0], np.int64),
+        np.array([3, 3], np.uint8),
+    )
     gbl.ns3.Simulator.Run()
     stats = packet.collect_packet_stats(netw)
     used = set()
@@ -229,22 +279,38 @@ def test_packets_follow_the_topology_paths(native_lib):
 
 
 def test_two_host_nvswitch_intra_host_never_touches_the_nic(native_lib):
-    topo = build_topology(parse_cluster(
-        {"host_types": {"h": {"gpu": "H100-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8,
-                              "nic_speed": "400Gbps"}},
-         "hosts": [{"type": "h", "count": 2}],
-         "fabric": {"kind": "rail-optimized", "link_delay": "1us"}}, "dgx.yaml"))
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "h": {
+                        "gpu": "H100-SXM",
+                        "gpus": 8,
+                        "fabric": "nvswitch",
+                        "nics": 8,
+                        "nic_speed": "400Gbps",
+                    }
+                },
+                "hosts": [{"type": "h", "count": 2}],
+                "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
+            },
+            "dgx.yaml",
+        )
+    )
     size = 4 << 20
     intra = packet.run_flows(topo, net(), [0], [5], [size], [0], stop_ns=10_000_000)
     inter = packet.run_flows(topo, net(), [0], [8], [size], [0], stop_ns=10_000_000)
     for res in (intra, inter):
         assert res["flows"]["end_ns"][0] > 0
+
     def nic_bytes(res):
         ports = res["ports"]
         return int(ports["bytes_sent"][topo.node_kind[ports["node"]] == NIC].sum())
+
     def nvlink_bytes(res):
         ports = res["ports"]
         return int(ports["bytes_sent"][topo.link_kind[ports["link"]] == NVLINK].sum())
+
     assert nic_bytes(intra) == 0 and nvlink_bytes(intra) >= 2 * size
     assert nic_bytes(inter) >= size and nvlink_bytes(inter) == 0
     nic_src = int(topo.gpu_nic_node[0])
@@ -275,12 +341,14 @@ def test_attribute_overrides_reach_the_components(native_lib):
     off = packet.run_flows(topo, net(mtu=1024, EcnEnabled=False), *args, stop_ns=20_000_000)
     assert base["counters"]["ecn_marks"] > 0 and off["counters"]["ecn_marks"] == 0
     # ACK every 4 packets: a quarter of the ACK frames on the receiver's uplink
-    acks = packet.run_flows(topo, net(mtu=1024, **{"RdmaNic::AckInterval": 4}), [0], [1],
-                            [1 << 20], [0], stop_ns=20_000_000)
+    acks = packet.run_flows(
+        topo, net(mtu=1024, **{"RdmaNic::AckInterval": 4}), [0], [1], [1 << 20], [0], stop_ns=20_000_000
+    )
     one = packet.run_flows(topo, net(mtu=1024), [0], [1], [1 << 20], [0], stop_ns=20_000_000)
     nic1 = int(topo.gpu_nic_node[1])
+
     def frames_from(res):
         p = res["ports"]
-        return int(p["frames_sent"][(p["node"] == nic1) &
-                                    (topo.link_kind[p["link"]] == ACCESS)].sum())
+        return int(p["frames_sent"][(p["node"] == nic1) & (topo.link_kind[p["link"]] == ACCESS)].sum())
+
     assert frames_from(one) == 1024 and frames_from(acks) == 256

@@ -31,32 +31,51 @@ SIZE = 32 << 20
 # counter, RATE_AI / RATE_HAI = 5 / 50 Mb/s per 25 Gb/s of line rate; S3 echoes ECN in every
 # ACK, so a CNP may follow every 1 us (more often than the 50 us alpha period).
 HPCC_DCQCN_PAPER = {
-    "Dcqcn::RateAi": "0bps", "Dcqcn::RateHai": "0bps", "Dcqcn::ByteCounter": 0,
-    "Dcqcn::G": 1 / 256, "Dcqcn::MinRate": "1000Mbps", "CnpInterval": "1us",
-    "Dcqcn::AlphaUpdateInterval": "50us", "Dcqcn::RateDecreaseInterval": "50us",
+    "Dcqcn::RateAi": "0bps",
+    "Dcqcn::RateHai": "0bps",
+    "Dcqcn::ByteCounter": 0,
+    "Dcqcn::G": 1 / 256,
+    "Dcqcn::MinRate": "1000Mbps",
+    "CnpInterval": "1us",
+    "Dcqcn::AlphaUpdateInterval": "50us",
+    "Dcqcn::RateDecreaseInterval": "50us",
     "Dcqcn::IncreaseTimer": "55us",
 }
 
 
 def rail_cluster():
     """Four hosts of 8 H100 with one 400G NIC per GPU, rail-optimised (DGX H100 style)."""
-    return build_topology(parse_cluster(
-        {"host_types": {"h": {"gpu": "H100-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8,
-                              "nic_speed": "400Gbps"}},
-         "hosts": [{"type": "h", "count": 4}],
-         "fabric": {"kind": "rail-optimized", "link_delay": "1us"}}, "rail.yaml"))
+    return build_topology(
+        parse_cluster(
+            {
+                "host_types": {
+                    "h": {
+                        "gpu": "H100-SXM",
+                        "gpus": 8,
+                        "fabric": "nvswitch",
+                        "nics": 8,
+                        "nic_speed": "400Gbps",
+                    }
+                },
+                "hosts": [{"type": "h", "count": 4}],
+                "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
+            },
+            "rail.yaml",
+        )
+    )
 
 
 def incast(cc, attributes):
     """GPU 0 of hosts 1-3 to GPU 0 of host 0: three flows on rail 0, one 400G bottleneck."""
     topo = rail_cluster()
-    network = NetworkConfig(cc=cc, mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True,
-                            attributes=attributes)
+    network = NetworkConfig(
+        cc=cc, mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attributes
+    )
     src, dst = [8, 16, 24], [0, 0, 0]
-    res = packet.run_flows(topo, network, src, dst, [SIZE] * 3, [0] * 3, [3] * 3,
-                           stop_ns=100_000_000)
-    flow = fluid.run_flows_fluid(topo, network, np.array(src), np.array(dst),
-                                 np.full(3, SIZE), np.zeros(3, np.int64))
+    res = packet.run_flows(topo, network, src, dst, [SIZE] * 3, [0] * 3, [3] * 3, stop_ns=100_000_000)
+    flow = fluid.run_flows_fluid(
+        topo, network, np.array(src), np.array(dst), np.full(3, SIZE), np.zeros(3, np.int64)
+    )
     assert (res["flows"]["end_ns"] > 0).all() and res["counters"]["drops"] == 0
     ratio = res["flows"]["end_ns"].max() / flow["flows"]["end_ns"].max()
     return res, ratio
@@ -74,4 +93,4 @@ def test_dcqcn_converging_within_the_transfer_agrees_within_15_percent(native_li
     c = res["counters"]
     assert c["cnps"] > 0 and c["pfc_pause_frames"] == 0  # DCQCN, not PFC, shares the link
     goodput = SIZE / res["flows"]["fct_ns"].astype(float)
-    assert goodput.sum() ** 2 / (3 * (goodput ** 2).sum()) >= 0.99  # Jain's index
+    assert goodput.sum() ** 2 / (3 * (goodput**2).sum()) >= 0.99  # Jain's index

@@ -22,17 +22,31 @@ WIRE = MSS + 52 + 18 + 20  # + headers, Ethernet header/FCS, preamble and inter-
 
 def cluster(speed="10Gbps", transports=("socket", "socket")):
     """One switch, one single-GPU host per entry of ``transports``."""
-    types = {f"t{i}": {"gpu": "H100-SXM", "gpus": 1, "fabric": "pcie", "nics": 1, "nic_speed": speed,
-                       "transport": t} for i, t in enumerate(transports)}
-    return parse_cluster({"host_types": types,
-                          "hosts": [{"type": f"t{i}", "count": 1} for i in range(len(transports))],
-                          "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"}},
-                         "socket.yaml")
+    types = {
+        f"t{i}": {
+            "gpu": "H100-SXM",
+            "gpus": 1,
+            "fabric": "pcie",
+            "nics": 1,
+            "nic_speed": speed,
+            "transport": t,
+        }
+        for i, t in enumerate(transports)
+    }
+    return parse_cluster(
+        {
+            "host_types": types,
+            "hosts": [{"type": f"t{i}", "count": 1} for i in range(len(transports))],
+            "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+        },
+        "socket.yaml",
+    )
 
 
 def net(buffer=16 << 20, **attributes):
-    return NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=buffer, ecmp=True,
-                         attributes=attributes)
+    return NetworkConfig(
+        cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=buffer, ecmp=True, attributes=attributes
+    )
 
 
 def bulk_reference_gbps(native_lib, speed: str, size: int, bidirectional: bool = False) -> float:
@@ -49,12 +63,12 @@ def bulk_reference_gbps(native_lib, speed: str, size: int, bidirectional: bool =
     return float(ref.GetGoodputBps()) * float(ref.GetFramingRatio()) / 1e9
 
 
-@pytest.mark.parametrize("speed,rate_gbps,size", [("10Gbps", 10, 16 << 20), ("25Gbps", 25, 32 << 20),
-                                                  ("100Gbps", 100, 64 << 20)])
+@pytest.mark.parametrize(
+    "speed,rate_gbps,size", [("10Gbps", 10, 16 << 20), ("25Gbps", 25, 32 << 20), ("100Gbps", 100, 64 << 20)]
+)
 def test_two_host_allreduce_reaches_bulk_tcp_goodput(native_lib, speed, rate_gbps, size):
     cl = cluster(speed)
-    row = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
-                              engine_config(fidelity="packet"))
+    row = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size, engine_config(fidelity="packet"))
     busbw_gbps = row.busbw_GBps * 8  # 2 ranks: every byte crosses the link once each way
     one_way = bulk_reference_gbps(native_lib, speed, size)
     both_ways = bulk_reference_gbps(native_lib, speed, size, bidirectional=True)
@@ -71,23 +85,31 @@ def test_two_host_allreduce_reaches_bulk_tcp_goodput(native_lib, speed, rate_gbp
     assert tcp["streams"] == tcp["connections"]  # NCCL's default: data on the control socket
     assert tcp["max_cwnd_bytes"] > 10 * MSS  # the window grew beyond its initial 10 segments
     # the fluid model of the same collective stays within its measured envelope
-    flow = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size,
-                               engine_config(fidelity="flow"))
+    flow = simulate_collective(cl, CollectiveSpec("allreduce", (0, 1)), size, engine_config(fidelity="flow"))
     assert 0.98 <= flow.busbw_GBps / row.busbw_GBps <= 1.05
 
 
 def run_single(size, nthreads, nsocks, speed="25Gbps"):
     topo = build_topology(cluster(speed))
-    return packet.run_flows(topo, net(**{"SocketTransport::SocketNthreads": nthreads,
-                                         "SocketTransport::NsocksPerThread": nsocks}),
-                            [0], [1], [size], [0], stop_ns=1_000_000_000)
+    return packet.run_flows(
+        topo,
+        net(**{"SocketTransport::SocketNthreads": nthreads, "SocketTransport::NsocksPerThread": nsocks}),
+        [0],
+        [1],
+        [size],
+        [0],
+        stop_ns=1_000_000_000,
+    )
 
 
-@pytest.mark.parametrize("nthreads,nsocks,data_sockets,per_socket", [
-    (0, 1, 0, None),           # NCCL's default off AWS/GCP: payload on the control socket
-    (1, 4, 4, 4 << 20),        # 512 KiB requests -> 4 tasks of 128 KiB
-    (2, 8, 16, 1 << 20),       # AWS: 16 sockets, tasks of max(64 KiB, 32 KiB) = 64 KiB
-])
+@pytest.mark.parametrize(
+    "nthreads,nsocks,data_sockets,per_socket",
+    [
+        (0, 1, 0, None),  # NCCL's default off AWS/GCP: payload on the control socket
+        (1, 4, 4, 4 << 20),  # 512 KiB requests -> 4 tasks of 128 KiB
+        (2, 8, 16, 1 << 20),  # AWS: 16 sockets, tasks of max(64 KiB, 32 KiB) = 64 KiB
+    ],
+)
 def test_nccl_socket_split(native_lib, nthreads, nsocks, data_sockets, per_socket):
     size = 16 << 20
     res = run_single(size, nthreads, nsocks)
@@ -120,8 +142,16 @@ def test_mixed_rdma_tcp_incast_packet_level(native_lib):
     topo = build_topology(cluster("100Gbps", ("rdma", "rdma", "socket", "socket", "rdma")))
     size = 8 << 20
     src, dst = [0, 1, 2, 3], [4, 4, 4, 4]
-    res = packet.run_flows(topo, net(buffer=2 << 20), src, dst, [size] * 4, [0] * 4,
-                           stop_ns=2_000_000_000, sample_interval_ns=10_000)
+    res = packet.run_flows(
+        topo,
+        net(buffer=2 << 20),
+        src,
+        dst,
+        [size] * 4,
+        [0] * 4,
+        stop_ns=2_000_000_000,
+        sample_interval_ns=10_000,
+    )
     flows, tcp = res["flows"], res["tcp"]
     # conservation: every byte injected is delivered, at every flow's receiver
     assert (flows["end_ns"] > 0).all()
@@ -149,16 +179,27 @@ def test_mixed_rdma_tcp_incast_packet_level(native_lib):
 
 def test_mixed_incast_is_deterministic(native_lib):
     topo = build_topology(cluster("100Gbps", ("rdma", "socket", "rdma")))
-    runs = [packet.run_flows(topo, net(buffer=2 << 20), [0, 1], [2, 2], [4 << 20] * 2, [0, 0],
-                             stop_ns=2_000_000_000) for _ in range(2)]
+    runs = [
+        packet.run_flows(
+            topo, net(buffer=2 << 20), [0, 1], [2, 2], [4 << 20] * 2, [0, 0], stop_ns=2_000_000_000
+        )
+        for _ in range(2)
+    ]
     assert np.array_equal(runs[0]["flows"]["end_ns"], runs[1]["flows"]["end_ns"])
     assert runs[0]["events"] == runs[1]["events"]
 
 
 def test_dctcp_gets_ecn_marks(native_lib):
     topo = build_topology(cluster("25Gbps", ("socket", "socket", "socket")))
-    res = packet.run_flows(topo, net(**{"SocketTransport::TcpCongestionControl": "ns3::TcpDctcp"}),
-                           [0, 1], [2, 2], [8 << 20] * 2, [0, 0], stop_ns=2_000_000_000)
+    res = packet.run_flows(
+        topo,
+        net(**{"SocketTransport::TcpCongestionControl": "ns3::TcpDctcp"}),
+        [0, 1],
+        [2, 2],
+        [8 << 20] * 2,
+        [0, 0],
+        stop_ns=2_000_000_000,
+    )
     assert res["tcp"]["summary"]["ce_marks_delivered"] > 0
     assert res["counters"]["ecn_marks"] >= res["tcp"]["summary"]["ce_marks_delivered"]
     assert res["flows"]["bytes_delivered"].tolist() == [8 << 20] * 2
@@ -178,8 +219,9 @@ def test_fluid_socket_flow_pays_framing_handshake_and_slow_start(native_lib):
     transfer_ns = size * WIRE / MSS * 8 / 10  # wire bytes at 10 Gb/s
     # one RTT of handshake plus a few round trips of slow start: tens of microseconds here
     assert transfer_ns < fct_ns < transfer_ns + 100_000
-    rdma = fluid.run_flows_fluid(build_topology(cluster("10Gbps", ("rdma", "rdma"))), net(),
-                                 [0], [1], [size], [0], seed=1)
+    rdma = fluid.run_flows_fluid(
+        build_topology(cluster("10Gbps", ("rdma", "rdma"))), net(), [0], [1], [size], [0], seed=1
+    )
     assert int(rdma["flows"]["end_ns"][0]) < transfer_ns
 
 
@@ -194,8 +236,15 @@ def test_bad_transport_is_a_one_line_error():
 def test_bad_tcp_congestion_control_is_a_one_line_error(native_lib):
     topo = build_topology(cluster("10Gbps"))
     with pytest.raises(UserError) as err:
-        packet.run_flows(topo, net(**{"SocketTransport::TcpCongestionControl": "ns3::TcpNope"}),
-                         [0], [1], [1 << 20], [0], stop_ns=100_000_000)
+        packet.run_flows(
+            topo,
+            net(**{"SocketTransport::TcpCongestionControl": "ns3::TcpNope"}),
+            [0],
+            [1],
+            [1 << 20],
+            [0],
+            stop_ns=100_000_000,
+        )
     assert "\n" not in str(err.value) and "TcpCongestionControl" in str(err.value)
 
 
@@ -259,9 +308,23 @@ def test_run_with_a_socket_host_reports_tcp(native_lib, repo_root, tmp_path):
     from heterosim.cli import main
 
     out = tmp_path / "run"
-    assert main(["run", str(repo_root / "tests" / "data" / "tiny_experiment.yaml"), "--fidelity",
-                 "packet", "--set", "cluster=../../topologies/mixed_transport_16gpu.yaml", "--out",
-                 str(out), "--quiet", "--no-plots"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(repo_root / "tests" / "data" / "tiny_experiment.yaml"),
+                "--fidelity",
+                "packet",
+                "--set",
+                "cluster=../../topologies/mixed_transport_16gpu.yaml",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-plots",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     tcp = results["network"]["tcp"]
     with (out / "flows.csv").open() as handle:
@@ -287,8 +350,15 @@ def test_tcp_recovers_from_link_faults(native_lib):
     try:
         network = packet.create_packet_network(native_lib, to_native(topo, native_lib), net(), 1)
         one = np.array([0], np.uint32)
-        network.ScheduleFlows(1, one, one, np.array([1], np.uint32), np.array([size], np.uint64),
-                              np.array([0], np.int64), np.array([3], np.uint8))
+        network.ScheduleFlows(
+            1,
+            one,
+            one,
+            np.array([1], np.uint32),
+            np.array([size], np.uint64),
+            np.array([0], np.int64),
+            np.array([3], np.uint8),
+        )
         network.SetStopAfterFlows(1)
         network.SetLinkLoss(access[0], 1e-3, 1.0)
         for until_ns, up in ((1_000_000, False), (500_000, True), (3_000_000_000, None)):

@@ -6,29 +6,30 @@ import numpy as np
 import pytest
 
 from heterosim.config.cluster import parse_cluster
-from heterosim.engine.topology import (
-    ACCESS,
-    FABRIC,
-    GPU,
-    LEAF,
-    NIC,
-    NVLINK,
-    SPINE,
-    build_topology,
-    to_native,
-)
+from heterosim.engine.topology import ACCESS, FABRIC, GPU, LEAF, NIC, NVLINK, SPINE, build_topology, to_native
 from heterosim.errors import UserError
 
 
-def cluster(hosts=2, kind="rail-optimized", oversub=1, per_leaf=16, gpu="H100", fabric="nvswitch",
-            nics=8, speed="400Gbps", spine=None):
+def cluster(
+    hosts=2,
+    kind="rail-optimized",
+    oversub=1,
+    per_leaf=16,
+    gpu="H100",
+    fabric="nvswitch",
+    nics=8,
+    speed="400Gbps",
+    spine=None,
+):
     fab = {"kind": kind, "oversubscription": oversub, "hosts_per_leaf": per_leaf}
     if spine:
         fab["spine_speed"] = spine
     return parse_cluster(
-        {"host_types": {"t": {"gpu": gpu, "gpus": 8, "fabric": fabric, "nics": nics,
-                              "nic_speed": speed}},
-         "hosts": [{"type": "t", "count": hosts}], "fabric": fab},
+        {
+            "host_types": {"t": {"gpu": gpu, "gpus": 8, "fabric": fabric, "nics": nics, "nic_speed": speed}},
+            "hosts": [{"type": "t", "count": hosts}],
+            "fabric": fab,
+        },
         "test.yaml",
     )
 
@@ -66,8 +67,11 @@ def test_oversubscription_sets_uplink_count():
     # 4 hosts per leaf (fat-tree), 8 x 400G NICs each = 12.8T down; 4:1 -> 3.2T up = 8 x 400G
     topo = build_topology(cluster(hosts=8, kind="fat-tree", oversub=4, per_leaf=4))
     leaf = int(np.flatnonzero(topo.node_kind == LEAF)[0])
-    up = [k for k in range(topo.num_links) if topo.link_kind[k] == FABRIC
-          and leaf in (topo.link_a[k], topo.link_b[k])]
+    up = [
+        k
+        for k in range(topo.num_links)
+        if topo.link_kind[k] == FABRIC and leaf in (topo.link_a[k], topo.link_b[k])
+    ]
     assert len(up) == 8
 
 

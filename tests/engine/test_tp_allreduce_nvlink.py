@@ -26,20 +26,26 @@ MIB = 1 << 20
 
 
 def host(gpu: str, gpus: int = 2, nvlink_bw: str | None = None) -> dict:
-    host_type = {"gpu": gpu, "gpus": gpus, "fabric": "nvswitch", "nics": gpus,
-                 "nic_speed": "200Gbps"}
+    host_type = {"gpu": gpu, "gpus": gpus, "fabric": "nvswitch", "nics": gpus, "nic_speed": "200Gbps"}
     if nvlink_bw is not None:
         host_type["nvlink_bw"] = nvlink_bw
-    return {"name": f"{gpus}x{gpu}", "host_types": {"h": host_type},
-            "hosts": [{"type": "h", "count": 1}],
-            "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1}}
+    return {
+        "name": f"{gpus}x{gpu}",
+        "host_types": {"h": host_type},
+        "hosts": [{"type": "h", "count": 1}],
+        "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
+    }
 
 
 def allreduce_ns(cluster: ClusterConfig, size: int) -> int:
     ranks = list(range(cluster.world_size))
     plan = decompose_collective("allreduce", size, ranks, cluster, algorithm="ring")
-    engine = execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
-                          NETWORK, engine_config(fidelity="flow"))
+    engine = execute_plan(
+        plan.to_execution_plan(cluster.world_size),
+        build_topology(cluster),
+        NETWORK,
+        engine_config(fidelity="flow"),
+    )
     return int(engine.makespan_ns)
 
 
@@ -85,13 +91,31 @@ def tp2_comm_s(gpu: str, micro_batch: int) -> float:
     from heterosim.report.run_report import results_dict
     from heterosim.simulate import run_experiment
 
-    exp = parse_experiment({
-        "model": {"name": "gpt-2l", "arch": "gpt", "hidden": 2304, "layers": 2, "heads": 18,
-                  "ffn": 9216, "vocab": 51200, "seq": 1024},
-        "training": {"global_batch": micro_batch, "micro_batch": micro_batch, "seq_len": 1024,
-                     "dtype": "fp16", "attention": "unfused"},
-        "parallel": {"tp": 2, "dp": 1, "partition": "uniform"},
-        "cluster": host(gpu), "simulation": {"fidelity": "flow"}}, "tp2.yaml")
+    exp = parse_experiment(
+        {
+            "model": {
+                "name": "gpt-2l",
+                "arch": "gpt",
+                "hidden": 2304,
+                "layers": 2,
+                "heads": 18,
+                "ffn": 9216,
+                "vocab": 51200,
+                "seq": 1024,
+            },
+            "training": {
+                "global_batch": micro_batch,
+                "micro_batch": micro_batch,
+                "seq_len": 1024,
+                "dtype": "fp16",
+                "attention": "unfused",
+            },
+            "parallel": {"tp": 2, "dp": 1, "partition": "uniform"},
+            "cluster": host(gpu),
+            "simulation": {"fidelity": "flow"},
+        },
+        "tp2.yaml",
+    )
     return float(results_dict(run_experiment(exp))["breakdown"]["intra_host_comm_s"])
 
 

@@ -23,10 +23,18 @@ from heterosim.workload.trace import ALL_REDUCE, COMP_NODE, PHASES
 
 CLUSTER = {
     "name": "two-types",
-    "gpus": {"Half-3090": {"tflops": {"fp16": 35.5, "fp32": 17.8}, "memory_gb": 24,
-                           "memory_tbps": 0.936, "sm_count": 82}},
-    "host_types": {"a": {"gpu": "RTX-3090", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"},
-                   "b": {"gpu": "Half-3090", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"}},
+    "gpus": {
+        "Half-3090": {
+            "tflops": {"fp16": 35.5, "fp32": 17.8},
+            "memory_gb": 24,
+            "memory_tbps": 0.936,
+            "sm_count": 82,
+        }
+    },
+    "host_types": {
+        "a": {"gpu": "RTX-3090", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"},
+        "b": {"gpu": "Half-3090", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"},
+    },
     "hosts": [{"type": "a"}, {"type": "b"}],
     "fabric": {"kind": "fat-tree"},
 }
@@ -35,13 +43,21 @@ CLUSTER = {
 def _experiment(counts: tuple[int, int]):
     data = {
         "name": "uneven",
-        "model": {"arch": "gpt", "hidden": 512, "layers": 2, "heads": 8, "ffn": 2048,
-                  "vocab": 4096},
-        "training": {"global_batch": sum(counts), "micro_batch": 1, "seq_len": 512,
-                     "dtype": "fp16"},
-        "parallel": {"grad_sync": "after_backward", "dp_bucket": "1GB", "stages": [
-            {"layers": 2, "replicas": [{"gpu": "RTX-3090", "micro_batches": counts[0]},
-                                       {"gpu": "Half-3090", "micro_batches": counts[1]}]}]},
+        "model": {"arch": "gpt", "hidden": 512, "layers": 2, "heads": 8, "ffn": 2048, "vocab": 4096},
+        "training": {"global_batch": sum(counts), "micro_batch": 1, "seq_len": 512, "dtype": "fp16"},
+        "parallel": {
+            "grad_sync": "after_backward",
+            "dp_bucket": "1GB",
+            "stages": [
+                {
+                    "layers": 2,
+                    "replicas": [
+                        {"gpu": "RTX-3090", "micro_batches": counts[0]},
+                        {"gpu": "Half-3090", "micro_batches": counts[1]},
+                    ],
+                }
+            ],
+        },
         "cluster": copy.deepcopy(CLUSTER),
         "simulation": {"fidelity": "flow"},
     }

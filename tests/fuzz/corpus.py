@@ -61,11 +61,20 @@ def base_documents() -> dict[str, Any]:
     scenario = _load(REPO / "workloads" / "netbench" / "single_flow.yaml")
     scenario["cluster"] = str(REPO / "topologies" / "two_leaf_8hosts.yaml")
     scenario["simulation"] = {"stop": "20ms", "sample_interval": "20us", "seed": 1, "fidelity": "flow"}
-    sweep = {"name": "fuzz", "experiment": "experiment.yaml", "fidelity": "flow",
-             "grid": {"simulation.seed": [1, 2]}}
+    sweep = {
+        "name": "fuzz",
+        "experiment": "experiment.yaml",
+        "fidelity": "flow",
+        "grid": {"simulation.seed": [1, 2]},
+    }
     cases = {"cases": [_load(REPO / "validation" / "cases.yaml")["cases"][0]]}
-    return {"experiment.yaml": experiment, "cluster.yaml": cluster, "scenario.yaml": scenario,
-            "sweep.yaml": sweep, "cases.yaml": cases}
+    return {
+        "experiment.yaml": experiment,
+        "cluster.yaml": cluster,
+        "scenario.yaml": scenario,
+        "sweep.yaml": sweep,
+        "cases.yaml": cases,
+    }
 
 
 def _base_files(docs: dict[str, Any]) -> dict[str, str | bytes]:
@@ -85,17 +94,46 @@ COMMANDS: dict[str, list[str]] = {
     "cases.yaml": ["validate", "cases.yaml", "--max-gpus", "1", "--out", "out"],
 }
 ALT_COMMANDS: dict[str, list[list[str]]] = {
-    "experiment.yaml": [["workload", "experiment.yaml", "--out", "out", "--summary-only"],
-                        ["compare", "experiment.yaml", "--variant", "a:simulation.seed=1",
-                         "--variant", "b:simulation.seed=2", "--out", "out", "--no-plots"]],
-    "cluster.yaml": [["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3",
-                      "--out", "out"]],
+    "experiment.yaml": [
+        ["workload", "experiment.yaml", "--out", "out", "--summary-only"],
+        [
+            "compare",
+            "experiment.yaml",
+            "--variant",
+            "a:simulation.seed=1",
+            "--variant",
+            "b:simulation.seed=2",
+            "--out",
+            "out",
+            "--no-plots",
+        ],
+    ],
+    "cluster.yaml": [
+        ["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3", "--out", "out"]
+    ],
 }
 
 # Values no numeric key accepts: infinite, NaN, too large for any range, negative, wrong type.
 BAD_NUMBERS: list[Any] = [
-    float("inf"), float("-inf"), float("nan"), "1e400", 2**70, -1, -(2**63), "abc", [1, 2],
-    {"k": 1}, True, "", "1e999GiB", "-5us", "inf", "NaN", 1e300, "0x10", "12 34",
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+    "1e400",
+    2**70,
+    -1,
+    -(2**63),
+    "abc",
+    [1, 2],
+    {"k": 1},
+    True,
+    "",
+    "1e999GiB",
+    "-5us",
+    "inf",
+    "NaN",
+    1e300,
+    "0x10",
+    "12 34",
 ]
 ALIAS_BOMB = """\
 a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]
@@ -187,8 +225,14 @@ class Generator:
         self.files = _base_files(self.docs)
         self.counter = 0
 
-    def _case(self, kind: str, argv: list[str], changed: dict[str, str | bytes] | None = None,
-              files_removed: str | None = None, **kwargs: Any) -> Case:
+    def _case(
+        self,
+        kind: str,
+        argv: list[str],
+        changed: dict[str, str | bytes] | None = None,
+        files_removed: str | None = None,
+        **kwargs: Any,
+    ) -> Case:
         self.counter += 1
         files = dict(self.files)
         files.update(changed or {})
@@ -211,17 +255,33 @@ class Generator:
         value = self.rng.choice(BAD_NUMBERS)
         # in a validation case only the experiment and the measured values are read as numbers
         strict = target != "cases.yaml" or path[2:3] in (("experiment",), ("measured",))
-        return self._case(f"number-{target}-{'.'.join(map(str, path))}", self._command(target),
-                          {target: _dump_with(doc, path, value)}, strict=strict)
+        return self._case(
+            f"number-{target}-{'.'.join(map(str, path))}",
+            self._command(target),
+            {target: _dump_with(doc, path, value)},
+            strict=strict,
+        )
 
     def document(self) -> Case:
         target = self.rng.choice(list(self.docs))
-        kind = self.rng.choice(["bomb", "deep", "binary", "empty", "list", "fifo", "folder",
-                                "latin1", "tabs", "bomb-value", "huge-int"])
+        kind = self.rng.choice(
+            [
+                "bomb",
+                "deep",
+                "binary",
+                "empty",
+                "list",
+                "fifo",
+                "folder",
+                "latin1",
+                "tabs",
+                "bomb-value",
+                "huge-int",
+            ]
+        )
         argv = self._command(target)
         if kind == "fifo":
-            return self._case(f"doc-fifo-{target}", argv, fifos=(target,), timeout_s=30,
-                              files_removed=target)
+            return self._case(f"doc-fifo-{target}", argv, fifos=(target,), timeout_s=30, files_removed=target)
         if kind == "folder":
             return self._case(f"doc-folder-{target}", argv, folders=(target,), files_removed=target)
         text: str | bytes = {
@@ -234,7 +294,8 @@ class Generator:
             "tabs": "name:\tx\n\tmodel: y\n",
             "bomb-value": _yaml(self.docs[target]) + "zz: " + ALIAS_BOMB.replace("\n", "\n  ")[:-2],
             "huge-int": _yaml(self.docs[target]).replace("seed: 1", "seed: " + "9" * 5000, 1)
-            if "seed: 1" in _yaml(self.docs[target]) else "x: " + "9" * 5000 + "\n",
+            if "seed: 1" in _yaml(self.docs[target])
+            else "x: " + "9" * 5000 + "\n",
         }[kind]
         return self._case(f"doc-{kind}-{target}", argv, {target: text})
 
@@ -243,8 +304,9 @@ class Generator:
         doc = copy.deepcopy(self.docs[target])
         path = self.rng.choice(_mappings(doc))
         _get(doc, path)["zz_unknown_key"] = 1
-        return self._case(f"unknown-{target}-{'.'.join(map(str, path))}", self._command(target),
-                          {target: _yaml(doc)})
+        return self._case(
+            f"unknown-{target}-{'.'.join(map(str, path))}", self._command(target), {target: _yaml(doc)}
+        )
 
     def structure(self) -> Case:
         target = self.rng.choice(list(self.docs))
@@ -260,29 +322,60 @@ class Generator:
                 parent.pop(path[-1])
         else:
             _set(doc, path, {"scalar": "x", "list": [], "null": None}[action])
-        return self._case(f"structure-{action}-{target}-{'.'.join(map(str, path))}",
-                          self._command(target), {target: _yaml(doc)}, strict=False)
+        return self._case(
+            f"structure-{action}-{target}-{'.'.join(map(str, path))}",
+            self._command(target),
+            {target: _yaml(doc)},
+            strict=False,
+        )
 
     def set_value(self) -> Case:
         doc = self.docs["experiment.yaml"]
-        leaves = [p for p in _leaves(doc) if _is_number_leaf(_get(doc, p))
-                  and all(isinstance(x, str) for x in p)]
+        leaves = [
+            p for p in _leaves(doc) if _is_number_leaf(_get(doc, p)) and all(isinstance(x, str) for x in p)
+        ]
         path = self.rng.choice(leaves)
-        value = self.rng.choice([".inf", ".nan", "1e400", "-1", str(2**70), "abc", "[1]", "{a: 1}",
-                                 "1e999GiB", "&a [*a]", "[" * 3000])
+        value = self.rng.choice(
+            [
+                ".inf",
+                ".nan",
+                "1e400",
+                "-1",
+                str(2**70),
+                "abc",
+                "[1]",
+                "{a: 1}",
+                "1e999GiB",
+                "&a [*a]",
+                "[" * 3000,
+            ]
+        )
         argv = [*COMMANDS["experiment.yaml"], "--set", f"{'.'.join(path)}={value}"]
         return self._case(f"set-{'.'.join(path)}", argv)
 
     def set_malformed(self) -> Case:
-        item = self.rng.choice(["novalue", "=1", "model.hidden.x=1", "a..b=1", "network=3",
-                                "simulation.seed=1e400", "training.global_batch=1000000000000",
-                                "model.layers=1000000", "network.channels=100000",
-                                "network.attributes={EcnKmn: 1}", "network.attributes={EcnKmin: abc}",
-                                "network.attributes={Dcqcn::RateAi: 1e-30bps}",
-                                "cluster.host_types.h100.nic_speed=1e-30bps",
-                                "simulation.sample_interval=1ns", "network.dp_bucket=0",
-                                "parallel.dp_bucket=0", "simulation.seed=4294967296",
-                                "model=" + ALIAS_BOMB.replace("\n", " ")])
+        item = self.rng.choice(
+            [
+                "novalue",
+                "=1",
+                "model.hidden.x=1",
+                "a..b=1",
+                "network=3",
+                "simulation.seed=1e400",
+                "training.global_batch=1000000000000",
+                "model.layers=1000000",
+                "network.channels=100000",
+                "network.attributes={EcnKmn: 1}",
+                "network.attributes={EcnKmin: abc}",
+                "network.attributes={Dcqcn::RateAi: 1e-30bps}",
+                "cluster.host_types.h100.nic_speed=1e-30bps",
+                "simulation.sample_interval=1ns",
+                "network.dp_bucket=0",
+                "parallel.dp_bucket=0",
+                "simulation.seed=4294967296",
+                "model=" + ALIAS_BOMB.replace("\n", " "),
+            ]
+        )
         argv = [*COMMANDS["experiment.yaml"], "--set", item]
         return self._case("set-malformed", argv)
 
@@ -297,42 +390,75 @@ class Generator:
         return self._case(f"option-{argv[0]}-{flag}", argv)
 
     def flag_shape(self) -> Case:
-        argv = self.rng.choice([
-            ["run", "--bogus"], ["run", "experiment.yaml", "--fidelity"], ["collective"],
-            ["netbench"], ["run", "experiment.yaml", "--fidelity", "quantum"],
-            ["sweep", "sweep.yaml", "--workers", "two"], ["nosuchcommand"],
-            ["trace", "show"], ["import", "csv", "workload.txt"], ["validate", "cases.yaml", "--ci", "x"],
-            ["collective", "--cluster", "cluster.yaml", "--channels", "1.5"],
-            ["run", "experiment.yaml", "--out"], ["workload"],
-        ])
+        argv = self.rng.choice(
+            [
+                ["run", "--bogus"],
+                ["run", "experiment.yaml", "--fidelity"],
+                ["collective"],
+                ["netbench"],
+                ["run", "experiment.yaml", "--fidelity", "quantum"],
+                ["sweep", "sweep.yaml", "--workers", "two"],
+                ["nosuchcommand"],
+                ["trace", "show"],
+                ["import", "csv", "workload.txt"],
+                ["validate", "cases.yaml", "--ci", "x"],
+                ["collective", "--cluster", "cluster.yaml", "--channels", "1.5"],
+                ["run", "experiment.yaml", "--out"],
+                ["workload"],
+            ]
+        )
         return self._case("flags", argv)
 
     def output(self) -> Case:
-        command = self.rng.choice([
-            ["run", "experiment.yaml", "--no-plots", "--quiet", "--out"],
-            ["workload", "experiment.yaml", "--summary-only", "--out"],
-            ["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3", "--out"],
-            ["netbench", "scenario.yaml", "--out"],
-            ["sweep", "sweep.yaml", "--no-plots", "--quiet", "--workers", "1", "--out"],
-            ["validate", "cases.yaml", "--max-gpus", "1", "--out"],
-            ["import", "aicb", "workload.txt", "--out"],
-            ["profile", "--experiment", "experiment.yaml", "--out"],
-        ])
-        where = self.rng.choice([".", "users", "/proc/hsfuzz-out", "/sys/hsfuzz-out",
-                                 "notes.txt/sub", "x" * 300, "/dev/full/x", "", "users/../users"])
+        command = self.rng.choice(
+            [
+                ["run", "experiment.yaml", "--no-plots", "--quiet", "--out"],
+                ["workload", "experiment.yaml", "--summary-only", "--out"],
+                ["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3", "--out"],
+                ["netbench", "scenario.yaml", "--out"],
+                ["sweep", "sweep.yaml", "--no-plots", "--quiet", "--workers", "1", "--out"],
+                ["validate", "cases.yaml", "--max-gpus", "1", "--out"],
+                ["import", "aicb", "workload.txt", "--out"],
+                ["profile", "--experiment", "experiment.yaml", "--out"],
+            ]
+        )
+        where = self.rng.choice(
+            [
+                ".",
+                "users",
+                "/proc/hsfuzz-out",
+                "/sys/hsfuzz-out",
+                "notes.txt/sub",
+                "x" * 300,
+                "/dev/full/x",
+                "",
+                "users/../users",
+            ]
+        )
         files = {"notes.txt": "mine\n", "users/thesis.tex": "\\chapter{x}\n"}
         keep = {"notes.txt": "mine\n", "users/thesis.tex": "\\chapter{x}\n"}
         if command[0] in ("validate", "import") and where in ("users", "users/../users", "."):
             where = "users"
-        return self._case(f"out-{command[0]}-{where[:20]}", [*command, where], files, out=None,
-                          keep=keep)
+        return self._case(f"out-{command[0]}-{where[:20]}", [*command, where], files, out=None, keep=keep)
 
     def traces(self) -> Case:
         names = sorted(k for k in self.files if k.startswith("traces/"))
         target = self.rng.choice(names)
         data = bytearray(self.files[target])
-        action = self.rng.choice(["truncate", "flip", "zeros", "empty", "group-binary",
-                                  "group-types", "group-huge", "missing-rank", "gap-rank", "text"])
+        action = self.rng.choice(
+            [
+                "truncate",
+                "flip",
+                "zeros",
+                "empty",
+                "group-binary",
+                "group-types",
+                "group-huge",
+                "missing-rank",
+                "gap-rank",
+                "text",
+            ]
+        )
         changed: dict[str, str | bytes] = {}
         strict = action in ("zeros", "group-binary", "group-types", "group-huge", "gap-rank", "text")
         if action == "truncate":
@@ -356,10 +482,31 @@ class Generator:
             changed["traces/all_reduce.9.et"] = bytes(data)
         elif action == "text":
             changed[target] = "not a protobuf at all\n" * 10
-        case = self._case(f"trace-{action}", [
-            *self.rng.choice([["run", "--traces", "traces", "--cluster", "cluster4.yaml", "--fidelity",
-                               "flow", "--no-plots", "--quiet", "--out", "out"],
-                              ["trace", "show", target]])], changed, strict=strict)
+        case = self._case(
+            f"trace-{action}",
+            [
+                *self.rng.choice(
+                    [
+                        [
+                            "run",
+                            "--traces",
+                            "traces",
+                            "--cluster",
+                            "cluster4.yaml",
+                            "--fidelity",
+                            "flow",
+                            "--no-plots",
+                            "--quiet",
+                            "--out",
+                            "out",
+                        ],
+                        ["trace", "show", target],
+                    ]
+                )
+            ],
+            changed,
+            strict=strict,
+        )
         if action == "missing-rank":
             del case.files[target]
             case.strict = True
@@ -389,75 +536,117 @@ class Generator:
         else:
             lines[1] = self.rng.choice(["-5", "1000000000", "x", "1e400"])
             text = "\n".join(lines) + "\n"
-        argv = self.rng.choice([["import", "aicb", "workload.txt", "--out", "imported.yaml"],
-                                ["import", "aicb", "workload.txt", "--seq-len", "-1"]])
-        return self._case(f"aicb-{action}", argv, {"workload.txt": text}, strict=strict or "-1" in argv,
-                          out="imported.yaml")
+        argv = self.rng.choice(
+            [
+                ["import", "aicb", "workload.txt", "--out", "imported.yaml"],
+                ["import", "aicb", "workload.txt", "--seq-len", "-1"],
+            ]
+        )
+        return self._case(
+            f"aicb-{action}", argv, {"workload.txt": text}, strict=strict or "-1" in argv, out="imported.yaml"
+        )
 
     def scenario_extreme(self) -> Case:
         doc = copy.deepcopy(self.docs["scenario.yaml"])
-        change = self.rng.choice([
-            ("pattern", {"kind": "incast", "senders": "0-10000000", "receiver": 4, "size": "1MiB"}),
-            ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 4, "size": "8e18B"}),
-            ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 4, "size": "1000PB"}),
-            ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 0, "size": "1MiB"}),
-            ("simulation", {"stop": "1e30s", "fidelity": "flow"}),
-            ("simulation", {"stop": "20ms", "sample_interval": "1ns", "fidelity": "flow"}),
-            ("simulation", {"stop": "20ms", "seed": 2**70, "fidelity": "flow"}),
-            ("network", {"buffer": "1e400B"}),
-            ("network", {"mtu": ".inf"}),
-            ("network", {"attributes": {"EcnKmin": "1e400"}}),
-            ("network", {"attributes": {"Dcqcn::AlphaUpdateInterval": "soon"}}),
-            ("flows", [{"src": 0, "dst": 4, "size": "1MiB", "start": "-1us"}]),
-            ("compare_cc", ["dcqcn", "warp"]),
-        ])
+        change = self.rng.choice(
+            [
+                ("pattern", {"kind": "incast", "senders": "0-10000000", "receiver": 4, "size": "1MiB"}),
+                ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 4, "size": "8e18B"}),
+                ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 4, "size": "1000PB"}),
+                ("pattern", {"kind": "one-to-one", "senders": [0], "receiver": 0, "size": "1MiB"}),
+                ("simulation", {"stop": "1e30s", "fidelity": "flow"}),
+                ("simulation", {"stop": "20ms", "sample_interval": "1ns", "fidelity": "flow"}),
+                ("simulation", {"stop": "20ms", "seed": 2**70, "fidelity": "flow"}),
+                ("network", {"buffer": "1e400B"}),
+                ("network", {"mtu": ".inf"}),
+                ("network", {"attributes": {"EcnKmin": "1e400"}}),
+                ("network", {"attributes": {"Dcqcn::AlphaUpdateInterval": "soon"}}),
+                ("flows", [{"src": 0, "dst": 4, "size": "1MiB", "start": "-1us"}]),
+                ("compare_cc", ["dcqcn", "warp"]),
+            ]
+        )
         doc[change[0]] = change[1]
         if change[0] == "flows":
             doc.pop("pattern", None)
-        return self._case(f"scenario-{change[0]}", COMMANDS["scenario.yaml"],
-                          {"scenario.yaml": _yaml(doc)})
+        return self._case(f"scenario-{change[0]}", COMMANDS["scenario.yaml"], {"scenario.yaml": _yaml(doc)})
 
     def sweep_extreme(self) -> Case:
         doc = copy.deepcopy(self.docs["sweep.yaml"])
-        change = self.rng.choice([
-            ("name", "../../../x"), ("name", "/tmp/hsfuzz-abs"), ("name", ""), ("name", ["x"]),
-            ("grid", {"simulation.seed": list(range(200)), "network.cc": ["dcqcn", "hpcc"],
-                      "network.mtu": ["1KiB", "2KiB", "4KiB"], "network.ecmp": [True, False],
-                      "training.micro_batch": [1, 2, 4, 8, 16, 32, 64]}),
-            ("grid", {"simulation.seed": []}), ("grid", {"bogus.key": [1]}),
-            ("grid", {"simulation.seed": [1, 1]}), ("workers", 0), ("max_variants", -1),
-            ("experiment", "/nonexistent.yaml"), ("fidelity", "quantum"),
-        ])
+        change = self.rng.choice(
+            [
+                ("name", "../../../x"),
+                ("name", "/tmp/hsfuzz-abs"),
+                ("name", ""),
+                ("name", ["x"]),
+                (
+                    "grid",
+                    {
+                        "simulation.seed": list(range(200)),
+                        "network.cc": ["dcqcn", "hpcc"],
+                        "network.mtu": ["1KiB", "2KiB", "4KiB"],
+                        "network.ecmp": [True, False],
+                        "training.micro_batch": [1, 2, 4, 8, 16, 32, 64],
+                    },
+                ),
+                ("grid", {"simulation.seed": []}),
+                ("grid", {"bogus.key": [1]}),
+                ("grid", {"simulation.seed": [1, 1]}),
+                ("workers", 0),
+                ("max_variants", -1),
+                ("experiment", "/nonexistent.yaml"),
+                ("fidelity", "quantum"),
+            ]
+        )
         doc[change[0]] = change[1]
         return self._case(f"sweep-{change[0]}", COMMANDS["sweep.yaml"], {"sweep.yaml": _yaml(doc)})
 
     def faults_jobs(self) -> Case:
         doc = copy.deepcopy(self.docs["experiment.yaml"])
-        change = self.rng.choice([
-            ("faults", [{"at": ".inf", "gpu": 0, "slowdown": 1.3}]),
-            ("faults", [{"at": "5ms", "link": "no-such-link", "down": "2ms"}]),
-            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("inf")}]),
-            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": 0}]),
-            ("faults", [{"at": "0ms", "gpu": 99999, "slowdown": 2}]),
-            ("faults", [{"at": "-1ms", "gpu": 0, "slowdown": 2}]),
-            ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("nan")}]),
-            ("faults", "everything"),
-            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-100000000"}]),
-            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-15", "start": "1e400s"}]),
-            ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-15"},
-                      {"experiment": "experiment.yaml", "gpus": "0-15"}]),
-            ("jobs", []), ("jobs", "x"),
-        ])
+        change = self.rng.choice(
+            [
+                ("faults", [{"at": ".inf", "gpu": 0, "slowdown": 1.3}]),
+                ("faults", [{"at": "5ms", "link": "no-such-link", "down": "2ms"}]),
+                ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("inf")}]),
+                ("faults", [{"at": "0ms", "gpu": 0, "slowdown": 0}]),
+                ("faults", [{"at": "0ms", "gpu": 99999, "slowdown": 2}]),
+                ("faults", [{"at": "-1ms", "gpu": 0, "slowdown": 2}]),
+                ("faults", [{"at": "0ms", "gpu": 0, "slowdown": float("nan")}]),
+                ("faults", "everything"),
+                ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-100000000"}]),
+                ("jobs", [{"experiment": "experiment.yaml", "gpus": "0-15", "start": "1e400s"}]),
+                (
+                    "jobs",
+                    [
+                        {"experiment": "experiment.yaml", "gpus": "0-15"},
+                        {"experiment": "experiment.yaml", "gpus": "0-15"},
+                    ],
+                ),
+                ("jobs", []),
+                ("jobs", "x"),
+            ]
+        )
         doc[change[0]] = change[1]
         if change[0] == "jobs":
             for key in ("model", "training", "parallel"):
                 doc.pop(key, None)
         return self._case(f"{change[0]}", COMMANDS["experiment.yaml"], {"experiment.yaml": _yaml(doc)})
 
-    FAMILIES = (("bad_number", 30), ("document", 12), ("unknown_key", 6), ("structure", 8),
-                ("set_value", 8), ("set_malformed", 6), ("option", 14), ("flag_shape", 3),
-                ("output", 8), ("traces", 6), ("aicb", 4), ("scenario_extreme", 5),
-                ("sweep_extreme", 4), ("faults_jobs", 4))
+    FAMILIES = (
+        ("bad_number", 30),
+        ("document", 12),
+        ("unknown_key", 6),
+        ("structure", 8),
+        ("set_value", 8),
+        ("set_malformed", 6),
+        ("option", 14),
+        ("flag_shape", 3),
+        ("output", 8),
+        ("traces", 6),
+        ("aicb", 4),
+        ("scenario_extreme", 5),
+        ("sweep_extreme", 4),
+        ("faults_jobs", 4),
+    )
 
     def cases(self, count: int) -> list[Case]:
         names = [n for n, _ in self.FAMILIES]
@@ -468,11 +657,13 @@ class Generator:
         return out
 
 
-_COLLECTIVE = ["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3", "--out",
-               "out"]
+_COLLECTIVE = ["collective", "--cluster", "cluster.yaml", "--size", "1MiB", "--ranks", "0-3", "--out", "out"]
 OPTION_TABLE: list[tuple[list[str], str, list[str]]] = [
-    (_COLLECTIVE, "--size", ["-1KiB", "1e30B", "0", "inf", "1e400GiB", "abc", "1..1e18", "1PiB..2PiB",
-                             "2TiB", "8..4", "1e-3B"]),
+    (
+        _COLLECTIVE,
+        "--size",
+        ["-1KiB", "1e30B", "0", "inf", "1e400GiB", "abc", "1..1e18", "1PiB..2PiB", "2TiB", "8..4", "1e-3B"],
+    ),
     (_COLLECTIVE, "--ranks", ["-1,0", "0-100000000", "0,0", "5-2", "x", "0", "0-99", ",", "0--3"]),
     (_COLLECTIVE, "--channels", ["-1", "100000", "65"]),
     (_COLLECTIVE, "--root", ["-1", "99"]),
@@ -485,8 +676,11 @@ OPTION_TABLE: list[tuple[list[str], str, list[str]]] = [
     (COMMANDS["sweep.yaml"], "--workers", ["0", "-3", "1e3"]),
     (COMMANDS["cases.yaml"], "--max-gpus", ["0", "-1"]),
     (COMMANDS["cases.yaml"], "--only", ["no-such-case"]),
-    (["workload", "experiment.yaml", "--out", "out", "--summary-only"], "--ranks",
-     ["-1,0", "99", "0-100000000", "x"]),
+    (
+        ["workload", "experiment.yaml", "--out", "out", "--summary-only"],
+        "--ranks",
+        ["-1,0", "99", "0-100000000", "x"],
+    ),
     (["workload", "experiment.yaml", "--out", "out", "--summary-only"], "--prefix", ["a/b", "../x"]),
     (["trace", "show", "traces/all_reduce.0.et"], "--limit", ["x", "1e3"]),
     (COMMANDS["scenario.yaml"], "--compare-cc", ["warp", "dcqcn,dcqcn", ""]),

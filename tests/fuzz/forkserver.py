@@ -86,8 +86,14 @@ def _serve(request: dict) -> dict:
         except OSError:
             return ""
 
-    answer = {"status": status, "stdout": read(out_path), "stderr": read(err_path),
-              "wall_s": wall, "timed_out": timed_out, "signal": -status if status < 0 else None}
+    answer = {
+        "status": status,
+        "stdout": read(out_path),
+        "stderr": read(err_path),
+        "wall_s": wall,
+        "timed_out": timed_out,
+        "signal": -status if status < 0 else None,
+    }
     for path in (out_path, err_path):
         if os.path.exists(path):
             os.unlink(path)

@@ -34,8 +34,14 @@ class Runner:
 
     def __init__(self) -> None:
         env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-        self.process = subprocess.Popen([sys.executable, str(FORKSERVER)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, str(FORKSERVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=env,
+        )
 
     def close(self) -> None:
         if self.process.stdin:
@@ -45,14 +51,25 @@ class Runner:
     def run(self, case: Case, folder: Path) -> Outcome:
         _materialise(case, folder)
         before = _snapshot(folder)
-        request = {"argv": case.argv, "cwd": str(folder), "timeout_s": case.timeout_s,
-                   "memory_bytes": MEMORY_LIMIT}
+        request = {
+            "argv": case.argv,
+            "cwd": str(folder),
+            "timeout_s": case.timeout_s,
+            "memory_bytes": MEMORY_LIMIT,
+        }
         assert self.process.stdin and self.process.stdout
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         answer = json.loads(self.process.stdout.readline())
-        outcome = Outcome(case, answer["status"], answer["stdout"], answer["stderr"], answer["wall_s"],
-                          answer["timed_out"], [])
+        outcome = Outcome(
+            case,
+            answer["status"],
+            answer["stdout"],
+            answer["stderr"],
+            answer["wall_s"],
+            answer["timed_out"],
+            [],
+        )
         outcome.problems = judge(outcome, folder, before)
         return outcome
 
@@ -117,8 +134,15 @@ def run_cases(cases: list[Case], workdir: Path) -> list[Outcome]:
 
 def summary(outcomes: list[Outcome]) -> dict[str, int]:
     """Counts for benchmarks/README.md: cases, clean errors, clean runs, and each kind of failure."""
-    counts = {"cases": len(outcomes), "exit 2, one line": 0, "ran cleanly (valid input)": 0,
-              "tracebacks": 0, "crashes": 0, "hangs": 0, "other failures": 0}
+    counts = {
+        "cases": len(outcomes),
+        "exit 2, one line": 0,
+        "ran cleanly (valid input)": 0,
+        "tracebacks": 0,
+        "crashes": 0,
+        "hangs": 0,
+        "other failures": 0,
+    }
     for outcome in outcomes:
         text = " ".join(outcome.problems)
         if not outcome.problems:
@@ -152,12 +176,13 @@ def main() -> None:
         outcomes = run_cases(cases, Path(workdir))
     for outcome in outcomes:
         if outcome.problems:
-            print(f"FAIL {outcome.case.name}: {'; '.join(outcome.problems)}\n  argv: "
-                  f"{outcome.case.argv}\n  stderr: {outcome.stderr.strip()[-600:]}")
+            print(
+                f"FAIL {outcome.case.name}: {'; '.join(outcome.problems)}\n  argv: "
+                f"{outcome.case.argv}\n  stderr: {outcome.stderr.strip()[-600:]}"
+            )
     slowest = max(outcomes, key=lambda o: o.wall_s)
     print(json.dumps(summary(outcomes), indent=1))
-    print(f"wall {time.monotonic() - started:.0f} s; slowest case {slowest.case.name} "
-          f"{slowest.wall_s:.1f} s")
+    print(f"wall {time.monotonic() - started:.0f} s; slowest case {slowest.case.name} {slowest.wall_s:.1f} s")
 
 
 if __name__ == "__main__":

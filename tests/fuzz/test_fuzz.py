@@ -21,10 +21,14 @@ from harness import run_cases, summary  # noqa: E402
 
 def _check(seed: int, count: int, tmp_path: Path) -> None:
     outcomes = run_cases(Generator(seed).cases(count), tmp_path)
-    failures = [f"{o.case.name}: {'; '.join(o.problems)} | argv {o.case.argv} | "
-                f"stderr {o.stderr.strip()[-300:]!r}" for o in outcomes if o.problems]
-    assert not failures, f"{len(failures)} of {count} cases broke the promise " \
-        f"({summary(outcomes)}):\n" + "\n".join(failures)
+    failures = [
+        f"{o.case.name}: {'; '.join(o.problems)} | argv {o.case.argv} | stderr {o.stderr.strip()[-300:]!r}"
+        for o in outcomes
+        if o.problems
+    ]
+    assert not failures, (
+        f"{len(failures)} of {count} cases broke the promise ({summary(outcomes)}):\n" + "\n".join(failures)
+    )
     assert sum(o.status == 2 for o in outcomes) >= count // 2  # mostly bad input, as generated
 
 

@@ -42,8 +42,9 @@ def test_t4_host_defaults_to_pcie_and_rejects_nvswitch() -> None:
     cluster = parse_cluster({"host_types": {"g4": host}, "hosts": [{"type": "g4"}]}, "c.yaml")
     assert cluster.host(0).fabric == "pcie"
     with pytest.raises(UserError, match="has no NVLink"):
-        parse_cluster({"host_types": {"g4": {**host, "fabric": "nvswitch"}},
-                       "hosts": [{"type": "g4"}]}, "c.yaml")
+        parse_cluster(
+            {"host_types": {"g4": {**host, "fabric": "nvswitch"}}, "hosts": [{"type": "g4"}]}, "c.yaml"
+        )
 
 
 def test_unknown_gpu_lists_the_new_entries() -> None:

@@ -14,8 +14,9 @@ from heterosim.workload.trace import COMM_RECV_NODE, COMM_SEND_NODE
 
 def test_ring_allreduce_round_trips_as_send_recv(repo_root, tmp_path):
     c = load_cluster(repo_root / "topologies" / "two_host_h100.yaml")
-    plan = decompose_collective("allreduce", 2**22, list(range(4, 12)), c, algorithm="ring",
-                                protocol="simple", channels=2)
+    plan = decompose_collective(
+        "allreduce", 2**22, list(range(4, 12)), c, algorithm="ring", protocol="simple", channels=2
+    )
     paths = write_collective_chakra(plan, tmp_path)
     assert len(paths) == 8
     sends, recvs = {}, {}

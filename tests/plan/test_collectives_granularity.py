@@ -39,18 +39,23 @@ def pair_bytes(plan) -> dict[tuple[int, int], tuple[int, int]]:
     payload = np.zeros(pairs.size, np.int64)
     np.add.at(wire, inverse.reshape(-1), plan.bytes[flows])
     np.add.at(payload, inverse.reshape(-1), plan.payload[flows])
-    return {(int(k >> 32), int(k & 0xFFFFFFFF)): (int(w), int(p))
-            for k, w, p in zip(pairs, wire, payload)}
+    return {(int(k >> 32), int(k & 0xFFFFFFFF)): (int(w), int(p)) for k, w, p in zip(pairs, wire, payload)}
 
 
-CONSERVATION = [
-    ("ring", op, proto, 16) for op in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
-    for proto in ("simple", "ll", "ll128")
-] + [("tree", "allreduce", proto, 16) for proto in ("simple", "ll", "ll128")] + [
-    ("nvls", "allreduce", "simple", 16),  # NVLS Tree across the two hosts
-    ("nvls", "allreduce", "simple", 8), ("nvls", "allgather", "simple", 8),
-    ("nvls", "reducescatter", "simple", 8),
-]
+CONSERVATION = (
+    [
+        ("ring", op, proto, 16)
+        for op in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
+        for proto in ("simple", "ll", "ll128")
+    ]
+    + [("tree", "allreduce", proto, 16) for proto in ("simple", "ll", "ll128")]
+    + [
+        ("nvls", "allreduce", "simple", 16),  # NVLS Tree across the two hosts
+        ("nvls", "allreduce", "simple", 8),
+        ("nvls", "allgather", "simple", 8),
+        ("nvls", "reducescatter", "simple", 8),
+    ]
+)
 
 
 @pytest.mark.parametrize("algo,op,proto,n", CONSERVATION, ids=["-".join(map(str, c)) for c in CONSERVATION])
@@ -80,10 +85,12 @@ def test_uneven_allgather_and_sendrecv_conserve_bytes(two_hosts):
 
 def test_step_granularity_is_one_ring_loop_with_the_same_pair_bytes(two_hosts):
     n, size = 16, 2**30
-    chunk = decompose_collective("allreduce", size, list(range(n)), two_hosts, algorithm="ring",
-                                 protocol="simple")
-    step = decompose_collective("allreduce", size, list(range(n)), two_hosts, algorithm="ring",
-                                protocol="simple", granularity="step")
+    chunk = decompose_collective(
+        "allreduce", size, list(range(n)), two_hosts, algorithm="ring", protocol="simple"
+    )
+    step = decompose_collective(
+        "allreduce", size, list(range(n)), two_hosts, algorithm="ring", protocol="simple", granularity="step"
+    )
     assert step.num_flows == 2 * (n - 1) * step.channels * n
     assert chunk.num_flows > step.num_flows
     assert pair_bytes(step) == pair_bytes(chunk)
@@ -101,8 +108,9 @@ def test_dp_allreduce_flow_count_shrinks_to_at_most_two_pairs_per_gpu():
     dp = list(range(0, 128, 2))  # TP 2: the DP group of TP rank 0, 4 GPUs on each of 16 hosts
     size = 40 * 10**6  # a 40 MB gradient bucket
     chunk = decompose_collective("allreduce", size, dp, c, algorithm="ring", protocol="simple")
-    conn = decompose_collective("allreduce", size, dp, c, algorithm="ring", protocol="simple",
-                                granularity="connection")
+    conn = decompose_collective(
+        "allreduce", size, dp, c, algorithm="ring", protocol="simple", granularity="connection"
+    )
     n = len(dp)
     assert chunk.num_flows == 2 * (n - 1) * chunk.channels * n  # one loop at this size
     assert conn.num_flows <= 2 * n
@@ -113,8 +121,19 @@ def test_dp_allreduce_flow_count_shrinks_to_at_most_two_pairs_per_gpu():
 def test_bad_granularity_is_a_user_error(two_hosts, tmp_path, capsys):
     with pytest.raises(UserError, match="granularity"):
         decompose_collective("allreduce", 1024, [0, 1], two_hosts, granularity="packet")
-    code = main(["run", str(DEFAULT), "--fidelity", "flow", "--out", str(tmp_path / "o"), "--quiet",
-                 "--set", "simulation.collective_granularity=coarse"])
+    code = main(
+        [
+            "run",
+            str(DEFAULT),
+            "--fidelity",
+            "flow",
+            "--out",
+            str(tmp_path / "o"),
+            "--quiet",
+            "--set",
+            "simulation.collective_granularity=coarse",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert "default.yaml" in err[0] and "simulation.collective_granularity" in err[0]
@@ -125,8 +144,12 @@ def simulate(plan, cluster):
     from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
-    return execute_plan(plan.to_execution_plan(cluster.world_size), build_topology(cluster),
-                        default_network(), engine_config(fidelity="flow", seed=1)).makespan_ns
+    return execute_plan(
+        plan.to_execution_plan(cluster.world_size),
+        build_topology(cluster),
+        default_network(),
+        engine_config(fidelity="flow", seed=1),
+    ).makespan_ns
 
 
 @pytest.mark.ns3
@@ -159,8 +182,9 @@ def test_bandwidth_bound_allreduce_matches_chunk_and_formula(native_lib, two_hos
 @pytest.mark.parametrize("algo,n", [("ring", 8), ("ring", 16), ("tree", 16), ("nvls", 8), ("nvls", 16)])
 def test_small_message_time_is_nccls_latency(native_lib, two_hosts, algo, n):
     """64 B: the whole time is the model's latency (charged once, less the wire the network adds)."""
-    plan = decompose_collective("allreduce", 64, list(range(n)), two_hosts, algorithm=algo,
-                                granularity="connection")
+    plan = decompose_collective(
+        "allreduce", 64, list(range(n)), two_hosts, algorithm=algo, granularity="connection"
+    )
     t = simulate(plan, two_hosts)
     assert t == pytest.approx(plan.predicted_ns, rel=0.02)
 
@@ -178,8 +202,9 @@ def test_default_iteration_in_both_granularities(native_lib):
 
     times, flows = {}, {}
     for gran in ("chunk", "connection"):
-        exp = load_experiment(DEFAULT, ["simulation.fidelity=flow",
-                                        f"simulation.collective_granularity={gran}"])
+        exp = load_experiment(
+            DEFAULT, ["simulation.fidelity=flow", f"simulation.collective_granularity={gran}"]
+        )
         run = run_experiment(exp)
         times[gran] = run.engine.makespan_ns
         flows[gran] = int(np.count_nonzero(run.tables.plan.kind == FLOW))
@@ -190,8 +215,10 @@ def test_default_iteration_in_both_granularities(native_lib):
     tables, topology, rank_gpu = prepared.tables, prepared.topology, prepared.rank_gpu
     groups = {int(k): list(v) for k, v in prepared.workload.groups.as_json().items()}
     colls = tables.collectives
-    distinct = {(int(t), int(s), tuple(int(rank_gpu[m]) for m in groups[int(g)]))
-                for t, s, g in zip(colls["comm_type"], colls["size_bytes"], colls["group"])}
+    distinct = {
+        (int(t), int(s), tuple(int(rank_gpu[m]) for m in groups[int(g)]))
+        for t, s, g in zip(colls["comm_type"], colls["size_bytes"], colls["group"])
+    }
     from heterosim.engine.executor import engine_config, execute_plan
 
     worst = 0.0
@@ -199,8 +226,12 @@ def test_default_iteration_in_both_granularities(native_lib):
         t = {}
         for gran in ("chunk", "connection"):
             plan = decompose_collective(ctype, size, list(gpus), exp.cluster, strict=False, granularity=gran)
-            t[gran] = execute_plan(plan.to_execution_plan(exp.cluster.world_size), topology, exp.network,
-                                   engine_config(fidelity="flow", seed=1)).makespan_ns
+            t[gran] = execute_plan(
+                plan.to_execution_plan(exp.cluster.world_size),
+                topology,
+                exp.network,
+                engine_config(fidelity="flow", seed=1),
+            ).makespan_ns
         worst = max(worst, abs(t["connection"] / t["chunk"] - 1))
     assert worst < 0.05
     assert abs(times["connection"] / times["chunk"] - 1) <= worst
@@ -210,7 +241,22 @@ def test_default_iteration_in_both_granularities(native_lib):
 @pytest.mark.ns3
 def test_results_json_records_the_granularity(native_lib, tmp_path):
     out = tmp_path / "r"
-    assert main(["run", str(DEFAULT), "--fidelity", "flow", "--out", str(out), "--quiet", "--no-plots",
-                 "--set", "simulation.collective_granularity=connection"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                str(DEFAULT),
+                "--fidelity",
+                "flow",
+                "--out",
+                str(out),
+                "--quiet",
+                "--no-plots",
+                "--set",
+                "simulation.collective_granularity=connection",
+            ]
+        )
+        == 0
+    )
     results = json.loads((out / "results.json").read_text())
     assert results["experiment"]["resolved"]["simulation"]["collective_granularity"] == "connection"

@@ -23,8 +23,15 @@ def cluster(gpu: str = "H100-SXM", efficiency: float | None = None):
     host = {"gpu": gpu, "gpus": 8, "fabric": "nvswitch", "nics": 8, "nic_speed": "400Gbps"}
     if efficiency is not None:
         host["nvlink_efficiency"] = efficiency
-    return parse_cluster({"name": "t", "host_types": {"h": host}, "hosts": [{"type": "h", "count": 1}],
-                          "fabric": {"kind": "rail-optimized", "link_delay": "1us"}}, "t.yaml")
+    return parse_cluster(
+        {
+            "name": "t",
+            "host_types": {"h": host},
+            "hosts": [{"type": "h", "count": 1}],
+            "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
+        },
+        "t.yaml",
+    )
 
 
 def nccl_nvls_busbw(heads: int, speed: float, eff: float, coll: str) -> float:
@@ -78,13 +85,18 @@ def _simulate(plan, c):
     from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
-    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), default_network(),
-                        engine_config(fidelity="flow", seed=1))
+    return execute_plan(
+        plan.to_execution_plan(c.world_size),
+        build_topology(c),
+        default_network(),
+        engine_config(fidelity="flow", seed=1),
+    )
 
 
 @pytest.mark.ns3
-@pytest.mark.parametrize("coll,n", [("allreduce", 8), ("allreduce", 4), ("allgather", 8),
-                                    ("reducescatter", 4)])
+@pytest.mark.parametrize(
+    "coll,n", [("allreduce", 8), ("allreduce", 4), ("allgather", 8), ("reducescatter", 4)]
+)
 def test_simulated_nvls_busbw_follows_nccl_model(native_lib, coll, n):
     c = cluster()
     size = 2**30

@@ -14,20 +14,31 @@ from heterosim.plan.execution_plan import FLOW
 
 
 def cluster(hosts: int, gpus: int = 8, nics: int = 8, gpu: str = "H100-SXM", fabric: str = "nvswitch"):
-    return parse_cluster({
-        "name": "t", "host_types": {"h": {"gpu": gpu, "gpus": gpus, "fabric": fabric, "nics": nics,
-                                          "nic_speed": "400Gbps"}},
-        "hosts": [{"type": "h", "count": hosts}], "fabric": {"kind": "rail-optimized"},
-    }, "t.yaml")
+    return parse_cluster(
+        {
+            "name": "t",
+            "host_types": {
+                "h": {"gpu": gpu, "gpus": gpus, "fabric": fabric, "nics": nics, "nic_speed": "400Gbps"}
+            },
+            "hosts": [{"type": "h", "count": hosts}],
+            "fabric": {"kind": "rail-optimized"},
+        },
+        "t.yaml",
+    )
 
 
 S = 64 * 2**20 + 4096  # not a multiple of anything convenient
 
 
 @pytest.mark.parametrize("hosts", [1, 2, 3])
-@pytest.mark.parametrize("op,factor", [("allreduce", lambda n: 2 * (n - 1) / n),
-                                       ("allgather", lambda n: (n - 1) / n),
-                                       ("reducescatter", lambda n: (n - 1) / n)])
+@pytest.mark.parametrize(
+    "op,factor",
+    [
+        ("allreduce", lambda n: 2 * (n - 1) / n),
+        ("allgather", lambda n: (n - 1) / n),
+        ("reducescatter", lambda n: (n - 1) / n),
+    ],
+)
 def test_ring_bytes_per_rank(hosts, op, factor):
     c = cluster(hosts)
     n = 8 * hosts
@@ -54,8 +65,7 @@ def test_alltoall_and_broadcast_bytes():
     assert received[3] == 0 and np.all(np.delete(received, 3) == S)
     red = decompose_collective("reduce", S, list(range(n)), c, algorithm="ring", protocol="simple", root=5)
     assert red.sent_bytes_per_gpu(n)[5] == 0
-    assert np.bincount(red.dst[red.kind == FLOW], weights=red.payload[red.kind == FLOW],
-                       minlength=n)[5] == S
+    assert np.bincount(red.dst[red.kind == FLOW], weights=red.payload[red.kind == FLOW], minlength=n)[5] == S
 
 
 @pytest.mark.parametrize("protocol,ratio", [("ll", 2.0), ("ll128", 128 / 120)])
@@ -71,8 +81,9 @@ def test_protocol_wire_overhead(protocol, ratio):
 def test_uneven_allgather_v():
     c = cluster(2)
     sizes = np.array([0, 1000, 5 * 2**20, 3, 77777, 2**20, 0, 12345] * 2)
-    plan = decompose_collective("allgather", 0, list(range(16)), c, algorithm="ring", protocol="simple",
-                                sizes_per_rank=sizes)
+    plan = decompose_collective(
+        "allgather", 0, list(range(16)), c, algorithm="ring", protocol="simple", sizes_per_rank=sizes
+    )
     flows = plan.kind == FLOW
     received = np.bincount(plan.dst[flows], weights=plan.payload[flows], minlength=16)
     # Every rank receives everybody else's block exactly once.
@@ -87,9 +98,13 @@ def _check_chunk_order(plan):
     flows = np.flatnonzero((plan.kind == FLOW) & (plan.step >= 1))
     assert flows.size
     for t in flows:
-        parents = plan.dep_idx[plan.dep_ptr[t]:plan.dep_ptr[t + 1]]
-        ok = ((plan.dst[parents] == plan.gpu[t]) & (plan.step[parents] == plan.step[t] - 1)
-              & (plan.channel[parents] == plan.channel[t]) & (plan.chunk[parents] == plan.chunk[t]))
+        parents = plan.dep_idx[plan.dep_ptr[t] : plan.dep_ptr[t + 1]]
+        ok = (
+            (plan.dst[parents] == plan.gpu[t])
+            & (plan.step[parents] == plan.step[t] - 1)
+            & (plan.channel[parents] == plan.channel[t])
+            & (plan.chunk[parents] == plan.chunk[t])
+        )
         assert ok.any(), f"task {t} sends before receiving its chunk"
     # and parents always come earlier in a topological sense: indices are a valid DAG order
     child = np.repeat(np.arange(len(plan)), np.diff(plan.dep_ptr))
@@ -99,8 +114,9 @@ def _check_chunk_order(plan):
 @pytest.mark.parametrize("op", ["allreduce", "allgather", "reducescatter", "broadcast"])
 def test_chunk_dependencies(op):
     c = cluster(2)
-    plan = decompose_collective(op, 200 * 2**20, list(range(16)), c, algorithm="ring", protocol="simple",
-                                channels=2)
+    plan = decompose_collective(
+        op, 200 * 2**20, list(range(16)), c, algorithm="ring", protocol="simple", channels=2
+    )
     assert plan.chunk.max() >= 1  # several loops of chunks
     _check_chunk_order(plan)
 
@@ -123,8 +139,10 @@ def test_rings_are_rail_aligned_between_hosts():
 
 def test_single_rank_and_empty_sizes_give_marker_only_plans():
     c = cluster(1)
-    for plan in (decompose_collective("allreduce", 1024, [3], c),
-                 decompose_collective("allreduce", 0, [0, 1], c)):
+    for plan in (
+        decompose_collective("allreduce", 1024, [3], c),
+        decompose_collective("allreduce", 0, [0, 1], c),
+    ):
         assert plan.num_flows == 0 and len(plan) == 2 and list(plan.dep_idx) == [0]
 
 
@@ -151,6 +169,17 @@ def test_dense_fast_path_equals_generic_construction(op, protocol, monkeypatch):
     fast = dec._decompose(*args)
     monkeypatch.setattr(ring, "_dense_ring_graph", ring._sparse_ring_graph)
     slow = dec._decompose(*args)
-    for name in ("kind", "gpu", "dst", "bytes", "payload", "delay_ns", "channel", "step", "chunk",
-                 "dep_ptr", "dep_idx"):
+    for name in (
+        "kind",
+        "gpu",
+        "dst",
+        "bytes",
+        "payload",
+        "delay_ns",
+        "channel",
+        "step",
+        "chunk",
+        "dep_ptr",
+        "dep_idx",
+    ):
         assert np.array_equal(getattr(fast, name), getattr(slow, name)), name

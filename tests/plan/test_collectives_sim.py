@@ -18,9 +18,16 @@ pytestmark = pytest.mark.ns3
 PACKET_MISSING = importlib.util.find_spec("heterosim.engine.packet") is None
 FIDELITIES = [
     "flow",
-    pytest.param("packet", marks=[pytest.mark.skipif(
-        PACKET_MISSING, reason="packet network not available: heterosim.engine.packet (the RDMA packet "
-                               "model behind execute_plan with packet fidelity) has not landed")]),
+    pytest.param(
+        "packet",
+        marks=[
+            pytest.mark.skipif(
+                PACKET_MISSING,
+                reason="packet network not available: heterosim.engine.packet (the RDMA packet "
+                "model behind execute_plan with packet fidelity) has not landed",
+            )
+        ],
+    ),
 ]
 # 1 GiB across 4 hosts at packet level is ~10^6 frames per NIC: minutes, so it is run by hand
 # (pytest -m slow) and its result is recorded in benchmarks/README.md.
@@ -28,19 +35,29 @@ HOSTS = [1, pytest.param(4, marks=pytest.mark.slow)]
 
 
 def cluster(hosts: int):
-    return parse_cluster({
-        "name": "t", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8,
-                                          "nic_speed": "400Gbps"}},
-        "hosts": [{"type": "h", "count": hosts}], "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
-    }, "t.yaml")
+    return parse_cluster(
+        {
+            "name": "t",
+            "host_types": {
+                "h": {"gpu": "H100-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8, "nic_speed": "400Gbps"}
+            },
+            "hosts": [{"type": "h", "count": hosts}],
+            "fabric": {"kind": "rail-optimized", "link_delay": "1us"},
+        },
+        "t.yaml",
+    )
 
 
 def simulate(plan, c, fidelity="flow"):
     from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
-    return execute_plan(plan.to_execution_plan(c.world_size), build_topology(c), default_network(),
-                        engine_config(fidelity=fidelity, seed=1))
+    return execute_plan(
+        plan.to_execution_plan(c.world_size),
+        build_topology(c),
+        default_network(),
+        engine_config(fidelity=fidelity, seed=1),
+    )
 
 
 @pytest.mark.parametrize("fidelity", FIDELITIES)
@@ -88,25 +105,32 @@ def test_tree_beats_ring_on_latency_at_8kib_across_16_hosts(native_lib):
 
 def test_simulated_chunks_are_received_before_forwarded(native_lib):
     c = cluster(2)
-    plan = decompose_collective("allreduce", 2**27, list(range(16)), c, algorithm="ring", protocol="simple",
-                                channels=2)
+    plan = decompose_collective(
+        "allreduce", 2**27, list(range(16)), c, algorithm="ring", protocol="simple", channels=2
+    )
     result = simulate(plan, c)
     flows = np.flatnonzero((plan.kind == FLOW) & (plan.step >= 1))
     for t in flows:
-        parents = plan.dep_idx[plan.dep_ptr[t]:plan.dep_ptr[t + 1]]
+        parents = plan.dep_idx[plan.dep_ptr[t] : plan.dep_ptr[t + 1]]
         data = parents[(plan.dst[parents] == plan.gpu[t]) & (plan.step[parents] == plan.step[t] - 1)]
         assert result.task_start_ns[t] >= result.task_end_ns[data].max()
 
 
-@pytest.mark.parametrize("op,ranks", [("alltoall", list(range(24))), ("gather", list(range(24))),
-                                      ("sendrecv", [0, 23])])
+@pytest.mark.parametrize(
+    "op,ranks", [("alltoall", list(range(24))), ("gather", list(range(24))), ("sendrecv", [0, 23])]
+)
 def test_p2p_prediction_matches_simulation_on_nic_bound_hosts(native_lib, op, ranks):
     """3 PCIe hosts with 2 x 100G NICs each: the NICs bound every transfer that leaves a host, and
     the prediction (latency + busiest resource) matches the fluid simulation."""
-    c = parse_cluster({
-        "name": "p", "host_types": {"h": {"gpu": "L40S", "gpus": 8, "nics": 2, "nic_speed": "100Gbps"}},
-        "hosts": [{"type": "h", "count": 3}], "fabric": {"kind": "fat-tree"},
-    }, "p.yaml")
+    c = parse_cluster(
+        {
+            "name": "p",
+            "host_types": {"h": {"gpu": "L40S", "gpus": 8, "nics": 2, "nic_speed": "100Gbps"}},
+            "hosts": [{"type": "h", "count": 3}],
+            "fabric": {"kind": "fat-tree"},
+        },
+        "p.yaml",
+    )
     plan = decompose_collective(op, 64 * 2**20, ranks, c)
     assert plan.algorithm == "p2p"
     assert simulate(plan, c).makespan_ns == pytest.approx(plan.predicted_ns, rel=0.05)
@@ -120,8 +144,7 @@ def test_tree_allreduce_on_8_hosts_fills_the_nics(native_lib):
     (0.99x with one per chunk, whose chunks all finish together and stall the pipeline): NCCL's
     tree model carries empirical correction factors for GPU-side costs that are not simulated."""
     c = cluster(8)
-    plan = decompose_collective("allreduce", 64 << 20, list(range(64)), c, algorithm="tree",
-                                protocol="ll128")
+    plan = decompose_collective("allreduce", 64 << 20, list(range(64)), c, algorithm="tree", protocol="ll128")
     result = simulate(plan, c)
     t = result.makespan_ns
     from heterosim.engine.topology import build_topology

@@ -13,10 +13,15 @@ from heterosim.plan.execution_plan import FLOW
 
 
 def cluster(hosts: int, gpu: str = "H100-SXM", nics: int = 8):
-    return parse_cluster({
-        "name": "t", "host_types": {"h": {"gpu": gpu, "gpus": 8, "nics": nics, "nic_speed": "400Gbps"}},
-        "hosts": [{"type": "h", "count": hosts}], "fabric": {"kind": "rail-optimized"},
-    }, "t.yaml")
+    return parse_cluster(
+        {
+            "name": "t",
+            "host_types": {"h": {"gpu": gpu, "gpus": 8, "nics": nics, "nic_speed": "400Gbps"}},
+            "hosts": [{"type": "h", "count": hosts}],
+            "fabric": {"kind": "rail-optimized"},
+        },
+        "t.yaml",
+    )
 
 
 def _children(parents):
@@ -82,8 +87,9 @@ def test_nvls_single_host_port_volume():
 
 def test_nvls_availability():
     with pytest.raises(UserError, match="not available"):
-        decompose_collective("allreduce", 2**20, list(range(8)), cluster(1, gpu="A100-80GB-SXM", nics=4),
-                             algorithm="nvls")
+        decompose_collective(
+            "allreduce", 2**20, list(range(8)), cluster(1, gpu="A100-80GB-SXM", nics=4), algorithm="nvls"
+        )
     plan = decompose_collective("allreduce", 2**28, list(range(16)), cluster(2), algorithm="nvls")
     assert plan.algorithm == "nvls_tree"
     flows = plan.kind == FLOW
@@ -118,8 +124,15 @@ def test_tree_ll128_chunk_follows_nccl_sizing():
     # 1 MiB on 2 hosts: the first loop stops at 76,800 (not above 128 KiB), the second halves
     # while above 32 KiB: 76,800 -> 38,400 -> 19,200 B wire = 18,000 B payload
     assert tree_ll128_chunk_payload(1 << 20, 16, 2, 16) == 18_000
-    plan = decompose_collective("allreduce", 88_531_200, list(range(128)), cluster(16),
-                                algorithm="tree", protocol="ll128", channels=16)
+    plan = decompose_collective(
+        "allreduce",
+        88_531_200,
+        list(range(128)),
+        cluster(16),
+        algorithm="tree",
+        protocol="ll128",
+        channels=16,
+    )
     flows = plan.kind == FLOW
     assert plan.payload[flows].max() <= 72_000 and plan.chunk[flows].max() + 1 >= 72
 
@@ -130,8 +143,15 @@ def test_tree_channels_sharing_a_nic_use_both_trees():
     (with both channels of a NIC on one tree, the inner hosts' NICs carried 1.7x the mean)."""
     for hosts in (8, 16):
         n = 8 * hosts
-        plan = decompose_collective("allreduce", 64 << 20, list(range(n)), cluster(hosts),
-                                    algorithm="tree", protocol="simple", channels=16)
+        plan = decompose_collective(
+            "allreduce",
+            64 << 20,
+            list(range(n)),
+            cluster(hosts),
+            algorithm="tree",
+            protocol="simple",
+            channels=16,
+        )
         flows = plan.kind == FLOW
         src, dst, wire = plan.gpu[flows], plan.dst[flows], plan.bytes[flows]
         inter = src // 8 != dst // 8

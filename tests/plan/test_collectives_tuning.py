@@ -11,11 +11,17 @@ from heterosim.plan.collectives.tuning import choose, graph_channels, model_bw_l
 
 
 def cluster(hosts: int, gpu: str = "H100-SXM", nics: int = 8, fabric: str = "nvswitch"):
-    return parse_cluster({
-        "name": "t", "host_types": {"h": {"gpu": gpu, "gpus": 8, "nics": nics, "fabric": fabric,
-                                          "nic_speed": "400Gbps"}},
-        "hosts": [{"type": "h", "count": hosts}], "fabric": {"kind": "rail-optimized"},
-    }, "t.yaml")
+    return parse_cluster(
+        {
+            "name": "t",
+            "host_types": {
+                "h": {"gpu": gpu, "gpus": 8, "nics": nics, "fabric": fabric, "nic_speed": "400Gbps"}
+            },
+            "hosts": [{"type": "h", "count": hosts}],
+            "fabric": {"kind": "rail-optimized"},
+        },
+        "t.yaml",
+    )
 
 
 def test_reference_worked_example_a100():
@@ -23,8 +29,12 @@ def test_reference_worked_example_a100():
     view = comm_view(list(range(8)), cluster(1, gpu="A100-80GB-SXM", nics=4))
     assert view.intra_gbps == pytest.approx(240.0)
     expect = {  # (a, p): (latency us, algbw GB/s)
-        ("ring", "ll"): (15.0, 50.1), ("ring", "ll128"): (40.6, 126.2), ("ring", "simple"): (56.0, 137.1),
-        ("tree", "ll"): (15.2, 29.1), ("tree", "ll128"): (31.5, 85.9), ("tree", "simple"): (64.4, 110.4),
+        ("ring", "ll"): (15.0, 50.1),
+        ("ring", "ll128"): (40.6, 126.2),
+        ("ring", "simple"): (56.0, 137.1),
+        ("tree", "ll"): (15.2, 29.1),
+        ("tree", "ll128"): (31.5, 85.9),
+        ("tree", "simple"): (64.4, 110.4),
     }
     for (a, p), (lat, bw) in expect.items():
         got_bw, got_lat = model_bw_lat("allreduce", a, p, view, 12, 2**20)

@@ -24,11 +24,16 @@ def _synthetic(kind_rows, spec, truth):
 
 def test_recovers_gemm_parameters_within_2_percent():
     spec, base = gpu_spec(GPU), default_params(GPU)
-    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.71}, gemm_k_half=310.0,
-                             launch_overhead_ns=6500.0)
+    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.71}, gemm_k_half=310.0, launch_overhead_ns=6500.0)
     shapes = [(m, n, k) for m, n, k in itertools.product([128, 1024, 8192], [256, 4096], [32, 256, 4096])]
-    rows = _synthetic([("gemm", "bf16", (m, n, k, 1), (0, 0), 2 * m * n * k,
-                        2 * (m * k + k * n + m * n), "fwd") for m, n, k in shapes], spec, truth)
+    rows = _synthetic(
+        [
+            ("gemm", "bf16", (m, n, k, 1), (0, 0), 2 * m * n * k, 2 * (m * k + k * n + m * n), "fwd")
+            for m, n, k in shapes
+        ],
+        spec,
+        truth,
+    )
     params, report = calibrate(spec, rows, base)
     assert params.gemm_max_by_dtype["bf16"] == pytest.approx(0.71, rel=0.02)
     assert params.gemm_k_half == pytest.approx(310.0, rel=0.02)
@@ -39,18 +44,25 @@ def test_recovers_gemm_parameters_within_2_percent():
 
 def test_recovers_attention_parameters_within_2_percent():
     spec, base = gpu_spec(GPU), default_params(GPU)
-    truth = base.with_values(attention_fwd_efficiency=0.62, attention_bwd_ratio=0.8,
-                             attention_seq_half=410.0, attention_head_dim_half=24.0)
+    truth = base.with_values(
+        attention_fwd_efficiency=0.62,
+        attention_bwd_ratio=0.8,
+        attention_seq_half=410.0,
+        attention_head_dim_half=24.0,
+    )
     specs = []
-    for s, d, causal, pass_ in itertools.product([256, 1024, 4096, 16384], [64, 128], [0, 1],
-                                                 ["fwd", "bwd"]):
+    for s, d, causal, pass_ in itertools.product([256, 1024, 4096, 16384], [64, 128], [0, 1], ["fwd", "bwd"]):
         b, h = max(16384 // s, 1), 2048 // d
         fwd = attention_forward_flops(b, s, h, d, bool(causal))
         flops = fwd * (2.5 if pass_ == "bwd" else 1.0)
         specs.append(("attention", "fp16", (b, s, h, d), (h, causal), int(flops), 8 * b * s * h * d, pass_))
     params, report = calibrate(spec, _synthetic(specs, spec, truth), base)
-    for name, value in (("attention_fwd_efficiency", 0.62), ("attention_bwd_ratio", 0.8),
-                        ("attention_seq_half", 410.0), ("attention_head_dim_half", 24.0)):
+    for name, value in (
+        ("attention_fwd_efficiency", 0.62),
+        ("attention_bwd_ratio", 0.8),
+        ("attention_seq_half", 410.0),
+        ("attention_head_dim_half", 24.0),
+    ):
         assert getattr(params, name) == pytest.approx(value, rel=0.02), name
     assert report.fits["attention"].r2_log > 0.999
 
@@ -58,8 +70,14 @@ def test_recovers_attention_parameters_within_2_percent():
 def test_recovers_memory_parameters_within_2_percent():
     spec, base = gpu_spec(GPU), default_params(GPU)
     truth = base.with_values(memory_efficiency=0.91, launch_overhead_ns=2500.0)
-    rows = _synthetic([("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n, "fwd")
-                       for n in (2**12, 2**16, 2**20, 2**24, 2**27)], spec, truth)
+    rows = _synthetic(
+        [
+            ("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n, "fwd")
+            for n in (2**12, 2**16, 2**20, 2**24, 2**27)
+        ],
+        spec,
+        truth,
+    )
     params, _ = calibrate(spec, rows, base)
     assert params.memory_efficiency == pytest.approx(0.91, rel=0.02)
     assert params.launch_overhead_ns == pytest.approx(2500.0, rel=0.02)
@@ -69,8 +87,14 @@ def test_gemm_fit_never_exceeds_the_published_envelope():
     # Synthetic data claiming 95 % of peak: the fit is clipped at the MAMF envelope (0.869).
     spec, base = gpu_spec(GPU), default_params(GPU)
     truth = base.with_values(gemm_max_by_dtype={"bf16": 0.95})
-    rows = _synthetic([("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
-                       for s in (2048, 4096, 8192, 16384)], spec, truth)
+    rows = _synthetic(
+        [
+            ("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
+            for s in (2048, 4096, 8192, 16384)
+        ],
+        spec,
+        truth,
+    )
     params, _ = calibrate(spec, rows, base)
     assert params.gemm_ceiling("bf16") <= 0.869 + 1e-9
 

@@ -9,8 +9,12 @@ from heterosim.plan.compute.model import ComputeModel
 
 
 def _norm_rows(gpu, sizes, times):
-    return [Measurement(gpu, "norm", "bf16", "fwd", (r, 4096, 0, 0), (0, 0), 8 * r * 4096,
-                        4 * r * 4096, t, "test") for r, t in zip(sizes, times)]
+    return [
+        Measurement(
+            gpu, "norm", "bf16", "fwd", (r, 4096, 0, 0), (0, 0), 8 * r * 4096, 4 * r * 4096, t, "test"
+        )
+        for r, t in zip(sizes, times)
+    ]
 
 
 @pytest.fixture
@@ -24,8 +28,9 @@ def norm_db(tmp_path):
 
 
 def _time_norm(model, rows):
-    return model.time_op("norm", "bf16", (rows, 4096, 0, 0), (0, 0), 8 * rows * 4096,
-                         4 * rows * 4096, "H100-SXM")
+    return model.time_op(
+        "norm", "bf16", (rows, 4096, 0, 0), (0, 0), 8 * rows * 4096, 4 * rows * 4096, "H100-SXM"
+    )
 
 
 def test_measured_points_reproduced_exactly(norm_db):
@@ -84,10 +89,8 @@ def test_shipped_fa2_forward_rows_are_measurements():
     # fa3-h100-fwd-fp16-causal-hd128-flash-attention-2: seq 2048, batch 8, 16 heads, 298 TFLOP/s;
     # the cuDNN series of the same figure (H100's default kernel): 484 TFLOP/s.
     flops = 4 * 8 * 2048**2 * 16 * 128 // 2
-    for model, tflops in ((ComputeModel(attention_impl="flash-attention-2"), 298),
-                          (ComputeModel(), 484)):
-        t, prov = model.time_op("attention", "bf16", (8, 2048, 16, 128), (16, 1), flops, 0,
-                                "H100")
+    for model, tflops in ((ComputeModel(attention_impl="flash-attention-2"), 298), (ComputeModel(), 484)):
+        t, prov = model.time_op("attention", "bf16", (8, 2048, 16, 128), (16, 1), flops, 0, "H100")
         assert prov == "measured"
         assert t == pytest.approx(flops / (tflops * 1e12) * 1e9, rel=1e-6)
 
@@ -103,6 +106,8 @@ def test_attention_interpolates_at_the_ops_sequence_length():
     assert prov == "interpolated"
     assert flops / t * 1e-3 == pytest.approx(518, rel=1e-6)
     # between measured lengths: monotone in the sequence length at fixed batch*heads
-    times = [model.time_op("attention", "bf16", (1, s, 16, 128), (16, 1),
-                           4 * s * s * 16 * 128 // 2, 0, "H100")[0] for s in range(1024, 8193, 256)]
+    times = [
+        model.time_op("attention", "bf16", (1, s, 16, 128), (16, 1), 4 * s * s * 16 * 128 // 2, 0, "H100")[0]
+        for s in range(1024, 8193, 256)
+    ]
     assert all(b > a for a, b in zip(times, times[1:]))

@@ -32,42 +32,79 @@ from heterosim.plan.compute.layer_check import estimate_iteration, single_gpu_pa
 
 CASES = {
     "megatron-readme2020-dgxa100-1b": dict(
-        gpu="A100-40GB-SXM", measured_s=1.076, attention="unfused", dp=1, dist_opt=False,
+        gpu="A100-40GB-SXM",
+        measured_s=1.076,
+        attention="unfused",
+        dp=1,
+        dist_opt=False,
         model=ModelConfig("gpt-1.16b", "gpt", 1920, 24, 15, 15, 7680, 51200, 1024),
-        training=TrainingConfig(global_batch=16, micro_batch=16, seq_len=1024, dtype="fp16",
-                                recompute="full")),
+        training=TrainingConfig(
+            global_batch=16, micro_batch=16, seq_len=1024, dtype="fp16", recompute="full"
+        ),
+    ),
     "nemo2407-h100-fp8-gpt3-5b-64": dict(
-        gpu="H100-SXM", measured_s=2048 * 2048 / (23406 * 64), attention="flash", dp=64,
+        gpu="H100-SXM",
+        measured_s=2048 * 2048 / (23406 * 64),
+        attention="flash",
+        dp=64,
         dist_opt=True,
         model=ModelConfig("gpt3-5b", "gpt", 4096, 24, 32, 32, 16384, 50304, 2048),
-        training=TrainingConfig(global_batch=2048, micro_batch=4, seq_len=2048, dtype="fp8",
-                                recompute="none")),
+        training=TrainingConfig(
+            global_batch=2048, micro_batch=4, seq_len=2048, dtype="fp8", recompute="none"
+        ),
+    ),
     "megatron-core-readme-h100-1p7b": dict(
-        gpu="H100-SXM", attention="flash", dp=48, dist_opt=True,
-        measured_s=72 * 192 * 4096 * 24 * 2048**2
-        * (1 + 4096 / (6 * 2048) + 131072 / (12 * 24 * 2048)) / 48 / 408.8e12,
+        gpu="H100-SXM",
+        attention="flash",
+        dp=48,
+        dist_opt=True,
+        measured_s=72
+        * 192
+        * 4096
+        * 24
+        * 2048**2
+        * (1 + 4096 / (6 * 2048) + 131072 / (12 * 24 * 2048))
+        / 48
+        / 408.8e12,
         model=ModelConfig("gpt-1.7b", "gpt", 2048, 24, 16, 16, 8192, 131072, 4096),
-        training=TrainingConfig(global_batch=192, micro_batch=1, seq_len=4096, dtype="bf16",
-                                recompute="none")),
+        training=TrainingConfig(
+            global_batch=192, micro_batch=1, seq_len=4096, dtype="bf16", recompute="none"
+        ),
+    ),
 }
 # Target 15 %. The H100 cases miss it, predicting too fast (see benchmarks/README.md, "Compute
 # model": their GEMMs are bounded only by best-shape envelopes); their bounds record today's
 # honest errors (-19.9 % and -26.1 %), they are not tuned values.
-BOUNDS = {"megatron-readme2020-dgxa100-1b": 0.15, "nemo2407-h100-fp8-gpt3-5b-64": 0.22,
-          "megatron-core-readme-h100-1p7b": 0.30}
+BOUNDS = {
+    "megatron-readme2020-dgxa100-1b": 0.15,
+    "nemo2407-h100-fp8-gpt3-5b-64": 0.22,
+    "megatron-core-readme-h100-1p7b": 0.30,
+}
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_gpt_layer_prediction_against_published_single_gpu_time(case_id):
     c = CASES[case_id]
-    est = estimate_iteration(c["model"], c["training"], single_gpu_parallel(c["dp"], c["dist_opt"]),
-                             c["gpu"], ComputeModel(), attention=c["attention"])
+    est = estimate_iteration(
+        c["model"],
+        c["training"],
+        single_gpu_parallel(c["dp"], c["dist_opt"]),
+        c["gpu"],
+        ComputeModel(),
+        attention=c["attention"],
+    )
     error = est.iteration_s / c["measured_s"] - 1.0
-    published_layer_ms = 1e3 * c["measured_s"] * (est.layers * est.layer_fwd_bwd_s * est.micro_batches
-                                                 / est.iteration_s) / (est.layers * est.micro_batches)
-    print(f"\n{case_id} on {c['gpu']}: layer fwd {1e3 * est.layer_fwd_s:.2f} ms + bwd "
-          f"{1e3 * est.layer_bwd_s:.2f} ms = {1e3 * est.layer_fwd_bwd_s:.2f} ms per micro-batch "
-          f"(published-equivalent {published_layer_ms:.2f} ms); iteration predicted "
-          f"{est.iteration_s:.3f} s vs published {c['measured_s']:.3f} s: error {100 * error:+.1f}%; "
-          f"provenance {({k: round(v, 3) for k, v in est.shares.items() if v})}")
+    published_layer_ms = (
+        1e3
+        * c["measured_s"]
+        * (est.layers * est.layer_fwd_bwd_s * est.micro_batches / est.iteration_s)
+        / (est.layers * est.micro_batches)
+    )
+    print(
+        f"\n{case_id} on {c['gpu']}: layer fwd {1e3 * est.layer_fwd_s:.2f} ms + bwd "
+        f"{1e3 * est.layer_bwd_s:.2f} ms = {1e3 * est.layer_fwd_bwd_s:.2f} ms per micro-batch "
+        f"(published-equivalent {published_layer_ms:.2f} ms); iteration predicted "
+        f"{est.iteration_s:.3f} s vs published {c['measured_s']:.3f} s: error {100 * error:+.1f}%; "
+        f"provenance { ({k: round(v, 3) for k, v in est.shares.items() if v}) }"
+    )
     assert abs(error) < BOUNDS[case_id]

@@ -22,15 +22,20 @@ def _templates(rows):
     return OpTemplates(
         node_type=np.array([COMM_COLL_NODE if k == "comm" else COMP_NODE for k in kinds], np.uint8),
         op_kind=np.array([OP_KINDS.index(k) for k in kinds], np.uint16),
-        label=np.zeros(n, np.uint16), phase=np.zeros(n, np.uint8),
+        label=np.zeros(n, np.uint16),
+        phase=np.zeros(n, np.uint8),
         dtype=np.array([DTYPES.index(r[1]) for r in rows], np.uint8),
         shape=np.array([r[2] for r in rows], np.int64).reshape(n, 4),
         shape_extra=np.array([r[3] for r in rows], np.int64).reshape(n, 2),
         flops=np.array([r[4] for r in rows], np.int64),
         bytes_moved=np.array([r[5] for r in rows], np.int64),
-        comm_type=np.zeros(n, np.int8), comm_bytes=np.zeros(n, np.int64),
-        comm_group=np.zeros(n, np.int32), duration_ns=np.zeros(n, np.uint64),
-        op_kind_names=list(OP_KINDS), label_names=["x"])
+        comm_type=np.zeros(n, np.int8),
+        comm_bytes=np.zeros(n, np.int64),
+        comm_group=np.zeros(n, np.int32),
+        duration_ns=np.zeros(n, np.uint64),
+        op_kind_names=list(OP_KINDS),
+        label_names=["x"],
+    )
 
 
 ROWS = [
@@ -60,8 +65,9 @@ def test_time_templates_types_comm_rows_and_provenance():
 
 
 def test_provenance_shares_weight_by_counts_and_sum_to_one():
-    shares = provenance_shares(np.array([100, 300, 0], np.uint64), np.array([0, 2, 4], np.uint8),
-                               np.array([3, 1, 5]))
+    shares = provenance_shares(
+        np.array([100, 300, 0], np.uint64), np.array([0, 2, 4], np.uint8), np.array([3, 1, 5])
+    )
     assert shares["measured"] == pytest.approx(0.5) and shares["roofline"] == pytest.approx(0.5)
     assert sum(shares.values()) == pytest.approx(1.0)
     assert set(shares) == set(PROVENANCES)
@@ -137,14 +143,25 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     assert "mamf-fp8-h100-sxm" in note and "upper bound" in note
     assert "heterosim profile" in note and "--db" in note
     # GPUs without a published envelope say their ceiling is modelled
-    ComputeModel().time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1,
-                           "L40S")
+    ComputeModel().time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S")
     # a database with the GPU's own GEMMs calibrates the curve: no note
     path = tmp_path / "h100.db"
     db = OpDatabase(path, create=True)
-    db.add(Measurement("H100-SXM", "gemm", "fp8", "fwd", (s, s, s, 1), (0, 0), 2 * s**3,
-                       3 * s * s, 2 * s**3 / 1.0e15 * 1e9, "profiler")
-           for s in (2048, 4096, 8192))
+    db.add(
+        Measurement(
+            "H100-SXM",
+            "gemm",
+            "fp8",
+            "fwd",
+            (s, s, s, 1),
+            (0, 0),
+            2 * s**3,
+            3 * s * s,
+            2 * s**3 / 1.0e15 * 1e9,
+            "profiler",
+        )
+        for s in (2048, 4096, 8192)
+    )
     db.close()
     calibrated = ComputeModel([path])
     calibrated.time_op(*gemm, "H100-SXM")

@@ -55,14 +55,14 @@ def test_fp8_gemms_are_profiled_with_scaled_mm(tmp_path, capsys):
     if fp8_gemm_runner(torch, 32, 32, 32, 1, "cpu") is None:
         pytest.skip("this PyTorch has no CPU fp8 _scaled_mm")
     out = tmp_path / "fp8.db"
-    ops = [gemm_op(s, s, s, "fp8") for s in (32, 64, 128)] + [gemm_op(24, 24, 24, "fp8"),
-                                                            gemm_op(32, 32, 32, "fp8", batch=2)]
+    ops = [gemm_op(s, s, s, "fp8") for s in (32, 64, 128)] + [
+        gemm_op(24, 24, 24, "fp8"),
+        gemm_op(32, 32, 32, "fp8", batch=2),
+    ]
     assert profile(out, ops, device="cpu", repeats=2, warmup=1) == 3
     assert capsys.readouterr().out.count("profile: skipping fp8 gemm") == 2
     db = OpDatabase(out)
-    assert {(m.dtype, m.shape) for m in db.measurements()} == {
-        ("fp8", (s, s, s, 1)) for s in (32, 64, 128)}
+    assert {(m.dtype, m.shape) for m in db.measurements()} == {("fp8", (s, s, s, 1)) for s in (32, 64, 128)}
     db.close()
-    t, prov = ComputeModel([out]).time_op("gemm", "fp8", (64, 64, 64, 1), (0, 0), 2 * 64**3,
-                                          3 * 64**2, "cpu")
+    t, prov = ComputeModel([out]).time_op("gemm", "fp8", (64, 64, 64, 1), (0, 0), 2 * 64**3, 3 * 64**2, "cpu")
     assert prov == "measured" and t > 0

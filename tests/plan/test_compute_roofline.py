@@ -32,8 +32,16 @@ def test_gemm_time_at_least_flops_over_peak(gpu):
 def test_memory_bound_time_at_least_bytes_over_bandwidth(gpu, kind):
     spec, params = gpu_spec(gpu), default_params(gpu)
     for moved in [1, 10**4, 10**6, 10**8, 10**10]:
-        t = roofline_time_ns(kind, "bf16" if spec.peak_tflops.get("bf16") else "fp16",
-                             (moved // 4, 0, 0, 0), (0, 0), moved // 2, moved, spec, params)
+        t = roofline_time_ns(
+            kind,
+            "bf16" if spec.peak_tflops.get("bf16") else "fp16",
+            (moved // 4, 0, 0, 0),
+            (0, 0),
+            moved // 2,
+            moved,
+            spec,
+            params,
+        )
         assert t * 1e-9 >= moved / spec.memory_bytes_per_s
         assert t >= params.launch_overhead_ns  # the documented fixed cost per op
 

@@ -15,8 +15,7 @@ NORM = ("norm", "bf16", (65536, 4096, 0, 0), (0, 0), 8 * 65536 * 4096, 4 * 65536
 def _db(tmp_path, gpu, ops_times):
     path = tmp_path / f"{gpu}.db"
     db = OpDatabase(path, create=True)
-    db.add([Measurement(gpu, k, d, "fwd", s, e, f, b, t, "test") for (k, d, s, e, f, b), t
-            in ops_times])
+    db.add([Measurement(gpu, k, d, "fwd", s, e, f, b, t, "test") for (k, d, s, e, f, b), t in ops_times])
     db.close()
     return path
 
@@ -47,8 +46,10 @@ def test_scaling_uses_the_nearest_measured_gpu(tmp_path):
 def test_policy_calibrated_roofline_beats_scaling(tmp_path):
     # H100 has its own memory-bound measurements (so a calibrated memory curve); the norm was
     # measured on A100 only. Policy: calibrated roofline on the target first.
-    own = [(("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n), 4000 + 4 * n / 3.0e3)
-           for n in (2**20, 2**22, 2**24, 2**26)]
+    own = [
+        (("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n), 4000 + 4 * n / 3.0e3)
+        for n in (2**20, 2**22, 2**24, 2**26)
+    ]
     model = ComputeModel([_db(tmp_path, H100, own), _db(tmp_path, A100, [(NORM, 500_000.0)])])
     assert "memory" in model.calibration(H100).fits
     assert model.time_op(*NORM, H100)[1] == "roofline"

@@ -28,10 +28,26 @@ def csv_module_bytes(tmp_path, header, columns) -> bytes:
 
 
 def awkward_columns(n: int, rng: np.random.Generator) -> list[np.ndarray]:
-    big = rng.integers(-10**18, 10**18, n)
+    big = rng.integers(-(10**18), 10**18, n)
     big[:4] = [np.iinfo(np.int64).max, -np.iinfo(np.int64).max, 0, -1]
-    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e16, 9999999999999998.0, 1e-5,
-                         1e-4, 123.0, 0.1, 5e-324, 1.7976931348623157e308, -2.5e-7])
+    specials = np.array(
+        [
+            0.0,
+            -0.0,
+            np.nan,
+            np.inf,
+            -np.inf,
+            1e16,
+            9999999999999998.0,
+            1e-5,
+            1e-4,
+            123.0,
+            0.1,
+            5e-324,
+            1.7976931348623157e308,
+            -2.5e-7,
+        ]
+    )
     return [
         big,
         rng.integers(-5, 5, n).astype(np.int32),
@@ -76,13 +92,16 @@ def test_union_in_chunks_carries_each_group_across_chunk_borders():
         ends = starts + rng.integers(-10, 150, n)
         groups = rng.integers(0, 3, n)  # few groups: most span several chunks
         whole = union_length(starts, ends, groups, 3)
-        assert np.array_equal(whole, np.array([covered(zip(starts[groups == g], ends[groups == g]))
-                                               for g in range(3)]))
+        assert np.array_equal(
+            whole, np.array([covered(zip(starts[groups == g], ends[groups == g])) for g in range(3)])
+        )
         for chunk in (1, 2, 3, 7):
             assert np.array_equal(union_length(starts, ends, groups, 3, chunk=chunk), whole)
             order = np.argsort(starts, kind="stable")
-            assert np.array_equal(union_length(starts[order], ends[order], groups[order], 3,
-                                               starts_sorted=True, chunk=chunk), whole)
+            assert np.array_equal(
+                union_length(starts[order], ends[order], groups[order], 3, starts_sorted=True, chunk=chunk),
+                whole,
+            )
 
 
 def test_union_with_sorted_starts_matches_general_sort():
@@ -92,8 +111,9 @@ def test_union_with_sorted_starts_matches_general_sort():
         starts = np.sort(rng.integers(0, 1000, n))
         ends = starts + rng.integers(-20, 200, n)
         groups = rng.integers(0, 9, n)
-        assert np.array_equal(union_length(starts, ends, groups, 9, starts_sorted=True),
-                              union_length(starts, ends, groups, 9))
+        assert np.array_equal(
+            union_length(starts, ends, groups, 9, starts_sorted=True), union_length(starts, ends, groups, 9)
+        )
 
 
 def test_longest_is_a_stable_sort_by_length():
@@ -102,8 +122,7 @@ def test_longest_is_a_stable_sort_by_length():
         n = int(rng.integers(0, 50))
         length = rng.integers(0, int(rng.integers(1, 6)), n)  # many ties
         count = int(rng.integers(0, n + 2))
-        assert np.array_equal(longest(length, count),
-                              np.sort(np.argsort(-length, kind="stable")[:count]))
+        assert np.array_equal(longest(length, count), np.sort(np.argsort(-length, kind="stable")[:count]))
 
 
 # --- rank breakdown against its definitions, in plain Python ---------------------------------
@@ -163,10 +182,19 @@ def random_plan(rng, num_gpus, n):
     dst = rng.integers(0, num_gpus, n).astype(np.int32)
     collective = np.where(rng.random(n) < 0.2, -1, rng.integers(0, 6, n)).astype(np.int64)
     plan = ExecutionPlan(
-        kind=kind, gpu=gpu, dst=dst, bytes=np.ones(n, np.int64), duration_ns=np.zeros(n, np.int64),
-        delay_ns=np.zeros(n, np.int64), stream=np.zeros(n, np.int16), priority=np.zeros(n, np.uint8),
-        dep_ptr=np.zeros(n + 1, np.int64), dep_idx=np.zeros(0, np.int64),
-        rank=np.zeros(n, np.int32), node=np.zeros(n, np.int64), collective=collective,
+        kind=kind,
+        gpu=gpu,
+        dst=dst,
+        bytes=np.ones(n, np.int64),
+        duration_ns=np.zeros(n, np.int64),
+        delay_ns=np.zeros(n, np.int64),
+        stream=np.zeros(n, np.int16),
+        priority=np.zeros(n, np.uint8),
+        dep_ptr=np.zeros(n + 1, np.int64),
+        dep_idx=np.zeros(0, np.int64),
+        rank=np.zeros(n, np.int32),
+        node=np.zeros(n, np.int64),
+        collective=collective,
         num_gpus=num_gpus,
     )
     start = rng.integers(0, 500, n)
@@ -218,15 +246,37 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
     rows = []
     for i in range(len(flows["task"])):
         start, end = flows["start_ns"][i], flows["end_ns"][i]
-        rows.append([flows["task"][i], flows["src"][i], flows["dst"][i], flows["bytes"][i],
-                     start * 1e-9, end * 1e-9, (end - start) * 1e-9,
-                     flows["retransmits"][i] if "retransmits" in flows else 0,
-                     flows["collective"][i], flows["connection"][i]])
+        rows.append(
+            [
+                flows["task"][i],
+                flows["src"][i],
+                flows["dst"][i],
+                flows["bytes"][i],
+                start * 1e-9,
+                end * 1e-9,
+                (end - start) * 1e-9,
+                flows["retransmits"][i] if "retransmits" in flows else 0,
+                flows["collective"][i],
+                flows["connection"][i],
+            ]
+        )
     path = tmp_path / "reference.csv"
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits",
-                         "collective", "connection"])
+        writer.writerow(
+            [
+                "task",
+                "src_gpu",
+                "dst_gpu",
+                "bytes",
+                "start_s",
+                "end_s",
+                "fct_s",
+                "retransmits",
+                "collective",
+                "connection",
+            ]
+        )
         writer.writerows(rows)
     assert len(rows) > 100
     assert (out / "flows.csv").read_bytes() == path.read_bytes()
@@ -240,8 +290,14 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
 @pytest.mark.ns3
 def test_run_breakdown_is_the_plain_python_one(tiny_run):
     run, _, results = tiny_run
-    ref = reference_breakdown(run.tables.plan, run.engine.task_start_ns, run.engine.task_end_ns,
-                              run.rank_gpu, run.experiment.cluster.gpu_host, run.engine.makespan_ns)
+    ref = reference_breakdown(
+        run.tables.plan,
+        run.engine.task_start_ns,
+        run.engine.task_end_ns,
+        run.rank_gpu,
+        run.experiment.cluster.gpu_host,
+        run.engine.makespan_ns,
+    )
     iteration = int(run.engine.makespan_ns)
     for r, row in enumerate(results["ranks"]):
         assert row["compute_s"] == ref["compute"][r] * 1e-9

@@ -25,12 +25,18 @@ def test_timeline_rows_group_by_stage_and_gpu_and_thin_evenly_past_the_limit():
     gpu = ["A100"] * 100 + ["H100"] * 60 + ["H800"] * 40 + ["H100"] * 100 + ["L40S"] * 100
     rows, groups = timeline_rows(stage, gpu, max_rows=100)
     labels = [label.split("\n")[0] for label, _, _ in groups]
-    assert labels == ["stage 0 · H100", "stage 0 · H800", "stage 1 · A100", "stage 2 · H100",
-                      "stage 3 · L40S"]
+    assert labels == [
+        "stage 0 · H100",
+        "stage 0 · H800",
+        "stage 1 · A100",
+        "stage 2 · H100",
+        "stage 3 · L40S",
+    ]
     assert sum(count for _, _, count in groups) == rows.size <= 100 + len(groups)
-    for (label, first, count), (lo, hi) in zip(groups, [(100, 159), (160, 199), (0, 99), (200, 299),
-                                                          (300, 399)]):
-        shown = rows[first:first + count]
+    for (label, first, count), (lo, hi) in zip(
+        groups, [(100, 159), (160, 199), (0, 99), (200, 299), (300, 399)]
+    ):
+        shown = rows[first : first + count]
         assert shown[0] == lo and shown[-1] == hi  # each group's first and last rank are drawn
         assert f"ranks {lo}-{hi}" in label
     all_rows, _ = timeline_rows(stage, gpu, max_rows=400)
@@ -50,8 +56,11 @@ def test_link_throughput_over_time_adds_up_to_the_bytes_each_link_carried(tiny_r
     run = tiny_run
     engine, topo = run.engine, run.topology
     rates = link_rates(engine.series, topo)
-    assert rates is not None and rates.network.any() and rates.direction.size == 16 + 8 * (
-        engine.fidelity == "flow")  # packet fidelity samples fabric ports and NIC uplinks only
+    assert (
+        rates is not None
+        and rates.network.any()
+        and rates.direction.size == 16 + 8 * (engine.fidelity == "flow")
+    )  # packet fidelity samples fabric ports and NIC uplinks only
     carried = rates.rate_bps * np.diff(rates.time_ns)[:, None] * 1e-9 / 8
     links = engine.links
     key = np.asarray(links["link"], np.int64) * 2 + np.asarray(links["direction"], np.int64)
@@ -73,8 +82,9 @@ def test_plots_are_written_for_both_fidelities(tiny_run, tmp_path):
     engine, plan = run.engine, run.tables.plan
     stage = np.array([run.workload.layout.pp_index(r) for r in range(len(run.rank_gpu))])
     gpu = [run.experiment.cluster.gpu_type[int(g)] for g in run.rank_gpu]
-    plot_timeline(tmp_path / "timeline.png", plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu,
-                  stage, gpu)
+    plot_timeline(
+        tmp_path / "timeline.png", plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, stage, gpu
+    )
     plot_link_utilization(tmp_path / "link.png", link_rates(engine.series, run.topology), 48)
     queues = port_queues(engine.series, run.topology)
     assert (queues is None) == (engine.fidelity == "flow")  # the fluid model has no queues

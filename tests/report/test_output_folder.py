@@ -118,8 +118,13 @@ print(calls["n"])
 
 
 def _write(out: Path, version: str, kill_at: int = 0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", KILL_DURING_WRITE, str(out), version, str(kill_at)],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", KILL_DURING_WRITE, str(out), version, str(kill_at)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_sigkill_while_writing_leaves_the_previous_results_or_none(tmp_path):
@@ -150,20 +155,24 @@ def test_sigkill_while_writing_leaves_the_previous_results_or_none(tmp_path):
         assert (out / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.parametrize("where, fragment", [
-    ("/proc/heterosim-out", "cannot write there"),
-    ("notes.txt/sub", "is a file, not a folder"),
-    ("x" * 300, "too long"),
-    ("/dev/full/x", "is a file, not a folder"),
-])
+@pytest.mark.parametrize(
+    "where, fragment",
+    [
+        ("/proc/heterosim-out", "cannot write there"),
+        ("notes.txt/sub", "is a file, not a folder"),
+        ("x" * 300, "too long"),
+        ("/dev/full/x", "is a file, not a folder"),
+    ],
+)
 def test_unwritable_out_is_one_line_before_simulating(tmp_path, monkeypatch, capsys, where, fragment):
     experiment = _experiment_in(tmp_path)
     (tmp_path / "notes.txt").write_text("mine")
     monkeypatch.chdir(tmp_path)
-    for command in (["run", str(experiment), "--no-plots", "--quiet"],
-                    ["workload", str(experiment), "--summary-only"],
-                    ["collective", "--cluster", str(REPO / "topologies" / "two_host_h100.yaml"),
-                     "--size", "1MiB"]):
+    for command in (
+        ["run", str(experiment), "--no-plots", "--quiet"],
+        ["workload", str(experiment), "--summary-only"],
+        ["collective", "--cluster", str(REPO / "topologies" / "two_host_h100.yaml"), "--size", "1MiB"],
+    ):
         code = main([*command, "--out", where])
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and fragment in err[0], err

@@ -55,12 +55,15 @@ def trace_rule_violations(document: dict) -> list[str]:
             while open_ends and open_ends[-1] <= start:
                 open_ends.pop()
             if open_ends and end > open_ends[-1]:
-                problems.append(f"thread {thread}: span [{start}, {end}] overlaps one ending at "
-                                f"{open_ends[-1]} without nesting")
+                problems.append(
+                    f"thread {thread}: span [{start}, {end}] overlaps one ending at "
+                    f"{open_ends[-1]} without nesting"
+                )
                 break
             open_ends.append(end)
-    problems += [f"flow arrow {key}: only {sorted(ends)}" for key, ends in arrows.items()
-                 if ends != {"s", "f"}]
+    problems += [
+        f"flow arrow {key}: only {sorted(ends)}" for key, ends in arrows.items() if ends != {"s", "f"}
+    ]
     return problems
 
 
@@ -87,8 +90,11 @@ def test_lanes_never_overlap_and_use_the_peak_concurrency(seed):
 
 def test_rule_checker_catches_overlap_without_nesting():
     def doc(*spans):
-        return {"traceEvents": [{"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": ts, "dur": d}
-                                for ts, d in spans]}
+        return {
+            "traceEvents": [
+                {"ph": "X", "name": "a", "pid": 0, "tid": 0, "ts": ts, "dur": d} for ts, d in spans
+            ]
+        }
 
     assert trace_rule_violations(doc((0, 10), (2, 3), (10, 5))) == []  # nested, then adjacent
     assert trace_rule_violations(doc((0, 10), (5, 10)))  # overlaps the end
@@ -114,17 +120,22 @@ def test_trace_loads_completely_in_perfetto(tiny_run, tmp_path):
     computes = int(((plan.kind == COMPUTE) & (end >= 0)).sum())
     flows = int(((plan.kind == FLOW) & (end >= 0)).sum())
     # nothing dropped: every compute task once, every flow on its sender's and receiver's lanes
-    assert document["metadata"] == results["sim"]["trace_spans"] == {
-        "spans": computes + 2 * flows, "dropped_spans": 0, "max_spans": 2_000_000}
+    assert (
+        document["metadata"]
+        == results["sim"]["trace_spans"]
+        == {"spans": computes + 2 * flows, "dropped_spans": 0, "max_spans": 2_000_000}
+    )
     spans = [e for e in document["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == computes + 2 * flows
-    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in document["traceEvents"]
-               if e["name"] == "thread_name"}
+    threads = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in document["traceEvents"] if e["name"] == "thread_name"
+    }
     kinds: dict[int, set[str]] = {}
     for e in spans:
         kinds.setdefault(e["pid"], set()).add(threads[(e["pid"], e["tid"])].split()[0])
     assert {r: kinds.get(r) for r in range(len(run.rank_gpu))} == {
-        r: {"compute", "send", "recv"} for r in range(len(run.rank_gpu))}
+        r: {"compute", "send", "recv"} for r in range(len(run.rank_gpu))
+    }
     sent = sum(e["args"]["bytes"] for e in spans if threads[(e["pid"], e["tid"])].startswith("send"))
     received = sum(e["args"]["bytes"] for e in spans if threads[(e["pid"], e["tid"])].startswith("recv"))
     assert sent == received == int(plan.bytes[(plan.kind == FLOW) & (end >= 0)].sum())
@@ -149,7 +160,7 @@ def test_a_capped_trace_keeps_the_longest_spans_and_says_so(tiny_run, tmp_path, 
     full = json.loads((tmp_path / "full" / "trace.json").read_text())
     kept = sorted((e["dur"] for e in document["traceEvents"] if e["ph"] == "X"), reverse=True)
     every = sorted((e["dur"] for e in full["traceEvents"] if e["ph"] == "X"), reverse=True)
-    assert kept == every[:len(kept)]
+    assert kept == every[: len(kept)]
 
 
 def test_a_negative_trace_cap_fails_before_anything_runs(tmp_path, capsys):
@@ -160,5 +171,6 @@ def test_a_negative_trace_cap_fails_before_anything_runs(tmp_path, capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(
-        "heterosim run: error: argument --trace-spans: expected a number of spans >= 0 (0 = all), got '-1'")
+        "heterosim run: error: argument --trace-spans: expected a number of spans >= 0 (0 = all), got '-1'"
+    )
     assert not (tmp_path / "out").exists()

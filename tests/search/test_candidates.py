@@ -17,18 +17,23 @@ from heterosim.simulate import generate_experiment_workload
 
 FAST_SLOW = {
     "name": "fast-slow",
-    "model": {"arch": "gpt", "hidden": 1024, "layers": 8, "heads": 8, "ffn": 4096, "vocab": 8192,
-              "seq": 512, "name": "gpt-8l"},
-    "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 512, "dtype": "fp16",
-                 "recompute": "none"},
+    "model": {
+        "arch": "gpt",
+        "hidden": 1024,
+        "layers": 8,
+        "heads": 8,
+        "ffn": 4096,
+        "vocab": 8192,
+        "seq": 512,
+        "name": "gpt-8l",
+    },
+    "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 512, "dtype": "fp16", "recompute": "none"},
     "parallel": {"tp": 1, "pp": 2, "dp": 2, "schedule": "1f1b", "zero": 0, "partition": "uniform"},
     "cluster": {
         "name": "h100x2-t4x2",
         "host_types": {
-            "fast": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1,
-                     "nic_speed": "100Gbps"},
-            "slow": {"gpu": "T4-16GB-PCIe", "gpus": 2, "fabric": "pcie", "nics": 1,
-                     "nic_speed": "100Gbps"},
+            "fast": {"gpu": "H100-SXM", "gpus": 2, "fabric": "nvswitch", "nics": 1, "nic_speed": "100Gbps"},
+            "slow": {"gpu": "T4-16GB-PCIe", "gpus": 2, "fabric": "pcie", "nics": 1, "nic_speed": "100Gbps"},
         },
         "hosts": [{"type": "fast", "count": 1}, {"type": "slow", "count": 1}],
         "fabric": {"kind": "fat-tree", "link_delay": "1us", "oversubscription": 1},
@@ -117,8 +122,7 @@ def test_memory_pruning_records_the_rank_and_its_need() -> None:
             for gpu, need in r.memory_bytes.items():
                 assert need <= r.experiment.cluster.gpu_spec(gpu).memory_bytes
     # pp 1 holds the whole model on one GPU: 10 B parameters x 16 bytes cannot fit
-    assert all(r.pruned for r in results if r.candidate.kind == UNIFORM
-               and r.candidate.parallel["pp"] == 1)
+    assert all(r.pruned for r in results if r.candidate.kind == UNIFORM and r.candidate.parallel["pp"] == 1)
 
 
 def test_pre_rank_keeps_default_and_cheapest() -> None:
@@ -127,14 +131,20 @@ def test_pre_rank_keeps_default_and_cheapest() -> None:
     assert all(v > 0 for v in estimates.values())
     chosen = select(results, estimates, 3)
     assert len(chosen) == 3 and chosen[0].candidate.default
-    rest = sorted((r for r in results if r.ok and not r.candidate.default),
-                  key=lambda r: (estimates[r.candidate.id], r.candidate.id))
+    rest = sorted(
+        (r for r in results if r.ok and not r.candidate.default),
+        key=lambda r: (estimates[r.candidate.id], r.candidate.id),
+    )
     assert [c.candidate.id for c in chosen[1:]] == [r.candidate.id for r in rest[:2]]
     # the default's uniform split leaves the T4 stage with half the layers: the estimate sees
     # that the speed-aware partition is faster
     default = next(r for r in results if r.candidate.default)
-    auto = next(r for r in results if r.candidate.kind == UNIFORM and r.candidate.parallel ==
-                {**default.candidate.parallel, "partition": "auto"})
+    auto = next(
+        r
+        for r in results
+        if r.candidate.kind == UNIFORM
+        and r.candidate.parallel == {**default.candidate.parallel, "partition": "auto"}
+    )
     assert estimates[auto.candidate.id] < estimates[default.candidate.id]
 
 
@@ -149,11 +159,14 @@ def test_order_is_by_simulated_time_then_estimate_then_id() -> None:
     assert [r["id"] for r in order(rows)] == ["d", "a", "b", "c"]
 
 
-@pytest.mark.parametrize(("breakdown", "word"), [
-    ({"compute_s": 0.7, "exposed_comm_s": 0.2, "bubble_s": 0.1}, "compute-bound"),
-    ({"compute_s": 0.2, "exposed_comm_s": 0.7, "bubble_s": 0.1}, "communication-bound"),
-    ({"compute_s": 0.2, "exposed_comm_s": 0.1, "bubble_s": 0.7}, "bubble"),
-])
+@pytest.mark.parametrize(
+    ("breakdown", "word"),
+    [
+        ({"compute_s": 0.7, "exposed_comm_s": 0.2, "bubble_s": 0.1}, "compute-bound"),
+        ({"compute_s": 0.2, "exposed_comm_s": 0.7, "bubble_s": 0.1}, "communication-bound"),
+        ({"compute_s": 0.2, "exposed_comm_s": 0.1, "bubble_s": 0.7}, "bubble"),
+    ],
+)
 def test_why_names_the_largest_term(breakdown: dict, word: str) -> None:
     text = why(breakdown, 1.0)
     assert text.startswith(word.split()[0]) or word in text

@@ -51,8 +51,10 @@ def test_ranking_is_by_simulated_time(searched) -> None:
     assert results["iteration_time_s"] == times[0] and results["best"] == ranked[0]["id"]
     for r in ranked:  # the why matches the breakdown's largest term
         b = r["breakdown"]
-        assert abs(b["compute_s"] + b["exposed_comm_s"] + b["bubble_s"] - r["iteration_time_s"]) \
+        assert (
+            abs(b["compute_s"] + b["exposed_comm_s"] + b["bubble_s"] - r["iteration_time_s"])
             < 1e-6 * r["iteration_time_s"] + 1e-9
+        )
         assert r["why"]
 
 
@@ -97,25 +99,31 @@ def test_resume_runs_only_what_is_missing(searched, tmp_path) -> None:
     (copy_out / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # lose the last run
     (copy_out / "search.json").write_text((out / "search.json").read_text())
     assert main(["plan", str(path), "--out", str(copy_out), *ARGS]) == 2  # needs --resume
-    assert main(["plan", str(path), "--out", str(copy_out), "--resume", "--granularity",
-                 "connection", *ARGS]) == 2  # runs of another granularity are not reused
+    assert (
+        main(["plan", str(path), "--out", str(copy_out), "--resume", "--granularity", "connection", *ARGS])
+        == 2
+    )  # runs of another granularity are not reused
     assert main(["plan", str(path), "--out", str(copy_out), "--resume", *ARGS]) == 0
     records = ResultStore(copy_out / "results.jsonl").records()
     assert len(records) == len(lines)  # exactly the lost run ran again
     again = json.loads((copy_out / "results.json").read_text())
     assert again["ranking"] == results["ranking"]
-    assert [r.get("iteration_time_s") for r in again["candidates"]] == \
-        [r.get("iteration_time_s") for r in results["candidates"]]  # deterministic
+    assert [r.get("iteration_time_s") for r in again["candidates"]] == [
+        r.get("iteration_time_s") for r in results["candidates"]
+    ]  # deterministic
 
 
-@pytest.mark.parametrize(("argv", "needle"), [
-    (["plan", "missing.yaml"], "missing.yaml: file not found"),
-    (["plan", "EXP", "--max-candidates", "0"], "--max-candidates 0"),
-    (["plan", "EXP", "--verify", "-1"], "--verify -1"),
-    (["plan", "EXP", "--set", "parallel.tp=3"], "parallel"),
-    (["plan", "EXP", "--set", "training.global_batch=0"], "training.global_batch"),
-    (["plan", "EXP", "--address", "h:1"], "--address"),
-])
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["plan", "missing.yaml"], "missing.yaml: file not found"),
+        (["plan", "EXP", "--max-candidates", "0"], "--max-candidates 0"),
+        (["plan", "EXP", "--verify", "-1"], "--verify -1"),
+        (["plan", "EXP", "--set", "parallel.tp=3"], "parallel"),
+        (["plan", "EXP", "--set", "training.global_batch=0"], "training.global_batch"),
+        (["plan", "EXP", "--address", "h:1"], "--address"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(argv, needle, tmp_path, capsys) -> None:
     path = write(tmp_path, FAST_SLOW)
     argv = [str(path) if a == "EXP" else a for a in argv]

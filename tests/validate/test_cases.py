@@ -16,12 +16,21 @@ REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "validation" / "cases.yaml"
 
 GOOD = {
-    "id": "c1", "group": "g", "kind": "iteration_time", "source": "somewhere",
-    "compare": {"quantity": "iteration_time_s"}, "measured": {"iteration_time_s": 1.5},
-    "experiment": {"model": "gpt3-6.7b", "training": {"global_batch": 8}, "parallel": {"dp": 8},
-                   "cluster": {"host_types": {"h": {"gpu": "H100", "gpus": 8, "nics": 8,
-                                                    "nic_speed": "400Gbps"}},
-                               "hosts": [{"type": "h", "count": 1}]}},
+    "id": "c1",
+    "group": "g",
+    "kind": "iteration_time",
+    "source": "somewhere",
+    "compare": {"quantity": "iteration_time_s"},
+    "measured": {"iteration_time_s": 1.5},
+    "experiment": {
+        "model": "gpt3-6.7b",
+        "training": {"global_batch": 8},
+        "parallel": {"dp": 8},
+        "cluster": {
+            "host_types": {"h": {"gpu": "H100", "gpus": 8, "nics": 8, "nic_speed": "400Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    },
 }
 
 
@@ -59,18 +68,23 @@ def test_good_case_loads(tmp_path):
     assert not case.ci and not case.calibration
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({"kind": "speed"}, "cases[0] (c1).kind: expected one of"),
-    ({"measured.iteration_time_s": None}, "cases[0] (c1).measured.iteration_time_s"),
-    ({"measured.iteration_time_s": -2}, "measured.iteration_time_s"),
-    ({"compare.quantity": "busbw_GBps"}, "does not go with kind"),
-    ({"compare.quantity": "tflops_per_gpu", "measured": {"tflops_per_gpu": 100}},
-     "compare.flop_convention"),
-    ({"experiment": None}, "cases[0] (c1).experiment: missing required key"),
-    ({"experiment": "run.yaml"}, "cases[0] (c1).experiment: expected an experiment mapping"),
-    ({"flags": "DER"}, "flags: expected a list"),
-    ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({"kind": "speed"}, "cases[0] (c1).kind: expected one of"),
+        ({"measured.iteration_time_s": None}, "cases[0] (c1).measured.iteration_time_s"),
+        ({"measured.iteration_time_s": -2}, "measured.iteration_time_s"),
+        ({"compare.quantity": "busbw_GBps"}, "does not go with kind"),
+        (
+            {"compare.quantity": "tflops_per_gpu", "measured": {"tflops_per_gpu": 100}},
+            "compare.flop_convention",
+        ),
+        ({"experiment": None}, "cases[0] (c1).experiment: missing required key"),
+        ({"experiment": "run.yaml"}, "cases[0] (c1).experiment: expected an experiment mapping"),
+        ({"flags": "DER"}, "flags: expected a list"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_malformed_case_is_one_line_error_naming_case_and_key(tmp_path, changes, expected):
     message = error_of(tmp_path, [mutate(**changes)])
     assert expected in message
@@ -116,11 +130,18 @@ def test_shipped_experiments_match_published_configuration():
             continue
         pub, exp = entry["published"], case_experiment(load_one(entry))
         assert (exp.parallel.tp, exp.parallel.pp, exp.parallel.dp) == (
-            pub["parallel"]["tp"], pub["parallel"]["pp"], pub["parallel"]["dp"]), entry["id"]
+            pub["parallel"]["tp"],
+            pub["parallel"]["pp"],
+            pub["parallel"]["dp"],
+        ), entry["id"]
         assert exp.cluster.world_size == pub["cluster"]["gpus"], entry["id"]
         m = pub["model"]
         assert (exp.model.hidden, exp.model.layers, exp.model.heads, exp.model.ffn) == (
-            m["hidden"], m["layers"], m["heads"], m["ffn"]), entry["id"]
+            m["hidden"],
+            m["layers"],
+            m["heads"],
+            m["ffn"],
+        ), entry["id"]
         t = pub["training"]
         assert (exp.training.global_batch, exp.training.seq_len) == (t["global_batch"], t["seq_len"])
         for key in ("micro_batch", "dtype", "recompute"):

@@ -34,8 +34,24 @@ def test_amp_units_map_to_transformer_blocks() -> None:
     # units: 0 embedding, 1 transpose, 2-25 blocks 0-23, 26 transpose, 27 LayerNorm, 28 head, 29 cast
     assert build.amp_stage_layers([0, 7, 14, 20, 30]) == [5, 7, 6, 6]
     assert build.amp_stage_layers([0, 30]) == [24]
-    assert build.amp_stage_layers([0, 3, 5, 7, 9, 11, 13, 15, 16, 17, 19, 20, 21, 22, 23, 25, 30]) \
-        == [1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 1, 1, 1, 1, 2, 1]
+    assert build.amp_stage_layers([0, 3, 5, 7, 9, 11, 13, 15, 16, 17, 19, 20, 21, 22, 23, 25, 30]) == [
+        1,
+        2,
+        2,
+        2,
+        2,
+        2,
+        2,
+        1,
+        1,
+        2,
+        1,
+        1,
+        1,
+        1,
+        2,
+        1,
+    ]
     with pytest.raises(ValueError, match="without a transformer block"):
         build.amp_stage_layers([0, 1, 3, 30])  # stage 0 would hold the embedding only
     assert [build.amp_vocab(tp) for tp in (1, 2, 4)] == [50304, 50432, 50688]
@@ -63,7 +79,11 @@ def test_amp_partition_lands_in_the_workload() -> None:
     case = next(c for c in _amp_cases() if c.id == "amp-het-gpt2-t1p4d4-mbs1")
     workload = generate_workload(case_experiment(case))
     assert [(r.start, r.stop) for r in workload.partition.chunk_layers] == [
-        (0, 5), (5, 12), (12, 18), (18, 24)]
+        (0, 5),
+        (5, 12),
+        (12, 18),
+        (18, 24),
+    ]
     assert workload.partition.replica_micro_batches == (8, 8, 8, 8)
     # DeepSpeed order: stage k is host k (dp fastest after tp); the last stage runs on the T4s
     assert {workload.layout.pp_index(r) for r in range(12, 16)} == {3}

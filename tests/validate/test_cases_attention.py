@@ -10,8 +10,12 @@ from heterosim.validate.cases import load_cases
 from heterosim.validate.predict import case_experiment
 
 SHIPPED = Path(__file__).resolve().parents[2] / "validation" / "cases.yaml"
-PRE_FLASH = ("megatron-readme2020", "megatron-sc21-t1", "megatron-sc21-t2",  # 2020-2021
-             "amp-het")  # DeepSpeed + Megatron-LM v1.1.5
+PRE_FLASH = (
+    "megatron-readme2020",
+    "megatron-sc21-t1",
+    "megatron-sc21-t2",  # 2020-2021
+    "amp-het",
+)  # DeepSpeed + Megatron-LM v1.1.5
 FLASH = ("nemo2407", "mbridge")  # 2024-2026, Megatron-Core + Transformer Engine
 
 

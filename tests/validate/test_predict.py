@@ -15,9 +15,11 @@ from heterosim.validate.predict import (
     sc21_eq3_flops,
 )
 
-CLUSTER4 = {"name": "h100x4", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4,
-                                                   "nic_speed": "400Gbps"}},
-            "hosts": [{"type": "h", "count": 1}]}
+CLUSTER4 = {
+    "name": "h100x4",
+    "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4, "nic_speed": "400Gbps"}},
+    "hosts": [{"type": "h", "count": 1}],
+}
 
 
 def e2e_case(quantity="iteration_time_s", convention=None, global_batch=32, pp=2, vpp=1):
@@ -25,18 +27,34 @@ def e2e_case(quantity="iteration_time_s", convention=None, global_batch=32, pp=2
         "model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 8192, "seq": 512},
         "training": {"global_batch": global_batch, "micro_batch": 1, "seq_len": 512},
         "parallel": {"tp": 1, "pp": pp, "dp": 4 // pp, "vpp": vpp, "partition": "uniform"},
-        "cluster": CLUSTER4, "simulation": {"fidelity": "flow"},
+        "cluster": CLUSTER4,
+        "simulation": {"fidelity": "flow"},
     }
-    return Case(id="t", group="g", kind="throughput", source="test", quantity=quantity,
-                measured=1.0, flop_convention=convention, flags=(), ci=False, calibration=False,
-                assumed={}, experiment=experiment, origin="test")
+    return Case(
+        id="t",
+        group="g",
+        kind="throughput",
+        source="test",
+        quantity=quantity,
+        measured=1.0,
+        flop_convention=convention,
+        flags=(),
+        ci=False,
+        calibration=False,
+        assumed={},
+        experiment=experiment,
+        origin="test",
+    )
 
 
-@pytest.mark.parametrize("layers, hidden, gb, gpus, seconds, tflops", [
-    (24, 2304, 512, 32, 3.528, 137),    # megatron-sc21-t1-1p7b
-    (96, 12288, 1536, 384, 76.78, 153),  # megatron-sc21-t2-ptdp-175b-384
-    (128, 25600, 3072, 3072, 102.63, 163),  # megatron-sc21-t1-1008p0b
-])
+@pytest.mark.parametrize(
+    "layers, hidden, gb, gpus, seconds, tflops",
+    [
+        (24, 2304, 512, 32, 3.528, 137),  # megatron-sc21-t1-1p7b
+        (96, 12288, 1536, 384, 76.78, 153),  # megatron-sc21-t2-ptdp-175b-384
+        (128, 25600, 3072, 3072, 102.63, 163),  # megatron-sc21-t1-1008p0b
+    ],
+)
 def test_sc21_eq3_reproduces_published_tflops(layers, hidden, gb, gpus, seconds, tflops):
     flops = sc21_eq3_flops(gb, 2048, layers, hidden, 51200)
     assert flops / (gpus * seconds) / 1e12 == pytest.approx(tflops, rel=0.005)
@@ -81,13 +99,26 @@ def test_collective_busbw_agrees_with_collective_command(native_lib):
     from heterosim.simulate import CollectiveSpec, simulate_collective
 
     cluster = {**CLUSTER4, "hosts": [{"type": "h", "count": 2}]}
-    case = Case(id="c", group="nccl-tests", kind="collective_busbw", source="test",
-                quantity="busbw_GBps", measured=100.0, flop_convention=None, flags=(), ci=False,
-                calibration=False, assumed={}, cluster=cluster, origin="test",
-                collective={"op": "allreduce", "size": 64 << 20, "ranks": 8, "algorithm": "ring"})
+    case = Case(
+        id="c",
+        group="nccl-tests",
+        kind="collective_busbw",
+        source="test",
+        quantity="busbw_GBps",
+        measured=100.0,
+        flop_convention=None,
+        flags=(),
+        ci=False,
+        calibration=False,
+        assumed={},
+        cluster=cluster,
+        origin="test",
+        collective={"op": "allreduce", "size": 64 << 20, "ranks": 8, "algorithm": "ring"},
+    )
     pred = predict(case)
-    row = simulate_collective(parse_cluster(cluster, "t"),
-                              CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"), 64 << 20)
+    row = simulate_collective(
+        parse_cluster(cluster, "t"), CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"), 64 << 20
+    )
     assert pred.value == pytest.approx(row.busbw_GBps, rel=1e-9)
     assert pred.details["algorithm"] == "ring"
     # multi-node ring busbw cannot exceed NICs per host x NIC rate (4 x 50 GB/s), docs/network_models.md §5.1
@@ -101,7 +132,6 @@ def test_published_runs_warn_on_memory_instead_of_failing():
     strict = {**case.experiment, "simulation": {"fidelity": "flow", "memory_check": "error"}}
     case_strict = Case(**{**case.__dict__, "experiment": strict})
     assert case_experiment(case_strict).simulation.memory_check == "error"
-    assert case_experiment(case, granularity="connection").simulation.collective_granularity == \
-        "connection"
+    assert case_experiment(case, granularity="connection").simulation.collective_granularity == "connection"
     assert case_experiment(case).simulation.intra_host == "packet"
     assert case_experiment(case, "packet", intra_host="flow").simulation.intra_host == "flow"

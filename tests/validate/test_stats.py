@@ -20,14 +20,25 @@ def test_mape_is_mean_of_absolute_errors():
 
 
 def row(group, err, kind="throughput", flags=(), calibration=False):
-    return {"group": group, "kind": kind, "error_pct": err, "separate_flags": list(flags),
-            "calibration": calibration}
+    return {
+        "group": group,
+        "kind": kind,
+        "error_pct": err,
+        "separate_flags": list(flags),
+        "calibration": calibration,
+    }
 
 
 def test_group_summary_keeps_flagged_and_calibration_apart():
-    rows = [row("a", 10.0), row("a", -20.0), row("a", 50.0, flags=["SUSPECT"]),
-            row("a", 1.0, calibration=True), row("a", None),
-            row("n", 4.0, kind="collective_busbw"), row("n", -2.0, kind="collective_busbw")]
+    rows = [
+        row("a", 10.0),
+        row("a", -20.0),
+        row("a", 50.0, flags=["SUSPECT"]),
+        row("a", 1.0, calibration=True),
+        row("a", None),
+        row("n", 4.0, kind="collective_busbw"),
+        row("n", -2.0, kind="collective_busbw"),
+    ]
     s = group_summary(rows)
     assert s["a"]["main_n"] == 2 and s["a"]["main_mape_pct"] == pytest.approx(15.0)
     assert s["a"]["main_mean_error_pct"] == pytest.approx(-5.0)
@@ -52,10 +63,12 @@ def test_spearman_ranks_with_ties_against_hand_values():
 
 
 def test_group_summary_reports_spearman_of_main_cases():
-    rows = [{**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
-            {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
-            {**row("g", 0.0), "predicted": 3.0, "measured": 3.0},
-            {**row("g", 60.0, flags=["SUSPECT"]), "predicted": 0.1, "measured": 9.0}]
+    rows = [
+        {**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
+        {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
+        {**row("g", 0.0), "predicted": 3.0, "measured": 3.0},
+        {**row("g", 60.0, flags=["SUSPECT"]), "predicted": 0.1, "measured": 9.0},
+    ]
     s = group_summary(rows)
     assert s["g"]["main_spearman"] == pytest.approx(1.0)  # the flagged row stays out
     rows[2]["predicted"] = 0.5  # now ranked first instead of last
@@ -65,9 +78,11 @@ def test_group_summary_reports_spearman_of_main_cases():
 def test_summary_lines_print_spearman_per_group():
     from heterosim.validate.report import summary_lines
 
-    rows = [{**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
-            {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
-            {**row("g", 0.0), "predicted": 3.0, "measured": 3.0}]
+    rows = [
+        {**row("g", -10.0), "predicted": 0.9, "measured": 1.0},
+        {**row("g", 5.0), "predicted": 2.1, "measured": 2.0},
+        {**row("g", 0.0), "predicted": 3.0, "measured": 3.0},
+    ]
     lines = summary_lines(group_summary(rows))
     assert "Spearman" in lines[0]
     g = next(line for line in lines if line.split()[0] == "g")

@@ -9,21 +9,40 @@ import yaml
 
 from heterosim.cli import main
 
-CLUSTER = {"name": "h100x4", "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4,
-                                                  "nic_speed": "400Gbps"}},
-           "hosts": [{"type": "h", "count": 2}]}
+CLUSTER = {
+    "name": "h100x4",
+    "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4, "nic_speed": "400Gbps"}},
+    "hosts": [{"type": "h", "count": 2}],
+}
 CASES = [
-    {"id": "tiny-e2e", "group": "g1", "kind": "iteration_time", "source": "made up for the test",
-     "compare": {"quantity": "iteration_time_s"}, "measured": {"iteration_time_s": 0.01},
-     "assumed": {"training.dtype": {"value": "bf16", "why": "test"}}, "flags": ["DER"],
-     "experiment": {"model": {"arch": "gpt", "hidden": 256, "layers": 2, "heads": 4, "vocab": 4096,
-                              "seq": 256},
-                    "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
-                    "parallel": {"tp": 2, "pp": 2, "dp": 2}, "cluster": CLUSTER}},
-    {"id": "tiny-busbw", "group": "nccl-tests", "kind": "collective_busbw", "source": "made up",
-     "measured": {"busbw_GBps": 150.0}, "flags": ["SUSPECT"], "ci": True,
-     "compare": {"quantity": "busbw_GBps"}, "cluster": CLUSTER,
-     "collective": {"op": "allreduce", "size": "16MiB", "ranks": 8, "algorithm": "ring"}},
+    {
+        "id": "tiny-e2e",
+        "group": "g1",
+        "kind": "iteration_time",
+        "source": "made up for the test",
+        "compare": {"quantity": "iteration_time_s"},
+        "measured": {"iteration_time_s": 0.01},
+        "assumed": {"training.dtype": {"value": "bf16", "why": "test"}},
+        "flags": ["DER"],
+        "experiment": {
+            "model": {"arch": "gpt", "hidden": 256, "layers": 2, "heads": 4, "vocab": 4096, "seq": 256},
+            "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+            "parallel": {"tp": 2, "pp": 2, "dp": 2},
+            "cluster": CLUSTER,
+        },
+    },
+    {
+        "id": "tiny-busbw",
+        "group": "nccl-tests",
+        "kind": "collective_busbw",
+        "source": "made up",
+        "measured": {"busbw_GBps": 150.0},
+        "flags": ["SUSPECT"],
+        "ci": True,
+        "compare": {"quantity": "busbw_GBps"},
+        "cluster": CLUSTER,
+        "collective": {"op": "allreduce", "size": "16MiB", "ranks": 8, "algorithm": "ring"},
+    },
 ]
 
 
@@ -39,11 +58,19 @@ def test_validate_writes_results_and_parity(tmp_path, capsys, native_lib):
     assert (out / "parity.png").stat().st_size > 1000
     rows = {r["id"]: r for r in doc["cases"]}
     for row in rows.values():
-        for key in ("id", "group", "kind", "measured", "predicted", "error_pct", "assumptions",
-                    "flags", "calibration"):
+        for key in (
+            "id",
+            "group",
+            "kind",
+            "measured",
+            "predicted",
+            "error_pct",
+            "assumptions",
+            "flags",
+            "calibration",
+        ):
             assert key in row
-        assert row["error_pct"] == pytest.approx(
-            100 * (row["predicted"] - row["measured"]) / row["measured"])
+        assert row["error_pct"] == pytest.approx(100 * (row["predicted"] - row["measured"]) / row["measured"])
     assert rows["tiny-e2e"]["assumptions"]["training.dtype"]["value"] == "bf16"
     # the SUSPECT case is reported apart, never in the group's main MAPE
     assert doc["groups"]["nccl-tests"]["main_n"] == 0

@@ -13,8 +13,10 @@ from heterosim.workload.aicb import aicb_experiment, read_aicb
 AICB = Path(__file__).resolve().parents[1] / "data" / "aicb_interop"
 MICRO = AICB / "microAllReduce.txt"
 ANALYTICAL = AICB / "workload_analytical.txt"
-HEADER = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 ga: 1 "
-          "all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0")
+HEADER = (
+    "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 8 ep: 1 pp: 1 vpp: 8 ga: 1 "
+    "all_gpus: 8 checkpoints: 0 checkpoint_initiates: 0"
+)
 LINE = "embedding_layer     -1 556000  ALLREDUCE   16777216      1       NONE 0        1      NONE   0      1"
 
 
@@ -70,22 +72,29 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "expected a header line and a line count"),
-    ("DATA model_parallel_NPU_group: 1 all_gpus: 8\n1\n" + LINE,
-     ":1: parallelism policy DATA is not supported"),
-    ("FOO model_parallel_NPU_group: 1\n0\n", ":1: unknown parallelism policy 'FOO'"),
-    (HEADER + " colour: 3\n1\n" + LINE, ":1: unknown header field 'colour:'"),
-    (HEADER.replace("ga: 1", "ga: x") + "\n1\n" + LINE, ":1: ga: expected an integer"),
-    (HEADER + " mode: 1\n1\n" + LINE, ":1: mode: 1 is an inference workload"),
-    (HEADER.replace("all_gpus: 8", "all_gpus: 12") + "\n1\n" + LINE, ":1: all_gpus 12 is not divisible"),
-    (HEADER + "\n2\n" + LINE, ":2: says 2 layer lines but 1 follow"),
-    (HEADER + "\n1\n" + LINE.replace("ALLREDUCE", "ALLSHUFFLE"),
-     ":3: forward_comm: unknown collective 'ALLSHUFFLE'"),
-    (HEADER + "\n1\n" + LINE + " 7", ":3: expected 12 fields"),
-    (HEADER + "\n1\n" + LINE.replace("556000", "5.5"), ":3: forward_compute_time: expected an integer"),
-    (HEADER + "\n1\nembedding_layer -1 1 NONE 0 1 NONE 0 1 NONE 0 1", "cannot infer the hidden size"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "expected a header line and a line count"),
+        (
+            "DATA model_parallel_NPU_group: 1 all_gpus: 8\n1\n" + LINE,
+            ":1: parallelism policy DATA is not supported",
+        ),
+        ("FOO model_parallel_NPU_group: 1\n0\n", ":1: unknown parallelism policy 'FOO'"),
+        (HEADER + " colour: 3\n1\n" + LINE, ":1: unknown header field 'colour:'"),
+        (HEADER.replace("ga: 1", "ga: x") + "\n1\n" + LINE, ":1: ga: expected an integer"),
+        (HEADER + " mode: 1\n1\n" + LINE, ":1: mode: 1 is an inference workload"),
+        (HEADER.replace("all_gpus: 8", "all_gpus: 12") + "\n1\n" + LINE, ":1: all_gpus 12 is not divisible"),
+        (HEADER + "\n2\n" + LINE, ":2: says 2 layer lines but 1 follow"),
+        (
+            HEADER + "\n1\n" + LINE.replace("ALLREDUCE", "ALLSHUFFLE"),
+            ":3: forward_comm: unknown collective 'ALLSHUFFLE'",
+        ),
+        (HEADER + "\n1\n" + LINE + " 7", ":3: expected 12 fields"),
+        (HEADER + "\n1\n" + LINE.replace("556000", "5.5"), ":3: forward_compute_time: expected an integer"),
+        (HEADER + "\n1\nembedding_layer -1 1 NONE 0 1 NONE 0 1 NONE 0 1", "cannot infer the hidden size"),
+    ],
+)
 def test_bad_files(tmp_path: Path, text: str, message: str) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(UserError) as info:

@@ -28,13 +28,7 @@ from heterosim.workload.chakra import (
 )
 from heterosim.workload.chakra.reader import _split_messages
 from heterosim.workload.chakra.synthetic import synthetic_trace
-from heterosim.workload.trace import (
-    ALL_REDUCE,
-    COMM_COLL_NODE,
-    COMM_RECV_NODE,
-    COMM_SEND_NODE,
-    COMP_NODE,
-)
+from heterosim.workload.trace import ALL_REDUCE, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 PROTO = Path(schema.__file__).with_name("et_def.proto")
 INTEROP = Path(__file__).parent / "data" / "chakra_interop"
@@ -46,21 +40,20 @@ def _messages(path: Path) -> list[bytes]:
 
 # --- schema: the .proto text and the runtime descriptor agree --------------------------------
 
+
 def _parse_proto(text: str) -> tuple[dict, dict]:
     """Minimal .proto reader: {message: {field: (type, number, repeated, oneof)}}, enums."""
     text = re.sub(r"//[^\n]*", "", text)
     messages: dict[str, dict] = {}
     enums: dict[str, dict] = {}
-    for kind, name, body in re.findall(r"(message|enum)\s+(\w+)\s*\{((?:[^{}]|\{[^{}]*\})*)\}",
-                                       text):
+    for kind, name, body in re.findall(r"(message|enum)\s+(\w+)\s*\{((?:[^{}]|\{[^{}]*\})*)\}", text):
         if kind == "enum":
             enums[name] = {k: int(v) for k, v in re.findall(r"(\w+)\s*=\s*(\d+);", body)}
             continue
         fields = {}
         oneofs = dict(re.findall(r"oneof\s+(\w+)\s*\{([^{}]*)\}", body))
         in_oneof = {f: o for o, b in oneofs.items() for f in re.findall(r"\w+\s+(\w+)\s*=", b)}
-        for rep, ftype, fname, num in re.findall(
-                r"(repeated\s+)?([\w.]+)\s+(\w+)\s*=\s*(\d+);", body):
+        for rep, ftype, fname, num in re.findall(r"(repeated\s+)?([\w.]+)\s+(\w+)\s*=\s*(\d+);", body):
             fields[fname] = (ftype, int(num), bool(rep), in_oneof.get(fname))
         messages[name] = fields
     return messages, enums
@@ -77,10 +70,14 @@ def test_proto_file_and_runtime_descriptor_agree() -> None:
     for msg in fdp.message_type:
         fields = {}
         for f in msg.field:
-            ftype = (f.type_name.rsplit(".", 1)[-1] if f.type_name else scalar_names[f.type])
+            ftype = f.type_name.rsplit(".", 1)[-1] if f.type_name else scalar_names[f.type]
             oneof = msg.oneof_decl[f.oneof_index].name if f.HasField("oneof_index") else None
-            fields[f.name] = (ftype, f.number,
-                              f.label == descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED, oneof)
+            fields[f.name] = (
+                ftype,
+                f.number,
+                f.label == descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED,
+                oneof,
+            )
         runtime[msg.name] = fields
     assert messages == runtime
     assert enums == {e.name: {v.name: v.number for v in e.value} for e in fdp.enum_type}
@@ -90,8 +87,9 @@ def test_proto_file_and_runtime_descriptor_agree() -> None:
 @pytest.mark.skipif(shutil.which("protoc") is None, reason="protoc not installed")
 def test_proto_file_compiles_to_the_runtime_descriptor(tmp_path: Path) -> None:
     out = tmp_path / "set.pb"
-    subprocess.run(["protoc", f"--proto_path={PROTO.parent}", f"--descriptor_set_out={out}",
-                    PROTO.name], check=True)
+    subprocess.run(
+        ["protoc", f"--proto_path={PROTO.parent}", f"--descriptor_set_out={out}", PROTO.name], check=True
+    )
     compiled = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
     ours = schema.chakra_file_descriptor()
     strip = {"json_name"}
@@ -105,19 +103,24 @@ def test_proto_file_compiles_to_the_runtime_descriptor(tmp_path: Path) -> None:
 
 # --- wire encoder ----------------------------------------------------------------------------
 
+
 def test_varints_match_protobuf_encoding() -> None:
-    values = np.array([0, 1, 127, 128, 300, 16383, 16384, 2**31 - 1, 2**35, 2**62, -1, -2,
-                       -(2**31), -(2**63)], dtype=np.int64)
+    values = np.array(
+        [0, 1, 127, 128, 300, 16383, 16384, 2**31 - 1, 2**35, 2**62, -1, -2, -(2**31), -(2**63)],
+        dtype=np.int64,
+    )
     encoded = wire.varints(values)
     rows = wire.split_rows(encoded)
     for value, row in zip(values.tolist(), rows):
         reference = schema.AttributeProto(int64_val=value).SerializeToString()
         assert reference == b"\x48" + row
-    assert wire.decimals(np.array([0, 9, 10, 12345, 10**18])).data.tobytes() == \
-        b"0910123451000000000000000000"
+    assert (
+        wire.decimals(np.array([0, 9, 10, 12345, 10**18])).data.tobytes() == b"0910123451000000000000000000"
+    )
 
 
 # --- round trip ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
@@ -160,52 +163,85 @@ def test_fast_encoder_bytes_equal_the_protobuf_serializer(written) -> None:
 def _independent_classes() -> dict[str, type]:
     """Chakra messages rebuilt here from the field table in heterosim/workload/chakra/et_def.proto."""
     t = descriptor_pb2.FieldDescriptorProto
-    fdp = descriptor_pb2.FileDescriptorProto(name="md_table.proto", package="md",
-                                             syntax="proto3")
-    scalar = {"double": t.TYPE_DOUBLE, "float": t.TYPE_FLOAT, "int32": t.TYPE_INT32,
-              "int64": t.TYPE_INT64, "uint32": t.TYPE_UINT32, "uint64": t.TYPE_UINT64,
-              "sint32": t.TYPE_SINT32, "sint64": t.TYPE_SINT64, "fixed32": t.TYPE_FIXED32,
-              "fixed64": t.TYPE_FIXED64, "sfixed32": t.TYPE_SFIXED32,
-              "sfixed64": t.TYPE_SFIXED64, "bool": t.TYPE_BOOL, "string": t.TYPE_STRING,
-              "bytes": t.TYPE_BYTES}
+    fdp = descriptor_pb2.FileDescriptorProto(name="md_table.proto", package="md", syntax="proto3")
+    scalar = {
+        "double": t.TYPE_DOUBLE,
+        "float": t.TYPE_FLOAT,
+        "int32": t.TYPE_INT32,
+        "int64": t.TYPE_INT64,
+        "uint32": t.TYPE_UINT32,
+        "uint64": t.TYPE_UINT64,
+        "sint32": t.TYPE_SINT32,
+        "sint64": t.TYPE_SINT64,
+        "fixed32": t.TYPE_FIXED32,
+        "fixed64": t.TYPE_FIXED64,
+        "sfixed32": t.TYPE_SFIXED32,
+        "sfixed64": t.TYPE_SFIXED64,
+        "bool": t.TYPE_BOOL,
+        "string": t.TYPE_STRING,
+        "bytes": t.TYPE_BYTES,
+    }
     # "kind | scalar field | list field" rows of the md table
-    table = [("double", 3, 4), ("float", 5, 6), ("int32", 7, 8), ("int64", 9, 10),
-             ("uint32", 11, 12), ("uint64", 13, 14), ("sint32", 15, 16), ("sint64", 17, 18),
-             ("fixed32", 19, 20), ("fixed64", 21, 22), ("sfixed32", 23, 24),
-             ("sfixed64", 25, 26), ("bool", 27, 28), ("string", 29, 30), ("bytes", 31, 32)]
+    table = [
+        ("double", 3, 4),
+        ("float", 5, 6),
+        ("int32", 7, 8),
+        ("int64", 9, 10),
+        ("uint32", 11, 12),
+        ("uint64", 13, 14),
+        ("sint32", 15, 16),
+        ("sint64", 17, 18),
+        ("fixed32", 19, 20),
+        ("fixed64", 21, 22),
+        ("sfixed32", 23, 24),
+        ("sfixed64", 25, 26),
+        ("bool", 27, 28),
+        ("string", 29, 30),
+        ("bytes", 31, 32),
+    ]
     attr = fdp.message_type.add(name="Attr")
     attr.field.add(name="name", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
     attr.oneof_decl.add(name="value")
     for kind, sn, ln in table:
-        attr.field.add(name=f"{kind}_val", number=sn, type=scalar[kind],
-                       label=t.LABEL_OPTIONAL, oneof_index=0)
-        attr.field.add(name=f"{kind}_list", number=ln, type=t.TYPE_MESSAGE,
-                       type_name=f".md.L_{kind}", label=t.LABEL_OPTIONAL, oneof_index=0)
+        attr.field.add(
+            name=f"{kind}_val", number=sn, type=scalar[kind], label=t.LABEL_OPTIONAL, oneof_index=0
+        )
+        attr.field.add(
+            name=f"{kind}_list",
+            number=ln,
+            type=t.TYPE_MESSAGE,
+            type_name=f".md.L_{kind}",
+            label=t.LABEL_OPTIONAL,
+            oneof_index=0,
+        )
         lst = fdp.message_type.add(name=f"L_{kind}")
         lst.field.add(name="values", number=1, type=scalar[kind], label=t.LABEL_REPEATED)
     meta = fdp.message_type.add(name="Meta")
     meta.field.add(name="version", number=1, type=t.TYPE_STRING, label=t.LABEL_OPTIONAL)
-    meta.field.add(name="attr", number=2, type=t.TYPE_MESSAGE, type_name=".md.Attr",
-                   label=t.LABEL_REPEATED)
+    meta.field.add(name="attr", number=2, type=t.TYPE_MESSAGE, type_name=".md.Attr", label=t.LABEL_REPEATED)
     node = fdp.message_type.add(name="N")
     for name, number, ftype, label in (
-            ("id", 1, t.TYPE_UINT64, t.LABEL_OPTIONAL), ("name", 2, t.TYPE_STRING,
-                                                          t.LABEL_OPTIONAL),
-            ("type", 3, t.TYPE_INT32, t.LABEL_OPTIONAL),
-            ("ctrl_deps", 4, t.TYPE_UINT64, t.LABEL_REPEATED),
-            ("data_deps", 5, t.TYPE_UINT64, t.LABEL_REPEATED),
-            ("start_time_micros", 6, t.TYPE_UINT64, t.LABEL_OPTIONAL),
-            ("duration_micros", 7, t.TYPE_UINT64, t.LABEL_OPTIONAL)):
+        ("id", 1, t.TYPE_UINT64, t.LABEL_OPTIONAL),
+        ("name", 2, t.TYPE_STRING, t.LABEL_OPTIONAL),
+        ("type", 3, t.TYPE_INT32, t.LABEL_OPTIONAL),
+        ("ctrl_deps", 4, t.TYPE_UINT64, t.LABEL_REPEATED),
+        ("data_deps", 5, t.TYPE_UINT64, t.LABEL_REPEATED),
+        ("start_time_micros", 6, t.TYPE_UINT64, t.LABEL_OPTIONAL),
+        ("duration_micros", 7, t.TYPE_UINT64, t.LABEL_OPTIONAL),
+    ):
         node.field.add(name=name, number=number, type=ftype, label=label)
-    node.field.add(name="attr", number=10, type=t.TYPE_MESSAGE, type_name=".md.Attr",
-                   label=t.LABEL_REPEATED)
+    node.field.add(name="attr", number=10, type=t.TYPE_MESSAGE, type_name=".md.Attr", label=t.LABEL_REPEATED)
     pool = descriptor_pool.DescriptorPool()
     pool.Add(fdp)
     get = getattr(message_factory, "GetMessageClass", None)
-    return {n: (get(pool.FindMessageTypeByName(f"md.{n}")) if get else
-                message_factory.MessageFactory(pool).GetPrototype(
-                    pool.FindMessageTypeByName(f"md.{n}")))
-            for n in ("Meta", "N")}
+    return {
+        n: (
+            get(pool.FindMessageTypeByName(f"md.{n}"))
+            if get
+            else message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName(f"md.{n}"))
+        )
+        for n in ("Meta", "N")
+    }
 
 
 def _attrs(node) -> dict[str, tuple[str, object]]:
@@ -278,6 +314,7 @@ def test_gzip_and_rank_from_name(written, tmp_path: Path) -> None:
 
 # --- traces written by another producer ------------------------------------------------------
 
+
 def test_interop_all_reduce_microbenchmark() -> None:
     files = trace_files(INTEROP / "all_reduce_4npus_1MB")
     assert sorted(files) == [0, 1, 2, 3]
@@ -327,13 +364,31 @@ def _foreign_file(path: Path, nodes: list) -> None:
 def test_arbitrary_ids_ctrl_deps_and_reverse_order(tmp_path: Path) -> None:
     a = schema.AttributeProto
     nodes = [
-        schema.Node(id=900, name="last", type=COMP_NODE, ctrl_deps=[5], data_deps=[77],
-                    attr=[a(name="num_ops", int64_val=10)]),
-        schema.Node(id=77, name="middle", type=COMM_COLL_NODE, data_deps=[5],
-                    attr=[a(name="comm_type", int64_val=2), a(name="comm_size", uint64_val=64),
-                          a(name="pg_name", string_val="4")]),
-        schema.Node(id=5, name="first", type=COMM_RECV_NODE,
-                    attr=[a(name="comm_src", int32_val=6), a(name="comm_size", int64_val=8)]),
+        schema.Node(
+            id=900,
+            name="last",
+            type=COMP_NODE,
+            ctrl_deps=[5],
+            data_deps=[77],
+            attr=[a(name="num_ops", int64_val=10)],
+        ),
+        schema.Node(
+            id=77,
+            name="middle",
+            type=COMM_COLL_NODE,
+            data_deps=[5],
+            attr=[
+                a(name="comm_type", int64_val=2),
+                a(name="comm_size", uint64_val=64),
+                a(name="pg_name", string_val="4"),
+            ],
+        ),
+        schema.Node(
+            id=5,
+            name="first",
+            type=COMM_RECV_NODE,
+            attr=[a(name="comm_src", int32_val=6), a(name="comm_size", int64_val=8)],
+        ),
     ]
     path = tmp_path / "x.2.et"
     _foreign_file(path, nodes)
@@ -349,30 +404,49 @@ def test_arbitrary_ids_ctrl_deps_and_reverse_order(tmp_path: Path) -> None:
 
 # --- bad input -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "bad_node"])
 def test_malformed_files_give_one_line_errors(written, tmp_path: Path, damage: str) -> None:
     path, _ = written
     bad = tmp_path / "bad.0.et"
     blob = path.read_bytes()
-    bad.write_bytes({"truncated": blob[: len(blob) // 2],
-                     "garbage": b"this is not a Chakra trace\n" * 3,
-                     "empty": b"",
-                     "bad_node": blob[:200] + b"\x05\xff\xff\xff\xff\xff"}[damage])
+    bad.write_bytes(
+        {
+            "truncated": blob[: len(blob) // 2],
+            "garbage": b"this is not a Chakra trace\n" * 3,
+            "empty": b"",
+            "bad_node": blob[:200] + b"\x05\xff\xff\xff\xff\xff",
+        }[damage]
+    )
     with pytest.raises(UserError) as info:
         read_trace(bad)
     message = str(info.value)
     assert "\n" not in message and message.startswith(str(bad))
 
 
-@pytest.mark.parametrize(("nodes", "expect"), [
-    ([schema.Node(id=1, type=COMP_NODE, data_deps=[9])], "not in the file"),
-    ([schema.Node(id=1, type=COMP_NODE), schema.Node(id=1, type=COMP_NODE)], "more than once"),
-    ([schema.Node(id=1, type=COMP_NODE, data_deps=[2]),
-      schema.Node(id=2, type=COMP_NODE, data_deps=[1])], "cycle"),
-    ([schema.Node(id=1, type=COMM_SEND_NODE)], "comm_dst"),
-    ([schema.Node(id=1, type=COMM_COLL_NODE,
-                  attr=[schema.AttributeProto(name="pg_name", string_val="tp")])], "pg_name"),
-])
+@pytest.mark.parametrize(
+    ("nodes", "expect"),
+    [
+        ([schema.Node(id=1, type=COMP_NODE, data_deps=[9])], "not in the file"),
+        ([schema.Node(id=1, type=COMP_NODE), schema.Node(id=1, type=COMP_NODE)], "more than once"),
+        (
+            [
+                schema.Node(id=1, type=COMP_NODE, data_deps=[2]),
+                schema.Node(id=2, type=COMP_NODE, data_deps=[1]),
+            ],
+            "cycle",
+        ),
+        ([schema.Node(id=1, type=COMM_SEND_NODE)], "comm_dst"),
+        (
+            [
+                schema.Node(
+                    id=1, type=COMM_COLL_NODE, attr=[schema.AttributeProto(name="pg_name", string_val="tp")]
+                )
+            ],
+            "pg_name",
+        ),
+    ],
+)
 def test_inconsistent_graphs_are_user_errors(tmp_path: Path, nodes: list, expect: str) -> None:
     path = tmp_path / "g.0.et"
     _foreign_file(path, nodes)
@@ -389,6 +463,7 @@ def test_cli_reports_a_bad_trace_with_exit_2(tmp_path: Path, capsys) -> None:
 
 
 # --- comm_group.json and listing -------------------------------------------------------------
+
 
 def test_comm_groups_round_trip_and_errors(tmp_path: Path) -> None:
     groups = {0: [0, 1, 2, 3], 5: [1, 3]}
@@ -408,13 +483,17 @@ def test_trace_files_lists_ranks(tmp_path: Path) -> None:
     for name in ("run.0.et", "run.10.et", "run.2.et.gz", "comm_group.json", "notes.txt"):
         (tmp_path / name).write_bytes(b"")
     assert {r: p.name for r, p in trace_files(tmp_path).items()} == {
-        0: "run.0.et", 2: "run.2.et.gz", 10: "run.10.et"}
+        0: "run.0.et",
+        2: "run.2.et.gz",
+        10: "run.10.et",
+    }
     (tmp_path / "other.2.et").write_bytes(b"")
     with pytest.raises(UserError, match="two traces for rank 2"):
         trace_files(tmp_path)
 
 
 # --- CLI -------------------------------------------------------------------------------------
+
 
 def test_cli_show_table_and_json(capsys) -> None:
     path = INTEROP / "custom_ring_allreduce_8npus_1MB" / "custom_allreduce.5.et"
@@ -425,7 +504,17 @@ def test_cli_show_table_and_json(capsys) -> None:
     data = json.loads(capsys.readouterr().out)
     assert data["rank"] == 5 and data["node_count"] == 35 and len(data["nodes"]) == 35
     assert data["node_types"] == {"COMP": 7, "SEND": 14, "RECV": 14}
-    assert data["nodes"][1] == {"id": 1, "type": "RECV", "name": "COMM_RECV_NODE_tb0_step1",
-                                "op": "comm", "phase": "fwd", "layer": -1, "micro_batch": -1,
-                                "stage": 0, "comm_bytes": 131072, "peer": 4, "tag": 0,
-                                "deps": [0]}
+    assert data["nodes"][1] == {
+        "id": 1,
+        "type": "RECV",
+        "name": "COMM_RECV_NODE_tb0_step1",
+        "op": "comm",
+        "phase": "fwd",
+        "layer": -1,
+        "micro_batch": -1,
+        "stage": 0,
+        "comm_bytes": 131072,
+        "peer": 4,
+        "tag": 0,
+        "deps": [0],
+    }

@@ -12,14 +12,25 @@ from heterosim.workload.flops import megatron_flops_per_iteration, ops_flops, tr
 
 GPT3 = ZOO["gpt3-175b"]
 B, S = 1536, 2048
-PAR = ParallelConfig(tp=8, pp=8, dp=24, ep=1, schedule="1f1b", vpp=1, zero=1,
-                     sequence_parallel=True, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=True, zero3_prefetch=1)
+PAR = ParallelConfig(
+    tp=8,
+    pp=8,
+    dp=24,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=1,
+    sequence_parallel=True,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=True,
+    zero3_prefetch=1,
+)
 
 
 def training(recompute: str, **kw: object) -> TrainingConfig:
-    base = TrainingConfig(global_batch=B, micro_batch=1, seq_len=S, dtype="bf16",
-                          recompute=recompute)
+    base = TrainingConfig(global_batch=B, micro_batch=1, seq_len=S, dtype="bf16", recompute=recompute)
     return replace(base, **kw)
 
 
@@ -50,14 +61,12 @@ def test_formula_values() -> None:
     without = megatron_flops_per_iteration(GPT3, B, S, False)
     assert with_rc - without == pytest.approx(24 * B * S * n_layers * h * h * (1 + S / (6 * h)))
     logits = 6 * B * S * h * v
-    assert without == pytest.approx(3 * 24 * B * S * n_layers * h * h * (1 + S / (6 * h))
-                                    + logits)
+    assert without == pytest.approx(3 * 24 * B * S * n_layers * h * h * (1 + S / (6 * h)) + logits)
     # SC'21 Table 1 order of magnitude: ~4.4e18 FLOPs per 175B iteration at B=1536 with recompute
     assert 4.0e18 < with_rc < 4.8e18
 
 
-@pytest.mark.parametrize("recompute,correction", [("none", 12 - 7), ("full", 16 - 9),
-                                                  ("selective", 16 - 9)])
+@pytest.mark.parametrize("recompute,correction", [("none", 12 - 7), ("full", 16 - 9), ("selective", 16 - 9)])
 def test_causal_flash_attention_accounting(recompute: str, correction: int) -> None:
     """Per layer and sequence Megatron counts attention 4s^2h forward, 8s^2h backward
     (+4s^2h when recomputed); causal flash attention runs 2s^2h forward, 5s^2h backward

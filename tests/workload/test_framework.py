@@ -16,30 +16,40 @@ from heterosim.plan.compute.host_overhead import (
     host_overhead_from_layer_forward,
 )
 from heterosim.simulate import run_experiment
-from heterosim.workload.framework import (
-    COLLECTIVE_CALL_LABEL,
-    attention_mask_bytes,
-    pipeline_payload,
-)
+from heterosim.workload.framework import COLLECTIVE_CALL_LABEL, attention_mask_bytes, pipeline_payload
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE
 
 H, S, B = 256, 128, 2
-MODEL = {"arch": "gpt", "hidden": H, "layers": 4, "heads": 4, "ffn": 4 * H, "vocab": 1024,
-         "seq": S}
+MODEL = {"arch": "gpt", "hidden": H, "layers": 4, "heads": 4, "ffn": 4 * H, "vocab": 1024, "seq": S}
 
 
-def _experiment(parallel: dict, framework: dict | None = None, gpus: int = 4,
-                global_batch: int = 8) -> dict:
-    data = {"name": "fw", "model": dict(MODEL),
-            "training": {"global_batch": global_batch, "micro_batch": B, "seq_len": S,
-                         "dtype": "fp16", "attention": "unfused"},
-            "parallel": {"dp_bucket": "1GiB", **parallel},
-            "cluster": {"host_types": {"t4": {"gpu": "T4-16GB-PCIe", "gpus": gpus,
-                                              "fabric": "pcie", "nics": 1,
-                                              "nic_speed": "50Gbps"}},
-                        "hosts": [{"type": "t4", "count": 1}]},
-            "simulation": {"fidelity": "flow"}}
+def _experiment(parallel: dict, framework: dict | None = None, gpus: int = 4, global_batch: int = 8) -> dict:
+    data = {
+        "name": "fw",
+        "model": dict(MODEL),
+        "training": {
+            "global_batch": global_batch,
+            "micro_batch": B,
+            "seq_len": S,
+            "dtype": "fp16",
+            "attention": "unfused",
+        },
+        "parallel": {"dp_bucket": "1GiB", **parallel},
+        "cluster": {
+            "host_types": {
+                "t4": {
+                    "gpu": "T4-16GB-PCIe",
+                    "gpus": gpus,
+                    "fabric": "pcie",
+                    "nics": 1,
+                    "nic_speed": "50Gbps",
+                }
+            },
+            "hosts": [{"type": "t4", "count": 1}],
+        },
+        "simulation": {"fidelity": "flow"},
+    }
     if framework is not None:
         data["framework"] = framework
     return data
@@ -56,12 +66,14 @@ def _labels(trace) -> Counter:
 
 def test_framework_defaults_and_bad_input_name_the_key() -> None:
     fw = _parse(_experiment({"tp": 1, "pp": 1, "dp": 4})).framework
-    assert (fw.name, fw.layer_forward_passes, fw.host_overhead_ns("T4-16GB-PCIe")) == \
-        ("megatron", 1, 0)
+    assert (fw.name, fw.layer_forward_passes, fw.host_overhead_ns("T4-16GB-PCIe")) == ("megatron", 1, 0)
     with pytest.raises(UserError, match=r"fw.yaml: framework.name: expected one of"):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"name": "horovod"}))
-    with pytest.raises(UserError, match=r"framework.host_op_overhead.H100-SXM: no GPU of this "
-                                        r"type in the cluster"):
+    with pytest.raises(
+        UserError,
+        match=r"framework.host_op_overhead.H100-SXM: no GPU of this "
+        r"type in the cluster",
+    ):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"host_op_overhead": {"H100": "5us"}}))
     with pytest.raises(UserError, match=r"framework.layer_forward_passes"):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"layer_forward_passes": 0}))
@@ -69,8 +81,12 @@ def test_framework_defaults_and_bad_input_name_the_key() -> None:
         _parse(_experiment({"tp": 1, "pp": 2, "dp": 2, "schedule": "gpipe"}, {"name": "deepspeed"}))
     with pytest.raises(UserError, match=r"framework.colective_overhead: unknown key"):
         _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {"colective_overhead": "1us"}))
-    fw = _parse(_experiment({"tp": 1, "pp": 1, "dp": 4}, {
-        "host_op_overhead": {"T4": "7us", "*": "1us"}, "collective_overhead": "300us"})).framework
+    fw = _parse(
+        _experiment(
+            {"tp": 1, "pp": 1, "dp": 4},
+            {"host_op_overhead": {"T4": "7us", "*": "1us"}, "collective_overhead": "300us"},
+        )
+    ).framework
     assert fw.host_overhead_ns("T4-16GB-PCIe") == 7000 and fw.host_overhead_ns("other") == 1000
     assert fw.tp_collective_overhead_ns("T4-16GB-PCIe") == 300_000
 
@@ -98,8 +114,7 @@ def test_deepspeed_trace_regathers_partitioned_activations() -> None:
     assert _labels(first)["pp_partition_allgather.bwd"] == m
     assert _labels(first)["pp_partition_allgather.fwd"] == 0
     act, mask = B * S * H * 2, S * S * 2
-    for tr, kind, size in ((first, COMM_SEND_NODE, act // 2 + mask),
-                           (last, COMM_RECV_NODE, act // 2 + mask)):
+    for tr, kind, size in ((first, COMM_SEND_NODE, act // 2 + mask), (last, COMM_RECV_NODE, act // 2 + mask)):
         nodes = np.flatnonzero(tr.node_type == kind)
         sizes = tr.templates.comm_bytes[tr.template[nodes]]
         assert sorted(sizes.tolist()) == [size] * m
@@ -109,12 +124,19 @@ def test_deepspeed_trace_regathers_partitioned_activations() -> None:
     names = last.templates.label_names
     order = [names[last.templates.label[t]] for t in last.template]
     i = order.index("pp_recv.fwd", order.index("pp_send.bwd") - 2)
-    assert order[i + 1:i + 5] == ["pp_send.bwd", "load_batch.broadcast_sizes",
-                                  "load_batch.broadcast_tokens", "pp_partition_allgather.fwd"]
+    assert order[i + 1 : i + 5] == [
+        "pp_send.bwd",
+        "load_batch.broadcast_sizes",
+        "load_batch.broadcast_tokens",
+        "pp_partition_allgather.fwd",
+    ]
     for tr in (first, last):  # first and last stage load every micro-batch
         assert _labels(tr)["load_batch.broadcast_tokens"] == m
-    tokens = next(t for t in range(len(last.templates))
-                  if names[last.templates.label[t]] == "load_batch.broadcast_tokens")
+    tokens = next(
+        t
+        for t in range(len(last.templates))
+        if names[last.templates.label[t]] == "load_batch.broadcast_tokens"
+    )
     assert last.templates.comm_bytes[tokens] == B * (S + 1) * 8  # int64 tokens, s + 1 per row
 
 
@@ -141,15 +163,39 @@ def test_deepspeed_instruction_order_follows_train_schedule() -> None:
     micro-batch i on stage s at step 2i+s, backward at 2i+2P-s-1; a forward step runs
     RecvActivation, SendGrad(previous), ForwardPass; a backward step SendActivation(previous),
     RecvGrad, BackwardPass)."""
-    w = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": "deepspeed"},
-                                             gpus=2, global_batch=3 * B)))
-    assert _instructions(w.trace(0)) == ["F0", "SA0", "F1", "SA1", "RG0", "B0", "F2", "SA2",
-                                         "RG1", "B1", "RG2", "B2"]
-    assert _instructions(w.trace(1)) == ["RA0", "F0", "B0", "RA1", "SG0", "F1", "B1", "RA2",
-                                         "SG1", "F2", "B2", "SG2"]
+    w = generate_workload(
+        _parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": "deepspeed"}, gpus=2, global_batch=3 * B))
+    )
+    assert _instructions(w.trace(0)) == [
+        "F0",
+        "SA0",
+        "F1",
+        "SA1",
+        "RG0",
+        "B0",
+        "F2",
+        "SA2",
+        "RG1",
+        "B1",
+        "RG2",
+        "B2",
+    ]
+    assert _instructions(w.trace(1)) == [
+        "RA0",
+        "F0",
+        "B0",
+        "RA1",
+        "SG0",
+        "F1",
+        "B1",
+        "RA2",
+        "SG1",
+        "F2",
+        "B2",
+        "SG2",
+    ]
     # Megatron's engine sends each result right after its pass
-    mega = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, gpus=2,
-                                                global_batch=3 * B)))
+    mega = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, gpus=2, global_batch=3 * B)))
     assert _instructions(mega.trace(1))[:6] == ["RA0", "F0", "B0", "SG0", "RA1", "F1"]
 
 
@@ -157,16 +203,18 @@ def test_deepspeed_p2p_blocks_the_sender() -> None:
     """A DeepSpeed send is in the rank's chain (the next instruction waits for the transfer);
     Megatron's is not."""
     for name, blocking in (("deepspeed", True), ("megatron", False)):
-        tr = generate_workload(_parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": name},
-                                                  gpus=2, global_batch=3 * B))).trace(0)
+        tr = generate_workload(
+            _parse(_experiment({"tp": 1, "pp": 2, "dp": 1}, {"name": name}, gpus=2, global_batch=3 * B))
+        ).trace(0)
         sends = set(np.flatnonzero(tr.node_type == COMM_SEND_NODE).tolist())
         assert bool(sends & set(tr.dep_idx.tolist())) == blocking, name
 
 
 def test_layer_forward_passes_repeat_the_forward_only() -> None:
     one = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2}))).trace(0)
-    two = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2},
-                                               {"layer_forward_passes": 2}))).trace(0)
+    two = generate_workload(
+        _parse(_experiment({"tp": 2, "pp": 1, "dp": 2}, {"layer_forward_passes": 2}))
+    ).trace(0)
     a, b = _labels(one), _labels(two)
     assert b["qkv_proj"] == 2 * a["qkv_proj"] and b["fc2"] == 2 * a["fc2"]
     assert b["qkv_proj.dgrad"] == a["qkv_proj.dgrad"]  # one backward
@@ -176,8 +224,9 @@ def test_layer_forward_passes_repeat_the_forward_only() -> None:
 def test_collective_markers_precede_every_tp_collective_and_p2p_call() -> None:
     """One marker per TP collective and per DeepSpeed p2p broadcast: three per activation
     send/recv with TP > 1 (meta, slice, mask), one per gradient send/recv."""
-    exp = _parse(_experiment({"tp": 2, "pp": 2, "dp": 1},
-                             {"name": "deepspeed", "collective_overhead": "400us"}))
+    exp = _parse(
+        _experiment({"tp": 2, "pp": 2, "dp": 1}, {"name": "deepspeed", "collective_overhead": "400us"})
+    )
     payload = pipeline_payload(exp)
     assert (payload.forward_calls, payload.backward_calls) == (3, 1)
     w = generate_workload(exp)
@@ -186,22 +235,26 @@ def test_collective_markers_precede_every_tp_collective_and_p2p_call() -> None:
         tr = w.trace(rank)
         names = tr.templates.label_names
         order = [names[tr.templates.label[t]] for t in tr.template]
-        colls = [i for i, t in enumerate(tr.template)
-                 if tr.templates.node_type[t] == COMM_COLL_NODE
-                 and order[i] not in ("dp_grad_allreduce", "embedding_grad_allreduce")]
+        colls = [
+            i
+            for i, t in enumerate(tr.template)
+            if tr.templates.node_type[t] == COMM_COLL_NODE
+            and order[i] not in ("dp_grad_allreduce", "embedding_grad_allreduce")
+        ]
         assert colls and all(order[i - 1] == COLLECTIVE_CALL_LABEL for i in colls)
         p2p = 3 * m + 1 * m  # stage 0 sends activations, receives gradients; stage 1 the reverse
         for i, name in enumerate(order):
             if name in ("pp_send.fwd", "pp_recv.fwd"):
-                assert order[i - 3:i] == [COLLECTIVE_CALL_LABEL] * 3
+                assert order[i - 3 : i] == [COLLECTIVE_CALL_LABEL] * 3
             if name in ("pp_send.bwd", "pp_recv.bwd"):
                 assert order[i - 1] == COLLECTIVE_CALL_LABEL
         assert order.count(COLLECTIVE_CALL_LABEL) == len(colls) + p2p
 
 
 def test_add_host_overhead_and_derivations_by_hand() -> None:
-    tr = generate_workload(_parse(_experiment({"tp": 2, "pp": 1, "dp": 2},
-                                              {"collective_overhead": "1us"}))).trace(0)
+    tr = generate_workload(
+        _parse(_experiment({"tp": 2, "pp": 1, "dp": 2}, {"collective_overhead": "1us"}))
+    ).trace(0)
     t = tr.templates
     base = np.full(len(t), 1000, dtype=np.int64)
     base[t.node_type != COMP_NODE] = 0
@@ -215,8 +268,9 @@ def test_add_host_overhead_and_derivations_by_hand() -> None:
     assert host_overhead_from_layer_forward(4e6, 2, [100_000] * 10) == 100_000
     assert host_overhead_from_layer_forward(1e6, 2, [100_000] * 10) == 0
     # per pass 3 ms - 1 ms GPU - 10 x 50 us host - 2 x 250 us transfer = 1 ms over 2 collectives
-    assert collective_overhead_from_layer_forward(6e6, 2, [100_000] * 10, 50_000,
-                                                  [250_000, 250_000]) == 500_000
+    assert (
+        collective_overhead_from_layer_forward(6e6, 2, [100_000] * 10, 50_000, [250_000, 250_000]) == 500_000
+    )
 
 
 def _iteration_ns(data: dict) -> tuple[int, object]:
@@ -248,27 +302,43 @@ def test_collective_overhead_delays_each_tp_call_once() -> None:
 
 @pytest.mark.parametrize("parallel", [{"tp": 2, "pp": 4, "dp": 1}, {"tp": 1, "pp": 4, "dp": 2}])
 def test_deepspeed_sends_match_recvs_and_traces_are_valid(parallel) -> None:
-    w = generate_workload(_parse(_experiment(parallel, {"name": "deepspeed",
-                                                        "collective_overhead": "100us"},
-                                             gpus=8, global_batch=16)))
+    w = generate_workload(
+        _parse(
+            _experiment(
+                parallel, {"name": "deepspeed", "collective_overhead": "100us"}, gpus=8, global_batch=16
+            )
+        )
+    )
     sends, recvs = Counter(), Counter()
     for tr in w.traces:
         tr.check()
         for i in np.flatnonzero(tr.node_type == COMM_SEND_NODE):
-            sends[(tr.rank, int(tr.peer[i]), int(tr.tag[i]),
-                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+            sends[
+                (tr.rank, int(tr.peer[i]), int(tr.tag[i]), int(tr.templates.comm_bytes[tr.template[i]]))
+            ] += 1
         for i in np.flatnonzero(tr.node_type == COMM_RECV_NODE):
-            recvs[(int(tr.peer[i]), tr.rank, int(tr.tag[i]),
-                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+            recvs[
+                (int(tr.peer[i]), tr.rank, int(tr.tag[i]), int(tr.templates.comm_bytes[tr.template[i]]))
+            ] += 1
     assert sends and sends == recvs and max(sends.values()) == 1
 
 
 def test_deepspeed_with_an_explicit_stage_plan_is_a_one_line_error() -> None:
-    data = _experiment({"stages": [{"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]},
-                                   {"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]}]},
-                       {"name": "deepspeed"}, gpus=2)
-    with pytest.raises(UserError, match=r"framework.name: deepspeed models DeepSpeed's engine on "
-                                        r"a tp/pp/dp grid"):
+    data = _experiment(
+        {
+            "stages": [
+                {"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]},
+                {"layers": 2, "replicas": [{"gpu": "T4", "tp": 1}]},
+            ]
+        },
+        {"name": "deepspeed"},
+        gpus=2,
+    )
+    with pytest.raises(
+        UserError,
+        match=r"framework.name: deepspeed models DeepSpeed's engine on "
+        r"a tp/pp/dp grid",
+    ):
         _parse(data)
     data["framework"] = {"name": "megatron", "collective_overhead": "100us"}
     w = generate_workload(_parse(data))  # the Megatron path runs staged plans, markers included

@@ -11,13 +11,7 @@ import pytest
 from heterosim.config.experiment import load_experiment, parse_experiment
 from heterosim.workload.generator import generate_workload
 from heterosim.workload.summary import trace_counts
-from heterosim.workload.trace import (
-    COMM_COLL_NODE,
-    COMM_RECV_NODE,
-    COMM_SEND_NODE,
-    COMP_NODE,
-    DTYPES,
-)
+from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, DTYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -26,17 +20,21 @@ GPT = {"arch": "gpt", "hidden": H, "layers": L, "heads": 8, "ffn": FFN, "vocab":
 
 
 def _cluster(gpus: int = 8, hosts: int = 1) -> dict:
-    return {"host_types": {"h": {"gpu": "H100-SXM", "gpus": gpus, "nics": gpus,
-                                 "nic_speed": "400Gbps"}},
-            "hosts": [{"type": "h", "count": hosts}]}
+    return {
+        "host_types": {"h": {"gpu": "H100-SXM", "gpus": gpus, "nics": gpus, "nic_speed": "400Gbps"}},
+        "hosts": [{"type": "h", "count": hosts}],
+    }
 
 
-def _workload(parallel: dict, model: dict | None = None, global_batch: int = 8,
-              cluster: dict | None = None, **training):
-    data = {"model": model or dict(GPT),
-            "training": {"global_batch": global_batch, "micro_batch": 1, "seq_len": S,
-                         **training},
-            "parallel": {"dp_bucket": "1GiB", **parallel}, "cluster": cluster or _cluster()}
+def _workload(
+    parallel: dict, model: dict | None = None, global_batch: int = 8, cluster: dict | None = None, **training
+):
+    data = {
+        "model": model or dict(GPT),
+        "training": {"global_batch": global_batch, "micro_batch": 1, "seq_len": S, **training},
+        "parallel": {"dp_bucket": "1GiB", **parallel},
+        "cluster": cluster or _cluster(),
+    }
     return generate_workload(parse_experiment(data, "test.yaml"))
 
 
@@ -120,8 +118,7 @@ def test_zero3_gathers_each_block_in_forward_and_backward() -> None:
 
 @pytest.mark.parametrize("prefetch", [0, 1, 2])
 def test_zero3_prefetch_issues_gathers_ahead(prefetch: int) -> None:
-    w = _workload({"tp": 1, "pp": 1, "dp": 8, "zero": 3, "zero3_prefetch": prefetch},
-                  global_batch=8)
+    w = _workload({"tp": 1, "pp": 1, "dp": 8, "zero": 3, "zero3_prefetch": prefetch}, global_batch=8)
     trace = w.trace(0)
     t = trace.templates
     names = np.array(t.label_names)[t.label[trace.template]]
@@ -135,16 +132,23 @@ def test_zero3_prefetch_issues_gathers_ahead(prefetch: int) -> None:
 
 
 def test_expert_parallel_all_to_all_and_expert_data_parallel() -> None:
-    moe = {"arch": "llama", "hidden": 512, "layers": 4, "heads": 8, "ffn": 1024, "vocab": 1024,
-           "seq": 256, "moe": {"experts": 4, "top_k": 2}}
+    moe = {
+        "arch": "llama",
+        "hidden": 512,
+        "layers": 4,
+        "heads": 8,
+        "ffn": 1024,
+        "vocab": 1024,
+        "seq": 256,
+        "moe": {"experts": 4, "top_k": 2},
+    }
     w = _workload({"tp": 1, "pp": 1, "dp": 8, "ep": 2}, model=moe, global_batch=16, seq_len=256)
     trace = w.trace(0)
     m = 2
     a2a = _coll(trace, "ALL_TO_ALL")
     per = 256 * 2 * 512 * 2  # tokens * top_k * hidden * bf16
     assert a2a == {"count": m * 4 * 4, "bytes": m * 4 * 4 * per}  # dispatch+combine, fwd+bwd
-    groups = {int(g) for g in trace.templates.comm_group[trace.templates.node_type ==
-                                                         COMM_COLL_NODE]}
+    groups = {int(g) for g in trace.templates.comm_group[trace.templates.node_type == COMM_COLL_NODE]}
     roles = {w.groups.group(g).role for g in groups}
     assert roles == {"ep", "dp", "ep_dp"}  # dense grads over dp, expert grads over ep_dp
 
@@ -171,23 +175,33 @@ def test_buckets_overlap_backward_and_count_matches_bucket_size() -> None:
 
 def test_grad_sync_after_backward_and_fp32_reduce() -> None:
     layer_grad = _gpt_layer_params(1) * 2
-    w = _workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad, "grad_sync": "after_backward"},
-                  global_batch=8, dtype="fp16", grad_reduce_dtype="fp32")
+    w = _workload(
+        {"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad, "grad_sync": "after_backward"},
+        global_batch=8,
+        dtype="fp16",
+        grad_reduce_dtype="fp32",
+    )
     trace = w.trace(0)
     ar = _coll(trace, "ALL_REDUCE")
-    fp16 = _coll(_workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8,
-                           dtype="fp16").trace(0), "ALL_REDUCE")
+    fp16 = _coll(
+        _workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8, dtype="fp16").trace(
+            0
+        ),
+        "ALL_REDUCE",
+    )
     assert ar["bytes"] == 2 * fp16["bytes"]  # fp32 on the wire instead of the fp16 main grads
     buckets = np.flatnonzero(trace.node_type == COMM_COLL_NODE)
     # the trace names the dtype the gradients travel in: fp32 here, fp16 (main grads) by default
     labels = {DTYPES[int(d)] for d in trace.templates.dtype[trace.template[buckets]]}
     assert labels == {"fp32"}
-    plain = _workload({"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8,
-                      dtype="fp16").trace(0)
+    plain = _workload(
+        {"tp": 1, "pp": 1, "dp": 8, "dp_bucket": layer_grad}, global_batch=8, dtype="fp16"
+    ).trace(0)
     plain_buckets = np.flatnonzero(plain.node_type == COMM_COLL_NODE)
     assert {DTYPES[int(d)] for d in plain.templates.dtype[plain.template[plain_buckets]]} == {"fp16"}
-    last_compute = int(np.flatnonzero((trace.node_type == COMP_NODE)
-                                      & (trace.templates.phase[trace.template] != 2))[-1])
+    last_compute = int(
+        np.flatnonzero((trace.node_type == COMP_NODE) & (trace.templates.phase[trace.template] != 2))[-1]
+    )
     for b in buckets:  # every bucket waits for the last backward op
         assert trace.parents(int(b)).tolist() == [last_compute]
 
@@ -206,19 +220,24 @@ def _p2p_edges(traces):
     for tr in traces:
         nt = tr.node_type
         for i in np.flatnonzero(nt == COMM_SEND_NODE):
-            sends[(tr.rank, int(tr.peer[i]), int(tr.tag[i]),
-                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+            sends[
+                (tr.rank, int(tr.peer[i]), int(tr.tag[i]), int(tr.templates.comm_bytes[tr.template[i]]))
+            ] += 1
         for i in np.flatnonzero(nt == COMM_RECV_NODE):
-            recvs[(int(tr.peer[i]), tr.rank, int(tr.tag[i]),
-                   int(tr.templates.comm_bytes[tr.template[i]]))] += 1
+            recvs[
+                (int(tr.peer[i]), tr.rank, int(tr.tag[i]), int(tr.templates.comm_bytes[tr.template[i]]))
+            ] += 1
     return sends, recvs
 
 
-@pytest.mark.parametrize("parallel,model", [
-    ({"tp": 2, "pp": 4, "dp": 1}, None),
-    ({"tp": 1, "pp": 4, "dp": 2, "schedule": "gpipe"}, None),
-    ({"tp": 1, "pp": 2, "dp": 4, "vpp": 2, "schedule": "interleaved"}, None),
-])
+@pytest.mark.parametrize(
+    "parallel,model",
+    [
+        ({"tp": 2, "pp": 4, "dp": 1}, None),
+        ({"tp": 1, "pp": 4, "dp": 2, "schedule": "gpipe"}, None),
+        ({"tp": 1, "pp": 2, "dp": 4, "vpp": 2, "schedule": "interleaved"}, None),
+    ],
+)
 def test_every_send_has_exactly_one_matching_recv(parallel, model) -> None:
     w = _workload(parallel, model=model, global_batch=16)
     traces = list(w.traces)
@@ -230,8 +249,9 @@ def test_every_send_has_exactly_one_matching_recv(parallel, model) -> None:
 
 
 def test_heterogeneous_replicas_sync_once_and_match_sends() -> None:
-    exp = load_experiment(ROOT / "workloads" / "default.yaml",
-                          ["parallel.tp=4", "parallel.pp=1", "parallel.dp=4"])
+    exp = load_experiment(
+        ROOT / "workloads" / "default.yaml", ["parallel.tp=4", "parallel.pp=1", "parallel.dp=4"]
+    )
     w = generate_workload(exp)
     counts = w.partition.replica_micro_batches
     total = exp.training.global_batch // exp.training.micro_batch
@@ -263,8 +283,21 @@ def test_default_experiment_summary_keys() -> None:
     w = generate_workload(load_experiment(ROOT / "workloads" / "default.yaml"))
     s = w.summary()
     assert set(s) >= {"world_size", "model", "params", "total_flops", "ranks", "groups"}
-    keys = {"rank", "gpu", "host", "stage", "dp_replica", "layers", "micro_batches",
-            "compute_nodes", "flops", "collectives", "send_bytes", "recv_bytes", "memory_bytes"}
+    keys = {
+        "rank",
+        "gpu",
+        "host",
+        "stage",
+        "dp_replica",
+        "layers",
+        "micro_batches",
+        "compute_nodes",
+        "flops",
+        "collectives",
+        "send_bytes",
+        "recv_bytes",
+        "memory_bytes",
+    }
     assert all(keys <= set(r) for r in s["ranks"]) and len(s["ranks"]) == 16
     assert s["total_flops"] == sum(r["flops"] for r in s["ranks"])
     # PP bytes are conserved across the cluster
@@ -291,10 +324,29 @@ def test_cli_writes_traces_groups_and_summary(tmp_path: Path) -> None:
     from heterosim.workload.chakra import read_comm_groups, read_trace, traces_equal
 
     out = tmp_path / "out"
-    assert main(["workload", str(ROOT / "workloads" / "default.yaml"), "--out", str(out),
-                 "--ranks", "0-1,15", "--prefix", "gpt"]) == 0
+    assert (
+        main(
+            [
+                "workload",
+                str(ROOT / "workloads" / "default.yaml"),
+                "--out",
+                str(out),
+                "--ranks",
+                "0-1,15",
+                "--prefix",
+                "gpt",
+            ]
+        )
+        == 0
+    )
     assert sorted(p.name for p in out.iterdir()) == [
-        ".heterosim-output.json", "comm_group.json", "gpt.0.et", "gpt.1.et", "gpt.15.et", "workload.json"]
+        ".heterosim-output.json",
+        "comm_group.json",
+        "gpt.0.et",
+        "gpt.1.et",
+        "gpt.15.et",
+        "workload.json",
+    ]
     summary = json.loads((out / "workload.json").read_text())
     assert [r["rank"] for r in summary["ranks"]] == [0, 1, 15] and summary["world_size"] == 16
     groups = read_comm_groups(out / "comm_group.json")
@@ -303,8 +355,9 @@ def test_cli_writes_traces_groups_and_summary(tmp_path: Path) -> None:
     from heterosim.plan.compute.model import ComputeModel
     from heterosim.plan.compute.partition_cost import partition_cost_fn
 
-    w = generate_workload(load_experiment(ROOT / "workloads" / "default.yaml"),
-                          cost_fn=partition_cost_fn(ComputeModel()))
+    w = generate_workload(
+        load_experiment(ROOT / "workloads" / "default.yaml"), cost_fn=partition_cost_fn(ComputeModel())
+    )
     assert traces_equal(read_trace(out / "gpt.15.et"), w.trace(15))
 
 
@@ -312,10 +365,22 @@ def test_cli_error_leaves_no_partial_output(tmp_path: Path, capsys) -> None:
     from heterosim.cli import main
 
     out = tmp_path / "out"
-    code = main(["workload", str(ROOT / "workloads" / "default.yaml"), "--out", str(out),
-                 "--set", "training.micro_batch=64", "--set", "training.global_batch=128",
-                 "--set", "model.layers=2", "--set", "model.hidden=65536"])
+    code = main(
+        [
+            "workload",
+            str(ROOT / "workloads" / "default.yaml"),
+            "--out",
+            str(out),
+            "--set",
+            "training.micro_batch=64",
+            "--set",
+            "training.global_batch=128",
+            "--set",
+            "model.layers=2",
+            "--set",
+            "model.hidden=65536",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "needs" in err and "Traceback" not in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
-

@@ -10,7 +10,14 @@ from heterosim.workload.groups import ParallelGroups, RankLayout
 def test_megatron_default_order_tp_fastest_then_dp_then_pp() -> None:
     lay = RankLayout(tp=2, dp=2, pp=2)
     assert [tuple(c) for c in lay.coords[:8]] == [
-        (0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 0, 1), (1, 0, 1), (0, 1, 1), (1, 1, 1)
+        (0, 0, 0),
+        (1, 0, 0),
+        (0, 1, 0),
+        (1, 1, 0),
+        (0, 0, 1),
+        (1, 0, 1),
+        (0, 1, 1),
+        (1, 1, 1),
     ]
     for rank in range(8):
         assert lay.rank_of(*lay.coords[rank]) == rank

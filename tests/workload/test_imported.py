@@ -48,8 +48,7 @@ def test_our_traces_are_timed_by_the_compute_model(tmp_path: Path) -> None:
     gen = generate_workload(exp)
     for r in range(gen.world_size):
         write_trace(gen.trace(r), tmp_path / f"tiny.{r}.et")
-    write_comm_groups({int(k): v for k, v in gen.groups.as_json().items()},
-                      tmp_path / "comm_group.json")
+    write_comm_groups({int(k): v for k, v in gen.groups.as_json().items()}, tmp_path / "comm_group.json")
     w = load_trace_workload(tmp_path)
     assert not w.keep_trace_durations and w.p2p_rendezvous
     assert w.groups.as_json() == gen.groups.as_json()
@@ -106,13 +105,16 @@ def test_bad_directories(tmp_path: Path) -> None:
     peers = _copy(RING, tmp_path / "peers")
     for p in sorted(peers.glob("*.et"))[4:]:
         p.unlink()
-    with pytest.raises(UserError,
-                       match="custom_allreduce.0.et: node 1: send/recv peer 7 is not another rank"):
+    with pytest.raises(
+        UserError, match="custom_allreduce.0.et: node 1: send/recv peer 7 is not another rank"
+    ):
         load_trace_workload(peers)
 
 
 def test_durations_mode_is_checked() -> None:
     with pytest.raises(UserError, match="durations"):
         load_trace_workload(RING, durations="fast")
-    assert np.array_equal(load_trace_workload(RING, durations="trace").trace(0).dep_ptr,
-                          load_trace_workload(RING).trace(0).dep_ptr)
+    assert np.array_equal(
+        load_trace_workload(RING, durations="trace").trace(0).dep_ptr,
+        load_trace_workload(RING).trace(0).dep_ptr,
+    )

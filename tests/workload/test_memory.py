@@ -17,9 +17,21 @@ GPT = ModelConfig("tiny-gpt", "gpt", 64, 4, 4, 4, 256, 128, 64)
 LLAMA = ModelConfig("tiny-llama", "llama", 64, 4, 4, 2, 96, 128, 64)
 SBH = 2048
 TRAIN = TrainingConfig(global_batch=8, micro_batch=2, seq_len=16, dtype="bf16", recompute="none")
-PAR = ParallelConfig(tp=1, pp=1, dp=1, ep=1, schedule="1f1b", vpp=1, zero=0,
-                     sequence_parallel=False, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=1)
+PAR = ParallelConfig(
+    tp=1,
+    pp=1,
+    dp=1,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=0,
+    sequence_parallel=False,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=False,
+    zero3_prefetch=1,
+)
 
 
 def par(**kw: object) -> ParallelConfig:
@@ -27,36 +39,40 @@ def par(**kw: object) -> ParallelConfig:
 
 
 def act(model: ModelConfig, recompute: str, flash: bool, **kw: object) -> int:
-    return layer_activation_bytes(model, replace(TRAIN, recompute=recompute), par(**kw), 0,
-                                  flash_attention=flash)
+    return layer_activation_bytes(
+        model, replace(TRAIN, recompute=recompute), par(**kw), 0, flash_attention=flash
+    )
 
 
-@pytest.mark.parametrize("recompute,tp,sp,expected", [
-    ("none", 1, False, SBH * (34 + 5)),  # s*b*h*(34 + 5as/h)
-    ("none", 2, False, SBH * (10 + 24 / 2 + 5 / 2)),  # s*b*h*(10 + 24/t + 5as/(ht))
-    ("none", 2, True, SBH / 2 * (34 + 5)),  # s*b*h/t*(34 + 5as/h)
-    ("selective", 1, False, SBH * 34),
-    ("selective", 2, False, SBH * (10 + 24 / 2)),
-    ("selective", 2, True, SBH / 2 * 34),
-    ("full", 1, False, 2 * SBH),
-    ("full", 2, True, 2 * SBH / 2),
-])
-def test_korthikanti_per_layer_activations(recompute: str, tp: int, sp: bool,
-                                           expected: float) -> None:
+@pytest.mark.parametrize(
+    "recompute,tp,sp,expected",
+    [
+        ("none", 1, False, SBH * (34 + 5)),  # s*b*h*(34 + 5as/h)
+        ("none", 2, False, SBH * (10 + 24 / 2 + 5 / 2)),  # s*b*h*(10 + 24/t + 5as/(ht))
+        ("none", 2, True, SBH / 2 * (34 + 5)),  # s*b*h/t*(34 + 5as/h)
+        ("selective", 1, False, SBH * 34),
+        ("selective", 2, False, SBH * (10 + 24 / 2)),
+        ("selective", 2, True, SBH / 2 * 34),
+        ("full", 1, False, 2 * SBH),
+        ("full", 2, True, 2 * SBH / 2),
+    ],
+)
+def test_korthikanti_per_layer_activations(recompute: str, tp: int, sp: bool, expected: float) -> None:
     assert act(GPT, recompute, False, tp=tp, sequence_parallel=sp) == expected
 
 
-@pytest.mark.parametrize("tp,sp,expected", [
-    (1, False, SBH * 34 + 4 * 4 * 16 * 2),  # logsumexp: 4 bytes * a * s * b
-    (2, False, SBH * (10 + 12) + 4 * 2 * 16 * 2),
-    (2, True, SBH // 2 * 34 + 4 * 2 * 16 * 2),
-])
-def test_flash_attention_keeps_logsumexp_instead_of_scores(tp: int, sp: bool,
-                                                           expected: int) -> None:
+@pytest.mark.parametrize(
+    "tp,sp,expected",
+    [
+        (1, False, SBH * 34 + 4 * 4 * 16 * 2),  # logsumexp: 4 bytes * a * s * b
+        (2, False, SBH * (10 + 12) + 4 * 2 * 16 * 2),
+        (2, True, SBH // 2 * 34 + 4 * 2 * 16 * 2),
+    ],
+)
+def test_flash_attention_keeps_logsumexp_instead_of_scores(tp: int, sp: bool, expected: int) -> None:
     assert act(GPT, "none", True, tp=tp, sequence_parallel=sp) == expected
     # selective recomputation of core attention drops the logsumexp too
-    assert act(GPT, "selective", True, tp=tp, sequence_parallel=sp) == \
-        expected - 4 * (4 // tp) * 16 * 2
+    assert act(GPT, "selective", True, tp=tp, sequence_parallel=sp) == expected - 4 * (4 // tp) * 16 * 2
 
 
 def test_gqa_swiglu_activations_by_hand() -> None:
@@ -114,8 +130,9 @@ def test_in_flight_micro_batches_and_ends() -> None:
 
 
 def test_full_recompute_keeps_inputs_plus_one_layer_working_set() -> None:
-    full = estimate_rank_memory(GPT, replace(TRAIN, recompute="full"), par(tp=2,
-                                sequence_parallel=True), range(4), False, False, 3)
+    full = estimate_rank_memory(
+        GPT, replace(TRAIN, recompute="full"), par(tp=2, sequence_parallel=True), range(4), False, False, 3
+    )
     working = act(GPT, "none", True, tp=2, sequence_parallel=True)
     assert full.activations_bytes == 4 * 3 * (2 * SBH // 2) + working
 

@@ -36,14 +36,25 @@ from heterosim.workload.trace import (
 
 GPT = ModelConfig("tiny-gpt", "gpt", 64, 2, 4, 4, 256, 128, 64)
 LLAMA = ModelConfig("tiny-llama", "llama", 64, 2, 4, 2, 96, 128, 64)
-MOE = ModelConfig("tiny-moe", "llama", 64, 2, 4, 4, 96, 128, 64,
-                  MoEConfig(experts=4, top_k=2, expert_ffn=32))
+MOE = ModelConfig("tiny-moe", "llama", 64, 2, 4, 4, 96, 128, 64, MoEConfig(experts=4, top_k=2, expert_ffn=32))
 B, S, H = 2, 16, 64
 ACT = B * S * H * 2  # one b*s*h bf16 activation: 4096 bytes
 TRAIN = TrainingConfig(global_batch=8, micro_batch=B, seq_len=S, dtype="bf16", recompute="none")
-PAR = ParallelConfig(tp=1, pp=1, dp=1, ep=1, schedule="1f1b", vpp=1, zero=0,
-                     sequence_parallel=False, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=1)
+PAR = ParallelConfig(
+    tp=1,
+    pp=1,
+    dp=1,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=0,
+    sequence_parallel=False,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=False,
+    zero3_prefetch=1,
+)
 
 
 def par(**kw: object) -> ParallelConfig:
@@ -62,13 +73,11 @@ def by_label(ops: list[OpSpec]) -> dict[str, OpSpec]:
     return {op.label: op for op in ops}
 
 
-def all_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig
-            ) -> list[OpSpec]:
+def all_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> list[OpSpec]:
     ops = embedding_forward_ops(model, training, parallel)
     for layer in range(model.layers):
         ops += layer_forward_ops(model, training, parallel, layer)
-    ops += head_forward_ops(model, training, parallel) + head_backward_ops(model, training,
-                                                                          parallel)
+    ops += head_forward_ops(model, training, parallel) + head_backward_ops(model, training, parallel)
     for layer in reversed(range(model.layers)):
         ops += layer_backward_ops(model, training, parallel, layer)
     return ops + embedding_backward_ops(model, training, parallel)
@@ -77,12 +86,10 @@ def all_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConf
 @pytest.mark.parametrize("model", [GPT, LLAMA, MOE])
 @pytest.mark.parametrize("tp,sp,ep", [(1, False, 1), (2, False, 1), (2, True, 1), (2, True, 2)])
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
-def test_ops_follow_trace_conventions(model: ModelConfig, tp: int, sp: bool, ep: int,
-                                      recompute: str) -> None:
+def test_ops_follow_trace_conventions(model: ModelConfig, tp: int, sp: bool, ep: int, recompute: str) -> None:
     if ep > 1 and model.moe is None:
         pytest.skip("EP needs MoE")
-    for op in all_ops(model, train(recompute=recompute), par(tp=tp, sequence_parallel=sp,
-                                                            ep=ep, dp=2)):
+    for op in all_ops(model, train(recompute=recompute), par(tp=tp, sequence_parallel=sp, ep=ep, dp=2)):
         assert op.op_kind in OP_KINDS and op.phase in PHASES and op.dtype in DTYPES
         assert op.flops >= 0 and op.bytes_moved >= 0
         if op.is_comm:
@@ -151,16 +158,19 @@ def test_tp_collectives_without_sequence_parallel() -> None:
     fwd = layer_forward_ops(GPT, TRAIN, par(tp=2), 0)
     bwd = layer_backward_ops(GPT, TRAIN, par(tp=2), 0)
     assert ACT == 4096
-    assert comms(fwd) == [("tp_allreduce.attn", ALL_REDUCE, ACT, "tp"),
-                          ("tp_allreduce.mlp", ALL_REDUCE, ACT, "tp")]
-    assert comms(bwd) == [("tp_allreduce.mlp.bwd", ALL_REDUCE, ACT, "tp"),
-                          ("tp_allreduce.attn.bwd", ALL_REDUCE, ACT, "tp")]
+    assert comms(fwd) == [
+        ("tp_allreduce.attn", ALL_REDUCE, ACT, "tp"),
+        ("tp_allreduce.mlp", ALL_REDUCE, ACT, "tp"),
+    ]
+    assert comms(bwd) == [
+        ("tp_allreduce.mlp.bwd", ALL_REDUCE, ACT, "tp"),
+        ("tp_allreduce.attn.bwd", ALL_REDUCE, ACT, "tp"),
+    ]
     f = [op.label for op in fwd]
     assert f.index("tp_allreduce.attn") == f.index("out_proj") + 1
     assert f.index("tp_allreduce.mlp") == f.index("fc2") + 1
     b = [op.label for op in bwd]
-    assert b.index("qkv_proj.dgrad") + 1 == b.index("tp_allreduce.attn.bwd") \
-        == b.index("qkv_proj.wgrad") - 1
+    assert b.index("qkv_proj.dgrad") + 1 == b.index("tp_allreduce.attn.bwd") == b.index("qkv_proj.wgrad") - 1
     assert b.index("fc1.dgrad") + 1 == b.index("tp_allreduce.mlp.bwd")
 
 
@@ -187,8 +197,12 @@ def test_tp_collectives_with_sequence_parallel() -> None:
     ]
     b = [op.label for op in bwd]
     assert b.index("tp_allgather.mlp.bwd") < b.index("fc2.dgrad")
-    assert b.index("tp_allgather.mlp_input.bwd") < b.index("fc1.dgrad") \
-        < b.index("tp_reducescatter.mlp.bwd") < b.index("fc1.wgrad")
+    assert (
+        b.index("tp_allgather.mlp_input.bwd")
+        < b.index("fc1.dgrad")
+        < b.index("tp_reducescatter.mlp.bwd")
+        < b.index("fc1.wgrad")
+    )
     ops = by_label(fwd)
     # norms, dropouts and residuals work on s/tp tokens
     assert ops["ln1"].shape == (B * S // 2, H, 0, 0)
@@ -209,13 +223,21 @@ def test_ep_all_to_all_counts_and_bytes() -> None:
     fwd = layer_forward_ops(MOE, TRAIN, p, 0)
     bwd = layer_backward_ops(MOE, TRAIN, p, 0)
     size = B * S * 2 * H * 2
-    assert comms(fwd) == [("ep_alltoall.dispatch", ALL_TO_ALL, size, "ep"),
-                          ("ep_alltoall.combine", ALL_TO_ALL, size, "ep")]
-    assert comms(bwd) == [("ep_alltoall.combine.bwd", ALL_TO_ALL, size, "ep"),
-                          ("ep_alltoall.dispatch.bwd", ALL_TO_ALL, size, "ep")]
+    assert comms(fwd) == [
+        ("ep_alltoall.dispatch", ALL_TO_ALL, size, "ep"),
+        ("ep_alltoall.combine", ALL_TO_ALL, size, "ep"),
+    ]
+    assert comms(bwd) == [
+        ("ep_alltoall.combine.bwd", ALL_TO_ALL, size, "ep"),
+        ("ep_alltoall.dispatch.bwd", ALL_TO_ALL, size, "ep"),
+    ]
     f = [op.label for op in fwd]
-    assert f.index("ep_alltoall.dispatch") < f.index("expert_fc1") < f.index("expert_fc2") \
+    assert (
+        f.index("ep_alltoall.dispatch")
+        < f.index("expert_fc1")
+        < f.index("expert_fc2")
         < f.index("ep_alltoall.combine")
+    )
     ops = by_label(fwd)
     assert ops["expert_fc1"].shape == (B * S * 2 // 2, 2 * 32, H, 2)
     assert ops["expert_fc2"].shape == (B * S * 2 // 2, H, 32, 2)
@@ -228,8 +250,14 @@ def test_ep_all_to_all_counts_and_bytes() -> None:
 def test_moe_with_tp_keeps_tp_reduction_after_combine() -> None:
     p = par(tp=2, dp=2, ep=2, sequence_parallel=True)
     labels = [c[0] for c in comms(layer_forward_ops(MOE, TRAIN, p, 0))]
-    assert labels == ["tp_allgather.attn", "tp_reducescatter.attn", "tp_allgather.mlp",
-                      "ep_alltoall.dispatch", "ep_alltoall.combine", "tp_reducescatter.mlp"]
+    assert labels == [
+        "tp_allgather.attn",
+        "tp_reducescatter.attn",
+        "tp_allgather.mlp",
+        "ep_alltoall.dispatch",
+        "ep_alltoall.combine",
+        "tp_reducescatter.mlp",
+    ]
     counts = Counter(c[1] for c in comms(layer_backward_ops(MOE, TRAIN, p, 0)))
     assert counts == {ALL_TO_ALL: 2, ALL_GATHER: 3, REDUCE_SCATTER: 2}
 
@@ -255,7 +283,7 @@ def test_full_recompute_adds_one_forward(model: ModelConfig) -> None:
     rerun = [op for op in full if op.phase == "recompute"]
     assert full[: len(rerun)] == rerun  # the forward is re-run first
     assert [replace(op, phase="fwd") for op in rerun] == fwd  # TP/EP collectives included
-    assert full[len(rerun):] == plain
+    assert full[len(rerun) :] == plain
 
 
 def test_selective_recompute_reruns_core_attention_only() -> None:
@@ -272,13 +300,18 @@ def test_selective_recompute_reruns_core_attention_only() -> None:
 def test_embedding_ops() -> None:
     t = B * S
     gpt = embedding_forward_ops(GPT, TRAIN, par(tp=2))
-    assert [op.label for op in gpt] == ["embedding", "tp_allreduce.embedding", "pos_embedding",
-                                        "embedding_dropout"]
+    assert [op.label for op in gpt] == [
+        "embedding",
+        "tp_allreduce.embedding",
+        "pos_embedding",
+        "embedding_dropout",
+    ]
     assert comms(gpt) == [("tp_allreduce.embedding", ALL_REDUCE, ACT, "tp")]
     sp = embedding_forward_ops(GPT, TRAIN, par(tp=2, sequence_parallel=True))
     assert comms(sp) == [("tp_reducescatter.embedding", REDUCE_SCATTER, ACT, "tp")]
     assert comms(embedding_backward_ops(GPT, TRAIN, par(tp=2, sequence_parallel=True))) == [
-        ("tp_allgather.embedding.bwd", ALL_GATHER, ACT, "tp")]
+        ("tp_allgather.embedding.bwd", ALL_GATHER, ACT, "tp")
+    ]
     assert comms(embedding_backward_ops(GPT, TRAIN, par(tp=2))) == []
     llama = embedding_forward_ops(LLAMA, TRAIN, PAR)
     assert [op.label for op in llama] == ["embedding"]
@@ -297,19 +330,34 @@ def test_head_ops_vocab_parallel_cross_entropy() -> None:
     ops = by_label(fwd)
     assert ops["logits"].shape == (t, 128 // 2, H, 1)
     assert ops["cross_entropy"].shape == (t, 64, 0, 0)
-    assert comms(fwd) == [("tp_allreduce.ce_max", ALL_REDUCE, 4 * t, "tp"),
-                          ("tp_allreduce.ce_sum", ALL_REDUCE, 8 * t, "tp")]
+    assert comms(fwd) == [
+        ("tp_allreduce.ce_max", ALL_REDUCE, 4 * t, "tp"),
+        ("tp_allreduce.ce_sum", ALL_REDUCE, 8 * t, "tp"),
+    ]
     assert [op.label for op in fwd if op.op_kind == "softmax_loss" or op.is_comm] == [
-        "ce_to_fp32", "ce_max", "tp_allreduce.ce_max", "ce_sub_max", "ce_exp", "cross_entropy",
-        "tp_allreduce.ce_sum", "ce_softmax"]
+        "ce_to_fp32",
+        "ce_max",
+        "tp_allreduce.ce_max",
+        "ce_sub_max",
+        "ce_exp",
+        "cross_entropy",
+        "tp_allreduce.ce_sum",
+        "ce_softmax",
+    ]
     rows = 3 * 4 * t  # the b*s fp32 row max, row sum and the divide's read of it
     assert sum(op.bytes_moved for op in fwd if op.op_kind == "softmax_loss") == 38 * n + rows
     assert comms(head_forward_ops(GPT, TRAIN, PAR)) == []
     bwd = head_backward_ops(GPT, TRAIN, par(tp=2))
     assert comms(bwd) == [("tp_allreduce.head.bwd", ALL_REDUCE, ACT, "tp")]
     labels = [op.label for op in bwd]
-    assert labels == ["cross_entropy.bwd", "ce_to_fp32.bwd", "logits.dgrad",
-                      "tp_allreduce.head.bwd", "logits.wgrad", "final_norm.bwd"]
+    assert labels == [
+        "cross_entropy.bwd",
+        "ce_to_fp32.bwd",
+        "logits.dgrad",
+        "tp_allreduce.head.bwd",
+        "logits.wgrad",
+        "final_norm.bwd",
+    ]
     assert sum(op.bytes_moved for op in bwd if op.op_kind == "softmax_loss") == 14 * n
     # fp32 training has no casts
     fp32 = head_forward_ops(GPT, train(dtype="fp32"), PAR)
@@ -340,8 +388,11 @@ def test_optimizer_ops_zero_the_gradient_buffer_and_cast_fp8_weights() -> None:
     under fp8, Transformer Engine casts the Linear weights (read 2, write fp8 + transpose)."""
     n, linear = 1_000_000, 800_000
     for dtype, grad_bytes in (("bf16", 4), ("fp16", 2), ("fp32", 4), ("fp8", 4)):
-        ops = by_label(optimizer_ops(GPT, train(dtype=dtype), par(dp=4, distributed_optimizer=True),
-                                     n, linear_weights=linear))
+        ops = by_label(
+            optimizer_ops(
+                GPT, train(dtype=dtype), par(dp=4, distributed_optimizer=True), n, linear_weights=linear
+            )
+        )
         assert ops["zero_grad"].shape[0] == n and ops["zero_grad"].bytes_moved == grad_bytes * n
         assert ("fp8_weight_cast" in ops) == (dtype == "fp8")
     cast = by_label(optimizer_ops(GPT, train(dtype="fp8"), PAR, n, linear_weights=linear))
@@ -358,8 +409,7 @@ def test_linear_weights_are_layer_params_without_norms_biases_router() -> None:
         assert layer_params_on_rank(GPT, p, 0) - linear == biases + 2 * 2 * h  # + 2 LayerNorms
     assert layer_params_on_rank(LLAMA, PAR, 0) - layer_linear_weights_on_rank(LLAMA, PAR, 0) == 2 * h
     # MoE: the router (h x experts) is not a TE Linear
-    assert layer_params_on_rank(MOE, PAR, 0) - layer_linear_weights_on_rank(MOE, PAR, 0) == \
-        2 * h + h * 4
+    assert layer_params_on_rank(MOE, PAR, 0) - layer_linear_weights_on_rank(MOE, PAR, 0) == 2 * h + h * 4
     assert rank_linear_weights(GPT, PAR, range(2)) == 2 * layer_linear_weights_on_rank(GPT, PAR, 0)
 
 
@@ -377,8 +427,7 @@ def test_fp8_logits_gemm_stays_bf16() -> None:
     bwd = by_label(head_backward_ops(GPT, fp8, PAR))
     for op in (fwd["logits"], bwd["logits.dgrad"], bwd["logits.wgrad"]):
         assert op.dtype == "bf16"
-    assert fwd["logits"].bytes_moved == by_label(head_forward_ops(GPT, TRAIN, PAR))[
-        "logits"].bytes_moved
+    assert fwd["logits"].bytes_moved == by_label(head_forward_ops(GPT, TRAIN, PAR))["logits"].bytes_moved
 
 
 def test_bad_layer_index() -> None:

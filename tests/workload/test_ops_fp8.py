@@ -16,15 +16,26 @@ from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.workload.ops import OpSpec, layer_backward_ops, layer_forward_ops
 
 GPT = ModelConfig("tiny-gpt", "gpt", 64, 2, 4, 4, 256, 128, 64)
-MOE = ModelConfig("tiny-moe", "llama", 64, 2, 4, 4, 96, 128, 64,
-                  MoEConfig(experts=4, top_k=2, expert_ffn=32))
+MOE = ModelConfig("tiny-moe", "llama", 64, 2, 4, 4, 96, 128, 64, MoEConfig(experts=4, top_k=2, expert_ffn=32))
 B, S, H, FFN = 2, 16, 64, 256
 T = B * S
 FP8 = TrainingConfig(global_batch=8, micro_batch=B, seq_len=S, dtype="fp8", recompute="none")
 BF16 = replace(FP8, dtype="bf16")
-PAR = ParallelConfig(tp=1, pp=1, dp=1, ep=1, schedule="1f1b", vpp=1, zero=0,
-                     sequence_parallel=False, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=1)
+PAR = ParallelConfig(
+    tp=1,
+    pp=1,
+    dp=1,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=0,
+    sequence_parallel=False,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=False,
+    zero3_prefetch=1,
+)
 SP2 = replace(PAR, tp=2, sequence_parallel=True)
 
 
@@ -57,9 +68,13 @@ def test_forward_casts_and_fused_norm_outputs_by_hand() -> None:
 def test_backward_gradient_casts_and_norm_output_transposes_by_hand() -> None:
     bwd = layer_backward_ops(GPT, FP8, PAR, 0)
     assert fp8_kernels(bwd) == {
-        "fc2.grad_fp8_cast": 4 * T * H, "fc1.grad_fp8_cast": 4 * T * FFN,
-        "fc1.fp8_transpose": 2 * T * H, "out_proj.grad_fp8_cast": 4 * T * H,
-        "qkv_proj.grad_fp8_cast": 4 * T * 3 * H, "qkv_proj.fp8_transpose": 2 * T * H}
+        "fc2.grad_fp8_cast": 4 * T * H,
+        "fc1.grad_fp8_cast": 4 * T * FFN,
+        "fc1.fp8_transpose": 2 * T * H,
+        "out_proj.grad_fp8_cast": 4 * T * H,
+        "qkv_proj.grad_fp8_cast": 4 * T * 3 * H,
+        "qkv_proj.fp8_transpose": 2 * T * H,
+    }
     names = labels(bwd)
     for gemm in ("fc2", "fc1", "out_proj", "qkv_proj"):
         assert names.index(f"{gemm}.grad_fp8_cast") < names.index(f"{gemm}.dgrad")
@@ -80,16 +95,19 @@ def test_sequence_parallel_defers_transposes_to_the_backward() -> None:
     assert kernels["out_proj.fp8_transpose"] == 2 * T * h_tp  # stored input, for the wgrad
     names = labels(bwd)
     gather = names.index("tp_allgather.attn.bwd")
-    assert names.index("out_proj.grad_fp8_cast") < gather < names.index(
-        "out_proj.grad_fp8_transpose") < names.index("out_proj.dgrad")
+    assert (
+        names.index("out_proj.grad_fp8_cast")
+        < gather
+        < names.index("out_proj.grad_fp8_transpose")
+        < names.index("out_proj.dgrad")
+    )
     assert names.index("out_proj.fp8_transpose") == names.index("out_proj.wgrad") - 1
 
 
 def test_no_fp8_kernels_without_fp8() -> None:
     for training in (BF16, replace(BF16, dtype="fp16")):
         for par in (PAR, SP2):
-            ops = layer_forward_ops(GPT, training, par, 0) + \
-                layer_backward_ops(GPT, training, par, 0)
+            ops = layer_forward_ops(GPT, training, par, 0) + layer_backward_ops(GPT, training, par, 0)
             assert fp8_kernels(ops) == {}
 
 

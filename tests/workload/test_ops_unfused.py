@@ -18,15 +18,34 @@ from heterosim.workload.ops import OpSpec, layer_backward_ops, layer_forward_ops
 GPT = ModelConfig("tiny-gpt", "gpt", 64, 2, 4, 4, 256, 128, 64)  # hidden 64, 4 heads of 16
 LLAMA = ModelConfig("tiny-llama", "llama", 64, 2, 4, 2, 96, 128, 64)
 B, S, H, HEADS, HD = 2, 16, 64, 4, 16
-TRAIN = TrainingConfig(global_batch=8, micro_batch=B, seq_len=S, dtype="fp16", recompute="none",
-                       attention="unfused")
-PAR = ParallelConfig(tp=1, pp=1, dp=1, ep=1, schedule="1f1b", vpp=1, zero=0,
-                     sequence_parallel=False, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=1)
+TRAIN = TrainingConfig(
+    global_batch=8, micro_batch=B, seq_len=S, dtype="fp16", recompute="none", attention="unfused"
+)
+PAR = ParallelConfig(
+    tp=1,
+    pp=1,
+    dp=1,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=0,
+    sequence_parallel=False,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=False,
+    zero3_prefetch=1,
+)
 
 FWD_LABELS = ["attn_scores", "attn_softmax", "attn_dropout", "attn_context"]
-BWD_LABELS = ["attn_context.dgrad", "attn_context.wgrad", "attn_dropout.bwd", "attn_softmax.bwd",
-              "attn_scores.dgrad", "attn_scores.wgrad"]
+BWD_LABELS = [
+    "attn_context.dgrad",
+    "attn_context.wgrad",
+    "attn_dropout.bwd",
+    "attn_softmax.bwd",
+    "attn_scores.dgrad",
+    "attn_scores.wgrad",
+]
 
 
 def attention_ops(ops: list[OpSpec]) -> list[OpSpec]:
@@ -108,8 +127,10 @@ def test_flash_default_keeps_one_fused_op() -> None:
     flash = replace(TRAIN, attention="flash")
     ops = layer_forward_ops(GPT, flash, PAR, 0)
     assert [op.label for op in ops if op.op_kind == "attention"] == ["attn_core"]
-    assert TrainingConfig(global_batch=1, micro_batch=1, seq_len=1, dtype="bf16",
-                          recompute="none").attention == "flash"
+    assert (
+        TrainingConfig(global_batch=1, micro_batch=1, seq_len=1, dtype="bf16", recompute="none").attention
+        == "flash"
+    )
 
 
 def test_fp8_training_runs_attention_gemms_in_bf16() -> None:
@@ -119,31 +140,31 @@ def test_fp8_training_runs_attention_gemms_in_bf16() -> None:
 
 @pytest.mark.parametrize("recompute", ["none", "full"])
 @pytest.mark.parametrize("tp,sp", [(8, True), (8, False), (1, False)])
-def test_gpt3_175b_unfused_matches_megatron_formula_exactly(recompute: str, tp: int,
-                                                            sp: bool) -> None:
+def test_gpt3_175b_unfused_matches_megatron_formula_exactly(recompute: str, tp: int, sp: bool) -> None:
     """Unfused attention computes exactly what Megatron's formula counts (full s x s square,
     backward 2x forward): the trace's own count and the megatron counting mode agree with
     96/72*B*s*l*h^2*(...) to the FLOP."""
     model = ZOO["gpt3-175b"]
-    training = TrainingConfig(global_batch=1536, micro_batch=1, seq_len=2048, dtype="bf16",
-                              recompute=recompute, attention="unfused")
+    training = TrainingConfig(
+        global_batch=1536, micro_batch=1, seq_len=2048, dtype="bf16", recompute=recompute, attention="unfused"
+    )
     par = replace(PAR, tp=tp, pp=8, dp=24, sequence_parallel=sp)
     theirs = megatron_flops_per_iteration(model, 1536, 2048, recompute == "full")
     assert trace_flops(model, training, par) == pytest.approx(theirs, rel=1e-9)
-    assert trace_flops(model, training, par, attention="megatron") == pytest.approx(theirs,
-                                                                                   rel=1e-9)
+    assert trace_flops(model, training, par, attention="megatron") == pytest.approx(theirs, rel=1e-9)
     flash = replace(training, attention="flash")
     assert trace_flops(model, flash, par, attention="megatron") == pytest.approx(theirs, rel=1e-9)
 
 
 def test_softmax_and_dropout_bytes_scale_with_s_squared() -> None:
     """Doubling s quadruples the score traffic (the s^2 term flash attention removes)."""
+
     def softmax_bytes(s: int) -> int:
         ops = layer_forward_ops(GPT, replace(TRAIN, seq_len=s), PAR, 0)
         return sum(op.bytes_moved for op in ops if op.label in ("attn_softmax", "attn_dropout"))
+
     assert softmax_bytes(32) == 4 * softmax_bytes(16)
-    assert ops_flops(layer_forward_ops(GPT, replace(TRAIN, seq_len=32), PAR, 0),
-                     kinds=("gemm",)) > 0
+    assert ops_flops(layer_forward_ops(GPT, replace(TRAIN, seq_len=32), PAR, 0), kinds=("gemm",)) > 0
 
 
 @pytest.mark.parametrize("tp,sp", [(1, False), (2, False), (2, True)])
@@ -161,15 +182,17 @@ def test_memory_follows_training_attention(tp: int, sp: bool) -> None:
     if tp == 1:  # Korthikanti: s*b*h*(34 + 5*a*s/h)
         assert unfused == sbh * 34 + 5 * B * HEADS * S * S
     total_unfused = estimate_rank_memory(GPT, TRAIN, par, range(2), True, True, 1)
-    total_flash = estimate_rank_memory(GPT, replace(TRAIN, attention="flash"), par, range(2),
-                                       True, True, 1)
-    assert total_unfused.activations_bytes - total_flash.activations_bytes == 2 * (5 * scores
-                                                                                   - lse)
+    total_flash = estimate_rank_memory(GPT, replace(TRAIN, attention="flash"), par, range(2), True, True, 1)
+    assert total_unfused.activations_bytes - total_flash.activations_bytes == 2 * (5 * scores - lse)
 
 
 def _experiment(attention: object) -> dict:
-    return {"model": "gpt3-6.7b", "training": {"global_batch": 16, "attention": attention},
-            "parallel": {"dp": 16}, "cluster": "topologies/two_host_h100.yaml"}
+    return {
+        "model": "gpt3-6.7b",
+        "training": {"global_batch": 16, "attention": attention},
+        "parallel": {"dp": 16},
+        "cluster": "topologies/two_host_h100.yaml",
+    }
 
 
 def test_experiment_key_parses_and_rejects_bad_values() -> None:
@@ -180,6 +203,9 @@ def test_experiment_key_parses_and_rejects_bad_values() -> None:
     assert exp.training.attention == "unfused"
     exp = parse_experiment(_experiment("FLASH"), "exp.yaml", base_dir=root)
     assert exp.training.attention == "flash"
-    with pytest.raises(UserError, match=r"exp.yaml: training.attention: expected one of flash, "
-                                        r"unfused, got 'fused'"):
+    with pytest.raises(
+        UserError,
+        match=r"exp.yaml: training.attention: expected one of flash, "
+        r"unfused, got 'fused'",
+    ):
         parse_experiment(_experiment("fused"), "exp.yaml", base_dir=root)

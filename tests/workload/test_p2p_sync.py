@@ -16,13 +16,15 @@ def _workload(p2p_sync: str | None):
     par = {"tp": 1, "pp": 2, "dp": 1}
     if p2p_sync is not None:
         par["p2p_sync"] = p2p_sync
-    data = {"model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096,
-                      "seq": 256},
-            "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
-            "parallel": par,
-            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2,
-                                             "nic_speed": "200Gbps"}},
-                        "hosts": [{"type": "h", "count": 1}]}}
+    data = {
+        "model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096, "seq": 256},
+        "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+        "parallel": par,
+        "cluster": {
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2, "nic_speed": "200Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    }
     return generate_workload(parse_experiment(data, "t.yaml"))
 
 
@@ -59,14 +61,15 @@ def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
     from heterosim.workload.summary import trace_counts
 
     def workload(sg: bool, sp: bool = False):
-        data = {"model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096,
-                          "seq": 256},
-                "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
-                "parallel": {"tp": 2, "pp": 2, "dp": 1, "p2p_scatter_gather": sg,
-                             "sequence_parallel": sp},
-                "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 4, "nics": 4,
-                                                 "nic_speed": "200Gbps"}},
-                            "hosts": [{"type": "h", "count": 1}]}}
+        data = {
+            "model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096, "seq": 256},
+            "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+            "parallel": {"tp": 2, "pp": 2, "dp": 1, "p2p_scatter_gather": sg, "sequence_parallel": sp},
+            "cluster": {
+                "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 4, "nics": 4, "nic_speed": "200Gbps"}},
+                "hosts": [{"type": "h", "count": 1}],
+            },
+        }
         return generate_workload(parse_experiment(data, "t.yaml"))
 
     act = 256 * 512 * 2  # b*s*h bf16
@@ -80,19 +83,22 @@ def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
     assert gathers["count"] - plain_gathers["count"] == 4
     assert gathers["bytes"] - plain_gathers["bytes"] == 4 * act
     # with sequence parallelism the activation is already split: no extra gather
-    assert trace_counts(workload(True, sp=True).trace(0))["collectives"] == \
-        trace_counts(workload(False, sp=True).trace(0))["collectives"]
+    assert (
+        trace_counts(workload(True, sp=True).trace(0))["collectives"]
+        == trace_counts(workload(False, sp=True).trace(0))["collectives"]
+    )
 
 
 def test_blocking_with_the_interleaved_schedule_is_refused_in_one_line():
-    data = {"model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096,
-                      "seq": 256},
-            "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
-            "parallel": {"tp": 1, "pp": 2, "dp": 1, "vpp": 2, "schedule": "interleaved",
-                         "p2p_sync": "blocking"},
-            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2,
-                                             "nic_speed": "200Gbps"}},
-                        "hosts": [{"type": "h", "count": 1}]}}
+    data = {
+        "model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096, "seq": 256},
+        "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
+        "parallel": {"tp": 1, "pp": 2, "dp": 1, "vpp": 2, "schedule": "interleaved", "p2p_sync": "blocking"},
+        "cluster": {
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2, "nic_speed": "200Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    }
     with pytest.raises(UserError, match="parallel.p2p_sync: blocking is modelled for the 1f1b"):
         parse_experiment(data, "t.yaml")
 
@@ -103,17 +109,24 @@ def test_blocking_1f1b_runs_and_is_never_faster(native_lib):
     from heterosim.simulate import run_experiment
 
     times = {}
-    for sync, schedule in (("overlap", "1f1b"), ("blocking", "1f1b"), ("overlap", "gpipe"),
-                           ("blocking", "gpipe")):
-        data = {"model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096,
-                          "seq": 256},
-                "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
-                "parallel": {"tp": 1, "pp": 4, "dp": 1, "p2p_sync": sync, "schedule": schedule},
-                "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 1, "nics": 1,
-                                                 "nic_speed": "25Gbps"}},
-                            "hosts": [{"type": "h", "count": 4}]},
-                "simulation": {"fidelity": "flow"}}
+    for sync, schedule in (
+        ("overlap", "1f1b"),
+        ("blocking", "1f1b"),
+        ("overlap", "gpipe"),
+        ("blocking", "gpipe"),
+    ):
+        data = {
+            "model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096, "seq": 256},
+            "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
+            "parallel": {"tp": 1, "pp": 4, "dp": 1, "p2p_sync": sync, "schedule": schedule},
+            "cluster": {
+                "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"}},
+                "hosts": [{"type": "h", "count": 4}],
+            },
+            "simulation": {"fidelity": "flow"},
+        }
         times[sync, schedule] = results_dict(run_experiment(parse_experiment(data, "t.yaml")))[
-            "iteration_time_s"]
+            "iteration_time_s"
+        ]
     for schedule in ("1f1b", "gpipe"):
         assert times["blocking", schedule] >= times["overlap", schedule] > 0

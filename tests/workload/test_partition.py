@@ -19,12 +19,19 @@ from heterosim.workload.partition import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-GPT_1B = {"arch": "gpt", "hidden": 2048, "layers": 24, "heads": 16, "ffn": 8192, "vocab": 51200,
-          "seq": 2048, "name": "gpt-1.3b"}
+GPT_1B = {
+    "arch": "gpt",
+    "hidden": 2048,
+    "layers": 24,
+    "heads": 16,
+    "ffn": 8192,
+    "vocab": 51200,
+    "seq": 2048,
+    "name": "gpt-1.3b",
+}
 
 
-def _experiment(parallel: dict, global_batch: int = 32, micro_batch: int = 2,
-                simulation: dict | None = None):
+def _experiment(parallel: dict, global_batch: int = 32, micro_batch: int = 2, simulation: dict | None = None):
     data = {
         "model": dict(GPT_1B),
         "training": {"global_batch": global_batch, "micro_batch": micro_batch, "seq_len": 2048},
@@ -42,8 +49,10 @@ def _layout(exp):
 
 def _speed_cost(ratios: dict[str, float]):
     """Cost = FLOPs / speed, so GPU X is ratios[X] times faster than speed 1."""
+
     def cost(gpu: str, ops) -> float:
         return sum(op.flops for op in ops if not op.is_comm) / ratios[gpu] / 1e15
+
     return cost
 
 
@@ -64,8 +73,11 @@ def test_optimal_cuts_is_optimal_against_brute_force() -> None:
 
     def worst(a: int, b: int) -> float:
         segs = [range(0, a), range(a, b), range(b, 9)]
-        return max(table[v, s.start:s.stop].sum() + (1.0 if v == 0 else 0) +
-                   (0.7 if v == 2 else 0) for v, s in enumerate(segs))
+        return max(
+            table[v, s.start : s.stop].sum() + (1.0 if v == 0 else 0) + (0.7 if v == 2 else 0)
+            for v, s in enumerate(segs)
+        )
+
     best = min(worst(a, b) for a in range(1, 8) for b in range(a + 1, 9))
     assert worst(cuts[1].start, cuts[2].start) == pytest.approx(best)
 
@@ -82,8 +94,7 @@ def test_optimal_cuts_respects_memory_limits() -> None:
 
 def test_stages_with_two_to_one_speed_get_layers_near_two_to_one() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2})  # stage 0 = H100 host, stage 1 = A100 host
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 2.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 2.0, "A100-80GB-SXM": 1.0}), _no_memory)
     first, second = (len(r) for r in part.chunk_layers)
     assert first + second == 24
     # 2:1 would be 16:8; the embedding on stage 0 and the logits on stage 1 shift it by <= 1 layer
@@ -94,29 +105,25 @@ def test_stages_with_two_to_one_speed_get_layers_near_two_to_one() -> None:
 
 def test_replicas_with_three_to_one_speed_get_micro_batches_near_three_to_one() -> None:
     exp = _experiment({"tp": 8, "pp": 1, "dp": 2})  # replica 0 = H100 host, replica 1 = A100
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}), _no_memory)
     assert part.replica_micro_batches == (12, 4)  # 16 micro-batches split 3:1
     assert part.replica_speed[0] / part.replica_speed[1] == pytest.approx(3.0)
 
 
 def test_uniform_mode_gives_equal_shares() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": "uniform"})
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}), _no_memory)
     assert [len(r) for r in part.chunk_layers] == [12, 12]
     assert part.replica_micro_batches == (8, 8)
     exp = _experiment({"tp": 8, "pp": 1, "dp": 2, "partition": "uniform"})
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}), _no_memory)
     assert part.replica_micro_batches == (8, 8)
 
 
 def test_explicit_partition_is_taken_as_given_with_equal_micro_batches() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": [5, 19]})
     assert exp.parallel.partition == "explicit" and exp.parallel.stage_layers == (5, 19)
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 3.0, "A100-80GB-SXM": 1.0}), _no_memory)
     assert part.mode == "explicit"
     assert part.chunk_layers == (range(0, 5), range(5, 24))
     assert part.replica_micro_batches == (8, 8)
@@ -133,8 +140,7 @@ def test_roofline_default_prefers_h100_stage() -> None:
 
 def test_interleaved_partition_has_pp_times_vpp_chunks() -> None:
     exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "vpp": 2, "schedule": "interleaved"})
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 2.0, "A100-80GB-SXM": 1.0}),
-                          _no_memory)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 2.0, "A100-80GB-SXM": 1.0}), _no_memory)
     assert len(part.chunk_layers) == 4
     assert [r.start for r in part.chunk_layers][0] == 0 and part.chunk_layers[-1].stop == 24
     # chunks 0 and 2 run on the fast stage 0
@@ -159,8 +165,9 @@ def test_out_of_memory_names_rank_need_and_capacity() -> None:
 
 @pytest.mark.parametrize("partition", ["auto", "uniform"])
 def test_memory_check_warn_runs_and_reports_every_full_stage(partition: str) -> None:
-    exp = _experiment({"tp": 4, "pp": 2, "dp": 2, "partition": partition},
-                      simulation={"memory_check": "warn"})
+    exp = _experiment(
+        {"tp": 4, "pp": 2, "dp": 2, "partition": partition}, simulation={"memory_check": "warn"}
+    )
 
     def huge(layers: range, *_rest) -> int:
         return 50 * 10**9 * max(1, len(layers))
@@ -184,13 +191,13 @@ def test_memory_limit_moves_layers_to_the_other_stage() -> None:
     def per_layer(layers: range, *_rest) -> int:  # 6 GB per layer: 80 GB holds 13 layers
         return 6 * 10**9 * len(layers)
 
-    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 4.0, "A100-80GB-SXM": 1.0}),
-                          per_layer)
+    part = plan_partition(exp, _layout(exp), _speed_cost({"H100-SXM": 4.0, "A100-80GB-SXM": 1.0}), per_layer)
     assert len(part.chunk_layers[0]) == 13  # speed alone would give stage 0 about 19 layers
 
 
-@pytest.mark.parametrize("total,speeds,gran", [(16, [3, 1], 1), (100, [1, 2, 3, 4], 1),
-                                               (7, [100, 1, 1], 1), (32, [1.5, 1], 4)])
+@pytest.mark.parametrize(
+    "total,speeds,gran", [(16, [3, 1], 1), (100, [1, 2, 3, 4], 1), (7, [100, 1, 1], 1), (32, [1.5, 1], 4)]
+)
 def test_split_micro_batches_conserves_and_keeps_one_each(total, speeds, gran) -> None:
     counts = split_micro_batches(total, speeds, gran)
     assert sum(counts) == total and min(counts) >= gran

@@ -52,8 +52,14 @@ def test_interleaved_all_warmup_when_micro_batches_equal_pp() -> None:
 
 
 @pytest.mark.parametrize(
-    "schedule,pp,m,vpp", [("gpipe", 4, 6, 1), ("1f1b", 4, 7, 1), ("1f1b", 8, 3, 1),
-                          ("interleaved", 4, 8, 2), ("interleaved", 2, 6, 3)]
+    "schedule,pp,m,vpp",
+    [
+        ("gpipe", 4, 6, 1),
+        ("1f1b", 4, 7, 1),
+        ("1f1b", 8, 3, 1),
+        ("interleaved", 4, 8, 2),
+        ("interleaved", 2, 6, 3),
+    ],
 )
 def test_every_micro_batch_once_forward_then_backward(schedule, pp, m, vpp) -> None:
     for stage in range(pp):

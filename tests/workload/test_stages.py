@@ -24,26 +24,35 @@ CLUSTER = {
         "slow": {"gpu": "Slow-GPU", "gpus": 4, "nics": 1, "nic_speed": "25Gbps"},
         "titan": {"gpu": "Titan-RTX", "gpus": 2, "nics": 1, "nic_speed": "25Gbps"},
     },
-    "hosts": [{"type": "titan"}, {"type": "r3090", "count": 2}, {"type": "slow"},
-              {"type": "titan"}],
+    "hosts": [{"type": "titan"}, {"type": "r3090", "count": 2}, {"type": "slow"}, {"type": "titan"}],
     "fabric": {"kind": "fat-tree"},
 }
 MODEL = {"arch": "gpt", "hidden": 512, "layers": 6, "heads": 8, "ffn": 2048, "vocab": 8192}
 
 
-def experiment(stages: list, *, cluster: dict | None = None, training: dict | None = None,
-               **parallel):
-    data = {"name": "t", "model": MODEL,
-            "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 256, "dtype": "fp16",
-                         **(training or {})},
-            "parallel": {"stages": stages, **parallel}, "cluster": cluster or CLUSTER,
-            "simulation": {"fidelity": "flow"}}
+def experiment(stages: list, *, cluster: dict | None = None, training: dict | None = None, **parallel):
+    data = {
+        "name": "t",
+        "model": MODEL,
+        "training": {
+            "global_batch": 8,
+            "micro_batch": 1,
+            "seq_len": 256,
+            "dtype": "fp16",
+            **(training or {}),
+        },
+        "parallel": {"stages": stages, **parallel},
+        "cluster": cluster or CLUSTER,
+        "simulation": {"fidelity": "flow"},
+    }
     return parse_experiment(copy.deepcopy(data), "exp.yaml")
 
 
 MIXED = [
-    {"layers": 2, "replicas": [{"gpu": "RTX-3090", "tp": 4}, {"gpu": "Titan-RTX", "tp": 2,
-                                                             "micro_batches": 3}]},
+    {
+        "layers": 2,
+        "replicas": [{"gpu": "RTX-3090", "tp": 4}, {"gpu": "Titan-RTX", "tp": 2, "micro_batches": 3}],
+    },
     {"layers": 4, "replicas": [{"gpu": "Slow-GPU", "tp": 2}, {"gpu": "rtx-3090", "tp": 4}]},
 ]
 
@@ -58,34 +67,91 @@ def test_plan_is_a_typed_value_with_canonical_names() -> None:
     assert plan.as_dict()[0]["replicas"][1] == {"gpu": "Titan-RTX", "tp": 2, "micro_batches": 3}
 
 
-@pytest.mark.parametrize("stages, extra, key, problem", [
-    ([{"layers": 3, "replicas": [{"gpu": "RTX-3090"}]},
-      {"layers": 3, "replicas": [{"gpu": "RTX-3090"}, {"gpu": "RTX-3090"}]}], {},
-     "parallel.stages[1].replicas", "2 replicas but stages[0] has 1"),
-    ([{"layers": 3, "replicas": [{"gpu": "RTX-3090"}]}], {},
-     "parallel.stages", "layers sum to 3 but the model has 6"),
-    ([{"layers": 6, "replicas": [{"gpu": "Titan-RTX", "tp": 4}, {"gpu": "Titan-RTX", "tp": 2}]}],
-     {}, "parallel.stages[0].replicas[1].gpu", "needs 6 Titan-RTX GPUs up to here but the "
-                                               "cluster 'mix' has 4"),
-    ([{"layers": 6, "replicas": [{"gpu": "A100"}]}], {},
-     "parallel.stages[0].replicas[0].gpu", "GPU type 'A100' is not in the cluster"),
-    ([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 3}]}], {},
-     "parallel.stages[0].replicas[0].tp", "heads 8 not divisible by tp 3"),
-    ([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "micro_batches": 5},
-                                 {"gpu": "RTX-3090", "micro_batches": 4}]}], {},
-     "parallel.stages[*].replicas[*].micro_batches", "sum to 9"),
-    ([{"layers": 3, "replicas": [{"gpu": "RTX-3090", "micro_batches": 5}]},
-      {"layers": 3, "replicas": [{"gpu": "RTX-3090", "micro_batches": 3}]}], {},
-     "parallel.stages[*].replicas[0].micro_batches", "different counts [3, 5]"),
-    ([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tpp": 2}]}], {},
-     "parallel.stages[0].replicas[0].tpp", "unknown key"),
-    ([{"layers": 6, "replicas": [{"gpu": "RTX-3090"}]}], {"tp": 2},
-     "parallel.tp", "not allowed with parallel.stages"),
-    ([{"layers": 6, "replicas": [{"gpu": "Slow-GPU"}]}], {"_dtype": "bf16"},
-     "parallel.stages[0].replicas[0].gpu", "Slow-GPU has no bf16 peak (it has: fp16, fp32)"),
-    ([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 2}, {"gpu": "RTX-3090", "tp": 4}]}],
-     {"zero": 1}, "parallel.stages[0].replicas", "different tp need zero: 0"),
-])
+@pytest.mark.parametrize(
+    "stages, extra, key, problem",
+    [
+        (
+            [
+                {"layers": 3, "replicas": [{"gpu": "RTX-3090"}]},
+                {"layers": 3, "replicas": [{"gpu": "RTX-3090"}, {"gpu": "RTX-3090"}]},
+            ],
+            {},
+            "parallel.stages[1].replicas",
+            "2 replicas but stages[0] has 1",
+        ),
+        (
+            [{"layers": 3, "replicas": [{"gpu": "RTX-3090"}]}],
+            {},
+            "parallel.stages",
+            "layers sum to 3 but the model has 6",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "Titan-RTX", "tp": 4}, {"gpu": "Titan-RTX", "tp": 2}]}],
+            {},
+            "parallel.stages[0].replicas[1].gpu",
+            "needs 6 Titan-RTX GPUs up to here but the cluster 'mix' has 4",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "A100"}]}],
+            {},
+            "parallel.stages[0].replicas[0].gpu",
+            "GPU type 'A100' is not in the cluster",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 3}]}],
+            {},
+            "parallel.stages[0].replicas[0].tp",
+            "heads 8 not divisible by tp 3",
+        ),
+        (
+            [
+                {
+                    "layers": 6,
+                    "replicas": [
+                        {"gpu": "RTX-3090", "micro_batches": 5},
+                        {"gpu": "RTX-3090", "micro_batches": 4},
+                    ],
+                }
+            ],
+            {},
+            "parallel.stages[*].replicas[*].micro_batches",
+            "sum to 9",
+        ),
+        (
+            [
+                {"layers": 3, "replicas": [{"gpu": "RTX-3090", "micro_batches": 5}]},
+                {"layers": 3, "replicas": [{"gpu": "RTX-3090", "micro_batches": 3}]},
+            ],
+            {},
+            "parallel.stages[*].replicas[0].micro_batches",
+            "different counts [3, 5]",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tpp": 2}]}],
+            {},
+            "parallel.stages[0].replicas[0].tpp",
+            "unknown key",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "RTX-3090"}]}],
+            {"tp": 2},
+            "parallel.tp",
+            "not allowed with parallel.stages",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "Slow-GPU"}]}],
+            {"_dtype": "bf16"},
+            "parallel.stages[0].replicas[0].gpu",
+            "Slow-GPU has no bf16 peak (it has: fp16, fp32)",
+        ),
+        (
+            [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 2}, {"gpu": "RTX-3090", "tp": 4}]}],
+            {"zero": 1},
+            "parallel.stages[0].replicas",
+            "different tp need zero: 0",
+        ),
+    ],
+)
 def test_bad_plans_are_one_line_errors_naming_the_key(stages, extra, key, problem) -> None:
     extra = dict(extra)
     training = {"dtype": extra.pop("_dtype")} if "_dtype" in extra else None
@@ -99,8 +165,7 @@ def test_bad_plans_are_one_line_errors_naming_the_key(stages, extra, key, proble
 def test_layout_numbers_ranks_stage_replica_tp() -> None:
     lay = StagedLayout(((4, 2), (2, 4)), (("a", "b"), ("c", "a")))
     assert lay.world_size == 12
-    assert lay.coords[:6].tolist() == [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [0, 1, 0],
-                                       [1, 1, 0]]
+    assert lay.coords[:6].tolist() == [[0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [0, 1, 0], [1, 1, 0]]
     assert lay.rank_of(1, 1, 1) == 9 and lay.rank_of(2, 0, 1) is None
     assert lay.tp_degree(5) == 2 and lay.gpu_type(9) == "a"
     assert lay.stage_is_mixed(0) and lay.stage_is_mixed(1)
@@ -172,15 +237,17 @@ def test_micro_batches_given_and_split_by_speed() -> None:
     exp = experiment(MIXED)
     part = generate_workload(exp).partition
     assert part.replica_micro_batches == (5, 3)  # pipeline 1 given 3 of 8; pipeline 0 the rest
-    even = experiment([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 4},
-                                                  {"gpu": "Slow-GPU", "tp": 4}]}])
+    even = experiment(
+        [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 4}, {"gpu": "Slow-GPU", "tp": 4}]}]
+    )
     part = generate_workload(even).partition
     assert part.replica_speed[0] > part.replica_speed[1]
     assert part.replica_micro_batches[0] > part.replica_micro_batches[1]
     assert sum(part.replica_micro_batches) == 8
-    uniform = experiment([{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 4},
-                                                     {"gpu": "Slow-GPU", "tp": 4}]}],
-                         partition="uniform")
+    uniform = experiment(
+        [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": 4}, {"gpu": "Slow-GPU", "tp": 4}]}],
+        partition="uniform",
+    )
     assert generate_workload(uniform).partition.replica_micro_batches == (4, 4)
 
 
@@ -205,10 +272,10 @@ def test_placement_puts_every_replica_on_its_named_gpu_type() -> None:
         assert cluster.gpu_type[gpu] == layout.gpu_type(rank)
     hosts = cluster.gpu_host[rank_gpu]
     # TP groups that fit a host sit inside one host, first free host of the type in cluster order
-    assert hosts[:4].tolist() == [1] * 4           # stage 0, RTX-3090 tp 4: first 3090 host
-    assert hosts[4:6].tolist() == [0, 0]           # stage 0, Titan-RTX tp 2: the first Titan host
-    assert hosts[6:8].tolist() == [3, 3]           # stage 1, Slow-GPU tp 2
-    assert hosts[8:12].tolist() == [2] * 4         # stage 1, RTX-3090 tp 4: the second 3090 host
+    assert hosts[:4].tolist() == [1] * 4  # stage 0, RTX-3090 tp 4: first 3090 host
+    assert hosts[4:6].tolist() == [0, 0]  # stage 0, Titan-RTX tp 2: the first Titan host
+    assert hosts[6:8].tolist() == [3, 3]  # stage 1, Slow-GPU tp 2
+    assert hosts[8:12].tolist() == [2] * 4  # stage 1, RTX-3090 tp 4: the second 3090 host
 
 
 def test_tp_group_spans_hosts_only_when_no_host_fits() -> None:
@@ -258,13 +325,16 @@ def _dp_allreduce_bytes_by_group(workload) -> dict[int, int]:
 def test_mixed_tp_stage_reduces_its_whole_gradient_once() -> None:
     """Gradient-shard groups of a stage with TP 2 and 4 replicas carry, together, the stage's
     full gradient: the same bytes one group carries when both replicas run TP 1."""
+
     def stage(tps):
-        return [{"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": tps[0]},
-                                           {"gpu": "Slow-GPU", "tp": tps[1]}]}]
-    full = sum(_dp_allreduce_bytes_by_group(generate_workload(
-        experiment(stage((1, 1)), dp_bucket="1GB"))).values())
-    mixed = _dp_allreduce_bytes_by_group(generate_workload(
-        experiment(stage((2, 4)), dp_bucket="1GB")))
+        return [
+            {"layers": 6, "replicas": [{"gpu": "RTX-3090", "tp": tps[0]}, {"gpu": "Slow-GPU", "tp": tps[1]}]}
+        ]
+
+    full = sum(
+        _dp_allreduce_bytes_by_group(generate_workload(experiment(stage((1, 1)), dp_bucket="1GB"))).values()
+    )
+    mixed = _dp_allreduce_bytes_by_group(generate_workload(experiment(stage((2, 4)), dp_bucket="1GB")))
     assert len(mixed) == 4  # L = lcm(2, 4) = 4 pieces, each on its own pair of ranks
     assert abs(sum(mixed.values()) - full) <= len(mixed)  # floor of each share
 

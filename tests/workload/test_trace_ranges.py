@@ -38,12 +38,15 @@ def test_a_valid_file_reads(tmp_path):
     assert len(trace) == 2
 
 
-@pytest.mark.parametrize("nodes, fragment", [
-    ([_comp(1, micros=2**63)], "longer than one day"),  # * 1000 ns would wrap to 0
-    ([_comp(1, micros=2**64 - 1)], "longer than one day"),
-    ([_comp(1, node_type=42)], "unknown node type 42"),
-    ([_comp(1, node_type=0)], "unknown node type 0"),
-])
+@pytest.mark.parametrize(
+    "nodes, fragment",
+    [
+        ([_comp(1, micros=2**63)], "longer than one day"),  # * 1000 ns would wrap to 0
+        ([_comp(1, micros=2**64 - 1)], "longer than one day"),
+        ([_comp(1, node_type=42)], "unknown node type 42"),
+        ([_comp(1, node_type=0)], "unknown node type 0"),
+    ],
+)
 def test_out_of_range_nodes(tmp_path, nodes, fragment):
     with pytest.raises(UserError, match=fragment):
         read_trace(_write(tmp_path / "t.0.et", nodes))

@@ -26,13 +26,23 @@ QKV, PROJ, FC = H175 * 3 * H175, H175 * H175, H175 * FFN175
 
 
 def _gpt3_175b():
-    data = {"model": {"arch": "gpt", "hidden": H175, "layers": 96, "heads": 96, "ffn": FFN175,
-                      "vocab": 51200, "seq": 2048},
-            "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 2048},
-            "parallel": {"tp": 1, "pp": 1, "dp": 8},
-            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8, "nics": 8,
-                                                        "nic_speed": "200Gbps"}},
-                        "hosts": [{"type": "h", "count": 1}]}}
+    data = {
+        "model": {
+            "arch": "gpt",
+            "hidden": H175,
+            "layers": 96,
+            "heads": 96,
+            "ffn": FFN175,
+            "vocab": 51200,
+            "seq": 2048,
+        },
+        "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 2048},
+        "parallel": {"tp": 1, "pp": 1, "dp": 8},
+        "cluster": {
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8, "nics": 8, "nic_speed": "200Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    }
     exp = parse_experiment(data, "t.yaml")
     return exp.model, exp.parallel
 
@@ -50,8 +60,7 @@ def test_reuse_distance_keeps_only_tensors_used_again_soon():
     gathered = [QKV, PROJ, FC, FC]
     # 2 x elements after: qkv 2.72e9, proj 2.42e9, fc1 1.21e9 (>= 1e9: gathered again), fc2 0
     assert regathered_in_backward(gathered, recompute=True) == [QKV, PROJ, FC]
-    assert regathered_in_backward(gathered, recompute=True, max_reuse_distance=2_500_000_000) \
-        == [QKV]
+    assert regathered_in_backward(gathered, recompute=True, max_reuse_distance=2_500_000_000) == [QKV]
     assert regathered_in_backward(gathered, recompute=False) == gathered
 
 
@@ -72,8 +81,9 @@ def test_fetch_time_hand_computation():
     f = BlockFetch(gather_calls=4, gather_elements=10**9, reduce_scatter_calls=12)
     ranks = 384
     # 2e9 bytes at 28.49 GB/s = 70.2 ms, plus 4 calls x 384 copies x 4 us = 6.1 ms
-    assert f.fetch_ns(2, ranks) == pytest.approx(2e9 / (DS03_FETCH_GBPS * 1e9) * 1e9
-                                                 + 4 * ranks * LAUNCH_NS, abs=1)
+    assert f.fetch_ns(2, ranks) == pytest.approx(
+        2e9 / (DS03_FETCH_GBPS * 1e9) * 1e9 + 4 * ranks * LAUNCH_NS, abs=1
+    )
     assert f.fetch_ns(2, ranks) == pytest.approx(76.34e6, rel=1e-3)
     assert f.scatter_ns(ranks) == 12 * ranks * 4000
     # the rate is issue #1174's: 10.2 GB in 420 - 50 (NCCL) - 12 (copies) ms
@@ -81,15 +91,30 @@ def test_fetch_time_hand_computation():
 
 
 def _small(impl: str, recompute: str = "full", threshold: int = 100_000):
-    data = {"model": {"arch": "gpt", "hidden": 1024, "layers": 4, "heads": 8, "ffn": 4096,
-                      "vocab": 8192, "seq": 512},
-            "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 512,
-                         "recompute": recompute},
-            "parallel": {"tp": 1, "pp": 1, "dp": 8, "zero": 3, "zero3_impl": impl,
-                         "zero3_persistence_threshold": threshold},
-            "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8, "nics": 8,
-                                                        "nic_speed": "200Gbps"}},
-                        "hosts": [{"type": "h", "count": 1}]}}
+    data = {
+        "model": {
+            "arch": "gpt",
+            "hidden": 1024,
+            "layers": 4,
+            "heads": 8,
+            "ffn": 4096,
+            "vocab": 8192,
+            "seq": 512,
+        },
+        "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 512, "recompute": recompute},
+        "parallel": {
+            "tp": 1,
+            "pp": 1,
+            "dp": 8,
+            "zero": 3,
+            "zero3_impl": impl,
+            "zero3_persistence_threshold": threshold,
+        },
+        "cluster": {
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8, "nics": 8, "nic_speed": "200Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    }
     return generate_workload(parse_experiment(data, "t.yaml"))
 
 
@@ -126,8 +151,7 @@ def test_generator_emits_blocking_fetches_only_for_deepspeed_03():
 
 
 def test_framework_ops_keep_their_duration_in_the_compute_model():
-    ns, prov = ComputeModel().time_op("framework", "bf16", (123456, 0, 0, 0), (0, 0), 0, 0,
-                                      "A100-80GB-SXM")
+    ns, prov = ComputeModel().time_op("framework", "bf16", (123456, 0, 0, 0), (0, 0), 0, 0, "A100-80GB-SXM")
     assert (ns, prov) == (123456, "framework")
 
 
@@ -145,19 +169,29 @@ def test_deepspeed_03_memory_holds_two_gathered_tensors_not_two_layers():
 
     model, par = _gpt3_175b()
     par3 = replace(par, zero=3, dp=384)
-    data_t = parse_experiment({"model": {"arch": "gpt", "hidden": H175, "layers": 96, "heads": 96,
-                                         "ffn": FFN175, "vocab": 51200, "seq": 2048},
-                               "training": {"global_batch": 384, "micro_batch": 1,
-                                            "seq_len": 2048, "dtype": "fp16"},
-                               "parallel": {"tp": 1, "pp": 1, "dp": 8},
-                               "cluster": {"host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8,
-                                                                "nics": 8, "nic_speed": "200Gbps"}},
-                                           "hosts": [{"type": "h", "count": 1}]}},
-                              "t.yaml").training
+    data_t = parse_experiment(
+        {
+            "model": {
+                "arch": "gpt",
+                "hidden": H175,
+                "layers": 96,
+                "heads": 96,
+                "ffn": FFN175,
+                "vocab": 51200,
+                "seq": 2048,
+            },
+            "training": {"global_batch": 384, "micro_batch": 1, "seq_len": 2048, "dtype": "fp16"},
+            "parallel": {"tp": 1, "pp": 1, "dp": 8},
+            "cluster": {
+                "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 8, "nics": 8, "nic_speed": "200Gbps"}},
+                "hosts": [{"type": "h", "count": 1}],
+            },
+        },
+        "t.yaml",
+    ).training
     layers = range(96)
     fsdp = estimate_rank_memory(model, data_t, par3, layers, True, True, 1)
-    ds = estimate_rank_memory(model, data_t, replace(par3, zero3_impl="deepspeed-0.3"), layers,
-                              True, True, 1)
+    ds = estimate_rank_memory(model, data_t, replace(par3, zero3_impl="deepspeed-0.3"), layers, True, True, 1)
     layer = layer_params_on_rank(model, par, 0)
     # overlap: the layer in use + one prefetched layer; deepspeed-0.3: two fc1-sized tensors
     assert fsdp.weights_bytes - ds.weights_bytes == 2 * (2 * layer) - 2 * (2 * FC)

@@ -32,9 +32,21 @@ PUBLISHED = {
     "mixtral-8x7b": 46.7e9,
 }
 
-PAR = ParallelConfig(tp=1, pp=1, dp=1, ep=1, schedule="1f1b", vpp=1, zero=0,
-                     sequence_parallel=False, partition="auto", dp_bucket_bytes=40 << 20,
-                     rank_order="tp-dp-pp", distributed_optimizer=False, zero3_prefetch=1)
+PAR = ParallelConfig(
+    tp=1,
+    pp=1,
+    dp=1,
+    ep=1,
+    schedule="1f1b",
+    vpp=1,
+    zero=0,
+    sequence_parallel=False,
+    partition="auto",
+    dp_bucket_bytes=40 << 20,
+    rank_order="tp-dp-pp",
+    distributed_optimizer=False,
+    zero3_prefetch=1,
+)
 
 
 def test_zoo_lists_the_published_figures() -> None:
@@ -100,8 +112,9 @@ def test_moe_experts_split_by_ep() -> None:
 
 
 def test_moe_every_other_layer() -> None:
-    model = ModelConfig("m", "llama", 256, 4, 4, 4, 512, 1000, 128,
-                        MoEConfig(experts=4, top_k=2, expert_ffn=128, every=2))
+    model = ModelConfig(
+        "m", "llama", 256, 4, 4, 4, 512, 1000, 128, MoEConfig(experts=4, top_k=2, expert_ffn=128, every=2)
+    )
     assert [model.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
     assert layer_expert_params_on_rank(model, PAR, 0) == 0
     assert layer_expert_params_on_rank(model, PAR, 1) == 4 * 3 * 256 * 128

@@ -29,8 +29,9 @@ def _int_attr(name: str, kind: str, value: int) -> object:
     return attr
 
 
-def write_collective_chakra(plan: CollectivePlan, directory: str | Path,
-                            prefix: str = "collective") -> list[Path]:
+def write_collective_chakra(
+    plan: CollectivePlan, directory: str | Path, prefix: str = "collective"
+) -> list[Path]:
     """Files ``<prefix>.<rank>.et`` in ``directory``; returns their paths in rank order."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -51,29 +52,45 @@ def write_collective_chakra(plan: CollectivePlan, directory: str | Path,
     paths = []
     for r, entries in enumerate(nodes):
         path = directory / f"{prefix}.{r}.et"
-        meta = {"collective": plan.op, "algorithm": plan.algorithm, "protocol": plan.protocol,
-                "channels": str(plan.channels), "size_bytes": str(plan.size_bytes),
-                "gpu": str(int(ranks[r]))}
+        meta = {
+            "collective": plan.op,
+            "algorithm": plan.algorithm,
+            "protocol": plan.protocol,
+            "channels": str(plan.channels),
+            "size_bytes": str(plan.size_bytes),
+            "gpu": str(int(ranks[r])),
+        }
         chunks = [encode_metadata(meta)]
         for node_id, (kind, t) in enumerate(entries):
             src, dst = rank_of_gpu[int(plan.gpu[t])], rank_of_gpu[int(plan.dst[t])]
-            node = schema.Node(id=node_id, name=f"{plan.op}.{kind}.{t}",
-                               type=COMM_SEND_NODE if kind == "send" else COMM_RECV_NODE)
+            node = schema.Node(
+                id=node_id,
+                name=f"{plan.op}.{kind}.{t}",
+                type=COMM_SEND_NODE if kind == "send" else COMM_RECV_NODE,
+            )
             if kind == "send":
-                parents = plan.dep_idx[plan.dep_ptr[t]:plan.dep_ptr[t + 1]]
-                deps = sorted({recv_id[int(p)] if int(plan.dst[p]) == int(ranks[r]) else send_id[int(p)]
-                               for p in parents if plan.kind[p] == FLOW
-                               and (int(plan.dst[p]) == int(ranks[r]) or int(plan.gpu[p]) == int(ranks[r]))})
+                parents = plan.dep_idx[plan.dep_ptr[t] : plan.dep_ptr[t + 1]]
+                deps = sorted(
+                    {
+                        recv_id[int(p)] if int(plan.dst[p]) == int(ranks[r]) else send_id[int(p)]
+                        for p in parents
+                        if plan.kind[p] == FLOW
+                        and (int(plan.dst[p]) == int(ranks[r]) or int(plan.gpu[p]) == int(ranks[r]))
+                    }
+                )
                 node.data_deps.extend(deps)
-            node.attr.extend([
-                schema.AttributeProto(name="is_cpu_op", bool_val=False),
-                _int_attr("comm_src", "int32", src), _int_attr("comm_dst", "int32", dst),
-                _int_attr("comm_tag", "int32", t),
-                _int_attr("comm_size", "int64", int(plan.bytes[t])),
-                _int_attr("channel", "int64", int(plan.channel[t])),
-                _int_attr("step", "int64", int(plan.step[t])),
-                _int_attr("chunk", "int64", plan.chunk[t]),
-            ])
+            node.attr.extend(
+                [
+                    schema.AttributeProto(name="is_cpu_op", bool_val=False),
+                    _int_attr("comm_src", "int32", src),
+                    _int_attr("comm_dst", "int32", dst),
+                    _int_attr("comm_tag", "int32", t),
+                    _int_attr("comm_size", "int64", int(plan.bytes[t])),
+                    _int_attr("channel", "int64", int(plan.channel[t])),
+                    _int_attr("step", "int64", int(plan.step[t])),
+                    _int_attr("chunk", "int64", plan.chunk[t]),
+                ]
+            )
             blob = node.SerializeToString()
             chunks.append(wire.encode_varint(len(blob)) + blob)
         try:

@@ -23,20 +23,44 @@ SENDRECV = "sendrecv"
 GATHER = "gather"
 SCATTER = "scatter"
 BARRIER = "barrier"
-COLLECTIVES = (ALLREDUCE, ALLGATHER, REDUCESCATTER, BROADCAST, REDUCE, ALLTOALL, SENDRECV, GATHER,
-               SCATTER, BARRIER)
+COLLECTIVES = (
+    ALLREDUCE,
+    ALLGATHER,
+    REDUCESCATTER,
+    BROADCAST,
+    REDUCE,
+    ALLTOALL,
+    SENDRECV,
+    GATHER,
+    SCATTER,
+    BARRIER,
+)
 
 _TRACE_TO_NAME = {
-    trace.ALL_REDUCE: ALLREDUCE, trace.REDUCE: REDUCE, trace.ALL_GATHER: ALLGATHER,
-    trace.GATHER: GATHER, trace.SCATTER: SCATTER, trace.BROADCAST: BROADCAST,
-    trace.ALL_TO_ALL: ALLTOALL, trace.REDUCE_SCATTER: REDUCESCATTER,
-    trace.REDUCE_SCATTER_BLOCK: REDUCESCATTER, trace.BARRIER: BARRIER,
+    trace.ALL_REDUCE: ALLREDUCE,
+    trace.REDUCE: REDUCE,
+    trace.ALL_GATHER: ALLGATHER,
+    trace.GATHER: GATHER,
+    trace.SCATTER: SCATTER,
+    trace.BROADCAST: BROADCAST,
+    trace.ALL_TO_ALL: ALLTOALL,
+    trace.REDUCE_SCATTER: REDUCESCATTER,
+    trace.REDUCE_SCATTER_BLOCK: REDUCESCATTER,
+    trace.BARRIER: BARRIER,
 }
 _ALIASES = {
-    "all_reduce": ALLREDUCE, "all-reduce": ALLREDUCE, "all_gather": ALLGATHER,
-    "all-gather": ALLGATHER, "reduce_scatter": REDUCESCATTER, "reduce-scatter": REDUCESCATTER,
-    "all_to_all": ALLTOALL, "all-to-all": ALLTOALL, "send_recv": SENDRECV, "send": SENDRECV,
-    "p2p": SENDRECV, "bcast": BROADCAST,
+    "all_reduce": ALLREDUCE,
+    "all-reduce": ALLREDUCE,
+    "all_gather": ALLGATHER,
+    "all-gather": ALLGATHER,
+    "reduce_scatter": REDUCESCATTER,
+    "reduce-scatter": REDUCESCATTER,
+    "all_to_all": ALLTOALL,
+    "all-to-all": ALLTOALL,
+    "send_recv": SENDRECV,
+    "send": SENDRECV,
+    "p2p": SENDRECV,
+    "bcast": BROADCAST,
 }
 
 # Protocols.
@@ -164,6 +188,7 @@ def split_rows(totals: np.ndarray, parts: int, grain: int = 1) -> np.ndarray:
     sizes = (q[..., None] + (k < r[..., None])) * grain
     excess = units * grain - totals
     last = np.where(r > 0, r - 1, parts - 1)
-    np.put_along_axis(sizes, last[..., None],
-                      np.take_along_axis(sizes, last[..., None], -1) - excess[..., None], -1)
+    np.put_along_axis(
+        sizes, last[..., None], np.take_along_axis(sizes, last[..., None], -1) - excess[..., None], -1
+    )
     return sizes.astype(np.int64)

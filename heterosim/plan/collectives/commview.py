@@ -17,8 +17,12 @@ from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 
 # NCCL effective per-link NVLink GB/s over line rate per link (topo.h; line 25 GB/s, B200 50 GB/s).
-_NVLINK_EFFICIENCY = {"volta": 20.0 / 25.0, "ampere": 20.0 / 25.0, "hopper": 20.6 / 25.0,
-                      "blackwell": 40.1 / 50.0}
+_NVLINK_EFFICIENCY = {
+    "volta": 20.0 / 25.0,
+    "ampere": 20.0 / 25.0,
+    "hopper": 20.6 / 25.0,
+    "blackwell": 40.1 / 50.0,
+}
 # NCCL PCIe x16 GB/s by generation (width x code / 80) over the raw rate.
 _PCIE_NCCL_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
@@ -100,15 +104,20 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
     inter = [nu * t.nic_speed_bps / 8e9 for nu, t in zip(nics_used, types)]
     fabric = cluster.fabric
     return CommView(
-        gpus=gpus, host_of_rank=host_of_rank, groups=groups,
+        gpus=gpus,
+        host_of_rank=host_of_rank,
+        groups=groups,
         local_index=cluster.gpu_local_index[gpus].astype(np.int64),
         nic_of_rank=cluster.gpu_nic[gpus].astype(np.int64),
-        generation=generation, same_generation=len({t.spec.generation for t in types}) == 1,
+        generation=generation,
+        same_generation=len({t.spec.generation for t in types}) == 1,
         all_nvswitch=all(t.fabric == "nvswitch" for t in types),
-        intra_gbps=float(min(intra)), inter_gbps=float(min(inter)),
+        intra_gbps=float(min(intra)),
+        inter_gbps=float(min(inter)),
         nic_gbps=float(min(t.nic_speed_bps for t in types) / 8e9),
         nics_per_host=int(min(nics_used)),
-        intra_wire_ns=int(fabric.nvlink_delay_ns if all(t.fabric == "nvswitch" for t in types)
-                          else 3 * fabric.pcie_delay_ns),
+        intra_wire_ns=int(
+            fabric.nvlink_delay_ns if all(t.fabric == "nvswitch" for t in types) else 3 * fabric.pcie_delay_ns
+        ),
         net_wire_ns=int(2 * fabric.link_delay_ns + 4 * fabric.pcie_delay_ns),
     )

@@ -58,13 +58,7 @@ from heterosim.plan.collectives.granularity import (
     connection_graph,
 )
 from heterosim.plan.collectives.graph import CollectivePlan, FlowGraph, empty_graph, finish_plan
-from heterosim.plan.collectives.tuning import (
-    BASE_LAT_US,
-    NVLS_NCHANNELS,
-    TuningChoice,
-    choose,
-    step_delay_ns,
-)
+from heterosim.plan.collectives.tuning import BASE_LAT_US, NVLS_NCHANNELS, TuningChoice, choose, step_delay_ns
 
 _P = {p: i for i, p in enumerate(PROTOCOLS)}
 V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
@@ -72,11 +66,21 @@ _CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 _CACHE_SIZE = 256
 
 
-def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.ndarray,
-                         cluster: ClusterConfig, *, algorithm: str = "auto", protocol: str = "auto",
-                         channels: int = 0, sizes_per_rank: list[int] | np.ndarray | None = None,
-                         priority: int = 0, root: int = 0, strict: bool = True,
-                         granularity: str = CHUNK) -> CollectivePlan:
+def decompose_collective(
+    op: int | str,
+    size_bytes: int,
+    ranks: list[int] | np.ndarray,
+    cluster: ClusterConfig,
+    *,
+    algorithm: str = "auto",
+    protocol: str = "auto",
+    channels: int = 0,
+    sizes_per_rank: list[int] | np.ndarray | None = None,
+    priority: int = 0,
+    root: int = 0,
+    strict: bool = True,
+    granularity: str = CHUNK,
+) -> CollectivePlan:
     """Decompose one collective into flows with dependencies (see the package modules).
 
     ``ranks``: global GPU ids in communicator order. ``algorithm`` ring|tree|nvls|auto,
@@ -94,22 +98,45 @@ def decompose_collective(op: int | str, size_bytes: int, ranks: list[int] | np.n
     check_granularity(granularity)
     ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
-    key = (name, int(size_bytes), ranks_arr.tobytes(), algorithm, protocol, int(channels),
-           None if sizes is None else sizes.tobytes(), int(root), strict, granularity, id(cluster))
+    key = (
+        name,
+        int(size_bytes),
+        ranks_arr.tobytes(),
+        algorithm,
+        protocol,
+        int(channels),
+        None if sizes is None else sizes.tobytes(),
+        int(root),
+        strict,
+        granularity,
+        id(cluster),
+    )
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is cluster:
         _CACHE.move_to_end(key)
         return hit[1]
-    plan = _decompose(name, int(size_bytes), ranks_arr, cluster, algorithm, protocol, int(channels),
-                      sizes, int(root), strict, granularity)
+    plan = _decompose(
+        name,
+        int(size_bytes),
+        ranks_arr,
+        cluster,
+        algorithm,
+        protocol,
+        int(channels),
+        sizes,
+        int(root),
+        strict,
+        granularity,
+    )
     _CACHE[key] = (cluster, plan)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return plan
 
 
-def _check_sizes(name: str, size_bytes: int, sizes: np.ndarray | None,
-                 n: int) -> tuple[int, np.ndarray | None]:
+def _check_sizes(
+    name: str, size_bytes: int, sizes: np.ndarray | None, n: int
+) -> tuple[int, np.ndarray | None]:
     if size_bytes < 0:
         raise UserError(f"collective: size: must not be negative, got {size_bytes}")
     if sizes is None:
@@ -124,9 +151,19 @@ def _check_sizes(name: str, size_bytes: int, sizes: np.ndarray | None,
     return total, sizes
 
 
-def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterConfig, algorithm: str,
-               protocol: str, channels: int, sizes: np.ndarray | None, root: int,
-               strict: bool, granularity: str = CHUNK) -> CollectivePlan:
+def _decompose(
+    name: str,
+    size_bytes: int,
+    ranks: np.ndarray,
+    cluster: ClusterConfig,
+    algorithm: str,
+    protocol: str,
+    channels: int,
+    sizes: np.ndarray | None,
+    root: int,
+    strict: bool,
+    granularity: str = CHUNK,
+) -> CollectivePlan:
     view = comm_view(ranks, cluster)
     n = view.n
     size_bytes, sizes = _check_sizes(name, size_bytes, sizes, n)
@@ -137,9 +174,17 @@ def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterCo
     if not 0 <= root < n:
         raise UserError(f"collective: root: expected a communicator index in 0..{n - 1}, got {root}")
     if n == 1 or size_bytes == 0:
-        return finish_plan(empty_graph(), op=name, size_bytes=size_bytes, ranks=ranks,
-                           algorithm="none", protocol="none", channels=0, predicted_ns=0,
-                           granularity=granularity)
+        return finish_plan(
+            empty_graph(),
+            op=name,
+            size_bytes=size_bytes,
+            ranks=ranks,
+            algorithm="none",
+            protocol="none",
+            channels=0,
+            predicted_ns=0,
+            granularity=granularity,
+        )
     if name in (ALLTOALL, SENDRECV, GATHER, SCATTER):
         return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root, granularity)
     try:
@@ -151,63 +196,104 @@ def _decompose(name: str, size_bytes: int, ranks: np.ndarray, cluster: ClusterCo
     if choice.algorithm == NVLS_TREE and len({g.size for g in view.groups}) != 1:
         if strict and algorithm != "auto":
             raise UserError(
-                "collective: algorithm: nvls across hosts needs the same number of ranks per host")
+                "collective: algorithm: nvls across hosts needs the same number of ranks per host"
+            )
         choice = choose(name, size_bytes, view, algorithm=RING, protocol=SIMPLE, channels=channels)
     if granularity == CONNECTION:
         src, dst, payload, wire = _connections(name, size_bytes, view, choice, sizes, root)
         graph = connection_graph(view, src, dst, payload, wire, latency_ns=choice.latency_us * 1000.0)
     else:
         graph = _build(name, size_bytes, view, choice, sizes, root, granularity)
-    return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=choice.algorithm,
-                       protocol=choice.protocol, channels=choice.channels,
-                       predicted_ns=int(round(choice.predicted_us * 1000)),
-                       candidates=choice.candidates, granularity=granularity)
+    return finish_plan(
+        graph,
+        op=name,
+        size_bytes=size_bytes,
+        ranks=ranks,
+        algorithm=choice.algorithm,
+        protocol=choice.protocol,
+        channels=choice.channels,
+        predicted_ns=int(round(choice.predicted_us * 1000)),
+        candidates=choice.candidates,
+        granularity=granularity,
+    )
 
 
-def _build(name: str, size_bytes: int, view: CommView, choice: TuningChoice, sizes: np.ndarray | None,
-           root: int, granularity: str) -> FlowGraph:
+def _build(
+    name: str,
+    size_bytes: int,
+    view: CommView,
+    choice: TuningChoice,
+    sizes: np.ndarray | None,
+    root: int,
+    granularity: str,
+) -> FlowGraph:
     a, p, c = choice.algorithm, choice.protocol, choice.channels
     if a == RING:
-        orders, seg_bytes, segment_of = _ring_schedule(name, size_bytes, view, p, c, sizes, root,
-                                                       one_loop=granularity == STEP)
-        delays = ring.ring_hop_delays(view, orders, step_delay_ns(view, RING, p, False),
-                                      step_delay_ns(view, RING, p, True))
-        return ring.ring_graph(view, orders, seg_bytes, segment_of, ring_chunk(name, p)[1], p, delays,
-                               int(BASE_LAT_US[RING][_P[p]] * 1000))
+        orders, seg_bytes, segment_of = _ring_schedule(
+            name, size_bytes, view, p, c, sizes, root, one_loop=granularity == STEP
+        )
+        delays = ring.ring_hop_delays(
+            view, orders, step_delay_ns(view, RING, p, False), step_delay_ns(view, RING, p, True)
+        )
+        return ring.ring_graph(
+            view,
+            orders,
+            seg_bytes,
+            segment_of,
+            ring_chunk(name, p)[1],
+            p,
+            delays,
+            int(BASE_LAT_US[RING][_P[p]] * 1000),
+        )
     if a == TREE:
         parents, chunk_bytes = _tree_schedule(size_bytes, view, p, c)
         return tree.tree_allreduce_graph(
-            view, parents, chunk_bytes, tree_chunk(p)[1], p,
-            step_delay_ns(view, TREE, p, False), step_delay_ns(view, TREE, p, True),
-            int(BASE_LAT_US[TREE][_P[p]] * 1000))
+            view,
+            parents,
+            chunk_bytes,
+            tree_chunk(p)[1],
+            p,
+            step_delay_ns(view, TREE, p, False),
+            step_delay_ns(view, TREE, p, True),
+            int(BASE_LAT_US[TREE][_P[p]] * 1000),
+        )
     seg = _nvls_pieces(size_bytes, view, a, c, sizes)
     if a == NVLS:
         return nvls.nvls_graph(view, name, seg, step_delay_ns(view, NVLS, SIMPLE, False))
-    return nvls.nvls_tree_graph(view, seg, step_delay_ns(view, NVLS_TREE, SIMPLE, False),
-                                step_delay_ns(view, NVLS_TREE, SIMPLE, True), 0)
+    return nvls.nvls_tree_graph(
+        view,
+        seg,
+        step_delay_ns(view, NVLS_TREE, SIMPLE, False),
+        step_delay_ns(view, NVLS_TREE, SIMPLE, True),
+        0,
+    )
 
 
-def _connections(name: str, size_bytes: int, view: CommView, choice: TuningChoice,
-                 sizes: np.ndarray | None, root: int) -> tuple[np.ndarray, ...]:
+def _connections(
+    name: str, size_bytes: int, view: CommView, choice: TuningChoice, sizes: np.ndarray | None, root: int
+) -> tuple[np.ndarray, ...]:
     """(src, dst, payload, wire) per connection of the chunk schedule, summed over its chunks
     without building them (the chunk-level arrays are at most segments x loops)."""
     a, p, c = choice.algorithm, choice.protocol, choice.channels
     if a == RING:
         orders, seg_bytes, segment_of = _ring_schedule(name, size_bytes, view, p, c, sizes, root)
-        return ring.ring_connections(view, orders, seg_bytes.sum(axis=0),
-                                     wire_bytes(seg_bytes, p).sum(axis=0), segment_of)
+        return ring.ring_connections(
+            view, orders, seg_bytes.sum(axis=0), wire_bytes(seg_bytes, p).sum(axis=0), segment_of
+        )
     if a == TREE:
         parents, chunk_bytes = _tree_schedule(size_bytes, view, p, c)
-        return tree.tree_connections(view, parents, chunk_bytes.sum(axis=1),
-                                     wire_bytes(chunk_bytes, p).sum(axis=1))
+        return tree.tree_connections(
+            view, parents, chunk_bytes.sum(axis=1), wire_bytes(chunk_bytes, p).sum(axis=1)
+        )
     seg = _nvls_pieces(size_bytes, view, a, c, sizes)
     if a == NVLS:
         return nvls.nvls_connections(view, name, seg)
     return nvls.nvls_tree_connections(view, seg)
 
 
-def _tree_schedule(size_bytes: int, view: CommView, protocol: str,
-                   channels: int) -> tuple[np.ndarray, np.ndarray]:
+def _tree_schedule(
+    size_bytes: int, view: CommView, protocol: str, channels: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(parents (C, n), chunk payloads (C, K)) of a tree all-reduce."""
     chunk = tree_chunk(protocol)[0]
     if protocol == LL128:
@@ -217,8 +303,9 @@ def _tree_schedule(size_bytes: int, view: CommView, protocol: str,
     return tree.tree_parents(view, channels), split_rows(per_channel, k)
 
 
-def _nvls_pieces(size_bytes: int, view: CommView, algorithm: str, channels: int,
-                 sizes: np.ndarray | None) -> np.ndarray:
+def _nvls_pieces(
+    size_bytes: int, view: CommView, algorithm: str, channels: int, sizes: np.ndarray | None
+) -> np.ndarray:
     """(P, slots) payload of every slot in every piece: ranks (NVLS) or local slots (NVLS Tree)."""
     nvls_channels = max(1, min(NVLS_NCHANNELS, channels))
     if algorithm == NVLS:
@@ -235,9 +322,16 @@ def _nvls_pieces(size_bytes: int, view: CommView, algorithm: str, channels: int,
     return split_rows(split_even(size_bytes, ppn, GRAIN[SIMPLE]), pieces).T.copy()
 
 
-def _ring_schedule(name: str, size_bytes: int, view: CommView, protocol: str, channels: int,
-                   sizes: np.ndarray | None, root: int,
-                   one_loop: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ring_schedule(
+    name: str,
+    size_bytes: int,
+    view: CommView,
+    protocol: str,
+    channels: int,
+    sizes: np.ndarray | None,
+    root: int,
+    one_loop: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(orders (C, n), segment payload per loop (L, C, m), segment_of (n, S)) of a ring
     collective; ``one_loop`` puts each segment in a single loop (step granularity)."""
     n = view.n
@@ -261,16 +355,23 @@ def _ring_schedule(name: str, size_bytes: int, view: CommView, protocol: str, ch
     return orders, np.moveaxis(split_rows(seg_total, loops), -1, 0), segment_of
 
 
-def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, protocol: str,
-              sizes: np.ndarray | None, root: int, granularity: str) -> CollectivePlan:
+def _p2p_plan(
+    name: str,
+    size_bytes: int,
+    view: CommView,
+    ranks: np.ndarray,
+    protocol: str,
+    sizes: np.ndarray | None,
+    root: int,
+    granularity: str,
+) -> CollectivePlan:
     proto = SIMPLE if protocol == "auto" else protocol
     intra = step_delay_ns(view, RING, proto, False)
     inter = step_delay_ns(view, RING, proto, True)
     n = view.n
     per_rank = sizes if sizes is not None else split_even(size_bytes, n) if name != ALLTOALL else None
     if name == SENDRECV:
-        graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter,
-                                   one_flow=granularity == CONNECTION)
+        graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter, one_flow=granularity == CONNECTION)
     elif name == ALLTOALL:
         send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
         graph = p2p.alltoall_graph(view, send, proto, intra, inter)
@@ -286,11 +387,21 @@ def _p2p_plan(name: str, size_bytes: int, view: CommView, ranks: np.ndarray, pro
     cross = (host[srank] != host[drank]) * graph.payload
     busy_ns = 0.0
     for r in (srank, drank):
-        busy_ns = max(busy_ns,
-                      float(np.bincount(r, weights=graph.payload, minlength=n).max()) / view.intra_gbps,
-                      float(np.bincount(r, weights=cross, minlength=n).max()) / view.nic_gbps,
-                      float(np.bincount(host[r], weights=cross).max()) / view.inter_gbps)
+        busy_ns = max(
+            busy_ns,
+            float(np.bincount(r, weights=graph.payload, minlength=n).max()) / view.intra_gbps,
+            float(np.bincount(r, weights=cross, minlength=n).max()) / view.nic_gbps,
+            float(np.bincount(host[r], weights=cross).max()) / view.inter_gbps,
+        )
     predicted = (inter if cross.any() else intra) + busy_ns  # bytes / (GB/s) = ns
-    return finish_plan(graph, op=name, size_bytes=size_bytes, ranks=ranks, algorithm=P2P,
-                       protocol=proto, channels=1, predicted_ns=int(round(predicted)),
-                       granularity=granularity)
+    return finish_plan(
+        graph,
+        op=name,
+        size_bytes=size_bytes,
+        ranks=ranks,
+        algorithm=P2P,
+        protocol=proto,
+        channels=1,
+        predicted_ns=int(round(predicted)),
+        granularity=granularity,
+    )

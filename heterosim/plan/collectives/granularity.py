@@ -59,8 +59,9 @@ def check_granularity(value: str) -> str:
     return require_choice("collective: granularity", value, GRANULARITIES)
 
 
-def merge_pairs(src: np.ndarray, dst: np.ndarray, payload: np.ndarray,
-                wire: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def merge_pairs(
+    src: np.ndarray, dst: np.ndarray, payload: np.ndarray, wire: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sum ``payload`` and ``wire`` per distinct (src, dst) pair; pairs with no wire bytes are
     dropped. Returns (src, dst, payload, wire) sorted by (src, dst)."""
     src = np.asarray(src, np.int64).reshape(-1)
@@ -82,8 +83,9 @@ def merge_pairs(src: np.ndarray, dst: np.ndarray, payload: np.ndarray,
     return pairs // width, pairs % width, out_payload, out_wire
 
 
-def connection_graph(view: CommView, src: np.ndarray, dst: np.ndarray, payload: np.ndarray,
-                     wire: np.ndarray, latency_ns: float) -> FlowGraph:
+def connection_graph(
+    view: CommView, src: np.ndarray, dst: np.ndarray, payload: np.ndarray, wire: np.ndarray, latency_ns: float
+) -> FlowGraph:
     """One flow per (src, dst) pair of the given per-connection totals (module notes).
 
     ``latency_ns`` is the collective's model latency; every flow waits it, less the wire latency
@@ -95,6 +97,15 @@ def connection_graph(view: CommView, src: np.ndarray, dst: np.ndarray, payload: 
     path_ns = np.where(host, view.net_wire_ns, view.intra_wire_ns)
     delay = np.maximum(0, np.round(latency_ns - path_ns)).astype(np.int64)
     z = np.zeros(f, np.int32)
-    return FlowGraph(src=src, dst=dst, payload=payload, wire=wire, delay_ns=delay, channel=z,
-                     step=z, chunk=z.copy(), edge_child=np.zeros(0, np.int64),
-                     edge_parent=np.zeros(0, np.int64))
+    return FlowGraph(
+        src=src,
+        dst=dst,
+        payload=payload,
+        wire=wire,
+        delay_ns=delay,
+        channel=z,
+        step=z,
+        chunk=z.copy(),
+        edge_child=np.zeros(0, np.int64),
+        edge_parent=np.zeros(0, np.int64),
+    )

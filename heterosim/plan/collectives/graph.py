@@ -49,10 +49,14 @@ def concat_graphs(graphs: list[FlowGraph]) -> FlowGraph:
     offsets = np.cumsum([0] + [len(g) for g in graphs[:-1]])
     cat = np.concatenate
     return FlowGraph(
-        src=cat([g.src for g in graphs]), dst=cat([g.dst for g in graphs]),
-        payload=cat([g.payload for g in graphs]), wire=cat([g.wire for g in graphs]),
-        delay_ns=cat([g.delay_ns for g in graphs]), channel=cat([g.channel for g in graphs]),
-        step=cat([g.step for g in graphs]), chunk=cat([g.chunk for g in graphs]),
+        src=cat([g.src for g in graphs]),
+        dst=cat([g.dst for g in graphs]),
+        payload=cat([g.payload for g in graphs]),
+        wire=cat([g.wire for g in graphs]),
+        delay_ns=cat([g.delay_ns for g in graphs]),
+        channel=cat([g.channel for g in graphs]),
+        step=cat([g.step for g in graphs]),
+        chunk=cat([g.chunk for g in graphs]),
         edge_child=cat([g.edge_child + o for g, o in zip(graphs, offsets)]),
         edge_parent=cat([g.edge_parent + o for g, o in zip(graphs, offsets)]),
     )
@@ -121,20 +125,37 @@ class CollectivePlan:
         """This collective alone as a runnable plan."""
         n = len(self)
         return ExecutionPlan(
-            kind=self.kind.copy(), gpu=self.gpu.copy(), dst=self.dst.copy(), bytes=self.bytes.copy(),
-            duration_ns=np.zeros(n, np.int64), delay_ns=self.delay_ns.copy(),
-            stream=np.zeros(n, np.int16), priority=np.full(n, priority, np.uint8),
-            dep_ptr=self.dep_ptr.copy(), dep_idx=self.dep_idx.copy(),
-            rank=np.full(n, -1, np.int32), node=np.full(n, -1, np.int64),
-            collective=np.zeros(n, np.int64), num_gpus=num_gpus,
+            kind=self.kind.copy(),
+            gpu=self.gpu.copy(),
+            dst=self.dst.copy(),
+            bytes=self.bytes.copy(),
+            duration_ns=np.zeros(n, np.int64),
+            delay_ns=self.delay_ns.copy(),
+            stream=np.zeros(n, np.int16),
+            priority=np.full(n, priority, np.uint8),
+            dep_ptr=self.dep_ptr.copy(),
+            dep_idx=self.dep_idx.copy(),
+            rank=np.full(n, -1, np.int32),
+            node=np.full(n, -1, np.int64),
+            collective=np.zeros(n, np.int64),
+            num_gpus=num_gpus,
             channel=self.channel.astype(np.int16),
         )
 
 
-def finish_plan(graph: FlowGraph, *, op: str, size_bytes: int, ranks: np.ndarray, algorithm: str,
-                protocol: str, channels: int, predicted_ns: int,
-                candidates: dict[str, float] | None = None,
-                granularity: str = "chunk") -> CollectivePlan:
+def finish_plan(
+    graph: FlowGraph,
+    *,
+    op: str,
+    size_bytes: int,
+    ranks: np.ndarray,
+    algorithm: str,
+    protocol: str,
+    channels: int,
+    predicted_ns: int,
+    candidates: dict[str, float] | None = None,
+    granularity: str = "chunk",
+) -> CollectivePlan:
     """Wrap ``graph`` between start and end markers (see module docstring)."""
     f = len(graph)
     t = f + 2
@@ -162,9 +183,24 @@ def finish_plan(graph: FlowGraph, *, op: str, size_bytes: int, ranks: np.ndarray
     parent = np.concatenate([parent, np.zeros(roots.size, np.int64), sinks])
     ptr, idx = coo_to_csr(t, child, parent)
     return CollectivePlan(
-        op=op, size_bytes=int(size_bytes), ranks=np.asarray(ranks, dtype=np.int64),
-        algorithm=algorithm, protocol=protocol, channels=int(channels),
-        predicted_ns=int(predicted_ns), kind=kind, gpu=gpu, dst=dst, bytes=wire, payload=payload,
-        delay_ns=delay, channel=channel, step=step, chunk=chunk, dep_ptr=ptr, dep_idx=idx,
-        candidates=dict(candidates or {}), granularity=granularity,
+        op=op,
+        size_bytes=int(size_bytes),
+        ranks=np.asarray(ranks, dtype=np.int64),
+        algorithm=algorithm,
+        protocol=protocol,
+        channels=int(channels),
+        predicted_ns=int(predicted_ns),
+        kind=kind,
+        gpu=gpu,
+        dst=dst,
+        bytes=wire,
+        payload=payload,
+        delay_ns=delay,
+        channel=channel,
+        step=step,
+        chunk=chunk,
+        dep_ptr=ptr,
+        dep_idx=idx,
+        candidates=dict(candidates or {}),
+        granularity=granularity,
     )

@@ -74,8 +74,15 @@ def _all_pairs(members: np.ndarray, pieces: int) -> tuple[np.ndarray, ...]:
     return q, np.tile(i, pieces), np.tile(j, pieces)
 
 
-def _phase(members_gpu: np.ndarray, seg: np.ndarray, factor: float, to_owner: bool, step: int,
-           delay_ns: int, window: int) -> tuple[FlowGraph, np.ndarray]:
+def _phase(
+    members_gpu: np.ndarray,
+    seg: np.ndarray,
+    factor: float,
+    to_owner: bool,
+    step: int,
+    delay_ns: int,
+    window: int,
+) -> tuple[FlowGraph, np.ndarray]:
     """All-pairs flows of one phase for one host; also returns flow index (q, i, j) grid.
 
     ``seg``: (P, m) payload of slice j in piece q. ``to_owner``: flow i -> j carries slice j
@@ -93,9 +100,15 @@ def _phase(members_gpu: np.ndarray, seg: np.ndarray, factor: float, to_owner: bo
     child = np.flatnonzero(ok)
     parent = grid[q[ok] - window, i[ok], j[ok]]
     graph = FlowGraph(
-        src=src, dst=dst, payload=payload, wire=_scaled(payload, factor),
-        delay_ns=np.where(q < window, delay_ns, 0).astype(np.int64), channel=np.zeros(f, np.int32),
-        step=np.full(f, step, np.int32), chunk=q.astype(np.int32), edge_child=child,
+        src=src,
+        dst=dst,
+        payload=payload,
+        wire=_scaled(payload, factor),
+        delay_ns=np.where(q < window, delay_ns, 0).astype(np.int64),
+        channel=np.zeros(f, np.int32),
+        step=np.full(f, step, np.int32),
+        chunk=q.astype(np.int32),
+        edge_child=child,
         edge_parent=parent,
     )
     return graph, grid
@@ -130,8 +143,9 @@ def nvls_graph(view: CommView, coll: str, seg: np.ndarray, delay_ns: int, window
     return graph
 
 
-def nvls_tree_graph(view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: int, base_ns: int,
-                    window: int = 2) -> FlowGraph:
+def nvls_tree_graph(
+    view: CommView, seg: np.ndarray, intra_ns: int, inter_ns: int, base_ns: int, window: int = 2
+) -> FlowGraph:
     """Multi-host NVLS Tree AllReduce. ``seg``: (P, ppn) payload of local slot j in piece q.
 
     ``intra_ns`` (NCCL's NVLS intra latency, less the wire) delays the first in-host
@@ -191,8 +205,9 @@ def _slot_tree_parents(view: CommView, members: np.ndarray) -> np.ndarray:
     return parents
 
 
-def _join(child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray,
-          parent_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _join(
+    child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray, parent_id: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Every (child, parent) pair whose keys are equal."""
     order = np.argsort(parent_key, kind="stable")
     pk, pid = parent_key[order], parent_id[order]
@@ -204,8 +219,9 @@ def _join(child_key: np.ndarray, child_id: np.ndarray, parent_key: np.ndarray,
     return children, pid[np.repeat(lo, counts) + pos]
 
 
-def _host_pairs(members_gpu: np.ndarray, slot_payload: np.ndarray, slot_wire: np.ndarray,
-                to_owner: bool, from_owner: bool) -> tuple[np.ndarray, ...]:
+def _host_pairs(
+    members_gpu: np.ndarray, slot_payload: np.ndarray, slot_wire: np.ndarray, to_owner: bool, from_owner: bool
+) -> tuple[np.ndarray, ...]:
     """Per-pair totals of the in-host phases: sender a -> receiver b carries slot b's slice in
     the reduce-scatter (``to_owner``) and slot a's slice in the all-gather (``from_owner``)."""
     a, b = np.nonzero(~np.eye(members_gpu.size, dtype=bool))
@@ -222,8 +238,9 @@ def nvls_connections(view: CommView, coll: str, seg: np.ndarray) -> tuple[np.nda
     """Per-pair byte totals of :func:`nvls_graph` (same ``seg``), without the per-piece flows:
     (src, dst, payload, wire) rows."""
     wire = _scaled(seg, wire_factor(coll, view)).sum(axis=0)
-    return _host_pairs(view.gpus, seg.sum(axis=0), wire, coll in (ALLREDUCE, REDUCESCATTER),
-                       coll in (ALLREDUCE, ALLGATHER))
+    return _host_pairs(
+        view.gpus, seg.sum(axis=0), wire, coll in (ALLREDUCE, REDUCESCATTER), coll in (ALLREDUCE, ALLGATHER)
+    )
 
 
 def nvls_tree_connections(view: CommView, seg: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -233,8 +250,9 @@ def nvls_tree_connections(view: CommView, seg: np.ndarray) -> tuple[np.ndarray, 
     members = np.stack(view.groups)
     slot_payload = seg.sum(axis=0)
     slot_wire = _scaled(seg, wire_factor(ALLREDUCE, view)).sum(axis=0)
-    parts = [_host_pairs(view.gpus[members[h]], slot_payload, slot_wire, True, True)
-             for h in range(view.num_hosts)]
+    parts = [
+        _host_pairs(view.gpus[members[h]], slot_payload, slot_wire, True, True) for h in range(view.num_hosts)
+    ]
     parents = _slot_tree_parents(view, members)
     half = seg.T // 2
     per_row = np.stack([(seg.T - half).sum(axis=1), half.sum(axis=1)], axis=1).reshape(-1)

@@ -30,8 +30,16 @@ def p2p_chunk(view: CommView, src_rank: int, dst_rank: int) -> int:
     return P2P_NVL_CHUNK if view.all_nvswitch else P2P_PCI_CHUNK
 
 
-def pairs_graph(view: CommView, src_rank: np.ndarray, dst_rank: np.ndarray, payload: np.ndarray,
-                protocol: str, intra_ns: int, inter_ns: int, pieces: int = 1) -> FlowGraph:
+def pairs_graph(
+    view: CommView,
+    src_rank: np.ndarray,
+    dst_rank: np.ndarray,
+    payload: np.ndarray,
+    protocol: str,
+    intra_ns: int,
+    inter_ns: int,
+    pieces: int = 1,
+) -> FlowGraph:
     """Independent transfers ``src_rank[k] -> dst_rank[k]`` of ``payload[k]`` bytes, each split
     into ``pieces`` flows chained one after another (no window: pieces = chunks in flight)."""
     src_rank, dst_rank = np.asarray(src_rank, np.int64), np.asarray(dst_rank, np.int64)
@@ -44,26 +52,34 @@ def pairs_graph(view: CommView, src_rank: np.ndarray, dst_rank: np.ndarray, payl
     delay = np.where(inter, inter_ns, intra_ns)
     flat = sizes.reshape(-1)
     return FlowGraph(
-        src=np.repeat(view.gpus[src_rank], pieces), dst=np.repeat(view.gpus[dst_rank], pieces),
-        payload=flat, wire=wire_bytes(flat, protocol), delay_ns=np.repeat(delay, pieces),
-        channel=np.zeros(m * pieces, np.int32), step=np.zeros(m * pieces, np.int32),
-        chunk=np.tile(k, m).astype(np.int32), edge_child=np.zeros(0, np.int64),
+        src=np.repeat(view.gpus[src_rank], pieces),
+        dst=np.repeat(view.gpus[dst_rank], pieces),
+        payload=flat,
+        wire=wire_bytes(flat, protocol),
+        delay_ns=np.repeat(delay, pieces),
+        channel=np.zeros(m * pieces, np.int32),
+        step=np.zeros(m * pieces, np.int32),
+        chunk=np.tile(k, m).astype(np.int32),
+        edge_child=np.zeros(0, np.int64),
         edge_parent=np.zeros(0, np.int64),
     )
 
 
-def sendrecv_graph(view: CommView, size_bytes: int, protocol: str, intra_ns: int,
-                   inter_ns: int, one_flow: bool = False) -> FlowGraph:
+def sendrecv_graph(
+    view: CommView, size_bytes: int, protocol: str, intra_ns: int, inter_ns: int, one_flow: bool = False
+) -> FlowGraph:
     """Rank 0 of the communicator sends ``size_bytes`` to rank 1, in merged chunks (one flow
     with ``one_flow``: connection granularity)."""
     chunk = p2p_chunk(view, 0, 1)
     pieces = 1 if one_flow else int(min(NCCL_STEPS, max(1, -(-size_bytes // chunk))))
-    return pairs_graph(view, np.array([0]), np.array([1]), np.array([size_bytes]), protocol,
-                       intra_ns, inter_ns, pieces)
+    return pairs_graph(
+        view, np.array([0]), np.array([1]), np.array([size_bytes]), protocol, intra_ns, inter_ns, pieces
+    )
 
 
-def alltoall_graph(view: CommView, per_rank_bytes: np.ndarray, protocol: str, intra_ns: int,
-                   inter_ns: int) -> FlowGraph:
+def alltoall_graph(
+    view: CommView, per_rank_bytes: np.ndarray, protocol: str, intra_ns: int, inter_ns: int
+) -> FlowGraph:
     """Every rank i sends ``per_rank_bytes[i] / n`` to every other rank (its own share stays)."""
     n = view.n
     i, j = np.nonzero(~np.eye(n, dtype=bool))
@@ -71,8 +87,15 @@ def alltoall_graph(view: CommView, per_rank_bytes: np.ndarray, protocol: str, in
     return pairs_graph(view, i, j, share, protocol, intra_ns, inter_ns)
 
 
-def rooted_graph(view: CommView, per_rank_bytes: np.ndarray, root: int, to_root: bool, protocol: str,
-                 intra_ns: int, inter_ns: int) -> FlowGraph:
+def rooted_graph(
+    view: CommView,
+    per_rank_bytes: np.ndarray,
+    root: int,
+    to_root: bool,
+    protocol: str,
+    intra_ns: int,
+    inter_ns: int,
+) -> FlowGraph:
     """Gather (``to_root``) or Scatter: rank i's block of ``per_rank_bytes[i]`` moves to/from root."""
     others = np.array([r for r in range(view.n) if r != root], dtype=np.int64)
     payload = np.asarray(per_rank_bytes, np.int64)[others]

@@ -71,8 +71,16 @@ def ring_hop_delays(view: CommView, orders: np.ndarray, intra_ns: int, inter_ns:
     return np.where(inter, inter_ns, intra_ns).astype(np.int64)
 
 
-def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segment_of: np.ndarray,
-               window: int, protocol: str, hop_delay_ns: np.ndarray, base_ns: int) -> FlowGraph:
+def ring_graph(
+    view: CommView,
+    orders: np.ndarray,
+    seg_bytes: np.ndarray,
+    segment_of: np.ndarray,
+    window: int,
+    protocol: str,
+    hop_delay_ns: np.ndarray,
+    base_ns: int,
+) -> FlowGraph:
     """Flows and dependencies of a ring schedule (see module docstring).
 
     ``seg_bytes``: (L, C, m) payload of segment j in loop l on channel c, segment j belonging
@@ -83,15 +91,20 @@ def ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segmen
     n, steps = segment_of.shape
     active = segment_of >= 0
     if active.all():
-        return _dense_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns,
-                                 base_ns)
-    return _sparse_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns,
-                              base_ns)
+        return _dense_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns, base_ns)
+    return _sparse_ring_graph(view, orders, seg_bytes, segment_of, window, protocol, hop_delay_ns, base_ns)
 
 
-def _sparse_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray,
-                       segment_of: np.ndarray, window: int, protocol: str, hop_delay_ns: np.ndarray,
-                       base_ns: int) -> FlowGraph:
+def _sparse_ring_graph(
+    view: CommView,
+    orders: np.ndarray,
+    seg_bytes: np.ndarray,
+    segment_of: np.ndarray,
+    window: int,
+    protocol: str,
+    hop_delay_ns: np.ndarray,
+    base_ns: int,
+) -> FlowGraph:
     """:func:`ring_graph` for any activity pattern (chains), by explicit index grids."""
     loops, channels, _ = seg_bytes.shape
     n, steps = segment_of.shape
@@ -125,16 +138,29 @@ def _sparse_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray
     flows = np.arange(f)
     has_data, has_win = data_parent >= 0, win_parent >= 0
     return FlowGraph(
-        src=src, dst=dst, payload=payload, wire=wire_bytes(payload, protocol),
-        delay_ns=delay.astype(np.int64), channel=cc.astype(np.int32), step=ss.astype(np.int32),
+        src=src,
+        dst=dst,
+        payload=payload,
+        wire=wire_bytes(payload, protocol),
+        delay_ns=delay.astype(np.int64),
+        channel=cc.astype(np.int32),
+        step=ss.astype(np.int32),
         chunk=ll.astype(np.int32),
         edge_child=np.concatenate([flows[has_data], flows[has_win]]),
         edge_parent=np.concatenate([data_parent[has_data], win_parent[has_win]]),
     )
 
 
-def _dense_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray, segment_of: np.ndarray,
-                      window: int, protocol: str, hop_delay_ns: np.ndarray, base_ns: int) -> FlowGraph:
+def _dense_ring_graph(
+    view: CommView,
+    orders: np.ndarray,
+    seg_bytes: np.ndarray,
+    segment_of: np.ndarray,
+    window: int,
+    protocol: str,
+    hop_delay_ns: np.ndarray,
+    base_ns: int,
+) -> FlowGraph:
     """:func:`ring_graph` when every position sends at every step (AllReduce, AllGather,
     ReduceScatter): flow ids are ``((l * S + s) * C + c) * n + i`` and parents are id arithmetic."""
     loops, channels, _ = seg_bytes.shape
@@ -144,8 +170,11 @@ def _dense_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray,
     gpus = view.gpus[orders]  # (C, n)
     src = np.broadcast_to(gpus[None, None], shape).reshape(-1)
     dst = np.broadcast_to(np.roll(gpus, -1, axis=1)[None, None], shape).reshape(-1)
-    payload = seg_bytes[np.arange(loops)[:, None, None, None], np.arange(channels)[None, None, :, None],
-                        segment_of.T[None, :, None, :]].reshape(-1)
+    payload = seg_bytes[
+        np.arange(loops)[:, None, None, None],
+        np.arange(channels)[None, None, :, None],
+        segment_of.T[None, :, None, :],
+    ].reshape(-1)
     first_loop = np.zeros((loops, 1, 1, 1), dtype=np.int64)
     first_loop[0] = 1
     first_step = np.zeros((1, steps, 1, 1), dtype=np.int64)
@@ -158,22 +187,28 @@ def _dense_ring_graph(view: CommView, orders: np.ndarray, seg_bytes: np.ndarray,
     data_child = ids.reshape(loops, steps, block)[:, 1:].reshape(-1)
     i_of = data_child % n
     data_parent = data_child - block + np.where(i_of == 0, n - 1, -1)
-    win_child = ids[window * block:]
+    win_child = ids[window * block :]
     win_parent = win_child - window * block
     step_col = np.broadcast_to(np.arange(steps, dtype=np.int32)[None, :, None, None], shape).reshape(-1)
     chunk_col = np.broadcast_to(np.arange(loops, dtype=np.int32)[:, None, None, None], shape).reshape(-1)
     chan_col = np.broadcast_to(np.arange(channels, dtype=np.int32)[None, None, :, None], shape).reshape(-1)
     return FlowGraph(
-        src=src, dst=dst, payload=payload, wire=wire_bytes(payload, protocol), delay_ns=delay,
-        channel=chan_col, step=step_col, chunk=chunk_col,
+        src=src,
+        dst=dst,
+        payload=payload,
+        wire=wire_bytes(payload, protocol),
+        delay_ns=delay,
+        channel=chan_col,
+        step=step_col,
+        chunk=chunk_col,
         edge_child=np.concatenate([data_child, win_child]),
         edge_parent=np.concatenate([data_parent, win_parent]),
     )
 
 
-def ring_connections(view: CommView, orders: np.ndarray, seg_payload: np.ndarray,
-                     seg_wire: np.ndarray,
-                     segment_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def ring_connections(
+    view: CommView, orders: np.ndarray, seg_payload: np.ndarray, seg_wire: np.ndarray, segment_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Bytes every ring connection (channel c, position i -> i+1) carries over the whole
     schedule, without the per-chunk flows: (src, dst, payload, wire), one row per connection.
 
@@ -185,5 +220,9 @@ def ring_connections(view: CommView, orders: np.ndarray, seg_payload: np.ndarray
     pos, step = np.nonzero(segment_of >= 0)
     count = np.bincount(pos * m + segment_of[pos, step], minlength=n * m).reshape(n, m)
     gpus = view.gpus[orders]
-    return (gpus.reshape(-1), np.roll(gpus, -1, axis=1).reshape(-1),
-            (seg_payload @ count.T).reshape(-1), (seg_wire @ count.T).reshape(-1))
+    return (
+        gpus.reshape(-1),
+        np.roll(gpus, -1, axis=1).reshape(-1),
+        (seg_payload @ count.T).reshape(-1),
+        (seg_wire @ count.T).reshape(-1),
+    )

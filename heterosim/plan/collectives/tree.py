@@ -92,8 +92,16 @@ def tree_parents(view: CommView, channels: int) -> np.ndarray:
     return parents
 
 
-def tree_allreduce_graph(view: CommView, parents: np.ndarray, chunk_bytes: np.ndarray, window: int,
-                         protocol: str, intra_ns: int, inter_ns: int, base_ns: int) -> FlowGraph:
+def tree_allreduce_graph(
+    view: CommView,
+    parents: np.ndarray,
+    chunk_bytes: np.ndarray,
+    window: int,
+    protocol: str,
+    intra_ns: int,
+    inter_ns: int,
+    base_ns: int,
+) -> FlowGraph:
     """Flows of a pipelined reduce-up / broadcast-down over every channel's tree.
 
     ``chunk_bytes``: (C, K) payload of chunk k of channel c.
@@ -105,6 +113,7 @@ def tree_allreduce_graph(view: CommView, parents: np.ndarray, chunk_bytes: np.nd
     pp = parents[cc, xx]
     edge_id = np.full((channels, n), -1, dtype=np.int64)
     edge_id[cc, xx] = np.arange(e)
+
     # Flow (direction d, edge j, chunk k) -> ((d * e) + j) * K + k
     def fid(d, j, k):
         return (d * e + j) * chunks + k
@@ -157,18 +166,29 @@ def tree_allreduce_graph(view: CommView, parents: np.ndarray, chunk_bytes: np.nd
             children.append(fid(d, j_all[:, None], wk).reshape(-1))
             parents_e.append(fid(d, j_all[:, None], wk - window).reshape(-1))
     return FlowGraph(
-        src=src, dst=dst, payload=payload, wire=wire_bytes(payload, protocol),
-        delay_ns=delay.astype(np.int64), channel=channel.astype(np.int32), step=step,
-        chunk=chunk.astype(np.int32), edge_child=np.concatenate(children).astype(np.int64),
+        src=src,
+        dst=dst,
+        payload=payload,
+        wire=wire_bytes(payload, protocol),
+        delay_ns=delay.astype(np.int64),
+        channel=channel.astype(np.int32),
+        step=step,
+        chunk=chunk.astype(np.int32),
+        edge_child=np.concatenate(children).astype(np.int64),
         edge_parent=np.concatenate(parents_e).astype(np.int64),
     )
 
 
-def tree_connections(view: CommView, parents: np.ndarray, channel_payload: np.ndarray,
-                     channel_wire: np.ndarray) -> tuple[np.ndarray, ...]:
+def tree_connections(
+    view: CommView, parents: np.ndarray, channel_payload: np.ndarray, channel_wire: np.ndarray
+) -> tuple[np.ndarray, ...]:
     """Bytes every tree edge carries each way over the whole schedule: every chunk of channel c
     goes up (child -> parent) and down (parent -> child) once. (src, dst, payload, wire) rows."""
     cc, xx = np.nonzero(parents >= 0)
     child, parent = view.gpus[xx], view.gpus[parents[cc, xx]]
-    return (np.concatenate([child, parent]), np.concatenate([parent, child]),
-            np.tile(channel_payload[cc], 2), np.tile(channel_wire[cc], 2))
+    return (
+        np.concatenate([child, parent]),
+        np.concatenate([parent, child]),
+        np.tile(channel_payload[cc], 2),
+        np.tile(channel_wire[cc], 2),
+    )

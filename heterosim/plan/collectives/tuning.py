@@ -55,16 +55,27 @@ from heterosim.plan.collectives.common import (
 from heterosim.plan.collectives.commview import CommView
 
 _P = {LL: 0, LL128: 1, SIMPLE: 2}
-BASE_LAT_US = {TREE: (6.8, 14.0, 8.4), RING: (6.6, 14.0, 8.4), NVLS: (0.0, 0.0, 0.0),
-               NVLS_TREE: (0.0, 0.0, 0.0)}
+BASE_LAT_US = {
+    TREE: (6.8, 14.0, 8.4),
+    RING: (6.6, 14.0, 8.4),
+    NVLS: (0.0, 0.0, 0.0),
+    NVLS_TREE: (0.0, 0.0, 0.0),
+}
 NVLINK_HW, PCI_HW, NET_HW = "nvlink", "pci", "net"
 HW_LAT_US = {
-    NVLINK_HW: {TREE: (0.6, 1.25, 4.0), RING: (0.6, 1.9, 3.4), NVLS: (0.0, 0.0, 25.0),
-                NVLS_TREE: (0.0, 0.0, 25.0)},
-    PCI_HW: {TREE: (1.0, 1.9, 4.0), RING: (1.0, 2.5, 5.7), NVLS: (0.0, 0.0, 0.0),
-             NVLS_TREE: (0.0, 0.0, 0.0)},
-    NET_HW: {TREE: (5.0, 8.5, 14.0), RING: (2.7, 4.0, 14.0), NVLS: (0.0, 0.0, 18.0),
-             NVLS_TREE: (0.0, 0.0, 20.9)},
+    NVLINK_HW: {
+        TREE: (0.6, 1.25, 4.0),
+        RING: (0.6, 1.9, 3.4),
+        NVLS: (0.0, 0.0, 25.0),
+        NVLS_TREE: (0.0, 0.0, 25.0),
+    },
+    PCI_HW: {TREE: (1.0, 1.9, 4.0), RING: (1.0, 2.5, 5.7), NVLS: (0.0, 0.0, 0.0), NVLS_TREE: (0.0, 0.0, 0.0)},
+    NET_HW: {
+        TREE: (5.0, 8.5, 14.0),
+        RING: (2.7, 4.0, 14.0),
+        NVLS: (0.0, 0.0, 18.0),
+        NVLS_TREE: (0.0, 0.0, 20.9),
+    },
 }
 _GEN = {"volta": 0, "ampere": 1, "hopper": 2, "blackwell": 3}
 PER_CH_RING_LL128 = ((20, 20, 20), (20, 20, 20), (36.7, 36.7, 36.7), (40, 40, 40))
@@ -78,18 +89,90 @@ LL_MAX_SINGLE = (39.0, 87.7, 141.0, 282.0)
 LL_MAX_MULTI = (39.0, 20.4)  # Intel row: 2 nodes, >= 3 nodes
 NET_OVERHEAD_US = 1.0
 TREE_SIZE_FACTOR = {
-    LL: (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0,
-         1.0),
-    LL128: (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0,
-            1.0),
-    SIMPLE: (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+    LL: (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.7,
+        0.7,
+        0.7,
+        0.7,
+        0.6,
+        0.5,
+        0.4,
+        0.4,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.9,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+    ),
+    LL128: (
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        1.0,
+        0.9,
+        0.8,
+        0.8,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.6,
+        0.8,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        1.0,
+        1.0,
+    ),
+    SIMPLE: (
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.9,
+        0.8,
+        0.7,
+        0.6,
+        0.6,
+        0.5,
+        0.5,
+        0.5,
+        0.5,
+        0.6,
+        0.7,
+        0.8,
+        0.7,
+        0.7,
+        0.8,
+        0.9,
+        0.9,
+    ),
 }
 # Speed ladders of the topology search, GB/s per channel (search.cc sm90/sm100SpeedArrayIntra;
 # Volta/Ampere use the generic intra array).
-_LADDER = {2: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
-           3: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
-           1: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
-           0: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3)}
+_LADDER = {
+    2: (60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3),
+    3: (90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18),
+    1: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
+    0: (40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3),
+}
 _THREADS = {LL: 512, LL128: 640, SIMPLE: 512}
 _THREAD_THRESHOLD = {LL: 8, LL128: 8, SIMPLE: 64}
 
@@ -148,9 +231,12 @@ def hop_latency_us(view: CommView, algorithm: str, protocol: str, inter: bool) -
 def nvls_supported(view: CommView) -> bool:
     """NCCL's nvlsSupport: Hopper+ NVSwitch hosts, more than 2 GPUs of the communicator on every
     host (NCCL_NVLS_ENABLE = 2), and an NVLS graph the search can build."""
-    return (view.all_nvswitch and _GEN[view.generation] >= 2
-            and min(len(g) for g in view.groups) >= NVLS_MIN_LOCAL_RANKS
-            and nvls_search_graph(view)[1] > 0)
+    return (
+        view.all_nvswitch
+        and _GEN[view.generation] >= 2
+        and min(len(g) for g in view.groups) >= NVLS_MIN_LOCAL_RANKS
+        and nvls_search_graph(view)[1] > 0
+    )
 
 
 def nvls_search_graph(view: CommView) -> tuple[int, float]:
@@ -192,8 +278,9 @@ def available(coll: str, view: CommView) -> list[tuple[str, str]]:
     return pairs
 
 
-def model_bw_lat(coll: str, algorithm: str, protocol: str, view: CommView, channels: int,
-                 size_bytes: int) -> tuple[float, float]:
+def model_bw_lat(
+    coll: str, algorithm: str, protocol: str, view: CommView, channels: int, size_bytes: int
+) -> tuple[float, float]:
     """(algorithm bandwidth GB/s, latency us) of NCCL's model for one (a, p)."""
     n, nodes, ppn = view.n, view.num_hosts, view.ppn
     gen = _GEN[view.generation]
@@ -219,8 +306,7 @@ def model_bw_lat(coll: str, algorithm: str, protocol: str, view: CommView, chann
         else:
             inter_hops = 0 if nodes == 1 else (2 * (nodes - 1) if coll == ALLREDUCE else nodes - 1)
             lat = base + (steps - inter_hops) * intra_lat + inter_hops * inter_lat
-            if (nodes > 1 and protocol == SIMPLE and coll == ALLREDUCE
-                    and size_bytes / (channels * n) >= 64):
+            if nodes > 1 and protocol == SIMPLE and coll == ALLREDUCE and size_bytes / (channels * n) >= 64:
                 lat *= 1.4 if gen >= 1 else 1.9
     elif algorithm == TREE:
         graph = view.intra_gbps if nodes <= 2 else min(view.intra_gbps, view.inter_gbps)
@@ -265,8 +351,15 @@ def reduce_channels(algorithm: str, protocol: str, channels: int, size_bytes: in
     return c
 
 
-def choose(coll: str, size_bytes: int, view: CommView, *, algorithm: str = "auto",
-           protocol: str = "auto", channels: int = 0) -> TuningChoice:
+def choose(
+    coll: str,
+    size_bytes: int,
+    view: CommView,
+    *,
+    algorithm: str = "auto",
+    protocol: str = "auto",
+    channels: int = 0,
+) -> TuningChoice:
     """NCCL's choice for ``coll`` of ``size_bytes`` (nccl-tests size), with optional overrides."""
     pairs = available(coll, view)
     if algorithm != "auto":
@@ -304,8 +397,15 @@ def choose(coll: str, size_bytes: int, view: CommView, *, algorithm: str = "auto
         raise UserError(f"collective: no algorithm/protocol available for {coll} on this communicator")
     t, a, p, bw, lat = best
     used = full_channels if channels > 0 else reduce_channels(a, p, full_channels, size_bytes, view.n)
-    return TuningChoice(algorithm=a, protocol=p, channels=used, predicted_us=t, latency_us=lat,
-                        bandwidth_gbps=bw, candidates=candidates)
+    return TuningChoice(
+        algorithm=a,
+        protocol=p,
+        channels=used,
+        predicted_us=t,
+        latency_us=lat,
+        bandwidth_gbps=bw,
+        candidates=candidates,
+    )
 
 
 def step_delay_ns(view: CommView, algorithm: str, protocol: str, inter: bool) -> int:

@@ -49,8 +49,10 @@ class FitResult:
 
     def line(self) -> str:
         vals = ", ".join(f"{k}={v:.4g}" for k, v in self.values.items())
-        return (f"{self.family}: {vals}; n={self.n_points}, rms err {100 * self.rms_rel_error:.1f}%,"
-                f" max err {100 * self.max_rel_error:.1f}%, R2(log)={self.r2_log:.3f}")
+        return (
+            f"{self.family}: {vals}; n={self.n_points}, rms err {100 * self.rms_rel_error:.1f}%,"
+            f" max err {100 * self.max_rel_error:.1f}%, R2(log)={self.r2_log:.3f}"
+        )
 
 
 @dataclass
@@ -77,17 +79,26 @@ def _predict(rows: Sequence[Measurement], spec: GpuSpec, params: EfficiencyParam
         args = (r.op_kind, r.dtype, r.shape, r.shape_extra)
         if r.pass_ == "fwd+bwd":
             fwd_flops = r.flops / 3.5
-            out[i] = (roofline_time_ns(*args, fwd_flops, r.bytes_moved, spec, params)
-                      + roofline_time_ns(*args, 2.5 * fwd_flops, r.bytes_moved, spec, params))
+            out[i] = roofline_time_ns(*args, fwd_flops, r.bytes_moved, spec, params) + roofline_time_ns(
+                *args, 2.5 * fwd_flops, r.bytes_moved, spec, params
+            )
         else:
             out[i] = roofline_time_ns(*args, r.flops, r.bytes_moved, spec, params)
     return out
 
 
-def _fit(family: str, rows: Sequence[Measurement], spec: GpuSpec, base: EfficiencyParams,
-         names: list[str], x0: list[float], lower: list[float], upper: list[float],
-         build: Callable[[EfficiencyParams, np.ndarray], EfficiencyParams], fixed: list[str]
-         ) -> tuple[EfficiencyParams, FitResult]:
+def _fit(
+    family: str,
+    rows: Sequence[Measurement],
+    spec: GpuSpec,
+    base: EfficiencyParams,
+    names: list[str],
+    x0: list[float],
+    lower: list[float],
+    upper: list[float],
+    build: Callable[[EfficiencyParams, np.ndarray], EfficiencyParams],
+    fixed: list[str],
+) -> tuple[EfficiencyParams, FitResult]:
     measured = np.array([r.time_ns for r in rows], dtype=float)
     log_measured = np.log(measured)
     scale = np.array(x0, dtype=float)
@@ -97,18 +108,30 @@ def _fit(family: str, rows: Sequence[Measurement], spec: GpuSpec, base: Efficien
         return np.log(_predict(rows, spec, build(base, z * scale))) - log_measured
 
     x_start = np.clip(np.array(x0) / scale, np.array(lower) / scale, np.array(upper) / scale)
-    sol = least_squares(residuals, x_start, bounds=(np.array(lower) / scale,
-                                                    np.array(upper) / scale),
-                        x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12, max_nfev=2000)
+    sol = least_squares(
+        residuals,
+        x_start,
+        bounds=(np.array(lower) / scale, np.array(upper) / scale),
+        x_scale="jac",
+        xtol=1e-12,
+        ftol=1e-12,
+        gtol=1e-12,
+        max_nfev=2000,
+    )
     fitted = build(base, sol.x * scale)
     rel = np.exp(sol.fun) - 1.0
     ss_tot = float(np.sum((log_measured - log_measured.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(sol.fun ** 2)) / ss_tot if ss_tot > 0 else 1.0
+    r2 = 1.0 - float(np.sum(sol.fun**2)) / ss_tot if ss_tot > 0 else 1.0
     result = FitResult(
-        family=family, values=dict(zip(names, (float(v) for v in sol.x * scale))), fixed=fixed,
-        n_points=len(rows), rms_rel_error=float(np.sqrt(np.mean(rel ** 2))),
-        max_rel_error=float(np.max(np.abs(rel))), r2_log=r2,
-        citations=sorted({r.citation for r in rows if r.citation}))
+        family=family,
+        values=dict(zip(names, (float(v) for v in sol.x * scale))),
+        fixed=fixed,
+        n_points=len(rows),
+        rms_rel_error=float(np.sqrt(np.mean(rel**2))),
+        max_rel_error=float(np.max(np.abs(rel))),
+        r2_log=r2,
+        citations=sorted({r.citation for r in rows if r.citation}),
+    )
     return fitted, result
 
 
@@ -138,8 +161,10 @@ def _fit_gemm(rows, spec, base):
 
     fixed = [] if fit_launch else ["launch_overhead_ns"]
     fitted, result = _fit("gemm", rows, spec, base, names, x0, lo, hi, build, fixed)
-    result.values = {("gemm_max_efficiency." + dtype if k == "gemm_max_efficiency" else k): v
-                     for k, v in result.values.items()}
+    result.values = {
+        ("gemm_max_efficiency." + dtype if k == "gemm_max_efficiency" else k): v
+        for k, v in result.values.items()
+    }
     return fitted, result
 
 
@@ -152,9 +177,11 @@ def _fit_attention(rows, spec, base):
     fit_seq = len({r.shape[1] for r in rows}) >= 2
     names, x0 = ["attention_fwd_efficiency"], [base.attention_fwd_efficiency]
     lo, hi, fixed = [0.01], [1.0], []
-    for flag, name, lower, upper in ((fit_ratio, "attention_bwd_ratio", 0.1, 1.0 / 0.01),
-                                     (fit_seq, "attention_seq_half", 0.0, 1e5),
-                                     (fit_hd, "attention_head_dim_half", 0.0, 1e4)):
+    for flag, name, lower, upper in (
+        (fit_ratio, "attention_bwd_ratio", 0.1, 1.0 / 0.01),
+        (fit_seq, "attention_seq_half", 0.0, 1e5),
+        (fit_hd, "attention_head_dim_half", 0.0, 1e4),
+    ):
         if flag:
             names.append(name)
             x0.append(getattr(base, name))
@@ -185,8 +212,9 @@ def _fit_memory(rows, spec, base):
     return _fit("memory", rows, spec, base, names, x0, lo, hi, build, fixed)
 
 
-def calibrate(spec: GpuSpec, measurements: Sequence[Measurement], base: EfficiencyParams
-              ) -> tuple[EfficiencyParams, CalibrationReport]:
+def calibrate(
+    spec: GpuSpec, measurements: Sequence[Measurement], base: EfficiencyParams
+) -> tuple[EfficiencyParams, CalibrationReport]:
     """Fit ``base`` to the GPU's ``measurements``; families without enough rows keep ``base``."""
     report = CalibrationReport(gpu=spec.name)
     params = base

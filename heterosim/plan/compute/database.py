@@ -28,14 +28,8 @@ from pathlib import Path
 
 from heterosim.catalog.gpus import canonical_gpu_name
 from heterosim.errors import UserError
-from heterosim.plan.compute.efficiency import (
-    attention_forward_flops,
-    attention_impls,
-    published_kernels,
-)
-from heterosim.plan.compute.efficiency import (
-    attention_impl as gpu_attention_impl,
-)
+from heterosim.plan.compute.efficiency import attention_forward_flops, attention_impls, published_kernels
+from heterosim.plan.compute.efficiency import attention_impl as gpu_attention_impl
 
 SCHEMA_VERSION = "1"
 PASSES = ("fwd", "bwd", "fwd+bwd")
@@ -88,8 +82,9 @@ class OpDatabase:
             self._conn = sqlite3.connect(str(self.path) if self.path else ":memory:")
             if create or self.path is None:
                 self._conn.executescript(_SCHEMA)
-                self._conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                   (SCHEMA_VERSION,))
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+                )
                 self._conn.commit()
             else:
                 self._conn.execute("SELECT gpu, op_kind, time_ns FROM measurements LIMIT 1")
@@ -105,12 +100,11 @@ class OpDatabase:
 
     def add_run(self, **tags: object) -> int:
         """Record a profiler run and return its id (keys: the ``runs`` columns)."""
-        columns = ("created", "device", "gpu", "driver", "torch", "cuda", "repeats", "l2_flush",
-                   "note")
+        columns = ("created", "device", "gpu", "driver", "torch", "cuda", "repeats", "l2_flush", "note")
         values = tuple(tags.get(c) for c in columns)
         cur = self._conn.execute(
-            f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-            values)
+            f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
+        )
         self._conn.commit()
         assert cur.lastrowid is not None  # an INSERT always sets it
         return int(cur.lastrowid)
@@ -121,22 +115,40 @@ class OpDatabase:
         for r in rows:
             if r.pass_ not in PASSES:
                 raise ValueError(f"pass must be one of {PASSES}, got {r.pass_!r}")
-            records.append((device_label(r.gpu), r.op_kind, r.dtype, r.pass_, *map(int, r.shape),
-                            *map(int, r.shape_extra), int(r.flops), int(r.bytes_moved),
-                            float(r.time_ns), r.source, r.citation, run_id))
+            records.append(
+                (
+                    device_label(r.gpu),
+                    r.op_kind,
+                    r.dtype,
+                    r.pass_,
+                    *map(int, r.shape),
+                    *map(int, r.shape_extra),
+                    int(r.flops),
+                    int(r.bytes_moved),
+                    float(r.time_ns),
+                    r.source,
+                    r.citation,
+                    run_id,
+                )
+            )
         self._conn.executemany(
             "INSERT INTO measurements (gpu, op_kind, dtype, pass, s0, s1, s2, s3, e0, e1, flops,"
             " bytes_moved, time_ns, source, citation, run_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            records,
+        )
         self._conn.commit()
         return len(records)
 
     def measurements(self) -> list[Measurement]:
         cur = self._conn.execute(
             "SELECT gpu, op_kind, dtype, pass, s0, s1, s2, s3, e0, e1, flops, bytes_moved,"
-            " time_ns, source, citation FROM measurements ORDER BY id")
-        return [Measurement(device_label(g), k, d, p, (a, b, c, e), (x, y), f, by, t, src, cit)
-                for g, k, d, p, a, b, c, e, x, y, f, by, t, src, cit in cur]
+            " time_ns, source, citation FROM measurements ORDER BY id"
+        )
+        return [
+            Measurement(device_label(g), k, d, p, (a, b, c, e), (x, y), f, by, t, src, cit)
+            for g, k, d, p, a, b, c, e, x, y, f, by, t, src, cit in cur
+        ]
 
     def runs(self) -> list[dict[str, object]]:
         cur = self._conn.execute("SELECT * FROM runs ORDER BY run_id")
@@ -162,8 +174,9 @@ def shipped_measurements(attention_impl: str | None = None) -> list[Measurement]
     """
     known = attention_impls()
     if attention_impl is not None and attention_impl not in known:
-        raise UserError(f"unknown attention implementation {attention_impl!r}; known: "
-                        f"{', '.join(sorted(known))}")
+        raise UserError(
+            f"unknown attention implementation {attention_impl!r}; known: {', '.join(sorted(known))}"
+        )
     rows: list[Measurement] = []
     for series in published_kernels()["attention"]:
         if series["impl"] != (attention_impl or gpu_attention_impl(series["gpu"])):
@@ -177,11 +190,23 @@ def shipped_measurements(attention_impl: str | None = None) -> list[Measurement]
             fwd = attention_forward_flops(batch, seq, heads, head_dim, causal)
             flops = fwd * factor
             bytes_moved = 4 * batch * seq * heads * head_dim * 2  # q, k, v, o in 16 bit
-            rows.append(Measurement(
-                gpu=series["gpu"], op_kind="attention", dtype=series["dtype"],
-                pass_=series["pass"], shape=(batch, seq, heads, head_dim),
-                shape_extra=(heads, int(causal)), flops=int(flops), bytes_moved=bytes_moved,
-                time_ns=flops / (float(tflops) * 1e12) * 1e9, source="publication",
-                citation=(f"{series['case']}: {series['source']}" if "source" in series
-                          else f"validation case {series['case']}")))
+            rows.append(
+                Measurement(
+                    gpu=series["gpu"],
+                    op_kind="attention",
+                    dtype=series["dtype"],
+                    pass_=series["pass"],
+                    shape=(batch, seq, heads, head_dim),
+                    shape_extra=(heads, int(causal)),
+                    flops=int(flops),
+                    bytes_moved=bytes_moved,
+                    time_ns=flops / (float(tflops) * 1e12) * 1e9,
+                    source="publication",
+                    citation=(
+                        f"{series['case']}: {series['source']}"
+                        if "source" in series
+                        else f"validation case {series['case']}"
+                    ),
+                )
+            )
     return rows

@@ -58,8 +58,9 @@ class EfficiencyParams:
         return min(self.gemm_max_by_dtype.get(dtype, self.gemm_max_efficiency), 1.0)
 
 
-def gemm_quantization(m: int, n: int, batch: int, sm_count: int,
-                      tiles: tuple[tuple[int, int, float], ...]) -> float:
+def gemm_quantization(
+    m: int, n: int, batch: int, sm_count: int, tiles: tuple[tuple[int, int, float], ...]
+) -> float:
     """Best achievable fill of the SMs over the tile choices (0 < q <= 1)."""
     best = 0.0
     batch = max(int(batch), 1)
@@ -78,8 +79,7 @@ def gemm_efficiency(p: EfficiencyParams, dtype: str, m: int, n: int, k: int, bat
     return p.gemm_ceiling(dtype) * q * k / (k + p.gemm_k_half)
 
 
-def attention_efficiency(p: EfficiencyParams, seq: int, head_dim: int, causal: bool,
-                         backward: bool) -> float:
+def attention_efficiency(p: EfficiencyParams, seq: int, head_dim: int, causal: bool, backward: bool) -> float:
     s_e = seq / 2 if causal else float(seq)
     peak = p.attention_fwd_efficiency * (p.attention_bwd_ratio if backward else 1.0)
     e = peak * s_e / (s_e + p.attention_seq_half) * head_dim / (head_dim + p.attention_head_dim_half)
@@ -115,8 +115,7 @@ def _compute_yaml() -> dict:
 @cache
 def published_kernels() -> dict:
     """The shipped publication table (data/published_kernels.yaml)."""
-    text = resources.files("heterosim.plan.compute.data").joinpath(
-        "published_kernels.yaml").read_text()
+    text = resources.files("heterosim.plan.compute.data").joinpath("published_kernels.yaml").read_text()
     return yaml.safe_load(text)
 
 
@@ -159,8 +158,10 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
         if row["gpu"] == gpu and row.get("efficiency"):
             envelopes[row["dtype"]] = float(row["efficiency"])
             sources[f"gemm_max_efficiency.{row['dtype']}"] = (
-                f"sustained GEMM, {row['source']}" if "source" in row
-                else f"MAMF envelope, case {row['case']}")
+                f"sustained GEMM, {row['source']}"
+                if "source" in row
+                else f"MAMF envelope, case {row['case']}"
+            )
     gemm_max = float(d["gemm_max_efficiency"])
     # The 16-bit envelope also bounds the other 16-bit type (same tensor-core rate).
     for a, b in (("bf16", "fp16"), ("fp16", "bf16")):
@@ -168,7 +169,9 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
             envelopes[b] = envelopes[a]
             sources[f"gemm_max_efficiency.{b}"] = f"{sources[f'gemm_max_efficiency.{a}']} ({a})"
     return EfficiencyParams(
-        sm_count=int(entry["sm_count"]), tiles=tiles, gemm_max_efficiency=gemm_max,
+        sm_count=int(entry["sm_count"]),
+        tiles=tiles,
+        gemm_max_efficiency=gemm_max,
         gemm_k_half=float(d["gemm_k_half"]),
         attention_fwd_efficiency=float(d["attention_fwd_efficiency"]),
         attention_bwd_ratio=float(d["attention_bwd_ratio"]),
@@ -176,5 +179,6 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
         attention_head_dim_half=float(d["attention_head_dim_half"]),
         memory_efficiency=float(d["memory_efficiency"]),
         launch_overhead_ns=float(d["launch_overhead_ns"]),
-        gemm_max_by_dtype=envelopes, sources=sources,
+        gemm_max_by_dtype=envelopes,
+        sources=sources,
     )

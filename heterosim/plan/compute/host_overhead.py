@@ -28,8 +28,9 @@ from heterosim.workload.framework import COLLECTIVE_CALL_LABEL
 from heterosim.workload.trace import COMP_NODE, OpTemplates
 
 
-def add_host_overhead(durations_ns: np.ndarray, templates: OpTemplates, overhead_ns: int,
-                      collective_overhead_ns: int = 0) -> np.ndarray:
+def add_host_overhead(
+    durations_ns: np.ndarray, templates: OpTemplates, overhead_ns: int, collective_overhead_ns: int = 0
+) -> np.ndarray:
     """``durations_ns`` with ``overhead_ns`` added to every compute template (comm rows keep 0)
     and the collective-call markers (:data:`COLLECTIVE_CALL_LABEL`) set to
     ``collective_overhead_ns``."""
@@ -43,21 +44,30 @@ def add_host_overhead(durations_ns: np.ndarray, templates: OpTemplates, overhead
     return out
 
 
-def collective_overhead_from_layer_forward(measured_forward_ns: float, passes: int,
-                                           gpu_op_ns: Sequence[int], host_op_ns: int,
-                                           collective_ns: Sequence[int]) -> int:
+def collective_overhead_from_layer_forward(
+    measured_forward_ns: float,
+    passes: int,
+    gpu_op_ns: Sequence[int],
+    host_op_ns: int,
+    collective_ns: Sequence[int],
+) -> int:
     """Cost per TP collective call from a synchronised per-layer forward measurement at tp > 1:
     measured / passes minus the ops' GPU and host time and the collectives' modelled transfer
     time, per collective (0 if the model is already slower)."""
     if passes < 1 or not collective_ns:
         raise ValueError("need at least one pass and one collective")
-    rest = (measured_forward_ns / passes - float(sum(gpu_op_ns)) - host_op_ns * len(gpu_op_ns)
-            - float(sum(collective_ns)))
+    rest = (
+        measured_forward_ns / passes
+        - float(sum(gpu_op_ns))
+        - host_op_ns * len(gpu_op_ns)
+        - float(sum(collective_ns))
+    )
     return max(0, round(rest / len(collective_ns)))
 
 
-def host_overhead_from_layer_forward(measured_forward_ns: float, passes: int,
-                                     gpu_op_ns: Sequence[int]) -> int:
+def host_overhead_from_layer_forward(
+    measured_forward_ns: float, passes: int, gpu_op_ns: Sequence[int]
+) -> int:
     """Host ns per compute op from a synchronised per-layer forward measurement.
 
     ``measured_forward_ns`` covers ``passes`` evaluations of the layer forward whose compute ops
@@ -70,5 +80,4 @@ def host_overhead_from_layer_forward(measured_forward_ns: float, passes: int,
     return max(0, round((per_pass - float(sum(gpu_op_ns))) / len(gpu_op_ns)))
 
 
-__all__ = ["add_host_overhead", "collective_overhead_from_layer_forward",
-           "host_overhead_from_layer_forward"]
+__all__ = ["add_host_overhead", "collective_overhead_from_layer_forward", "host_overhead_from_layer_forward"]

@@ -52,10 +52,23 @@ def op_pass(op_kind: str, shape: Sequence[int], shape_extra: Sequence[int], flop
     return "fwd"
 
 
-def exact_key(gpu: str, op_kind: str, dtype: str, shape: Sequence[int], shape_extra: Sequence[int],
-              flops: float, bytes_moved: float, pass_: str | None = None) -> tuple:
-    base = (gpu, op_kind, dtype_class(gpu, dtype), tuple(int(x) for x in shape),
-            tuple(int(x) for x in shape_extra))
+def exact_key(
+    gpu: str,
+    op_kind: str,
+    dtype: str,
+    shape: Sequence[int],
+    shape_extra: Sequence[int],
+    flops: float,
+    bytes_moved: float,
+    pass_: str | None = None,
+) -> tuple:
+    base = (
+        gpu,
+        op_kind,
+        dtype_class(gpu, dtype),
+        tuple(int(x) for x in shape),
+        tuple(int(x) for x in shape_extra),
+    )
     if op_kind == "attention":
         return (*base, pass_ or op_pass(op_kind, shape, shape_extra, flops))
     if op_kind in MEMORY_KEYED:
@@ -63,9 +76,16 @@ def exact_key(gpu: str, op_kind: str, dtype: str, shape: Sequence[int], shape_ex
     return base
 
 
-def group_key_and_x(gpu: str, op_kind: str, dtype: str, shape: Sequence[int],
-                    shape_extra: Sequence[int], flops: float, bytes_moved: float,
-                    pass_: str | None = None) -> tuple[tuple, float, float]:
+def group_key_and_x(
+    gpu: str,
+    op_kind: str,
+    dtype: str,
+    shape: Sequence[int],
+    shape_extra: Sequence[int],
+    flops: float,
+    bytes_moved: float,
+    pass_: str | None = None,
+) -> tuple[tuple, float, float]:
     """(group key, x, units): the curve of the group holds time / units at x."""
     dclass = dtype_class(gpu, dtype)
     if op_kind == "attention":
@@ -76,8 +96,7 @@ def group_key_and_x(gpu: str, op_kind: str, dtype: str, shape: Sequence[int],
         return (gpu, op_kind, dclass, int(shape[3]), causal, p), x, pairs
     if op_kind in MEMORY_KEYED:
         return (gpu, op_kind, dclass), float(bytes_moved), 1.0
-    return ((gpu, op_kind, dclass),
-            effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops), 1.0)
+    return ((gpu, op_kind, dclass), effective_flops(op_kind, tuple(shape), tuple(shape_extra), flops), 1.0)
 
 
 def monotone_fit(y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -137,26 +156,34 @@ class MeasurementIndex:
                 self.per_gpu[m.gpu].append(m)
                 if m.pass_ == "fwd+bwd":
                     continue
-                key = exact_key(m.gpu, m.op_kind, m.dtype, m.shape, m.shape_extra, m.flops,
-                                m.bytes_moved, m.pass_)
+                key = exact_key(
+                    m.gpu, m.op_kind, m.dtype, m.shape, m.shape_extra, m.flops, m.bytes_moved, m.pass_
+                )
                 self.exact.setdefault(key, m.time_ns)
-                gkey, x, units = group_key_and_x(m.gpu, m.op_kind, m.dtype, m.shape,
-                                                 m.shape_extra, m.flops, m.bytes_moved, m.pass_)
+                gkey, x, units = group_key_and_x(
+                    m.gpu, m.op_kind, m.dtype, m.shape, m.shape_extra, m.flops, m.bytes_moved, m.pass_
+                )
                 layer_points[gkey][x].append(m.time_ns / units)
             for gkey, by_x in layer_points.items():
                 for x, times in by_x.items():
                     points[gkey].setdefault(x, float(np.median(times)))  # upper layer wins
         self.curves = {g: MonotoneCurve(list(p), list(p.values())) for g, p in points.items()}
 
-    def lookup(self, gpu: str, op_kind: str, dtype: str, shape: Sequence[int],
-               shape_extra: Sequence[int], flops: float, bytes_moved: float
-               ) -> tuple[float, str] | None:
+    def lookup(
+        self,
+        gpu: str,
+        op_kind: str,
+        dtype: str,
+        shape: Sequence[int],
+        shape_extra: Sequence[int],
+        flops: float,
+        bytes_moved: float,
+    ) -> tuple[float, str] | None:
         """(time_ns, "measured" | "interpolated") on ``gpu``, or None."""
         key = exact_key(gpu, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
         if key in self.exact:
             return self.exact[key], "measured"
-        gkey, x, units = group_key_and_x(gpu, op_kind, dtype, shape, shape_extra, flops,
-                                         bytes_moved)
+        gkey, x, units = group_key_and_x(gpu, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
         curve = self.curves.get(gkey)
         if curve is not None:
             value = curve(x)

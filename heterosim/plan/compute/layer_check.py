@@ -26,10 +26,21 @@ from heterosim.workload.ops import OpSpec
 
 
 def single_gpu_parallel(dp: int = 1, distributed_optimizer: bool = False) -> ParallelConfig:
-    return ParallelConfig(tp=1, pp=1, dp=dp, ep=1, schedule="1f1b", vpp=1, zero=0,
-                          sequence_parallel=False, partition="uniform", dp_bucket_bytes=40_000_000,
-                          rank_order="tp-dp-pp", distributed_optimizer=distributed_optimizer,
-                          zero3_prefetch=0)
+    return ParallelConfig(
+        tp=1,
+        pp=1,
+        dp=dp,
+        ep=1,
+        schedule="1f1b",
+        vpp=1,
+        zero=0,
+        sequence_parallel=False,
+        partition="uniform",
+        dp_bucket_bytes=40_000_000,
+        rank_order="tp-dp-pp",
+        distributed_optimizer=distributed_optimizer,
+        zero3_prefetch=0,
+    )
 
 
 @dataclass
@@ -55,9 +66,15 @@ class IterationEstimate:
         return self.micro_batches * per_micro + self.optimizer_s
 
 
-def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig,
-                       gpu: str, compute: ComputeModel, *, attention: str | None = None
-                       ) -> IterationEstimate:
+def estimate_iteration(
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    gpu: str,
+    compute: ComputeModel,
+    *,
+    attention: str | None = None,
+) -> IterationEstimate:
     """Back-to-back compute time of a TP = PP = 1 rank (all layers, one DP replica);
     ``attention`` (flash | unfused) overrides ``training.attention``."""
     if parallel.tp != 1 or parallel.pp != 1:
@@ -71,15 +88,18 @@ def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: P
     groups = {
         "fwd": expand(workload_ops.layer_forward_ops(model, training, parallel, 0)),
         "bwd": expand(workload_ops.layer_backward_ops(model, training, parallel, 0)),
-        "ends": expand(workload_ops.embedding_forward_ops(model, training, parallel)
-                       + workload_ops.head_forward_ops(model, training, parallel)
-                       + workload_ops.head_backward_ops(model, training, parallel)
-                       + workload_ops.embedding_backward_ops(model, training, parallel)),
+        "ends": expand(
+            workload_ops.embedding_forward_ops(model, training, parallel)
+            + workload_ops.head_forward_ops(model, training, parallel)
+            + workload_ops.head_backward_ops(model, training, parallel)
+            + workload_ops.embedding_backward_ops(model, training, parallel)
+        ),
     }
     params = workload_ops.rank_params(model, parallel, range(model.layers), True, True)
     linear = workload_ops.rank_linear_weights(model, parallel, range(model.layers))
-    groups["opt"] = expand(workload_ops.optimizer_ops(model, training, parallel, params,
-                                                      linear_weights=linear))
+    groups["opt"] = expand(
+        workload_ops.optimizer_ops(model, training, parallel, params, linear_weights=linear)
+    )
     micro = training.global_batch // (training.micro_batch * parallel.dp)
     weights = {"fwd": micro * model.layers, "bwd": micro * model.layers, "ends": micro, "opt": 1}
     times: dict[str, float] = {}
@@ -87,14 +107,22 @@ def estimate_iteration(model: ModelConfig, training: TrainingConfig, parallel: P
     for name, ops in groups.items():
         total = 0
         for op in ops:
-            t, prov = compute.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
-                                      op.bytes_moved, gpu)
+            t, prov = compute.time_op(
+                op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved, gpu
+            )
             total += t
             durations.append(t)
             provenance.append(PROVENANCES.index(prov))
             counts.append(weights[name])
         times[name] = total * 1e-9
     shares = provenance_shares(np.array(durations), np.array(provenance), np.array(counts))
-    return IterationEstimate(gpu=gpu, micro_batches=micro, layer_fwd_s=times["fwd"],
-                             layer_bwd_s=times["bwd"], ends_s=times["ends"],
-                             optimizer_s=times["opt"], layers=model.layers, shares=shares)
+    return IterationEstimate(
+        gpu=gpu,
+        micro_batches=micro,
+        layer_fwd_s=times["fwd"],
+        layer_bwd_s=times["bwd"],
+        ends_s=times["ends"],
+        optimizer_s=times["opt"],
+        layers=model.layers,
+        shares=shares,
+    )

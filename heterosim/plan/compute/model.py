@@ -57,9 +57,14 @@ _NOTES_GIVEN: set[str] = set()
 class ComputeModel:
     """Times compute ops per GPU from layered operation databases, curves and spec scaling."""
 
-    def __init__(self, databases: Sequence[str | Path] | None = None, *,
-                 include_shipped: bool = True, attention_impl: str | None = None,
-                 gpus: Mapping[str, GpuSpec] | None = None) -> None:
+    def __init__(
+        self,
+        databases: Sequence[str | Path] | None = None,
+        *,
+        include_shipped: bool = True,
+        attention_impl: str | None = None,
+        gpus: Mapping[str, GpuSpec] | None = None,
+    ) -> None:
         self._own: dict[str, GpuSpec] = {}
         self._own_alias: dict[str, str] = {}
         layers: list[list[Measurement]] = []
@@ -127,8 +132,7 @@ class ComputeModel:
     def _calibrated(self, gpu: str) -> tuple[EfficiencyParams, CalibrationReport]:
         if gpu not in self._params:
             spec = self._spec(gpu)
-            self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []),
-                                          default_params(gpu, spec))
+            self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []), default_params(gpu, spec))
         return self._params[gpu]
 
     def gpu_attention_impl(self, gpu: str) -> str:
@@ -144,8 +148,16 @@ class ComputeModel:
 
     # ------------------------------------------------------------------ timing
 
-    def time_op(self, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: int,
-                bytes_moved: int, gpu: str) -> tuple[int, str]:
+    def time_op(
+        self,
+        op_kind: str,
+        dtype: str,
+        shape: tuple,
+        shape_extra: tuple,
+        flops: int,
+        bytes_moved: int,
+        gpu: str,
+    ) -> tuple[int, str]:
         """(duration_ns, provenance) of one op on ``gpu``; comm ops are (0, "none")."""
         name = self.resolve_gpu(gpu)
         if op_kind == "comm":
@@ -156,19 +168,30 @@ class ComputeModel:
         shape_extra = tuple(int(x) for x in shape_extra) + (0,) * (2 - len(shape_extra))
         key = (name, op_kind, dtype, shape, shape_extra, int(flops), int(bytes_moved))
         if key not in self._cache:
-            self._cache[key] = self._time(name, op_kind, dtype, shape, shape_extra, float(flops),
-                                          float(bytes_moved))
+            self._cache[key] = self._time(
+                name, op_kind, dtype, shape, shape_extra, float(flops), float(bytes_moved)
+            )
         return self._cache[key]
 
-    def _time(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
-              flops: float, bytes_moved: float) -> tuple[int, str]:
+    def _time(
+        self,
+        gpu: str,
+        op_kind: str,
+        dtype: str,
+        shape: tuple,
+        shape_extra: tuple,
+        flops: float,
+        bytes_moved: float,
+    ) -> tuple[int, str]:
         args = (op_kind, dtype, shape, shape_extra, flops, bytes_moved)
         found = self._index.lookup(gpu, *args)
         if found is not None:
             return _ns(found[0]), found[1]
         if not self._has_spec(gpu):
-            raise UserError(f"device {gpu!r} is known only from its database, which has no"
-                            f" measurement covering {op_kind} {dtype} shape {shape}")
+            raise UserError(
+                f"device {gpu!r} is known only from its database, which has no"
+                f" measurement covering {op_kind} {dtype} shape {shape}"
+            )
         spec = self._spec(gpu)
         params, report = self._calibrated(gpu)
         if op_kind not in report.calibrated_kinds:
@@ -176,25 +199,35 @@ class ComputeModel:
             if scaled is not None:
                 return _ns(scaled), "scaled"
         gemm_fit = report.fits.get("gemm")
-        if op_kind == "gemm" and (gemm_fit is None
-                                  or f"gemm_max_efficiency.{dtype}" not in gemm_fit.values):
+        if op_kind == "gemm" and (gemm_fit is None or f"gemm_max_efficiency.{dtype}" not in gemm_fit.values):
             self._uncalibrated_gemm.add((gpu, dtype))  # its ceiling was not fitted
         return _ns(roofline_time_ns(*args, spec, params)), "roofline"
 
-    def _scaled(self, gpu: str, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
-                flops: float, bytes_moved: float) -> float | None:
+    def _scaled(
+        self,
+        gpu: str,
+        op_kind: str,
+        dtype: str,
+        shape: tuple,
+        shape_extra: tuple,
+        flops: float,
+        bytes_moved: float,
+    ) -> float | None:
         target = self._spec(gpu)
-        others = [self._spec(d) for d in self._index.devices
-                  if d != gpu and self._has_spec(d)
-                  and (op_kind != "attention" or self.gpu_attention_impl(d)
-                       == self.gpu_attention_impl(gpu))]
+        others = [
+            self._spec(d)
+            for d in self._index.devices
+            if d != gpu
+            and self._has_spec(d)
+            and (op_kind != "attention" or self.gpu_attention_impl(d) == self.gpu_attention_impl(gpu))
+        ]
         for source in nearest_sources(target, others, dtype):
-            found = self._index.lookup(source.name, op_kind, dtype, shape, shape_extra, flops,
-                                       bytes_moved)
+            found = self._index.lookup(source.name, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
             if found is None:
                 continue
-            value = scale_time_ns(found[0], op_kind, dtype, shape, shape_extra, flops,
-                                  bytes_moved, source, target)
+            value = scale_time_ns(
+                found[0], op_kind, dtype, shape, shape_extra, flops, bytes_moved, source, target
+            )
             if value is not None:
                 return value
         return None
@@ -223,17 +256,20 @@ class ComputeModel:
             for dtype in dtypes:
                 source = params.sources.get(f"gemm_max_efficiency.{dtype}")
                 if source:
-                    bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, the "
-                                  f"best-shape {source} (an upper bound, optimistic for other "
-                                  "shapes)")
+                    bounds.append(
+                        f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, the "
+                        f"best-shape {source} (an upper bound, optimistic for other "
+                        "shapes)"
+                    )
                 else:
-                    bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, a "
-                                  "modelled default")
-            lines.append(f"{gpu}: GEMMs timed by the roofline without GEMM measurements of "
-                         f"their dtype; "
-                         f"ceiling {'; '.join(bounds)}. To use measurements, run `heterosim "
-                         f"profile --out PROFILE.db --experiment E.yaml` on that GPU and pass "
-                         f"the database (`heterosim run E.yaml --db PROFILE.db`)")
+                    bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, a modelled default")
+            lines.append(
+                f"{gpu}: GEMMs timed by the roofline without GEMM measurements of "
+                f"their dtype; "
+                f"ceiling {'; '.join(bounds)}. To use measurements, run `heterosim "
+                f"profile --out PROFILE.db --experiment E.yaml` on that GPU and pass "
+                f"the database (`heterosim run E.yaml --db PROFILE.db`)"
+            )
         return lines
 
     def time_templates(self, templates: OpTemplates, gpu: str) -> tuple[np.ndarray, np.ndarray]:
@@ -246,9 +282,15 @@ class ComputeModel:
             kind = names[int(templates.op_kind[i])]
             if kind == "comm":
                 continue
-            t, prov = self.time_op(kind, DTYPES[int(templates.dtype[i])],
-                                   tuple(templates.shape[i]), tuple(templates.shape_extra[i]),
-                                   int(templates.flops[i]), int(templates.bytes_moved[i]), gpu)
+            t, prov = self.time_op(
+                kind,
+                DTYPES[int(templates.dtype[i])],
+                tuple(templates.shape[i]),
+                tuple(templates.shape_extra[i]),
+                int(templates.flops[i]),
+                int(templates.bytes_moved[i]),
+                gpu,
+            )
             durations[i] = t
             provenance[i] = PROVENANCE_CODE[prov]
         return durations, provenance
@@ -265,15 +307,17 @@ class ComputeModel:
         return 1.0 / total_s
 
 
-def provenance_shares(durations_ns: np.ndarray, provenance: np.ndarray,
-                      counts: np.ndarray | None = None) -> dict[str, float]:
+def provenance_shares(
+    durations_ns: np.ndarray, provenance: np.ndarray, counts: np.ndarray | None = None
+) -> dict[str, float]:
     """Share of total compute time (duration x count) per provenance; shares sum to 1."""
     d = np.asarray(durations_ns, dtype=float)
     w = d * (np.asarray(counts, dtype=float) if counts is not None else 1.0)
     total = float(w.sum())
     codes = np.asarray(provenance, dtype=np.int64)
-    return {name: (float(w[codes == i].sum()) / total if total > 0 else 0.0)
-            for i, name in enumerate(PROVENANCES)}
+    return {
+        name: (float(w[codes == i].sum()) / total if total > 0 else 0.0) for i, name in enumerate(PROVENANCES)
+    }
 
 
 def _ns(value: float) -> int:

@@ -25,8 +25,9 @@ def partition_cost_fn(model: ComputeModel) -> Callable[[str, Iterable[Any]], flo
             key = (gpu_type, op)
             seconds = cache.get(key)
             if seconds is None:
-                ns, _ = model.time_op(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops,
-                                      op.bytes_moved, gpu_type)
+                ns, _ = model.time_op(
+                    op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved, gpu_type
+                )
                 seconds = cache[key] = ns * 1e-9
             total += seconds
         return total

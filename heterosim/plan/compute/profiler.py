@@ -55,34 +55,46 @@ def import_torch():
     try:
         return importlib.import_module("torch")
     except ImportError:
-        raise UserError("profile: PyTorch is not installed; install it with "
-                        "`pip install heterosim[profile]`") from None
+        raise UserError(
+            "profile: PyTorch is not installed; install it with `pip install heterosim[profile]`"
+        ) from None
 
 
 def gemm_op(m: int, n: int, k: int, dtype: str, batch: int = 1) -> ProfileOp:
     e = DTYPE_BYTES[dtype]
-    return ProfileOp("gemm", dtype, (m, n, k, batch), (0, 0), 2 * m * n * k * batch,
-                     (m * k + k * n + m * n) * batch * e)
+    return ProfileOp(
+        "gemm", dtype, (m, n, k, batch), (0, 0), 2 * m * n * k * batch, (m * k + k * n + m * n) * batch * e
+    )
 
 
-def attention_op(batch: int, seq: int, heads: int, head_dim: int, causal: bool, dtype: str,
-                 backward: bool = False) -> ProfileOp:
+def attention_op(
+    batch: int, seq: int, heads: int, head_dim: int, causal: bool, dtype: str, backward: bool = False
+) -> ProfileOp:
     fwd = attention_forward_flops(batch, seq, heads, head_dim, causal)
     tensor = batch * seq * heads * head_dim * DTYPE_BYTES[dtype]
     flops, moved = (2.5 * fwd, 8 * tensor) if backward else (fwd, 4 * tensor)
-    return ProfileOp("attention", dtype, (batch, seq, heads, head_dim), (heads, int(causal)),
-                     int(flops), moved, "bwd" if backward else "fwd")
+    return ProfileOp(
+        "attention",
+        dtype,
+        (batch, seq, heads, head_dim),
+        (heads, int(causal)),
+        int(flops),
+        moved,
+        "bwd" if backward else "fwd",
+    )
 
 
 def norm_op(rows: int, cols: int, dtype: str) -> ProfileOp:
-    return ProfileOp("norm", dtype, (rows, cols, 0, 0), (0, 0), 8 * rows * cols,
-                     2 * rows * cols * DTYPE_BYTES[dtype])
+    return ProfileOp(
+        "norm", dtype, (rows, cols, 0, 0), (0, 0), 8 * rows * cols, 2 * rows * cols * DTYPE_BYTES[dtype]
+    )
 
 
 def elementwise_op(elements: int, dtype: str) -> ProfileOp:
     """GELU over ``elements`` values: read x, write y."""
-    return ProfileOp("elementwise", dtype, (elements, 0, 0, 0), (0, 0), 8 * elements,
-                     2 * elements * DTYPE_BYTES[dtype])
+    return ProfileOp(
+        "elementwise", dtype, (elements, 0, 0, 0), (0, 0), 8 * elements, 2 * elements * DTYPE_BYTES[dtype]
+    )
 
 
 def standard_sweep(device: str, dtype: str) -> list[ProfileOp]:
@@ -102,8 +114,7 @@ def standard_sweep(device: str, dtype: str) -> list[ProfileOp]:
     tokens = seqs[-1] * 2
     for causal in (False, True):
         for backward in (False, True):
-            ops += [attention_op(max(tokens // s, 1), s, heads, hd, causal, dtype, backward)
-                    for s in seqs]
+            ops += [attention_op(max(tokens // s, 1), s, heads, hd, causal, dtype, backward) for s in seqs]
     ops += [norm_op(r, cols, dtype) for r in rows]
     ops += [elementwise_op(n, dtype) for n in elems]
     return ops
@@ -118,30 +129,36 @@ def experiment_ops(path: str | Path) -> list[ProfileOp]:
     exp = load_experiment(path)
     seen: dict[tuple, ProfileOp] = {}
     for layer in range(exp.model.layers):
-        specs = (workload_ops.layer_forward_ops(exp.model, exp.training, exp.parallel, layer)
-                 + workload_ops.layer_backward_ops(exp.model, exp.training, exp.parallel, layer))
+        specs = workload_ops.layer_forward_ops(
+            exp.model, exp.training, exp.parallel, layer
+        ) + workload_ops.layer_backward_ops(exp.model, exp.training, exp.parallel, layer)
         for op in specs:
             if op.is_comm or op.op_kind not in PROFILED_KINDS:
                 continue
             key = (op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved)
             pass_ = "bwd" if op.phase == "bwd" else "fwd"
-            seen.setdefault(key, ProfileOp(op.op_kind, op.dtype, op.shape,
-                                           op.shape_extra, op.flops, op.bytes_moved,
-                                           pass_))
+            seen.setdefault(
+                key,
+                ProfileOp(op.op_kind, op.dtype, op.shape, op.shape_extra, op.flops, op.bytes_moved, pass_),
+            )
     return list(seen.values())
 
 
 def _torch_dtype(torch, dtype: str):
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-            "tf32": torch.float32}[dtype]
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "tf32": torch.float32}[
+        dtype
+    ]
 
 
-def fp8_gemm_runner(torch, m: int, n: int, k: int, batch: int,
-                    device: str) -> Callable[[], object] | None:
+def fp8_gemm_runner(torch, m: int, n: int, k: int, batch: int, device: str) -> Callable[[], object] | None:
     """``torch._scaled_mm`` on fresh e4m3 inputs (module docstring), or None where this PyTorch
     or device cannot run the shape."""
-    if batch != 1 or any(x % 16 for x in (m, n, k)) or not hasattr(torch, "_scaled_mm") \
-            or not hasattr(torch, "float8_e4m3fn"):
+    if (
+        batch != 1
+        or any(x % 16 for x in (m, n, k))
+        or not hasattr(torch, "_scaled_mm")
+        or not hasattr(torch, "float8_e4m3fn")
+    ):
         return None
     a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
     b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()
@@ -175,8 +192,9 @@ def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object] | No
         batch, seq, heads, hd = op.shape
         causal = bool(op.shape_extra[1])
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        q, k, v = (torch.randn(batch, heads, seq, hd, **kw, requires_grad=op.pass_ == "bwd")
-                   for _ in range(3))
+        q, k, v = (
+            torch.randn(batch, heads, seq, hd, **kw, requires_grad=op.pass_ == "bwd") for _ in range(3)
+        )
         if op.pass_ != "bwd":
             return lambda: sdpa(q, k, v, is_causal=causal)
         out = sdpa(q, k, v, is_causal=causal)
@@ -193,8 +211,9 @@ def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object] | No
     raise ValueError(f"cannot profile op kind {op.op_kind!r}")
 
 
-def time_runner(torch, run: Callable[[], object], device: str, warmup: int, repeats: int,
-                l2_flush: bool) -> float:
+def time_runner(
+    torch, run: Callable[[], object], device: str, warmup: int, repeats: int, l2_flush: bool
+) -> float:
     """Median time of ``run`` in ns."""
     for _ in range(warmup):
         run()
@@ -222,8 +241,13 @@ def time_runner(torch, run: Callable[[], object], device: str, warmup: int, repe
 
 def _driver_version() -> str:
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else ""
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -243,9 +267,18 @@ def device_gpu_label(torch, device: str, override: str | None) -> tuple[str, str
     return guess, raw
 
 
-def profile(out: str | Path, ops: Iterable[ProfileOp] | None = None, *, device: str = "auto",
-            repeats: int = 20, warmup: int = 5, l2_flush: bool = True, gpu: str | None = None,
-            dtype: str | None = None, log: Callable[[str], None] = print) -> int:
+def profile(
+    out: str | Path,
+    ops: Iterable[ProfileOp] | None = None,
+    *,
+    device: str = "auto",
+    repeats: int = 20,
+    warmup: int = 5,
+    l2_flush: bool = True,
+    gpu: str | None = None,
+    dtype: str | None = None,
+    log: Callable[[str], None] = print,
+) -> int:
     """Time ``ops`` (default: the standard sweep) and append them to the database at ``out``."""
     torch = import_torch()
     if device == "auto":
@@ -262,24 +295,43 @@ def profile(out: str | Path, ops: Iterable[ProfileOp] | None = None, *, device: 
     db = OpDatabase(out, create=True)
     run_id = db.add_run(
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        device=raw_name, gpu=label, driver=_driver_version() if device == "cuda" else "",
-        torch=str(torch.__version__), cuda=str(torch.version.cuda or ""), repeats=repeats,
-        l2_flush=int(l2_flush and device == "cuda"), note=CPU_NOTE if device == "cpu" else "")
+        device=raw_name,
+        gpu=label,
+        driver=_driver_version() if device == "cuda" else "",
+        torch=str(torch.__version__),
+        cuda=str(torch.version.cuda or ""),
+        repeats=repeats,
+        l2_flush=int(l2_flush and device == "cuda"),
+        note=CPU_NOTE if device == "cpu" else "",
+    )
     rows = []
     source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
     for op in op_list:
         if device == "cpu" and op.dtype in ("bf16", "fp16"):
-            op = ProfileOp(op.op_kind, "fp32", op.shape, op.shape_extra, op.flops, op.bytes_moved,
-                           op.pass_)
+            op = ProfileOp(op.op_kind, "fp32", op.shape, op.shape_extra, op.flops, op.bytes_moved, op.pass_)
         runner = build_runner(torch, op, device)
         if runner is None:
-            log(f"profile: skipping {op.dtype} {op.op_kind} {op.shape} (torch._scaled_mm cannot "
-                f"run it on {device} with this PyTorch)")
+            log(
+                f"profile: skipping {op.dtype} {op.op_kind} {op.shape} (torch._scaled_mm cannot "
+                f"run it on {device} with this PyTorch)"
+            )
             continue
         t = time_runner(torch, runner, device, warmup, repeats, l2_flush)
-        rows.append(Measurement(label, op.op_kind, op.dtype, op.pass_, op.shape, op.shape_extra,
-                                op.flops, op.bytes_moved, t, source,
-                                f"heterosim profile run {run_id} on {raw_name}"))
+        rows.append(
+            Measurement(
+                label,
+                op.op_kind,
+                op.dtype,
+                op.pass_,
+                op.shape,
+                op.shape_extra,
+                op.flops,
+                op.bytes_moved,
+                t,
+                source,
+                f"heterosim profile run {run_id} on {raw_name}",
+            )
+        )
     written = db.add(rows, run_id)
     db.close()
     log(f"profile: wrote {written} measurements for {label} ({raw_name}, {device}) to {out}")

@@ -40,8 +40,9 @@ def effective_flops(op_kind: str, shape: tuple, shape_extra: tuple, flops: float
     return float(flops)
 
 
-def compute_efficiency(op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: float,
-                       params: EfficiencyParams) -> float | None:
+def compute_efficiency(
+    op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: float, params: EfficiencyParams
+) -> float | None:
     """Efficiency of the compute term, or None for memory-bound kinds."""
     if op_kind == "gemm":
         m, n, k, batch = (max(int(x), 1) for x in shape[:4])
@@ -49,13 +50,20 @@ def compute_efficiency(op_kind: str, dtype: str, shape: tuple, shape_extra: tupl
     if op_kind == "attention":
         b, s, h, d = (int(x) for x in shape[:4])
         causal = bool(shape_extra[1]) if len(shape_extra) > 1 else False
-        return attention_efficiency(params, s, d, causal,
-                                    attention_is_backward(shape, shape_extra, flops))
+        return attention_efficiency(params, s, d, causal, attention_is_backward(shape, shape_extra, flops))
     return None
 
 
-def roofline_time_ns(op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: float,
-                     bytes_moved: float, spec: GpuSpec, params: EfficiencyParams) -> float:
+def roofline_time_ns(
+    op_kind: str,
+    dtype: str,
+    shape: tuple,
+    shape_extra: tuple,
+    flops: float,
+    bytes_moved: float,
+    spec: GpuSpec,
+    params: EfficiencyParams,
+) -> float:
     """Roofline duration in ns (float; the caller rounds)."""
     work = effective_flops(op_kind, shape, shape_extra, flops)
     eff = compute_efficiency(op_kind, dtype, shape, shape_extra, flops, params)
@@ -68,8 +76,15 @@ def roofline_time_ns(op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
     return params.launch_overhead_ns + 1e9 * max(compute_s, memory_s)
 
 
-def is_compute_bound(op_kind: str, dtype: str, shape: tuple, shape_extra: tuple, flops: float,
-                     bytes_moved: float, spec: GpuSpec) -> bool:
+def is_compute_bound(
+    op_kind: str,
+    dtype: str,
+    shape: tuple,
+    shape_extra: tuple,
+    flops: float,
+    bytes_moved: float,
+    spec: GpuSpec,
+) -> bool:
     """Arithmetic intensity at or above the GPU's ridge point (peak FLOP/s / bandwidth)."""
     if bytes_moved <= 0:
         return True

@@ -26,8 +26,17 @@ def _peak(spec: GpuSpec, dtype: str) -> float:
     return float(value) * 1e12 if value else 0.0
 
 
-def scale_time_ns(time_ns: float, op_kind: str, dtype: str, shape: tuple, shape_extra: tuple,
-                  flops: float, bytes_moved: float, source: GpuSpec, target: GpuSpec) -> float | None:
+def scale_time_ns(
+    time_ns: float,
+    op_kind: str,
+    dtype: str,
+    shape: tuple,
+    shape_extra: tuple,
+    flops: float,
+    bytes_moved: float,
+    source: GpuSpec,
+    target: GpuSpec,
+) -> float | None:
     """Time on ``target`` from a time measured on ``source``; None if a peak is missing."""
     if is_compute_bound(op_kind, dtype, shape, shape_extra, flops, bytes_moved, source):
         src, dst = _peak(source, dtype), _peak(target, dtype)
@@ -46,5 +55,7 @@ def spec_distance(a: GpuSpec, b: GpuSpec, dtype: str) -> float:
 
 def nearest_sources(target: GpuSpec, candidates: Iterable[GpuSpec], dtype: str) -> list[GpuSpec]:
     """Candidates ordered nearest first (ties broken by name for determinism)."""
-    return sorted((c for c in candidates if c.name != target.name),
-                  key=lambda c: (spec_distance(target, c, dtype), c.name))
+    return sorted(
+        (c for c in candidates if c.name != target.name),
+        key=lambda c: (spec_distance(target, c, dtype), c.name),
+    )

@@ -6,17 +6,20 @@ Nodes) and a ``comm_group.json`` beside them. See ``et_def.proto`` for the schem
 """
 
 from heterosim.workload.chakra.expand import expand_nodes, traces_equal
-from heterosim.workload.chakra.files import (
-    COMM_GROUP_FILE,
-    read_comm_groups,
-    trace_files,
-    write_comm_groups,
-)
+from heterosim.workload.chakra.files import COMM_GROUP_FILE, read_comm_groups, trace_files, write_comm_groups
 from heterosim.workload.chakra.reader import rank_from_name, read_header, read_trace
 from heterosim.workload.chakra.writer import SCHEMA_VERSION, write_trace
 
 __all__ = [
-    "COMM_GROUP_FILE", "SCHEMA_VERSION", "expand_nodes", "rank_from_name", "read_comm_groups",
-    "read_header", "read_trace", "trace_files", "traces_equal", "write_comm_groups",
+    "COMM_GROUP_FILE",
+    "SCHEMA_VERSION",
+    "expand_nodes",
+    "rank_from_name",
+    "read_comm_groups",
+    "read_header",
+    "read_trace",
+    "trace_files",
+    "traces_equal",
+    "write_comm_groups",
     "write_trace",
 ]

@@ -18,8 +18,7 @@ def write_comm_groups(groups: dict[int, list[int]], path: str | Path) -> None:
     try:
         Path(path).write_text(json.dumps(body, indent=1) + "\n")
     except OSError as exc:
-        raise UserError(f"{path}: cannot write communicator groups: "
-                        f"{exc.strerror or exc}") from exc
+        raise UserError(f"{path}: cannot write communicator groups: {exc.strerror or exc}") from exc
 
 
 def read_comm_groups(path: str | Path) -> dict[int, list[int]]:
@@ -42,7 +41,8 @@ def read_comm_groups(path: str | Path) -> dict[int, list[int]]:
         if not 0 <= group < 2**31:
             raise UserError(f"{path}: {key[:40]}: a group id must be an integer in 0..2^31-1")
         if not isinstance(ranks, list) or not all(
-                isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31 for r in ranks):
+            isinstance(r, int) and not isinstance(r, bool) and 0 <= r < 2**31 for r in ranks
+        ):
             raise UserError(f"{path}: {key}: expected a list of non-negative integer ranks")
         groups[group] = list(ranks)
     return groups
@@ -60,7 +60,6 @@ def trace_files(directory: str | Path) -> dict[int, Path]:
             continue
         rank = int(match.group("rank"))
         if rank in found:
-            raise UserError(f"{directory}: two traces for rank {rank}: {found[rank].name} "
-                            f"and {path.name}")
+            raise UserError(f"{directory}: two traces for rank {rank}: {found[rank].name} and {path.name}")
         found[rank] = path
     return dict(sorted(found.items()))

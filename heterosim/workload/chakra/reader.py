@@ -81,8 +81,7 @@ def _load_bytes(path: Path) -> bytes:
     try:
         info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"{path}: not a regular file (a folder, pipe or device), expected a "
-                            "Chakra trace")
+            raise UserError(f"{path}: not a regular file (a folder, pipe or device), expected a Chakra trace")
         if info.st_size > MAX_TRACE_BYTES:
             raise UserError(f"{path}: {info.st_size} bytes; at most 4 GiB per trace")
         blob = path.read_bytes()
@@ -102,30 +101,41 @@ def _load_bytes(path: Path) -> bytes:
 def _check_ranges(et: EtFile, path: Path) -> None:
     """Node types Chakra defines; durations and sizes inside physical ranges (before they are
     scaled to nanoseconds and summed, where 2^63 would wrap)."""
+
     def first(mask: np.ndarray) -> int:
         return int(np.flatnonzero(mask)[0])
 
     unknown = ~np.isin(et.types, KNOWN_NODE_TYPES)
     if unknown.any():
         i = first(unknown)
-        raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): unknown node type "
-                        f"{int(et.types[i])}; Chakra defines 1..7")
+        raise UserError(
+            f"{path}: node {et.ids[i]} ({et.names[i]!r}): unknown node type "
+            f"{int(et.types[i])}; Chakra defines 1..7"
+        )
     long = et.duration_micros > np.uint64(MAX_DURATION_NS // 1000)
     if long.any():
         i = first(long)
-        raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): duration_micros "
-                        f"{int(et.duration_micros[i])} is longer than one day")
-    for name, limit in (("duration_ns", MAX_DURATION_NS), ("comm_size", MAX_COMM_BYTES),
-                        ("tensor_size", 1 << 50), ("num_ops", 1 << 62)):
+        raise UserError(
+            f"{path}: node {et.ids[i]} ({et.names[i]!r}): duration_micros "
+            f"{int(et.duration_micros[i])} is longer than one day"
+        )
+    for name, limit in (
+        ("duration_ns", MAX_DURATION_NS),
+        ("comm_size", MAX_COMM_BYTES),
+        ("tensor_size", 1 << 50),
+        ("num_ops", 1 << 62),
+    ):
         column = et.columns.get(name)
         if column is None:
             continue
         for i, value in enumerate(column):
             if value is None:
                 continue
-            if (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit):
-                raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): attribute {name}: "
-                                f"expected an integer in 0..{limit}, got {value!r:.40}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+                raise UserError(
+                    f"{path}: node {et.ids[i]} ({et.names[i]!r}): attribute {name}: "
+                    f"expected an integer in 0..{limit}, got {value!r:.40}"
+                )
 
 
 def _split_messages(blob: bytes, path: Path) -> list[bytes]:
@@ -137,12 +147,15 @@ def _split_messages(blob: bytes, path: Path) -> list[bytes]:
         try:
             size, pos = wire.decode_varint(blob, pos)
         except (IndexError, ValueError):
-            raise UserError(f"{path}: malformed Chakra trace: bad length prefix at byte "
-                            f"{start} (message {len(out)})") from None
+            raise UserError(
+                f"{path}: malformed Chakra trace: bad length prefix at byte {start} (message {len(out)})"
+            ) from None
         if size > end - pos or size >= 1 << 32:
-            raise UserError(f"{path}: malformed Chakra trace: message {len(out)} at byte "
-                            f"{start} claims {size} bytes but {end - pos} remain "
-                            f"(truncated or not a trace)")
+            raise UserError(
+                f"{path}: malformed Chakra trace: message {len(out)} at byte "
+                f"{start} claims {size} bytes but {end - pos} remain "
+                f"(truncated or not a trace)"
+            )
         out.append(blob[pos : pos + size])
         pos += size
     if not out:
@@ -209,12 +222,18 @@ def decode_file(path: str | Path) -> EtFile:
     except (DecodeError, UnicodeDecodeError, RuntimeError) as exc:
         what = "GlobalMetadata" if index == 0 else f"node message {index}"
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UserError(f"{path}: malformed Chakra trace: cannot decode {what}: {detail}"
-                        ) from None
-    return EtFile(meta.version, metadata, np.array(ids, dtype=np.uint64), names,
-                  np.array(types, dtype=np.int64), np.array(dep_count, dtype=np.int64),
-                  np.array(dep_ids, dtype=np.uint64), np.array(durations, dtype=np.uint64),
-                  columns)
+        raise UserError(f"{path}: malformed Chakra trace: cannot decode {what}: {detail}") from None
+    return EtFile(
+        meta.version,
+        metadata,
+        np.array(ids, dtype=np.uint64),
+        names,
+        np.array(types, dtype=np.int64),
+        np.array(dep_count, dtype=np.int64),
+        np.array(dep_ids, dtype=np.uint64),
+        np.array(durations, dtype=np.uint64),
+        columns,
+    )
 
 
 def _metadata_text(value: object) -> str:
@@ -231,8 +250,7 @@ def rank_from_name(path: str | Path) -> int | None:
     return int(match.group("rank")) if match else None
 
 
-def _kahn_order(parents: np.ndarray, dep_count: np.ndarray, et: EtFile,
-                path: Path) -> np.ndarray:
+def _kahn_order(parents: np.ndarray, dep_count: np.ndarray, et: EtFile, path: Path) -> np.ndarray:
     """Topological order of file indices, preferring file order (smallest index first)."""
     n = len(et)
     child = np.repeat(np.arange(n), dep_count)
@@ -252,8 +270,7 @@ def _kahn_order(parents: np.ndarray, dep_count: np.ndarray, et: EtFile,
                 heapq.heappush(ready, c)
     if len(order) != n:
         stuck = next(i for i in range(n) if waiting[i] > 0)
-        raise UserError(f"{path}: dependency cycle through node {et.ids[stuck]} "
-                        f"({et.names[stuck]!r})")
+        raise UserError(f"{path}: dependency cycle through node {et.ids[stuck]} ({et.names[stuck]!r})")
     return np.array(order, dtype=np.int64)
 
 
@@ -277,8 +294,10 @@ def _execution_order(et: EtFile, path: Path) -> tuple[np.ndarray, np.ndarray, np
     if not np.all(known):
         edge = int(np.flatnonzero(~known)[0])
         node = int(child[edge])
-        raise UserError(f"{path}: node {et.ids[node]} ({et.names[node]!r}) depends on node "
-                        f"{et.dep_ids[edge]}, which is not in the file")
+        raise UserError(
+            f"{path}: node {et.ids[node]} ({et.names[node]!r}) depends on node "
+            f"{et.dep_ids[edge]}, which is not in the file"
+        )
     if np.all(parents < child):
         return np.arange(n), dep_ptr, parents
     order = _kahn_order(parents, et.dep_count, et, path)
@@ -295,10 +314,12 @@ def _int_column(et: EtFile, name: str, default: int, path: Path) -> np.ndarray:
     try:
         return np.array(values, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        bad = next(i for i, v in enumerate(values)
-                   if not isinstance(v, (int, bool)) or not -(1 << 63) <= v < 1 << 63)
-        raise UserError(f"{path}: node {et.ids[bad]}: attribute {name}: expected a 64-bit "
-                        f"integer, got {values[bad]!r}") from None
+        bad = next(
+            i for i, v in enumerate(values) if not isinstance(v, (int, bool)) or not -(1 << 63) <= v < 1 << 63
+        )
+        raise UserError(
+            f"{path}: node {et.ids[bad]}: attribute {name}: expected a 64-bit integer, got {values[bad]!r}"
+        ) from None
 
 
 def _choice(et: EtFile, name: str, allowed: tuple[str, ...], path: Path) -> np.ndarray:
@@ -308,8 +329,10 @@ def _choice(et: EtFile, name: str, allowed: tuple[str, ...], path: Path) -> np.n
         return np.array([lookup[v] for v in values], dtype=np.uint8)
     except (KeyError, TypeError):
         bad = next(i for i, v in enumerate(values) if not isinstance(v, str) or v not in lookup)
-        raise UserError(f"{path}: node {et.ids[bad]}: attribute {name}: {values[bad]!r} is "
-                        f"not one of {', '.join(allowed)}") from None
+        raise UserError(
+            f"{path}: node {et.ids[bad]}: attribute {name}: {values[bad]!r} is "
+            f"not one of {', '.join(allowed)}"
+        ) from None
 
 
 def _interned(values: list[object]) -> tuple[np.ndarray, list[str]]:
@@ -327,8 +350,10 @@ def _group_ids(et: EtFile, node_type: np.ndarray, path: Path) -> np.ndarray:
             try:
                 group = table[name] = int(str(name))
             except ValueError:
-                raise UserError(f"{path}: node {et.ids[i]}: attribute pg_name: expected an "
-                                f"integer process-group id, got {name!r}") from None
+                raise UserError(
+                    f"{path}: node {et.ids[i]}: attribute pg_name: expected an "
+                    f"integer process-group id, got {name!r}"
+                ) from None
         out[i] = group
     # Chakra: an empty or missing pg_name on a collective means all ranks (group 0)
     return np.where((node_type == COMM_COLL_NODE) & (out < 0), 0, out)
@@ -347,10 +372,10 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
 
     ops = et.column("op", None)
     op_index, op_names = _interned(
-        [("comm" if c else "unknown") if o is None else o for o, c in zip(ops, comm.tolist())])
+        [("comm" if c else "unknown") if o is None else o for o, c in zip(ops, comm.tolist())]
+    )
     labels = et.column("label", None)
-    label_index, label_names = _interned(
-        [name if v is None else v for v, name in zip(labels, et.names)])
+    label_index, label_names = _interned([name if v is None else v for v, name in zip(labels, et.names)])
     phase = _choice(et, "phase", PHASES, path)
     dtype = _choice(et, "dtype", DTYPES, path)
     shape = np.zeros((n, 6), dtype=np.int64)
@@ -360,8 +385,7 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
 
     flops = _int_column(et, "num_ops", 0, path)
     moved = _int_column(et, "tensor_size", 0, path)
-    comm_type = np.where(node_type == COMM_COLL_NODE, _int_column(et, "comm_type", 0, path),
-                         NO_COLLECTIVE)
+    comm_type = np.where(node_type == COMM_COLL_NODE, _int_column(et, "comm_type", 0, path), NO_COLLECTIVE)
     comm_bytes = np.where(comm, _int_column(et, "comm_size", 0, path), 0)
     group = _group_ids(et, node_type, path)
     duration = et.duration_micros * np.uint64(1000)
@@ -376,33 +400,59 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         key = "comm_dst" if send[i] else "comm_src"
-        raise UserError(f"{path}: node {et.ids[i]} ({et.names[i]!r}): a "
-                        f"{'send' if send[i] else 'recv'} node needs attribute {key}")
+        raise UserError(
+            f"{path}: node {et.ids[i]} ({et.names[i]!r}): a "
+            f"{'send' if send[i] else 'recv'} node needs attribute {key}"
+        )
     tag = np.where(p2p, _int_column(et, "comm_tag", 0, path), -1)
 
     # One template per distinct (type, op, label, ..., duration) row, in first-use order.
-    key = np.column_stack([
-        node_type, op_index, label_index, phase, dtype, shape, flops, moved, comm_type,
-        comm_bytes, group, duration.view(np.int64)]).astype(np.int64)[order]
+    key = np.column_stack(
+        [
+            node_type,
+            op_index,
+            label_index,
+            phase,
+            dtype,
+            shape,
+            flops,
+            moved,
+            comm_type,
+            comm_bytes,
+            group,
+            duration.view(np.int64),
+        ]
+    ).astype(np.int64)[order]
     template, rows = _first_use_templates(key)
     templates = OpTemplates(
-        node_type=rows[:, 0].astype(np.uint8), op_kind=rows[:, 1].astype(np.uint16),
-        label=rows[:, 2].astype(np.uint16), phase=rows[:, 3].astype(np.uint8),
-        dtype=rows[:, 4].astype(np.uint8), shape=rows[:, 5:9].copy(),
-        shape_extra=rows[:, 9:11].copy(), flops=rows[:, 11].copy(),
-        bytes_moved=rows[:, 12].copy(), comm_type=rows[:, 13].astype(np.int8),
-        comm_bytes=rows[:, 14].copy(), comm_group=rows[:, 15].astype(np.int32),
+        node_type=rows[:, 0].astype(np.uint8),
+        op_kind=rows[:, 1].astype(np.uint16),
+        label=rows[:, 2].astype(np.uint16),
+        phase=rows[:, 3].astype(np.uint8),
+        dtype=rows[:, 4].astype(np.uint8),
+        shape=rows[:, 5:9].copy(),
+        shape_extra=rows[:, 9:11].copy(),
+        flops=rows[:, 11].copy(),
+        bytes_moved=rows[:, 12].copy(),
+        comm_type=rows[:, 13].astype(np.int8),
+        comm_bytes=rows[:, 14].copy(),
+        comm_group=rows[:, 15].astype(np.int32),
         duration_ns=rows[:, 16].view(np.uint64).copy(),
-        op_kind_names=op_names, label_names=label_names,
+        op_kind_names=op_names,
+        label_names=label_names,
     )
     gpu_types = {str(v) for v in et.columns.get("gpu_type", ()) if v is not None}
     return RankTrace(
-        rank=rank, templates=templates, template=template,
+        rank=rank,
+        templates=templates,
+        template=template,
         layer=_int_column(et, "layer", -1, path)[order].astype(np.int32),
         micro_batch=_int_column(et, "micro_batch", -1, path)[order].astype(np.int32),
         stage=_int_column(et, "stage", 0, path)[order].astype(np.int16),
-        peer=peer[order].astype(np.int32), tag=tag[order].astype(np.int32),
-        dep_ptr=dep_ptr, dep_idx=dep_idx.astype(np.int64),
+        peer=peer[order].astype(np.int32),
+        tag=tag[order].astype(np.int32),
+        dep_ptr=dep_ptr,
+        dep_idx=dep_idx.astype(np.int64),
         gpu_type=min(gpu_types) if gpu_types else et.metadata.get("gpu_type", ""),
         metadata=dict(et.metadata),
     )
@@ -425,8 +475,9 @@ def read_trace(path: str | Path, rank: int | None = None) -> RankTrace:
     if rank is None:
         rank = rank_from_name(path)
         if rank is None:
-            raise UserError(f"{path}: cannot tell the rank: name the file <prefix>.<rank>.et "
-                            "or pass the rank")
+            raise UserError(
+                f"{path}: cannot tell the rank: name the file <prefix>.<rank>.et or pass the rank"
+            )
     return to_rank_trace(decode_file(path), rank, path)
 
 
@@ -437,6 +488,5 @@ def read_header(path: str | Path) -> tuple[str, dict[str, str]]:
     try:
         meta = schema.GlobalMetadata.FromString(first)
     except DecodeError as exc:
-        raise UserError(f"{path}: malformed Chakra trace: cannot decode GlobalMetadata: "
-                        f"{exc}") from None
+        raise UserError(f"{path}: malformed Chakra trace: cannot decode GlobalMetadata: {exc}") from None
     return meta.version, {a.name: _metadata_text(_attr_value(a)) for a in meta.attr}

@@ -26,21 +26,44 @@ FDP = descriptor_pb2.FieldDescriptorProto
 
 # AttributeProto's value oneof: (kind, scalar field type), scalar number 3 + 2*i, list number +1.
 VALUE_KINDS: tuple[tuple[str, int], ...] = (
-    ("double", FDP.TYPE_DOUBLE), ("float", FDP.TYPE_FLOAT), ("int32", FDP.TYPE_INT32),
-    ("int64", FDP.TYPE_INT64), ("uint32", FDP.TYPE_UINT32), ("uint64", FDP.TYPE_UINT64),
-    ("sint32", FDP.TYPE_SINT32), ("sint64", FDP.TYPE_SINT64), ("fixed32", FDP.TYPE_FIXED32),
-    ("fixed64", FDP.TYPE_FIXED64), ("sfixed32", FDP.TYPE_SFIXED32),
-    ("sfixed64", FDP.TYPE_SFIXED64), ("bool", FDP.TYPE_BOOL), ("string", FDP.TYPE_STRING),
+    ("double", FDP.TYPE_DOUBLE),
+    ("float", FDP.TYPE_FLOAT),
+    ("int32", FDP.TYPE_INT32),
+    ("int64", FDP.TYPE_INT64),
+    ("uint32", FDP.TYPE_UINT32),
+    ("uint64", FDP.TYPE_UINT64),
+    ("sint32", FDP.TYPE_SINT32),
+    ("sint64", FDP.TYPE_SINT64),
+    ("fixed32", FDP.TYPE_FIXED32),
+    ("fixed64", FDP.TYPE_FIXED64),
+    ("sfixed32", FDP.TYPE_SFIXED32),
+    ("sfixed64", FDP.TYPE_SFIXED64),
+    ("bool", FDP.TYPE_BOOL),
+    ("string", FDP.TYPE_STRING),
     ("bytes", FDP.TYPE_BYTES),
 )
 
 NODE_TYPES: dict[str, int] = {
-    "INVALID_NODE": 0, "METADATA_NODE": 1, "MEM_LOAD_NODE": 2, "MEM_STORE_NODE": 3,
-    "COMP_NODE": 4, "COMM_SEND_NODE": 5, "COMM_RECV_NODE": 6, "COMM_COLL_NODE": 7,
+    "INVALID_NODE": 0,
+    "METADATA_NODE": 1,
+    "MEM_LOAD_NODE": 2,
+    "MEM_STORE_NODE": 3,
+    "COMP_NODE": 4,
+    "COMM_SEND_NODE": 5,
+    "COMM_RECV_NODE": 6,
+    "COMM_COLL_NODE": 7,
 }
 COLLECTIVE_COMM_TYPES: dict[str, int] = {
-    "ALL_REDUCE": 0, "REDUCE": 1, "ALL_GATHER": 2, "GATHER": 3, "SCATTER": 4, "BROADCAST": 5,
-    "ALL_TO_ALL": 6, "REDUCE_SCATTER": 7, "REDUCE_SCATTER_BLOCK": 8, "BARRIER": 9,
+    "ALL_REDUCE": 0,
+    "REDUCE": 1,
+    "ALL_GATHER": 2,
+    "GATHER": 3,
+    "SCATTER": 4,
+    "BROADCAST": 5,
+    "ALL_TO_ALL": 6,
+    "REDUCE_SCATTER": 7,
+    "REDUCE_SCATTER_BLOCK": 8,
+    "BARRIER": 9,
 }
 
 
@@ -49,9 +72,15 @@ def list_message_name(kind: str) -> str:
     return kind[0].upper() + kind[1:] + "List"
 
 
-def _field(msg: descriptor_pb2.DescriptorProto, name: str, number: int, ftype: int,
-           repeated: bool = False, type_name: str = "",
-           oneof: int | None = None) -> None:
+def _field(
+    msg: descriptor_pb2.DescriptorProto,
+    name: str,
+    number: int,
+    ftype: int,
+    repeated: bool = False,
+    type_name: str = "",
+    oneof: int | None = None,
+) -> None:
     f = msg.field.add(name=name, number=number, type=ftype)
     f.label = FDP.LABEL_REPEATED if repeated else FDP.LABEL_OPTIONAL
     if type_name:
@@ -69,15 +98,15 @@ def _enum(fdp: descriptor_pb2.FileDescriptorProto, name: str, values: dict[str, 
 def chakra_file_descriptor() -> descriptor_pb2.FileDescriptorProto:
     """The schema of et_def.proto as a FileDescriptorProto (message order as in that file)."""
     fdp = descriptor_pb2.FileDescriptorProto(
-        name="heterosim/workload/chakra/et_def.proto", package=PACKAGE, syntax="proto3")
+        name="heterosim/workload/chakra/et_def.proto", package=PACKAGE, syntax="proto3"
+    )
     attr = fdp.message_type.add(name="AttributeProto")
     _field(attr, "name", 1, FDP.TYPE_STRING)
     _field(attr, "doc_string", 2, FDP.TYPE_STRING)
     attr.oneof_decl.add(name="value")
     for i, (kind, ftype) in enumerate(VALUE_KINDS):
         _field(attr, f"{kind}_val", 3 + 2 * i, ftype, oneof=0)
-        _field(attr, f"{kind}_list", 4 + 2 * i, FDP.TYPE_MESSAGE,
-               type_name=list_message_name(kind), oneof=0)
+        _field(attr, f"{kind}_list", 4 + 2 * i, FDP.TYPE_MESSAGE, type_name=list_message_name(kind), oneof=0)
     for kind, ftype in VALUE_KINDS:
         lst = fdp.message_type.add(name=list_message_name(kind))
         _field(lst, "values", 1, ftype, repeated=True)
@@ -106,8 +135,7 @@ def chakra_file_descriptor() -> descriptor_pb2.FileDescriptorProto:
         _field(io, name, number, FDP.TYPE_STRING)
 
     tensor = fdp.message_type.add(name="Tensor")
-    for number, name in enumerate(("tensor_id", "storage_id", "offset", "num_elem",
-                                   "elem_bytes"), start=1):
+    for number, name in enumerate(("tensor_id", "storage_id", "offset", "num_elem", "elem_bytes"), start=1):
         _field(tensor, name, number, FDP.TYPE_UINT64)
     _field(tensor, "device", 6, FDP.TYPE_STRING)
     return fdp
@@ -116,15 +144,18 @@ def chakra_file_descriptor() -> descriptor_pb2.FileDescriptorProto:
 def _node_view_descriptor() -> descriptor_pb2.FileDescriptorProto:
     """``Node`` with ``attr`` kept as raw bytes: a fast reading view, not part of Chakra."""
     fdp = descriptor_pb2.FileDescriptorProto(
-        name="heterosim/workload/chakra/node_view.proto", package="heterosim_et_view",
-        syntax="proto3")
+        name="heterosim/workload/chakra/node_view.proto", package="heterosim_et_view", syntax="proto3"
+    )
     view = fdp.message_type.add(name="NodeView")
     f = FDP.LABEL_OPTIONAL
     r = FDP.LABEL_REPEATED
     for name, number, ftype, label in (
-        ("id", 1, FDP.TYPE_UINT64, f), ("name", 2, FDP.TYPE_STRING, f),
-        ("type", 3, FDP.TYPE_INT32, f), ("ctrl_deps", 4, FDP.TYPE_UINT64, r),
-        ("data_deps", 5, FDP.TYPE_UINT64, r), ("duration_micros", 7, FDP.TYPE_UINT64, f),
+        ("id", 1, FDP.TYPE_UINT64, f),
+        ("name", 2, FDP.TYPE_STRING, f),
+        ("type", 3, FDP.TYPE_INT32, f),
+        ("ctrl_deps", 4, FDP.TYPE_UINT64, r),
+        ("data_deps", 5, FDP.TYPE_UINT64, r),
+        ("duration_micros", 7, FDP.TYPE_UINT64, f),
         ("attr", 10, FDP.TYPE_BYTES, r),
     ):
         view.field.add(name=name, number=number, type=ftype, label=label)

@@ -25,22 +25,38 @@ from heterosim.workload.trace import (
 
 # (node_type, op kind, label, phase, shape, flops, bytes, comm_type, comm_bytes, group, ns)
 _ROWS = [
-    (COMP_NODE, "gemm", "qkv_proj", 0, (2048, 4608, 12288, 1), 2 * 2048 * 4608 * 12288,
-     150_994_944, NO_COLLECTIVE, 0, -1, 1_234_567),
-    (COMP_NODE, "attention", "core_attn", 0, (1, 2048, 12, 128), 51_539_607_552, 25_165_824,
-     NO_COLLECTIVE, 0, -1, 0),
-    (COMP_NODE, "elementwise", "gelu", 1, (25_165_824, 0, 0, 0), 0, 100_663_296,
-     NO_COLLECTIVE, 0, -1, 999),
-    (COMM_COLL_NODE, "comm", "tp_allreduce", 0, (0, 0, 0, 0), 0, 0, ALL_REDUCE, 50_331_648,
-     3, 0),
-    (COMM_COLL_NODE, "comm", "dp_allgather", 2, (0, 0, 0, 0), 0, 0, ALL_GATHER, 1 << 30, 0,
-     7_000_000),
-    (COMM_SEND_NODE, "comm", "pp_send_act", 0, (0, 0, 0, 0), 0, 0, NO_COLLECTIVE, 25_165_824,
-     -1, 0),
-    (COMM_RECV_NODE, "comm", "pp_recv_grad", 1, (0, 0, 0, 0), 0, 0, NO_COLLECTIVE, 25_165_824,
-     5, 0),
-    (COMP_NODE, "optimizer", "adam", 2, (1_000_000_000, 0, 0, 0), 0, 16_000_000_000,
-     NO_COLLECTIVE, 0, -1, 0),
+    (
+        COMP_NODE,
+        "gemm",
+        "qkv_proj",
+        0,
+        (2048, 4608, 12288, 1),
+        2 * 2048 * 4608 * 12288,
+        150_994_944,
+        NO_COLLECTIVE,
+        0,
+        -1,
+        1_234_567,
+    ),
+    (
+        COMP_NODE,
+        "attention",
+        "core_attn",
+        0,
+        (1, 2048, 12, 128),
+        51_539_607_552,
+        25_165_824,
+        NO_COLLECTIVE,
+        0,
+        -1,
+        0,
+    ),
+    (COMP_NODE, "elementwise", "gelu", 1, (25_165_824, 0, 0, 0), 0, 100_663_296, NO_COLLECTIVE, 0, -1, 999),
+    (COMM_COLL_NODE, "comm", "tp_allreduce", 0, (0, 0, 0, 0), 0, 0, ALL_REDUCE, 50_331_648, 3, 0),
+    (COMM_COLL_NODE, "comm", "dp_allgather", 2, (0, 0, 0, 0), 0, 0, ALL_GATHER, 1 << 30, 0, 7_000_000),
+    (COMM_SEND_NODE, "comm", "pp_send_act", 0, (0, 0, 0, 0), 0, 0, NO_COLLECTIVE, 25_165_824, -1, 0),
+    (COMM_RECV_NODE, "comm", "pp_recv_grad", 1, (0, 0, 0, 0), 0, 0, NO_COLLECTIVE, 25_165_824, 5, 0),
+    (COMP_NODE, "optimizer", "adam", 2, (1_000_000_000, 0, 0, 0), 0, 16_000_000_000, NO_COLLECTIVE, 0, -1, 0),
 ]
 
 
@@ -64,12 +80,12 @@ def synthetic_templates() -> OpTemplates:
         comm_bytes=np.array([r[8] for r in _ROWS], dtype=np.int64),
         comm_group=np.array([r[9] for r in _ROWS], dtype=np.int32),
         duration_ns=np.array([r[10] for r in _ROWS], dtype=np.uint64),
-        op_kind_names=kinds, label_names=labels,
+        op_kind_names=kinds,
+        label_names=labels,
     )
 
 
-def synthetic_trace(nodes: int, rank: int = 3, seed: int = 0,
-                    gpu_type: str = "H100-SXM") -> RankTrace:
+def synthetic_trace(nodes: int, rank: int = 3, seed: int = 0, gpu_type: str = "H100-SXM") -> RankTrace:
     """``nodes`` nodes cycling through every template, each depending on 0-3 earlier nodes."""
     rng = np.random.default_rng(seed)
     templates = synthetic_templates()
@@ -87,10 +103,16 @@ def synthetic_trace(nodes: int, rank: int = 3, seed: int = 0,
     layer = (np.arange(nodes) // 97 % 130 - 1).astype(np.int32)
     micro_batch = (np.arange(nodes) // 13 % 300 - 1).astype(np.int32)
     return RankTrace(
-        rank=rank, templates=templates, template=template, layer=layer,
-        micro_batch=micro_batch, stage=(np.arange(nodes) // 1000 % 4).astype(np.int16),
+        rank=rank,
+        templates=templates,
+        template=template,
+        layer=layer,
+        micro_batch=micro_batch,
+        stage=(np.arange(nodes) // 1000 % 4).astype(np.int16),
         peer=np.where(p2p, (rank + 1 + np.arange(nodes) % 5) % 1024, -1).astype(np.int32),
         tag=np.where(p2p, np.arange(nodes) % 70_000, -1).astype(np.int32),
-        dep_ptr=dep_ptr.astype(np.int64), dep_idx=parent.astype(np.int64), gpu_type=gpu_type,
+        dep_ptr=dep_ptr.astype(np.int64),
+        dep_idx=parent.astype(np.int64),
+        gpu_type=gpu_type,
         metadata={"model": "synthetic"},
     )

@@ -64,9 +64,11 @@ def _template_bytes(trace: RankTrace) -> tuple[list[bytes], list[bytes]]:
             attrs += [_attr("num_ops", "int64", flops), _attr("tensor_size", "uint64", moved)]
         group = int(t.comm_group[row])
         if node_type == COMM_COLL_NODE:
-            attrs += [_attr("comm_type", "int64", int(t.comm_type[row])),
-                      _attr("comm_size", "int64", int(t.comm_bytes[row])),
-                      _attr("pg_name", "string", str(max(group, 0)))]
+            attrs += [
+                _attr("comm_type", "int64", int(t.comm_type[row])),
+                _attr("comm_size", "int64", int(t.comm_bytes[row])),
+                _attr("pg_name", "string", str(max(group, 0))),
+            ]
         elif node_type in (COMM_SEND_NODE, COMM_RECV_NODE):
             attrs.append(_attr("comm_size", "int64", int(t.comm_bytes[row])))
             if group >= 0:
@@ -89,8 +91,7 @@ def _template_bytes(trace: RankTrace) -> tuple[list[bytes], list[bytes]]:
 
 def _name_suffixes(trace: RankTrace) -> list[bytes]:
     t = trace.templates
-    return [f"{PHASES[int(t.phase[r])]}.{t.label_names[int(t.label[r])]}".encode()
-            for r in range(len(t))]
+    return [f"{PHASES[int(t.phase[r])]}.{t.label_names[int(t.label[r])]}".encode() for r in range(len(t))]
 
 
 def _int_attr(name: str, value_tag: bytes, values: np.ndarray) -> wire.Ragged:
@@ -104,8 +105,14 @@ _INT32 = b"\x38"  # int32_val = 7, varint
 _INT64 = b"\x48"  # int64_val = 9, varint
 
 
-def _encode_chunk(trace: RankTrace, lo: int, hi: int, type_fields: list[bytes],
-                  rest_fields: list[bytes], suffixes: list[bytes]) -> bytes:
+def _encode_chunk(
+    trace: RankTrace,
+    lo: int,
+    hi: int,
+    type_fields: list[bytes],
+    rest_fields: list[bytes],
+    suffixes: list[bytes],
+) -> bytes:
     """Nodes ``lo..hi-1``: the varying head (length, id, name, type, data_deps) and tail
     (per-node attributes) come from numpy; the per-template middle is joined as bytes."""
     template = trace.template[lo:hi]
@@ -115,24 +122,28 @@ def _encode_chunk(trace: RankTrace, lo: int, hi: int, type_fields: list[bytes],
     node_type = trace.templates.node_type[template]
 
     has_id = ids > 0
-    id_field = wire.masked(wire.concat([wire.constant(b"\x08", int(has_id.sum())),
-                                        wire.varints(ids[has_id])]), has_id)
+    id_field = wire.masked(
+        wire.concat([wire.constant(b"\x08", int(has_id.sum())), wire.varints(ids[has_id])]), has_id
+    )
 
     has_layer, has_mb = layer >= 0, micro_batch >= 0
-    name = wire.concat([
-        wire.masked(wire.constant(b"L", int(has_layer.sum())), has_layer),
-        wire.masked(wire.decimals(layer[has_layer]), has_layer),
-        wire.masked(wire.constant(b".", int(has_layer.sum())), has_layer),
-        wire.masked(wire.constant(b"mb", int(has_mb.sum())), has_mb),
-        wire.masked(wire.decimals(micro_batch[has_mb]), has_mb),
-        wire.masked(wire.constant(b".", int(has_mb.sum())), has_mb),
-        wire.gather(suffixes, template),
-    ])
+    name = wire.concat(
+        [
+            wire.masked(wire.constant(b"L", int(has_layer.sum())), has_layer),
+            wire.masked(wire.decimals(layer[has_layer]), has_layer),
+            wire.masked(wire.constant(b".", int(has_layer.sum())), has_layer),
+            wire.masked(wire.constant(b"mb", int(has_mb.sum())), has_mb),
+            wire.masked(wire.decimals(micro_batch[has_mb]), has_mb),
+            wire.masked(wire.constant(b".", int(has_mb.sum())), has_mb),
+            wire.gather(suffixes, template),
+        ]
+    )
     name_field = wire.length_delimited(b"\x12", name, omit_empty=True)
 
     dep_lo, dep_hi = int(trace.dep_ptr[lo]), int(trace.dep_ptr[hi])
-    deps = wire.packed_rows(trace.dep_idx[dep_lo:dep_hi].astype(np.int64),
-                            np.diff(trace.dep_ptr[lo : hi + 1]))
+    deps = wire.packed_rows(
+        trace.dep_idx[dep_lo:dep_hi].astype(np.int64), np.diff(trace.dep_ptr[lo : hi + 1])
+    )
     deps_field = wire.length_delimited(b"\x2a", deps, omit_empty=True)
     head = [id_field, name_field, wire.gather(type_fields, template), deps_field]
 
@@ -173,8 +184,7 @@ def encode_metadata(metadata: dict[str, str]) -> bytes:
     return wire.encode_varint(len(blob)) + blob
 
 
-def write_trace(trace: RankTrace, path: str | Path,
-                metadata: dict[str, str] | None = None) -> None:
+def write_trace(trace: RankTrace, path: str | Path, metadata: dict[str, str] | None = None) -> None:
     """Write ``trace`` to ``path`` in Chakra ET format (node id = position).
 
     ``metadata`` adds string attributes to GlobalMetadata (after ``trace.metadata``).

@@ -15,10 +15,10 @@ StarTopologyHelper::StarTopologyHelper(uint32_t hosts,
                                        double nicRateBps,
                                        double pcieRateBps,
                                        Time linkDelay)
-    : m_hosts(hosts),
-      m_nicRate(nicRateBps),
-      m_pcieRate(pcieRateBps),
-      m_delay(linkDelay)
+    : m_hosts(hosts)
+    , m_nicRate(nicRateBps)
+    , m_pcieRate(pcieRateBps)
+    , m_delay(linkDelay)
 {
     NS_ABORT_MSG_IF(hosts < 2, "a star needs at least two hosts");
 }
@@ -96,11 +96,8 @@ StarTopologyHelper::Create() const
     desc->SetNodes(nodes, kind.data(), host.data());
     desc->SetLinks(links, a.data(), b.data(), rate.data(), delay.data(), linkKind.data());
     desc->SetGpus(m_hosts, gpuNode.data(), nicNode.data());
-    desc->SetRoutes(static_cast<uint32_t>(rNode.size()),
-                    rNode.data(),
-                    rDst.data(),
-                    rPtr.data(),
-                    rLink.data());
+    desc->SetRoutes(
+        static_cast<uint32_t>(rNode.size()), rNode.data(), rDst.data(), rPtr.data(), rLink.data());
     return desc;
 }
 

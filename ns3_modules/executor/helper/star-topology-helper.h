@@ -41,10 +41,10 @@ class StarTopologyHelper
     uint32_t GetLeafNode() const;
 
   private:
-    uint32_t m_hosts;     //!< hosts (= GPUs = NICs)
-    double m_nicRate;     //!< access links, bit/s
-    double m_pcieRate;    //!< GPU-NIC links, bit/s
-    Time m_delay;         //!< every link
+    uint32_t m_hosts;  //!< hosts (= GPUs = NICs)
+    double m_nicRate;  //!< access links, bit/s
+    double m_pcieRate; //!< GPU-NIC links, bit/s
+    Time m_delay;      //!< every link
 };
 
 } // namespace ns3

@@ -74,9 +74,9 @@ class ComputeSlowdown : public Object
         double factor; //!< slowdown
     };
 
-    std::vector<std::vector<Window>> m_windows; //!< per GPU
-    mutable uint64_t m_slowed{0};               //!< tasks changed
-    mutable int64_t m_extraNs{0};               //!< their extra time
+    std::vector<std::vector<Window>> m_windows;              //!< per GPU
+    mutable uint64_t m_slowed{0};                            //!< tasks changed
+    mutable int64_t m_extraNs{0};                            //!< their extra time
     TracedCallback<int32_t, int64_t, int64_t> m_slowedTrace; //!< gpu, nominal, actual
 };
 

@@ -41,12 +41,8 @@ FaultSchedule::FaultSchedule()
 }
 
 void
-FaultSchedule::AddLinkEvent(int64_t timeNs,
-                            uint8_t kind,
-                            uint32_t link,
-                            double value,
-                            double value2,
-                            uint32_t fault)
+FaultSchedule::AddLinkEvent(
+    int64_t timeNs, uint8_t kind, uint32_t link, double value, double value2, uint32_t fault)
 {
     NS_ASSERT_MSG(kind <= LOSS && timeNs >= 0, "bad fault event");
     m_events.push_back({timeNs, kind, link, value, value2, fault});

@@ -63,8 +63,8 @@ class FaultSchedule : public Object
      * \param value2 goodput factor (LOSS)
      * \param fault the caller's fault index
      */
-    void AddLinkEvent(int64_t timeNs, uint8_t kind, uint32_t link, double value, double value2,
-                      uint32_t fault);
+    void AddLinkEvent(
+        int64_t timeNs, uint8_t kind, uint32_t link, double value, double value2, uint32_t fault);
 
     /**
      * \brief Schedule every event on \p network.
@@ -97,11 +97,11 @@ class FaultSchedule : public Object
     /** Routing converged after a link change of fault \p fault. */
     void Reroute(uint32_t fault);
 
-    Ptr<FlowNetwork> m_network;         //!< target
-    Time m_routingDelay;                //!< link change -> routes follow
-    std::vector<Event> m_events;        //!< events, in the order added
-    std::vector<uint64_t> m_rerouted;   //!< per fault
-    uint32_t m_applied{0};              //!< events applied
+    Ptr<FlowNetwork> m_network;                                 //!< target
+    Time m_routingDelay;                                        //!< link change -> routes follow
+    std::vector<Event> m_events;                                //!< events, in the order added
+    std::vector<uint64_t> m_rerouted;                           //!< per fault
+    uint32_t m_applied{0};                                      //!< events applied
     TracedCallback<uint32_t, uint8_t, uint32_t> m_appliedTrace; //!< fault, kind, link
 };
 

@@ -48,11 +48,8 @@ class FlowNetwork : public Object
      * \param bytes payload size in bytes (> 0)
      * \param priority traffic class (PFC priority) of the flow
      */
-    virtual void StartFlow(uint32_t flowId,
-                           uint32_t srcGpu,
-                           uint32_t dstGpu,
-                           uint64_t bytes,
-                           uint8_t priority) = 0;
+    virtual void StartFlow(
+        uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint8_t priority) = 0;
 
     /**
      * \brief Post \p bytes from GPU \p srcGpu to GPU \p dstGpu as the next message on

@@ -128,9 +128,9 @@ FluidNetwork::GetTypeId()
 }
 
 FluidNetwork::FluidNetwork()
-    : m_mtu(4096),
-      m_headerBytes(0),
-      m_seed(1)
+    : m_mtu(4096)
+    , m_headerBytes(0)
+    , m_seed(1)
 {
     NS_LOG_FUNCTION(this);
 }
@@ -172,11 +172,8 @@ FluidNetwork::FlowHash(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu) const
 }
 
 void
-FluidNetwork::StartFlow(uint32_t flowId,
-                        uint32_t srcGpu,
-                        uint32_t dstGpu,
-                        uint64_t bytes,
-                        uint8_t priority)
+FluidNetwork::StartFlow(
+    uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint8_t priority)
 {
     NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << +priority);
     int64_t slot = Open(flowId, srcGpu, dstGpu, bytes, flowId);
@@ -248,7 +245,8 @@ FluidNetwork::MakeSocketFlow(Flow& f, uint64_t connectionKey)
     {
         uint32_t link = r / 2;
         double rate = m_topo->GetLinkRateBps(link);
-        rttNs += 2.0 * static_cast<double>(m_topo->GetLinkDelayNs(link)) + (frame + ack) * 8e9 / rate;
+        rttNs +=
+            2.0 * static_cast<double>(m_topo->GetLinkDelayNs(link)) + (frame + ack) * 8e9 / rate;
         bottleneck = std::min(bottleneck, rate);
     }
     double window = static_cast<double>(m_socketInitialCwnd) * m_socketMss;
@@ -283,7 +281,8 @@ FluidNetwork::PathLatencyNs(const Flow& f, uint64_t bytes) const
 }
 
 int64_t
-FluidNetwork::Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey)
+FluidNetwork::Open(
+    uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey)
 {
     NS_ASSERT_MSG(m_topo, "FluidNetwork: SetTopology() first");
     NS_ASSERT_MSG(bytes > 0, "a flow moves at least one byte");
@@ -371,10 +370,10 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         if (!res.capSet)
         {
             uint8_t kind = m_topo->GetLinkKind(link);
-            bool framed = kind == TopologyDescription::ACCESS || kind == TopologyDescription::FABRIC;
-            double payloadShare = (m_mtu > 0 && framed)
-                                      ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes)
-                                      : 1.0;
+            bool framed =
+                kind == TopologyDescription::ACCESS || kind == TopologyDescription::FABRIC;
+            double payloadShare =
+                (m_mtu > 0 && framed) ? static_cast<double>(m_mtu) / (m_mtu + m_headerBytes) : 1.0;
             res.capacity = rate / 8e9 * payloadShare;
             res.capFx = ToFx(res.capacity);
             res.tolFx = std::max<int64_t>(1, std::llround(res.capacity * kRelTol * kFxScale));
@@ -493,7 +492,8 @@ FluidNetwork::Reroute()
         {
             continue;
         }
-        std::vector<uint32_t> path = m_topo->GetPath(f.src, f.dst, FlowHash(f.hashKey, f.src, f.dst));
+        std::vector<uint32_t> path =
+            m_topo->GetPath(f.src, f.dst, FlowHash(f.hashKey, f.src, f.dst));
         if (path.empty())
         {
             continue; // nowhere to go: it waits on its path for the link to return
@@ -721,7 +721,9 @@ FluidNetwork::WaterFill()
         m_heap.push_back({m_capLeft[r] / m_cntLeft[r], r, m_popVersion});
     }
     ++m_popVersion;
-    auto after = [](const FillEntry& a, const FillEntry& b) { return FillAfter(a, b); };
+    auto after = [](const FillEntry& a, const FillEntry& b) {
+        return FillAfter(a, b);
+    };
     std::make_heap(m_heap.begin(), m_heap.end(), after);
     while (!m_heap.empty())
     {
@@ -951,9 +953,8 @@ FluidNetwork::ArmWakeup()
     m_wakeupAt = at;
     if (at >= 0)
     {
-        m_wakeup = Simulator::Schedule(NanoSeconds(at - Simulator::Now().GetNanoSeconds()),
-                                       &FluidNetwork::Wakeup,
-                                       this);
+        m_wakeup = Simulator::Schedule(
+            NanoSeconds(at - Simulator::Now().GetNanoSeconds()), &FluidNetwork::Wakeup, this);
     }
 }
 
@@ -1146,7 +1147,8 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
         for (const auto& [slot, hop] : res.flows)
         {
             const Flow& f = m_flows[slot];
-            double left = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
+            double left =
+                std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
             uint64_t onPath = f.bytes - f.pathStartDone;
             carried += onPath - std::min<uint64_t>(onPath, std::llround(left / f.scale));
         }
@@ -1174,7 +1176,8 @@ FluidNetwork::SampleUntil(int64_t nowNs)
             for (const auto& [slot, hop] : res.flows)
             {
                 const Flow& f = m_flows[slot];
-                // bytes moved on this path so far (a rerouted flow's earlier bytes are in bytesDone)
+                // bytes moved on this path so far (a rerouted flow's earlier bytes are in
+                // bytesDone)
                 double onPath = static_cast<double>(f.bytes - f.pathStartDone);
                 double left = f.remaining - f.rate * static_cast<double>(t - f.lastUpdate);
                 carried += onPath - std::clamp(left, 0.0, onPath);

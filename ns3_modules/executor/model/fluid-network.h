@@ -7,8 +7,8 @@
 #include "flow-network.h"
 #include "topology-description.h"
 
-#include "ns3/event-id.h"
 #include "ns3/boolean.h"
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/ptr.h"
 #include "ns3/string.h"
@@ -16,11 +16,11 @@
 #include "ns3/uinteger.h"
 
 #include <cstdint>
-#include <string>
-#include <utility>
 #include <deque>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -129,7 +129,8 @@ class FluidNetwork : public FlowNetwork
 
     /**
      * \brief The hash that selects a flow's ECMP path: TopologyDescription::FlowHash of
-     *        (Seed, flowId, srcGpu, dstGpu), as the packet network computes it; 0 when Ecmp is false.
+     *        (Seed, flowId, srcGpu, dstGpu), as the packet network computes it; 0 when Ecmp is
+     * false.
      * \param flowId the flow id
      * \param srcGpu sending GPU
      * \param dstGpu receiving GPU
@@ -172,7 +173,8 @@ class FluidNetwork : public FlowNetwork
      *        (inclusive): (time, direction, payload bytes carried so far) for each direction whose
      *        carried bytes changed since its previous sample. Rates are constant between two
      *        recomputations, so the values are exact; the model calls this before every rate
-     *        change, the caller once at the end of a run. Nothing is recorded if SampleInterval is 0.
+     *        change, the caller once at the end of a run. Nothing is recorded if SampleInterval is
+     * 0.
      * \param nowNs simulated time in ns, not before the last call's
      */
     void SampleUntil(int64_t nowNs);
@@ -236,47 +238,47 @@ class FluidNetwork : public FlowNetwork
     /** One direction of one link. */
     struct Resource
     {
-        double capacity{0};                                 //!< bytes per ns
-        int64_t capFx{0};                                   //!< capacity, fixed point
-        int64_t tolFx{0};                                   //!< saturation tolerance, fixed point
-        int64_t loadFx{0};                                  //!< sum of flow rates, fixed point
-        std::vector<std::pair<uint32_t, uint32_t>> flows;   //!< (flow slot, hop index)
-        uint64_t bytesDone{0};                              //!< bytes of finished flows
-        int64_t busySince{-1};                              //!< ns, -1 when idle
-        int64_t busyNs{0};                                  //!< closed busy intervals
-        uint64_t stamp{0};                                  //!< visit mark: listed this round
-        uint64_t expanded{0};                               //!< visit mark: all flows in the set
-        bool capSet{false};                                 //!< capacity initialised
+        double capacity{0};                               //!< bytes per ns
+        int64_t capFx{0};                                 //!< capacity, fixed point
+        int64_t tolFx{0};                                 //!< saturation tolerance, fixed point
+        int64_t loadFx{0};                                //!< sum of flow rates, fixed point
+        std::vector<std::pair<uint32_t, uint32_t>> flows; //!< (flow slot, hop index)
+        uint64_t bytesDone{0};                            //!< bytes of finished flows
+        int64_t busySince{-1};                            //!< ns, -1 when idle
+        int64_t busyNs{0};                                //!< closed busy intervals
+        uint64_t stamp{0};                                //!< visit mark: listed this round
+        uint64_t expanded{0};                             //!< visit mark: all flows in the set
+        bool capSet{false};                               //!< capacity initialised
     };
 
     /** One active flow. */
     struct Flow
     {
-        uint32_t id{0};                 //!< caller's flow id
-        uint64_t bytes{0};              //!< payload size
-        double remaining{0};            //!< bytes left to transfer
-        double rate{0};                 //!< bytes per ns
-        double newRate{0};              //!< scratch: rate from the current filling
-        int64_t rateFx{0};              //!< rate as counted in the link loads, fixed point
-        uint32_t bottleneck{0};         //!< resource that limits the rate (froze it)
-        uint32_t newBottleneck{0};      //!< scratch: bottleneck from the current filling
-        int64_t lastUpdate{0};          //!< ns, when remaining was last brought up to date
-        int64_t latencyNs{0};           //!< fixed latency added after the transfer
-        std::vector<uint32_t> res;      //!< resources along the path
-        std::vector<uint32_t> pos;      //!< index of this flow in each resource's list
-        int64_t doneAt{0};              //!< ns, end of the fluid transfer at the current rate
-        uint64_t doneSeq{0};            //!< order among flows ending at the same ns
-        int32_t heapPos{-1};            //!< index in m_doneHeap, -1 when not scheduled
-        uint64_t stamp{0};              //!< visit mark: in the set being re-filled
-        bool frozen{false};             //!< rate fixed in the current water-filling
-        bool inUse{false};              //!< slot holds an active flow
-        bool onConnection{false};       //!< the slot carries the messages of a connection
-        uint32_t connection{0};         //!< that connection's id
-        double scale{1.0};              //!< bytes transferred per payload byte (socket flows: TCP/IP framing)
-        uint32_t src{0};                //!< sending GPU
-        uint32_t dst{0};                //!< receiving GPU
-        uint32_t hashKey{0};            //!< id hashed for the ECMP path
-        uint64_t pathStartDone{0};      //!< bytes already transferred when it joined this path
+        uint32_t id{0};            //!< caller's flow id
+        uint64_t bytes{0};         //!< payload size
+        double remaining{0};       //!< bytes left to transfer
+        double rate{0};            //!< bytes per ns
+        double newRate{0};         //!< scratch: rate from the current filling
+        int64_t rateFx{0};         //!< rate as counted in the link loads, fixed point
+        uint32_t bottleneck{0};    //!< resource that limits the rate (froze it)
+        uint32_t newBottleneck{0}; //!< scratch: bottleneck from the current filling
+        int64_t lastUpdate{0};     //!< ns, when remaining was last brought up to date
+        int64_t latencyNs{0};      //!< fixed latency added after the transfer
+        std::vector<uint32_t> res; //!< resources along the path
+        std::vector<uint32_t> pos; //!< index of this flow in each resource's list
+        int64_t doneAt{0};         //!< ns, end of the fluid transfer at the current rate
+        uint64_t doneSeq{0};       //!< order among flows ending at the same ns
+        int32_t heapPos{-1};       //!< index in m_doneHeap, -1 when not scheduled
+        uint64_t stamp{0};         //!< visit mark: in the set being re-filled
+        bool frozen{false};        //!< rate fixed in the current water-filling
+        bool inUse{false};         //!< slot holds an active flow
+        bool onConnection{false};  //!< the slot carries the messages of a connection
+        uint32_t connection{0};    //!< that connection's id
+        double scale{1.0};   //!< bytes transferred per payload byte (socket flows: TCP/IP framing)
+        uint32_t src{0};     //!< sending GPU
+        uint32_t dst{0};     //!< receiving GPU
+        uint32_t hashKey{0}; //!< id hashed for the ECMP path
+        uint64_t pathStartDone{0}; //!< bytes already transferred when it joined this path
     };
 
     /** No resource (a flow without a bottleneck yet). */
@@ -334,7 +336,8 @@ class FluidNetwork : public FlowNetwork
      * \param hashKey id hashed for the ECMP path (the flow id, or the connection id)
      * \return the slot, or -1 when the flow is unroutable
      */
-    int64_t Open(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey);
+    int64_t Open(
+        uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint32_t hashKey);
     /**
      * \return the fixed latency a message of \p bytes adds after its transfer on the path of
      * \p f (propagation plus store-and-forward of the first packet; class documentation)
@@ -359,36 +362,36 @@ class FluidNetwork : public FlowNetwork
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
-    Ptr<TopologyDescription> m_topo; //!< graph and routes
-    uint32_t m_mtu;                  //!< bytes, store-and-forward unit
-    uint32_t m_headerBytes;          //!< header bytes per Mtu of payload
-    uint32_t m_seed;                 //!< ECMP hash seed
-    bool m_ecmp;                     //!< spread flows over equal-cost paths
-    Time m_sampleInterval;           //!< link series period; 0 = no series
-    int64_t m_nextSample{0};         //!< ns, time of the next link sample
+    Ptr<TopologyDescription> m_topo;      //!< graph and routes
+    uint32_t m_mtu;                       //!< bytes, store-and-forward unit
+    uint32_t m_headerBytes;               //!< header bytes per Mtu of payload
+    uint32_t m_seed;                      //!< ECMP hash seed
+    bool m_ecmp;                          //!< spread flows over equal-cost paths
+    Time m_sampleInterval;                //!< link series period; 0 = no series
+    int64_t m_nextSample{0};              //!< ns, time of the next link sample
     std::vector<uint64_t> m_sampledBytes; //!< carried bytes at each direction's last sample
     std::vector<int64_t> m_seriesTime;    //!< link series: sample time, ns
     std::vector<uint32_t> m_seriesDir;    //!< link series: direction
     std::vector<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes
-    uint32_t m_socketMss;            //!< TCP payload per segment (socket flows)
-    uint32_t m_socketOverhead;       //!< wire bytes per segment beyond payload
-    uint32_t m_socketInitialCwnd;    //!< TCP initial window, segments
+    uint32_t m_socketMss;                 //!< TCP payload per segment (socket flows)
+    uint32_t m_socketOverhead;            //!< wire bytes per segment beyond payload
+    uint32_t m_socketInitialCwnd;         //!< TCP initial window, segments
     std::unordered_set<uint64_t> m_socketConnections; //!< socket connections already opened
 
-    std::vector<Resource> m_res;      //!< 2 per link
-    std::vector<Flow> m_flows;        //!< slots
+    std::vector<Resource> m_res;       //!< 2 per link
+    std::vector<Flow> m_flows;         //!< slots
     std::vector<uint32_t> m_freeSlots; //!< unused slots
     std::vector<uint32_t> m_seedRes;   //!< saturated resources left by finished flows
     std::vector<uint32_t> m_seedFlows; //!< slots of flows started since the last recomputation
-    bool m_recomputePending{false};   //!< a Recompute event is scheduled
-    bool m_forceWhole{false};         //!< the next recomputation fills whole components
-    std::vector<uint8_t> m_linkUp;    //!< per link: 1 up (faults; empty = all up)
-    std::vector<double> m_linkRate;   //!< per link: current rate, bit/s
+    bool m_recomputePending{false};    //!< a Recompute event is scheduled
+    bool m_forceWhole{false};          //!< the next recomputation fills whole components
+    std::vector<uint8_t> m_linkUp;     //!< per link: 1 up (faults; empty = all up)
+    std::vector<double> m_linkRate;    //!< per link: current rate, bit/s
     std::vector<double> m_linkGoodput; //!< per link: capacity factor of a lossy link
-    uint64_t m_rerouted{0};           //!< flows moved by link faults
-    bool m_localRecompute{true};      //!< re-fill only the affected flows (see class doc)
-    uint32_t m_maxRounds{16};         //!< growths before a local recomputation goes whole
-    uint64_t m_stamp{0};              //!< visit stamp counter
+    uint64_t m_rerouted{0};            //!< flows moved by link faults
+    bool m_localRecompute{true};       //!< re-fill only the affected flows (see class doc)
+    uint32_t m_maxRounds{16};          //!< growths before a local recomputation goes whole
+    uint64_t m_stamp{0};               //!< visit stamp counter
 
     std::vector<uint32_t> m_compFlows;   //!< scratch: flows being re-filled
     std::vector<uint32_t> m_compRes;     //!< scratch: resources of those flows
@@ -411,30 +414,30 @@ class FluidNetwork : public FlowNetwork
     EventId m_wakeup;                 //!< the simulator event of the earliest end of transfer
     int64_t m_wakeupAt{-1};           //!< ns of m_wakeup, -1 when none
 
-    uint64_t m_started{0};        //!< flows started
-    uint64_t m_finished{0};       //!< flows delivered
-    uint64_t m_active{0};         //!< flows transferring
-    uint64_t m_unroutable{0};     //!< flows without a path
-    std::string m_unroutableMsg;  //!< first unroutable flow
-    uint64_t m_bytesDelivered{0}; //!< payload delivered
-    uint64_t m_recomputations{0}; //!< recomputations
-    uint64_t m_assignments{0};    //!< flow rate assignments
-    uint64_t m_growths{0};        //!< local recomputations that had to grow their set
+    uint64_t m_started{0};           //!< flows started
+    uint64_t m_finished{0};          //!< flows delivered
+    uint64_t m_active{0};            //!< flows transferring
+    uint64_t m_unroutable{0};        //!< flows without a path
+    std::string m_unroutableMsg;     //!< first unroutable flow
+    uint64_t m_bytesDelivered{0};    //!< payload delivered
+    uint64_t m_recomputations{0};    //!< recomputations
+    uint64_t m_assignments{0};       //!< flow rate assignments
+    uint64_t m_growths{0};           //!< local recomputations that had to grow their set
     std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
 
     /** Messages of one connection waiting behind the one in transfer. */
     struct Connection
     {
-        uint32_t slot{0};                                  //!< slot carrying the connection
-        std::deque<std::pair<uint32_t, uint64_t>> queued;  //!< (flow id, bytes), in post order
+        uint32_t slot{0};                                 //!< slot carrying the connection
+        std::deque<std::pair<uint32_t, uint64_t>> queued; //!< (flow id, bytes), in post order
     };
 
     std::unordered_map<uint32_t, Connection> m_connections; //!< open connections by id
     uint64_t m_messagesQueued{0}; //!< messages that waited behind another on their connection
 
     TracedCallback<uint32_t, uint32_t, uint32_t, uint64_t> m_startTrace; //!< id, src, dst, bytes
-    TracedCallback<uint32_t> m_transferDoneTrace;                       //!< id
-    TracedCallback<uint32_t, double> m_rateTrace;                       //!< id, bit/s
+    TracedCallback<uint32_t> m_transferDoneTrace;                        //!< id
+    TracedCallback<uint32_t, double> m_rateTrace;                        //!< id, bit/s
 };
 
 } // namespace ns3

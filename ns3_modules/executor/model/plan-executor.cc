@@ -162,7 +162,8 @@ PlanExecutor::Validate()
         uint8_t k = m_kind[i];
         if (k > MARKER)
         {
-            err << "task " << i << ": unknown kind " << +k << " (expected 0 compute, 1 flow, 2 marker)";
+            err << "task " << i << ": unknown kind " << +k
+                << " (expected 0 compute, 1 flow, 2 marker)";
             break;
         }
         if (m_delay[i] < 0)
@@ -174,8 +175,8 @@ PlanExecutor::Validate()
         {
             if (m_gpu[i] < 0 || m_gpu[i] >= nGpus)
             {
-                err << "task " << i << ": compute task on GPU " << m_gpu[i] << ", but the cluster has "
-                    << nGpus << " GPUs";
+                err << "task " << i << ": compute task on GPU " << m_gpu[i]
+                    << ", but the cluster has " << nGpus << " GPUs";
                 break;
             }
             if (m_duration[i] < 0 || m_stream[i] < 0)
@@ -202,7 +203,8 @@ PlanExecutor::Validate()
                 err << "task " << i << ": flow of " << m_bytes[i] << " bytes (expected > 0)";
                 break;
             }
-            uint64_t pair = (static_cast<uint64_t>(m_gpu[i]) << 32) | static_cast<uint32_t>(m_dst[i]);
+            uint64_t pair =
+                (static_cast<uint64_t>(m_gpu[i]) << 32) | static_cast<uint32_t>(m_dst[i]);
             if (m_topo && checkedPairs.insert(pair).second &&
                 m_topo->GetPath(m_gpu[i], m_dst[i], 0).empty())
             {
@@ -225,8 +227,8 @@ PlanExecutor::Validate()
                 {
                     if (static_cast<std::size_t>(c) >= connectionFirst.size())
                     {
-                        connectionFirst.resize(std::max<std::size_t>(c + 1, 2 * connectionFirst.size()),
-                                               UINT32_MAX);
+                        connectionFirst.resize(
+                            std::max<std::size_t>(c + 1, 2 * connectionFirst.size()), UINT32_MAX);
                     }
                     if (connectionFirst[c] == UINT32_MAX)
                     {
@@ -241,8 +243,8 @@ PlanExecutor::Validate()
                 if (j != i && (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] ||
                                m_priority[j] != m_priority[i]))
                 {
-                    err << "task " << i << ": connection " << c << " joins flows " << j << " and " << i
-                        << " with different GPUs or priorities";
+                    err << "task " << i << ": connection " << c << " joins flows " << j << " and "
+                        << i << " with different GPUs or priorities";
                     break;
                 }
             }
@@ -372,7 +374,8 @@ PlanExecutor::Validate()
     {
         if (m_kind[i] == COMPUTE)
         {
-            uint64_t key = (static_cast<uint64_t>(m_gpu[i]) << 16) | static_cast<uint16_t>(m_stream[i]);
+            uint64_t key =
+                (static_cast<uint64_t>(m_gpu[i]) << 16) | static_cast<uint16_t>(m_stream[i]);
             auto [it, fresh] = streams.emplace(key, streams.size());
             m_streamOf[i] = it->second;
         }
@@ -756,8 +759,8 @@ PlanExecutor::DescribeStall() const
 {
     std::ostringstream out;
     out << "plan stalled at " << Simulator::Now().GetNanoSeconds() << " ns"
-        << (m_watchdogStall ? "" : " with no event left") << ": "
-        << (m_n - m_done) << " of " << m_n << " tasks unfinished";
+        << (m_watchdogStall ? "" : " with no event left") << ": " << (m_n - m_done) << " of " << m_n
+        << " tasks unfinished";
     // name the tasks that are stuck in progress first: they are where the run got stuck
     std::vector<uint32_t> named;
     for (uint32_t state : {3u, 2u, 1u, 0u})

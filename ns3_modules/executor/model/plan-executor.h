@@ -223,40 +223,40 @@ class PlanExecutor : public Object
     /** Append a one-line description of task \p t to \p out. */
     void DescribeTask(uint32_t t, std::ostream& out) const;
 
-    Ptr<FlowNetwork> m_network;       //!< moves the flows
-    Ptr<TopologyDescription> m_topo;  //!< route checks
-    Ptr<ComputeSlowdown> m_slowdown;  //!< straggler windows (may be null)
-    Time m_stopTime;                  //!< 0 = no limit
-    Time m_progressInterval;          //!< 0 = no samples
-    Time m_wallInterval;              //!< 0 = never yield
-    Time m_stallTimeout;              //!< 0 = only an empty event queue is a stall
+    Ptr<FlowNetwork> m_network;      //!< moves the flows
+    Ptr<TopologyDescription> m_topo; //!< route checks
+    Ptr<ComputeSlowdown> m_slowdown; //!< straggler windows (may be null)
+    Time m_stopTime;                 //!< 0 = no limit
+    Time m_progressInterval;         //!< 0 = no samples
+    Time m_wallInterval;             //!< 0 = never yield
+    Time m_stallTimeout;             //!< 0 = only an empty event queue is a stall
 
     // the plan
-    uint32_t m_n{0};                  //!< tasks
-    std::vector<uint8_t> m_kind;      //!< kind per task
-    std::vector<int32_t> m_gpu;       //!< gpu per task
-    std::vector<int32_t> m_dst;       //!< flow destination
-    std::vector<int64_t> m_bytes;     //!< flow bytes
-    std::vector<int64_t> m_duration;  //!< compute ns
-    std::vector<int64_t> m_delay;     //!< release delay ns
-    std::vector<int16_t> m_stream;    //!< compute stream
-    std::vector<uint8_t> m_priority;  //!< flow class
+    uint32_t m_n{0};                   //!< tasks
+    std::vector<uint8_t> m_kind;       //!< kind per task
+    std::vector<int32_t> m_gpu;        //!< gpu per task
+    std::vector<int32_t> m_dst;        //!< flow destination
+    std::vector<int64_t> m_bytes;      //!< flow bytes
+    std::vector<int64_t> m_duration;   //!< compute ns
+    std::vector<int64_t> m_delay;      //!< release delay ns
+    std::vector<int16_t> m_stream;     //!< compute stream
+    std::vector<uint8_t> m_priority;   //!< flow class
     std::vector<int64_t> m_connection; //!< flow connection id, -1 for none
-    std::vector<int64_t> m_depPtr;    //!< parents CSR
-    std::vector<int64_t> m_depIdx;    //!< parents
-    std::vector<int64_t> m_childPtr;  //!< children CSR
-    std::vector<uint32_t> m_childIdx; //!< children
-    std::vector<uint32_t> m_streamOf; //!< dense stream per compute task
-    uint32_t m_nStreams{0};           //!< dense streams
-    bool m_validated{false};          //!< Validate() passed
+    std::vector<int64_t> m_depPtr;     //!< parents CSR
+    std::vector<int64_t> m_depIdx;     //!< parents
+    std::vector<int64_t> m_childPtr;   //!< children CSR
+    std::vector<uint32_t> m_childIdx;  //!< children
+    std::vector<uint32_t> m_streamOf;  //!< dense stream per compute task
+    uint32_t m_nStreams{0};            //!< dense streams
+    bool m_validated{false};           //!< Validate() passed
 
     // run state
-    std::vector<uint32_t> m_waiting;  //!< unfinished parents per task
-    std::vector<uint8_t> m_state;     //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
-    std::vector<int64_t> m_start;     //!< ns
-    std::vector<int64_t> m_end;       //!< ns
+    std::vector<uint32_t> m_waiting; //!< unfinished parents per task
+    std::vector<uint8_t> m_state;    //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
+    std::vector<int64_t> m_start;    //!< ns
+    std::vector<int64_t> m_end;      //!< ns
     std::vector<std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>>
-        m_queues;                     //!< ready compute tasks per stream
+        m_queues;                      //!< ready compute tasks per stream
     std::vector<uint8_t> m_streamBusy; //!< per stream
     std::vector<uint32_t> m_completed; //!< tasks to finish in Drain()
     std::vector<uint32_t> m_kick;      //!< streams to kick in Drain()
@@ -273,10 +273,10 @@ class PlanExecutor : public Object
     uint32_t m_sinceWallCheck{0};      //!< completions since the last wall-clock check
     std::chrono::steady_clock::time_point m_lastYield; //!< wall clock of the last return
 
-    std::vector<int64_t> m_sampleTime;    //!< ns
-    std::vector<uint64_t> m_sampleDone;   //!< tasks finished
-    std::vector<uint64_t> m_sampleFlows;  //!< flows in flight
-    int64_t m_nextSample{0};              //!< ns
+    std::vector<int64_t> m_sampleTime;   //!< ns
+    std::vector<uint64_t> m_sampleDone;  //!< tasks finished
+    std::vector<uint64_t> m_sampleFlows; //!< flows in flight
+    int64_t m_nextSample{0};             //!< ns
 
     TracedCallback<uint32_t> m_taskStartTrace; //!< task started
     TracedCallback<uint32_t> m_taskDoneTrace;  //!< task finished

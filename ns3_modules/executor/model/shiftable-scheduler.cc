@@ -23,7 +23,8 @@ ShiftableScheduler* g_current = nullptr; //!< most recently constructed live ins
 /** Heap order: the earliest (ts, uid) on top. */
 struct Later
 {
-    bool operator()(const Scheduler::Event& a, const Scheduler::Event& b) const
+    bool
+    operator()(const Scheduler::Event& a, const Scheduler::Event& b) const
     {
         return b < a;
     }

@@ -3,8 +3,6 @@
  */
 #include "topology-description.h"
 
-#include <algorithm>
-
 #include "ns3/assert.h"
 #include "ns3/log.h"
 
@@ -92,13 +90,15 @@ void
 TopologyDescription::SetHostTransports(uint32_t n, const uint8_t* socket)
 {
     m_hostSocket.assign(socket, socket + n);
-    m_anySocket = std::any_of(m_hostSocket.begin(), m_hostSocket.end(), [](uint8_t v) { return v != 0; });
+    m_anySocket =
+        std::any_of(m_hostSocket.begin(), m_hostSocket.end(), [](uint8_t v) { return v != 0; });
 }
 
 bool
 TopologyDescription::IsSocketHost(int32_t host) const
 {
-    return host >= 0 && static_cast<std::size_t>(host) < m_hostSocket.size() && m_hostSocket[host] != 0;
+    return host >= 0 && static_cast<std::size_t>(host) < m_hostSocket.size() &&
+           m_hostSocket[host] != 0;
 }
 
 bool
@@ -351,11 +351,8 @@ TopologyDescription::GetNextHops(uint32_t node, uint32_t dst) const
 }
 
 uint32_t
-TopologyDescription::FlowHash(uint32_t seed,
-                              uint32_t flowId,
-                              uint32_t srcGpu,
-                              uint32_t dstGpu,
-                              uint32_t salt)
+TopologyDescription::FlowHash(
+    uint32_t seed, uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint32_t salt)
 {
     uint64_t z = (static_cast<uint64_t>(seed) << 32 | flowId) * 0x9E3779B97F4A7C15ULL;
     z ^= (static_cast<uint64_t>(srcGpu) << 40) ^ (static_cast<uint64_t>(dstGpu) << 16) ^ salt;

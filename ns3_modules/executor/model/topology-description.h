@@ -200,11 +200,8 @@ class TopologyDescription : public Object
      * \param salt 0 for the data direction, 1 for the acknowledgements of the packet network
      * \return the hash passed to GetPath
      */
-    static uint32_t FlowHash(uint32_t seed,
-                             uint32_t flowId,
-                             uint32_t srcGpu,
-                             uint32_t dstGpu,
-                             uint32_t salt);
+    static uint32_t FlowHash(
+        uint32_t seed, uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint32_t salt);
 
     /**
      * \brief The links of one GPU-to-GPU path, ECMP choices made by \p flowHash.
@@ -219,22 +216,23 @@ class TopologyDescription : public Object
     /** Append the links from \p node to \p dst; false if a hop has no route. */
     bool Walk(uint32_t node, uint32_t dst, uint32_t flowHash, std::vector<uint32_t>& out) const;
 
-    std::vector<uint8_t> m_nodeKind;              //!< kind per node
-    std::vector<int32_t> m_nodeHost;              //!< host per node
-    std::vector<uint32_t> m_linkA;                //!< first end per link
-    std::vector<uint32_t> m_linkB;                //!< second end per link
-    std::vector<double> m_linkRate;               //!< bit/s per direction
-    std::vector<int64_t> m_linkDelay;             //!< ns
-    std::vector<uint8_t> m_linkKind;              //!< kind per link
+    std::vector<uint8_t> m_nodeKind;                //!< kind per node
+    std::vector<int32_t> m_nodeHost;                //!< host per node
+    std::vector<uint32_t> m_linkA;                  //!< first end per link
+    std::vector<uint32_t> m_linkB;                  //!< second end per link
+    std::vector<double> m_linkRate;                 //!< bit/s per direction
+    std::vector<int64_t> m_linkDelay;               //!< ns
+    std::vector<uint8_t> m_linkKind;                //!< kind per link
     std::vector<std::vector<uint32_t>> m_nodeLinks; //!< adjacency
-    std::vector<uint32_t> m_gpuNode;              //!< node per GPU
-    std::vector<uint32_t> m_gpuNic;               //!< NIC node per GPU
-    std::vector<uint8_t> m_hostSocket;            //!< 1 per socket-transport host
-    bool m_anySocket{false};                      //!< some host uses the socket transport
+    std::vector<uint32_t> m_gpuNode;                //!< node per GPU
+    std::vector<uint32_t> m_gpuNic;                 //!< NIC node per GPU
+    std::vector<uint8_t> m_hostSocket;              //!< 1 per socket-transport host
+    bool m_anySocket{false};                        //!< some host uses the socket transport
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_routes; //!< (node<<32|dst) -> links
-    std::unordered_map<uint64_t, std::vector<uint32_t>> m_baseRoutes; //!< routes as set, once changed
-    std::vector<uint8_t> m_linkUp;                //!< 1 = up (faults), empty = all up
-    std::vector<uint32_t> m_noRoute;              //!< empty set returned when unroutable
+    std::unordered_map<uint64_t, std::vector<uint32_t>>
+        m_baseRoutes;                //!< routes as set, once changed
+    std::vector<uint8_t> m_linkUp;   //!< 1 = up (faults), empty = all up
+    std::vector<uint32_t> m_noRoute; //!< empty set returned when unroutable
 };
 
 } // namespace ns3

@@ -29,7 +29,8 @@ struct PlanArrays
     std::vector<int64_t> depPtr{0};
     std::vector<int64_t> depIdx;
 
-    void Add(uint8_t k, int32_t g, int32_t d, int64_t b, int64_t dur, std::vector<int64_t> deps)
+    void
+    Add(uint8_t k, int32_t g, int32_t d, int64_t b, int64_t dur, std::vector<int64_t> deps)
     {
         kind.push_back(k);
         gpu.push_back(g);
@@ -43,7 +44,8 @@ struct PlanArrays
         depPtr.push_back(static_cast<int64_t>(depIdx.size()));
     }
 
-    void LoadInto(Ptr<PlanExecutor> executor) const
+    void
+    LoadInto(Ptr<PlanExecutor> executor) const
     {
         executor->LoadPlan(kind.size(),
                            kind.data(),
@@ -63,8 +65,7 @@ struct PlanArrays
 Ptr<PlanExecutor>
 MakeExecutor(const PlanArrays& plan)
 {
-    Ptr<TopologyDescription> topo =
-        StarTopologyHelper(2, 100e9, 100e9, NanoSeconds(1000)).Create();
+    Ptr<TopologyDescription> topo = StarTopologyHelper(2, 100e9, 100e9, NanoSeconds(1000)).Create();
     Ptr<FluidNetwork> net = CreateObject<FluidNetwork>();
     net->SetAttribute("Mtu", UintegerValue(1000));
     net->SetTopology(topo);
@@ -90,7 +91,8 @@ class ComputeFlowComputeTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         PlanArrays plan;
         plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 1000, {});
@@ -123,7 +125,8 @@ class CycleTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         PlanArrays plan;
         plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {1});
@@ -148,7 +151,8 @@ class SharedBottleneckTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<TopologyDescription> topo =
             StarTopologyHelper(3, 100e9, 100e9, NanoSeconds(1000)).Create();

@@ -35,7 +35,8 @@ class FrameHandler
      * \param port the owner's index of the device
      * \return a frame to send now, or nullptr
      */
-    virtual RdmaFrame* PullFrame(uint32_t port)
+    virtual RdmaFrame*
+    PullFrame(uint32_t port)
     {
         return nullptr;
     }
@@ -46,7 +47,8 @@ class FrameHandler
      * \param frame the frame
      * \param port the owner's index of the device
      */
-    virtual void OnDequeue(RdmaFrame* frame, uint32_t port)
+    virtual void
+    OnDequeue(RdmaFrame* frame, uint32_t port)
     {
     }
 };

@@ -4,7 +4,6 @@
 #include "qbb-channel.h"
 
 #include "qbb-device-event.h"
-
 #include "qbb-net-device.h"
 
 #include "ns3/assert.h"
@@ -47,7 +46,8 @@ QbbChannel::Attach(Ptr<QbbNetDevice> device)
 void
 QbbChannel::Transmit(RdmaFrame* frame, const QbbNetDevice* src, Time txTime) const
 {
-    QbbNetDevice* peer = PeekPointer(m_dev[0]) == src ? PeekPointer(m_dev[1]) : PeekPointer(m_dev[0]);
+    QbbNetDevice* peer =
+        PeekPointer(m_dev[0]) == src ? PeekPointer(m_dev[1]) : PeekPointer(m_dev[0]);
     Simulator::Schedule(txTime + m_delay, QbbDeviceEvent::Receive(peer, frame));
 }
 

@@ -55,9 +55,9 @@ class QbbChannel : public Channel
     void DoDispose() override;
 
   private:
-    Time m_delay;                 //!< propagation delay
-    Ptr<QbbNetDevice> m_dev[2];   //!< the two ends
-    std::size_t m_n{0};           //!< devices attached
+    Time m_delay;               //!< propagation delay
+    Ptr<QbbNetDevice> m_dev[2]; //!< the two ends
+    std::size_t m_n{0};         //!< devices attached
 };
 
 } // namespace ns3

@@ -28,8 +28,8 @@ uint64_t g_allocated = 0;          //!< blocks taken from the heap
 } // namespace
 
 QbbDeviceEvent::QbbDeviceEvent(QbbNetDevice* device, RdmaFrame* frame)
-    : m_device(device),
-      m_frame(frame)
+    : m_device(device)
+    , m_frame(frame)
 {
 }
 

@@ -134,7 +134,8 @@ void
 QbbNetDevice::UpdateQueueArea()
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
-    m_queueArea += static_cast<double>(m_dataQueueBytes) * static_cast<double>(now - m_lastQueueChangeNs);
+    m_queueArea +=
+        static_cast<double>(m_dataQueueBytes) * static_cast<double>(now - m_lastQueueChangeNs);
     m_lastQueueChangeNs = now;
 }
 
@@ -262,8 +263,7 @@ QbbNetDevice::Receive(RdmaFrame* frame)
         int64_t sentNs = now - m_channel->GetDelay().GetNanoSeconds() -
                          GetTxTime(frame->wireBytes).GetNanoSeconds();
         bool lostOnLink = m_down || (m_lastDownNs >= 0 && m_lastDownNs > sentNs);
-        bool lostAtRandom = !lostOnLink && m_lossProbability > 0 &&
-                            frame->type != RdmaFrame::PFC &&
+        bool lostAtRandom = !lostOnLink && m_lossProbability > 0 && frame->type != RdmaFrame::PFC &&
                             m_lossRv->GetValue() < m_lossProbability;
         if (lostOnLink || lostAtRandom)
         {
@@ -382,8 +382,8 @@ QbbNetDevice::GetMeanQueueBytes() const
     {
         return 0.0;
     }
-    double area = m_queueArea +
-                  static_cast<double>(m_dataQueueBytes) * static_cast<double>(now - m_lastQueueChangeNs);
+    double area = m_queueArea + static_cast<double>(m_dataQueueBytes) *
+                                    static_cast<double>(now - m_lastQueueChangeNs);
     return area / static_cast<double>(now);
 }
 

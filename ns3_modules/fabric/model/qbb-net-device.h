@@ -54,8 +54,8 @@ namespace ns3
 class QbbNetDevice : public NetDevice
 {
   public:
-    static constexpr uint8_t N_PRIORITIES = 8;   //!< data priorities
-    static constexpr uint8_t CONTROL_QUEUE = 8;  //!< index of the strict control queue
+    static constexpr uint8_t N_PRIORITIES = 8;  //!< data priorities
+    static constexpr uint8_t CONTROL_QUEUE = 8; //!< index of the strict control queue
 
     /**
      * \brief Get the type ID.
@@ -243,44 +243,44 @@ class QbbNetDevice : public NetDevice
     uint32_t m_port{0};               //!< owner's port index
     RdmaFramePool* m_pool{nullptr};   //!< frame allocator
 
-    DataRate m_rate;                  //!< line rate
-    uint64_t m_rateBps{0};            //!< line rate as integer bit/s
-    uint32_t m_pfcFrameBytes{84};     //!< PFC frame bytes on the wire
-    uint64_t m_txCarry{0};            //!< sub-ns serialisation remainder (bit*1e9 units)
+    DataRate m_rate;              //!< line rate
+    uint64_t m_rateBps{0};        //!< line rate as integer bit/s
+    uint32_t m_pfcFrameBytes{84}; //!< PFC frame bytes on the wire
+    uint64_t m_txCarry{0};        //!< sub-ns serialisation remainder (bit*1e9 units)
 
-    Fifo m_queue[N_PRIORITIES + 1];   //!< data queues + control queue
-    RdmaFrame* m_lastPfc{nullptr};    //!< last PFC frame in the control queue
-    uint8_t m_rr{0};                  //!< next data priority to serve
-    bool m_busy{false};               //!< a frame is on the wire
-    bool m_paused[N_PRIORITIES]{};    //!< paused by the peer
+    Fifo m_queue[N_PRIORITIES + 1];      //!< data queues + control queue
+    RdmaFrame* m_lastPfc{nullptr};       //!< last PFC frame in the control queue
+    uint8_t m_rr{0};                     //!< next data priority to serve
+    bool m_busy{false};                  //!< a frame is on the wire
+    bool m_paused[N_PRIORITIES]{};       //!< paused by the peer
     EventId m_resumeEvent[N_PRIORITIES]; //!< pause expiry
-    uint8_t m_nPaused{0};             //!< priorities paused now
-    int64_t m_pausedSinceNs{0};       //!< when m_nPaused became non-zero
+    uint8_t m_nPaused{0};                //!< priorities paused now
+    int64_t m_pausedSinceNs{0};          //!< when m_nPaused became non-zero
 
-    uint64_t m_dataQueueBytes{0};     //!< bytes in data queues
-    uint64_t m_txBytes{0};            //!< wire bytes sent
-    uint64_t m_txFrames{0};           //!< frames sent
-    uint64_t m_maxQueueBytes{0};      //!< max data queue bytes
-    double m_queueArea{0};            //!< integral of data queue bytes over ns
-    int64_t m_lastQueueChangeNs{0};   //!< time of the last queue change
-    uint64_t m_pauseSent{0};          //!< XOFF frames sent
-    uint64_t m_resumeSent{0};         //!< XON frames sent
-    uint64_t m_pauseReceived{0};      //!< XOFF frames received
-    int64_t m_pausedNs{0};            //!< accumulated paused time
-    uint64_t m_ecnMarks{0};           //!< ECN marks
-    uint64_t m_drops{0};              //!< drops bound for this port
-    bool m_down{false};               //!< link down (fault)
-    int64_t m_lastDownNs{-1};         //!< when the link last went down, -1 never
-    double m_lossProbability{0};      //!< per-frame loss probability (fault)
+    uint64_t m_dataQueueBytes{0};        //!< bytes in data queues
+    uint64_t m_txBytes{0};               //!< wire bytes sent
+    uint64_t m_txFrames{0};              //!< frames sent
+    uint64_t m_maxQueueBytes{0};         //!< max data queue bytes
+    double m_queueArea{0};               //!< integral of data queue bytes over ns
+    int64_t m_lastQueueChangeNs{0};      //!< time of the last queue change
+    uint64_t m_pauseSent{0};             //!< XOFF frames sent
+    uint64_t m_resumeSent{0};            //!< XON frames sent
+    uint64_t m_pauseReceived{0};         //!< XOFF frames received
+    int64_t m_pausedNs{0};               //!< accumulated paused time
+    uint64_t m_ecnMarks{0};              //!< ECN marks
+    uint64_t m_drops{0};                 //!< drops bound for this port
+    bool m_down{false};                  //!< link down (fault)
+    int64_t m_lastDownNs{-1};            //!< when the link last went down, -1 never
+    double m_lossProbability{0};         //!< per-frame loss probability (fault)
     Ptr<UniformRandomVariable> m_lossRv; //!< loss process
-    uint64_t m_faultDrops{0};         //!< frames dropped by faults
+    uint64_t m_faultDrops{0};            //!< frames dropped by faults
 
     TracedCallback<const RdmaFrame*, uint64_t> m_enqueueTrace; //!< frame, data queue bytes after
     TracedCallback<const RdmaFrame*, uint64_t> m_dequeueTrace; //!< frame, data queue bytes after
     TracedCallback<const RdmaFrame*> m_dropTrace;              //!< frame dropped for this port
     TracedCallback<const RdmaFrame*> m_markTrace;              //!< frame ECN-marked here
-    TracedCallback<uint8_t, uint16_t, bool> m_pauseTrace; //!< priority, quanta, true=sent
-    TracedCallback<bool> m_linkStateTrace;                //!< true = up
+    TracedCallback<uint8_t, uint16_t, bool> m_pauseTrace;      //!< priority, quanta, true=sent
+    TracedCallback<bool> m_linkStateTrace;                     //!< true = up
 };
 
 } // namespace ns3

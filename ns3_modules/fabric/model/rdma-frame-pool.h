@@ -34,10 +34,10 @@ class RdmaFramePool : public SimpleRefCount<RdmaFramePool>
     uint64_t GetCapacity() const;
 
   private:
-    static constexpr uint32_t CHUNK = 1024; //!< frames per chunk
+    static constexpr uint32_t CHUNK = 1024;             //!< frames per chunk
     std::vector<std::unique_ptr<RdmaFrame[]>> m_chunks; //!< storage
-    RdmaFrame* m_free{nullptr};                          //!< free list head
-    uint64_t m_inUse{0};                                 //!< handed out
+    RdmaFrame* m_free{nullptr};                         //!< free list head
+    uint64_t m_inUse{0};                                //!< handed out
 };
 
 } // namespace ns3

@@ -43,29 +43,30 @@ struct RdmaFrame
     };
 
     /** \return whether switches queue, account and mark this frame as data (DATA or IP) */
-    bool IsData() const
+    bool
+    IsData() const
     {
         return type == DATA || type == IP;
     }
 
     static constexpr uint8_t MAX_INT_HOPS = 5; //!< INT stack depth (as in HPCC)
 
-    RdmaFrame* next;   //!< intrusive queue link
-    uint64_t seq;      //!< DATA: first payload byte; ACK/NACK: next expected byte
-    int64_t tsNs;      //!< DATA: send time (echoed in ACKs for RTT), ns
-    uint32_t flow;     //!< internal flow slot of the queue pair
-    uint32_t dst;      //!< destination node (routing key)
-    uint32_t hash;     //!< ECMP hash of the flow / its reverse direction
-    uint32_t wireBytes; //!< bytes on the wire, all counted overheads included
-    uint32_t payload;  //!< DATA: payload bytes
-    uint16_t inPort;   //!< port on which the frame entered the current node
-    uint16_t pfcQuanta; //!< PFC: pause time in 512-bit quanta (0 = resume)
-    uint8_t type;      //!< one of Type
-    uint8_t priority;  //!< traffic class 0..7 (PFC: the priority paused/resumed)
-    uint8_t hop;       //!< hops taken on the current route segment (ECMP input)
-    uint8_t ce;        //!< DATA: ECN congestion experienced; ACK: ECN echo
-    uint8_t nHops;     //!< number of INT records in \c hops
-    uint8_t last;      //!< DATA: last packet of the message
+    RdmaFrame* next;           //!< intrusive queue link
+    uint64_t seq;              //!< DATA: first payload byte; ACK/NACK: next expected byte
+    int64_t tsNs;              //!< DATA: send time (echoed in ACKs for RTT), ns
+    uint32_t flow;             //!< internal flow slot of the queue pair
+    uint32_t dst;              //!< destination node (routing key)
+    uint32_t hash;             //!< ECMP hash of the flow / its reverse direction
+    uint32_t wireBytes;        //!< bytes on the wire, all counted overheads included
+    uint32_t payload;          //!< DATA: payload bytes
+    uint16_t inPort;           //!< port on which the frame entered the current node
+    uint16_t pfcQuanta;        //!< PFC: pause time in 512-bit quanta (0 = resume)
+    uint8_t type;              //!< one of Type
+    uint8_t priority;          //!< traffic class 0..7 (PFC: the priority paused/resumed)
+    uint8_t hop;               //!< hops taken on the current route segment (ECMP input)
+    uint8_t ce;                //!< DATA: ECN congestion experienced; ACK: ECN echo
+    uint8_t nHops;             //!< number of INT records in \c hops
+    uint8_t last;              //!< DATA: last packet of the message
     IntHop hops[MAX_INT_HOPS]; //!< INT records (HPCC)
 };
 

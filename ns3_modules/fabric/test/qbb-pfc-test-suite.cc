@@ -25,7 +25,8 @@ class ArrivalRecorder : public FrameHandler
     {
     }
 
-    void HandleFrame(RdmaFrame* frame, uint32_t port) override
+    void
+    HandleFrame(RdmaFrame* frame, uint32_t port) override
     {
         arrivals.push_back(Simulator::Now().GetNanoSeconds());
         m_pool->Free(frame);
@@ -95,7 +96,8 @@ class PauseResumeTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Simulator::Destroy();
         Link link(20);
@@ -129,7 +131,8 @@ class PauseExpiryTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Simulator::Destroy();
         Link link(20);

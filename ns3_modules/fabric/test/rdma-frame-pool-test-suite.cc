@@ -19,7 +19,8 @@ class FramePoolReuseTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<RdmaFramePool> pool = Create<RdmaFramePool>();
         std::vector<RdmaFrame*> frames;

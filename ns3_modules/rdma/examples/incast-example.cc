@@ -54,13 +54,8 @@ main(int argc, char* argv[])
     std::vector<uint64_t> size(senders, bytes);
     std::vector<int64_t> start(senders, 0);
     std::vector<uint8_t> priority(senders, 3);
-    net->ScheduleFlows(senders,
-                       ids.data(),
-                       src.data(),
-                       dst.data(),
-                       size.data(),
-                       start.data(),
-                       priority.data());
+    net->ScheduleFlows(
+        senders, ids.data(), src.data(), dst.data(), size.data(), start.data(), priority.data());
     net->SetStopAfterFlows(senders);
     Simulator::Stop(Seconds(1));
     Simulator::Run();
@@ -69,8 +64,8 @@ main(int argc, char* argv[])
     net->CopyFinishTimes(senders, ids.data(), end.data());
     for (uint32_t s = 0; s < senders; ++s)
     {
-        std::cout << "flow " << s << ": " << (end[s] < 0 ? std::string("did not finish")
-                                                         : std::to_string(end[s]) + " ns")
+        std::cout << "flow " << s << ": "
+                  << (end[s] < 0 ? std::string("did not finish") : std::to_string(end[s]) + " ns")
                   << std::endl;
     }
     std::vector<uint64_t> counters(9);

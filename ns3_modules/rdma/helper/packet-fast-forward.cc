@@ -287,8 +287,8 @@ PacketFastForward::Check()
             // recovers: not settled, however slowly it moves. One whose rate is clear of
             // the queue pair's share only rises without CNPs and changes nothing.
             double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
-            bool paced = qp->cc->GetRate() < qp->lineRate &&
-                         qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
+            bool paced =
+                qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
             if (!qp->active || qp->posted != qp->size || qp->sendEnds.size() != 1 ||
                 qp->recvEnds.size() != 1 || win[i] == 0 || paced)
             {
@@ -314,8 +314,9 @@ PacketFastForward::Check()
             }
             uint64_t hi = std::max(queue[p], m_portQueue[p]);
             uint64_t lo = std::min(queue[p], m_portQueue[p]);
-            if (hi - lo > std::max<uint64_t>(m_queueTol,
-                                             static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
+            if (hi - lo >
+                std::max<uint64_t>(m_queueTol,
+                                   static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
             {
                 reason = NOT_SETTLED;
             }
@@ -514,9 +515,8 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     {
         if (m_net->m_nics[v])
         {
-            m_net->m_nics[v]->ShiftClock(delta,
-                                         &moved,
-                                         static_cast<uint64_t>(std::llround(m_ackRate[v] * d)));
+            m_net->m_nics[v]->ShiftClock(
+                delta, &moved, static_cast<uint64_t>(std::llround(m_ackRate[v] * d)));
         }
     }
     ShiftEventId(m_net->m_sampleEvent, delta, &moved);
@@ -526,8 +526,9 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         double frameRate = m_frameRate[p];
         if (txRate > 0)
         {
-            m_net->m_portDev[p]->AddFastForwardTraffic(static_cast<uint64_t>(std::llround(txRate * d)),
-                                                       static_cast<uint64_t>(std::llround(frameRate * d)));
+            m_net->m_portDev[p]->AddFastForwardTraffic(
+                static_cast<uint64_t>(std::llround(txRate * d)),
+                static_cast<uint64_t>(std::llround(frameRate * d)));
         }
     }
     std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
@@ -570,8 +571,10 @@ PacketFastForward::ShareRoundRobin()
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         return (static_cast<uint64_t>(qp->srcNode) << 32) | qp->srcPort;
     };
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
-    double slack = 2.0 * m_net->m_mtu / static_cast<double>(m_interval.GetNanoSeconds() * m_windows);
+    std::sort(
+        order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    double slack =
+        2.0 * m_net->m_mtu / static_cast<double>(m_interval.GetNanoSeconds() * m_windows);
     for (std::size_t lo = 0; lo < n;)
     {
         std::size_t hi = lo + 1;

@@ -46,11 +46,11 @@ class PacketNetwork;
  * host, a flow of the intra-host fluid model, a fault, the run's stop time); if it is shorter
  * than MinJump nothing is skipped. A skip that stopped at another event is followed by a
  * check right after it: if that event started, finished or posted nothing on the fabric,
- * the skip goes on with the same settled rates (chained skip, any length). Over the interval each queue pair delivers its settled
- * rate times the interval, rounded down to whole packets (its byte stream is shortened by
- * that much, so the frames in flight and every sequence number stay valid), and each port
- * counts wire bytes and frames at its settled rate. Everything the fabric has scheduled
- * (frames on the wire and their serialisation ends, pacing wake-ups, retransmission and
+ * the skip goes on with the same settled rates (chained skip, any length). Over the interval each
+ * queue pair delivers its settled rate times the interval, rounded down to whole packets (its byte
+ * stream is shortened by that much, so the frames in flight and every sequence number stay valid),
+ * and each port counts wire bytes and frames at its settled rate. Everything the fabric has
+ * scheduled (frames on the wire and their serialisation ends, pacing wake-ups, retransmission and
  * congestion-control timers, the sampling event) moves later by the interval (a
  * ShiftableScheduler, installed as the simulator's event queue by Attach), so queues, frames
  * in flight and PFC state come out of the skip as they went in. Congestion control then
@@ -126,50 +126,50 @@ class PacketFastForward : public Object
     void ScheduleCheck(int64_t delayNs);
 
     // attributes
-    Time m_interval;        //!< check interval
-    uint32_t m_windows;     //!< settled windows before a skip
-    double m_rateTol;       //!< relative tolerance of a queue pair's window bytes
-    double m_rateMargin;    //!< congestion-control rate above throughput that does not pace
-    uint64_t m_queueTol;    //!< absolute tolerance of a port's queue, bytes
-    Time m_minJump;         //!< shortest skip worth taking
-    Time m_guard;           //!< kept packet by packet before a predicted message end
+    Time m_interval;     //!< check interval
+    uint32_t m_windows;  //!< settled windows before a skip
+    double m_rateTol;    //!< relative tolerance of a queue pair's window bytes
+    double m_rateMargin; //!< congestion-control rate above throughput that does not pace
+    uint64_t m_queueTol; //!< absolute tolerance of a port's queue, bytes
+    Time m_minJump;      //!< shortest skip worth taking
+    Time m_guard;        //!< kept packet by packet before a predicted message end
 
     PacketNetwork* m_net{nullptr};
     bool m_supported{true};
-    bool m_running{false};  //!< a check is scheduled
-    bool m_changed{false};  //!< set changed since the last check
-    bool m_fault{false};    //!< a fault since the last check
-    EventId m_check;        //!< next check
+    bool m_running{false}; //!< a check is scheduled
+    bool m_changed{false}; //!< set changed since the last check
+    bool m_fault{false};   //!< a fault since the last check
+    EventId m_check;       //!< next check
 
-    std::vector<uint32_t> m_live;        //!< unfinished queue pairs
-    bool m_havePrev{false};              //!< m_prev* valid for m_live
-    uint32_t m_stable{0};                //!< settled windows in a row
-    int64_t m_prevNs{0};                 //!< time of the previous snapshot
-    int64_t m_refNs{0};                  //!< start of the settled run
-    std::vector<uint64_t> m_prevUna;     //!< per live queue pair
-    std::vector<uint64_t> m_prevWin;     //!< bytes acknowledged in the previous window
-    std::vector<uint64_t> m_prevSig;     //!< per live queue pair: loss/CNP signature
-    std::vector<uint64_t> m_refUna;      //!< at m_refNs
-    std::vector<int64_t> m_prevProg;     //!< per live queue pair: time of its last ACK progress
-    std::vector<int64_t> m_refProg;      //!< the same at m_refNs
-    std::vector<uint64_t> m_portTx;      //!< per port, previous snapshot
-    std::vector<uint64_t> m_portFrames;  //!< per port, previous snapshot
-    std::vector<uint64_t> m_portQueue;   //!< per port, previous snapshot
-    std::vector<uint64_t> m_portSig;     //!< per port: marks + pauses + drops
-    std::vector<uint64_t> m_refTx;       //!< per port at m_refNs
-    std::vector<uint64_t> m_refFrames;   //!< per port at m_refNs
-    std::vector<uint64_t> m_nicAcks;     //!< per node, previous snapshot
-    std::vector<uint64_t> m_refAcks;     //!< per node at m_refNs
+    std::vector<uint32_t> m_live;       //!< unfinished queue pairs
+    bool m_havePrev{false};             //!< m_prev* valid for m_live
+    uint32_t m_stable{0};               //!< settled windows in a row
+    int64_t m_prevNs{0};                //!< time of the previous snapshot
+    int64_t m_refNs{0};                 //!< start of the settled run
+    std::vector<uint64_t> m_prevUna;    //!< per live queue pair
+    std::vector<uint64_t> m_prevWin;    //!< bytes acknowledged in the previous window
+    std::vector<uint64_t> m_prevSig;    //!< per live queue pair: loss/CNP signature
+    std::vector<uint64_t> m_refUna;     //!< at m_refNs
+    std::vector<int64_t> m_prevProg;    //!< per live queue pair: time of its last ACK progress
+    std::vector<int64_t> m_refProg;     //!< the same at m_refNs
+    std::vector<uint64_t> m_portTx;     //!< per port, previous snapshot
+    std::vector<uint64_t> m_portFrames; //!< per port, previous snapshot
+    std::vector<uint64_t> m_portQueue;  //!< per port, previous snapshot
+    std::vector<uint64_t> m_portSig;    //!< per port: marks + pauses + drops
+    std::vector<uint64_t> m_refTx;      //!< per port at m_refNs
+    std::vector<uint64_t> m_refFrames;  //!< per port at m_refNs
+    std::vector<uint64_t> m_nicAcks;    //!< per node, previous snapshot
+    std::vector<uint64_t> m_refAcks;    //!< per node at m_refNs
 
-    bool m_chain{false};                 //!< the last skip stopped at another event
-    uint32_t m_chainRetries{0};          //!< chained checks put off by events due at once
-    std::vector<uint32_t> m_rateSlots;   //!< queue pairs the settled rates belong to
-    std::vector<double> m_rate;          //!< settled payload rate per queue pair, bytes/ns
-    std::vector<double> m_carry;         //!< per queue pair: bytes due but not yet skipped
-    std::vector<double> m_txRate;        //!< settled wire rate per port, bytes/ns
-    std::vector<double> m_frameRate;     //!< settled frame rate per port, 1/ns
-    std::vector<double> m_ackRate;       //!< settled ACK rate per node, 1/ns
-    uint64_t m_stats[N_STATS]{};         //!< see CopyStats
+    bool m_chain{false};               //!< the last skip stopped at another event
+    uint32_t m_chainRetries{0};        //!< chained checks put off by events due at once
+    std::vector<uint32_t> m_rateSlots; //!< queue pairs the settled rates belong to
+    std::vector<double> m_rate;        //!< settled payload rate per queue pair, bytes/ns
+    std::vector<double> m_carry;       //!< per queue pair: bytes due but not yet skipped
+    std::vector<double> m_txRate;      //!< settled wire rate per port, bytes/ns
+    std::vector<double> m_frameRate;   //!< settled frame rate per port, 1/ns
+    std::vector<double> m_ackRate;     //!< settled ACK rate per node, 1/ns
+    uint64_t m_stats[N_STATS]{};       //!< see CopyStats
 
     TracedCallback<int64_t, int64_t, uint64_t> m_skipTrace; //!< start ns, interval ns, bytes
 };

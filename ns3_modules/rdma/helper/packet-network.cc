@@ -10,8 +10,8 @@
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
 #include "ns3/no-congestion-control.h"
-#include "ns3/red-ecn-marker.h"
 #include "ns3/rdma-congestion-control.h"
+#include "ns3/red-ecn-marker.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/switch-mmu.h"
@@ -377,8 +377,15 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     }
     if (m_socket)
     {
-        m_socket->Setup(desc, m_nodes, m_nodePorts, m_portDev, PeekPointer(m_pool), m_seed, m_ecmp,
-                        phy, MakeCallback(&PacketNetwork::Finish, this));
+        m_socket->Setup(desc,
+                        m_nodes,
+                        m_nodePorts,
+                        m_portDev,
+                        PeekPointer(m_pool),
+                        m_seed,
+                        m_ecmp,
+                        phy,
+                        MakeCallback(&PacketNetwork::Finish, this));
         for (const auto& nic : m_nics)
         {
             if (nic)
@@ -394,7 +401,8 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         uint32_t node = gp % 2 == 0 ? desc->GetLinkA(link) : desc->GetLinkB(link);
         uint8_t kind = desc->GetNodeKind(node);
         uint8_t lkind = desc->GetLinkKind(link);
-        bool fabricPort = lkind == TopologyDescription::ACCESS || lkind == TopologyDescription::FABRIC;
+        bool fabricPort =
+            lkind == TopologyDescription::ACCESS || lkind == TopologyDescription::FABRIC;
         if (m_sampleAllPorts || (fabricPort && kind != TopologyDescription::GPU))
         {
             m_samplePorts.push_back(gp);
@@ -404,11 +412,8 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
 }
 
 void
-PacketNetwork::StartFlow(uint32_t flowId,
-                         uint32_t srcGpu,
-                         uint32_t dstGpu,
-                         uint64_t bytes,
-                         uint8_t priority)
+PacketNetwork::StartFlow(
+    uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint8_t priority)
 {
     StartMessage(flowId, srcGpu, dstGpu, bytes, priority, -1);
 }
@@ -536,8 +541,8 @@ PacketNetwork::StartMessage(uint32_t flowId,
     {
         if (connection >= 0)
         {
-            m_hostFluid->StartFlowOnConnection(flowId, srcGpu, dstGpu, bytes, priority,
-                                               static_cast<uint32_t>(connection));
+            m_hostFluid->StartFlowOnConnection(
+                flowId, srcGpu, dstGpu, bytes, priority, static_cast<uint32_t>(connection));
         }
         else
         {
@@ -575,7 +580,8 @@ PacketNetwork::StartMessage(uint32_t flowId,
     }
     uint32_t hashKey = connection >= 0 ? static_cast<uint32_t>(connection) : flowId;
     uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 0) : 0;
-    uint32_t ackHash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
+    uint32_t ackHash =
+        m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
     uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
     uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
     std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
@@ -931,7 +937,10 @@ PacketNetwork::GetNQueueSamples() const
 }
 
 void
-PacketNetwork::CopyQueueSeries(int64_t* timeNs, uint32_t* port, uint64_t* bytes, uint64_t* txBytes) const
+PacketNetwork::CopyQueueSeries(int64_t* timeNs,
+                               uint32_t* port,
+                               uint64_t* bytes,
+                               uint64_t* txBytes) const
 {
     std::copy(m_qTime.begin(), m_qTime.end(), timeNs);
     std::copy(m_qPort.begin(), m_qPort.end(), port);
@@ -946,7 +955,10 @@ PacketNetwork::GetNRateSamples() const
 }
 
 void
-PacketNetwork::CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, uint64_t* bytesAcked) const
+PacketNetwork::CopyRateSeries(int64_t* timeNs,
+                              uint32_t* flow,
+                              double* rateBps,
+                              uint64_t* bytesAcked) const
 {
     std::copy(m_rTime.begin(), m_rTime.end(), timeNs);
     std::copy(m_rFlow.begin(), m_rFlow.end(), flow);
@@ -1030,8 +1042,9 @@ PacketNetwork::GetFlowPath(uint32_t flowId) const
         {
             return {};
         }
-        uint32_t link = set.size() == 1 ? set[0]
-                                        : set[TopologyDescription::EcmpIndex(qp->hash, hop, set.size())];
+        uint32_t link = set.size() == 1
+                            ? set[0]
+                            : set[TopologyDescription::EcmpIndex(qp->hash, hop, set.size())];
         links.push_back(link);
         node = m_desc->GetOtherEnd(link, node);
         ++hop;

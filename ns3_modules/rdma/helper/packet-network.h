@@ -42,12 +42,12 @@ namespace ns3
  * A flow between GPUs of one host runs GPU to GPU over the host links (no NIC) with no
  * congestion control. Its frames carry payload only and its acknowledgements are empty: host
  * link rates are data rates already (NVLink at NCCL's effective rate), so Ethernet/RoCEv2
- * headers there would count the protocol overhead twice. A flow between hosts runs as a queue pair from the source GPU's NIC to
- * the destination GPU's NIC with the selected congestion control. The GPUDirect PCIe segments
- * (GPU -> NIC, NIC -> GPU) are modelled as a rate constraint and a latency, not packet by
- * packet: the queue pair's maximum rate is the smallest of the NIC port rate and the rates of
- * the host links on both segments, the queue pair starts after the source segment's latency
- * and the flow completes after the destination segment's latency, where a segment's latency
+ * headers there would count the protocol overhead twice. A flow between hosts runs as a queue pair
+ * from the source GPU's NIC to the destination GPU's NIC with the selected congestion control. The
+ * GPUDirect PCIe segments (GPU -> NIC, NIC -> GPU) are modelled as a rate constraint and a latency,
+ * not packet by packet: the queue pair's maximum rate is the smallest of the NIC port rate and the
+ * rates of the host links on both segments, the queue pair starts after the source segment's
+ * latency and the flow completes after the destination segment's latency, where a segment's latency
  * is the sum over its links of propagation delay plus one maximum-size frame's serialisation.
  * Consequence: PCIe links carry only intra-host traffic in this model, and several NICs
  * behind one PCIe switch do not contend for its upstream link.
@@ -228,7 +228,10 @@ class PacketNetwork : public FlowNetwork
      * \param rateBps congestion-control rate
      * \param bytesAcked bytes acknowledged so far
      */
-    void CopyRateSeries(int64_t* timeNs, uint32_t* flow, double* rateBps, uint64_t* bytesAcked) const;
+    void CopyRateSeries(int64_t* timeNs,
+                        uint32_t* flow,
+                        double* rateBps,
+                        uint64_t* bytesAcked) const;
 
     /** \return number of queue pairs (flows that needed the network) */
     uint32_t GetNQueuePairs() const;
@@ -284,39 +287,39 @@ class PacketNetwork : public FlowNetwork
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
     // attributes
-    TypeId m_ccType;           //!< congestion control class (a child of RdmaCongestionControl)
-    uint32_t m_mtu;            //!< payload per packet
-    bool m_pfc;                //!< PFC on fabric switches
-    uint64_t m_buffer;         //!< fabric switch buffer
-    uint64_t m_hostBuffer;     //!< host switch buffer
-    bool m_ecn;                //!< ECN marking on fabric switches
-    uint32_t m_seed;           //!< ECMP seed
-    bool m_ecmp;               //!< per-flow ECMP (else every flow takes the first choice)
-    Time m_sampleInterval;     //!< 0 = no sampling
-    bool m_sampleAllPorts;     //!< sample every port (else fabric ports only)
-    bool m_phyOverhead;        //!< count preamble + IFG
-    std::string m_hostFlows;   //!< intra-host flow model: packet or fluid
+    TypeId m_ccType;            //!< congestion control class (a child of RdmaCongestionControl)
+    uint32_t m_mtu;             //!< payload per packet
+    bool m_pfc;                 //!< PFC on fabric switches
+    uint64_t m_buffer;          //!< fabric switch buffer
+    uint64_t m_hostBuffer;      //!< host switch buffer
+    bool m_ecn;                 //!< ECN marking on fabric switches
+    uint32_t m_seed;            //!< ECMP seed
+    bool m_ecmp;                //!< per-flow ECMP (else every flow takes the first choice)
+    Time m_sampleInterval;      //!< 0 = no sampling
+    bool m_sampleAllPorts;      //!< sample every port (else fabric ports only)
+    bool m_phyOverhead;         //!< count preamble + IFG
+    std::string m_hostFlows;    //!< intra-host flow model: packet or fluid
     std::string m_acceleration; //!< exact or fast (steady-state fast-forward)
 
-    ObjectFactory m_nicFactory;                 //!< RdmaNic
-    ObjectFactory m_mmuFactory;                 //!< SwitchMmu
-    ObjectFactory m_markerFactory;              //!< RedEcnMarker
-    ObjectFactory m_ffFactory;                  //!< PacketFastForward
-    Ptr<PacketFastForward> m_ff;                //!< fast-forward (Acceleration=fast)
+    ObjectFactory m_nicFactory;                         //!< RdmaNic
+    ObjectFactory m_mmuFactory;                         //!< SwitchMmu
+    ObjectFactory m_markerFactory;                      //!< RedEcnMarker
+    ObjectFactory m_ffFactory;                          //!< PacketFastForward
+    Ptr<PacketFastForward> m_ff;                        //!< fast-forward (Acceleration=fast)
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
-    ObjectFactory m_socketFactory;              //!< SocketTransport (socket hosts)
-    Ptr<SocketTransport> m_socket;              //!< TCP between hosts where one end is a socket host
+    ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
+    Ptr<SocketTransport> m_socket; //!< TCP between hosts where one end is a socket host
 
-    Ptr<TopologyDescription> m_desc;                 //!< topology
-    Ptr<FluidNetwork> m_hostFluid;                   //!< intra-host flows (HostFlows=fluid)
-    Ptr<RdmaFramePool> m_pool;                       //!< frames
-    std::vector<Ptr<Node>> m_nodes;                  //!< one per topology node
-    std::vector<Ptr<QbbNetDevice>> m_portDev;        //!< global port -> device
-    std::vector<std::vector<uint32_t>> m_nodePorts;  //!< node -> global ports (local order)
-    std::vector<Ptr<RdmaNic>> m_nics;                //!< node -> endpoint (or null)
-    std::vector<Ptr<RdmaSwitch>> m_switches;         //!< node -> switch (or null)
-    RdmaFrameSizes m_sizes;                          //!< frame sizes
-    uint32_t m_maxFrame{0};                          //!< largest data frame
+    Ptr<TopologyDescription> m_desc;                //!< topology
+    Ptr<FluidNetwork> m_hostFluid;                  //!< intra-host flows (HostFlows=fluid)
+    Ptr<RdmaFramePool> m_pool;                      //!< frames
+    std::vector<Ptr<Node>> m_nodes;                 //!< one per topology node
+    std::vector<Ptr<QbbNetDevice>> m_portDev;       //!< global port -> device
+    std::vector<std::vector<uint32_t>> m_nodePorts; //!< node -> global ports (local order)
+    std::vector<Ptr<RdmaNic>> m_nics;               //!< node -> endpoint (or null)
+    std::vector<Ptr<RdmaSwitch>> m_switches;        //!< node -> switch (or null)
+    RdmaFrameSizes m_sizes;                         //!< frame sizes
+    uint32_t m_maxFrame{0};                         //!< largest data frame
 
     std::vector<std::unique_ptr<RdmaQueuePair>> m_qps; //!< by slot
     std::unordered_map<uint32_t, uint32_t> m_slotOf;   //!< flow id -> slot
@@ -325,23 +328,23 @@ class PacketNetwork : public FlowNetwork
     std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> m_msgSpan;
     /** flow id -> payload bytes of the message carried by fast-forward (removed from its span) */
     std::unordered_map<uint32_t, uint64_t> m_msgFf;
-    uint64_t m_messagesQueued{0};                      //!< messages appended to a busy queue pair
-    uint64_t m_flows{0};                               //!< flows started
-    uint64_t m_bytes{0};                               //!< bytes of flows started
-    uint64_t m_pending{0};                             //!< flows not finished
-    uint64_t m_stopAfter{0};                           //!< stop after this many finished
+    uint64_t m_messagesQueued{0}; //!< messages appended to a busy queue pair
+    uint64_t m_flows{0};          //!< flows started
+    uint64_t m_bytes{0};          //!< bytes of flows started
+    uint64_t m_pending{0};        //!< flows not finished
+    uint64_t m_stopAfter{0};      //!< stop after this many finished
 
-    std::vector<uint32_t> m_samplePorts;  //!< ports sampled
-    std::vector<uint32_t> m_liveSlots;    //!< queue pairs not yet finished (rate sampling)
-    EventId m_sampleEvent;                //!< next sample
-    std::vector<int64_t> m_qTime;         //!< queue series: time
-    std::vector<uint32_t> m_qPort;        //!< queue series: port
-    std::vector<uint64_t> m_qBytes;       //!< queue series: bytes
-    std::vector<uint64_t> m_qTx;          //!< queue series: tx bytes
-    std::vector<int64_t> m_rTime;         //!< rate series: time
-    std::vector<uint32_t> m_rFlow;        //!< rate series: flow id
-    std::vector<double> m_rRate;          //!< rate series: rate
-    std::vector<uint64_t> m_rAcked;       //!< rate series: acked bytes
+    std::vector<uint32_t> m_samplePorts; //!< ports sampled
+    std::vector<uint32_t> m_liveSlots;   //!< queue pairs not yet finished (rate sampling)
+    EventId m_sampleEvent;               //!< next sample
+    std::vector<int64_t> m_qTime;        //!< queue series: time
+    std::vector<uint32_t> m_qPort;       //!< queue series: port
+    std::vector<uint64_t> m_qBytes;      //!< queue series: bytes
+    std::vector<uint64_t> m_qTx;         //!< queue series: tx bytes
+    std::vector<int64_t> m_rTime;        //!< rate series: time
+    std::vector<uint32_t> m_rFlow;       //!< rate series: flow id
+    std::vector<double> m_rRate;         //!< rate series: rate
+    std::vector<uint64_t> m_rAcked;      //!< rate series: acked bytes
 };
 
 } // namespace ns3

@@ -109,39 +109,39 @@ class Dcqcn : public RdmaCongestionControl
     void Increase();
 
     // attributes
-    Time m_alphaInterval;      //!< alpha update period
-    Time m_decreaseInterval;   //!< rate decrease monitor period
-    Time m_increaseTimer;      //!< increase timer period
-    uint64_t m_byteCounter;    //!< byte counter quantum
-    double m_g;                //!< alpha EWMA gain
-    double m_initialAlpha;     //!< alpha at start
-    uint32_t m_f;              //!< fast recovery threshold F
-    DataRate m_rai;            //!< additive increase step (0 = from the line rate)
-    DataRate m_rhai;           //!< hyper increase step (0 = from the line rate)
-    double m_raiFraction;      //!< additive step per bit/s of line rate
-    double m_rhaiFraction;     //!< hyper step per bit/s of line rate
-    double m_minDecFactor;     //!< smallest allowed Rc_new / Rc_old
-    bool m_clampTarget;        //!< Rt <- Rc on every cut
-    bool m_clampAfterInc;      //!< Rt <- Rc on a cut after an increase event
-    double m_rateOnFirstCnp;   //!< Rc scale at the first CNP (0 = not used)
+    Time m_alphaInterval;    //!< alpha update period
+    Time m_decreaseInterval; //!< rate decrease monitor period
+    Time m_increaseTimer;    //!< increase timer period
+    uint64_t m_byteCounter;  //!< byte counter quantum
+    double m_g;              //!< alpha EWMA gain
+    double m_initialAlpha;   //!< alpha at start
+    uint32_t m_f;            //!< fast recovery threshold F
+    DataRate m_rai;          //!< additive increase step (0 = from the line rate)
+    DataRate m_rhai;         //!< hyper increase step (0 = from the line rate)
+    double m_raiFraction;    //!< additive step per bit/s of line rate
+    double m_rhaiFraction;   //!< hyper step per bit/s of line rate
+    double m_minDecFactor;   //!< smallest allowed Rc_new / Rc_old
+    bool m_clampTarget;      //!< Rt <- Rc on every cut
+    bool m_clampAfterInc;    //!< Rt <- Rc on a cut after an increase event
+    double m_rateOnFirstCnp; //!< Rc scale at the first CNP (0 = not used)
 
     // state
-    double m_raiBps{0};          //!< additive increase step in use, bit/s
-    double m_rhaiBps{0};         //!< hyper increase step in use, bit/s
-    double m_rt{0};              //!< target rate
-    double m_alpha{1};           //!< congestion estimate
-    bool m_started{false};       //!< first CNP seen (alpha periods run)
-    int64_t m_alphaOriginNs{0};  //!< start of alpha period 0
-    uint64_t m_alphaPeriod{0};   //!< first period whose update is pending
-    bool m_cnpInPeriod{false};   //!< a CNP arrived in the pending period
-    bool m_cnpPending{false};    //!< a CNP arrived since the last cut
+    double m_raiBps{0};              //!< additive increase step in use, bit/s
+    double m_rhaiBps{0};             //!< hyper increase step in use, bit/s
+    double m_rt{0};                  //!< target rate
+    double m_alpha{1};               //!< congestion estimate
+    bool m_started{false};           //!< first CNP seen (alpha periods run)
+    int64_t m_alphaOriginNs{0};      //!< start of alpha period 0
+    uint64_t m_alphaPeriod{0};       //!< first period whose update is pending
+    bool m_cnpInPeriod{false};       //!< a CNP arrived in the pending period
+    bool m_cnpPending{false};        //!< a CNP arrived since the last cut
     bool m_increasedSinceCut{false}; //!< an increase event happened since the last cut
-    uint32_t m_timerStage{0};    //!< T stage
-    uint32_t m_byteStage{0};     //!< BC stage
-    uint64_t m_bytes{0};         //!< bytes towards the next byte-counter event
-    uint64_t m_cnps{0};          //!< CNPs received
-    EventId m_decreaseEvent;     //!< end of the current decrease-monitor period
-    EventId m_timerEvent;        //!< increase timer
+    uint32_t m_timerStage{0};        //!< T stage
+    uint32_t m_byteStage{0};         //!< BC stage
+    uint64_t m_bytes{0};             //!< bytes towards the next byte-counter event
+    uint64_t m_cnps{0};              //!< CNPs received
+    EventId m_decreaseEvent;         //!< end of the current decrease-monitor period
+    EventId m_timerEvent;            //!< increase timer
 };
 
 } // namespace ns3

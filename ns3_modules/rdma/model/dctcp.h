@@ -34,16 +34,16 @@ class Dctcp : public RdmaCongestionControl
     double GetAlpha() const;
 
   private:
-    double m_g;             //!< EWMA gain
-    double m_initialAlpha;  //!< alpha at start
-    DataRate m_rai;         //!< additive step per window
+    double m_g;            //!< EWMA gain
+    double m_initialAlpha; //!< alpha at start
+    DataRate m_rai;        //!< additive step per window
 
-    double m_alpha{1};           //!< fraction-of-marks estimate
-    uint64_t m_ackedBytes{0};    //!< bytes acked in this window
-    uint64_t m_markedBytes{0};   //!< of which ECN-echoed
-    uint64_t m_windowEnd{0};     //!< end of the current observation window
-    bool m_cwr{false};           //!< in CWR
-    uint64_t m_cwrEnd{0};        //!< CWR ends when acks pass this
+    double m_alpha{1};         //!< fraction-of-marks estimate
+    uint64_t m_ackedBytes{0};  //!< bytes acked in this window
+    uint64_t m_markedBytes{0}; //!< of which ECN-echoed
+    uint64_t m_windowEnd{0};   //!< end of the current observation window
+    bool m_cwr{false};         //!< in CWR
+    uint64_t m_cwrEnd{0};      //!< CWR ends when acks pass this
 };
 
 } // namespace ns3

@@ -19,36 +19,35 @@ NS_OBJECT_ENSURE_REGISTERED(Hpcc);
 TypeId
 Hpcc::GetTypeId()
 {
-    static TypeId tid =
-        TypeId("ns3::Hpcc")
-            .SetParent<RdmaCongestionControl>()
-            .SetGroupName("Heterosim")
-            .AddConstructor<Hpcc>()
-            .AddAttribute("TargetUtilization",
-                          "Target link utilisation eta",
-                          DoubleValue(0.95),
-                          MakeDoubleAccessor(&Hpcc::m_eta),
-                          MakeDoubleChecker<double>(0.01, 1.0))
-            .AddAttribute("MaxStage",
-                          "Additive-increase stages before a multiplicative update",
-                          UintegerValue(0),
-                          MakeUintegerAccessor(&Hpcc::m_maxStage),
-                          MakeUintegerChecker<uint32_t>())
-            .AddAttribute("RateAi",
-                          "Additive increase step",
-                          DataRateValue(DataRate("50Mbps")),
-                          MakeDataRateAccessor(&Hpcc::m_rai),
-                          MakeDataRateChecker())
-            .AddAttribute("FastReact",
-                          "React on every ACK (commit once per RTT)",
-                          BooleanValue(true),
-                          MakeBooleanAccessor(&Hpcc::m_fastReact),
-                          MakeBooleanChecker())
-            .AddAttribute("MinRate",
-                          "Rate floor",
-                          DataRateValue(DataRate("100Mbps")),
-                          MakeDataRateAccessor(&Hpcc::m_minRate),
-                          MakeDataRateChecker());
+    static TypeId tid = TypeId("ns3::Hpcc")
+                            .SetParent<RdmaCongestionControl>()
+                            .SetGroupName("Heterosim")
+                            .AddConstructor<Hpcc>()
+                            .AddAttribute("TargetUtilization",
+                                          "Target link utilisation eta",
+                                          DoubleValue(0.95),
+                                          MakeDoubleAccessor(&Hpcc::m_eta),
+                                          MakeDoubleChecker<double>(0.01, 1.0))
+                            .AddAttribute("MaxStage",
+                                          "Additive-increase stages before a multiplicative update",
+                                          UintegerValue(0),
+                                          MakeUintegerAccessor(&Hpcc::m_maxStage),
+                                          MakeUintegerChecker<uint32_t>())
+                            .AddAttribute("RateAi",
+                                          "Additive increase step",
+                                          DataRateValue(DataRate("50Mbps")),
+                                          MakeDataRateAccessor(&Hpcc::m_rai),
+                                          MakeDataRateChecker())
+                            .AddAttribute("FastReact",
+                                          "React on every ACK (commit once per RTT)",
+                                          BooleanValue(true),
+                                          MakeBooleanAccessor(&Hpcc::m_fastReact),
+                                          MakeBooleanChecker())
+                            .AddAttribute("MinRate",
+                                          "Rate floor",
+                                          DataRateValue(DataRate("100Mbps")),
+                                          MakeDataRateAccessor(&Hpcc::m_minRate),
+                                          MakeDataRateChecker());
     return tid;
 }
 

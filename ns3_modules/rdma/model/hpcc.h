@@ -50,17 +50,17 @@ class Hpcc : public RdmaCongestionControl
     /** Recompute the window from the reference rate. */
     void UpdateWindow();
 
-    double m_eta;         //!< target utilisation
-    uint32_t m_maxStage;  //!< additive stages before a multiplicative update
-    DataRate m_rai;       //!< additive step
-    bool m_fastReact;     //!< per-ACK reaction
+    double m_eta;        //!< target utilisation
+    uint32_t m_maxStage; //!< additive stages before a multiplicative update
+    DataRate m_rai;      //!< additive step
+    bool m_fastReact;    //!< per-ACK reaction
 
-    double m_rc{0};                          //!< reference rate
-    double m_u{0};                           //!< smoothed utilisation
-    uint32_t m_stage{0};                     //!< increase stage
-    uint64_t m_lastUpdateSeq{0};             //!< commit point
+    double m_rc{0};                           //!< reference rate
+    double m_u{0};                            //!< smoothed utilisation
+    uint32_t m_stage{0};                      //!< increase stage
+    uint64_t m_lastUpdateSeq{0};              //!< commit point
     IntHop m_prev[RdmaFrame::MAX_INT_HOPS]{}; //!< previous INT records
-    uint8_t m_prevHops{0};                   //!< records held in m_prev
+    uint8_t m_prevHops{0};                    //!< records held in m_prev
 };
 
 } // namespace ns3

@@ -23,13 +23,13 @@ namespace ns3
  */
 struct RdmaAckInfo
 {
-    uint64_t ackSeq;      //!< cumulative ack: next byte expected by the receiver
-    uint64_t sndNxt;      //!< sender's next byte to send when the ACK arrived
-    uint64_t newlyAcked;  //!< bytes newly acknowledged by this ACK
-    bool ecnEcho;         //!< the acknowledged data carried CE marks
-    int64_t rttNs;        //!< now minus the echoed send time of the data packet, ns
-    const IntHop* hops;   //!< echoed INT records (HPCC), or nullptr
-    uint8_t nHops;        //!< number of INT records
+    uint64_t ackSeq;     //!< cumulative ack: next byte expected by the receiver
+    uint64_t sndNxt;     //!< sender's next byte to send when the ACK arrived
+    uint64_t newlyAcked; //!< bytes newly acknowledged by this ACK
+    bool ecnEcho;        //!< the acknowledged data carried CE marks
+    int64_t rttNs;       //!< now minus the echoed send time of the data packet, ns
+    const IntHop* hops;  //!< echoed INT records (HPCC), or nullptr
+    uint8_t nHops;       //!< number of INT records
 };
 
 /**
@@ -116,17 +116,17 @@ class RdmaCongestionControl : public Object
 
     void DoDispose() override;
 
-    double m_lineRate{0};      //!< maximum rate, bit/s
-    double m_rate{0};          //!< current sending rate, bit/s
-    uint64_t m_window{0};      //!< in-flight limit, bytes (0 = none)
-    Time m_baseRtt;            //!< empty-path RTT
-    uint32_t m_mtu{0};         //!< payload bytes per packet
-    DataRate m_minRate;        //!< rate floor
+    double m_lineRate{0}; //!< maximum rate, bit/s
+    double m_rate{0};     //!< current sending rate, bit/s
+    uint64_t m_window{0}; //!< in-flight limit, bytes (0 = none)
+    Time m_baseRtt;       //!< empty-path RTT
+    uint32_t m_mtu{0};    //!< payload bytes per packet
+    DataRate m_minRate;   //!< rate floor
 
   private:
-    uint64_t m_rateChanges{0};                      //!< count
-    Callback<void, double, double> m_rateCallback;  //!< owner's hook
-    TracedCallback<double, double> m_rateTrace;     //!< old, new rate
+    uint64_t m_rateChanges{0};                     //!< count
+    Callback<void, double, double> m_rateCallback; //!< owner's hook
+    TracedCallback<double, double> m_rateTrace;    //!< old, new rate
 };
 
 } // namespace ns3

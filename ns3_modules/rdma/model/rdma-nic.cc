@@ -270,7 +270,8 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     }
     if (!qp->rtoEvent.IsPending())
     {
-        qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, qp->slot);
+        qp->rtoEvent =
+            Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, qp->slot);
     }
     qp->cc->OnSend(payload);
     return f;
@@ -303,8 +304,8 @@ RdmaNic::RateChanged(uint32_t slot, double oldRate, double newRate)
     {
         m_wake[qp->srcPort].Cancel();
         m_wakeAt[qp->srcPort] = qp->nextAvailNs;
-        m_wake[qp->srcPort] =
-            Simulator::Schedule(NanoSeconds(qp->nextAvailNs - now), &RdmaNic::Wake, this, qp->srcPort);
+        m_wake[qp->srcPort] = Simulator::Schedule(
+            NanoSeconds(qp->nextAvailNs - now), &RdmaNic::Wake, this, qp->srcPort);
     }
 }
 
@@ -330,7 +331,8 @@ RdmaNic::HandleFrame(RdmaFrame* frame, uint32_t port)
         break;
     }
     case RdmaFrame::IP:
-        NS_ASSERT_MSG(!m_ipReceive.IsNull(), "IP frame at an endpoint without the socket transport");
+        NS_ASSERT_MSG(!m_ipReceive.IsNull(),
+                      "IP frame at an endpoint without the socket transport");
         m_ipReceive(frame, m_nodeId);
         break;
     default:
@@ -523,7 +525,8 @@ RdmaNic::RetransmitTimeout(uint32_t slot)
     }
     else
     {
-        qp->rtoEvent = Simulator::Schedule(NanoSeconds(due - now), &RdmaNic::RetransmitTimeout, this, slot);
+        qp->rtoEvent =
+            Simulator::Schedule(NanoSeconds(due - now), &RdmaNic::RetransmitTimeout, this, slot);
     }
 }
 
@@ -531,8 +534,9 @@ void
 RdmaNic::Compact(uint32_t port)
 {
     std::vector<RdmaQueuePair*>& list = m_active[port];
-    list.erase(std::remove_if(list.begin(), list.end(), [](RdmaQueuePair* qp) { return !qp->active; }),
-               list.end());
+    list.erase(
+        std::remove_if(list.begin(), list.end(), [](RdmaQueuePair* qp) { return !qp->active; }),
+        list.end());
     m_finishedOnPort[port] = 0;
     m_rr[port] = list.empty() ? 0 : m_rr[port] % list.size();
 }

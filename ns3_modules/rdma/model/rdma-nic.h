@@ -61,8 +61,9 @@ struct RdmaFrameSizes
  * NP (DCQCN): a CE-marked arrival triggers a CNP unless one was sent for that queue pair in
  * the last CnpInterval (Mellanox min_time_between_cnps, 4 us, matching the RP's Mellanox
  * timers). ACK, NACK and CNP frames use the device's strict control queue, which PFC never
- * pauses and switches never mark, so feedback is not stuck behind the congestion it reports. ACKs echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC).
- * The receive buffer is unlimited (the NIC never sends PFC).
+ * pauses and switches never mark, so feedback is not stuck behind the congestion it reports. ACKs
+ * echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC). The receive buffer is unlimited
+ * (the NIC never sends PFC).
  */
 class RdmaNic : public Object, public FrameHandler
 {
@@ -170,26 +171,26 @@ class RdmaNic : public Object, public FrameHandler
     void Compact(uint32_t port);
 
     // attributes
-    uint32_t m_ackInterval;   //!< ACK every N in-order packets
-    Time m_cnpInterval;       //!< NP: minimum time between CNPs of a queue pair
-    Time m_nackInterval;      //!< receiver: minimum time between NACKs for the same byte
-    Time m_rto;               //!< retransmission timeout (lossless fabric)
-    Time m_rtoLossy;          //!< retransmission timeout (lossy fabric)
-    bool m_lossless{true};    //!< PFC on in the fabric
+    uint32_t m_ackInterval; //!< ACK every N in-order packets
+    Time m_cnpInterval;     //!< NP: minimum time between CNPs of a queue pair
+    Time m_nackInterval;    //!< receiver: minimum time between NACKs for the same byte
+    Time m_rto;             //!< retransmission timeout (lossless fabric)
+    Time m_rtoLossy;        //!< retransmission timeout (lossy fabric)
+    bool m_lossless{true};  //!< PFC on in the fabric
 
-    uint32_t m_nodeId{0};                            //!< topology node
-    std::vector<Ptr<QbbNetDevice>> m_ports;          //!< devices
-    RdmaFramePool* m_pool{nullptr};                  //!< frame allocator
+    uint32_t m_nodeId{0};                                              //!< topology node
+    std::vector<Ptr<QbbNetDevice>> m_ports;                            //!< devices
+    RdmaFramePool* m_pool{nullptr};                                    //!< frame allocator
     const std::vector<std::unique_ptr<RdmaQueuePair>>* m_qps{nullptr}; //!< queue-pair table
-    RdmaFrameSizes m_sizes;                          //!< frame sizes
-    uint32_t m_mtu{4096};                            //!< payload per packet
-    std::vector<std::vector<RdmaQueuePair*>> m_active; //!< scheduling list per port
-    std::vector<uint32_t> m_rr;                      //!< round-robin position per port
-    std::vector<EventId> m_wake;                     //!< pacing wake-up per port
-    std::vector<int64_t> m_wakeAt;                   //!< its time, ns
-    std::vector<uint32_t> m_finishedOnPort;          //!< finished entries awaiting compaction
-    Callback<void, uint32_t, uint32_t> m_delivered;          //!< delivery hook
-    Callback<void, const RdmaFrame*, uint32_t> m_ipReceive;  //!< IP frame hook (socket hosts)
+    RdmaFrameSizes m_sizes;                                            //!< frame sizes
+    uint32_t m_mtu{4096};                                              //!< payload per packet
+    std::vector<std::vector<RdmaQueuePair*>> m_active;                 //!< scheduling list per port
+    std::vector<uint32_t> m_rr;                     //!< round-robin position per port
+    std::vector<EventId> m_wake;                    //!< pacing wake-up per port
+    std::vector<int64_t> m_wakeAt;                  //!< its time, ns
+    std::vector<uint32_t> m_finishedOnPort;         //!< finished entries awaiting compaction
+    Callback<void, uint32_t, uint32_t> m_delivered; //!< delivery hook
+    Callback<void, const RdmaFrame*, uint32_t> m_ipReceive; //!< IP frame hook (socket hosts)
 
     uint64_t m_cnpsSent{0};  //!< CNPs sent
     uint64_t m_acksSent{0};  //!< ACKs sent

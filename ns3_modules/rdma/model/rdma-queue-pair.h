@@ -34,66 +34,68 @@ class RdmaQueuePair
 {
   public:
     /** \return whether every byte has been acknowledged */
-    bool IsFinished() const
+    bool
+    IsFinished() const
     {
         return sndUna >= size;
     }
 
     /** \return bytes sent and not yet acknowledged */
-    uint64_t InFlight() const
+    uint64_t
+    InFlight() const
     {
         return sndNxt - sndUna;
     }
 
     // identity
-    uint32_t flowId{0};   //!< caller's flow id
-    uint32_t slot{0};     //!< index in the network's queue-pair table
-    uint32_t srcNode{0};  //!< sending endpoint node (NIC or GPU)
-    uint32_t dstNode{0};  //!< receiving endpoint node
-    uint32_t hash{0};     //!< ECMP hash of data packets
-    uint32_t ackHash{0};  //!< ECMP hash of ACK/NACK/CNP
-    uint8_t priority{3};  //!< traffic class
-    uint32_t srcPort{0};  //!< egress port at the sender
-    uint32_t dstPort{0};  //!< egress port at the receiver (for ACKs)
-    uint64_t size{0};     //!< bytes of every message posted so far (end of the byte stream)
-    uint64_t posted{0};   //!< bytes the sender may send (posted after the host-side latency)
-    std::deque<uint64_t> sendEnds;  //!< end offsets of messages not yet fully acknowledged
+    uint32_t flowId{0};  //!< caller's flow id
+    uint32_t slot{0};    //!< index in the network's queue-pair table
+    uint32_t srcNode{0}; //!< sending endpoint node (NIC or GPU)
+    uint32_t dstNode{0}; //!< receiving endpoint node
+    uint32_t hash{0};    //!< ECMP hash of data packets
+    uint32_t ackHash{0}; //!< ECMP hash of ACK/NACK/CNP
+    uint8_t priority{3}; //!< traffic class
+    uint32_t srcPort{0}; //!< egress port at the sender
+    uint32_t dstPort{0}; //!< egress port at the receiver (for ACKs)
+    uint64_t size{0};    //!< bytes of every message posted so far (end of the byte stream)
+    uint64_t posted{0};  //!< bytes the sender may send (posted after the host-side latency)
+    std::deque<uint64_t> sendEnds; //!< end offsets of messages not yet fully acknowledged
     std::deque<std::pair<uint64_t, uint32_t>> recvEnds; //!< (end offset, flow id) not delivered
-    int64_t srcDelayNs{0};          //!< host-side latency before posted bytes reach the NIC
+    int64_t srcDelayNs{0}; //!< host-side latency before posted bytes reach the NIC
 
     // sender
-    uint64_t sndNxt{0};         //!< next byte to send
-    uint64_t sndUna{0};         //!< first unacknowledged byte
-    uint64_t maxSent{0};        //!< highest byte sent + 1
-    int64_t nextAvailNs{0};     //!< pacing: earliest next send
-    int64_t lastTxNs{0};        //!< start time of the last send
-    uint32_t lastTxBytes{0};    //!< wire bytes of the last send
-    double paceCarry{0};        //!< sub-ns pacing remainder
-    double lineRate{0};         //!< maximum rate, bit/s
-    double portRate{0};         //!< egress port rate, bit/s
+    uint64_t sndNxt{0};            //!< next byte to send
+    uint64_t sndUna{0};            //!< first unacknowledged byte
+    uint64_t maxSent{0};           //!< highest byte sent + 1
+    int64_t nextAvailNs{0};        //!< pacing: earliest next send
+    int64_t lastTxNs{0};           //!< start time of the last send
+    uint32_t lastTxBytes{0};       //!< wire bytes of the last send
+    double paceCarry{0};           //!< sub-ns pacing remainder
+    double lineRate{0};            //!< maximum rate, bit/s
+    double portRate{0};            //!< egress port rate, bit/s
     Ptr<RdmaCongestionControl> cc; //!< rate controller
-    int64_t lastProgressNs{0};  //!< last ACK progress (RTO)
-    EventId rtoEvent;           //!< retransmission timer
-    bool active{false};         //!< in the sender's scheduling list
-    int64_t startNs{-1};        //!< first packet eligible
-    int64_t senderDoneNs{-1};   //!< all bytes acknowledged
+    int64_t lastProgressNs{0};     //!< last ACK progress (RTO)
+    EventId rtoEvent;              //!< retransmission timer
+    bool active{false};            //!< in the sender's scheduling list
+    int64_t startNs{-1};           //!< first packet eligible
+    int64_t senderDoneNs{-1};      //!< all bytes acknowledged
 
     // receiver
-    uint64_t rcvNxt{0};         //!< next byte expected
-    uint32_t pktsSinceAck{0};   //!< in-order packets not yet acknowledged
-    bool ceSinceAck{false};     //!< CE seen since the last ACK
-    int64_t lastCnpNs{-1};      //!< last CNP sent
-    int64_t lastNackNs{-1};     //!< last NACK sent
-    uint64_t lastNackSeq{0};    //!< its sequence
-    bool delivered{false};      //!< every posted message arrived in order
-    int64_t deliverDelayNs{0};  //!< destination host latency added after delivery
+    uint64_t rcvNxt{0};        //!< next byte expected
+    uint32_t pktsSinceAck{0};  //!< in-order packets not yet acknowledged
+    bool ceSinceAck{false};    //!< CE seen since the last ACK
+    int64_t lastCnpNs{-1};     //!< last CNP sent
+    int64_t lastNackNs{-1};    //!< last NACK sent
+    uint64_t lastNackSeq{0};   //!< its sequence
+    bool delivered{false};     //!< every posted message arrived in order
+    int64_t deliverDelayNs{0}; //!< destination host latency added after delivery
 
     // statistics
-    uint64_t retransmits{0};    //!< data packets sent again
-    uint64_t timeouts{0};       //!< retransmission timeouts
-    uint64_t nacks{0};          //!< NACKs received
-    uint64_t cnps{0};           //!< CNPs received
-    uint64_t ffBytes{0};        //!< bytes carried by steady-state fast-forward (PacketFastForward)
+    uint64_t retransmits{0}; //!< data packets sent again
+    uint64_t timeouts{0};    //!< retransmission timeouts
+    uint64_t nacks{0};       //!< NACKs received
+    uint64_t cnps{0};        //!< CNPs received
+    uint64_t ffBytes{0};     //!< bytes carried by steady-state fast-forward (PacketFastForward)
 };
 
 } // namespace ns3

@@ -12,7 +12,7 @@ using namespace ns3;
 namespace
 {
 constexpr double LINE = 100e9;
-constexpr double G = 5.0 / 1024;        // Dcqcn::G default (Mellanox dce_tcp_g = 1019)
+constexpr double G = 5.0 / 1024;         // Dcqcn::G default (Mellanox dce_tcp_g = 1019)
 constexpr double ALPHA0 = 1023.0 / 1024; // Dcqcn::InitialAlpha
 } // namespace
 
@@ -30,7 +30,8 @@ class DcqcnCutTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Simulator::Destroy();
         Ptr<Dcqcn> rp = CreateObject<Dcqcn>();
@@ -72,7 +73,8 @@ class DcqcnRecoveryTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Simulator::Destroy();
         Ptr<Dcqcn> rp = CreateObject<Dcqcn>();

@@ -32,7 +32,8 @@ class DctcpCutTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<Dctcp> cc = CreateObject<Dctcp>();
         cc->SetAttribute("InitialAlpha", DoubleValue(1.0));

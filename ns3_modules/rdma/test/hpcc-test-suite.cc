@@ -40,7 +40,8 @@ class HpccCongestedTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<Hpcc> cc = CreateObject<Hpcc>();
         cc->SetAttribute("RateAi", DataRateValue(DataRate("50Mbps")));
@@ -72,7 +73,8 @@ class HpccIdleTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<Hpcc> cc = CreateObject<Hpcc>();
         cc->Start(LINE, MicroSeconds(10), 1000);

@@ -17,7 +17,8 @@ class NoCongestionControlTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<NoCongestionControl> cc = CreateObject<NoCongestionControl>();
         cc->Start(100e9, MicroSeconds(10), 1000);

@@ -33,8 +33,7 @@ IncastOutcome
 RunIncast(bool pfc)
 {
     Simulator::Destroy();
-    Ptr<TopologyDescription> topo =
-        StarTopologyHelper(4, 100e9, 400e9, NanoSeconds(1000)).Create();
+    Ptr<TopologyDescription> topo = StarTopologyHelper(4, 100e9, 400e9, NanoSeconds(1000)).Create();
     Ptr<PacketNetwork> net = CreateObject<PacketNetwork>();
     net->SetComponentAttribute("Cc", "ns3::NoCongestionControl");
     net->SetComponentAttribute("PfcEnabled", pfc ? "true" : "false");
@@ -48,13 +47,8 @@ RunIncast(bool pfc)
     std::array<uint64_t, n> bytes{2 << 20, 2 << 20, 2 << 20};
     std::array<int64_t, n> start{0, 0, 0};
     std::array<uint8_t, n> priority{3, 3, 3};
-    net->ScheduleFlows(n,
-                       ids.data(),
-                       src.data(),
-                       dst.data(),
-                       bytes.data(),
-                       start.data(),
-                       priority.data());
+    net->ScheduleFlows(
+        n, ids.data(), src.data(), dst.data(), bytes.data(), start.data(), priority.data());
     net->SetStopAfterFlows(n);
     Simulator::Stop(MilliSeconds(200));
     Simulator::Run();
@@ -98,7 +92,8 @@ class PfcLosslessTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         IncastOutcome out = RunIncast(true);
         NS_TEST_ASSERT_MSG_GT(out.pauses, 0, "the buffer filled: PFC paused the senders");
@@ -122,7 +117,8 @@ class PfcOffTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         IncastOutcome out = RunIncast(false);
         NS_TEST_ASSERT_MSG_EQ(out.pauses, 0, "no pause frames");

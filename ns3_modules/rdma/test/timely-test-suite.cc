@@ -32,7 +32,8 @@ class TimelyThresholdsTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<Timely> cc = CreateObject<Timely>();
         cc->Start(LINE, MicroSeconds(10), 1000);

@@ -5,9 +5,9 @@
 
 #include "ns3/application-container.h"
 #include "ns3/boolean.h"
-#include "ns3/config.h"
-#include "ns3/tcp-l4-protocol.h"
+#include "ns3/bulk-send-application.h"
 #include "ns3/bulk-send-helper.h"
+#include "ns3/config.h"
 #include "ns3/inet-socket-address.h"
 #include "ns3/internet-stack-helper.h"
 #include "ns3/ipv4-address-helper.h"
@@ -21,10 +21,10 @@
 #include "ns3/queue-size.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/tcp-l4-protocol.h"
 #include "ns3/tcp-socket-base.h"
 #include "ns3/traffic-control-helper.h"
 #include "ns3/uinteger.h"
-#include "ns3/bulk-send-application.h"
 
 namespace ns3
 {
@@ -40,31 +40,54 @@ TcpBulkReference::GetTypeId()
             .SetParent<Object>()
             .SetGroupName("Heterosim")
             .AddConstructor<TcpBulkReference>()
-            .AddAttribute("DataRate", "Rate of both links", DataRateValue(DataRate("10Gbps")),
-                          MakeDataRateAccessor(&TcpBulkReference::m_rate), MakeDataRateChecker())
-            .AddAttribute("Delay", "Propagation delay of each link", TimeValue(MicroSeconds(1)),
-                          MakeTimeAccessor(&TcpBulkReference::m_delay), MakeTimeChecker())
-            .AddAttribute("Bytes", "Bytes to transfer", UintegerValue(64 << 20),
+            .AddAttribute("DataRate",
+                          "Rate of both links",
+                          DataRateValue(DataRate("10Gbps")),
+                          MakeDataRateAccessor(&TcpBulkReference::m_rate),
+                          MakeDataRateChecker())
+            .AddAttribute("Delay",
+                          "Propagation delay of each link",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&TcpBulkReference::m_delay),
+                          MakeTimeChecker())
+            .AddAttribute("Bytes",
+                          "Bytes to transfer",
+                          UintegerValue(64 << 20),
                           MakeUintegerAccessor(&TcpBulkReference::m_bytes),
                           MakeUintegerChecker<uint64_t>(1))
-            .AddAttribute("TcpCongestionControl", "TypeId name of the congestion control",
+            .AddAttribute("TcpCongestionControl",
+                          "TypeId name of the congestion control",
                           StringValue("ns3::TcpCubic"),
-                          MakeStringAccessor(&TcpBulkReference::m_tcpType), MakeStringChecker())
-            .AddAttribute("SegmentSize", "TCP segment payload, bytes", UintegerValue(1448),
+                          MakeStringAccessor(&TcpBulkReference::m_tcpType),
+                          MakeStringChecker())
+            .AddAttribute("SegmentSize",
+                          "TCP segment payload, bytes",
+                          UintegerValue(1448),
                           MakeUintegerAccessor(&TcpBulkReference::m_segment),
                           MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("SndBufSize", "TCP send buffer, bytes", UintegerValue(4194304),
+            .AddAttribute("SndBufSize",
+                          "TCP send buffer, bytes",
+                          UintegerValue(4194304),
                           MakeUintegerAccessor(&TcpBulkReference::m_sndBuf),
                           MakeUintegerChecker<uint32_t>(1024))
-            .AddAttribute("RcvBufSize", "TCP receive buffer, bytes", UintegerValue(6291456),
+            .AddAttribute("RcvBufSize",
+                          "TCP receive buffer, bytes",
+                          UintegerValue(6291456),
                           MakeUintegerAccessor(&TcpBulkReference::m_rcvBuf),
                           MakeUintegerChecker<uint32_t>(1024))
-            .AddAttribute("InitialCwnd", "TCP initial window, segments", UintegerValue(10),
+            .AddAttribute("InitialCwnd",
+                          "TCP initial window, segments",
+                          UintegerValue(10),
                           MakeUintegerAccessor(&TcpBulkReference::m_initialCwnd),
                           MakeUintegerChecker<uint32_t>(1))
-            .AddAttribute("MinRto", "TCP minimum RTO", TimeValue(MilliSeconds(200)),
-                          MakeTimeAccessor(&TcpBulkReference::m_minRto), MakeTimeChecker())
-            .AddAttribute("QueuePackets", "Device transmit queue, packets", UintegerValue(1000),
+            .AddAttribute("MinRto",
+                          "TCP minimum RTO",
+                          TimeValue(MilliSeconds(200)),
+                          MakeTimeAccessor(&TcpBulkReference::m_minRto),
+                          MakeTimeChecker())
+            .AddAttribute("QueuePackets",
+                          "Device transmit queue, packets",
+                          UintegerValue(1000),
                           MakeUintegerAccessor(&TcpBulkReference::m_queuePackets),
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("Bidirectional",
@@ -74,8 +97,11 @@ TcpBulkReference::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&TcpBulkReference::m_bidirectional),
                           MakeBooleanChecker())
-            .AddAttribute("StopTime", "Give up after this simulated time", TimeValue(Seconds(60)),
-                          MakeTimeAccessor(&TcpBulkReference::m_stop), MakeTimeChecker());
+            .AddAttribute("StopTime",
+                          "Give up after this simulated time",
+                          TimeValue(Seconds(60)),
+                          MakeTimeAccessor(&TcpBulkReference::m_stop),
+                          MakeTimeChecker());
     return tid;
 }
 
@@ -109,7 +135,8 @@ TcpBulkReference::Run()
         PointToPointHelper p2p;
         p2p.SetDeviceAttribute("DataRate", DataRateValue(m_rate));
         p2p.SetChannelAttribute("Delay", TimeValue(m_delay));
-        p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize",
+        p2p.SetQueue("ns3::DropTailQueue<Packet>",
+                     "MaxSize",
                      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, m_queuePackets)));
         NetDeviceContainer left = p2p.Install(nodes.Get(0), nodes.Get(1));
         NetDeviceContainer right = p2p.Install(nodes.Get(1), nodes.Get(2));
@@ -144,7 +171,8 @@ TcpBulkReference::Run()
         {
             std::size_t cut = name.rfind("::");
             TypeId::AttributeInformation info;
-            TypeId::LookupByName(name.substr(0, cut)).LookupAttributeByName(name.substr(cut + 2), &info);
+            TypeId::LookupByName(name.substr(0, cut))
+                .LookupAttributeByName(name.substr(cut + 2), &info);
             previous.emplace_back(name, info.initialValue);
             Config::SetDefault(name, *value);
         }
@@ -181,15 +209,15 @@ TcpBulkReference::Run()
                 }
                 socket->TraceConnectWithoutContext("CongestionWindow",
                                                    MakeCallback(&TcpBulkReference::Cwnd, this));
-                socket->TraceConnectWithoutContext(
-                    "Retransmission",
-                    MakeCallback(+[](uint64_t* n,
-                                    Ptr<const Packet>,
-                                    const TcpHeader&,
-                                    const Address&,
-                                    const Address&,
-                                    Ptr<const TcpSocketBase>) { ++*n; })
-                        .Bind(&m_retransmits));
+                socket->TraceConnectWithoutContext("Retransmission",
+                                                   MakeCallback(+[](uint64_t* n,
+                                                                    Ptr<const Packet>,
+                                                                    const TcpHeader&,
+                                                                    const Address&,
+                                                                    const Address&,
+                                                                    Ptr<const TcpSocketBase>) {
+                                                       ++*n;
+                                                   }).Bind(&m_retransmits));
             }
         });
         Simulator::Stop(m_stop);

@@ -69,22 +69,22 @@ class TcpBulkReference : public Object
     /** Sender's congestion window changed. */
     void Cwnd(uint32_t oldCwnd, uint32_t newCwnd);
 
-    DataRate m_rate;          //!< link rate
-    Time m_delay;             //!< per-link propagation delay
-    uint64_t m_bytes;         //!< bytes to send
-    std::string m_tcpType;    //!< congestion control
-    uint32_t m_segment;       //!< TCP segment size
-    uint32_t m_sndBuf;        //!< send buffer
-    uint32_t m_rcvBuf;        //!< receive buffer
-    uint32_t m_initialCwnd;   //!< initial window
-    Time m_minRto;            //!< minimum RTO
-    uint32_t m_queuePackets;  //!< device queue length
-    bool m_bidirectional;     //!< a second flow the other way
-    Time m_stop;              //!< give up after
+    DataRate m_rate;         //!< link rate
+    Time m_delay;            //!< per-link propagation delay
+    uint64_t m_bytes;        //!< bytes to send
+    std::string m_tcpType;   //!< congestion control
+    uint32_t m_segment;      //!< TCP segment size
+    uint32_t m_sndBuf;       //!< send buffer
+    uint32_t m_rcvBuf;       //!< receive buffer
+    uint32_t m_initialCwnd;  //!< initial window
+    Time m_minRto;           //!< minimum RTO
+    uint32_t m_queuePackets; //!< device queue length
+    bool m_bidirectional;    //!< a second flow the other way
+    Time m_stop;             //!< give up after
 
-    uint64_t m_received{0};   //!< bytes received
-    int64_t m_lastRxNs{-1};   //!< time of the last byte
-    uint32_t m_maxCwnd{0};    //!< largest window
+    uint64_t m_received{0};    //!< bytes received
+    int64_t m_lastRxNs{-1};    //!< time of the last byte
+    uint32_t m_maxCwnd{0};     //!< largest window
     uint64_t m_retransmits{0}; //!< retransmissions
 };
 

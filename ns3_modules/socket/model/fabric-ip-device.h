@@ -93,13 +93,13 @@ class FabricIpDevice : public NetDevice
     void DoDispose() override;
 
   private:
-    Ptr<Node> m_node;                        //!< owning node
-    uint32_t m_ifIndex{0};                   //!< interface index
-    uint32_t m_topologyNode{0};              //!< NIC node in the topology
-    Mac48Address m_address;                  //!< unused MAC address
-    uint16_t m_mtu;                          //!< IP MTU, bytes
-    TransmitCallback m_transmit;             //!< to the fabric
-    NetDevice::ReceiveCallback m_rx;         //!< up the stack
+    Ptr<Node> m_node;                              //!< owning node
+    uint32_t m_ifIndex{0};                         //!< interface index
+    uint32_t m_topologyNode{0};                    //!< NIC node in the topology
+    Mac48Address m_address;                        //!< unused MAC address
+    uint16_t m_mtu;                                //!< IP MTU, bytes
+    TransmitCallback m_transmit;                   //!< to the fabric
+    NetDevice::ReceiveCallback m_rx;               //!< up the stack
     TracedCallback<Ptr<const Packet>> m_txTrace;   //!< packet handed to the fabric
     TracedCallback<Ptr<const Packet>> m_dropTrace; //!< packet refused (transmit queue full)
     TracedCallback<Ptr<const Packet>> m_rxTrace;   //!< packet delivered up the stack

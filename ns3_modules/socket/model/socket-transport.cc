@@ -12,11 +12,11 @@
 #include "ns3/ipv4.h"
 #include "ns3/log.h"
 #include "ns3/net-device-queue-interface.h"
-#include "ns3/traffic-control-helper.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/tcp-l4-protocol.h"
 #include "ns3/tcp-socket-factory.h"
+#include "ns3/traffic-control-helper.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
@@ -30,10 +30,10 @@ NS_OBJECT_ENSURE_REGISTERED(SocketTransport);
 namespace
 {
 constexpr uint32_t ADDRESS_BASE = 0x0A000000; //!< 10.0.0.0/8
-constexpr uint16_t LISTEN_PORT = 5000;         //!< NCCL listens on an ephemeral port; any fixed one
-constexpr uint32_t SIZE_HEADER = 4;            //!< bytes of a request's size on the control socket
-constexpr uint32_t ETHERNET_BYTES = 18;        //!< Ethernet header 14 + FCS 4
-constexpr uint32_t MIN_FRAME = 64;             //!< minimum Ethernet frame
+constexpr uint16_t LISTEN_PORT = 5000;        //!< NCCL listens on an ephemeral port; any fixed one
+constexpr uint32_t SIZE_HEADER = 4;           //!< bytes of a request's size on the control socket
+constexpr uint32_t ETHERNET_BYTES = 18;       //!< Ethernet header 14 + FCS 4
+constexpr uint32_t MIN_FRAME = 64;            //!< minimum Ethernet frame
 } // namespace
 
 TypeId
@@ -130,10 +130,11 @@ SocketTransport::GetTypeId()
                           TimeValue(Time(0)),
                           MakeTimeAccessor(&SocketTransport::m_cwndInterval),
                           MakeTimeChecker())
-            .AddTraceSource("Cwnd",
-                            "Congestion window of a TCP connection changed (stream, old, new bytes)",
-                            MakeTraceSourceAccessor(&SocketTransport::m_cwndTrace),
-                            "ns3::SocketTransport::CwndTracedCallback")
+            .AddTraceSource(
+                "Cwnd",
+                "Congestion window of a TCP connection changed (stream, old, new bytes)",
+                MakeTraceSourceAccessor(&SocketTransport::m_cwndTrace),
+                "ns3::SocketTransport::CwndTracedCallback")
             .AddTraceSource("Retransmission",
                             "A TCP connection retransmitted a segment (stream)",
                             MakeTraceSourceAccessor(&SocketTransport::m_retxTrace),
@@ -207,7 +208,8 @@ SocketTransport::IsLossless() const
 uint32_t
 SocketTransport::GetDataSockets() const
 {
-    return std::min<uint32_t>(m_nThreads * m_nSocksPerThread, m_nThreads == 0 ? 0 : 64 / m_nThreads * m_nThreads);
+    return std::min<uint32_t>(m_nThreads * m_nSocksPerThread,
+                              m_nThreads == 0 ? 0 : 64 / m_nThreads * m_nThreads);
 }
 
 void
@@ -217,7 +219,8 @@ SocketTransport::EnsureStack(uint32_t node)
     {
         return;
     }
-    NS_ASSERT_MSG(m_desc->GetNodeKind(node) == TopologyDescription::NIC, "node " << node << " is not a NIC");
+    NS_ASSERT_MSG(m_desc->GetNodeKind(node) == TopologyDescription::NIC,
+                  "node " << node << " is not a NIC");
     Ptr<Node> n = m_nodes[node];
     InternetStackHelper stack;
     stack.SetIpv6StackInstall(false);
@@ -226,7 +229,8 @@ SocketTransport::EnsureStack(uint32_t node)
     stack.Install(n);
     Ptr<TcpL4Protocol> tcp = n->GetObject<TcpL4Protocol>();
     TypeId cc;
-    NS_ASSERT_MSG(TypeId::LookupByNameFailSafe(m_tcpType, &cc), "unknown TCP congestion control " << m_tcpType);
+    NS_ASSERT_MSG(TypeId::LookupByNameFailSafe(m_tcpType, &cc),
+                  "unknown TCP congestion control " << m_tcpType);
     tcp->SetAttribute("SocketType", TypeIdValue(cc));
 
     Ptr<FabricIpDevice> dev = CreateObject<FabricIpDevice>();
@@ -344,12 +348,12 @@ SocketTransport::OpenStream(uint32_t conn, uint32_t socketIndex)
     tx->GetSockName(local);
     uint16_t port = InetSocketAddress::ConvertFrom(local).GetPort();
     m_pendingAccept[(static_cast<uint64_t>(c.srcNode) << 16) | port] = s;
-    bool ok = tx->TraceConnectWithoutContext("CongestionWindow",
-                                             MakeBoundCallback(&SocketTransport::CwndChanged, this, s));
-    ok = ok && tx->TraceConnectWithoutContext("Retransmission",
-                                              MakeBoundCallback(&SocketTransport::Retransmitted, this, s));
-    ok = ok && tx->TraceConnectWithoutContext("CongState",
-                                              MakeBoundCallback(&SocketTransport::CongStateChanged, this, s));
+    bool ok = tx->TraceConnectWithoutContext(
+        "CongestionWindow", MakeBoundCallback(&SocketTransport::CwndChanged, this, s));
+    ok = ok && tx->TraceConnectWithoutContext(
+                   "Retransmission", MakeBoundCallback(&SocketTransport::Retransmitted, this, s));
+    ok = ok && tx->TraceConnectWithoutContext(
+                   "CongState", MakeBoundCallback(&SocketTransport::CongStateChanged, this, s));
     NS_ASSERT_MSG(ok, "TcpSocketBase trace sources not found");
     tx->SetSendCallback(MakeCallback(&SocketTransport::SendSpace, this));
     tx->Connect(InetSocketAddress(AddressOf(c.dstNode), LISTEN_PORT));
@@ -517,7 +521,8 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
     Ipv4Header ip;
     packet->PeekHeader(ip);
     uint32_t dst = ip.GetDestination().Get() - ADDRESS_BASE - 1;
-    NS_ASSERT_MSG(dst < m_nodes.size() && m_dev[dst], "IPv4 packet to an unknown host " << ip.GetDestination());
+    NS_ASSERT_MSG(dst < m_nodes.size() && m_dev[dst],
+                  "IPv4 packet to an unknown host " << ip.GetDestination());
     uint32_t hash = 0;
     if (m_ecmp && ip.GetProtocol() == TcpL4Protocol::PROT_NUMBER)
     {
@@ -525,7 +530,8 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
         copy->RemoveHeader(ip);
         TcpHeader tcp;
         copy->PeekHeader(tcp);
-        uint32_t ports = (static_cast<uint32_t>(tcp.GetSourcePort()) << 16) | tcp.GetDestinationPort();
+        uint32_t ports =
+            (static_cast<uint32_t>(tcp.GetSourcePort()) << 16) | tcp.GetDestinationPort();
         hash = TopologyDescription::FlowHash(m_seed, ports, src, dst, 2);
     }
     const auto& links = m_desc->GetNextHops(src, dst);
@@ -534,7 +540,8 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
         ++m_hostDrops; // no route left (a link fault): TCP retransmits once there is one again
         return false;
     }
-    uint32_t link = links.size() == 1 ? links[0] : links[TopologyDescription::EcmpIndex(hash, 0, links.size())];
+    uint32_t link =
+        links.size() == 1 ? links[0] : links[TopologyDescription::EcmpIndex(hash, 0, links.size())];
     QbbNetDevice* egress = nullptr;
     for (uint32_t gp : m_nodePorts[src])
     {
@@ -573,7 +580,8 @@ SocketTransport::Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet)
 }
 
 void
-SocketTransport::PortDequeued(SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes)
+SocketTransport::PortDequeued(
+    SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes)
 {
     Ptr<NetDeviceQueue> txq = self->m_txQueue[node];
     if (frame->type == RdmaFrame::IP && txq->IsStopped() &&
@@ -603,7 +611,8 @@ SocketTransport::ReceiveFrame(const RdmaFrame* frame, uint32_t node)
         packet->AddHeader(ip);
     }
     // ns-3's nodes take packets in their own simulation context (Node::ReceiveFromDevice).
-    Simulator::ScheduleWithContext(m_nodes[node]->GetId(), Time(0), &FabricIpDevice::Receive, m_dev[node], packet);
+    Simulator::ScheduleWithContext(
+        m_nodes[node]->GetId(), Time(0), &FabricIpDevice::Receive, m_dev[node], packet);
 }
 
 void

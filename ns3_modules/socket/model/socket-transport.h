@@ -166,7 +166,10 @@ class SocketTransport : public Object
      * \param timeouts retransmission timeouts
      * \param delivered payload bytes delivered (all, once the message is done)
      */
-    void GetFlowStats(uint32_t flowId, uint64_t* retransmits, uint64_t* timeouts, uint64_t* delivered) const;
+    void GetFlowStats(uint32_t flowId,
+                      uint64_t* retransmits,
+                      uint64_t* timeouts,
+                      uint64_t* delivered) const;
 
     /** \return TCP segments retransmitted, all connections */
     uint64_t GetRetransmits() const;
@@ -244,40 +247,40 @@ class SocketTransport : public Object
     /** One TCP connection of a NCCL connection. */
     struct Stream
     {
-        uint32_t conn{0};                               //!< NCCL connection
-        uint32_t socket{0};                             //!< 0 = control, else data socket index + 1
-        Ptr<Socket> tx;                                 //!< sender's socket
-        Ptr<Socket> rx;                                 //!< receiver's accepted socket
-        uint64_t queued{0};                             //!< bytes the application asked to send
-        uint64_t written{0};                            //!< bytes handed to the sender's socket
-        uint64_t received{0};                           //!< bytes read by the receiver
+        uint32_t conn{0};     //!< NCCL connection
+        uint32_t socket{0};   //!< 0 = control, else data socket index + 1
+        Ptr<Socket> tx;       //!< sender's socket
+        Ptr<Socket> rx;       //!< receiver's accepted socket
+        uint64_t queued{0};   //!< bytes the application asked to send
+        uint64_t written{0};  //!< bytes handed to the sender's socket
+        uint64_t received{0}; //!< bytes read by the receiver
         std::deque<std::pair<uint64_t, uint32_t>> marks; //!< (stream end offset, request)
-        uint32_t cwnd{0};                               //!< congestion window now
-        uint32_t maxCwnd{0};                            //!< largest congestion window
-        uint64_t retransmits{0};                        //!< segments retransmitted
-        uint64_t timeouts{0};                           //!< RTOs (entries into CA_LOSS)
-        uint64_t recoveries{0};                         //!< entries into CA_RECOVERY
-        int64_t lastSampleNs{-1};                       //!< last cwnd sample, ns
+        uint32_t cwnd{0};                                //!< congestion window now
+        uint32_t maxCwnd{0};                             //!< largest congestion window
+        uint64_t retransmits{0};                         //!< segments retransmitted
+        uint64_t timeouts{0};                            //!< RTOs (entries into CA_LOSS)
+        uint64_t recoveries{0};                          //!< entries into CA_RECOVERY
+        int64_t lastSampleNs{-1};                        //!< last cwnd sample, ns
     };
 
     /** One NCCL connection: control socket + data sockets. */
     struct Conn
     {
-        uint32_t srcNode{0};          //!< sending NIC node
-        uint32_t dstNode{0};          //!< receiving NIC node
-        uint32_t firstFlow{0};        //!< first message
+        uint32_t srcNode{0};           //!< sending NIC node
+        uint32_t dstNode{0};           //!< receiving NIC node
+        uint32_t firstFlow{0};         //!< first message
         std::vector<uint32_t> streams; //!< stream 0 = control
-        uint32_t nextSock{0};         //!< next data socket for a task (NCCL's comm->nextSock)
+        uint32_t nextSock{0};          //!< next data socket for a task (NCCL's comm->nextSock)
     };
 
     /** A message in flight. */
     struct Message
     {
-        uint32_t flowId{0};     //!< caller's id
-        uint32_t conn{0};       //!< connection
-        uint32_t requests{0};   //!< requests not yet received
-        uint64_t bytes{0};      //!< payload
-        int64_t dstDelayNs{0};  //!< host latency after the NIC
+        uint32_t flowId{0};         //!< caller's id
+        uint32_t conn{0};           //!< connection
+        uint32_t requests{0};       //!< requests not yet received
+        uint64_t bytes{0};          //!< payload
+        int64_t dstDelayNs{0};      //!< host latency after the NIC
         std::vector<uint64_t> from; //!< per stream of the connection: first offset of this message
         std::vector<uint64_t> to;   //!< per stream: offset after this message
         uint64_t lastBytes{0};      //!< received at the previous progress sample
@@ -294,10 +297,10 @@ class SocketTransport : public Object
     /** Per-flow record kept for statistics. */
     struct FlowRecord
     {
-        uint32_t conn{0};      //!< connection
-        uint64_t bytes{0};     //!< payload
-        bool first{false};     //!< the connection's first message
-        bool done{false};      //!< delivered
+        uint32_t conn{0};  //!< connection
+        uint64_t bytes{0}; //!< payload
+        bool first{false}; //!< the connection's first message
+        bool done{false};  //!< delivered
     };
 
     /** Install the internet stack and the fabric interface on NIC node \p node (once). */
@@ -320,8 +323,13 @@ class SocketTransport : public Object
     bool Transmit(Ptr<FabricIpDevice> dev, Ptr<Packet> packet);
     /** Port \p port dropped a frame (IP frames: forget their packet; wake a drained ring). */
     static void FrameDropped(SocketTransport* self, uint32_t port, const RdmaFrame* frame);
-    /** A frame left port \p port of socket node \p node: wake its queue disc if the ring drained. */
-    static void PortDequeued(SocketTransport* self, uint32_t node, uint32_t port, const RdmaFrame* frame, uint64_t bytes);
+    /** A frame left port \p port of socket node \p node: wake its queue disc if the ring drained.
+     */
+    static void PortDequeued(SocketTransport* self,
+                             uint32_t node,
+                             uint32_t port,
+                             const RdmaFrame* frame,
+                             uint64_t bytes);
     /** Sender socket has room. */
     void SendSpace(Ptr<Socket> socket, uint32_t available);
     /** Receiver socket has data. */
@@ -347,56 +355,56 @@ class SocketTransport : public Object
                                  TcpSocketState::TcpCongState_t newState);
 
     // attributes
-    uint32_t m_nThreads;           //!< NCCL_SOCKET_NTHREADS
-    uint32_t m_nSocksPerThread;    //!< NCCL_NSOCKS_PERTHREAD
-    uint32_t m_minChunk;           //!< MIN_CHUNKSIZE
-    uint32_t m_requestBytes;       //!< bytes per isend
-    std::string m_tcpType;         //!< TcpCongestionOps TypeId name
-    uint32_t m_sndBuf;             //!< socket send buffer
-    uint32_t m_rcvBuf;             //!< socket receive buffer
-    uint16_t m_mtu;                //!< IP MTU
-    Time m_minRto;                 //!< TCP minimum RTO
-    uint32_t m_initialCwnd;        //!< initial window, segments
-    uint8_t m_priority;            //!< traffic class of TCP frames
-    bool m_lossless;               //!< PFC on the TCP class
-    uint64_t m_txQueueBytes;       //!< NIC transmit ring bound
-    std::string m_qdisc;           //!< host queue disc TypeId or none
-    Time m_cwndInterval;           //!< cwnd series sampling (0 = off)
+    uint32_t m_nThreads;        //!< NCCL_SOCKET_NTHREADS
+    uint32_t m_nSocksPerThread; //!< NCCL_NSOCKS_PERTHREAD
+    uint32_t m_minChunk;        //!< MIN_CHUNKSIZE
+    uint32_t m_requestBytes;    //!< bytes per isend
+    std::string m_tcpType;      //!< TcpCongestionOps TypeId name
+    uint32_t m_sndBuf;          //!< socket send buffer
+    uint32_t m_rcvBuf;          //!< socket receive buffer
+    uint16_t m_mtu;             //!< IP MTU
+    Time m_minRto;              //!< TCP minimum RTO
+    uint32_t m_initialCwnd;     //!< initial window, segments
+    uint8_t m_priority;         //!< traffic class of TCP frames
+    bool m_lossless;            //!< PFC on the TCP class
+    uint64_t m_txQueueBytes;    //!< NIC transmit ring bound
+    std::string m_qdisc;        //!< host queue disc TypeId or none
+    Time m_cwndInterval;        //!< cwnd series sampling (0 = off)
 
-    Ptr<TopologyDescription> m_desc;                      //!< topology
-    std::vector<Ptr<Node>> m_nodes;                       //!< ns-3 node per topology node
-    std::vector<std::vector<uint32_t>> m_nodePorts;       //!< global ports per node
-    std::vector<Ptr<QbbNetDevice>> m_portDev;             //!< device per global port
-    RdmaFramePool* m_pool{nullptr};                       //!< frames
-    uint32_t m_seed{1};                                   //!< ECMP seed
-    bool m_ecmp{true};                                    //!< ECMP on
-    uint32_t m_phy{0};                                    //!< phy overhead per frame
-    MessageDoneCallback m_done;                           //!< to the network
+    Ptr<TopologyDescription> m_desc;                //!< topology
+    std::vector<Ptr<Node>> m_nodes;                 //!< ns-3 node per topology node
+    std::vector<std::vector<uint32_t>> m_nodePorts; //!< global ports per node
+    std::vector<Ptr<QbbNetDevice>> m_portDev;       //!< device per global port
+    RdmaFramePool* m_pool{nullptr};                 //!< frames
+    uint32_t m_seed{1};                             //!< ECMP seed
+    bool m_ecmp{true};                              //!< ECMP on
+    uint32_t m_phy{0};                              //!< phy overhead per frame
+    MessageDoneCallback m_done;                     //!< to the network
 
-    std::vector<Ptr<FabricIpDevice>> m_dev;               //!< per node (null: no stack)
-    std::vector<Ptr<NetDeviceQueue>> m_txQueue;           //!< per node: flow control of its qdisc
-    std::vector<Ptr<Socket>> m_listener;                  //!< per node
-    std::unordered_map<uint64_t, Ptr<Packet>> m_inFlight; //!< frame key -> packet
-    uint64_t m_nextKey{1};                                //!< next frame key
-    std::unordered_map<uint64_t, uint32_t> m_connOf;      //!< connection key -> connection
+    std::vector<Ptr<FabricIpDevice>> m_dev;                 //!< per node (null: no stack)
+    std::vector<Ptr<NetDeviceQueue>> m_txQueue;             //!< per node: flow control of its qdisc
+    std::vector<Ptr<Socket>> m_listener;                    //!< per node
+    std::unordered_map<uint64_t, Ptr<Packet>> m_inFlight;   //!< frame key -> packet
+    uint64_t m_nextKey{1};                                  //!< next frame key
+    std::unordered_map<uint64_t, uint32_t> m_connOf;        //!< connection key -> connection
     std::unordered_map<uint64_t, uint32_t> m_pendingAccept; //!< (src node, port) -> stream
     std::unordered_map<const Socket*, uint32_t> m_streamOf; //!< socket -> stream
-    std::vector<Conn> m_conns;                            //!< connections
-    std::vector<Stream> m_streams;                        //!< streams
-    std::unordered_map<uint32_t, Message> m_messages;     //!< messages in flight
-    uint32_t m_nextMessage{0};                            //!< next message id
-    std::unordered_map<uint32_t, Request> m_requests;     //!< requests in flight
-    uint32_t m_nextRequest{0};                            //!< next request id
-    std::unordered_map<uint32_t, FlowRecord> m_flows;     //!< flow id -> record
+    std::vector<Conn> m_conns;                              //!< connections
+    std::vector<Stream> m_streams;                          //!< streams
+    std::unordered_map<uint32_t, Message> m_messages;       //!< messages in flight
+    uint32_t m_nextMessage{0};                              //!< next message id
+    std::unordered_map<uint32_t, Request> m_requests;       //!< requests in flight
+    uint32_t m_nextRequest{0};                              //!< next request id
+    std::unordered_map<uint32_t, FlowRecord> m_flows;       //!< flow id -> record
 
-    uint64_t m_retransmits{0};     //!< all streams
-    uint64_t m_timeouts{0};        //!< all streams
-    uint64_t m_recoveries{0};      //!< all streams
-    uint64_t m_hostDrops{0};       //!< NIC transmit queue drops
-    uint64_t m_fabricDrops{0};     //!< switch drops of IP frames
-    uint64_t m_ceDelivered{0};     //!< CE marks handed to TCP
-    uint64_t m_messagesDone{0};    //!< messages delivered
-    uint64_t m_bytesDelivered{0};  //!< payload delivered
+    uint64_t m_retransmits{0};    //!< all streams
+    uint64_t m_timeouts{0};       //!< all streams
+    uint64_t m_recoveries{0};     //!< all streams
+    uint64_t m_hostDrops{0};      //!< NIC transmit queue drops
+    uint64_t m_fabricDrops{0};    //!< switch drops of IP frames
+    uint64_t m_ceDelivered{0};    //!< CE marks handed to TCP
+    uint64_t m_messagesDone{0};   //!< messages delivered
+    uint64_t m_bytesDelivered{0}; //!< payload delivered
 
     std::vector<int64_t> m_cwTime;    //!< cwnd series: time
     std::vector<uint32_t> m_cwStream; //!< cwnd series: stream

@@ -24,20 +24,21 @@ class FabricIpDeviceRefusesTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<FabricIpDevice> dev = CreateObject<FabricIpDevice>();
         Ptr<Packet> p = Create<Packet>(100);
-        NS_TEST_ASSERT_MSG_EQ(dev->Send(p, dev->GetBroadcast(), Ipv4L3Protocol::PROT_NUMBER), false,
+        NS_TEST_ASSERT_MSG_EQ(dev->Send(p, dev->GetBroadcast(), Ipv4L3Protocol::PROT_NUMBER),
+                              false,
                               "no hook: refused");
         uint32_t handed = 0;
-        dev->SetTransmitCallback(MakeCallback(
-            +[](uint32_t* n, Ptr<FabricIpDevice>, Ptr<Packet>) {
-                ++*n;
-                return true;
-            }).Bind(&handed));
-        NS_TEST_ASSERT_MSG_EQ(dev->Send(p, dev->GetBroadcast(), Ipv4L3Protocol::PROT_NUMBER), true,
-                              "IPv4 accepted");
+        dev->SetTransmitCallback(MakeCallback(+[](uint32_t* n, Ptr<FabricIpDevice>, Ptr<Packet>) {
+                                     ++*n;
+                                     return true;
+                                 }).Bind(&handed));
+        NS_TEST_ASSERT_MSG_EQ(
+            dev->Send(p, dev->GetBroadcast(), Ipv4L3Protocol::PROT_NUMBER), true, "IPv4 accepted");
         NS_TEST_ASSERT_MSG_EQ(dev->Send(p, dev->GetBroadcast(), 0x86DD), false, "IPv6 refused");
         NS_TEST_ASSERT_MSG_EQ(handed, 1, "only the IPv4 packet reached the hook");
         NS_TEST_ASSERT_MSG_EQ(dev->NeedsArp(), false, "no ARP on the fabric");
@@ -55,10 +56,12 @@ class NcclSocketCountTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<SocketTransport> sock = CreateObject<SocketTransport>();
-        NS_TEST_ASSERT_MSG_EQ(sock->GetDataSockets(), 0, "default: the control socket carries data");
+        NS_TEST_ASSERT_MSG_EQ(
+            sock->GetDataSockets(), 0, "default: the control socket carries data");
         sock->SetAttribute("SocketNthreads", UintegerValue(2));
         sock->SetAttribute("NsocksPerThread", UintegerValue(8));
         NS_TEST_ASSERT_MSG_EQ(sock->GetDataSockets(), 16, "AWS: 2 x 8");
@@ -80,7 +83,8 @@ class BulkReferenceGoodputTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<TcpBulkReference> ref = CreateObject<TcpBulkReference>();
         ref->SetAttribute("DataRate", DataRateValue(DataRate("10Gbps")));

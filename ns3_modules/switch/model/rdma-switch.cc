@@ -70,7 +70,8 @@ RdmaSwitch::Setup(uint32_t nodeId,
     {
         rates[p] = ports[p]->GetRateBps();
         int64_t delayNs = desc->GetLinkDelayNs(portLinks[p]);
-        double inflight = 2.0 * static_cast<double>(rates[p]) * static_cast<double>(delayNs) * 1e-9 / 8.0;
+        double inflight =
+            2.0 * static_cast<double>(rates[p]) * static_cast<double>(delayNs) * 1e-9 / 8.0;
         m_headroom[p] = static_cast<uint64_t>(inflight) + 3ULL * maxFrameBytes + 84;
     }
     m_mmu->Configure(rates, m_headroom, pfcEnabled, bufferBytes);
@@ -208,7 +209,8 @@ RdmaSwitch::CheckPause(uint32_t port, uint8_t priority)
         uint16_t quanta = m_mmu->GetPauseQuanta();
         m_ports[port]->SendPfc(priority, quanta);
         uint64_t bits = static_cast<uint64_t>(quanta) * 512;
-        Time half = NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
+        Time half =
+            NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
         m_refresh[key].Cancel();
         m_refresh[key] = Simulator::Schedule(half, &RdmaSwitch::RefreshPause, this, port, priority);
     }
@@ -238,7 +240,8 @@ RdmaSwitch::RefreshPause(uint32_t port, uint8_t priority)
     uint16_t quanta = m_mmu->GetPauseQuanta();
     m_ports[port]->SendPfc(priority, quanta);
     uint64_t bits = static_cast<uint64_t>(quanta) * 512;
-    Time half = NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
+    Time half =
+        NanoSeconds(static_cast<int64_t>(bits * 500000000ULL / m_ports[port]->GetRateBps()));
     m_refresh[key] = Simulator::Schedule(half, &RdmaSwitch::RefreshPause, this, port, priority);
 }
 

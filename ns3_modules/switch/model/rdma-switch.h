@@ -98,19 +98,19 @@ class RdmaSwitch : public Object, public FrameHandler
     /** Re-send XOFF before the previous one expires. */
     void RefreshPause(uint32_t port, uint8_t priority);
 
-    uint32_t m_nodeId{0};                          //!< topology node
-    Ptr<TopologyDescription> m_desc;               //!< topology (routes)
-    std::vector<uint32_t> m_portLinks;             //!< topology link of each port
-    std::vector<Ptr<QbbNetDevice>> m_ports;        //!< devices
-    RdmaFramePool* m_pool{nullptr};                //!< frame allocator
-    Ptr<SwitchMmu> m_mmu;                          //!< buffer manager
-    Ptr<RedEcnMarker> m_marker;                    //!< ECN marker (may be null)
-    bool m_int{false};                             //!< INT stamping on
-    std::vector<int32_t> m_dstSlot;                //!< node -> slot in m_nextPorts, -1 none
+    uint32_t m_nodeId{0};                           //!< topology node
+    Ptr<TopologyDescription> m_desc;                //!< topology (routes)
+    std::vector<uint32_t> m_portLinks;              //!< topology link of each port
+    std::vector<Ptr<QbbNetDevice>> m_ports;         //!< devices
+    RdmaFramePool* m_pool{nullptr};                 //!< frame allocator
+    Ptr<SwitchMmu> m_mmu;                           //!< buffer manager
+    Ptr<RedEcnMarker> m_marker;                     //!< ECN marker (may be null)
+    bool m_int{false};                              //!< INT stamping on
+    std::vector<int32_t> m_dstSlot;                 //!< node -> slot in m_nextPorts, -1 none
     std::vector<std::vector<uint16_t>> m_nextPorts; //!< ECMP port sets
-    std::vector<uint64_t> m_headroom;              //!< headroom per port
-    std::vector<EventId> m_refresh;                //!< XOFF refresh per (port, priority)
-    uint64_t m_drops{0};                           //!< drops here
+    std::vector<uint64_t> m_headroom;               //!< headroom per port
+    std::vector<EventId> m_refresh;                 //!< XOFF refresh per (port, priority)
+    uint64_t m_drops{0};                            //!< drops here
 };
 
 } // namespace ns3

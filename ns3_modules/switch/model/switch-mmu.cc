@@ -100,8 +100,8 @@ SwitchMmu::Configure(const std::vector<uint64_t>& rateBps,
     uint64_t reserved = 0;
     for (uint32_t p = 0; p < n; ++p)
     {
-        double speedup = static_cast<double>(rateBps[p]) /
-                         static_cast<double>(std::max<uint64_t>(minRate, 1));
+        double speedup =
+            static_cast<double>(rateBps[p]) / static_cast<double>(std::max<uint64_t>(minRate, 1));
         m_portAlpha[p] = m_alphaSpeedScaling ? m_alpha * std::max(1.0, speedup) : m_alpha;
         reserved += m_headroom[p];
     }
@@ -172,8 +172,8 @@ SwitchMmu::Admit(uint32_t port, uint8_t priority, uint32_t bytes)
                       "lossless admission failed on port "
                           << port << " priority " << static_cast<int>(priority) << ": headroom "
                           << in.headroom << " + " << bytes << " > " << m_headroom[port]
-                          << " bytes, shared " << in.shared << ", threshold "
-                          << GetThreshold(port) << ", paused " << in.paused);
+                          << " bytes, shared " << in.shared << ", threshold " << GetThreshold(port)
+                          << ", paused " << in.paused);
 #endif
         return false;
     }
@@ -224,7 +224,8 @@ bool
 SwitchMmu::ShouldPause(uint32_t port, uint8_t priority) const
 {
     const Ingress& in = At(port, priority);
-    return m_pfc && (m_lossyMask >> priority & 1U) == 0 && !in.paused && (in.headroom > 0 || in.shared >= GetThreshold(port));
+    return m_pfc && (m_lossyMask >> priority & 1U) == 0 && !in.paused &&
+           (in.headroom > 0 || in.shared >= GetThreshold(port));
 }
 
 bool

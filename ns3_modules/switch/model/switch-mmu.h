@@ -118,13 +118,13 @@ class SwitchMmu : public Object
     /** Admission of a lossy priority on a lossless switch (LossyPriorities). */
     bool AdmitLossy(Ingress& in, uint32_t port, uint32_t bytes);
 
-    uint64_t m_reserve;         //!< guaranteed bytes per (port, priority)
-    bool m_dynamic;             //!< dynamic threshold on
-    double m_alpha;             //!< dynamic threshold factor at the slowest port speed
-    bool m_alphaSpeedScaling;   //!< scale alpha with the port speed
-    uint64_t m_staticXoff;      //!< static threshold, bytes
-    uint64_t m_resumeOffset;    //!< XON hysteresis, bytes
-    uint16_t m_pauseQuanta;     //!< quanta carried by XOFF frames
+    uint64_t m_reserve;       //!< guaranteed bytes per (port, priority)
+    bool m_dynamic;           //!< dynamic threshold on
+    double m_alpha;           //!< dynamic threshold factor at the slowest port speed
+    bool m_alphaSpeedScaling; //!< scale alpha with the port speed
+    uint64_t m_staticXoff;    //!< static threshold, bytes
+    uint64_t m_resumeOffset;  //!< XON hysteresis, bytes
+    uint16_t m_pauseQuanta;   //!< quanta carried by XOFF frames
 
     uint8_t m_lossyMask{0};           //!< priorities kept lossy under PFC
     bool m_pfc{true};                 //!< lossless

@@ -37,12 +37,14 @@ class MmuLosslessTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<SwitchMmu> mmu = TwoPortMmu(true);
         uint64_t pool = 2 * MIB - 2 * 100000 - 2 * 4000; // buffer - headrooms - reserves
         NS_TEST_ASSERT_MSG_EQ(mmu->GetSharedPool(), pool, "shared pool");
-        NS_TEST_ASSERT_MSG_EQ(mmu->GetThreshold(0), static_cast<uint64_t>(0.125 * pool),
+        NS_TEST_ASSERT_MSG_EQ(mmu->GetThreshold(0),
+                              static_cast<uint64_t>(0.125 * pool),
                               "T = alpha x free shared buffer");
         NS_TEST_ASSERT_MSG_EQ(mmu->Admit(0, 3, 4000), true, "the reserve");
         NS_TEST_ASSERT_MSG_EQ(mmu->GetSharedUsed(), 0, "reserve is not shared");
@@ -59,7 +61,8 @@ class MmuLosslessTestCase : public TestCase
         {
         }
         NS_TEST_ASSERT_MSG_EQ(mmu->GetSharedUsed(), shared, "no more shared buffer once paused");
-        NS_TEST_ASSERT_MSG_EQ(mmu->GetTotalUsed(), 4000 + shared + 100000, "reserve+shared+headroom");
+        NS_TEST_ASSERT_MSG_EQ(
+            mmu->GetTotalUsed(), 4000 + shared + 100000, "reserve+shared+headroom");
         NS_TEST_ASSERT_MSG_EQ(mmu->GetLosslessDrops(), 1, "a headroom overflow is counted");
         NS_TEST_ASSERT_MSG_EQ(mmu->ShouldResume(0, 3), false, "headroom in use: stay paused");
         mmu->Release(0, 3, static_cast<uint32_t>(mmu->GetTotalUsed() - 4000));
@@ -78,7 +81,8 @@ class MmuLossyTestCase : public TestCase
     }
 
   private:
-    void DoRun() override
+    void
+    DoRun() override
     {
         Ptr<SwitchMmu> mmu = TwoPortMmu(false);
         uint64_t pool = 2 * MIB - 2 * 4000; // no headroom without PFC
