@@ -10,10 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from heterosim.report.staging import write_file_atomically
 
 # (results key, label, unit): unit "s" is shown in milliseconds in the table
 COMPARED_METRICS: tuple[tuple[str, str, str], ...] = (
@@ -139,10 +139,7 @@ def format_table(comparison: dict[str, Any]) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    write_file_atomically(path, data)
 
 
 def _plot(path: Path, comparison: dict[str, Any]) -> None:

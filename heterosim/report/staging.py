@@ -252,6 +252,15 @@ def check_output_file(path: Path | str, option: str = "--out") -> Path:
     return path
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--out") -> Path:
     """Write one output file through a temporary file beside it and a rename: a reader sees the
     old file or the complete new one, never a part. An existing folder at ``path`` is refused."""
@@ -266,6 +275,7 @@ def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data.encode() if isinstance(data, str) else data)
+            os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it private; results are ordinary files
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

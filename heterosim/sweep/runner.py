@@ -14,8 +14,6 @@ points to complete results. The summary is rewritten at the end, also after Ctrl
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import Any
 
 from heterosim.errors import Interrupted, UserError
 from heterosim.interrupts import interrupt_status, sigterm_as_interrupt
-from heterosim.report.staging import check_output_folder, mark_output_folder
+from heterosim.report.staging import check_output_folder, mark_output_folder, write_file_atomically
 from heterosim.sweep.grid import SweepSpec, Variant
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.summary import metric_values, write_summary
@@ -46,12 +44,7 @@ class SweepOutcome:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(data, handle, indent=2, sort_keys=True, default=str)
-        handle.write("\n")
-    os.replace(tmp, path)
+    write_file_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _manifest(spec: SweepSpec, variants: list[Variant]) -> dict[str, Any]:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from heterosim.report.compare_report import job_metrics, lookup
+from heterosim.report.staging import write_file_atomically
 from heterosim.sweep.grid import SEED_KEY, Variant, format_value
 
 SUMMARY_METRICS = (
@@ -98,10 +97,7 @@ def seed_groups(
 
 
 def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", newline="") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    write_file_atomically(path, text)
 
 
 def write_summary_csv(path: Path, rows: list[dict[str, Any]]) -> None:
