@@ -165,21 +165,9 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     include_ns3.mkdir(parents=True)
     for header in headers:
         shutil.copy2(header, include_ns3 / header.name)
-    tools = _Toolchain(
-        compiler,
-        flags,
-        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-        header_hash,
-        toolchain,
-        paths.objects,
-        root,
-        force,
-        verbose,
+    _compile_and_link(
+        paths, prefix, compiler, flags, header_hash, toolchain, root, force, verbose, sources, paths.library
     )
-    objects = tools.compile_all(sources)
-    lib_dir = prefix / "lib64"
-    libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link(objects, paths.library, [f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"])
     global _build_seconds
     seconds = time.monotonic() - started
     _build_seconds += seconds
@@ -218,6 +206,39 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     _, headers = _sources(root)
     header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
     toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
+    _compile_and_link(
+        paths,
+        prefix,
+        compiler,
+        flags,
+        header_hash,
+        toolchain,
+        root,
+        force,
+        verbose,
+        sources,
+        library,
+        extra=[str(paths.library), f"-Wl,-rpath,{paths.root}"],
+    )
+    return library
+
+
+def _compile_and_link(
+    paths: BuildPaths,
+    prefix: Path,
+    compiler: str,
+    flags: list[str],
+    header_hash: str,
+    toolchain: str,
+    root: Path,
+    force: bool,
+    verbose: bool,
+    sources: list[Path],
+    library: Path,
+    extra: list[str] | None = None,
+) -> None:
+    """Compile ``sources`` (each object cached on its own) and link them into ``library`` against
+    the ns-3 wheel's libraries (and ``extra`` link arguments)."""
     tools = _Toolchain(
         compiler,
         flags,
@@ -232,12 +253,7 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     objects = tools.compile_all(sources)
     lib_dir = prefix / "lib64"
     libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link(
-        objects,
-        library,
-        [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"],
-    )
-    return library
+    tools.link(objects, library, [*(extra or []), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"])
 
 
 def build_example(source: Path) -> Path:
