@@ -52,6 +52,26 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _in_range(
+    number: float,
+    value: Any,
+    minimum: float | None,
+    maximum: float | None,
+    what: str,
+    source: str | None,
+    key: str,
+    unit: str = "",
+    bound: str = "",
+) -> None:
+    """Fail unless ``minimum <= number <= maximum`` (either may be None), naming ``what``."""
+    for op, limit, outside in (
+        (">=", minimum, number < minimum if minimum is not None else False),
+        ("<=", maximum, number > maximum if maximum is not None else False),
+    ):
+        if outside:
+            raise _fail(source, key, f"expected {what} {op} {limit:{bound}}{unit}, got {_shown(value)}")
+
+
 def integer_value(
     value: Any,
     key: str,
@@ -63,10 +83,7 @@ def integer_value(
     """``value`` as an integer in ``[minimum, maximum]`` (a bool, float or text is refused)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise _fail(source, key, f"expected an integer, got {_shown(value)}")
-    if minimum is not None and value < minimum:
-        raise _fail(source, key, f"expected an integer >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise _fail(source, key, f"expected an integer <= {maximum}, got {_shown(value)}")
+    _in_range(value, value, minimum, maximum, "an integer", source, key)
     return value
 
 
@@ -99,10 +116,7 @@ def number_value(
         number = math.inf
     if not math.isfinite(number):
         raise _fail(source, key, f"expected a finite number, got {_shown(value)}")
-    if minimum is not None and number < minimum:
-        raise _fail(source, key, f"expected a number >= {minimum}, got {value}")
-    if maximum is not None and number > maximum:
-        raise _fail(source, key, f"expected a number <= {maximum}, got {value}")
+    _in_range(number, value, minimum, maximum, "a number", source, key)
     return number
 
 
@@ -114,10 +128,7 @@ def size_value(
         size = parse_size(value)
     except ValueError as exc:
         raise _fail(source, key, str(exc)) from None
-    if minimum is not None and size < minimum:
-        raise _fail(source, key, f"expected a size >= {minimum} bytes, got {_shown(value)}")
-    if maximum is not None and size > maximum:
-        raise _fail(source, key, f"expected a size <= {maximum} bytes, got {_shown(value)}")
+    _in_range(size, value, minimum, maximum, "a size", source, key, unit=" bytes")
     return size
 
 
@@ -134,10 +145,7 @@ def rate_value(
         rate = parse_rate(value)
     except ValueError as exc:
         raise _fail(source, key, str(exc)) from None
-    if minimum is not None and rate < minimum:
-        raise _fail(source, key, f"expected a rate >= {minimum:g} bit/s, got {_shown(value)}")
-    if maximum is not None and rate > maximum:
-        raise _fail(source, key, f"expected a rate <= {maximum:g} bit/s, got {_shown(value)}")
+    _in_range(rate, value, minimum, maximum, "a rate", source, key, unit=" bit/s", bound="g")
     return rate
 
 
@@ -149,10 +157,7 @@ def time_value(
         time_ns = parse_time_ns(value)
     except ValueError as exc:
         raise _fail(source, key, str(exc)) from None
-    if minimum is not None and time_ns < minimum:
-        raise _fail(source, key, f"expected a time >= {minimum} ns, got {_shown(value)}")
-    if maximum is not None and time_ns > maximum:
-        raise _fail(source, key, f"expected a time <= {maximum} ns, got {_shown(value)}")
+    _in_range(time_ns, value, minimum, maximum, "a time", source, key, unit=" ns")
     return time_ns
 
 
