@@ -152,6 +152,10 @@ class PacketFastForward : public Object
     std::vector<uint64_t> m_refUna;     //!< at m_refNs
     std::vector<int64_t> m_prevProg;    //!< per live queue pair: time of its last ACK progress
     std::vector<int64_t> m_refProg;     //!< the same at m_refNs
+    std::vector<uint64_t> m_prevSnd;    //!< per live queue pair: next byte to send
+    std::vector<int64_t> m_prevSent;    //!< per live queue pair: start of its last send
+    std::vector<uint64_t> m_refSnd;     //!< the same at m_refNs
+    std::vector<int64_t> m_refSent;     //!< the same at m_refNs
     std::vector<uint64_t> m_portTx;     //!< per port, previous snapshot
     std::vector<uint64_t> m_portFrames; //!< per port, previous snapshot
     std::vector<uint64_t> m_portQueue;  //!< per port, previous snapshot
@@ -165,7 +169,7 @@ class PacketFastForward : public Object
     uint32_t m_chainRetries{0};        //!< chained checks put off by events due at once
     std::vector<uint32_t> m_rateSlots; //!< queue pairs the settled rates belong to
     std::vector<double> m_rate;        //!< settled payload rate per queue pair, bytes/ns
-    std::vector<double> m_carry;       //!< per queue pair: bytes due but not yet skipped
+    std::vector<double> m_carry;       //!< per queue-pair slot: bytes due but not skipped (+/-)
     std::vector<double> m_txRate;      //!< settled wire rate per port, bytes/ns
     std::vector<double> m_frameRate;   //!< settled frame rate per port, 1/ns
     std::vector<double> m_ackRate;     //!< settled ACK rate per node, 1/ns
