@@ -346,6 +346,8 @@ def fast_forward_report(
     out.update(
         {
             "episodes": int(counters.get("episodes", 0)),
+            "congested_episodes": int(counters.get("congested_episodes", 0)),
+            "congested_skipped_ns": int(counters.get("congested_skipped_ns", 0)),
             "skipped_ns": skipped_ns,
             "time_share": skipped_ns / makespan_ns if makespan_ns > 0 else 0.0,
             "skipped_bytes": skipped_bytes,

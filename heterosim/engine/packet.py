@@ -189,6 +189,8 @@ FAST_FORWARD_FIELDS = (
     "next_change_too_close",
     "after_fault",
     "not_supported",
+    "congested_episodes",
+    "congested_skipped_ns",
 )
 
 

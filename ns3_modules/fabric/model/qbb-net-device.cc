@@ -436,6 +436,13 @@ QbbNetDevice::AddFastForwardTraffic(uint64_t bytes, uint64_t frames)
 }
 
 void
+QbbNetDevice::AddFastForwardSignals(uint64_t marks, uint64_t pauses)
+{
+    m_ecnMarks += marks;
+    m_pauseSent += pauses;
+}
+
+void
 QbbNetDevice::CountEcnMark(const RdmaFrame* frame)
 {
     ++m_ecnMarks;

@@ -148,6 +148,13 @@ class QbbNetDevice : public NetDevice
      * \param frames frames
      */
     void AddFastForwardTraffic(uint64_t bytes, uint64_t frames);
+    /**
+     * \brief Steady-state fast-forward of a congested equilibrium: count the ECN marks and PFC
+     * pause frames the skipped interval carried at their measured rates.
+     * \param marks ECN marks
+     * \param pauses PFC pause frames sent
+     */
+    void AddFastForwardSignals(uint64_t marks, uint64_t pauses);
 
     /** \brief Count one ECN mark (called by the switch's marker). \param frame the frame */
     void CountEcnMark(const RdmaFrame* frame);

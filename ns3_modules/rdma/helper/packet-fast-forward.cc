@@ -36,7 +36,9 @@ enum Stat
     CONGESTION,
     TOO_CLOSE,
     AFTER_FAULT,
-    UNSUPPORTED
+    UNSUPPORTED,
+    CONGESTED_EPISODES,
+    CONGESTED_NS
 };
 
 /** \return the loss / congestion signature of a queue pair */
@@ -44,6 +46,22 @@ uint64_t
 QpSignature(const RdmaQueuePair* qp)
 {
     return qp->retransmits + qp->timeouts + qp->nacks + qp->cnps;
+}
+
+/** \return the loss signature of a queue pair (never part of a settled state) */
+uint64_t
+QpLosses(const RdmaQueuePair* qp)
+{
+    return qp->retransmits + qp->timeouts + qp->nacks;
+}
+
+/** \return whether two counts of a block agree within \p tol (plus two Poisson deviations) */
+bool
+CountsAgree(uint64_t a, uint64_t b, double tol)
+{
+    double hi = static_cast<double>(std::max(a, b));
+    double lo = static_cast<double>(std::min(a, b));
+    return hi - lo <= tol * hi + 2.0 * std::sqrt(hi) + 1.0;
 }
 } // namespace
 
@@ -99,6 +117,44 @@ PacketFastForward::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&PacketFastForward::m_guard),
                           MakeTimeChecker())
+            .AddAttribute("CongestedWindows",
+                          "Windows per block of the congested-equilibrium check: two blocks "
+                          "of this many windows must agree (rates, marks, pauses, CNPs, "
+                          "queues) before a congested stretch is skipped; 0 (the default) "
+                          "never skips one: on the cases measured (benchmarks/README.md) the "
+                          "blocks' marks and per-flow rates were a biased sample of DCQCN's "
+                          "sawtooth",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&PacketFastForward::m_congWindows),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("CongestedRateTolerance",
+                          "Congested check: a queue pair's acknowledged bytes in the two "
+                          "blocks differ by at most this fraction (plus two packets); a port's "
+                          "mean queue by at most this fraction or QueueBand",
+                          DoubleValue(0.05),
+                          MakeDoubleAccessor(&PacketFastForward::m_congRateTol),
+                          MakeDoubleChecker<double>(0.0, 1.0))
+            .AddAttribute("SignalTolerance",
+                          "Congested check: a queue pair's CNPs and a port's ECN marks and PFC "
+                          "pause frames in the two blocks differ by at most this fraction "
+                          "(plus two standard deviations of a Poisson count)",
+                          DoubleValue(0.25),
+                          MakeDoubleAccessor(&PacketFastForward::m_signalTol),
+                          MakeDoubleChecker<double>(0.0))
+            .AddAttribute("CongestedJumpRatio",
+                          "Longest congested skip as a multiple of the span it was observed "
+                          "over (two blocks); then the packets run again and the next skip needs "
+                          "a new observation, so a drift the blocks did not resolve (DCQCN's "
+                          "slow convergence between queue pairs) is followed, not frozen",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&PacketFastForward::m_congJumpRatio),
+                          MakeDoubleChecker<double>(0.0))
+            .AddAttribute("QueueBand",
+                          "Congested check: a port's mean queue over the two blocks differs by "
+                          "at most this many bytes (or CongestedRateTolerance of it)",
+                          UintegerValue(65536),
+                          MakeUintegerAccessor(&PacketFastForward::m_queueBand),
+                          MakeUintegerChecker<uint64_t>())
             .AddTraceSource("Skip",
                             "An interval was skipped (start ns, length ns, payload bytes)",
                             MakeTraceSourceAccessor(&PacketFastForward::m_skipTrace),
@@ -197,6 +253,7 @@ PacketFastForward::Check()
     {
         m_havePrev = false;
         m_stable = 0;
+        m_hist.clear();
         m_chain = false;
         return; // restarted by the next queue pair
     }
@@ -227,6 +284,7 @@ PacketFastForward::Check()
         m_chainRetries = 0;
         m_havePrev = false;
         m_stable = 0;
+        m_hist.clear();
     }
 
     std::size_t n = m_live.size();
@@ -237,7 +295,11 @@ PacketFastForward::Check()
     std::vector<uint64_t> snd(n);
     std::vector<int64_t> sent(n);
     std::vector<uint64_t> sig(n);
+    std::vector<uint64_t> cnps(n);
+    std::vector<uint64_t> loss(n);
     std::vector<uint64_t> win(n, 0);
+    bool structural = false; // a queue pair that cannot be skipped now (congested check too)
+    bool losses = false;
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
@@ -246,25 +308,70 @@ PacketFastForward::Check()
         snd[i] = qp->sndNxt;
         sent[i] = qp->lastTxNs;
         sig[i] = QpSignature(qp);
+        cnps[i] = qp->cnps;
+        structural = structural || !qp->active || qp->posted != qp->size ||
+                     qp->sendEnds.size() != 1 || qp->recvEnds.size() != 1;
+        loss[i] = QpLosses(qp);
+        losses = losses || (m_havePrev && !changed && loss[i] != m_prevLoss[i]);
     }
     std::vector<uint64_t> tx(nPorts);
     std::vector<uint64_t> frames(nPorts);
     std::vector<uint64_t> queue(nPorts);
     std::vector<uint64_t> psig(nPorts);
+    std::vector<uint64_t> marks(nPorts);
+    std::vector<uint64_t> pauses(nPorts);
+    std::vector<uint64_t> drops(nPorts);
     for (std::size_t p = 0; p < nPorts; ++p)
     {
         const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
         tx[p] = dev->GetTxBytes();
         frames[p] = dev->GetTxFrames();
         queue[p] = dev->GetTotalQueueBytes();
-        psig[p] = dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops();
+        marks[p] = dev->GetEcnMarks();
+        pauses[p] = dev->GetPauseSent();
+        drops[p] = dev->GetDrops();
+        psig[p] = marks[p] + pauses[p] + drops[p];
+        losses = losses || (m_havePrev && !changed && drops[p] != m_portDrops[p]);
     }
     std::vector<uint64_t> acks(nNodes, 0);
+    std::vector<uint64_t> cnpOut(nNodes, 0);
     for (std::size_t v = 0; v < nNodes; ++v)
     {
         if (m_net->m_nics[v])
         {
             acks[v] = m_net->m_nics[v]->GetAcksSent();
+            cnpOut[v] = m_net->m_nics[v]->GetCnpsSent();
+        }
+    }
+    // the congested check's history: restarted by any change, fault or loss
+    if (m_congWindows > 0)
+    {
+        if (changed || fault || losses || structural || !m_havePrev)
+        {
+            NS_LOG_DEBUG("congested history restarted: changed " << changed << ", fault " << fault
+                                                                 << ", losses " << losses
+                                                                 << ", structural " << structural);
+            m_hist.clear();
+        }
+        if (!structural)
+        {
+            Snapshot snap;
+            snap.ns = now;
+            snap.una = una;
+            snap.prog = prog;
+            snap.cnps = cnps;
+            snap.tx = tx;
+            snap.frames = frames;
+            snap.queue = queue;
+            snap.marks = marks;
+            snap.pauses = pauses;
+            snap.acks = acks;
+            snap.cnpOut = cnpOut;
+            m_hist.push_back(std::move(snap));
+            while (m_hist.size() > 2 * static_cast<std::size_t>(m_congWindows) + 1)
+            {
+                m_hist.pop_front();
+            }
         }
     }
 
@@ -357,6 +464,8 @@ PacketFastForward::Check()
     m_prevSent = std::move(sent);
     m_prevWin = std::move(win);
     m_prevSig = std::move(sig);
+    m_prevLoss = std::move(loss);
+    m_portDrops = std::move(drops);
     m_portTx = std::move(tx);
     m_portFrames = std::move(frames);
     m_portQueue = std::move(queue);
@@ -367,15 +476,202 @@ PacketFastForward::Check()
     int64_t skipped = 0;
     if (m_stable >= m_windows)
     {
+        skipped = SettledRates(now) ? TryJump(now, false) : 0;
+    }
+    else if (reason != AFTER_FAULT && m_congWindows > 0 &&
+             m_hist.size() == 2 * static_cast<std::size_t>(m_congWindows) + 1 && CongestedRates())
+    {
         skipped = TryJump(now, false);
-        if (skipped > 0)
-        {
-            m_stable = 0;
-            m_havePrev = false;
-        }
+    }
+    if (skipped > 0)
+    {
+        m_stable = 0;
+        m_havePrev = false;
+        m_hist.clear();
     }
     // after a skip that stopped at another event, check right after it (chained skip)
     ScheduleCheck(m_chain ? skipped : skipped + m_interval.GetNanoSeconds());
+}
+
+bool
+PacketFastForward::SettledRates(int64_t now)
+{
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    // settled rates (payload bytes per ns) over the settled windows
+    double span = static_cast<double>(now - m_refNs);
+    if (span <= 0)
+    {
+        return false;
+    }
+    m_rate.assign(n, 0.0);
+    double mtu = static_cast<double>(m_net->m_mtu);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        // Bytes acknowledged between the last ACKs before the two snapshots: whole packets
+        // over the time they took, not over the snapshot interval. ACKs leave the receiver
+        // between its own data frames, so their arrival times jitter by up to a frame's
+        // serialisation and this count is off by up to a packet either way (0.06 % at 400G
+        // over 150 us, which a chain of skips over a 3 ms collective turns into 1.6 us).
+        double took = static_cast<double>(m_prevProg[i] - m_refProg[i]);
+        double acked = took > 0 ? static_cast<double>(m_prevUna[i] - m_refUna[i]) / took : 0.0;
+        // The same from the sender's side: bytes sent between the starts of the last sends
+        // before the two snapshots. The sender's frames leave at the port's pace with only
+        // control frames between them, so this is exact to a few ns; it is the rate when
+        // the two agree (in a settled window nothing queues up between sender and receiver,
+        // so what is sent is what is acknowledged).
+        double spanTx = static_cast<double>(m_prevSent[i] - m_refSent[i]);
+        double sent = spanTx > 0 ? static_cast<double>(m_prevSnd[i] - m_refSnd[i]) / spanTx : 0.0;
+        bool agree = took > 0 && sent > 0 && std::fabs(sent - acked) * took <= 2.0 * mtu;
+        m_rate[i] = agree ? sent : acked;
+        NS_LOG_DEBUG("  measured flow " << qps[m_live[i]]->flowId << " acked " << acked
+                                        << " B/ns over " << took << " ns, sent " << sent
+                                        << " B/ns over " << spanTx << " ns");
+        if (m_rate[i] <= 0)
+        {
+            ++m_stats[NOT_SETTLED];
+            return false;
+        }
+    }
+    ShareRoundRobin();
+    std::size_t nPorts = m_net->m_portDev.size();
+    m_txRate.assign(nPorts, 0.0);
+    m_frameRate.assign(nPorts, 0.0);
+    for (std::size_t p = 0; p < nPorts; ++p)
+    {
+        m_txRate[p] = static_cast<double>(m_portTx[p] - m_refTx[p]) / span;
+        m_frameRate[p] = static_cast<double>(m_portFrames[p] - m_refFrames[p]) / span;
+    }
+    m_ackRate.assign(m_net->m_nics.size(), 0.0);
+    for (std::size_t v = 0; v < m_ackRate.size(); ++v)
+    {
+        m_ackRate[v] = static_cast<double>(m_nicAcks[v] - m_refAcks[v]) / span;
+    }
+    m_rateSlots = m_live;
+    m_congestedRates = false;
+    m_hold.assign(n, 0);
+    m_cnpRate.assign(n, 0.0);
+    m_markRate.assign(m_txRate.size(), 0.0);
+    m_pauseRate.assign(m_txRate.size(), 0.0);
+    m_cnpOutRate.assign(m_ackRate.size(), 0.0);
+    return true;
+}
+
+bool
+PacketFastForward::CongestedRates()
+{
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    std::size_t nPorts = m_net->m_portDev.size();
+    std::size_t nNodes = m_net->m_nics.size();
+    std::size_t b = m_congWindows;
+    const Snapshot& h0 = m_hist.front();
+    const Snapshot& h1 = m_hist[b];
+    const Snapshot& h2 = m_hist.back();
+    if (h0.una.size() != n || h2.una.size() != n)
+    {
+        return false;
+    }
+    double mtu2 = 2.0 * m_net->m_mtu;
+    std::vector<uint8_t> hold(n, 0);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        const RdmaQueuePair* qp = qps[m_live[i]].get();
+        uint64_t b1 = h1.una[i] - h0.una[i];
+        uint64_t b2 = h2.una[i] - h1.una[i];
+        double hi = static_cast<double>(std::max(b1, b2));
+        double lo = static_cast<double>(std::min(b1, b2));
+        if (b1 == 0 || b2 == 0 || hi - lo > m_congRateTol * hi + mtu2)
+        {
+            NS_LOG_DEBUG("congested check: flow " << qp->flowId << " bytes " << b1 << " / " << b2);
+            return false;
+        }
+        uint64_t c1 = h1.cnps[i] - h0.cnps[i];
+        uint64_t c2 = h2.cnps[i] - h1.cnps[i];
+        if (!CountsAgree(c1, c2, m_signalTol))
+        {
+            NS_LOG_DEBUG("congested check: flow " << qp->flowId << " CNPs " << c1 << " / " << c2);
+            return false;
+        }
+        hold[i] = c1 + c2 > 0;
+        if (!hold[i])
+        {
+            // without CNPs a controller below its line rate that sets the throughput only
+            // rises: not an equilibrium
+            double got = (lo + hi) * 8e9 / static_cast<double>(h2.ns - h0.ns);
+            if (qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got)
+            {
+                NS_LOG_DEBUG("congested check: flow " << qp->flowId << " recovering");
+                return false;
+            }
+        }
+    }
+    for (std::size_t p = 0; p < nPorts; ++p)
+    {
+        if (!CountsAgree(h1.marks[p] - h0.marks[p], h2.marks[p] - h1.marks[p], m_signalTol) ||
+            !CountsAgree(h1.pauses[p] - h0.pauses[p], h2.pauses[p] - h1.pauses[p], m_signalTol))
+        {
+            NS_LOG_DEBUG("congested check: port " << p << " marks " << h1.marks[p] - h0.marks[p]
+                                                  << " / " << h2.marks[p] - h1.marks[p]
+                                                  << ", pauses " << h1.pauses[p] - h0.pauses[p]
+                                                  << " / " << h2.pauses[p] - h1.pauses[p]);
+            return false;
+        }
+        double q1 = 0;
+        double q2 = 0;
+        for (std::size_t k = 1; k <= b; ++k)
+        {
+            q1 += static_cast<double>(m_hist[k].queue[p]);
+            q2 += static_cast<double>(m_hist[b + k].queue[p]);
+        }
+        q1 /= static_cast<double>(b);
+        q2 /= static_cast<double>(b);
+        if (std::fabs(q1 - q2) >
+            std::max(static_cast<double>(m_queueBand), m_congRateTol * std::max(q1, q2)))
+        {
+            NS_LOG_DEBUG("congested check: port " << p << " queue " << q1 << " / " << q2);
+            return false;
+        }
+    }
+    // an equilibrium: mean rates over both blocks
+    double span = static_cast<double>(h2.ns - h0.ns);
+    m_congSpanNs = h2.ns - h0.ns;
+    m_congUsedNs = 0;
+    m_rate.assign(n, 0.0);
+    m_cnpRate.assign(n, 0.0);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        double took = static_cast<double>(h2.prog[i] - h0.prog[i]);
+        m_rate[i] = took > 0 ? static_cast<double>(h2.una[i] - h0.una[i]) / took : 0.0;
+        if (m_rate[i] <= 0)
+        {
+            return false;
+        }
+        m_cnpRate[i] = static_cast<double>(h2.cnps[i] - h0.cnps[i]) / span;
+    }
+    m_txRate.assign(nPorts, 0.0);
+    m_frameRate.assign(nPorts, 0.0);
+    m_markRate.assign(nPorts, 0.0);
+    m_pauseRate.assign(nPorts, 0.0);
+    for (std::size_t p = 0; p < nPorts; ++p)
+    {
+        m_txRate[p] = static_cast<double>(h2.tx[p] - h0.tx[p]) / span;
+        m_frameRate[p] = static_cast<double>(h2.frames[p] - h0.frames[p]) / span;
+        m_markRate[p] = static_cast<double>(h2.marks[p] - h0.marks[p]) / span;
+        m_pauseRate[p] = static_cast<double>(h2.pauses[p] - h0.pauses[p]) / span;
+    }
+    m_ackRate.assign(nNodes, 0.0);
+    m_cnpOutRate.assign(nNodes, 0.0);
+    for (std::size_t v = 0; v < nNodes; ++v)
+    {
+        m_ackRate[v] = static_cast<double>(h2.acks[v] - h0.acks[v]) / span;
+        m_cnpOutRate[v] = static_cast<double>(h2.cnpOut[v] - h0.cnpOut[v]) / span;
+    }
+    m_hold = std::move(hold);
+    m_rateSlots = m_live;
+    m_congestedRates = true;
+    NS_LOG_INFO("congested equilibrium over " << span << " ns, " << n << " queue pairs");
+    return true;
 }
 
 int64_t
@@ -383,61 +679,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
 {
     const auto& qps = m_net->m_qps;
     std::size_t n = m_live.size();
-    if (!chained)
-    {
-        // settled rates (payload bytes per ns) over the settled windows
-        double span = static_cast<double>(now - m_refNs);
-        if (span <= 0)
-        {
-            return 0;
-        }
-        m_rate.assign(n, 0.0);
-        double mtu = static_cast<double>(m_net->m_mtu);
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            // Bytes acknowledged between the last ACKs before the two snapshots: whole packets
-            // over the time they took, not over the snapshot interval. ACKs leave the receiver
-            // between its own data frames, so their arrival times jitter by up to a frame's
-            // serialisation and this count is off by up to a packet either way (0.06 % at 400G
-            // over 150 us, which a chain of skips over a 3 ms collective turns into 1.6 us).
-            double took = static_cast<double>(m_prevProg[i] - m_refProg[i]);
-            double acked = took > 0 ? static_cast<double>(m_prevUna[i] - m_refUna[i]) / took : 0.0;
-            // The same from the sender's side: bytes sent between the starts of the last sends
-            // before the two snapshots. The sender's frames leave at the port's pace with only
-            // control frames between them, so this is exact to a few ns; it is the rate when
-            // the two agree (in a settled window nothing queues up between sender and receiver,
-            // so what is sent is what is acknowledged).
-            double spanTx = static_cast<double>(m_prevSent[i] - m_refSent[i]);
-            double sent =
-                spanTx > 0 ? static_cast<double>(m_prevSnd[i] - m_refSnd[i]) / spanTx : 0.0;
-            bool agree = took > 0 && sent > 0 && std::fabs(sent - acked) * took <= 2.0 * mtu;
-            m_rate[i] = agree ? sent : acked;
-            NS_LOG_DEBUG("  measured flow " << qps[m_live[i]]->flowId << " acked " << acked
-                                            << " B/ns over " << took << " ns, sent " << sent
-                                            << " B/ns over " << spanTx << " ns");
-            if (m_rate[i] <= 0)
-            {
-                ++m_stats[NOT_SETTLED];
-                return 0;
-            }
-        }
-        ShareRoundRobin();
-        std::size_t nPorts = m_net->m_portDev.size();
-        m_txRate.assign(nPorts, 0.0);
-        m_frameRate.assign(nPorts, 0.0);
-        for (std::size_t p = 0; p < nPorts; ++p)
-        {
-            m_txRate[p] = static_cast<double>(m_portTx[p] - m_refTx[p]) / span;
-            m_frameRate[p] = static_cast<double>(m_portFrames[p] - m_refFrames[p]) / span;
-        }
-        m_ackRate.assign(m_net->m_nics.size(), 0.0);
-        for (std::size_t v = 0; v < m_ackRate.size(); ++v)
-        {
-            m_ackRate[v] = static_cast<double>(m_nicAcks[v] - m_refAcks[v]) / span;
-        }
-        m_rateSlots = m_live;
-    }
-    else if (m_rateSlots != m_live)
+    if (chained && m_rateSlots != m_live)
     {
         return 0;
     }
@@ -463,7 +705,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     {
         if (nic)
         {
-            nic->ShiftClock(0, &own, 0);
+            nic->ShiftClock(0, &own, 0, 0);
         }
     }
     ShiftEventId(m_net->m_sampleEvent, 0, &own);
@@ -475,6 +717,13 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     NS_ASSERT_MSG(sched, "fast-forward needs the ShiftableScheduler as the event queue");
     uint64_t other = sched->EarliestOther(isOwn);
     double limit = horizon;
+    if (m_congestedRates)
+    {
+        // chained skips included
+        limit = std::min(limit,
+                         m_congJumpRatio * static_cast<double>(m_congSpanNs) -
+                             static_cast<double>(m_congUsedNs));
+    }
     bool stoppedByOther = false;
     if (other != std::numeric_limits<uint64_t>::max() &&
         static_cast<double>(static_cast<int64_t>(other) - now) < limit)
@@ -546,12 +795,22 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         skippedBytes[i] = bytes;
     }
     double d = static_cast<double>(delta);
+    if (m_congestedRates)
+    {
+        // the equilibrium's CNPs, at the rate each queue pair received them
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            qps[m_live[i]]->cnps += static_cast<uint64_t>(std::llround(m_cnpRate[i] * d));
+        }
+    }
     for (std::size_t v = 0; v < m_net->m_nics.size(); ++v)
     {
         if (m_net->m_nics[v])
         {
-            m_net->m_nics[v]->ShiftClock(
-                delta, &moved, static_cast<uint64_t>(std::llround(m_ackRate[v] * d)));
+            m_net->m_nics[v]->ShiftClock(delta,
+                                         &moved,
+                                         static_cast<uint64_t>(std::llround(m_ackRate[v] * d)),
+                                         static_cast<uint64_t>(std::llround(m_cnpOutRate[v] * d)));
         }
     }
     ShiftEventId(m_net->m_sampleEvent, delta, &moved);
@@ -565,6 +824,12 @@ PacketFastForward::TryJump(int64_t now, bool chained)
                 static_cast<uint64_t>(std::llround(txRate * d)),
                 static_cast<uint64_t>(std::llround(frameRate * d)));
         }
+        if (m_markRate[p] > 0 || m_pauseRate[p] > 0)
+        {
+            m_net->m_portDev[p]->AddFastForwardSignals(
+                static_cast<uint64_t>(std::llround(m_markRate[p] * d)),
+                static_cast<uint64_t>(std::llround(m_pauseRate[p] * d)));
+        }
     }
     std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
     uint64_t shifted = sched->Shift(
@@ -573,12 +838,26 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         },
         static_cast<uint64_t>(delta));
     // congestion control: what the interval did to it, in the moved clock (rate changes re-time
-    // pacing relative to the moved send times)
+    // pacing relative to the moved send times); a controller in a congested equilibrium (it
+    // received CNPs) keeps its state, the cuts and recoveries of the interval cancelling
     for (std::size_t i = 0; i < n; ++i)
     {
-        qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
+        if (m_hold[i])
+        {
+            qps[m_live[i]]->cc->HoldSkipped(delta);
+        }
+        else
+        {
+            qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
+        }
     }
     ++m_stats[EPISODES];
+    if (m_congestedRates)
+    {
+        m_congUsedNs += delta;
+        ++m_stats[CONGESTED_EPISODES];
+        m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
+    }
     m_chain = stoppedByOther;
     m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
     m_stats[SKIPPED_BYTES] += total;

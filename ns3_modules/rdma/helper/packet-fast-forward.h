@@ -10,6 +10,7 @@
 #include "ns3/traced-callback.h"
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace ns3
@@ -59,6 +60,25 @@ class PacketNetwork;
  * with the clock). Queue occupancy integrals count the settled queue over the interval, and
  * each endpoint counts the ACKs of the interval at its settled rate.
  *
+ * Congested equilibrium (CongestedWindows > 0; off by default): where ECN marks, CNPs or PFC pauses
+ * keep the window-to-window checks above from settling, the controller also compares two blocks of
+ * CongestedWindows windows each (a sliding history of snapshots). The blocks agree when the set
+ * and messages did not change, nothing was dropped, retransmitted or NACKed, every queue pair
+ * acknowledged the same bytes in both within CongestedRateTolerance (plus two packets), every
+ * queue pair's CNPs and every port's ECN marks and PFC pause frames are the same in both within
+ * SignalTolerance (plus two standard deviations of a Poisson count), every port's mean queue
+ * (over the snapshots of a block) is the same within QueueBand bytes (or CongestedRateTolerance),
+ * and every queue pair without CNPs is clear of its own rate controller (as above). The skip
+ * then advances every queue pair at its mean rate over both blocks and counts marks, pauses,
+ * CNPs (at the queue pair and the NIC that sent them), wire bytes, frames and ACKs at their
+ * measured rates; queue pairs that received CNPs keep their controller's state as it was (its
+ * alpha clock moves with the interval: RdmaCongestionControl::HoldSkipped), since the cuts and
+ * recoveries of an equilibrium cancel over it. Approximation: the equilibrium's oscillation is
+ * replaced by its mean, and the phase of the packets when the skip ends is the phase when it
+ * began; where a result depends on that phase (an incast's convergence: see
+ * benchmarks/README.md) the fast run agrees with the exact one only as well as two exact runs
+ * with the starts moved by a few ns agree with each other.
+ *
  * Where it cannot be trusted it does nothing and the run stays packet by packet: while any
  * of the conditions above fails (congestion: ECN marks, PFC, CNPs; losses; a fault just
  * fired; rates still moving), and for congestion control that reads time stamps carried in
@@ -97,12 +117,13 @@ class PacketFastForward : public Object
     void Fault();
 
     /** Number of values of CopyStats. */
-    static constexpr uint32_t N_STATS = 9;
+    static constexpr uint32_t N_STATS = 11;
     /**
      * \brief Statistics: episodes, skipped ns, skipped payload bytes, checks, checks not
      * settled (changing), checks with congestion or losses, checks where the next change was
      * closer than MinJump, checks right after a fault, 1 if the network is never skipped
-     * (its congestion control, or TCP socket hosts on the fabric).
+     * (its congestion control, or TCP socket hosts on the fabric), episodes that skipped a
+     * congested equilibrium, and the ns they skipped.
      * \param out N_STATS values
      */
     void CopyStats(uint64_t* out) const;
@@ -120,19 +141,56 @@ class PacketFastForward : public Object
      * \return the interval skipped, ns (0 = none)
      */
     int64_t TryJump(int64_t now, bool chained);
+    /**
+     * Settled rates from the last StableWindows windows (no congestion signals).
+     * \param now current time, ns
+     * \return false if a rate is not positive
+     */
+    bool SettledRates(int64_t now);
+    /**
+     * Do the two blocks of the snapshot history agree (a congested equilibrium)? If so, set
+     * the rates and signal rates from them.
+     * \return true if they agree
+     */
+    bool CongestedRates();
     /** Equal settled rates for queue pairs that share an endpoint port alike (round robin). */
     void ShareRoundRobin();
     /** Schedule the next check \p delayNs from now. */
     void ScheduleCheck(int64_t delayNs);
 
     // attributes
-    Time m_interval;     //!< check interval
-    uint32_t m_windows;  //!< settled windows before a skip
-    double m_rateTol;    //!< relative tolerance of a queue pair's window bytes
-    double m_rateMargin; //!< congestion-control rate above throughput that does not pace
-    uint64_t m_queueTol; //!< absolute tolerance of a port's queue, bytes
-    Time m_minJump;      //!< shortest skip worth taking
-    Time m_guard;        //!< kept packet by packet before a predicted message end
+    Time m_interval;         //!< check interval
+    uint32_t m_windows;      //!< settled windows before a skip
+    double m_rateTol;        //!< relative tolerance of a queue pair's window bytes
+    double m_rateMargin;     //!< congestion-control rate above throughput that does not pace
+    uint64_t m_queueTol;     //!< absolute tolerance of a port's queue, bytes
+    Time m_minJump;          //!< shortest skip worth taking
+    Time m_guard;            //!< kept packet by packet before a predicted message end
+    uint32_t m_congWindows;  //!< windows per block of the congested check (0 = off)
+    double m_congRateTol;    //!< relative tolerance of a queue pair's block bytes
+    double m_signalTol;      //!< relative tolerance of a block's marks, pauses, CNPs
+    uint64_t m_queueBand;    //!< tolerance of a port's mean queue between blocks, bytes
+    double m_congJumpRatio;  //!< longest congested skip / its observation span
+    int64_t m_congSpanNs{0}; //!< observation span of the congested rates
+    int64_t m_congUsedNs{0}; //!< skipped with them so far (chained skips)
+
+    /** One snapshot of the congested check's history (indexed like m_live and the ports). */
+    struct Snapshot
+    {
+        int64_t ns{0};                //!< time
+        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
+        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
+        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
+        std::vector<uint64_t> tx;     //!< per port: wire bytes
+        std::vector<uint64_t> frames; //!< per port: frames
+        std::vector<uint64_t> queue;  //!< per port: queued bytes
+        std::vector<uint64_t> marks;  //!< per port: ECN marks
+        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
+        std::vector<uint64_t> acks;   //!< per node: ACKs sent
+        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
+    };
+
+    std::deque<Snapshot> m_hist; //!< congested check: the last 2 CongestedWindows + 1 snapshots
 
     PacketNetwork* m_net{nullptr};
     bool m_supported{true};
@@ -149,6 +207,8 @@ class PacketFastForward : public Object
     std::vector<uint64_t> m_prevUna;    //!< per live queue pair
     std::vector<uint64_t> m_prevWin;    //!< bytes acknowledged in the previous window
     std::vector<uint64_t> m_prevSig;    //!< per live queue pair: loss/CNP signature
+    std::vector<uint64_t> m_prevLoss;   //!< per live queue pair: retransmits, timeouts, NACKs
+    std::vector<uint64_t> m_portDrops;  //!< per port, previous snapshot: drops
     std::vector<uint64_t> m_refUna;     //!< at m_refNs
     std::vector<int64_t> m_prevProg;    //!< per live queue pair: time of its last ACK progress
     std::vector<int64_t> m_refProg;     //!< the same at m_refNs
@@ -173,6 +233,12 @@ class PacketFastForward : public Object
     std::vector<double> m_txRate;      //!< settled wire rate per port, bytes/ns
     std::vector<double> m_frameRate;   //!< settled frame rate per port, 1/ns
     std::vector<double> m_ackRate;     //!< settled ACK rate per node, 1/ns
+    std::vector<double> m_markRate;    //!< congested: ECN marks per port, 1/ns
+    std::vector<double> m_pauseRate;   //!< congested: PFC pause frames per port, 1/ns
+    std::vector<double> m_cnpRate;     //!< congested: CNPs per queue pair, 1/ns
+    std::vector<double> m_cnpOutRate;  //!< congested: CNPs sent per node, 1/ns
+    std::vector<uint8_t> m_hold;       //!< per queue pair: controller held (it got CNPs)
+    bool m_congestedRates{false};      //!< the rates are a congested equilibrium's
     uint64_t m_stats[N_STATS]{};       //!< see CopyStats
 
     TracedCallback<int64_t, int64_t, uint64_t> m_skipTrace; //!< start ns, interval ns, bytes

@@ -341,6 +341,16 @@ Dcqcn::AdvanceSkipped(int64_t deltaNs, uint64_t bytes)
 }
 
 void
+Dcqcn::HoldSkipped(int64_t deltaNs)
+{
+    // alpha's update periods count from m_alphaOriginNs: the skipped interval adds none
+    if (m_started)
+    {
+        m_alphaOriginNs += deltaNs;
+    }
+}
+
+void
 Dcqcn::OnSend(uint32_t bytes)
 {
     if (m_byteCounter == 0 || m_rate >= m_lineRate)

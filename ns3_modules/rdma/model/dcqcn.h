@@ -78,6 +78,7 @@ class Dcqcn : public RdmaCongestionControl
     /** Applies the increase-timer expirations the interval held, then the byte-counter stages
      * its bytes complete (timer stages first: their interleaving is not reproduced). */
     void AdvanceSkipped(int64_t deltaNs, uint64_t bytes) override;
+    void HoldSkipped(int64_t deltaNs) override;
     void OnSend(uint32_t bytes) override;
     bool UsesCnp() const override;
 

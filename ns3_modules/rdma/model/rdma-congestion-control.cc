@@ -76,6 +76,11 @@ RdmaCongestionControl::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>
 }
 
 void
+RdmaCongestionControl::HoldSkipped(int64_t /* deltaNs */)
+{
+}
+
+void
 RdmaCongestionControl::AdvanceSkipped(int64_t deltaNs, uint64_t bytes)
 {
     // nothing changes with time or bytes alone

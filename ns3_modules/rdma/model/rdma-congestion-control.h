@@ -91,6 +91,13 @@ class RdmaCongestionControl : public Object
      * \param bytes payload bytes sent over it
      */
     virtual void AdvanceSkipped(int64_t deltaNs, uint64_t bytes);
+    /**
+     * \brief Steady-state fast-forward of a congested equilibrium, after the event queue
+     * moved: the controller keeps its state as it was (the cuts and recoveries of the skipped
+     * interval cancel); clocks it reads lazily move with the interval.
+     * \param deltaNs skipped interval, ns
+     */
+    virtual void HoldSkipped(int64_t deltaNs);
 
     /** \return current sending rate, bit/s */
     double GetRate() const;

@@ -542,7 +542,10 @@ RdmaNic::Compact(uint32_t port)
 }
 
 void
-RdmaNic::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved, uint64_t acks)
+RdmaNic::ShiftClock(int64_t deltaNs,
+                    std::vector<const EventImpl*>* moved,
+                    uint64_t acks,
+                    uint64_t cnps)
 {
     for (std::size_t p = 0; p < m_wake.size(); ++p)
     {
@@ -553,6 +556,7 @@ RdmaNic::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved, uint6
         }
     }
     m_acksSent += acks;
+    m_cnpsSent += cnps;
 }
 
 uint64_t

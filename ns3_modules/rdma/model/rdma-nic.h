@@ -135,8 +135,12 @@ class RdmaNic : public Object, public FrameHandler
      * \param deltaNs shift, ns
      * \param moved receives the events to shift in the event queue
      * \param acks ACKs the receivers sent during the skipped interval (counted)
+     * \param cnps CNPs the receivers sent during the skipped interval (counted)
      */
-    void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved, uint64_t acks);
+    void ShiftClock(int64_t deltaNs,
+                    std::vector<const EventImpl*>* moved,
+                    uint64_t acks,
+                    uint64_t cnps);
 
     /** \return CNPs sent by this endpoint's NP */
     uint64_t GetCnpsSent() const;
