@@ -302,3 +302,145 @@ def test_tcp_socket_hosts_on_the_fabric_fall_back_to_exact(native_lib):
     assert runs["fast"]["fast_forward"]["not_supported"] == 1
     assert runs["fast"]["fast_forward"]["episodes"] == 0
     np.testing.assert_array_equal(runs["fast"]["flows"]["end_ns"], runs["exact"]["flows"]["end_ns"])
+
+
+# A whole training iteration small enough for a test: TP2 x DP4 on two 4-GPU hosts with 400G
+# rails, connection granularity, intra-host copies fluid; its data-parallel all-reduces (50 MB,
+# 0.6 ms) are what the mode skips, the two-rank TP collectives wait for them.
+SMALL_ITERATION = """
+name: ff-small
+model: {arch: gpt, hidden: 1024, layers: 4, heads: 16, ffn: 4096, vocab: 8192, seq: 512, name: gpt-ff}
+training: {global_batch: 8, micro_batch: 1, seq_len: 512, dtype: bf16, recompute: none}
+parallel: {tp: 2, pp: 1, dp: 4, schedule: 1f1b, zero: 0}
+cluster:
+  name: ff-2x4
+  host_types:
+    h100: {gpu: H100-SXM, gpus: 4, fabric: nvswitch, nics: 4, nic_speed: 400Gbps}
+  hosts:
+    - {type: h100, count: 2}
+  fabric: {kind: rail-optimized, link_delay: 1us, oversubscription: 1}
+network: {cc: dcqcn, mtu: 4KiB, pfc: true}
+simulation: {fidelity: packet, seed: 1, collective_granularity: connection, intra_host: flow}
+"""
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+def run_both(tmp_path: Path, experiment: Path, *extra: str, until: str | None = None) -> dict[str, Path]:
+    """``heterosim run`` exact and fast (``--set`` items ``extra``); the two output folders."""
+    out = {}
+    for mode in ("exact", "fast"):
+        out[mode] = tmp_path / mode
+        args = ["run", str(experiment), "--no-plots", "--quiet", "--out", str(out[mode])]
+        if until:
+            args += ["--until", until]
+        for item in (f"simulation.packet_acceleration={mode}", *extra):
+            args += ["--set", item]
+        assert main(args) == 0
+    return out
+
+
+def assert_meets_the_bar(exact_dir: Path, fast_dir: Path) -> dict:
+    """The issue's bar between two run folders: iteration within 1 %, every collective's
+    duration within 3 %, FCT p50 and p99 within 5 %, PFC pauses and ECN marks within 10 %."""
+    e = json.loads((exact_dir / "results.json").read_text())
+    f = json.loads((fast_dir / "results.json").read_text())
+    if not e["sim"]["partial"]:
+        assert within(f["iteration_time_s"], e["iteration_time_s"], 0.01)
+    ce = read_csv(exact_dir / "collectives.csv")
+    cf = read_csv(fast_dir / "collectives.csv")
+    assert [r["id"] for r in ce] == [r["id"] for r in cf] and ce
+    for a, b in zip(ce, cf):
+        assert within(float(b["time_s"]), float(a["time_s"]), 0.03), (a, b)
+    fe = np.array([float(r["fct_s"]) for r in read_csv(exact_dir / "flows.csv")])
+    ff = np.array([float(r["fct_s"]) for r in read_csv(fast_dir / "flows.csv")])
+    for q in (50, 99):
+        assert within(np.percentile(ff, q), np.percentile(fe, q), 0.05)
+    for key in ("ecn_marks", "pfc_pause_frames"):
+        assert abs(f["network"][key] - e["network"][key]) <= 0.1 * e["network"][key]
+    assert f["network"]["bytes"] == e["network"]["bytes"]
+    return f["sim"]["packet_acceleration"]
+
+
+def test_small_iteration_meets_the_bar(tmp_path, native_lib):
+    """A whole iteration exact and fast: iteration 1 %, every collective 3 %, FCT p50/p99 5 %,
+    marks and pauses 10 % (measured: iteration +0.001 %, collectives within 0.01 %), with
+    about half the events."""
+    experiment = tmp_path / "small.yaml"
+    experiment.write_text(SMALL_ITERATION)
+    out = run_both(tmp_path, experiment)
+    ff = assert_meets_the_bar(out["exact"], out["fast"])
+    assert ff["episodes"] >= 5 and ff["time_share"] > 0.1
+    events = {m: json.loads((out[m] / "results.json").read_text())["sim"]["events"] for m in out}
+    assert events["fast"] < 0.7 * events["exact"]  # 0.51 measured
+
+
+@pytest.mark.slow
+def test_chained_skips_keep_a_long_collective_to_the_ns(tmp_path, native_lib):
+    """GPT-3 13B TP2 DP16 on H0 32 up to the end of its first 629 MB data-parallel
+    reduce-scatter (3.16 ms, 16 inter-host queue pairs skipped in chained skips for ~2.8 ms).
+    Rates measured from ACK arrivals were a packet off in 150 us on the queue pairs whose ACKs
+    queue behind the receiver's own data (0.06 %: 1.5 us late per collective, which added up over
+    an iteration and pushed 2-rank TP collectives waiting for it 19 % over); from the senders'
+    send times every flow of the collective ends within 0.01 % (measured: 4 ns)."""
+    out = run_both(
+        tmp_path,
+        REPO / "workloads" / "simai" / "gpt3_13b_tp2.yaml",
+        "cluster=../../topologies/h0_32gpu.yaml",
+        "parallel.dp=16",
+        "training.global_batch=32",
+        "simulation.collective_granularity=connection",
+        "simulation.intra_host=flow",
+        until="221ms",
+    )
+    ff = assert_meets_the_bar(out["exact"], out["fast"])
+    assert ff["episodes"] > 50
+    fe = read_csv(out["exact"] / "flows.csv")
+    fl = read_csv(out["fast"] / "flows.csv")
+    rs = [
+        (a, b)
+        for a, b in zip(fe, fl)
+        if a["collective"] == "13391" and float(a["bytes"]) > 1e8 and float(a["end_s"]) > 0
+    ]
+    assert len(rs) >= 16
+    for a, b in rs:
+        assert within(float(b["fct_s"]), float(a["fct_s"]), 1e-4), (a, b)
+
+
+def long_incast(mode: str, **ff: str) -> dict:
+    """Three 96 MiB flows into one 100G receiver, DCQCN: ~28 ms of marked, paced equilibrium."""
+    attrs = {"PacketNetwork::Acceleration": mode, **{f"PacketFastForward::{k}": v for k, v in ff.items()}}
+    network = NetworkConfig(
+        cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attrs
+    )
+    return packet.run_flows(
+        one_leaf(4), network, [1, 2, 3], [0, 0, 0], [96 * MIB] * 3, [0] * 3, stop_ns=10**9
+    )
+
+
+def test_congested_equilibrium_is_skipped_only_when_asked_and_conserves(native_lib):
+    """With CongestedWindows > 0 a DCQCN-marked incast is skipped in stretches (at most one
+    observation span each): every byte is delivered, the last completion stays within 1 % of
+    the exact run (measured -0.75 %), and marks and CNPs are counted over the skipped time at
+    their measured rates (without that the fast run would count ~7 % fewer). The default (0)
+    skips nothing there. The per-flow completions and marks are only as reproducible as the
+    exact run is under a 37-63 ns shift of one start (flows move by up to 10 %, marks by
+    18 %; benchmarks/README.md), so those are not held to the 5 % / 10 % bar."""
+    exact = long_incast("exact")
+    default = long_incast("fast")
+    assert default["fast_forward"]["congested_episodes"] == 0
+    fast = long_incast("fast", CongestedWindows="4")
+    ff = fast["fast_forward"]
+    assert ff["congested_episodes"] >= 1 and ff["congested_skipped_ns"] > 1_000_000
+    assert ff["congested_skipped_ns"] <= ff["skipped_ns"]
+    np.testing.assert_array_equal(fast["flows"]["bytes_delivered"], np.array([96 * MIB] * 3))
+    assert within(fast["sim_end_ns"], exact["sim_end_ns"], 0.01)
+    assert exact["counters"]["ecn_marks"] > 1000
+    for key in ("ecn_marks", "cnps"):
+        assert 0.8 * exact["counters"][key] < fast["counters"][key] < 1.5 * exact["counters"][key]
+    assert fast["events"] < exact["events"]
