@@ -326,6 +326,11 @@ PlanExecutor::CheckDependencyArrays() const
             err << "task " << i << ": dependency offsets decrease";
             return err.str();
         }
+        if (m_depPtr[i + 1] > static_cast<int64_t>(m_depIdx.size()))
+        {
+            err << "task " << i << ": dependency offsets run past the dependency list";
+            return err.str();
+        }
         for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
         {
             int64_t p = m_depIdx[e];

@@ -235,6 +235,10 @@ class ValidationMessagesTestCase : public TestCase
         plan.depPtr = {0, 1, 0, 1};
         plan.depIdx = {2};
         Expect(plan, "task 1: dependency offsets decrease");
+        plan = Computes(3);
+        plan.depPtr = {0, 5, 0, 1};
+        plan.depIdx = {2};
+        Expect(plan, "task 0: dependency offsets run past the dependency list");
         plan = Computes(1);
         plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {9});
         Expect(plan, "task 1: depends on task 9, which does not exist");
