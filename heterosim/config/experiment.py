@@ -676,14 +676,6 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error(
             "parallel.pp", f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages"
         )
-    if par.p2p_sync == "blocking" and par.schedule == "interleaved":
-        raise top.error(
-            "parallel.p2p_sync",
-            "blocking is modelled for the 1f1b and gpipe "
-            "schedules only: with the interleaved schedule the traces' per-step "
-            "blocking sends deadlock (Megatron pairs them with receives in combined "
-            "calls, not modelled)",
-        )
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error(
             "parallel.grad_sync",
