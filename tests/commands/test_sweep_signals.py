@@ -100,6 +100,21 @@ def test_sigterm_stops_workers_and_resume_finishes(tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_ctrl_c_to_the_process_group_stops_the_sweep(tmp_path):
+    """Ctrl-C in a terminal sends SIGINT to every process of the foreground group, workers
+    included: the driver stops them and exits 130 with one line; --resume can continue."""
+    proc, _ = _start(tmp_path)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("heterosim sweep:")]
+    assert len(lines) == 1 and "interrupted by the user (Ctrl-C)" in lines[0] and "--resume" in lines[0]
+    assert "Traceback" not in stderr, stderr
+    assert _gone(proc.pid) == []
+    _assert_only_complete_variants(tmp_path / "out")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_killed_driver_takes_its_workers_with_it(tmp_path):
     proc, _ = _start(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)
