@@ -171,3 +171,30 @@ def test_sigterm_stops_a_ray_sweep_and_resume_finishes(tmp_path):
     assert len({r["id"] for r in records}) == 12 and {r["status"] for r in records} == {"ok"}
     assert len(records) == 12  # nothing ran twice
     _assert_only_complete_variants(out)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_sigterm_stops_a_plan_search_and_resume_finishes(tmp_path):
+    """heterosim plan runs its candidates through the sweep executors: SIGTERM stops the workers,
+    exits 143 with one line, and --resume runs only what was not recorded."""
+    out = tmp_path / "plan"
+    experiment = str(REPO / "tests" / "data" / "tiny_experiment.yaml")
+    args = ["plan", experiment, "--out", str(out), "--max-candidates", "6", "--workers", "2", "--quiet"]
+    proc = _popen(args)
+    deadline = time.monotonic() + 120
+    while len(_session_processes(proc.pid)) < 3:  # the driver and both workers
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 143, stderr  # not killed by the signal (-15) mid-write
+    assert [ln for ln in stderr.splitlines() if ln.startswith("heterosim plan:")] == [
+        "heterosim plan: terminated"
+    ]
+    assert _gone(proc.pid) == []
+    recorded = {r["id"] for r in _records(out)}
+    resumed = _popen([*args, "--resume"])
+    _, stderr = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, stderr
+    ids = [r["id"] for r in _records(out)]
+    assert len(ids) == len(set(ids)) == 6 and recorded <= set(ids)  # nothing ran twice
