@@ -99,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_any_experiment(path, overrides)
-        if isinstance(experiment, ExperimentConfig):
-            check_plan_budget(experiment, stop_ns)  # before anything is printed or built
+        check_plan_budget(experiment, stop_ns)  # before anything is printed or built
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     print_warnings(getattr(experiment, "warnings", ()))

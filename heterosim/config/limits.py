@@ -157,8 +157,12 @@ def simulated_time_floor_ns(experiment: Any) -> float:
     vocab``); spread over every GPU of the cluster running at once at its highest catalogue peak
     (any dtype). Attention scores, communication and pipeline bubbles only add, so the run takes
     at least this long unless a GPU computes faster than its datasheet peak. (Measured runs take
-    10-100x longer: the default experiment 0.95 ms against 31.6 ms simulated.)
+    10-100x longer: the default experiment 0.95 ms against 31.6 ms simulated.) Several jobs
+    (``jobs:``): the latest start plus that job's own floor.
     """
+    jobs = getattr(experiment, "jobs", None)
+    if jobs is not None:  # several jobs: the run lasts at least as long as its longest job
+        return max((job.start_ns + simulated_time_floor_ns(job.experiment) for job in jobs), default=0.0)
     model, train, cluster = experiment.model, experiment.training, experiment.cluster
     h = float(model.hidden)
     ffn = float(model.ffn)

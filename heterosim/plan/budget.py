@@ -82,7 +82,11 @@ def check_plan_budget(experiment: Any, stop_ns: int | None = None) -> None:
     budget, naming the term that dominates (and the key that drives it). ``stop_ns``
     (``--until``) caps the simulated time the time series cover
     (:func:`heterosim.config.limits.check_sample_budget`; checked after the task count and before
-    the plan's memory, so neither message depends on the machine's free memory)."""
+    the plan's memory, so neither message depends on the machine's free memory). Several jobs:
+    the time series only (each job's plan is checked when its workload is built)."""
+    if getattr(experiment, "jobs", None) is not None:
+        check_sample_budget(experiment, stop_ns)
+        return
     terms = estimate_plan_tasks(experiment)
     tasks = sum(terms.values())
     source = experiment.source or "experiment"

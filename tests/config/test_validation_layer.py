@@ -277,3 +277,20 @@ def test_run_sample_warning_and_until_cap():
     check_sample_budget(
         load_experiment(TINY, [*BIG, "simulation.sample_interval=0s", "simulation.iterations=1000"])
     )
+
+
+def test_several_jobs_sample_interval_is_bounded_too(monkeypatch, capsys, tmp_path):
+    """A jobs experiment runs at least until its last job's start plus that job's own floor."""
+    data = yaml.safe_load((REPO / "workloads/examples/two_jobs_h4.yaml").read_text())
+    data["cluster"] = str(REPO / "topologies/h4_32gpu.yaml")
+    data["jobs"][1]["start"] = "20s"
+    data["simulation"]["sample_interval"] = "1us"
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "o"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "jobs.yaml: simulation.sample_interval 1us: at least 2e+07 samples" in err[0], (
+        err
+    )
+    assert not out.exists()
