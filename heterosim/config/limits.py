@@ -36,7 +36,7 @@ MAX_CHANNELS = 64  # NCCL's MAXCHANNELS
 MAX_SWEEP_VARIANTS = 10_000  # a sweep file's max_variants raises it
 # Bytes per sample: the executor's progress series (time, tasks done, flows in flight; 8 bytes
 # each) and, at packet level, one queue row per sampled port (time 8, port 4, queue bytes 8, tx
-# bytes 8: PacketNetwork's m_qTime/m_qPort/m_qBytes/m_qTx, ns3_modules/rdma/helper/packet-network.h).
+# bytes 8: PacketNetworkSampler::QueueSeries, ns3_modules/rdma/helper/packet-network-sampler.h).
 PROGRESS_SAMPLE_BYTES = 24
 QUEUE_ROW_BYTES = 28
 
@@ -180,8 +180,8 @@ def simulated_time_floor_ns(experiment: Any) -> float:
 
 def sampled_ports_floor(experiment: Any) -> int:
     """Ports sampled per interval at packet level: at least both ends of every NIC's access link
-    (PacketNetwork samples the switch and NIC ends of access and fabric links); 0 in flow fidelity,
-    which records a link only when its bytes changed."""
+    (PacketNetworkSampler samples the switch and NIC ends of access and fabric links); 0 in flow
+    fidelity, which records a link only when its bytes changed."""
     if experiment.simulation.fidelity != "packet":
         return 0
     cluster = experiment.cluster
