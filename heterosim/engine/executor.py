@@ -408,6 +408,7 @@ def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | Non
         "bytes": np.empty(count, np.uint64),
     }
     net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
+    net.ReleaseLinkSeries()  # the arrays above are the only copy from here on
     return out
 
 

@@ -15,6 +15,7 @@
 #include "ns3/traced-callback.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -190,6 +191,9 @@ class FluidNetwork : public FlowNetwork
      */
     void CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const;
 
+    /** Free the link samples recorded so far (after CopyLinkSeries; sampling goes on). */
+    void ReleaseLinkSeries();
+
     /**
      * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
      * on it wait at rate 0 until Reroute() moves them or the link returns. Rates are re-filled
@@ -249,6 +253,59 @@ class FluidNetwork : public FlowNetwork
         uint64_t stamp{0};                                //!< visit mark: listed this round
         uint64_t expanded{0};                             //!< visit mark: all flows in the set
         bool capSet{false};                               //!< capacity initialised
+        bool sampleListed{false};                         //!< in m_sampleActive
+    };
+
+    /**
+     * A column of the link series, stored in fixed-size blocks: appending never moves what is
+     * stored (no reallocation copies), and memory grows by one block at a time.
+     */
+    template <typename T> class SeriesColumn
+    {
+      public:
+        /** Append \p value. */
+        void
+        PushBack(T value)
+        {
+            if (m_blocks.empty() || m_blocks.back().size() == kBlock)
+            {
+                m_blocks.emplace_back();
+                m_blocks.back().reserve(kBlock);
+            }
+            m_blocks.back().push_back(value);
+            ++m_size;
+        }
+
+        /** \return number of values */
+        uint64_t
+        Size() const
+        {
+            return m_size;
+        }
+
+        /** Copy every value, in order, to \p out (Size() entries). */
+        void
+        CopyTo(T* out) const
+        {
+            for (const auto& block : m_blocks)
+            {
+                out = std::copy(block.begin(), block.end(), out);
+            }
+        }
+
+        /** Drop every value and free the memory. */
+        void
+        Clear()
+        {
+            m_blocks.clear();
+            m_blocks.shrink_to_fit();
+            m_size = 0;
+        }
+
+      private:
+        static constexpr size_t kBlock = size_t{1} << 20; //!< values per block
+        std::vector<std::vector<T>> m_blocks;             //!< the values, kBlock per block
+        uint64_t m_size{0};                               //!< number of values
     };
 
     /** One active flow. */
@@ -370,12 +427,16 @@ class FluidNetwork : public FlowNetwork
     Time m_sampleInterval;                //!< link series period; 0 = no series
     int64_t m_nextSample{0};              //!< ns, time of the next link sample
     std::vector<uint64_t> m_sampledBytes; //!< carried bytes at each direction's last sample
-    std::vector<int64_t> m_seriesTime;    //!< link series: sample time, ns
-    std::vector<uint32_t> m_seriesDir;    //!< link series: direction
-    std::vector<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes
-    uint32_t m_socketMss;                 //!< TCP payload per segment (socket flows)
-    uint32_t m_socketOverhead;            //!< wire bytes per segment beyond payload
-    uint32_t m_socketInitialCwnd;         //!< TCP initial window, segments
+    /** directions a sample must look at: a flow on them, or bytes not yet sampled */
+    std::vector<uint32_t> m_sampleActive;
+    bool m_sampleActiveSorted{true};       //!< m_sampleActive is in increasing order
+    std::vector<int64_t> m_seriesTime;     //!< link series: sample times that have rows, ns
+    std::vector<uint64_t> m_seriesTimeEnd; //!< link series: rows up to that sample time
+    SeriesColumn<uint32_t> m_seriesDir;    //!< link series: direction of each row
+    SeriesColumn<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes of each row
+    uint32_t m_socketMss;                  //!< TCP payload per segment (socket flows)
+    uint32_t m_socketOverhead;             //!< wire bytes per segment beyond payload
+    uint32_t m_socketInitialCwnd;          //!< TCP initial window, segments
     std::unordered_set<uint64_t> m_socketConnections; //!< socket connections already opened
 
     std::vector<Resource> m_res;       //!< 2 per link
