@@ -386,8 +386,7 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         if (!res.sampleListed)
         {
             res.sampleListed = true;
-            m_sampleActive.push_back(r);
-            m_sampleActiveSorted = false;
+            m_sampleJoined.push_back(r);
         }
         f.res.push_back(r);
         f.pos.push_back(res.flows.size());
@@ -1172,10 +1171,15 @@ FluidNetwork::SampleUntil(int64_t nowNs)
         return;
     }
     m_sampledBytes.resize(m_res.size(), 0);
-    if (!m_sampleActiveSorted)
+    if (!m_sampleJoined.empty())
     {
-        std::sort(m_sampleActive.begin(), m_sampleActive.end()); // rows in direction order
-        m_sampleActiveSorted = true;
+        // rows in direction order: merge the directions that joined since the last sample
+        std::sort(m_sampleJoined.begin(), m_sampleJoined.end());
+        size_t middle = m_sampleActive.size();
+        m_sampleActive.insert(m_sampleActive.end(), m_sampleJoined.begin(), m_sampleJoined.end());
+        std::inplace_merge(
+            m_sampleActive.begin(), m_sampleActive.begin() + middle, m_sampleActive.end());
+        m_sampleJoined.clear();
     }
     // Only directions with a flow on them, or with bytes a sample has not recorded yet, can
     // have a row: an idle direction's carried bytes are its bytesDone, which changes only while

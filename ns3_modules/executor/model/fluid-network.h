@@ -253,7 +253,7 @@ class FluidNetwork : public FlowNetwork
         uint64_t stamp{0};                                //!< visit mark: listed this round
         uint64_t expanded{0};                             //!< visit mark: all flows in the set
         bool capSet{false};                               //!< capacity initialised
-        bool sampleListed{false};                         //!< in m_sampleActive
+        bool sampleListed{false};                         //!< in m_sampleActive or m_sampleJoined
     };
 
     /**
@@ -419,17 +419,16 @@ class FluidNetwork : public FlowNetwork
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
-    Ptr<TopologyDescription> m_topo;      //!< graph and routes
-    uint32_t m_mtu;                       //!< bytes, store-and-forward unit
-    uint32_t m_headerBytes;               //!< header bytes per Mtu of payload
-    uint32_t m_seed;                      //!< ECMP hash seed
-    bool m_ecmp;                          //!< spread flows over equal-cost paths
-    Time m_sampleInterval;                //!< link series period; 0 = no series
-    int64_t m_nextSample{0};              //!< ns, time of the next link sample
-    std::vector<uint64_t> m_sampledBytes; //!< carried bytes at each direction's last sample
-    /** directions a sample must look at: a flow on them, or bytes not yet sampled */
-    std::vector<uint32_t> m_sampleActive;
-    bool m_sampleActiveSorted{true};       //!< m_sampleActive is in increasing order
+    Ptr<TopologyDescription> m_topo;       //!< graph and routes
+    uint32_t m_mtu;                        //!< bytes, store-and-forward unit
+    uint32_t m_headerBytes;                //!< header bytes per Mtu of payload
+    uint32_t m_seed;                       //!< ECMP hash seed
+    bool m_ecmp;                           //!< spread flows over equal-cost paths
+    Time m_sampleInterval;                 //!< link series period; 0 = no series
+    int64_t m_nextSample{0};               //!< ns, time of the next link sample
+    std::vector<uint64_t> m_sampledBytes;  //!< carried bytes at each direction's last sample
+    std::vector<uint32_t> m_sampleActive;  //!< directions with a flow or unsampled bytes, in order
+    std::vector<uint32_t> m_sampleJoined;  //!< listed since the last sample, not yet merged
     std::vector<int64_t> m_seriesTime;     //!< link series: sample times that have rows, ns
     std::vector<uint64_t> m_seriesTimeEnd; //!< link series: rows up to that sample time
     SeriesColumn<uint32_t> m_seriesDir;    //!< link series: direction of each row
