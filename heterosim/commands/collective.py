@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         print(result_line(row), flush=True)
     if args.out:
         with staged_output(Path(args.out)) as stage:
-            write_results(stage, name, ranks, args.fidelity, rows)
+            write_results(stage, name, ranks, args.fidelity, rows, args.granularity)
         print(f"# wrote {Path(args.out) / 'results.json'}")
     if args.chakra:
         from heterosim.plan.collectives.chakra_export import write_collective_chakra
