@@ -3,6 +3,7 @@
  */
 #include "fluid-network.h"
 
+#include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -1259,6 +1260,69 @@ FluidNetwork::ReleaseLinkSeries()
     m_seriesTimeEnd.shrink_to_fit();
     m_seriesDir.Clear();
     m_seriesBytes.Clear();
+}
+
+uint64_t
+FluidNetwork::GetNLinkSampleTimes() const
+{
+    return m_seriesTime.size();
+}
+
+void
+FluidNetwork::CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const
+{
+    std::copy(m_seriesTime.begin(), m_seriesTime.end(), timeNs);
+    std::fill(lastBytes, lastBytes + m_res.size(), 0);
+    std::copy(m_sampledBytes.begin(), m_sampledBytes.end(), lastBytes);
+}
+
+void
+FluidNetwork::ForLinkSeriesOf(uint32_t nDirections,
+                              const uint32_t* directions,
+                              const std::function<void(int64_t, uint32_t, uint64_t)>& visit) const
+{
+    std::vector<bool> wanted(m_res.size(), false);
+    for (uint32_t k = 0; k < nDirections; ++k)
+    {
+        NS_ABORT_MSG_IF(directions[k] >= m_res.size(), "no link direction " << directions[k]);
+        wanted[directions[k]] = true;
+    }
+    uint64_t row = 0;
+    for (size_t k = 0; k < m_seriesTime.size(); ++k)
+    {
+        for (; row < m_seriesTimeEnd[k]; ++row)
+        {
+            uint32_t r = m_seriesDir.At(row);
+            if (wanted[r])
+            {
+                visit(m_seriesTime[k], r, m_seriesBytes.At(row));
+            }
+        }
+    }
+}
+
+uint64_t
+FluidNetwork::CountLinkSeriesOf(uint32_t nDirections, const uint32_t* directions) const
+{
+    uint64_t n = 0;
+    ForLinkSeriesOf(nDirections, directions, [&n](int64_t, uint32_t, uint64_t) { ++n; });
+    return n;
+}
+
+void
+FluidNetwork::CopyLinkSeriesOf(uint32_t nDirections,
+                               const uint32_t* directions,
+                               int64_t* timeNs,
+                               uint32_t* direction,
+                               uint64_t* bytes) const
+{
+    uint64_t out = 0;
+    ForLinkSeriesOf(nDirections, directions, [&](int64_t t, uint32_t r, uint64_t b) {
+        timeNs[out] = t;
+        direction[out] = r;
+        bytes[out] = b;
+        ++out;
+    });
 }
 
 double

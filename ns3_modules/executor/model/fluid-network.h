@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -191,8 +192,41 @@ class FluidNetwork : public FlowNetwork
      */
     void CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const;
 
-    /** Free the link samples recorded so far (after CopyLinkSeries; sampling goes on). */
+    /** Free the link samples recorded so far (after copying them; sampling goes on). */
     void ReleaseLinkSeries();
+
+    /** \return number of sample times that have at least one link-series row */
+    uint64_t GetNLinkSampleTimes() const;
+
+    /**
+     * \brief Copy the sample times that have at least one row (GetNLinkSampleTimes() values,
+     * increasing) and, per link direction (2 * nLinks values), the payload bytes of its last row
+     * (0 without rows): the series' largest value per direction, its bytes carried up to the
+     * last sample.
+     */
+    void CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const;
+
+    /**
+     * \param nDirections number of directions in \p directions
+     * \param directions link directions (any order)
+     * \return number of link-series rows of these directions
+     */
+    uint64_t CountLinkSeriesOf(uint32_t nDirections, const uint32_t* directions) const;
+
+    /**
+     * \brief Copy the rows of some link directions only, in time order (a scan of every row):
+     * CountLinkSeriesOf() entries each.
+     * \param nDirections number of directions in \p directions
+     * \param directions link directions (any order)
+     * \param timeNs sample times
+     * \param direction directions
+     * \param bytes carried payload bytes
+     */
+    void CopyLinkSeriesOf(uint32_t nDirections,
+                          const uint32_t* directions,
+                          int64_t* timeNs,
+                          uint32_t* direction,
+                          uint64_t* bytes) const;
 
     /**
      * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
@@ -291,6 +325,13 @@ class FluidNetwork : public FlowNetwork
             {
                 out = std::copy(block.begin(), block.end(), out);
             }
+        }
+
+        /** \return the value at \p i (< Size()) */
+        T
+        At(uint64_t i) const
+        {
+            return m_blocks[i / kBlock][i % kBlock];
         }
 
         /** Drop every value and free the memory. */
@@ -416,6 +457,13 @@ class FluidNetwork : public FlowNetwork
     void ApplyLinkCapacity(uint32_t link);
     /** Lazily set up the per-link fault state. */
     void InitLinkState();
+    /**
+     * \brief Visit the link-series rows of some directions in time order.
+     * \param visit called with (sample time, direction, bytes) for each such row
+     */
+    void ForLinkSeriesOf(uint32_t nDirections,
+                         const uint32_t* directions,
+                         const std::function<void(int64_t, uint32_t, uint64_t)>& visit) const;
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
