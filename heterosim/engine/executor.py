@@ -426,13 +426,13 @@ def _fluid_link_series(net: Any, sim_end_ns: int, topology: Topology) -> dict[st
             ]
         )
     ).astype(np.uint32)
-    rows = int(net.CountLinkSeriesOf(len(keep), keep))
+    rows = int(net.KeepLinkSeriesOf(len(keep), keep))
     out: dict[str, Any] = {
         "time_ns": np.empty(rows, np.int64),
         "direction": np.empty(rows, np.uint32),
         "bytes": np.empty(rows, np.uint64),
     }
-    net.CopyLinkSeriesOf(len(keep), keep, out["time_ns"], out["direction"], out["bytes"])
+    net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
     net.ReleaseLinkSeries()
     out.update(
         sample_time_ns=times,

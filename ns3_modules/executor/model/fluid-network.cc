@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -1276,10 +1275,8 @@ FluidNetwork::CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const
     std::copy(m_sampledBytes.begin(), m_sampledBytes.end(), lastBytes);
 }
 
-void
-FluidNetwork::ForLinkSeriesOf(uint32_t nDirections,
-                              const uint32_t* directions,
-                              const std::function<void(int64_t, uint32_t, uint64_t)>& visit) const
+uint64_t
+FluidNetwork::KeepLinkSeriesOf(uint32_t nDirections, const uint32_t* directions)
 {
     std::vector<bool> wanted(m_res.size(), false);
     for (uint32_t k = 0; k < nDirections; ++k)
@@ -1287,6 +1284,7 @@ FluidNetwork::ForLinkSeriesOf(uint32_t nDirections,
         NS_ABORT_MSG_IF(directions[k] >= m_res.size(), "no link direction " << directions[k]);
         wanted[directions[k]] = true;
     }
+    uint64_t kept = 0;
     uint64_t row = 0;
     for (size_t k = 0; k < m_seriesTime.size(); ++k)
     {
@@ -1295,34 +1293,16 @@ FluidNetwork::ForLinkSeriesOf(uint32_t nDirections,
             uint32_t r = m_seriesDir.At(row);
             if (wanted[r])
             {
-                visit(m_seriesTime[k], r, m_seriesBytes.At(row));
+                m_seriesDir.Set(kept, r); // kept <= row: compaction in place
+                m_seriesBytes.Set(kept, m_seriesBytes.At(row));
+                ++kept;
             }
         }
+        m_seriesTimeEnd[k] = kept;
     }
-}
-
-uint64_t
-FluidNetwork::CountLinkSeriesOf(uint32_t nDirections, const uint32_t* directions) const
-{
-    uint64_t n = 0;
-    ForLinkSeriesOf(nDirections, directions, [&n](int64_t, uint32_t, uint64_t) { ++n; });
-    return n;
-}
-
-void
-FluidNetwork::CopyLinkSeriesOf(uint32_t nDirections,
-                               const uint32_t* directions,
-                               int64_t* timeNs,
-                               uint32_t* direction,
-                               uint64_t* bytes) const
-{
-    uint64_t out = 0;
-    ForLinkSeriesOf(nDirections, directions, [&](int64_t t, uint32_t r, uint64_t b) {
-        timeNs[out] = t;
-        direction[out] = r;
-        bytes[out] = b;
-        ++out;
-    });
+    m_seriesDir.Truncate(kept);
+    m_seriesBytes.Truncate(kept);
+    return kept;
 }
 
 double

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -207,26 +206,14 @@ class FluidNetwork : public FlowNetwork
     void CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const;
 
     /**
+     * \brief Drop the link-series rows of every direction but \p directions (one pass, in
+     * place); the sample times stay (CopyLinkSampleTimes), GetNLinkSamples and CopyLinkSeries
+     * then give the kept rows.
      * \param nDirections number of directions in \p directions
-     * \param directions link directions (any order)
-     * \return number of link-series rows of these directions
+     * \param directions link directions to keep (any order)
+     * \return number of rows kept
      */
-    uint64_t CountLinkSeriesOf(uint32_t nDirections, const uint32_t* directions) const;
-
-    /**
-     * \brief Copy the rows of some link directions only, in time order (a scan of every row):
-     * CountLinkSeriesOf() entries each.
-     * \param nDirections number of directions in \p directions
-     * \param directions link directions (any order)
-     * \param timeNs sample times
-     * \param direction directions
-     * \param bytes carried payload bytes
-     */
-    void CopyLinkSeriesOf(uint32_t nDirections,
-                          const uint32_t* directions,
-                          int64_t* timeNs,
-                          uint32_t* direction,
-                          uint64_t* bytes) const;
+    uint64_t KeepLinkSeriesOf(uint32_t nDirections, const uint32_t* directions);
 
     /**
      * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
@@ -332,6 +319,25 @@ class FluidNetwork : public FlowNetwork
         At(uint64_t i) const
         {
             return m_blocks[i / kBlock][i % kBlock];
+        }
+
+        /** Replace the value at \p i (< Size()) by \p value. */
+        void
+        Set(uint64_t i, T value)
+        {
+            m_blocks[i / kBlock][i % kBlock] = value;
+        }
+
+        /** Keep the first \p n (<= Size()) values, freeing the blocks no longer needed. */
+        void
+        Truncate(uint64_t n)
+        {
+            m_blocks.resize((n + kBlock - 1) / kBlock);
+            if (!m_blocks.empty())
+            {
+                m_blocks.back().resize(n - (m_blocks.size() - 1) * kBlock);
+            }
+            m_size = n;
         }
 
         /** Drop every value and free the memory. */
@@ -457,13 +463,6 @@ class FluidNetwork : public FlowNetwork
     void ApplyLinkCapacity(uint32_t link);
     /** Lazily set up the per-link fault state. */
     void InitLinkState();
-    /**
-     * \brief Visit the link-series rows of some directions in time order.
-     * \param visit called with (sample time, direction, bytes) for each such row
-     */
-    void ForLinkSeriesOf(uint32_t nDirections,
-                         const uint32_t* directions,
-                         const std::function<void(int64_t, uint32_t, uint64_t)>& visit) const;
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
