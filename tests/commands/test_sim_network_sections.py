@@ -66,3 +66,19 @@ def test_netbench_results_have_sim_and_network(native_lib, tmp_path, fidelity):
     assert doc["summary"]["delivered_bytes"] == doc["summary"]["injected_bytes"] == 2 * 512 * 1024
     last_end = max(f["end_s"] for f in doc["flows"])
     assert doc["sim"]["sim_end_s"] == pytest.approx(last_end, abs=1e-9) and last_end < 5e-3
+
+
+def test_collective_granularity_changes_the_flows_not_the_bytes(native_lib, tmp_path):
+    """--granularity connection: one flow per ring neighbour pair (8), carrying the same 7 x 4 MiB
+    as NCCL's chunk-by-chunk schedule; results.json says which granularity ran."""
+    docs = {}
+    for granularity in ("chunk", "connection"):
+        out = tmp_path / granularity
+        argv = ["collective", "--cluster", str(REPO / "topologies" / "star_8hosts_100g.yaml")]
+        argv += ["--op", "allgather", "--size", "4MiB", "--ranks", "0-7", "--algo", "ring"]
+        argv += ["--protocol", "simple", "--granularity", granularity, "--out", str(out)]
+        assert main(argv) == 0
+        docs[granularity] = json.loads((out / "results.json").read_text())
+    assert docs["connection"]["granularity"] == "connection" and docs["connection"]["flows"] == 8
+    assert docs["chunk"]["flows"] > 8
+    assert docs["connection"]["network"]["bytes"] == docs["chunk"]["network"]["bytes"] == 7 * (4 << 20)
