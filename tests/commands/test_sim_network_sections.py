@@ -46,10 +46,8 @@ def test_collective_results_have_sim_and_network(native_lib, tmp_path, fidelity)
     assert doc["flows"] > 0 and doc["granularity"] == "chunk"
 
 
-@pytest.mark.parametrize("fidelity", ["flow", "packet"])
-def test_netbench_results_have_sim_and_network(native_lib, tmp_path, fidelity):
-    """A 2-to-1 incast of 512 KiB per sender, both fidelities: events counted, every injected
-    byte in the network counters, and the run ends with its last flow (not at the stop time)."""
+def tiny_incast(tmp_path: Path) -> Path:
+    """A 2-to-1 incast of 512 KiB per sender on eight 100G hosts."""
     scenario = {
         "name": "tiny-incast",
         "cluster": str(REPO / "topologies" / "star_8hosts_100g.yaml"),
@@ -59,6 +57,14 @@ def test_netbench_results_have_sim_and_network(native_lib, tmp_path, fidelity):
     }
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(scenario))
+    return path
+
+
+@pytest.mark.parametrize("fidelity", ["flow", "packet"])
+def test_netbench_results_have_sim_and_network(native_lib, tmp_path, fidelity):
+    """Both fidelities: events counted, every injected byte in the network counters, and the
+    run ends with its last flow (not at the stop time)."""
+    path = tiny_incast(tmp_path)
     out = tmp_path / "out"
     assert main(["netbench", str(path), "--fidelity", fidelity, "--out", str(out)]) == 0
     doc = json.loads((out / "results.json").read_text())
@@ -82,3 +88,16 @@ def test_collective_granularity_changes_the_flows_not_the_bytes(native_lib, tmp_
     assert docs["connection"]["granularity"] == "connection" and docs["connection"]["flows"] == 8
     assert docs["chunk"]["flows"] > 8
     assert docs["connection"]["network"]["bytes"] == docs["chunk"]["network"]["bytes"] == 7 * (4 << 20)
+
+
+def test_netbench_cc_comparison_sums_the_events_of_its_runs(native_lib, tmp_path):
+    out = tmp_path / "cmp"
+    assert (
+        main(["netbench", str(tiny_incast(tmp_path)), "--compare-cc", "dcqcn,none", "--out", str(out)]) == 0
+    )
+    summary = json.loads((out / "results.json").read_text())
+    runs = [json.loads((out / cc / "results.json").read_text()) for cc in ("dcqcn", "none")]
+    for run in runs:
+        check_sections(run, "packet", 2 * 512 * 1024, 2)
+    assert summary["sim"]["events"] == sum(run["sim"]["events"] for run in runs) > 0
+    assert summary["sim"]["wall_s"] >= sum(run["sim"]["wall_s"] for run in runs)
