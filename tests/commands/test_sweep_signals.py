@@ -72,6 +72,16 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     return proc, path
 
 
+def _ignores_sigint(pid: int) -> bool | None:
+    """Whether process ``pid`` ignores SIGINT (None: it has gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    ignored = int(next(ln for ln in status.splitlines() if ln.startswith("SigIgn:")).split()[1], 16)
+    return bool(ignored & (1 << (signal.SIGINT - 1)))
+
+
 def _gone(session: int, timeout_s: float = 15) -> list[int]:
     deadline = time.monotonic() + timeout_s
     while _session_processes(session) and time.monotonic() < deadline:
@@ -104,6 +114,14 @@ def test_ctrl_c_to_the_process_group_stops_the_sweep(tmp_path):
     """Ctrl-C in a terminal sends SIGINT to every process of the foreground group, workers
     included: the driver stops them and exits 130 with one line; --resume can continue."""
     proc, _ = _start(tmp_path)
+    deadline = time.monotonic() + 120
+    # once the workers run (their initializer ignores SIGINT); while they import heterosim, the
+    # interrupt also reaches them and each prints Python's KeyboardInterrupt traceback
+    while not all(
+        _ignores_sigint(pid) is not False for pid in _session_processes(proc.pid) if pid != proc.pid
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGINT)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
