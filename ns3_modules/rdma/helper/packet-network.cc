@@ -130,8 +130,10 @@ PacketNetwork::GetTypeId()
                           MakeStringAccessor(&PacketNetwork::m_hostFlows),
                           MakeStringChecker())
             .AddAttribute("Acceleration",
-                          "exact (every frame simulated) or fast (settled stretches skipped by "
-                          "PacketFastForward, whose attributes set the detection thresholds)",
+                          "exact (every frame simulated), fast (settled stretches skipped by "
+                          "PacketFastForward, whose attributes set the detection thresholds), "
+                          "memo (repeated contention episodes replayed by PacketEpisodeCache) "
+                          "or fast+memo (both)",
                           StringValue("exact"),
                           MakeStringAccessor(&PacketNetwork::m_acceleration),
                           MakeStringChecker());
@@ -145,6 +147,7 @@ PacketNetwork::PacketNetwork()
     m_mmuFactory.SetTypeId("ns3::SwitchMmu");
     m_markerFactory.SetTypeId("ns3::RedEcnMarker");
     m_ffFactory.SetTypeId("ns3::PacketFastForward");
+    m_memoFactory.SetTypeId("ns3::PacketEpisodeCache");
     m_socketFactory.SetTypeId("ns3::SocketTransport");
     for (const TypeId& tid : CongestionControlTypes())
     {
@@ -182,6 +185,7 @@ PacketNetwork::SetComponentAttribute(std::string name, std::string value)
                                 {"ns3::SwitchMmu", &m_mmuFactory},
                                 {"ns3::RedEcnMarker", &m_markerFactory},
                                 {"ns3::PacketFastForward", &m_ffFactory},
+                                {"ns3::PacketEpisodeCache", &m_memoFactory},
                                 {"ns3::SocketTransport", &m_socketFactory}};
     for (auto& [type, factory] : m_ccFactories)
     {
@@ -239,12 +243,14 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     NS_LOG_FUNCTION(this);
     if (m_ccFactories.find(m_ccType.GetName()) == m_ccFactories.end() ||
         (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
-        (m_acceleration != "exact" && m_acceleration != "fast"))
+        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
+         m_acceleration != "fast+memo"))
     {
         return false;
     }
     m_ff = nullptr;
-    if (m_acceleration == "fast")
+    m_memo = nullptr;
+    if (m_acceleration == "fast" || m_acceleration == "fast+memo")
     {
         // Skipped only where a settled state is a fixed point of the controller: DCQCN at its
         // line rate or clear of its share (no CNPs), and none. TIMELY and HPCC read time
@@ -394,6 +400,12 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
             }
         }
     }
+    if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts())
+    {
+        // TCP connections of socket hosts share the fabric unseen by the cache: none then
+        m_memo = m_memoFactory.Create<PacketEpisodeCache>();
+        m_memo->Attach(this);
+    }
     m_samplePorts.clear();
     for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
     {
@@ -436,6 +448,10 @@ PacketNetwork::SetLinkUp(uint32_t link, bool up)
     if (m_ff)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
+    }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
     }
     NS_ASSERT_MSG(m_desc, "Build() before faults");
     m_portDev[2 * link]->SetLinkDown(!up);
@@ -483,6 +499,10 @@ PacketNetwork::SetLinkRate(uint32_t link, double rateBps)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
     }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
+    }
     auto rate = static_cast<uint64_t>(std::llround(rateBps));
     m_portDev[2 * link]->SetRate(rate);
     m_portDev[2 * link + 1]->SetRate(rate);
@@ -496,6 +516,10 @@ PacketNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFact
     if (m_ff)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
+    }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
     }
     // streams far above the ECN markers' (one per node) and different for every port and seed
     int64_t base = (static_cast<int64_t>(m_seed) + 1) * 1000003LL * 4;
@@ -553,6 +577,10 @@ PacketNetwork::StartMessage(uint32_t flowId,
     if (connection >= 0)
     {
         auto it = m_connSlot.find(static_cast<uint32_t>(connection));
+        if (m_memo && it != m_connSlot.end())
+        {
+            m_memo->MessageAppended(it->second); // a replay continues packet by packet
+        }
         if (it != m_connSlot.end() && !m_qps[it->second]->IsFinished())
         {
             // Append to the open queue pair; the sender may send it after the host latency.
@@ -673,8 +701,13 @@ PacketNetwork::StartMessage(uint32_t flowId,
     {
         m_liveSlots.push_back(slot);
     }
-    Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
-    if (m_ff)
+    EventId start =
+        Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    if (m_memo)
+    {
+        m_memo->QueuePairCreated(slot, start); // hands it to the fast-forward unless replayed
+    }
+    else if (m_ff)
     {
         m_ff->QueuePairAdded(slot);
     }
@@ -701,6 +734,10 @@ PacketNetwork::Delivered(uint32_t slot, uint32_t flowId)
     if (m_ff)
     {
         m_ff->Changed();
+    }
+    if (m_memo)
+    {
+        m_memo->Delivered(slot);
     }
 }
 
@@ -887,6 +924,19 @@ PacketNetwork::CopyFastForwardStats(uint64_t* out) const
     else
     {
         std::fill(out, out + PacketFastForward::N_STATS, 0);
+    }
+}
+
+void
+PacketNetwork::CopyMemoStats(uint64_t* out) const
+{
+    if (m_memo)
+    {
+        m_memo->CopyStats(out);
+    }
+    else
+    {
+        std::fill(out, out + PacketEpisodeCache::N_STATS, 0);
     }
 }
 
@@ -1095,6 +1145,11 @@ PacketNetwork::DoDispose()
     {
         m_ff->Dispose();
         m_ff = nullptr;
+    }
+    if (m_memo)
+    {
+        m_memo->Dispose();
+        m_memo = nullptr;
     }
     m_liveSlots.clear();
     m_desc = nullptr;

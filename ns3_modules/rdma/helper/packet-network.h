@@ -10,6 +10,7 @@
 #include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/object-factory.h"
+#include "ns3/packet-episode-cache.h"
 #include "ns3/packet-fast-forward.h"
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-frame-pool.h"
@@ -259,12 +260,19 @@ class PacketNetwork : public FlowNetwork
      * \param out PacketFastForward::N_STATS values
      */
     void CopyFastForwardStats(uint64_t* out) const;
+    /**
+     * \brief Copy the episode memoization statistics (PacketEpisodeCache::CopyStats; zeros
+     * when Acceleration has no memo).
+     * \param out PacketEpisodeCache::N_STATS values
+     */
+    void CopyMemoStats(uint64_t* out) const;
 
   protected:
     void DoDispose() override;
 
   private:
-    friend class PacketFastForward; //!< reads and advances queue pairs and ports
+    friend class PacketFastForward;  //!< reads and advances queue pairs and ports
+    friend class PacketEpisodeCache; //!< records and replays queue pairs and ports
 
     /** Start a flow, or a message on \p connection (-1: none). */
     void StartMessage(uint32_t flowId,
@@ -299,13 +307,15 @@ class PacketNetwork : public FlowNetwork
     bool m_sampleAllPorts;      //!< sample every port (else fabric ports only)
     bool m_phyOverhead;         //!< count preamble + IFG
     std::string m_hostFlows;    //!< intra-host flow model: packet or fluid
-    std::string m_acceleration; //!< exact or fast (steady-state fast-forward)
+    std::string m_acceleration; //!< exact, fast, memo or fast+memo
 
     ObjectFactory m_nicFactory;                         //!< RdmaNic
     ObjectFactory m_mmuFactory;                         //!< SwitchMmu
     ObjectFactory m_markerFactory;                      //!< RedEcnMarker
     ObjectFactory m_ffFactory;                          //!< PacketFastForward
     Ptr<PacketFastForward> m_ff;                        //!< fast-forward (Acceleration=fast)
+    ObjectFactory m_memoFactory;                        //!< PacketEpisodeCache
+    Ptr<PacketEpisodeCache> m_memo;                     //!< episode memoization (memo)
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
     ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
     Ptr<SocketTransport> m_socket; //!< TCP between hosts where one end is a socket host
