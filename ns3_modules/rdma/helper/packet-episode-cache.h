@@ -185,6 +185,7 @@ class PacketEpisodeCache : public Object
         std::shared_ptr<const Entry> play; //!< replaying: the entry
         std::vector<EventId> events;       //!< replaying: pending events
         std::vector<bool> delivered;       //!< replaying: per queue pair delivered
+        bool counted{false};               //!< replaying: port counters added
     };
 
     /** Seal the queue pairs created this instant into episodes. */
