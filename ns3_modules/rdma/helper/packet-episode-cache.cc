@@ -73,6 +73,15 @@ PacketEpisodeCache::GetTypeId()
                           UintegerValue(65536),
                           MakeUintegerAccessor(&PacketEpisodeCache::m_maxEntries),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("CongestedRecordings",
+                          "Recordings kept of an episode whose first recording saw ECN marks, "
+                          "CNPs, PFC pauses or drops, replayed in turn: RED marks at random, so "
+                          "each occurrence of such an episode is one draw of its outcome and "
+                          "the replays reproduce the distribution of the draws recorded (an "
+                          "episode without any is recorded once)",
+                          UintegerValue(4),
+                          MakeUintegerAccessor(&PacketEpisodeCache::m_congestedRecordings),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddTraceSource("Lookup",
                             "An episode that started idle was looked up (time ns, queue pairs, "
                             "hit)",
@@ -344,13 +353,17 @@ PacketEpisodeCache::Seal()
         }
         ++m_stats[LOOKUPS];
         auto found = m_entries.find(h.key);
-        m_lookupTrace(now, static_cast<uint32_t>(h.slots.size()), found != m_entries.end());
-        if (found != m_entries.end())
+        bool hit = found != m_entries.end() &&
+                   found->second.recordings.size() >=
+                       (found->second.recordings.front()->congested ? m_congestedRecordings : 1U);
+        m_lookupTrace(now, static_cast<uint32_t>(h.slots.size()), hit);
+        if (hit)
         {
-            StartReplay(id, found->second);
+            Recordings& r = found->second;
+            StartReplay(id, r.recordings[r.next++ % r.recordings.size()]);
             continue;
         }
-        if (m_entries.size() >= m_maxEntries)
+        if (found == m_entries.end() && m_entries.size() >= m_maxEntries)
         {
             ++m_stats[REFUSED];
             h.state = State::EXACT;
@@ -368,9 +381,8 @@ PacketEpisodeCache::Seal()
             m_recording.push_back(id);
             if (!m_sampleEvent.IsPending())
             {
-                m_sampleEvent = Simulator::Schedule(m_sampleInterval,
-                                                    &PacketEpisodeCache::SampleRecordings,
-                                                    this);
+                m_sampleEvent = Simulator::Schedule(
+                    m_sampleInterval, &PacketEpisodeCache::SampleRecordings, this);
             }
         }
         if (h.state != State::RECORDING)
@@ -507,13 +519,8 @@ PacketEpisodeCache::AddToPort(uint32_t port, const PortCounters& c)
 {
     QbbNetDevice* d = PeekPointer(m_net->m_portDev[port]);
     d->AddFastForwardTraffic(c.tx, c.frames);
-    d->AddMemoizedCounters(c.pauseSent,
-                           c.pauseReceived,
-                           c.pausedNs,
-                           c.marks,
-                           c.drops,
-                           c.area,
-                           c.maxQueue);
+    d->AddMemoizedCounters(
+        c.pauseSent, c.pauseReceived, c.pausedNs, c.marks, c.drops, c.area, c.maxQueue);
 }
 
 void
@@ -579,12 +586,25 @@ PacketEpisodeCache::TryFinishRecording(uint32_t id)
     }
     for (std::size_t p = 0; p < g.ports.size(); ++p)
     {
-        e.ports.push_back(Gain(g.base[p], Read(g.ports[p])));
-        e.frames += e.ports.back().frames;
+        const PortCounters& c = e.ports.emplace_back(Gain(g.base[p], Read(g.ports[p])));
+        e.frames += c.frames;
+        e.congested = e.congested || c.marks > 0 || c.pauseSent > 0 || c.drops > 0;
     }
-    if (m_entries.size() < m_maxEntries && !m_entries.count(g.key))
+    for (std::size_t i = 0; i < g.slots.size(); ++i)
     {
-        m_entries.emplace(g.key, g.rec);
+        e.congested = e.congested || e.qpCounters[N_QP_COUNTERS * i + 3] > 0;
+    }
+    auto found = m_entries.find(g.key);
+    if (found == m_entries.end() && m_entries.size() < m_maxEntries)
+    {
+        found = m_entries.emplace(g.key, Recordings{}).first;
+    }
+    if (found != m_entries.end() &&
+        (found->second.recordings.empty() ||
+         found->second.recordings.size() <
+             (found->second.recordings.front()->congested ? m_congestedRecordings : 1U)))
+    {
+        found->second.recordings.push_back(g.rec);
         ++m_stats[RECORDED];
         m_stats[ENTRIES] = m_entries.size();
         NS_LOG_INFO("recorded an episode of " << g.slots.size() << " queue pairs, " << e.endNs
@@ -711,8 +731,8 @@ PacketEpisodeCache::Materialise(uint32_t id)
     std::size_t n = g.slots.size();
     std::size_t nPorts = g.ports.size();
     // the samples around the offset; past the last one, the episode's end
-    auto k = static_cast<std::size_t>(
-        std::upper_bound(e.sampleNs.begin(), e.sampleNs.end(), off) - e.sampleNs.begin() - 1);
+    auto k = static_cast<std::size_t>(std::upper_bound(e.sampleNs.begin(), e.sampleNs.end(), off) -
+                                      e.sampleNs.begin() - 1);
     bool last = k + 1 >= e.sampleNs.size();
     int64_t t1 = last ? e.endNs : e.sampleNs[k + 1];
     double f = t1 > e.sampleNs[k] ? static_cast<double>(off - e.sampleNs[k]) /
@@ -724,9 +744,10 @@ PacketEpisodeCache::Materialise(uint32_t id)
     {
         RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
         uint64_t cnpsBefore = e.sampleCnps[k * n + i];
-        uint64_t cnpsAfter = last ? e.qpCounters[N_QP_COUNTERS * i + 3] : e.sampleCnps[(k + 1) * n + i];
-        qp->cnps += cnpsBefore + static_cast<uint64_t>(std::llround(
-                                     f * static_cast<double>(cnpsAfter - cnpsBefore)));
+        uint64_t cnpsAfter =
+            last ? e.qpCounters[N_QP_COUNTERS * i + 3] : e.sampleCnps[(k + 1) * n + i];
+        qp->cnps += cnpsBefore + static_cast<uint64_t>(
+                                     std::llround(f * static_cast<double>(cnpsAfter - cnpsBefore)));
         if (g.delivered[i])
         {
             // delivered in the replay: its last acknowledgement is taken as arrived now

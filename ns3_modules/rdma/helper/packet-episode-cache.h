@@ -50,6 +50,14 @@ class PacketNetwork;
  * pair joins (on any of its links), that gets a message appended, or that a fault
  * interrupts is discarded.
  *
+ * Recordings per key: an episode without ECN marks, CNPs, PFC pauses or drops is a
+ * deterministic function of its inputs and is recorded once. One with them is not: RED marks
+ * at random, so every occurrence is one draw of its outcome (in the exact run, too, the same
+ * incast repeated gives different completion times and marks). Such a key is recorded
+ * CongestedRecordings times, from its first occurrences, and the replays cycle through those
+ * recordings: the replayed occurrences reproduce the recorded draws, not the draw the exact run
+ * would have made for that occurrence, and agree with the exact run in distribution only.
+ *
  * Hit: the queue pairs are not started on their NICs; their deliveries and last
  * acknowledgements are scheduled at the recorded offsets (the flows complete through the
  * network's usual path, host latency included), and at the episode's end each port of its
@@ -145,18 +153,26 @@ class PacketEpisodeCache : public Object
     /** What is stored for a key. */
     struct Entry
     {
-        std::vector<int64_t> deliverNs;           //!< per queue pair: offset of delivery
-        std::vector<int64_t> doneNs;              //!< per queue pair: offset of the last ACK
-        std::vector<uint64_t> qpCounters;         //!< per queue pair: retx, timeouts, NACKs, CNPs
-        std::vector<PortCounters> ports;          //!< per canonical port: at the end
-        int64_t endNs{0};                         //!< episode length
-        std::vector<int64_t> sampleNs;            //!< trajectory sample offsets (first is 0)
-        std::vector<uint64_t> sampleDelivered;    //!< [sample][queue pair] bytes in order
-        std::vector<double> sampleRate;           //!< [sample][queue pair] CC rate, bit/s
-        std::vector<uint64_t> sampleCnps;         //!< [sample][queue pair] CNPs
-        std::vector<PortCounters> samplePorts;    //!< [sample][port] counters
-        uint64_t frames{0};                       //!< frames over the episode's ports
-        uint64_t hits{0};                         //!< times replayed
+        std::vector<int64_t> deliverNs;        //!< per queue pair: offset of delivery
+        std::vector<int64_t> doneNs;           //!< per queue pair: offset of the last ACK
+        std::vector<uint64_t> qpCounters;      //!< per queue pair: retx, timeouts, NACKs, CNPs
+        std::vector<PortCounters> ports;       //!< per canonical port: at the end
+        int64_t endNs{0};                      //!< episode length
+        std::vector<int64_t> sampleNs;         //!< trajectory sample offsets (first is 0)
+        std::vector<uint64_t> sampleDelivered; //!< [sample][queue pair] bytes in order
+        std::vector<double> sampleRate;        //!< [sample][queue pair] CC rate, bit/s
+        std::vector<uint64_t> sampleCnps;      //!< [sample][queue pair] CNPs
+        std::vector<PortCounters> samplePorts; //!< [sample][port] counters
+        uint64_t frames{0};                    //!< frames over the episode's ports
+        uint64_t hits{0};                      //!< times replayed
+        bool congested{false}; //!< marks, CNPs, pauses or drops (a random draw of RED)
+    };
+
+    /** The recordings of one key, replayed in turn. */
+    struct Recordings
+    {
+        std::vector<std::shared_ptr<Entry>> recordings; //!< in the order recorded
+        uint64_t next{0};                               //!< the next one to replay
     };
 
     enum class State
@@ -220,22 +236,23 @@ class PacketEpisodeCache : public Object
     bool Claim(const std::vector<uint32_t>& links, uint32_t self);
 
     // attributes
-    Time m_sampleInterval; //!< trajectory sampling period
-    uint32_t m_maxEntries; //!< most keys stored
+    Time m_sampleInterval;          //!< trajectory sampling period
+    uint32_t m_maxEntries;          //!< most keys stored
+    uint32_t m_congestedRecordings; //!< recordings kept of a congested episode
 
     PacketNetwork* m_net{nullptr};
-    bool m_faulted{false};                         //!< a fault fired
-    std::vector<Group> m_groups;                   //!< every group so far
-    std::vector<int64_t> m_groupOf;                //!< per slot: its group (-1 none)
-    std::vector<std::vector<uint32_t>> m_linkOwners; //!< per link: live groups on it
-    std::vector<uint32_t> m_pending;               //!< slots created this instant
-    std::vector<EventId> m_pendingStarts;          //!< their start events
-    std::vector<bool> m_pendingAppended;           //!< message appended before sealing
-    EventId m_sealEvent;                           //!< pending Seal
-    EventId m_sampleEvent;                         //!< pending SampleRecordings
-    std::vector<uint32_t> m_recording;             //!< groups recording
-    std::unordered_map<std::string, std::shared_ptr<Entry>> m_entries; //!< key -> outcome
-    uint64_t m_stats[N_STATS]{};                   //!< see CopyStats
+    bool m_faulted{false};                                 //!< a fault fired
+    std::vector<Group> m_groups;                           //!< every group so far
+    std::vector<int64_t> m_groupOf;                        //!< per slot: its group (-1 none)
+    std::vector<std::vector<uint32_t>> m_linkOwners;       //!< per link: live groups on it
+    std::vector<uint32_t> m_pending;                       //!< slots created this instant
+    std::vector<EventId> m_pendingStarts;                  //!< their start events
+    std::vector<bool> m_pendingAppended;                   //!< message appended before sealing
+    EventId m_sealEvent;                                   //!< pending Seal
+    EventId m_sampleEvent;                                 //!< pending SampleRecordings
+    std::vector<uint32_t> m_recording;                     //!< groups recording
+    std::unordered_map<std::string, Recordings> m_entries; //!< key -> outcomes
+    uint64_t m_stats[N_STATS]{};                           //!< see CopyStats
 
     TracedCallback<int64_t, uint32_t, bool> m_lookupTrace; //!< time ns, queue pairs, hit
     TracedCallback<int64_t, uint32_t> m_interruptTrace;    //!< time ns, queue pairs
