@@ -638,6 +638,7 @@ PacketEpisodeCache::StartReplay(uint32_t id, std::shared_ptr<const Entry> e)
     g.state = State::REPLAYING;
     g.play = e;
     g.delivered.assign(g.slots.size(), false);
+    g.qpCounted.assign(g.slots.size(), false);
     for (std::size_t i = 0; i < g.slots.size(); ++i)
     {
         Simulator::Cancel(g.starts[i]);
@@ -649,6 +650,14 @@ PacketEpisodeCache::StartReplay(uint32_t id, std::shared_ptr<const Entry> e)
                                                id,
                                                static_cast<uint32_t>(i)));
         m_stats[BYTES_REPLAYED] += qp->size;
+    }
+    for (std::size_t i = 0; i < g.slots.size(); ++i)
+    {
+        g.events.push_back(Simulator::Schedule(NanoSeconds(e->doneNs[i]),
+                                               &PacketEpisodeCache::ReplayDone,
+                                               this,
+                                               id,
+                                               static_cast<uint32_t>(i)));
     }
     g.events.push_back(
         Simulator::Schedule(NanoSeconds(e->endNs), &PacketEpisodeCache::ReplayEnd, this, id));
@@ -687,23 +696,27 @@ PacketEpisodeCache::ReplayDeliver(uint32_t id, uint32_t i)
 }
 
 void
-PacketEpisodeCache::ReplayEnd(uint32_t id)
+PacketEpisodeCache::ReplayDone(uint32_t id, uint32_t i)
 {
     Group& g = m_groups[id];
     const Entry& e = *g.play;
-    for (std::size_t i = 0; i < g.slots.size(); ++i)
-    {
-        RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
-        qp->sndUna = qp->sndNxt = qp->maxSent = qp->size;
-        qp->sendEnds.clear();
-        qp->senderDoneNs = g.t0 + e.doneNs[i];
-        qp->active = false;
-        qp->retransmits += e.qpCounters[N_QP_COUNTERS * i];
-        qp->timeouts += e.qpCounters[N_QP_COUNTERS * i + 1];
-        qp->nacks += e.qpCounters[N_QP_COUNTERS * i + 2];
-        qp->cnps += e.qpCounters[N_QP_COUNTERS * i + 3];
-        qp->cc->Stop();
-    }
+    RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
+    qp->sndUna = qp->sndNxt = qp->maxSent = qp->size;
+    qp->sendEnds.clear();
+    qp->senderDoneNs = Simulator::Now().GetNanoSeconds();
+    qp->active = false;
+    qp->retransmits += e.qpCounters[N_QP_COUNTERS * i];
+    qp->timeouts += e.qpCounters[N_QP_COUNTERS * i + 1];
+    qp->nacks += e.qpCounters[N_QP_COUNTERS * i + 2];
+    qp->cnps += e.qpCounters[N_QP_COUNTERS * i + 3];
+    g.qpCounted[i] = true;
+    qp->cc->Stop();
+}
+
+void
+PacketEpisodeCache::ReplayEnd(uint32_t id)
+{
+    Group& g = m_groups[id];
     g.events.clear();
     g.play.reset();
     g.state = State::DONE;
@@ -743,6 +756,10 @@ PacketEpisodeCache::Materialise(uint32_t id)
     for (std::size_t i = 0; i < n; ++i)
     {
         RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
+        if (g.qpCounted[i])
+        {
+            continue; // acknowledged in full in the replay
+        }
         uint64_t cnpsBefore = e.sampleCnps[k * n + i];
         uint64_t cnpsAfter =
             last ? e.qpCounters[N_QP_COUNTERS * i + 3] : e.sampleCnps[(k + 1) * n + i];
@@ -823,6 +840,7 @@ PacketEpisodeCache::Release(uint32_t id)
     g.base = {};
     g.deliverNs = {};
     g.delivered = {};
+    g.qpCounted = {};
     g.key = {};
     g.rec.reset();
     g.play.reset();

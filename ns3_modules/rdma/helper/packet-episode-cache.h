@@ -202,6 +202,7 @@ class PacketEpisodeCache : public Object
         std::vector<EventId> events;       //!< replaying: pending events
         std::vector<bool> delivered;       //!< replaying: per queue pair delivered
         bool counted{false};               //!< replaying: port counters added
+        std::vector<bool> qpCounted;       //!< replaying: per queue pair acknowledged in full
     };
 
     /** Seal the queue pairs created this instant into episodes. */
@@ -218,6 +219,8 @@ class PacketEpisodeCache : public Object
     void StartReplay(uint32_t id, std::shared_ptr<const Entry> e);
     /** Replay: queue pair \p i of \p id delivered. */
     void ReplayDeliver(uint32_t id, uint32_t i);
+    /** Replay: queue pair \p i of \p id acknowledged in full. */
+    void ReplayDone(uint32_t id, uint32_t i);
     /** Replay: the end of \p id. */
     void ReplayEnd(uint32_t id);
     /** Materialise the replay of \p id now and continue packet by packet. */
