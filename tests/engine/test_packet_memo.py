@@ -57,7 +57,9 @@ FAN_OUT = rounds(4, [(0, 1), (0, 2)], [(3, 4), (3, 5)], [3 * MIB, 2 * MIB])
 
 def run(mode: str, flows=FAN_OUT, **cache: str) -> dict:
     attrs = {"PacketNetwork::Acceleration": mode, **{f"PacketEpisodeCache::{k}": v for k, v in cache.items()}}
-    network = NetworkConfig(cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attrs)
+    network = NetworkConfig(
+        cc="dcqcn", mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attrs
+    )
     src, dst, size, start = flows
     return packet.run_flows(one_leaf(6), network, src, dst, size, start, stop_ns=200_000_000)
 
@@ -173,7 +175,9 @@ def test_config_key_accepts_memo_and_rejects_other_values():
     assert memo.simulation.packet_acceleration == "memo"
     both = load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=fast+memo"])
     assert both.simulation.packet_acceleration == "fast+memo"
-    with pytest.raises(UserError, match="packet_acceleration: expected one of exact, fast, memo, fast\\+memo"):
+    with pytest.raises(
+        UserError, match="packet_acceleration: expected one of exact, fast, memo, fast\\+memo"
+    ):
         load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=memo+fast"])
 
 
@@ -184,7 +188,19 @@ def test_netbench_reports_the_cache(tmp_path, native_lib):
     scenario = REPO / "workloads" / "netbench" / "repeated_episodes.yaml"
     out = {}
     for mode in ("exact", "memo"):
-        assert main(["netbench", str(scenario), "--set", f"simulation.packet_acceleration={mode}", "--out", str(tmp_path / mode)]) == 0
+        assert (
+            main(
+                [
+                    "netbench",
+                    str(scenario),
+                    "--set",
+                    f"simulation.packet_acceleration={mode}",
+                    "--out",
+                    str(tmp_path / mode),
+                ]
+            )
+            == 0
+        )
         out[mode] = json.loads((tmp_path / mode / "results.json").read_text())
     cache = out["memo"]["sim"]["packet_acceleration"]["memo"]
     assert cache["lookups"] == 16 and cache["hits"] == 12 and cache["hit_rate"] == pytest.approx(0.75)
