@@ -18,7 +18,8 @@ and what is on the wire, fabric routes are recomputed and the switches re-hash o
 left; a degraded link changes its ports' rate; a lossy link drops arriving frames at random.
 
 Python builds the network, schedules flows from arrays, runs the simulator and reads every
-counter back in bulk; it is never called per packet or per flow.
+counter back in bulk through ``ns3::PacketNetworkStats``; it is never called per packet or per
+flow.
 """
 
 from __future__ import annotations
@@ -194,10 +195,15 @@ FAST_FORWARD_FIELDS = (
 )
 
 
+def network_stats(net: Any) -> Any:
+    """The ``ns3::PacketNetworkStats`` of ``net``: bulk copies of its counters and series."""
+    return native.load().ns3.PacketNetworkStats(net)
+
+
 def fast_forward_stats(net: Any) -> dict[str, int]:
     """Steady-state fast-forward counters (``PacketFastForward``; zeros in exact mode)."""
     values = np.zeros(len(FAST_FORWARD_FIELDS), np.uint64)
-    net.CopyFastForwardStats(values)
+    network_stats(net).CopyFastForwardStats(values)
     return {name: int(v) for name, v in zip(FAST_FORWARD_FIELDS, values)}
 
 
@@ -229,7 +235,7 @@ def memo_stats(net: Any) -> dict[str, Any]:
     """Episode memoization counters (``PacketEpisodeCache``; zeros without memo), the hit rate
     (hits / lookups) and a description of the cache key."""
     values = np.zeros(len(MEMO_FIELDS), np.uint64)
-    net.CopyMemoStats(values)
+    network_stats(net).CopyMemoStats(values)
     out: dict[str, Any] = {name: int(v) for name, v in zip(MEMO_FIELDS, values)}
     out["hit_rate"] = out["hits"] / out["lookups"] if out["lookups"] else 0.0
     out["key"] = MEMO_KEY
@@ -238,8 +244,9 @@ def memo_stats(net: Any) -> dict[str, Any]:
 
 def collect_packet_stats(net: Any) -> dict[str, Any]:
     """Every counter of a packet network, as numpy arrays (bulk copies from C++)."""
+    reader = network_stats(net)
     counters = np.zeros(len(COUNTER_NAMES), np.uint64)
-    net.CopyCounters(counters)
+    reader.CopyCounters(counters)
     n_ports = int(net.GetNPorts())
     ports = {
         "node": np.zeros(n_ports, np.int32),
@@ -256,11 +263,11 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "frames_sent": np.zeros(n_ports, np.uint64),
     }
     if n_ports:
-        net.CopyPortStats(*(ports[k] for k in ("node", "link", "direction", *PORT_FIELDS)))
+        reader.CopyPortStats(*(ports[k] for k in ("node", "link", "direction", *PORT_FIELDS)))
     n_qps = int(net.GetNQueuePairs())
     ids = np.zeros(n_qps, np.uint32)
     if n_qps:
-        net.CopyQueuePairIds(ids)
+        reader.CopyQueuePairIds(ids)
     ids = np.sort(ids)
     flows = flow_stats(net, ids)
     stats: dict[str, Any] = {
@@ -271,7 +278,7 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "frames_in_use": int(net.GetFramesInUse()),
         "fast_forward": {**fast_forward_stats(net), "memo": memo_stats(net)},
     }
-    series = _series(net)
+    series = _series(reader)
     if series is not None:
         stats["series"] = series
     tcp = tcp_stats(net)
@@ -343,7 +350,7 @@ def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
         for key in ("retransmits", "cnps", "rate_changes", "timeouts", "bytes_acked", "bytes_delivered")
     }
     if n:
-        net.CopyFlowStats(
+        network_stats(net).CopyFlowStats(
             n,
             ids,
             out["retransmits"],
@@ -356,8 +363,8 @@ def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
     return {"id": ids.astype(np.int64), **{k: v.astype(np.int64) for k, v in out.items()}}
 
 
-def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
-    nq, nr = int(net.GetNQueueSamples()), int(net.GetNRateSamples())
+def _series(reader: Any) -> dict[str, dict[str, np.ndarray]] | None:
+    nq, nr = int(reader.GetNQueueSamples()), int(reader.GetNRateSamples())
     if nq == 0 and nr == 0:
         return None
     queue: dict[str, np.ndarray] = {
@@ -373,9 +380,9 @@ def _series(net: Any) -> dict[str, dict[str, np.ndarray]] | None:
         "acked_bytes": np.zeros(nr, np.uint64),
     }
     if nq:
-        net.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])
+        reader.CopyQueueSeries(queue["time_ns"], queue["port"], queue["bytes"], queue["tx_bytes"])
     if nr:
-        net.CopyRateSeries(rate["time_ns"], rate["flow"], rate["rate_bps"], rate["acked_bytes"])
+        reader.CopyRateSeries(rate["time_ns"], rate["flow"], rate["rate_bps"], rate["acked_bytes"])
     return {"queue": queue, "rate": rate}
 
 

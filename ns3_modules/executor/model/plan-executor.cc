@@ -26,6 +26,49 @@ namespace
 constexpr uint32_t kMaxNamed = 5;
 /** Completions between two wall-clock checks. */
 constexpr uint32_t kWallCheckEvery = 512;
+
+/**
+ * The first flow of each connection id seen so far: a vector for ids below a bound (ids are
+ * dense in practice), a map for ids far above the task count.
+ */
+class FirstFlowOfConnection
+{
+  public:
+    /** \param nTasks tasks of the plan (sets the bound of dense ids) */
+    explicit FirstFlowOfConnection(uint32_t nTasks)
+        : m_denseBound(static_cast<int64_t>(4) * nTasks + 1024)
+    {
+    }
+
+    /**
+     * \param connection connection id (0 .. 2^32 - 1)
+     * \param task a flow on it
+     * \return the first flow seen on \p connection (\p task if it is the first)
+     */
+    uint32_t
+    Get(int64_t connection, uint32_t task)
+    {
+        if (connection >= m_denseBound)
+        {
+            return m_sparse.emplace(static_cast<uint32_t>(connection), task).first->second;
+        }
+        auto c = static_cast<std::size_t>(connection);
+        if (c >= m_dense.size())
+        {
+            m_dense.resize(std::max<std::size_t>(c + 1, 2 * m_dense.size()), UINT32_MAX);
+        }
+        if (m_dense[c] == UINT32_MAX)
+        {
+            m_dense[c] = task;
+        }
+        return m_dense[c];
+    }
+
+  private:
+    int64_t m_denseBound;                            //!< ids below it are stored densely
+    std::vector<uint32_t> m_dense;                   //!< id -> first flow (UINT32_MAX: none)
+    std::unordered_map<uint32_t, uint32_t> m_sparse; //!< id -> first flow, ids above the bound
+};
 } // namespace
 
 TypeId
@@ -146,151 +189,167 @@ PlanExecutor::Validate()
 {
     NS_LOG_FUNCTION(this);
     m_validated = false;
-    std::ostringstream err;
     if (!m_network)
     {
         m_error = "no network set";
         return false;
     }
-    int64_t nGpus = m_network->GetNGpus();
-    // structure of every task
-    std::unordered_set<uint64_t> checkedPairs;
-    std::unordered_map<uint32_t, uint32_t> connectionEnds; // connection -> its first flow
-    std::vector<uint32_t> connectionFirst;                 // the same, by dense id
-    for (uint32_t i = 0; i < m_n; ++i)
+    m_error = CheckTasks();
+    if (m_error.empty())
     {
-        uint8_t k = m_kind[i];
-        if (k > MARKER)
-        {
-            err << "task " << i << ": unknown kind " << +k
-                << " (expected 0 compute, 1 flow, 2 marker)";
-            break;
-        }
-        if (m_delay[i] < 0)
-        {
-            err << "task " << i << ": negative delay " << m_delay[i] << " ns";
-            break;
-        }
-        if (k == COMPUTE)
-        {
-            if (m_gpu[i] < 0 || m_gpu[i] >= nGpus)
-            {
-                err << "task " << i << ": compute task on GPU " << m_gpu[i]
-                    << ", but the cluster has " << nGpus << " GPUs";
-                break;
-            }
-            if (m_duration[i] < 0 || m_stream[i] < 0)
-            {
-                err << "task " << i << ": negative duration or stream";
-                break;
-            }
-        }
-        else if (k == FLOW)
-        {
-            if (m_gpu[i] < 0 || m_gpu[i] >= nGpus || m_dst[i] < 0 || m_dst[i] >= nGpus)
-            {
-                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
-                    << ", but the cluster has " << nGpus << " GPUs";
-                break;
-            }
-            if (m_gpu[i] == m_dst[i])
-            {
-                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to itself";
-                break;
-            }
-            if (m_bytes[i] <= 0)
-            {
-                err << "task " << i << ": flow of " << m_bytes[i] << " bytes (expected > 0)";
-                break;
-            }
-            uint64_t pair =
-                (static_cast<uint64_t>(m_gpu[i]) << 32) | static_cast<uint32_t>(m_dst[i]);
-            if (m_topo && checkedPairs.insert(pair).second &&
-                m_topo->GetPath(m_gpu[i], m_dst[i], 0).empty())
-            {
-                err << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
-                    << " is unreachable (no route in the topology)";
-                break;
-            }
-            int64_t c = m_connection[i];
-            if (c > static_cast<int64_t>(UINT32_MAX))
-            {
-                err << "task " << i << ": connection id " << c << " is larger than 2^32 - 1";
-                break;
-            }
-            if (c >= 0)
-            {
-                // first flow of each connection (ids are dense in practice: a vector; a map
-                // for ids far above the task count)
-                uint32_t j = i;
-                if (c < static_cast<int64_t>(4) * m_n + 1024)
-                {
-                    if (static_cast<std::size_t>(c) >= connectionFirst.size())
-                    {
-                        connectionFirst.resize(
-                            std::max<std::size_t>(c + 1, 2 * connectionFirst.size()), UINT32_MAX);
-                    }
-                    if (connectionFirst[c] == UINT32_MAX)
-                    {
-                        connectionFirst[c] = i;
-                    }
-                    j = connectionFirst[c];
-                }
-                else
-                {
-                    j = connectionEnds.emplace(static_cast<uint32_t>(c), i).first->second;
-                }
-                if (j != i && (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] ||
-                               m_priority[j] != m_priority[i]))
-                {
-                    err << "task " << i << ": connection " << c << " joins flows " << j << " and "
-                        << i << " with different GPUs or priorities";
-                    break;
-                }
-            }
-        }
-        else if (m_connection[i] >= 0)
-        {
-            err << "task " << i << ": only flows have a connection";
-            break;
-        }
+        m_error = CheckDependencyArrays();
     }
-    // dependency arrays
-    if (err.str().empty())
+    if (!m_error.empty())
     {
-        if (m_depPtr[0] != 0 || m_depPtr[m_n] != static_cast<int64_t>(m_depIdx.size()))
-        {
-            err << "dependency offsets do not match the dependency list";
-        }
-        for (uint32_t i = 0; i < m_n && err.str().empty(); ++i)
-        {
-            if (m_depPtr[i + 1] < m_depPtr[i])
-            {
-                err << "task " << i << ": dependency offsets decrease";
-                break;
-            }
-            for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
-            {
-                int64_t p = m_depIdx[e];
-                if (p < 0 || p >= m_n)
-                {
-                    err << "task " << i << ": depends on task " << p << ", which does not exist";
-                    break;
-                }
-            }
-        }
-    }
-    if (!err.str().empty())
-    {
-        m_error = err.str();
         return false;
     }
-    // children CSR
-    std::vector<uint32_t> indeg(m_n, 0);
+    BuildChildren();
+    m_error = CheckAcyclic();
+    if (!m_error.empty())
+    {
+        return false;
+    }
+    NumberComputeStreams();
+    m_validated = true;
+    return true;
+}
+
+std::string
+PlanExecutor::CheckTasks() const
+{
+    int64_t nGpus = m_network->GetNGpus();
+    std::unordered_set<uint64_t> checkedPairs; // (source, destination) GPU pairs routed
+    FirstFlowOfConnection firstFlow(m_n);
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        std::string err = CheckTaskFields(i, nGpus);
+        if (!err.empty())
+        {
+            return err;
+        }
+        if (m_kind[i] != FLOW)
+        {
+            continue;
+        }
+        std::ostringstream out;
+        uint64_t pair = (static_cast<uint64_t>(m_gpu[i]) << 32) | static_cast<uint32_t>(m_dst[i]);
+        if (m_topo && checkedPairs.insert(pair).second &&
+            m_topo->GetPath(m_gpu[i], m_dst[i], 0).empty())
+        {
+            out << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
+                << " is unreachable (no route in the topology)";
+            return out.str();
+        }
+        int64_t c = m_connection[i];
+        if (c > static_cast<int64_t>(UINT32_MAX))
+        {
+            out << "task " << i << ": connection id " << c << " is larger than 2^32 - 1";
+            return out.str();
+        }
+        if (c < 0)
+        {
+            continue;
+        }
+        uint32_t j = firstFlow.Get(c, i);
+        if (j != i &&
+            (m_gpu[j] != m_gpu[i] || m_dst[j] != m_dst[i] || m_priority[j] != m_priority[i]))
+        {
+            out << "task " << i << ": connection " << c << " joins flows " << j << " and " << i
+                << " with different GPUs or priorities";
+            return out.str();
+        }
+    }
+    return "";
+}
+
+std::string
+PlanExecutor::CheckTaskFields(uint32_t i, int64_t nGpus) const
+{
+    std::ostringstream err;
+    uint8_t k = m_kind[i];
+    if (k > MARKER)
+    {
+        err << "task " << i << ": unknown kind " << +k << " (expected 0 compute, 1 flow, 2 marker)";
+    }
+    else if (m_delay[i] < 0)
+    {
+        err << "task " << i << ": negative delay " << m_delay[i] << " ns";
+    }
+    else if (k == COMPUTE)
+    {
+        if (m_gpu[i] < 0 || m_gpu[i] >= nGpus)
+        {
+            err << "task " << i << ": compute task on GPU " << m_gpu[i] << ", but the cluster has "
+                << nGpus << " GPUs";
+        }
+        else if (m_duration[i] < 0 || m_stream[i] < 0)
+        {
+            err << "task " << i << ": negative duration or stream";
+        }
+    }
+    else if (k == FLOW)
+    {
+        if (m_gpu[i] < 0 || m_gpu[i] >= nGpus || m_dst[i] < 0 || m_dst[i] >= nGpus)
+        {
+            err << "task " << i << ": flow from GPU " << m_gpu[i] << " to GPU " << m_dst[i]
+                << ", but the cluster has " << nGpus << " GPUs";
+        }
+        else if (m_gpu[i] == m_dst[i])
+        {
+            err << "task " << i << ": flow from GPU " << m_gpu[i] << " to itself";
+        }
+        else if (m_bytes[i] <= 0)
+        {
+            err << "task " << i << ": flow of " << m_bytes[i] << " bytes (expected > 0)";
+        }
+    }
+    else if (m_connection[i] >= 0)
+    {
+        err << "task " << i << ": only flows have a connection";
+    }
+    return err.str();
+}
+
+std::string
+PlanExecutor::CheckDependencyArrays() const
+{
+    std::ostringstream err;
+    if (m_depPtr[0] != 0 || m_depPtr[m_n] != static_cast<int64_t>(m_depIdx.size()))
+    {
+        err << "dependency offsets do not match the dependency list";
+        return err.str();
+    }
+    for (uint32_t i = 0; i < m_n; ++i)
+    {
+        if (m_depPtr[i + 1] < m_depPtr[i])
+        {
+            err << "task " << i << ": dependency offsets decrease";
+            return err.str();
+        }
+        if (m_depPtr[i + 1] > static_cast<int64_t>(m_depIdx.size()))
+        {
+            err << "task " << i << ": dependency offsets run past the dependency list";
+            return err.str();
+        }
+        for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
+        {
+            int64_t p = m_depIdx[e];
+            if (p < 0 || p >= m_n)
+            {
+                err << "task " << i << ": depends on task " << p << ", which does not exist";
+                return err.str();
+            }
+        }
+    }
+    return "";
+}
+
+void
+PlanExecutor::BuildChildren()
+{
     m_childPtr.assign(m_n + 1, 0);
     for (uint32_t i = 0; i < m_n; ++i)
     {
-        indeg[i] = m_depPtr[i + 1] - m_depPtr[i];
         for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
         {
             ++m_childPtr[m_depIdx[e] + 1];
@@ -301,22 +360,26 @@ PlanExecutor::Validate()
         m_childPtr[i + 1] += m_childPtr[i];
     }
     m_childIdx.assign(m_depIdx.size(), 0);
+    std::vector<int64_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
+    for (uint32_t i = 0; i < m_n; ++i)
     {
-        std::vector<int64_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
-        for (uint32_t i = 0; i < m_n; ++i)
+        for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
         {
-            for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
-            {
-                m_childIdx[fill[m_depIdx[e]]++] = i;
-            }
+            m_childIdx[fill[m_depIdx[e]]++] = i;
         }
     }
+}
+
+std::string
+PlanExecutor::CheckAcyclic() const
+{
     // Kahn's algorithm: every task must be reachable in a topological order
-    std::vector<uint32_t> left = indeg;
+    std::vector<uint32_t> left(m_n, 0); // unfinished parents per task
     std::vector<uint32_t> order;
     order.reserve(m_n);
     for (uint32_t i = 0; i < m_n; ++i)
     {
+        left[i] = m_depPtr[i + 1] - m_depPtr[i];
         if (left[i] == 0)
         {
             order.push_back(i);
@@ -333,42 +396,49 @@ PlanExecutor::Validate()
             }
         }
     }
-    if (order.size() < m_n)
+    return order.size() < m_n ? DescribeCycle(left, m_n - order.size()) : std::string();
+}
+
+std::string
+PlanExecutor::DescribeCycle(const std::vector<uint32_t>& left, std::size_t blocked) const
+{
+    // walk back through unfinished parents until a task repeats: that loop is a cycle
+    uint32_t v = 0;
+    while (left[v] == 0)
     {
-        // walk back through unfinished parents until a task repeats: that loop is a cycle
-        uint32_t v = 0;
-        while (left[v] == 0)
+        ++v;
+    }
+    std::vector<int64_t> seenAt(m_n, -1);
+    std::vector<uint32_t> walk;
+    while (seenAt[v] < 0)
+    {
+        seenAt[v] = walk.size();
+        walk.push_back(v);
+        for (int64_t e = m_depPtr[v]; e < m_depPtr[v + 1]; ++e)
         {
-            ++v;
-        }
-        std::vector<int64_t> seenAt(m_n, -1);
-        std::vector<uint32_t> walk;
-        while (seenAt[v] < 0)
-        {
-            seenAt[v] = walk.size();
-            walk.push_back(v);
-            for (int64_t e = m_depPtr[v]; e < m_depPtr[v + 1]; ++e)
+            if (left[m_depIdx[e]] > 0)
             {
-                if (left[m_depIdx[e]] > 0)
-                {
-                    v = m_depIdx[e];
-                    break;
-                }
+                v = m_depIdx[e];
+                break;
             }
         }
-        std::vector<uint32_t> cycle(walk.begin() + seenAt[v], walk.end());
-        std::reverse(cycle.begin(), cycle.end()); // parent -> child order
-        err << "dependency cycle (" << (m_n - order.size()) << " tasks can never start): task ";
-        for (size_t i = 0; i < cycle.size() && i < 2 * kMaxNamed; ++i)
-        {
-            err << cycle[i] << " -> ";
-        }
-        err << (cycle.size() > 2 * kMaxNamed ? std::string("... -> ") : std::string()) << cycle[0];
-        m_error = err.str();
-        return false;
     }
-    // dense compute streams
-    std::unordered_map<uint64_t, uint32_t> streams;
+    std::vector<uint32_t> cycle(walk.begin() + seenAt[v], walk.end());
+    std::reverse(cycle.begin(), cycle.end()); // parent -> child order
+    std::ostringstream err;
+    err << "dependency cycle (" << blocked << " tasks can never start): task ";
+    for (size_t i = 0; i < cycle.size() && i < 2 * kMaxNamed; ++i)
+    {
+        err << cycle[i] << " -> ";
+    }
+    err << (cycle.size() > 2 * kMaxNamed ? std::string("... -> ") : std::string()) << cycle[0];
+    return err.str();
+}
+
+void
+PlanExecutor::NumberComputeStreams()
+{
+    std::unordered_map<uint64_t, uint32_t> streams; // (GPU, stream) -> dense index
     m_streamOf.assign(m_n, 0);
     for (uint32_t i = 0; i < m_n; ++i)
     {
@@ -381,9 +451,6 @@ PlanExecutor::Validate()
         }
     }
     m_nStreams = streams.size();
-    m_validated = true;
-    m_error.clear();
-    return true;
 }
 
 bool

@@ -218,6 +218,25 @@ class PlanExecutor : public Object
     void Drain();
     /** Record progress samples up to (but excluding) \p nowNs. */
     void SampleUntil(int64_t nowNs, bool inclusive);
+    // Validate(), one job each; a check returns "" or the one-line error
+    /** Every task's fields, flow routes and connections (the first error). */
+    std::string CheckTasks() const;
+    /** Task \p i's own fields: kind, delay, GPU indices, duration, stream, bytes. */
+    std::string CheckTaskFields(uint32_t i, int64_t nGpus) const;
+    /** The dependency CSR: offsets consistent and non-decreasing, parents exist. */
+    std::string CheckDependencyArrays() const;
+    /** Build the children CSR (m_childPtr, m_childIdx) from the parents CSR. */
+    void BuildChildren();
+    /** Kahn's algorithm over the children CSR: every task can start, else the cycle. */
+    std::string CheckAcyclic() const;
+    /**
+     * The message naming one dependency cycle.
+     * \param left unfinished parents per task after Kahn's algorithm
+     * \param blocked number of tasks that can never start
+     */
+    std::string DescribeCycle(const std::vector<uint32_t>& left, std::size_t blocked) const;
+    /** Give every (GPU, stream) of a compute task a dense index (m_streamOf, m_nStreams). */
+    void NumberComputeStreams();
     /** Build the stall message. */
     std::string DescribeStall() const;
     /** Append a one-line description of task \p t to \p out. */

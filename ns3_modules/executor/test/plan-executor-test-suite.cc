@@ -8,6 +8,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <string>
 #include <vector>
 
 using namespace ns3;
@@ -141,6 +142,124 @@ class CycleTestCase : public TestCase
     }
 };
 
+/**
+ * \brief Validate() names the first problem of a malformed plan in one line: each check (task
+ * fields, connections, dependency arrays, cycles) with its exact message.
+ */
+class ValidationMessagesTestCase : public TestCase
+{
+  public:
+    ValidationMessagesTestCase()
+        : TestCase("Validate() reports each kind of malformed plan with its message")
+    {
+    }
+
+  private:
+    /** Validate \p plan (with \p connections if not empty) and compare the error. */
+    void
+    Expect(const PlanArrays& plan,
+           const std::string& expected,
+           const std::vector<int64_t>& connections = {})
+    {
+        Ptr<PlanExecutor> executor = MakeExecutor(plan);
+        if (!connections.empty())
+        {
+            executor->SetConnections(connections.size(), connections.data());
+        }
+        bool valid = executor->Validate();
+        NS_TEST_EXPECT_MSG_EQ(valid, expected.empty(), "valid: " << executor->GetError());
+        NS_TEST_EXPECT_MSG_EQ(executor->GetError(), expected, "the message");
+        executor->Dispose();
+        Simulator::Destroy();
+    }
+
+    /** A plan of \p n compute tasks without dependencies. */
+    static PlanArrays
+    Computes(uint32_t n)
+    {
+        PlanArrays plan;
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {});
+        }
+        return plan;
+    }
+
+    void
+    DoRun() override
+    {
+        PlanArrays plan = Computes(2);
+        plan.kind[1] = 3;
+        Expect(plan, "task 1: unknown kind 3 (expected 0 compute, 1 flow, 2 marker)");
+        plan = Computes(1);
+        plan.delay[0] = -5;
+        Expect(plan, "task 0: negative delay -5 ns");
+        plan = Computes(1);
+        plan.gpu[0] = 7;
+        Expect(plan, "task 0: compute task on GPU 7, but the cluster has 2 GPUs");
+        plan = Computes(1);
+        plan.stream[0] = -2;
+        Expect(plan, "task 0: negative duration or stream");
+
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::FLOW, 0, 5, 100, 0, {});
+        Expect(plan, "task 0: flow from GPU 0 to GPU 5, but the cluster has 2 GPUs");
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::FLOW, 1, 1, 100, 0, {});
+        Expect(plan, "task 0: flow from GPU 1 to itself");
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::FLOW, 0, 1, 0, 0, {});
+        Expect(plan, "task 0: flow of 0 bytes (expected > 0)");
+
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::FLOW, 0, 1, 100, 0, {});
+        Expect(plan, "task 0: connection id 4294967296 is larger than 2^32 - 1", {1LL << 32});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 100, 0, {});
+        plan.Add(PlanExecutor::FLOW, 1, 0, 100, 0, {});
+        Expect(plan, "", {5, 5, 100000}); // one connection, and a sparse id of its own
+        Expect(plan,
+               "task 2: connection 5 joins flows 0 and 2 with different GPUs or priorities",
+               {5, 5, 5});
+        Expect(plan,
+               "task 2: connection 100000 joins flows 0 and 2 with different GPUs or priorities",
+               {100000, 100000, 100000});
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::MARKER, 0, -1, 0, 0, {});
+        Expect(plan, "task 0: only flows have a connection", {3});
+
+        plan = Computes(2);
+        plan.depPtr = {1, 1, 1};
+        plan.depIdx = {0};
+        Expect(plan, "dependency offsets do not match the dependency list");
+        plan = Computes(3);
+        plan.depPtr = {0, 1, 0, 1};
+        plan.depIdx = {2};
+        Expect(plan, "task 1: dependency offsets decrease");
+        plan = Computes(3);
+        plan.depPtr = {0, 5, 0, 1};
+        plan.depIdx = {2};
+        Expect(plan, "task 0: dependency offsets run past the dependency list");
+        plan = Computes(1);
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {9});
+        Expect(plan, "task 1: depends on task 9, which does not exist");
+
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {1});
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {0});
+        Expect(plan, "dependency cycle (2 tasks can never start): task 1 -> 0 -> 1");
+        plan = PlanArrays();
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {11});
+        for (int64_t i = 0; i < 11; ++i)
+        {
+            plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {i});
+        }
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 10, {});
+        Expect(plan,
+               "dependency cycle (12 tasks can never start): task 1 -> 2 -> 3 -> 4 -> 5 -> 6 -> "
+               "7 -> 8 -> 9 -> 10 -> ... -> 1");
+    }
+};
+
 /** \brief Two flows into one NIC share its link: each gets half, both end together. */
 class SharedBottleneckTestCase : public TestCase
 {
@@ -187,6 +306,7 @@ class PlanExecutorTestSuite : public TestSuite
     {
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
+        AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
         AddTestCase(new SharedBottleneckTestCase, Duration::QUICK);
     }
 };

@@ -9,6 +9,7 @@
  * marks, CNPs). Any subclass of ns3::RdmaCongestionControl can be named with --cc.
  */
 #include "ns3/command-line.h"
+#include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
 #include "ns3/simulator.h"
 #include "ns3/star-topology-helper.h"
@@ -68,8 +69,8 @@ main(int argc, char* argv[])
                   << (end[s] < 0 ? std::string("did not finish") : std::to_string(end[s]) + " ns")
                   << std::endl;
     }
-    std::vector<uint64_t> counters(9);
-    net->CopyCounters(counters.data());
+    std::vector<uint64_t> counters(PacketNetworkStats::N_COUNTERS);
+    PacketNetworkStats(net).CopyCounters(counters.data());
     std::cout << "drops " << counters[2] << ", retransmits " << counters[3] << ", PFC pauses "
               << counters[4] << ", ECN marks " << counters[5] << ", CNPs " << counters[6]
               << std::endl;

@@ -438,7 +438,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
             nic->ShiftClock(0, &own, 0);
         }
     }
-    ShiftEventId(m_net->m_sampleEvent, 0, &own);
+    m_net->m_sampler.ShiftClock(0, &own);
     std::unordered_set<const EventImpl*> ownSet(own.begin(), own.end());
     auto isOwn = [&ownSet](const EventImpl* ev) {
         return ownSet.count(ev) > 0 || dynamic_cast<const QbbDeviceEvent*>(ev) != nullptr;
@@ -519,7 +519,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
                 delta, &moved, static_cast<uint64_t>(std::llround(m_ackRate[v] * d)));
         }
     }
-    ShiftEventId(m_net->m_sampleEvent, delta, &moved);
+    m_net->m_sampler.ShiftClock(delta, &moved);
     for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
         double txRate = m_txRate[p];

@@ -5,13 +5,10 @@
 
 #include "ns3/assert.h"
 #include "ns3/boolean.h"
-#include "ns3/data-rate.h"
 #include "ns3/dcqcn.h"
 #include "ns3/log.h"
-#include "ns3/mac48-address.h"
 #include "ns3/no-congestion-control.h"
 #include "ns3/rdma-congestion-control.h"
-#include "ns3/red-ecn-marker.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/switch-mmu.h"
@@ -30,23 +27,6 @@ NS_OBJECT_ENSURE_REGISTERED(PacketNetwork);
 
 namespace
 {
-/** Every registered congestion-control class: the children of RdmaCongestionControl. */
-std::vector<TypeId>
-CongestionControlTypes()
-{
-    std::vector<TypeId> types;
-    TypeId base = RdmaCongestionControl::GetTypeId();
-    for (uint16_t i = 0; i < TypeId::GetRegisteredN(); ++i)
-    {
-        TypeId tid = TypeId::GetRegistered(i);
-        if (tid != base && tid.IsChildOf(base) && tid.HasConstructor())
-        {
-            types.push_back(tid);
-        }
-    }
-    return types;
-}
-
 /** Serialisation time of \p bytes at \p rateBps, ns, rounded up. */
 int64_t
 TxNs(uint32_t bytes, double rateBps)
@@ -143,16 +123,6 @@ PacketNetwork::GetTypeId()
 PacketNetwork::PacketNetwork()
 {
     NS_LOG_FUNCTION(this);
-    m_nicFactory.SetTypeId("ns3::RdmaNic");
-    m_mmuFactory.SetTypeId("ns3::SwitchMmu");
-    m_markerFactory.SetTypeId("ns3::RedEcnMarker");
-    m_ffFactory.SetTypeId("ns3::PacketFastForward");
-    m_memoFactory.SetTypeId("ns3::PacketEpisodeCache");
-    m_socketFactory.SetTypeId("ns3::SocketTransport");
-    for (const TypeId& tid : CongestionControlTypes())
-    {
-        m_ccFactories[tid.GetName()].SetTypeId(tid);
-    }
 }
 
 PacketNetwork::~PacketNetwork()
@@ -175,49 +145,30 @@ PacketNetwork::SetComponentAttribute(std::string name, std::string value)
             cls = "ns3::" + cls;
         }
     }
-    struct Target
-    {
-        const char* type;
-        ObjectFactory* factory;
-    };
-    std::vector<Target> targets{{"ns3::PacketNetwork", nullptr},
-                                {"ns3::RdmaNic", &m_nicFactory},
-                                {"ns3::SwitchMmu", &m_mmuFactory},
-                                {"ns3::RedEcnMarker", &m_markerFactory},
-                                {"ns3::PacketFastForward", &m_ffFactory},
-                                {"ns3::PacketEpisodeCache", &m_memoFactory},
-                                {"ns3::SocketTransport", &m_socketFactory}};
-    for (auto& [type, factory] : m_ccFactories)
-    {
-        targets.push_back({type.c_str(), &factory});
-    }
+    // the network's own attributes first, then the components' (PacketNetworkBuilder)
     bool any = false;
-    for (const Target& t : targets)
+    if (cls.empty() || cls == "ns3::PacketNetwork")
     {
-        if (!cls.empty() && cls != t.type)
-        {
-            continue;
-        }
-        TypeId tid = TypeId::LookupByName(t.type);
         TypeId::AttributeInformation info;
-        if (!tid.LookupAttributeByName(attr, &info))
+        if (PacketNetwork::GetTypeId().LookupAttributeByName(attr, &info))
         {
-            continue;
-        }
-        Ptr<AttributeValue> v = info.checker->CreateValidValue(StringValue(value));
-        if (!v)
-        {
-            return false;
-        }
-        if (t.factory == nullptr)
-        {
+            Ptr<AttributeValue> v = info.checker->CreateValidValue(StringValue(value));
+            if (!v)
+            {
+                return false;
+            }
             SetAttribute(attr, *v);
+            any = true;
         }
-        else
-        {
-            t.factory->Set(attr, *v);
-        }
-        any = true;
+    }
+    switch (m_builder.SetComponentAttribute(cls, attr, value))
+    {
+    case PacketNetworkBuilder::INVALID:
+        return false;
+    case PacketNetworkBuilder::SET:
+        return true;
+    case PacketNetworkBuilder::NOT_FOUND:
+        break;
     }
     return any;
 }
@@ -241,7 +192,7 @@ bool
 PacketNetwork::Build(Ptr<TopologyDescription> desc)
 {
     NS_LOG_FUNCTION(this);
-    if (m_ccFactories.find(m_ccType.GetName()) == m_ccFactories.end() ||
+    if (!m_builder.HasCongestionControl(m_ccType) ||
         (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
         (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
          m_acceleration != "fast+memo"))
@@ -258,21 +209,19 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         // connections of socket hosts (SocketTransport) share the fabric with their own
         // state and timers, which a skip does not advance: no skips where there are any.
         std::string cc = m_ccType.GetName();
-        m_ff = m_ffFactory.Create<PacketFastForward>();
+        m_ff = m_builder.CreateFastForward();
         m_ff->Attach(this,
                      (cc == "ns3::Dcqcn" || cc == "ns3::NoCongestionControl") &&
                          !desc->HasSocketHosts());
     }
     // The chosen algorithm states what its frames carry (INT records) and what the switches
     // must do for it (stamp INT).
-    Ptr<RdmaCongestionControl> ccProbe =
-        m_ccFactories[m_ccType.GetName()].Create<RdmaCongestionControl>();
-    bool stampInt = ccProbe->UsesInt();
+    Ptr<RdmaCongestionControl> ccProbe = m_builder.CreateCongestionControl(m_ccType);
     m_desc = desc;
     m_socket = nullptr;
     if (desc->HasSocketHosts())
     {
-        m_socket = m_socketFactory.Create<SocketTransport>();
+        m_socket = m_builder.CreateSocketTransport();
         StringValue tcp;
         m_socket->GetAttribute("TcpCongestionControl", tcp);
         TypeId tcpType;
@@ -283,7 +232,7 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         }
         if (m_pfc && !m_socket->IsLossless())
         {
-            m_mmuFactory.Set("LossyPriorities", UintegerValue(1U << m_socket->GetPriority()));
+            m_builder.SetLossyPriorities(1U << m_socket->GetPriority());
         }
     }
     m_hostFluid = nullptr;
@@ -304,83 +253,25 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     m_sizes.intBytes = ccProbe->GetIntHeaderBytes();
     m_maxFrame = m_mtu + m_sizes.dataHeader + m_sizes.intBytes;
 
-    uint32_t nNodes = desc->GetNNodes();
-    uint32_t nLinks = desc->GetNLinks();
-    m_nodes.clear();
-    for (uint32_t n = 0; n < nNodes; ++n)
-    {
-        m_nodes.push_back(CreateObject<Node>());
-    }
-    m_nodePorts.assign(nNodes, {});
-    m_portDev.clear();
-    for (uint32_t l = 0; l < nLinks; ++l)
-    {
-        auto rate = static_cast<uint64_t>(std::llround(desc->GetLinkRateBps(l)));
-        Ptr<QbbChannel> channel = CreateObject<QbbChannel>();
-        channel->SetAttribute("Delay", TimeValue(NanoSeconds(desc->GetLinkDelayNs(l))));
-        uint32_t ends[2] = {desc->GetLinkA(l), desc->GetLinkB(l)};
-        for (uint32_t end : ends)
-        {
-            Ptr<QbbNetDevice> dev = CreateObject<QbbNetDevice>();
-            dev->SetAttribute("DataRate", DataRateValue(DataRate(rate)));
-            dev->SetAttribute("PfcFrameBytes", UintegerValue(64 + phy));
-            dev->SetAddress(Mac48Address::Allocate());
-            m_nodes[end]->AddDevice(dev);
-            dev->Attach(channel);
-            m_nodePorts[end].push_back(static_cast<uint32_t>(m_portDev.size()));
-            m_portDev.push_back(dev);
-        }
-    }
-    m_nics.assign(nNodes, nullptr);
-    m_switches.assign(nNodes, nullptr);
-    for (uint32_t n = 0; n < nNodes; ++n)
-    {
-        std::vector<Ptr<QbbNetDevice>> ports;
-        std::vector<uint32_t> links;
-        for (uint32_t gp : m_nodePorts[n])
-        {
-            ports.push_back(m_portDev[gp]);
-            links.push_back(gp / 2);
-        }
-        uint8_t kind = desc->GetNodeKind(n);
-        if (kind == TopologyDescription::GPU || kind == TopologyDescription::NIC)
-        {
-            Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
-            // GPU endpoints only carry intra-host copies: payload-only frames, empty ACKs.
-            RdmaFrameSizes hostSizes{0, 0, 0, 0};
-            nic->Setup(n,
-                       ports,
-                       PeekPointer(m_pool),
-                       &m_qps,
-                       kind == TopologyDescription::GPU ? hostSizes : m_sizes,
-                       m_mtu);
-            nic->SetLossless(m_pfc || kind == TopologyDescription::GPU); // host links: lossless
-            nic->SetDeliveredCallback(MakeCallback(&PacketNetwork::Delivered, this));
-            m_nodes[n]->AggregateObject(nic);
-            m_nics[n] = nic;
-        }
-        else
-        {
-            bool fabric = kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE;
-            Ptr<RdmaSwitch> sw = CreateObject<RdmaSwitch>();
-            Ptr<SwitchMmu> mmu = m_mmuFactory.Create<SwitchMmu>();
-            Ptr<RedEcnMarker> marker =
-                fabric && m_ecn ? m_markerFactory.Create<RedEcnMarker>() : nullptr;
-            sw->Setup(n,
-                      desc,
-                      ports,
-                      links,
-                      PeekPointer(m_pool),
-                      mmu,
-                      marker,
-                      fabric ? m_buffer : m_hostBuffer,
-                      fabric ? m_pfc : true,
-                      fabric && stampInt,
-                      m_maxFrame);
-            m_nodes[n]->AggregateObject(sw);
-            m_switches[n] = sw;
-        }
-    }
+    PacketFabricSettings settings;
+    settings.mtu = m_mtu;
+    settings.pfc = m_pfc;
+    settings.buffer = m_buffer;
+    settings.hostBuffer = m_hostBuffer;
+    settings.ecn = m_ecn;
+    settings.phyBytes = phy;
+    settings.stampInt = ccProbe->UsesInt();
+    settings.sizes = m_sizes;
+    settings.maxFrame = m_maxFrame;
+    settings.pool = PeekPointer(m_pool);
+    settings.qps = &m_qps;
+    settings.delivered = MakeCallback(&PacketNetwork::Delivered, this);
+    PacketFabric fabric = m_builder.Build(desc, settings);
+    m_nodes = std::move(fabric.nodes);
+    m_portDev = std::move(fabric.portDev);
+    m_nodePorts = std::move(fabric.nodePorts);
+    m_nics = std::move(fabric.nics);
+    m_switches = std::move(fabric.switches);
     if (m_socket)
     {
         m_socket->Setup(desc,
@@ -403,23 +294,16 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts())
     {
         // TCP connections of socket hosts share the fabric unseen by the cache: none then
-        m_memo = m_memoFactory.Create<PacketEpisodeCache>();
+        m_memo = m_builder.CreateEpisodeCache();
         m_memo->Attach(this);
     }
-    m_samplePorts.clear();
-    for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
-    {
-        uint32_t link = gp / 2;
-        uint32_t node = gp % 2 == 0 ? desc->GetLinkA(link) : desc->GetLinkB(link);
-        uint8_t kind = desc->GetNodeKind(node);
-        uint8_t lkind = desc->GetLinkKind(link);
-        bool fabricPort =
-            lkind == TopologyDescription::ACCESS || lkind == TopologyDescription::FABRIC;
-        if (m_sampleAllPorts || (fabricPort && kind != TopologyDescription::GPU))
-        {
-            m_samplePorts.push_back(gp);
-        }
-    }
+    m_sampler.Setup(desc,
+                    &m_portDev,
+                    &m_qps,
+                    m_socket,
+                    m_sampleInterval,
+                    m_sampleAllPorts,
+                    MakeCallback(&PacketNetwork::HasPendingFlows, this));
     return true;
 }
 
@@ -649,7 +533,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
     if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
     {
         m_socket->Send(flowId, srcGpu, dstGpu, srcEp, dstEp, bytes, connection, srcDelay, dstDelay);
-        ArmSampling();
+        m_sampler.Arm();
         return;
     }
     int64_t rttNs = 0;
@@ -687,7 +571,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
     }
     else
     {
-        qp->cc = m_ccFactories[m_ccType.GetName()].Create<RdmaCongestionControl>();
+        qp->cc = m_builder.CreateCongestionControl(m_ccType);
     }
     qp->cc->Start(qp->lineRate, NanoSeconds(rttNs), m_mtu);
     m_slotOf[flowId] = slot;
@@ -697,10 +581,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
         m_msgSpan[flowId] = {0, bytes};
     }
     m_qps.push_back(std::move(qp));
-    if (m_sampleInterval.IsStrictlyPositive())
-    {
-        m_liveSlots.push_back(slot);
-    }
+    m_sampler.AddQueuePair(slot);
     EventId start =
         Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
     if (m_memo)
@@ -711,19 +592,7 @@ PacketNetwork::StartMessage(uint32_t flowId,
     {
         m_ff->QueuePairAdded(slot);
     }
-    ArmSampling();
-}
-
-void
-PacketNetwork::ArmSampling()
-{
-    if (m_sampleInterval.IsStrictlyPositive() && !m_sampleEvent.IsPending())
-    {
-        int64_t period = m_sampleInterval.GetNanoSeconds();
-        int64_t now = Simulator::Now().GetNanoSeconds();
-        int64_t next = (now / period + 1) * period;
-        m_sampleEvent = Simulator::Schedule(NanoSeconds(next - now), &PacketNetwork::Sample, this);
-    }
+    m_sampler.Arm();
 }
 
 void
@@ -770,44 +639,10 @@ PacketNetwork::SetStopAfterFlows(uint64_t n)
     m_stopAfter = n;
 }
 
-void
-PacketNetwork::Sample()
+bool
+PacketNetwork::HasPendingFlows() const
 {
-    int64_t now = Simulator::Now().GetNanoSeconds();
-    for (uint32_t gp : m_samplePorts)
-    {
-        m_qTime.push_back(now);
-        m_qPort.push_back(gp);
-        m_qBytes.push_back(m_portDev[gp]->GetTotalQueueBytes());
-        m_qTx.push_back(m_portDev[gp]->GetTxBytes());
-    }
-    // Only queue pairs not yet finished are visited (in slot order, as they were created);
-    // finished ones leave the list, so a sample costs the live queue pairs, not every flow so far.
-    std::size_t keep = 0;
-    for (uint32_t slot : m_liveSlots)
-    {
-        const RdmaQueuePair* qp = m_qps[slot].get();
-        if (qp->active)
-        {
-            m_rTime.push_back(now);
-            m_rFlow.push_back(qp->flowId);
-            m_rRate.push_back(qp->cc->GetRate());
-            m_rAcked.push_back(qp->sndUna + qp->ffBytes);
-        }
-        if (!qp->IsFinished())
-        {
-            m_liveSlots[keep++] = slot;
-        }
-    }
-    m_liveSlots.resize(keep);
-    if (m_socket)
-    {
-        m_socket->AppendProgress(now, m_rTime, m_rFlow, m_rRate, m_rAcked);
-    }
-    if (m_pending > 0)
-    {
-        m_sampleEvent = Simulator::Schedule(m_sampleInterval, &PacketNetwork::Sample, this);
-    }
+    return m_pending > 0;
 }
 
 uint32_t
@@ -822,198 +657,16 @@ PacketNetwork::GetNPorts() const
     return static_cast<uint32_t>(m_portDev.size());
 }
 
-void
-PacketNetwork::CopyPortStats(int32_t* node,
-                             int32_t* link,
-                             uint8_t* direction,
-                             uint64_t* bytesSent,
-                             uint64_t* maxQueue,
-                             double* meanQueue,
-                             uint64_t* pauseSent,
-                             uint64_t* pauseReceived,
-                             int64_t* pausedNs,
-                             uint64_t* ecnMarks,
-                             uint64_t* drops,
-                             uint64_t* framesSent) const
+Ptr<QbbNetDevice>
+PacketNetwork::GetPortDevice(uint32_t port) const
 {
-    std::vector<uint64_t> fluidBytes;
-    if (m_hostFluid)
-    {
-        fluidBytes.assign(m_portDev.size(), 0);
-        std::vector<int64_t> busy(m_portDev.size(), 0);
-        m_hostFluid->CopyLinkStats(fluidBytes.data(), busy.data());
-    }
-    for (uint32_t gp = 0; gp < m_portDev.size(); ++gp)
-    {
-        const QbbNetDevice* dev = PeekPointer(m_portDev[gp]);
-        uint32_t l = gp / 2;
-        direction[gp] = static_cast<uint8_t>(gp % 2);
-        link[gp] = static_cast<int32_t>(l);
-        node[gp] = static_cast<int32_t>(gp % 2 == 0 ? m_desc->GetLinkA(l) : m_desc->GetLinkB(l));
-        bytesSent[gp] = dev->GetTxBytes() + (fluidBytes.empty() ? 0 : fluidBytes[gp]);
-        maxQueue[gp] = dev->GetMaxQueueBytes();
-        meanQueue[gp] = dev->GetMeanQueueBytes();
-        pauseSent[gp] = dev->GetPauseSent();
-        pauseReceived[gp] = dev->GetPauseReceived();
-        pausedNs[gp] = dev->GetPausedNs();
-        ecnMarks[gp] = dev->GetEcnMarks();
-        drops[gp] = dev->GetDrops();
-        framesSent[gp] = dev->GetTxFrames();
-    }
+    return port < m_portDev.size() ? m_portDev[port] : nullptr;
 }
 
-void
-PacketNetwork::CopyFlowStats(uint32_t n,
-                             const uint32_t* ids,
-                             uint64_t* retransmits,
-                             uint64_t* cnps,
-                             uint64_t* rateChanges,
-                             uint64_t* timeouts,
-                             uint64_t* bytesAcked,
-                             uint64_t* bytesDelivered) const
+Ptr<TopologyDescription>
+PacketNetwork::GetTopology() const
 {
-    for (uint32_t i = 0; i < n; ++i)
-    {
-        auto it = m_slotOf.find(ids[i]);
-        if (it == m_slotOf.end())
-        {
-            retransmits[i] = cnps[i] = rateChanges[i] = timeouts[i] = bytesAcked[i] =
-                bytesDelivered[i] = 0;
-            if (m_socket && m_socket->HasFlow(ids[i]))
-            {
-                m_socket->GetFlowStats(ids[i], &retransmits[i], &timeouts[i], &bytesDelivered[i]);
-                bytesAcked[i] = bytesDelivered[i];
-            }
-            continue;
-        }
-        const RdmaQueuePair* qp = m_qps[it->second].get();
-        // A queue pair's counters are reported on its first flow only, so that sums over
-        // flows count each event once; bytes are the flow's own message's.
-        bool first = qp->flowId == ids[i];
-        retransmits[i] = first ? qp->retransmits : 0;
-        cnps[i] = first ? qp->cnps : 0;
-        rateChanges[i] = first ? qp->cc->GetRateChanges() : 0;
-        timeouts[i] = first ? qp->timeouts : 0;
-        auto span = m_msgSpan.find(ids[i]);
-        if (span == m_msgSpan.end())
-        {
-            bytesAcked[i] = qp->sndUna + qp->ffBytes;
-            bytesDelivered[i] = qp->rcvNxt + qp->ffBytes;
-        }
-        else
-        {
-            auto [start, len] = span->second;
-            auto part = [start = start, len = len](uint64_t at) {
-                return at <= start ? 0 : std::min<uint64_t>(len, at - start);
-            };
-            auto ff = m_msgFf.find(ids[i]);
-            uint64_t skipped = ff == m_msgFf.end() ? 0 : ff->second;
-            bytesAcked[i] = part(qp->sndUna) + (part(qp->sndUna) > 0 ? skipped : 0);
-            bytesDelivered[i] = part(qp->rcvNxt) + (part(qp->rcvNxt) > 0 ? skipped : 0);
-        }
-    }
-}
-
-void
-PacketNetwork::CopyFastForwardStats(uint64_t* out) const
-{
-    if (m_ff)
-    {
-        m_ff->CopyStats(out);
-    }
-    else
-    {
-        std::fill(out, out + PacketFastForward::N_STATS, 0);
-    }
-}
-
-void
-PacketNetwork::CopyMemoStats(uint64_t* out) const
-{
-    if (m_memo)
-    {
-        m_memo->CopyStats(out);
-    }
-    else
-    {
-        std::fill(out, out + PacketEpisodeCache::N_STATS, 0);
-    }
-}
-
-void
-PacketNetwork::CopyCounters(uint64_t* out) const
-{
-    uint64_t drops = 0;
-    uint64_t pauses = 0;
-    uint64_t marks = 0;
-    uint64_t frames = 0;
-    for (const auto& dev : m_portDev)
-    {
-        drops += dev->GetDrops();
-        pauses += dev->GetPauseSent();
-        marks += dev->GetEcnMarks();
-        frames += dev->GetTxFrames();
-    }
-    uint64_t retx = 0;
-    uint64_t cnps = 0;
-    uint64_t timeouts = 0;
-    for (const auto& qp : m_qps)
-    {
-        retx += qp->retransmits;
-        cnps += qp->cnps;
-        timeouts += qp->timeouts;
-    }
-    if (m_socket)
-    {
-        drops += m_socket->GetHostDrops();
-        retx += m_socket->GetRetransmits();
-        timeouts += m_socket->GetTimeouts();
-    }
-    out[0] = m_flows;
-    out[1] = m_bytes;
-    out[2] = drops;
-    out[3] = retx;
-    out[4] = pauses;
-    out[5] = marks;
-    out[6] = cnps;
-    out[7] = frames;
-    out[8] = timeouts;
-}
-
-uint64_t
-PacketNetwork::GetNQueueSamples() const
-{
-    return m_qTime.size();
-}
-
-void
-PacketNetwork::CopyQueueSeries(int64_t* timeNs,
-                               uint32_t* port,
-                               uint64_t* bytes,
-                               uint64_t* txBytes) const
-{
-    std::copy(m_qTime.begin(), m_qTime.end(), timeNs);
-    std::copy(m_qPort.begin(), m_qPort.end(), port);
-    std::copy(m_qBytes.begin(), m_qBytes.end(), bytes);
-    std::copy(m_qTx.begin(), m_qTx.end(), txBytes);
-}
-
-uint64_t
-PacketNetwork::GetNRateSamples() const
-{
-    return m_rTime.size();
-}
-
-void
-PacketNetwork::CopyRateSeries(int64_t* timeNs,
-                              uint32_t* flow,
-                              double* rateBps,
-                              uint64_t* bytesAcked) const
-{
-    std::copy(m_rTime.begin(), m_rTime.end(), timeNs);
-    std::copy(m_rFlow.begin(), m_rFlow.end(), flow);
-    std::copy(m_rRate.begin(), m_rRate.end(), rateBps);
-    std::copy(m_rAcked.begin(), m_rAcked.end(), bytesAcked);
+    return m_desc;
 }
 
 uint32_t
@@ -1022,13 +675,56 @@ PacketNetwork::GetNQueuePairs() const
     return static_cast<uint32_t>(m_qps.size());
 }
 
-void
-PacketNetwork::CopyQueuePairIds(uint32_t* out) const
+const RdmaQueuePair*
+PacketNetwork::GetQueuePair(uint32_t slot) const
 {
-    for (std::size_t i = 0; i < m_qps.size(); ++i)
+    return m_qps[slot].get();
+}
+
+const RdmaQueuePair*
+PacketNetwork::FindQueuePair(uint32_t flowId) const
+{
+    auto it = m_slotOf.find(flowId);
+    return it == m_slotOf.end() ? nullptr : m_qps[it->second].get();
+}
+
+bool
+PacketNetwork::GetMessageProgress(uint32_t flowId, uint64_t* acked, uint64_t* delivered) const
+{
+    const RdmaQueuePair* qp = FindQueuePair(flowId);
+    if (qp == nullptr)
     {
-        out[i] = m_qps[i]->flowId;
+        *acked = *delivered = 0;
+        return false;
     }
+    auto span = m_msgSpan.find(flowId);
+    if (span == m_msgSpan.end())
+    {
+        *acked = qp->sndUna + qp->ffBytes;
+        *delivered = qp->rcvNxt + qp->ffBytes;
+        return true;
+    }
+    auto [start, len] = span->second;
+    auto part = [start = start, len = len](uint64_t at) {
+        return at <= start ? 0 : std::min<uint64_t>(len, at - start);
+    };
+    auto ff = m_msgFf.find(flowId);
+    uint64_t skipped = ff == m_msgFf.end() ? 0 : ff->second;
+    *acked = part(qp->sndUna) + (part(qp->sndUna) > 0 ? skipped : 0);
+    *delivered = part(qp->rcvNxt) + (part(qp->rcvNxt) > 0 ? skipped : 0);
+    return true;
+}
+
+uint64_t
+PacketNetwork::GetFlowsStarted() const
+{
+    return m_flows;
+}
+
+uint64_t
+PacketNetwork::GetBytesStarted() const
+{
+    return m_bytes;
 }
 
 uint64_t
@@ -1053,17 +749,29 @@ PacketNetwork::GetFramesInUse() const
     return m_pool ? m_pool->GetInUse() : 0;
 }
 
-Ptr<QbbNetDevice>
-PacketNetwork::GetPortDevice(uint32_t port) const
-{
-    return port < m_portDev.size() ? m_portDev[port] : nullptr;
-}
-
 Ptr<RdmaCongestionControl>
 PacketNetwork::GetFlowCc(uint32_t flowId) const
 {
-    auto it = m_slotOf.find(flowId);
-    return it == m_slotOf.end() ? nullptr : m_qps[it->second]->cc;
+    const RdmaQueuePair* qp = FindQueuePair(flowId);
+    return qp == nullptr ? nullptr : qp->cc;
+}
+
+Ptr<PacketFastForward>
+PacketNetwork::GetFastForward() const
+{
+    return m_ff;
+}
+
+Ptr<PacketEpisodeCache>
+PacketNetwork::GetEpisodeCache() const
+{
+    return m_memo;
+}
+
+const PacketNetworkSampler&
+PacketNetwork::GetSampler() const
+{
+    return m_sampler;
 }
 
 Ptr<SocketTransport>
@@ -1105,7 +813,7 @@ PacketNetwork::GetFlowPath(uint32_t flowId) const
 void
 PacketNetwork::DoDispose()
 {
-    m_sampleEvent.Cancel();
+    m_sampler.Stop();
     if (m_socket)
     {
         m_socket->Dispose();
@@ -1151,7 +859,6 @@ PacketNetwork::DoDispose()
         m_memo->Dispose();
         m_memo = nullptr;
     }
-    m_liveSlots.clear();
     m_desc = nullptr;
     if (m_hostFluid)
     {

@@ -4,14 +4,14 @@
 #ifndef HETEROSIM_PACKET_NETWORK_H
 #define HETEROSIM_PACKET_NETWORK_H
 
-#include "ns3/event-id.h"
 #include "ns3/flow-network.h"
 #include "ns3/fluid-network.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
-#include "ns3/object-factory.h"
 #include "ns3/packet-episode-cache.h"
 #include "ns3/packet-fast-forward.h"
+#include "ns3/packet-network-builder.h"
+#include "ns3/packet-network-sampler.h"
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-frame-pool.h"
 #include "ns3/rdma-nic.h"
@@ -22,7 +22,6 @@
 #include "ns3/type-id.h"
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -32,13 +31,18 @@ namespace ns3
 {
 
 /**
- * \brief Packet-level RDMA network built from a TopologyDescription.
+ * \brief Packet-level RDMA network built from a TopologyDescription: the FlowNetwork the
+ * PlanExecutor drives (flows and messages of connections start here, their completions are
+ * reported back), its queue pairs, and faults on its links.
  *
- * One ns3::Node per topology node; each topology link is a QbbChannel joining two
- * QbbNetDevices with the link's per-direction rate and delay. GPU and NIC nodes run an
- * RdmaNic; every other node is an RdmaSwitch. Leaf and spine switches use the configured
- * buffer, PFC setting and ECN marker (INT stamping with HPCC); NVSwitch and PCIe switch/root
- * nodes are lossless (PFC always on), never mark and use HostBufferSize.
+ * Its parts, one job each: PacketNetworkBuilder holds the component factories and assembles
+ * the fabric (one ns3::Node per topology node, a QbbChannel with two QbbNetDevices per link,
+ * an RdmaNic on GPU and NIC nodes, an RdmaSwitch with its SwitchMmu everywhere else; leaf and
+ * spine switches use the configured buffer, PFC setting and ECN marker (INT stamping with
+ * HPCC), NVSwitch and PCIe switch/root nodes are lossless, never mark and use HostBufferSize).
+ * PacketNetworkSampler records the queue and rate series (SampleInterval);
+ * PacketNetworkStats copies counters, the port table, per-flow counters and the series into
+ * arrays. PacketFastForward (Acceleration=fast) skips settled stretches.
  *
  * A flow between GPUs of one host runs GPU to GPU over the host links (no NIC) with no
  * congestion control. Its frames carry payload only and its acknowledgements are empty: host
@@ -84,7 +88,8 @@ class PacketNetwork : public FlowNetwork
 
     /**
      * \brief Set an attribute of the network or of a component it creates (RdmaNic,
-     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp, SocketTransport) by name, before
+     * SwitchMmu, RedEcnMarker, Dcqcn, Hpcc, Timely, Dctcp, NoCongestionControl,
+     * PacketFastForward, SocketTransport: PacketNetworkBuilder's factories) by name, before
      * Build().
      * A plain name sets it on every component that has it; "Class::Name" on that class only.
      * \param name attribute name
@@ -94,7 +99,8 @@ class PacketNetwork : public FlowNetwork
     bool SetComponentAttribute(std::string name, std::string value);
 
     /**
-     * \brief Build nodes, devices, channels, switches and endpoints.
+     * \brief Build nodes, devices, channels, switches and endpoints (PacketNetworkBuilder),
+     * the transports and models the topology needs, and the sampler.
      * \param desc the topology
      * \return false if the Cc attribute names no congestion-control class, HostFlows is neither
      * "packet" nor "fluid", or SocketTransport::TcpCongestionControl names no TCP congestion
@@ -153,119 +159,50 @@ class PacketNetwork : public FlowNetwork
 
     /** \return number of ports (2 per link: port 2*l is link l's a->b direction) */
     uint32_t GetNPorts() const;
-
-    /**
-     * \brief Copy per-port counters (arrays of GetNPorts() entries).
-     * \param node transmitting node
-     * \param link topology link
-     * \param direction 0 = a->b, 1 = b->a
-     * \param bytesSent wire bytes sent
-     * \param maxQueue max data queue bytes
-     * \param meanQueue time-weighted mean data queue bytes
-     * \param pauseSent PFC XOFF frames sent
-     * \param pauseReceived PFC XOFF frames received
-     * \param pausedNs time paused by the peer, ns
-     * \param ecnMarks ECN marks applied at this egress
-     * \param drops drops of frames bound for this port
-     * \param framesSent frames sent (packet-hops)
-     */
-    void CopyPortStats(int32_t* node,
-                       int32_t* link,
-                       uint8_t* direction,
-                       uint64_t* bytesSent,
-                       uint64_t* maxQueue,
-                       double* meanQueue,
-                       uint64_t* pauseSent,
-                       uint64_t* pauseReceived,
-                       int64_t* pausedNs,
-                       uint64_t* ecnMarks,
-                       uint64_t* drops,
-                       uint64_t* framesSent) const;
-
-    /**
-     * \brief Copy per-flow statistics for the given flow ids (zeros for unknown ids).
-     * \param n number of ids
-     * \param ids flow ids
-     * \param retransmits data packets sent again
-     * \param cnps CNPs received by the sender
-     * \param rateChanges congestion-control rate changes
-     * \param timeouts retransmission timeouts
-     * \param bytesAcked bytes acknowledged
-     * \param bytesDelivered bytes delivered in order at the receiver
-     */
-    void CopyFlowStats(uint32_t n,
-                       const uint32_t* ids,
-                       uint64_t* retransmits,
-                       uint64_t* cnps,
-                       uint64_t* rateChanges,
-                       uint64_t* timeouts,
-                       uint64_t* bytesAcked,
-                       uint64_t* bytesDelivered) const;
-
-    /**
-     * \brief Copy network totals: flows, bytes, drops, retransmits, PFC pause frames, ECN
-     * marks, CNPs, frames sent (packet-hops), timeouts.
-     * \param out 9 values
-     */
-    void CopyCounters(uint64_t* out) const;
-
-    /** \return number of queue samples */
-    uint64_t GetNQueueSamples() const;
-    /**
-     * \brief Copy the queue series.
-     * \param timeNs sample time
-     * \param port port index
-     * \param bytes data queue bytes
-     * \param txBytes cumulative wire bytes sent by the port
-     */
-    void CopyQueueSeries(int64_t* timeNs, uint32_t* port, uint64_t* bytes, uint64_t* txBytes) const;
-    /** \return number of rate samples */
-    uint64_t GetNRateSamples() const;
-    /**
-     * \brief Copy the per-queue-pair rate series (socket-transport messages too: their rate is
-     * the goodput since the previous sample, see SocketTransport::AppendProgress).
-     * \param timeNs sample time
-     * \param flow flow id
-     * \param rateBps congestion-control rate
-     * \param bytesAcked bytes acknowledged so far
-     */
-    void CopyRateSeries(int64_t* timeNs,
-                        uint32_t* flow,
-                        double* rateBps,
-                        uint64_t* bytesAcked) const;
+    /** \return the device of port \p port (null if out of range) */
+    Ptr<QbbNetDevice> GetPortDevice(uint32_t port) const;
+    /** \return the topology the network was built on (null before Build()) */
+    Ptr<TopologyDescription> GetTopology() const;
 
     /** \return number of queue pairs (flows that needed the network) */
     uint32_t GetNQueuePairs() const;
-    /** \brief Copy the flow ids of all queue pairs, in start order. \param out ids */
-    void CopyQueuePairIds(uint32_t* out) const;
+    /** \return the queue pair of slot \p slot (0 .. GetNQueuePairs()-1, in start order) */
+    const RdmaQueuePair* GetQueuePair(uint32_t slot) const;
+    /** \return the queue pair that carries flow \p flowId (null if none did) */
+    const RdmaQueuePair* FindQueuePair(uint32_t flowId) const;
+    /**
+     * \brief Bytes of flow \p flowId's own message acknowledged and delivered in order so far
+     * (for a message of a connection, the part of its queue pair's byte stream that is its own,
+     * bytes skipped by fast-forward included).
+     * \param flowId flow id
+     * \param acked bytes acknowledged
+     * \param delivered bytes delivered in order at the receiver
+     * \return false (and zeros) if no queue pair carries the flow
+     */
+    bool GetMessageProgress(uint32_t flowId, uint64_t* acked, uint64_t* delivered) const;
+    /** \return flows started (StartFlow and StartFlowOnConnection calls) */
+    uint64_t GetFlowsStarted() const;
+    /** \return bytes of the flows started */
+    uint64_t GetBytesStarted() const;
 
     /** \return smallest shared pool of a fabric switch, bytes (0: buffer too small) */
     uint64_t GetSmallestSharedPool() const;
     /** \return frames handed out by the frame pool now (in flight or queued) */
     uint64_t GetFramesInUse() const;
-    /** \return the device of port \p port */
-    Ptr<QbbNetDevice> GetPortDevice(uint32_t port) const;
     /** \return the congestion controller of flow \p flowId (null if unknown) */
     Ptr<RdmaCongestionControl> GetFlowCc(uint32_t flowId) const;
     /** \return the fluid network that carries intra-host flows (null unless HostFlows=fluid) */
     Ptr<FluidNetwork> GetHostFluid() const;
     /** \return the socket transport of socket hosts (null when every host uses RDMA) */
     Ptr<SocketTransport> GetSocketTransport() const;
+    /** \return the steady-state fast-forward (null unless Acceleration=fast) */
+    Ptr<PacketFastForward> GetFastForward() const;
+    /** \return the episode cache (null unless Acceleration is memo or fast+memo) */
+    Ptr<PacketEpisodeCache> GetEpisodeCache() const;
+    /** \return the sampler of queues and rates (SampleInterval) */
+    const PacketNetworkSampler& GetSampler() const;
     /** \return the path links of a flow as routed (empty if unknown) */
     std::vector<uint32_t> GetFlowPath(uint32_t flowId) const;
-
-    /**
-     * \brief Copy the steady-state fast-forward statistics (PacketFastForward::CopyStats;
-     * zeros when Acceleration is exact).
-     * \param out PacketFastForward::N_STATS values
-     */
-    void CopyFastForwardStats(uint64_t* out) const;
-    /**
-     * \brief Copy the episode memoization statistics (PacketEpisodeCache::CopyStats; zeros
-     * when Acceleration has no memo).
-     * \param out PacketEpisodeCache::N_STATS values
-     */
-    void CopyMemoStats(uint64_t* out) const;
 
   protected:
     void DoDispose() override;
@@ -287,10 +224,8 @@ class PacketNetwork : public FlowNetwork
     void Finish(uint32_t flowId);
     /** An intra-host flow carried by the fluid network finished. */
     void HostFlowDone(uint32_t flowId, Time when);
-    /** Schedule the next sample if sampling is on and none is pending. */
-    void ArmSampling();
-    /** Take one sample of queues and rates. */
-    void Sample();
+    /** \return true while flows are unfinished (the sampler goes on) */
+    bool HasPendingFlows() const;
     /** Local port of \p node on \p link. */
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
@@ -309,22 +244,15 @@ class PacketNetwork : public FlowNetwork
     std::string m_hostFlows;    //!< intra-host flow model: packet or fluid
     std::string m_acceleration; //!< exact, fast, memo or fast+memo
 
-    ObjectFactory m_nicFactory;                         //!< RdmaNic
-    ObjectFactory m_mmuFactory;                         //!< SwitchMmu
-    ObjectFactory m_markerFactory;                      //!< RedEcnMarker
-    ObjectFactory m_ffFactory;                          //!< PacketFastForward
-    Ptr<PacketFastForward> m_ff;                        //!< fast-forward (Acceleration=fast)
-    ObjectFactory m_memoFactory;                        //!< PacketEpisodeCache
-    Ptr<PacketEpisodeCache> m_memo;                     //!< episode memoization (memo)
-    std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name: attribute overrides
-    ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
-    Ptr<SocketTransport> m_socket; //!< TCP between hosts where one end is a socket host
-
-    Ptr<TopologyDescription> m_desc;                //!< topology
-    Ptr<FluidNetwork> m_hostFluid;                  //!< intra-host flows (HostFlows=fluid)
-    Ptr<RdmaFramePool> m_pool;                      //!< frames
-    std::vector<Ptr<Node>> m_nodes;                 //!< one per topology node
-    std::vector<Ptr<QbbNetDevice>> m_portDev;       //!< global port -> device
+    PacketNetworkBuilder m_builder;           //!< component factories, fabric assembly
+    Ptr<PacketFastForward> m_ff;              //!< fast-forward (Acceleration=fast)
+    Ptr<PacketEpisodeCache> m_memo;           //!< episode memoization (memo, fast+memo)
+    Ptr<SocketTransport> m_socket;            //!< TCP between hosts where one end is a socket host
+    Ptr<TopologyDescription> m_desc;          //!< topology
+    Ptr<FluidNetwork> m_hostFluid;            //!< intra-host flows (HostFlows=fluid)
+    Ptr<RdmaFramePool> m_pool;                //!< frames
+    std::vector<Ptr<Node>> m_nodes;           //!< one per topology node
+    std::vector<Ptr<QbbNetDevice>> m_portDev; //!< global port -> device
     std::vector<std::vector<uint32_t>> m_nodePorts; //!< node -> global ports (local order)
     std::vector<Ptr<RdmaNic>> m_nics;               //!< node -> endpoint (or null)
     std::vector<Ptr<RdmaSwitch>> m_switches;        //!< node -> switch (or null)
@@ -344,17 +272,7 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_pending{0};        //!< flows not finished
     uint64_t m_stopAfter{0};      //!< stop after this many finished
 
-    std::vector<uint32_t> m_samplePorts; //!< ports sampled
-    std::vector<uint32_t> m_liveSlots;   //!< queue pairs not yet finished (rate sampling)
-    EventId m_sampleEvent;               //!< next sample
-    std::vector<int64_t> m_qTime;        //!< queue series: time
-    std::vector<uint32_t> m_qPort;       //!< queue series: port
-    std::vector<uint64_t> m_qBytes;      //!< queue series: bytes
-    std::vector<uint64_t> m_qTx;         //!< queue series: tx bytes
-    std::vector<int64_t> m_rTime;        //!< rate series: time
-    std::vector<uint32_t> m_rFlow;       //!< rate series: flow id
-    std::vector<double> m_rRate;         //!< rate series: rate
-    std::vector<uint64_t> m_rAcked;      //!< rate series: acked bytes
+    PacketNetworkSampler m_sampler; //!< queue and rate series (SampleInterval)
 };
 
 } // namespace ns3

@@ -2,6 +2,7 @@
  * HeteroSim: TestSuite for the episode cache of the packet network (memoization).
  */
 #include "ns3/packet-episode-cache.h"
+#include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
 #include "ns3/simulator.h"
 #include "ns3/star-topology-helper.h"
@@ -87,14 +88,15 @@ RunRounds(const std::string& mode, bool extra)
 
     EpisodeOutcome out;
     out.endNs = g_ends;
-    net->CopyMemoStats(out.cache.data());
+    PacketNetworkStats stats(net);
+    stats.CopyMemoStats(out.cache.data());
     out.delivered.resize(n);
     std::vector<uint64_t> a(n);
     std::vector<uint64_t> b(n);
     std::vector<uint64_t> c(n);
     std::vector<uint64_t> d(n);
     std::vector<uint64_t> e(n);
-    net->CopyFlowStats(
+    stats.CopyFlowStats(
         n, ids.data(), a.data(), b.data(), c.data(), d.data(), e.data(), out.delivered.data());
     for (uint32_t p = 0; p < net->GetNPorts(); ++p)
     {

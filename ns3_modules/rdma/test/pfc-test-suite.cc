@@ -1,6 +1,7 @@
 /*
  * HeteroSim: TestSuite for PFC in the packet network (an incast through one switch).
  */
+#include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
 #include "ns3/simulator.h"
 #include "ns3/star-topology-helper.h"
@@ -54,8 +55,9 @@ RunIncast(bool pfc)
     Simulator::Run();
 
     IncastOutcome out;
-    std::array<uint64_t, 9> counters{};
-    net->CopyCounters(counters.data());
+    PacketNetworkStats stats(net);
+    std::array<uint64_t, PacketNetworkStats::N_COUNTERS> counters{};
+    stats.CopyCounters(counters.data());
     out.drops = counters[2];
     out.retransmits = counters[3];
     out.pauses = counters[4];
@@ -66,14 +68,14 @@ RunIncast(bool pfc)
     std::array<uint64_t, n> timeouts{};
     std::array<uint64_t, n> acked{};
     std::array<uint64_t, n> delivered{};
-    net->CopyFlowStats(n,
-                       ids.data(),
-                       retx.data(),
-                       cnps.data(),
-                       changes.data(),
-                       timeouts.data(),
-                       acked.data(),
-                       delivered.data());
+    stats.CopyFlowStats(n,
+                        ids.data(),
+                        retx.data(),
+                        cnps.data(),
+                        changes.data(),
+                        timeouts.data(),
+                        acked.data(),
+                        delivered.data());
     out.delivered.assign(delivered.begin(), delivered.end());
     net->Dispose();
     Simulator::Destroy();
