@@ -6,6 +6,7 @@
 #include "packet-network.h"
 
 #include "ns3/log.h"
+#include "ns3/shiftable-scheduler.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -186,6 +187,12 @@ PacketEpisodeCache::Fault()
             Discard(id);
         }
     }
+}
+
+void
+PacketEpisodeCache::ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved)
+{
+    ShiftEventId(m_sampleEvent, deltaNs, moved);
 }
 
 void

@@ -118,6 +118,13 @@ class PacketEpisodeCache : public Object
     void Delivered(uint32_t slot);
     /** \brief A fault changed the fabric: replays are materialised, no episode from now on. */
     void Fault();
+    /**
+     * \brief Steady-state fast-forward (PacketFastForward): move the trajectory sampling of
+     * the recordings \p deltaNs later (replays are not the fast-forward's: they bound its skips).
+     * \param deltaNs shift, ns
+     * \param moved receives the events to shift in the event queue
+     */
+    void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved);
 
     /** Number of values of CopyStats. */
     static constexpr uint32_t N_STATS = 12;
