@@ -44,7 +44,7 @@ RecordEnd(uint32_t id, Time when)
  * that round's episode).
  */
 EpisodeOutcome
-RunRounds(const std::string& mode, bool extra)
+RunRounds(const std::string& mode, bool extra, bool fault = false)
 {
     Simulator::Destroy();
     g_ends.clear();
@@ -83,6 +83,20 @@ RunRounds(const std::string& mode, bool extra)
     auto n = static_cast<uint32_t>(ids.size());
     net->ScheduleFlows(
         n, ids.data(), src.data(), dst.data(), bytes.data(), start.data(), priority.data());
+    if (fault)
+    {
+        // round 2's sender link drops to half its rate 50 us into the round (its replay)
+        uint32_t link = 0;
+        for (uint32_t l : topo->GetPath(0, 1, 0))
+        {
+            if (topo->GetLinkKind(l) == TopologyDescription::ACCESS)
+            {
+                link = l; // the NIC's uplink
+                break;
+            }
+        }
+        Simulator::Schedule(MicroSeconds(2050), &PacketNetwork::SetLinkRate, net, link, 50e9);
+    }
     Simulator::Stop(MilliSeconds(20));
     Simulator::Run();
 
@@ -179,6 +193,35 @@ class EpisodeInterruptTestCase : public TestCase
     }
 };
 
+/** \brief A fault materialises the replay it hits and ends memoization. */
+class EpisodeFaultTestCase : public TestCase
+{
+  public:
+    EpisodeFaultTestCase()
+        : TestCase("a fault materialises a replay and no episode is memoized after it")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        EpisodeOutcome memo = RunRounds("memo", false, true);
+        NS_TEST_ASSERT_MSG_EQ(memo.cache[0], 3, "rounds 0-2 looked up, not round 3");
+        NS_TEST_ASSERT_MSG_EQ(memo.cache[1], 2, "rounds 1 and 2 replayed");
+        NS_TEST_ASSERT_MSG_EQ(memo.cache[6], 1, "round 2's replay materialised by the fault");
+        NS_TEST_ASSERT_MSG_EQ(memo.cache[5], 1, "round 3 not eligible after the fault");
+        NS_TEST_ASSERT_MSG_EQ(memo.endNs.size(), 8, "every flow finished");
+        for (uint32_t i = 0; i < 8; ++i)
+        {
+            uint64_t size = i % 2 == 0 ? (3u << 20) : (2u << 20);
+            NS_TEST_ASSERT_MSG_EQ(memo.delivered[i], size, "delivered once");
+        }
+        // at half rate round 2's 3 MiB flow takes longer than the replayed 431 us
+        NS_TEST_ASSERT_MSG_GT(memo.endNs[4] - 2000000, 500000, "the slower link is simulated");
+    }
+};
+
 /** \brief The episode cache's TestSuite. */
 class PacketEpisodeCacheTestSuite : public TestSuite
 {
@@ -188,6 +231,7 @@ class PacketEpisodeCacheTestSuite : public TestSuite
     {
         AddTestCase(new EpisodeReplayTestCase, Duration::QUICK);
         AddTestCase(new EpisodeInterruptTestCase, Duration::QUICK);
+        AddTestCase(new EpisodeFaultTestCase, Duration::QUICK);
     }
 };
 
