@@ -143,8 +143,13 @@ def test_an_interrupted_replay_is_materialised_and_continues_packet_by_packet(na
     for e, m in zip(exact["flows"]["fct_ns"], memo["flows"]["fct_ns"]):
         assert within(m, e, 0.05), (m, e)
     assert within(memo["ports"]["bytes_sent"].sum(), exact["ports"]["bytes_sent"].sum(), 0.01)
-    # the carried part is counted as fast-forwarded payload of the flows (not simulated)
     assert within(memo["sim_end_ns"], exact["sim_end_ns"], 0.01)
+    # a recording thinned to two samples (MaxSamples) still materialises by interpolation
+    coarse = run("memo", flows, MaxSamples="2")
+    assert coarse["fast_forward"]["memo"]["interrupted"] == 1
+    np.testing.assert_array_equal(coarse["flows"]["bytes_delivered"], np.array(flows[2]))
+    for e, m in zip(exact["flows"]["fct_ns"], coarse["flows"]["fct_ns"]):
+        assert within(m, e, 0.05), (m, e)
 
 
 def test_congested_episodes_are_recorded_several_times_and_replayed_in_turn(native_lib):

@@ -83,6 +83,13 @@ PacketEpisodeCache::GetTypeId()
                           UintegerValue(4),
                           MakeUintegerAccessor(&PacketEpisodeCache::m_congestedRecordings),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("MaxSamples",
+                          "Most trajectory samples a recording keeps: a longer episode keeps "
+                          "every other sample and samples half as often each time it reaches "
+                          "this many (bounds the memory of a recording)",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&PacketEpisodeCache::m_maxSamples),
+                          MakeUintegerChecker<uint32_t>(2))
             .AddTraceSource("Lookup",
                             "An episode that started idle was looked up (time ns, queue pairs, "
                             "hit)",
@@ -384,6 +391,7 @@ PacketEpisodeCache::Seal()
                 h.base.push_back(Read(p));
             }
             h.deliverNs.assign(h.slots.size(), -1);
+            h.sampleStrideNs = m_sampleInterval.GetNanoSeconds();
             SampleGroup(h);
             m_recording.push_back(id);
             if (!m_sampleEvent.IsPending())
@@ -534,7 +542,39 @@ void
 PacketEpisodeCache::SampleGroup(Group& g)
 {
     Entry& e = *g.rec;
-    e.sampleNs.push_back(Simulator::Now().GetNanoSeconds() - g.t0);
+    int64_t off = Simulator::Now().GetNanoSeconds() - g.t0;
+    if (!e.sampleNs.empty() && off - e.sampleNs.back() < g.sampleStrideNs)
+    {
+        return;
+    }
+    if (e.sampleNs.size() >= m_maxSamples)
+    {
+        // a long episode: keep every other sample and sample half as often from now on, so a
+        // recording holds at most MaxSamples samples (the first, at offset 0, is kept)
+        std::size_t n = g.slots.size();
+        std::size_t nPorts = g.ports.size();
+        std::size_t kept = 0;
+        for (std::size_t k = 0; k < e.sampleNs.size(); k += 2, ++kept)
+        {
+            e.sampleNs[kept] = e.sampleNs[k];
+            std::copy_n(e.sampleDelivered.begin() + k * n, n, e.sampleDelivered.begin() + kept * n);
+            std::copy_n(e.sampleRate.begin() + k * n, n, e.sampleRate.begin() + kept * n);
+            std::copy_n(e.sampleCnps.begin() + k * n, n, e.sampleCnps.begin() + kept * n);
+            std::copy_n(
+                e.samplePorts.begin() + k * nPorts, nPorts, e.samplePorts.begin() + kept * nPorts);
+        }
+        e.sampleNs.resize(kept);
+        e.sampleDelivered.resize(kept * n);
+        e.sampleRate.resize(kept * n);
+        e.sampleCnps.resize(kept * n);
+        e.samplePorts.resize(kept * nPorts);
+        g.sampleStrideNs *= 2;
+        if (off - e.sampleNs.back() < g.sampleStrideNs)
+        {
+            return;
+        }
+    }
+    e.sampleNs.push_back(off);
     for (uint32_t slot : g.slots)
     {
         const RdmaQueuePair* qp = m_net->m_qps[slot].get();

@@ -46,7 +46,8 @@ class PacketNetwork;
  * timeouts, NACKs and CNPs; per port of its links the wire bytes, frames, PFC pauses sent and
  * received, paused time, ECN marks, drops, queue-occupancy integral and queue maximum; and
  * every TrajectoryInterval a sample of each queue pair's bytes delivered in order, its
- * congestion-control rate and CNPs, and each port's counters. A recording that another queue
+ * congestion-control rate and CNPs, and each port's counters (at most MaxSamples: a longer
+ * episode keeps every other sample and samples half as often). A recording that another queue
  * pair joins (on any of its links), that gets a message appended, or that a fault
  * interrupts is discarded.
  *
@@ -203,6 +204,7 @@ class PacketEpisodeCache : public Object
         std::string key;                   //!< canonical key
         bool eligible{true};               //!< may be looked up
         std::vector<PortCounters> base;    //!< recording: port counters at t0
+        int64_t sampleStrideNs{0};         //!< recording: time between kept samples
         std::vector<int64_t> deliverNs;    //!< recording: offsets of delivery (-1 not yet)
         std::shared_ptr<Entry> rec;        //!< recording: the entry being filled
         std::shared_ptr<const Entry> play; //!< replaying: the entry
@@ -249,6 +251,7 @@ class PacketEpisodeCache : public Object
     Time m_sampleInterval;          //!< trajectory sampling period
     uint32_t m_maxEntries;          //!< most keys stored
     uint32_t m_congestedRecordings; //!< recordings kept of a congested episode
+    uint32_t m_maxSamples;          //!< trajectory samples kept per recording
 
     PacketNetwork* m_net{nullptr};
     bool m_faulted{false};                                 //!< a fault fired
