@@ -25,9 +25,10 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
-from heterosim.config.degenerate import network_warnings
+from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
+from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -781,6 +782,9 @@ def parse_experiment(
     )
     _check_consistency(top, experiment)
     _check_framework(top, experiment)
+    samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
+    if samples:
+        experiment = replace(experiment, warnings=(*experiment.warnings, *samples))
     if parallel.plan is not None:
         plan = _check_stages(top, experiment)
         experiment = replace(experiment, parallel=replace(parallel, plan=plan))
