@@ -70,7 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--packet-acceleration",
         default="exact",
         choices=PACKET_ACCELERATIONS,
-        help="packet fidelity: every frame (exact) or settled stretches skipped (fast)",
+        help="packet fidelity: every frame (exact), settled stretches skipped (fast), repeated "
+        "contention episodes replayed (memo), or both (fast+memo)",
     )
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
     parser.add_argument(

@@ -73,7 +73,7 @@ class ScenarioSimulation:
     sample_interval_ns: int  # 0: no time series
     seed: int
     fidelity: str  # packet | flow
-    packet_acceleration: str = "exact"  # exact | fast (PacketFastForward), packet fidelity
+    packet_acceleration: str = "exact"  # exact | fast | memo | fast+memo, packet fidelity
 
 
 @dataclass(frozen=True, eq=False)

@@ -110,7 +110,14 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
     ]
     ff = results["sim"].get("packet_acceleration") or {}
-    if ff.get("mode") == "fast":
+    memo = ff.get("memo")
+    if memo:
+        lines.append(
+            f"memoization     {memo['hits']} of {memo['lookups']} episodes replayed "
+            f"({memo['hit_rate']:.1%}), {memo['interrupted']} interrupted, "
+            f"{memo['frames_avoided']} frames not simulated"
+        )
+    if "episodes" in ff:
         lines.append(
             f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
             f"{ff['bytes_share']:.1%} of the flow bytes"

@@ -92,6 +92,14 @@ class RdmaCongestionControl : public Object
      */
     virtual void AdvanceSkipped(int64_t deltaNs, uint64_t bytes);
 
+    /**
+     * \brief Episode memoization (PacketEpisodeCache): continue a materialised replay at the
+     * rate the recorded episode had (clamped as every rate change); the rest of the
+     * algorithm's state starts afresh.
+     * \param bps rate, bit/s
+     */
+    void RestoreRate(double bps);
+
     /** \return current sending rate, bit/s */
     double GetRate() const;
     /** \return in-flight limit, bytes (0 = none) */
