@@ -222,6 +222,7 @@ MEMO_FIELDS = (
     "frames_avoided",
     "entries",
     "entries_refused",
+    "trajectory_samples",
 )
 MEMO_KEY = (
     "queue pairs created at one instant whose data/ACK paths share links, starting idle (no other "

@@ -152,6 +152,18 @@ def test_an_interrupted_replay_is_materialised_and_continues_packet_by_packet(na
         assert within(m, e, 0.05), (m, e)
 
 
+def test_a_long_recording_holds_at_most_max_samples(native_lib):
+    """An episode of about 420 us sampled every microsecond: a recording keeps every sample
+    until MaxSamples, then every other one at half the rate, so its trajectory stays within
+    MaxSamples however long the episode runs (unbounded, a 1,024-GPU run's gradient episodes
+    filled 19 GB and stalled it). The thinned recording is still replayed."""
+    full = run("memo", TrajectoryInterval="1us", MaxSamples="100000")["fast_forward"]["memo"]
+    assert full["recorded"] == 1 and full["trajectory_samples"] > 400
+    thin = run("memo", TrajectoryInterval="1us", MaxSamples="16")["fast_forward"]["memo"]
+    assert thin["recorded"] == 1 and thin["hits"] == 3
+    assert 8 <= thin["trajectory_samples"] <= 16
+
+
 def test_congested_episodes_are_recorded_several_times_and_replayed_in_turn(native_lib):
     """A 2-to-1 incast marks at random (RED), so the exact run's rounds differ from each other;
     with CongestedRecordings=3 the first three rounds are recorded and the later ones replay

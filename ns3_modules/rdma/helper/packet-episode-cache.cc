@@ -39,7 +39,8 @@ enum Stat
     BYTES_REPLAYED,
     FRAMES_AVOIDED,
     ENTRIES,
-    REFUSED
+    REFUSED,
+    SAMPLES
 };
 
 /** Number of per-queue-pair counters stored: retransmits, timeouts, NACKs, CNPs. */
@@ -653,6 +654,7 @@ PacketEpisodeCache::TryFinishRecording(uint32_t id)
     {
         found->second.recordings.push_back(g.rec);
         ++m_stats[RECORDED];
+        m_stats[SAMPLES] += e.sampleNs.size();
         m_stats[ENTRIES] = m_entries.size();
         NS_LOG_INFO("recorded an episode of " << g.slots.size() << " queue pairs, " << e.endNs
                                               << " ns, " << e.frames << " frames");

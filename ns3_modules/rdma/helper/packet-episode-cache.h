@@ -128,14 +128,15 @@ class PacketEpisodeCache : public Object
     void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved);
 
     /** Number of values of CopyStats. */
-    static constexpr uint32_t N_STATS = 12;
+    static constexpr uint32_t N_STATS = 13;
     /**
      * \brief Statistics: lookups (episodes that started idle), hits, episodes recorded,
      * recordings discarded (joined, appended, fault), starts not idle (busy links or queues),
      * starts not eligible (after a fault, a queue pair starting at once, a message appended
      * before the start), replays materialised (interrupted), queue pairs replayed, payload
      * bytes replayed, frames (packet-hops) not simulated, entries stored, entries refused
-     * (MaxEntries reached).
+     * (MaxEntries reached), trajectory samples held by the stored recordings (each recording
+     * holds at most MaxSamples).
      * \param out N_STATS values
      */
     void CopyStats(uint64_t* out) const;
