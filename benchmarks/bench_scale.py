@@ -60,7 +60,9 @@ def _cluster_file(gpus: int, folder: Path) -> Path:
     return path
 
 
-def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus: int = 0) -> dict:
+def run_case(
+    experiment: str, overrides: list[str], fidelity: str, cluster_gpus: int = 0, as_run: bool = False
+) -> dict:
     """One experiment in this process: stage times, events, plan size, peak RSS."""
     from heterosim.config.experiment import load_experiment
     from heterosim.engine import native
@@ -96,9 +98,10 @@ def run_case(experiment: str, overrides: list[str], fidelity: str, cluster_gpus:
         )
         print(json.dumps({"progress": row}), flush=True)
         c1 = time.process_time()
-        engine = execute_plan(
-            plan, topology, exp.network, engine_config(fidelity=fidelity, seed=exp.simulation.seed)
-        )
+        simulation = engine_config(fidelity=fidelity, seed=exp.simulation.seed)
+        if as_run:  # the experiment's simulation settings (sampling included), as heterosim run
+            simulation = exp.simulation
+        engine = execute_plan(plan, topology, exp.network, simulation)
         row.update(
             engine_wall_s=engine.wall_s,
             engine_cpu_s=time.process_time() - c1,
@@ -323,6 +326,12 @@ def main() -> None:
         help="simulation.collective_granularity for cases that do not set it",
     )
     parser.add_argument("--mem-gb", type=float, default=9.0, help="address-space limit per case")
+    parser.add_argument(
+        "--as-run",
+        action="store_true",
+        help="run the engine with the experiment's simulation settings (link and queue sampling "
+        "every simulation.sample_interval), as heterosim run does; default: no sampling",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -336,6 +345,7 @@ def main() -> None:
                 "overrides": args.overrides,
                 "fidelity": args.fidelity,
                 "cluster_gpus": args.gpus,
+                "as_run": args.as_run,
             }
         ]
     else:

@@ -29,6 +29,7 @@ from heterosim.errors import (
     UserError,
     is_out_of_memory,
 )
+from heterosim.interrupts import terminated_by_sigterm
 
 COMMAND_MODULES = (
     "run",
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{command}: {exc}", file=sys.stderr)
         return exc.exit_status
     except KeyboardInterrupt as exc:
-        terminated = "SIGTERM" in str(exc)
+        terminated = terminated_by_sigterm(exc)
         print(f"{command}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
         return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -72,9 +72,26 @@ SC21 = {
 }
 SC21_PP = {
     "parallel.vpp": (
-        2,
-        "interleaved 1F1B is stated, the interleave factor is not; 2 is the smallest interleaving",
-    )
+        "smallest",
+        "interleaved 1F1B is stated, the interleave factor is not: the smallest one Megatron-LM "
+        "can run, i.e. the smallest v >= 2 dividing layers/pp (arguments.py: "
+        "virtual_pipeline_model_parallel_size = (num_layers // pp) // "
+        "num_layers_per_virtual_pipeline_stage; transformer.py splits each stage's layers "
+        "evenly over its model chunks)",
+    ),
+    "parallel.p2p_sync": (
+        "blocking",
+        "Megatron-LM v2 (2021) megatron/p2p_communication.py _communicate: batch_isend_irecv, "
+        "req.wait() on every request, then torch.cuda.synchronize() 'to protect against race "
+        "condition when using batch_isend_irecv()', unconditionally; the interleaved schedule "
+        "issues combined send/receive calls (megatron/schedules.py "
+        "forward_backward_pipelining_with_interleaving)",
+    ),
+    "parallel.p2p_scatter_gather": (
+        True,
+        "the scatter/gather optimisation of SC'21 §4.1 is stated for the pipeline runs (note); "
+        "--scatter-gather-tensors-in-pipeline is on by default in Megatron-LM v2",
+    ),
 }
 SC21_T2 = {
     "training.attention": UNFUSED,
@@ -243,6 +260,17 @@ def host_cluster(
     }
 
 
+def smallest_interleave(layers: int, pp: int) -> int:
+    """The smallest interleave factor v >= 2 Megatron-LM accepts: every model chunk holds the
+    same whole number of layers, so v divides layers / pp (which must be whole)."""
+    if layers % pp:
+        raise ValueError(f"{layers} layers do not split evenly over {pp} pipeline stages")
+    per_stage = layers // pp
+    if per_stage < 2:
+        raise ValueError(f"{per_stage} layer per pipeline stage leaves nothing to interleave")
+    return next(v for v in range(2, per_stage + 1) if per_stage % v == 0)
+
+
 def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     m, t, p, c = case["model"], case["training"], case["parallel"], case["cluster"]
 
@@ -277,6 +305,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
         "attention": pick("training.attention", t.get("attention")) or "flash",
     }
     vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
+    if vpp == "smallest":
+        vpp = smallest_interleave(m["layers"], p["pp"])
     parallel = {
         "tp": p["tp"],
         "pp": p["pp"],
@@ -289,6 +319,9 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     }
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
+    for key in ("p2p_sync", "p2p_scatter_gather"):
+        if f"parallel.{key}" in assumed:
+            parallel[key] = assumed[f"parallel.{key}"][0]
     if "parallel.zero3_impl" in assumed:
         parallel["zero3_impl"] = assumed["parallel.zero3_impl"][0]
     if vpp and vpp > 1:
@@ -317,6 +350,8 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
     if case["cluster"]["gpu"] in GPU_WHY:
         assumed["cluster.gpu"] = (GPU[case["cluster"]["gpu"]], GPU_WHY[case["cluster"]["gpu"]])
     experiment = experiment_of(case, assumed)
+    if assumed.get("parallel.vpp", ("",))[0] == "smallest":
+        assumed["parallel.vpp"] = (experiment["parallel"]["vpp"], assumed["parallel.vpp"][1])
     if assumed.get("training.micro_batch", ("",))[0] == "per-replica batch":
         assumed["training.micro_batch"] = (
             experiment["training"]["micro_batch"],

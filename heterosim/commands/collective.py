@@ -16,6 +16,7 @@ from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
     FIDELITIES,
+    GRANULARITIES,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
@@ -52,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--channels", type=int, default=0, help="channels (0: as NCCL would pick)")
     parser.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce, gather, scatter)")
     parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
+    parser.add_argument(
+        "--granularity",
+        default="chunk",
+        choices=GRANULARITIES,
+        help="flows per chunk (NCCL's schedule, default), per ring step, or per GPU pair",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--queue-pairs",
@@ -63,7 +70,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--packet-acceleration",
         default="exact",
         choices=PACKET_ACCELERATIONS,
-        help="packet fidelity: every frame (exact) or settled stretches skipped (fast)",
+        help="packet fidelity: every frame (exact), settled stretches skipped (fast), repeated "
+        "contention episodes replayed (memo), or both (fast+memo)",
     )
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
     parser.add_argument(
@@ -94,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         channels=args.channels,
         root=args.root,
+        granularity=args.granularity,
     )
     simulation = engine_config(
         fidelity=args.fidelity,
@@ -109,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         print(result_line(row), flush=True)
     if args.out:
         with staged_output(Path(args.out)) as stage:
-            write_results(stage, name, ranks, args.fidelity, rows)
+            write_results(stage, name, ranks, args.fidelity, rows, args.granularity)
         print(f"# wrote {Path(args.out) / 'results.json'}")
     if args.chakra:
         from heterosim.plan.collectives.chakra_export import write_collective_chakra

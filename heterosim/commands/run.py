@@ -81,10 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heterosim.interrupts import sigterm_as_interrupt
     from heterosim.report.jobs_report import any_results_dict, write_any_outputs
     from heterosim.report.run_report import interrupted_exit_status, print_warnings
     from heterosim.report.staging import check_output_folder
-    from heterosim.report.terminal import Progress, run_header, run_summary, sigterm_stops_the_run
+    from heterosim.report.terminal import Progress, run_header, run_summary
     from heterosim.simulate import run_any
 
     stop_ns = stop_time_ns(args.until)  # before the experiment loads: a bad value fails at once
@@ -98,15 +99,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         path = Path(args.experiment) if args.experiment else default_experiment()
         experiment = load_any_experiment(path, overrides)
-        if isinstance(experiment, ExperimentConfig):
-            check_plan_budget(experiment)  # before anything is printed or built
+        check_plan_budget(experiment, stop_ns)  # before anything is printed or built
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     print_warnings(getattr(experiment, "warnings", ()))
     progress = Progress(not args.quiet)
     if not args.quiet:
         print(run_header(experiment), file=sys.stderr)
-    with sigterm_stops_the_run():
+    with sigterm_as_interrupt():
         artifacts = run_any(
             experiment, progress=progress, workload=workload, databases=args.db or None, stop_ns=stop_ns
         )

@@ -19,9 +19,10 @@ GRANULARITIES = ("chunk", "step", "connection")
 INTRA_HOST_MODELS = ("packet", "flow")
 # simulation.queue_pairs: what one RDMA queue pair (or fluid flow) carries
 QUEUE_PAIR_MODELS = ("connection", "flow")
-# simulation.packet_acceleration: every frame simulated, or settled stretches skipped
-# (steady-state fast-forward, ns3_modules/rdma/helper/packet-fast-forward.h)
-PACKET_ACCELERATIONS = ("exact", "fast")
+# simulation.packet_acceleration: every frame simulated, settled stretches skipped (steady-state
+# fast-forward, ns3_modules/rdma/helper/packet-fast-forward.h), repeated contention episodes
+# replayed (memoization, ns3_modules/rdma/helper/packet-episode-cache.h), or both
+PACKET_ACCELERATIONS = ("exact", "fast", "memo", "fast+memo")
 # simulation.memory_check
 MEMORY_CHECKS = ("error", "warn")
 # network.collective_algorithm / network.collective_protocol ("auto": NCCL's tuning model)

@@ -11,7 +11,10 @@ commands print them on stderr (``heterosim: warning: ...``) and record them in r
   control never slows down, and without PFC the switch drops instead.
 * PFC thresholds above the buffer: with ``PfcDynamicThreshold: false`` a static ``PfcStaticXoff``
   above the buffer never pauses (switch-mmu.cc).
-* A sample interval that records more than :data:`MAX_SAMPLES` samples per series.
+* A sample interval that records more than :data:`MAX_SAMPLES` samples per series (netbench: up
+  to ``simulation.stop``; run: over at least the simulated time a run certainly takes,
+  :func:`heterosim.config.limits.simulated_time_floor_ns`). Above :data:`MAX_SAMPLES_REFUSED`
+  the configuration is refused instead (one-line error naming ``simulation.sample_interval``).
 * A flow (netbench) that cannot finish before ``simulation.stop`` even alone at its NIC speed.
 """
 
@@ -28,7 +31,8 @@ ECN_CCS = ("dcqcn", "dctcp")
 DEFAULT_ECN_KMIN = 100_000  # bytes, RedEcnMarker::EcnKmin
 DEFAULT_ECN_REFERENCE_BPS = 25e9  # RedEcnMarker::EcnReferenceRate
 DEFAULT_STATIC_XOFF = 1_000_000  # SwitchMmu::PfcStaticXoff
-MAX_SAMPLES = 1_000_000
+MAX_SAMPLES = 1_000_000  # per series: a warning above this
+MAX_SAMPLES_REFUSED = 10_000_000  # per series: an error above this
 
 
 def _attribute(attributes: Mapping[str, Any], cls: str, name: str) -> Any:
@@ -113,6 +117,19 @@ def sample_warnings(sample_interval_ns: int, stop_ns: int | None) -> list[str]:
         f"simulation.sample_interval {format_time_ns(sample_interval_ns)} records {samples:,} "
         f"samples per series up to {format_time_ns(stop_ns)} (more than {MAX_SAMPLES:,}); "
         "a longer interval keeps the outputs small"
+    ]
+
+
+def run_sample_warnings(sample_interval_ns: int, simulated_floor_ns: float) -> list[str]:
+    """A run's sample interval that records more than MAX_SAMPLES samples per series over the
+    simulated time the run certainly takes (a lower bound, so a run may record more)."""
+    if not sample_interval_ns or simulated_floor_ns / sample_interval_ns <= MAX_SAMPLES:
+        return []
+    samples = simulated_floor_ns / sample_interval_ns
+    return [
+        f"simulation.sample_interval {format_time_ns(sample_interval_ns)} records at least "
+        f"{samples:.3g} samples per series over at least {format_time_ns(simulated_floor_ns)} "
+        f"simulated (more than {MAX_SAMPLES:,}); a longer interval keeps the outputs small"
     ]
 
 

@@ -25,9 +25,10 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
-from heterosim.config.degenerate import network_warnings
+from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
+from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -676,14 +677,6 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error(
             "parallel.pp", f"{model.layers} layers cannot fill pp*vpp = {par.pp * par.vpp} pipeline stages"
         )
-    if par.p2p_sync == "blocking" and par.schedule == "interleaved":
-        raise top.error(
-            "parallel.p2p_sync",
-            "blocking is modelled for the 1f1b and gpipe "
-            "schedules only: with the interleaved schedule the traces' per-step "
-            "blocking sends deadlock (Megatron pairs them with receives in combined "
-            "calls, not modelled)",
-        )
     if par.grad_sync == "after_backward" and par.zero >= 2:
         raise top.error(
             "parallel.grad_sync",
@@ -781,6 +774,9 @@ def parse_experiment(
     )
     _check_consistency(top, experiment)
     _check_framework(top, experiment)
+    samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
+    if samples:
+        experiment = replace(experiment, warnings=(*experiment.warnings, *samples))
     if parallel.plan is not None:
         plan = _check_stages(top, experiment)
         experiment = replace(experiment, parallel=replace(parallel, plan=plan))

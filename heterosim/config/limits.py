@@ -34,6 +34,11 @@ SIMPLE_CHUNK_MAX = 4 << 20  # the largest chunk NCCL moves per ring step (Simple
 MAX_COLLECTIVE_BYTES = 1 << 40  # 1 TiB per collective (nccl-tests' largest sizes are 16 GiB)
 MAX_CHANNELS = 64  # NCCL's MAXCHANNELS
 MAX_SWEEP_VARIANTS = 10_000  # a sweep file's max_variants raises it
+# Bytes per sample: the executor's progress series (time, tasks done, flows in flight; 8 bytes
+# each) and, at packet level, one queue row per sampled port (time 8, port 4, queue bytes 8, tx
+# bytes 8: PacketNetworkSampler::QueueSeries, ns3_modules/rdma/helper/packet-network-sampler.h).
+PROGRESS_SAMPLE_BYTES = 24
+QUEUE_ROW_BYTES = 28
 
 _max_memory: int | None = None
 
@@ -140,6 +145,80 @@ def check_experiment_budget(experiment: Any) -> None:
     """Stop an experiment whose plan cannot fit before its workload is generated."""
     tasks, key, what = experiment_task_floor(experiment)
     check_budget(experiment.source or "experiment", key, what, tasks)
+
+
+def simulated_time_floor_ns(experiment: Any) -> float:
+    """Lower bound of the simulated time of a run (all its iterations), in ns.
+
+    Counted: the weight GEMMs alone, 2 FLOPs per multiply-add and the backward pass twice the
+    forward, for ``global_batch x seq_len`` tokens: per layer the query and output projections
+    (``h x h`` each), keys and values (``h x kv_dim`` each) and the MLP (2 or, gated, 3 GEMMs of
+    ``h x ffn``; an MoE layer's ``top_k x expert_ffn`` when smaller), and the logits (``h x
+    vocab``); spread over every GPU of the cluster running at once at its highest catalogue peak
+    (any dtype). Attention scores, communication and pipeline bubbles only add, so the run takes
+    at least this long unless a GPU computes faster than its datasheet peak. (Measured runs take
+    10-100x longer: the default experiment 0.95 ms against 31.6 ms simulated.) Several jobs
+    (``jobs:``): the latest start plus that job's own floor.
+    """
+    jobs = getattr(experiment, "jobs", None)
+    if jobs is not None:  # several jobs: the run lasts at least as long as its longest job
+        return max((job.start_ns + simulated_time_floor_ns(job.experiment) for job in jobs), default=0.0)
+    model, train, cluster = experiment.model, experiment.training, experiment.cluster
+    h = float(model.hidden)
+    ffn = float(model.ffn)
+    if model.moe is not None:
+        ffn = min(ffn, float(model.moe.top_k * model.moe.expert_ffn))
+    layer = 2 * h * h + 2 * h * model.kv_dim + (3 if model.gated_mlp else 2) * h * ffn
+    tokens = float(train.global_batch) * float(train.seq_len)
+    flops = 6.0 * tokens * (model.layers * layer + h * model.vocab) * experiment.simulation.iterations
+    peak = 0.0
+    for index in range(cluster.num_hosts):
+        host = cluster.host(index)
+        peak += host.gpus * max((v or 0.0 for v in host.spec.peak_tflops.values()), default=0.0) * 1e12
+    return flops / peak * 1e9 if peak > 0 else 0.0
+
+
+def sampled_ports_floor(experiment: Any) -> int:
+    """Ports sampled per interval at packet level: at least both ends of every NIC's access link
+    (PacketNetworkSampler samples the switch and NIC ends of access and fabric links); 0 in flow
+    fidelity, which records a link only when its bytes changed."""
+    if experiment.simulation.fidelity != "packet":
+        return 0
+    cluster = experiment.cluster
+    return 2 * sum(cluster.host(h).nics for h in range(cluster.num_hosts))
+
+
+def check_sample_budget(experiment: Any, stop_ns: int | None = None) -> None:
+    """Refuse a ``simulation.sample_interval`` that records more than
+    :data:`~heterosim.config.degenerate.MAX_SAMPLES_REFUSED` samples per series, or whose samples
+    alone exceed the memory budget, over the simulated time the run certainly takes
+    (:func:`simulated_time_floor_ns`, capped by ``--until``)."""
+    from heterosim.config.degenerate import MAX_SAMPLES_REFUSED
+    from heterosim.units import format_time_ns
+
+    interval = experiment.simulation.sample_interval_ns
+    if not interval:
+        return
+    floor_ns = simulated_time_floor_ns(experiment)
+    if stop_ns:
+        floor_ns = min(floor_ns, float(stop_ns))
+    samples = floor_ns / interval
+    source = experiment.source or "experiment"
+    key = f"simulation.sample_interval {format_time_ns(interval)}"
+    over = f"at least {samples:.3g} samples per series over at least {format_time_ns(floor_ns)} simulated"
+    if samples > MAX_SAMPLES_REFUSED:
+        raise UserError(
+            f"{source}: {key}: {over}, more than {MAX_SAMPLES_REFUSED:,}; use a longer interval "
+            "(or 0 for no time series)"
+        )
+    ports = sampled_ports_floor(experiment)
+    needed = samples * (PROGRESS_SAMPLE_BYTES + ports * QUEUE_ROW_BYTES)
+    budget, why = memory_budget_bytes()
+    if needed > budget:
+        raise UserError(
+            f"{source}: {key}: {over} x {ports} sampled ports need at least {format_size(needed)} "
+            f"of memory; {why} is {format_size(budget)}; use a longer interval (or 0)"
+        )
 
 
 def collective_flow_floor(op: str, size_bytes: int, n: int) -> float:

@@ -35,7 +35,7 @@ import numpy as np
 
 from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES, PACKET_ACCELERATIONS
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
-from heterosim.config.degenerate import flow_warnings, network_warnings, sample_warnings
+from heterosim.config.degenerate import MAX_SAMPLES_REFUSED, flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import MAX_SEED, NetworkConfig, _network, apply_overrides, sample_interval
 from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
@@ -73,7 +73,7 @@ class ScenarioSimulation:
     sample_interval_ns: int  # 0: no time series
     seed: int
     fidelity: str  # packet | flow
-    packet_acceleration: str = "exact"  # exact | fast (PacketFastForward), packet fidelity
+    packet_acceleration: str = "exact"  # exact | fast | memo | fast+memo, packet fidelity
 
 
 @dataclass(frozen=True, eq=False)
@@ -251,9 +251,9 @@ def _simulation(section: Section) -> ScenarioSimulation:
     if simulation.sample_interval_ns < 0:
         raise section.error("sample_interval", "expected a time >= 0 (0 = no time series)")
     interval = simulation.sample_interval_ns
-    if interval and simulation.stop_ns // interval > 10_000_000:
+    if interval and simulation.stop_ns // interval > MAX_SAMPLES_REFUSED:
         raise section.error(
-            "sample_interval", "more than 10 million samples per series; use a longer interval"
+            "sample_interval", f"more than {MAX_SAMPLES_REFUSED:,} samples per series; use a longer interval"
         )
     section.reject_unknown()
     return simulation

@@ -41,6 +41,7 @@ PACKET_TYPES = (
     "ns3::NoCongestionControl",
     "ns3::SocketTransport",
     "ns3::PacketFastForward",
+    "ns3::PacketEpisodeCache",
 )
 FLUID_TYPE = "ns3::FluidNetwork"
 ALL_TYPES = (*PACKET_TYPES, FLUID_TYPE)

@@ -35,7 +35,7 @@ from heterosim.config.experiment import NetworkConfig, SimulationConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine import native
 from heterosim.engine.fluid import create_fluid_network, fluid_counters, fluid_link_stats, reset_simulator
-from heterosim.engine.topology import Topology, to_native
+from heterosim.engine.topology import LINK_KIND_NAMES, Topology, to_native
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
@@ -289,7 +289,7 @@ def _collect(
     if fidelity == "flow":
         counters = fluid_counters(net)
         links = fluid_link_stats(net, topology, sim_end)
-        link_series = _fluid_link_series(net, sim_end)
+        link_series = _fluid_link_series(net, sim_end, topology)
         if link_series is not None:
             series["link"] = link_series
     else:
@@ -337,9 +337,12 @@ def fast_forward_report(
 ) -> dict[str, Any]:
     """results.json ``sim.packet_acceleration``: the mode, the share of simulated time and of
     flow bytes the fast-forward skipped, its episodes, and why it fell back to exact
-    simulation (counts of checks; ``not_supported`` 1: never skipped)."""
+    simulation (counts of checks; ``not_supported`` 1: never skipped); with memo, ``memo``:
+    the episode cache's lookups, hits, hit rate, key, interrupted replays and frames avoided."""
     out: dict[str, Any] = {"mode": mode}
-    if mode != "fast":
+    if "memo" in mode.split("+") and "memo" in counters:
+        out["memo"] = counters["memo"]
+    if "fast" not in mode.split("+"):
         return out
     skipped_ns = int(counters.get("skipped_ns", 0))
     skipped_bytes = int(counters.get("skipped_bytes", 0))
@@ -397,19 +400,51 @@ def _samples(executor: Any) -> dict[str, np.ndarray]:
     }
 
 
-def _fluid_link_series(net: Any, sim_end_ns: int) -> dict[str, np.ndarray] | None:
-    """The fluid model's per-link-direction series: {time_ns, direction, bytes} rows, a row where a
-    direction's carried payload bytes changed since its previous sample (None if not sampled)."""
+# The fluid link series keeps the rows of this many link directions of each kind (NIC and
+# switch links; NVLink and PCIe), the ones that carried the most bytes: a 1,024-GPU iteration
+# sampled every 10 us has ~10^8 rows, of which the report plots a few dozen directions.
+LINK_SERIES_KEEP = 64
+NETWORK_LINK_KINDS = (LINK_KIND_NAMES.index("access"), LINK_KIND_NAMES.index("fabric"))
+
+
+def _fluid_link_series(net: Any, sim_end_ns: int, topology: Topology) -> dict[str, Any] | None:
+    """The fluid model's per-link-direction series (None if not sampled): ``time_ns``,
+    ``direction``, ``bytes`` rows (a row where a direction's carried payload bytes changed since
+    its previous sample) of the :data:`LINK_SERIES_KEEP` directions of each kind that carried the
+    most (ties: lower direction first); ``sample_time_ns``, every sample time with a row of any
+    direction; ``direction_bytes``, each direction's bytes at its last row (0: none);
+    ``directions_sampled``, how many directions have rows; ``kept_per_kind``."""
     net.SampleUntil(int(sim_end_ns))
     count = int(net.GetNLinkSamples())
     if count == 0:
         return None
-    out: dict[str, np.ndarray] = {
-        "time_ns": np.empty(count, np.int64),
-        "direction": np.empty(count, np.uint32),
-        "bytes": np.empty(count, np.uint64),
+    times = np.empty(int(net.GetNLinkSampleTimes()), np.int64)
+    last = np.empty(2 * topology.num_links, np.uint64)
+    net.CopyLinkSampleTimes(times, last)
+    carried = np.flatnonzero(last > 0)
+    on_network = np.isin(np.asarray(topology.link_kind)[carried // 2], NETWORK_LINK_KINDS)
+    keep = np.sort(
+        np.concatenate(
+            [
+                part[np.argsort(-last[part].astype(np.float64), kind="stable")[:LINK_SERIES_KEEP]]
+                for part in (carried[on_network], carried[~on_network])
+            ]
+        )
+    ).astype(np.uint32)
+    rows = int(net.KeepLinkSeriesOf(len(keep), keep))
+    out: dict[str, Any] = {
+        "time_ns": np.empty(rows, np.int64),
+        "direction": np.empty(rows, np.uint32),
+        "bytes": np.empty(rows, np.uint64),
     }
     net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
+    net.ReleaseLinkSeries()
+    out.update(
+        sample_time_ns=times,
+        direction_bytes=last,
+        directions_sampled=int(carried.size),
+        kept_per_kind=LINK_SERIES_KEEP,
+    )
     return out
 
 

@@ -147,7 +147,8 @@ def run_flows_fluid(
     then are unfinished (``end_ns`` -1).
 
     Returns ``{"flows": {id, src, dst, bytes, start_ns, end_ns, fct_ns}, "links": {...},
-    "network": counters, "sim_end_ns", "wall_s"}``; flow ids are 0..n-1 in input order.
+    "network": counters, "sim_end_ns", "events", "wall_s"}``; flow ids are 0..n-1 in input order.
+    ``sim_end_ns`` is the last flow's end when every flow finished, else the simulator's time.
     """
     src = np.ascontiguousarray(src, dtype=np.uint32)
     dst = np.ascontiguousarray(dst, dtype=np.uint32)
@@ -174,7 +175,10 @@ def run_flows_fluid(
     gbl.ns3.Simulator.Run()
     end = np.empty(n, np.int64)
     net.CopyFinishTimes(n, ids, end)
+    events = int(gbl.ns3.Simulator.GetEventCount())
     sim_end = int(gbl.ns3.Simulator.Now().GetNanoSeconds())
+    if n and np.all(end >= 0):  # every flow finished: the run ends with the last one (as packet's)
+        sim_end = int(end.max())
     if net.GetFlowsUnroutable():
         message = str(net.GetUnroutableMessage())
         reset_simulator(gbl)
@@ -196,5 +200,6 @@ def run_flows_fluid(
         "links": links,
         "network": counters,
         "sim_end_ns": sim_end,
+        "events": events,
         "wall_s": time.perf_counter() - started,
     }

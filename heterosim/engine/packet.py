@@ -102,7 +102,9 @@ def create_packet_network(
     """An ``ns3::PacketNetwork`` built on ``topology_desc`` (an ``ns3::TopologyDescription``).
 
     ``acceleration="fast"`` lets ``ns3::PacketFastForward`` skip settled stretches of the run
-    (``PacketNetwork::Acceleration``; its thresholds are ``PacketFastForward::`` attributes).
+    (``PacketNetwork::Acceleration``; its thresholds are ``PacketFastForward::`` attributes);
+    ``"memo"`` lets ``ns3::PacketEpisodeCache`` replay repeated contention episodes
+    (``PacketEpisodeCache::`` attributes); ``"fast+memo"`` does both.
 
     ``intra_host="flow"`` carries flows between GPUs of one host in a fluid network on the host
     links (``PacketNetwork::HostFlows=fluid``) instead of frame by frame; the fabric stays
@@ -207,6 +209,41 @@ def fast_forward_stats(net: Any) -> dict[str, int]:
     return {name: int(v) for name, v in zip(FAST_FORWARD_FIELDS, values)}
 
 
+MEMO_FIELDS = (
+    "lookups",
+    "hits",
+    "recorded",
+    "discarded",
+    "not_idle",
+    "not_eligible",
+    "interrupted",
+    "queue_pairs_replayed",
+    "bytes_replayed",
+    "frames_avoided",
+    "entries",
+    "entries_refused",
+)
+MEMO_KEY = (
+    "queue pairs created at one instant whose data/ACK paths share links, starting idle (no other "
+    "unfinished queue pair or replay on those links, empty unpaused queues, fresh congestion "
+    "control, one message each); key: per queue pair in creation order size, priority, host "
+    "latencies, line and port rate, data and ACK link sequences as canonical link ids (numbered "
+    "by first use) with direction; per canonical link rate, delay and kind; run-wide network "
+    "settings fixed"
+)
+
+
+def memo_stats(net: Any) -> dict[str, Any]:
+    """Episode memoization counters (``PacketEpisodeCache``; zeros without memo), the hit rate
+    (hits / lookups) and a description of the cache key."""
+    values = np.zeros(len(MEMO_FIELDS), np.uint64)
+    network_stats(net).CopyMemoStats(values)
+    out: dict[str, Any] = {name: int(v) for name, v in zip(MEMO_FIELDS, values)}
+    out["hit_rate"] = out["hits"] / out["lookups"] if out["lookups"] else 0.0
+    out["key"] = MEMO_KEY
+    return out
+
+
 def collect_packet_stats(net: Any) -> dict[str, Any]:
     """Every counter of a packet network, as numpy arrays (bulk copies from C++)."""
     reader = network_stats(net)
@@ -241,7 +278,7 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "flows": flows,
         "events": int(native.load().ns3.Simulator.GetEventCount()),
         "frames_in_use": int(net.GetFramesInUse()),
-        "fast_forward": fast_forward_stats(net),
+        "fast_forward": {**fast_forward_stats(net), "memo": memo_stats(net)},
     }
     series = _series(reader)
     if series is not None:

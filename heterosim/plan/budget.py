@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from heterosim.config.limits import MAX_TASKS, memory_budget_bytes
+from heterosim.config.limits import MAX_TASKS, check_sample_budget, memory_budget_bytes
 from heterosim.errors import UserError
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.units import format_size
@@ -77,9 +77,16 @@ def estimate_plan_tasks(experiment: Any) -> dict[str, float]:
     }
 
 
-def check_plan_budget(experiment: Any) -> None:
-    """A one-line UserError when the estimated plan does not fit the memory budget, naming the
-    term that dominates (and the key that drives it)."""
+def check_plan_budget(experiment: Any, stop_ns: int | None = None) -> None:
+    """A one-line UserError when the estimated plan, or its time series, does not fit the memory
+    budget, naming the term that dominates (and the key that drives it). ``stop_ns``
+    (``--until``) caps the simulated time the time series cover
+    (:func:`heterosim.config.limits.check_sample_budget`; checked after the task count and before
+    the plan's memory, so neither message depends on the machine's free memory). Several jobs:
+    the time series only (each job's plan is checked when its workload is built)."""
+    if getattr(experiment, "jobs", None) is not None:
+        check_sample_budget(experiment, stop_ns)
+        return
     terms = estimate_plan_tasks(experiment)
     tasks = sum(terms.values())
     source = experiment.source or "experiment"
@@ -99,6 +106,7 @@ def check_plan_budget(experiment: Any) -> None:
         raise UserError(
             f"{source}: {key}: about {tasks:.3g} tasks ({detail}); at most {MAX_TASKS:,} can be simulated"
         )
+    check_sample_budget(experiment, stop_ns)
     needed = BASE_BYTES + tasks * BYTES_PER_TASK
     budget, why = memory_budget_bytes()
     if needed > budget:

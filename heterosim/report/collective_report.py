@@ -36,10 +36,22 @@ def tcp_line(row: CollectiveResult) -> str:
     )
 
 
-def write_results(out: Path, op: str, ranks: list[int], fidelity: str, rows: list[CollectiveResult]) -> None:
+def write_results(
+    out: Path,
+    op: str,
+    ranks: list[int],
+    fidelity: str,
+    rows: list[CollectiveResult],
+    granularity: str = "chunk",
+) -> None:
     """results.json (one size: its fields at the top level; several: a ``sizes`` list) and the plot."""
     out.mkdir(parents=True, exist_ok=True)
-    doc: dict[str, Any] = {"op": op, "ranks": list(map(int, ranks)), "fidelity": fidelity}
+    doc: dict[str, Any] = {
+        "op": op,
+        "ranks": list(map(int, ranks)),
+        "fidelity": fidelity,
+        "granularity": granularity,
+    }
     if len(rows) == 1:
         doc.update(rows[0].row())
     else:

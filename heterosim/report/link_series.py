@@ -5,7 +5,9 @@ Both network models sample every ``simulation.sample_interval`` of simulated tim
 * packet: the ``queue`` table, one row per sampled port (fabric ports and NIC uplinks) and sample:
   queue depth and cumulative bytes sent on the wire (headers included);
 * flow: the ``link`` table, a row where a link direction's cumulative payload bytes changed since
-  its previous sample (the fluid model has rates, not queues).
+  its previous sample (the fluid model has rates, not queues), for the directions of each kind
+  that carried the most (``heterosim.engine.executor.LINK_SERIES_KEEP``), with every sample time
+  (``sample_time_ns``) and every direction's total (``direction_bytes``).
 
 Port / direction ``2*link + d`` is link ``link`` in direction a->b (d = 0) or b->a (d = 1).
 Throughput over a sample interval is the growth of the cumulative bytes divided by its length,
@@ -82,8 +84,13 @@ def link_rates(
     time_ns = np.asarray(time_ns, dtype=np.int64)
     direction = np.asarray(direction, dtype=np.int64)
     cumulative = np.asarray(cumulative, dtype=np.float64)
-    total = np.zeros(int(direction.max()) + 1)
-    np.maximum.at(total, direction, cumulative)
+    if "direction_bytes" in table:  # the fluid table keeps the busiest directions' rows only
+        if max(network_top, host_top) > int(table["kept_per_kind"]):
+            raise ValueError(f"link series: only {table['kept_per_kind']} directions per kind kept")
+        total = np.asarray(table["direction_bytes"], dtype=np.float64)
+    else:
+        total = np.zeros(int(direction.max()) + 1)
+        np.maximum.at(total, direction, cumulative)
     carried = np.flatnonzero(total > 0)
     if not carried.size:
         return None
@@ -94,7 +101,7 @@ def link_rates(
     ]
     listed = np.concatenate(by_bytes)
     chosen = np.sort(listed)
-    times = np.unique(time_ns)
+    times = np.asarray(table["sample_time_ns"], np.int64) if "sample_time_ns" in table else np.unique(time_ns)
     if times[0] > 0:
         times = np.concatenate([[0], times])
     # the fluid table has rows only where bytes moved: close the series at the run's last sample

@@ -249,10 +249,11 @@ def build_results(
         "warnings": list(getattr(scenario, "warnings", ())),
     }
     if fidelity == "packet":
-        results["sim"]["packet_acceleration"] = {
-            "mode": scenario.simulation.packet_acceleration,
-            **(run.get("fast_forward") or {}),
-        }
+        mode = scenario.simulation.packet_acceleration
+        accel = {"mode": mode, **(run.get("fast_forward") or {})}
+        if "memo" not in mode.split("+"):
+            accel.pop("memo", None)
+        results["sim"]["packet_acceleration"] = accel
     if note:
         results["fairness_note"] = note
     if run.get("tcp"):  # socket hosts: TCP congestion control (cwnd, retransmissions)

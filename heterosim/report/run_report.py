@@ -478,11 +478,11 @@ def _write_all(
         )
         if rates is not None:
             sampled = (
-                series.get("queue", {}).get("port")
+                int(np.unique(series["queue"]["port"]).size)
                 if rates.bytes_kind == "wire"
-                else series["link"]["direction"]
+                else int(series["link"]["directions_sampled"])
             )
-            plot_link_utilization(folder / "link_utilization.png", rates, int(np.unique(sampled).size))
+            plot_link_utilization(folder / "link_utilization.png", rates, sampled)
         queues = port_queues(series, topo)
         if queues is not None:
             plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))

@@ -263,11 +263,13 @@ _UMASK = _current_umask()
 
 def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--out") -> Path:
     """Write one output file through a temporary file beside it and a rename: a reader sees the
-    old file or the complete new one, never a part. An existing folder at ``path`` is refused."""
+    old file or the complete new one, never a part. An existing folder at ``path`` is refused.
+    On failure (a full disk) the temporary file and the folders created for ``path`` are removed."""
     path = Path(path).expanduser()
     if path.is_dir():
         raise UserError(f"{option} {path}: is a folder; expected a file name")
-    if not path.parent.exists():
+    created = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    if created:
         check_output_folder(path.parent, option)  # a parent under a file, a read-only place
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -281,5 +283,10 @@ def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--
             if os.path.exists(tmp):
                 os.unlink(tmp)
     except OSError as exc:
+        for folder in created:  # innermost first; one holding something else stays
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         raise UserError(f"{option} {path}: cannot write: {_reason(exc)}") from None
     return path

@@ -1,15 +1,11 @@
 """What ``heterosim run`` shows on the terminal: progress while simulating, the summary after,
-and SIGTERM handled like Ctrl-C so a stopped run still writes its partial results; and the
-options that choose what a run writes and shows."""
+and the options that choose what a run writes and shows."""
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 
@@ -70,26 +66,6 @@ class Progress:
             print(file=sys.stderr)
 
 
-@contextmanager
-def sigterm_stops_the_run() -> Iterator[None]:
-    """SIGTERM (kill, a batch scheduler's time limit) ends the simulation as Ctrl-C does: the
-    part simulated so far is written as a partial iteration. Background jobs ignore Ctrl-C, so
-    this is how a long run started with ``&`` or ``nohup`` is stopped with its results."""
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt("terminated by SIGTERM")
-
-    try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_header(experiment: Any) -> str:
     """What is about to run: the experiment (or its jobs), the cluster and the fidelity."""
     jobs = getattr(experiment, "jobs", None)
@@ -134,7 +110,14 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
     ]
     ff = results["sim"].get("packet_acceleration") or {}
-    if ff.get("mode") == "fast":
+    memo = ff.get("memo")
+    if memo:
+        lines.append(
+            f"memoization     {memo['hits']} of {memo['lookups']} episodes replayed "
+            f"({memo['hit_rate']:.1%}), {memo['interrupted']} interrupted, "
+            f"{memo['frames_avoided']} frames not simulated"
+        )
+    if "episodes" in ff:
         lines.append(
             f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
             f"{ff['bytes_share']:.1%} of the flow bytes"

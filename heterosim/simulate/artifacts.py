@@ -82,6 +82,7 @@ class CollectiveSpec:
     protocol: str = "auto"  # config.choices.COLLECTIVE_PROTOCOLS
     channels: int = 0  # 0: as NCCL would pick
     root: int = 0  # communicator index (broadcast, reduce, gather, scatter)
+    granularity: str = "chunk"  # config.choices.GRANULARITIES (heterosim.plan.collectives.granularity)
 
 
 @dataclass(frozen=True)

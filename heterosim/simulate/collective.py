@@ -30,6 +30,7 @@ def decompose_spec(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes: int
         protocol=spec.protocol,
         channels=spec.channels,
         root=spec.root,
+        granularity=spec.granularity,
     )
 
 

@@ -90,11 +90,13 @@ def run_netbench(
             return _run_one(scenario, topology, stage, simulate_fn)
         started = time.perf_counter()
         rows = []
+        events = 0
         for cc in compare_cc:
             folder = stage / cc
             folder.mkdir()
             results = _run_one(with_cc(scenario, cc), topology, folder, simulate_fn)
             rows.append(report.comparison_row(cc, results))
+            events += int(results["sim"]["events"])
         summary = {
             "name": scenario.name,
             "compare_cc": rows,
@@ -103,6 +105,7 @@ def run_netbench(
             "sim": {
                 "fidelity": scenario.simulation.fidelity,
                 "wall_s": round(time.perf_counter() - started, 6),
+                "events": events,
                 "seed": scenario.simulation.seed,
                 "version": __version__,
             },

@@ -33,6 +33,7 @@ import yaml
 from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
+from heterosim.interrupts import sigterm_as_interrupt
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.report.staging import check_output_folder, mark_output_folder
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
@@ -140,14 +141,15 @@ def _execute(
 ) -> None:
     if not tasks:
         return
-    if settings.executor == "ray":
-        from heterosim.sweep.ray_executor import run_ray
+    with sigterm_as_interrupt():  # SIGTERM stops the workers as Ctrl-C does; --resume continues
+        if settings.executor == "ray":
+            from heterosim.sweep.ray_executor import run_ray
 
-        run_ray(tasks, finish, address=settings.address)
-    else:
-        from heterosim.sweep.local import run_local
+            run_ray(tasks, finish, address=settings.address)
+        else:
+            from heterosim.sweep.local import run_local
 
-        run_local(tasks, finish, workers=settings.workers)
+            run_local(tasks, finish, workers=settings.workers)
 
 
 def _row(a: Assessment, estimate: float | None, chosen: bool) -> dict[str, Any]:

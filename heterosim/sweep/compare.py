@@ -14,6 +14,7 @@ from typing import Any
 
 from heterosim.config.jobs import load_any_experiment
 from heterosim.errors import UserError
+from heterosim.interrupts import sigterm_as_interrupt
 from heterosim.report.compare_report import comparison_dict, write_comparison
 from heterosim.report.staging import check_output_folder, mark_output_folder, staged_output
 from heterosim.sweep.local import run_local
@@ -140,7 +141,8 @@ def compare(
     records: dict[str, dict[str, Any]] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out_dir)  # A/ and B/ appear in it before comparison.* do
-    run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)
+    with sigterm_as_interrupt():  # SIGTERM stops both sides' workers as Ctrl-C does
+        run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)
     for folder, side in zip(SIDE_DIRS, (side_a, side_b)):
         record = records[folder]
         if record["status"] not in (OK, PARTIAL):

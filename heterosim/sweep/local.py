@@ -11,6 +11,9 @@ own worker is recorded as an error and the rest complete.
 Workers ignore Ctrl-C (the driver handles it for the whole sweep: it stops every worker, so a
 variant is never recorded as a partial run cut short by the user) and end when the driver ends,
 even when it is killed with SIGKILL (Linux: ``PR_SET_PDEATHSIG``), so no worker is left behind.
+Limitation: a Ctrl-C to the terminal's process group in the second or so while a worker imports
+heterosim, before its initializer runs, also reaches the worker, which prints Python's
+KeyboardInterrupt traceback; the sweep stops and records as described all the same.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.experiment import ExperimentConfig, apply_overrides
+from heterosim.config.experiment import apply_overrides
 from heterosim.config.fields import read_yaml_mapping
 from heterosim.config.jobs import parse_any_experiment
 from heterosim.errors import UserError
@@ -62,8 +62,7 @@ def prepare_task(
     path = Path(experiment_path)
     data = apply_overrides(read_yaml_mapping(path), overrides, str(path))
     parsed = parse_any_experiment(copy.deepcopy(data), str(path), base_dir=path.parent)
-    if isinstance(parsed, ExperimentConfig):  # a several-jobs experiment is checked per job when run
-        check_plan_budget(parsed)
+    check_plan_budget(parsed)  # several jobs: the time series here, each job's plan when it is built
     cluster = data.get("cluster")
     if isinstance(cluster, str):
         cluster_path = Path(cluster)

@@ -35,7 +35,9 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   condition when using batch_isend_irecv()", ``batch_p2p_sync`` default True,
   megatron/core/pipeline_parallel/p2p_communication.py; the 2021-2022 megatron/p2p_communication.py
   hard-codes it): the compute that follows a send waits for the send to finish, as it waits for a
-  receive. ``overlap`` (default): only receives block.
+  receive. With the interleaved schedule the sends and receives are grouped into Megatron's
+  combined calls (``_combined_p2p_steps``): in the steady state a forward's output leaves only
+  after the paired backward. ``overlap`` (default): only receives block.
 - ``parallel.p2p_scatter_gather`` (Megatron-LM v2-v3 ``--scatter-gather-tensors-in-pipeline``,
   Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
   the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
@@ -63,7 +65,7 @@ bytes (a bucket closes once it holds at least ``dp_bucket`` bytes).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import cast
@@ -94,7 +96,7 @@ from heterosim.workload.ops import (
 )
 from heterosim.workload.ops_base import activation_dtype
 from heterosim.workload.partition import CostFn, MemoryFn, Partition, plan_partition
-from heterosim.workload.schedule import Step, pipeline_schedule
+from heterosim.workload.schedule import Step, pipeline_schedule, warmup_forwards
 from heterosim.workload.trace import (
     ALL_GATHER,
     ALL_REDUCE,
@@ -422,6 +424,155 @@ class RankProgram:
 
     # -- the whole rank --------------------------------------------------------------------
 
+    def _combined_p2p_steps(
+        self,
+        out: TraceAssembler,
+        steps: list[Step],
+        last_backward: dict[int, int],
+        units: tuple[dict, dict, dict],
+        transfers: Callable[[str, int], list[tuple[int, int]]],
+        calls: Callable[[int, int, int, tuple[int, ...]], tuple[int, ...]],
+        gathers: tuple[int | None, int | None],
+    ) -> None:
+        """Megatron-LM's interleaved 1F1B with blocking p2p (``p2p_sync: blocking``), call by call
+        as ``forward_backward_pipelining_with_interleaving`` issues them (megatron/schedules.py,
+        2021-2022; megatron/core/pipeline_parallel/schedules.py without overlap_p2p_comm): a lone
+        ``recv_forward`` before the first forward; after each warm-up forward one
+        ``send_forward_recv_forward`` (the last one also receives a backward gradient:
+        ``send_forward_backward_recv_forward_backward``); in the steady state one forward and one
+        backward, *then* one ``send_forward_backward_recv_forward_backward`` that sends both
+        results (so a forward's output leaves only after the paired backward); in the cool-down a
+        ``send_backward_recv_backward`` after each backward (with every micro-batch in the warm-up,
+        m == pp, a lone ``recv_backward`` first). Which calls receive (``recv_prev`` /
+        ``recv_next``, the first stage being ahead of the last by pp - 1 steps) follows Megatron's
+        code; a received tensor is queued for its model chunk and feeds that chunk's next step.
+        Every call posts its sends and receives together (``batch_isend_irecv``), waits for all
+        of them and synchronises the device, so the next compute waits for every transfer of the
+        call (and, with scatter/gather, the TP all-gather of what it received)."""
+        p = self.par
+        pp, vpp, stage = p.pp, p.vpp, self.stage
+        fwd_units, bwd_units, sync_units = units
+        gather_f, gather_b = gathers
+        total = len(steps) // 2
+        warm = warmup_forwards("interleaved", pp, stage, self.micro_batches, vpp)
+        all_warm = warm == total
+        remaining = total - warm
+        first, last = stage == 0, stage == pp - 1
+
+        def chunk(k: int, forward: bool) -> int:  # Megatron's get_model_chunk_id
+            c = (k % (pp * vpp)) // pp
+            return c if forward else vpp - c - 1
+
+        def index(k: int, forward: bool) -> int:  # position of virtual step k in ``steps``
+            if forward:
+                return k if k < warm else warm + 2 * (k - warm)
+            return warm + 2 * k + 1 if k < remaining else warm + remaining + k
+
+        # each chunk's steps in order: the j-th tensor received for a chunk feeds its j-th step
+        queues: dict[tuple[bool, int], list[int]] = {}
+        for k in range(total):
+            for forward in (True, False):
+                queues.setdefault((forward, chunk(k, forward)), []).append(
+                    steps[index(k, forward)].micro_batch
+                )
+        taken: dict[tuple[bool, int], int] = {}
+
+        def receive(forward: bool, c: int, deps: tuple[int, ...]) -> tuple[int, ...]:
+            j = taken.get((forward, c), 0)
+            taken[forward, c] = j + 1
+            mb, v = queues[forward, c][j], c * pp + stage
+            kind, other, boundary, gather = (
+                ("recv_f", v - 1, v - 1, gather_f) if forward else ("recv_b", v + 1, v, gather_b)
+            )
+            recvs = tuple(
+                out.node(
+                    tmpl,
+                    micro_batch=mb,
+                    stage=v,
+                    peer=peer,
+                    tag=self._tag(mb, boundary, 0 if forward else 1),
+                    deps=deps,
+                )
+                for peer, tmpl in transfers(kind, other)
+            )
+            return self._gathered(out, recvs, gather, mb, v)
+
+        def send(k: int, forward: bool, deps: tuple[int, ...]) -> tuple[int, ...]:
+            step = steps[index(k, forward)]
+            v, mb = step.chunk * pp + stage, step.micro_batch
+            if forward and v < self.V - 1:
+                kind, other, boundary = "send_f", v + 1, v
+            elif not forward and v > 0:
+                kind, other, boundary = "send_b", v - 1, v - 1
+            else:
+                return ()
+            return tuple(
+                out.node(
+                    tmpl,
+                    micro_batch=mb,
+                    stage=v,
+                    peer=peer,
+                    tag=self._tag(mb, boundary, 0 if forward else 1),
+                    deps=deps,
+                )
+                for peer, tmpl in transfers(kind, other)
+            )
+
+        def compute(k: int, forward: bool, waits: tuple[int, ...]) -> None:
+            i = index(k, forward)
+            step = steps[i]
+            if forward:
+                unit = fwd_units[step.chunk]
+            else:
+                unit = sync_units[step.chunk] if last_backward[step.chunk] == i else bwd_units[step.chunk]
+            out.unit(unit, micro_batch=step.micro_batch, stage=step.chunk * pp + stage, head_deps=waits)
+
+        def call(k: int, forward: bool) -> tuple[int, ...]:
+            step = steps[index(k, forward)]
+            return calls(1, step.micro_batch, step.chunk * pp + stage, (out.tail,) if out.tail >= 0 else ())
+
+        waits: tuple[int, ...] = () if first else receive(True, 0, call(0, True))
+        for k in range(warm):
+            compute(k, True, waits)
+            deps = call(k, True)
+            recv_prev = not (first and chunk(k + 1, True) == 0) and k != total - 1
+            waits = send(k, True, deps)
+            if recv_prev:
+                waits += receive(True, chunk(k + 1, True), deps)
+            if k == warm - 1 and not all_warm and not last:
+                waits += receive(False, vpp - 1, deps)
+        for k in range(remaining):
+            fk = k + warm
+            compute(fk, True, waits)
+            compute(k, False, ())
+            deps = call(k, False)
+            waits = send(fk, True, deps) + send(k, False, deps)
+            if first:
+                c = chunk(fk - (pp - 1), True)
+                recv_prev, next_f = c != vpp - 1, c + 1
+            else:
+                recv_prev, next_f = True, chunk(fk + 1, True)
+            if last:
+                c = chunk(k - (pp - 1), False)
+                recv_next, next_b = c != 0, c - 1
+            else:
+                recv_next, next_b = True, chunk(k + 1, False)
+            if recv_prev and k != remaining - 1:
+                waits += receive(True, next_f, deps)
+            if recv_next:
+                waits += receive(False, next_b, deps)
+        if all_warm and not last:
+            waits += receive(False, vpp - 1, calls(1, -1, stage, waits))
+        for k in range(remaining, total):
+            compute(k, False, waits)
+            deps = call(k, False)
+            waits = send(k, False, deps)
+            next_b = chunk(k + 1, False)
+            if not (last and next_b == vpp - 1) and k != total - 1:
+                waits += receive(False, next_b, deps)
+        if waits:  # the optimizer step waits for the last call's transfers as well
+            out.tail = waits[-1]
+
     def steps(self) -> list[Step]:
         p = self.par
         return pipeline_schedule(p.schedule, p.pp, self.stage, self.micro_batches, p.vpp)
@@ -487,8 +638,19 @@ class RankProgram:
         if deepspeed:
             self._deepspeed_steps(out, steps, last_backward, fwd_units, bwd_units, sync_units, calls)
         blocking = p.p2p_sync == "blocking"
+        combined = blocking and p.schedule == "interleaved" and not deepspeed
+        if combined:
+            self._combined_p2p_steps(
+                out,
+                steps,
+                last_backward,
+                (fwd_units, bwd_units, sync_units),
+                transfers,
+                calls,
+                (gather_f, gather_b),
+            )
         pending: tuple[int, ...] = ()  # sends the next compute waits for (p2p_sync blocking)
-        for i, step in enumerate(() if deepspeed else steps):
+        for i, step in enumerate(() if deepspeed or combined else steps):
             v = step.chunk * p.pp + self.stage
             mb = step.micro_batch
             if step.kind == "F":

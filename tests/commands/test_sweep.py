@@ -182,6 +182,9 @@ def test_failing_variants_are_recorded_and_others_complete(tmp_path: Path, capsy
     assert "network.cc" in records[(2, "nosuchcc")]["error"]
     for key in ((3, "dcqcn"), (2, "nosuchcc"), (3, "nosuchcc")):
         assert records[key]["status"] == "error" and "\n" not in records[key]["error"]
+    # only the variant that ran has a folder: a failed one leaves no partial output
+    assert [p.name for p in (out / "runs").iterdir()] == [records[(2, "dcqcn")]["id"]]
+    assert [p.name for p in (out / "runs" / records[(2, "dcqcn")]["id"]).iterdir()] == ["results.json"]
     printed = capsys.readouterr().out
     assert "1 ok" in printed and "3 error" in printed and "tp*pp*dp" in printed
     with (out / "summary.csv").open() as handle:

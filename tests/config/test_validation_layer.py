@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from heterosim.cli import main
+from heterosim.config.experiment import load_experiment
 from heterosim.config.fields import (
     MAX_YAML_DEPTH,
     integer_value,
@@ -21,7 +22,13 @@ from heterosim.config.fields import (
     size_value,
     time_value,
 )
-from heterosim.config.limits import check_sweep_size, collective_flow_floor
+from heterosim.config.limits import (
+    check_sample_budget,
+    check_sweep_size,
+    collective_flow_floor,
+    sampled_ports_floor,
+    simulated_time_floor_ns,
+)
 from heterosim.errors import UserError
 from heterosim.units import MAX_SIZE_BYTES, parse_rate, parse_size, parse_time_ns
 
@@ -197,3 +204,93 @@ def test_sweep_grid_limit_and_names(tmp_path, capsys):
         assert main(["sweep", str(path), "--out", str(tmp_path / "o")]) == 2
         err = _err(capsys)
         assert len(err) == 1 and "name: expected a plain folder name" in err[0]
+
+
+# A model large enough that one iteration certainly takes 35 ms of GPU time on the tiny cluster.
+BIG = ["model.hidden=8192", "model.ffn=32768", "model.heads=64", "training.global_batch=64"]
+
+
+def _set(*overrides: str) -> list[str]:
+    return [arg for o in overrides for arg in ("--set", o)]
+
+
+def test_simulated_time_floor_is_the_weight_gemms_at_peak(native_lib):
+    from heterosim.catalog.gpus import gpu_spec
+    from heterosim.simulate import run_experiment
+
+    experiment = load_experiment(TINY)
+    # gpt-tiny: h 512, MHA (kv_dim 512), ffn 2048 (2 GEMMs), 4 layers, vocab 8192; 8 x 512 tokens
+    h, ffn, layers, vocab, tokens = 512, 2048, 4, 8192, 8 * 512
+    flops = 6 * tokens * (layers * (2 * h * h + 2 * h * h + 2 * h * ffn) + h * vocab)
+    peak = sum(
+        8 * max(v or 0 for v in gpu_spec(g).peak_tflops.values()) * 1e12
+        for g in ("H100-SXM", "A100-80GB-SXM")
+    )
+    assert simulated_time_floor_ns(experiment) == pytest.approx(flops / peak * 1e9, rel=1e-9)
+    # a floor: the simulated iteration takes longer
+    assert simulated_time_floor_ns(experiment) < run_experiment(experiment).engine.makespan_ns
+    assert sampled_ports_floor(experiment) == 0  # flow fidelity records only links that changed
+    packet = load_experiment(TINY, ["simulation.fidelity=packet"])
+    assert sampled_ports_floor(packet) == 2 * (8 + 4)  # both ends of each NIC's access link
+
+
+def test_run_sample_interval_is_bounded_before_the_run(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "o"
+    # 1000 iterations of >= 35 ms at 1us: more samples per series than the netbench limit
+    code = main(
+        [
+            "run",
+            str(TINY),
+            "--out",
+            str(out),
+            *_set(*BIG, "simulation.sample_interval=1us", "simulation.iterations=1000"),
+        ]
+    )
+    err = _err(capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "tiny_experiment.yaml: simulation.sample_interval 1us: at least 3.5" in err[0]
+    assert "more than 10,000,000" in err[0] and not out.exists()
+    # 100 iterations at packet level: 3.5 M samples x 24 sampled ports do not fit 1 GiB
+    code = main(
+        ["run", str(TINY), "--out", str(out), "--max-memory", "1GiB"]
+        + _set(
+            *BIG, "simulation.sample_interval=1us", "simulation.iterations=100", "simulation.fidelity=packet"
+        )
+    )
+    err = _err(capsys)
+    assert code == 2 and len(err) == 1, err
+    assert "simulation.sample_interval 1us" in err[0] and "x 24 sampled ports" in err[0]
+    assert "--max-memory is 1GiB" in err[0] and not out.exists()
+
+
+def test_run_sample_warning_and_until_cap():
+    many = load_experiment(TINY, [*BIG, "simulation.sample_interval=1us", "simulation.iterations=100"])
+    warned = [w for w in many.warnings if "simulation.sample_interval" in w]
+    assert len(warned) == 1 and "records at least 3.5" in warned[0] and "more than 1,000,000" in warned[0]
+    assert "\n" not in warned[0]
+    assert not [w for w in load_experiment(TINY, BIG).warnings if "sample_interval" in w]  # 10us default
+    thousand = load_experiment(TINY, [*BIG, "simulation.sample_interval=1us", "simulation.iterations=1000"])
+    with pytest.raises(UserError, match="more than 10,000,000"):
+        check_sample_budget(thousand)
+    check_sample_budget(thousand, stop_ns=1_000_000_000)  # --until 1s: at most 1 M samples
+    check_sample_budget(
+        load_experiment(TINY, [*BIG, "simulation.sample_interval=0s", "simulation.iterations=1000"])
+    )
+
+
+def test_several_jobs_sample_interval_is_bounded_too(monkeypatch, capsys, tmp_path):
+    """A jobs experiment runs at least until its last job's start plus that job's own floor."""
+    data = yaml.safe_load((REPO / "workloads/examples/two_jobs_h4.yaml").read_text())
+    data["cluster"] = str(REPO / "topologies/h4_32gpu.yaml")
+    data["jobs"][1]["start"] = "20s"
+    data["simulation"]["sample_interval"] = "1us"
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump(data))
+    out = tmp_path / "o"
+    assert main(["run", str(path), "--out", str(out), "--quiet"]) == 2
+    err = _err(capsys)
+    assert len(err) == 1 and "jobs.yaml: simulation.sample_interval 1us: at least 2e+07 samples" in err[0], (
+        err
+    )
+    assert not out.exists()

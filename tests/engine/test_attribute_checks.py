@@ -130,3 +130,49 @@ def test_nic_speed_outside_physical_range_never_reaches_ns3(tmp_path, capsys):
         )
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and "nic_speed" in err[0], err
+
+
+def test_degenerate_scenarios_are_warned_about(tmp_path):
+    """PFC that can never pause, a flow that cannot finish before simulation.stop even alone at
+    its NIC speed, and more than a million samples per series: one line each, in ``warnings``."""
+    from heterosim.config.scenario import load_scenario
+
+    xoff = load_scenario(
+        _scenario(
+            tmp_path,
+            network={
+                "cc": "dcqcn",
+                "pfc": True,
+                "buffer": "1MiB",
+                "attributes": {"PfcDynamicThreshold": False, "PfcStaticXoff": 2_000_000},
+            },
+        )
+    )
+    assert [w for w in xoff.warnings if w.startswith("PfcStaticXoff")] == [
+        "PfcStaticXoff 1.91MiB is above network.buffer 1MiB: PFC never pauses and the switch drops instead"
+    ]
+    below = load_scenario(
+        _scenario(
+            tmp_path,
+            network={
+                "cc": "dcqcn",
+                "pfc": True,
+                "buffer": "4MiB",
+                "attributes": {"PfcDynamicThreshold": False},
+            },
+        )
+    )
+    assert not [w for w in below.warnings if "PfcStaticXoff" in w]  # the default 1 MB fits 4 MiB
+    # 64 MiB at 100 Gb/s takes 5.37 ms alone: a 2 ms stop cannot see it finish, 20 ms can
+    late = load_scenario(_scenario(tmp_path, simulation={"stop": "2ms", "fidelity": "flow"}))
+    warned = [w for w in late.warnings if "cannot finish" in w]
+    assert len(warned) == 1 and warned[0].startswith("1 flow(s) cannot finish before simulation.stop 2ms")
+    assert "flow 0 needs 5.369ms" in warned[0]
+    assert not load_scenario(_scenario(tmp_path, simulation={"stop": "20ms", "fidelity": "flow"})).warnings
+    samples = load_scenario(_scenario(tmp_path, simulation={"stop": "2s", "sample_interval": "1us"}))
+    assert [w for w in samples.warnings if "samples per series" in w] == [
+        "simulation.sample_interval 1us records 2,000,000 samples per series up to 2s (more than "
+        "1,000,000); a longer interval keeps the outputs small"
+    ]
+    with pytest.raises(UserError, match="more than 10,000,000 samples per series"):
+        load_scenario(_scenario(tmp_path, simulation={"stop": "11s", "sample_interval": "1us"}))

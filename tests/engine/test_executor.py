@@ -16,7 +16,7 @@ import pytest
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine.executor import EngineResult, engine_config, execute_plan
-from heterosim.engine.topology import build_topology
+from heterosim.engine.topology import LINK_KIND_NAMES, build_topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 
@@ -404,3 +404,35 @@ def test_stall_timeout_reports_runs_that_make_no_progress(topo):
     ):
         execute_plan(plan, topo, NETWORK, stall_timeout_ns=1000)
     assert execute_plan(plan, topo, NETWORK, stall_timeout_ns=20_000).makespan_ns == 10_000
+
+
+def test_fluid_link_series_has_rows_only_where_bytes_moved_and_ends_at_each_links_total(topo):
+    """Two 1 MB transfers GPU 0 -> 8, the second 200 us after the first: the NIC direction has a
+    row at each sample while a transfer runs, one row once it has ended, none while idle, rows
+    again for the second; cumulative bytes rise and end at the bytes the link carried."""
+    plan = make_plan(
+        [
+            {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1_000_000},
+            {"kind": COMPUTE, "gpu": 1, "dur": 200_000},
+            {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1_000_000, "deps": [1]},
+        ]
+    )
+    interval = 1_000
+    result = execute_plan(plan, topo, NETWORK, engine_config(sample_interval_ns=interval))
+    link = result.series["link"]
+    assert np.all(np.diff(link["time_ns"]) >= 0) and np.all(link["time_ns"] % interval == 0)
+    node, nic, direction = int(topo.gpu_node[0]), -1, -1
+    for k in topo.path_links(0, 8, 0):  # the first access link on the path: the NIC's uplink
+        if nic < 0 and topo.link_kind[k] == LINK_KIND_NAMES.index("access"):
+            nic, direction = int(k), 2 * int(k) + (0 if int(topo.link_a[k]) == node else 1)
+        node = topo.other_end(int(k), node)
+    rows = link["direction"] == direction
+    times, carried = link["time_ns"][rows], link["bytes"][rows].astype(np.int64)
+    assert np.all(np.diff(carried) > 0)  # a row only where the bytes changed
+    first_end, second_start = int(result.task_end_ns[0]), int(result.task_start_ns[2])
+    idle = (times > first_end + interval) & (times < second_start)
+    assert not idle.any()
+    assert (times <= first_end + interval).sum() >= 20 and (times >= second_start).sum() >= 20
+    links = result.links
+    total = int(links["bytes"][(links["link"] == nic) & (links["direction"] == direction % 2)][0])
+    assert carried[-1] == total == 2_000_000

@@ -1,6 +1,6 @@
 """The ns-3 TestSuites of ns3_modules/*/test/, built into the test library and run by ns-3's
 TestRunner: one pytest case per suite (each CC algorithm, the switch MMU, PFC on one link and
-through a switch, the executor, the frame pool, the socket transport)."""
+through a switch, the executor, the frame pool, the socket transport, the episode cache)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ EXPECTED = {
     "heterosim-no-congestion-control",
     "heterosim-switch-mmu",
     "heterosim-pfc",
+    "heterosim-episode-cache",
     "heterosim-plan-executor",
     "heterosim-rdma-frame-pool",
     "heterosim-qbb-pfc",

@@ -113,3 +113,30 @@ def test_merged_segments_are_the_union_of_each_rows_spans():
         assert np.array_equal(covered, merged)
     _, wide_first, _ = merged_segments(row, start, end, gap=10_000)
     assert wide_first.size < first.size  # closing gaps below a pixel merges more
+
+
+@pytest.mark.ns3
+def test_fluid_series_of_the_busiest_directions_gives_the_rates_of_the_whole_series(native_lib, monkeypatch):
+    """The engine keeps the rows of the busiest directions only (LINK_SERIES_KEEP per kind) with
+    every sample time and total: the rates of the busiest directions are those computed from
+    every row of every direction."""
+    from heterosim.config.experiment import load_experiment
+    from heterosim.engine import executor
+    from heterosim.simulate import run_experiment
+
+    monkeypatch.setattr(executor, "LINK_SERIES_KEEP", 100_000)  # every direction: the whole series
+    whole = run_experiment(load_experiment(TINY), fidelity="flow")
+    monkeypatch.setattr(executor, "LINK_SERIES_KEEP", 3)
+    kept = run_experiment(load_experiment(TINY), fidelity="flow")
+    table = whole.engine.series["link"]
+    assert np.unique(table["direction"]).size == table["directions_sampled"] > 2 * 3
+    assert kept.engine.series["link"]["direction"].size < table["direction"].size
+    plain = {key: table[key] for key in ("time_ns", "direction", "bytes")}  # no totals: all rows
+    expected = link_rates({**whole.engine.series, "link": plain}, whole.topology, 3, 3)
+    got = link_rates(kept.engine.series, kept.topology, 3, 3)
+    assert expected is not None and got is not None
+    np.testing.assert_array_equal(got.direction, expected.direction)
+    np.testing.assert_array_equal(got.time_ns, expected.time_ns)
+    np.testing.assert_array_equal(got.rate_bps, expected.rate_bps)
+    with pytest.raises(ValueError, match="3 directions per kind"):
+        link_rates(kept.engine.series, kept.topology, 4, 3)

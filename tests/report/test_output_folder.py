@@ -38,6 +38,48 @@ def test_out_dot_refuses_and_deletes_nothing(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "thesis.tex").read_text() == "\\chapter{Results}\n"
 
 
+def _sweep_in(folder: Path, experiment: Path) -> Path:
+    path = folder / "sweep.yaml"
+    path.write_text(f"experiment: {experiment}\ngrid: {{simulation.seed: [1, 2]}}\n")
+    return path
+
+
+# every command that writes a results folder, with inputs that would run
+COMMANDS = {
+    "run": lambda f, e: ["run", str(e), "--no-plots", "--quiet"],
+    "workload": lambda f, e: ["workload", str(e), "--summary-only"],
+    "collective": lambda f, e: ["collective", "--cluster", str(REPO / "topologies/two_host_h100.yaml")],
+    "netbench": lambda f, e: ["netbench", str(REPO / "workloads/netbench/incast_4to1.yaml")],
+    "sweep": lambda f, e: ["sweep", str(_sweep_in(f, e)), "--quiet", "--no-plots"],
+    "compare": lambda f, e: ["compare", str(e), str(e), "--no-plots"],
+    "plan": lambda f, e: ["plan", str(e), "--quiet"],
+    "validate": lambda f, e: [
+        "validate",
+        str(REPO / "validation/cases.yaml"),
+        "--only",
+        "megatron-sc21-t1-1p7b",
+    ],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("out", [".", "results"])
+def test_out_with_a_users_files_loses_nothing_in_any_command(tmp_path, monkeypatch, capsys, command, out):
+    """``--out .`` (the folder holding the input) and ``--out`` an existing folder holding a
+    user's file are refused before any work, by every command; every file stays as it was."""
+    experiment = _experiment_in(tmp_path)
+    (tmp_path / "thesis.tex").write_text("\\chapter{Results}\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "notes.txt").write_text("mine")
+    argv = COMMANDS[command](tmp_path, experiment)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    code = main([*argv, "--out", out])
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if "error:" in line]
+    assert code == 2 and len(err) == 1 and "not a HeteroSim output" in err[0], err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
 def test_existing_folder_with_a_users_file_is_refused_before_simulating(tmp_path, capsys):
     experiment = _experiment_in(tmp_path)
     out = tmp_path / "results"

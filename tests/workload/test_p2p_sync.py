@@ -1,5 +1,6 @@
 """parallel.p2p_sync: blocking makes the compute after a pipeline send wait for that send
-(Megatron-LM batch_isend_irecv + torch.cuda.synchronize); overlap (default) only waits for recvs."""
+(Megatron-LM batch_isend_irecv + torch.cuda.synchronize), with the interleaved schedule in
+Megatron's combined send/receive calls; overlap (default) only waits for recvs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.workload.generator import generate_workload
-from heterosim.workload.trace import COMM_SEND_NODE, COMP_NODE
+from heterosim.workload.trace import COMM_SEND_NODE, COMP_NODE, PHASES
 
 
 def _workload(p2p_sync: str | None):
@@ -89,18 +90,55 @@ def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
     )
 
 
-def test_blocking_with_the_interleaved_schedule_is_refused_in_one_line():
+def _interleaved(p2p_sync: str, global_batch: int = 8, pp: int = 2):
     data = {
         "model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096, "seq": 256},
-        "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 256},
-        "parallel": {"tp": 1, "pp": 2, "dp": 1, "vpp": 2, "schedule": "interleaved", "p2p_sync": "blocking"},
+        "training": {"global_batch": global_batch, "micro_batch": 1, "seq_len": 256},
+        "parallel": {"tp": 1, "pp": pp, "dp": 1, "vpp": 2, "schedule": "interleaved", "p2p_sync": p2p_sync},
         "cluster": {
-            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 2, "nics": 2, "nic_speed": "200Gbps"}},
-            "hosts": [{"type": "h", "count": 1}],
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 1, "nics": 1, "nic_speed": "25Gbps"}},
+            "hosts": [{"type": "h", "count": pp}],
         },
+        "simulation": {"fidelity": "flow"},
     }
-    with pytest.raises(UserError, match="parallel.p2p_sync: blocking is modelled for the 1f1b"):
-        parse_experiment(data, "t.yaml")
+    return parse_experiment(data, "t.yaml")
+
+
+def _labels(trace) -> list[str]:
+    t = trace.templates
+    return [t.label_names[int(t.label[int(k)])] for k in trace.template]
+
+
+def _phase_before(trace, node: int) -> str:
+    """Phase (fwd / bwd) of the kernel a p2p node waits for, through framework call markers."""
+    labels, kinds, t = _labels(trace), trace.node_type, trace.templates
+    while True:
+        parents = trace.parents(node)
+        assert len(parents) == 1
+        node = int(parents[0])
+        if kinds[node] == COMP_NODE and not labels[node].startswith("collective_call"):
+            return PHASES[int(t.phase[int(trace.template[node])])]
+
+
+@pytest.mark.parametrize("global_batch", [2, 4, 8])  # 2: every micro-batch in the warm-up (m == pp)
+def test_interleaved_blocking_follows_megatrons_combined_calls(global_batch):
+    """Megatron's interleaved schedule sends a steady-state forward's output in the combined call
+    after the paired backward; warm-up forwards send right after themselves. Stage 0 of pp = 2,
+    vpp = 2 holds virtual stages 0 and 2, both of which send forward: 2 m sends, of which the
+    m * vpp - warm-up steady-state ones follow a backward (overlap: none)."""
+    pp, vpp, m = 2, 2, global_batch
+    blocking = generate_workload(_interleaved("blocking", global_batch)).trace(0)
+    overlap = generate_workload(_interleaved("overlap", global_batch)).trace(0)
+    blocking.check()
+    warm = m * vpp if m == pp else (pp - 1) * 2 + (vpp - 1) * pp  # Megatron's warm-up of stage 0
+    for trace, steady in ((blocking, m * vpp - warm), (overlap, 0)):
+        sends = [i for i, label in enumerate(_labels(trace)) if label == "pp_send.fwd"]
+        assert len(sends) == m * vpp
+        assert sum(_phase_before(trace, i) == "bwd" for i in sends) == steady
+    assert len(blocking) == len(overlap)  # same nodes, different edges
+    n, waited = _sends_waited_for(blocking)
+    # every send gates the next compute (stage 0's last backward, virtual stage 0, sends nothing)
+    assert waited == n
 
 
 @pytest.mark.ns3
@@ -130,3 +168,9 @@ def test_blocking_1f1b_runs_and_is_never_faster(native_lib):
         ]
     for schedule in ("1f1b", "gpipe"):
         assert times["blocking", schedule] >= times["overlap", schedule] > 0
+    for global_batch in (4, 8, 16):
+        blocking, overlap = (
+            results_dict(run_experiment(_interleaved(sync, global_batch, pp=4)))["iteration_time_s"]
+            for sync in ("blocking", "overlap")
+        )
+        assert blocking >= overlap > 0

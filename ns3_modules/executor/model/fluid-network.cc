@@ -3,6 +3,7 @@
  */
 #include "fluid-network.h"
 
+#include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -11,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -382,6 +382,11 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         if (res.flows.empty())
         {
             res.busySince = now;
+        }
+        if (!res.sampleListed)
+        {
+            res.sampleListed = true;
+            m_sampleJoined.push_back(r);
         }
         f.res.push_back(r);
         f.pos.push_back(res.flows.size());
@@ -1161,15 +1166,29 @@ void
 FluidNetwork::SampleUntil(int64_t nowNs)
 {
     int64_t step = m_sampleInterval.GetNanoSeconds();
-    if (step <= 0)
+    if (step <= 0 || m_nextSample > nowNs)
     {
         return;
     }
     m_sampledBytes.resize(m_res.size(), 0);
+    if (!m_sampleJoined.empty())
+    {
+        // rows in direction order: merge the directions that joined since the last sample
+        std::sort(m_sampleJoined.begin(), m_sampleJoined.end());
+        size_t middle = m_sampleActive.size();
+        m_sampleActive.insert(m_sampleActive.end(), m_sampleJoined.begin(), m_sampleJoined.end());
+        std::inplace_merge(
+            m_sampleActive.begin(), m_sampleActive.begin() + middle, m_sampleActive.end());
+        m_sampleJoined.clear();
+    }
+    // Only directions with a flow on them, or with bytes a sample has not recorded yet, can
+    // have a row: an idle direction's carried bytes are its bytesDone, which changes only while
+    // it carries a flow.
     for (; m_nextSample <= nowNs; m_nextSample += step)
     {
         int64_t t = m_nextSample;
-        for (size_t r = 0; r < m_res.size(); ++r)
+        uint64_t rowsBefore = m_seriesDir.Size();
+        for (uint32_t r : m_sampleActive)
         {
             const Resource& res = m_res[r];
             double carried = static_cast<double>(res.bytesDone);
@@ -1186,26 +1205,104 @@ FluidNetwork::SampleUntil(int64_t nowNs)
             if (bytes != m_sampledBytes[r])
             {
                 m_sampledBytes[r] = bytes;
-                m_seriesTime.push_back(t);
-                m_seriesDir.push_back(static_cast<uint32_t>(r));
-                m_seriesBytes.push_back(bytes);
+                m_seriesDir.PushBack(r);
+                m_seriesBytes.PushBack(bytes);
             }
         }
+        if (m_seriesDir.Size() != rowsBefore)
+        {
+            m_seriesTime.push_back(t);
+            m_seriesTimeEnd.push_back(m_seriesDir.Size());
+        }
     }
+    // idle directions whose bytes are recorded leave the list until a flow joins them again
+    auto idle = [this](uint32_t r) {
+        Resource& res = m_res[r];
+        if (!res.flows.empty() || res.bytesDone != m_sampledBytes[r])
+        {
+            return false;
+        }
+        res.sampleListed = false;
+        return true;
+    };
+    m_sampleActive.erase(std::remove_if(m_sampleActive.begin(), m_sampleActive.end(), idle),
+                         m_sampleActive.end());
 }
 
 uint64_t
 FluidNetwork::GetNLinkSamples() const
 {
-    return m_seriesTime.size();
+    return m_seriesDir.Size();
 }
 
 void
 FluidNetwork::CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const
 {
+    uint64_t row = 0;
+    for (size_t k = 0; k < m_seriesTime.size(); ++k)
+    {
+        for (; row < m_seriesTimeEnd[k]; ++row)
+        {
+            timeNs[row] = m_seriesTime[k];
+        }
+    }
+    m_seriesDir.CopyTo(direction);
+    m_seriesBytes.CopyTo(bytes);
+}
+
+void
+FluidNetwork::ReleaseLinkSeries()
+{
+    m_seriesTime.clear();
+    m_seriesTime.shrink_to_fit();
+    m_seriesTimeEnd.clear();
+    m_seriesTimeEnd.shrink_to_fit();
+    m_seriesDir.Clear();
+    m_seriesBytes.Clear();
+}
+
+uint64_t
+FluidNetwork::GetNLinkSampleTimes() const
+{
+    return m_seriesTime.size();
+}
+
+void
+FluidNetwork::CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const
+{
     std::copy(m_seriesTime.begin(), m_seriesTime.end(), timeNs);
-    std::copy(m_seriesDir.begin(), m_seriesDir.end(), direction);
-    std::copy(m_seriesBytes.begin(), m_seriesBytes.end(), bytes);
+    std::fill(lastBytes, lastBytes + m_res.size(), 0);
+    std::copy(m_sampledBytes.begin(), m_sampledBytes.end(), lastBytes);
+}
+
+uint64_t
+FluidNetwork::KeepLinkSeriesOf(uint32_t nDirections, const uint32_t* directions)
+{
+    std::vector<bool> wanted(m_res.size(), false);
+    for (uint32_t k = 0; k < nDirections; ++k)
+    {
+        NS_ABORT_MSG_IF(directions[k] >= m_res.size(), "no link direction " << directions[k]);
+        wanted[directions[k]] = true;
+    }
+    uint64_t kept = 0;
+    uint64_t row = 0;
+    for (size_t k = 0; k < m_seriesTime.size(); ++k)
+    {
+        for (; row < m_seriesTimeEnd[k]; ++row)
+        {
+            uint32_t r = m_seriesDir.At(row);
+            if (wanted[r])
+            {
+                m_seriesDir.Set(kept, r); // kept <= row: compaction in place
+                m_seriesBytes.Set(kept, m_seriesBytes.At(row));
+                ++kept;
+            }
+        }
+        m_seriesTimeEnd[k] = kept;
+    }
+    m_seriesDir.Truncate(kept);
+    m_seriesBytes.Truncate(kept);
+    return kept;
 }
 
 double

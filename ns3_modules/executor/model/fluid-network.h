@@ -15,6 +15,7 @@
 #include "ns3/traced-callback.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <string>
@@ -190,6 +191,30 @@ class FluidNetwork : public FlowNetwork
      */
     void CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes) const;
 
+    /** Free the link samples recorded so far (after copying them; sampling goes on). */
+    void ReleaseLinkSeries();
+
+    /** \return number of sample times that have at least one link-series row */
+    uint64_t GetNLinkSampleTimes() const;
+
+    /**
+     * \brief Copy the sample times that have at least one row (GetNLinkSampleTimes() values,
+     * increasing) and, per link direction (2 * nLinks values), the payload bytes of its last row
+     * (0 without rows): the series' largest value per direction, its bytes carried up to the
+     * last sample.
+     */
+    void CopyLinkSampleTimes(int64_t* timeNs, uint64_t* lastBytes) const;
+
+    /**
+     * \brief Drop the link-series rows of every direction but \p directions (one pass, in
+     * place); the sample times stay (CopyLinkSampleTimes), GetNLinkSamples and CopyLinkSeries
+     * then give the kept rows.
+     * \param nDirections number of directions in \p directions
+     * \param directions link directions to keep (any order)
+     * \return number of rows kept
+     */
+    uint64_t KeepLinkSeriesOf(uint32_t nDirections, const uint32_t* directions);
+
     /**
      * \brief Take a link down or bring it back (a fault): its capacity is 0 while down; flows
      * on it wait at rate 0 until Reroute() moves them or the link returns. Rates are re-filled
@@ -249,6 +274,85 @@ class FluidNetwork : public FlowNetwork
         uint64_t stamp{0};                                //!< visit mark: listed this round
         uint64_t expanded{0};                             //!< visit mark: all flows in the set
         bool capSet{false};                               //!< capacity initialised
+        bool sampleListed{false};                         //!< in m_sampleActive or m_sampleJoined
+    };
+
+    /**
+     * A column of the link series, stored in fixed-size blocks: appending never moves what is
+     * stored (no reallocation copies), and memory grows by one block at a time.
+     */
+    template <typename T> class SeriesColumn
+    {
+      public:
+        /** Append \p value. */
+        void
+        PushBack(T value)
+        {
+            if (m_blocks.empty() || m_blocks.back().size() == kBlock)
+            {
+                m_blocks.emplace_back();
+                m_blocks.back().reserve(kBlock);
+            }
+            m_blocks.back().push_back(value);
+            ++m_size;
+        }
+
+        /** \return number of values */
+        uint64_t
+        Size() const
+        {
+            return m_size;
+        }
+
+        /** Copy every value, in order, to \p out (Size() entries). */
+        void
+        CopyTo(T* out) const
+        {
+            for (const auto& block : m_blocks)
+            {
+                out = std::copy(block.begin(), block.end(), out);
+            }
+        }
+
+        /** \return the value at \p i (< Size()) */
+        T
+        At(uint64_t i) const
+        {
+            return m_blocks[i / kBlock][i % kBlock];
+        }
+
+        /** Replace the value at \p i (< Size()) by \p value. */
+        void
+        Set(uint64_t i, T value)
+        {
+            m_blocks[i / kBlock][i % kBlock] = value;
+        }
+
+        /** Keep the first \p n (<= Size()) values, freeing the blocks no longer needed. */
+        void
+        Truncate(uint64_t n)
+        {
+            m_blocks.resize((n + kBlock - 1) / kBlock);
+            if (!m_blocks.empty())
+            {
+                m_blocks.back().resize(n - (m_blocks.size() - 1) * kBlock);
+            }
+            m_size = n;
+        }
+
+        /** Drop every value and free the memory. */
+        void
+        Clear()
+        {
+            m_blocks.clear();
+            m_blocks.shrink_to_fit();
+            m_size = 0;
+        }
+
+      private:
+        static constexpr size_t kBlock = size_t{1} << 20; //!< values per block
+        std::vector<std::vector<T>> m_blocks;             //!< the values, kBlock per block
+        uint64_t m_size{0};                               //!< number of values
     };
 
     /** One active flow. */
@@ -362,20 +466,23 @@ class FluidNetwork : public FlowNetwork
     /** Deliver: report the flow as finished (after its latency). */
     void Deliver(uint32_t flowId);
 
-    Ptr<TopologyDescription> m_topo;      //!< graph and routes
-    uint32_t m_mtu;                       //!< bytes, store-and-forward unit
-    uint32_t m_headerBytes;               //!< header bytes per Mtu of payload
-    uint32_t m_seed;                      //!< ECMP hash seed
-    bool m_ecmp;                          //!< spread flows over equal-cost paths
-    Time m_sampleInterval;                //!< link series period; 0 = no series
-    int64_t m_nextSample{0};              //!< ns, time of the next link sample
-    std::vector<uint64_t> m_sampledBytes; //!< carried bytes at each direction's last sample
-    std::vector<int64_t> m_seriesTime;    //!< link series: sample time, ns
-    std::vector<uint32_t> m_seriesDir;    //!< link series: direction
-    std::vector<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes
-    uint32_t m_socketMss;                 //!< TCP payload per segment (socket flows)
-    uint32_t m_socketOverhead;            //!< wire bytes per segment beyond payload
-    uint32_t m_socketInitialCwnd;         //!< TCP initial window, segments
+    Ptr<TopologyDescription> m_topo;       //!< graph and routes
+    uint32_t m_mtu;                        //!< bytes, store-and-forward unit
+    uint32_t m_headerBytes;                //!< header bytes per Mtu of payload
+    uint32_t m_seed;                       //!< ECMP hash seed
+    bool m_ecmp;                           //!< spread flows over equal-cost paths
+    Time m_sampleInterval;                 //!< link series period; 0 = no series
+    int64_t m_nextSample{0};               //!< ns, time of the next link sample
+    std::vector<uint64_t> m_sampledBytes;  //!< carried bytes at each direction's last sample
+    std::vector<uint32_t> m_sampleActive;  //!< directions with a flow or unsampled bytes, in order
+    std::vector<uint32_t> m_sampleJoined;  //!< listed since the last sample, not yet merged
+    std::vector<int64_t> m_seriesTime;     //!< link series: sample times that have rows, ns
+    std::vector<uint64_t> m_seriesTimeEnd; //!< link series: rows up to that sample time
+    SeriesColumn<uint32_t> m_seriesDir;    //!< link series: direction of each row
+    SeriesColumn<uint64_t> m_seriesBytes;  //!< link series: carried payload bytes of each row
+    uint32_t m_socketMss;                  //!< TCP payload per segment (socket flows)
+    uint32_t m_socketOverhead;             //!< wire bytes per segment beyond payload
+    uint32_t m_socketInitialCwnd;          //!< TCP initial window, segments
     std::unordered_set<uint64_t> m_socketConnections; //!< socket connections already opened
 
     std::vector<Resource> m_res;       //!< 2 per link

@@ -443,6 +443,24 @@ QbbNetDevice::AddFastForwardSignals(uint64_t marks, uint64_t pauses)
 }
 
 void
+QbbNetDevice::AddMemoizedCounters(uint64_t pauseSent,
+                                  uint64_t pauseReceived,
+                                  int64_t pausedNs,
+                                  uint64_t ecnMarks,
+                                  uint64_t drops,
+                                  double queueArea,
+                                  uint64_t maxQueue)
+{
+    m_pauseSent += pauseSent;
+    m_pauseReceived += pauseReceived;
+    m_pausedNs += pausedNs;
+    m_ecnMarks += ecnMarks;
+    m_drops += drops;
+    m_queueArea += queueArea;
+    m_maxQueueBytes = std::max(m_maxQueueBytes, maxQueue);
+}
+
+void
 QbbNetDevice::CountEcnMark(const RdmaFrame* frame)
 {
     ++m_ecnMarks;

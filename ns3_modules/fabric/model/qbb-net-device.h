@@ -156,6 +156,26 @@ class QbbNetDevice : public NetDevice
      */
     void AddFastForwardSignals(uint64_t marks, uint64_t pauses);
 
+    /**
+     * \brief Episode memoization (PacketEpisodeCache): count what a replayed episode did at
+     * this port besides traffic (AddFastForwardTraffic); queue and pause state are left as
+     * they are.
+     * \param pauseSent XOFF frames sent
+     * \param pauseReceived XOFF frames received
+     * \param pausedNs time paused, ns
+     * \param ecnMarks ECN marks
+     * \param drops drops
+     * \param queueArea integral of the data queue over time, byte-ns
+     * \param maxQueue data queue maximum reached (0: none above the current maximum)
+     */
+    void AddMemoizedCounters(uint64_t pauseSent,
+                             uint64_t pauseReceived,
+                             int64_t pausedNs,
+                             uint64_t ecnMarks,
+                             uint64_t drops,
+                             double queueArea,
+                             uint64_t maxQueue);
+
     /** \brief Count one ECN mark (called by the switch's marker). \param frame the frame */
     void CountEcnMark(const RdmaFrame* frame);
     /** \brief Count one drop of a frame bound for this port. \param frame the frame */

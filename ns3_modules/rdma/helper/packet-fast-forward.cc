@@ -709,6 +709,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         }
     }
     m_net->m_sampler.ShiftClock(0, &own);
+    if (m_net->m_memo)
+    {
+        m_net->m_memo->ShiftClock(0, &own); // its trajectory sampling
+    }
     std::unordered_set<const EventImpl*> ownSet(own.begin(), own.end());
     auto isOwn = [&ownSet](const EventImpl* ev) {
         return ownSet.count(ev) > 0 || dynamic_cast<const QbbDeviceEvent*>(ev) != nullptr;
@@ -814,6 +818,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         }
     }
     m_net->m_sampler.ShiftClock(delta, &moved);
+    if (m_net->m_memo)
+    {
+        m_net->m_memo->ShiftClock(delta, &moved);
+    }
     for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
         double txRate = m_txRate[p];

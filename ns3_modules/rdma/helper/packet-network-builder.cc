@@ -46,6 +46,7 @@ PacketNetworkBuilder::PacketNetworkBuilder()
     m_mmuFactory.SetTypeId("ns3::SwitchMmu");
     m_markerFactory.SetTypeId("ns3::RedEcnMarker");
     m_ffFactory.SetTypeId("ns3::PacketFastForward");
+    m_memoFactory.SetTypeId("ns3::PacketEpisodeCache");
     m_socketFactory.SetTypeId("ns3::SocketTransport");
     for (const TypeId& tid : CongestionControlTypes())
     {
@@ -68,6 +69,7 @@ PacketNetworkBuilder::SetComponentAttribute(const std::string& cls,
                                 {"ns3::SwitchMmu", &m_mmuFactory},
                                 {"ns3::RedEcnMarker", &m_markerFactory},
                                 {"ns3::PacketFastForward", &m_ffFactory},
+                                {"ns3::PacketEpisodeCache", &m_memoFactory},
                                 {"ns3::SocketTransport", &m_socketFactory}};
     for (auto& [type, factory] : m_ccFactories)
     {
@@ -115,6 +117,12 @@ Ptr<PacketFastForward>
 PacketNetworkBuilder::CreateFastForward()
 {
     return m_ffFactory.Create<PacketFastForward>();
+}
+
+Ptr<PacketEpisodeCache>
+PacketNetworkBuilder::CreateEpisodeCache()
+{
+    return m_memoFactory.Create<PacketEpisodeCache>();
 }
 
 Ptr<SocketTransport>

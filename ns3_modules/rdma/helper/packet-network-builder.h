@@ -7,6 +7,7 @@
 #include "ns3/callback.h"
 #include "ns3/node.h"
 #include "ns3/object-factory.h"
+#include "ns3/packet-episode-cache.h"
 #include "ns3/packet-fast-forward.h"
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-congestion-control.h"
@@ -64,8 +65,8 @@ struct PacketFabricSettings
  * components it configures: an ns-3 helper in the manner of PointToPointHelper.
  *
  * Holds one ObjectFactory per component class (RdmaNic, SwitchMmu, RedEcnMarker,
- * PacketFastForward, SocketTransport and every registered RdmaCongestionControl subclass), so
- * attributes set by name before Build() reach every object created afterwards.
+ * PacketFastForward, PacketEpisodeCache, SocketTransport and every registered RdmaCongestionControl
+ * subclass), so attributes set by name before Build() reach every object created afterwards.
  *
  * Build(): one ns3::Node per topology node; each topology link is a QbbChannel joining two
  * QbbNetDevices with the link's rate and delay (global ports 2*l and 2*l+1 for link l's A and
@@ -105,6 +106,8 @@ class PacketNetworkBuilder
     Ptr<RdmaCongestionControl> CreateCongestionControl(TypeId cc);
     /** \return a steady-state fast-forward controller with the attributes set on it */
     Ptr<PacketFastForward> CreateFastForward();
+    /** \return an episode cache (memoization) with the attributes set on it */
+    Ptr<PacketEpisodeCache> CreateEpisodeCache();
     /** \return a socket transport with the attributes set on it */
     Ptr<SocketTransport> CreateSocketTransport();
     /**
@@ -126,6 +129,7 @@ class PacketNetworkBuilder
     ObjectFactory m_mmuFactory;                         //!< SwitchMmu
     ObjectFactory m_markerFactory;                      //!< RedEcnMarker
     ObjectFactory m_ffFactory;                          //!< PacketFastForward
+    ObjectFactory m_memoFactory;                        //!< PacketEpisodeCache
     ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name
 };

@@ -196,4 +196,17 @@ PacketNetworkStats::CopyFastForwardStats(uint64_t* out) const
     }
 }
 
+void
+PacketNetworkStats::CopyMemoStats(uint64_t* out) const
+{
+    if (Ptr<PacketEpisodeCache> memo = m_net->GetEpisodeCache())
+    {
+        memo->CopyStats(out);
+    }
+    else
+    {
+        std::fill(out, out + PacketEpisodeCache::N_STATS, 0);
+    }
+}
+
 } // namespace ns3

@@ -121,6 +121,12 @@ class PacketNetworkStats
      * \param out PacketFastForward::N_STATS values
      */
     void CopyFastForwardStats(uint64_t* out) const;
+    /**
+     * \brief Copy the episode memoization statistics (PacketEpisodeCache::CopyStats; zeros
+     * without memo).
+     * \param out PacketEpisodeCache::N_STATS values
+     */
+    void CopyMemoStats(uint64_t* out) const;
 
   private:
     Ptr<PacketNetwork> m_net; //!< the network read

@@ -110,8 +110,10 @@ PacketNetwork::GetTypeId()
                           MakeStringAccessor(&PacketNetwork::m_hostFlows),
                           MakeStringChecker())
             .AddAttribute("Acceleration",
-                          "exact (every frame simulated) or fast (settled stretches skipped by "
-                          "PacketFastForward, whose attributes set the detection thresholds)",
+                          "exact (every frame simulated), fast (settled stretches skipped by "
+                          "PacketFastForward, whose attributes set the detection thresholds), "
+                          "memo (repeated contention episodes replayed by PacketEpisodeCache) "
+                          "or fast+memo (both)",
                           StringValue("exact"),
                           MakeStringAccessor(&PacketNetwork::m_acceleration),
                           MakeStringChecker());
@@ -192,12 +194,14 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     NS_LOG_FUNCTION(this);
     if (!m_builder.HasCongestionControl(m_ccType) ||
         (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
-        (m_acceleration != "exact" && m_acceleration != "fast"))
+        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
+         m_acceleration != "fast+memo"))
     {
         return false;
     }
     m_ff = nullptr;
-    if (m_acceleration == "fast")
+    m_memo = nullptr;
+    if (m_acceleration == "fast" || m_acceleration == "fast+memo")
     {
         // Skipped only where a settled state is a fixed point of the controller: DCQCN at its
         // line rate or clear of its share (no CNPs), and none. TIMELY and HPCC read time
@@ -287,6 +291,12 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
             }
         }
     }
+    if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts())
+    {
+        // TCP connections of socket hosts share the fabric unseen by the cache: none then
+        m_memo = m_builder.CreateEpisodeCache();
+        m_memo->Attach(this);
+    }
     m_sampler.Setup(desc,
                     &m_portDev,
                     &m_qps,
@@ -322,6 +332,10 @@ PacketNetwork::SetLinkUp(uint32_t link, bool up)
     if (m_ff)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
+    }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
     }
     NS_ASSERT_MSG(m_desc, "Build() before faults");
     m_portDev[2 * link]->SetLinkDown(!up);
@@ -369,6 +383,10 @@ PacketNetwork::SetLinkRate(uint32_t link, double rateBps)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
     }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
+    }
     auto rate = static_cast<uint64_t>(std::llround(rateBps));
     m_portDev[2 * link]->SetRate(rate);
     m_portDev[2 * link + 1]->SetRate(rate);
@@ -382,6 +400,10 @@ PacketNetwork::SetLinkLoss(uint32_t link, double probability, double goodputFact
     if (m_ff)
     {
         m_ff->Fault(); // the fast-forward falls back to packets until settled again
+    }
+    if (m_memo)
+    {
+        m_memo->Fault(); // replays are materialised, nothing is memoized from now on
     }
     // streams far above the ECN markers' (one per node) and different for every port and seed
     int64_t base = (static_cast<int64_t>(m_seed) + 1) * 1000003LL * 4;
@@ -439,6 +461,10 @@ PacketNetwork::StartMessage(uint32_t flowId,
     if (connection >= 0)
     {
         auto it = m_connSlot.find(static_cast<uint32_t>(connection));
+        if (m_memo && it != m_connSlot.end())
+        {
+            m_memo->MessageAppended(it->second); // a replay continues packet by packet
+        }
         if (it != m_connSlot.end() && !m_qps[it->second]->IsFinished())
         {
             // Append to the open queue pair; the sender may send it after the host latency.
@@ -556,8 +582,13 @@ PacketNetwork::StartMessage(uint32_t flowId,
     }
     m_qps.push_back(std::move(qp));
     m_sampler.AddQueuePair(slot);
-    Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
-    if (m_ff)
+    EventId start =
+        Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    if (m_memo)
+    {
+        m_memo->QueuePairCreated(slot, start); // hands it to the fast-forward unless replayed
+    }
+    else if (m_ff)
     {
         m_ff->QueuePairAdded(slot);
     }
@@ -572,6 +603,10 @@ PacketNetwork::Delivered(uint32_t slot, uint32_t flowId)
     if (m_ff)
     {
         m_ff->Changed();
+    }
+    if (m_memo)
+    {
+        m_memo->Delivered(slot);
     }
 }
 
@@ -727,6 +762,12 @@ PacketNetwork::GetFastForward() const
     return m_ff;
 }
 
+Ptr<PacketEpisodeCache>
+PacketNetwork::GetEpisodeCache() const
+{
+    return m_memo;
+}
+
 const PacketNetworkSampler&
 PacketNetwork::GetSampler() const
 {
@@ -812,6 +853,11 @@ PacketNetwork::DoDispose()
     {
         m_ff->Dispose();
         m_ff = nullptr;
+    }
+    if (m_memo)
+    {
+        m_memo->Dispose();
+        m_memo = nullptr;
     }
     m_desc = nullptr;
     if (m_hostFluid)

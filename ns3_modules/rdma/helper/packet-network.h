@@ -8,6 +8,7 @@
 #include "ns3/fluid-network.h"
 #include "ns3/node.h"
 #include "ns3/nstime.h"
+#include "ns3/packet-episode-cache.h"
 #include "ns3/packet-fast-forward.h"
 #include "ns3/packet-network-builder.h"
 #include "ns3/packet-network-sampler.h"
@@ -196,6 +197,8 @@ class PacketNetwork : public FlowNetwork
     Ptr<SocketTransport> GetSocketTransport() const;
     /** \return the steady-state fast-forward (null unless Acceleration=fast) */
     Ptr<PacketFastForward> GetFastForward() const;
+    /** \return the episode cache (null unless Acceleration is memo or fast+memo) */
+    Ptr<PacketEpisodeCache> GetEpisodeCache() const;
     /** \return the sampler of queues and rates (SampleInterval) */
     const PacketNetworkSampler& GetSampler() const;
     /** \return the path links of a flow as routed (empty if unknown) */
@@ -205,7 +208,8 @@ class PacketNetwork : public FlowNetwork
     void DoDispose() override;
 
   private:
-    friend class PacketFastForward; //!< reads and advances queue pairs and ports
+    friend class PacketFastForward;  //!< reads and advances queue pairs and ports
+    friend class PacketEpisodeCache; //!< records and replays queue pairs and ports
 
     /** Start a flow, or a message on \p connection (-1: none). */
     void StartMessage(uint32_t flowId,
@@ -238,10 +242,11 @@ class PacketNetwork : public FlowNetwork
     bool m_sampleAllPorts;      //!< sample every port (else fabric ports only)
     bool m_phyOverhead;         //!< count preamble + IFG
     std::string m_hostFlows;    //!< intra-host flow model: packet or fluid
-    std::string m_acceleration; //!< exact or fast (steady-state fast-forward)
+    std::string m_acceleration; //!< exact, fast, memo or fast+memo
 
     PacketNetworkBuilder m_builder;           //!< component factories, fabric assembly
     Ptr<PacketFastForward> m_ff;              //!< fast-forward (Acceleration=fast)
+    Ptr<PacketEpisodeCache> m_memo;           //!< episode memoization (memo, fast+memo)
     Ptr<SocketTransport> m_socket;            //!< TCP between hosts where one end is a socket host
     Ptr<TopologyDescription> m_desc;          //!< topology
     Ptr<FluidNetwork> m_hostFluid;            //!< intra-host flows (HostFlows=fluid)

@@ -129,6 +129,12 @@ RdmaCongestionControl::SetRateChangeCallback(Callback<void, double, double> cb)
 }
 
 void
+RdmaCongestionControl::RestoreRate(double bps)
+{
+    SetRate(bps);
+}
+
+void
 RdmaCongestionControl::SetRate(double bps)
 {
     double floor = std::min(static_cast<double>(m_minRate.GetBitRate()), m_lineRate);

@@ -99,6 +99,14 @@ class RdmaCongestionControl : public Object
      */
     virtual void HoldSkipped(int64_t deltaNs);
 
+    /**
+     * \brief Episode memoization (PacketEpisodeCache): continue a materialised replay at the
+     * rate the recorded episode had (clamped as every rate change); the rest of the
+     * algorithm's state starts afresh.
+     * \param bps rate, bit/s
+     */
+    void RestoreRate(double bps);
+
     /** \return current sending rate, bit/s */
     double GetRate() const;
     /** \return in-flight limit, bytes (0 = none) */
