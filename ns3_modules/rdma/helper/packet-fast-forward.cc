@@ -117,6 +117,14 @@ PacketFastForward::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&PacketFastForward::m_guard),
                           MakeTimeChecker())
+            .AddAttribute("MessageGuard",
+                          "Time before a predicted message end that is followed by another "
+                          "message already queued on the same queue pair (a chunk boundary: "
+                          "the queue pair keeps sending at its rate) that is always simulated "
+                          "packet by packet; the boundary's delivery then happens in packets",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&PacketFastForward::m_msgGuard),
+                          MakeTimeChecker())
             .AddAttribute("CongestedWindows",
                           "Windows per block of the congested-equilibrium check: two blocks "
                           "of this many windows must agree (rates, marks, pauses, CNPs, "
@@ -212,6 +220,26 @@ PacketFastForward::Changed()
 }
 
 void
+PacketFastForward::MessageQueued(uint32_t slot, bool busy)
+{
+    if (!busy)
+    {
+        NS_LOG_DEBUG("message queued on idle queue pair " << slot);
+        m_changed = true;
+    }
+}
+
+void
+PacketFastForward::MessageDelivered(uint32_t slot, bool more)
+{
+    if (!more)
+    {
+        NS_LOG_DEBUG("last queued message of queue pair " << slot << " delivered");
+        m_changed = true;
+    }
+}
+
+void
 PacketFastForward::Fault()
 {
     m_fault = true;
@@ -262,25 +290,34 @@ PacketFastForward::Check()
         // The previous skip stopped at an event that was not the fabric's (a compute task, a
         // flow of the intra-host model, ...). If it changed nothing here, the settled rates
         // still hold: skip on at once.
+        // A skip that stopped before a message boundary (the next message of the queue pair
+        // already queued) is followed once that boundary was delivered in packets, if nothing
+        // else changed and no congestion or loss signal arrived in between.
         m_chain = false;
-        if (!changed && !fault)
+        bool boundary = m_atBoundary;
+        m_atBoundary = false;
+        if (!changed && !fault && SignalsUnchanged())
         {
             int64_t more = TryJump(now, true);
             if (more > 0)
             {
                 m_chainRetries = 0;
-                ScheduleCheck(m_chain ? more : more + m_interval.GetNanoSeconds());
+                ScheduleCheck(AfterSkip(more));
                 return;
             }
-            if (m_chainRetries < 3)
+            if (m_chainRetries < (boundary ? 16U : 3U))
             {
-                // something else is due now (scheduled by that event): look again after it
+                // something else is due now (scheduled by that event), or the boundary is
+                // not delivered yet: look again after it
                 ++m_chainRetries;
                 m_chain = true;
-                ScheduleCheck(1);
+                m_atBoundary = boundary;
+                ScheduleCheck(boundary ? 500 : 1);
                 return;
             }
         }
+        NS_LOG_DEBUG("chain ended: changed " << changed << ", fault " << fault << ", boundary "
+                                             << boundary << ", retries " << m_chainRetries);
         m_chainRetries = 0;
         m_havePrev = false;
         m_stable = 0;
@@ -309,8 +346,7 @@ PacketFastForward::Check()
         sent[i] = qp->lastTxNs;
         sig[i] = QpSignature(qp);
         cnps[i] = qp->cnps;
-        structural = structural || !qp->active || qp->posted != qp->size ||
-                     qp->sendEnds.size() != 1 || qp->recvEnds.size() != 1;
+        structural = structural || !qp->active || qp->posted <= qp->sndNxt;
         loss[i] = QpLosses(qp);
         losses = losses || (m_havePrev && !changed && loss[i] != m_prevLoss[i]);
     }
@@ -383,6 +419,7 @@ PacketFastForward::Check()
     }
     else if (changed || !m_havePrev)
     {
+        NS_LOG_DEBUG("not settled: changed " << changed << ", first snapshot " << !m_havePrev);
         reason = NOT_SETTLED;
     }
     else
@@ -404,9 +441,12 @@ PacketFastForward::Check()
             double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
             bool paced =
                 qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
-            if (!qp->active || qp->posted != qp->size || qp->sendEnds.size() != 1 ||
-                qp->recvEnds.size() != 1 || win[i] == 0 || paced)
+            if (!qp->active || qp->posted <= qp->sndNxt || win[i] == 0 || paced)
             {
+                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
+                                                  << ", posted " << qp->posted - qp->sndNxt
+                                                  << " B ahead, window " << win[i] << " B, paced "
+                                                  << paced);
                 reason = NOT_SETTLED;
                 break;
             }
@@ -416,6 +456,8 @@ PacketFastForward::Check()
                 uint64_t lo = std::min(win[i], m_prevWin[i]);
                 if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
                 {
+                    NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << win[i]
+                                                      << " B, before " << m_prevWin[i] << " B");
                     reason = NOT_SETTLED;
                 }
             }
@@ -490,7 +532,56 @@ PacketFastForward::Check()
         m_hist.clear();
     }
     // after a skip that stopped at another event, check right after it (chained skip)
-    ScheduleCheck(m_chain ? skipped : skipped + m_interval.GetNanoSeconds());
+    ScheduleCheck(AfterSkip(skipped));
+}
+
+int64_t
+PacketFastForward::AfterSkip(int64_t skipped) const
+{
+    if (!m_chain)
+    {
+        return skipped + m_interval.GetNanoSeconds();
+    }
+    return m_atBoundary ? skipped + m_boundaryWaitNs : skipped;
+}
+
+bool
+PacketFastForward::SignalsUnchanged() const
+{
+    const auto& qps = m_net->m_qps;
+    if (m_skipSig.size() != m_live.size() || m_skipPortSig.size() != m_net->m_portDev.size())
+    {
+        return false;
+    }
+    for (std::size_t i = 0; i < m_live.size(); ++i)
+    {
+        if (QpSignature(qps[m_live[i]].get()) != m_skipSig[i])
+        {
+            return false;
+        }
+    }
+    for (std::size_t p = 0; p < m_skipPortSig.size(); ++p)
+    {
+        const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
+        if (dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops() != m_skipPortSig[p])
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+uint64_t
+PacketFastForward::FirstEnd(const RdmaQueuePair* qp)
+{
+    for (uint64_t e : qp->sendEnds)
+    {
+        if (e > qp->sndNxt)
+        {
+            return e;
+        }
+    }
+    return qp->size;
 }
 
 bool
@@ -684,14 +775,31 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         return 0;
     }
     const std::vector<double>& rate = m_rate;
-    // the time to the first message end
+    // the time to the first message end, less its guard: Guard before a queue pair's last
+    // message end (its rate changes there), MessageGuard before a boundary with the next
+    // message already queued (it goes on sending at its rate; the boundary's delivery is
+    // simulated in packets, then the skip goes on)
     double horizon = std::numeric_limits<double>::infinity();
+    bool boundary = false;
+    std::vector<double> reach(n);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
-        horizon = std::min(horizon, static_cast<double>(qp->size - qp->sndNxt) / rate[i]);
+        if (qp->posted <= qp->sndNxt)
+        {
+            return 0; // waits for the host to post its next message
+        }
+        uint64_t end = FirstEnd(qp);
+        bool more = end < qp->size;
+        Time guard = more ? m_msgGuard : m_guard;
+        reach[i] = static_cast<double>(end - qp->sndNxt) / rate[i] -
+                   static_cast<double>(guard.GetNanoSeconds());
+        if (reach[i] < horizon)
+        {
+            horizon = reach[i];
+            boundary = more;
+        }
     }
-    horizon -= static_cast<double>(m_guard.GetNanoSeconds());
 
     // the fabric's own pending events; the earliest other one bounds the skip
     std::vector<const EventImpl*> own;
@@ -735,9 +843,11 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         limit = static_cast<double>(static_cast<int64_t>(other) - now);
         stoppedByOther = true;
     }
-    // MinJump applies to a skip that ends before a message end; one stopped by another event
-    // takes any length (it goes on after that event if the event changes nothing here)
-    if (!(limit >= static_cast<double>(chained || stoppedByOther ? 1 : m_minJump.GetNanoSeconds())))
+    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped
+    // by another event or before a boundary takes any length (it goes on after that event or
+    // once the boundary is delivered, if that changes nothing here)
+    bool anyLength = chained || stoppedByOther || boundary;
+    if (!(limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
     {
         if (!chained)
         {
@@ -763,25 +873,43 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         double due = rate[i] * static_cast<double>(delta) + carry;
         uint64_t bytes =
             due > 0 ? static_cast<uint64_t>(std::llround(due / static_cast<double>(mtu))) * mtu : 0;
-        // at least one packet of the message is left to the packet simulation (Guard = 0)
-        uint64_t room = (qp->size - qp->sndNxt - 1) / mtu * mtu;
+        // at least one packet of the message is left to the packet simulation (Guard = 0); the
+        // bytes come out of the message being sent, and every later message moves up by as much
+        uint64_t end = FirstEnd(qp);
+        uint64_t room = (end - qp->sndNxt - 1) / mtu * mtu;
         bytes = std::min(bytes, room);
         carry = due - static_cast<double>(bytes);
         NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << rate[i]
                                << " B/ns, " << bytes << " bytes, carry " << carry << ", left "
-                               << qp->size - bytes - qp->sndUna);
+                               << end - bytes - qp->sndUna << " of its message");
         qp->size -= bytes;
         qp->posted -= bytes;
-        qp->sendEnds.back() -= bytes;
-        qp->recvEnds.back().first -= bytes;
-        qp->ffBytes += bytes;
-        uint32_t msg = qp->recvEnds.back().second;
-        auto span = m_net->m_msgSpan.find(msg);
-        if (span != m_net->m_msgSpan.end())
+        for (uint64_t& e : qp->sendEnds)
         {
-            span->second.second -= bytes;
-            m_net->m_msgFf[msg] += bytes;
+            e -= e >= end ? bytes : 0;
         }
+        for (auto& [e, msg] : qp->recvEnds)
+        {
+            if (e < end)
+            {
+                continue;
+            }
+            auto span = m_net->m_msgSpan.find(msg);
+            if (e == end)
+            {
+                if (span != m_net->m_msgSpan.end())
+                {
+                    span->second.second -= bytes;
+                    m_net->m_msgFf[msg] += bytes;
+                }
+            }
+            else if (span != m_net->m_msgSpan.end())
+            {
+                span->second.first -= bytes;
+            }
+            e -= bytes;
+        }
+        qp->ffBytes += bytes;
         total += bytes;
         qp->nextAvailNs += delta;
         qp->lastTxNs += delta;
@@ -866,7 +994,34 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         ++m_stats[CONGESTED_EPISODES];
         m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
     }
-    m_chain = stoppedByOther;
+    m_chain = stoppedByOther || boundary;
+    m_atBoundary = !stoppedByOther && boundary;
+    if (m_atBoundary)
+    {
+        // until the boundaries the skip stopped before are delivered: what is left of their
+        // messages (in flight included) at the settled rates
+        m_boundaryWaitNs = 1;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (reach[i] <= limit + 1000.0)
+            {
+                const RdmaQueuePair* qp = qps[m_live[i]].get();
+                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / rate[i];
+                m_boundaryWaitNs = std::max(m_boundaryWaitNs, static_cast<int64_t>(left) + 1);
+            }
+        }
+    }
+    m_skipSig.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        m_skipSig[i] = QpSignature(qps[m_live[i]].get());
+    }
+    m_skipPortSig.resize(m_net->m_portDev.size());
+    for (std::size_t p = 0; p < m_skipPortSig.size(); ++p)
+    {
+        const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
+        m_skipPortSig[p] = dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops();
+    }
     m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
     m_stats[SKIPPED_BYTES] += total;
     NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << n << " queue pairs, " << total
