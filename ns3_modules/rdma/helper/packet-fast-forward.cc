@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ns3
@@ -118,10 +119,11 @@ PacketFastForward::GetTypeId()
                           MakeTimeAccessor(&PacketFastForward::m_guard),
                           MakeTimeChecker())
             .AddAttribute("MessageGuard",
-                          "Time before a predicted message end that is followed by another "
-                          "message already queued on the same queue pair (a chunk boundary: "
-                          "the queue pair keeps sending at its rate) that is always simulated "
-                          "packet by packet; the boundary's delivery then happens in packets",
+                          "Time before a predicted end of a message that another may follow "
+                          "(queued on the same queue pair, or any message of a connection: a "
+                          "collective's chunk) that is always simulated packet by packet; the "
+                          "skip goes on once the boundary was delivered and every queue pair "
+                          "sends again",
                           TimeValue(MicroSeconds(1)),
                           MakeTimeAccessor(&PacketFastForward::m_msgGuard),
                           MakeTimeChecker())
@@ -217,6 +219,7 @@ void
 PacketFastForward::Changed()
 {
     m_changed = true;
+    m_hardChange = true;
 }
 
 void
@@ -243,6 +246,7 @@ void
 PacketFastForward::Fault()
 {
     m_fault = true;
+    m_hardChange = true;
     m_changed = true;
 }
 
@@ -262,8 +266,10 @@ PacketFastForward::Check()
     const auto& qps = m_net->m_qps;
     bool changed = m_changed;
     bool fault = m_fault;
+    bool hard = m_hardChange;
     m_changed = false;
     m_fault = false;
+    m_hardChange = false;
     std::size_t keep = 0;
     for (uint32_t slot : m_live)
     {
@@ -296,7 +302,11 @@ PacketFastForward::Check()
         m_chain = false;
         bool boundary = m_atBoundary;
         m_atBoundary = false;
-        if (!changed && !fault && SignalsUnchanged())
+        // At a boundary a queue pair may have gone idle between its messages, finished, and its
+        // connection's next message opened a new queue pair: that gap is simulated in packets, and
+        // once every connection sends again the new queue pair takes over the old one's rate.
+        bool gapsOnly = boundary && !hard && !fault;
+        if ((!changed || gapsOnly) && !fault && SignalsUnchanged() && (!changed || RemapRates()))
         {
             int64_t more = TryJump(now, true);
             if (more > 0)
@@ -305,7 +315,7 @@ PacketFastForward::Check()
                 ScheduleCheck(AfterSkip(more));
                 return;
             }
-            if (m_chainRetries < (boundary ? 16U : 3U))
+            if (m_chainRetries < (boundary ? 100U : 3U))
             {
                 // something else is due now (scheduled by that event), or the boundary is
                 // not delivered yet: look again after it
@@ -546,16 +556,71 @@ PacketFastForward::AfterSkip(int64_t skipped) const
 }
 
 bool
-PacketFastForward::SignalsUnchanged() const
+PacketFastForward::RemapRates()
 {
     const auto& qps = m_net->m_qps;
-    if (m_skipSig.size() != m_live.size() || m_skipPortSig.size() != m_net->m_portDev.size())
+    std::size_t n = m_rateSlots.size();
+    if (m_live.size() != n || m_rateConn.size() != n)
     {
         return false;
     }
-    for (std::size_t i = 0; i < m_live.size(); ++i)
+    std::unordered_map<uint32_t, std::size_t> where;
+    for (std::size_t k = 0; k < n; ++k)
     {
-        if (QpSignature(qps[m_live[i]].get()) != m_skipSig[i])
+        where[m_live[k]] = k;
+    }
+    std::vector<double> rate(n, 0.0);
+    std::vector<uint8_t> hold(n, 0);
+    std::vector<uint8_t> seen(n, 0);
+    std::vector<uint32_t> conn(n, std::numeric_limits<uint32_t>::max());
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        uint32_t slot = m_rateSlots[i];
+        if (qps[slot]->IsFinished())
+        {
+            // replaced by its connection's next queue pair, clean and sending
+            if (m_rateConn[i] == std::numeric_limits<uint32_t>::max())
+            {
+                return false;
+            }
+            auto c = m_net->m_connSlot.find(m_rateConn[i]);
+            if (c == m_net->m_connSlot.end() || c->second == slot ||
+                QpSignature(qps[c->second].get()) != 0)
+            {
+                return false;
+            }
+            m_carry[c->second] = m_carry[slot];
+            slot = c->second;
+        }
+        auto k = where.find(slot);
+        if (k == where.end() || seen[k->second])
+        {
+            return false;
+        }
+        seen[k->second] = 1;
+        rate[k->second] = m_rate[i];
+        hold[k->second] = m_hold[i];
+        conn[k->second] = m_rateConn[i];
+    }
+    NS_LOG_DEBUG("rates carried over to the connections' new queue pairs");
+    m_rate = std::move(rate);
+    m_hold = std::move(hold);
+    m_rateConn = std::move(conn);
+    m_rateSlots = m_live;
+    return true;
+}
+
+bool
+PacketFastForward::SignalsUnchanged() const
+{
+    const auto& qps = m_net->m_qps;
+    if (m_skipSig.size() != m_rateSlots.size() || m_skipPortSig.size() != m_net->m_portDev.size())
+    {
+        return false;
+    }
+    for (std::size_t i = 0; i < m_rateSlots.size(); ++i)
+    {
+        if (QpSignature(qps[m_rateSlots[i]].get()) != m_skipSig[i])
         {
             return false;
         }
@@ -790,7 +855,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
             return 0; // waits for the host to post its next message
         }
         uint64_t end = FirstEnd(qp);
-        bool more = end < qp->size;
+        // a message of a connection: more may follow it (the collective's next chunk), on this
+        // queue pair or, after a gap, on a new one
+        bool more = end < qp->size || (!qp->recvEnds.empty() &&
+                                       m_net->m_msgSpan.count(qp->recvEnds.back().second) > 0);
         Time guard = more ? m_msgGuard : m_guard;
         reach[i] = static_cast<double>(end - qp->sndNxt) / rate[i] -
                    static_cast<double>(guard.GetNanoSeconds());
@@ -1015,6 +1083,24 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     for (std::size_t i = 0; i < n; ++i)
     {
         m_skipSig[i] = QpSignature(qps[m_live[i]].get());
+    }
+    // the connection of each queue pair (a later message may open a new queue pair on it)
+    m_rateConn.assign(n, std::numeric_limits<uint32_t>::max());
+    if (m_atBoundary)
+    {
+        std::unordered_map<uint32_t, std::size_t> index;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            index[m_live[i]] = i;
+        }
+        for (const auto& [conn, slot] : m_net->m_connSlot)
+        {
+            auto it = index.find(slot);
+            if (it != index.end())
+            {
+                m_rateConn[it->second] = conn;
+            }
+        }
     }
     m_skipPortSig.resize(m_net->m_portDev.size());
     for (std::size_t p = 0; p < m_skipPortSig.size(); ++p)

@@ -45,8 +45,9 @@ class RdmaQueuePair;
  * (the port serves them round robin, a packet each), which their sum measures more precisely.
  *
  * Skip: the interval is the smaller of (a) the time until the first queue pair would reach
- * the end of the message it is sending at its settled rate, less Guard (its last queued
- * message) or MessageGuard (a boundary with the next message already queued), and (b) the
+ * the end of the message it is sending at its settled rate, less MessageGuard where another
+ * message may follow (one is queued, or the queue pair carries a connection's messages: a
+ * collective's chunks) or Guard (a flow's last message), and (b) the
  * time of the earliest
  * pending event that is not the fabric's own (a compute task, a flow start, a delivery at a
  * host, a flow of the intra-host fluid model, a fault, the run's stop time); if it is shorter
@@ -54,8 +55,10 @@ class RdmaQueuePair;
  * check right after it: if that event started, finished or posted nothing on the fabric,
  * the skip goes on with the same settled rates (chained skip, any length). A skip that stopped
  * before a message boundary is followed in packets until the boundary was delivered (what is left
- * of the message, in flight included, at the settled rate), then the skip goes on the same way if
- * nothing changed and no mark, pause, drop, CNP or retransmission came in between; the
+ * of the message, in flight included, at the settled rate) and every queue pair sends again (one
+ * that went idle between messages, or finished and had its connection's next message open a new
+ * queue pair, which takes over its rate), then the skip goes on the same way if nothing else
+ * changed and no mark, pause, drop, CNP or retransmission came in between; the
  * boundary's delivery, and so everything that waits for it, happens at its packet-level time.
  * Over the interval each
  * queue pair delivers its settled rate times the interval, rounded down to whole packets (its byte
@@ -180,6 +183,12 @@ class PacketFastForward : public Object
     void ShareRoundRobin();
     /** \return the delay of the next check after a skip of \p skipped ns */
     int64_t AfterSkip(int64_t skipped) const;
+    /**
+     * After a boundary: the settled rates of queue pairs that finished go to their connections'
+     * new queue pairs (in the order of the live ones).
+     * \return false if the live set is not the same connections
+     */
+    bool RemapRates();
     /** \return whether no congestion or loss signal arrived since the last skip */
     bool SignalsUnchanged() const;
     /** \return the end of the message \p qp is sending (its first end beyond sndNxt) */
@@ -259,7 +268,9 @@ class PacketFastForward : public Object
     bool m_atBoundary{false};            //!< the last skip stopped before a message boundary
     int64_t m_boundaryWaitNs{0};         //!< from the end of that skip to the boundary's delivery
     uint32_t m_chainRetries{0};          //!< chained checks put off by events due at once
-    std::vector<uint64_t> m_skipSig;     //!< per live queue pair: loss/CNP signature at the skip
+    std::vector<uint64_t> m_skipSig;     //!< per rate slot: loss/CNP signature at the skip
+    std::vector<uint32_t> m_rateConn;    //!< per rate slot: its connection (max: none)
+    bool m_hardChange{false};            //!< a change other than a gap between messages
     std::vector<uint64_t> m_skipPortSig; //!< per port: marks + pauses + drops at the skip
     std::vector<uint32_t> m_rateSlots;   //!< queue pairs the settled rates belong to
     std::vector<double> m_rate;          //!< settled payload rate per queue pair, bytes/ns
