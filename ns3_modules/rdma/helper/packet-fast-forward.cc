@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ns3
@@ -117,6 +118,15 @@ PacketFastForward::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&PacketFastForward::m_guard),
                           MakeTimeChecker())
+            .AddAttribute("MessageGuard",
+                          "Time before a predicted end of a message that another may follow "
+                          "(queued on the same queue pair, or any message of a connection: a "
+                          "collective's chunk) that is always simulated packet by packet; the "
+                          "skip goes on once the boundary was delivered and every queue pair "
+                          "sends again",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&PacketFastForward::m_msgGuard),
+                          MakeTimeChecker())
             .AddAttribute("CongestedWindows",
                           "Windows per block of the congested-equilibrium check: two blocks "
                           "of this many windows must agree (rates, marks, pauses, CNPs, "
@@ -209,12 +219,34 @@ void
 PacketFastForward::Changed()
 {
     m_changed = true;
+    m_hardChange = true;
+}
+
+void
+PacketFastForward::MessageQueued(uint32_t slot, bool busy)
+{
+    if (!busy)
+    {
+        NS_LOG_DEBUG("message queued on idle queue pair " << slot);
+        m_changed = true;
+    }
+}
+
+void
+PacketFastForward::MessageDelivered(uint32_t slot, bool more)
+{
+    if (!more)
+    {
+        NS_LOG_DEBUG("last queued message of queue pair " << slot << " delivered");
+        m_changed = true;
+    }
 }
 
 void
 PacketFastForward::Fault()
 {
     m_fault = true;
+    m_hardChange = true;
     m_changed = true;
 }
 
@@ -234,8 +266,10 @@ PacketFastForward::Check()
     const auto& qps = m_net->m_qps;
     bool changed = m_changed;
     bool fault = m_fault;
+    bool hard = m_hardChange;
     m_changed = false;
     m_fault = false;
+    m_hardChange = false;
     std::size_t keep = 0;
     for (uint32_t slot : m_live)
     {
@@ -262,25 +296,38 @@ PacketFastForward::Check()
         // The previous skip stopped at an event that was not the fabric's (a compute task, a
         // flow of the intra-host model, ...). If it changed nothing here, the settled rates
         // still hold: skip on at once.
+        // A skip that stopped before a message boundary (the next message of the queue pair
+        // already queued) is followed once that boundary was delivered in packets, if nothing
+        // else changed and no congestion or loss signal arrived in between.
         m_chain = false;
-        if (!changed && !fault)
+        bool boundary = m_atBoundary;
+        m_atBoundary = false;
+        // At a boundary a queue pair may have gone idle between its messages, finished, and its
+        // connection's next message opened a new queue pair: that gap is simulated in packets, and
+        // once every connection sends again the new queue pair takes over the old one's rate.
+        bool gapsOnly = boundary && !hard && !fault;
+        if ((!changed || gapsOnly) && !fault && SignalsUnchanged() && (!changed || RemapRates()))
         {
             int64_t more = TryJump(now, true);
             if (more > 0)
             {
                 m_chainRetries = 0;
-                ScheduleCheck(m_chain ? more : more + m_interval.GetNanoSeconds());
+                ScheduleCheck(AfterSkip(more));
                 return;
             }
-            if (m_chainRetries < 3)
+            if (m_chainRetries < (boundary ? 100U : 3U))
             {
-                // something else is due now (scheduled by that event): look again after it
+                // something else is due now (scheduled by that event), or the boundary is
+                // not delivered yet: look again after it
                 ++m_chainRetries;
                 m_chain = true;
-                ScheduleCheck(1);
+                m_atBoundary = boundary;
+                ScheduleCheck(boundary ? 500 : 1);
                 return;
             }
         }
+        NS_LOG_DEBUG("chain ended: changed " << changed << ", fault " << fault << ", boundary "
+                                             << boundary << ", retries " << m_chainRetries);
         m_chainRetries = 0;
         m_havePrev = false;
         m_stable = 0;
@@ -309,8 +356,7 @@ PacketFastForward::Check()
         sent[i] = qp->lastTxNs;
         sig[i] = QpSignature(qp);
         cnps[i] = qp->cnps;
-        structural = structural || !qp->active || qp->posted != qp->size ||
-                     qp->sendEnds.size() != 1 || qp->recvEnds.size() != 1;
+        structural = structural || !qp->active || qp->posted <= qp->sndNxt;
         loss[i] = QpLosses(qp);
         losses = losses || (m_havePrev && !changed && loss[i] != m_prevLoss[i]);
     }
@@ -383,6 +429,7 @@ PacketFastForward::Check()
     }
     else if (changed || !m_havePrev)
     {
+        NS_LOG_DEBUG("not settled: changed " << changed << ", first snapshot " << !m_havePrev);
         reason = NOT_SETTLED;
     }
     else
@@ -404,9 +451,12 @@ PacketFastForward::Check()
             double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
             bool paced =
                 qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
-            if (!qp->active || qp->posted != qp->size || qp->sendEnds.size() != 1 ||
-                qp->recvEnds.size() != 1 || win[i] == 0 || paced)
+            if (!qp->active || qp->posted <= qp->sndNxt || win[i] == 0 || paced)
             {
+                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
+                                                  << ", posted " << qp->posted - qp->sndNxt
+                                                  << " B ahead, window " << win[i] << " B, paced "
+                                                  << paced);
                 reason = NOT_SETTLED;
                 break;
             }
@@ -416,6 +466,8 @@ PacketFastForward::Check()
                 uint64_t lo = std::min(win[i], m_prevWin[i]);
                 if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
                 {
+                    NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << win[i]
+                                                      << " B, before " << m_prevWin[i] << " B");
                     reason = NOT_SETTLED;
                 }
             }
@@ -490,7 +542,111 @@ PacketFastForward::Check()
         m_hist.clear();
     }
     // after a skip that stopped at another event, check right after it (chained skip)
-    ScheduleCheck(m_chain ? skipped : skipped + m_interval.GetNanoSeconds());
+    ScheduleCheck(AfterSkip(skipped));
+}
+
+int64_t
+PacketFastForward::AfterSkip(int64_t skipped) const
+{
+    if (!m_chain)
+    {
+        return skipped + m_interval.GetNanoSeconds();
+    }
+    return m_atBoundary ? skipped + m_boundaryWaitNs : skipped;
+}
+
+bool
+PacketFastForward::RemapRates()
+{
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_rateSlots.size();
+    if (m_live.size() != n || m_rateConn.size() != n)
+    {
+        return false;
+    }
+    std::unordered_map<uint32_t, std::size_t> where;
+    for (std::size_t k = 0; k < n; ++k)
+    {
+        where[m_live[k]] = k;
+    }
+    std::vector<double> rate(n, 0.0);
+    std::vector<uint8_t> hold(n, 0);
+    std::vector<uint8_t> seen(n, 0);
+    std::vector<uint32_t> conn(n, std::numeric_limits<uint32_t>::max());
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        uint32_t slot = m_rateSlots[i];
+        if (qps[slot]->IsFinished())
+        {
+            // replaced by its connection's next queue pair, clean and sending
+            if (m_rateConn[i] == std::numeric_limits<uint32_t>::max())
+            {
+                return false;
+            }
+            auto c = m_net->m_connSlot.find(m_rateConn[i]);
+            if (c == m_net->m_connSlot.end() || c->second == slot ||
+                QpSignature(qps[c->second].get()) != 0)
+            {
+                return false;
+            }
+            m_carry[c->second] = m_carry[slot];
+            slot = c->second;
+        }
+        auto k = where.find(slot);
+        if (k == where.end() || seen[k->second])
+        {
+            return false;
+        }
+        seen[k->second] = 1;
+        rate[k->second] = m_rate[i];
+        hold[k->second] = m_hold[i];
+        conn[k->second] = m_rateConn[i];
+    }
+    NS_LOG_DEBUG("rates carried over to the connections' new queue pairs");
+    m_rate = std::move(rate);
+    m_hold = std::move(hold);
+    m_rateConn = std::move(conn);
+    m_rateSlots = m_live;
+    return true;
+}
+
+bool
+PacketFastForward::SignalsUnchanged() const
+{
+    const auto& qps = m_net->m_qps;
+    if (m_skipSig.size() != m_rateSlots.size() || m_skipPortSig.size() != m_net->m_portDev.size())
+    {
+        return false;
+    }
+    for (std::size_t i = 0; i < m_rateSlots.size(); ++i)
+    {
+        if (QpSignature(qps[m_rateSlots[i]].get()) != m_skipSig[i])
+        {
+            return false;
+        }
+    }
+    for (std::size_t p = 0; p < m_skipPortSig.size(); ++p)
+    {
+        const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
+        if (dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops() != m_skipPortSig[p])
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+uint64_t
+PacketFastForward::FirstEnd(const RdmaQueuePair* qp)
+{
+    for (uint64_t e : qp->sendEnds)
+    {
+        if (e > qp->sndNxt)
+        {
+            return e;
+        }
+    }
+    return qp->size;
 }
 
 bool
@@ -684,14 +840,34 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         return 0;
     }
     const std::vector<double>& rate = m_rate;
-    // the time to the first message end
+    // the time to the first message end, less its guard: Guard before a queue pair's last
+    // message end (its rate changes there), MessageGuard before a boundary with the next
+    // message already queued (it goes on sending at its rate; the boundary's delivery is
+    // simulated in packets, then the skip goes on)
     double horizon = std::numeric_limits<double>::infinity();
+    bool boundary = false;
+    std::vector<double> reach(n);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
-        horizon = std::min(horizon, static_cast<double>(qp->size - qp->sndNxt) / rate[i]);
+        if (qp->posted <= qp->sndNxt)
+        {
+            return 0; // waits for the host to post its next message
+        }
+        uint64_t end = FirstEnd(qp);
+        // a message of a connection: more may follow it (the collective's next chunk), on this
+        // queue pair or, after a gap, on a new one
+        bool more = end < qp->size || (!qp->recvEnds.empty() &&
+                                       m_net->m_msgSpan.count(qp->recvEnds.back().second) > 0);
+        Time guard = more ? m_msgGuard : m_guard;
+        reach[i] = static_cast<double>(end - qp->sndNxt) / rate[i] -
+                   static_cast<double>(guard.GetNanoSeconds());
+        if (reach[i] < horizon)
+        {
+            horizon = reach[i];
+            boundary = more;
+        }
     }
-    horizon -= static_cast<double>(m_guard.GetNanoSeconds());
 
     // the fabric's own pending events; the earliest other one bounds the skip
     std::vector<const EventImpl*> own;
@@ -735,9 +911,11 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         limit = static_cast<double>(static_cast<int64_t>(other) - now);
         stoppedByOther = true;
     }
-    // MinJump applies to a skip that ends before a message end; one stopped by another event
-    // takes any length (it goes on after that event if the event changes nothing here)
-    if (!(limit >= static_cast<double>(chained || stoppedByOther ? 1 : m_minJump.GetNanoSeconds())))
+    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped
+    // by another event or before a boundary takes any length (it goes on after that event or
+    // once the boundary is delivered, if that changes nothing here)
+    bool anyLength = chained || stoppedByOther || boundary;
+    if (!(limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
     {
         if (!chained)
         {
@@ -763,25 +941,43 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         double due = rate[i] * static_cast<double>(delta) + carry;
         uint64_t bytes =
             due > 0 ? static_cast<uint64_t>(std::llround(due / static_cast<double>(mtu))) * mtu : 0;
-        // at least one packet of the message is left to the packet simulation (Guard = 0)
-        uint64_t room = (qp->size - qp->sndNxt - 1) / mtu * mtu;
+        // at least one packet of the message is left to the packet simulation (Guard = 0); the
+        // bytes come out of the message being sent, and every later message moves up by as much
+        uint64_t end = FirstEnd(qp);
+        uint64_t room = (end - qp->sndNxt - 1) / mtu * mtu;
         bytes = std::min(bytes, room);
         carry = due - static_cast<double>(bytes);
         NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << rate[i]
                                << " B/ns, " << bytes << " bytes, carry " << carry << ", left "
-                               << qp->size - bytes - qp->sndUna);
+                               << end - bytes - qp->sndUna << " of its message");
         qp->size -= bytes;
         qp->posted -= bytes;
-        qp->sendEnds.back() -= bytes;
-        qp->recvEnds.back().first -= bytes;
-        qp->ffBytes += bytes;
-        uint32_t msg = qp->recvEnds.back().second;
-        auto span = m_net->m_msgSpan.find(msg);
-        if (span != m_net->m_msgSpan.end())
+        for (uint64_t& e : qp->sendEnds)
         {
-            span->second.second -= bytes;
-            m_net->m_msgFf[msg] += bytes;
+            e -= e >= end ? bytes : 0;
         }
+        for (auto& [e, msg] : qp->recvEnds)
+        {
+            if (e < end)
+            {
+                continue;
+            }
+            auto span = m_net->m_msgSpan.find(msg);
+            if (e == end)
+            {
+                if (span != m_net->m_msgSpan.end())
+                {
+                    span->second.second -= bytes;
+                    m_net->m_msgFf[msg] += bytes;
+                }
+            }
+            else if (span != m_net->m_msgSpan.end())
+            {
+                span->second.first -= bytes;
+            }
+            e -= bytes;
+        }
+        qp->ffBytes += bytes;
         total += bytes;
         qp->nextAvailNs += delta;
         qp->lastTxNs += delta;
@@ -866,7 +1062,52 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         ++m_stats[CONGESTED_EPISODES];
         m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
     }
-    m_chain = stoppedByOther;
+    m_chain = stoppedByOther || boundary;
+    m_atBoundary = !stoppedByOther && boundary;
+    if (m_atBoundary)
+    {
+        // until the boundaries the skip stopped before are delivered: what is left of their
+        // messages (in flight included) at the settled rates
+        m_boundaryWaitNs = 1;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            if (reach[i] <= limit + 1000.0)
+            {
+                const RdmaQueuePair* qp = qps[m_live[i]].get();
+                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / rate[i];
+                m_boundaryWaitNs = std::max(m_boundaryWaitNs, static_cast<int64_t>(left) + 1);
+            }
+        }
+    }
+    m_skipSig.resize(n);
+    for (std::size_t i = 0; i < n; ++i)
+    {
+        m_skipSig[i] = QpSignature(qps[m_live[i]].get());
+    }
+    // the connection of each queue pair (a later message may open a new queue pair on it)
+    m_rateConn.assign(n, std::numeric_limits<uint32_t>::max());
+    if (m_atBoundary)
+    {
+        std::unordered_map<uint32_t, std::size_t> index;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            index[m_live[i]] = i;
+        }
+        for (const auto& [conn, slot] : m_net->m_connSlot)
+        {
+            auto it = index.find(slot);
+            if (it != index.end())
+            {
+                m_rateConn[it->second] = conn;
+            }
+        }
+    }
+    m_skipPortSig.resize(m_net->m_portDev.size());
+    for (std::size_t p = 0; p < m_skipPortSig.size(); ++p)
+    {
+        const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
+        m_skipPortSig[p] = dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops();
+    }
     m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
     m_stats[SKIPPED_BYTES] += total;
     NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << n << " queue pairs, " << total

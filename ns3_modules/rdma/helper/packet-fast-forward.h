@@ -17,6 +17,7 @@ namespace ns3
 {
 
 class PacketNetwork;
+class RdmaQueuePair;
 
 /**
  * \brief Skips settled stretches of a packet run: while the queue pairs on the fabric and
@@ -26,30 +27,43 @@ class PacketNetwork;
  * Detection: every CheckInterval the controller takes a snapshot of each unfinished queue pair
  * (bytes acknowledged; retransmissions, timeouts, NACKs and CNPs received) and of each port
  * (wire bytes and frames sent, queued bytes, ECN marks, PFC pause frames sent, drops). A
- * window is settled when no queue pair started, finished or received a new message in it,
- * every queue pair has started, carries a single message that is posted in full and made
- * progress, no queue pair's acknowledged bytes differ from the previous window's by more than
- * RateTolerance of them plus two packets (the quantisation of one window), no queue pair is
- * paced by its congestion control (its rate is at its line rate, or above its measured
- * throughput by more than RateMargin: a DCQCN rate recovering below that sets the throughput
- * and is not settled however slowly it moves), no port's queue moved by more than
- * QueueTolerance bytes (or RateTolerance of the queue), and nothing was marked, paused,
- * dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows settled
- * windows in a row the rates are taken as the mean over those windows (bytes acknowledged
+ * window is settled when no queue pair started or finished in it and none went idle between
+ * messages (a message queued on a queue pair that had run out of posted bytes, or a queue pair's
+ * last queued message delivered; a message queued behind bytes still being sent, or delivered
+ * while the next one is being sent, changes no rate: chunks of a collective on one connection),
+ * every queue pair has started, has posted bytes left to send and made progress, no queue pair's
+ * acknowledged bytes differ from the previous window's by more than RateTolerance of them plus two
+ * packets (the quantisation of one window), no queue pair is paced by its congestion control (its
+ * rate is at its line rate, or above its measured throughput by more than RateMargin: a DCQCN rate
+ * recovering below that sets the throughput and is not settled however slowly it moves), no port's
+ * queue moved by more than QueueTolerance bytes (or RateTolerance of the queue), and nothing was
+ * marked, paused, dropped, retransmitted or NACKed and no CNP arrived anywhere. After StableWindows
+ * settled windows in a row the rates are taken as the mean over those windows (bytes acknowledged
  * between the last ACK before the first and the last snapshot, over the time between those
  * ACKs); queue pairs that leave
  * one endpoint port with the same rate (within the tolerance) get equal shares of their total
  * (the port serves them round robin, a packet each), which their sum measures more precisely.
  *
  * Skip: the interval is the smaller of (a) the time until the first queue pair would reach
- * its message's end at its settled rate, less Guard, and (b) the time of the earliest
+ * the end of the message it is sending at its settled rate, less MessageGuard where another
+ * message may follow (one is queued, or the queue pair carries a connection's messages: a
+ * collective's chunks) or Guard (a flow's last message), and (b) the
+ * time of the earliest
  * pending event that is not the fabric's own (a compute task, a flow start, a delivery at a
  * host, a flow of the intra-host fluid model, a fault, the run's stop time); if it is shorter
  * than MinJump nothing is skipped. A skip that stopped at another event is followed by a
  * check right after it: if that event started, finished or posted nothing on the fabric,
- * the skip goes on with the same settled rates (chained skip, any length). Over the interval each
+ * the skip goes on with the same settled rates (chained skip, any length). A skip that stopped
+ * before a message boundary is followed in packets until the boundary was delivered (what is left
+ * of the message, in flight included, at the settled rate) and every queue pair sends again (one
+ * that went idle between messages, or finished and had its connection's next message open a new
+ * queue pair, which takes over its rate), then the skip goes on the same way if nothing else
+ * changed and no mark, pause, drop, CNP or retransmission came in between; the
+ * boundary's delivery, and so everything that waits for it, happens at its packet-level time.
+ * Over the interval each
  * queue pair delivers its settled rate times the interval, rounded down to whole packets (its byte
- * stream is shortened by that much, so the frames in flight and every sequence number stay valid),
+ * stream is shortened by that much out of the message being sent, and every later message's offsets
+ * move up by as much, so the frames in flight and every sequence number stay valid),
  * and each port counts wire bytes and frames at its settled rate. Everything the fabric has
  * scheduled (frames on the wire and their serialisation ends, pacing wake-ups, retransmission and
  * congestion-control timers, the sampling event) moves later by the interval (a
@@ -113,6 +127,18 @@ class PacketFastForward : public Object
     void QueuePairAdded(uint32_t slot);
     /** \brief The set of messages changed (posted or delivered). */
     void Changed();
+    /**
+     * \brief A message was queued on an open queue pair.
+     * \param slot queue-pair slot
+     * \param busy the queue pair was still sending (the message queues behind the others)
+     */
+    void MessageQueued(uint32_t slot, bool busy);
+    /**
+     * \brief A message of a queue pair was delivered.
+     * \param slot queue-pair slot
+     * \param more another message of the queue pair follows and is being sent
+     */
+    void MessageDelivered(uint32_t slot, bool more);
     /** \brief A fault changed the fabric. */
     void Fault();
 
@@ -155,6 +181,18 @@ class PacketFastForward : public Object
     bool CongestedRates();
     /** Equal settled rates for queue pairs that share an endpoint port alike (round robin). */
     void ShareRoundRobin();
+    /** \return the delay of the next check after a skip of \p skipped ns */
+    int64_t AfterSkip(int64_t skipped) const;
+    /**
+     * After a boundary: the settled rates of queue pairs that finished go to their connections'
+     * new queue pairs (in the order of the live ones).
+     * \return false if the live set is not the same connections
+     */
+    bool RemapRates();
+    /** \return whether no congestion or loss signal arrived since the last skip */
+    bool SignalsUnchanged() const;
+    /** \return the end of the message \p qp is sending (its first end beyond sndNxt) */
+    static uint64_t FirstEnd(const RdmaQueuePair* qp);
     /** Schedule the next check \p delayNs from now. */
     void ScheduleCheck(int64_t delayNs);
 
@@ -166,6 +204,7 @@ class PacketFastForward : public Object
     uint64_t m_queueTol;     //!< absolute tolerance of a port's queue, bytes
     Time m_minJump;          //!< shortest skip worth taking
     Time m_guard;            //!< kept packet by packet before a predicted message end
+    Time m_msgGuard;         //!< the same before a message end followed by a queued message
     uint32_t m_congWindows;  //!< windows per block of the congested check (0 = off)
     double m_congRateTol;    //!< relative tolerance of a queue pair's block bytes
     double m_signalTol;      //!< relative tolerance of a block's marks, pauses, CNPs
@@ -225,21 +264,27 @@ class PacketFastForward : public Object
     std::vector<uint64_t> m_nicAcks;    //!< per node, previous snapshot
     std::vector<uint64_t> m_refAcks;    //!< per node at m_refNs
 
-    bool m_chain{false};               //!< the last skip stopped at another event
-    uint32_t m_chainRetries{0};        //!< chained checks put off by events due at once
-    std::vector<uint32_t> m_rateSlots; //!< queue pairs the settled rates belong to
-    std::vector<double> m_rate;        //!< settled payload rate per queue pair, bytes/ns
-    std::vector<double> m_carry;       //!< per queue-pair slot: bytes due but not skipped (+/-)
-    std::vector<double> m_txRate;      //!< settled wire rate per port, bytes/ns
-    std::vector<double> m_frameRate;   //!< settled frame rate per port, 1/ns
-    std::vector<double> m_ackRate;     //!< settled ACK rate per node, 1/ns
-    std::vector<double> m_markRate;    //!< congested: ECN marks per port, 1/ns
-    std::vector<double> m_pauseRate;   //!< congested: PFC pause frames per port, 1/ns
-    std::vector<double> m_cnpRate;     //!< congested: CNPs per queue pair, 1/ns
-    std::vector<double> m_cnpOutRate;  //!< congested: CNPs sent per node, 1/ns
-    std::vector<uint8_t> m_hold;       //!< per queue pair: controller held (it got CNPs)
-    bool m_congestedRates{false};      //!< the rates are a congested equilibrium's
-    uint64_t m_stats[N_STATS]{};       //!< see CopyStats
+    bool m_chain{false};                 //!< the last skip stopped at another event or boundary
+    bool m_atBoundary{false};            //!< the last skip stopped before a message boundary
+    int64_t m_boundaryWaitNs{0};         //!< from the end of that skip to the boundary's delivery
+    uint32_t m_chainRetries{0};          //!< chained checks put off by events due at once
+    std::vector<uint64_t> m_skipSig;     //!< per rate slot: loss/CNP signature at the skip
+    std::vector<uint32_t> m_rateConn;    //!< per rate slot: its connection (max: none)
+    bool m_hardChange{false};            //!< a change other than a gap between messages
+    std::vector<uint64_t> m_skipPortSig; //!< per port: marks + pauses + drops at the skip
+    std::vector<uint32_t> m_rateSlots;   //!< queue pairs the settled rates belong to
+    std::vector<double> m_rate;          //!< settled payload rate per queue pair, bytes/ns
+    std::vector<double> m_carry;         //!< per queue-pair slot: bytes due but not skipped (+/-)
+    std::vector<double> m_txRate;        //!< settled wire rate per port, bytes/ns
+    std::vector<double> m_frameRate;     //!< settled frame rate per port, 1/ns
+    std::vector<double> m_ackRate;       //!< settled ACK rate per node, 1/ns
+    std::vector<double> m_markRate;      //!< congested: ECN marks per port, 1/ns
+    std::vector<double> m_pauseRate;     //!< congested: PFC pause frames per port, 1/ns
+    std::vector<double> m_cnpRate;       //!< congested: CNPs per queue pair, 1/ns
+    std::vector<double> m_cnpOutRate;    //!< congested: CNPs sent per node, 1/ns
+    std::vector<uint8_t> m_hold;         //!< per queue pair: controller held (it got CNPs)
+    bool m_congestedRates{false};        //!< the rates are a congested equilibrium's
+    uint64_t m_stats[N_STATS]{};         //!< see CopyStats
 
     TracedCallback<int64_t, int64_t, uint64_t> m_skipTrace; //!< start ns, interval ns, bytes
 };

@@ -470,6 +470,11 @@ PacketNetwork::StartMessage(uint32_t flowId,
             // Append to the open queue pair; the sender may send it after the host latency.
             RdmaQueuePair* qp = m_qps[it->second].get();
             NS_ASSERT_MSG(qp->priority == priority, "messages of one connection share a priority");
+            // still sending, and posted bytes last longer than the host latency of the new
+            // message: it queues behind the others and changes no rate
+            bool busy =
+                qp->active && qp->sndNxt<qp->posted&& static_cast<double>(qp->posted - qp->sndNxt) *
+                                         8e9 / qp->lineRate> static_cast<double>(qp->srcDelayNs);
             uint64_t first = qp->size;
             qp->size += bytes;
             qp->sendEnds.push_back(qp->size);
@@ -480,13 +485,14 @@ PacketNetwork::StartMessage(uint32_t flowId,
             ++m_messagesQueued;
             if (m_ff)
             {
-                m_ff->Changed();
+                m_ff->MessageQueued(qp->slot, busy);
             }
             Simulator::Schedule(NanoSeconds(qp->srcDelayNs),
                                 &RdmaNic::Post,
                                 m_nics[qp->srcNode],
                                 qp->slot,
-                                qp->size);
+                                qp->size,
+                                qp->ffBytes);
             return;
         }
     }
@@ -602,7 +608,8 @@ PacketNetwork::Delivered(uint32_t slot, uint32_t flowId)
     Simulator::Schedule(NanoSeconds(qp->deliverDelayNs), &PacketNetwork::Finish, this, flowId);
     if (m_ff)
     {
-        m_ff->Changed();
+        // a message boundary with the next message already queued changes no rate
+        m_ff->MessageDelivered(slot, !qp->recvEnds.empty() && qp->sndNxt < qp->posted);
     }
     if (m_memo)
     {

@@ -150,9 +150,10 @@ RdmaNic::StartQueuePair(uint32_t slot)
 }
 
 void
-RdmaNic::Post(uint32_t slot, uint64_t end)
+RdmaNic::Post(uint32_t slot, uint64_t end, uint64_t ffAt)
 {
     RdmaQueuePair* qp = (*m_qps)[slot].get();
+    end -= qp->ffBytes - ffAt;
     NS_ASSERT_MSG(end <= qp->size, "posting bytes beyond the queue pair's messages");
     qp->posted = std::max(qp->posted, end);
     if (qp->active)

@@ -123,8 +123,10 @@ class RdmaNic : public Object, public FrameHandler
      * \brief Let the sender of a queue pair send up to byte \p end (a message posted on it).
      * \param slot queue-pair slot
      * \param end new end of the sendable bytes
+     * \param ffAt the queue pair's fast-forwarded bytes when \p end was taken (bytes the
+     * fast-forward removed from the stream since then move \p end back by as much)
      */
-    void Post(uint32_t slot, uint64_t end);
+    void Post(uint32_t slot, uint64_t end, uint64_t ffAt);
 
     void HandleFrame(RdmaFrame* frame, uint32_t port) override;
     RdmaFrame* PullFrame(uint32_t port) override;
