@@ -22,7 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heterosim.config.choices import FIDELITIES, GRANULARITIES, INTRA_HOST_MODELS, QUEUE_PAIR_MODELS
+from heterosim.config.choices import (
+    FIDELITIES,
+    GRANULARITIES,
+    INTRA_HOST_MODELS,
+    PACKET_ACCELERATIONS,
+    QUEUE_PAIR_MODELS,
+)
 from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.validate.cases import load_cases, select_cases
@@ -80,6 +86,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(connection, the default) or per flow (flow)",
     )
     parser.add_argument(
+        "--packet-acceleration",
+        default=None,
+        choices=PACKET_ACCELERATIONS,
+        help="packet fidelity: simulation.packet_acceleration (exact, the default; fast skips "
+        "settled stretches; memo replays repeated episodes; fast+memo both)",
+    )
+    parser.add_argument(
         "--fail-above",
         type=float,
         default=None,
@@ -103,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--max-gpus: expected a positive number of GPUs")
     if args.fail_above is not None and not args.fail_above > 0:
         raise UserError("--fail-above: expected a positive percentage")
+    if args.packet_acceleration not in (None, "exact") and args.fidelity != "packet":
+        raise UserError("--packet-acceleration: needs --fidelity packet")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci, max_gpus=args.max_gpus)
     if not chosen:
         raise UserError(f"{args.cases}: no case left after selection")
@@ -113,12 +128,22 @@ def run(args: argparse.Namespace) -> int:
         + (f", collective granularity {args.granularity}" if args.granularity else "")
         + (f", intra-host {args.intra_host}" if args.intra_host else "")
         + (f", queue pairs per {args.queue_pairs}" if args.queue_pairs else "")
+        + (f", packet acceleration {args.packet_acceleration}" if args.packet_acceleration else "")
     )
     print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
     for case in chosen:
-        rows.append(predict_row(case, args.fidelity, args.granularity, args.intra_host, args.queue_pairs))
+        rows.append(
+            predict_row(
+                case,
+                args.fidelity,
+                args.granularity,
+                args.intra_host,
+                args.queue_pairs,
+                args.packet_acceleration,
+            )
+        )
         print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
     groups = group_summary(rows)
     print("\n".join(summary_lines(groups)))
@@ -129,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         "granularity": args.granularity,
         "intra_host": args.intra_host,
         "queue_pairs": args.queue_pairs,
+        "packet_acceleration": args.packet_acceleration,
         "selection": {"group": args.group, "only": only, "ci": args.ci, "max_gpus": args.max_gpus},
         "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
         "wall_s": time.perf_counter() - start,

@@ -59,6 +59,7 @@ def case_experiment(
     granularity: str | None = None,
     intra_host: str | None = None,
     queue_pairs: str | None = None,
+    packet_acceleration: str | None = None,
 ) -> ExperimentConfig:
     """The case's experiment, validated (a problem is a one-line error naming the case).
 
@@ -67,7 +68,8 @@ def case_experiment(
     (``details.memory_warnings``, mark MEM) instead of stopping the case: it is an error of the
     memory estimate, not a reason to skip the time prediction. ``granularity`` overrides
     ``simulation.collective_granularity``, ``intra_host`` ``simulation.intra_host``,
-    ``queue_pairs`` ``simulation.queue_pairs``.
+    ``queue_pairs`` ``simulation.queue_pairs``, ``packet_acceleration``
+    ``simulation.packet_acceleration``.
     """
     if case.experiment is None:
         raise ValueError(f"{case.id} is not an end-to-end case")
@@ -83,6 +85,8 @@ def case_experiment(
         exp = replace(exp, simulation=replace(exp.simulation, intra_host=intra_host))
     if queue_pairs is not None:
         exp = replace(exp, simulation=replace(exp.simulation, queue_pairs=queue_pairs))
+    if packet_acceleration is not None:
+        exp = replace(exp, simulation=replace(exp.simulation, packet_acceleration=packet_acceleration))
     return exp
 
 
@@ -122,6 +126,7 @@ def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
     }
     if exp.simulation.fidelity == "packet":
         details["intra_host"] = exp.simulation.intra_host
+        details["packet_acceleration"] = res["sim"].get("packet_acceleration", {"mode": "exact"})
     return float(res["iteration_time_s"]), details
 
 
@@ -178,9 +183,10 @@ def predict_end_to_end(
     granularity: str | None = None,
     intra_host: str | None = None,
     queue_pairs: str | None = None,
+    packet_acceleration: str | None = None,
 ) -> Prediction:
     start = time.perf_counter()
-    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs)
+    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
     t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate)
     if method != "full" and case.flop_convention == "simulator":
         t_s, method, details = iteration_time_s(exp, extrapolate=False)
@@ -189,7 +195,11 @@ def predict_end_to_end(
 
 
 def predict_collective(
-    case: Case, fidelity: str | None = None, intra_host: str | None = None, queue_pairs: str | None = None
+    case: Case,
+    fidelity: str | None = None,
+    intra_host: str | None = None,
+    queue_pairs: str | None = None,
+    packet_acceleration: str | None = None,
 ) -> Prediction:
     from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
@@ -204,6 +214,7 @@ def predict_collective(
         fidelity=fidelity or "flow",
         intra_host=intra_host or "packet",
         queue_pairs=queue_pairs or "connection",
+        packet_acceleration=packet_acceleration or "exact",
     )
     result = simulate_collective(cluster, spec, size, simulation)
     tuning_busbw = size / result.predicted_time_s / 1e9 * bus_factor(result.op, n)
@@ -225,13 +236,19 @@ def predict(
     granularity: str | None = None,
     intra_host: str | None = None,
     queue_pairs: str | None = None,
+    packet_acceleration: str | None = None,
 ) -> Prediction:
     """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
     applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
     ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
-    simulation.queue_pairs)."""
+    simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration)."""
     if case.kind == "collective_busbw":
-        return predict_collective(case, fidelity, intra_host, queue_pairs)
+        return predict_collective(case, fidelity, intra_host, queue_pairs, packet_acceleration)
     return predict_end_to_end(
-        case, fidelity, granularity=granularity, intra_host=intra_host, queue_pairs=queue_pairs
+        case,
+        fidelity,
+        granularity=granularity,
+        intra_host=intra_host,
+        queue_pairs=queue_pairs,
+        packet_acceleration=packet_acceleration,
     )

@@ -22,13 +22,18 @@ from heterosim.validate.report import (
 
 
 def predict_row(
-    case: Case, fidelity: str, granularity: str | None, intra_host: str | None, queue_pairs: str | None
+    case: Case,
+    fidelity: str,
+    granularity: str | None,
+    intra_host: str | None,
+    queue_pairs: str | None,
+    packet_acceleration: str | None = None,
 ) -> dict[str, Any]:
     """The case's result row; a case that cannot be predicted (bad input, out of memory) gets its
     one-line reason in ``error`` and ``error_pct`` None. Any other exception is a bug and raises."""
     pred, error = None, None
     try:
-        pred = predict(case, fidelity, granularity, intra_host, queue_pairs)
+        pred = predict(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
     except (UserError, ValueError) as exc:
         error = str(exc).splitlines()[0]
     except Exception as exc:

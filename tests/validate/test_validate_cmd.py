@@ -150,3 +150,29 @@ def test_queue_pairs_option_is_applied_and_recorded(tmp_path, capsys, native_lib
     with pytest.raises(SystemExit) as exit_info:
         main(["validate", str(path), "--queue-pairs", "chunk"])
     assert exit_info.value.code == 2
+
+
+@pytest.mark.ns3
+def test_packet_acceleration_option_is_applied_and_agrees_with_exact(tmp_path, capsys, native_lib):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+    predicted = {}
+    for mode in ("exact", "fast+memo"):
+        out = tmp_path / mode.replace("+", "-")
+        args = ["validate", str(path), "--fidelity", "packet", "--intra-host", "flow"]
+        assert (
+            main([*args, "--granularity", "connection", "--packet-acceleration", mode, "--out", str(out)])
+            == 0
+        )
+        doc = json.loads((out / "results.json").read_text())
+        assert doc["packet_acceleration"] == mode
+        rows = {r["id"]: r for r in doc["cases"]}
+        assert rows["tiny-e2e"]["details"]["packet_acceleration"]["mode"] == mode
+        predicted[mode] = {k: r["predicted"] for k, r in rows.items()}
+    for case_id, value in predicted["exact"].items():  # the 1 % bar on every case
+        assert predicted["fast+memo"][case_id] == pytest.approx(value, rel=0.01), case_id
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", str(path), "--packet-acceleration", "turbo"])
+    assert exit_info.value.code == 2
+    assert main(["validate", str(path), "--packet-acceleration", "fast", "--out", str(tmp_path / "f")]) == 2
+    assert "--packet-acceleration: needs --fidelity packet" in capsys.readouterr().err
