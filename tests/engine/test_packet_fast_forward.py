@@ -51,13 +51,14 @@ INCAST_DST = [1, 3, 0, 4, 0]
 INCAST_SRC = [0, 2, 1, 0, 3]
 
 
-def run(mode: str, cc: str = "dcqcn", incast: bool = False, **ff: str) -> dict:
+def run(mode: str, cc: str = "dcqcn", incast: bool = False, join_shift_ns: int = 0, **ff: str) -> dict:
     attrs = {"PacketNetwork::Acceleration": mode, **{f"PacketFastForward::{k}": v for k, v in ff.items()}}
     network = NetworkConfig(
         cc=cc, mtu_bytes=4096, pfc=True, buffer_bytes=32 << 20, ecmp=True, attributes=attrs
     )
     src, dst = (INCAST_SRC, INCAST_DST) if incast else (SRC, DST)
-    return packet.run_flows(one_leaf(6), network, src, dst, SIZE, START, stop_ns=200_000_000)
+    start = [*START[:-1], START[-1] + join_shift_ns]
+    return packet.run_flows(one_leaf(6), network, src, dst, SIZE, start, stop_ns=200_000_000)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +104,28 @@ def test_fast_forward_steps_aside_under_congestion(native_lib):
     assert ff["congestion_or_losses"] > 0 and ff["episodes"] >= 1
     assert within(fast["sim_end_ns"], exact["sim_end_ns"], 0.01)
     np.testing.assert_array_equal(fast["flows"]["bytes_delivered"], np.array(SIZE))
+
+
+def test_a_flow_joining_after_a_skip_meets_the_packet_phase(native_lib):
+    """The incast's marks depend on where in 1 -> 0's packet train 3 -> 0 joins: the exact run
+    moves with a shift of the join by tens of nanoseconds. A skip stopped by the join ends a
+    whole number of packet periods in (``AlignToPackets``), so the fast run's marks move with
+    the shift too and stay inside the exact run's range; without the alignment every shift
+    meets the same packet train and gets the same marks
+    (``benchmarks/bench_acceleration_spread.py`` compares the distributions over 48 shifts)."""
+    shifts = [-419, -209, -83, 0, 83, 209, 419]
+    marks = {
+        name: [run(mode, incast=True, join_shift_ns=s, **ff)["counters"]["ecn_marks"] for s in shifts]
+        for name, mode, ff in (
+            ("exact", "exact", {}),
+            ("aligned", "fast", {}),
+            ("unaligned", "fast", {"AlignToPackets": "false"}),
+        )
+    }
+    assert len(set(marks["exact"])) > 2, marks
+    assert len(set(marks["unaligned"])) == 1, marks
+    assert len(set(marks["aligned"])) > 2, marks
+    assert min(marks["exact"]) <= np.mean(marks["aligned"]) <= max(marks["exact"]), marks
 
 
 def test_fast_forward_conserves_bytes(exact, fast):

@@ -5,6 +5,7 @@
 
 #include "packet-network.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
 #include "ns3/object-factory.h"
@@ -112,6 +113,17 @@ PacketFastForward::GetTypeId()
                           TimeValue(MicroSeconds(100)),
                           MakeTimeAccessor(&PacketFastForward::m_minJump),
                           MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("AlignToPackets",
+                          "A skip stopped by an event outside the fabric (a flow start, a "
+                          "compute task) ends a whole number of packet periods (MTU over the "
+                          "slowest queue pair's settled rate) after it began, and the rest up "
+                          "to that event is simulated packet by packet: the frames then meet "
+                          "the event at the phase they would have without the skip (without "
+                          "it every skip ends in the same phase, and a flow joining a "
+                          "settled one always meets the same packet train)",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&PacketFastForward::m_alignToPackets),
+                          MakeBooleanChecker())
             .AddAttribute("Guard",
                           "Time before the first predicted message end that is always "
                           "simulated packet by packet",
@@ -552,7 +564,7 @@ PacketFastForward::AfterSkip(int64_t skipped) const
     {
         return skipped + m_interval.GetNanoSeconds();
     }
-    return m_atBoundary ? skipped + m_boundaryWaitNs : skipped;
+    return m_atBoundary ? skipped + m_boundaryWaitNs : skipped + m_alignRestNs;
 }
 
 bool
@@ -924,6 +936,28 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         return 0;
     }
     int64_t delta = static_cast<int64_t>(std::floor(limit));
+    m_alignRestNs = 0;
+    if (stoppedByOther && m_alignToPackets && !m_congestedRates)
+    {
+        // a whole number of the slowest queue pair's packet periods: the others' periods
+        // divide it where they share its NIC round robin or run at a multiple of its rate
+        double period = 0.0;
+        for (std::size_t i = 0; i < n; ++i)
+        {
+            period = std::max(period, static_cast<double>(m_net->m_mtu) / rate[i]);
+        }
+        double whole = std::floor(static_cast<double>(delta) / period) * period;
+        NS_LOG_DEBUG("  aligned to " << period << " ns packets: " << delta << " -> "
+                                     << std::llround(whole) << " ns");
+        int64_t aligned = std::llround(whole);
+        if (aligned < 1)
+        {
+            return 0;
+        }
+        // the packets up to the event are simulated; the chained check looks after it
+        m_alignRestNs = delta - aligned;
+        delta = aligned;
+    }
 
     // advance the queue pairs: shorten each byte stream by what the skip delivers
     uint64_t mtu = m_net->m_mtu;

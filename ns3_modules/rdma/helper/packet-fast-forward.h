@@ -197,21 +197,23 @@ class PacketFastForward : public Object
     void ScheduleCheck(int64_t delayNs);
 
     // attributes
-    Time m_interval;         //!< check interval
-    uint32_t m_windows;      //!< settled windows before a skip
-    double m_rateTol;        //!< relative tolerance of a queue pair's window bytes
-    double m_rateMargin;     //!< congestion-control rate above throughput that does not pace
-    uint64_t m_queueTol;     //!< absolute tolerance of a port's queue, bytes
-    Time m_minJump;          //!< shortest skip worth taking
-    Time m_guard;            //!< kept packet by packet before a predicted message end
-    Time m_msgGuard;         //!< the same before a message end followed by a queued message
-    uint32_t m_congWindows;  //!< windows per block of the congested check (0 = off)
-    double m_congRateTol;    //!< relative tolerance of a queue pair's block bytes
-    double m_signalTol;      //!< relative tolerance of a block's marks, pauses, CNPs
-    uint64_t m_queueBand;    //!< tolerance of a port's mean queue between blocks, bytes
-    double m_congJumpRatio;  //!< longest congested skip / its observation span
-    int64_t m_congSpanNs{0}; //!< observation span of the congested rates
-    int64_t m_congUsedNs{0}; //!< skipped with them so far (chained skips)
+    Time m_interval;          //!< check interval
+    uint32_t m_windows;       //!< settled windows before a skip
+    double m_rateTol;         //!< relative tolerance of a queue pair's window bytes
+    double m_rateMargin;      //!< congestion-control rate above throughput that does not pace
+    uint64_t m_queueTol;      //!< absolute tolerance of a port's queue, bytes
+    Time m_minJump;           //!< shortest skip worth taking
+    bool m_alignToPackets;    //!< skips stopped by other events last whole packet periods
+    int64_t m_alignRestNs{0}; //!< what an aligned skip left before the event that stopped it
+    Time m_guard;             //!< kept packet by packet before a predicted message end
+    Time m_msgGuard;          //!< the same before a message end followed by a queued message
+    uint32_t m_congWindows;   //!< windows per block of the congested check (0 = off)
+    double m_congRateTol;     //!< relative tolerance of a queue pair's block bytes
+    double m_signalTol;       //!< relative tolerance of a block's marks, pauses, CNPs
+    uint64_t m_queueBand;     //!< tolerance of a port's mean queue between blocks, bytes
+    double m_congJumpRatio;   //!< longest congested skip / its observation span
+    int64_t m_congSpanNs{0};  //!< observation span of the congested rates
+    int64_t m_congUsedNs{0};  //!< skipped with them so far (chained skips)
 
     /** One snapshot of the congested check's history (indexed like m_live and the ports). */
     struct Snapshot
