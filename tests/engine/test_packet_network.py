@@ -228,14 +228,28 @@ def test_same_seed_gives_identical_results(native_lib):
             assert np.array_equal(a["series"][series][key], b["series"][series][key])
 
 
-def test_seed_changes_ecmp_choices_only(native_lib):
-    # without ECMP choices (one leaf) a different seed changes nothing, marks included
+def test_seed_changes_ecmp_choices_and_marking_draws(native_lib):
+    # one leaf, no ECMP choice: a different seed draws other RED marking decisions (a new
+    # replication of the same incast), and every byte is still delivered
     topo = star(8)
     args = ([0, 1, 2, 3], [4] * 4, [1 << 20] * 4, [0] * 4)
     a = packet.run_flows(topo, net(mtu=1024), *args, stop_ns=20_000_000, seed=1)
     b = packet.run_flows(topo, net(mtu=1024), *args, stop_ns=20_000_000, seed=7)
-    assert a["counters"] == b["counters"]
-    assert np.array_equal(a["flows"]["end_ns"], b["flows"]["end_ns"])
+    again = packet.run_flows(topo, net(mtu=1024), *args, stop_ns=20_000_000, seed=7)
+    assert a["counters"]["ecn_marks"] > 0 and b["counters"]["ecn_marks"] > 0
+    assert a["counters"]["ecn_marks"] != b["counters"]["ecn_marks"]
+    assert b["counters"] == again["counters"]
+    assert a["counters"]["bytes"] == b["counters"]["bytes"]
+    np.testing.assert_array_equal(a["flows"]["bytes_delivered"], b["flows"]["bytes_delivered"])
+    # without marking (ECN off) the seed changes nothing on one leaf
+    c = packet.run_flows(
+        topo, net(mtu=1024, **{"PacketNetwork::EcnEnabled": "false"}), *args, stop_ns=20_000_000, seed=1
+    )
+    d = packet.run_flows(
+        topo, net(mtu=1024, **{"PacketNetwork::EcnEnabled": "false"}), *args, stop_ns=20_000_000, seed=7
+    )
+    assert c["counters"] == d["counters"]
+    assert np.array_equal(c["flows"]["end_ns"], d["flows"]["end_ns"])
     # with two spines the seed moves flows between them; isolated flows keep their FCTs
     topo, r1 = _run_leaves(1)
     _, r2 = _run_leaves(2)

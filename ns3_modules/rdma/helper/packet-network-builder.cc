@@ -215,6 +215,12 @@ PacketNetworkBuilder::Build(Ptr<TopologyDescription> desc, const PacketFabricSet
                       leafSpine ? settings.pfc : true,
                       leafSpine && settings.stampInt,
                       settings.maxFrame);
+            if (marker)
+            {
+                // one marking stream per switch and seed; seed 1 keeps the node id as stream
+                marker->SetStream(static_cast<uint64_t>(n) +
+                                  ((static_cast<uint64_t>(settings.seed) - 1) << 32));
+            }
             fabric.nodes[n]->AggregateObject(sw);
             fabric.switches[n] = sw;
         }

@@ -47,6 +47,7 @@ struct PacketFabric
 struct PacketFabricSettings
 {
     uint32_t mtu{4096};           //!< RDMA payload bytes per packet
+    uint32_t seed{1};             //!< the run's seed: selects the ECN markers' random streams
     bool pfc{true};               //!< PFC on leaf and spine switches
     uint64_t buffer{0};           //!< shared buffer of each leaf/spine switch, bytes
     uint64_t hostBuffer{0};       //!< buffer of each NVSwitch / PCIe switch / root, bytes

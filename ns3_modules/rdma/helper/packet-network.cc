@@ -75,11 +75,13 @@ PacketNetwork::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&PacketNetwork::m_ecn),
                           MakeBooleanChecker())
-            .AddAttribute("Seed",
-                          "Run seed: drives the per-flow ECMP hash only",
-                          UintegerValue(1),
-                          MakeUintegerAccessor(&PacketNetwork::m_seed),
-                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute(
+                "Seed",
+                "Run seed: drives the per-flow ECMP hash, the ECN markers' random streams (seed 1: "
+                "each switch's node id) and random link losses",
+                UintegerValue(1),
+                MakeUintegerAccessor(&PacketNetwork::m_seed),
+                MakeUintegerChecker<uint32_t>())
             .AddAttribute("Ecmp",
                           "Spread flows over equal-cost paths by their hash (else all flows "
                           "hash alike and share one path per destination)",
@@ -255,6 +257,7 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
 
     PacketFabricSettings settings;
     settings.mtu = m_mtu;
+    settings.seed = m_seed;
     settings.pfc = m_pfc;
     settings.buffer = m_buffer;
     settings.hostBuffer = m_hostBuffer;

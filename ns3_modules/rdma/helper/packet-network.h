@@ -236,7 +236,7 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_buffer;          //!< fabric switch buffer
     uint64_t m_hostBuffer;      //!< host switch buffer
     bool m_ecn;                 //!< ECN marking on fabric switches
-    uint32_t m_seed;            //!< ECMP seed
+    uint32_t m_seed;            //!< ECMP, ECN marking and loss seed
     bool m_ecmp;                //!< per-flow ECMP (else every flow takes the first choice)
     Time m_sampleInterval;      //!< 0 = no sampling
     bool m_sampleAllPorts;      //!< sample every port (else fabric ports only)
