@@ -223,6 +223,7 @@ MEMO_FIELDS = (
     "entries",
     "entries_refused",
     "trajectory_samples",
+    "congested_not_replayed",
 )
 MEMO_KEY = (
     "queue pairs created at one instant whose data/ACK paths share links, starting idle (no other "

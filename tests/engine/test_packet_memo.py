@@ -164,12 +164,20 @@ def test_a_long_recording_holds_at_most_max_samples(native_lib):
     assert 8 <= thin["trajectory_samples"] <= 16
 
 
-def test_congested_episodes_are_recorded_several_times_and_replayed_in_turn(native_lib):
-    """A 2-to-1 incast marks at random (RED), so the exact run's rounds differ from each other;
-    with CongestedRecordings=3 the first three rounds are recorded and the later ones replay
-    them in turn: every replayed round is one of the recorded draws, flow by flow."""
+def test_congested_episodes_run_packet_by_packet_unless_replay_is_asked_for(native_lib):
+    """A 2-to-1 incast marks at random (RED) and fills the switch's shared buffer, so by
+    default its key is recorded once and every occurrence runs packet by packet: the run is
+    the exact one, flow by flow. With ReplayCongested and CongestedRecordings=3 the first
+    three rounds are recorded and the later ones replay them in turn: every replayed round is
+    one of the recorded draws, flow by flow."""
     flows = rounds(6, [(0, 2), (1, 2)], [(3, 5), (4, 5)], [2 * MIB, 2 * MIB])
-    memo = run("memo", flows, CongestedRecordings="3")
+    exact = run("exact", flows)
+    default = run("memo", flows)
+    cache = default["fast_forward"]["memo"]
+    assert (cache["recorded"], cache["hits"], cache["congested_not_replayed"]) == (1, 0, 5)
+    np.testing.assert_array_equal(default["flows"]["end_ns"], exact["flows"]["end_ns"])
+    assert default["counters"]["ecn_marks"] == exact["counters"]["ecn_marks"] > 0
+    memo = run("memo", flows, CongestedRecordings="3", ReplayCongested="true")
     cache = memo["fast_forward"]["memo"]
     assert memo["counters"]["ecn_marks"] > 0
     assert (cache["recorded"], cache["hits"]) == (3, 3)
@@ -220,7 +228,18 @@ def test_netbench_reports_the_cache(tmp_path, native_lib):
         )
         out[mode] = json.loads((tmp_path / mode / "results.json").read_text())
     cache = out["memo"]["sim"]["packet_acceleration"]["memo"]
-    assert cache["lookups"] == 16 and cache["hits"] == 12 and cache["hit_rate"] == pytest.approx(0.75)
+    # every round is one episode (the incast and the fan-out share the spine) and marks: the
+    # first is recorded, the other 15 run packet by packet, so the counters are the exact run's
+    assert (cache["lookups"], cache["hits"], cache["congested_not_replayed"]) == (16, 0, 15)
+    assert out["memo"]["network"] == out["exact"]["network"]
     assert "memo" not in out["exact"]["sim"]["packet_acceleration"]
     assert out["memo"]["summary"]["delivered_bytes"] == out["exact"]["summary"]["delivered_bytes"]
-    assert out["memo"]["sim"]["events"] < 0.4 * out["exact"]["sim"]["events"]
+    # replaying them anyway: 12 of 16 hits, far fewer events, the recorded draws' marks
+    args = ["netbench", str(scenario), "--set", "simulation.packet_acceleration=memo"]
+    replay = ["--set", "network.attributes.PacketEpisodeCache::ReplayCongested=true"]
+    assert main([*args, *replay, "--out", str(tmp_path / "replay")]) == 0
+    out["replay"] = json.loads((tmp_path / "replay" / "results.json").read_text())
+    cache = out["replay"]["sim"]["packet_acceleration"]["memo"]
+    assert cache["lookups"] == 16 and cache["hits"] == 12 and cache["hit_rate"] == pytest.approx(0.75)
+    assert out["replay"]["summary"]["delivered_bytes"] == out["exact"]["summary"]["delivered_bytes"]
+    assert out["replay"]["sim"]["events"] < 0.4 * out["exact"]["sim"]["events"]

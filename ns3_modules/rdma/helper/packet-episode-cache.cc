@@ -5,6 +5,7 @@
 
 #include "packet-network.h"
 
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/shiftable-scheduler.h"
 #include "ns3/simulator.h"
@@ -40,7 +41,8 @@ enum Stat
     FRAMES_AVOIDED,
     ENTRIES,
     REFUSED,
-    SAMPLES
+    SAMPLES,
+    CONGESTED
 };
 
 /** Number of per-queue-pair counters stored: retransmits, timeouts, NACKs, CNPs. */
@@ -84,6 +86,16 @@ PacketEpisodeCache::GetTypeId()
                           UintegerValue(4),
                           MakeUintegerAccessor(&PacketEpisodeCache::m_congestedRecordings),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("ReplayCongested",
+                          "Replay episodes whose first recording saw ECN marks, CNPs, PFC "
+                          "pauses or drops (false: they run packet by packet every time). An "
+                          "episode is keyed on its own links, but a congested one also depends "
+                          "on the switches' shared buffers (PFC thresholds are set by the whole "
+                          "switch's occupancy): replaying it frees buffer for the episodes "
+                          "running beside it and changes their pauses and marks",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&PacketEpisodeCache::m_replayCongested),
+                          MakeBooleanChecker())
             .AddAttribute("MaxSamples",
                           "Most trajectory samples a recording keeps: a longer episode keeps "
                           "every other sample and samples half as often each time it reaches "
@@ -368,6 +380,23 @@ PacketEpisodeCache::Seal()
         }
         ++m_stats[LOOKUPS];
         auto found = m_entries.find(h.key);
+        if (found != m_entries.end() && found->second.recordings.front()->congested &&
+            !m_replayCongested)
+        {
+            // a congested episode depends on the switches' shared buffers, which other
+            // traffic fills: it runs packet by packet every time
+            ++m_stats[CONGESTED];
+            h.state = State::EXACT;
+            h.key.clear();
+            if (m_net->m_ff)
+            {
+                for (uint32_t slot : h.slots)
+                {
+                    m_net->m_ff->QueuePairAdded(slot);
+                }
+            }
+            continue;
+        }
         bool hit = found != m_entries.end() &&
                    found->second.recordings.size() >=
                        (found->second.recordings.front()->congested ? m_congestedRecordings : 1U);

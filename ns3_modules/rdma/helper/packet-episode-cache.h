@@ -57,7 +57,12 @@ class PacketNetwork;
  * incast repeated gives different completion times and marks). Such a key is recorded
  * CongestedRecordings times, from its first occurrences, and the replays cycle through those
  * recordings: the replayed occurrences reproduce the recorded draws, not the draw the exact run
- * would have made for that occurrence, and agree with the exact run in distribution only.
+ * would have made for that occurrence, and agree with the exact run in distribution only. And
+ * a congested episode is not independent of the traffic beside it: the switches' shared buffers
+ * set the PFC thresholds of every port, so an episode replayed instead of simulated leaves
+ * buffer free for the episodes running beside it and changes their pauses and marks. By default
+ * (ReplayCongested false) a congested key is therefore recorded once and its occurrences run
+ * packet by packet.
  *
  * Hit: the queue pairs are not started on their NICs; their deliveries and last
  * acknowledgements are scheduled at the recorded offsets (the flows complete through the
@@ -128,7 +133,7 @@ class PacketEpisodeCache : public Object
     void ShiftClock(int64_t deltaNs, std::vector<const EventImpl*>* moved);
 
     /** Number of values of CopyStats. */
-    static constexpr uint32_t N_STATS = 13;
+    static constexpr uint32_t N_STATS = 14;
     /**
      * \brief Statistics: lookups (episodes that started idle), hits, episodes recorded,
      * recordings discarded (joined, appended, fault), starts not idle (busy links or queues),
@@ -136,7 +141,7 @@ class PacketEpisodeCache : public Object
      * before the start), replays materialised (interrupted), queue pairs replayed, payload
      * bytes replayed, frames (packet-hops) not simulated, entries stored, entries refused
      * (MaxEntries reached), trajectory samples held by the stored recordings (each recording
-     * holds at most MaxSamples).
+     * holds at most MaxSamples), congested episodes run packet by packet (ReplayCongested false).
      * \param out N_STATS values
      */
     void CopyStats(uint64_t* out) const;
@@ -252,6 +257,7 @@ class PacketEpisodeCache : public Object
     Time m_sampleInterval;          //!< trajectory sampling period
     uint32_t m_maxEntries;          //!< most keys stored
     uint32_t m_congestedRecordings; //!< recordings kept of a congested episode
+    bool m_replayCongested;         //!< replay congested episodes (else always exact)
     uint32_t m_maxSamples;          //!< trajectory samples kept per recording
 
     PacketNetwork* m_net{nullptr};
