@@ -15,6 +15,7 @@ from pathlib import Path
 from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
+    DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
     GRANULARITIES,
     PACKET_ACCELERATIONS,
@@ -68,10 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--packet-acceleration",
-        default="exact",
+        default=DEFAULT_PACKET_ACCELERATION,
         choices=PACKET_ACCELERATIONS,
-        help="packet fidelity: every frame (exact), settled stretches skipped (fast), repeated "
-        "contention episodes replayed (memo), or both (fast+memo)",
+        help="packet fidelity: every frame (exact), settled stretches skipped (fast, the "
+        "default), repeated contention episodes replayed (memo), or both (fast+memo)",
     )
     parser.add_argument("--out", default=None, help="directory for results.json and busbw_vs_size.png")
     parser.add_argument(

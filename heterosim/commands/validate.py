@@ -89,8 +89,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--packet-acceleration",
         default=None,
         choices=PACKET_ACCELERATIONS,
-        help="packet fidelity: simulation.packet_acceleration (exact, the default; fast skips "
-        "settled stretches; memo replays repeated episodes; fast+memo both)",
+        help="packet fidelity: simulation.packet_acceleration for every case (default: the "
+        "case's own, fast unless it says otherwise; exact simulates every frame; memo replays "
+        "repeated episodes; fast+memo both)",
     )
     parser.add_argument(
         "--fail-above",

@@ -17,6 +17,7 @@ from heterosim.config.choices import (
     CC_ALGORITHMS,
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
+    DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
     GRANULARITIES,
     INTRA_HOST_MODELS,
@@ -247,9 +248,10 @@ class SimulationConfig:
     # messages on one queue pair, sent one after another, as NCCL drives them; flow: every flow
     # (every in-flight chunk) is its own queue pair with its own share of a link
     queue_pairs: str = "connection"
-    # packet fidelity only: exact simulates every frame; fast skips settled stretches of the
-    # fabric analytically (steady-state fast-forward, ns3_modules/rdma/helper/packet-fast-forward.h)
-    packet_acceleration: str = "exact"
+    # packet fidelity only: exact simulates every frame; fast (the default) skips settled
+    # stretches of the fabric analytically (steady-state fast-forward,
+    # ns3_modules/rdma/helper/packet-fast-forward.h); memo / fast+memo also replay repeated episodes
+    packet_acceleration: str = DEFAULT_PACKET_ACCELERATION
     # with faults: also run the same plan without them and report what the faults cost
     # (results.json fault_impact); doubles the simulation time
     fault_baseline: bool = False
@@ -515,7 +517,9 @@ def _simulation(section: Section) -> SimulationConfig:
         memory_check=section.string("memory_check", "error", choices=MEMORY_CHECKS),
         intra_host=section.string("intra_host", "packet", choices=INTRA_HOST_MODELS),
         queue_pairs=section.string("queue_pairs", "connection", choices=QUEUE_PAIR_MODELS),
-        packet_acceleration=section.string("packet_acceleration", "exact", choices=PACKET_ACCELERATIONS),
+        packet_acceleration=section.string(
+            "packet_acceleration", DEFAULT_PACKET_ACCELERATION, choices=PACKET_ACCELERATIONS
+        ),
         fault_baseline=section.boolean("fault_baseline", False),
     )
     section.reject_unknown()

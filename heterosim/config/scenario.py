@@ -33,7 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.config.choices import CC_ALGORITHMS, FIDELITIES, PACKET_ACCELERATIONS
+from heterosim.config.choices import (
+    CC_ALGORITHMS,
+    DEFAULT_PACKET_ACCELERATION,
+    FIDELITIES,
+    PACKET_ACCELERATIONS,
+)
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import MAX_SAMPLES_REFUSED, flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import MAX_SEED, NetworkConfig, _network, apply_overrides, sample_interval
@@ -73,7 +78,7 @@ class ScenarioSimulation:
     sample_interval_ns: int  # 0: no time series
     seed: int
     fidelity: str  # packet | flow
-    packet_acceleration: str = "exact"  # exact | fast | memo | fast+memo, packet fidelity
+    packet_acceleration: str = DEFAULT_PACKET_ACCELERATION  # exact | fast | memo | fast+memo
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,7 +249,9 @@ def _simulation(section: Section) -> ScenarioSimulation:
         sample_interval_ns=sample_interval(section),
         seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
-        packet_acceleration=section.string("packet_acceleration", "exact", choices=PACKET_ACCELERATIONS),
+        packet_acceleration=section.string(
+            "packet_acceleration", DEFAULT_PACKET_ACCELERATION, choices=PACKET_ACCELERATIONS
+        ),
     )
     if simulation.stop_ns <= 0:
         raise section.error("stop", "expected a positive time")

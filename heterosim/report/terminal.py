@@ -118,9 +118,15 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
             f"{memo['frames_avoided']} frames not simulated"
         )
     if "episodes" in ff:
+        fallback = ", ".join(
+            f"{reason.replace('_', ' ')} {count}"
+            for reason, count in (ff.get("fallback") or {}).items()
+            if count
+        )
         lines.append(
             f"fast-forward    {ff['episodes']} skips: {ff['time_share']:.1%} of the simulated time, "
             f"{ff['bytes_share']:.1%} of the flow bytes"
+            + (f"; checks left to packets: {fallback}" if fallback else "")
         )
     return "\n".join(lines)
 

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from heterosim.config.choices import DEFAULT_PACKET_ACCELERATION
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import ExperimentConfig, parse_experiment
 from heterosim.plan.collectives.common import bus_factor
@@ -214,7 +215,7 @@ def predict_collective(
         fidelity=fidelity or "flow",
         intra_host=intra_host or "packet",
         queue_pairs=queue_pairs or "connection",
-        packet_acceleration=packet_acceleration or "exact",
+        packet_acceleration=packet_acceleration or DEFAULT_PACKET_ACCELERATION,
     )
     result = simulate_collective(cluster, spec, size, simulation)
     tuning_busbw = size / result.predicted_time_s / 1e9 * bus_factor(result.op, n)

@@ -165,9 +165,11 @@ def test_unknown_acceleration_is_a_one_line_error(native_lib):
         packet.create_packet_network(gbl, to_native(one_leaf(2), gbl), network, 1, acceleration="turbo")
 
 
-def test_config_key_defaults_to_exact_and_rejects_other_values(tmp_path):
+def test_config_key_defaults_to_fast_and_rejects_other_values(tmp_path):
     default = load_experiment(REPO / "workloads" / "default.yaml")
-    assert default.simulation.packet_acceleration == "exact"
+    assert default.simulation.packet_acceleration == "fast"
+    exact = load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=exact"])
+    assert exact.simulation.packet_acceleration == "exact"
     fast = load_experiment(REPO / "workloads" / "default.yaml", ["simulation.packet_acceleration=fast"])
     assert fast.simulation.packet_acceleration == "fast"
     with pytest.raises(UserError, match="packet_acceleration"):

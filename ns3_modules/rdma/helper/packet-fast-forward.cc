@@ -327,6 +327,13 @@ PacketFastForward::Check()
                 ScheduleCheck(AfterSkip(more));
                 return;
             }
+            if (m_alignRestNs > 0)
+            {
+                // the next event is less than a packet period away: look again after it
+                m_chain = true;
+                ScheduleCheck(m_alignRestNs);
+                return;
+            }
             if (m_chainRetries < (boundary ? 100U : 3U))
             {
                 // something else is due now (scheduled by that event), or the boundary is
@@ -845,6 +852,7 @@ PacketFastForward::CongestedRates()
 int64_t
 PacketFastForward::TryJump(int64_t now, bool chained)
 {
+    m_alignRestNs = 0;
     const auto& qps = m_net->m_qps;
     std::size_t n = m_live.size();
     if (chained && m_rateSlots != m_live)
@@ -936,11 +944,11 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         return 0;
     }
     int64_t delta = static_cast<int64_t>(std::floor(limit));
-    m_alignRestNs = 0;
     if (stoppedByOther && m_alignToPackets && !m_congestedRates)
     {
-        // a whole number of the slowest queue pair's packet periods: the others' periods
-        // divide it where they share its NIC round robin or run at a multiple of its rate
+        // a whole number of the slowest queue pair's packet periods: that keeps the phase of
+        // every queue pair whose period divides it (one at its port's line rate, several
+        // sharing a NIC round robin), and the ACKs and CNPs that queue behind their frames
         double period = 0.0;
         for (std::size_t i = 0; i < n; ++i)
         {
@@ -952,6 +960,9 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         int64_t aligned = std::llround(whole);
         if (aligned < 1)
         {
+            // the event comes within one period: its packets are simulated, and a chain goes
+            // on after it
+            m_alignRestNs = delta;
             return 0;
         }
         // the packets up to the event are simulated; the chained check looks after it
