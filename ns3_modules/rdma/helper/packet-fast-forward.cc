@@ -139,6 +139,14 @@ PacketFastForward::GetTypeId()
                           TimeValue(MicroSeconds(1)),
                           MakeTimeAccessor(&PacketFastForward::m_msgGuard),
                           MakeTimeChecker())
+            .AddAttribute("BoundaryWait",
+                          "Longest a chain of skips waits, in packets, after a message boundary "
+                          "for the boundary's delivery and for every connection to send again "
+                          "(its next message posted, on the same or a new queue pair); it "
+                          "looks every 500 ns and ends the chain after this long",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&PacketFastForward::m_boundaryWait),
+                          MakeTimeChecker())
             .AddAttribute("CongestedWindows",
                           "Windows per block of the congested-equilibrium check: two blocks "
                           "of this many windows must agree (rates, marks, pauses, CNPs, "
@@ -295,6 +303,19 @@ PacketFastForward::Check()
         changed = true;
         m_live.resize(keep);
     }
+    if (m_live.empty() && m_chain && m_atBoundary &&
+        m_chainRetries < static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500))
+    {
+        // every queue pair finished at the boundary (a ring step's chunks end together): the
+        // connections' next messages open new queue pairs once their data arrived; wait for
+        // them in packets, as for any queue pair between its messages
+        ++m_chainRetries;
+        m_changed = m_changed || changed;
+        m_hardChange = m_hardChange || hard;
+        m_fault = m_fault || fault;
+        ScheduleCheck(500);
+        return;
+    }
     if (m_live.empty())
     {
         m_havePrev = false;
@@ -318,7 +339,23 @@ PacketFastForward::Check()
         // connection's next message opened a new queue pair: that gap is simulated in packets, and
         // once every connection sends again the new queue pair takes over the old one's rate.
         bool gapsOnly = boundary && !hard && !fault;
-        if ((!changed || gapsOnly) && !fault && SignalsUnchanged() && (!changed || RemapRates()))
+        auto boundaryRetries = static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500);
+        bool quiet = (!changed || gapsOnly) && !fault && SignalsUnchanged();
+        if (quiet && changed && !RemapRates())
+        {
+            // a connection is still between its messages (its next one not posted yet, or
+            // its queue pair not opened): wait for it in packets as for the boundary itself
+            quiet = false;
+            if (boundary && m_chainRetries < boundaryRetries)
+            {
+                ++m_chainRetries;
+                m_chain = true;
+                m_atBoundary = true;
+                ScheduleCheck(500);
+                return;
+            }
+        }
+        if (quiet)
         {
             int64_t more = TryJump(now, true);
             if (more > 0)
@@ -334,7 +371,7 @@ PacketFastForward::Check()
                 ScheduleCheck(m_alignRestNs);
                 return;
             }
-            if (m_chainRetries < (boundary ? 100U : 3U))
+            if (m_chainRetries < (boundary ? boundaryRetries : 3U))
             {
                 // something else is due now (scheduled by that event), or the boundary is
                 // not delivered yet: look again after it
@@ -872,6 +909,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         if (qp->posted <= qp->sndNxt)
         {
+            NS_LOG_DEBUG("  no skip: flow " << qp->flowId << " waits for its next message");
             return 0; // waits for the host to post its next message
         }
         uint64_t end = FirstEnd(qp);
@@ -937,6 +975,9 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     bool anyLength = chained || stoppedByOther || boundary;
     if (!(limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
     {
+        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns, next other event in "
+                                           << static_cast<double>(static_cast<int64_t>(other) - now)
+                                           << " ns");
         if (!chained)
         {
             ++m_stats[TOO_CLOSE];

@@ -57,7 +57,9 @@ class RdmaQueuePair;
  * before a message boundary is followed in packets until the boundary was delivered (what is left
  * of the message, in flight included, at the settled rate) and every queue pair sends again (one
  * that went idle between messages, or finished and had its connection's next message open a new
- * queue pair, which takes over its rate), then the skip goes on the same way if nothing else
+ * queue pair, which takes over its rate; in a ring's lock-step every queue pair of the fabric
+ * may finish at a step and the next ones open microseconds later), waiting at most BoundaryWait,
+ * then the skip goes on the same way if nothing else
  * changed and no mark, pause, drop, CNP or retransmission came in between; the
  * boundary's delivery, and so everything that waits for it, happens at its packet-level time.
  * Over the interval each
@@ -207,6 +209,7 @@ class PacketFastForward : public Object
     int64_t m_alignRestNs{0}; //!< what an aligned skip left before the event that stopped it
     Time m_guard;             //!< kept packet by packet before a predicted message end
     Time m_msgGuard;          //!< the same before a message end followed by a queued message
+    Time m_boundaryWait;      //!< longest wait in packets at a boundary before a chain ends
     uint32_t m_congWindows;   //!< windows per block of the congested check (0 = off)
     double m_congRateTol;     //!< relative tolerance of a queue pair's block bytes
     double m_signalTol;       //!< relative tolerance of a block's marks, pauses, CNPs
