@@ -288,26 +288,31 @@ def test_collective_results_carry_sim_and_network_and_fast_agrees(tmp_path, nati
     assert fast["sim"]["events"] < 0.7 * exact["sim"]["events"]  # 0.51 measured
 
 
+def chunk_allreduce_exact_and_fast(tmp_path: Path, size: str, ranks: str) -> tuple[dict, dict]:
+    """results.json of a chunk-granularity packet ring all-reduce on the 16-host 400G star, run
+    exact and fast."""
+    docs = {}
+    for mode in ("exact", "fast"):
+        args = ["collective", "--cluster", str(REPO / "topologies" / "star_16hosts_400g.yaml")]
+        args += ["--op", "allreduce", "--size", size, "--ranks", ranks, "--granularity", "chunk"]
+        args += ["--fidelity", "packet", "--packet-acceleration", mode, "--out", str(tmp_path / mode)]
+        assert main(args) == 0
+        docs[mode] = json.loads((tmp_path / mode / "results.json").read_text())
+    return docs["exact"], docs["fast"]
+
+
 def test_chunk_collective_skips_across_message_boundaries(tmp_path, native_lib):
     """A chunk-granularity ring all-reduce carries its 2 MiB chunks back to back on each
     connection's queue pair: a queue pair whose next chunk is already queued is settled, and the
     skips stop just before each chunk boundary, which is delivered in packets, and go on after it
     with the same rates. 256 MiB over 4 x 400G hosts: most of the time is skipped, and the
     collective takes the exact run's time (measured: 94.6 % skipped, 1.3e-5 apart)."""
-    docs = {}
-    for mode in ("exact", "fast"):
-        args = ["collective", "--cluster", str(REPO / "topologies" / "star_16hosts_400g.yaml")]
-        args += ["--op", "allreduce", "--size", "256MiB", "--ranks", "0-3", "--granularity", "chunk"]
-        args += ["--fidelity", "packet", "--packet-acceleration", mode, "--out", str(tmp_path / mode)]
-        assert main(args) == 0
-        docs[mode] = json.loads((tmp_path / mode / "results.json").read_text())
-    exact, fast = docs["exact"], docs["fast"]
+    exact, fast = chunk_allreduce_exact_and_fast(tmp_path, "256MiB", "0-3")
     assert exact["flows"] == fast["flows"] > 4 * 3 * 2  # several chunks per connection and step
     assert fast["network"]["bytes"] == exact["network"]["bytes"]
     ff = fast["sim"]["packet_acceleration"]
     assert ff["episodes"] > 1 and ff["time_share"] > 0.5
-    assert within(fast["time_s"], exact["time_s"], 0.03)
-    assert within(fast["time_s"], exact["time_s"], 0.001)  # far tighter in fact
+    assert within(fast["time_s"], exact["time_s"], 0.001)  # the issue's bar is 3 %
     assert fast["sim"]["events"] < 0.2 * exact["sim"]["events"]
 
 
@@ -319,14 +324,7 @@ def test_ring_lock_step_chains_through_steps_where_every_queue_pair_finishes(tmp
     goes on with the same rates, instead of starting over from three settled windows, which the
     lock-step hardly ever gives (measured at 128 MiB: 78 % of the time skipped, 5,405.81 against
     5,405.86 us; before, 0.7 %)."""
-    docs = {}
-    for mode in ("exact", "fast"):
-        args = ["collective", "--cluster", str(REPO / "topologies" / "star_16hosts_400g.yaml")]
-        args += ["--op", "allreduce", "--size", "128MiB", "--ranks", "0-15", "--granularity", "chunk"]
-        args += ["--fidelity", "packet", "--packet-acceleration", mode, "--out", str(tmp_path / mode)]
-        assert main(args) == 0
-        docs[mode] = json.loads((tmp_path / mode / "results.json").read_text())
-    exact, fast = docs["exact"], docs["fast"]
+    exact, fast = chunk_allreduce_exact_and_fast(tmp_path, "128MiB", "0-15")
     assert fast["network"]["bytes"] == exact["network"]["bytes"]
     ff = fast["sim"]["packet_acceleration"]
     assert ff["time_share"] > 0.6 and ff["episodes"] > 16

@@ -367,15 +367,7 @@ PacketEpisodeCache::Seal()
         if (!eligible || !idle)
         {
             ++m_stats[eligible ? BUSY : NOT_ELIGIBLE];
-            h.state = State::EXACT;
-            h.key.clear();
-            if (m_net->m_ff)
-            {
-                for (uint32_t slot : h.slots)
-                {
-                    m_net->m_ff->QueuePairAdded(slot);
-                }
-            }
+            RunInPackets(h);
             continue;
         }
         ++m_stats[LOOKUPS];
@@ -386,15 +378,7 @@ PacketEpisodeCache::Seal()
             // a congested episode depends on the switches' shared buffers, which other
             // traffic fills: it runs packet by packet every time
             ++m_stats[CONGESTED];
-            h.state = State::EXACT;
-            h.key.clear();
-            if (m_net->m_ff)
-            {
-                for (uint32_t slot : h.slots)
-                {
-                    m_net->m_ff->QueuePairAdded(slot);
-                }
-            }
+            RunInPackets(h);
             continue;
         }
         bool hit = found != m_entries.end() &&
@@ -434,12 +418,26 @@ PacketEpisodeCache::Seal()
         {
             h.key.clear(); // a recording keeps its key until it is stored
         }
-        if (m_net->m_ff)
+        HandToFastForward(h);
+    }
+}
+
+void
+PacketEpisodeCache::RunInPackets(Group& h)
+{
+    h.state = State::EXACT;
+    h.key.clear();
+    HandToFastForward(h);
+}
+
+void
+PacketEpisodeCache::HandToFastForward(const Group& h)
+{
+    if (m_net->m_ff)
+    {
+        for (uint32_t slot : h.slots)
         {
-            for (uint32_t slot : h.slots)
-            {
-                m_net->m_ff->QueuePairAdded(slot);
-            }
+            m_net->m_ff->QueuePairAdded(slot);
         }
     }
 }

@@ -222,6 +222,10 @@ class PacketEpisodeCache : public Object
 
     /** Seal the queue pairs created this instant into episodes. */
     void Seal();
+    /** \brief Run the group's queue pairs packet by packet (no lookup, no recording). */
+    void RunInPackets(Group& h);
+    /** \brief Hand the group's queue pairs to the fast-forward, if there is one. */
+    void HandToFastForward(const Group& h);
     /** Links and canonical key of queue pair \p slot appended to \p g. */
     void Describe(Group& g);
     /** \return whether group \p id holds its links (drops finished ones lazily). */
