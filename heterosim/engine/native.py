@@ -40,10 +40,11 @@ LIBRARY_NAME = "libheterosim-ns3.so"
 TEST_LIBRARY_NAME = "libheterosim-ns3-test.so"
 LIBRARY_PARTS = ("model", "helper")  # compiled into the library
 TEST_PARTS = ("test",)  # compiled into the test library
-# ns-3's event queue for every run. The binary heap on a vector keeps events in one block, where
-# the default MapScheduler allocates a tree node per event: the same events in the same order,
-# faster (benchmarks/README.md, "Event queue and per-frame events").
-EVENT_SCHEDULER = "ns3::PriorityQueueScheduler"
+# ns-3's event queue for every run: the project's bucketed queue (frame events in a ring of small
+# buckets, timers due later in a binary heap). Every ns-3 queue pops by (time, insertion order), so
+# the events and their order are the same as with ns-3's MapScheduler or binary heaps, only faster
+# (benchmarks/README.md, "Bucketed event queue" and "Event queue and per-frame events").
+EVENT_SCHEDULER = "ns3::ShiftableScheduler"
 COMMON_FLAGS = (
     "-std=c++20",
     "-fPIC",

@@ -51,23 +51,35 @@ def run_incast(scheduler: str | None) -> dict:
         gbl.ns3.GlobalValue.Bind("SchedulerType", gbl.ns3.StringValue(native.EVENT_SCHEDULER))
 
 
-def test_every_run_uses_the_heap_event_queue(native_lib):
+def test_every_run_uses_the_bucketed_event_queue(native_lib):
     gbl = native.load()
     value = gbl.ns3.StringValue()
     gbl.ns3.GlobalValue.GetValueByName("SchedulerType", value)
-    assert value.Get() == native.EVENT_SCHEDULER == "ns3::PriorityQueueScheduler"
+    assert value.Get() == native.EVENT_SCHEDULER == "ns3::ShiftableScheduler"
 
 
 def test_event_queue_changes_nothing_but_speed(native_lib):
-    """Both queues pop by (time, insertion order): the same events in the same order, so every
-    finish time, counter and event count is identical to ns-3's default MapScheduler."""
+    """Every queue pops by (time, insertion order): the same events in the same order, so every
+    finish time, counter and event count is identical to ns-3's default MapScheduler and to its
+    binary heap, and to the bucketed queue with a ring so small that most events wait in its far
+    heap."""
     default = run_incast("ns3::MapScheduler")
-    heap = run_incast(None)
     assert default["counters"]["ecn_marks"] > 0 and default["counters"]["pfc_pause_frames"] > 0
-    np.testing.assert_array_equal(default["flows"]["end_ns"], heap["flows"]["end_ns"])
     assert (default["flows"]["end_ns"] > 0).all()
-    assert default["counters"] == heap["counters"]
-    assert default["events"] == heap["events"]
+    gbl = native.load()
+    import cppyy
+
+    cppyy.include("ns3/config.h")
+    cppyy.include("ns3/uinteger.h")
+    gbl.ns3.Config.SetDefault("ns3::ShiftableScheduler::Buckets", gbl.ns3.UintegerValue(4))
+    try:
+        tiny_ring = run_incast(None)
+    finally:
+        gbl.ns3.Config.SetDefault("ns3::ShiftableScheduler::Buckets", gbl.ns3.UintegerValue(512))
+    for other in (run_incast("ns3::PriorityQueueScheduler"), run_incast(None), tiny_ring):
+        np.testing.assert_array_equal(default["flows"]["end_ns"], other["flows"]["end_ns"])
+        assert default["counters"] == other["counters"]
+        assert default["events"] == other["events"]
 
 
 def test_frame_events_are_recycled(native_lib):

@@ -20,6 +20,7 @@ EXPECTED = {
     "heterosim-pfc",
     "heterosim-episode-cache",
     "heterosim-plan-executor",
+    "heterosim-shiftable-scheduler",
     "heterosim-rdma-frame-pool",
     "heterosim-qbb-pfc",
     "heterosim-socket-transport",

@@ -1,10 +1,11 @@
 /*
- * HeteroSim: a binary-heap event queue that can move a chosen subset of its events later.
+ * HeteroSim: a bucketed event queue that can move a chosen subset of its events later.
  */
 #ifndef HETEROSIM_SHIFTABLE_SCHEDULER_H
 #define HETEROSIM_SHIFTABLE_SCHEDULER_H
 
 #include "ns3/event-id.h"
+#include "ns3/nstime.h"
 #include "ns3/scheduler.h"
 
 #include <cstdint>
@@ -15,11 +16,23 @@ namespace ns3
 {
 
 /**
- * \brief Event queue for steady-state fast-forward: a binary heap ordered by (time, insertion
- * order), like ns3::PriorityQueueScheduler, so a run that never shifts executes exactly the
- * same events in the same order; in addition it can delay every pending event that a
- * predicate selects by the same amount (Shift) and report the earliest pending event that the
- * predicate does not select (EarliestOther).
+ * \brief Event queue of every packet run: ordered by (time, insertion order), like every ns-3
+ * scheduler, so it executes exactly the same events in the same order as
+ * ns3::PriorityQueueScheduler; in addition it can delay every pending event that a predicate
+ * selects by the same amount (Shift) and report the earliest pending event that the predicate
+ * does not select (EarliestOther), which steady-state fast-forward needs.
+ *
+ * Layout: a ring of Buckets buckets, each BucketWidth of simulated time wide, covers the
+ * window [base, base + Buckets x BucketWidth); an event due inside the window goes to its
+ * bucket unsorted, any other one to a binary heap (the far heap). The current bucket (the
+ * window's first) is sorted once when it is reached, then served from its end; RemoveNext
+ * takes the earlier of its first event and the far heap's top, and moves the window on by a
+ * bucket when the current one is empty and the far heap holds nothing inside it. Frame events
+ * (due within a few microseconds) thus cost a push, a share of one small sort and a pop,
+ * where a heap over every pending event pays two sift passes through all of them; the far
+ * heap holds the timers set seconds ahead (one retransmission timeout per queue pair, and the
+ * cancelled ones of finished queue pairs, which ns-3 leaves queued until their time comes).
+ * The layout attributes change speed only, never the order of events.
  *
  * Shifting a subset breaks no ordering among the shifted events (they all move by the same
  * amount); the caller must make sure no unselected event lies inside the skipped interval
@@ -67,11 +80,39 @@ class ShiftableScheduler : public Scheduler
      */
     uint64_t Shift(const Selector& selected, uint64_t delta);
 
+    /** \param width bucket width, rounded down to a power of two time steps (at least one) */
+    void SetBucketWidth(Time width);
+    /** \return the bucket width */
+    Time GetBucketWidth() const;
+    /** \param buckets number of buckets, rounded up to a power of two */
+    void SetBuckets(uint32_t buckets);
+    /** \return the number of buckets */
+    uint32_t GetBuckets() const;
+
     /** \return the live instance most recently constructed, or nullptr */
     static ShiftableScheduler* GetCurrent();
 
   private:
-    std::vector<Scheduler::Event> m_heap; //!< min-heap on (ts, uid)
+    /** \return whether \p ts lies inside the ring's window */
+    bool InWindow(uint64_t ts) const;
+    /** \return index of the bucket holding time stamp \p ts (inside the window) */
+    uint32_t BucketOf(uint64_t ts) const;
+    /**
+     * \brief Move the window until its current bucket holds the earliest ring event or the far
+     * heap's top is due inside the current bucket; sort the current bucket.
+     */
+    void Settle();
+    /** \brief Put every pending event back through Insert (after Shift or a layout change). */
+    void Rebuild();
+
+    std::vector<std::vector<Scheduler::Event>> m_buckets; //!< the ring
+    std::vector<Scheduler::Event> m_far;                  //!< min-heap on (ts, uid)
+    uint32_t m_widthLog2{4};                              //!< log2 of BucketWidth, time steps
+    uint32_t m_mask{511};                                 //!< Buckets - 1
+    uint64_t m_base{0};    //!< start of the current bucket's interval, time steps
+    uint32_t m_cur{0};     //!< index of the current bucket
+    bool m_curSorted{false}; //!< the current bucket is sorted, earliest event last
+    uint64_t m_inRing{0};  //!< events in the ring
 };
 
 /**
