@@ -26,7 +26,7 @@ class QbbNetDevice;
  * blocks are recycled through a free list and never returned to the system. The simulator is
  * single-threaded, so the list is not locked.
  */
-class QbbDeviceEvent : public EventImpl
+class QbbDeviceEvent final : public EventImpl
 {
   public:
     /**

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -927,6 +928,18 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         }
     }
 
+    if (!(horizon >= 1.0))
+    {
+        // a message end inside its guard: no skip, whatever else is pending (checked first, as
+        // the scan of the event queue below costs far more)
+        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns");
+        if (!chained)
+        {
+            ++m_stats[TOO_CLOSE];
+        }
+        return 0;
+    }
+
     // the fabric's own pending events; the earliest other one bounds the skip
     std::vector<const EventImpl*> own;
     for (uint32_t slot : m_live)
@@ -949,7 +962,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     }
     std::unordered_set<const EventImpl*> ownSet(own.begin(), own.end());
     auto isOwn = [&ownSet](const EventImpl* ev) {
-        return ownSet.count(ev) > 0 || dynamic_cast<const QbbDeviceEvent*>(ev) != nullptr;
+        return typeid(*ev) == typeid(QbbDeviceEvent) || ownSet.count(ev) > 0;
     };
     ShiftableScheduler* sched = ShiftableScheduler::GetCurrent();
     NS_ASSERT_MSG(sched, "fast-forward needs the ShiftableScheduler as the event queue");
@@ -1124,7 +1137,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
     uint64_t shifted = sched->Shift(
         [&movedSet](const EventImpl* ev) {
-            return movedSet.count(ev) > 0 || dynamic_cast<const QbbDeviceEvent*>(ev) != nullptr;
+            return typeid(*ev) == typeid(QbbDeviceEvent) || movedSet.count(ev) > 0;
         },
         static_cast<uint64_t>(delta));
     // congestion control: what the interval did to it, in the moved clock (rate changes re-time
