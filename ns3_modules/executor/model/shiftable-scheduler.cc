@@ -242,7 +242,9 @@ ShiftableScheduler::RemoveNext()
 void
 ShiftableScheduler::Remove(const Scheduler::Event& ev)
 {
-    auto sameUid = [&ev](const Scheduler::Event& e) { return e.key.m_uid == ev.key.m_uid; };
+    auto sameUid = [&ev](const Scheduler::Event& e) {
+        return e.key.m_uid == ev.key.m_uid;
+    };
     if (InWindow(ev.key.m_ts))
     {
         std::vector<Scheduler::Event>& bucket = m_buckets[BucketOf(ev.key.m_ts)];

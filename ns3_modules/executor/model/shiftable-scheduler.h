@@ -109,10 +109,10 @@ class ShiftableScheduler : public Scheduler
     std::vector<Scheduler::Event> m_far;                  //!< min-heap on (ts, uid)
     uint32_t m_widthLog2{4};                              //!< log2 of BucketWidth, time steps
     uint32_t m_mask{511};                                 //!< Buckets - 1
-    uint64_t m_base{0};    //!< start of the current bucket's interval, time steps
-    uint32_t m_cur{0};     //!< index of the current bucket
+    uint64_t m_base{0};      //!< start of the current bucket's interval, time steps
+    uint32_t m_cur{0};       //!< index of the current bucket
     bool m_curSorted{false}; //!< the current bucket is sorted, earliest event last
-    uint64_t m_inRing{0};  //!< events in the ring
+    uint64_t m_inRing{0};    //!< events in the ring
 };
 
 /**

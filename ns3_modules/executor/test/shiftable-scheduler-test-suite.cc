@@ -68,9 +68,9 @@ class ShiftableSchedulerOrderTestCase : public TestCase
      * \param buckets Buckets
      */
     ShiftableSchedulerOrderTestCase(Time width, uint32_t buckets)
-        : TestCase("pops in (time, uid) order under inserts, removals and shifts"),
-          m_width(width),
-          m_buckets(buckets)
+        : TestCase("pops in (time, uid) order under inserts, removals and shifts")
+        , m_width(width)
+        , m_buckets(buckets)
     {
     }
 
@@ -156,10 +156,11 @@ class ShiftableSchedulerOrderTestCase : public TestCase
                         shifted.insert(key);
                     }
                 }
-                auto selected = [&chosen](const EventImpl* ev) { return chosen.count(ev) > 0; };
-                NS_TEST_ASSERT_MSG_EQ(queue->EarliestOther(selected),
-                                      firstOther,
-                                      "earliest unselected event");
+                auto selected = [&chosen](const EventImpl* ev) {
+                    return chosen.count(ev) > 0;
+                };
+                NS_TEST_ASSERT_MSG_EQ(
+                    queue->EarliestOther(selected), firstOther, "earliest unselected event");
                 uint64_t moved = queue->Shift(selected, delta);
                 NS_TEST_ASSERT_MSG_EQ(moved, chosen.size(), "every selected event moved");
                 if (moved != chosen.size())
