@@ -19,6 +19,7 @@ both modes compile with ``-Wall -Wextra -Werror=return-type``.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -26,7 +27,9 @@ import site
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -157,33 +160,67 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
     )
     if paths.library.exists() and not force:
         return paths
+    with _exclusive(build_root.with_name(build_root.name + ".lock")):
+        if paths.library.exists() and not force:
+            return paths  # built by another process while this one waited
+        started = time.monotonic()
+        # on stderr whatever it is (terminal, file, pipe): a first run is otherwise silent for minutes
+        print(
+            f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode} build) into "
+            f"{build_root}; this happens once per source change and takes a minute or two ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        include_ns3 = paths.include / "ns3"
+        if paths.include.exists():
+            shutil.rmtree(paths.include)
+        include_ns3.mkdir(parents=True)
+        for header in headers:
+            shutil.copy2(header, include_ns3 / header.name)
+        _compile_and_link(
+            paths,
+            prefix,
+            compiler,
+            flags,
+            header_hash,
+            toolchain,
+            root,
+            force,
+            verbose,
+            sources,
+            paths.library,
+        )
+        global _build_seconds
+        seconds = time.monotonic() - started
+        _build_seconds += seconds
+        print(
+            f"heterosim: built {paths.library.name} ({len(sources)} sources, {mode} build) "
+            f"in {seconds:.1f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        return paths
 
-    started = time.monotonic()
-    # on stderr whatever it is (terminal, file, pipe): a first run is otherwise silent for minutes
-    print(
-        f"heterosim: compiling the C++ network models ({len(sources)} sources, {mode} build) into "
-        f"{build_root}; this happens once per source change and takes a minute or two ...",
-        file=sys.stderr,
-        flush=True,
-    )
-    include_ns3 = paths.include / "ns3"
-    if paths.include.exists():
-        shutil.rmtree(paths.include)
-    include_ns3.mkdir(parents=True)
-    for header in headers:
-        shutil.copy2(header, include_ns3 / header.name)
-    _compile_and_link(
-        paths, prefix, compiler, flags, header_hash, toolchain, root, force, verbose, sources, paths.library
-    )
-    global _build_seconds
-    seconds = time.monotonic() - started
-    _build_seconds += seconds
-    print(
-        f"heterosim: built {paths.library.name} ({len(sources)} sources, {mode} build) in {seconds:.1f} s",
-        file=sys.stderr,
-        flush=True,
-    )
-    return paths
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if missing): processes that build the
+    same library at once (two runs started together after a source change) take turns."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                f"heterosim: waiting for another process that is building {lock_path.stem} ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 _build_seconds = 0.0
@@ -209,6 +246,24 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     library = paths.root / f"test-{key}" / TEST_LIBRARY_NAME
     if library.exists() and not force:
         return library
+    with _exclusive(library.parent.with_name(library.parent.name + ".lock")):
+        if library.exists() and not force:
+            return library  # built by another process while this one waited
+        return _build_test_library(paths, library, prefix, compiler, flags, root, force, verbose, sources)
+
+
+def _build_test_library(
+    paths: BuildPaths,
+    library: Path,
+    prefix: Path,
+    compiler: str,
+    flags: list[str],
+    root: Path,
+    force: bool,
+    verbose: bool,
+    sources: list[Path],
+) -> Path:
+    """:func:`build_tests`' compilation, under its lock."""
     library.parent.mkdir(parents=True, exist_ok=True)
     _, headers = _sources(root)
     header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
