@@ -249,40 +249,25 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     with _exclusive(library.parent.with_name(library.parent.name + ".lock")):
         if library.exists() and not force:
             return library  # built by another process while this one waited
-        return _build_test_library(paths, library, prefix, compiler, flags, root, force, verbose, sources)
-
-
-def _build_test_library(
-    paths: BuildPaths,
-    library: Path,
-    prefix: Path,
-    compiler: str,
-    flags: list[str],
-    root: Path,
-    force: bool,
-    verbose: bool,
-    sources: list[Path],
-) -> Path:
-    """:func:`build_tests`' compilation, under its lock."""
-    library.parent.mkdir(parents=True, exist_ok=True)
-    _, headers = _sources(root)
-    header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
-    toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-    _compile_and_link(
-        paths,
-        prefix,
-        compiler,
-        flags,
-        header_hash,
-        toolchain,
-        root,
-        force,
-        verbose,
-        sources,
-        library,
-        extra=[str(paths.library), f"-Wl,-rpath,{paths.root}"],
-    )
-    return library
+        library.parent.mkdir(parents=True, exist_ok=True)
+        _, headers = _sources(root)
+        header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
+        toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
+        _compile_and_link(
+            paths,
+            prefix,
+            compiler,
+            flags,
+            header_hash,
+            toolchain,
+            root,
+            force,
+            verbose,
+            sources,
+            library,
+            extra=[str(paths.library), f"-Wl,-rpath,{paths.root}"],
+        )
+        return library
 
 
 def _compile_and_link(
