@@ -383,6 +383,217 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models" (MLSys 2023):
+# Selene (DGX-A100 80 GB, 8 x 200 Gb/s HDR), TP 8, s = 2048, V = 51200, no data parallelism
+# except the 530B row of §6.3. Not in the shared file: the rows are transcribed here from the paper.
+MLSYS23_SRC = (
+    "Korthikanti, Casper, Lym, McAfee, Andersch, Shoeybi, Catanzaro, 'Reducing Activation "
+    "Recomputation in Large Transformer Models', MLSys 2023, arXiv:2205.05198, "
+    "https://arxiv.org/abs/2205.05198, "
+)
+# name: (hidden, layers, heads, pp, gpus, global batch, micro-batch, vpp); Table 3, vpp from §6
+# ("the interleaving schedule with three interleaving stages (m = 3) for the 175B and 530B models").
+MLSYS23_MODELS = {
+    "22b": (6144, 48, 64, 1, 8, 4, 4, 1),
+    "175b": (12288, 96, 96, 8, 64, 64, 1, 3),
+    "530b": (20480, 105, 128, 35, 280, 280, 1, 3),
+    "1t": (25600, 128, 160, 64, 512, 512, 1, 1),
+}
+# Table 5: iteration time (s) with full recomputation (no sequence parallelism) and with the
+# paper's method (sequence parallelism + selective recomputation).
+MLSYS23_E2E = {"22b": (1.42, 1.10), "175b": (18.13, 13.75), "530b": (49.05, 37.83), "1t": (94.42, 71.49)}
+# Table 4: one layer of the 22B model, (recompute, sequence parallel, forward ms, backward ms).
+MLSYS23_LAYER = {
+    "baseline": ("none", False, 7.7, 11.9),
+    "sp": ("none", True, 7.2, 11.8),
+    "full-recompute": ("full", False, 7.7, 19.5),
+    "selective": ("selective", False, 7.7, 13.2),
+    "selective-sp": ("selective", True, 7.2, 13.1),
+}
+MLSYS23_ASSUMED = {
+    "training.dtype": (
+        "bf16",
+        "'mixed precision' (§6), the 16-bit type not stated; fp16 and bf16 share the A100 peak",
+    ),
+    "training.attention": UNFUSED,
+    "parallel.p2p_sync": (
+        "blocking",
+        "Megatron-LM of 2022 megatron/p2p_communication.py: batch_isend_irecv, req.wait(), "
+        "torch.cuda.synchronize() on every pipeline call",
+    ),
+    "parallel.p2p_scatter_gather": (
+        True,
+        "--scatter-gather-tensors-in-pipeline defaults on; it does not apply under sequence "
+        "parallelism, whose stage output is already split over the TP ranks",
+    ),
+    "parallel.distributed_optimizer": (False, "2022 Megatron-LM: no distributed optimizer in the paper"),
+    "network": (SELENE, "source §6"),
+}
+
+
+def _mlsys23_experiment(name: str, recompute: str, sp: bool, dp: int = 1) -> dict[str, Any]:
+    h, layers, heads, pp, gpus, gb, mb, vpp = MLSYS23_MODELS[name]
+    parallel: dict[str, Any] = {
+        "tp": 8,
+        "pp": pp,
+        "dp": dp,
+        "vpp": vpp,
+        "zero": 0,
+        "sequence_parallel": sp,
+        "distributed_optimizer": False,
+        "partition": "uniform",
+    }
+    if pp > 1:
+        parallel.update(p2p_sync="blocking", p2p_scatter_gather=True)
+    if vpp > 1:
+        parallel["schedule"] = "interleaved"
+    if dp > 1:
+        parallel["grad_sync"] = "after_backward"
+    return {
+        "name": f"mlsys23-{name}",
+        "model": {
+            "name": f"gpt-{name}",
+            "arch": "gpt",
+            "hidden": h,
+            "layers": layers,
+            "heads": heads,
+            "kv_heads": heads,
+            "ffn": 4 * h,
+            "vocab": 51200,
+            "seq": 2048,
+        },
+        "training": {
+            "global_batch": gb * dp,
+            "micro_batch": mb,
+            "seq_len": 2048,
+            "dtype": "bf16",
+            "recompute": recompute,
+            "attention": "unfused",
+        },
+        "parallel": parallel,
+        "cluster": host_cluster("A100-80GB-SXM", gpus * dp, 8, 8, 200, "fat-tree"),
+        "network": {"cc": "dcqcn"},
+        "simulation": {"fidelity": "flow"},
+    }
+
+
+def _mlsys23_case(
+    case_id: str, kind: str, quantity: str, measured: dict[str, float], experiment: dict[str, Any], where: str
+) -> dict[str, Any]:
+    assumed = dict(MLSYS23_ASSUMED)
+    if experiment["parallel"]["dp"] > 1:
+        assumed["parallel.grad_sync"] = (
+            "after_backward",
+            "§6.3: 'we do not use any overlapping of gradient all-reduces with back-propagation'",
+        )
+    return {
+        "id": case_id,
+        "group": "megatron-mlsys23",
+        "kind": kind,
+        "source": MLSYS23_SRC + where,
+        "flags": [],
+        "ci": False,
+        "calibration": False,
+        "compare": {"quantity": quantity},
+        "measured": measured,
+        "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
+        "experiment": experiment,
+        "published": _mlsys23_published(experiment),
+        "note": "transcribed from the paper (not in the shared file); configuration from Table 3",
+    }
+
+
+def _mlsys23_published(experiment: dict[str, Any]) -> dict[str, Any]:
+    """The paper's configuration in the shared file's schema (null: not stated)."""
+    m, t, p = experiment["model"], experiment["training"], experiment["parallel"]
+    gpus = sum(h["count"] for h in experiment["cluster"]["hosts"]) * 8
+    return {
+        "model": {
+            "name": m["name"],
+            "hidden": m["hidden"],
+            "layers": m["layers"],
+            "heads": m["heads"],
+            "kv_heads": None,
+            "ffn": m["ffn"],
+            "vocab": m["vocab"],
+            "seq_len": m["seq"],
+            "arch": "gpt",
+        },
+        "training": {
+            "global_batch": t["global_batch"],
+            "micro_batch": t["micro_batch"],
+            "dtype": None,
+            "recompute": t["recompute"],
+            "seq_len": t["seq_len"],
+        },
+        "parallel": {
+            "tp": p["tp"],
+            "pp": p["pp"],
+            "dp": p["dp"],
+            "vpp": p["vpp"] if p["vpp"] > 1 else None,
+            "sp": p["sequence_parallel"],
+            "zero": None,
+            "schedule": p.get("schedule"),
+        },
+        "cluster": {
+            "gpu": "A100-80GB-SXM",
+            "gpus": gpus,
+            "gpus_per_host": 8,
+            "intra_host": "NVSwitch",
+            "nic_gbps_per_gpu": 200,
+            "nics_per_host": 8,
+            "fabric": "Selene, HDR InfiniBand",
+        },
+    }
+
+
+def mlsys23_cases() -> list[dict[str, Any]]:
+    """Korthikanti et al. (MLSys 2023): Table 4 per-layer times of the 22B model, Table 5
+    iteration times of the four models, and the 530B model at 8-way data parallelism (§6.3)."""
+    cases = []
+    for row, (recompute, sp, fwd, bwd) in MLSYS23_LAYER.items():
+        exp = _mlsys23_experiment("22b", recompute, sp)
+        # the paper's 22B rows without both memory savers cannot hold 48 layers in 80 GB (§6.1:
+        # 'none of these models will fit into memory'); a layer's time does not depend on that
+        exp["simulation"]["memory_check"] = "warn"
+        cases.append(
+            _mlsys23_case(
+                f"mlsys23-22b-layer-{row}",
+                "layer_time",
+                "layer_total_ms",
+                {"layer_forward_ms": fwd, "layer_backward_ms": bwd, "layer_total_ms": round(fwd + bwd, 3)},
+                exp,
+                "Table 4",
+            )
+        )
+    for name, (full, present) in MLSYS23_E2E.items():
+        for label, recompute, sp, value in (
+            ("full", "full", False, full),
+            ("present", "selective", True, present),
+        ):
+            cases.append(
+                _mlsys23_case(
+                    f"mlsys23-{name}-{label}",
+                    "iteration_time",
+                    "iteration_time_s",
+                    {"iteration_time_s": value},
+                    _mlsys23_experiment(name, recompute, sp),
+                    "Table 5",
+                )
+            )
+    cases.append(
+        _mlsys23_case(
+            "mlsys23-530b-present-dp8",
+            "iteration_time",
+            "iteration_time_s",
+            {"iteration_time_s": 39.15},
+            _mlsys23_experiment("530b", "selective", True, dp=8),
+            "§6.3 (2240 GPUs, batch per model instance kept)",
+        )
+    )
+    return cases
+
+
 # AMP heterogeneous cluster (Li et al., NeurIPS'22): 3 x p3.8xlarge + 1 x g4dn.12xlarge.
 # AMP's 30 pipeline units are DeepSpeed's GPT2ModelPipe layer specs, in order (AMP
 # megatron/model/gpt2_model.py; the same list is AMP's cost-model `_layer` in
@@ -905,7 +1116,8 @@ def nccl_case(spec: dict[str, Any]) -> dict[str, Any]:
 HEADER = """\
 # HeteroSim validation cases, generated by validation/build_cases.py from
 # ../shared/validation/cases_public.yaml (published end-to-end measurements; ids, sources, flags and
-# notes kept) and docs/network_models.md §5.1 (nccl-tests bus bandwidth).
+# notes kept), Korthikanti et al. MLSys 2023 Tables 4-5 (transcribed in build_cases.py) and
+# docs/network_models.md §5.1 (nccl-tests bus bandwidth).
 # Per case: `experiment` is what the simulator runs; `assumed` lists every value the source does
 # not state, with the reason; `published` is the source's configuration as given; `compare` names
 # the published quantity and FLOP convention used; `ci: true` cases run in CI (heterosim validate
@@ -932,6 +1144,7 @@ def main(argv: list[str] | None = None) -> int:
         for c in data["cases"]
         if c["id"].startswith("amp-het-") and not (c.get("extra") or {}).get("run_failed")
     ]
+    cases += mlsys23_cases()
     cases += [nccl_case(spec) for spec in NCCL_CASES]
     excluded = "\n".join(f"#   {k}: {v}" for k, v in EXCLUDED.items())
     text = HEADER.format(excluded=excluded) + yaml.safe_dump(

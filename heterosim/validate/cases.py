@@ -5,6 +5,9 @@ A case is a published measurement plus what the simulator needs to predict it:
 - ``kind: iteration_time | throughput`` (end to end): ``experiment`` (an experiment mapping as in
   docs/config.md, cluster inline), ``compare.quantity`` (``iteration_time_s``, ``tokens_per_s_per_gpu``
   or ``tflops_per_gpu`` with ``compare.flop_convention``) and ``measured.<quantity>``.
+- ``kind: layer_time``: the forward, backward (recomputation included) or combined time of one
+  transformer layer in ms (``layer_forward_ms``, ``layer_backward_ms``, ``layer_total_ms``), with
+  the ``experiment`` whose layer it is.
 - ``kind: collective_busbw``: ``collective`` (op, size, ranks, algorithm), an inline ``cluster``
   and ``measured.busbw_GBps`` (nccl-tests definition).
 
@@ -25,8 +28,9 @@ from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
 END_TO_END_KINDS = ("iteration_time", "throughput")
-KINDS = (*END_TO_END_KINDS, "collective_busbw")
-QUANTITIES = ("iteration_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "busbw_GBps")
+KINDS = (*END_TO_END_KINDS, "layer_time", "collective_busbw")
+LAYER_QUANTITIES = ("layer_forward_ms", "layer_backward_ms", "layer_total_ms")
+QUANTITIES = ("iteration_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "busbw_GBps", *LAYER_QUANTITIES)
 FLOP_CONVENTIONS = ("sc21-eq3-hardware", "simulator")
 SEPARATE_FLAGS = ("SUSPECT", "CONFLICT", "APPROX")  # reported apart from the error statistics
 
@@ -49,6 +53,7 @@ class Case:
     experiment: dict[str, Any] | None = None  # end-to-end cases
     collective: dict[str, Any] | None = None  # collective_busbw cases
     cluster: dict[str, Any] | None = None  # collective_busbw cases
+    measured_all: dict[str, float] = field(default_factory=dict)  # every published number given
     origin: str = field(default="", compare=False)  # "file: cases[i] (id)" for error messages
     base_dir: Path | None = field(default=None, compare=False)  # relative cluster paths
 
@@ -92,12 +97,19 @@ def _case(entry: Any, source: str, index: int) -> Case:
     if quantity == "tflops_per_gpu":
         convention = compare.string("flop_convention", choices=FLOP_CONVENTIONS)
     compare.reject_unknown()
-    if (kind == "collective_busbw") != (quantity == "busbw_GBps"):
+    if (kind == "collective_busbw") != (quantity == "busbw_GBps") or (kind == "layer_time") != (
+        quantity in LAYER_QUANTITIES
+    ):
         raise compare.error("quantity", f"{quantity!r} does not go with kind {kind!r}")
     measured_section = top.section("measured", required=True)
     measured = measured_section.number(quantity, minimum=0.0)
     if measured <= 0:
         raise measured_section.error(quantity, "expected a positive measured value")
+    measured_all = {
+        key: float(value)
+        for key, value in (top.raw("measured") or {}).items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    }
     flags = top.raw("flags", [])
     if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
         raise top.error("flags", "expected a list of strings")
@@ -140,6 +152,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         experiment=experiment,
         collective=collective,
         cluster=cluster,
+        measured_all=measured_all,
         origin=f"{source}: {label}",
         base_dir=Path(source).parent,
     )

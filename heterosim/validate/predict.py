@@ -18,6 +18,13 @@ is extrapolated linearly. It is exact when the schedule is in steady state at m1
 gradient all-reduce, overlapped with the last backward passes, is the same in both runs.
 tests/validate/test_predict.py checks it against a full run.
 
+``layer_time`` cases run the experiment with one micro-batch per replica and read the layer's
+times off the first rank's simulated timeline (:func:`layer_times_ms`): forward = from the first
+forward op of layer L to the first forward op of layer L + 1, backward = from the first backward
+(or recomputation) op of layer L + 1 to that of layer L, for the middle layer pair of the rank.
+The layer's tensor-parallel collectives and any wait for them are part of the time, as they are in
+a per-layer timer around the layer's forward or backward call.
+
 ``collective_busbw`` cases run :func:`heterosim.simulate.simulate_collective` (the collective
 decomposed as NCCL would, on the case's cluster) and report nccl-tests bus bandwidth: algbw =
 S / t (GB/s), busbw = algbw x 2(n-1)/n (all-reduce), (n-1)/n (all-gather, reduce-scatter,
@@ -195,6 +202,73 @@ def predict_end_to_end(
     return Prediction(value, t_s, method, time.perf_counter() - start, details)
 
 
+def layer_times_ms(run: Any) -> dict[str, Any]:
+    """Forward, backward and total time of one transformer layer on rank 0 (micro-batch 0).
+
+    The layer pair (L, L + 1) is the middle one of the rank's layers; ValueError when the rank
+    holds fewer than two layers (a layer's time is measured between consecutive layers)."""
+    import numpy as np
+
+    from heterosim.workload.trace import PHASES
+
+    trace = run.traces[0]
+    first = int(run.tables.node_task_offset[0])
+    start = run.engine.task_start_ns[first : first + len(trace)]
+    phase = trace.templates.phase[trace.template]
+    forward = (phase == PHASES.index("fwd")) & (trace.micro_batch == 0)
+    backward = np.isin(phase, (PHASES.index("bwd"), PHASES.index("recompute"))) & (trace.micro_batch == 0)
+    layers = np.unique(trace.layer[forward & (trace.layer >= 0)])
+    if layers.size < 2:
+        raise ValueError("a layer time needs at least two transformer layers on the first rank")
+    lo = int(layers[(layers.size - 1) // 2])
+    hi = lo + 1
+    if hi not in layers:
+        raise ValueError(f"layers {lo} and {hi} are not both on the first rank")
+
+    def first_start(mask: Any, layer: int) -> float:
+        chosen = start[mask & (trace.layer == layer)]
+        if chosen.size == 0 or chosen.min() < 0:
+            raise ValueError(f"layer {layer} did not run on the first rank")
+        return float(chosen.min())
+
+    fwd_ms = (first_start(forward, hi) - first_start(forward, lo)) / 1e6
+    bwd_ms = (first_start(backward, lo) - first_start(backward, hi)) / 1e6
+    return {
+        "layer_forward_ms": fwd_ms,
+        "layer_backward_ms": bwd_ms,
+        "layer_total_ms": fwd_ms + bwd_ms,
+        "layers_measured": [lo, hi],
+    }
+
+
+def predict_layer(
+    case: Case,
+    fidelity: str | None = None,
+    *,
+    granularity: str | None = None,
+    intra_host: str | None = None,
+    queue_pairs: str | None = None,
+    packet_acceleration: str | None = None,
+) -> Prediction:
+    from heterosim.simulate import run_experiment
+
+    start = time.perf_counter()
+    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
+    run = run_experiment(with_micro_batches(exp, 1))
+    times = layer_times_ms(run)
+    details = {
+        **times,
+        "published": dict(case.measured_all),
+        "fidelity": exp.simulation.fidelity,
+        "collective_granularity": exp.simulation.collective_granularity,
+        "compute_provenance": run.compute_provenance,
+    }
+    value = float(times[case.quantity])
+    return Prediction(
+        value, value / 1e3, "layer on rank 0, one micro-batch", time.perf_counter() - start, details
+    )
+
+
 def predict_collective(
     case: Case,
     fidelity: str | None = None,
@@ -245,6 +319,15 @@ def predict(
     simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration)."""
     if case.kind == "collective_busbw":
         return predict_collective(case, fidelity, intra_host, queue_pairs, packet_acceleration)
+    if case.kind == "layer_time":
+        return predict_layer(
+            case,
+            fidelity,
+            granularity=granularity,
+            intra_host=intra_host,
+            queue_pairs=queue_pairs,
+            packet_acceleration=packet_acceleration,
+        )
     return predict_end_to_end(
         case,
         fidelity,

@@ -70,7 +70,7 @@ def write_parity_plot(out: Path, rows: list[dict[str, Any]]) -> Path:
         ax.set_ylim(lo, hi)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("measured (case units: s, tokens/s/GPU, TFLOP/s/GPU, GB/s)")
+    ax.set_xlabel("measured (case units: s, tokens/s/GPU, TFLOP/s/GPU, GB/s, ms per layer)")
     ax.set_ylabel("predicted (same units)")
     ax.set_title("HeteroSim validation: predicted vs measured")
     ax.grid(True, which="both", alpha=0.3)
@@ -165,7 +165,7 @@ def summary_lines(groups: dict[str, Any]) -> list[str]:
     lines = [
         "# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%  calib n/MAPE%  failed"
     ]
-    pseudo = ("end-to-end", "collective_busbw")
+    pseudo = ("end-to-end", "layer_time", "collective_busbw")
     for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in pseudo, kv[0])):
         lines.append(
             f"  {name:<22} {s['main_n']:>2} {_cell(s['main_mape_pct'], 7)} "

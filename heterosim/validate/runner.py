@@ -60,7 +60,20 @@ def case_lines(case: Case, row: dict[str, Any], show_budget: bool = True) -> lis
     ]
     if row.get("budget") and show_budget:
         lines.append(f"      budget: {budget_line(row['budget'])}")
+    if case.kind == "layer_time" and row.get("details"):
+        lines.append(f"      layer: {layer_line(row['details'], case.measured_all)}")
     return lines
+
+
+def layer_line(details: dict[str, Any], measured: dict[str, float]) -> str:
+    """Forward and backward of a layer_time case, predicted against measured where published."""
+    parts = []
+    for key, name in (("layer_forward_ms", "forward"), ("layer_backward_ms", "backward")):
+        text = f"{name} {details[key]:.3g} ms"
+        if key in measured:
+            text += f" vs {measured[key]:.3g} ({100 * (details[key] / measured[key] - 1):+.1f}%)"
+        parts.append(text)
+    return " | ".join(parts)
 
 
 def write_validation_outputs(

@@ -70,13 +70,14 @@ def group_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per group: count, MAPE and Spearman rank correlation of the main cases, plus calibration
     and flagged cases apart (their MAPE).
 
-    Rows without a prediction (``error_pct`` None) are counted as ``failed``. Two pseudo-groups
-    are added: ``end-to-end`` (every non-collective main case) and ``collective_busbw``.
+    Rows without a prediction (``error_pct`` None) are counted as ``failed``. Pseudo-groups are
+    added per kind: ``end-to-end`` (iteration time and throughput), ``layer_time`` and
+    ``collective_busbw``.
     """
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(row["group"], []).append(row)
-        pseudo = "collective_busbw" if row["kind"] == "collective_busbw" else "end-to-end"
+        pseudo = row["kind"] if row["kind"] in ("collective_busbw", "layer_time") else "end-to-end"
         if pseudo != row["group"]:
             groups.setdefault(pseudo, []).append(row)
     out: dict[str, dict[str, Any]] = {}

@@ -14,6 +14,7 @@ PRE_FLASH = (
     "megatron-readme2020",
     "megatron-sc21-t1",
     "megatron-sc21-t2",  # 2020-2021
+    "megatron-mlsys23",  # 2022
     "amp-het",
 )  # DeepSpeed + Megatron-LM v1.1.5
 FLASH = ("nemo2407", "mbridge")  # 2024-2026, Megatron-Core + Transformer Engine

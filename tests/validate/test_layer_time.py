@@ -1,0 +1,139 @@
+"""layer_time cases: the schema's per-layer measurements, read off the simulated timeline."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from heterosim.catalog.models import ModelConfig
+from heterosim.config.experiment import TrainingConfig
+from heterosim.errors import UserError
+from heterosim.plan.compute import ComputeModel
+from heterosim.plan.compute.layer_check import estimate_iteration, single_gpu_parallel
+from heterosim.validate.cases import load_cases
+from heterosim.validate.predict import predict
+from heterosim.validate.stats import group_summary
+
+ONE_GPU = {
+    "name": "a100x1",
+    "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 1, "nics": 1, "nic_speed": "200Gbps"}},
+    "hosts": [{"type": "h", "count": 1}],
+}
+EIGHT_GPUS = {
+    "name": "a100x8",
+    "host_types": {
+        "h": {"gpu": "A100-80GB-SXM", "gpus": 8, "fabric": "nvswitch", "nics": 8, "nic_speed": "200Gbps"}
+    },
+    "hosts": [{"type": "h", "count": 1}],
+}
+
+
+def layer_case(
+    recompute: str = "none", tp: int = 1, sp: bool = False, quantity: str = "layer_total_ms"
+) -> dict:
+    return {
+        "id": f"layer-{recompute}-tp{tp}{'-sp' if sp else ''}",
+        "group": "g",
+        "kind": "layer_time",
+        "source": "test",
+        "compare": {"quantity": quantity},
+        "measured": {"layer_forward_ms": 1.0, "layer_backward_ms": 2.0, "layer_total_ms": 3.0},
+        "experiment": {
+            "model": {"arch": "gpt", "hidden": 1024, "layers": 4, "heads": 16, "vocab": 8192, "seq": 1024},
+            "training": {
+                "global_batch": 8,
+                "micro_batch": 2,
+                "seq_len": 1024,
+                "dtype": "bf16",
+                "recompute": recompute,
+                "attention": "unfused",
+            },
+            "parallel": {"tp": tp, "pp": 1, "dp": 1, "sequence_parallel": sp},
+            "cluster": ONE_GPU if tp == 1 else EIGHT_GPUS,
+            "simulation": {"fidelity": "flow"},
+        },
+    }
+
+
+def load(tmp_path, *cases: dict):
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": list(cases)}))
+    return load_cases(path)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_single_gpu_layer_is_the_sum_of_its_ops(tmp_path, recompute):
+    """On one GPU a layer's ops run back to back: the simulated forward and backward (with its
+    recomputation) equal the sums of the ops' timed durations."""
+    (case,) = load(tmp_path, layer_case(recompute))
+    pred = predict(case)
+    model = ModelConfig("m", "gpt", 1024, 4, 16, 16, 4096, 8192, 1024)
+    training = TrainingConfig(8, 2, 1024, "bf16", recompute, attention="unfused")
+    est = estimate_iteration(model, training, single_gpu_parallel(), "A100-80GB-SXM", ComputeModel())
+    assert pred.details["layer_forward_ms"] == pytest.approx(est.layer_fwd_s * 1e3, rel=1e-3)
+    assert pred.details["layer_backward_ms"] == pytest.approx(est.layer_bwd_s * 1e3, rel=1e-3)
+    assert pred.value == pytest.approx(pred.details["layer_forward_ms"] + pred.details["layer_backward_ms"])
+
+
+def test_recomputation_lengthens_only_the_backward(tmp_path):
+    none, full = (predict(c) for c in load(tmp_path, layer_case("none"), layer_case("full")))
+    assert full.details["layer_forward_ms"] == pytest.approx(none.details["layer_forward_ms"], rel=1e-6)
+    extra = full.details["layer_backward_ms"] - none.details["layer_backward_ms"]
+    # the backward recomputes the whole forward once
+    assert extra == pytest.approx(none.details["layer_forward_ms"], rel=0.02)
+
+
+def test_tensor_parallel_layer_includes_its_collectives(tmp_path):
+    """With TP the layer's all-reduces are inside its time: the forward is longer than the
+    compute the TP rank does alone."""
+    (case,) = load(tmp_path, layer_case("none", tp=8))
+    pred = predict(case)
+    model = ModelConfig("m", "gpt", 1024, 4, 16, 16, 4096, 8192, 1024)
+    training = TrainingConfig(8, 2, 1024, "bf16", "none", attention="unfused")
+    single = estimate_iteration(model, training, single_gpu_parallel(), "A100-80GB-SXM", ComputeModel())
+    assert pred.details["layer_forward_ms"] > single.layer_fwd_s * 1e3 / 8
+
+
+def test_quantity_picks_the_published_number(tmp_path):
+    fwd, bwd = (
+        predict(c)
+        for c in load(
+            tmp_path,
+            layer_case(quantity="layer_forward_ms"),
+            {**layer_case(quantity="layer_backward_ms"), "id": "b"},
+        )
+    )
+    assert fwd.value == fwd.details["layer_forward_ms"]
+    assert bwd.value == bwd.details["layer_backward_ms"]
+
+
+def test_layer_time_cases_form_their_own_summary_group():
+    rows = [
+        {"group": "g", "kind": "layer_time", "error_pct": 2.0, "predicted": 1.0, "measured": 1.0},
+        {"group": "g", "kind": "iteration_time", "error_pct": -4.0, "predicted": 1.0, "measured": 1.0},
+    ]
+    summary = group_summary(rows)
+    assert summary["layer_time"]["main_n"] == 1 and summary["layer_time"]["main_mape_pct"] == 2.0
+    assert summary["end-to-end"]["main_n"] == 1 and summary["end-to-end"]["main_mean_error_pct"] == -4.0
+
+
+@pytest.mark.parametrize(
+    "kind, quantity",
+    [("layer_time", "iteration_time_s"), ("iteration_time", "layer_total_ms"), ("layer_time", "busbw_GBps")],
+)
+def test_kind_and_quantity_must_agree(tmp_path, kind, quantity):
+    case = layer_case()
+    case["kind"], case["compare"] = kind, {"quantity": quantity}
+    case["measured"] = {quantity: 1.0}
+    with pytest.raises(UserError, match="does not go with kind"):
+        load(tmp_path, case)
+
+
+def test_one_layer_on_the_first_rank_is_refused(tmp_path):
+    case = copy.deepcopy(layer_case())
+    case["experiment"]["model"]["layers"] = 1
+    (loaded,) = load(tmp_path, case)
+    with pytest.raises(ValueError, match="at least two transformer layers"):
+        predict(loaded)
