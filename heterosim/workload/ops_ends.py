@@ -305,12 +305,26 @@ def optimizer_ops(
     expert_params_on_rank: int = 0,
     linear_weights: int = 0,
 ) -> list[OpSpec]:
-    """Once-per-iteration kernels of a rank, all memory-bound:
+    """Once-per-iteration kernels of a rank, all memory-bound, over this rank's optimizer shard,
+    in the order of Megatron-LM's mixed-precision step (megatron/optimizer/optimizer.py, 2021-2023;
+    megatron/core/optimizer since, the same passes; DeepSpeed's ZeRO-1/2 step times the same
+    phases, e.g. DeepSpeed issue #4132's log: overflow_check, unscale_and_clip, basic_step,
+    update_fp16):
 
-    - gradient-norm pass (Megatron clips at 1.0 by default) and the Adam step over this rank's
-      shard. Adam per parameter, mixed precision: read the main gradient, read and write the fp32
-      master weight, m and v, write the 16-bit model weight; fp32 training has no master copy.
-      FLOPs are an approximate constant per parameter.
+    - ``grad_to_fp32`` (fp16 only): ``_copy_model_grads_to_main_grads`` sets each fp32 master
+      weight's gradient to ``model_param.main_grad.float()``; fp16 keeps 16-bit gradients, so
+      this is a copy (read 2, write 4 bytes). With bf16/fp8 the main gradient is already fp32 and
+      ``.float()`` returns it without a copy.
+    - ``unscale_grads`` (fp16 only, dynamic loss scaling): ``_unscale_main_grads_and_check_for_nan``
+      runs ``torch._amp_foreach_non_finite_check_and_unscale_`` over the fp32 gradients (read and
+      write 4 bytes).
+    - ``grad_norm``: the global-norm pass of gradient clipping (Megatron clips at 1.0 by default;
+      the scaling pass only runs when the norm exceeds the limit, not modelled).
+    - ``adam``: read the fp32 gradient, read and write the fp32 master weight, m and v; FLOPs are an
+      approximate constant per parameter.
+    - ``param_copy`` (mixed precision): ``_copy_main_params_to_model_params``, a separate
+      multi-tensor copy of the fp32 master weights into the 16-bit model weights (read 4, write 2).
+      fp32 training has no master copy, so neither this pass nor the gradient copies.
     - ``zero_grad``: Megatron's DistributedDataParallel zeroes the rank's whole gradient buffer
       (every parameter it holds, main-gradient dtype) at the start of each iteration
       (``zero_grad_buffer``, megatron/core/distributed/distributed_data_parallel.py; the 2020
@@ -327,16 +341,24 @@ def optimizer_ops(
     del model  # the step depends on the shard size only
     n = optimizer_shard(parallel, params_on_rank, expert_params_on_rank)
     g = main_grad_bytes(training.dtype)
-    if training.dtype == "fp32":
-        adam_bytes = g + 3 * 2 * FP32
-    else:
-        adam_bytes = g + 3 * 2 * FP32 + 2
-    ops = [
-        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * g),
+    ops = []
+    if training.dtype == "fp16":
+        ops += [
+            OpSpec("grad_to_fp32", "elementwise", "opt", "fp32", (n, 0, 0, 0), bytes_moved=n * (g + FP32)),
+            OpSpec(
+                "unscale_grads", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=n, bytes_moved=n * 2 * FP32
+            ),
+        ]
+    ops += [
+        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * FP32),
         OpSpec(
-            "adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n, bytes_moved=n * adam_bytes
+            "adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n, bytes_moved=n * 7 * FP32
         ),
     ]
+    if training.dtype != "fp32":
+        ops.append(
+            OpSpec("param_copy", "elementwise", "opt", "fp32", (n, 0, 0, 0), bytes_moved=n * (FP32 + 2))
+        )
     if parallel.zero == 0:
         ops.append(
             OpSpec(

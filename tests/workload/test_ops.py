@@ -369,9 +369,11 @@ def test_head_ops_vocab_parallel_cross_entropy() -> None:
 def test_optimizer_ops_shard_and_bytes() -> None:
     n = 1_000_000
     plain = by_label(optimizer_ops(GPT, TRAIN, PAR, n))
-    # bf16: fp32 main grad 4 + (master, m, v) read+write 24 + bf16 weight write 2
-    assert plain["adam"].shape == (n, 0, 0, 0) and plain["adam"].bytes_moved == 30 * n
+    # bf16: fp32 main grad 4 + (master, m, v) read+write 24; then the master -> bf16 copy 4 + 2
+    assert plain["adam"].shape == (n, 0, 0, 0) and plain["adam"].bytes_moved == 28 * n
+    assert plain["param_copy"].bytes_moved == 6 * n
     assert plain["grad_norm"].bytes_moved == 4 * n
+    assert "grad_to_fp32" not in plain and "unscale_grads" not in plain
     assert all(op.phase == "opt" for op in plain.values())
     for p in (par(dp=4, zero=1), par(dp=4, zero=3), par(dp=4, distributed_optimizer=True)):
         assert by_label(optimizer_ops(GPT, TRAIN, p, n))["adam"].shape[0] == n // 4
@@ -381,6 +383,27 @@ def test_optimizer_ops_shard_and_bytes() -> None:
     assert moe["adam"].shape[0] == 400_000 // 4 + 600_000 // 2
     fp32 = by_label(optimizer_ops(GPT, train(dtype="fp32"), PAR, n))
     assert fp32["adam"].bytes_moved == 28 * n
+    assert not {"param_copy", "grad_to_fp32", "unscale_grads"} & set(fp32)
+
+
+def test_fp16_optimizer_step_makes_megatrons_passes() -> None:
+    """fp16 with dynamic loss scaling: 16-bit grads copied to fp32 (2 + 4), unscaled and checked
+    in place (4 + 4), norm (4), Adam (28), master copied back (4 + 2), grad buffer zeroed (2):
+    54 bytes per parameter against 42 for bf16, whose main gradient is already fp32."""
+    n = 1_000_000
+    fp16 = by_label(optimizer_ops(GPT, train(dtype="fp16"), PAR, n))
+    assert [op.label for op in optimizer_ops(GPT, train(dtype="fp16"), PAR, n)] == [
+        "grad_to_fp32",
+        "unscale_grads",
+        "grad_norm",
+        "adam",
+        "param_copy",
+        "zero_grad",
+    ]
+    assert fp16["grad_to_fp32"].bytes_moved == 6 * n and fp16["unscale_grads"].bytes_moved == 8 * n
+    assert sum(op.bytes_moved for op in fp16.values()) == 54 * n
+    bf16 = optimizer_ops(GPT, TRAIN, PAR, n)
+    assert sum(op.bytes_moved for op in bf16) == 42 * n
 
 
 def test_optimizer_ops_zero_the_gradient_buffer_and_cast_fp8_weights() -> None:
