@@ -161,9 +161,11 @@ def _cell(value: float | None, width: int) -> str:
 
 def summary_lines(groups: dict[str, Any]) -> list[str]:
     """The per-group summary the command prints: main cases' count, MAPE, mean error and
-    Spearman rank correlation, then the flagged and calibration cases apart, and failures."""
+    Spearman rank correlation, then the flagged and calibration cases apart, failures, and the
+    mean speed error (positive: the simulator is faster than the measurements)."""
     lines = [
         "# group                  n   MAPE%  mean err%  Spearman   flagged n/MAPE%  calib n/MAPE%  failed"
+        "  too fast%"
     ]
     pseudo = ("end-to-end", "layer_time", "collective_busbw")
     for name, s in sorted(groups.items(), key=lambda kv: (kv[0] in pseudo, kv[0])):
@@ -172,6 +174,7 @@ def summary_lines(groups: dict[str, Any]) -> list[str]:
             f"{_cell(s['main_mean_error_pct'], 10)} {_cell(s.get('main_spearman'), 9)}"
             f"   {s['flagged_n']:>3}/{_cell(s['flagged_mape_pct'], 7)}"
             f"    {s['calibration_n']:>2}/{_cell(s['calibration_mape_pct'], 7)}  {s['failed']:>5}"
+            f"  {_cell(s.get('main_mean_speed_error_pct'), 9)}"
         )
     return lines
 

@@ -4,6 +4,10 @@ error % = 100 * (predicted - measured) / measured (positive: the simulator predi
 published quantity, i.e. slower for times and faster for throughputs). MAPE = mean of |error %|.
 Spearman = Pearson correlation of the ranks of predicted and measured values (ties get their
 average rank), per group: does the simulator order the cases as the measurements do.
+Because the sign of error % depends on the quantity (a time too short is negative, a throughput too
+high is positive), each group also gets the mean *speed error*: 100 * (speed predicted / speed
+measured - 1), speed being the published throughput or 1 / the published time, so positive always
+means the simulator runs faster than the measurement (:func:`speed_error_pct`).
 Cases flagged SUSPECT/CONFLICT/APPROX and cases used for calibration are summarised in their own
 rows and never enter the main statistics.
 """
@@ -18,6 +22,18 @@ def error_pct(predicted: float, measured: float) -> float:
     if measured == 0:
         raise ValueError("measured value is 0: relative error undefined")
     return 100.0 * (predicted - measured) / measured
+
+
+TIME_QUANTITIES = ("iteration_time_s", "layer_forward_ms", "layer_backward_ms", "layer_total_ms")
+
+
+def speed_error_pct(quantity: str, predicted: float, measured: float) -> float:
+    """Signed error of the simulated speed in %: positive when the simulator is faster."""
+    if quantity in TIME_QUANTITIES:
+        if predicted == 0:
+            raise ValueError("predicted time is 0: speed error undefined")
+        return 100.0 * (measured / predicted - 1.0)
+    return error_pct(predicted, measured)
 
 
 def mape(errors: Iterable[float]) -> float | None:
@@ -93,6 +109,16 @@ def group_summary(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             summary[f"{cls}_mape_pct"] = mape(errs)
             if cls == "main":
                 summary["main_mean_error_pct"] = sum(errs) / len(errs) if errs else None
+                fast = [
+                    speed_error_pct(r["quantity"], r["predicted"], r["measured"])
+                    for r in members
+                    if statistics_class(r) == cls
+                    and r.get("error_pct") is not None
+                    and r.get("quantity")
+                    and r.get("predicted") is not None
+                    and r.get("measured") is not None
+                ]
+                summary["main_mean_speed_error_pct"] = sum(fast) / len(fast) if fast else None
                 pairs = [
                     (r["predicted"], r["measured"])
                     for r in members

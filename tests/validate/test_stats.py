@@ -87,3 +87,19 @@ def test_summary_lines_print_spearman_per_group():
     assert "Spearman" in lines[0]
     g = next(line for line in lines if line.split()[0] == "g")
     assert g.split()[:5] == ["g", "3", "5", "-1.667", "1"]
+
+
+def test_speed_error_has_one_sign_convention_for_times_and_throughputs():
+    from heterosim.validate.stats import speed_error_pct
+
+    # a time predicted 20 % short is a simulator 25 % too fast; a throughput 25 % high likewise
+    assert speed_error_pct("iteration_time_s", 0.8, 1.0) == pytest.approx(25.0)
+    assert speed_error_pct("layer_total_ms", 8.0, 10.0) == pytest.approx(25.0)
+    assert speed_error_pct("tokens_per_s_per_gpu", 125.0, 100.0) == pytest.approx(25.0)
+    rows = [
+        {**row("g", -20.0), "quantity": "iteration_time_s", "predicted": 0.8, "measured": 1.0},
+        {**row("g", 25.0), "quantity": "tflops_per_gpu", "predicted": 125.0, "measured": 100.0},
+    ]
+    summary = group_summary(rows)["g"]
+    assert summary["main_mean_error_pct"] == pytest.approx(2.5)  # signs of different meaning
+    assert summary["main_mean_speed_error_pct"] == pytest.approx(25.0)
