@@ -11,9 +11,13 @@ own worker is recorded as an error and the rest complete.
 Workers ignore Ctrl-C (the driver handles it for the whole sweep: it stops every worker, so a
 variant is never recorded as a partial run cut short by the user) and end when the driver ends,
 even when it is killed with SIGKILL (Linux: ``PR_SET_PDEATHSIG``), so no worker is left behind.
-Limitation: a Ctrl-C to the terminal's process group in the second or so while a worker imports
-heterosim, before its initializer runs, also reaches the worker, which prints Python's
-KeyboardInterrupt traceback; the sweep stops and records as described all the same.
+The driver holds SIGINT and SIGTERM back while it starts worker processes
+(:func:`signals_held_while_starting`): a signal that arrives while it writes a new worker's start-up
+data is delivered right after, so the worker never reads half of it (it printed an EOFError
+traceback). Workers inherit the held mask and release it in their initializer, where a held
+signal takes effect. Limitation: a Ctrl-C to the terminal's process group in the second or so
+while a worker imports heterosim, before its initializer runs, reaches the worker once the mask
+is released; it ignores SIGINT by then, so the sweep stops as described.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import ctypes
 import multiprocessing
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import Any
 
 from heterosim.sweep.task import RunTask, error_record, execute_task
@@ -35,9 +40,29 @@ DoneFn = Callable[[RunTask, dict[str, Any]], None]
 _PR_SET_PDEATHSIG = 1
 
 
+_HELD = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held_while_starting() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM while the block starts worker processes; a signal that arrives
+    meanwhile is delivered when the block ends (its handler then runs as usual)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _worker_init() -> None:
-    """In each worker: ignore Ctrl-C, and receive SIGTERM when the driver process dies."""
+    """In each worker: ignore Ctrl-C, receive SIGTERM when the driver process dies, and release
+    the signals the driver held while starting it (a held SIGTERM ends the worker here)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _HELD)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -84,7 +109,8 @@ def _run_shared_pool(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) ->
     futures: dict[Future, RunTask] = {}
     unfinished: list[RunTask] = []
     try:
-        futures = {pool.submit(execute_task, task): task for task in tasks}
+        with signals_held_while_starting():  # the pool starts its workers on the first submit
+            futures = {pool.submit(execute_task, task): task for task in tasks}
         for future in as_completed(futures):
             task = futures[future]
             try:
@@ -110,7 +136,8 @@ def _run_isolated(tasks: Sequence[RunTask], on_done: DoneFn, workers: int) -> No
             while queue and len(running) < workers:
                 task = queue.pop(0)
                 pool = _pool(1)
-                running[pool.submit(execute_task, task)] = (task, pool)
+                with signals_held_while_starting():
+                    running[pool.submit(execute_task, task)] = (task, pool)
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
             for future in done:
                 task, pool = running.pop(future)
