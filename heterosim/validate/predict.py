@@ -18,7 +18,8 @@ is extrapolated linearly. It is exact when the schedule is in steady state at m1
 gradient all-reduce, overlapped with the last backward passes, is the same in both runs.
 tests/validate/test_predict.py checks it against a full run.
 
-``layer_time`` cases run the experiment with one micro-batch per replica and read the layer's
+``layer_time`` cases run the experiment with one micro-batch per replica (pp with the interleaved
+schedule, which needs a multiple of pp) and read the layer's
 times off the first rank's simulated timeline (:func:`layer_times_ms`): forward = from the first
 forward op of layer L to the first forward op of layer L + 1, backward = from the first backward
 (or recomputation) op of layer L + 1 to that of layer L, for the middle layer pair of the rank.
@@ -205,8 +206,9 @@ def predict_end_to_end(
 def layer_times_ms(run: Any) -> dict[str, Any]:
     """Forward, backward and total time of one transformer layer on rank 0 (micro-batch 0).
 
-    The layer pair (L, L + 1) is the middle one of the rank's layers; ValueError when the rank
-    holds fewer than two layers (a layer's time is measured between consecutive layers)."""
+    The layer pair (L, L + 1) is the middle one of the rank's pairs of consecutive layers (with
+    interleaving, pairs within one model chunk); ValueError when the rank holds no such pair (a
+    layer's time is measured between consecutive layers)."""
     import numpy as np
 
     from heterosim.workload.trace import PHASES
@@ -217,13 +219,12 @@ def layer_times_ms(run: Any) -> dict[str, Any]:
     phase = trace.templates.phase[trace.template]
     forward = (phase == PHASES.index("fwd")) & (trace.micro_batch == 0)
     backward = np.isin(phase, (PHASES.index("bwd"), PHASES.index("recompute"))) & (trace.micro_batch == 0)
-    layers = np.unique(trace.layer[forward & (trace.layer >= 0)])
-    if layers.size < 2:
-        raise ValueError("a layer time needs at least two transformer layers on the first rank")
-    lo = int(layers[(layers.size - 1) // 2])
+    layers = set(np.unique(trace.layer[forward & (trace.layer >= 0)]).tolist())
+    pairs = sorted(layer for layer in layers if layer + 1 in layers)  # consecutive, same chunk
+    if not pairs:
+        raise ValueError("a layer time needs at least two consecutive transformer layers on the first rank")
+    lo = int(pairs[(len(pairs) - 1) // 2])
     hi = lo + 1
-    if hi not in layers:
-        raise ValueError(f"layers {lo} and {hi} are not both on the first rank")
 
     def first_start(mask: Any, layer: int) -> float:
         chosen = start[mask & (trace.layer == layer)]
@@ -254,7 +255,9 @@ def predict_layer(
 
     start = time.perf_counter()
     exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
-    run = run_experiment(with_micro_batches(exp, 1))
+    # one micro-batch per replica; the interleaved schedule needs a multiple of pp (Megatron too)
+    micro = exp.parallel.pp if exp.parallel.schedule == "interleaved" else 1
+    run = run_experiment(with_micro_batches(exp, micro))
     times = layer_times_ms(run)
     details = {
         **times,

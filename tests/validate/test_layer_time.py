@@ -135,5 +135,24 @@ def test_one_layer_on_the_first_rank_is_refused(tmp_path):
     case = copy.deepcopy(layer_case())
     case["experiment"]["model"]["layers"] = 1
     (loaded,) = load(tmp_path, case)
-    with pytest.raises(ValueError, match="at least two transformer layers"):
+    with pytest.raises(ValueError, match="at least two consecutive transformer layers"):
         predict(loaded)
+
+
+def test_interleaved_pipeline_measures_a_pair_within_one_chunk(tmp_path):
+    """With pp 2 and two chunks per stage, rank 0 holds layers 0 and 2 only (one per chunk) at
+    4 layers, which is refused; at 8 layers it holds 0-1 and 4-5 and measures a pair of them."""
+    case = layer_case("none", tp=1)
+    case["experiment"]["cluster"] = {
+        **ONE_GPU,
+        "host_types": {"h": {**ONE_GPU["host_types"]["h"], "gpus": 2}},
+    }
+    case["experiment"]["parallel"] = {"tp": 1, "pp": 2, "dp": 1, "vpp": 2, "schedule": "interleaved"}
+    (short,) = load(tmp_path, case)
+    with pytest.raises(ValueError, match="consecutive"):
+        predict(short)
+    case["experiment"]["model"]["layers"] = 8
+    (loaded,) = load(tmp_path, case)
+    pred = predict(loaded)
+    assert pred.details["layers_measured"] in ([0, 1], [4, 5])
+    assert pred.details["layer_forward_ms"] > 0 and pred.details["layer_backward_ms"] > 0
