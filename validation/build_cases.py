@@ -101,6 +101,13 @@ SC21_T2 = {
 NEMO = {
     "training.attention": FLASH,
     "training.recompute": ("none", "NeMo 24.07 H100 performance configs do not recompute"),
+    "training.grad_reduce_dtype": (
+        "bf16",
+        "NVIDIA's NeMo Framework Launcher H100 examples set +training.model.optim.grad_sync_dtype=bf16 "
+        "for the distributed Adam (examples/training/gpt/h100/20b_fp8_1node.sh, "
+        "examples/training/llama/h100/llama2_13b_fp8.sh, llama2_70b_bf16.sh): gradients "
+        "reduced and kept in bf16",
+    ),
     "parallel.distributed_optimizer": (True, "NeMo/Megatron-Core default (distributed Adam)"),
     "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
 }
@@ -304,6 +311,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
         "recompute": pick("training.recompute", t["recompute"]),
         "attention": pick("training.attention", t.get("attention")) or "flash",
     }
+    if "training.grad_reduce_dtype" in assumed:
+        training["grad_reduce_dtype"] = assumed["training.grad_reduce_dtype"][0]
     vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
     if vpp == "smallest":
         vpp = smallest_interleave(m["layers"], p["pp"])

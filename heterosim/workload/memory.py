@@ -2,8 +2,10 @@
 
 Model states (mixed-precision Adam, Megatron): 16-bit weights (2 bytes; fp32 training 4; fp8
 training keeps bf16 weights), gradients in Megatron's fp32 ``main_grad`` for bf16/fp8 (4 bytes;
-fp16: 2, as in the ZeRO paper; fp32: 4), optimizer states fp32 master weights + m + v (12 bytes;
-fp32 training has no master copy: 8). ZeRO-1 and Megatron's distributed optimizer shard the
+fp16: 2, as in the ZeRO paper; fp32: 4) or, when ``training.grad_reduce_dtype`` names one, in the
+dtype they are reduced in (the gradient buffer has that dtype: ``grad_buffer_bytes``),
+optimizer states fp32 master weights + m + v (12 bytes; fp32 training has no master copy: 8).
+ZeRO-1 and Megatron's distributed optimizer shard the
 optimizer states over data parallelism, ZeRO-2 also the gradients, ZeRO-3 also the weights; the
 routed-expert parameters are sharded over dp/ep (their data-parallel group) instead of dp.
 ZeRO-3 additionally holds the all-gathered weights of the layer being computed and of
@@ -49,7 +51,7 @@ from dataclasses import dataclass
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
-from heterosim.workload.ops import layer_params_on_rank, main_grad_bytes, rank_expert_params, rank_params
+from heterosim.workload.ops import grad_buffer_bytes, layer_params_on_rank, rank_expert_params, rank_params
 from heterosim.workload.ops_base import FP32, MASK_BYTES, dims
 
 FP8_BYTES = 1
@@ -214,7 +216,7 @@ def estimate_rank_memory(
     elif parallel.zero >= 3 and kinds:
         biggest = max(layer_params_on_rank(model, parallel, layer) for layer, _ in kinds)
         weights += weight_bytes_per_param(dtype) * biggest * (1 + parallel.zero3_prefetch)
-    grads = main_grad_bytes(dtype) * (sharded if parallel.zero >= 2 else params)
+    grads = grad_buffer_bytes(training) * (sharded if parallel.zero >= 2 else params)
     optimizer_sharded = parallel.zero >= 1 or parallel.distributed_optimizer
     optimizer = optimizer_bytes_per_param(dtype) * (sharded if optimizer_sharded else params)
 

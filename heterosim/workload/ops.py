@@ -7,7 +7,7 @@ shapes per ``trace.OP_KINDS``; everything is already divided by tensor paralleli
 are 2*m*n*k*batch; backward GEMMs are a dgrad then a wgrad.
 """
 
-from heterosim.workload.ops_base import OpSpec, main_grad_bytes
+from heterosim.workload.ops_base import OpSpec, grad_buffer_bytes, main_grad_bytes
 from heterosim.workload.ops_ends import (
     embedding_backward_ops,
     embedding_forward_ops,
@@ -39,6 +39,7 @@ __all__ = [
     "layer_forward_ops",
     "layer_linear_weights_on_rank",
     "layer_params_on_rank",
+    "grad_buffer_bytes",
     "main_grad_bytes",
     "optimizer_ops",
     "optimizer_shard",

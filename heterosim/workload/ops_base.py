@@ -263,3 +263,16 @@ def main_grad_bytes(dtype: str) -> int:
     gradients in fp32 ``main_grad`` for bf16 (and fp8, whose weights are bf16) training; fp16
     keeps 16-bit gradients (the ZeRO paper's 2+2+12 bytes); fp32 training keeps fp32 gradients."""
     return 2 if dtype == "fp16" else 4
+
+
+def grad_buffer_bytes(training: TrainingConfig) -> int:
+    """Bytes per element of the gradient buffer. A reduce dtype (``training.grad_reduce_dtype``)
+    narrower than the main gradient is the buffer's own dtype: Megatron-core's gradient buffer
+    is fp32 only with ``grad_reduce_in_fp32`` and the parameter dtype otherwise, and NeMo's
+    distributed Adam keeps its buffer in ``grad_sync_dtype``. A wider one is a cast per bucket
+    for the reduction (DeepSpeed's ``fp32_allreduce``), so the buffer keeps
+    :func:`main_grad_bytes`."""
+    main = main_grad_bytes(training.dtype)
+    if training.grad_reduce_dtype == "auto":
+        return main
+    return min(main, DTYPE_BYTES[training.grad_reduce_dtype])

@@ -44,8 +44,8 @@ from heterosim.workload.ops_base import (
     elementwise,
     gemm,
     gemm_backward,
+    grad_buffer_bytes,
     kv_heads_per_rank,
-    main_grad_bytes,
     norm,
     tp_collective,
 )
@@ -340,9 +340,11 @@ def optimizer_ops(
     generator."""
     del model  # the step depends on the shard size only
     n = optimizer_shard(parallel, params_on_rank, expert_params_on_rank)
-    g = main_grad_bytes(training.dtype)
+    g = grad_buffer_bytes(training)
     ops = []
+    read = g  # bytes per gradient element the norm and Adam read
     if training.dtype == "fp16":
+        read = FP32
         ops += [
             OpSpec("grad_to_fp32", "elementwise", "opt", "fp32", (n, 0, 0, 0), bytes_moved=n * (g + FP32)),
             OpSpec(
@@ -350,9 +352,15 @@ def optimizer_ops(
             ),
         ]
     ops += [
-        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * FP32),
+        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * read),
         OpSpec(
-            "adam", "optimizer", "opt", "fp32", (n, 0, 0, 0), flops=ADAM_FLOPS * n, bytes_moved=n * 7 * FP32
+            "adam",
+            "optimizer",
+            "opt",
+            "fp32",
+            (n, 0, 0, 0),
+            flops=ADAM_FLOPS * n,
+            bytes_moved=n * (read + 6 * FP32),
         ),
     ]
     if training.dtype != "fp32":

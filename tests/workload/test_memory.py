@@ -10,7 +10,7 @@ import pytest
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.workload.memory import estimate_rank_memory, layer_activation_bytes
-from heterosim.workload.ops import layer_params_on_rank, rank_params
+from heterosim.workload.ops import layer_params_on_rank, optimizer_ops, rank_params
 
 # s=16, b=2, h=64, a=4, ffn=4h: s*b*h = 2048 and 5*a*s/h = 5
 GPT = ModelConfig("tiny-gpt", "gpt", 64, 4, 4, 4, 256, 128, 64)
@@ -95,6 +95,25 @@ def test_model_states_mixed_precision_adam() -> None:
     assert fp16.weights_bytes + fp16.gradients_bytes + fp16.optimizer_bytes == 16 * p  # ZeRO paper
     fp32 = estimate_rank_memory(model, replace(TRAIN, dtype="fp32"), PAR, layers, True, True, 1)
     assert fp32.weights_bytes + fp32.gradients_bytes + fp32.optimizer_bytes == 16 * p
+
+
+def test_gradient_buffer_takes_a_narrower_reduce_dtype() -> None:
+    """bf16 gradients reduced in bf16 (Megatron-core without grad_reduce_in_fp32, NeMo's
+    grad_sync_dtype) keep a 2-byte buffer; a wider reduce dtype (DeepSpeed's fp32_allreduce of
+    fp16 gradients) is a per-bucket cast and leaves the 2-byte fp16 buffer."""
+    model, layers = GPT, range(4)
+    p = rank_params(model, PAR, layers, True, True)
+    cases = (("bf16", "auto", 4), ("bf16", "bf16", 2), ("bf16", "fp32", 4), ("fp16", "fp32", 2))
+    for dtype, reduce_dtype, grad_bytes in cases:
+        training = replace(TRAIN, dtype=dtype, grad_reduce_dtype=reduce_dtype)
+        est = estimate_rank_memory(model, training, PAR, layers, True, True, 1)
+        assert est.gradients_bytes == grad_bytes * p, (dtype, reduce_dtype)
+        zero_grad = by_label(optimizer_ops(model, training, PAR, p))["zero_grad"]
+        assert zero_grad.bytes_moved == grad_bytes * p, (dtype, reduce_dtype)
+
+
+def by_label(ops: list) -> dict:
+    return {op.label: op for op in ops}
 
 
 def test_zero_stages_and_distributed_optimizer() -> None:
