@@ -490,6 +490,8 @@ def _mlsys23_case(
     case_id: str, kind: str, quantity: str, measured: dict[str, float], experiment: dict[str, Any], where: str
 ) -> dict[str, Any]:
     assumed = dict(MLSYS23_ASSUMED)
+    if experiment["parallel"]["pp"] == 1:  # no pipeline calls to describe
+        del assumed["parallel.p2p_sync"], assumed["parallel.p2p_scatter_gather"]
     if experiment["parallel"]["dp"] > 1:
         assumed["parallel.grad_sync"] = (
             "after_backward",

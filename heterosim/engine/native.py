@@ -138,19 +138,60 @@ def cache_root() -> Path:
     return Path(os.environ.get("HETEROSIM_CACHE_DIR", Path.home() / ".cache" / "heterosim"))
 
 
-def build(force: bool = False, verbose: bool = False) -> BuildPaths:
-    """Compile ``ns3_modules`` into one shared library (cached); return where it is."""
+@dataclass(frozen=True)
+class _Settings:
+    """What every compile and link of this process shares: sources root, ns-3 wheel, compiler,
+    flags, and the digests that key the caches (headers, toolchain)."""
+
+    root: Path
+    prefix: Path
+    compiler: str
+    mode: str
+    flags: list[str]
+    headers: list[Path]
+    header_hash: str
+    toolchain: str
+
+    def tools(self, paths: BuildPaths, force: bool = False, verbose: bool = False) -> _Toolchain:
+        include_flags = [f"-I{paths.include}", f"-I{self.prefix / 'include'}"]
+        return _Toolchain(
+            self.compiler,
+            self.flags,
+            include_flags,
+            self.header_hash,
+            self.toolchain,
+            paths.objects,
+            self.root,
+            force,
+            verbose,
+        )
+
+    def ns3_link_flags(self) -> list[str]:
+        lib_dir = self.prefix / "lib64"
+        libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
+        return [f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"]
+
+
+def _settings() -> _Settings:
     root = modules_dir()
     prefix = ns3_prefix()
     compiler = os.environ.get("CXX", "g++")
     mode = build_mode()
     flags = [*COMMON_FLAGS, *MODE_FLAGS[mode]]
-    sources, headers = _sources(root)
-    if not sources:
-        raise UserError(f"{root}: no C++ sources found")
+    _, headers = _sources(root)
     header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
     toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-    key = _digest(header_hash, toolchain, *[s.read_bytes() for s in sources])
+    return _Settings(root, prefix, compiler, mode, flags, headers, header_hash, toolchain)
+
+
+def build(force: bool = False, verbose: bool = False) -> BuildPaths:
+    """Compile ``ns3_modules`` into one shared library (cached); return where it is."""
+    settings = _settings()
+    root, mode, headers = settings.root, settings.mode, settings.headers
+    sources, _ = _sources(root)
+    if not sources:
+        raise UserError(f"{root}: no C++ sources found")
+    key = _digest(settings.header_hash, settings.toolchain, *[s.read_bytes() for s in sources])
     build_root = cache_root() / "build" / f"{mode}-{key}"
     paths = BuildPaths(
         root=build_root,
@@ -177,19 +218,8 @@ def build(force: bool = False, verbose: bool = False) -> BuildPaths:
         include_ns3.mkdir(parents=True)
         for header in headers:
             shutil.copy2(header, include_ns3 / header.name)
-        _compile_and_link(
-            paths,
-            prefix,
-            compiler,
-            flags,
-            header_hash,
-            toolchain,
-            root,
-            force,
-            verbose,
-            sources,
-            paths.library,
-        )
+        tools = settings.tools(paths, force, verbose)
+        tools.link(tools.compile_all(sources), paths.library, settings.ns3_link_flags())
         global _build_seconds
         seconds = time.monotonic() - started
         _build_seconds += seconds
@@ -235,10 +265,8 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     """Compile the modules' ns-3 TestSuites (``*/test/*.cc``) into a test library linked
     against the library of :func:`build` (cached the same way); return its path."""
     paths = build(force=force, verbose=verbose)
-    root = modules_dir()
-    prefix = ns3_prefix()
-    compiler = os.environ.get("CXX", "g++")
-    flags = [*COMMON_FLAGS, *MODE_FLAGS[build_mode()]]
+    settings = _settings()
+    root = settings.root
     sources, _ = _sources(root, TEST_PARTS)
     if not sources:
         raise UserError(f"{root}: no ns-3 TestSuites (*/test/*.cc) found")
@@ -250,93 +278,25 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
         if library.exists() and not force:
             return library  # built by another process while this one waited
         library.parent.mkdir(parents=True, exist_ok=True)
-        _, headers = _sources(root)
-        header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
-        toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-        _compile_and_link(
-            paths,
-            prefix,
-            compiler,
-            flags,
-            header_hash,
-            toolchain,
-            root,
-            force,
-            verbose,
-            sources,
-            library,
-            extra=[str(paths.library), f"-Wl,-rpath,{paths.root}"],
-        )
+        tools = settings.tools(paths, force, verbose)
+        link_flags = [str(paths.library), f"-Wl,-rpath,{paths.root}", *settings.ns3_link_flags()]
+        tools.link(tools.compile_all(sources), library, link_flags)
         return library
-
-
-def _compile_and_link(
-    paths: BuildPaths,
-    prefix: Path,
-    compiler: str,
-    flags: list[str],
-    header_hash: str,
-    toolchain: str,
-    root: Path,
-    force: bool,
-    verbose: bool,
-    sources: list[Path],
-    library: Path,
-    extra: list[str] | None = None,
-) -> None:
-    """Compile ``sources`` (each object cached on its own) and link them into ``library`` against
-    the ns-3 wheel's libraries (and ``extra`` link arguments)."""
-    tools = _Toolchain(
-        compiler,
-        flags,
-        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-        header_hash,
-        toolchain,
-        paths.objects,
-        root,
-        force,
-        verbose,
-    )
-    objects = tools.compile_all(sources)
-    lib_dir = prefix / "lib64"
-    libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link(objects, library, [*(extra or []), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}"])
 
 
 def build_example(source: Path) -> Path:
     """Compile and link one program of ``ns3_modules/*/examples/`` against the library (cached
     by content); return the executable."""
     paths = build()
-    prefix = ns3_prefix()
-    compiler = os.environ.get("CXX", "g++")
-    flags = [*COMMON_FLAGS, *MODE_FLAGS[build_mode()]]
     key = _digest(paths.root.name, source.read_bytes())
     executable = paths.root / "examples" / f"{source.stem}-{key}"
     if executable.exists():
         return executable
     executable.parent.mkdir(parents=True, exist_ok=True)
-    _, headers = _sources(modules_dir())
-    header_hash = _digest(*[h.name.encode() + h.read_bytes() for h in headers])
-    toolchain = _digest(_compiler_version(compiler), NS3_VERSION, str(prefix), *flags)
-    tools = _Toolchain(
-        compiler,
-        flags,
-        [f"-I{paths.include}", f"-I{prefix / 'include'}"],
-        header_hash,
-        toolchain,
-        paths.objects,
-        modules_dir(),
-        False,
-        False,
-    )
-    lib_dir = prefix / "lib64"
-    libs = [f"-lns{NS3_VERSION}-{name}" for name in NS3_LIBRARIES]
-    tools.link(
-        [tools.compile_one(source)],
-        executable,
-        [str(paths.library), f"-L{lib_dir}", *libs, f"-Wl,-rpath,{lib_dir}", f"-Wl,-rpath,{paths.root}"],
-        shared=False,
-    )
+    settings = _settings()
+    tools = settings.tools(paths)
+    link_flags = [str(paths.library), f"-Wl,-rpath,{paths.root}", *settings.ns3_link_flags()]
+    tools.link([tools.compile_one(source)], executable, link_flags, shared=False)
     return executable
 
 

@@ -242,19 +242,11 @@ def layer_times_ms(run: Any) -> dict[str, Any]:
     }
 
 
-def predict_layer(
-    case: Case,
-    fidelity: str | None = None,
-    *,
-    granularity: str | None = None,
-    intra_host: str | None = None,
-    queue_pairs: str | None = None,
-    packet_acceleration: str | None = None,
-) -> Prediction:
+def predict_layer(case: Case, exp: ExperimentConfig) -> Prediction:
+    """A layer_time case on its experiment (:func:`case_experiment`, options applied)."""
     from heterosim.simulate import run_experiment
 
     start = time.perf_counter()
-    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
     # one micro-batch per replica; the interleaved schedule needs a multiple of pp (Megatron too)
     micro = exp.parallel.pp if exp.parallel.schedule == "interleaved" else 1
     run = run_experiment(with_micro_batches(exp, micro))
@@ -323,14 +315,8 @@ def predict(
     if case.kind == "collective_busbw":
         return predict_collective(case, fidelity, intra_host, queue_pairs, packet_acceleration)
     if case.kind == "layer_time":
-        return predict_layer(
-            case,
-            fidelity,
-            granularity=granularity,
-            intra_host=intra_host,
-            queue_pairs=queue_pairs,
-            packet_acceleration=packet_acceleration,
-        )
+        options = (granularity, intra_host, queue_pairs, packet_acceleration)
+        return predict_layer(case, case_experiment(case, fidelity, *options))
     return predict_end_to_end(
         case,
         fidelity,

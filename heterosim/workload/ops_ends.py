@@ -297,6 +297,26 @@ def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params
     return -(-dense // parallel.dp) + -(-expert_params_on_rank // expert_dp)
 
 
+def _opt_pass(
+    label: str,
+    elements: int,
+    bytes_per_element: int,
+    flops: int = 0,
+    kind: str = "elementwise",
+    dtype: str = "fp32",
+) -> OpSpec:
+    """One memory-bound pass of the optimizer step over ``elements`` values."""
+    return OpSpec(
+        label,
+        kind,
+        "opt",
+        dtype,
+        (elements, 0, 0, 0),
+        flops=flops * elements,
+        bytes_moved=bytes_per_element * elements,
+    )
+
+
 def optimizer_ops(
     model: ModelConfig,
     training: TrainingConfig,
@@ -341,53 +361,19 @@ def optimizer_ops(
     del model  # the step depends on the shard size only
     n = optimizer_shard(parallel, params_on_rank, expert_params_on_rank)
     g = grad_buffer_bytes(training)
-    ops = []
     read = g  # bytes per gradient element the norm and Adam read
+    ops = []
     if training.dtype == "fp16":
         read = FP32
-        ops += [
-            OpSpec("grad_to_fp32", "elementwise", "opt", "fp32", (n, 0, 0, 0), bytes_moved=n * (g + FP32)),
-            OpSpec(
-                "unscale_grads", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=n, bytes_moved=n * 2 * FP32
-            ),
-        ]
+        ops += [_opt_pass("grad_to_fp32", n, g + FP32), _opt_pass("unscale_grads", n, 2 * FP32, flops=1)]
     ops += [
-        OpSpec("grad_norm", "elementwise", "opt", "fp32", (n, 0, 0, 0), flops=2 * n, bytes_moved=n * read),
-        OpSpec(
-            "adam",
-            "optimizer",
-            "opt",
-            "fp32",
-            (n, 0, 0, 0),
-            flops=ADAM_FLOPS * n,
-            bytes_moved=n * (read + 6 * FP32),
-        ),
+        _opt_pass("grad_norm", n, read, flops=2),
+        _opt_pass("adam", n, read + 6 * FP32, flops=ADAM_FLOPS, kind="optimizer"),
     ]
     if training.dtype != "fp32":
-        ops.append(
-            OpSpec("param_copy", "elementwise", "opt", "fp32", (n, 0, 0, 0), bytes_moved=n * (FP32 + 2))
-        )
+        ops.append(_opt_pass("param_copy", n, FP32 + 2))
     if parallel.zero == 0:
-        ops.append(
-            OpSpec(
-                "zero_grad",
-                "elementwise",
-                "opt",
-                "fp32",
-                (params_on_rank, 0, 0, 0),
-                bytes_moved=params_on_rank * g,
-            )
-        )
+        ops.append(_opt_pass("zero_grad", params_on_rank, g))
     if training.dtype == "fp8" and linear_weights > 0:
-        ops.append(
-            OpSpec(
-                "fp8_weight_cast",
-                "elementwise",
-                "opt",
-                "bf16",
-                (linear_weights, 0, 0, 0),
-                flops=FP8_CAST_FLOPS * linear_weights,
-                bytes_moved=4 * linear_weights,
-            )
-        )
+        ops.append(_opt_pass("fp8_weight_cast", linear_weights, 4, flops=FP8_CAST_FLOPS, dtype="bf16"))
     return ops

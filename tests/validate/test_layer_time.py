@@ -86,14 +86,15 @@ def test_recomputation_lengthens_only_the_backward(tmp_path):
 
 
 def test_tensor_parallel_layer_includes_its_collectives(tmp_path):
-    """With TP the layer's all-reduces are inside its time: the forward is longer than the
-    compute the TP rank does alone."""
-    (case,) = load(tmp_path, layer_case("none", tp=8))
-    pred = predict(case)
-    model = ModelConfig("m", "gpt", 1024, 4, 16, 16, 4096, 8192, 1024)
-    training = TrainingConfig(8, 2, 1024, "bf16", "none", attention="unfused")
-    single = estimate_iteration(model, training, single_gpu_parallel(), "A100-80GB-SXM", ComputeModel())
-    assert pred.details["layer_forward_ms"] > single.layer_fwd_s * 1e3 / 8
+    """With TP the layer's all-reduces are inside its time: the same layer over PCIe instead of
+    NVSwitch computes the same ops and takes longer, by the slower collectives alone."""
+    nvswitch = layer_case("none", tp=8)
+    pcie = copy.deepcopy(nvswitch)
+    pcie["id"] = "pcie"
+    pcie["experiment"]["cluster"]["host_types"]["h"]["fabric"] = "pcie"
+    fast, slow = (predict(c) for c in load(tmp_path, nvswitch, pcie))
+    assert slow.details["layer_forward_ms"] > 1.2 * fast.details["layer_forward_ms"]
+    assert slow.details["layer_backward_ms"] > 1.2 * fast.details["layer_backward_ms"]
 
 
 def test_quantity_picks_the_published_number(tmp_path):
