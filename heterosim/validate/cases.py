@@ -56,6 +56,8 @@ class Case:
     measured_all: dict[str, float] = field(default_factory=dict)  # every published number given
     origin: str = field(default="", compare=False)  # "file: cases[i] (id)" for error messages
     base_dir: Path | None = field(default=None, compare=False)  # relative cluster paths
+    # mechanisms of the measured run the simulator leaves out: ({"what": ..., "source": ...}, ...)
+    not_modelled: tuple[dict[str, str], ...] = ()
 
     @property
     def separate_flags(self) -> list[str]:
@@ -116,6 +118,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
     assumed = top.raw("assumed", {})
     if not isinstance(assumed, dict):
         raise top.error("assumed", "expected a mapping of assumed values")
+    not_modelled = _not_modelled(top)
     experiment = collective = cluster = None
     if kind == "collective_busbw":
         coll = top.section("collective", required=True)
@@ -153,11 +156,31 @@ def _case(entry: Any, source: str, index: int) -> Case:
         collective=collective,
         cluster=cluster,
         measured_all=measured_all,
+        not_modelled=not_modelled,
         origin=f"{source}: {label}",
         base_dir=Path(source).parent,
     )
     top.reject_unknown(("published", "note", "extra"))
     return case
+
+
+def _not_modelled(top: Section) -> tuple[dict[str, str], ...]:
+    """``not_modelled``: a list of ``{what, source}``, each a mechanism of the measured run that
+    the simulator does not model, named with the source that shows the run used it."""
+    entries = top.raw("not_modelled", [])
+    problem = "expected a list of {what: TEXT, source: TEXT}"
+    if not isinstance(entries, list):
+        raise top.error("not_modelled", problem)
+    out = []
+    for i, entry in enumerate(entries):
+        if (
+            not isinstance(entry, dict)
+            or set(entry) != {"what", "source"}
+            or not all(isinstance(v, str) and v.strip() for v in entry.values())
+        ):
+            raise top.error(f"not_modelled[{i}]", problem)
+        out.append({"what": entry["what"].strip(), "source": entry["source"].strip()})
+    return tuple(out)
 
 
 def load_cases(path: str | Path) -> list[Case]:

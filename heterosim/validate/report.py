@@ -132,6 +132,7 @@ def result_row(case: Case, pred: Prediction | None, error: str | None) -> dict[s
         "predicted": None,
         "error_pct": None,
         "assumptions": case.assumed,
+        "not_modelled": list(case.not_modelled),
         "flags": list(case.flags),
         "separate_flags": case.separate_flags,
         "calibration": case.calibration,

@@ -62,6 +62,7 @@ def case_lines(case: Case, row: dict[str, Any], show_budget: bool = True) -> lis
         lines.append(f"      budget: {budget_line(row['budget'])}")
     if case.kind == "layer_time" and row.get("details"):
         lines.append(f"      layer: {layer_line(row['details'], case.measured_all)}")
+    lines.extend(f"      not modelled: {entry['what']}" for entry in case.not_modelled)
     return lines
 
 

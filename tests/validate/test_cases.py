@@ -83,12 +83,44 @@ def test_good_case_loads(tmp_path):
         ({"experiment": "run.yaml"}, "cases[0] (c1).experiment: expected an experiment mapping"),
         ({"flags": "DER"}, "flags: expected a list"),
         ({"colour": "red"}, "colour"),
+        ({"not_modelled": "overlap"}, "cases[0] (c1).not_modelled: expected a list"),
+        ({"not_modelled": [{"what": "overlap"}]}, "cases[0] (c1).not_modelled[0]: expected a list"),
+        ({"not_modelled": [{"what": "x", "source": " "}]}, "not_modelled[0]"),
     ],
 )
 def test_malformed_case_is_one_line_error_naming_case_and_key(tmp_path, changes, expected):
     message = error_of(tmp_path, [mutate(**changes)])
     assert expected in message
     assert str(tmp_path / "cases.yaml") in message
+
+
+def test_not_modelled_mechanisms_reach_the_results_and_the_printed_case(tmp_path):
+    from heterosim.validate.report import result_row
+    from heterosim.validate.runner import case_lines
+
+    entry = {"what": "TP overlap", "source": "launcher config"}
+    (case,) = load_cases(write(tmp_path, [mutate(not_modelled=[entry])]))
+    assert case.not_modelled == (entry,)
+    row = result_row(case, None, None)
+    assert row["not_modelled"] == [entry]
+    row["error_pct"] = 1.0
+    assert "      not modelled: TP overlap" in case_lines(case, row, show_budget=False)
+    (plain,) = load_cases(write(tmp_path, [GOOD]))
+    assert plain.not_modelled == () and not any("not modelled" in x for x in case_lines(plain, row))
+
+
+def test_shipped_nemo_cases_name_the_tp_overlap_their_launcher_config_enables():
+    cases = {c.id: c for c in load_cases(SHIPPED)}
+    with_overlap = {
+        i for i, c in cases.items() if any("ub_tp_comm_overlap" in e["what"] for e in c.not_modelled)
+    }
+    assert with_overlap == {
+        "nemo2407-h100-fp8-llama2-70b-64",
+        "nemo2407-h100-fp8-gpt3-20b-64",
+        "nemo2407-h100-fp8-nemotron3-8b-64",
+        "nemo2407-h100-fp8-nemotron3-22b-64",
+    }
+    assert all("tag 24.07" in e["source"] for i in with_overlap for e in cases[i].not_modelled)
 
 
 def test_duplicate_ids_and_empty_list_are_errors(tmp_path):
