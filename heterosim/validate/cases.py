@@ -168,9 +168,8 @@ def _not_modelled(top: Section) -> tuple[dict[str, str], ...]:
     """``not_modelled``: a list of ``{what, source}``, each a mechanism of the measured run that
     the simulator does not model, named with the source that shows the run used it."""
     entries = top.raw("not_modelled", [])
-    problem = "expected a list of {what: TEXT, source: TEXT}"
     if not isinstance(entries, list):
-        raise top.error("not_modelled", problem)
+        raise top.error("not_modelled", "expected a list of {what: TEXT, source: TEXT}")
     out = []
     for i, entry in enumerate(entries):
         if (
@@ -178,7 +177,7 @@ def _not_modelled(top: Section) -> tuple[dict[str, str], ...]:
             or set(entry) != {"what", "source"}
             or not all(isinstance(v, str) and v.strip() for v in entry.values())
         ):
-            raise top.error(f"not_modelled[{i}]", problem)
+            raise top.error(f"not_modelled[{i}]", "expected {what: TEXT, source: TEXT}, both non-empty")
         out.append({"what": entry["what"].strip(), "source": entry["source"].strip()})
     return tuple(out)
 

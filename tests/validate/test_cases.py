@@ -11,6 +11,8 @@ import yaml
 from heterosim.errors import UserError
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.predict import case_experiment
+from heterosim.validate.report import result_row
+from heterosim.validate.runner import case_lines
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "validation" / "cases.yaml"
@@ -84,7 +86,10 @@ def test_good_case_loads(tmp_path):
         ({"flags": "DER"}, "flags: expected a list"),
         ({"colour": "red"}, "colour"),
         ({"not_modelled": "overlap"}, "cases[0] (c1).not_modelled: expected a list"),
-        ({"not_modelled": [{"what": "overlap"}]}, "cases[0] (c1).not_modelled[0]: expected a list"),
+        (
+            {"not_modelled": [{"what": "overlap"}]},
+            "cases[0] (c1).not_modelled[0]: expected {what: TEXT, source: TEXT}",
+        ),
         ({"not_modelled": [{"what": "x", "source": " "}]}, "not_modelled[0]"),
     ],
 )
@@ -95,9 +100,6 @@ def test_malformed_case_is_one_line_error_naming_case_and_key(tmp_path, changes,
 
 
 def test_not_modelled_mechanisms_reach_the_results_and_the_printed_case(tmp_path):
-    from heterosim.validate.report import result_row
-    from heterosim.validate.runner import case_lines
-
     entry = {"what": "TP overlap", "source": "launcher config"}
     (case,) = load_cases(write(tmp_path, [mutate(not_modelled=[entry])]))
     assert case.not_modelled == (entry,)
