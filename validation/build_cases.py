@@ -146,15 +146,72 @@ MEGATRON_V1_DDP = {
 README2020 = {**README2020, **MEGATRON_V1_DDP}
 SC21 = {**SC21, **MEGATRON_V1_DDP}
 
+# Megatron-LM's SC'21 artifact (examples/sc21/run_table_1.sh and CONFIG.sh, commit de7dc40 "scripts
+# for sc21", August 2021, run in nvcr.io/nvidia/pytorch:20.12-py3) states per Table 1 row what the
+# paper leaves open: the micro-batch (MBS), the data-parallel implementation (--DDP-impl torch or
+# local) and --num-layers-per-virtual-pipeline-stage (None: no interleaving); all rows --fp16
+# --loss-scale 8192 --checkpoint-activations.
+SC21_ARTIFACT = "Megatron-LM examples/sc21/run_table_1.sh (commit de7dc40, 'scripts for sc21', Aug 2021)"
+SC21_T1_ARTIFACT: dict[str, tuple[int, str, int | None]] = {
+    "1p7b": (16, "torch", None),
+    "3p6b": (16, "torch", None),
+    "7p5b": (16, "torch", None),
+    "18p4b": (8, "torch", None),
+    "39p1b": (4, "local", None),
+    "76p1b": (2, "local", 5),
+    "145p6b": (2, "local", 5),
+    "310p1b": (1, "local", 3),
+    "529p6b": (1, "local", 1),
+    "1008p0b": (1, "local", None),
+}
+SC21_PIPELINED = ("39p1b", "76p1b", "145p6b", "310p1b", "529p6b", "1008p0b")
+TORCH_DDP_BUCKET = "25MiB"  # torch.nn.parallel.DistributedDataParallel bucket_cap_mb default (25)
+
+
+def sc21_t1_artifact(name: str) -> dict[str, tuple[Any, str]]:
+    """The assumptions of a Table 1 row that the SC'21 artifact script settles."""
+    mbs, ddp, layers_per_chunk = SC21_T1_ARTIFACT[name]
+    out: dict[str, tuple[Any, str]] = {
+        "training.micro_batch": (mbs, f"{SC21_ARTIFACT}: MBS={mbs}"),
+        "training.dtype": ("fp16", f"{SC21_ARTIFACT}, CONFIG.sh: --fp16 --loss-scale 8192"),
+    }
+    if ddp == "torch":
+        out["parallel.grad_sync"] = (
+            "overlap",
+            f"{SC21_ARTIFACT}: DDP=torch, i.e. torch.nn.parallel.DistributedDataParallel, whose "
+            "bucketed gradient all-reduce runs as the backward pass fills each bucket",
+        )
+        out["parallel.dp_bucket"] = (
+            TORCH_DDP_BUCKET,
+            "torch.nn.parallel.DistributedDataParallel default bucket_cap_mb = 25",
+        )
+    else:
+        out["parallel.grad_sync"] = (
+            "after_backward",
+            f"{SC21_ARTIFACT}: DDP=local, Megatron-LM's own DistributedDataParallel, which "
+            "all-reduces the gradients after the backward pass (training.py: "
+            "model.allreduce_params())",
+        )
+    if name in SC21_PIPELINED:
+        if layers_per_chunk is None:
+            out["parallel.vpp"] = (1, f"{SC21_ARTIFACT}: no --num-layers-per-virtual-pipeline-stage")
+        else:
+            out["parallel.vpp"] = (
+                f"layers/{layers_per_chunk}",
+                f"{SC21_ARTIFACT}: --num-layers-per-virtual-pipeline-stage {layers_per_chunk}",
+            )
+    return out
+
+
 SELECTED: dict[str, dict[str, tuple[Any, str]]] = {}
 for name in ("1b", "2b", "4b", "8b"):
     SELECTED[f"megatron-readme2020-dgxa100-{name}"] = dict(README2020)
     SELECTED[f"megatron-readme2020-dgx2-v100-{name}"] = dict(README2020)
     SELECTED[f"megatron-readme2020-dgxa100-dp128-{name}"] = {**README2020, **README2020_NET}
 for name in ("1p7b", "3p6b", "7p5b", "18p4b"):
-    SELECTED[f"megatron-sc21-t1-{name}"] = dict(SC21)
-for name in ("39p1b", "76p1b", "145p6b", "310p1b", "529p6b", "1008p0b"):
-    SELECTED[f"megatron-sc21-t1-{name}"] = {**SC21, **SC21_PP}
+    SELECTED[f"megatron-sc21-t1-{name}"] = {**SC21, **sc21_t1_artifact(name)}
+for name in SC21_PIPELINED:
+    SELECTED[f"megatron-sc21-t1-{name}"] = {**SC21, **SC21_PP, **sc21_t1_artifact(name)}
 for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b-2240"):
     SELECTED[f"megatron-sc21-t2-ptdp-{name}"] = {
         **SC21_T2,
@@ -295,6 +352,15 @@ def smallest_interleave(layers: int, pp: int) -> int:
     return next(v for v in range(2, per_stage + 1) if per_stage % v == 0)
 
 
+def interleave_of(layers: int, pp: int, layers_per_chunk: int) -> int:
+    """Megatron-LM's interleave factor from --num-layers-per-virtual-pipeline-stage
+    (arguments.py: (num_layers // pp) // num_layers_per_virtual_pipeline_stage)."""
+    per_stage, rest = divmod(layers, pp)
+    if rest or per_stage % layers_per_chunk:
+        raise ValueError(f"{layers} layers on {pp} stages do not split into chunks of {layers_per_chunk}")
+    return per_stage // layers_per_chunk
+
+
 def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> dict[str, Any]:
     m, t, p, c = case["model"], case["training"], case["parallel"], case["cluster"]
 
@@ -333,6 +399,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     vpp = pick("parallel.vpp", p.get("vpp")) if p["pp"] > 1 else None
     if vpp == "smallest":
         vpp = smallest_interleave(m["layers"], p["pp"])
+    elif isinstance(vpp, str) and vpp.startswith("layers/"):  # layers per virtual stage given
+        vpp = interleave_of(m["layers"], p["pp"], int(vpp.removeprefix("layers/")))
     parallel = {
         "tp": p["tp"],
         "pp": p["pp"],
@@ -345,6 +413,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
     }
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
+    if "parallel.dp_bucket" in assumed:
+        parallel["dp_bucket"] = assumed["parallel.dp_bucket"][0]
     for key in ("p2p_sync", "p2p_scatter_gather"):
         if f"parallel.{key}" in assumed:
             parallel[key] = assumed[f"parallel.{key}"][0]
@@ -376,7 +446,9 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
     if case["cluster"]["gpu"] in GPU_WHY:
         assumed["cluster.gpu"] = (GPU[case["cluster"]["gpu"]], GPU_WHY[case["cluster"]["gpu"]])
     experiment = experiment_of(case, assumed)
-    if assumed.get("parallel.vpp", ("",))[0] == "smallest":
+    if assumed.get("parallel.vpp", ("",))[0] == "smallest" or str(
+        assumed.get("parallel.vpp", ("",))[0]
+    ).startswith("layers/"):
         assumed["parallel.vpp"] = (experiment["parallel"]["vpp"], assumed["parallel.vpp"][1])
     if assumed.get("training.micro_batch", ("",))[0] == "per-replica batch":
         assumed["training.micro_batch"] = (
