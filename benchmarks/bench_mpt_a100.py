@@ -54,16 +54,8 @@ def experiment(model: str, seq: int, micro: int, accum: int, checkpointing: bool
     hidden, layers, heads = MPT_DIMS[model]
     return {
         "name": f"mpt-{model}-{seq}",
-        "model": {
-            "arch": "gpt",
-            "hidden": hidden,
-            "layers": layers,
-            "heads": heads,
-            "kv_heads": heads,
-            "ffn": 4 * hidden,
-            "vocab": 50368,
-            "seq": seq,
-        },
+        # arch gpt, kv_heads = heads and ffn = 4 x hidden are the model section's defaults
+        "model": {"hidden": hidden, "layers": layers, "heads": heads, "vocab": 50368, "seq": seq},
         "training": {
             "global_batch": micro * accum * GPUS,
             "micro_batch": micro,

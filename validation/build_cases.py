@@ -446,10 +446,9 @@ def e2e_case(case: dict[str, Any]) -> dict[str, Any]:
     if case["cluster"]["gpu"] in GPU_WHY:
         assumed["cluster.gpu"] = (GPU[case["cluster"]["gpu"]], GPU_WHY[case["cluster"]["gpu"]])
     experiment = experiment_of(case, assumed)
-    if assumed.get("parallel.vpp", ("",))[0] == "smallest" or str(
-        assumed.get("parallel.vpp", ("",))[0]
-    ).startswith("layers/"):
-        assumed["parallel.vpp"] = (experiment["parallel"]["vpp"], assumed["parallel.vpp"][1])
+    vpp_assumed = assumed.get("parallel.vpp")
+    if vpp_assumed and isinstance(vpp_assumed[0], str):  # "smallest" or "layers/N": record the factor
+        assumed["parallel.vpp"] = (experiment["parallel"]["vpp"], vpp_assumed[1])
     if assumed.get("training.micro_batch", ("",))[0] == "per-replica batch":
         assumed["training.micro_batch"] = (
             experiment["training"]["micro_batch"],
