@@ -123,3 +123,21 @@ def test_shipped_cudnn_tables_calibrate_h100_by_default():
     assert "attention_bwd_ratio" in fit.values  # single-pass fwd and bwd series both present
     a100 = model.calibration("A100-80GB-SXM").fits["attention"]
     assert all("flash-attention-2" in c for c in a100.citations)
+
+
+def test_gemm_fit_may_exceed_the_sustained_ceiling_up_to_the_burst_envelope():
+    # The A100's default ceiling is its sustained GEMM rate (0.78 of peak); a profile of a card that
+    # sustains 0.85 must be fitted to 0.85, not clipped at the default: only MAMF bounds a fit.
+    spec, base = gpu_spec("A100-80GB-SXM"), default_params("A100-80GB-SXM")
+    assert base.gemm_ceiling("bf16") < 0.85 < base.gemm_bound("bf16") == pytest.approx(0.869)
+    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.85})
+    rows = _synthetic(
+        [
+            ("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
+            for s in (2048, 4096, 8192, 16384)
+        ],
+        spec,
+        truth,
+    )
+    params, _ = calibrate(spec, rows, base)
+    assert params.gemm_ceiling("bf16") == pytest.approx(0.85, rel=0.02)

@@ -73,6 +73,35 @@ def test_v100_gemm_follows_the_published_cublas_measurement():
         assert 0.95 * measured_tflops <= tflops <= measured_tflops
 
 
+def test_a100_gemm_follows_the_published_sustained_measurements():
+    """Two published 8192^3 GEMMs on random data, back to back, on an A100 SXM4: 257 TFLOP/s
+    (thonking.ai, cuBLAS via PyTorch) and 230 TFLOP/s (mli/transformers-benchmarks, fp16). Their
+    mean fraction of the 312 TF peak is the ceiling of both 16-bit types, below the MAMF burst
+    envelope (0.869), which stays the bound of fits; the model's own 8192^3 lands within 5 %
+    below the measurements' mean and never above it. The 300 W PCIe card is bounded by the same
+    figure, not by its higher burst row."""
+    n, measured_tflops = 8192, (257.0 + 230.0) / 2
+    for gpu in ("A100-80GB-SXM", "A100-40GB-SXM"):
+        spec, params = gpu_spec(gpu), default_params(gpu)
+        for dtype in ("bf16", "fp16"):
+            assert params.gemm_ceiling(dtype) == pytest.approx(measured_tflops / 312, abs=1e-3)
+            assert params.gemm_bound(dtype) == pytest.approx(0.869)
+            assert "sustained" in params.sources[f"gemm_max_efficiency.{dtype}"]
+        flops = 2 * n**3
+        t = roofline_time_ns("gemm", "bf16", (n, n, n, 1), (0, 0), flops, 6 * n * n, spec, params)
+        assert 0.95 * measured_tflops <= flops / t / 1e3 <= measured_tflops
+    pcie = default_params("A100-80GB-PCIe")
+    assert pcie.gemm_ceiling("bf16") == pytest.approx(measured_tflops / 312, abs=1e-3)
+    assert pcie.gemm_ceiling("bf16") < pcie.gemm_bound("bf16")
+
+
+def test_sustained_rows_never_lift_a_ceiling_above_the_burst_envelope():
+    for gpu in GPUS + ["A100-80GB-PCIe", "V100-PCIe-16GB", "T4-16GB-PCIe"]:
+        p = default_params(gpu)
+        for dtype, ceiling in p.gemm_max_by_dtype.items():
+            assert ceiling <= p.gemm_bound(dtype) + 1e-12
+
+
 def test_wave_quantization_one_tile_over_a_full_wave_costs_a_second_wave():
     p = default_params("H100-SXM")
     tiles = [(128, 128, 1.0)]

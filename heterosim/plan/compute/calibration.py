@@ -5,7 +5,8 @@ For each op family with enough measurements on the GPU, the parameters of the ro
 ``sum (ln t_model - ln t_measured)^2`` with scipy's bounded least squares:
 
 - gemm (>= 3 rows): ``gemm_max_efficiency`` of the dominant dtype (bounded above by the GPU's
-  published MAMF envelope when there is one), ``gemm_k_half`` and ``launch_overhead_ns``;
+  published MAMF burst envelope when there is one, not by its lower sustained ceiling),
+  ``gemm_k_half`` and ``launch_overhead_ns``;
 - attention (>= 3 rows): ``attention_fwd_efficiency``, ``attention_seq_half``, and, when the
   data can tell them apart, ``attention_bwd_ratio`` (needs single-pass rows plus rows with a
   backward) and ``attention_head_dim_half`` (needs two head dims); ``fwd+bwd`` rows are modelled
@@ -142,7 +143,7 @@ def _launch_identifiable(rows: Sequence[Measurement], base: EfficiencyParams) ->
 def _fit_gemm(rows, spec, base):
     dtype = Counter(r.dtype for r in rows).most_common(1)[0][0]
     rows = [r for r in rows if r.dtype == dtype]
-    ceiling = base.gemm_max_by_dtype.get(dtype, 1.0)
+    ceiling = base.gemm_bound(dtype)
     names = ["gemm_max_efficiency", "gemm_k_half"]
     x0 = [min(base.gemm_ceiling(dtype), 0.95 * ceiling), base.gemm_k_half]
     lo, hi = [0.01, 0.0], [ceiling, 1e5]

@@ -5,8 +5,9 @@ Approximate models (their limits are tested in tests/plan/test_compute_roofline.
 - GEMM: ``e = gemm_max * quantization(m, n, batch) * k / (k + gemm_k_half)``. Quantization is
   the best, over the tile sizes of the GPU's tile set, of ``tile_rel * wave_fill * tile_fill``:
   ``tile_fill`` is the useful share of the padded output tiles, ``wave_fill`` the share of SM
-  slots busy over the waves (``tiles / (ceil(tiles / SMs) * SMs)``). ``gemm_max`` is bounded by
-  the published best-shape (MAMF) envelope of the GPU where one exists.
+  slots busy over the waves (``tiles / (ceil(tiles / SMs) * SMs)``). ``gemm_max`` is the GPU's
+  published sustained GEMM rate where one exists (random data at the power limit, as training
+  runs), else its best-shape (MAMF) envelope, a boost-clock burst (:func:`gemm_envelopes`).
 - Attention (fused flash kernel): ``e = a_pass * s_e / (s_e + seq_half) * d / (d + hd_half)``,
   with ``s_e = seq / 2`` under a causal mask (half the tiles are skipped, so the kernel behaves like
   a non-causal one of half the length) and ``a_bwd = a_fwd * bwd_ratio``.
@@ -31,6 +32,7 @@ from heterosim.catalog.gpus import GpuSpec
 
 COMPUTE_KINDS = ("gemm", "attention")
 MEMORY_KINDS = ("norm", "elementwise", "softmax_loss", "embedding", "optimizer")
+SIXTEEN_BIT = ("bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ class EfficiencyParams:
     memory_efficiency: float
     launch_overhead_ns: float
     gemm_max_by_dtype: dict[str, float] = field(default_factory=dict)
+    gemm_burst_by_dtype: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, **values: float) -> EfficiencyParams:
@@ -56,6 +59,11 @@ class EfficiencyParams:
     def gemm_ceiling(self, dtype: str) -> float:
         """Asymptotic GEMM efficiency for ``dtype``: the dtype's envelope if published."""
         return min(self.gemm_max_by_dtype.get(dtype, self.gemm_max_efficiency), 1.0)
+
+    def gemm_bound(self, dtype: str) -> float:
+        """The most a fit of measured GEMMs may reach: the MAMF burst envelope where one is
+        published (above the sustained ceiling), else the ceiling's envelope, else 1."""
+        return min(self.gemm_burst_by_dtype.get(dtype, self.gemm_max_by_dtype.get(dtype, 1.0)), 1.0)
 
 
 def gemm_quantization(
@@ -135,6 +143,44 @@ def attention_impls() -> set[str]:
     return names
 
 
+def gemm_envelopes(gpu: str) -> tuple[dict[str, float], dict[str, str], dict[str, float]]:
+    """The GEMM ceiling of each dtype of a GPU, the measurement behind it, and the MAMF burst
+    envelopes (the bound a fit of the GPU's own GEMM measurements may reach).
+
+    A training loop keeps the GPU at its power limit with high-entropy data, so a sustained
+    measurement (a row with a ``source``: back-to-back GEMMs on random data) describes it better
+    than MAMF's best shape, which is timed in short bursts at boost clock. Where a GPU has
+    sustained rows for a dtype, their mean fraction of peak is the ceiling, never above the MAMF
+    envelope; otherwise the MAMF envelope is.
+    """
+    burst: dict[str, tuple[float, str]] = {}
+    sustained: dict[str, list[tuple[float, str]]] = {}
+    for row in published_kernels()["gemm_envelopes"]:
+        if row["gpu"] != gpu or not row.get("efficiency"):
+            continue
+        if "source" in row:
+            # fp16 and bf16 share the tensor-core rate: their sustained rows are pooled.
+            family = SIXTEEN_BIT[0] if row["dtype"] in SIXTEEN_BIT else row["dtype"]
+            sustained.setdefault(family, []).append((float(row["efficiency"]), str(row["case"])))
+        else:
+            burst[row["dtype"]] = (float(row["efficiency"]), f"MAMF envelope, case {row['case']}")
+    ceilings = {dtype: value for dtype, (value, _) in burst.items()}
+    sources = {dtype: text for dtype, (_, text) in burst.items()}
+    for family, rows in sustained.items():
+        mean = sum(value for value, _ in rows) / len(rows)
+        cases = ", ".join(case for _, case in rows)
+        for dtype in SIXTEEN_BIT if family in SIXTEEN_BIT else (family,):
+            if dtype in ceilings and ceilings[dtype] < mean:
+                continue  # a burst envelope below a sustained figure bounds it
+            ceilings[dtype] = mean
+            sources[dtype] = f"sustained GEMM, mean of {len(rows)} published row(s): {cases}"
+    bursts = {dtype: value for dtype, (value, _) in burst.items()}
+    for a, b in (SIXTEEN_BIT, SIXTEEN_BIT[::-1]):
+        if a in bursts and b not in bursts:
+            bursts[b] = bursts[a]
+    return ceilings, sources, bursts
+
+
 def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
     """Uncalibrated parameters of a GPU (canonical name), with GEMM envelopes applied.
 
@@ -153,15 +199,8 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
         entry = {"sm_count": sm_count, "gemm_tiles": tiles_name}
     tiles = tuple((int(a), int(b), float(c)) for a, b, c in raw["tile_sets"][entry["gemm_tiles"]])
     sources = {k: "modelled default (data/gpu_compute.yaml)" for k in d}
-    envelopes: dict[str, float] = {}
-    for row in published_kernels()["gemm_envelopes"]:
-        if row["gpu"] == gpu and row.get("efficiency"):
-            envelopes[row["dtype"]] = float(row["efficiency"])
-            sources[f"gemm_max_efficiency.{row['dtype']}"] = (
-                f"sustained GEMM, {row['source']}"
-                if "source" in row
-                else f"MAMF envelope, case {row['case']}"
-            )
+    envelopes, envelope_sources, bursts = gemm_envelopes(gpu)
+    sources.update({f"gemm_max_efficiency.{dtype}": text for dtype, text in envelope_sources.items()})
     gemm_max = float(d["gemm_max_efficiency"])
     # The 16-bit envelope also bounds the other 16-bit type (same tensor-core rate).
     for a, b in (("bf16", "fp16"), ("fp16", "bf16")):
@@ -180,5 +219,6 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
         memory_efficiency=float(d["memory_efficiency"]),
         launch_overhead_ns=float(d["launch_overhead_ns"]),
         gemm_max_by_dtype=envelopes,
+        gemm_burst_by_dtype=bursts,
         sources=sources,
     )

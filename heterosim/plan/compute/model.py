@@ -234,8 +234,8 @@ class ComputeModel:
 
     def notes(self, new_only: bool = False) -> list[str]:
         """One line per GPU whose GEMMs so far were timed by the roofline with a ceiling no
-        measurement of that GPU and dtype fitted (and no GPU to scale from): the ceiling is a
-        best-shape envelope (an upper bound: optimistic for other shapes) or a modelled default;
+        measurement of that GPU and dtype fitted (and no GPU to scale from): the ceiling comes from
+        one large shape (a MAMF envelope or a sustained GEMM) or is a modelled default;
         the line says how to replace it with measurements. ``new_only``: only lines this process has not
         returned with ``new_only`` before (a sweep or validation prints each once)."""
         lines = self._notes()
@@ -256,10 +256,10 @@ class ComputeModel:
             for dtype in dtypes:
                 source = params.sources.get(f"gemm_max_efficiency.{dtype}")
                 if source:
+                    kind = "an upper bound" if source.startswith("MAMF") else "one large shape"
                     bounds.append(
-                        f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, the "
-                        f"best-shape {source} (an upper bound, optimistic for other "
-                        "shapes)"
+                        f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, from the "
+                        f"{source} ({kind}, optimistic for other shapes)"
                     )
                 else:
                     bounds.append(f"{dtype}: {params.gemm_ceiling(dtype):.0%} of peak, a modelled default")
