@@ -164,6 +164,9 @@ def gemm_envelopes(gpu: str) -> tuple[dict[str, float], dict[str, str], dict[str
             sustained.setdefault(family, []).append((float(row["efficiency"]), str(row["case"])))
         else:
             burst[row["dtype"]] = (float(row["efficiency"]), f"MAMF envelope, case {row['case']}")
+    for a, b in (SIXTEEN_BIT, SIXTEEN_BIT[::-1]):
+        if a in burst and b not in burst:  # the other 16-bit type runs at the same rate
+            burst[b] = (burst[a][0], f"{burst[a][1]} ({a})")
     ceilings = {dtype: value for dtype, (value, _) in burst.items()}
     sources = {dtype: text for dtype, (_, text) in burst.items()}
     for family, rows in sustained.items():
@@ -174,11 +177,7 @@ def gemm_envelopes(gpu: str) -> tuple[dict[str, float], dict[str, str], dict[str
                 continue  # a burst envelope below a sustained figure bounds it
             ceilings[dtype] = mean
             sources[dtype] = f"sustained GEMM, mean of {len(rows)} published row(s): {cases}"
-    bursts = {dtype: value for dtype, (value, _) in burst.items()}
-    for a, b in (SIXTEEN_BIT, SIXTEEN_BIT[::-1]):
-        if a in bursts and b not in bursts:
-            bursts[b] = bursts[a]
-    return ceilings, sources, bursts
+    return ceilings, sources, {dtype: value for dtype, (value, _) in burst.items()}
 
 
 def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
@@ -202,11 +201,6 @@ def default_params(gpu: str, spec: GpuSpec | None = None) -> EfficiencyParams:
     envelopes, envelope_sources, bursts = gemm_envelopes(gpu)
     sources.update({f"gemm_max_efficiency.{dtype}": text for dtype, text in envelope_sources.items()})
     gemm_max = float(d["gemm_max_efficiency"])
-    # The 16-bit envelope also bounds the other 16-bit type (same tensor-core rate).
-    for a, b in (("bf16", "fp16"), ("fp16", "bf16")):
-        if a in envelopes and b not in envelopes:
-            envelopes[b] = envelopes[a]
-            sources[f"gemm_max_efficiency.{b}"] = f"{sources[f'gemm_max_efficiency.{a}']} ({a})"
     return EfficiencyParams(
         sm_count=int(entry["sm_count"]),
         tiles=tiles,
