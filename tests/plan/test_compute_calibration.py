@@ -83,11 +83,9 @@ def test_recovers_memory_parameters_within_2_percent():
     assert params.launch_overhead_ns == pytest.approx(2500.0, rel=0.02)
 
 
-def test_gemm_fit_never_exceeds_the_published_envelope():
-    # Synthetic data claiming 95 % of peak: the fit is clipped at the MAMF envelope (0.869).
-    spec, base = gpu_spec(GPU), default_params(GPU)
-    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.95})
-    rows = _synthetic(
+def _square_bf16_gemms(spec, truth):
+    """Synthetic measurements of square bf16 GEMMs (2k-16k) timed by the ``truth`` parameters."""
+    return _synthetic(
         [
             ("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
             for s in (2048, 4096, 8192, 16384)
@@ -95,6 +93,13 @@ def test_gemm_fit_never_exceeds_the_published_envelope():
         spec,
         truth,
     )
+
+
+def test_gemm_fit_never_exceeds_the_published_envelope():
+    # Synthetic data claiming 95 % of peak: the fit is clipped at the MAMF envelope (0.869).
+    spec, base = gpu_spec(GPU), default_params(GPU)
+    truth = base.with_values(gemm_max_by_dtype={"bf16": 0.95})
+    rows = _square_bf16_gemms(spec, truth)
     params, _ = calibrate(spec, rows, base)
     assert params.gemm_ceiling("bf16") <= 0.869 + 1e-9
 
@@ -131,13 +136,6 @@ def test_gemm_fit_may_exceed_the_sustained_ceiling_up_to_the_burst_envelope():
     spec, base = gpu_spec("A100-80GB-SXM"), default_params("A100-80GB-SXM")
     assert base.gemm_ceiling("bf16") < 0.85 < base.gemm_bound("bf16") == pytest.approx(0.869)
     truth = base.with_values(gemm_max_by_dtype={"bf16": 0.85})
-    rows = _synthetic(
-        [
-            ("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 6 * s * s, "fwd")
-            for s in (2048, 4096, 8192, 16384)
-        ],
-        spec,
-        truth,
-    )
+    rows = _square_bf16_gemms(spec, truth)
     params, _ = calibrate(spec, rows, base)
     assert params.gemm_ceiling("bf16") == pytest.approx(0.85, rel=0.02)
