@@ -25,6 +25,7 @@ GPU_FIELDS = (
     "segment",
     "tflops",
     "memory_gb",
+    "memory_mib",
     "memory_tbps",
     "nvlink_gbps_per_dir",
     "nvlink_bridge",
@@ -76,6 +77,16 @@ def pcie_x16_bytes_per_s(generation: int) -> float | None:
     return None if value is None else float(value) * 1e9
 
 
+def memory_capacity_bytes(entry: dict) -> int:
+    """Device memory a rank can fill: the driver-reported total ``memory_mib`` (MiB) where the
+    entry has it, else the datasheet's ``memory_gb`` (decimal GB, a lower bound: an "80 GB" HBM
+    part reports about 80 GiB)."""
+    mib = entry.get("memory_mib")
+    if mib is not None:
+        return int(float(mib) * 2**20)
+    return int(float(entry["memory_gb"]) * 1e9)
+
+
 def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
     """A :class:`GpuSpec` from one entry in the catalogue's fields (already validated).
 
@@ -92,7 +103,7 @@ def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
         vendor=str(entry.get("vendor", "unknown")),
         generation=str(entry.get("generation", "unknown")),
         peak_tflops={str(k): (None if v is None else float(v)) for k, v in entry["tflops"].items()},
-        memory_bytes=int(float(entry["memory_gb"]) * 1e9),
+        memory_bytes=memory_capacity_bytes(entry),
         memory_bytes_per_s=float(entry["memory_tbps"]) * 1e12,
         nvlink_bytes_per_s=float(entry.get("nvlink_gbps_per_dir", 0)) * 1e9,
         pcie_bytes_per_s=pcie,

@@ -6,11 +6,12 @@ says whether its NICs do RDMA (``rdma``, default) or NCCL must use its socket tr
 (``socket``); a flow between hosts uses RDMA only if both ends have it.
 
 ``gpus:`` defines accelerators in the GPU catalogue's own fields (heterosim/catalog/gpus.yaml:
-``tflops``, ``memory_gb`` and ``memory_tbps`` required; ``vendor``, ``generation``, ``segment``,
-``nvlink_gbps_per_dir``, ``nvlink_bridge``, ``pcie_gen``, ``sm_count``, ``aliases``, ``sources``
-optional). Host types name them like catalogue GPUs. A ``gpus:`` entry whose name or alias is
-also a catalogue name *shadows* the catalogue entry inside this cluster (the file says what the
-hardware is); when any number differs, ``ClusterConfig.notes`` says which, and ``run`` prints it.
+``tflops``, ``memory_gb`` and ``memory_tbps`` required; ``memory_mib`` (the driver-reported total,
+used as the capacity when given), ``vendor``, ``generation``, ``segment``, ``nvlink_gbps_per_dir``,
+``nvlink_bridge``, ``pcie_gen``, ``sm_count``, ``aliases``, ``sources`` optional). Host types
+name them like catalogue GPUs. A ``gpus:`` entry whose name or alias is also a catalogue name
+*shadows* the catalogue entry inside this cluster (the file says what the hardware is); when any
+number differs, ``ClusterConfig.notes`` says which, and ``run`` prints it.
 """
 
 from __future__ import annotations
@@ -198,6 +199,8 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
         )
     entry: dict[str, object] = {"tflops": peaks}
     entry["memory_gb"] = section.number("memory_gb", minimum=1e-3, maximum=1e5)
+    if section.has("memory_mib"):
+        entry["memory_mib"] = section.number("memory_mib", minimum=1.0, maximum=1e8)
     entry["memory_tbps"] = section.number("memory_tbps", minimum=1e-3, maximum=1e3)
     entry["nvlink_gbps_per_dir"] = section.number("nvlink_gbps_per_dir", 0.0, minimum=0.0, maximum=1e5)
     entry["nvlink_bridge"] = section.boolean("nvlink_bridge", False)

@@ -49,6 +49,7 @@ def test_cluster_defined_gpu_is_used_by_name() -> None:
         ({**GPU, "tflops": {"fp16": 0, "fp32": None}}, "gpus.MyGPU.tflops", "at least one positive"),
         ({**GPU, "tflops": {"fp17": 3}}, "gpus.MyGPU.tflops.fp17", "unknown dtype"),
         ({**GPU, "memory_gb": "lots"}, "gpus.MyGPU.memory_gb", "expected a number"),
+        ({**GPU, "memory_mib": 0}, "gpus.MyGPU.memory_mib", ">= 1"),
         ({**GPU, "pcie_gen": 9}, "gpus.MyGPU.pcie_gen", "not tabulated"),
         ({**GPU, "segment": "gaming"}, "gpus.MyGPU.segment", "expected one of"),
     ],

@@ -16,7 +16,7 @@ def test_t4_datasheet_values() -> None:
     assert t4.name == "T4-16GB-PCIe" and t4.generation == "turing"
     assert t4.peak_flops("fp16") == pytest.approx(65e12)
     assert t4.peak_flops("fp32") == pytest.approx(8.1e12)
-    assert t4.memory_bytes == 16 * 10**9 and t4.memory_bytes_per_s == pytest.approx(320e9)
+    assert t4.memory_bytes == 15360 * 2**20 and t4.memory_bytes_per_s == pytest.approx(320e9)
     assert not t4.has_nvlink and t4.pcie_gen == 3
     with pytest.raises(UserError, match="no bf16 peak"):
         t4.peak_flops("bf16")
@@ -27,7 +27,7 @@ def test_t4_datasheet_values() -> None:
 def test_v100_memory_variants_are_separate_entries() -> None:
     small, big = gpu_spec("V100-SXM2-16GB"), gpu_spec("V100-SXM2-32GB")
     assert small.name == "V100-SXM2-16GB" and canonical_gpu_name("v100-16gb-sxm2") == small.name
-    assert small.memory_bytes == 16 * 10**9 and big.memory_bytes == 32 * 10**9
+    assert small.memory_bytes == 16160 * 2**20 and big.memory_bytes == 32502 * 2**20
     assert small.peak_tflops == big.peak_tflops
     assert small.nvlink_bytes_per_s == big.nvlink_bytes_per_s == pytest.approx(150e9)
     assert canonical_gpu_name("V100") == big.name
@@ -51,3 +51,33 @@ def test_unknown_gpu_lists_the_new_entries() -> None:
     assert {"T4-16GB-PCIe", "V100-SXM2-16GB"} <= set(known_gpu_names())
     with pytest.raises(UserError, match="T4-16GB-PCIe"):
         gpu_spec("T5")
+
+
+@pytest.mark.parametrize(
+    "name, reported_mib",
+    [("H100-SXM", 81559), ("A100-80GB-SXM", 81920), ("A100-40GB-SXM", 40960), ("L40S", 46068)],
+)
+def test_capacity_is_the_driver_reported_total(name: str, reported_mib: int) -> None:
+    """nvidia-smi memory.total (cited in gpus.yaml): an "80 GB" HBM part holds about 80 GiB, not
+    80e9 B; the datasheet figure would under-state every capacity by 7 %."""
+    spec = gpu_spec(name)
+    assert spec.memory_bytes == reported_mib * 2**20
+    assert "nvidia-smi" in spec.sources["memory_mib"]
+
+
+def test_without_a_reported_total_the_datasheet_gb_is_the_capacity() -> None:
+    assert gpu_spec("H200-SXM").memory_bytes == 141 * 10**9
+
+
+def test_cluster_gpu_may_give_the_reported_total() -> None:
+    entry = {"tflops": {"fp16": 71}, "memory_gb": 24, "memory_mib": 24564, "memory_tbps": 1.0}
+    cluster = parse_cluster(
+        {
+            "name": "c",
+            "gpus": {"Card": entry},
+            "host_types": {"h": {"gpu": "Card", "gpus": 2, "nics": 1, "nic_speed": "10Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+        "c.yaml",
+    )
+    assert cluster.gpu_spec("Card").memory_bytes == 24564 * 2**20

@@ -49,6 +49,8 @@ def test_every_catalogue_number_has_a_source(name: str) -> None:
             assert "tflops" in sources or all(f"tflops.{k}" in sources for k in given), name
         else:
             assert field in sources and sources[field].strip(), (name, field)
+    if "memory_mib" in entry:
+        assert sources.get("memory_mib", "").strip(), name
 
 
 @pytest.mark.parametrize(
@@ -72,7 +74,10 @@ def test_datasheet_values(name: str, fp16: float, fp32: float, memory_gb: int, m
     spec = gpu_spec(name)
     assert spec.peak_flops("fp16") == pytest.approx(fp16 * 1e12)
     assert spec.peak_flops("fp32") == pytest.approx(fp32 * 1e12)
-    assert spec.memory_bytes == memory_gb * 10**9
+    entry = _raw()["gpus"][spec.name]
+    assert entry["memory_gb"] == memory_gb
+    reported = entry.get("memory_mib")  # the driver-reported total, when the catalogue has it
+    assert spec.memory_bytes == (memory_gb * 10**9 if reported is None else reported * 2**20)
     assert spec.memory_bytes_per_s == pytest.approx(memory_tbps * 1e12)
 
 
