@@ -70,6 +70,9 @@ class TrainingConfig:
     # dtype of the data-parallel gradient reduction; auto: the main-gradient dtype (fp32 for
     # bf16/fp8, fp16 for fp16); fp32 e.g. for DeepSpeed's fp32_allreduce
     grad_reduce_dtype: str = "auto"
+    # the fused attention kernel's published table that times attention (plan/compute/data/
+    # published_kernels.yaml `impl`); auto: each GPU's own (gpu_compute.yaml `attention_impl`)
+    attention_kernel: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -311,9 +314,17 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
         recompute=section.string("recompute", "none", choices=RECOMPUTE),
         attention=section.string("attention", "flash", choices=ATTENTION),
         grad_reduce_dtype=section.string("grad_reduce_dtype", "auto", choices=GRAD_REDUCE_DTYPES),
+        attention_kernel=section.string("attention_kernel", "auto", choices=_attention_kernels()),
     )
     section.reject_unknown()
     return training
+
+
+def _attention_kernels() -> tuple[str, ...]:
+    """``auto`` and every attention implementation the shipped kernel tables name."""
+    from heterosim.plan.compute.efficiency import attention_impls
+
+    return ("auto", *sorted(attention_impls()))
 
 
 _NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "rank_order")

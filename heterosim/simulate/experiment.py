@@ -36,12 +36,23 @@ from heterosim.workload.generator import Workload, generate_workload
 ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
 
 
+def experiment_compute_model(
+    experiment: ExperimentConfig, databases: list[str] | None = None
+) -> ComputeModel:
+    """The compute model of ``experiment``: its cluster's own GPUs and, unless ``auto``, the
+    attention kernel ``training.attention_kernel`` names for every GPU."""
+    kernel = experiment.training.attention_kernel
+    return ComputeModel(
+        databases, gpus=experiment.cluster.gpus, attention_impl=None if kernel == "auto" else kernel
+    )
+
+
 def generate_experiment_workload(
     experiment: ExperimentConfig, compute: ComputeModel | None = None
 ) -> Workload:
     """The experiment's workload, partitioned with the compute model's layer costs; an explicit
     plan (``parallel.stages``) is placed as written (``workload.rank_gpu``)."""
-    compute = compute if compute is not None else ComputeModel(gpus=experiment.cluster.gpus)
+    compute = compute if compute is not None else experiment_compute_model(experiment)
     workload = generate_workload(experiment, cost_fn=partition_cost_fn(compute))
     if experiment.parallel.plan is not None:
         workload.rank_gpu = place_plan(experiment.cluster, experiment.parallel.plan).tolist()
@@ -73,7 +84,7 @@ def prepare_run(
     """
     stage_wall: dict[str, float] = {}
     t0 = time.perf_counter()
-    compute = ComputeModel(databases, gpus=experiment.cluster.gpus)
+    compute = experiment_compute_model(experiment, databases)
     for note in experiment.cluster.notes:
         print(f"heterosim: note: {note}", file=sys.stderr)
     if workload is None:

@@ -34,13 +34,12 @@ from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.interrupts import sigterm_as_interrupt
-from heterosim.plan.compute.model import ComputeModel
 from heterosim.report.staging import check_output_folder, mark_output_folder
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
 from heterosim.search.prune import Assessment, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
 from heterosim.simulate.artifacts import PlanSearchResult
-from heterosim.simulate.experiment import generate_experiment_workload
+from heterosim.simulate.experiment import experiment_compute_model, generate_experiment_workload
 from heterosim.sweep.runner import EXECUTORS, _write_json
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.task import OK, RunTask, prepare_task
@@ -205,7 +204,7 @@ def search_plans(
     _check_out(out_dir, store, str(path), list(overrides), settings)
 
     candidates = enumerate_candidates(exp, dict(base["parallel"]), settings.micro_batches)
-    compute = ComputeModel(None, gpus=exp.cluster.gpus)
+    compute = experiment_compute_model(exp)
 
     def workload_fn(experiment: Any) -> Any:
         return generate_experiment_workload(experiment, compute)

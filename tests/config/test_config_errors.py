@@ -162,6 +162,13 @@ CASES = [
         "fp64",
         ["training.grad_reduce_dtype", "fp64"],
     ),
+    (
+        "attention-kernel",
+        "experiment",
+        "training.attention_kernel",
+        "xformers",
+        ["training.attention_kernel", "flash-attention-triton", "xformers"],
+    ),
     ("grad-sync", "experiment", "parallel.grad_sync", "never", ["parallel.grad_sync", "never"]),
     (
         "grad-sync-with-zero2",
