@@ -1,7 +1,8 @@
 """MosaicML MPT on A100-80GB servers: the compute model against published throughput.
 
 Usage: ``PYTHONPATH=$PWD python benchmarks/bench_mpt_a100.py [--only 7b,13b] [--jobs N]`` (flow
-fidelity; the 61 rows take about 15 min on 2 cores).
+fidelity; on 2 cores the 59 one-server rows take about 1.5 min with ``--jobs 2``, the two 70b rows
+about 6 min and 15 GB of memory: run those alone, ``--only 70b --jobs 1``).
 
 Source: mosaicml/llm-foundry ``scripts/train/benchmarking/README.md``, table "A100 80GB with 1600
 Gbps node-node interconnect (RoCE)" (throughput per GPU in tokens/s, micro-batch, gradient
@@ -30,7 +31,6 @@ import argparse
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,10 +163,10 @@ def simulate_row(row: tuple) -> tuple[float, float]:
     """(simulated tokens/s/GPU, estimated peak memory GiB) of one table row."""
     model, seq, gpus, micro, accum, ckpt, _ = row
     exp = parse_experiment(experiment(model, seq, gpus, micro, accum, ckpt), "bench_mpt_a100")
-    exp = replace(exp, simulation=replace(exp.simulation, fidelity="flow"))
     t, _, _ = iteration_time_s(exp)
-    e = exp
-    memory = estimate_rank_memory(e.model, e.training, e.parallel, range(e.model.layers), True, True, 1)
+    memory = estimate_rank_memory(
+        exp.model, exp.training, exp.parallel, range(exp.model.layers), True, True, 1
+    )
     return micro * accum * seq / t, memory.total_bytes / 2**30
 
 

@@ -316,6 +316,11 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
         grad_reduce_dtype=section.string("grad_reduce_dtype", "auto", choices=GRAD_REDUCE_DTYPES),
         attention_kernel=section.string("attention_kernel", "auto", choices=_attention_kernels()),
     )
+    if training.attention_kernel != "auto" and training.attention != "flash":
+        raise section.error(
+            "attention_kernel",
+            f"names a fused attention kernel; training.attention is {training.attention!r}",
+        )
     section.reject_unknown()
     return training
 

@@ -169,6 +169,13 @@ CASES = [
         "xformers",
         ["training.attention_kernel", "flash-attention-triton", "xformers"],
     ),
+    (
+        "attention-kernel-unfused",
+        "experiment",
+        "training",
+        {"global_batch": 32, "attention": "unfused", "attention_kernel": "flash-attention-2"},
+        ["training.attention_kernel", "fused attention kernel", "unfused"],
+    ),
     ("grad-sync", "experiment", "parallel.grad_sync", "never", ["parallel.grad_sync", "never"]),
     (
         "grad-sync-with-zero2",
