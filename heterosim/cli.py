@@ -30,6 +30,7 @@ from heterosim.errors import (
     is_out_of_memory,
 )
 from heterosim.interrupts import terminated_by_sigterm
+from heterosim.notes import once_per_command
 
 COMMAND_MODULES = (
     "run",
@@ -159,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = f"heterosim {args.command}"
     try:
         set_max_memory(getattr(args, "max_memory", None))
-        return int(args.func(args) or 0)
+        with once_per_command():  # a note printed by several worker processes shows once
+            return int(args.func(args) or 0)
     except UserError as exc:
         message = str(exc).strip()
         first, _, rest = message.partition("\n")

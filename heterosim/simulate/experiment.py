@@ -22,6 +22,7 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
+from heterosim.notes import print_note
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
@@ -86,7 +87,7 @@ def prepare_run(
     t0 = time.perf_counter()
     compute = experiment_compute_model(experiment, databases)
     for note in experiment.cluster.notes:
-        print(f"heterosim: note: {note}", file=sys.stderr)
+        print_note(note)
     if workload is None:
         workload = generate_experiment_workload(experiment, compute)
         for warning in workload.partition.memory_warnings:
@@ -125,7 +126,7 @@ def prepare_run(
             prov, weights=np.asarray(ns, float) * counts, minlength=len(PROVENANCES)
         )
     for note in compute.notes(new_only=True):
-        print(f"heterosim: note: {note}", file=sys.stderr)
+        print_note(note)
     total = provenance_time.sum()
     shares = {
         name: (float(provenance_time[i] / total) if total else 0.0) for i, name in enumerate(PROVENANCES)
@@ -189,7 +190,7 @@ def run_experiment(
     assert topology is not None  # built unless with_topology=False
     note = intra_host_note(experiment, prepared.tables.plan, topology)
     if note:
-        print(f"heterosim: note: {note}", file=sys.stderr)
+        print_note(note)
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
     t3 = time.perf_counter()
     engine = execute_plan(
