@@ -50,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-plots", action="store_true", help="skip each side's run plots (comparison.png is still written)"
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
 
@@ -60,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
     side_a, side_b = sides_from_arguments(list(args.experiments), list(args.variants))
     out = Path(args.out)
     comparison = compare(
-        side_a, side_b, out, common=list(args.overrides), fidelity=args.fidelity, plots=not args.no_plots
+        side_a,
+        side_b,
+        out,
+        common=list(args.overrides),
+        fidelity=args.fidelity,
+        plots=not args.no_plots,
+        progress=not args.quiet,
     )
     print(f"A = {side_a.label}, B = {side_b.label} (run in parallel)")
     seeds, fidelity = comparison["seed"], comparison["fidelity"]

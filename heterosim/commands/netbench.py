@@ -64,6 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="CC,CC,...",
         help="run once per congestion control and write a comparison table",
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     report.print_warnings(scenario.warnings)
     compare = parse_cc_option(args.compare_cc) if args.compare_cc else scenario.compare_cc
     out = args.out if args.out is not None else Path("results") / "netbench" / scenario.name
-    results = run_netbench(scenario, out, compare_cc=compare)
+    results = run_netbench(scenario, out, compare_cc=compare, progress=not args.quiet)
     if "compare_cc" in results:
         print(report.comparison_text(results["compare_cc"]))
         unfinished = sum(row["unfinished_flows"] for row in results["compare_cc"])

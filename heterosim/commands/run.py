@@ -10,6 +10,7 @@ from typing import Any
 from heterosim.config.choices import FIDELITIES
 from heterosim.config.defaults import default_experiment
 from heterosim.config.experiment import ExperimentConfig
+from heterosim.config.fidelity_scope import override_warnings
 from heterosim.config.jobs import JobsExperiment, load_any_experiment
 from heterosim.errors import Interrupted, UserError
 from heterosim.plan.budget import check_plan_budget
@@ -103,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     check_output_folder(out)  # before simulating: a folder that cannot take results fails now
     print_warnings(getattr(experiment, "warnings", ()))
+    print_warnings(override_warnings(overrides, experiment.simulation.fidelity))
     progress = Progress(not args.quiet)
     if not args.quiet:
         print(run_header(experiment), file=sys.stderr)

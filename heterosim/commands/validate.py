@@ -31,6 +31,7 @@ from heterosim.config.choices import (
 )
 from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
+from heterosim.report.task_progress import TaskProgress, to_stderr
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.report import summary_lines
 from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
@@ -103,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--quiet-budget", action="store_true", help="do not print the error-budget line under each case"
     )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument(
         "--out", default="out/validate", help="directory for results.json, parity.png, table.md, budget.csv"
     )
@@ -134,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"# {'case':<42} {'quantity':<20} {'measured':>9} {'predicted':>9} {'error%':>8}  flags")
     rows: list[dict[str, Any]] = []
     start = time.perf_counter()
+    progress = TaskProgress("validate", len(chosen), emit=None if args.quiet else to_stderr)
     for case in chosen:
         rows.append(
             predict_row(
@@ -146,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             )
         )
         print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
+        progress.done(case.id)
     groups = group_summary(rows)
     print("\n".join(summary_lines(groups)))
     out = Path(args.out)

@@ -22,6 +22,7 @@ from heterosim.errors import UserError
 from heterosim.report import netbench_plots as plots
 from heterosim.report import netbench_report as report
 from heterosim.report.staging import staged_output
+from heterosim.report.task_progress import TaskProgress, to_stderr
 from heterosim.simulate.artifacts import FlowSetRun
 
 FlowSetFn = Callable[[ScenarioConfig, Topology], FlowSetRun]
@@ -76,15 +77,24 @@ def run_netbench(
     out: Path,
     compare_cc: tuple[str, ...] = (),
     simulate_fn: FlowSetFn = simulate_flow_set,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run a scenario (once, or once per CC into ``out/<cc>/``) and write every output; returns
-    results.json's dict. Outputs are staged, so a failed run leaves nothing half-written."""
+    results.json's dict. Outputs are staged, so a failed run leaves nothing half-written.
+    ``progress``: a line on stderr before the runs and after each one."""
     if compare_cc and scenario.simulation.fidelity == "flow":
         raise UserError(
             "--compare-cc: the flow (fluid) model has no congestion control, so every "
             "CC would give the same result; use --fidelity packet"
         )
     topology = build_topology(scenario.cluster)
+    shown = TaskProgress("netbench", max(1, len(compare_cc)), emit=to_stderr if progress else None)
+    sim = scenario.simulation
+    shown.message(
+        f"{scenario.name}: {len(scenario.flows.src)} flows on {scenario.cluster.name}, "
+        f"{sim.fidelity} fidelity, until {sim.stop_ns / 1e6:g} ms simulated"
+        + (f", once per CC ({', '.join(compare_cc)})" if compare_cc else "")
+    )
     with staged_output(out, replace=False) as stage:
         if not compare_cc:
             return _run_one(scenario, topology, stage, simulate_fn)
@@ -97,6 +107,7 @@ def run_netbench(
             results = _run_one(with_cc(scenario, cc), topology, folder, simulate_fn)
             rows.append(report.comparison_row(cc, results))
             events += int(results["sim"]["events"])
+            shown.done(cc, f"{results['sim']['events']} events", float(results["sim"]["wall_s"]))
         summary = {
             "name": scenario.name,
             "compare_cc": rows,

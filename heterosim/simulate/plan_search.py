@@ -35,11 +35,13 @@ from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.interrupts import sigterm_as_interrupt
 from heterosim.report.staging import check_output_folder, mark_output_folder
+from heterosim.report.task_progress import TaskProgress
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
 from heterosim.search.prune import Assessment, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
 from heterosim.simulate.artifacts import PlanSearchResult
 from heterosim.simulate.experiment import experiment_compute_model, generate_experiment_workload
+from heterosim.sweep.local import default_workers
 from heterosim.sweep.runner import EXECUTORS, _write_json
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.task import OK, RunTask, prepare_task
@@ -240,7 +242,7 @@ def search_plans(
         store.append(record)
         done_now = record.get("iteration_time_s")
         detail = f"{done_now * 1e3:.3f} ms" if done_now is not None else record.get("error")
-        log(f"  {record['status']:<7} {task.label}  {detail}")
+        shown[-1].done(f"{record['status']:<7} {task.label}", detail or "", record.get("run_wall_s"))
 
     def tasks_for(ids: list[str], fidelity: str, suffix: str) -> list[RunTask]:
         out = []
@@ -257,6 +259,8 @@ def search_plans(
     flow_tasks = tasks_for([a.candidate.id for a in chosen], "flow", "")
     if len(chosen) - len(flow_tasks):
         log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running {len(flow_tasks)}")
+    parallel = (settings.workers or default_workers()) if settings.executor == "local" else len(flow_tasks)
+    shown = [TaskProgress("plan", len(flow_tasks), workers=parallel, emit=log)]
     _execute(flow_tasks, finish, settings)
     records = store.latest()
 
@@ -284,7 +288,9 @@ def search_plans(
     verify_ids = [r["id"] for r in ranked[: settings.verify]]
     if verify_ids:
         log(f"verifying the best {len(verify_ids)} at packet fidelity")
-        _execute(tasks_for(verify_ids, "packet", "-packet"), finish, settings)
+        verify_tasks = tasks_for(verify_ids, "packet", "-packet")
+        shown.append(TaskProgress("plan", len(verify_tasks), workers=parallel, emit=log))
+        _execute(verify_tasks, finish, settings)
         records = store.latest()
         for row in ranked[: settings.verify]:
             rec = records.get(row["id"] + "-packet")

@@ -8,15 +8,18 @@ each writes its full ``heterosim run`` outputs into ``OUT/A`` and ``OUT/B``.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.fidelity_scope import differing_keys, fidelity_of, no_effect_warnings
 from heterosim.config.jobs import load_any_experiment
 from heterosim.errors import UserError
 from heterosim.interrupts import sigterm_as_interrupt
 from heterosim.report.compare_report import comparison_dict, write_comparison
 from heterosim.report.staging import check_output_folder, mark_output_folder, staged_output
+from heterosim.report.task_progress import TaskProgress, to_stderr
 from heterosim.sweep.local import run_local
 from heterosim.sweep.task import OK, PARTIAL, RunTask, prepare_task
 
@@ -130,24 +133,54 @@ def compare(
     fidelity: str | None = None,
     workers: int = 2,
     plots: bool = True,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Run both sides with paired seeds, write comparison.* and OUT/A, OUT/B; return comparison.json.
 
-    ``plots`` controls each side's run plots; comparison.png is always written.
+    ``plots`` controls each side's run plots; comparison.png is always written. ``progress``
+    prints a line on stderr as each side starts and ends. A setting the sides differ in that
+    cannot act at their fidelity (``network.cc`` at flow fidelity) is a warning on stderr and in
+    comparison.json (``warnings``).
     """
     out_dir = Path(out_dir)
     check_output_folder(out_dir)
     tasks, described = prepare_sides(side_a, side_b, out_dir, common=common, fidelity=fidelity, plots=plots)
+    warnings = side_warnings(tasks)
+    for line in warnings:
+        print(f"heterosim compare: warning: {line}", file=sys.stderr)
     records: dict[str, dict[str, Any]] = {}
     out_dir.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out_dir)  # A/ and B/ appear in it before comparison.* do
+    shown = TaskProgress("compare", len(tasks), workers=workers, emit=to_stderr if progress else None)
+    shown.message(f"running A = {side_a.label} and B = {side_b.label}, {workers} at a time")
+
+    def done(task: RunTask, record: dict[str, Any]) -> None:
+        records[task.id] = record
+        label = f"{task.id} ({task.label}) {record['status']}"
+        shown.done(label, _run_detail(record), record.get("run_wall_s"))
+
     with sigterm_as_interrupt():  # SIGTERM stops both sides' workers as Ctrl-C does
-        run_local(tasks, lambda task, record: records.__setitem__(task.id, record), workers=workers)
+        run_local(tasks, done, workers=workers)
     for folder, side in zip(SIDE_DIRS, (side_a, side_b)):
         record = records[folder]
         if record["status"] not in (OK, PARTIAL):
             raise UserError(f"side {folder} ({side.label}) failed: {record.get('error')}")
     comparison = comparison_dict(described[0], records["A"]["results"], described[1], records["B"]["results"])
+    if warnings:
+        comparison["warnings"] = warnings
     with staged_output(out_dir, replace=False) as stage:
         write_comparison(stage, comparison)
     return comparison
+
+
+def side_warnings(tasks: list[RunTask]) -> list[str]:
+    """A line per setting the two sides differ in that cannot change a run at their fidelity."""
+    a, b = (task.data for task in tasks)
+    keys = [key for key in differing_keys(a, b) if key != "name"]
+    return no_effect_warnings(keys, (fidelity_of(a), fidelity_of(b)), "the two sides")
+
+
+def _run_detail(record: dict[str, Any]) -> str:
+    """The iteration time of a finished side, or why it has none."""
+    iteration = (record.get("results") or {}).get("iteration_time_s")
+    return f"iteration {iteration * 1e3:.3f} ms" if iteration is not None else record.get("error") or ""

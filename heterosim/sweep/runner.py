@@ -14,15 +14,19 @@ points to complete results. The summary is rewritten at the end, also after Ctrl
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.fidelity_scope import fidelity_of, no_effect_warnings
 from heterosim.errors import Interrupted, UserError
 from heterosim.interrupts import interrupt_status, sigterm_as_interrupt
 from heterosim.report.staging import check_output_folder, mark_output_folder, write_file_atomically
+from heterosim.report.task_progress import TaskProgress
 from heterosim.sweep.grid import SweepSpec, Variant
+from heterosim.sweep.local import default_workers
 from heterosim.sweep.store import ResultStore
 from heterosim.sweep.summary import metric_values, write_summary
 from heterosim.sweep.task import ERROR, OK, RunTask, error_record, prepare_task
@@ -129,6 +133,8 @@ def run_sweep(
     outcome = SweepOutcome(variants=len(variants), skipped=len(variants) - len(todo))
     by_id = {v.id: v for v in variants}
     total = len(todo)
+    parallel = (workers or spec.workers or default_workers()) if executor == "local" else total
+    progress = TaskProgress("sweep", total, workers=parallel, emit=log)
     if outcome.skipped:
         log(f"{outcome.skipped} of {len(variants)} variants already done; running {total}")
 
@@ -150,7 +156,8 @@ def run_sweep(
             if record["status"] == OK and metrics.get("iteration_time_s") is not None
             else record.get("error") or ""
         )
-        log(f"[{len(outcome.ran)}/{total}] {record['status']:<7} {variant.id}  {variant.label()}  {detail}")
+        label = f"{record['status']:<7} {variant.id}  {variant.label()}"
+        progress.done(label, detail, record.get("run_wall_s"))
 
     tasks: list[RunTask] = []
     try:
@@ -193,6 +200,9 @@ def _run_tasks(
                 RunTask(id=variant.id, label=variant.label(), source=str(spec.experiment), data={}),
                 error_record(variant.id, variant.label(), str(exc).strip().splitlines()[0]),
             )
+    fidelities = {fidelity_of(task.data) for task in tasks}
+    for line in no_effect_warnings(spec.grid, fidelities, "the sweep's variants"):
+        print(f"heterosim sweep: warning: {line}", file=sys.stderr, flush=True)
     if executor == "ray":
         from heterosim.sweep.ray_executor import run_ray
 
