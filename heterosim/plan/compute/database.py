@@ -11,7 +11,13 @@ Tables:
   (meaning per op kind as in :data:`heterosim.workload.trace.OP_KINDS`), flops, bytes_moved,
   time_ns (median), source (``profiler`` or ``publication``), citation, run_id.
 - ``runs``: one row per profiler run: device and GPU label, driver, torch and CUDA versions,
-  repeats, L2 flush, time of the run, a note (e.g. "CPU timings are not GPU timings").
+  repeats, L2 flush, time of the run, a note (e.g. "CPU timings are not GPU timings") and the
+  timing ``method`` (``sustained``: back to back at the power-limited clock, the default;
+  ``burst``: one call at a time with idle gaps; empty for databases written before the column).
+- ``layers``: whole transformer layers timed by :mod:`heterosim.plan.compute.layer_profiler`:
+  the layer's dimensions (arch, hidden, heads, kv_heads, ffn, experts, top_k), its shard (tp,
+  sequence parallel), the micro-batch and sequence, dtype, mode (eager | compile), forward and
+  backward time (ns) and the run it came from.
 - ``meta``: schema version.
 
 ``pass: fwd+bwd`` rows (published kernel tables that time both passes together) are used to
@@ -31,14 +37,15 @@ from heterosim.errors import UserError
 from heterosim.plan.compute.efficiency import attention_forward_flops, attention_impls, published_kernels
 from heterosim.plan.compute.efficiency import attention_impl as gpu_attention_impl
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+RUN_COLUMNS = ("created", "device", "gpu", "driver", "torch", "cuda", "repeats", "l2_flush", "note", "method")
 PASSES = ("fwd", "bwd", "fwd+bwd")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id INTEGER PRIMARY KEY, created TEXT, device TEXT, gpu TEXT, driver TEXT,
-    torch TEXT, cuda TEXT, repeats INTEGER, l2_flush INTEGER, note TEXT);
+    torch TEXT, cuda TEXT, repeats INTEGER, l2_flush INTEGER, note TEXT, method TEXT);
 CREATE TABLE IF NOT EXISTS measurements (
     id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, op_kind TEXT NOT NULL, dtype TEXT NOT NULL,
     pass TEXT NOT NULL, s0 INTEGER NOT NULL, s1 INTEGER NOT NULL, s2 INTEGER NOT NULL,
@@ -46,6 +53,13 @@ CREATE TABLE IF NOT EXISTS measurements (
     bytes_moved INTEGER NOT NULL, time_ns REAL NOT NULL, source TEXT NOT NULL,
     citation TEXT NOT NULL DEFAULT '', run_id INTEGER REFERENCES runs(run_id));
 CREATE INDEX IF NOT EXISTS measurements_key ON measurements (gpu, op_kind, dtype);
+CREATE TABLE IF NOT EXISTS layers (
+    id INTEGER PRIMARY KEY, gpu TEXT NOT NULL, arch TEXT NOT NULL, hidden INTEGER NOT NULL,
+    heads INTEGER NOT NULL, kv_heads INTEGER NOT NULL, ffn INTEGER NOT NULL,
+    experts INTEGER NOT NULL, top_k INTEGER NOT NULL, seq INTEGER NOT NULL,
+    micro_batch INTEGER NOT NULL, tp INTEGER NOT NULL, sp INTEGER NOT NULL, dtype TEXT NOT NULL,
+    mode TEXT NOT NULL, fwd_ns REAL NOT NULL, bwd_ns REAL NOT NULL, label TEXT NOT NULL DEFAULT '',
+    run_id INTEGER REFERENCES runs(run_id));
 """
 
 
@@ -64,6 +78,56 @@ class Measurement:
     time_ns: float
     source: str
     citation: str = ""
+
+
+@dataclass(frozen=True)
+class LayerMeasurement:
+    """One whole transformer layer (one TP shard) timed forward and backward, back to back."""
+
+    gpu: str
+    arch: str
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    experts: int  # 0: dense
+    top_k: int
+    seq: int
+    micro_batch: int
+    tp: int
+    sp: bool
+    dtype: str
+    mode: str  # eager | compile
+    fwd_ns: float
+    bwd_ns: float
+    label: str = ""
+
+
+_LAYER_COLUMNS = (
+    "gpu",
+    "arch",
+    "hidden",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "experts",
+    "top_k",
+    "seq",
+    "micro_batch",
+    "tp",
+    "sp",
+    "dtype",
+    "mode",
+    "fwd_ns",
+    "bwd_ns",
+    "label",
+)
+
+
+def _writable(path: Path) -> bool:
+    import os
+
+    return os.access(path, os.W_OK)
 
 
 def device_label(name: str) -> str:
@@ -88,6 +152,7 @@ class OpDatabase:
                 self._conn.commit()
             else:
                 self._conn.execute("SELECT gpu, op_kind, time_ns FROM measurements LIMIT 1")
+            self._upgrade()
         except sqlite3.DatabaseError as exc:
             raise UserError(f"{self.path}: not a HeteroSim operation database ({exc})") from None
 
@@ -98,9 +163,20 @@ class OpDatabase:
     def close(self) -> None:
         self._conn.close()
 
+    def _upgrade(self) -> None:
+        """Bring a schema-1 database (no ``runs.method``, no ``layers``) to this schema in place."""
+        has = {row[1] for row in self._conn.execute("PRAGMA table_info(runs)")}
+        if has and "method" not in has:
+            if self.path is not None and not _writable(self.path):
+                return  # read-only: method reads as missing
+            self._conn.execute("ALTER TABLE runs ADD COLUMN method TEXT")
+        if self.path is None or _writable(self.path):
+            self._conn.executescript(_SCHEMA)
+            self._conn.commit()
+
     def add_run(self, **tags: object) -> int:
         """Record a profiler run and return its id (keys: the ``runs`` columns)."""
-        columns = ("created", "device", "gpu", "driver", "torch", "cuda", "repeats", "l2_flush", "note")
+        columns = RUN_COLUMNS
         values = tuple(tags.get(c) for c in columns)
         cur = self._conn.execute(
             f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", values
@@ -149,6 +225,47 @@ class OpDatabase:
             Measurement(device_label(g), k, d, p, (a, b, c, e), (x, y), f, by, t, src, cit)
             for g, k, d, p, a, b, c, e, x, y, f, by, t, src, cit in cur
         ]
+
+    def add_layers(self, rows: Iterable[LayerMeasurement], run_id: int | None = None) -> int:
+        """Append whole-layer measurements; returns how many were written."""
+        records = [
+            (
+                device_label(r.gpu),
+                r.arch,
+                r.hidden,
+                r.heads,
+                r.kv_heads,
+                r.ffn,
+                r.experts,
+                r.top_k,
+                r.seq,
+                r.micro_batch,
+                r.tp,
+                int(r.sp),
+                r.dtype,
+                r.mode,
+                float(r.fwd_ns),
+                float(r.bwd_ns),
+                r.label,
+                run_id,
+            )
+            for r in rows
+        ]
+        self._conn.executemany(
+            f"INSERT INTO layers ({', '.join(_LAYER_COLUMNS)}, run_id)"
+            f" VALUES ({', '.join('?' * (len(_LAYER_COLUMNS) + 1))})",
+            records,
+        )
+        self._conn.commit()
+        return len(records)
+
+    def layers(self) -> list[LayerMeasurement]:
+        """Whole-layer measurements (none in a database without the ``layers`` table)."""
+        try:
+            cur = self._conn.execute(f"SELECT {', '.join(_LAYER_COLUMNS)} FROM layers ORDER BY id")
+        except sqlite3.OperationalError:
+            return []
+        return [LayerMeasurement(device_label(row[0]), *row[1:11], bool(row[11]), *row[12:]) for row in cur]
 
     def runs(self) -> list[dict[str, object]]:
         cur = self._conn.execute("SELECT * FROM runs ORDER BY run_id")
