@@ -119,6 +119,23 @@ def test_link_down_during_allreduce_recovers_every_byte_and_delays_it_by_the_out
     assert 0.5 <= delay["packet"] / delay["flow"] <= 2.0  # the same order of effect
 
 
+def test_flows_started_while_their_host_is_cut_off_wait_for_the_link(baselines):
+    """The all-reduce starts (0.42 ms) while host 1's only link is down (0-1 ms): its flows have
+    no route when they start, wait for the link (no native abort, no stall) and finish once it
+    is back, about the rest of the outage later, at both fidelities."""
+    fault = [{"at": "0ms", "link": "h1.nic0-leaf0", "down": "1ms"}]
+    delay = {}
+    for fidelity in ("packet", "flow"):
+        base_art, base = baselines[fidelity]
+        art, res = run(fidelity, fault)
+        assert not res["sim"]["partial"]
+        assert np.all(art.engine.flows["end_ns"] >= 0)
+        assert res["network"]["bytes"] == base["network"]["bytes"]
+        delay[fidelity] = allreduce_end_ns(art) - allreduce_end_ns(base_art)
+    for fidelity, extra in delay.items():
+        assert 0.3e6 <= extra <= 1.0e6, (fidelity, extra)
+
+
 def test_spine_link_down_reroutes_over_the_other_spine(baselines):
     fault = [{"at": "1ms", "link": "leaf0-spine0", "down": "2ms"}]
     for fidelity in ("flow", "packet"):

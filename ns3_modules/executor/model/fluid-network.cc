@@ -176,6 +176,10 @@ FluidNetwork::StartFlow(
     uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint64_t bytes, uint8_t priority)
 {
     NS_LOG_FUNCTION(this << flowId << srcGpu << dstGpu << bytes << +priority);
+    if (WaitsForRoute(flowId, srcGpu, dstGpu, bytes, priority, -1))
+    {
+        return;
+    }
     int64_t slot = Open(flowId, srcGpu, dstGpu, bytes, flowId);
     if (slot >= 0 && m_topo->UsesSocket(srcGpu, dstGpu))
     {
@@ -202,6 +206,10 @@ FluidNetwork::StartFlowOnConnection(uint32_t flowId,
         ++m_messagesQueued;
         m_startTrace(flowId, srcGpu, dstGpu, bytes);
         it->second.queued.emplace_back(flowId, bytes);
+        return;
+    }
+    if (WaitsForRoute(flowId, srcGpu, dstGpu, bytes, priority, connection))
+    {
         return;
     }
     int64_t slot = Open(flowId, srcGpu, dstGpu, bytes, connection);
@@ -278,6 +286,30 @@ FluidNetwork::PathLatencyNs(const Flow& f, uint64_t bytes) const
         slowest = std::max(slowest, perPacketNs);
     }
     return propagation + std::llround(serialization - slowest);
+}
+
+bool
+FluidNetwork::WaitsForRoute(uint32_t flowId,
+                            uint32_t srcGpu,
+                            uint32_t dstGpu,
+                            uint64_t bytes,
+                            uint8_t priority,
+                            int64_t connection)
+{
+    uint32_t nGpus = m_topo ? m_topo->GetNGpus() : 0;
+    if (std::find(m_linkUp.begin(), m_linkUp.end(), 0) == m_linkUp.end() || srcGpu >= nGpus ||
+        dstGpu >= nGpus || srcGpu == dstGpu ||
+        !m_topo
+             ->GetPath(
+                 srcGpu, dstGpu, FlowHash(connection >= 0 ? connection : flowId, srcGpu, dstGpu))
+             .empty())
+    {
+        return false;
+    }
+    // a link fault cuts one end off: the flow starts when Reroute() finds a route again
+    NS_LOG_DEBUG("flow " << flowId << " waits for a route");
+    m_unrouted.push_back({flowId, srcGpu, dstGpu, bytes, priority, connection});
+    return true;
 }
 
 int64_t
@@ -521,6 +553,24 @@ FluidNetwork::Reroute()
     m_rerouted += moved;
     m_forceWhole = true;
     RequestRecompute();
+    std::vector<UnroutedFlow> waiting;
+    waiting.swap(m_unrouted);
+    for (const UnroutedFlow& w : waiting)
+    {
+        if (w.connection >= 0)
+        {
+            StartFlowOnConnection(w.flowId,
+                                  w.srcGpu,
+                                  w.dstGpu,
+                                  w.bytes,
+                                  w.priority,
+                                  static_cast<uint32_t>(w.connection));
+        }
+        else
+        {
+            StartFlow(w.flowId, w.srcGpu, w.dstGpu, w.bytes, w.priority);
+        }
+    }
     return moved;
 }
 

@@ -436,6 +436,16 @@ class FluidNetwork : public FlowNetwork
     /** The fluid transfer of the flow in \p slot is over. */
     void TransferDone(uint32_t slot);
     /**
+     * Hold a flow that no route can carry while a link is down, for Reroute() to start.
+     * \return true if the flow waits
+     */
+    bool WaitsForRoute(uint32_t flowId,
+                       uint32_t srcGpu,
+                       uint32_t dstGpu,
+                       uint64_t bytes,
+                       uint8_t priority,
+                       int64_t connection);
+    /**
      * \brief Open a slot for a flow and put it on its path.
      * \param hashKey id hashed for the ECMP path (the flow id, or the connection id)
      * \return the slot, or -1 when the flow is unroutable
@@ -531,6 +541,19 @@ class FluidNetwork : public FlowNetwork
     uint64_t m_assignments{0};       //!< flow rate assignments
     uint64_t m_growths{0};           //!< local recomputations that had to grow their set
     std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
+
+    /** A flow started while a link fault left no route between its GPUs. */
+    struct UnroutedFlow
+    {
+        uint32_t flowId;    //!< flow id
+        uint32_t srcGpu;    //!< sending GPU
+        uint32_t dstGpu;    //!< receiving GPU
+        uint64_t bytes;     //!< bytes
+        uint8_t priority;   //!< priority class
+        int64_t connection; //!< connection (-1: none)
+    };
+
+    std::vector<UnroutedFlow> m_unrouted; //!< flows waiting for a route, in start order
 
     /** Messages of one connection waiting behind the one in transfer. */
     struct Connection

@@ -375,6 +375,13 @@ PacketNetwork::Reroute()
             ++moved;
         }
     }
+    std::vector<UnroutedMessage> waiting;
+    waiting.swap(m_unrouted);
+    for (const UnroutedMessage& m : waiting)
+    {
+        --m_pending; // counted again by StartMessage (which may put it back to wait)
+        StartMessage(m.flowId, m.srcGpu, m.dstGpu, m.bytes, m.priority, m.connection);
+    }
     return moved;
 }
 
@@ -506,7 +513,16 @@ PacketNetwork::StartMessage(uint32_t flowId,
     uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
     uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
     std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
-    NS_ASSERT_MSG(!path.empty(), "no route from GPU " << srcGpu << " to GPU " << dstGpu);
+    if (path.empty())
+    {
+        // a link fault cuts one end off: the message waits until Reroute() finds a route
+        NS_LOG_DEBUG("no route from GPU " << srcGpu << " to GPU " << dstGpu << ": flow " << flowId
+                                          << " waits for a link");
+        --m_flows;
+        m_bytes -= bytes;
+        m_unrouted.push_back({flowId, srcGpu, dstGpu, bytes, priority, connection});
+        return;
+    }
 
     // Split the path into host segments (modelled as latency + rate cap) and the transport part.
     std::size_t first = 0;

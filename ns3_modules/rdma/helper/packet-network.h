@@ -272,6 +272,20 @@ class PacketNetwork : public FlowNetwork
     uint64_t m_pending{0};        //!< flows not finished
     uint64_t m_stopAfter{0};      //!< stop after this many finished
 
+    /** A message started while no route joined its ends (a link fault), started again by
+     * Reroute(). */
+    struct UnroutedMessage
+    {
+        uint32_t flowId;    //!< flow id
+        uint32_t srcGpu;    //!< sending GPU
+        uint32_t dstGpu;    //!< receiving GPU
+        uint64_t bytes;     //!< payload bytes
+        uint8_t priority;   //!< priority class
+        int64_t connection; //!< connection (-1: none)
+    };
+
+    std::vector<UnroutedMessage> m_unrouted; //!< messages waiting for a route, in start order
+
     PacketNetworkSampler m_sampler; //!< queue and rate series (SampleInterval)
 };
 
