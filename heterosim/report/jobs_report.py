@@ -73,7 +73,7 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
                     "dp": spec.experiment.parallel.dp,
                 },
                 "start_s": start_s,
-                "end_s": start_s + run.engine.makespan_ns * NS,
+                "end_s": start_s + run.engine.makespan_ns * NS if run.engine.makespan_ns >= 0 else None,
                 "iteration_time_s": one["iteration_time_s"],
                 "iterations": one["iterations"],
                 "breakdown": one["breakdown"],
@@ -99,7 +99,9 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
     }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
     out: dict[str, Any] = {
-        "iteration_time_s": max(j["iteration_time_s"] for j in jobs),
+        "iteration_time_s": max(
+            (j["iteration_time_s"] for j in jobs if j["iteration_time_s"] is not None), default=None
+        ),
         "makespan_s": engine.makespan_ns * NS,
         "definition": "iteration_time_s: the slowest job's iteration time (from its own start); "
         "makespan_s: until every job finished",
@@ -157,9 +159,13 @@ def job_summary_lines(results: dict[str, Any]) -> list[str]:
     lines = []
     for job in results["jobs"]:
         b = job["breakdown"]
+        head = f"job {job['name']:<16} GPUs {job['gpus']:<8} start {job['start_s'] * 1e3:7.3f} ms  "
+        if job["iteration_time_s"] is None:  # stopped (--until, a signal) before the job finished
+            started = job["end_s"] is not None
+            lines.append(head + ("unfinished" if started else "not started") + " when the run stopped")
+            continue
         lines.append(
-            f"job {job['name']:<16} GPUs {job['gpus']:<8} start {job['start_s'] * 1e3:7.3f} ms  "
-            f"iteration {job['iteration_time_s'] * 1e3:9.3f} ms  "
+            head + f"iteration {job['iteration_time_s'] * 1e3:9.3f} ms  "
             f"(compute {b['compute_s'] * 1e3:.3f}, exposed comm {b['exposed_comm_s'] * 1e3:.3f}, "
             f"bubble {b['bubble_s'] * 1e3:.3f} ms)"
         )
