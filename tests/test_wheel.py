@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import venv
 from pathlib import Path
 
@@ -21,6 +22,28 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subproc
     result = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
     assert result.returncode == 0, f"{' '.join(cmd)}\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
     return result
+
+
+def environment_seeing_this_one(env_dir: Path) -> Path:
+    """A fresh virtual environment that also imports this interpreter's packages (ns3, cppyy,
+    protobuf), after its own; returns its python.
+
+    ``system_site_packages`` alone reaches the base interpreter's packages, which are not this
+    one's when the tests run inside a virtual environment, so this environment's site-packages
+    folders are named in a ``.pth`` file as plain paths: their own ``.pth`` files (an editable
+    install of the checkout) are not processed, so ``heterosim`` comes from the wheel.
+    """
+    venv.create(env_dir, system_site_packages=True, with_pip=False)
+    python = env_dir / "bin" / "python"
+    child_site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    ours = dict.fromkeys(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))
+    (Path(child_site) / "parent-environment.pth").write_text("".join(f"{path}\n" for path in ours))
+    return python
 
 
 def test_installed_wheel_runs_the_default_experiment(tmp_path, native_lib):
@@ -42,8 +65,7 @@ def test_installed_wheel_runs_the_default_experiment(tmp_path, native_lib):
     )
     wheel = next(dist.glob("heterosim-*.whl"))
     env_dir = tmp_path / "env"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)  # ns3 and cppyy reused
-    python = env_dir / "bin" / "python"
+    python = environment_seeing_this_one(env_dir)
     run(
         [
             sys.executable,
