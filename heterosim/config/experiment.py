@@ -27,7 +27,7 @@ from heterosim.config.choices import (
 )
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings, run_sample_warnings
-from heterosim.config.faults import FaultSpec, parse_faults
+from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.errors import UserError
@@ -790,7 +790,7 @@ def parse_experiment(
         framework=framework,
         resolved=copy.deepcopy(data),
         faults=faults,
-        warnings=tuple(network_warnings(network, cluster)),
+        warnings=(*network_warnings(network, cluster), *fault_warnings(faults)),
     )
     _check_consistency(top, experiment)
     _check_framework(top, experiment)

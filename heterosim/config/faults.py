@@ -22,6 +22,7 @@ from heterosim.config.fields import Section
 from heterosim.errors import UserError
 
 FAULT_KINDS = ("down", "rate", "loss", "slowdown")
+MIN_SLOWDOWN, MAX_SLOWDOWN = 0.01, 1000.0  # one straggler's factor, and that of overlapping ones
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def _fault(entry: Any, source: str, index: int) -> FaultSpec:
             if loss <= 0:
                 raise section.error("loss", f"expected a probability in (0, 0.5], got {loss}")
         else:
-            slowdown = section.number("slowdown", minimum=0.01, maximum=1000.0)
+            slowdown = section.number("slowdown", minimum=MIN_SLOWDOWN, maximum=MAX_SLOWDOWN)
         if section.has("until"):
             until_ns = section.time_ns("until")
             if until_ns <= at_ns:
@@ -111,3 +112,14 @@ def _fault(entry: Any, source: str, index: int) -> FaultSpec:
         slowdown=slowdown,
         where=where,
     )
+
+
+def fault_warnings(faults: tuple[FaultSpec, ...]) -> list[str]:
+    """Faults that are valid but surely not meant: a straggler "slowdown" below 1 makes its GPU
+    faster than its datasheet."""
+    return [
+        f"{spec.where}: slowdown: {spec.slowdown:g} is below 1: GPU {spec.gpu} runs "
+        f"{1 / spec.slowdown:g}x faster, not slower (a straggler is slowdown > 1)"
+        for spec in faults
+        if spec.kind == "slowdown" and spec.slowdown < 1
+    ]

@@ -35,7 +35,7 @@ from heterosim.config.experiment import (
     apply_overrides,
     parse_experiment,
 )
-from heterosim.config.faults import FaultSpec, parse_faults
+from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
@@ -62,6 +62,7 @@ class JobsExperiment:
     faults: tuple[FaultSpec, ...] = ()
     source: str = ""
     resolved: dict[str, Any] = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
 def is_jobs_mapping(data: dict[str, Any]) -> bool:
@@ -194,6 +195,7 @@ def parse_jobs_experiment(data: dict[str, Any], source: str, base_dir: Path | No
         faults=faults,
         source=source,
         resolved=copy.deepcopy(data),
+        warnings=tuple(fault_warnings(faults)),
     )
 
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import connected_components, shortest_path
 
 from heterosim.config.experiment import NetworkConfig
-from heterosim.config.faults import FaultSpec
+from heterosim.config.faults import MAX_SLOWDOWN, MIN_SLOWDOWN, FaultSpec
 from heterosim.engine.topology import ACCESS, FABRIC, LINK_KIND_NAMES, NIC, Topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
@@ -211,6 +211,11 @@ def resolve_faults(
             if spec.until_ns is not None:
                 event(spec.until_ns, LINK_UP)
         elif spec.kind == "rate":
+            if spec.rate_bps >= rate:
+                raise UserError(
+                    f"{spec.where}: rate: {spec.rate_bps:g} bit/s is not below the line rate of "
+                    f"link {names[-1]} ({rate:g} bit/s); a degraded link is slower than its line rate"
+                )
             event(spec.at_ns, RATE, spec.rate_bps)
             if spec.until_ns is not None:
                 event(spec.until_ns, RATE, rate)
@@ -234,7 +239,7 @@ def resolve_faults(
             "value2": np.asarray(ev["value2"], np.float64),
             "fault": np.asarray(ev["fault"], np.uint32),
         },
-        windows=_merge_windows(win),
+        windows=_merge_windows(win, faults),
         rto_ns=rto_ns(network),
         routing_delay_ns=int(network.routing_delay_ns),
     )
@@ -260,8 +265,9 @@ def _check_overlaps(plan: FaultPlan) -> None:
                 )
 
 
-def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
-    """Disjoint windows per GPU; where faults overlap their factors multiply."""
+def _merge_windows(win: dict[str, list], faults: Sequence[FaultSpec] = ()) -> dict[str, np.ndarray]:
+    """Disjoint windows per GPU; where faults overlap their factors multiply, and the product
+    must stay within the range one slowdown may take (MIN_SLOWDOWN..MAX_SLOWDOWN)."""
     out: dict[str, list] = {k: [] for k in win}
     for gpu in sorted(set(win["gpu"])):
         mine = [i for i, g in enumerate(win["gpu"]) if g == gpu]
@@ -273,6 +279,8 @@ def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
             for i, end in zip(mine, ends):
                 if win["start_ns"][i] <= lo and hi <= end:
                     factor *= win["factor"][i]
+            if not MIN_SLOWDOWN <= factor <= MAX_SLOWDOWN:
+                _overlap_error(faults, gpu, lo, factor)
             if factor != 1.0:
                 out["gpu"].append(gpu)
                 out["start_ns"].append(lo)
@@ -284,6 +292,24 @@ def _merge_windows(win: dict[str, list]) -> dict[str, np.ndarray]:
         "end_ns": np.asarray(out["end_ns"], np.int64),
         "factor": np.asarray(out["factor"], np.float64),
     }
+
+
+def _overlap_error(faults: Sequence[FaultSpec], gpu: int, at_ns: int, factor: float) -> None:
+    """Overlapping slowdowns of ``gpu`` whose product ``factor`` leaves the physical range."""
+    mine = [
+        s
+        for s in faults
+        if s.kind == "slowdown"
+        and s.gpu == gpu
+        and s.at_ns <= at_ns
+        and (s.until_ns is None or at_ns < s.until_ns)
+    ]
+    where = mine[-1].where if mine else "faults"
+    others = ", ".join(f"faults[{s.index}]" for s in mine)
+    raise UserError(
+        f"{where}: slowdown: overlapping slowdowns of GPU {gpu} ({others}) multiply to "
+        f"{factor:g} at {at_ns} ns; their product must stay within {MIN_SLOWDOWN:g}..{MAX_SLOWDOWN:g}"
+    )
 
 
 def _cut_off_hosts(topology: Topology, down: set[int]) -> list[int]:
@@ -464,6 +490,56 @@ def _slowdown_effect(
     )
     extra = (end_ns[tasks] - start_ns[tasks]) - plan.duration_ns[tasks]
     return {"tasks_slowed": int(np.count_nonzero(extra > 0)), "extra_compute_s": float(extra.sum()) * 1e-9}
+
+
+def unused_link_warnings(plan: FaultPlan | None, topology: Topology, tasks: ExecutionPlan) -> list[str]:
+    """Link faults on links that no flow of the plan can cross (no shortest fabric path between
+    the NICs of any flow's two hosts uses them): valid, but they cannot change the result."""
+    if plan is None:
+        return []
+    faulted = sorted({link for link in plan.link if link is not None})
+    if not faulted:
+        return []
+    flows = np.flatnonzero(tasks.kind == FLOW)
+    src = topology.gpu_nic_node[tasks.gpu[flows]]
+    dst = topology.gpu_nic_node[tasks.dst[flows]]
+    crosses = topology.node_host[src] != topology.node_host[dst]
+    pairs = np.unique(np.stack([src[crosses], dst[crosses]], axis=1), axis=0).reshape(-1, 2)
+    used = _links_on_shortest_paths(topology, pairs, faulted)
+    return [
+        f"{spec.where}: link {plan.link_name[spec.index]}: no flow of this run can cross this link; "
+        "the fault cannot change the result"
+        for spec in plan.specs
+        if plan.link[spec.index] is not None and plan.link[spec.index] not in used
+    ]
+
+
+def _links_on_shortest_paths(topology: Topology, pairs: np.ndarray, links: list[int]) -> set[int]:
+    """Those of ``links`` on a shortest (hop count) fabric path of a (source NIC, destination
+    NIC) pair of ``pairs``: ``dist(s, a) + 1 + dist(b, d) == dist(s, d)`` in either direction."""
+    if not pairs.size:
+        return set()
+    fabric = np.flatnonzero(np.isin(topology.link_kind, (ACCESS, FABRIC)))
+    n = topology.num_nodes
+    graph = csr_matrix(
+        (np.ones(fabric.size), (topology.link_a[fabric], topology.link_b[fabric])), shape=(n, n)
+    )
+    sources = np.unique(pairs[:, 0])
+    dist = shortest_path(graph, directed=False, unweighted=True, indices=sources)
+    row = np.searchsorted(sources, pairs[:, 0])
+    total = dist[row, pairs[:, 1]]
+    used = set()
+    for link in links:
+        a, b = int(topology.link_a[link]), int(topology.link_b[link])
+        for x, y in ((a, b), (b, a)):
+            via = (
+                dist[row, x]
+                + 1
+                + shortest_path(graph, directed=False, unweighted=True, indices=y)[pairs[:, 1]]
+            )
+            if np.any(np.isfinite(total) & (via == total)):
+                used.add(link)
+    return used
 
 
 def check_faults_in_run(plan: FaultPlan | None, run_end_ns: int, partial: bool) -> None:

@@ -192,6 +192,8 @@ def run_experiment(
     if note:
         print_note(note)
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
+    for warning in fault_models.unused_link_warnings(fault_plan, topology, prepared.tables.plan):
+        print(f"heterosim: warning: {warning}", file=sys.stderr)
     t3 = time.perf_counter()
     engine = execute_plan(
         prepared.tables.plan,

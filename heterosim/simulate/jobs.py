@@ -7,6 +7,7 @@ carries them all; each job's part of the run is then read back as if it had run 
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -110,6 +111,8 @@ def run_jobs(
     ).astype(np.int32)
     sim = experiment.simulation
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
+    for warning in fault_models.unused_link_warnings(fault_plan, topology, merged.tables.plan):
+        print(f"heterosim: warning: {warning}", file=sys.stderr)
     t3 = time.perf_counter()
     if sample_interval_ns is not None:
         sim = replace(sim, sample_interval_ns=sample_interval_ns)

@@ -59,7 +59,7 @@ def fails(tmp_path: Path, capsys, data: dict, *expected: str) -> None:
     out = tmp_path / "out"
     code = main(["run", str(path), "--out", str(out), "--quiet", "--no-plots"])
     err = capsys.readouterr().err.strip().splitlines()
-    err = [line for line in err if not line.startswith("heterosim: note:")]
+    err = [line for line in err if not line.startswith(("heterosim: note:", "heterosim: warning:"))]
     assert code == 2, err
     assert len(err) == 1, err
     for text in expected:
@@ -204,3 +204,52 @@ def test_two_lasting_outages_that_partition_together(tmp_path, capsys):
         "faults[1]",
         "partitions the fabric: unreachable hosts",
     )
+
+
+def test_degraded_rate_above_the_line_rate(tmp_path, capsys):
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "link": "h0.nic0-leaf0", "rate": "400Gbps"}),
+        "bad.yaml: faults[0]: rate:",
+        "not below the line rate of link h0.nic0-leaf0",
+    )
+
+
+@pytest.mark.parametrize("factor, product", [(0.01, "0.0001"), (1000, "1e+06")])
+def test_overlapping_slowdowns_must_multiply_to_a_physical_factor(tmp_path, capsys, factor, product):
+    fails(
+        tmp_path,
+        capsys,
+        with_faults({"at": "0ms", "gpu": 0, "slowdown": factor}, {"at": "0ms", "gpu": 0, "slowdown": factor}),
+        "bad.yaml: faults[1]: slowdown:",
+        f"multiply to {product}",
+    )
+
+
+def _warnings(tmp_path: Path, capsys, data: dict) -> list[str]:
+    path = tmp_path / "ok.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code = main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet", "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    return [line for line in err.splitlines() if line.startswith("heterosim: warning:")]
+
+
+def test_a_faster_straggler_is_warned_about(tmp_path, capsys):
+    warnings = _warnings(tmp_path, capsys, with_faults({"at": "0ms", "gpu": 0, "slowdown": 0.5}))
+    assert len(warnings) == 1
+    assert "ok.yaml: faults[0]: slowdown: 0.5 is below 1: GPU 0 runs 2x faster" in warnings[0]
+
+
+def test_a_fault_on_a_link_no_flow_crosses_is_warned_about(tmp_path, capsys):
+    """Each job stays under its own leaf (hosts 0-1, 2-3): no flow crosses a spine link, and
+    every host's NIC link carries its job's data-parallel traffic."""
+    data = copy.deepcopy(JOBS)
+    data["faults"] = [
+        {"at": "0ms", "link": "leaf0-spine0", "rate": "10Gbps"},
+        {"at": "0ms", "link": "h0.nic0-leaf0", "rate": "50Gbps"},
+    ]
+    warnings = _warnings(tmp_path, capsys, data)
+    assert len(warnings) == 1
+    assert "faults[0]: link leaf0-spine0: no flow of this run can cross this link" in warnings[0]
