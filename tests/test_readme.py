@@ -1,11 +1,16 @@
-"""Every command in README.md runs as written (from the repository root) and succeeds.
+"""Every command in README.md runs as written (from the repository root), succeeds and prints
+what the README shows; every file the README, docs/*.md and every command's --help name exists.
 
 The quick start's install step is the CI install (`.ci/run`), so it is checked for being the
-same command rather than run again; `python3 -m pytest` is this very run.
+same command rather than run again; `python3 -m pytest` is this very run. Printed outputs are
+compared token by token: words exactly, numbers within 0.1 % or one unit of the last digit the
+README prints; lines that report wall time are not compared (they vary with the machine).
 """
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import re
 import shlex
@@ -21,9 +26,94 @@ INSTALL = "python3 -m pip install -e '.[test]'"
 TEST = "python3 -m pytest"
 
 
+DOCS = [README, *sorted((REPO / "docs").glob("*.md"))]
+# a path in the repository: a top-level folder, then the rest; not the target of --out
+REPO_PATH = re.compile(
+    r"(?<![\w./-])(?<!--out )"
+    r"((?:heterosim|workloads|topologies|docs|benchmarks|validation|docker|ns3_modules|tests|\.ci)"
+    r"/[\w./-]*[\w/])"
+)
+NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$")
+
+
+def console_examples() -> list[tuple[str, list[str]]]:
+    """Each ``$ command`` of README.md's console blocks with the lines printed under it."""
+    examples: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                examples.append((line[2:].strip(), []))
+            elif examples:
+                examples[-1][1].append(line)
+    return examples
+
+
 def console_commands() -> list[str]:
-    blocks = re.findall(r"```console\n(.*?)```", README.read_text(), flags=re.S)
-    return [line[2:].strip() for block in blocks for line in block.splitlines() if line.startswith("$ ")]
+    return [command for command, _ in console_examples()]
+
+
+def help_texts() -> dict[str, str]:
+    """Every command's and sub-command's --help text, by program name."""
+    from heterosim.cli import build_parser
+
+    texts, parsers = {}, [build_parser()]
+    while parsers:
+        parser = parsers.pop()
+        texts[parser.prog] = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    return texts
+
+
+def test_every_path_in_the_docs_and_help_exists():
+    texts = {str(path.relative_to(REPO)): path.read_text() for path in DOCS} | help_texts()
+    missing = [
+        f"{where}: {name}"
+        for where, text in texts.items()
+        for name in sorted(set(REPO_PATH.findall(text)))
+        if not (REPO / name).exists()
+    ]
+    assert not missing, "named but not in the repository:\n" + "\n".join(missing)
+
+
+def _tokens_agree(expected: str, actual: str) -> bool:
+    if expected == actual:
+        return True
+    if not (NUMBER.match(expected) and NUMBER.match(actual)):
+        return False
+    want, got = float(expected), float(actual)
+    mantissa = expected.lower().split("e")[0]
+    unit = 10.0 ** -(len(mantissa.split(".")[1]) if "." in mantissa else 0)
+    if "e" in expected.lower():
+        unit *= 10.0 ** int(expected.lower().split("e")[1])
+    return math.isclose(want, got, rel_tol=1e-3) or abs(want - got) <= unit * 1.0001
+
+
+def output_differences(expected: list[str], actual: list[str]) -> list[str]:
+    """The README lines the actual output does not reproduce (wall-time lines are not compared)."""
+    actual = [line for line in actual if line.strip()]
+    expected = [line for line in expected if line.strip()]
+    if len(actual) != len(expected):
+        return [f"{len(expected)} lines in the README, {len(actual)} printed"]
+    return [
+        f"README: {want}\nnow:    {got}"
+        for want, got in zip(expected, actual)
+        if "wall" not in want
+        and not (
+            len(want.split()) == len(got.split())
+            and all(_tokens_agree(a, b) for a, b in zip(want.split(), got.split()))
+        )
+    ]
+
+
+def test_output_comparison_allows_rounding_and_nothing_more():
+    readme = ["iteration time (ms)   8.261  1.000", "tokens/s  9.916e+05", "simulator 5.49 s wall"]
+    assert (
+        output_differences(readme, ["iteration time (ms)   8.262  1.000", "tokens/s  9.917e+05", "x"]) == []
+    )
+    assert output_differences(readme, ["iteration time (ms)   8.402  1.000", *readme[1:]])
+    assert output_differences(readme, readme[:2])
 
 
 def test_quick_start_is_two_commands_matching_ci():
@@ -47,7 +137,7 @@ def runnable() -> list[str]:
 
 @pytest.mark.ns3
 @pytest.mark.parametrize("command", runnable())
-def test_readme_command_runs(command):
+def test_readme_command_runs_and_prints_what_the_readme_shows(command):
     argv = shlex.split(command)
     if argv[0] == "heterosim":
         argv = [sys.executable, "-m", "heterosim.cli", *argv[1:], *(["--quiet"] if argv[1] == "run" else [])]
@@ -57,3 +147,6 @@ def test_readme_command_runs(command):
         argv, cwd=REPO, capture_output=True, text=True, timeout=900, env={**os.environ, "MPLBACKEND": "Agg"}
     )
     assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+    shown = dict(console_examples()).get(command, [])
+    differences = output_differences(shown, result.stdout.splitlines()) if shown else []
+    assert not differences, f"{command}\n" + "\n".join(differences)

@@ -21,8 +21,8 @@ EXAMPLES = """\
 examples:
   heterosim run                                    # the shipped default (16 GPUs, H100 + A100)
   heterosim run workloads/default.yaml --fidelity flow --out out/default
-  heterosim run workloads/simai/gpt3_13b.yaml --set network.cc=hpcc --set simulation.seed=2
-  heterosim run workloads/simai/gpt3_13b.yaml --fidelity packet --until 50ms
+  heterosim run workloads/simai/gpt3_13b_tp2.yaml --set network.cc=hpcc --set simulation.seed=2
+  heterosim run workloads/simai/gpt3_13b_tp2.yaml --fidelity packet --until 50ms
                                                    # the first 50 ms only, reported as partial
   heterosim run --traces traces/ --cluster topologies/two_host_h100.yaml --fidelity flow
                                                    # Chakra ET traces (ours or another tool's)
