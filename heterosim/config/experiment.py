@@ -230,6 +230,7 @@ class NetworkConfig:
     frame_overhead: str = "none"
     # faults: time from a link going down or up until the routes follow (0 = at once)
     routing_delay_ns: int = 0
+    source: str = field(default="", compare=False)  # the file, for messages
 
 
 @dataclass(frozen=True)
@@ -514,6 +515,7 @@ def _network(section: Section) -> NetworkConfig:
         channels=section.integer("channels", 0, minimum=0, maximum=64),
         frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
+        source=section.source,
     )
     if network.routing_delay_ns < 0:
         raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")

@@ -367,6 +367,9 @@ class Section:
         return Section(value, self.source, self.key_path(key))
 
     def string(self, key: str, default: Any = _MISSING, choices: Iterable[str] | None = None) -> str:
+        if choices is not None and key in self.data and self.data[key] is None:
+            # a closed set has no "nothing": null is a mistake, not the default
+            raise self.error(key, f"expected one of {', '.join(choices)}, got null")
         value = self.raw(key, default)
         if value is default and default is not _MISSING:
             return value

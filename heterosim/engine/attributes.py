@@ -77,12 +77,28 @@ def _split(name: str) -> tuple[str, str]:
     return (cls if cls.startswith("ns3::") else f"ns3::{cls}"), name[cut + 2 :]
 
 
-def _fail(name: str, problem: str) -> UserError:
-    return UserError(f"network: attributes: {name}: {problem}")
+# String attributes that name an ns-3 class: (class, attribute) -> (base TypeId the named class
+# must derive from, other words accepted). SocketTransport creates the class by that name.
+TYPE_ID_ATTRIBUTES = {
+    ("ns3::SocketTransport", "TcpCongestionControl"): ("ns3::TcpCongestionOps", ()),
+    ("ns3::SocketTransport", "HostQueueDisc"): ("ns3::QueueDisc", ("none",)),
+}
 
 
-def canonical_text(name: str, value: Any, value_type: str) -> str:
+def _fail(name: str, problem: str, source: str = "") -> UserError:
+    where = f"{source}: " if source else ""
+    return UserError(f"{where}network: attributes: {name}: {problem}")
+
+
+def canonical_text(name: str, value: Any, value_type: str, source: str = "") -> str:
     """``value`` as text ns-3 parses without aborting, for an attribute of ``value_type``."""
+    try:
+        return _canonical_text(name, value, value_type)
+    except UserError as exc:
+        raise UserError(f"{source}: {exc}" if source else str(exc)) from None
+
+
+def _canonical_text(name: str, value: Any, value_type: str) -> str:
     if isinstance(value, (dict, list, tuple, set)) or value is None:
         raise _fail(name, f"expected a single value, got {value!r:.60}")
     text = ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -139,25 +155,51 @@ def _find(ns3: Any, name: str, types: tuple[str, ...]) -> list[tuple[str, Any]]:
     return found
 
 
-def checked_attribute_text(ns3: Any, name: str, value: Any, types: tuple[str, ...] = ALL_TYPES) -> str:
+def checked_attribute_text(
+    ns3: Any, name: str, value: Any, types: tuple[str, ...] = ALL_TYPES, source: str = ""
+) -> str:
     """The canonical text of ``value`` for attribute ``name``, accepted by the checker of every
-    class among ``types`` that has it; UserError (naming it) when none has it or one refuses."""
+    class among ``types`` that has it (and, for an attribute naming an ns-3 class, a registered
+    TypeId of the right kind); UserError naming ``source`` and the attribute when none has it or
+    one refuses."""
     found = _find(ns3, str(name), types)
     if not found:
         known = ", ".join(t.removeprefix("ns3::") for t in types)
-        raise _fail(name, f"not an attribute of {known}")
+        raise _fail(name, f"not an attribute of {known}", source)
     text = ""
     for type_name, checker in found:
         value_type = str(checker.GetValueTypeName())
-        text = canonical_text(name, value, value_type)
+        text = canonical_text(name, value, value_type, source)
         if not checker.CreateValidValue(ns3.StringValue(text)):
             raise _fail(
-                name, f"{value!r:.60} is outside the range {type_name.removeprefix('ns3::')} accepts for it"
+                name,
+                f"{value!r:.60} is outside the range {type_name.removeprefix('ns3::')} accepts for it",
+                source,
             )
+        _check_type_id(ns3, name, text, TYPE_ID_ATTRIBUTES.get((type_name, _split(str(name))[1])), source)
     return text
 
 
-def check_network_attributes(ns3: Any, attributes: Mapping[str, Any]) -> dict[str, str]:
+def _check_type_id(
+    ns3: Any, name: str, text: str, rule: tuple[str, tuple[str, ...]] | None, source: str
+) -> None:
+    """``text`` names a registered ns-3 class derived from the rule's base (ns-3's own registry,
+    ``TypeId::LookupByNameFailSafe`` and ``IsChildOf``), or is one of its other words."""
+    if rule is None:
+        return
+    base, words = rule
+    if text in words:
+        return
+    tid = ns3.TypeId()
+    if not ns3.TypeId.LookupByNameFailSafe(text, tid) or not tid.IsChildOf(ns3.TypeId.LookupByName(base)):
+        also = f" or {', '.join(words)}" if words else ""
+        raise _fail(name, f"{text!r:.60} is not a registered ns-3 class derived from {base}{also}", source)
+
+
+def check_network_attributes(ns3: Any, attributes: Mapping[str, Any], source: str = "") -> dict[str, str]:
     """Every entry of ``network.attributes`` checked (at either fidelity); returns the
-    canonical texts by name."""
-    return {str(name): checked_attribute_text(ns3, str(name), value) for name, value in attributes.items()}
+    canonical texts by name. ``source`` (the file) starts every message."""
+    return {
+        str(name): checked_attribute_text(ns3, str(name), value, source=source)
+        for name, value in attributes.items()
+    }

@@ -67,7 +67,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     socket flows' segment (MTU - 52 header bytes) and initial window.
     """
     ns3 = gbl.ns3
-    texts = check_network_attributes(ns3, network.attributes)  # names and values, both models
+    texts = check_network_attributes(ns3, network.attributes, network.source)  # both models
     net = ns3.CreateObject[ns3.FluidNetwork]()
     net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
     net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
@@ -86,7 +86,8 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
                 name = str(key)[len(prefix) :]
                 if not net.SetAttributeFailSafe(name, ns3.StringValue(texts[str(key)])):
                     raise UserError(
-                        f"network: attributes: {key}: not a FluidNetwork attribute or bad value {value!r}"
+                        f"{network.source or 'experiment'}: network: attributes: {key}: "
+                        f"not a FluidNetwork attribute or bad value {value!r}"
                     )
     net.SetTopology(desc)
     return net

@@ -124,6 +124,7 @@ def create_packet_network(
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
+    where = f"{network.source}: " if network.source else ""
     net = ns3.CreateObject[ns3.PacketNetwork]()
     settings = {
         "Cc": CC_TYPE_IDS[network.cc],
@@ -142,14 +143,14 @@ def create_packet_network(
     for name, value in settings.items():
         if not net.SetComponentAttribute(name, _attribute_text(value)):
             raise UserError(f"network: {name}: invalid value {value!r}")
-    texts = check_network_attributes(ns3, network.attributes)  # before ns-3 parses anything
+    texts = check_network_attributes(ns3, network.attributes, network.source)  # before ns-3 parses
     for key, value in network.attributes.items():
         name = str(key)
         if name.startswith(FLUID_PREFIXES):
             continue
         if not net.SetComponentAttribute(name, texts[name]):
             raise UserError(
-                f"network: attributes: {name}: not an attribute of the packet network or its "
+                f"{where}network: attributes: {name}: not an attribute of the packet network or its "
                 f"components, or {value!r} is not a valid value for it"
             )
     if not net.Build(topology_desc):
@@ -157,7 +158,8 @@ def create_packet_network(
         net.GetAttribute("HostFlows", host_flows)
         if str(host_flows.Get()) not in ("packet", "fluid"):
             raise UserError(
-                f"network: attributes: HostFlows: expected packet or fluid, got {str(host_flows.Get())!r}"
+                f"{where}network: attributes: HostFlows: expected packet or fluid, "
+                f"got {str(host_flows.Get())!r}"
             )
         tcp = next(
             (
@@ -169,14 +171,14 @@ def create_packet_network(
         )
         if tcp is not None:
             raise UserError(
-                f"network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
+                f"{where}network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
                 "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
                 "ns3::TcpDctcp, ns3::TcpNewReno)"
             )
-        raise UserError(f"network: cc: unknown congestion control {network.cc!r}")
+        raise UserError(f"{where}network: cc: unknown congestion control {network.cc!r}")
     if net.GetSmallestSharedPool() == 0:
         raise UserError(
-            f"network: buffer: {network.buffer_bytes} bytes leave no shared buffer at a fabric "
+            f"{where}network: buffer: {network.buffer_bytes} bytes leave no shared buffer at a fabric "
             "switch once PFC headroom and per-port reserves are set aside; raise it"
         )
     return net

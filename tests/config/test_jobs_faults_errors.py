@@ -253,3 +253,14 @@ def test_a_fault_on_a_link_no_flow_crosses_is_warned_about(tmp_path, capsys):
     warnings = _warnings(tmp_path, capsys, data)
     assert len(warnings) == 1
     assert "faults[0]: link leaf0-spine0: no flow of this run can cross this link" in warnings[0]
+
+
+@pytest.mark.parametrize("where, key", [("framework", "name"), ("cluster.host_types.h100", "transport")])
+def test_null_for_a_closed_set_is_refused(tmp_path, capsys, where, key):
+    data = copy.deepcopy(ONE)
+    section = data
+    for part in where.split("."):
+        section = section.setdefault(part, {})
+    section[key] = None
+    shown = where.removeprefix("cluster.")
+    fails(tmp_path, capsys, data, f"{shown}.{key}: expected one of", "got null")

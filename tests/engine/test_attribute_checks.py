@@ -176,3 +176,37 @@ def test_degenerate_scenarios_are_warned_about(tmp_path):
     ]
     with pytest.raises(UserError, match="more than 10,000,000 samples per series"):
         load_scenario(_scenario(tmp_path, simulation={"stop": "11s", "sample_interval": "1us"}))
+
+
+@pytest.mark.parametrize("fidelity", ["flow", "packet"])
+@pytest.mark.parametrize(
+    "attribute, fragment",
+    [
+        ("{SocketTransport::TcpCongestionControl: ns3::TcpBogus}", "derived from ns3::TcpCongestionOps"),
+        ("{SocketTransport::TcpCongestionControl: ns3::Node}", "derived from ns3::TcpCongestionOps"),
+        ("{SocketTransport::TcpCongestionControl: ''}", "derived from ns3::TcpCongestionOps"),
+        ("{SocketTransport::HostQueueDisc: ns3::Nope}", "derived from ns3::QueueDisc or none"),
+        ("{SocketTransport::TcpInitialCwnd: -3}", "expected a non-negative integer"),
+        ("{SocketTransport::IpMtu: 10}", "outside the range SocketTransport accepts"),
+    ],
+)
+def test_socket_attributes_are_checked_by_type_id_at_either_fidelity(
+    native_lib, tmp_path, capsys, fidelity, attribute, fragment
+):
+    """A TypeId-valued attribute names a registered class of the right base (ns-3's registry),
+    whatever the fidelity; every message starts with the file and the attribute."""
+    code = main(
+        ["run", str(TINY), "--out", str(tmp_path / "o"), "--no-plots", "--quiet", "--fidelity", fidelity]
+        + ["--until", "1ms", "--set", f"network.attributes={attribute}"]
+    )
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "note:" not in ln]
+    assert code == 2 and len(err) == 1, err
+    name = attribute.strip("{}").split(":")[0] + "::" + attribute.strip("{}").split("::")[1].split(":")[0]
+    assert f"{TINY}: network: attributes: {name}: " in err[0] and fragment in err[0], err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_registered_tcp_congestion_control_is_accepted(native_lib):
+    text = checked_attribute_text(native_lib.ns3, "SocketTransport::TcpCongestionControl", "ns3::TcpDctcp")
+    assert text == "ns3::TcpDctcp"
+    assert checked_attribute_text(native_lib.ns3, "SocketTransport::HostQueueDisc", "none") == "none"
