@@ -48,6 +48,8 @@ PCIE_RANGE = (1e9, 1e13)
 SPINE_RANGE = (1e9, 1e14)
 MAX_LINK_DELAY_NS = 10_000_000  # 10 ms: a 2000 km fibre
 MAX_HOST_DELAY_NS = 1_000_000
+MAX_CUSTOM_GPUS = 1024  # gpus: entries of one cluster file (the catalogue holds a few dozen)
+MAX_GPU_ALIASES = 64  # gpus.<name>.aliases
 MAX_GPUS = 1 << 17  # 131,072: above the largest training clusters built (about 100k GPUs)
 HOST_FABRICS = ("nvswitch", "pcie")
 # NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
@@ -220,6 +222,8 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     aliases = section.raw("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise section.error("aliases", "expected a list of names")
+    if len(aliases) > MAX_GPU_ALIASES:
+        raise section.error("aliases", f"{len(aliases):,} names; at most {MAX_GPU_ALIASES}")
     entry["aliases"] = aliases
     section.reject_unknown(GPU_FIELDS)
     return make_gpu_spec(name, entry)
@@ -245,6 +249,10 @@ def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
 
 def _cluster_gpus(top: Section) -> tuple[dict[str, GpuSpec], dict[str, str], tuple[str, ...]]:
     section = top.section("gpus")
+    if len(section.data) > MAX_CUSTOM_GPUS:  # before any entry is read
+        raise top.error(
+            "gpus", f"{len(section.data):,} GPU entries; at most {MAX_CUSTOM_GPUS:,} custom GPUs per cluster"
+        )
     specs: dict[str, GpuSpec] = {}
     aliases: dict[str, str] = {}
     notes: list[str] = []

@@ -25,7 +25,7 @@ from heterosim.config.choices import (
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
-from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
+from heterosim.config.cluster import MAX_GPUS, ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
@@ -50,6 +50,7 @@ FRAMEWORKS = ("megatron", "deepspeed")
 MAX_GLOBAL_BATCH = 10**7  # sequences per step; the largest published runs use ~10^4
 MAX_MICRO_BATCH = 65_536
 MAX_SEQ_LEN = 1 << 22  # 4M tokens
+MAX_STAGES = 10_000  # parallel.stages: each holds a layer or more (stages[].layers <= 10,000)
 MAX_PARALLEL = 1 << 20  # tp, pp, dp, ep, vpp: no cluster has a million GPUs in one dimension
 DP_BUCKET_RANGE = (1 << 10, 64 << 30)  # 1KiB..64GiB (Megatron 40MB, DeepSpeed 500MB defaults)
 BUFFER_RANGE = (4 << 10, 16 << 30)  # per switch: 4KiB..16GiB (shipping switches: 8..256 MB)
@@ -342,6 +343,15 @@ def _stages(section: Section) -> StagedPlan:
     raw = section.raw("stages")
     if not isinstance(raw, list) or not raw:
         raise section.error("stages", "expected a non-empty list of {layers: N, replicas: [...]}")
+    if len(raw) > MAX_STAGES:  # before any stage is read
+        raise section.error("stages", f"{len(raw):,} stages; at most {MAX_STAGES:,} (one layer or more each)")
+    replica_count = sum(
+        len(s["replicas"]) for s in raw if isinstance(s, dict) and isinstance(s.get("replicas"), list)
+    )
+    if replica_count > MAX_GPUS:
+        raise section.error(
+            "stages", f"{replica_count:,} replicas in all; at most {MAX_GPUS:,} (one GPU or more each)"
+        )
     for key in _NOT_WITH_STAGES:
         if section.has(key):
             raise section.error(
@@ -384,6 +394,8 @@ def _stages(section: Section) -> StagedPlan:
 
 
 def _parallel(section: Section) -> ParallelConfig:
+    if "stages" in section.data and section.data["stages"] is None:
+        raise section.error("stages", "expected a non-empty list of {layers: N, replicas: [...]}, got null")
     if section.has("stages"):
         return _staged_parallel(section)
     pp = section.integer("pp", 1, minimum=1, maximum=MAX_PARALLEL)

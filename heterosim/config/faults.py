@@ -22,6 +22,7 @@ from heterosim.config.fields import Section
 from heterosim.errors import UserError
 
 FAULT_KINDS = ("down", "rate", "loss", "slowdown")
+MAX_FAULTS = 1000
 MIN_SLOWDOWN, MAX_SLOWDOWN = 0.01, 1000.0  # one straggler's factor, and that of overlapping ones
 
 
@@ -50,7 +51,9 @@ def parse_faults(value: Any, source: str) -> tuple[FaultSpec, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise UserError(f"{source}: faults: expected a list of fault entries, got {value!r}")
+        raise UserError(f"{source}: faults: expected a list of fault entries, got {value!r:.60}")
+    if len(value) > MAX_FAULTS:  # before any entry is read (overlaps are checked pair by pair)
+        raise UserError(f"{source}: faults: {len(value):,} entries; at most {MAX_FAULTS:,}")
     return tuple(_fault(entry, source, i) for i, entry in enumerate(value))
 
 

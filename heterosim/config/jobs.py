@@ -76,9 +76,15 @@ def parse_gpu_set(value: Any, where: str, world_size: int) -> tuple[int, ...]:
         raise UserError(f'{where}: expected GPU ids such as "0-15", got {value!r}')
     if isinstance(value, int):
         ids = [value]
+    elif isinstance(value, list) and len(value) > world_size:  # before the ids are read
+        raise UserError(f"{where}: {len(value):,} GPU ids; the cluster has {world_size} GPUs")
     elif isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
         ids = list(value)
     elif isinstance(value, str):
+        if value.count(",") >= world_size:  # more parts than GPUs: some GPU is listed twice
+            raise UserError(
+                f"{where}: {value.count(',') + 1:,} GPU ids or ranges; the cluster has {world_size} GPUs"
+            )
         for part in value.split(","):
             part = part.strip()
             lo, sep, hi = part.partition("-")
@@ -169,6 +175,8 @@ def parse_jobs_experiment(data: dict[str, Any], source: str, base_dir: Path | No
     entries = top.raw("jobs")
     if not isinstance(entries, list) or not entries:
         raise top.error("jobs", "expected a non-empty list of {experiment, gpus, start}")
+    if len(entries) > cluster.world_size:  # before any job is read: each job needs a GPU
+        raise top.error("jobs", f"{len(entries):,} jobs; the cluster has {cluster.world_size} GPUs")
     top.reject_unknown()
     jobs: list[JobSpec] = []
     owner: dict[int, int] = {}
@@ -221,6 +229,8 @@ def _job(
         path = Path(value)
         if not path.is_absolute():
             path = (base_dir or Path.cwd()) / path
+        if path.is_dir():
+            raise section.error("experiment", f"{path} is a directory, expected an experiment file")
         job_data, job_source, job_dir = read_yaml_mapping(path), str(path), path.parent
     elif isinstance(value, dict):
         job_data, job_source, job_dir = copy.deepcopy(value), f"{where}: experiment", base_dir or Path.cwd()

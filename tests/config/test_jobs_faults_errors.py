@@ -264,3 +264,38 @@ def test_null_for_a_closed_set_is_refused(tmp_path, capsys, where, key):
     section[key] = None
     shown = where.removeprefix("cluster.")
     fails(tmp_path, capsys, data, f"{shown}.{key}: expected one of", "got null")
+
+
+def test_lists_longer_than_the_cluster_are_refused_before_they_are_read(tmp_path, capsys):
+    data = with_jobs("0-3", "4-7")
+    data["jobs"][0]["gpus"] = list(range(500_000))
+    fails(tmp_path, capsys, data, "bad.yaml: jobs[0]: gpus: 500,000 GPU ids; the cluster has 8 GPUs")
+    data = with_jobs("0-3", "4-7")
+    data["jobs"][0]["gpus"] = ",".join(["0"] * 100)
+    fails(tmp_path, capsys, data, "bad.yaml: jobs[0]: gpus: 100 GPU ids or ranges")
+    data = with_jobs("0-3", "4-7")
+    data["jobs"] = data["jobs"] * 5
+    fails(tmp_path, capsys, data, "bad.yaml: jobs: 10 jobs; the cluster has 8 GPUs")
+    fails(
+        tmp_path,
+        capsys,
+        with_faults(*[{"at": "0ms", "gpu": 0, "slowdown": 2}] * 1001),
+        "bad.yaml: faults: 1,001 entries; at most 1,000",
+    )
+
+
+def test_a_job_experiment_that_is_a_directory(tmp_path, capsys):
+    data = with_jobs("0-3", "4-7")
+    data["jobs"][1]["experiment"] = str(tmp_path)
+    fails(tmp_path, capsys, data, "bad.yaml: jobs[1].experiment:", "is a directory")
+
+
+def test_stages_and_custom_gpus_are_bounded(tmp_path, capsys):
+    data = copy.deepcopy(ONE)
+    data["parallel"] = {"stages": None}
+    fails(tmp_path, capsys, data, "bad.yaml: parallel.stages: expected a non-empty list", "got null")
+    data["parallel"] = {"stages": [{"layers": 1, "replicas": [{"gpu": "H100", "tp": 1}]}] * 10_001}
+    fails(tmp_path, capsys, data, "bad.yaml: parallel.stages: 10,001 stages; at most 10,000")
+    data = copy.deepcopy(ONE)
+    data["cluster"]["gpus"] = {f"G{i}": {"peak_tflops": {"bf16": 100}} for i in range(1025)}
+    fails(tmp_path, capsys, data, "bad.yaml: cluster: gpus: 1,025 GPU entries; at most 1,024")

@@ -13,6 +13,7 @@ from heterosim.cli import main
 from heterosim.config.experiment import load_experiment
 from heterosim.config.fields import (
     MAX_YAML_DEPTH,
+    MAX_YAML_NODES,
     integer_value,
     load_yaml_text,
     number_value,
@@ -92,6 +93,21 @@ def test_alias_bomb_is_refused_fast():
         load_yaml_text(BOMB, "bomb.yaml")
     assert time.perf_counter() - started < 5  # 9^9 values never built
     assert yaml.safe_load("a: &a [1, 2]\nb: [*a, *a]") == load_yaml_text("a: &a [1, 2]\nb: [*a, *a]", "s")
+
+
+def test_a_huge_file_is_refused_before_it_is_built(tmp_path):
+    """Two million values (17 MB) stop in the parser's event pass, with a message about the
+    file's size, not about aliases it does not have."""
+    path = tmp_path / "huge.yaml"
+    path.write_text("gpus: [" + ", ".join(str(i) for i in range(2 * MAX_YAML_NODES)) + "]\n")
+    started = time.perf_counter()
+    with pytest.raises(UserError) as raised:
+        read_yaml_mapping(path)
+    assert time.perf_counter() - started < 20
+    assert str(raised.value) == (
+        f"{path}: invalid YAML: holds more than {MAX_YAML_NODES:,} values; "
+        "a configuration file this large is not expected"
+    )
 
 
 @pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "&a [*a]", "a: &x {b: *x}"])
