@@ -34,7 +34,7 @@ REPO_PATH = re.compile(
     r"/[\w./-]*[\w/])"
 )
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$")
-NUMBER_SPLIT = re.compile(r"(?<![\w.])([+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?![\w.])")
+NUMBER_SPLIT = re.compile(r"(?<![\w./-])([+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?)(?![\w./])")
 
 
 def console_examples() -> list[tuple[str, list[str]]]:
