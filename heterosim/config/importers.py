@@ -10,11 +10,13 @@ written, and a one-line summary.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from heterosim.config.fields import positive_int
 from heterosim.errors import UserError
 
 
@@ -66,12 +68,38 @@ def write_experiment(text: str, out: Path | None) -> None:
         raise UserError(f"--out {out}: cannot write: {exc.strerror or exc}") from exc
 
 
+def _first_given(*values: int | None) -> int | None:
+    """The first value that is not None (0 is a value: it is checked, not skipped)."""
+    return next((v for v in values if v is not None), None)
+
+
+def _uneven_split_warning(file: str, global_batch: int, micro_batch: int, pipelines: int) -> str | None:
+    """The planners' runtimes give every pipeline ``global_batch / (micro_batch x pipelines)``
+    micro-batches: a batch that does not split so is not the plan the planner timed."""
+    if global_batch % (micro_batch * pipelines) == 0:
+        return None
+    total = global_batch // micro_batch
+    return (
+        f"{file}: global batch {global_batch} does not split evenly into micro-batches of "
+        f"{micro_batch} over {pipelines} pipelines ({global_batch / (micro_batch * pipelines):g} "
+        f"each); imported with {total} micro-batches shared as evenly as they go"
+    )
+
+
 def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> ImportedExperiment:
     """sailor / amp: a planner's plan -> an experiment with parallel.stages."""
     from heterosim.config.cluster import load_cluster
     from heterosim.config.experiment import parse_experiment
     from heterosim.config.planners import read_amp_partition, read_sailor_plan
 
+    for option, value in (
+        ("--micro-batch", options.micro_batch),
+        ("--global-batch", options.global_batch),
+        ("--seq-len", options.seq_len),
+        ("--tp", options.tp),
+    ):
+        if value is not None:
+            positive_int(value, option)
     model: object = options.model
     seq_len, config_batch = options.seq_len, None
     if options.training_config:
@@ -97,10 +125,13 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         if options.tp is None:
             raise UserError("import amp: --tp is required (AMP's partition does not record it)")
         imported = read_amp_partition(file, cluster, options.tp, options.rank_map)
-    micro_batch = options.micro_batch or imported.micro_batch or 1
-    global_batch = options.global_batch or imported.global_batch or config_batch
+    micro_batch = _first_given(options.micro_batch, imported.micro_batch, 1)
+    global_batch = _first_given(options.global_batch, imported.global_batch, config_batch)
     if global_batch is None:
         raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
+    uneven = _uneven_split_warning(file, global_batch, micro_batch, imported.plan.dp)
+    if uneven:
+        print(f"heterosim: warning: {uneven}", file=sys.stderr)
     base = (out.parent if out else Path.cwd()).resolve()
     name = Path(file).stem
     training: dict = {"global_batch": global_batch, "micro_batch": micro_batch, "dtype": options.dtype}
@@ -126,7 +157,8 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         f"{'' if options.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
         f"{options.dtype}",
         "micro-batches split evenly between pipelines (partition: uniform), as the "
-        "planner's runtime runs them",
+        "planner's runtime runs them"
+        + (" (this batch does not split evenly: see the warning at import)" if uneven else ""),
     ]
     text = "\n".join(f"# {line}" for line in header) + "\n"
     text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)

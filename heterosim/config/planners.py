@@ -39,6 +39,7 @@ from typing import Any
 
 from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import ReplicaPlan, StagedPlan, StagePlan
+from heterosim.config.fields import MAX_INT, read_text_file
 from heterosim.errors import UserError
 
 # Sailor's GPU type names (sailor/profiling, Planner profiles) -> catalogue names. RTX-2080 is
@@ -68,21 +69,33 @@ class ImportedPlan:
     notes: tuple[str, ...]
 
 
+MAX_PLAN_LIST = 10_000  # entries of a plan's lists (stages, boundaries, replicas, ranks of a node)
+MAX_AMP_BOUNDARY = 100_000  # AMP's layer list: transformer layers plus a few other entries
+
+
 def _read_json(path: str | Path) -> Any:
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: file not found")
+    text = read_text_file(path, "JSON file")
     try:
-        return json.loads(path.read_text())
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: line {exc.lineno}: invalid JSON: {exc.msg}") from None
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+    except RecursionError:
+        raise UserError(f"{path}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise UserError(f"{path}: invalid JSON: {str(exc).splitlines()[0]}") from None
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"an integer of {len(str(abs(value)))} digits" if abs(value) < 10**4000 else "a huge integer"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"{where}: expected a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT:
+        raise UserError(f"{where}: expected a positive integer (at most {MAX_INT}), got {_shown(value)}")
     return value
 
 
@@ -111,6 +124,9 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
     tmps = pipe.get("tmp_per_stage") if isinstance(pipe, dict) else None
     if not isinstance(layers, list) or not isinstance(tmps, list) or not layers or len(layers) != len(tmps):
         raise UserError(f"{path}: {key}: expected layers_per_stage and tmp_per_stage, one entry per stage")
+    blocks = sum(len(stage) for stage in layers if isinstance(stage, list))
+    if max(len(layers), blocks) > MAX_PLAN_LIST:  # before any entry is read
+        raise UserError(f"{path}: {key}.layers_per_stage: {blocks:,} blocks; at most {MAX_PLAN_LIST:,}")
     flat = [i for stage in layers for i in (stage if isinstance(stage, list) else [None])]
     if flat != list(range(len(flat))):
         raise UserError(
@@ -130,8 +146,10 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
                 f"{path}: {key}.layers_per_stage[{s}]: stage holds no transformer "
                 "layer (only embedding/head), which parallel.stages cannot express"
             )
-        if not isinstance(replicas, list) or not replicas:
-            raise UserError(f"{path}: {key}.tmp_per_stage[{s}]: expected a list of replicas")
+        if not isinstance(replicas, list) or not replicas or len(replicas) > MAX_PLAN_LIST:
+            raise UserError(
+                f"{path}: {key}.tmp_per_stage[{s}]: expected a list of at most {MAX_PLAN_LIST:,} replicas"
+            )
         reps = []
         for r, entry in enumerate(replicas):
             where = f"{path}: {key}.tmp_per_stage[{s}][{r}]"
@@ -194,6 +212,10 @@ def read_amp_partition(
         or not all(isinstance(b, int) and not isinstance(b, bool) for b in bounds)
     ):
         raise UserError(f"{where}: expected DeepSpeed stage boundaries, a list of pp+1 integers")
+    if len(bounds) > MAX_PLAN_LIST:  # before any stage is counted
+        raise UserError(f"{where}: {len(bounds):,} boundaries; at most {MAX_PLAN_LIST:,}")
+    if bounds[-1] > MAX_AMP_BOUNDARY:
+        raise UserError(f"{where}: last boundary {_shown(bounds[-1])}; at most {MAX_AMP_BOUNDARY:,}")
     if bounds[0] != 0 or any(b >= c for b, c in zip(bounds, bounds[1:])):
         raise UserError(f"{where}: boundaries must start at 0 and increase, got {bounds}")
     layers = bounds[-1] - AMP_LAYER_OVERHEAD
@@ -203,8 +225,9 @@ def read_amp_partition(
             f"(AMP's layer list has {AMP_LAYER_OVERHEAD} non-transformer entries)"
         )
     pp = len(bounds) - 1
-    counts = [
-        sum(1 for k in range(layers) if lo <= k + AMP_FIRST_LAYER < hi) for lo, hi in zip(bounds, bounds[1:])
+    counts = [  # transformer layers k (entry k + AMP_FIRST_LAYER) with lo <= entry < hi
+        max(0, min(hi, layers + AMP_FIRST_LAYER) - max(lo, AMP_FIRST_LAYER))
+        for lo, hi in zip(bounds, bounds[1:])
     ]
     for s, c in enumerate(counts):
         if c == 0:
@@ -239,7 +262,11 @@ def read_amp_partition(
                 )
             first = int(cluster.gpu_host.tolist().index(node))
             for i, rank in enumerate(ranks):
-                rank = _int(rank + 1, f"{rank_map_path}: node {node}") - 1
+                if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+                    raise UserError(
+                        f"{rank_map_path}: node {node}: ranks[{i}]: expected a rank (an integer >= 0), "
+                        f"got {_shown(rank)}"
+                    )
                 if rank in rank_gpu or rank >= world:
                     raise UserError(f"{rank_map_path}: rank {rank} placed twice or out of range")
                 rank_gpu[rank] = first + i

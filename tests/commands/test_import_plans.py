@@ -258,3 +258,69 @@ def test_import_usage_errors_exit_2(argv, problem, capsys, tmp_path) -> None:
     err = capsys.readouterr().err.strip()
     assert problem in err and len(err.splitlines()) == 1
     assert not (tmp_path / "e.yaml").exists()
+
+
+SAILOR = [
+    "sailor",
+    str(DATA / "sailor_plan_mixed.json"),
+    "--training-config",
+    str(DATA / "sailor_training_config.json"),
+    "--cluster",
+    str(DATA / "workstations.yaml"),
+]
+AMP = ["amp", "--tp", "2", "--model", "llama-7b", "--cluster", str(DATA / "amp_cluster.yaml")]
+AMP += ["--global-batch", "8"]
+
+
+def _fails(argv: list[str], capsys, tmp_path: Path, *fragments: str) -> None:
+    out = tmp_path / "e.yaml"
+    assert main(["import", *argv, "--out", str(out)]) == 2
+    err = [ln for ln in capsys.readouterr().err.strip().splitlines() if "warning:" not in ln]
+    assert len(err) == 1, err
+    for fragment in fragments:
+        assert fragment in err[0], err[0]
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("option", ["--micro-batch", "--global-batch", "--seq-len"])
+def test_import_sailor_zero_options_are_refused(option, capsys, tmp_path) -> None:
+    _fails([*SAILOR, option, "0"], capsys, tmp_path, f"{option}: expected an integer >= 1, got 0")
+
+
+def test_import_sailor_huge_batch_is_one_line(capsys, tmp_path) -> None:
+    plan = json.loads((DATA / "sailor_plan_mixed.json").read_text())
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan).replace('"gbs": 8', '"gbs": 1' + "0" * 5000))
+    _fails([*SAILOR[:1], str(path), *SAILOR[2:]], capsys, tmp_path, str(path), "invalid JSON")
+    path.write_text(json.dumps(plan).replace('"gbs": 8', '"gbs": 1' + "0" * 40))
+    _fails([*SAILOR[:1], str(path), *SAILOR[2:]], capsys, tmp_path, f"{path}: gbs:", "41 digits")
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    _fails([*SAILOR[:1], str(path), *SAILOR[2:]], capsys, tmp_path, f"{path}: invalid JSON")
+
+
+def test_import_sailor_warns_when_the_batch_does_not_split_evenly(capsys, tmp_path) -> None:
+    out = tmp_path / "e.yaml"
+    assert main(["import", *SAILOR, "--global-batch", "7", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "heterosim: warning:" in err and "does not split evenly" in err
+    assert "does not split evenly" in out.read_text().split("\nname:")[0]
+
+
+@pytest.mark.parametrize(
+    "ranks, fragment",
+    [(["x", 5, 6, 7], "ranks[0]"), ([None, 5, 6, 7], "ranks[0]"), ([[4], 5, 6, 7], "ranks[0]")],
+)
+def test_import_amp_rank_map_entries_are_checked(ranks, fragment, capsys, tmp_path) -> None:
+    rank_map = tmp_path / "rank_map.json"
+    rank_map.write_text(json.dumps({"0": ranks, "1": [0, 1, 2, 3]}))
+    argv = [AMP[0], str(DATA / "amp_partition.json"), *AMP[1:], "--rank-map", str(rank_map)]
+    _fails(argv, capsys, tmp_path, f"{rank_map}: node 0: {fragment}: expected a rank")
+
+
+@pytest.mark.parametrize(
+    "bounds, fragment", [(list(range(100_001)), "100,001 boundaries"), ([0, 5, 10**12], "last boundary")]
+)
+def test_import_amp_huge_partitions_are_refused_at_once(bounds, fragment, capsys, tmp_path) -> None:
+    partition = tmp_path / "partition.json"
+    partition.write_text(json.dumps(bounds))
+    _fails([AMP[0], str(partition), *AMP[1:]], capsys, tmp_path, str(partition), fragment)
