@@ -92,14 +92,14 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
     from heterosim.config.experiment import parse_experiment
     from heterosim.config.planners import read_amp_partition, read_sailor_plan
 
-    for option, value in (
+    for option, given in (
         ("--micro-batch", options.micro_batch),
         ("--global-batch", options.global_batch),
         ("--seq-len", options.seq_len),
         ("--tp", options.tp),
     ):
-        if value is not None:
-            positive_int(value, option)
+        if given is not None:
+            positive_int(given, option)
     model: object = options.model
     seq_len, config_batch = options.seq_len, None
     if options.training_config:
@@ -125,7 +125,7 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         if options.tp is None:
             raise UserError("import amp: --tp is required (AMP's partition does not record it)")
         imported = read_amp_partition(file, cluster, options.tp, options.rank_map)
-    micro_batch = _first_given(options.micro_batch, imported.micro_batch, 1)
+    micro_batch = _first_given(options.micro_batch, imported.micro_batch) or 1
     global_batch = _first_given(options.global_batch, imported.global_batch, config_batch)
     if global_batch is None:
         raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
