@@ -63,6 +63,7 @@ from heterosim.workload.ops_base import (
     SWIGLU_FLOPS,
     Dims,
     OpSpec,
+    bias_grad,
     dims,
     elementwise,
     ep_alltoall,
@@ -361,10 +362,12 @@ def _block_tail_bwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
     return [_dropout(f"dropout{idx}.bwd", "bwd", d, n)] if model.arch == "gpt" else []
 
 
-def _column_parallel_bwd(label: str, where: str, d: Dims, m: int, n: int, k: int) -> list[OpSpec]:
+def _column_parallel_bwd(
+    label: str, where: str, d: Dims, m: int, n: int, k: int, bias: bool = False
+) -> list[OpSpec]:
     """Backward of a column-parallel LayerNormLinear: [fp8: cast the output gradient], [SP:
     all-gather the stored input], dgrad, TP reduction of the input gradient, [fp8: transpose the
-    stored fp8 norm output], wgrad."""
+    stored fp8 norm output], wgrad, [the bias gradient]."""
     dgrad, wgrad = gemm_backward(label, d, m, n, k)
     return (
         _grad_cast(label, d, m, n)
@@ -373,7 +376,14 @@ def _column_parallel_bwd(label: str, where: str, d: Dims, m: int, n: int, k: int
         + _tp_reduce(f"{where}.bwd", "bwd", d)
         + _wgrad_transpose(label, d, m, k, True)
         + [wgrad]
+        + _bias_grads(label, d, m, n, bias)
     )
+
+
+def _bias_grads(label: str, d: Dims, rows: int, cols: int, bias: bool) -> list[OpSpec]:
+    """The bias gradient of a linear layer with a bias (gpt), after its wgrad; fp8 GEMMs of
+    Transformer Engine fold it into the output-gradient cast (``_grad_cast``)."""
+    return [bias_grad(f"{label}.bias_grad", d, rows, cols)] if bias and not d.te_fp8 else []
 
 
 def _linear_bwd(
@@ -399,9 +409,12 @@ def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int, tp_comms:
     ops = _linear_bwd(
         f"{prefix}fc2", d, d.tokens, d.h, ffn, grad_cast=not tp_comms, sp_input=d.sp and tp_comms
     )
+    if tp_comms:  # the row-parallel fc2's bias is added after the reduction (bias-dropout-add)
+        ops += _bias_grads(f"{prefix}fc2", d, d.sp_tokens, d.h, model.has_bias)
     ops.append(_activation(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn))
     if tp_comms:
-        ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, _mlp_width(model, ffn), d.h)
+        width = _mlp_width(model, ffn)
+        ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, width, d.h, model.has_bias)
     else:
         ops += _linear_bwd(f"{prefix}fc1", d, d.tokens, _mlp_width(model, ffn), d.h)
     return ops
@@ -468,10 +481,12 @@ def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> l
     ops += _sp_gather("attn.bwd", "bwd", d)
     ops += after
     ops += _linear_bwd("out_proj", d, d.tokens, d.h, d.q_dim, grad_cast=False, sp_input=d.sp)
+    ops += _bias_grads("out_proj", d, d.sp_tokens, d.h, model.has_bias)
     if recompute_core:
         ops += core_attention("recompute", d, model)
     ops += core_attention("bwd", d, model)
-    ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h)
+    qkv = d.q_dim + 2 * d.kv_dim
+    ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, qkv, d.h, model.has_bias)
     ops.append(norm("ln1.bwd", "bwd", d, model, d.sp_tokens))
     ops.append(_add("residual1.bwd", "bwd", d, d.sp_tokens * d.h))
     return ops

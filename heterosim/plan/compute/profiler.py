@@ -228,14 +228,46 @@ def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object] | No
         grad = torch.randn_like(out)
         return lambda: torch.autograd.grad(out, (q, k, v), grad, retain_graph=True)
     if op.op_kind == "norm":
-        rows, cols = op.shape[0], op.shape[1]
-        x = torch.randn(rows, cols, **kw)
-        w, b = torch.ones(cols, **kw), torch.zeros(cols, **kw)
-        return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b)
+        return _norm_runner(torch, op, kw)
     if op.op_kind == "elementwise":
-        x = torch.randn(op.shape[0], **kw)
-        return lambda: torch.nn.functional.gelu(x)
+        return _elementwise_runner(torch, op, kw)
     raise ValueError(f"cannot profile op kind {op.op_kind!r}")
+
+
+def _norm_runner(torch, op: ProfileOp, kw: dict) -> Callable[[], object]:
+    """LayerNorm over rows x cols; its backward (input and weight gradients) for a bwd op."""
+    rows, cols = op.shape[0], op.shape[1]
+    grad = op.pass_ == "bwd"
+    x = torch.randn(rows, cols, **kw, requires_grad=grad)
+    w = torch.ones(cols, **kw, requires_grad=grad)
+    b = torch.zeros(cols, **kw, requires_grad=grad)
+    if not grad:
+        return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b)
+    y = torch.nn.functional.layer_norm(x, (cols,), w, b)
+    dy = torch.randn_like(y)
+    return lambda: torch.autograd.grad(y, (x, w, b), dy, retain_graph=True)
+
+
+def _elementwise_runner(torch, op: ProfileOp, kw: dict) -> Callable[[], object]:
+    """A memory-bound kernel over the op's elements moving about its bytes per element: a
+    reduction (1 access per element: a bias gradient), GELU (2: read, write), GELU's backward or
+    an add (3), a multiply-add (4 or more). Approximate: an op is timed by a kernel with its
+    element count and byte ratio, not by its own kernel."""
+    n = int(op.shape[0])
+    per_element = op.bytes_moved / max(n * DTYPE_BYTES.get(op.dtype, 2), 1)
+    x = torch.randn(n, **kw)
+    if per_element < 1.5:
+        cols = 1024 if n % 1024 == 0 else 1
+        return lambda: x.view(-1, cols).sum(0)
+    if per_element < 2.5:
+        return lambda: torch.nn.functional.gelu(x)
+    y = torch.randn(n, **kw)
+    if per_element < 3.5:
+        if op.pass_ == "bwd":
+            return lambda: torch.ops.aten.gelu_backward(y, x)
+        return lambda: torch.add(x, y)
+    z = torch.randn(n, **kw)
+    return lambda: torch.addcmul(x, y, z)
 
 
 def input_copies(op: ProfileOp, l2_bytes: int) -> int:
