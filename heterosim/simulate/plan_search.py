@@ -20,7 +20,6 @@ Simulations run through the sweep executors (local process pool or Ray), each ca
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 from collections.abc import Callable
@@ -43,7 +42,7 @@ from heterosim.simulate.artifacts import PlanSearchResult
 from heterosim.simulate.experiment import experiment_compute_model, generate_experiment_workload
 from heterosim.sweep.local import default_workers
 from heterosim.sweep.runner import EXECUTORS, _write_json
-from heterosim.sweep.store import ResultStore
+from heterosim.sweep.store import ResultStore, check_run_record, read_manifest
 from heterosim.sweep.task import OK, RunTask, prepare_task
 
 LogFn = Callable[[str], None]
@@ -118,12 +117,10 @@ def _check_out(
             f"--out {out_dir}: already holds a plan search; pass --resume to continue "
             "it, or choose another --out"
         )
-    manifest = out_dir / "search.json"
-    if manifest.exists():
-        try:
-            previous = json.loads(manifest.read_text())
-        except json.JSONDecodeError:
-            return
+    previous = read_manifest(
+        out_dir / "search.json", {"experiment": str, "overrides": list, "settings": dict}
+    )
+    if previous is not None:
         if previous.get("experiment") != source or previous.get("overrides") != overrides:
             raise UserError(
                 f"--resume: {out_dir} holds a search of {previous.get('experiment')} "
@@ -235,6 +232,8 @@ def search_plans(
         },
     )
     done = {k: v for k, v in store.latest().items() if v.get("status") == OK}
+    for record in done.values():  # a damaged record stops the search before it can rank
+        check_run_record(record, store.path)
     by_id = {a.candidate.id: a for a in assessments}
 
     def finish(task: RunTask, record: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from heterosim.report.staging import check_output_folder, mark_output_folder, wr
 from heterosim.report.task_progress import TaskProgress
 from heterosim.sweep.grid import SweepSpec, Variant
 from heterosim.sweep.local import default_workers
-from heterosim.sweep.store import ResultStore
+from heterosim.sweep.store import ResultStore, read_manifest
 from heterosim.sweep.summary import metric_values, write_summary
 from heterosim.sweep.task import ERROR, OK, RunTask, error_record, prepare_task
 
@@ -74,12 +74,8 @@ def _check_resume(out_dir: Path, spec: SweepSpec, store: ResultStore, resume: bo
             f"--out {out_dir}: already holds results of a sweep; pass --resume to "
             f"continue it, or choose another --out"
         )
-    manifest_path = out_dir / "sweep.json"
-    if manifest_path.exists():
-        try:
-            previous = json.loads(manifest_path.read_text())
-        except json.JSONDecodeError:
-            return
+    previous = read_manifest(out_dir / "sweep.json", {"experiment": str})
+    if previous is not None:
         if previous.get("experiment") != str(spec.experiment):
             raise UserError(
                 f"--resume: {out_dir} holds a sweep of {previous.get('experiment')}, not "

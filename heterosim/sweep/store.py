@@ -8,9 +8,15 @@ fresh line); when an id appears more than once the last line wins (a retried var
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
+
+from heterosim.config.fields import read_text_file
+from heterosim.errors import UserError
+
+_DAMAGED = "a damaged state file; remove it or choose another --out"
 
 
 class ResultStore:
@@ -64,3 +70,54 @@ class ResultStore:
         with self.path.open("rb") as handle:
             handle.seek(-1, os.SEEK_END)
             return handle.read(1) == b"\n"
+
+
+def read_manifest(path: Path, keys: dict[str, type]) -> dict[str, Any] | None:
+    """The JSON object a run left in ``path`` (None when there is none), checked: an unreadable
+    file, one that is not a JSON object, or a key of ``keys`` of another type is a one-line
+    UserError naming the file and the key."""
+    if not path.exists():
+        return None
+    text = read_text_file(path, "JSON state file")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        raise UserError(f"{path}: not JSON: {_DAMAGED}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(data).__name__}: {_DAMAGED}")
+    for key, kind in keys.items():
+        if key in data and data[key] is not None and not isinstance(data[key], kind):
+            raise UserError(
+                f"{path}: {key}: expected a {kind.__name__}, got {type(data[key]).__name__}: {_DAMAGED}"
+            )
+    return data
+
+
+def _finite(value: Any, positive: bool) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value > 0 if positive else value >= 0)
+    )
+
+
+def check_run_record(record: dict[str, Any], path: Path) -> None:
+    """A finished run's record as a plan search ranks it: ``iteration_time_s`` a finite number
+    > 0, ``breakdown`` a mapping whose times (``*_s``) are finite numbers >= 0, ``network`` and ``sim`` mappings;
+    anything else is a one-line UserError naming the file and the record, so a damaged record
+    never ranks."""
+    where = f"{path}: record {str(record.get('id'))[:60]!r}"
+    if not _finite(record.get("iteration_time_s"), positive=True):
+        raise UserError(
+            f"{where}: iteration_time_s: expected a number > 0, got "
+            f"{str(record.get('iteration_time_s'))[:60]!r}: {_DAMAGED}"
+        )
+    breakdown = record.get("breakdown")
+    if not isinstance(breakdown, dict) or not all(
+        _finite(v, positive=False) for k, v in breakdown.items() if str(k).endswith("_s")
+    ):
+        raise UserError(f"{where}: breakdown: expected a mapping of times >= 0: {_DAMAGED}")
+    for key in ("network", "sim"):
+        if not isinstance(record.get(key), dict):
+            raise UserError(f"{where}: {key}: expected a mapping: {_DAMAGED}")

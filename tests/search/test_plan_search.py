@@ -113,6 +113,41 @@ def test_resume_runs_only_what_is_missing(searched, tmp_path) -> None:
     ]  # deterministic
 
 
+def _damaged_copy(out: Path, tmp_path: Path, manifest: bytes | None, edit) -> Path:
+    copy_out = tmp_path / "out"
+    copy_out.mkdir()
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    ok = next(i for i, r in enumerate(records) if r.get("status") == "ok")
+    records[ok] = edit(records[ok])
+    (copy_out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (copy_out / "search.json").write_bytes(manifest or (out / "search.json").read_bytes())
+    return copy_out
+
+
+@pytest.mark.parametrize(
+    ("manifest", "edit", "needle"),
+    [
+        (b"\x00\xff\xfe binary", None, "search.json: not a text file"),
+        (b"[1, 2]", None, "search.json: expected a JSON object, got list"),
+        (b'{"settings": [1]}', None, "search.json: settings: expected a dict, got list"),
+        (None, lambda r: {**r, "iteration_time_s": "fast"}, "iteration_time_s: expected a number > 0"),
+        (None, lambda r: {**r, "iteration_time_s": -1.0}, "iteration_time_s: expected a number > 0"),
+        (None, lambda r: {**r, "breakdown": "all compute"}, "breakdown: expected a mapping"),
+        (None, lambda r: {"id": r["id"], "status": "ok"}, "iteration_time_s: expected a number > 0"),
+    ],
+)
+def test_resume_on_damaged_state_is_one_line_and_never_ranks(
+    searched, tmp_path, capsys, manifest, edit, needle
+) -> None:
+    path, out, _ = searched
+    copy_out = _damaged_copy(out, tmp_path, manifest, edit or (lambda r: r))
+    capsys.readouterr()
+    assert main(["plan", str(path), "--out", str(copy_out), "--resume", *ARGS]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and str(copy_out) in err[0], err
+    assert not (copy_out / "results.json").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
