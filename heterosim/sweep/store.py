@@ -104,9 +104,9 @@ def _finite(value: Any, positive: bool) -> bool:
 
 def check_run_record(record: dict[str, Any], path: Path) -> None:
     """A finished run's record as a plan search ranks it: ``iteration_time_s`` a finite number
-    > 0, ``breakdown`` a mapping whose times (``*_s``) are finite numbers >= 0, ``network`` and ``sim`` mappings;
-    anything else is a one-line UserError naming the file and the record, so a damaged record
-    never ranks."""
+    > 0, ``breakdown`` a mapping whose times (``*_s``) are finite numbers >= 0, ``network`` and
+    ``sim`` mappings; anything else is a one-line UserError naming the file and the record, so a
+    damaged record never ranks."""
     where = f"{path}: record {str(record.get('id'))[:60]!r}"
     if not _finite(record.get("iteration_time_s"), positive=True):
         raise UserError(
