@@ -117,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
-    if args.fail_above is not None and not args.fail_above > 0:
-        raise UserError("--fail-above: expected a positive percentage")
+    if args.fail_above is not None and not 0 < args.fail_above < float("inf"):
+        raise UserError(f"--fail-above {args.fail_above}: expected a finite positive percentage")
     if args.packet_acceleration not in (None, "exact") and args.fidelity != "packet":
         raise UserError("--packet-acceleration: needs --fidelity packet")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci, max_gpus=args.max_gpus)

@@ -192,7 +192,8 @@ def _metrics(source: str, raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list) or not raw or not all(isinstance(m, str) for m in raw):
         raise UserError(f"{source}: metrics: expected a list of result keys such as iteration_time_s")
     for metric in raw:
-        if metric.split(".")[0] not in METRIC_ROOTS:
+        parts = metric.split(".")
+        if parts[0] not in METRIC_ROOTS or not all(p.strip() for p in parts) or len(metric) > 200:
             raise UserError(
                 f"{source}: metrics: {metric!r}: expected iteration_time_s, makespan_s or a "
                 f"key under breakdown., throughput., network., sim. or jobs."
