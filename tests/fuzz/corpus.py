@@ -646,7 +646,13 @@ class Generator:
         ("scenario_extreme", 5),
         ("sweep_extreme", 4),
         ("faults_jobs", 4),
+        ("new_surfaces", 12),
     )
+
+    def new_surfaces(self) -> Case:
+        from surfaces import surface_case
+
+        return surface_case(self)
 
     def cases(self, count: int) -> list[Case]:
         names = [n for n, _ in self.FAMILIES]
