@@ -295,16 +295,36 @@ def apply_overrides(data: dict[str, Any], overrides: list[str], source: str) -> 
         if not parts:
             raise UserError(f"--set {item!r}: empty key")
         value = parse_override_value(text, f"--set {key.strip()}")
-        node = result
+        node: Any = result
         for part in parts[:-1]:
-            child = node.get(part)
-            if child is None:
-                child = node[part] = {}
-            if not isinstance(child, dict):
-                raise UserError(f"--set {item!r}: {part} in {source} is not a mapping")
-            node = child
-        node[parts[-1]] = value
+            node = _override_child(node, part, item, source)
+        if isinstance(node, list):
+            node[_list_index(node, parts[-1], item, source)] = value
+        else:
+            node[parts[-1]] = value
     return result
+
+
+def _list_index(node: list[Any], part: str, item: str, source: str) -> int:
+    """``jobs.1.start``: ``1`` indexes the list ``jobs`` (it must exist: --set adds no entries)."""
+    if not part.isdigit() or int(part) >= len(node):
+        raise UserError(
+            f"--set {item!r}: {part}: expected an index 0..{len(node) - 1} of the list in {source}"
+        )
+    return int(part)
+
+
+def _override_child(node: Any, part: str, item: str, source: str) -> Any:
+    """The mapping or list under ``part`` of ``node`` (a missing mapping is created)."""
+    if isinstance(node, list):
+        child = node[_list_index(node, part, item, source)]
+    else:
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+    if not isinstance(child, (dict, list)):
+        raise UserError(f"--set {item!r}: {part} in {source} is not a mapping or a list")
+    return child
 
 
 def _training(section: Section, model: ModelConfig) -> TrainingConfig:

@@ -299,3 +299,27 @@ def test_stages_and_custom_gpus_are_bounded(tmp_path, capsys):
     data = copy.deepcopy(ONE)
     data["cluster"]["gpus"] = {f"G{i}": {"peak_tflops": {"bf16": 100}} for i in range(1025)}
     fails(tmp_path, capsys, data, "bad.yaml: cluster: gpus: 1,025 GPU entries; at most 1,024")
+
+
+def test_per_job_keys_can_be_set_by_index(tmp_path):
+    from heterosim.config.jobs import load_any_experiment
+
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump(JOBS))
+    experiment = load_any_experiment(path, ["jobs.1.start=2ms", "jobs.0.experiment.training.global_batch=8"])
+    assert experiment.jobs[1].start_ns == 2_000_000
+    assert experiment.jobs[0].experiment.training.global_batch == 8
+
+
+@pytest.mark.parametrize(
+    "item, fragment",
+    [("jobs.5.start=1ms", "5: expected an index 0..1"), ("jobs.x.start=1ms", "x: expected an index 0..1")],
+)
+def test_a_job_index_out_of_range_is_one_line(tmp_path, capsys, item, fragment):
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump(JOBS))
+    out = tmp_path / "out"
+    assert main(["run", str(path), "--out", str(out), "--quiet", "--set", item]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and fragment in err[0], err
+    assert not out.exists()
