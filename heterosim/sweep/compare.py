@@ -8,6 +8,7 @@ each writes its full ``heterosim run`` outputs into ``OUT/A`` and ``OUT/B``.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +150,7 @@ def compare(
     for line in warnings:
         print(f"heterosim compare: warning: {line}", file=sys.stderr)
     records: dict[str, dict[str, Any]] = {}
+    created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out_dir)  # A/ and B/ appear in it before comparison.* do
     shown = TaskProgress("compare", len(tasks), workers=workers, emit=to_stderr if progress else None)
@@ -164,6 +166,8 @@ def compare(
     for folder, side in zip(SIDE_DIRS, (side_a, side_b)):
         record = records[folder]
         if record["status"] not in (OK, PARTIAL):
+            if created:  # bad input on one side: leave no half comparison (the other side's run)
+                shutil.rmtree(out_dir, ignore_errors=True)
             raise UserError(f"side {folder} ({side.label}) failed: {record.get('error')}")
     comparison = comparison_dict(described[0], records["A"]["results"], described[1], records["B"]["results"])
     if warnings:

@@ -46,3 +46,19 @@ def test_sweep_metric_with_an_empty_part(tmp_path, capsys, metric):
     assert main(["sweep", str(sweep), "--out", str(out), "--quiet"]) == 2
     _one_error(capsys, f"{sweep}: metrics: {metric!r}")
     assert not out.exists()
+
+
+def test_compare_with_a_side_failing_at_run_time_leaves_no_outputs(tmp_path, capsys):
+    """Side B's fault names a link the topology does not have (found once its topology is
+    built): side A has run by then, and its outputs must not be left behind."""
+    out = tmp_path / "out"
+    argv = [
+        "compare",
+        str(REPO / "tests" / "data" / "tiny_experiment.yaml"),
+        "--variant",
+        "a:simulation.seed=1",
+    ]
+    argv += ["--variant", "b:faults=[{at: 0ms, link: h0.nic0-leaf9, rate: 10Gbps}]", "--out", str(out)]
+    assert main([*argv, "--no-plots", "--quiet"]) == 2
+    _one_error(capsys, "side B (b) failed", "faults[0]: link")
+    assert not out.exists()
