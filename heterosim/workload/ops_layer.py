@@ -162,6 +162,17 @@ def core_attention(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
     return [op if op.phase == phase else _with_phase(op, phase)]
 
 
+def _rotary(label: str, phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
+    """Rotary position embedding of Q and K (llama): Megatron-core's ``apply_rotary_pos_emb``
+    (fused: Transformer Engine's ``fused_apply_rotary_pos_emb``, one kernel per tensor) reads and
+    writes each once, forward and (the same rotation transposed) backward; 3 FLOPs per element
+    (two multiplies, one add). None for learned positions (gpt)."""
+    if model.learned_positions:
+        return []
+    n = d.tokens * (d.q_dim + d.kv_dim)
+    return [elementwise(label, phase, d, n, 3, 2 * n * d.act_bytes)]
+
+
 def _dropout(label: str, phase: str, d: Dims, n: int) -> OpSpec:
     # fwd: read x, write y and the byte mask; bwd: read dy and mask, write dx
     return elementwise(label, phase, d, n, DROPOUT_FLOPS, 2 * n * d.act_bytes + n * MASK_BYTES)
@@ -240,6 +251,7 @@ def _attention_block_fwd(model: ModelConfig, d: Dims) -> list[OpSpec]:
     ops = [_fused_norm("ln1", d, model)]
     ops += _sp_gather("attn", "fwd", d)
     ops.append(gemm("qkv_proj", "fwd", d, d.tokens, d.q_dim + 2 * d.kv_dim, d.h))
+    ops += _rotary("rope", "fwd", d, model)
     ops += core_attention("fwd", d, model)
     ops += _input_cast("out_proj", d, d.tokens, d.q_dim, d.sp)
     ops.append(gemm("out_proj", "fwd", d, d.tokens, d.h, d.q_dim))
@@ -485,6 +497,7 @@ def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> l
     if recompute_core:
         ops += core_attention("recompute", d, model)
     ops += core_attention("bwd", d, model)
+    ops += _rotary("rope.bwd", "bwd", d, model)
     qkv = d.q_dim + 2 * d.kv_dim
     ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, qkv, d.h, model.has_bias)
     ops.append(norm("ln1.bwd", "bwd", d, model, d.sp_tokens))

@@ -105,7 +105,7 @@ def test_gemm_fit_never_exceeds_the_published_envelope():
 
 
 def test_shipped_flashattention_tables_calibrate_a100_and_h100():
-    model = ComputeModel(attention_impl="flash-attention-2")
+    model = ComputeModel(attention_impl="flash-attention-2", profiled=False)
     for gpu, max_rms in (("A100-80GB-SXM", 0.06), ("H100-SXM", 0.10)):
         fit = model.calibration(gpu).fits["attention"]
         print(model.calibration(gpu).summary())
@@ -119,7 +119,7 @@ def test_shipped_cudnn_tables_calibrate_h100_by_default():
     curve is fitted to the cuDNN forward and backward series only. The 4-parameter curve cannot
     follow cuDNN's head-dim 128 forward peak (up to 29 % slower than measured there), hence the
     looser bound than FlashAttention-2's."""
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     report = model.calibration("H100-SXM")
     print(report.summary())
     fit = report.fits["attention"]

@@ -35,14 +35,14 @@ def _time_norm(model, rows):
 
 def test_measured_points_reproduced_exactly(norm_db):
     path, sizes, times = norm_db
-    model = ComputeModel([path])
+    model = ComputeModel([path], profiled=False)
     for rows, t in zip(sizes, times):
         assert _time_norm(model, rows) == (int(t), "measured")
 
 
 def test_interpolation_is_monotone_and_between_neighbours(norm_db):
     path, sizes, times = norm_db
-    model = ComputeModel([path])
+    model = ComputeModel([path], profiled=False)
     grid = np.unique(np.geomspace(sizes[0], sizes[-1], 200).astype(int))
     values = []
     for rows in grid:
@@ -58,7 +58,7 @@ def test_interpolation_is_monotone_and_between_neighbours(norm_db):
 
 def test_no_extrapolation_beyond_measured_range(norm_db):
     path, sizes, _ = norm_db
-    model = ComputeModel([path])
+    model = ComputeModel([path], profiled=False)
     assert _time_norm(model, sizes[0] // 2)[1] == "roofline"
     assert _time_norm(model, sizes[-1] * 2)[1] == "roofline"
 
@@ -81,7 +81,7 @@ def test_user_database_layer_wins_over_lower_layer(tmp_path):
         db = OpDatabase(path, create=True)
         db.add(_norm_rows("H100-SXM", [1024], [t]))
         db.close()
-    model = ComputeModel([upper, lower])
+    model = ComputeModel([upper, lower], profiled=False)
     assert _time_norm(model, 1024) == (11_111, "measured")
 
 
@@ -89,7 +89,10 @@ def test_shipped_fa2_forward_rows_are_measurements():
     # fa3-h100-fwd-fp16-causal-hd128-flash-attention-2: seq 2048, batch 8, 16 heads, 298 TFLOP/s;
     # the cuDNN series of the same figure (H100's default kernel): 484 TFLOP/s.
     flops = 4 * 8 * 2048**2 * 16 * 128 // 2
-    for model, tflops in ((ComputeModel(attention_impl="flash-attention-2"), 298), (ComputeModel(), 484)):
+    for model, tflops in (
+        (ComputeModel(attention_impl="flash-attention-2", profiled=False), 298),
+        (ComputeModel(profiled=False), 484),
+    ):
         t, prov = model.time_op("attention", "bf16", (8, 2048, 16, 128), (16, 1), flops, 0, "H100")
         assert prov == "measured"
         assert t == pytest.approx(flops / (tflops * 1e12) * 1e9, rel=1e-6)
@@ -99,7 +102,7 @@ def test_attention_interpolates_at_the_ops_sequence_length():
     """Tables hold 16k tokens; an op with fewer tokens at a measured sequence length runs at that
     length's throughput (time per batch*head pair), not at the throughput of the shorter
     sequence whose table row has the same total FLOPs."""
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     # fa3-h100-fwd-fp16-causal-hd128-cudnn: 518 TFLOP/s at seq 4096 (batch 4), 410 at 1024
     flops = 4 * 1 * 4096**2 * 16 * 128 // 2  # batch 1: the FLOPs of the seq-1024 table row
     t, prov = model.time_op("attention", "bf16", (1, 4096, 16, 128), (16, 1), flops, 0, "H100")

@@ -48,7 +48,7 @@ ROWS = [
 
 def test_unknown_gpu_is_a_one_line_error_listing_known_gpus():
     with pytest.raises(UserError) as err:
-        ComputeModel().time_op(*ROWS[0], "Z100")
+        ComputeModel(profiled=False).time_op(*ROWS[0], "Z100")
     message = str(err.value)
     assert "\n" not in message and "Z100" in message
     for name in known_gpu_names():
@@ -56,7 +56,7 @@ def test_unknown_gpu_is_a_one_line_error_listing_known_gpus():
 
 
 def test_time_templates_types_comm_rows_and_provenance():
-    durations, prov = ComputeModel().time_templates(_templates(ROWS), "H100")
+    durations, prov = ComputeModel(profiled=False).time_templates(_templates(ROWS), "H100")
     assert durations.dtype == np.uint64 and prov.dtype == np.uint8
     assert durations[3] == 0 and PROVENANCES[prov[3]] == "none"
     assert all(d > 0 for d in durations[:3])
@@ -74,7 +74,7 @@ def test_provenance_shares_weight_by_counts_and_sum_to_one():
 
 
 def test_relative_speed_orders_gpus_by_generation():
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     ops = _templates([(r[0], "fp16", *r[2:]) for r in ROWS])  # V100 has no bf16
     speeds = {g: model.relative_speed(g, ops) for g in ("V100-SXM2-32GB", "A100-80GB-SXM", "H100-SXM")}
     assert speeds["V100-SXM2-32GB"] < speeds["A100-80GB-SXM"] < speeds["H100-SXM"]
@@ -85,7 +85,7 @@ def test_relative_speed_orders_gpus_by_generation():
 def test_unsupported_dtype_is_a_user_error():
     fp8 = ("gemm", "fp8", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 3 * 4096**2)
     with pytest.raises(UserError, match="fp8"):
-        ComputeModel().time_op(*fp8, "A100")
+        ComputeModel(profiled=False).time_op(*fp8, "A100")
 
 
 @pytest.mark.skipif(not VALIDATION.is_file(), reason="validation data not present")
@@ -112,7 +112,7 @@ def test_shipped_publication_rows_match_the_validation_file():
 def test_attention_kernel_per_gpu_and_scaling_only_within_one_kernel():
     """Hopper GPUs use the cuDNN tables (Transformer Engine's kernel there), older GPUs the
     FlashAttention-2 ones; attention is scaled only from a GPU running the same kernel."""
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     assert model.gpu_attention_impl("H100") == "cudnn"
     assert model.gpu_attention_impl("H200-SXM") == "cudnn"
     assert model.gpu_attention_impl("A100-80GB-SXM") == "flash-attention-2"
@@ -125,16 +125,16 @@ def test_attention_kernel_per_gpu_and_scaling_only_within_one_kernel():
     # L40S runs FlashAttention-2: no single-pass FA2 rows exist to scale, H100's cuDNN rows are
     # not used for it
     assert model.time_op(*op, "L40S")[1] == "roofline"
-    assert ComputeModel(attention_impl="cudnn").time_op(*op, "L40S")[1] == "scaled"
+    assert ComputeModel(attention_impl="cudnn", profiled=False).time_op(*op, "L40S")[1] == "scaled"
     with pytest.raises(UserError, match="unknown attention implementation 'xformers'.*cudnn"):
-        ComputeModel(attention_impl="xformers")
+        ComputeModel(attention_impl="xformers", profiled=False)
 
 
 def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     from heterosim.plan.compute.database import Measurement, OpDatabase
 
     gemm = ("gemm", "fp8", (8192, 12288, 4096, 1), (0, 0), 2 * 8192 * 12288 * 4096, 10**8)
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     assert model.notes() == []
     model.time_op(*gemm, "H100-SXM")
     (note,) = model.notes()
@@ -143,7 +143,9 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     assert "mamf-fp8-h100-sxm" in note and "upper bound" in note
     assert "heterosim profile" in note and "--db" in note
     # GPUs without a published envelope say their ceiling is modelled
-    ComputeModel().time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S")
+    ComputeModel(profiled=False).time_op(
+        "gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S"
+    )
     # a database with the GPU's own GEMMs calibrates the curve: no note
     path = tmp_path / "h100.db"
     db = OpDatabase(path, create=True)
@@ -163,7 +165,7 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
         for s in (2048, 4096, 8192)
     )
     db.close()
-    calibrated = ComputeModel([path])
+    calibrated = ComputeModel([path], profiled=False)
     calibrated.time_op(*gemm, "H100-SXM")
     assert calibrated.notes() == []
     # ... but only for the dtype it measured: bf16 GEMMs keep their envelope ceiling
@@ -171,16 +173,16 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     (note,) = calibrated.notes()
     assert "bf16: 80% of peak" in note and "fp8" not in note
     # new_only: each line once per process
-    first = ComputeModel()
+    first = ComputeModel(profiled=False)
     first.time_op(*gemm, "H200-SXM")
-    second = ComputeModel()
+    second = ComputeModel(profiled=False)
     second.time_op(*gemm, "H200-SXM")
     assert len(first.notes(new_only=True)) == 1 and second.notes(new_only=True) == []
     assert len(second.notes()) == 1
 
 
 def test_l40s_note_names_a_modelled_ceiling():
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     model.time_op("gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S")
     (note,) = model.notes()
     assert "modelled default" in note and "upper bound" not in note
@@ -193,7 +195,7 @@ def test_triton_flashattention_tables_time_a100_attention_at_their_rate():
     about 11 % on average, optimistic for causal hd128 (80 against 68 TFLOP/s at 2k). It must
     still be a different kernel: at least 1.8x slower than FlashAttention-2 there."""
     errors = []
-    triton = ComputeModel(attention_impl="flash-attention-triton")
+    triton = ComputeModel(attention_impl="flash-attention-triton", profiled=False)
     for series in published_kernels()["attention"]:
         if series["impl"] != "flash-attention-triton":
             continue
@@ -201,7 +203,7 @@ def test_triton_flashattention_tables_time_a100_attention_at_their_rate():
         for seq, batch, published in zip(series["seq_len"], series["batch"], series["tflops"]):
             errors.append(abs(_fwd_bwd_tflops(triton, batch, seq, heads, head_dim, causal) / published - 1))
     assert len(errors) == 24 and sum(errors) / len(errors) < 0.12 and max(errors) < 0.25
-    fa2 = _fwd_bwd_tflops(ComputeModel(), 8, 2048, 16, 128, True)
+    fa2 = _fwd_bwd_tflops(ComputeModel(profiled=False), 8, 2048, 16, 128, True)
     assert fa2 == pytest.approx(155, rel=0.06)  # FA2's own series, its fit within 6 %
     assert fa2 / _fwd_bwd_tflops(triton, 8, 2048, 16, 128, True) > 1.8
 

@@ -22,7 +22,7 @@ def _db(tmp_path, gpu, ops_times):
 
 def test_a100_to_h100_memory_bound_by_bandwidth_and_gemm_by_flops(tmp_path):
     t_gemm, t_elem = 4_200_000.0, 700_000.0
-    model = ComputeModel([_db(tmp_path, A100, [(GEMM, t_gemm), (ELEMENTWISE, t_elem)])])
+    model = ComputeModel([_db(tmp_path, A100, [(GEMM, t_gemm), (ELEMENTWISE, t_elem)])], profiled=False)
     a, h = gpu_spec(A100), gpu_spec(H100)
     t, prov = model.time_op(*ELEMENTWISE, H100)
     assert prov == "scaled"
@@ -38,7 +38,7 @@ def test_scaling_uses_the_nearest_measured_gpu(tmp_path):
     # Both V100 and H100 measured the op; H200 (same FLOP/s as H100) must scale from H100.
     path = _db(tmp_path, "H100-SXM", [(GEMM, 1_000_000.0)])
     path2 = _db(tmp_path, "V100-SXM2-32GB", [(GEMM, 9_000_000.0)])
-    model = ComputeModel([path, path2])
+    model = ComputeModel([path, path2], profiled=False)
     t, prov = model.time_op(*GEMM, "H200-SXM")
     assert (t, prov) == (1_000_000, "scaled")
 
@@ -50,14 +50,14 @@ def test_policy_calibrated_roofline_beats_scaling(tmp_path):
         (("elementwise", "bf16", (n, 0, 0, 0), (0, 0), n, 4 * n), 4000 + 4 * n / 3.0e3)
         for n in (2**20, 2**22, 2**24, 2**26)
     ]
-    model = ComputeModel([_db(tmp_path, H100, own), _db(tmp_path, A100, [(NORM, 500_000.0)])])
+    model = ComputeModel([_db(tmp_path, H100, own), _db(tmp_path, A100, [(NORM, 500_000.0)])], profiled=False)
     assert "memory" in model.calibration(H100).fits
     assert model.time_op(*NORM, H100)[1] == "roofline"
     # Without H100 data of its own the same op is scaled from A100.
-    model2 = ComputeModel([_db(tmp_path, A100, [(NORM, 500_000.0)])])
+    model2 = ComputeModel([_db(tmp_path, A100, [(NORM, 500_000.0)])], profiled=False)
     assert model2.time_op(*NORM, H100)[1] == "scaled"
 
 
 def test_no_measurement_anywhere_falls_back_to_roofline():
-    model = ComputeModel()
+    model = ComputeModel(profiled=False)
     assert model.time_op(*GEMM, "L40S")[1] == "roofline"

@@ -281,6 +281,15 @@ class OpDatabase:
         return db
 
 
+MEASURED_DIR = Path(__file__).parent / "data" / "measured"
+
+
+def shipped_measured_databases() -> list[Path]:
+    """Profiler databases shipped with HeteroSim (``data/measured/*.db``, each described in that
+    folder's README.md): ops timed on real GPUs by ``heterosim profile`` (sustained)."""
+    return sorted(MEASURED_DIR.glob("*.db"))
+
+
 def shipped_measurements(attention_impl: str | None = None) -> list[Measurement]:
     """Rows of data/published_kernels.yaml as measurements (attention series only).
 

@@ -3,7 +3,9 @@
 Lookup order for one op on GPU ``G`` (the provenance recorded is in quotes):
 
 1. "measured": the same op (kind, dtype class, shape; bytes for memory-bound kinds; pass for
-   attention) measured on ``G`` in any database (the user's first, the shipped one last).
+   attention) measured on ``G`` in any database (the user's first, then the shipped profiler
+   databases of ``data/measured/``: ops timed back to back on real GPUs, then the shipped
+   publication tables).
 2. "interpolated": between measured sizes of the same op family on ``G``, monotone in log-log,
    only inside the measured range (:mod:`heterosim.plan.compute.interpolation`).
 3. "roofline" with ``G``'s *calibrated* curves, when ``G`` has measurements of its own for this op
@@ -42,7 +44,7 @@ import numpy as np
 from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_gpu_names
 from heterosim.errors import UserError
 from heterosim.plan.compute.calibration import CalibrationReport, calibrate
-from heterosim.plan.compute.database import Measurement, OpDatabase
+from heterosim.plan.compute.database import Measurement, OpDatabase, shipped_measured_databases
 from heterosim.plan.compute.efficiency import EfficiencyParams, attention_impl, default_params
 from heterosim.plan.compute.interpolation import MeasurementIndex
 from heterosim.plan.compute.roofline import roofline_time_ns
@@ -62,6 +64,7 @@ class ComputeModel:
         databases: Sequence[str | Path] | None = None,
         *,
         include_shipped: bool = True,
+        profiled: bool = True,
         attention_impl: str | None = None,
         gpus: Mapping[str, GpuSpec] | None = None,
     ) -> None:
@@ -75,6 +78,11 @@ class ComputeModel:
             self.database_names.append(db.name)
             db.close()
         if include_shipped:
+            for path in shipped_measured_databases() if profiled else []:
+                db = OpDatabase(path)
+                layers.append(_own_kernel_rows(db.measurements(), attention_impl))
+                self.database_names.append(f"<shipped {path.name}>")
+                db.close()
             shipped = OpDatabase.shipped(attention_impl)
             layers.append(shipped.measurements())
             self.database_names.append(shipped.name)
@@ -318,6 +326,14 @@ def provenance_shares(
     return {
         name: (float(w[codes == i].sum()) / total if total > 0 else 0.0) for i, name in enumerate(PROVENANCES)
     }
+
+
+def _own_kernel_rows(rows: list[Measurement], impl: str | None) -> list[Measurement]:
+    """Profiled rows, without the attention rows of GPUs whose own attention kernel (the one the
+    profiler ran: PyTorch's default backend there) is not ``impl`` when one is forced."""
+    if impl is None:
+        return rows
+    return [m for m in rows if m.op_kind != "attention" or attention_impl(m.gpu) == impl]
 
 
 def _ns(value: float) -> int:

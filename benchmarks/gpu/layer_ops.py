@@ -1,0 +1,31 @@
+"""The simulator's ops of the standard layer set, timed back to back (sustained): bf16 layers, and
+fp8 variants of three of them (Transformer Engine's fp8 GEMMs through ``torch._scaled_mm``,
+casts as memory-bound kernels). Usage on a GPU, from the repository root:
+
+    python3 benchmarks/gpu/layer_ops.py OUT.db
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from heterosim.plan.compute import layer_profiler, profiler  # noqa: E402
+
+
+def main(out: str) -> None:
+    specs = layer_profiler.standard_layers()
+    fp8 = [
+        replace(s, dtype="fp8") for s in specs if s.label.startswith(("gpt3-175b", "llama3-8b", "llama3-70b"))
+    ]
+    ops = layer_profiler.distinct_layer_ops(specs + fp8)
+    print(f"{len(ops)} ops", flush=True)
+    profiler.profile(out, ops, device="cuda", repeats=5, method="sustained")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
