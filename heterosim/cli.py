@@ -45,6 +45,7 @@ COMMAND_MODULES = (
     "validate",
     "import_cmd",
     "plan",
+    "report",
 )
 
 DESCRIPTION = """\

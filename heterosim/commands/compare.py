@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from heterosim.config.choices import FIDELITIES
+from heterosim.report.html_report import add_report_option, report_when_asked
 
 EXAMPLES = """\
 examples:
@@ -14,7 +15,7 @@ examples:
       --variant dcqcn:network.cc=dcqcn --variant hpcc:network.cc=hpcc --out out/cc
   heterosim compare workloads/default.yaml --variant uniform:parallel.partition=uniform
 outputs in --out: comparison.json, comparison.csv, comparison.png (breakdown bars), and each
-side's full run outputs in A/ and B/. delta = B - A, ratio = B / A.
+side's full run outputs in A/ and B/ (with --report, report.html). delta = B - A, ratio = B / A.
 """
 
 
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--no-plots", action="store_true", help="skip each side's run plots (comparison.png is still written)"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    add_report_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -79,4 +81,5 @@ def run(args: argparse.Namespace) -> int:
         if comparison["partial"][key]:
             print(f"note: side {key.upper()} stopped early; its results are partial")
     print(f"results in      {out}/ (A/ and B/ hold each side's full outputs)")
+    report_when_asked(args.report, out)
     return 0

@@ -77,12 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="stop at this simulated time (e.g. 380ms) and report what finished "
         "as a partial iteration: a measured slice of a long packet run",
     )
-    add_output_options(parser)  # --no-plots, --trace-spans N, --quiet
+    add_output_options(parser)  # --no-plots, --trace-spans N, --quiet, --report
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.interrupts import sigterm_as_interrupt
+    from heterosim.report.html_report import report_when_asked
     from heterosim.report.jobs_report import any_results_dict, write_any_outputs
     from heterosim.report.run_report import interrupted_exit_status, print_warnings
     from heterosim.report.staging import check_output_folder
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     stopped = f"stopped at --until {args.until}" if stop_ns else "stopped early"
     print(run_summary(results, stopped))
     print(f"results in      {out}/")
+    report_when_asked(args.report, out)
     status = interrupted_exit_status(results)
     if status:
         raise Interrupted(f"{results['sim']['error']}: partial results in {out}/", status)

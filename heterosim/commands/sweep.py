@@ -9,6 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from heterosim.report.html_report import add_report_option, report_when_asked
+
 EXAMPLES = """\
 examples:
   heterosim sweep workloads/sweeps/tiny_nic_seed.yaml --out out/sweeps/tiny
@@ -18,6 +20,7 @@ sweep file: experiment (base, relative to the sweep file), grid (dotted key -> l
 optional fidelity, set (fixed overrides), metrics (what the plots show), workers.
 outputs in --out: results.jsonl (one line per finished run, appended as runs finish),
 runs/<id>/results.json, summary.csv, summary.json, <metric>_vs_<parameter>.png, sweep.json
+(with --report, report.html)
 """
 
 
@@ -54,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", help="output folder (default: out/sweeps/<sweep name>)")
     parser.add_argument("--no-plots", action="store_true", help="skip the summary plots")
     parser.add_argument("--quiet", action="store_true", help="no per-run lines on the terminal")
+    add_report_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -94,4 +98,5 @@ def run(args: argparse.Namespace) -> int:
         if row["status"] not in ("ok", "pending"):
             print(f"  {row['status']} {row['id']}: {row['error']}")
     print(f"summary in      {out}/summary.csv")
+    report_when_asked(args.report, out)
     return 1 if status.get("error") else 0

@@ -10,8 +10,8 @@ from typing import Any
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """``--no-plots``, ``--trace-spans N`` (checked here: a bad value fails before simulating) and
-    ``--quiet``."""
+    """``--no-plots``, ``--trace-spans N`` (checked here: a bad value fails before simulating),
+    ``--quiet`` and ``--report``."""
     from heterosim.report.perfetto import DEFAULT_MAX_SPANS  # noqa: PLC0415 - numpy on use only
 
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
@@ -24,6 +24,11 @@ def add_output_options(parser: argparse.ArgumentParser) -> None:
         "0 = all); spans left out are announced and counted in results.json",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress on the terminal")
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="also write report.html, one self-contained page of the results (as `heterosim report OUT`)",
+    )
 
 
 def _span_cap(text: str) -> int:
