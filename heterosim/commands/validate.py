@@ -34,7 +34,7 @@ from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
 from heterosim.validate.cases import load_cases, select_cases
 from heterosim.validate.report import summary_lines
-from heterosim.validate.runner import case_lines, predict_row, write_validation_outputs
+from heterosim.validate.runner import case_lines, check_databases, predict_row, write_validation_outputs
 from heterosim.validate.stats import group_summary
 
 EXIT_PREDICTION_FAILED = 1
@@ -48,6 +48,7 @@ examples:
   heterosim validate validation/cases.yaml --max-gpus 512 --granularity connection --out out/validate-full
   heterosim validate validation/cases.yaml --only megatron-readme2020-dgxa100-1b --fidelity packet
   heterosim validate validation/cases.yaml --max-gpus 128 --fidelity packet --intra-host flow
+  heterosim validate validation/cases.yaml --only megatron-sc21-t1-1p7b --db PROFILE.db
 """
 
 
@@ -102,6 +103,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="exit 3 when any selected case's |error %%| exceeds PCT (for CI)",
     )
     parser.add_argument(
+        "--db",
+        action="append",
+        default=[],
+        metavar="PROFILE.db",
+        help="operation database from `heterosim profile`, used before the shipped data to time "
+        "compute of end-to-end and layer cases, as `heterosim run --db` (repeatable; the first wins)",
+    )
+    parser.add_argument(
         "--quiet-budget", action="store_true", help="do not print the error-budget line under each case"
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -114,6 +123,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     cases = load_cases(args.cases)
     check_output_folder(args.out)  # before any case runs
+    check_databases(args.db)
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     if args.max_gpus is not None and args.max_gpus < 1:
         raise UserError("--max-gpus: expected a positive number of GPUs")
@@ -146,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                 args.intra_host,
                 args.queue_pairs,
                 args.packet_acceleration,
+                args.db,
             )
         )
         print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
@@ -160,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         "intra_host": args.intra_host,
         "queue_pairs": args.queue_pairs,
         "packet_acceleration": args.packet_acceleration,
+        "databases": list(args.db),
         "selection": {"group": args.group, "only": only, "ci": args.ci, "max_gpus": args.max_gpus},
         "skipped": [{"id": c.id, "reason": r} for c, r in skipped],
         "wall_s": time.perf_counter() - start,

@@ -124,7 +124,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         coll = top.section("collective", required=True)
         collective = {
             "op": coll.string("op"),
-            "size": coll.size("size"),
+            "size": coll.size("size", minimum=1),  # busbw divides by it
             "ranks": coll.integer("ranks", minimum=2),
             "algorithm": coll.string("algorithm", "auto", choices=COLLECTIVE_ALGORITHMS),
         }

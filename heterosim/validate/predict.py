@@ -35,6 +35,7 @@ all-to-all), 1 (broadcast, reduce, send/recv) (docs/network_models.md, "Bus band
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -114,12 +115,15 @@ def reduced_points(exp: ExperimentConfig) -> tuple[int, int] | None:
     return m1, m2
 
 
-def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
-    """Simulated iteration time of ``exp`` and a few breakdown numbers."""
+def simulate_iteration_s(
+    exp: ExperimentConfig, databases: Sequence[str] = ()
+) -> tuple[float, dict[str, Any]]:
+    """Simulated iteration time of ``exp`` (compute timed from ``databases`` first, as
+    ``heterosim run --db``) and a few breakdown numbers."""
     from heterosim.report.run_report import results_dict
     from heterosim.simulate import run_experiment
 
-    run = run_experiment(exp)
+    run = run_experiment(exp, databases=list(databases) or None)
     res = results_dict(run)
     details = {
         "breakdown": {k: v for k, v in res["breakdown"].items() if k != "definition"},
@@ -139,15 +143,17 @@ def simulate_iteration_s(exp: ExperimentConfig) -> tuple[float, dict[str, Any]]:
     return float(res["iteration_time_s"]), details
 
 
-def iteration_time_s(exp: ExperimentConfig, *, extrapolate: bool = True) -> tuple[float, str, dict[str, Any]]:
+def iteration_time_s(
+    exp: ExperimentConfig, *, extrapolate: bool = True, databases: Sequence[str] = ()
+) -> tuple[float, str, dict[str, Any]]:
     """Iteration time of ``exp``: one full run, or two shorter runs extrapolated linearly."""
     points = reduced_points(exp) if extrapolate else None
     if points is None:
-        t, details = simulate_iteration_s(exp)
+        t, details = simulate_iteration_s(exp, databases)
         return t, "full", details
     m1, m2 = points
-    t1, details1 = simulate_iteration_s(with_micro_batches(exp, m1))
-    t2, details = simulate_iteration_s(with_micro_batches(exp, m2))
+    t1, details1 = simulate_iteration_s(with_micro_batches(exp, m1), databases)
+    t2, details = simulate_iteration_s(with_micro_batches(exp, m2), databases)
     big = exp.micro_batches_per_replica
     t = t1 + (t2 - t1) * (big - m1) / (m2 - m1)
     details = {
@@ -193,12 +199,13 @@ def predict_end_to_end(
     intra_host: str | None = None,
     queue_pairs: str | None = None,
     packet_acceleration: str | None = None,
+    databases: Sequence[str] = (),
 ) -> Prediction:
     start = time.perf_counter()
     exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
-    t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate)
+    t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate, databases=databases)
     if method != "full" and case.flop_convention == "simulator":
-        t_s, method, details = iteration_time_s(exp, extrapolate=False)
+        t_s, method, details = iteration_time_s(exp, extrapolate=False, databases=databases)
     value = convert(case, exp, t_s, details)
     return Prediction(value, t_s, method, time.perf_counter() - start, details)
 
@@ -242,14 +249,14 @@ def layer_times_ms(run: Any) -> dict[str, Any]:
     }
 
 
-def predict_layer(case: Case, exp: ExperimentConfig) -> Prediction:
+def predict_layer(case: Case, exp: ExperimentConfig, databases: Sequence[str] = ()) -> Prediction:
     """A layer_time case on its experiment (:func:`case_experiment`, options applied)."""
     from heterosim.simulate import run_experiment
 
     start = time.perf_counter()
     # one micro-batch per replica; the interleaved schedule needs a multiple of pp (Megatron too)
     micro = exp.parallel.pp if exp.parallel.schedule == "interleaved" else 1
-    run = run_experiment(with_micro_batches(exp, micro))
+    run = run_experiment(with_micro_batches(exp, micro), databases=list(databases) or None)
     times = layer_times_ms(run)
     details = {
         **times,
@@ -307,16 +314,19 @@ def predict(
     intra_host: str | None = None,
     queue_pairs: str | None = None,
     packet_acceleration: str | None = None,
+    databases: Sequence[str] = (),
 ) -> Prediction:
     """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
     applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
     ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
-    simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration)."""
+    simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration;
+    ``databases``: operation databases that time compute before the shipped data, as
+    ``heterosim run --db``; a collective case has no compute)."""
     if case.kind == "collective_busbw":
         return predict_collective(case, fidelity, intra_host, queue_pairs, packet_acceleration)
     if case.kind == "layer_time":
         options = (granularity, intra_host, queue_pairs, packet_acceleration)
-        return predict_layer(case, case_experiment(case, fidelity, *options))
+        return predict_layer(case, case_experiment(case, fidelity, *options), databases)
     return predict_end_to_end(
         case,
         fidelity,
@@ -324,4 +334,5 @@ def predict(
         intra_host=intra_host,
         queue_pairs=queue_pairs,
         packet_acceleration=packet_acceleration,
+        databases=databases,
     )

@@ -5,6 +5,7 @@ Used by ``heterosim validate``; the command keeps only argument parsing and prin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,13 @@ def predict_row(
     intra_host: str | None,
     queue_pairs: str | None,
     packet_acceleration: str | None = None,
+    databases: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The case's result row; a case that cannot be predicted (bad input, out of memory) gets its
     one-line reason in ``error`` and ``error_pct`` None. Any other exception is a bug and raises."""
     pred, error = None, None
     try:
-        pred = predict(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
+        pred = predict(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration, databases)
     except (UserError, ValueError) as exc:
         error = str(exc).splitlines()[0]
     except Exception as exc:
@@ -41,6 +43,14 @@ def predict_row(
             raise
         error = f"out of memory ({OUT_OF_MEMORY_HINT})"
     return result_row(case, pred, error)
+
+
+def check_databases(paths: Sequence[str]) -> None:
+    """Open each operation database once, so a missing or foreign file fails before any case."""
+    from heterosim.plan.compute.database import OpDatabase
+
+    for path in paths:
+        OpDatabase(path).close()
 
 
 def _fmt(value: float | None, width: int = 9) -> str:
