@@ -1,11 +1,12 @@
-"""Write every result table of benchmarks/README.md in machine-readable form.
+"""Write every result table of benchmarks/README.md and benchmarks/HISTORY.md in machine-readable form.
 
     python3 benchmarks/export_results.py
 
-writes ``benchmarks/results.json`` (every table with its section, the script or command the
+writes ``benchmarks/results.json`` (every table with its file, section, the script or command the
 section names, its header and rows; cells that are plain numbers become numbers) and one CSV per
-table in ``benchmarks/results/`` (named after its section). README.md stays the record written
-by hand with each measurement's command; run this after adding a section.
+table in ``benchmarks/results/``, named after its section: README.md's (today's figures) as
+``current-<section>-N.csv``, HISTORY.md's (the journal) as ``<section>-N.csv``. The two pages
+stay the record written by hand with each measurement's command; run this after editing them.
 """
 
 from __future__ import annotations
@@ -65,10 +66,21 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80] or "table"
 
 
+SOURCES = (("README.md", "current-"), ("HISTORY.md", ""))  # file, CSV name prefix
+
+
 def main() -> int:
-    found = tables((HERE / "README.md").read_text())
+    found = []
+    for name, prefix in SOURCES:
+        path = HERE / name
+        if path.is_file():
+            found += [
+                {"source": f"benchmarks/{name}", "prefix": prefix, **t} for t in tables(path.read_text())
+            ]
+    exported = [{k: v for k, v in table.items() if k != "prefix"} for table in found]
     (HERE / "results.json").write_text(
-        json.dumps({"source": "benchmarks/README.md", "tables": found}, indent=1) + "\n"
+        json.dumps({"sources": [f"benchmarks/{name}" for name, _ in SOURCES], "tables": exported}, indent=1)
+        + "\n"
     )
     folder = HERE / "results"
     folder.mkdir(exist_ok=True)
@@ -76,7 +88,7 @@ def main() -> int:
         old.unlink()
     seen: dict[str, int] = {}
     for table in found:
-        name = slug(table["section"])
+        name = table["prefix"] + slug(table["section"])
         seen[name] = seen.get(name, 0) + 1
         with (folder / f"{name}-{seen[name]}.csv").open("w", newline="") as handle:
             writer = csv.writer(handle)
