@@ -21,7 +21,7 @@ from heterosim.engine.topology import Topology, build_topology
 from heterosim.errors import UserError
 from heterosim.report import netbench_plots as plots
 from heterosim.report import netbench_report as report
-from heterosim.report.staging import staged_output
+from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
 from heterosim.simulate.artifacts import FlowSetRun
 
@@ -81,12 +81,15 @@ def run_netbench(
 ) -> dict[str, Any]:
     """Run a scenario (once, or once per CC into ``out/<cc>/``) and write every output; returns
     results.json's dict. Outputs are staged, so a failed run leaves nothing half-written.
-    ``progress``: a line on stderr before the runs and after each one."""
+    ``progress``: a line on stderr before the runs and after each one, once the inputs are
+    checked (a bad input is one error line, not a header and an error)."""
     if compare_cc and scenario.simulation.fidelity == "flow":
         raise UserError(
             "--compare-cc: the flow (fluid) model has no congestion control, so every "
             "CC would give the same result; use --fidelity packet"
         )
+    check_output_folder(out)
+    check_network_attributes(scenario)
     topology = build_topology(scenario.cluster)
     shown = TaskProgress("netbench", max(1, len(compare_cc)), emit=to_stderr if progress else None)
     sim = scenario.simulation
@@ -152,6 +155,17 @@ def _run_one(
     plots.plot_fct(folder / "fct.png", results["flows"], results["sim"]["sim_end_s"])
     report.write_json(folder / "results.json", results)
     return results
+
+
+def check_network_attributes(scenario: ScenarioConfig) -> None:
+    """``network.attributes`` names and values checked through ns-3's introspection (at either
+    fidelity), as the network models check them, but before any progress line or run."""
+    network = scenario.network
+    if not network.attributes:
+        return
+    attributes = _engine_module("attributes", "the ns-3 network models")
+    native = _engine_module("native", "the ns-3 network models")
+    attributes.check_network_attributes(native.load().ns3, network.attributes, network.source)
 
 
 def _engine_module(name: str, what: str) -> Any:

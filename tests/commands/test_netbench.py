@@ -402,3 +402,24 @@ def test_fluid_single_flow_runs_at_line_rate(tmp_path, native_lib):
     assert serialization < flow["fct_s"] < serialization + 10e-6
     assert saved["sim"]["fidelity"] == "flow" and saved["fairness_jain"] is None
     assert saved["network"]["bytes"] == 4 * 2**20
+
+
+def test_a_foreign_output_folder_is_one_error_line_before_any_progress(tmp_path, capsys):
+    out = tmp_path / "users"
+    out.mkdir()
+    (out / "thesis.tex").write_text("mine")
+    assert main(["netbench", str(tiny_scenario(tmp_path)), "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and "thesis.tex" in lines[0] and "error:" in lines[0]
+
+
+@pytest.mark.ns3
+def test_a_bad_attribute_is_one_error_line_before_any_progress(tmp_path, capsys, native_lib):
+    path = tiny_scenario(
+        tmp_path, network={"cc": "dcqcn", "attributes": {"Dcqcn::AlphaUpdateInterval": "soon"}}
+    )
+    code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(lines) == 1
+    assert "tiny.yaml" in lines[0] and "Dcqcn::AlphaUpdateInterval" in lines[0]
+    assert not (tmp_path / "out").exists()
