@@ -82,6 +82,21 @@ def gemm_quantization(
     return best
 
 
+def gemm_tile_count(m: int, n: int, batch: int, p: EfficiencyParams) -> int:
+    """Output tiles of the tile choice :func:`gemm_quantization` rates best (what the kernel's
+    CTAs work through)."""
+    best, count_of_best = -1.0, 1
+    batch = max(int(batch), 1)
+    for tile_m, tile_n, rel in p.tiles:
+        tm, tn = math.ceil(m / tile_m), math.ceil(n / tile_n)
+        count = tm * tn * batch
+        waves = math.ceil(count / p.sm_count)
+        q = rel * (m * n) / (tm * tile_m * tn * tile_n) * count / (waves * p.sm_count)
+        if q > best:
+            best, count_of_best = q, count
+    return count_of_best
+
+
 def gemm_efficiency(p: EfficiencyParams, dtype: str, m: int, n: int, k: int, batch: int) -> float:
     q = gemm_quantization(m, n, batch, p.sm_count, p.tiles)
     return p.gemm_ceiling(dtype) * q * k / (k + p.gemm_k_half)

@@ -10,6 +10,7 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -135,6 +136,12 @@ void
 PlanExecutor::SetTopology(Ptr<TopologyDescription> topo)
 {
     m_topo = topo;
+}
+
+void
+PlanExecutor::SetComputeContention(Ptr<ComputeContention> contention)
+{
+    m_contention = contention;
 }
 
 void
@@ -451,6 +458,20 @@ PlanExecutor::NumberComputeStreams()
         }
     }
     m_nStreams = streams.size();
+    m_gpuStreams.clear();
+    for (const auto& [key, dense] : streams)
+    {
+        auto gpu = static_cast<std::size_t>(key >> 16);
+        if (gpu >= m_gpuStreams.size())
+        {
+            m_gpuStreams.resize(gpu + 1);
+        }
+        m_gpuStreams[gpu].push_back(dense);
+    }
+    for (auto& list : m_gpuStreams)
+    {
+        std::sort(list.begin(), list.end());
+    }
 }
 
 bool
@@ -473,6 +494,7 @@ PlanExecutor::Start()
     m_queues.clear();
     m_queues.resize(m_nStreams);
     m_streamBusy.assign(m_nStreams, 0);
+    m_running.assign(m_nStreams, Running{});
     m_completed.clear();
     m_kick.clear();
     m_done = 0;
@@ -645,6 +667,12 @@ PlanExecutor::Release(uint32_t task)
         m_start[task] = now;
         ++m_flowsInFlight;
         m_taskStartTrace(task);
+        if (m_contention)
+        {
+            m_changedGpus.clear();
+            m_contention->FlowStarted(task, m_gpu[task], m_dst[task], m_changedGpus);
+            Retime(m_changedGpus);
+        }
         if (m_connection[task] >= 0)
         {
             m_network->StartFlowOnConnection(task,
@@ -686,12 +714,69 @@ PlanExecutor::TryStartStream(uint32_t s)
     {
         duration = m_slowdown->Stretch(m_gpu[task], m_start[task], duration);
     }
-    Simulator::Schedule(NanoSeconds(duration), &PlanExecutor::ComputeDone, this, s, task);
+    if (!m_contention)
+    {
+        Simulator::Schedule(NanoSeconds(duration), &PlanExecutor::ComputeDone, this, s, task);
+        return;
+    }
+    Running& run = m_running[s];
+    run.task = task;
+    run.nominalNs = duration;
+    run.leftNs = static_cast<double>(duration);
+    run.sinceNs = m_start[task];
+    run.factor = m_contention->Factor(task, m_gpu[task]);
+    ScheduleComputeEnd(s);
+}
+
+void
+PlanExecutor::ScheduleComputeEnd(uint32_t s)
+{
+    Running& run = m_running[s];
+    auto delay = static_cast<int64_t>(std::ceil(run.leftNs * run.factor - 1e-9));
+    run.end = Simulator::Schedule(
+        NanoSeconds(std::max<int64_t>(delay, 0)), &PlanExecutor::ComputeDone, this, s, run.task);
+}
+
+void
+PlanExecutor::Retime(const std::vector<int32_t>& gpus)
+{
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    for (int32_t gpu : gpus)
+    {
+        if (gpu < 0 || static_cast<std::size_t>(gpu) >= m_gpuStreams.size())
+        {
+            continue;
+        }
+        for (uint32_t s : m_gpuStreams[gpu])
+        {
+            Running& run = m_running[s];
+            if (!m_streamBusy[s] || !run.end.IsPending())
+            {
+                continue;
+            }
+            double factor = m_contention->Factor(run.task, gpu);
+            run.leftNs =
+                std::max(run.leftNs - static_cast<double>(now - run.sinceNs) / run.factor, 0.0);
+            run.sinceNs = now;
+            if (factor == run.factor)
+            {
+                continue;
+            }
+            run.factor = factor;
+            run.end.Cancel();
+            ScheduleComputeEnd(s);
+        }
+    }
 }
 
 void
 PlanExecutor::ComputeDone(uint32_t stream, uint32_t task)
 {
+    if (m_contention)
+    {
+        int64_t now = Simulator::Now().GetNanoSeconds();
+        m_contention->Finished(m_gpu[task], task, m_running[stream].nominalNs, now - m_start[task]);
+    }
     m_streamBusy[stream] = 0;
     m_completed.push_back(task);
     m_kick.push_back(stream);
@@ -704,6 +789,12 @@ PlanExecutor::OnFlowDone(uint32_t flowId, Time when)
     NS_ASSERT_MSG(flowId < m_n && m_kind[flowId] == FLOW && m_state[flowId] == 3,
                   "network reported a flow that is not running: " << flowId);
     --m_flowsInFlight;
+    if (m_contention)
+    {
+        m_changedGpus.clear();
+        m_contention->FlowDone(flowId, m_gpu[flowId], m_dst[flowId], m_changedGpus);
+        Retime(m_changedGpus);
+    }
     m_completed.push_back(flowId);
     Drain();
 }
@@ -916,6 +1007,7 @@ PlanExecutor::DoDispose()
     m_network = nullptr;
     m_topo = nullptr;
     m_slowdown = nullptr;
+    m_contention = nullptr;
     Object::DoDispose();
 }
 

@@ -4,10 +4,12 @@
 #ifndef HETEROSIM_PLAN_EXECUTOR_H
 #define HETEROSIM_PLAN_EXECUTOR_H
 
+#include "compute-contention.h"
 #include "compute-slowdown.h"
 #include "flow-network.h"
 #include "topology-description.h"
 
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
@@ -98,6 +100,15 @@ class PlanExecutor : public Object
      * \param slowdown the windows
      */
     void SetComputeSlowdown(Ptr<ComputeSlowdown> slowdown);
+
+    /**
+     * \brief Slow compute tasks down while communication kernels run on their GPU (optional;
+     * null = no contention). A running compute task progresses at 1 / ComputeContention::Factor
+     * of its nominal speed; when a flow starts or ends on its GPU the factor is re-read and the
+     * task's end re-timed from the work it has left.
+     * \param contention the contention model (its per-task terms set for this plan)
+     */
+    void SetComputeContention(Ptr<ComputeContention> contention);
 
     /**
      * \brief Load the plan from arrays (copied).
@@ -237,18 +248,23 @@ class PlanExecutor : public Object
     std::string DescribeCycle(const std::vector<uint32_t>& left, std::size_t blocked) const;
     /** Give every (GPU, stream) of a compute task a dense index (m_streamOf, m_nStreams). */
     void NumberComputeStreams();
+    /** Re-time the compute tasks running on the GPUs in \p gpus after their factor changed. */
+    void Retime(const std::vector<int32_t>& gpus);
+    /** Schedule the end of the task running on stream \p s from its work left and factor. */
+    void ScheduleComputeEnd(uint32_t s);
     /** Build the stall message. */
     std::string DescribeStall() const;
     /** Append a one-line description of task \p t to \p out. */
     void DescribeTask(uint32_t t, std::ostream& out) const;
 
-    Ptr<FlowNetwork> m_network;      //!< moves the flows
-    Ptr<TopologyDescription> m_topo; //!< route checks
-    Ptr<ComputeSlowdown> m_slowdown; //!< straggler windows (may be null)
-    Time m_stopTime;                 //!< 0 = no limit
-    Time m_progressInterval;         //!< 0 = no samples
-    Time m_wallInterval;             //!< 0 = never yield
-    Time m_stallTimeout;             //!< 0 = only an empty event queue is a stall
+    Ptr<FlowNetwork> m_network;          //!< moves the flows
+    Ptr<TopologyDescription> m_topo;     //!< route checks
+    Ptr<ComputeSlowdown> m_slowdown;     //!< straggler windows (may be null)
+    Ptr<ComputeContention> m_contention; //!< compute/communication contention (may be null)
+    Time m_stopTime;                     //!< 0 = no limit
+    Time m_progressInterval;             //!< 0 = no samples
+    Time m_wallInterval;                 //!< 0 = never yield
+    Time m_stallTimeout;                 //!< 0 = only an empty event queue is a stall
 
     // the plan
     uint32_t m_n{0};                   //!< tasks
@@ -275,21 +291,36 @@ class PlanExecutor : public Object
     std::vector<int64_t> m_start;    //!< ns
     std::vector<int64_t> m_end;      //!< ns
     std::vector<std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>>
-        m_queues;                      //!< ready compute tasks per stream
-    std::vector<uint8_t> m_streamBusy; //!< per stream
-    std::vector<uint32_t> m_completed; //!< tasks to finish in Drain()
-    std::vector<uint32_t> m_kick;      //!< streams to kick in Drain()
-    bool m_draining{false};            //!< inside Drain()
-    uint64_t m_done{0};                //!< finished tasks
-    uint64_t m_flowsInFlight{0};       //!< flows in the network
-    int64_t m_makespan{0};             //!< latest end
-    int32_t m_runState{NOT_STARTED};   //!< last state
-    bool m_yield{false};               //!< Stop() called for progress
-    bool m_stopHit{false};             //!< StopTime reached
-    bool m_watchdogStall{false};       //!< no task finished within StallTimeout
-    uint64_t m_watchdogDone{0};        //!< tasks finished at the last watchdog check
-    std::string m_error;               //!< why the plan is invalid / stalled
-    uint32_t m_sinceWallCheck{0};      //!< completions since the last wall-clock check
+        m_queues;                                    //!< ready compute tasks per stream
+    std::vector<uint8_t> m_streamBusy;               //!< per stream
+    std::vector<std::vector<uint32_t>> m_gpuStreams; //!< dense streams per GPU
+
+    /** The compute task a stream runs now, as contention re-times it. */
+    struct Running
+    {
+        uint32_t task{0};     //!< task index
+        EventId end;          //!< its ComputeDone
+        int64_t nominalNs{0}; //!< its duration without contention
+        double leftNs{0};     //!< nominal work left at \c sinceNs
+        int64_t sinceNs{0};   //!< last re-timing
+        double factor{1.0};   //!< slowdown since then
+    };
+
+    std::vector<Running> m_running;     //!< per stream
+    std::vector<int32_t> m_changedGpus; //!< scratch for contention updates
+    std::vector<uint32_t> m_completed;  //!< tasks to finish in Drain()
+    std::vector<uint32_t> m_kick;       //!< streams to kick in Drain()
+    bool m_draining{false};             //!< inside Drain()
+    uint64_t m_done{0};                 //!< finished tasks
+    uint64_t m_flowsInFlight{0};        //!< flows in the network
+    int64_t m_makespan{0};              //!< latest end
+    int32_t m_runState{NOT_STARTED};    //!< last state
+    bool m_yield{false};                //!< Stop() called for progress
+    bool m_stopHit{false};              //!< StopTime reached
+    bool m_watchdogStall{false};        //!< no task finished within StallTimeout
+    uint64_t m_watchdogDone{0};         //!< tasks finished at the last watchdog check
+    std::string m_error;                //!< why the plan is invalid / stalled
+    uint32_t m_sinceWallCheck{0};       //!< completions since the last wall-clock check
     std::chrono::steady_clock::time_point m_lastYield; //!< wall clock of the last return
 
     std::vector<int64_t> m_sampleTime;   //!< ns

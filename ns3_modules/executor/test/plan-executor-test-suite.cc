@@ -116,6 +116,57 @@ class ComputeFlowComputeTestCase : public TestCase
     }
 };
 
+/**
+ * \brief A compute task slows down only while a flow runs on its GPU: its nominal work done
+ * before the flow, during it (at 1 / factor) and after it adds up to its duration.
+ */
+class ContentionTestCase : public TestCase
+{
+  public:
+    ContentionTestCase()
+        : TestCase("compute is slowed by the communication kernel only while it runs")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        PlanArrays plan;
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 100000, {});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 10000, {});
+        plan.Add(PlanExecutor::FLOW, 1, 0, 1000000, 0, {1});
+        Ptr<PlanExecutor> executor = MakeExecutor(plan);
+        Ptr<ComputeContention> contention = CreateObject<ComputeContention>();
+        std::vector<double> wave{0.5, 0.5, 0.0};
+        std::vector<double> share{0.01, 0.01, 0.0};
+        std::vector<int32_t> blocks{0, 0, 16};
+        std::vector<int64_t> instance{-1, -1, -1};
+        contention->SetComputeTerms(3, wave.data(), share.data());
+        contention->SetFlowBlocks(3, blocks.data(), instance.data());
+        contention->SetGpuCount(2);
+        executor->SetComputeContention(contention);
+        NS_TEST_ASSERT_MSG_EQ(executor->Run(), PlanExecutor::FINISHED, executor->GetError());
+        std::vector<int64_t> start(3);
+        std::vector<int64_t> end(3);
+        executor->CopyTimes(start.data(), end.data());
+        int64_t flowNs = 80000 + 4 * 1000 + 3 * 80; // as in ComputeFlowComputeTestCase
+        NS_TEST_ASSERT_MSG_EQ(end[2], 10000 + flowNs, "the flow is not slowed");
+        // f = max(1 + 0.5, 1 / (1 - 16 * 0.01)) = 1.5 while the flow runs
+        double during = static_cast<double>(flowNs) / 1.5;
+        auto expected = static_cast<int64_t>(10000 + flowNs + (100000 - 10000 - during));
+        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "work before, during and after the flow");
+        NS_TEST_ASSERT_MSG_EQ(end[1], 10000, "the other GPU's compute ran before the flow");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetExtraNs()[0], expected - 100000, "time lost on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[0], 1, "one task slowed on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs()[0], expected - 100000, "per task");
+        NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
+        executor->Dispose();
+        Simulator::Destroy();
+    }
+};
+
 /** \brief A dependency cycle is refused before the run, with a message. */
 class CycleTestCase : public TestCase
 {
@@ -305,6 +356,7 @@ class PlanExecutorTestSuite : public TestSuite
         : TestSuite("heterosim-plan-executor", Type::UNIT)
     {
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
+        AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
         AddTestCase(new SharedBottleneckTestCase, Duration::QUICK);

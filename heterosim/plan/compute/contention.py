@@ -1,0 +1,113 @@
+"""Compute slowed by communication kernels on the same GPU: the per-op terms of the model.
+
+NCCL runs a collective as one kernel holding one thread block per channel on every GPU of the
+communicator for as long as it moves data (``ncclKernel`` launched with ``nChannels`` blocks);
+point-to-point transfers hold ``NCCL_NCHANNELS_PER_NET_PEER`` (default 2) blocks. Measured on an
+H100 (``validation/h100_2026-11-27/contention*.json``, ``benchmarks/gpu/contention_bench.py``):
+
+- cuBLAS and cuDNN run Hopper GEMMs and fused attention as persistent kernels whose grid is the
+  SM count (132 CTAs of 384 threads, 168 registers and 188-232 kB of shared memory each: one
+  per SM, so a CTA cannot share an SM with a communication block). While a kernel beside them
+  holds ``c`` SMs, some CTAs start only when others finish, so a GEMM with few waves of tiles
+  loses most of a wave: 123 GEMM shapes of the standard layers beside 16 copy blocks ran
+  1.02x-2.03x slower, 1.9x at one wave and 1.2-1.3x at 10-30 waves; blocks that only compute
+  (no memory traffic) slow them as much as copying blocks, so it is the SMs, not the bandwidth.
+- Memory-bound kernels (norms, elementwise) have many small blocks that share SMs with the
+  communication blocks and lose only part of the memory bandwidth those take (a LayerNorm of
+  16384 x 4096 beside 32 copy blocks moving 941 GB/s: 13.5 % slower).
+
+The model, per compute op on a GPU whose communication kernels hold ``c`` blocks (applied by
+``ns3::ComputeContention`` while they run, re-timed whenever ``c`` changes):
+
+    f(c) = max(1 + A * waves ** -P  [if c > SMs - tiles],  1 / (1 - c * share))     (GEMMs)
+    f(c) = 1 / (1 - c * share)                          (fused attention, memory-bound kernels)
+
+with ``waves`` the GEMM's tiles over the SM count (the roofline's tile choice,
+:func:`heterosim.plan.compute.efficiency.gemm_tile_count`), ``share`` = 1 / SMs for compute
+kernels and ``COUPLING * BLOCK_GBPS / HBM bandwidth`` for memory-bound ones. Fused attention
+(cuDNN on Hopper) showed no wave tail beside 4-32 copy blocks (1.04-1.25x, its SM share). ``A`` and ``P``
+were fitted to the shipped microbenchmark ``overlap.json`` (4 GEMMs x 8/16/32 blocks: mean
+absolute error 4.6 points, worst 12); held out, whole layers forward + backward beside 8-32 copy
+blocks are reproduced with a mean absolute error of 4.5 points (mean -0.2), attention and
+LayerNorm with 3.0; isolated loops of one GEMM beside 16 blocks read 17 points slower on average
+than the model (and than the same GEMMs inside layers) (``benchmarks/bench_contention.py``).
+Approximate: the wave term ignores which SMs the blocks take (clusters of 2 CTAs need pairs)
+and the GPU clock rising when fewer SMs run; the communication kernel is not slowed in turn
+(measured: a copy kernel runs 2.2-2.7x slower beside back-to-back GEMMs, not modelled).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from heterosim.catalog.gpus import GpuSpec
+from heterosim.plan.compute.efficiency import EfficiencyParams, gemm_tile_count
+from heterosim.workload.trace import OpTemplates
+
+WAVE_TAIL_A = 1.00  # fitted to overlap.json's 12 H100 points: benchmarks/bench_contention.py --fit
+WAVE_TAIL_P = 0.80
+BLOCK_GBPS = 35.0  # HBM traffic of one copy block, read + write (H100: 294 / 548 / 941 GB/s at 8 / 16 / 32)
+COUPLING = 0.36  # share of that traffic a memory-bound kernel beside it loses (LayerNorm, 32 blocks)
+ATTENTION_TILE_ROWS = 128  # query rows per CTA tile of the fused attention kernels (FlashAttention-2/3)
+P2P_BLOCKS = 2  # NCCL_NCHANNELS_PER_NET_PEER default
+MEMORY_KINDS = ("norm", "elementwise")
+
+
+def wave_term(waves: float) -> float:
+    """The share of a kernel's time added when some of its SMs are held (0 for no tiles)."""
+    return WAVE_TAIL_A * waves**-WAVE_TAIL_P if waves > 0 else 0.0
+
+
+def op_waves(op_kind: str, shape: tuple, params: EfficiencyParams) -> float:
+    """Tiles of a GEMM or fused-attention op over the GPU's SMs (0 for other kinds)."""
+    sms = max(int(params.sm_count), 1)
+    if op_kind == "gemm":
+        m, n, _, batch = (int(x) for x in shape[:4])
+        return gemm_tile_count(m, n, max(batch, 1), params) / sms
+    if op_kind == "attention":
+        batch, seq, heads, _ = (int(x) for x in shape[:4])
+        return max(batch, 1) * max(heads, 1) * math.ceil(max(seq, 1) / ATTENTION_TILE_ROWS) / sms
+    return 0.0
+
+
+def op_terms(op_kind: str, shape: tuple, spec: GpuSpec, params: EfficiencyParams) -> tuple[float, float, int]:
+    """(wave term, share per block, free SMs it needs) of one op on a GPU
+    (``ns3::ComputeContention``'s inputs): the wave term applies only while the blocks leave
+    fewer SMs free than the op has tiles (a GEMM of 64 tiles runs whole beside 16 blocks)."""
+    sms = max(int(params.sm_count), 1)
+    if op_kind == "gemm":
+        waves = op_waves(op_kind, shape, params)
+        return wave_term(waves), 1.0 / sms, min(int(round(waves * sms)), sms)
+    if op_kind == "attention":  # measured: cuDNN's fused attention loses only its SM share
+        return 0.0, 1.0 / sms, sms
+    if op_kind in MEMORY_KINDS:
+        return 0.0, COUPLING * BLOCK_GBPS * 1e9 / spec.memory_bytes_per_s, sms
+    return 0.0, 0.0, sms
+
+
+def slowdown(op_kind: str, shape: tuple, spec: GpuSpec, params: EfficiencyParams, blocks: int) -> float:
+    """f(blocks) of one op (the formula ``ns3::ComputeContention`` evaluates; 1 for no blocks)."""
+    if blocks <= 0:
+        return 1.0
+    wave, share, needed = op_terms(op_kind, shape, spec, params)
+    tail = 1.0 + wave if blocks > max(int(params.sm_count), 1) - needed else 1.0
+    return max(tail, 1.0 / (1.0 - min(blocks * share, MAX_SHARE)))
+
+
+MAX_SHARE = 0.9  # ns3::ComputeContention::MaxShare
+
+
+def template_terms(
+    templates: OpTemplates, spec: GpuSpec, params: EfficiencyParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """(wave term, share per block) per template row on one GPU (float64 arrays)."""
+    n = len(templates)
+    wave, share = np.zeros(n), np.zeros(n)
+    names = templates.op_kind_names
+    for i in range(n):
+        wave[i], share[i] = op_terms(
+            names[int(templates.op_kind[i])], tuple(templates.shape[i]), spec, params
+        )
+    return wave, share
