@@ -331,6 +331,16 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
+class UnknownKeyError(UserError):
+    """A key no reader asked for; ``source`` and ``key_path`` (``jobs[0].bogus``) say where, so a
+    caller can tell a misplaced key from a bad value (a sweep's grid key that no variant can use)."""
+
+    def __init__(self, message: str, source: str, key_path: str) -> None:
+        super().__init__(message)
+        self.source = source
+        self.key_path = key_path
+
+
 class Section:
     """A mapping from a config file, read key by key with checked types."""
 
@@ -437,4 +447,5 @@ class Section:
         unknown = [k for k in self.data if k not in allowed]
         if unknown:
             known = ", ".join(sorted(allowed)) or "none"
-            raise self.error(unknown[0], f"unknown key; expected one of: {known}")
+            message = str(self.error(unknown[0], f"unknown key; expected one of: {known}"))
+            raise UnknownKeyError(message, self.source, self.key_path(str(unknown[0])))

@@ -14,18 +14,22 @@ points to complete results. The summary is rewritten at the end, also after Ctrl
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heterosim.config.experiment import apply_overrides
 from heterosim.config.fidelity_scope import fidelity_of, no_effect_warnings
+from heterosim.config.fields import UnknownKeyError, read_yaml_mapping
+from heterosim.config.jobs import parse_any_experiment
 from heterosim.errors import Interrupted, UserError
 from heterosim.interrupts import interrupt_status, sigterm_as_interrupt
 from heterosim.report.staging import check_output_folder, mark_output_folder, write_file_atomically
 from heterosim.report.task_progress import TaskProgress
-from heterosim.sweep.grid import SweepSpec, Variant
+from heterosim.sweep.grid import SweepSpec, Variant, resolve_value
 from heterosim.sweep.local import default_workers
 from heterosim.sweep.store import ResultStore, read_manifest
 from heterosim.sweep.summary import metric_values, write_summary
@@ -104,6 +108,7 @@ def run_sweep(
         import_ray()  # fail before any work if the extra is missing
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise UserError(f"--workers {workers}: expected 1..{MAX_WORKERS} worker processes")
+    check_sweep_keys(spec)
     log = log or (lambda _msg: None)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
@@ -169,6 +174,47 @@ def run_sweep(
     finally:
         outcome.summary = write_summary(out_dir, variants, store.latest(), spec.metrics, plots=plots)
     return outcome
+
+
+def check_sweep_keys(spec: SweepSpec) -> None:
+    """Each ``set`` and ``grid`` key tried alone on the base experiment, before any variant runs.
+
+    A key the base cannot take whatever its value (a list index out of range, a key under a
+    value that is not a mapping, a key no reader knows, such as ``training.micro_batch`` on a
+    several-jobs file) would fail every variant: the sweep file itself is wrong, so it is one
+    error naming the sweep file and the key. A bad value (or one that needs another grid key's
+    value) stays an error of its own variants.
+    """
+    source, experiment = str(spec.source), spec.experiment
+    base = read_yaml_mapping(experiment)
+    fixed = [(f"set.{key}", key, value) for key, value in spec.fixed.items()]
+    grid = [(f"grid.{key}", key, values[0]) for key, values in spec.grid.items()]
+    with_fixed = base
+    for where, key, value in fixed + grid:
+        item = f"{key}={json.dumps(resolve_value(key, value, spec.base_dir))}"
+        try:
+            data = apply_overrides(with_fixed, [item], str(experiment))
+        except UserError as exc:
+            reason = str(exc).removeprefix(f"--set {item!r}: ")
+            raise UserError(f"{source}: {where}: {reason}") from None
+        if where.startswith("set."):
+            with_fixed = data
+        try:
+            parse_any_experiment(data, str(experiment), base_dir=experiment.parent)
+        except UnknownKeyError as exc:
+            unknown = _dotted_key(exc, str(experiment))
+            if key == unknown or key.startswith(f"{unknown}."):
+                raise UserError(f"{source}: {where}: {exc}") from None
+        except UserError:
+            pass  # a bad value: its variants record the error
+
+
+def _dotted_key(exc: UnknownKeyError, experiment: str) -> str:
+    """The unknown key as a dotted override key: ``jobs[0]: experiment`` + ``training.x`` ->
+    ``jobs.0.experiment.training.x`` (an inline job's experiment names its place as its source)."""
+    place = exc.source.removeprefix(experiment).removeprefix(": ") if exc.source != experiment else ""
+    dotted = ".".join(p for p in (place.replace(": ", "."), exc.key_path) if p)
+    return re.sub(r"\[(\d+)\]", r".\1", dotted)
 
 
 def _run_tasks(

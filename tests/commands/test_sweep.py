@@ -274,6 +274,47 @@ def test_sweep_cli_bad_file_exits_2(tmp_path: Path, capsys) -> None:
     assert len(err) == 1 and "invalid YAML" in err[0]
 
 
+JOBS = REPO / "workloads" / "examples" / "two_jobs_h4.yaml"
+
+
+@pytest.mark.parametrize(
+    "where, key, message",
+    [
+        ("grid", "training.micro_batch", "two_jobs_h4.yaml: training: unknown key"),
+        ("grid", "jobs.5.start", "5: expected an index 0..1 of the list"),
+        ("grid", "jobs.0.bogus", "jobs[0].bogus: unknown key"),
+        ("grid", "jobs.0.experiment.training.bogus", "jobs[0]: experiment: training.bogus: unknown key"),
+        ("grid", "network.cc.x", "cc in"),
+        ("set", "network.bogus", "network.bogus: unknown key"),
+    ],
+)
+def test_a_key_no_variant_can_take_is_a_malformed_sweep(
+    tmp_path: Path, capsys, where: str, key: str, message: str
+) -> None:
+    """A sweep over a several-jobs file whose grid (or set) key fits no variant: exit 2, one line
+    naming the sweep file and the key, before any variant runs or any output is written."""
+    extra: dict = {"grid": {key: [1, 2]}}
+    if where == "set":
+        extra = {"set": {key: 1}, "grid": {"simulation.seed": [1, 2]}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"experiment": str(JOBS), "fidelity": "flow", **extra}))
+    out = tmp_path / "out"
+    assert main(["sweep", str(path), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"heterosim sweep: error: {path}: {where}.{key}: ")
+    assert message in err[0]
+    assert not out.exists()
+
+
+def test_bad_values_of_a_valid_key_stay_errors_of_their_variants(tmp_path: Path) -> None:
+    from heterosim.sweep.runner import check_sweep_keys
+
+    grid = {"jobs.0.experiment.training.micro_batch": [3, 1], "jobs.1.start": ["-1ms", "1ms"]}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump({"experiment": str(JOBS), "grid": grid, "set": {"network.cc": "nope"}}))
+    check_sweep_keys(load_sweep(path))  # values only: each variant records its own error
+
+
 def test_cluster_values_resolve_relative_to_sweep_file() -> None:
     spec = load_sweep(REPO / "workloads" / "sweeps" / "cc_h4.yaml")
     variants = spec.variants()
