@@ -520,10 +520,25 @@ def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
         sub = section.section(key)
         for name in list(raw):
             gpu = "*" if name == "*" else (canonical_gpu_name(str(name)) or str(name))
-            entries[gpu] = sub.time_ns(str(name))
+            entries[gpu] = _overhead_ns(sub, str(name))
     else:
-        entries["*"] = section.time_ns(key, "0us")
+        entries["*"] = _overhead_ns(section, key)
     return tuple(sorted(entries.items()))
+
+
+MAX_FRAMEWORK_OVERHEAD_NS = 10**9  # per op or call: measured host and launch costs are microseconds
+
+
+def _overhead_ns(section: Section, key: str) -> int:
+    """A framework overhead per op: 0..1 s (hours per op would simulate hours of idle GPUs)."""
+    ns = section.time_ns(key, "0us", minimum=0)
+    if ns > MAX_FRAMEWORK_OVERHEAD_NS:
+        raise section.error(
+            key,
+            f"expected at most 1s per op (host and launch overheads are microseconds), "
+            f"got {section.raw(key)!r}",
+        )
+    return ns
 
 
 def default_network() -> NetworkConfig:

@@ -35,9 +35,12 @@ MAX_COLLECTIVE_BYTES = 1 << 40  # 1 TiB per collective (nccl-tests' largest size
 MAX_CHANNELS = 64  # NCCL's MAXCHANNELS
 MAX_SWEEP_VARIANTS = 10_000  # a sweep file's max_variants raises it
 # Bytes per sample: the executor's progress series (time, tasks done, flows in flight; 8 bytes
-# each) and, at packet level, one queue row per sampled port (time 8, port 4, queue bytes 8, tx
-# bytes 8: PacketNetworkSampler::QueueSeries, ns3_modules/rdma/helper/packet-network-sampler.h).
-PROGRESS_SAMPLE_BYTES = 24
+# each, in C++ and again in numpy: 48) and, at packet level, one queue row per sampled port (time
+# 8, port 4, queue bytes 8, tx bytes 8: PacketNetworkSampler::QueueSeries,
+# ns3_modules/rdma/helper/packet-network-sampler.h). Measured: the tiny 16-GPU experiment with
+# framework.host_op_overhead 100ms, 4.8 M progress samples, peak RSS 0.67 GB against 0.46 GB
+# without them (43 bytes per sample, report and trace.json included).
+PROGRESS_SAMPLE_BYTES = 48
 QUEUE_ROW_BYTES = 28
 
 _max_memory: int | None = None
@@ -157,12 +160,38 @@ def simulated_time_floor_ns(experiment: Any) -> float:
     vocab``); spread over every GPU of the cluster running at once at its highest catalogue peak
     (any dtype). Attention scores, communication and pipeline bubbles only add, so the run takes
     at least this long unless a GPU computes faster than its datasheet peak. (Measured runs take
-    10-100x longer: the default experiment 0.95 ms against 31.6 ms simulated.) Several jobs
-    (``jobs:``): the latest start plus that job's own floor.
+    10-100x longer: the default experiment 0.95 ms against 31.6 ms simulated.) Framework
+    overheads per op can take longer still (:func:`framework_time_floor_ns`): the larger floor
+    counts. Several jobs (``jobs:``): the latest start plus that job's own floor.
     """
     jobs = getattr(experiment, "jobs", None)
     if jobs is not None:  # several jobs: the run lasts at least as long as its longest job
         return max((job.start_ns + simulated_time_floor_ns(job.experiment) for job in jobs), default=0.0)
+    return max(_gemm_time_floor_ns(experiment), framework_time_floor_ns(experiment))
+
+
+def framework_time_floor_ns(experiment: Any) -> float:
+    """Lower bound of the simulated time the framework's overheads alone take, in ns.
+
+    Counted per rank, whose compute ops run one after another: one forward and one backward op
+    per layer and micro-batch, each at least ``framework.host_op_overhead``, and (tensor
+    parallelism) the four collective calls per layer and micro-batch, each after its
+    ``framework.collective_overhead`` marker; the larger of the two sums (each is a bound on its
+    own, whatever stream the markers run on), at the GPU type with the smallest overheads.
+    """
+    framework, train, par = getattr(experiment, "framework", None), experiment.training, experiment.parallel
+    gpu_types = set(experiment.cluster.gpu_type)
+    if framework is None or not gpu_types:
+        return 0.0
+    host_ns = min(framework.host_overhead_ns(g) for g in gpu_types)
+    call_ns = min(framework.tp_collective_overhead_ns(g) for g in gpu_types) if par.tp > 1 else 0
+    micro_batches = train.global_batch / max(1, train.micro_batch * par.dp)
+    layers_per_rank = math.ceil(experiment.model.layers / max(1, par.pp))
+    per_layer_ns = max(2.0 * host_ns, 4.0 * call_ns)
+    return micro_batches * layers_per_rank * per_layer_ns * experiment.simulation.iterations
+
+
+def _gemm_time_floor_ns(experiment: Any) -> float:
     model, train, cluster = experiment.model, experiment.training, experiment.cluster
     h = float(model.hidden)
     ffn = float(model.ffn)
@@ -188,24 +217,34 @@ def sampled_ports_floor(experiment: Any) -> int:
     return 2 * sum(cluster.host(h).nics for h in range(cluster.num_hosts))
 
 
-def check_sample_budget(experiment: Any, stop_ns: int | None = None) -> None:
+def check_sample_budget(
+    experiment: Any,
+    stop_ns: int | None = None,
+    *,
+    floor_ns: float | None = None,
+    basis: str = "",
+    interval_ns: int | None = None,
+) -> None:
     """Refuse a ``simulation.sample_interval`` that records more than
     :data:`~heterosim.config.degenerate.MAX_SAMPLES_REFUSED` samples per series, or whose samples
     alone exceed the memory budget, over the simulated time the run certainly takes
-    (:func:`simulated_time_floor_ns`, capped by ``--until``)."""
+    (``floor_ns``, by default :func:`simulated_time_floor_ns`; ``basis`` says where a given floor
+    comes from), capped by ``--until``. ``interval_ns`` replaces the experiment's interval."""
     from heterosim.config.degenerate import MAX_SAMPLES_REFUSED
     from heterosim.units import format_time_ns
 
-    interval = experiment.simulation.sample_interval_ns
+    interval = experiment.simulation.sample_interval_ns if interval_ns is None else interval_ns
     if not interval:
         return
-    floor_ns = simulated_time_floor_ns(experiment)
+    if floor_ns is None:
+        floor_ns = simulated_time_floor_ns(experiment)
     if stop_ns:
         floor_ns = min(floor_ns, float(stop_ns))
     samples = floor_ns / interval
     source = experiment.source or "experiment"
     key = f"simulation.sample_interval {format_time_ns(interval)}"
     over = f"at least {samples:.3g} samples per series over at least {format_time_ns(floor_ns)} simulated"
+    over += f" ({basis})" if basis else ""
     if samples > MAX_SAMPLES_REFUSED:
         raise UserError(
             f"{source}: {key}: {over}, more than {MAX_SAMPLES_REFUSED:,}; use a longer interval "

@@ -26,9 +26,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from heterosim.config.limits import MAX_TASKS, check_sample_budget, memory_budget_bytes
 from heterosim.errors import UserError
 from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.execution_plan import COMPUTE, ExecutionPlan
 from heterosim.units import format_size
 
 BYTES_PER_TASK = 268
@@ -115,3 +118,32 @@ def check_plan_budget(experiment: Any, stop_ns: int | None = None) -> None:
             f"{format_size(needed)} of memory; {why} is {format_size(budget)} "
             "(simulation.collective_granularity=connection needs the least)"
         )
+
+
+def plan_time_floor_ns(plan: ExecutionPlan) -> float:
+    """Lower bound of a built plan's simulated time, in ns: the busiest compute stream's summed
+    task durations (a (GPU, stream) queue runs one task at a time). Framework overheads are in
+    the durations, so a run of hours of host time per op is known before the engine starts."""
+    compute = (plan.kind == COMPUTE) & (plan.gpu >= 0)
+    if not compute.any():
+        return 0.0
+    streams = int(plan.stream[compute].max()) + 1
+    queue = plan.gpu[compute].astype(np.int64) * streams + plan.stream[compute].astype(np.int64)
+    busy = np.bincount(queue, weights=plan.duration_ns[compute].astype(np.float64))
+    return float(busy.max())
+
+
+def check_plan_sample_budget(
+    experiment: Any, plan: ExecutionPlan, stop_ns: int | None = None, interval_ns: int | None = None
+) -> None:
+    """The time-series bound of :func:`~heterosim.config.limits.check_sample_budget` again, once
+    the plan is built, over :func:`plan_time_floor_ns` (which sees every op and its framework
+    overhead, where the configuration's floor counts two ops per layer): the progress series
+    never outgrows the memory budget (``--max-memory``) during a long simulated run."""
+    check_sample_budget(
+        experiment,
+        stop_ns,
+        floor_ns=plan_time_floor_ns(plan),
+        basis="the busiest GPU's compute stream in the plan",
+        interval_ns=interval_ns,
+    )

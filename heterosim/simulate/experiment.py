@@ -23,6 +23,7 @@ from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.notes import print_note
+from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
@@ -186,6 +187,7 @@ def run_experiment(
         experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
     experiment = _record_granularity(experiment)
     prepared = prepare_run(experiment, databases=databases, workload=workload)
+    check_plan_sample_budget(experiment, prepared.tables.plan, stop_ns)  # before the engine samples
     topology = prepared.topology
     assert topology is not None  # built unless with_topology=False
     note = intra_host_note(experiment, prepared.tables.plan, topology)

@@ -19,6 +19,7 @@ from heterosim.config.jobs import JobsExperiment
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import EngineResult, execute_plan
 from heterosim.engine.topology import Topology, build_topology
+from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables
 from heterosim.plan.merge import MergedPlan, merge_job_plans
@@ -116,6 +117,7 @@ def run_jobs(
     t3 = time.perf_counter()
     if sample_interval_ns is not None:
         sim = replace(sim, sample_interval_ns=sample_interval_ns)
+    check_plan_sample_budget(experiment, merged.tables.plan, stop_ns, sim.sample_interval_ns)
     engine = execute_plan(
         merged.tables.plan,
         topology,

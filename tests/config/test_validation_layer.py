@@ -27,6 +27,7 @@ from heterosim.config.limits import (
     check_sample_budget,
     check_sweep_size,
     collective_flow_floor,
+    framework_time_floor_ns,
     sampled_ports_floor,
     simulated_time_floor_ns,
 )
@@ -293,6 +294,77 @@ def test_run_sample_warning_and_until_cap():
     check_sample_budget(
         load_experiment(TINY, [*BIG, "simulation.sample_interval=0s", "simulation.iterations=1000"])
     )
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("framework.host_op_overhead=2s", "framework.host_op_overhead"),
+        ("framework.collective_overhead=3600s", "framework.collective_overhead"),
+        ("framework.host_op_overhead={H100: 1001ms, '*': 1us}", "framework.host_op_overhead.H100"),
+    ],
+)
+def test_framework_overheads_are_at_most_one_second_per_op(override, key):
+    with pytest.raises(UserError) as info:
+        load_experiment(TINY, [override])
+    text = str(info.value)
+    assert text.startswith(f"{TINY}: {key}: expected at most 1s per op") and "\n" not in text
+    with pytest.raises(UserError, match="framework.host_op_overhead: time must not be negative"):
+        load_experiment(TINY, ["framework.host_op_overhead=-1us"])
+    load_experiment(TINY, ["framework.host_op_overhead=1s", "framework.collective_overhead=1s"])
+
+
+def test_framework_overheads_raise_the_simulated_time_floor():
+    # tiny: 8 sequences / (micro-batch 1 x dp 2) = 4 micro-batches, 4 layers / pp 2 = 2 per rank
+    host = load_experiment(TINY, ["framework.host_op_overhead=1ms"])
+    assert framework_time_floor_ns(host) == 4 * 2 * 2 * 1e6  # a forward and a backward op each
+    calls = load_experiment(TINY, ["framework.collective_overhead=1ms"])
+    assert framework_time_floor_ns(calls) == 4 * 2 * 4 * 1e6  # tp 4: four collective calls each
+    assert simulated_time_floor_ns(calls) == 32e6 > simulated_time_floor_ns(load_experiment(TINY))
+    # the H100 host alone pays it: the A100 ranks bound the run by nothing
+    mixed = load_experiment(TINY, ["framework.host_op_overhead={H100: 1ms}"])
+    assert framework_time_floor_ns(mixed) == 0
+
+
+@pytest.mark.ns3
+def test_a_plan_of_hours_of_host_overheads_is_refused_before_the_engine(monkeypatch, capsys, tmp_path):
+    """1 s per op: the configuration's floor (2 ops per layer, 16 s) allows the default 10us
+    samples; the built plan's busiest stream (every op, 440 s) does not."""
+    from heterosim.plan.budget import plan_time_floor_ns
+    from heterosim.simulate import run_experiment
+    from heterosim.simulate.experiment import prepare_run
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "o"
+    argv = ["run", str(TINY), "--out", str(out), "--quiet", "--max-memory", "2GiB"]
+    assert main([*argv, *_set("framework.host_op_overhead=1s")]) == 2
+    err = [line for line in _err(capsys) if not line.startswith(("heterosim: warning", "heterosim: note"))]
+    assert len(err) == 1 and "simulation.sample_interval 10us: at least 4.4e+07 samples" in err[0], err
+    assert "busiest GPU's compute stream" in err[0] and not out.exists()
+    # the plan's floor is a floor: the run it refuses takes longer (10 ms per op here)
+    experiment = load_experiment(TINY, ["framework.host_op_overhead=10ms"])
+    floor_ns = plan_time_floor_ns(prepare_run(experiment).tables.plan)
+    assert 0.9 * 4.4e9 < floor_ns <= run_experiment(experiment).engine.makespan_ns
+
+
+@pytest.mark.ns3
+def test_max_memory_holds_for_a_long_simulated_run(tmp_path):
+    """48 s simulated (100 ms of host time per op), 4.8 M progress samples every 10 us: the run,
+    its report and trace.json stay under a 2 GiB address-space limit (the fuzz harness's)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "heterosim.cli", "run", str(TINY), "--out", str(out), "--quiet"]
+    command += ["--max-memory", "2GiB", "--no-plots", *_set("framework.host_op_overhead=100ms")]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, preexec_fn=limit)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "trace.json").stat().st_size < 100 << 20  # counters only where they change
 
 
 def test_several_jobs_sample_interval_is_bounded_too(monkeypatch, capsys, tmp_path):
