@@ -154,7 +154,8 @@ def closed_set_case(gen: Any) -> Any:
     elif which == "stages":
         doc["parallel"] = {"stages": gen.rng.choice([None, [], "two", [{"layers": 1}] * 10_001])}
     else:
-        doc["framework"] = {gen.rng.choice(["host_op_overhead", "collective_overhead"]): "1h"}
+        key = gen.rng.choice(["host_op_overhead", "collective_overhead"])
+        doc["framework"] = {key: gen.rng.choice(["1h", "3600s", "1001ms", {"H100": "3600s"}])}
     files = {"experiment.yaml": _yaml(doc), "cluster.yaml": _yaml(cluster)}
     return gen._case(f"closed-{which}", RUN, files)
 
@@ -223,6 +224,15 @@ def sweep_metric_case(gen: Any) -> Any:
     return gen._case("sweep-metric", argv, {"sweep.yaml": _yaml(doc)})
 
 
+def sweep_jobs_case(gen: Any) -> Any:
+    """A sweep over a several-jobs file whose grid key no variant can take (exit 2, not 1)."""
+    keys = ["training.micro_batch", "jobs.2.start", "jobs.x.start", "jobs.0.bogus", "jobs.0.name.x"]
+    key = gen.rng.choice([*keys, "network.bogus"])
+    doc = {"name": "fuzz-jobs", "experiment": "jobs.yaml", "fidelity": "flow", "grid": {key: [1, 2]}}
+    argv = ["sweep", "sweep.yaml", "--out", "out", "--no-plots", "--quiet", "--workers", "1"]
+    return gen._case("sweep-jobs-grid", argv, {"sweep.yaml": _yaml(doc), "jobs.yaml": _yaml(_jobs_doc())})
+
+
 def validate_case(gen: Any) -> Any:
     value = gen.rng.choice(["inf", "nan", "-inf", "1e400"])
     argv = ["validate", "cases.yaml", "--max-gpus", "1", "--out", "out", "--fail-above", value]
@@ -238,6 +248,7 @@ GENERATORS = (
     import_case,
     resume_case,
     sweep_metric_case,
+    sweep_jobs_case,
     validate_case,
 )
 
