@@ -23,9 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import COLLECTIVE_ALGORITHMS
+from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import parse_experiment
 from heterosim.config.fields import Section, read_yaml_mapping
+from heterosim.config.limits import (
+    MAX_COLLECTIVE_BYTES,
+    SIMPLE_CHUNK_MAX,
+    check_budget,
+    collective_flow_floor,
+)
 from heterosim.errors import UserError
+from heterosim.plan.collectives.common import COLLECTIVES, collective_name
+from heterosim.units import format_size
 
 END_TO_END_KINDS = ("iteration_time", "throughput")
 KINDS = (*END_TO_END_KINDS, "layer_time", "collective_busbw")
@@ -124,7 +133,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         coll = top.section("collective", required=True)
         collective = {
             "op": coll.string("op"),
-            "size": coll.size("size", minimum=1),  # busbw divides by it
+            "size": coll.size("size", minimum=1, maximum=MAX_COLLECTIVE_BYTES),  # busbw divides by it
             "ranks": coll.integer("ranks", minimum=2),
             "algorithm": coll.string("algorithm", "auto", choices=COLLECTIVE_ALGORITHMS),
         }
@@ -132,6 +141,7 @@ def _case(entry: Any, source: str, index: int) -> Case:
         cluster = top.raw("cluster")
         if not isinstance(cluster, dict):
             raise top.error("cluster", "expected an inline cluster mapping")
+        _check_collective(coll, collective, cluster, f"{source}: {label}")
     else:
         experiment = top.raw("experiment")
         if not isinstance(experiment, dict):
@@ -162,6 +172,24 @@ def _case(entry: Any, source: str, index: int) -> Case:
     )
     top.reject_unknown(("published", "note", "extra"))
     return case
+
+
+def _check_collective(coll: Section, collective: dict[str, Any], cluster: dict[str, Any], where: str) -> None:
+    """A collective case checked when the file is read, as ``heterosim collective`` checks its
+    options: the op is a known collective, the inline cluster is valid and has the ranks, and
+    the flows fit the task budget."""
+    try:
+        op = collective_name(collective["op"])
+    except UserError:
+        known = ", ".join(COLLECTIVES)
+        raise coll.error("op", f"unknown collective {collective['op']!r}; known: {known}") from None
+    world = parse_cluster(copy.deepcopy(cluster), f"{where}.cluster").world_size
+    ranks, size = int(collective["ranks"]), int(collective["size"])
+    if ranks > world:
+        raise coll.error("ranks", f"{ranks} ranks; the case's cluster has {world} GPUs")
+    chunk = format_size(SIMPLE_CHUNK_MAX)
+    what = f"{op} of {format_size(size)} over {ranks} ranks in chunks of at most {chunk}"
+    check_budget(where, "collective.size", what, collective_flow_floor(op, size, ranks))
 
 
 def _not_modelled(top: Section) -> tuple[dict[str, str], ...]:

@@ -31,12 +31,16 @@ def predict_row(
     packet_acceleration: str | None = None,
     databases: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The case's result row; a case that cannot be predicted (bad input, out of memory) gets its
-    one-line reason in ``error`` and ``error_pct`` None. Any other exception is a bug and raises."""
+    """The case's result row; a case that cannot be predicted (a model limit, out of memory) gets
+    its one-line reason in ``error`` and ``error_pct`` None. Bad input found by the run (a
+    UserError) is one UserError naming the case (exit 2). Any other exception is a bug and raises."""
     pred, error = None, None
     try:
         pred = predict(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration, databases)
-    except (UserError, ValueError) as exc:
+    except UserError as exc:  # invalid input, not a failed prediction: one line, exit 2
+        message = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserError(message if message.startswith(case.origin) else f"{case.origin}: {message}") from None
+    except ValueError as exc:
         error = str(exc).splitlines()[0]
     except Exception as exc:
         if not is_out_of_memory(exc):

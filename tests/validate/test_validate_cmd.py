@@ -97,6 +97,55 @@ def test_bad_cases_file_exits_2_with_one_line(tmp_path, capsys):
     assert len(err.splitlines()) == 1 and "cases[0] (x)" in err
 
 
+@pytest.mark.parametrize(
+    "change, key, fragment",
+    [
+        ({"op": "allreduse"}, "collective.op", "unknown collective 'allreduse'"),
+        ({"ranks": 64}, "collective.ranks", "64 ranks; the case's cluster has 8 GPUs"),
+        ({"size": "2TiB"}, "collective.size", "expected a size <="),
+    ],
+)
+def test_an_invalid_collective_case_is_one_line_naming_case_and_key(tmp_path, capsys, change, key, fragment):
+    case = {**CASES[1], "collective": {**CASES[1]["collective"], **change}}
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": [CASES[0], case]}))
+    assert main(["validate", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{path}: cases[1] (tiny-busbw)" in err[0], err
+    assert key in err[0] and fragment in err[0] and not (tmp_path / "o").exists()
+
+
+def test_an_invalid_inline_cluster_is_refused_when_the_file_is_read(tmp_path, capsys):
+    cluster = {**CLUSTER, "hosts": [{"type": "h", "count": -1}]}
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": [{**CASES[1], "cluster": cluster}]}))
+    assert main(["validate", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cases[0] (tiny-busbw).cluster: hosts[0].count" in err[0], err
+
+
+def test_invalid_input_found_while_predicting_is_exit_2_naming_the_case(tmp_path, capsys, monkeypatch):
+    """A UserError raised by a case's run is bad input (exit 2, one line, no outputs), not a
+    failed prediction (exit 1)."""
+    import heterosim.validate.runner as runner
+    from heterosim.errors import UserError
+
+    path = tmp_path / "cases.yaml"
+    path.write_text(yaml.safe_dump({"cases": CASES}))
+
+    def predict(case, *args):
+        raise UserError("simulation.sample_interval 10us: too many samples")
+
+    monkeypatch.setattr(runner, "predict", predict)
+    assert main(["validate", str(path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"heterosim validate: error: {path}: cases[0] (tiny-e2e): simulation.sample_interval 10us: "
+        "too many samples"
+    ]
+    assert not (tmp_path / "o").exists()
+
+
 class BadAlloc(Exception):
     """Stands for cppyy's ``std.bad_alloc`` (a C++ allocation failure surfacing in Python)."""
 
