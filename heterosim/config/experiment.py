@@ -260,6 +260,9 @@ class SimulationConfig:
     # with faults: also run the same plan without them and report what the faults cost
     # (results.json fault_impact); doubles the simulation time
     fault_baseline: bool = False
+    # compute on a GPU slows down while communication kernels run beside it
+    # (heterosim.plan.compute.contention); false: compute and communication overlap for free
+    compute_contention: bool = True
 
 
 @dataclass(frozen=True)
@@ -586,6 +589,7 @@ def _simulation(section: Section) -> SimulationConfig:
             "packet_acceleration", DEFAULT_PACKET_ACCELERATION, choices=PACKET_ACCELERATIONS
         ),
         fault_baseline=section.boolean("fault_baseline", False),
+        compute_contention=section.boolean("compute_contention", True),
     )
     section.reject_unknown()
     return simulation

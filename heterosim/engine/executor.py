@@ -75,6 +75,9 @@ class EngineResult:
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
     # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
     fast_forward: dict[str, Any] = field(default_factory=dict)
+    # compute/communication contention: extra_ns and tasks_slowed per GPU, task_extra_ns per
+    # task (int64 arrays); empty when simulation.compute_contention is off
+    contention: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def engine_config(**changes: Any) -> SimulationConfig:
@@ -162,6 +165,7 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
+    contention = _install_contention(ns3, executor, plan) if simulation.compute_contention else None
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
@@ -176,6 +180,8 @@ def execute_plan(
                 raise UserError(f"execution plan: {error}")
         result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
         result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
+        if contention is not None:
+            result.contention = _contention_accounts(contention, plan)
         result.partial = state != _FINISHED
         if fidelity == "packet":
             flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
@@ -188,6 +194,8 @@ def execute_plan(
         return result
     finally:
         executor.Dispose()
+        if contention is not None:
+            contention.Dispose()
         reset_simulator(gbl)
         net.Dispose()
         if schedule is not None:
@@ -239,6 +247,37 @@ def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
     )
     if np.any(connection >= 0):
         executor.SetConnections(len(plan), c(connection, np.int64))
+
+
+def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
+    """``ns3::ComputeContention`` for the plan's terms (``plan.contention_*``, flow blocks from
+    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor."""
+    from heterosim.plan.compute.contention import flow_blocks
+
+    n = len(plan)
+    model = ns3.CreateObject[ns3.ComputeContention]()
+    model.SetComputeTerms(
+        n,
+        np.ascontiguousarray(plan.contention_wave, np.float64),
+        np.ascontiguousarray(plan.contention_share, np.float64),
+        np.ascontiguousarray(plan.contention_above, np.int32),
+    )
+    model.SetFlowBlocks(n, flow_blocks(plan), np.ascontiguousarray(plan.collective, np.int64))
+    model.SetGpuCount(int(plan.num_gpus))
+    executor.SetComputeContention(model)
+    return model
+
+
+def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:
+    gpus = max(int(plan.num_gpus), 1)
+    extra, slowed = np.zeros(gpus, np.int64), np.zeros(gpus, np.uint64)
+    task_extra = np.zeros(max(len(plan), 1), np.int64)
+    model.CopyAccounts(extra, slowed, task_extra)
+    return {
+        "extra_ns": extra,
+        "tasks_slowed": slowed.astype(np.int64),
+        "task_extra_ns": task_extra[: len(plan)],
+    }
 
 
 def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:

@@ -47,10 +47,21 @@ class ExecutionPlan:
     num_gpus: int = 0
     collectives: dict[str, np.ndarray] = field(default_factory=dict)  # per-instance table
     channel: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # -1: none
+    # compute/communication contention per compute task (heterosim.plan.compute.contention):
+    # wave term, share of the GPU per communication block, blocks above which the wave term
+    # applies; zeros: the task is not slowed
+    contention_wave: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    contention_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    contention_above: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
 
     def __post_init__(self) -> None:
-        if self.channel.shape[0] == 0 and len(self) > 0:
-            self.channel = np.full(len(self), -1, np.int16)
+        n = len(self)
+        if self.channel.shape[0] == 0 and n > 0:
+            self.channel = np.full(n, -1, np.int16)
+        if self.contention_wave.shape[0] == 0 and n > 0:
+            self.contention_wave = np.zeros(n)
+            self.contention_share = np.zeros(n)
+            self.contention_above = np.zeros(n, np.int32)
 
     def __len__(self) -> int:
         return int(self.kind.shape[0])
@@ -70,6 +81,9 @@ class ExecutionPlan:
             "node",
             "collective",
             "channel",
+            "contention_wave",
+            "contention_share",
+            "contention_above",
         ):
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
         assert self.dep_ptr.shape == (n + 1,) and self.dep_ptr[0] == 0

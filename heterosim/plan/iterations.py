@@ -65,6 +65,9 @@ def repeat_plan(
         node=tile(plan.node),
         collective=tile(plan.collective),
         channel=tile(plan.channel),
+        contention_wave=tile(plan.contention_wave),
+        contention_share=tile(plan.contention_share),
+        contention_above=tile(plan.contention_above),
     )
     return repeated, np.repeat(np.arange(iterations, dtype=np.int32), n)
 

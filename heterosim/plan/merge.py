@@ -51,6 +51,9 @@ def merge_job_plans(
         "node",
         "collective",
         "channel",
+        "contention_wave",
+        "contention_share",
+        "contention_above",
     )
     columns: dict[str, list[np.ndarray]] = {k: [] for k in names}
     children, parents = [], []
@@ -82,6 +85,9 @@ def merge_job_plans(
             "node": -1,
             "collective": -1,
             "channel": -1,
+            "contention_wave": 0.0,
+            "contention_share": 0.0,
+            "contention_above": 0,
         }
         for k in names:
             values = getattr(plan, k)
@@ -125,11 +131,10 @@ def merge_job_plans(
     total = base
     dep_ptr, dep_idx = coo_to_csr(total, np.concatenate(children), np.concatenate(parents))
     merged = ExecutionPlan(
-        **{k: np.concatenate(v) for k, v in columns.items() if k != "channel"},  # type: ignore[arg-type]
+        **{k: np.concatenate(v) for k, v in columns.items()},  # type: ignore[arg-type]
         dep_ptr=dep_ptr,
         dep_idx=dep_idx,
         num_gpus=num_gpus,
-        channel=np.concatenate(columns["channel"]),
     )
     collectives = {k: np.concatenate(v) for k, v in colls.items()}
     merged.collectives = collectives

@@ -44,12 +44,14 @@ def write_perfetto_trace(
     counters: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
     max_spans: int | None = DEFAULT_MAX_SPANS,
     extra_events: list[dict] | None = None,
+    contention_ns: np.ndarray | None = None,
 ) -> dict[str, int]:
     """Write ``trace.json``; return ``{spans, dropped_spans, max_spans}`` (0: no cap).
 
     ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to (time_ns, value)
     arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given. ``max_spans`` None or 0
-    writes every span.
+    writes every span. ``contention_ns`` (per task) adds ``contention_us`` to the compute spans
+    that communication kernels beside them made longer.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
     gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
@@ -114,12 +116,20 @@ def write_perfetto_trace(
     # spans are formatted straight to JSON text (floats as json.dumps writes them: repr), a few
     # times faster than a dict per span through json.dumps
     quoted = {name: json.dumps(name) for name in set(labels)}
+    lost = (
+        (contention_ns[task] / 1000.0).tolist()
+        if contention_ns is not None and contention_ns.shape[0] == len(plan)
+        else [0.0] * task.size
+    )
     spans = [
         f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
+        if comp and not extra_us
+        else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
+        f'"args":{{"contention_us":{extra_us!r}}}}}'
         if comp
         else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
         f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
-        for name, pid, t, start, length, comp, p, size in zip(
+        for name, pid, t, start, length, comp, p, size, extra_us in zip(
             labels,
             rank.tolist(),
             tid.tolist(),
@@ -128,6 +138,7 @@ def write_perfetto_trace(
             is_comp.tolist(),
             peer.tolist(),
             plan.bytes[task].tolist(),
+            lost,
         )
     ]
     del ts, dur, labels

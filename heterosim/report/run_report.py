@@ -84,6 +84,9 @@ def results_dict(run: Any) -> dict[str, Any]:
                 "inter_host_comm_s": bd.inter_host_ns[r] * NS,
             }
         )
+        if getattr(engine, "contention", None):
+            lost = float(engine.contention["extra_ns"][gpu]) * NS
+            ranks[-1]["contention_s"] = lost if partial else lost / iterations
         tp = run.workload.layout.tp_degree(r)
         if tp is not None:  # traces read from files may not say
             ranks[-1]["tp"] = int(tp)
@@ -170,6 +173,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
         "warnings": [*getattr(exp, "warnings", ()), *getattr(run.workload.partition, "memory_warnings", ())],
     }
+    out["contention"] = _contention_summary(engine, run.rank_gpu, 1 if partial else iterations)
     faults = getattr(run, "faults", None)
     if faults is not None:
         out["faults"] = fault_records(
@@ -186,6 +190,22 @@ def results_dict(run: Any) -> dict[str, Any]:
     if baseline is not None:
         out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
     return out
+
+
+def _contention_summary(engine: Any, rank_gpu: np.ndarray, iterations: int) -> dict[str, Any]:
+    """Compute time lost to communication kernels on the same GPU (ranks[].contention_s holds
+    each rank's): mean and max over ranks per iteration, and compute tasks slowed."""
+    accounts = getattr(engine, "contention", None) or {}
+    if not accounts:
+        return {"enabled": False}
+    lost = accounts["extra_ns"][np.asarray(rank_gpu, np.int64)] * NS / iterations
+    return {
+        "enabled": True,
+        "lost_s_mean": float(lost.mean()) if lost.size else 0.0,
+        "lost_s_max": float(lost.max()) if lost.size else 0.0,
+        "tasks_slowed": int(accounts["tasks_slowed"].sum()),
+        "model": "heterosim.plan.compute.contention (compute beside NCCL kernels on one GPU)",
+    }
 
 
 def _iteration_ends(run: Any, iterations: int) -> list[int]:
@@ -454,6 +474,7 @@ def _write_all(
         counters,
         max_spans=trace_max_spans,
         extra_events=extra,
+        contention_ns=engine.contention.get("task_extra_ns") if getattr(engine, "contention", None) else None,
     )
     results["sim"]["trace_spans"] = info
     (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

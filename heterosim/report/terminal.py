@@ -108,6 +108,9 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
             f"  intra-host    {b['intra_host_comm_s'] * 1e3:10.3f} ms   inter-host "
             f"{b['inter_host_comm_s'] * 1e3:.3f} ms",
         ]
+        lost = (results.get("contention") or {}).get("lost_s_mean")
+        if lost:
+            lines.append(f"  contention    {lost * 1e3:10.3f} ms   of compute, beside communication kernels")
     lines += [f"fault {fault['index']}       {_fault_line(fault)}" for fault in results.get("faults", [])]
     lines += [
         f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "

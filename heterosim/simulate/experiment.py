@@ -25,6 +25,7 @@ from heterosim.engine.topology import Topology, build_topology
 from heterosim.notes import print_note
 from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.collectives.decompose import decompose_collective
+from heterosim.plan.compute.contention import fill_plan_terms, template_terms
 from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
@@ -160,6 +161,9 @@ def prepare_run(
         decompose,
         p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
     )
+    if experiment.simulation.compute_contention and not keep_trace_durations:
+        terms = [_contention_terms(compute, cluster.gpu_type[int(g)], t) for g, t in zip(rank_gpu, traces)]
+        fill_plan_terms(tables.plan, [t.template for t in traces], terms)
     iterations = experiment.simulation.iterations
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1
@@ -167,6 +171,14 @@ def prepare_run(
     topology = build_topology(cluster) if with_topology else None
     stage_wall["topology_s"] = time.perf_counter() - t2
     return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall)
+
+
+def _contention_terms(compute: ComputeModel, gpu_type: str, trace: Any) -> tuple | None:
+    """The contention terms of a rank's templates on its GPU (None for a database-only device)."""
+    spec = compute.spec(gpu_type)
+    if spec is None:
+        return None
+    return template_terms(trace.templates, spec, compute.params(gpu_type))
 
 
 def run_experiment(

@@ -44,6 +44,7 @@ import numpy as np
 
 from heterosim.catalog.gpus import GpuSpec
 from heterosim.plan.compute.efficiency import EfficiencyParams, gemm_tile_count
+from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
 from heterosim.workload.trace import OpTemplates
 
 WAVE_TAIL_A = 1.00  # fitted to overlap.json's 12 H100 points: benchmarks/bench_contention.py --fit
@@ -101,13 +102,47 @@ MAX_SHARE = 0.9  # ns3::ComputeContention::MaxShare
 
 def template_terms(
     templates: OpTemplates, spec: GpuSpec, params: EfficiencyParams
-) -> tuple[np.ndarray, np.ndarray]:
-    """(wave term, share per block) per template row on one GPU (float64 arrays)."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(wave term, share per block, blocks above which the wave term applies) per template row
+    on one GPU (float64, float64, int32 arrays)."""
     n = len(templates)
-    wave, share = np.zeros(n), np.zeros(n)
+    wave, share, above = np.zeros(n), np.zeros(n), np.zeros(n, np.int32)
     names = templates.op_kind_names
+    sms = max(int(params.sm_count), 1)
     for i in range(n):
-        wave[i], share[i] = op_terms(
-            names[int(templates.op_kind[i])], tuple(templates.shape[i]), spec, params
-        )
-    return wave, share
+        kind = names[int(templates.op_kind[i])]
+        w, s, needed = op_terms(kind, tuple(templates.shape[i]), spec, params)
+        wave[i], share[i], above[i] = w, s, sms - needed
+    return wave, share, above
+
+
+def fill_plan_terms(
+    plan: ExecutionPlan, template_of_rank: list[np.ndarray], terms_of_rank: list[tuple | None]
+) -> None:
+    """Give every compute task of ``plan`` its rank's template terms (in place).
+
+    ``template_of_rank[r]`` maps rank ``r``'s trace nodes to template rows; ``terms_of_rank[r]``
+    is :func:`template_terms` of its GPU, or None to leave the rank's tasks unslowed.
+    """
+    compute = (plan.kind == COMPUTE) & (plan.rank >= 0)
+    for r, terms in enumerate(terms_of_rank):
+        if terms is None:
+            continue
+        sel = np.flatnonzero(compute & (plan.rank == r))
+        rows = template_of_rank[r][plan.node[sel]]
+        plan.contention_wave[sel] = terms[0][rows]
+        plan.contention_share[sel] = terms[1][rows]
+        plan.contention_above[sel] = terms[2][rows]
+
+
+def flow_blocks(plan: ExecutionPlan) -> np.ndarray:
+    """Blocks each flow's kernel holds on the GPUs it touches (int32, 0 for other tasks): the
+    channels of its collective, or :data:`P2P_BLOCKS` for a point-to-point transfer."""
+    blocks = np.zeros(len(plan), np.int32)
+    flows = np.flatnonzero(plan.kind == FLOW)
+    inst = plan.collective[flows]
+    channels = np.asarray(plan.collectives.get("channels", np.zeros(0)), np.int64)
+    in_coll = (inst >= 0) & (inst < channels.shape[0])
+    blocks[flows] = P2P_BLOCKS
+    blocks[flows[in_coll]] = np.maximum(channels[inst[in_coll]], 1)
+    return blocks

@@ -6,10 +6,11 @@ Two timing methods; the database records which (``runs.method``):
   first runs for ``warm_s`` of wall time (long enough for the GPU to leave its boost clock for the
   clock its power limit allows under this load), then ``repeats`` windows of at least ``window_s``
   each are timed with CUDA events around the whole window; the median window's time per call is
-  stored. Inputs rotate over enough copies that together they exceed twice the L2 cache
-  (:func:`input_copies`), so each call reads its operands from DRAM as in training. Measured on an
-  H100 (``shared/validation/h100_profile/bench.json``): large bf16 GEMMs run 10-17 % slower this
-  way than one at a time with idle gaps.
+  stored. On a GPU the window replays a CUDA graph of up to 128 calls, so short ops are timed at
+  the GPU's rate, not the host's launch rate. Inputs rotate over enough copies that together
+  they exceed twice the L2 cache (:func:`input_copies`), so each call reads its operands from
+  DRAM as in training. Measured on an H100 (``shared/validation/h100_profile/bench.json``):
+  large bf16 GEMMs run 10-17 % slower this way than one at a time with idle gaps.
 - ``burst``: each op is run ``warmup`` times, then timed ``repeats`` times one call at a time
   with CUDA events around the op alone; ``l2_flush`` overwrites a buffer larger than the L2
   cache before each timed run. The GPU idles between calls, so it runs at its boost clock: an
@@ -288,9 +289,19 @@ def l2_cache_bytes(torch, device: str) -> int:
 
 
 def time_sustained(
-    torch, runs: list[Callable[[], object]], device: str, repeats: int, timing: SustainedTiming
+    torch,
+    runs: list[Callable[[], object]],
+    device: str,
+    repeats: int,
+    timing: SustainedTiming,
+    graphs: bool = True,
 ) -> float:
-    """Median time per call in ns of ``runs`` called round robin, back to back (module docstring)."""
+    """Median time per call in ns of ``runs`` called round robin, back to back (module docstring).
+
+    On a GPU the calls are captured into a CUDA graph (:func:`graph_of_calls`) and the graph is
+    replayed, so the GPU runs them back to back whatever the host's launch rate (an op shorter
+    than the Python loop's dispatch, about 8 us, would otherwise be timed at that rate); an op
+    that cannot be captured, or any op with ``graphs`` false, runs in a Python loop."""
     clock = _WallClock(torch, device)
     calls, t0 = 0, time.perf_counter()
     while True:  # warm-up: at least one round, then until warm_s has passed
@@ -302,13 +313,62 @@ def time_sustained(
             break
     per_call_s = max((time.perf_counter() - t0) / calls, 1e-9)
     n = max(len(runs), int(timing.window_s / per_call_s) + 1)
+    step, per_step = (lambda i: runs[i % len(runs)]()), 1
+    if device == "cuda" and graphs and not GRAPH_FALLBACKS[0]:  # one failed capture: no more
+        graph_calls = max(len(runs), min(GRAPH_MAX_CALLS, n))
+        replay = graph_of_calls(torch, runs, graph_calls)
+        if replay is not None:
+            step, per_step = (lambda i: replay()), graph_calls
+            n = max(1, -(-n // graph_calls))
+            for _ in range(2):
+                replay()
     samples = []
     for _ in range(repeats):
         clock.start()
         for i in range(n):
-            runs[i % len(runs)]()
-        samples.append(clock.stop_ns() / n)
+            step(i)
+        samples.append(clock.stop_ns() / (n * per_step))
     return float(statistics.median(samples))
+
+
+GRAPH_MAX_CALLS = 128
+
+
+def capturable(op: ProfileOp) -> bool:
+    """GEMMs and elementwise kernels (plain kernels, no autograd or library plans) are captured
+    in a CUDA graph; attention and norms are timed in a Python loop (their kernels are long
+    enough that the host's launch rate does not bound them, except the smallest norms)."""
+    return op.op_kind in ("gemm", "elementwise")
+
+
+GRAPH_FALLBACKS: list[int] = [0]  # ops timed in a Python loop because capture failed (this process)
+
+
+def graph_of_calls(torch, runs: list[Callable[[], object]], calls: int) -> Callable[[], object] | None:
+    """A CUDA graph of ``calls`` back-to-back calls of ``runs`` (round robin), as its replay
+    function, or None when an op cannot be captured. Warmed up on a side stream first, as graph
+    capture requires."""
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for run in runs:
+                run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for i in range(calls):
+                runs[i % len(runs)]()
+        torch.cuda.synchronize()
+    except Exception:  # capture unsupported for this op or build: the Python loop times it
+        GRAPH_FALLBACKS[0] += 1
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.manual_seed_all(0)  # a failed capture can leave the generator mid-capture
+        except RuntimeError:
+            pass
+        return None
+    return graph.replay
 
 
 class _WallClock:
@@ -448,6 +508,7 @@ def profile(
     rows = []
     source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
     l2 = l2_cache_bytes(torch, device)
+    written = 0
     for index, op in enumerate(op_list):
         if device == "cpu" and op.dtype in ("bf16", "fp16"):
             op = ProfileOp(op.op_kind, "fp32", op.shape, op.shape_extra, op.flops, op.bytes_moved, op.pass_)
@@ -461,13 +522,15 @@ def profile(
         if method == "sustained":
             extra = [build_runner(torch, op, device) for _ in range(input_copies(op, l2) - 1)]
             runs = [runner, *(r for r in extra if r is not None)]
-            t = time_sustained(torch, runs, device, repeats, sustained)
+            t = time_sustained(torch, runs, device, repeats, sustained, graphs=capturable(op))
             del runs, extra
         else:
             t = time_runner(torch, runner, device, warmup, repeats, l2_flush)
         del runner
         if (index + 1) % 25 == 0:
             log(f"profile: {index + 1}/{len(op_list)} ops timed")
+            written += db.add(rows, run_id)  # a run stopped later keeps what it timed
+            rows = []
         rows.append(
             Measurement(
                 label,
@@ -483,7 +546,9 @@ def profile(
                 f"heterosim profile run {run_id} ({method}) on {raw_name}",
             )
         )
-    written = db.add(rows, run_id)
+    written += db.add(rows, run_id)
     db.close()
+    if device == "cuda" and method == "sustained" and GRAPH_FALLBACKS[0]:
+        log(f"profile: {GRAPH_FALLBACKS[0]} ops not captured in a CUDA graph (timed in a Python loop)")
     log(f"profile: wrote {written} measurements ({method}) for {label} ({raw_name}, {device}) to {out}")
     return written

@@ -44,10 +44,14 @@ ComputeContention::ComputeContention()
 }
 
 void
-ComputeContention::SetComputeTerms(uint32_t n, const double* waveTerm, const double* blockShare)
+ComputeContention::SetComputeTerms(uint32_t n,
+                                   const double* waveTerm,
+                                   const double* blockShare,
+                                   const int32_t* waveAbove)
 {
     m_wave.assign(waveTerm, waveTerm + n);
     m_share.assign(blockShare, blockShare + n);
+    m_above.assign(waveAbove, waveAbove + n);
     m_taskExtra.assign(n, 0);
 }
 
@@ -137,7 +141,8 @@ ComputeContention::Factor(uint32_t task, int32_t gpu) const
         return 1.0;
     }
     double share = std::min(static_cast<double>(c) * m_share[task], m_maxShare);
-    return std::max(1.0 + m_wave[task], 1.0 / (1.0 - share));
+    double tail = c > m_above[task] ? 1.0 + m_wave[task] : 1.0;
+    return std::max(tail, 1.0 / (1.0 - share));
 }
 
 void
@@ -172,6 +177,14 @@ const std::vector<int64_t>&
 ComputeContention::GetTaskExtraNs() const
 {
     return m_taskExtra;
+}
+
+void
+ComputeContention::CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const
+{
+    std::copy(m_extraNs.begin(), m_extraNs.end(), extraNs);
+    std::copy(m_slowed.begin(), m_slowed.end(), slowed);
+    std::copy(m_taskExtra.begin(), m_taskExtra.end(), taskExtraNs);
 }
 
 } // namespace ns3

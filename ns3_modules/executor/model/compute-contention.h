@@ -22,14 +22,15 @@ namespace ns3
  * kernels hold c blocks in all, a compute task on that GPU progresses at 1 / f(c) of its
  * nominal speed, with
  *
- *   f(0) = 1,   f(c) = max(1 + waveTerm, 1 / (1 - min(c * blockShare, MaxShare)))  for c > 0,
+ *   f(0) = 1,   f(c) = max(1 + [c > waveAbove] waveTerm, 1 / (1 - min(c * blockShare, MaxShare)))
  *
- * where waveTerm and blockShare are per task (set from Python, heterosim.plan.compute.contention):
- * a tiled kernel whose grid is sized to the GPU's SMs loses part of a wave when some SMs are
- * held (waveTerm), and every kernel loses the SMs or the memory bandwidth the blocks take
- * (blockShare per block). Blocks are counted per collective instance per GPU (a collective's
- * kernel is counted once however many of its flows touch the GPU, from its first flow's start
- * to its last flow's end there); flows without a collective count their own blocks.
+ * for c > 0, where waveTerm, waveAbove and blockShare are per task (set from Python,
+ * heterosim.plan.compute.contention): a tiled kernel whose grid is sized to the GPU's SMs loses
+ * part of a wave when some SMs are held (waveTerm), and every kernel loses the SMs or the memory
+ * bandwidth the blocks take (blockShare per block). Blocks are counted per collective instance per
+ * GPU (a collective's kernel is counted once however many of its flows touch the GPU, from its
+ * first flow's start to its last flow's end there); flows without a collective count their own
+ * blocks.
  *
  * The plan executor calls FlowStarted / FlowDone and re-times the compute tasks running on a
  * GPU whose factor changed (PlanExecutor::SetComputeContention).
@@ -53,8 +54,13 @@ class ComputeContention : public Object
      * \param n number of tasks (the plan's)
      * \param waveTerm extra share of a wave (>= 0)
      * \param blockShare share of the GPU one block takes (>= 0)
+     * \param waveAbove blocks above which the wave term applies (the SMs the task's tiles leave
+     * free)
      */
-    void SetComputeTerms(uint32_t n, const double* waveTerm, const double* blockShare);
+    void SetComputeTerms(uint32_t n,
+                         const double* waveTerm,
+                         const double* blockShare,
+                         const int32_t* waveAbove);
 
     /**
      * \brief Per task: the blocks a flow's kernel holds and its collective instance.
@@ -111,16 +117,25 @@ class ComputeContention : public Object
     /** \return extra ns per task (0 where none; sized to the plan) */
     const std::vector<int64_t>& GetTaskExtraNs() const;
 
+    /**
+     * \brief Copy the per-GPU and per-task accounts into caller-owned arrays.
+     * \param extraNs per GPU (SetGpuCount values)
+     * \param slowed per GPU
+     * \param taskExtraNs per task (SetComputeTerms values)
+     */
+    void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
+
   private:
     /** Add \p delta flows of \p task's kernel on \p gpu. */
     void Touch(uint32_t task, int32_t gpu, int delta, std::vector<int32_t>& changed);
 
-    double m_maxShare;                                           //!< cap on c * blockShare
-    std::vector<double> m_wave;                                  //!< per task
-    std::vector<double> m_share;                                 //!< per task
-    std::vector<int32_t> m_blocks;                               //!< per task (flows)
-    std::vector<int64_t> m_instance;                             //!< per task (flows)
-    std::vector<int64_t> m_gpuBlocks;                            //!< blocks held per GPU now
+    double m_maxShare;                //!< cap on c * blockShare
+    std::vector<double> m_wave;       //!< per task
+    std::vector<double> m_share;      //!< per task
+    std::vector<int32_t> m_above;     //!< per task: blocks above which the wave term applies
+    std::vector<int32_t> m_blocks;    //!< per task (flows)
+    std::vector<int64_t> m_instance;  //!< per task (flows)
+    std::vector<int64_t> m_gpuBlocks; //!< blocks held per GPU now
     std::vector<std::unordered_map<int64_t, uint32_t>> m_active; //!< per GPU: kernel -> flows
     std::vector<int64_t> m_extraNs;                              //!< per GPU
     std::vector<uint64_t> m_slowed;                              //!< per GPU

@@ -140,9 +140,10 @@ class ContentionTestCase : public TestCase
         Ptr<ComputeContention> contention = CreateObject<ComputeContention>();
         std::vector<double> wave{0.5, 0.5, 0.0};
         std::vector<double> share{0.01, 0.01, 0.0};
+        std::vector<int32_t> above{8, 8, 0};
         std::vector<int32_t> blocks{0, 0, 16};
         std::vector<int64_t> instance{-1, -1, -1};
-        contention->SetComputeTerms(3, wave.data(), share.data());
+        contention->SetComputeTerms(3, wave.data(), share.data(), above.data());
         contention->SetFlowBlocks(3, blocks.data(), instance.data());
         contention->SetGpuCount(2);
         executor->SetComputeContention(contention);
@@ -152,7 +153,7 @@ class ContentionTestCase : public TestCase
         executor->CopyTimes(start.data(), end.data());
         int64_t flowNs = 80000 + 4 * 1000 + 3 * 80; // as in ComputeFlowComputeTestCase
         NS_TEST_ASSERT_MSG_EQ(end[2], 10000 + flowNs, "the flow is not slowed");
-        // f = max(1 + 0.5, 1 / (1 - 16 * 0.01)) = 1.5 while the flow runs
+        // f = max(1 + 0.5 (16 blocks > 8), 1 / (1 - 16 * 0.01)) = 1.5 while the flow runs
         double during = static_cast<double>(flowNs) / 1.5;
         auto expected = static_cast<int64_t>(10000 + flowNs + (100000 - 10000 - during));
         NS_TEST_ASSERT_MSG_EQ(end[0], expected, "work before, during and after the flow");
