@@ -233,10 +233,37 @@ def sweep_jobs_case(gen: Any) -> Any:
     return gen._case("sweep-jobs-grid", argv, {"sweep.yaml": _yaml(doc), "jobs.yaml": _yaml(_jobs_doc())})
 
 
+BUSBW_CASE = {
+    "id": "busbw",
+    "group": "nccl-tests",
+    "kind": "collective_busbw",
+    "source": "fuzz",
+    "measured": {"busbw_GBps": 100.0},
+    "compare": {"quantity": "busbw_GBps"},
+    "cluster": {
+        "name": "h100x8",
+        "host_types": {"h": {"gpu": "H100-SXM", "gpus": 8, "nics": 8, "nic_speed": "400Gbps"}},
+        "hosts": [{"type": "h", "count": 1}],
+    },
+    "collective": {"op": "allreduce", "size": "16MiB", "ranks": 8, "algorithm": "ring"},
+}
+
+
 def validate_case(gen: Any) -> Any:
-    value = gen.rng.choice(["inf", "nan", "-inf", "1e400"])
-    argv = ["validate", "cases.yaml", "--max-gpus", "1", "--out", "out", "--fail-above", value]
-    return gen._case("validate-fail-above", argv)
+    if gen.rng.random() < 0.5:
+        value = gen.rng.choice(["inf", "nan", "-inf", "1e400"])
+        argv = ["validate", "cases.yaml", "--max-gpus", "1", "--out", "out", "--fail-above", value]
+        return gen._case("validate-fail-above", argv)
+    case = copy.deepcopy(BUSBW_CASE)
+    key, value = gen.rng.choice(
+        [("op", "allreduse"), ("ranks", 64), ("size", "2TiB"), ("algorithm", "bogus"), ("count", -1)]
+    )
+    if key == "count":
+        case["cluster"]["hosts"][0]["count"] = value
+    else:
+        case["collective"][key] = value
+    argv = ["validate", "cases.yaml", "--out", "out", "--quiet"]
+    return gen._case(f"validate-busbw-{key}", argv, {"cases.yaml": _yaml({"cases": [case]})})
 
 
 GENERATORS = (
