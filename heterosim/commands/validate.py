@@ -96,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "repeated episodes; fast+memo both)",
     )
     parser.add_argument(
+        "--contention",
+        choices=("on", "off"),
+        default=None,
+        help="simulation.compute_contention for every case (default: the case's own, on)",
+    )
+    parser.add_argument(
         "--fail-above",
         type=float,
         default=None,
@@ -157,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 args.queue_pairs,
                 args.packet_acceleration,
                 args.db,
+                None if args.contention is None else args.contention == "on",
             )
         )
         print("\n".join(case_lines(case, rows[-1], show_budget=not args.quiet_budget)), flush=True)
@@ -171,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
         "intra_host": args.intra_host,
         "queue_pairs": args.queue_pairs,
         "packet_acceleration": args.packet_acceleration,
+        "compute_contention": args.contention,
         "databases": list(args.db),
         "selection": {"group": args.group, "only": only, "ci": args.ci, "max_gpus": args.max_gpus},
         "skipped": [{"id": c.id, "reason": r} for c, r in skipped],

@@ -35,6 +35,7 @@ CSV_COLUMNS = (
     "miss_s",
     *COMPONENTS,
     *(f"compute_{s}_s" for s in SOURCES),
+    "contention_s",
     "compute_pct",
     "exposed_comm_pct",
     "bubble_pct",
@@ -49,6 +50,16 @@ def _extrapolated(details: dict[str, Any], key: str) -> float:
     if not ext or "breakdown1" not in ext:
         return value
     v1 = float(ext["breakdown1"][key])
+    return v1 + (value - v1) * (ext["m"] - ext["m1"]) / (ext["m2"] - ext["m1"])
+
+
+def _extrapolated_value(details: dict[str, Any], key: str) -> float:
+    """A top-level detail extrapolated like the breakdown (0 when absent)."""
+    value = float(details.get(key, 0.0))
+    ext = details.get("extrapolation")
+    if not ext or key not in ext:
+        return value
+    v1 = float(ext[key])
     return v1 + (value - v1) * (ext["m"] - ext["m1"]) / (ext["m2"] - ext["m1"])
 
 
@@ -80,6 +91,8 @@ def error_budget(
         "miss_s": time_s - t_meas,
         **parts,
         "compute_by_source_s": by_source,
+        # compute time lost to communication kernels beside it (mean over ranks; part of compute_s)
+        "contention_s": _extrapolated_value(details, "contention_s") * scale,
     }
     for key in COMPONENTS:
         budget[key[:-2] + "_pct"] = 100.0 * parts[key] / time_s if time_s > 0 else 0.0
@@ -95,8 +108,10 @@ def budget_line(budget: dict[str, Any]) -> str:
     )
     t = budget["time_pred_s"]
     miss = budget["miss_s"]
+    contention = budget.get("contention_s", 0.0)
+    lost = f", contention {contention:.3g} s" if contention > 0 else ""
     return (
-        f"compute {budget['compute_s']:.4g} s {budget['compute_pct']:.0f}% ({sources}) | "
+        f"compute {budget['compute_s']:.4g} s {budget['compute_pct']:.0f}% ({sources}{lost}) | "
         f"exposed comm {budget['exposed_comm_s']:.3g} s {budget['exposed_comm_pct']:.0f}% | "
         f"bubble {budget['bubble_s']:.3g} s {budget['bubble_pct']:.0f}% | "
         f"predicted {t:.4g} s vs measured {budget['time_meas_s']:.4g} s: miss {miss:+.3g} s"
@@ -129,6 +144,7 @@ def csv_row(row: dict[str, Any], statistics: str) -> list[Any]:
         budget["miss_s"],
         *(budget[k] for k in COMPONENTS),
         *(budget["compute_by_source_s"][s] for s in SOURCES),
+        budget.get("contention_s", 0.0),
         budget["compute_pct"],
         budget["exposed_comm_pct"],
         budget["bubble_pct"],

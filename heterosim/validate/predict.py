@@ -70,6 +70,7 @@ def case_experiment(
     intra_host: str | None = None,
     queue_pairs: str | None = None,
     packet_acceleration: str | None = None,
+    compute_contention: bool | None = None,
 ) -> ExperimentConfig:
     """The case's experiment, validated (a problem is a one-line error naming the case).
 
@@ -79,7 +80,7 @@ def case_experiment(
     memory estimate, not a reason to skip the time prediction. ``granularity`` overrides
     ``simulation.collective_granularity``, ``intra_host`` ``simulation.intra_host``,
     ``queue_pairs`` ``simulation.queue_pairs``, ``packet_acceleration``
-    ``simulation.packet_acceleration``.
+    ``simulation.packet_acceleration``, ``compute_contention`` ``simulation.compute_contention``.
     """
     if case.experiment is None:
         raise ValueError(f"{case.id} is not an end-to-end case")
@@ -97,6 +98,8 @@ def case_experiment(
         exp = replace(exp, simulation=replace(exp.simulation, queue_pairs=queue_pairs))
     if packet_acceleration is not None:
         exp = replace(exp, simulation=replace(exp.simulation, packet_acceleration=packet_acceleration))
+    if compute_contention is not None:
+        exp = replace(exp, simulation=replace(exp.simulation, compute_contention=compute_contention))
     return exp
 
 
@@ -136,6 +139,7 @@ def simulate_iteration_s(
         "queue_pairs": exp.simulation.queue_pairs,
         "fidelity": exp.simulation.fidelity,
         "network": res["network"],
+        "contention_s": float(res.get("contention", {}).get("lost_s_mean", 0.0)),
     }
     if exp.simulation.fidelity == "packet":
         details["intra_host"] = exp.simulation.intra_host
@@ -165,6 +169,7 @@ def iteration_time_s(
             "t2_s": t2,
             "m": big,
             "breakdown1": details1["breakdown"],
+            "contention_s": details1.get("contention_s", 0.0),
         },
         "simulator_tflops_per_gpu": None,
     }
@@ -200,9 +205,12 @@ def predict_end_to_end(
     queue_pairs: str | None = None,
     packet_acceleration: str | None = None,
     databases: Sequence[str] = (),
+    compute_contention: bool | None = None,
 ) -> Prediction:
     start = time.perf_counter()
-    exp = case_experiment(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration)
+    exp = case_experiment(
+        case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration, compute_contention
+    )
     t_s, method, details = iteration_time_s(exp, extrapolate=extrapolate, databases=databases)
     if method != "full" and case.flop_convention == "simulator":
         t_s, method, details = iteration_time_s(exp, extrapolate=False, databases=databases)
@@ -315,17 +323,19 @@ def predict(
     queue_pairs: str | None = None,
     packet_acceleration: str | None = None,
     databases: Sequence[str] = (),
+    compute_contention: bool | None = None,
 ) -> Prediction:
     """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
     applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
     ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
     simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration;
     ``databases``: operation databases that time compute before the shipped data, as
-    ``heterosim run --db``; a collective case has no compute)."""
+    ``heterosim run --db``; a collective case has no compute; ``compute_contention``: see
+    simulation.compute_contention)."""
     if case.kind == "collective_busbw":
         return predict_collective(case, fidelity, intra_host, queue_pairs, packet_acceleration)
     if case.kind == "layer_time":
-        options = (granularity, intra_host, queue_pairs, packet_acceleration)
+        options = (granularity, intra_host, queue_pairs, packet_acceleration, compute_contention)
         return predict_layer(case, case_experiment(case, fidelity, *options), databases)
     return predict_end_to_end(
         case,
@@ -335,4 +345,5 @@ def predict(
         queue_pairs=queue_pairs,
         packet_acceleration=packet_acceleration,
         databases=databases,
+        compute_contention=compute_contention,
     )

@@ -30,13 +30,15 @@ def predict_row(
     queue_pairs: str | None,
     packet_acceleration: str | None = None,
     databases: Sequence[str] = (),
+    compute_contention: bool | None = None,
 ) -> dict[str, Any]:
     """The case's result row; a case that cannot be predicted (a model limit, out of memory) gets
     its one-line reason in ``error`` and ``error_pct`` None. Bad input found by the run (a
     UserError) is one UserError naming the case (exit 2). Any other exception is a bug and raises."""
     pred, error = None, None
     try:
-        pred = predict(case, fidelity, granularity, intra_host, queue_pairs, packet_acceleration, databases)
+        options = (granularity, intra_host, queue_pairs, packet_acceleration, databases, compute_contention)
+        pred = predict(case, fidelity, *options)
     except UserError as exc:  # invalid input, not a failed prediction: one line, exit 2
         message = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise UserError(message if message.startswith(case.origin) else f"{case.origin}: {message}") from None
