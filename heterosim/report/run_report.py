@@ -148,6 +148,7 @@ def results_dict(run: Any) -> dict[str, Any]:
             "granularity": exp.simulation.collective_granularity,
         },
         "compute_provenance": run.compute_provenance,
+        "compute_layers": list(getattr(run, "compute_layers", [])),
         "partition": {
             "mode": run.workload.partition.mode,
             "stage_layers": [[r.start, r.stop - 1] for r in run.workload.partition.chunk_layers],

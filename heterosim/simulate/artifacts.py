@@ -28,6 +28,8 @@ class PreparedRun:
     topology: Topology | None  # None for one job of several (the jobs run builds the whole one)
     compute_provenance: dict[str, float]  # share of compute time per provenance
     stage_wall_s: dict[str, float]  # workload_s, plan_s, topology_s (engine_s once run)
+    # layers whose ops were scaled to a measured whole layer (heterosim.plan.compute.layer_gap)
+    compute_layers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -45,6 +47,7 @@ class RunArtifacts:
     stage_wall_s: dict[str, float]
     faults: fault_models.FaultPlan | None = None
     baseline: EngineResult | None = None  # the same plan without faults (simulation.fault_baseline)
+    compute_layers: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_prepared(
@@ -69,6 +72,7 @@ class RunArtifacts:
             prepared.stage_wall_s,
             faults,
             baseline,
+            list(prepared.compute_layers),
         )
 
 

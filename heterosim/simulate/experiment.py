@@ -27,6 +27,7 @@ from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.contention import fill_plan_terms, template_terms
 from heterosim.plan.compute.host_overhead import add_host_overhead
+from heterosim.plan.compute.layer_gap import LayerScale, layer_scale, scale_templates
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
@@ -110,6 +111,7 @@ def prepare_run(
         rank_gpu = np.asarray(gpus, dtype=np.int64)[rank_gpu]
     cluster = plan_cluster if plan_cluster is not None else experiment.cluster
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
+    layer_scales: dict[tuple, LayerScale | None] = {}
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):
         if keep_trace_durations:  # recorded runtimes (traces without op shapes)
@@ -117,6 +119,9 @@ def prepare_run(
             continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
+        scale = _layer_scale(compute, experiment, workload, rank, gpu_type, layer_scales)
+        if scale is not None:
+            ns = scale_templates(ns, trace.templates, scale)
         fw = experiment.framework
         ns = add_host_overhead(
             ns, trace.templates, fw.host_overhead_ns(gpu_type), fw.tp_collective_overhead_ns(gpu_type)
@@ -170,7 +175,30 @@ def prepare_run(
     t2 = time.perf_counter()
     topology = build_topology(cluster) if with_topology else None
     stage_wall["topology_s"] = time.perf_counter() - t2
-    return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall)
+    measured_layers = [s.as_json() for s in layer_scales.values() if s is not None]
+    return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall, measured_layers)
+
+
+def _layer_scale(
+    compute: ComputeModel,
+    experiment: ExperimentConfig,
+    workload: Any,
+    rank: int,
+    gpu_type: str,
+    cache: dict[tuple, LayerScale | None],
+) -> LayerScale | None:
+    """The measured-layer scaling of a rank's layer ops (heterosim.plan.compute.layer_gap)."""
+    if not compute.layer_measurements:
+        return None
+    layout = getattr(workload, "layout", None)
+    tp = layout.tp_degree(rank) if layout is not None else None
+    parallel = replace(experiment.parallel, tp=int(tp)) if tp else experiment.parallel
+    key = (compute.resolve_gpu(gpu_type), parallel.tp)
+    if key not in cache:
+        cache[key] = layer_scale(
+            compute, compute.layer_measurements, key[0], experiment.model, experiment.training, parallel
+        )
+    return cache[key]
 
 
 def _contention_terms(compute: ComputeModel, gpu_type: str, trace: Any) -> tuple | None:

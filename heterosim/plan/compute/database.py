@@ -124,6 +124,29 @@ _LAYER_COLUMNS = (
 )
 
 
+def _layer_row(row: tuple) -> LayerMeasurement:
+    g, arch, hidden, heads, kv, ffn, experts, top_k, seq, mb, tp, sp, dtype, mode, fwd, bwd, label = row
+    return LayerMeasurement(
+        device_label(g),
+        arch,
+        hidden,
+        heads,
+        kv,
+        ffn,
+        experts,
+        top_k,
+        seq,
+        mb,
+        tp,
+        bool(sp),
+        dtype,
+        mode,
+        fwd,
+        bwd,
+        label,
+    )
+
+
 def _writable(path: Path) -> bool:
     import os
 
@@ -265,7 +288,7 @@ class OpDatabase:
             cur = self._conn.execute(f"SELECT {', '.join(_LAYER_COLUMNS)} FROM layers ORDER BY id")
         except sqlite3.OperationalError:
             return []
-        return [LayerMeasurement(device_label(row[0]), *row[1:11], bool(row[11]), *row[12:]) for row in cur]
+        return [_layer_row(row) for row in cur]
 
     def runs(self) -> list[dict[str, object]]:
         cur = self._conn.execute("SELECT * FROM runs ORDER BY run_id")

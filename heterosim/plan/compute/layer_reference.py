@@ -143,6 +143,8 @@ class ReferenceLayer:
             self.w2 = param(h, shard.ffn)
         self.b1 = param(fc1_out, scale=0.0) if gpt and not shard.experts else None
         self.b2 = param(h, scale=0.0) if gpt and not shard.experts else None
+        self.gather: Any
+        self.scatter: Any
         self.gather, self.scatter = _shard_functions(torch, shard.tp) if shard.sp else (_same, _same)
         if not gpt:
             pos = torch.arange(shard.seq, device=device, dtype=torch.float32)

@@ -45,7 +45,12 @@ import numpy as np
 from heterosim.catalog.gpus import GpuSpec, canonical_gpu_name, gpu_spec, known_gpu_names
 from heterosim.errors import UserError
 from heterosim.plan.compute.calibration import CalibrationReport, calibrate
-from heterosim.plan.compute.database import Measurement, OpDatabase, shipped_measured_databases
+from heterosim.plan.compute.database import (
+    LayerMeasurement,
+    Measurement,
+    OpDatabase,
+    shipped_measured_databases,
+)
 from heterosim.plan.compute.efficiency import EfficiencyParams, attention_impl, default_params
 from heterosim.plan.compute.interpolation import MeasurementIndex
 from heterosim.plan.compute.roofline import roofline_time_ns
@@ -80,9 +85,12 @@ class ComputeModel:
         layers: list[list[Measurement]] = []
         own_gpu_only: list[int] = []  # layers that time their own GPU only (never scaled)
         self.database_names: list[str] = []
+        # whole layers timed by the user (profile --layers): heterosim.plan.compute.layer_gap
+        self.layer_measurements: list[LayerMeasurement] = []
         for path in databases or []:
             db = OpDatabase(path)
             layers.append(db.measurements())
+            self.layer_measurements += db.layers()
             self.database_names.append(db.name)
             db.close()
         if include_shipped:

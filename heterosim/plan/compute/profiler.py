@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from heterosim.catalog.gpus import DTYPE_BYTES, canonical_gpu_name
 from heterosim.errors import UserError
@@ -377,7 +378,8 @@ class _WallClock:
     def __init__(self, torch, device: str) -> None:
         self.torch, self.cuda = torch, device == "cuda"
         self._t0 = 0
-        self._start = self._end = None
+        self._start: Any = None
+        self._end: Any = None
 
     def sync(self) -> None:
         if self.cuda:
@@ -505,7 +507,7 @@ def profile(
         note=CPU_NOTE if device == "cpu" else "",
         method=method,
     )
-    rows = []
+    rows: list[Measurement] = []
     source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
     l2 = l2_cache_bytes(torch, device)
     written = 0

@@ -1,0 +1,112 @@
+"""Whole transformer layers timed on an H100 against the compute model's sum of their ops.
+
+Data: validation/h100_2026-11-27/ (one H100 80GB HBM3 SXM, PyTorch 2.11): 15 reference layers
+(``heterosim.plan.compute.layer_profiler.standard_layers``, eager, forward + backward back to
+back, two sessions: ``layers.db`` and ``layers_repeat.db``, their mean is the measurement) and
+the same layers' ops timed back to back in CUDA graphs (``layer_ops_graphs.db``, shipped as
+``heterosim/plan/compute/data/measured/h100-sxm-sustained-2026-11-27.db``).
+
+Columns, each the compute model's per-layer sum of forward + backward op times against the
+measured layer (signed error %, negative: the model is too fast):
+
+- ``publications``: the compute model without the shipped profile (the model before it);
+- ``shipped``: the default model (the profile's own ops: measured);
+- ``leave-one-out``: the profile without every op that only this layer has, so the layer's
+  own ops are timed by the H100 curves the other layers' ops calibrate (the honest figure for
+  a layer shape the profile does not hold).
+
+Run: ``python3 benchmarks/bench_layers_h100.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from heterosim.plan.compute import layer_profiler as lp
+from heterosim.plan.compute.database import OpDatabase
+from heterosim.plan.compute.model import ComputeModel
+from heterosim.workload import ops as wo
+
+DATA = Path(__file__).resolve().parents[1] / "validation" / "h100_2026-11-27"
+GPU = "H100-SXM"
+
+
+def layer_sum_us(model: ComputeModel, spec: lp.LayerSpec) -> float:
+    training, parallel = spec.configs()
+    ops = wo.layer_forward_ops(spec.model, training, parallel, 0) + wo.layer_backward_ops(
+        spec.model, training, parallel, 0
+    )
+    return (
+        sum(
+            model.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, GPU)[0]
+            for o in ops
+            if not o.is_comm
+        )
+        / 1e3
+    )
+
+
+def measured_us() -> dict[str, float]:
+    runs = []
+    for name in ("layers.db", "layers_repeat.db"):
+        db = OpDatabase(DATA / name)
+        runs.append({m.label: (m.fwd_ns + m.bwd_ns) / 1e3 for m in db.layers() if m.mode == "eager"})
+        db.close()
+    return {label: (runs[0][label] + runs[1][label]) / 2 for label in runs[0]}
+
+
+def leave_one_out_model(spec: lp.LayerSpec, specs: list[lp.LayerSpec]) -> tuple[ComputeModel, int]:
+    """The profile without the ops only ``spec`` has, as a user database (shipped one off)."""
+    keep = {
+        (o.op_kind, o.dtype, o.shape, o.shape_extra, o.bytes_moved)
+        for other in specs
+        if other.label != spec.label
+        for o in lp.layer_ops(other)
+    }
+    tmp = Path(tempfile.mkdtemp()) / "loo.db"
+    shutil.copy(DATA / "layer_ops_graphs.db", tmp)
+    conn = sqlite3.connect(tmp)
+    rows = conn.execute("SELECT id, op_kind, dtype, s0, s1, s2, s3, e0, e1, bytes_moved FROM measurements")
+    drop = [(r[0],) for r in rows if (r[1], r[2], tuple(r[3:7]), tuple(r[7:9]), r[9]) not in keep]
+    conn.executemany("DELETE FROM measurements WHERE id = ?", drop)
+    conn.commit()
+    conn.close()
+    return ComputeModel([tmp], profiled=False), len(drop)
+
+
+def main() -> None:
+    specs = lp.standard_layers()
+    measured = measured_us()
+    before, shipped = ComputeModel(profiled=False), ComputeModel()
+    errors: dict[str, list[float]] = {"publications": [], "shipped": [], "leave-one-out": []}
+    print(
+        "| layer | measured us | publications % | shipped % | leave-one-out % |\n|---|---:|---:|---:|---:|"
+    )
+    for spec in specs:
+        meas = measured[spec.label]
+        loo, _ = leave_one_out_model(spec, specs)
+        row = {
+            "publications": layer_sum_us(before, spec),
+            "shipped": layer_sum_us(shipped, spec),
+            "leave-one-out": layer_sum_us(loo, spec),
+        }
+        for key, value in row.items():
+            errors[key].append(100 * (value / meas - 1))
+        cells = " | ".join(f"{errors[k][-1]:+.1f}" for k in row)
+        print(f"| {spec.label} | {meas:.0f} | {cells} |")
+    for key, e in errors.items():
+        arr = np.array(e)
+        dense = np.array([x for x, s in zip(e, specs) if not s.model.moe])
+        print(
+            f"{key}: MAPE {np.abs(arr).mean():.1f} %, mean {arr.mean():+.1f} %"
+            f" (dense only: MAPE {np.abs(dense).mean():.1f} %, mean {dense.mean():+.1f} %)"
+        )
+
+
+if __name__ == "__main__":
+    main()
