@@ -261,22 +261,21 @@ FSDP8 = {
 SELECTED["mbridge-2509-h100-llama3-8b-8"] = {**MBRIDGE, **FP8_2509, **H100_NET, **FSDP8}
 SELECTED["mbridge-2511-h100-llama3-8b-8"] = {**MBRIDGE, **H100_NET, **FSDP8}
 
-# Mechanisms the measured runs used that the simulator leaves out, each with its source.
+# Tensor-parallel communication overlap (Transformer Engine userbuffers) where the launcher
+# config of the measured run enables it (parallel.tp_comm_overlap, heterosim/workload/tp_overlap.py).
 _LAUNCHER_2407 = "NVIDIA/NeMo-Framework-Launcher tag 24.07, launcher_scripts/conf/training/{}.yaml"
-_UB_OVERLAP = (
-    "tensor-parallel communication overlap (Transformer Engine userbuffers, ub_tp_comm_overlap: "
-    "true): the sequence-parallel all-gather/reduce-scatter run in chunks under the GEMMs; "
-    "simulated exposed"
-)
-NOT_MODELLED = {
-    f"nemo2407-h100-fp8-{name}": [{"what": _UB_OVERLAP, "source": _LAUNCHER_2407.format(conf)}]
-    for name, conf in (
-        ("llama2-70b-64", "llama/llama2_70b"),
-        ("gpt3-20b-64", "gpt3/20b"),
-        ("nemotron3-8b-64", "nemotron/nemotron_8b"),
-        ("nemotron3-22b-64", "nemotron/nemotron_22b"),
+for name, conf in (
+    ("llama2-70b-64", "llama/llama2_70b"),
+    ("gpt3-20b-64", "gpt3/20b"),
+    ("nemotron3-8b-64", "nemotron/nemotron_8b"),
+    ("nemotron3-22b-64", "nemotron/nemotron_22b"),
+):
+    SELECTED[f"nemo2407-h100-fp8-{name}"]["parallel.tp_comm_overlap"] = (
+        True,
+        f"ub_tp_comm_overlap: true in {_LAUNCHER_2407.format(conf)}",
     )
-}
+# Mechanisms the measured runs used that the simulator leaves out, each with its source.
+NOT_MODELLED: dict[str, list[dict[str, str]]] = {}
 
 EXCLUDED = {
     "megatron-core-readme-h100-*": "TFLOP/s with an unstated FLOP convention and no iteration time",
@@ -415,7 +414,7 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
     if "parallel.dp_bucket" in assumed:
         parallel["dp_bucket"] = assumed["parallel.dp_bucket"][0]
-    for key in ("p2p_sync", "p2p_scatter_gather"):
+    for key in ("p2p_sync", "p2p_scatter_gather", "tp_comm_overlap"):
         if f"parallel.{key}" in assumed:
             parallel[key] = assumed[f"parallel.{key}"][0]
     if "parallel.zero3_impl" in assumed:

@@ -171,6 +171,9 @@ class ParallelConfig:
     # pipeline, default on in Megatron-LM v2-v3): without sequence parallelism each TP rank sends
     # 1/tp of the activation and the receiving TP group all-gathers it over NVLink
     p2p_scatter_gather: bool = False
+    # Transformer Engine userbuffers (Megatron-core / NeMo tp_comm_overlap): the sequence-parallel
+    # all-gathers and reduce-scatters run under the GEMMs (heterosim.workload.tp_overlap)
+    tp_comm_overlap: bool = False
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
@@ -452,6 +455,7 @@ def _parallel(section: Section) -> ParallelConfig:
         zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000, minimum=0),
         p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
+        tp_comm_overlap=section.boolean("tp_comm_overlap", False),
     )
     section.reject_unknown()
     return parallel
@@ -788,6 +792,10 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         )
     if par.sequence_parallel and par.tp == 1:
         raise top.error("parallel.sequence_parallel", "sequence parallelism needs tp >= 2")
+    if par.tp_comm_overlap and not par.sequence_parallel:
+        raise top.error(
+            "parallel.tp_comm_overlap", "TP communication overlap needs sequence_parallel: true (and tp >= 2)"
+        )
     if par.zero == 3 and par.pp > 1:
         raise top.error("parallel.zero", "ZeRO-3 with pipeline parallelism is not supported")
     if train.seq_len % max(1, par.tp) and par.sequence_parallel:

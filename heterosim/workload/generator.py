@@ -304,6 +304,7 @@ class RankProgram:
                 issue_gather(j, [PREVIOUS_TAIL])
         buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
         deferred = self.par.grad_sync == "after_backward"  # ZeRO < 2 (checked by the config)
+        beside: list[list[int]] = []  # [node, chain ops still to run beside it]
         for j, block in enumerate(blocks):
             if prefetch == 0:
                 issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
@@ -320,8 +321,16 @@ class RankProgram:
                     continue
                 if self._call_marker is not None and op.comm_group == "tp":
                     unit.chain(self._call_marker, block.layer_attr)
+                if op.overlap_next > 0:  # runs beside the next ops of the chain (tp_overlap.py)
+                    side = unit.add(tmpl, block.layer_attr, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
+                    beside.append([side, op.overlap_next])
+                    continue
                 extra = [gathers[j]] if first and j in gathers else []
+                extra += [side for side, left in beside if left == 0]
+                beside = [entry for entry in beside if entry[1] > 0]
                 unit.chain(tmpl, block.layer_attr, extra)
+                for entry in beside:
+                    entry[1] -= 1
                 if first and prefetch > 0:
                     issue_gather(j + prefetch, [unit.tail])
                 first = False
@@ -329,6 +338,10 @@ class RankProgram:
                 self._zero3_scatter(unit, block)
             if buckets is not None and not deferred:
                 buckets.add(block)
+        if beside:  # the unit ends when the ops that ran beside its last ones have ended too
+            end = self._template(self._framework(f"overlap_join.{phase}", phase, 1))
+            assert end is not None
+            unit.chain(end, blocks[-1].layer_attr, [side for side, _ in beside])
         if buckets is not None:
             for block in blocks if deferred else ():
                 buckets.add(block)  # every bucket waits for the end of the backward

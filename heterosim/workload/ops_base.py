@@ -67,6 +67,9 @@ class OpSpec:
     comm_type: int = NO_COLLECTIVE
     comm_bytes: int = 0
     comm_group: str = ""
+    # > 0: the op runs beside the next ``overlap_next`` ops of the chain (starting with the
+    # first of them) and the op after them waits for it (heterosim.workload.tp_overlap)
+    overlap_next: int = 0
 
     @property
     def is_comm(self) -> bool:

@@ -74,6 +74,7 @@ from heterosim.workload.ops_base import (
     norm,
     tp_collective,
 )
+from heterosim.workload.tp_overlap import overlap_tp_comms
 
 
 def attention_core(phase: str, d: Dims, causal: bool = True) -> OpSpec:
@@ -362,7 +363,8 @@ def layer_forward_ops(
     """Forward kernels and TP/EP collectives of transformer layer ``layer``, in issue order."""
     _check_layer(model, layer)
     d = dims(model, training, parallel)
-    return _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer)
+    ops = _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer)
+    return overlap_tp_comms(ops) if parallel.tp_comm_overlap else ops
 
 
 # ---------------------------------------------------------------------------------------------
@@ -525,4 +527,4 @@ def layer_backward_ops(
         ops += [_with_phase(op, "recompute") for op in layer_forward_ops(model, training, parallel, layer)]
     ops += _mlp_block_bwd(model, parallel, d, layer)
     ops += _attention_block_bwd(model, d, training.recompute == "selective")
-    return ops
+    return overlap_tp_comms(ops) if parallel.tp_comm_overlap else ops
