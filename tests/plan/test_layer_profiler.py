@@ -162,3 +162,16 @@ def test_old_databases_open_and_gain_the_new_tables(tmp_path):
     assert db.layers() == [] and db.add_run(method="burst") == 1
     assert db.runs()[0]["method"] == "burst"
     db.close()
+
+
+def test_a_database_of_another_gpu_is_refused_before_any_op_is_timed(tmp_path, capsys):
+    out = tmp_path / "mixed.db"
+    db = OpDatabase(out, create=True)
+    db.add_run(gpu="H100-SXM", device="NVIDIA H100 80GB HBM3", method="sustained")
+    db.close()
+    code = main(["profile", "--out", str(out), "--device", "cpu", "--repeats", "1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "H100-SXM" in err[0] and str(out) in err[0]
+    db = OpDatabase(out)
+    assert len(db.runs()) == 1 and db.measurements() == []
+    db.close()

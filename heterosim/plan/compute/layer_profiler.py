@@ -24,7 +24,7 @@ from typing import Any
 from heterosim.catalog.models import ZOO, ModelConfig, MoEConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.errors import UserError
-from heterosim.plan.compute.database import LayerMeasurement, OpDatabase
+from heterosim.plan.compute.database import LayerMeasurement
 from heterosim.plan.compute.layer_reference import ReferenceLayer, layer_shard
 from heterosim.plan.compute.profiler import (
     PROFILED_KINDS,
@@ -34,6 +34,7 @@ from heterosim.plan.compute.profiler import (
     _torch_dtype,
     device_gpu_label,
     import_torch,
+    open_for_device,
     resolve_device,
     time_sustained,
 )
@@ -245,7 +246,7 @@ def profile_layers(
     for spec in specs:
         spec.check()
     label, raw_name = device_gpu_label(torch, device, gpu)
-    db = OpDatabase(out, create=True)
+    db = open_for_device(out, label)
     run_id = db.add_run(
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         device=raw_name,

@@ -430,6 +430,20 @@ def time_runner(
     return float(statistics.median(samples))
 
 
+def open_for_device(out: str | Path, label: str) -> OpDatabase:
+    """The database at ``out``, created if needed; a UserError (nothing written) when it already
+    holds runs of another device: one database profiles one GPU, so its rows never mix."""
+    db = OpDatabase(out, create=True)
+    others = sorted({str(r["gpu"]) for r in db.runs() if r.get("gpu") and r["gpu"] != label})
+    if others:
+        db.close()
+        raise UserError(
+            f"{out}: --out holds profiles of {', '.join(others)}, not {label}; "
+            "write this GPU's profile to another file"
+        )
+    return db
+
+
 def resolve_device(torch, device: str) -> str:
     """``auto`` -> cuda when PyTorch sees a GPU, else cpu; a UserError for cuda without one."""
     if device == "auto":
@@ -494,7 +508,7 @@ def profile(
     op_list = list(ops) if ops is not None else standard_sweep(device, dtype)
     if device == "cpu":
         log(f"profile: running on CPU ({CPU_NOTE}).")
-    db = OpDatabase(out, create=True)
+    db = open_for_device(out, label)
     run_id = db.add_run(
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         device=raw_name,
