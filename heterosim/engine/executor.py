@@ -255,14 +255,19 @@ def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
     from heterosim.plan.compute.contention import flow_blocks
 
     n = len(plan)
+
+    def c(values: np.ndarray, dtype: type) -> np.ndarray:
+        out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
+        return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
+
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.SetComputeTerms(
         n,
-        np.ascontiguousarray(plan.contention_wave, np.float64),
-        np.ascontiguousarray(plan.contention_share, np.float64),
-        np.ascontiguousarray(plan.contention_above, np.int32),
+        c(plan.contention_wave, np.float64),
+        c(plan.contention_share, np.float64),
+        c(plan.contention_above, np.int32),
     )
-    model.SetFlowBlocks(n, flow_blocks(plan), np.ascontiguousarray(plan.collective, np.int64))
+    model.SetFlowBlocks(n, c(flow_blocks(plan), np.int32), c(plan.collective, np.int64))
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
     return model

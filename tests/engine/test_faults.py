@@ -318,8 +318,11 @@ def test_routing_delay_leaves_traffic_on_the_dead_link_until_routes_converge(bas
         > instant["packet"][1]["faults"][0]["frames_dropped"]
     )
     assert np.all(delayed["packet"][0].engine.flows["end_ns"] >= 0)
-    # flow: the flows on it stall for the 200 us, then move; the ring waits for them
-    late = allreduce_end_ns(delayed["flow"][0]) - allreduce_end_ns(instant["flow"][0])
-    assert 0 < late <= 200_000 + 10_000
+    # flow: the flows on it stall for the 200 us, then move (the ring's later steps may catch up)
+    f0, f1 = instant["flow"][0].engine.flows, delayed["flow"][0].engine.flows
+    hit = (f0["start_ns"] <= 1_000_000) & (f0["end_ns"] >= 1_000_000)
+    late = f1["end_ns"][hit] - f0["end_ns"][hit]
+    assert hit.any() and 0 < late.max() <= 200_000 + 10_000  # the others may gain their share
+    assert allreduce_end_ns(delayed["flow"][0]) >= allreduce_end_ns(instant["flow"][0])
     for f in ("flow", "packet"):
         assert delayed[f][1]["faults"][0]["flows_rerouted"] > 0
