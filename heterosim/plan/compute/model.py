@@ -11,8 +11,8 @@ Lookup order for one op on GPU ``G`` (the provenance recorded is in quotes):
 3. "roofline" with ``G``'s *calibrated* curves, when ``G`` has measurements of its own for this op
    kind (fitted by :mod:`heterosim.plan.compute.calibration`): a curve fitted on ``G`` carries
    ``G``'s own kernel behaviour and beats a spec-ratio guess from another GPU.
-4. "scaled": the same op measured (or interpolated) on the nearest other GPU (in the user's
-   databases or the publication tables; the shipped profiles time their own GPU only), scaled by the
+4. "scaled": the same op measured (or interpolated) on the nearest other GPU (a shipped profile
+   only for GPUs of its generation), scaled by the
    FLOP/s ratio (compute-bound) or the bandwidth ratio (memory-bound)
    (:mod:`heterosim.plan.compute.scaling`). A measurement of the very op on another GPU keeps
    shape effects (tile choice, kernel selection) that default curves only approximate, so it is
@@ -83,7 +83,7 @@ class ComputeModel:
         self._own: dict[str, GpuSpec] = {}
         self._own_alias: dict[str, str] = {}
         layers: list[list[Measurement]] = []
-        own_gpu_only: list[int] = []  # layers that time their own GPU only (never scaled)
+        profiled_layers: list[int] = []  # shipped profiles: scaled to GPUs of their generation only
         self.database_names: list[str] = []
         # whole layers timed by the user (profile --layers): heterosim.plan.compute.layer_gap
         self.layer_measurements: list[LayerMeasurement] = []
@@ -96,8 +96,8 @@ class ComputeModel:
         if include_shipped:
             for path in shipped_measured_databases() if profiled else []:
                 db = OpDatabase(path)
-                own_gpu_only.append(len(layers))
                 rows = [m for m in db.measurements() if not _host_bound(m)]
+                profiled_layers.append(len(layers))
                 layers.append(_own_kernel_rows(rows, attention_impl))
                 self.database_names.append(f"<shipped {path.name}>")
                 db.close()
@@ -107,10 +107,11 @@ class ComputeModel:
             shipped.close()
         self.attention_impl = attention_impl
         self._index = MeasurementIndex(layers)
-        # Shipped profiles time ops back to back from Python: their smallest ops include the
-        # host's launch rate, which another GPU's FLOP or bandwidth ratio must not scale.
-        self._scaling_index = MeasurementIndex(
-            [rows for i, rows in enumerate(layers) if i not in own_gpu_only]
+        # A shipped profile's ops carry its GPU's kernels (cuBLAS tile choices, cuDNN attention):
+        # they are scaled to GPUs of the same generation (an H800 or H200 from an H100), while
+        # other generations scale from user databases and the publication tables only.
+        self._cross_generation_index = MeasurementIndex(
+            [rows for i, rows in enumerate(layers) if i not in profiled_layers]
         )
         self._uncalibrated_gemm: set[tuple[str, str]] = set()
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
@@ -252,15 +253,14 @@ class ComputeModel:
         target = self._spec(gpu)
         others = [
             self._spec(d)
-            for d in self._scaling_index.devices
+            for d in self._index.devices
             if d != gpu
             and self._has_spec(d)
             and (op_kind != "attention" or self.gpu_attention_impl(d) == self.gpu_attention_impl(gpu))
         ]
         for source in nearest_sources(target, others, dtype):
-            found = self._scaling_index.lookup(
-                source.name, op_kind, dtype, shape, shape_extra, flops, bytes_moved
-            )
+            index = self._index if source.generation == target.generation else self._cross_generation_index
+            found = index.lookup(source.name, op_kind, dtype, shape, shape_extra, flops, bytes_moved)
             if found is None:
                 continue
             value = scale_time_ns(
