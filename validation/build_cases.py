@@ -274,6 +274,13 @@ for name, conf in (
         True,
         f"ub_tp_comm_overlap: true in {_LAUNCHER_2407.format(conf)}",
     )
+_MBRIDGE_UB = (
+    "Megatron-Bridge scripts/performance llama3_70b_h100_64gpus_bf16_config and "
+    "llama3_70b_h100_64gpus_fp8_config set comm_overlap.tp_comm_overlap_cfg = "
+    "userbuffers_{bf16,fp8}_h100_h8192_tp4_mbs1_seqlen8192 (TP 4 with sequence parallelism)"
+)
+for rel in ("2509", "2511", "2602"):
+    SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"]["parallel.tp_comm_overlap"] = (True, _MBRIDGE_UB)
 # Mechanisms the measured runs used that the simulator leaves out, each with its source.
 NOT_MODELLED: dict[str, list[dict[str, str]]] = {}
 
