@@ -84,9 +84,7 @@ def main() -> None:
     measured = measured_us()
     before, shipped = ComputeModel(profiled=False), ComputeModel()
     errors: dict[str, list[float]] = {"publications": [], "shipped": [], "leave-one-out": []}
-    print(
-        "| layer | measured us | publications % | shipped % | leave-one-out % |\n|---|---:|---:|---:|---:|"
-    )
+    print("| layer | measured us | publications % | shipped % | leave-one-out % |\n|---|---:|---:|---:|---:|")
     for spec in specs:
         meas = measured[spec.label]
         loo, _ = leave_one_out_model(spec, specs)
