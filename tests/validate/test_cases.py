@@ -111,20 +111,24 @@ def test_not_modelled_mechanisms_reach_the_results_and_the_printed_case(tmp_path
     assert plain.not_modelled == () and not any("not modelled" in x for x in case_lines(plain, row))
 
 
-def test_shipped_nemo_cases_run_with_the_tp_overlap_their_launcher_config_enables():
+def test_shipped_cases_run_with_the_tp_overlap_their_configs_enable():
     cases = {c.id: c for c in load_cases(SHIPPED)}
     with_overlap = {
         i for i, c in cases.items() if (c.experiment or {}).get("parallel", {}).get("tp_comm_overlap")
     }
-    assert with_overlap == {
+    nemo = {
         "nemo2407-h100-fp8-llama2-70b-64",
         "nemo2407-h100-fp8-gpt3-20b-64",
         "nemo2407-h100-fp8-nemotron3-8b-64",
         "nemo2407-h100-fp8-nemotron3-22b-64",
     }
-    for i in with_overlap:
+    mbridge = {f"mbridge-{rel}-h100-llama3-70b-64" for rel in ("2509", "2511", "2602")}
+    assert with_overlap == nemo | mbridge
+    for i in nemo:
         assert "tag 24.07" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
         assert not any("ub_tp_comm_overlap" in e["what"] for e in cases[i].not_modelled)
+    for i in mbridge:
+        assert "userbuffers" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
 
 
 def test_duplicate_ids_and_empty_list_are_errors(tmp_path):
