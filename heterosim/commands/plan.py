@@ -96,7 +96,7 @@ def _gib(row: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from heterosim.errors import UserError
-    from heterosim.simulate import PlanSearchSettings, search_plans
+    from heterosim.search.plan_search import PlanSearchSettings, search_plans
 
     if args.address and args.executor != "ray":
         raise UserError("--address: only used with --executor ray")

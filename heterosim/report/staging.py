@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from heterosim.errors import UserError
 
@@ -290,3 +291,9 @@ def write_file_atomically(path: Path | str, data: str | bytes, option: str = "--
                 break
         raise UserError(f"{option} {path}: cannot write: {_reason(exc)}") from None
     return path
+
+
+def write_json_atomically(path: Path | str, data: Any) -> Path:
+    """Write ``data`` as indented JSON with sorted keys (values JSON does not know as their
+    ``str``) through :func:`write_file_atomically`."""
+    return write_file_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

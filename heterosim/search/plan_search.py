@@ -1,7 +1,7 @@
 """The plan search (``heterosim plan``) end to end: enumerate, prune, pre-rank, simulate in
-parallel, rank, verify. Candidates, pruning and ranking are :mod:`heterosim.search`; this module
-drives them with the experiment's workload (:func:`generate_experiment_workload`) and runs the
-simulations through the sweep executors.
+parallel, rank, verify. Candidates, pruning and ranking are :mod:`.candidates`, :mod:`.prune` and
+:mod:`.rank`; this module drives them with the experiment's workload
+(:func:`generate_experiment_workload`) and runs the simulations through the sweep executors.
 
 Output folder::
 
@@ -33,15 +33,14 @@ from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
 from heterosim.errors import UserError
 from heterosim.interrupts import sigterm_as_interrupt
-from heterosim.report.staging import check_output_folder, mark_output_folder
+from heterosim.report.staging import check_output_folder, mark_output_folder, write_json_atomically
 from heterosim.report.task_progress import TaskProgress
 from heterosim.search.candidates import DEFAULT_MICRO_BATCHES, Candidate, enumerate_candidates
 from heterosim.search.prune import Assessment, assess
 from heterosim.search.rank import analytic_estimate, order, select, why
-from heterosim.simulate.artifacts import PlanSearchResult
 from heterosim.simulate.experiment import experiment_compute_model, generate_experiment_workload
 from heterosim.sweep.local import default_workers
-from heterosim.sweep.runner import EXECUTORS, _write_json
+from heterosim.sweep.runner import EXECUTORS
 from heterosim.sweep.store import ResultStore, check_run_record, read_manifest
 from heterosim.sweep.task import OK, RunTask, prepare_task
 
@@ -77,6 +76,15 @@ class PlanSearchSettings:
             raise UserError(f"--micro-batches {self.micro_batches}: expected positive integers")
         if self.executor not in EXECUTORS:
             raise UserError(f"--executor {self.executor}: expected one of {', '.join(EXECUTORS)}")
+
+
+@dataclass
+class PlanSearchResult:
+    """What a plan search (:func:`search_plans`) wrote and found."""
+
+    results: dict[str, Any]  # results.json: every candidate, the ranking, best, default, sim
+    out_dir: Any  # pathlib.Path of the output folder
+    best_plan: Any  # pathlib.Path of best_plan.yaml, or None when nothing was simulated
 
 
 def _run_data(
@@ -222,7 +230,7 @@ def search_plans(
         check_output_folder(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     mark_output_folder(out_dir)
-    _write_json(
+    write_json_atomically(
         out_dir / "search.json",
         {
             "experiment": str(path),
@@ -306,7 +314,7 @@ def search_plans(
     results = _results(
         exp, path, overrides, settings, candidates, rows, ranked, time.perf_counter() - started
     )
-    _write_json(out_dir / "results.json", results)
+    write_json_atomically(out_dir / "results.json", results)
     best_plan = None
     if ranked:
         best = by_id[ranked[0]["id"]].candidate

@@ -8,9 +8,10 @@
 - :func:`simulate_flow_set` / :func:`run_netbench` (:mod:`.flowset`): a scenario's flows on the
   network alone, once or once per congestion control (``heterosim netbench``);
 - :func:`run_jobs` / :func:`run_any` (:mod:`.jobs`): several jobs sharing one cluster
-  (``jobs:``), their flows contending on one network;
-- :func:`search_plans` (:mod:`.plan_search`): candidate plans of an experiment pruned, pre-ranked
-  and simulated in parallel, ranked by iteration time (``heterosim plan``).
+  (``jobs:``), their flows contending on one network.
+
+A search over plans (``heterosim plan``) is many runs, not one: it lives above this package and the
+sweep executors, in :mod:`heterosim.search.plan_search`.
 
 Each returns a dataclass (:mod:`.artifacts`) and takes the run's settings as one
 :class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one from the
@@ -25,7 +26,6 @@ from heterosim.simulate.artifacts import (
     CollectiveResult,
     CollectiveSpec,
     FlowSetRun,
-    PlanSearchResult,
     PreparedRun,
     RunArtifacts,
 )
@@ -39,15 +39,12 @@ from heterosim.simulate.experiment import (
 )
 from heterosim.simulate.flowset import run_netbench, simulate_flow_set
 from heterosim.simulate.jobs import JobsArtifacts, run_any, run_jobs
-from heterosim.simulate.plan_search import PlanSearchSettings, search_plans
 
 __all__ = [
     "CollectiveResult",
     "CollectiveSpec",
     "FlowSetRun",
     "JobsArtifacts",
-    "PlanSearchResult",
-    "PlanSearchSettings",
     "PreparedRun",
     "ProgressFn",
     "RunArtifacts",
@@ -60,7 +57,6 @@ __all__ = [
     "run_experiment",
     "run_jobs",
     "run_netbench",
-    "search_plans",
     "simulate_collective",
     "simulate_collective_sizes",
     "simulate_flow_set",

@@ -142,12 +142,3 @@ class FlowSetRun:
     topology: Topology
     fidelity: str
     raw: Mapping[str, Any]  # flows, ports, counters, series (heterosim.engine.packet / fluid)
-
-
-@dataclass
-class PlanSearchResult:
-    """What a plan search (:func:`~heterosim.simulate.search_plans`) wrote and found."""
-
-    results: dict[str, Any]  # results.json: every candidate, the ranking, best, default, sim
-    out_dir: Any  # pathlib.Path of the output folder
-    best_plan: Any  # pathlib.Path of best_plan.yaml, or None when nothing was simulated

@@ -27,7 +27,7 @@ from heterosim.config.fields import UnknownKeyError, read_yaml_mapping
 from heterosim.config.jobs import parse_any_experiment
 from heterosim.errors import Interrupted, UserError
 from heterosim.interrupts import interrupt_status, sigterm_as_interrupt
-from heterosim.report.staging import check_output_folder, mark_output_folder, write_file_atomically
+from heterosim.report.staging import check_output_folder, mark_output_folder, write_json_atomically
 from heterosim.report.task_progress import TaskProgress
 from heterosim.sweep.grid import SweepSpec, Variant, resolve_value
 from heterosim.sweep.local import default_workers
@@ -49,10 +49,6 @@ class SweepOutcome:
     ran: list[str] = field(default_factory=list)  # ids finished in this invocation
     failed: list[str] = field(default_factory=list)  # ids recorded as errors in this invocation
     summary: dict[str, Any] = field(default_factory=dict)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    write_file_atomically(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _manifest(spec: SweepSpec, variants: list[Variant]) -> dict[str, Any]:
@@ -123,7 +119,7 @@ def run_sweep(
     store = ResultStore(out_dir / "results.jsonl")
     _check_resume(out_dir, spec, store, resume)
     variants = spec.variants()
-    _write_json(out_dir / "sweep.json", _manifest(spec, variants))
+    write_json_atomically(out_dir / "sweep.json", _manifest(spec, variants))
     log(
         f"heterosim sweep: {spec.name}: {len(variants)} variants of {spec.experiment.name} "
         f"({executor} executor) -> {out_dir}/"
@@ -143,7 +139,7 @@ def run_sweep(
         variant = by_id[task.id]
         results = record.pop("results", None)
         if results is not None:
-            _write_json(out_dir / "runs" / variant.id / "results.json", results)
+            write_json_atomically(out_dir / "runs" / variant.id / "results.json", results)
             record["results_path"] = f"runs/{variant.id}/results.json"
             record["metrics"] = metric_values(results, spec.metrics)
         record.update({"index": variant.index, "point": variant.point, "overrides": variant.overrides})

@@ -60,3 +60,12 @@ def test_rank_lists_keep_their_order_and_reject_bad_input():
     ):
         with pytest.raises(UserError, match=message):
             parse_ranks(text, 16)
+
+
+def test_simulate_imports_neither_sweep_nor_search():
+    # one run per call: the packages that run many simulations (sweep, search) sit above simulate
+    for path in sorted((COMMANDS.parent / "simulate").glob("*.py")):
+        for module in imported_modules(path):
+            assert not module.startswith(("heterosim.sweep", "heterosim.search")), (
+                f"simulate/{path.name} imports {module}"
+            )
