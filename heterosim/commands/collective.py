@@ -16,6 +16,7 @@ from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
     DEFAULT_PACKET_ACCELERATION,
+    ENGINE_DEFAULT_FIDELITY,
     FIDELITIES,
     GRANULARITIES,
     PACKET_ACCELERATIONS,
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol", default="auto", choices=COLLECTIVE_PROTOCOLS)
     parser.add_argument("--channels", type=int, default=0, help="channels (0: as NCCL would pick)")
     parser.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce, gather, scatter)")
-    parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
+    parser.add_argument("--fidelity", default=ENGINE_DEFAULT_FIDELITY, choices=FIDELITIES)
     parser.add_argument(
         "--granularity",
         default="chunk",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import (
+    ENGINE_DEFAULT_FIDELITY,
     FIDELITIES,
     GRANULARITIES,
     INTRA_HOST_MODELS,
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--only", default=None, help="comma-separated case ids")
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
-    parser.add_argument("--fidelity", default="flow", choices=FIDELITIES)
+    parser.add_argument("--fidelity", default=ENGINE_DEFAULT_FIDELITY, choices=FIDELITIES)
     parser.add_argument(
         "--granularity",
         default=None,

@@ -17,6 +17,7 @@ from heterosim.config.choices import (
     CC_ALGORITHMS,
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
+    DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
     GRANULARITIES,
@@ -581,7 +582,7 @@ def _network(section: Section) -> NetworkConfig:
 
 def _simulation(section: Section) -> SimulationConfig:
     simulation = SimulationConfig(
-        fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
+        fidelity=section.string("fidelity", DEFAULT_FIDELITY, choices=FIDELITIES),
         seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
         iterations=section.integer("iterations", 1, minimum=1, maximum=1000),
         sample_interval_ns=sample_interval(section),

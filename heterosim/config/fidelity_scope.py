@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from heterosim.config.choices import DEFAULT_FIDELITY
+
 PACKET_ONLY: dict[str, str] = {
     "network.cc": "congestion control runs in the packet network only",
     "network.pfc": "PFC pauses frames, which the fluid model does not have",
@@ -58,10 +60,10 @@ def differing_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
 
 
 def fidelity_of(data: Mapping[str, Any]) -> str:
-    """The fidelity an experiment mapping runs at (``packet`` unless it says otherwise)."""
+    """The fidelity an experiment mapping runs at (:data:`DEFAULT_FIDELITY` unless it says otherwise)."""
     simulation = data.get("simulation")
     fidelity = simulation.get("fidelity") if isinstance(simulation, Mapping) else None
-    return fidelity if isinstance(fidelity, str) else "packet"
+    return fidelity if isinstance(fidelity, str) else DEFAULT_FIDELITY
 
 
 def no_effect_warnings(keys: Iterable[str], fidelities: Iterable[str], what: str) -> list[str]:

@@ -35,6 +35,7 @@ import numpy as np
 
 from heterosim.config.choices import (
     CC_ALGORITHMS,
+    DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
     PACKET_ACCELERATIONS,
@@ -248,7 +249,7 @@ def _simulation(section: Section) -> ScenarioSimulation:
         stop_ns=section.time_ns("stop", "100ms", maximum=MAX_STOP_NS),
         sample_interval_ns=sample_interval(section),
         seed=section.integer("seed", 1, minimum=0, maximum=MAX_SEED),
-        fidelity=section.string("fidelity", "packet", choices=FIDELITIES),
+        fidelity=section.string("fidelity", DEFAULT_FIDELITY, choices=FIDELITIES),
         packet_acceleration=section.string(
             "packet_acceleration", DEFAULT_PACKET_ACCELERATION, choices=PACKET_ACCELERATIONS
         ),

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.choices import (
-    FIDELITIES,
+    ENGINE_DEFAULT_FIDELITY,
     INTRA_HOST_MODELS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
@@ -34,14 +34,17 @@ from heterosim.config.choices import (
 from heterosim.config.experiment import NetworkConfig, SimulationConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine import native
-from heterosim.engine.fluid import create_fluid_network, fluid_counters, fluid_link_stats, reset_simulator
-from heterosim.engine.topology import LINK_KIND_NAMES, Topology, to_native
+from heterosim.engine.fluid import reset_simulator
+from heterosim.engine.network_model import NetworkModel, network_model
+from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
 PROGRESS_WALL_INTERVAL_S = 0.5
 # What a plan runs with when no settings are given: the fluid network, seed 1, no time series.
-ENGINE_DEFAULTS = SimulationConfig(fidelity="flow", seed=1, iterations=1, sample_interval_ns=0)
+ENGINE_DEFAULTS = SimulationConfig(
+    fidelity=ENGINE_DEFAULT_FIDELITY, seed=1, iterations=1, sample_interval_ns=0
+)
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
@@ -115,17 +118,18 @@ def execute_plan(
     is called about every 0.5 s of wall time and once at the end. ``stall_timeout_ns``:
     simulated time without any task finishing that counts as a stall (0 = only an empty event
     queue). The packet network keeps timers running even when deadlocked, so its default is
-    :func:`default_stall_timeout_ns`; the fluid network's default is 0 (its queue empties).
+    :func:`~heterosim.engine.network_model.default_stall_timeout_ns`; the fluid network's default
+    is 0 (its queue empties).
     ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
     model's stall timeout then also covers the outages and twice the retransmission timeout.
     """
-    fidelity = require_choice("simulation: fidelity", simulation.fidelity, FIDELITIES)
+    model = network_model(simulation.fidelity)
     queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
-    intra_host = require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
+    require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
     acceleration = require_choice(
         "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
     )
-    seed, sample_interval_ns = simulation.seed, simulation.sample_interval_ns
+    sample_interval_ns = simulation.sample_interval_ns
     if len(topology.gpu_node) < plan.num_gpus:
         raise UserError(
             f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
@@ -137,16 +141,7 @@ def execute_plan(
     started = time.perf_counter()
     reset_simulator(gbl)
     desc = to_native(topology, gbl)
-    packet_module = None
-    if fidelity == "flow":
-        net = create_fluid_network(gbl, desc, network, seed)
-        if sample_interval_ns > 0:  # per-link carried bytes over time (link utilization plots)
-            net.SetAttribute("SampleInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
-    else:
-        packet_module = _packet_module()
-        net = packet_module.create_packet_network(
-            gbl, desc, network, seed, sample_interval_ns, intra_host=intra_host, acceleration=acceleration
-        )
+    net = model.create(gbl, desc, network, simulation)
 
     executor = ns3.CreateObject[ns3.PlanExecutor]()
     if stop_ns is not None:
@@ -154,9 +149,7 @@ def execute_plan(
     if sample_interval_ns > 0:
         executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     if stall_timeout_ns is None:
-        stall_timeout_ns = 0 if fidelity == "flow" else default_stall_timeout_ns(plan, topology)
-        if faults is not None and fidelity == "packet":
-            stall_timeout_ns += faults.longest_outage_ns + 2 * fault_models.rto_ns(network)
+        stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
     if stall_timeout_ns > 0:
         executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
     # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
@@ -174,16 +167,15 @@ def execute_plan(
         error = interruption if state == _INTERRUPTED else None
         if state == _STALLED:
             error = str(executor.GetError())
-            if fidelity == "flow" and net.GetFlowsUnroutable():
-                error += f"; network: {net.GetUnroutableMessage()}"
+            error += model.stall_note(net)
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
-        result = _collect(executor, net, ns3, plan, topology, fidelity, packet_module, connection)
-        result.fault_counts = fault_models.collect(faults, schedule, net, fidelity)
+        result = _collect(executor, net, ns3, plan, topology, model, connection)
+        result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if contention is not None:
             result.contention = _contention_accounts(contention, plan)
         result.partial = state != _FINISHED
-        if fidelity == "packet":
+        if model.accelerates:
             flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
             result.fast_forward = fast_forward_report(
                 acceleration, result.fast_forward, result.makespan_ns, flow_bytes
@@ -200,31 +192,6 @@ def execute_plan(
         net.Dispose()
         if schedule is not None:
             schedule.Dispose()
-
-
-def default_stall_timeout_ns(plan: ExecutionPlan, topology: Topology) -> int:
-    """1 s, or 4x the longest single task (compute, delay, or the largest flow alone on the
-    slowest link) if that is longer: no legitimate run goes that long without a task finishing
-    unless its flows are starved by congestion for that long."""
-    longest = 0.0
-    if len(plan):
-        longest = float(plan.duration_ns.max() + plan.delay_ns.max())
-        flows = plan.kind == FLOW
-        if flows.any():
-            slowest = float(topology.link_rate_bps[topology.link_rate_bps > 0].min())
-            longest += float(plan.bytes[flows].max()) * 8e9 / slowest
-    return int(max(1e9, 4 * longest))
-
-
-def _packet_module() -> Any:
-    try:
-        from heterosim.engine import packet  # noqa: PLC0415 - optional, heavy, imported on use
-    except ImportError as exc:
-        raise UserError(
-            f"simulation: fidelity: packet: the packet network (heterosim.engine.packet) is not "
-            f"available: {exc}"
-        ) from None
-    return packet
 
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
@@ -313,8 +280,7 @@ def _collect(
     ns3: Any,
     plan: ExecutionPlan,
     topology: Topology,
-    fidelity: str,
-    packet_module: Any,
+    model: NetworkModel,
     connection: np.ndarray,
 ) -> EngineResult:
     n = len(plan)
@@ -327,28 +293,8 @@ def _collect(
     events = int(ns3.Simulator.GetEventCount())
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
     flow_tasks = np.flatnonzero(plan.kind == FLOW)
-    retransmits = np.zeros(len(flow_tasks), np.int64)
-    fast_forward: dict[str, Any] = {}
-    tcp: dict[str, Any] = {}
-    if fidelity == "flow":
-        counters = fluid_counters(net)
-        links = fluid_link_stats(net, topology, sim_end)
-        link_series = _fluid_link_series(net, sim_end, topology)
-        if link_series is not None:
-            series["link"] = link_series
-    else:
-        stats = packet_module.collect_packet_stats(net)
-        counters = {key: int(value) for key, value in stats["counters"].items()}
-        links = _packet_links(stats["ports"], topology, sim_end)
-        events = int(stats.get("events", events))
-        series.update(stats.get("series", {}))  # "queue" and "rate" tables
-        retransmits = _flow_column(stats.get("flows", {}), "retransmits", flow_tasks)
-        fast_forward = stats.get("fast_forward", {})
-        tcp = stats.get("tcp") or {}
-        if tcp:  # socket flows are no queue pairs: read their counters by task id
-            retransmits = _flow_column(
-                packet_module.flow_stats(net, flow_tasks.astype(np.uint32)), "retransmits", flow_tasks
-            )
+    readout = model.read(net, topology, flow_tasks, sim_end, events)
+    series.update(readout.series)
     flows: dict[str, np.ndarray] = {
         "task": flow_tasks.astype(np.int64),
         "src": plan.gpu[flow_tasks].astype(np.int32),
@@ -356,7 +302,7 @@ def _collect(
         "bytes": plan.bytes[flow_tasks].astype(np.int64),
         "start_ns": start[flow_tasks],
         "end_ns": end[flow_tasks],
-        "retransmits": retransmits,
+        "retransmits": readout.retransmits,
         "collective": plan.collective[flow_tasks].astype(np.int64),
         "connection": connection[flow_tasks].astype(np.int64),
     }
@@ -364,15 +310,15 @@ def _collect(
         task_start_ns=start,
         task_end_ns=end,
         makespan_ns=makespan,
-        events=events,
+        events=readout.events,
         wall_s=0.0,
-        fidelity=fidelity,
-        network=counters,
-        links=links,
+        fidelity=model.fidelity,
+        network=readout.counters,
+        links=readout.links,
         flows=flows,
         series=series,
-        tcp=tcp,
-        fast_forward=fast_forward,
+        tcp=readout.tcp,
+        fast_forward=readout.fast_forward,
     )
 
 
@@ -415,20 +361,6 @@ def fast_forward_report(
     return out
 
 
-def _packet_links(ports: dict[str, np.ndarray], topology: Topology, sim_end_ns: int) -> dict[str, np.ndarray]:
-    """Packet model port table -> per link direction rows (bytes on the wire, with headers)."""
-    links = {key: np.asarray(value) for key, value in ports.items()}
-    links["link"] = links["link"].astype(np.int32)
-    links["direction"] = links["direction"].astype(np.int8)
-    links["bytes"] = links["bytes_sent"].astype(np.int64)
-    rate = topology.link_rate_bps[links["link"]]
-    seconds = max(sim_end_ns, 1) * 1e-9
-    links["utilization"] = np.divide(
-        links["bytes"] * 8.0, rate * seconds, out=np.zeros(len(rate)), where=rate > 0
-    )
-    return links
-
-
 def _samples(executor: Any) -> dict[str, np.ndarray]:
     count = int(executor.GetNSamples())
     if count == 0:
@@ -442,64 +374,3 @@ def _samples(executor: Any) -> dict[str, np.ndarray]:
         "tasks_done": done.astype(np.int64),
         "flows_in_flight": in_flight.astype(np.int64),
     }
-
-
-# The fluid link series keeps the rows of this many link directions of each kind (NIC and
-# switch links; NVLink and PCIe), the ones that carried the most bytes: a 1,024-GPU iteration
-# sampled every 10 us has ~10^8 rows, of which the report plots a few dozen directions.
-LINK_SERIES_KEEP = 64
-NETWORK_LINK_KINDS = (LINK_KIND_NAMES.index("access"), LINK_KIND_NAMES.index("fabric"))
-
-
-def _fluid_link_series(net: Any, sim_end_ns: int, topology: Topology) -> dict[str, Any] | None:
-    """The fluid model's per-link-direction series (None if not sampled): ``time_ns``,
-    ``direction``, ``bytes`` rows (a row where a direction's carried payload bytes changed since
-    its previous sample) of the :data:`LINK_SERIES_KEEP` directions of each kind that carried the
-    most (ties: lower direction first); ``sample_time_ns``, every sample time with a row of any
-    direction; ``direction_bytes``, each direction's bytes at its last row (0: none);
-    ``directions_sampled``, how many directions have rows; ``kept_per_kind``."""
-    net.SampleUntil(int(sim_end_ns))
-    count = int(net.GetNLinkSamples())
-    if count == 0:
-        return None
-    times = np.empty(int(net.GetNLinkSampleTimes()), np.int64)
-    last = np.empty(2 * topology.num_links, np.uint64)
-    net.CopyLinkSampleTimes(times, last)
-    carried = np.flatnonzero(last > 0)
-    on_network = np.isin(np.asarray(topology.link_kind)[carried // 2], NETWORK_LINK_KINDS)
-    keep = np.sort(
-        np.concatenate(
-            [
-                part[np.argsort(-last[part].astype(np.float64), kind="stable")[:LINK_SERIES_KEEP]]
-                for part in (carried[on_network], carried[~on_network])
-            ]
-        )
-    ).astype(np.uint32)
-    rows = int(net.KeepLinkSeriesOf(len(keep), keep))
-    out: dict[str, Any] = {
-        "time_ns": np.empty(rows, np.int64),
-        "direction": np.empty(rows, np.uint32),
-        "bytes": np.empty(rows, np.uint64),
-    }
-    net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
-    net.ReleaseLinkSeries()
-    out.update(
-        sample_time_ns=times,
-        direction_bytes=last,
-        directions_sampled=int(carried.size),
-        kept_per_kind=LINK_SERIES_KEEP,
-    )
-    return out
-
-
-def _flow_column(flows: dict[str, np.ndarray], column: str, flow_tasks: np.ndarray) -> np.ndarray:
-    """A per-flow column of the packet model's flow table, aligned to ``flow_tasks`` by id."""
-    out = np.zeros(len(flow_tasks), np.int64)
-    if column not in flows or "id" not in flows:
-        return out
-    ids = np.asarray(flows["id"], np.int64)
-    values = np.asarray(flows[column], np.int64)
-    position = np.searchsorted(flow_tasks, ids)
-    ok = (position < len(flow_tasks)) & (flow_tasks[np.minimum(position, len(flow_tasks) - 1)] == ids)
-    out[position[ok]] = values[ok]
-    return out

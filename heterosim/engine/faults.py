@@ -34,6 +34,7 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from heterosim.config.experiment import NetworkConfig
 from heterosim.config.faults import MAX_SLOWDOWN, MIN_SLOWDOWN, FaultSpec
+from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import ACCESS, FABRIC, LINK_KIND_NAMES, NIC, Topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
@@ -70,6 +71,11 @@ class FaultPlan:
             if spec.kind == "down":
                 out += (spec.until_ns or spec.at_ns) - spec.at_ns
         return out
+
+    def stall_margin_ns(self, network: NetworkConfig) -> int:
+        """How much longer a transport that recovers lost frames may go without finishing a
+        task: the outages and twice the retransmission timeout."""
+        return self.longest_outage_ns + 2 * rto_ns(network)
 
 
 def link_index(topology: Topology, name: str, where: str) -> int:
@@ -393,7 +399,7 @@ def install(plan: FaultPlan | None, gbl: Any, net: Any, executor: Any) -> Any:
     return schedule
 
 
-def collect(plan: FaultPlan | None, schedule: Any, net: Any, fidelity: str) -> list[dict[str, Any]]:
+def collect(plan: FaultPlan | None, schedule: Any, net: Any, model: NetworkModel) -> list[dict[str, Any]]:
     """What the models counted per fault (before the network is disposed)."""
     if plan is None:
         return []
@@ -403,7 +409,7 @@ def collect(plan: FaultPlan | None, schedule: Any, net: Any, fidelity: str) -> l
         record: dict[str, Any] = {}
         if link is not None:
             record["flows_rerouted"] = int(schedule.GetRerouted(spec.index)) if schedule is not None else 0
-            record["frames_dropped"] = int(net.GetLinkFaultDrops(link)) if fidelity == "packet" else 0
+            record["frames_dropped"] = model.link_fault_drops(net, link)
         out.append(record)
     return out
 
@@ -419,6 +425,7 @@ def fault_records(
     links: dict[str, np.ndarray] | None = None,
 ) -> list[dict[str, Any]]:
     """results.json ``faults``: each fault as given plus what it did."""
+    drops_frames = network_model(fidelity).faults_drop_frames
     records = []
     link_bytes: dict[int, int] = {}
     if links and len(links.get("link", [])):
@@ -444,14 +451,14 @@ def fault_records(
                     **counts,
                 }
             )
-            if fidelity == "packet" and spec.kind in ("down", "loss"):
+            if drops_frames and spec.kind in ("down", "loss"):
                 record["transport_rto_s"] = plan.rto_ns * 1e-9  # a lost tail waits this long
             if spec.kind == "down":
                 record["isolated_hosts"] = plan.isolated[spec.index]
                 record["effect"] = (
                     "frames queued on or crossing the link are lost and recovered "
                     "by the transport; routing avoids the link"
-                    if fidelity == "packet"
+                    if drops_frames
                     else "capacity 0 while down; active flows moved to their re-hashed paths"
                 )
             elif spec.kind == "rate":
@@ -461,7 +468,7 @@ def fault_records(
                 record["goodput_factor"] = plan.goodput[spec.index]
                 record["effect"] = (
                     "frames arriving over the link dropped at random, recovered by go-back-N"
-                    if fidelity == "packet"
+                    if drops_frames
                     else "capacity scaled by the go-back-N goodput factor (approximation)"
                 )
         else:

@@ -6,7 +6,7 @@ Both network models sample every ``simulation.sample_interval`` of simulated tim
   queue depth and cumulative bytes sent on the wire (headers included);
 * flow: the ``link`` table, a row where a link direction's cumulative payload bytes changed since
   its previous sample (the fluid model has rates, not queues), for the directions of each kind
-  that carried the most (``heterosim.engine.executor.LINK_SERIES_KEEP``), with every sample time
+  that carried the most (``heterosim.engine.network_model.LINK_SERIES_KEEP``), with every sample time
   (``sample_time_ns``) and every direction's total (``direction_bytes``).
 
 Port / direction ``2*link + d`` is link ``link`` in direction a->b (d = 0) or b->a (d = 1).

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from heterosim.config.choices import DEFAULT_PACKET_ACCELERATION
+from heterosim.config.choices import DEFAULT_PACKET_ACCELERATION, ENGINE_DEFAULT_FIDELITY
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import ExperimentConfig, parse_experiment
 from heterosim.plan.collectives.common import bus_factor
@@ -296,7 +296,7 @@ def predict_collective(
         raise ValueError(f"{case.id}: {n} ranks > {cluster.world_size} GPUs")
     spec = CollectiveSpec(case.collective["op"], tuple(range(n)), algorithm=case.collective["algorithm"])
     simulation = engine_config(
-        fidelity=fidelity or "flow",
+        fidelity=fidelity or ENGINE_DEFAULT_FIDELITY,
         intra_host=intra_host or "packet",
         queue_pairs=queue_pairs or "connection",
         packet_acceleration=packet_acceleration or DEFAULT_PACKET_ACCELERATION,

@@ -121,12 +121,12 @@ def test_fluid_series_of_the_busiest_directions_gives_the_rates_of_the_whole_ser
     every sample time and total: the rates of the busiest directions are those computed from
     every row of every direction."""
     from heterosim.config.experiment import load_experiment
-    from heterosim.engine import executor
+    from heterosim.engine import network_model
     from heterosim.simulate import run_experiment
 
-    monkeypatch.setattr(executor, "LINK_SERIES_KEEP", 100_000)  # every direction: the whole series
+    monkeypatch.setattr(network_model, "LINK_SERIES_KEEP", 100_000)  # every direction: the whole series
     whole = run_experiment(load_experiment(TINY), fidelity="flow")
-    monkeypatch.setattr(executor, "LINK_SERIES_KEEP", 3)
+    monkeypatch.setattr(network_model, "LINK_SERIES_KEEP", 3)
     kept = run_experiment(load_experiment(TINY), fidelity="flow")
     table = whole.engine.series["link"]
     assert np.unique(table["direction"]).size == table["directions_sampled"] > 2 * 3
