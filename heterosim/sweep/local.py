@@ -26,6 +26,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -46,15 +47,30 @@ _HELD = (signal.SIGINT, signal.SIGTERM)
 @contextmanager
 def signals_held_while_starting() -> Iterator[None]:
     """Hold SIGINT and SIGTERM while the block starts worker processes; a signal that arrives
-    meanwhile is delivered when the block ends (its handler then runs as usual)."""
+    meanwhile is delivered when the block ends (its handler then runs as usual).
+
+    Two layers: the calling thread blocks both signals, so the workers it spawns inherit them
+    blocked (their initializer releases them); and in the main thread the Python handlers are
+    replaced by ones that only record the signal, because a process-directed signal can be
+    delivered to another thread (a native library's worker thread) and would otherwise run the
+    Python handler in the middle of writing a new worker's start-up data."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
+    pending: list[int] = []
+    replaced: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for held in _HELD:
+            replaced[int(held)] = signal.signal(held, lambda received, _frame: pending.append(received))
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in replaced.items():
+            signal.signal(signum, handler)
+        for received in dict.fromkeys(pending):
+            signal.raise_signal(received)
 
 
 def _worker_init() -> None:
