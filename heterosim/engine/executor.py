@@ -195,25 +195,29 @@ def execute_plan(
 
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
-    def c(values: np.ndarray, dtype: type) -> np.ndarray:
-        out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
-        return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
 
     executor.LoadPlan(
         len(plan),
-        c(plan.kind, np.uint8),
-        c(plan.gpu, np.int32),
-        c(plan.dst, np.int32),
-        c(plan.bytes, np.int64),
-        c(plan.duration_ns, np.int64),
-        c(plan.delay_ns, np.int64),
-        c(plan.stream, np.int16),
-        c(plan.priority, np.uint8),
-        c(plan.dep_ptr, np.int64),
-        c(plan.dep_idx, np.int64),
+        _buffer(plan.kind, np.uint8),
+        _buffer(plan.gpu, np.int32),
+        _buffer(plan.dst, np.int32),
+        _buffer(plan.bytes, np.int64),
+        _buffer(plan.duration_ns, np.int64),
+        _buffer(plan.delay_ns, np.int64),
+        _buffer(plan.stream, np.int16),
+        _buffer(plan.priority, np.uint8),
+        _buffer(plan.dep_ptr, np.int64),
+        _buffer(plan.dep_idx, np.int64),
     )
     if np.any(connection >= 0):
-        executor.SetConnections(len(plan), c(connection, np.int64))
+        executor.SetConnections(len(plan), _buffer(connection, np.int64))
+
+
+def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
+    """``values`` as a contiguous array of ``dtype`` for cppyy (one element when empty: cppyy
+    needs a buffer)."""
+    out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
+    return out if out.size else np.zeros(1, dtype)
 
 
 def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
@@ -223,18 +227,14 @@ def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
 
     n = len(plan)
 
-    def c(values: np.ndarray, dtype: type) -> np.ndarray:
-        out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
-        return out if out.size else np.zeros(1, dtype)  # cppyy needs a buffer, even when empty
-
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.SetComputeTerms(
         n,
-        c(plan.contention_wave, np.float64),
-        c(plan.contention_share, np.float64),
-        c(plan.contention_above, np.int32),
+        _buffer(plan.contention_wave, np.float64),
+        _buffer(plan.contention_share, np.float64),
+        _buffer(plan.contention_above, np.int32),
     )
-    model.SetFlowBlocks(n, c(flow_blocks(plan), np.int32), c(plan.collective, np.int64))
+    model.SetFlowBlocks(n, _buffer(flow_blocks(plan), np.int32), _buffer(plan.collective, np.int64))
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
     return model

@@ -15,7 +15,6 @@ plumbing is tested there, the times are CPU times.
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,11 +29,11 @@ from heterosim.plan.compute.profiler import (
     PROFILED_KINDS,
     ProfileOp,
     SustainedTiming,
-    _driver_version,
     _torch_dtype,
     device_gpu_label,
     import_torch,
     open_for_device,
+    record_run,
     resolve_device,
     time_sustained,
 )
@@ -247,18 +246,8 @@ def profile_layers(
         spec.check()
     label, raw_name = device_gpu_label(torch, device, gpu)
     db = open_for_device(out, label)
-    run_id = db.add_run(
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        device=raw_name,
-        gpu=label,
-        driver=_driver_version() if device == "cuda" else "",
-        torch=str(torch.__version__),
-        cuda=str(torch.version.cuda or ""),
-        repeats=repeats,
-        l2_flush=0,
-        note="whole layers" + ("; CPU timings are not GPU timings" if device == "cpu" else ""),
-        method="sustained",
-    )
+    note = "whole layers" + ("; CPU timings are not GPU timings" if device == "cpu" else "")
+    run_id = record_run(db, torch, device, raw_name, label, repeats, note, "sustained")
     rows = []
     for spec in specs:
         dtype = "fp32" if device == "cpu" else spec.dtype

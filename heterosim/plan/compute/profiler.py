@@ -444,6 +444,32 @@ def open_for_device(out: str | Path, label: str) -> OpDatabase:
     return db
 
 
+def record_run(
+    db: OpDatabase,
+    torch,
+    device: str,
+    raw_name: str,
+    label: str,
+    repeats: int,
+    note: str,
+    method: str,
+    l2_flush: bool = False,
+) -> int:
+    """Add one profiler run (device, software versions, method) to ``db``; its id."""
+    return db.add_run(
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        device=raw_name,
+        gpu=label,
+        driver=_driver_version() if device == "cuda" else "",
+        torch=str(torch.__version__),
+        cuda=str(torch.version.cuda or ""),
+        repeats=repeats,
+        l2_flush=int(l2_flush and device == "cuda"),
+        note=note,
+        method=method,
+    )
+
+
 def resolve_device(torch, device: str) -> str:
     """``auto`` -> cuda when PyTorch sees a GPU, else cpu; a UserError for cuda without one."""
     if device == "auto":
@@ -509,18 +535,8 @@ def profile(
     if device == "cpu":
         log(f"profile: running on CPU ({CPU_NOTE}).")
     db = open_for_device(out, label)
-    run_id = db.add_run(
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        device=raw_name,
-        gpu=label,
-        driver=_driver_version() if device == "cuda" else "",
-        torch=str(torch.__version__),
-        cuda=str(torch.version.cuda or ""),
-        repeats=repeats,
-        l2_flush=int(l2_flush and device == "cuda"),
-        note=CPU_NOTE if device == "cpu" else "",
-        method=method,
-    )
+    note = CPU_NOTE if device == "cpu" else ""
+    run_id = record_run(db, torch, device, raw_name, label, repeats, note, method, l2_flush)
     rows: list[Measurement] = []
     source = "profiler:cuda" if device == "cuda" else "profiler:cpu"
     l2 = l2_cache_bytes(torch, device)
