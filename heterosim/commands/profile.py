@@ -61,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_output_file(args.out)  # before any op is timed
     modes = [m.strip() for m in args.layer_modes.split(",") if m.strip()]
+    if args.layers:
+        layer_profiler.check_modes(modes)  # before anything is timed or written
     layers = layer_profiler.layer_specs(args.layers) if args.layers else None
     device = profiler.resolve_device(profiler.import_torch(), args.device)
     ops = profiler.experiment_ops(args.experiment) if args.experiment else None

@@ -105,6 +105,7 @@ def test_profile_command_times_layers_and_their_ops(tmp_path, capsys):
         == 2
     )
     assert "layer-modes" in capsys.readouterr().err
+    assert not (tmp_path / "y.db").exists()  # refused before any op was timed
 
 
 def test_sustained_and_burst_are_recorded(tmp_path):
@@ -175,3 +176,9 @@ def test_a_database_of_another_gpu_is_refused_before_any_op_is_timed(tmp_path, c
     db = OpDatabase(out)
     assert len(db.runs()) == 1 and db.measurements() == []
     db.close()
+
+
+def test_fp8_layers_are_refused_before_anything_is_timed(tmp_path):
+    spec = replace(lp.cpu_layers()[0], dtype="fp8")
+    with pytest.raises(UserError, match="Transformer Engine"):
+        spec.check()

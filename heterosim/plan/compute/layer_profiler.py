@@ -40,6 +40,7 @@ from heterosim.plan.compute.profiler import (
 
 LAYER_MODES = ("eager", "compile")
 LAYER_ARCHES = ("gpt", "llama")
+LAYER_DTYPES = ("bf16", "fp16", "fp32")
 LAYER_TIMING = SustainedTiming(warm_s=0.3, window_s=0.1)
 
 
@@ -60,7 +61,13 @@ class LayerSpec:
         return f"{self.model.name}-s{self.seq}-b{self.micro_batch}-tp{self.tp}{sp}"
 
     def check(self) -> None:
-        """UserError naming the layer when it cannot be built (unknown kind, shard not dividing)."""
+        """UserError naming the layer when it cannot be built (unknown kind, shard not dividing,
+        a dtype the reference layers do not run)."""
+        if self.dtype not in LAYER_DTYPES:
+            raise UserError(
+                f"profile: layer {self.label}: whole layers are timed in {', '.join(LAYER_DTYPES)}"
+                " (fp8 layers need Transformer Engine)"
+            )
         if self.model.arch not in LAYER_ARCHES:
             raise UserError(
                 f"profile: layer kind {self.model.arch!r} unknown; known: {', '.join(LAYER_ARCHES)}"
@@ -131,6 +138,12 @@ def cpu_layers() -> list[LayerSpec]:
             dtype="fp32",
         ),
     ]
+
+
+def check_modes(modes: Sequence[str]) -> None:
+    """UserError unless ``modes`` is a non-empty list of :data:`LAYER_MODES`."""
+    if not modes or any(m not in LAYER_MODES for m in modes):
+        raise UserError(f"profile: --layer-modes must be among {', '.join(LAYER_MODES)}, got {list(modes)}")
 
 
 def layer_specs(value: str) -> list[LayerSpec] | None:
@@ -234,14 +247,8 @@ def profile_layers(
     each of ``modes`` and append them to the database at ``out``; returns the rows written."""
     torch = import_torch()
     device = resolve_device(torch, device)
-    bad = [m for m in modes if m not in LAYER_MODES]
-    if bad or not modes:
-        raise UserError(f"profile: --layer-modes must be among {', '.join(LAYER_MODES)}, got {list(modes)}")
+    check_modes(modes)
     specs = device_layers(device, specs)
-    if any(spec.dtype not in ("bf16", "fp16", "fp32") for spec in specs):
-        raise UserError(
-            "profile: whole layers are timed in bf16, fp16 or fp32 (fp8 layers need Transformer Engine)"
-        )
     for spec in specs:
         spec.check()
     label, raw_name = device_gpu_label(torch, device, gpu)
