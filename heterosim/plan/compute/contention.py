@@ -53,6 +53,7 @@ BLOCK_GBPS = 35.0  # HBM traffic of one copy block, read + write (H100: 294 / 54
 COUPLING = 0.36  # share of that traffic a memory-bound kernel beside it loses (LayerNorm, 32 blocks)
 ATTENTION_TILE_ROWS = 128  # query rows per CTA tile of the fused attention kernels (FlashAttention-2/3)
 P2P_BLOCKS = 2  # NCCL_NCHANNELS_PER_NET_PEER default
+MAX_SHARE = 0.9  # ns3::ComputeContention::MaxShare
 MEMORY_KINDS = ("norm", "elementwise")
 
 
@@ -95,9 +96,6 @@ def slowdown(op_kind: str, shape: tuple, spec: GpuSpec, params: EfficiencyParams
     wave, share, needed = op_terms(op_kind, shape, spec, params)
     tail = 1.0 + wave if blocks > max(int(params.sm_count), 1) - needed else 1.0
     return max(tail, 1.0 / (1.0 - min(blocks * share, MAX_SHARE)))
-
-
-MAX_SHARE = 0.9  # ns3::ComputeContention::MaxShare
 
 
 def template_terms(
