@@ -183,6 +183,34 @@ class ParallelConfig:
     micro_batch_split: str = "auto"
 
 
+# Host time per compute op (forward, backward) of an eager layer pass, per architecture: measured
+# on the H100 machine whose layers ship in validation/ (heterosim/plan/compute/host_dispatch.py
+# says how; validation/h100_2026-11-27b/host_dispatch.json).
+HOST_DISPATCH_NS = {"gpt": (42_000, 79_000), "llama": (77_000, 136_000)}
+
+
+@dataclass(frozen=True)
+class HostDispatch:
+    """``framework.host_dispatch``: host time per compute op of a layer's forward and backward
+    pass, pipelined with the GPU (heterosim.plan.compute.host_dispatch). None: the measured
+    value for the model's architecture; 0 for both turns the model off."""
+
+    forward_ns: int | None = None
+    backward_ns: int | None = None
+
+    def per_op_ns(self, arch: str) -> tuple[int, int]:
+        """(forward, backward) host ns per compute op for a model of ``arch``."""
+        f, b = HOST_DISPATCH_NS.get(arch, HOST_DISPATCH_NS["gpt"])
+        return (
+            f if self.forward_ns is None else self.forward_ns,
+            b if self.backward_ns is None else self.backward_ns,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.forward_ns != 0 or self.backward_ns != 0
+
+
 @dataclass(frozen=True)
 class FrameworkConfig:
     """The training software's own costs (heterosim.workload.framework documents each one).
@@ -197,12 +225,22 @@ class FrameworkConfig:
     type (``"*"`` for any other), added to every compute op of that GPU.
     ``collective_overhead_ns``: time each communication call (a TP collective, a pipeline p2p
     call) costs the GPU before its transfer starts, per GPU type (marker ops carry it).
+    ``host_dispatch``: the eager host's time per op, pipelined with the GPU per layer pass; not
+    applied where ``host_op_overhead`` is given (that serial cost already holds the host's time).
     """
 
     name: str = "megatron"
     layer_forward_passes: int = 1
     host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
     collective_overhead_ns: tuple[tuple[str, int], ...] = ()
+    host_dispatch: HostDispatch = HostDispatch()
+
+    @property
+    def pipelined_host_dispatch(self) -> HostDispatch:
+        """The host dispatch model in force: off where a serial host overhead is given."""
+        if any(ns > 0 for _, ns in self.host_op_overhead_ns):
+            return HostDispatch(0, 0)
+        return self.host_dispatch
 
     def host_overhead_ns(self, gpu: str) -> int:
         """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
@@ -513,9 +551,27 @@ def _framework(section: Section) -> FrameworkConfig:
         layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
         host_op_overhead_ns=_per_gpu_times(section, "host_op_overhead"),
         collective_overhead_ns=_per_gpu_times(section, "collective_overhead"),
+        host_dispatch=_host_dispatch(section),
     )
     section.reject_unknown()
     return framework
+
+
+def _host_dispatch(section: Section) -> HostDispatch:
+    """``framework.host_dispatch``: one time for both passes, or ``{forward, backward}``."""
+    raw = section.raw("host_dispatch", None)
+    if raw is None:
+        return HostDispatch()
+    if isinstance(raw, dict):
+        sub = section.section("host_dispatch")
+        out = HostDispatch(
+            _overhead_ns(sub, "forward") if "forward" in raw else None,
+            _overhead_ns(sub, "backward") if "backward" in raw else None,
+        )
+        sub.reject_unknown()
+        return out
+    ns = _overhead_ns(section, "host_dispatch")
+    return HostDispatch(ns, ns)
 
 
 def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
@@ -537,9 +593,9 @@ def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
 MAX_FRAMEWORK_OVERHEAD_NS = 10**9  # per op or call: measured host and launch costs are microseconds
 
 
-def _overhead_ns(section: Section, key: str) -> int:
+def _overhead_ns(section: Section, key: str, default: str = "0us") -> int:
     """A framework overhead per op: 0..1 s (hours per op would simulate hours of idle GPUs)."""
-    ns = section.time_ns(key, "0us", minimum=0)
+    ns = section.time_ns(key, default, minimum=0)
     if ns > MAX_FRAMEWORK_OVERHEAD_NS:
         raise section.error(
             key,
