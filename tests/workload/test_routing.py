@@ -250,3 +250,48 @@ def test_histogram_file_runs(tmp_path: Path) -> None:
     (tmp_path / "h.csv").write_text("# tokens per expert\n" + GOOD_ROW + "\n")
     w = generate_workload(_experiment({"histogram": "h.csv"}, tmp=tmp_path))
     assert (w.routing_pairs(0) == 512 * 2 // 4).all()  # an even histogram: 256 copies per pair
+
+
+def _node_split_list(trace) -> list[tuple[int, ...]]:
+    t = trace.templates
+    return [tuple(t.split_of(int(row)).tolist()) for row in trace.template]
+
+
+def test_chakra_files_carry_the_per_member_sizes(tmp_path: Path) -> None:
+    """Chakra has no all-to-all-v (mlcommons/chakra#209): the sizes travel in the extension
+    attribute comm_split_bytes and come back per node; comm_size stays the rank's total."""
+    from heterosim.workload.chakra import read_trace, traces_equal, write_trace
+
+    w = generate_workload(_experiment({"distribution": "zipf", "skew": 1.2, "seed": 7}))
+    trace = w.trace(1)
+    path = tmp_path / "moe.1.et"
+    write_trace(trace, path)
+    back = read_trace(path)
+    assert traces_equal(trace, back)
+    assert _node_split_list(back) == _node_split_list(trace)
+    assert sum(1 for s in _node_split_list(back) if s) == 4 * 4 * 2  # 4 a2a x 4 layers x 2 micro-batches
+
+
+@pytest.mark.parametrize(
+    "comm_type,split,fragment",
+    [
+        (6, [10, 20], "sums to 30 but comm_size is 64"),
+        (0, [32, 32], "only an ALL_TO_ALL"),
+        (6, [-1, 65], "non-negative"),
+    ],
+)
+def test_chakra_bad_split_is_a_user_error(tmp_path: Path, comm_type: int, split: list, fragment: str) -> None:
+    from heterosim.errors import UserError
+    from heterosim.workload.chakra import read_trace, schema, wire
+    from heterosim.workload.trace import COMM_COLL_NODE
+
+    a = schema.AttributeProto
+    attr = [a(name="comm_type", int64_val=comm_type), a(name="comm_size", int64_val=64)]
+    split_attr = a(name="comm_split_bytes")
+    split_attr.int64_list.values.extend(split)
+    node = schema.Node(id=1, name="a2a", type=COMM_COLL_NODE, attr=[*attr, split_attr])
+    blobs = [schema.GlobalMetadata(version="1.0.0").SerializeToString(), node.SerializeToString()]
+    path = tmp_path / "x.0.et"
+    path.write_bytes(b"".join(wire.encode_varint(len(b)) + b for b in blobs))
+    with pytest.raises(UserError, match=fragment):
+        read_trace(path)
