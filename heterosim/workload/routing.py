@@ -30,6 +30,8 @@ of token copies each source rank routes to each expert:
 
 APPROXIMATION: every micro-batch of an iteration routes the same way (the per-layer counts are
 drawn once), and zipf routing uses expected counts, not sampled ones (no per-micro-batch noise).
+The memory estimate (heterosim/workload/memory.py) and the partitioner's layer costs keep
+balanced routing: the rank of a popular expert holds and computes more than they count.
 """
 
 from __future__ import annotations
