@@ -140,3 +140,38 @@ def test_plan_instances_carry_the_routing_and_uniform_matches_today() -> None:
     skewed = run_experiment(zipf).engine.makespan_ns
     assert today == uniform == v_path
     assert skewed > today
+
+
+@pytest.mark.ns3
+def test_traces_written_and_read_back_run_the_same_all_to_all_v(tmp_path: Path) -> None:
+    """`heterosim workload` writes the per-member sizes into the Chakra files; `run --traces`
+    rebuilds the same all-to-all-v instances, so the same iteration and the same flows."""
+    import json
+
+    import yaml
+
+    from heterosim.cli import main
+
+    star = ROOT / "topologies" / "star_8hosts_100g.yaml"
+    exp = {
+        "model": {"base": "mixtral-8x7b", "layers": 2, "moe_routing": {"distribution": "zipf", "skew": 1.2}},
+        "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 1024},
+        "parallel": {"tp": 1, "pp": 1, "dp": 8, "ep": 8},
+        "cluster": str(star),
+        "simulation": {"fidelity": "flow", "memory_check": "warn"},
+    }
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    assert main(["workload", str(path), "--out", str(tmp_path / "traces")]) == 0
+    runs = {}
+    for name, args in (
+        ("direct", [str(path)]),
+        ("traced", ["--traces", str(tmp_path / "traces"), "--cluster", str(star)]),
+    ):
+        out = tmp_path / name
+        assert main(["run", "--out", str(out), "--quiet", "--no-plots", "--fidelity", "flow", *args]) == 0
+        runs[name] = json.loads((out / "results.json").read_text())
+    direct, traced = runs["direct"], runs["traced"]
+    assert traced["iteration_time_s"] == direct["iteration_time_s"]
+    assert traced["network"] == direct["network"]
+    assert traced["collectives"]["by_type"]["ALL_TO_ALL"] == direct["collectives"]["by_type"]["ALL_TO_ALL"]
