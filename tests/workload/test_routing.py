@@ -270,6 +270,22 @@ def test_chakra_files_carry_the_per_member_sizes(tmp_path: Path) -> None:
     assert traces_equal(trace, back)
     assert _node_split_list(back) == _node_split_list(trace)
     assert sum(1 for s in _node_split_list(back) if s) == 4 * 4 * 2  # 4 a2a x 4 layers x 2 micro-batches
+    changed = read_trace(path)
+    changed.templates.comm_split = changed.templates.comm_split[::-1].copy()
+    assert not traces_equal(trace, changed)  # equality compares the per-member sizes too
+
+
+def test_trace_show_prints_the_per_member_sizes(tmp_path: Path, capsys) -> None:
+    from heterosim.workload.chakra import write_trace
+
+    w = generate_workload(_experiment({"distribution": "zipf", "skew": 1.2, "seed": 7}))
+    trace = w.trace(0)
+    path = tmp_path / "moe.0.et"
+    write_trace(trace, path)
+    assert main(["trace", "show", str(path), "--limit", "0"]) == 0
+    out = capsys.readouterr().out
+    first = _node_splits(trace, "ep_alltoall.dispatch", 0).tolist()
+    assert f"ALL_TO_ALL {sum(first)} B group" in out and f"per member {first}" in out
 
 
 @pytest.mark.parametrize(
