@@ -36,6 +36,12 @@ MEMORY_CHECKS = ("error", "warn")
 # network.collective_algorithm / network.collective_protocol ("auto": NCCL's tuning model)
 COLLECTIVE_ALGORITHMS = ("auto", "ring", "tree", "nvls")
 COLLECTIVE_PROTOCOLS = ("auto", "simple", "ll", "ll128")
+# model.moe_routing.distribution: how a router spreads tokens over experts
+# (heterosim/config/moe_routing.py, heterosim/workload/routing.py)
+MOE_ROUTING_DISTRIBUTIONS = ("uniform", "zipf", "histogram")
+# model.moe_routing.drop_policy: Megatron-core's moe_token_drop_policy (which tokens over an
+# expert's capacity are dropped; megatron/core/transformer/moe/moe_utils.py)
+MOE_DROP_POLICIES = ("probs", "position")
 
 # network.cc: the config name -> the ns-3 TypeId of the congestion-control class the packet
 # network instantiates for every queue pair (ns3_modules/rdma/model/). The C++ side creates the

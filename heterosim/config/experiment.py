@@ -31,6 +31,7 @@ from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
+from heterosim.config.moe_routing import check_routing_tokens
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -803,6 +804,15 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error("training.seq_len", f"seq_len {train.seq_len} not divisible by tp")
 
 
+def _check_moe_routing(exp: ExperimentConfig) -> None:
+    """A routing histogram counts one micro-batch of one EP group (heterosim.config.moe_routing)."""
+    routing, moe = exp.model.moe_routing, exp.model.moe
+    if routing is None or moe is None:
+        return
+    tokens = exp.training.micro_batch * exp.training.seq_len
+    check_routing_tokens(routing, exp.source, "model.moe_routing", tokens, exp.parallel.ep, moe.top_k)
+
+
 def parse_experiment(
     data: dict[str, Any],
     source: str,
@@ -818,7 +828,7 @@ def parse_experiment(
             "sweep; for this command give one job's experiment file",
         )
     name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
-    model = resolve_model(top.raw("model"), source)
+    model = resolve_model(top.raw("model"), source, base_dir=base_dir)
     training = _training(top.section("training", required=True), model)
     parallel = _parallel(top.section("parallel", required=True))
     if cluster_override is not None:
@@ -855,6 +865,7 @@ def parse_experiment(
         warnings=(*network_warnings(network, cluster), *fault_warnings(faults)),
     )
     _check_consistency(top, experiment)
+    _check_moe_routing(experiment)
     _check_framework(top, experiment)
     samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
     if samples:

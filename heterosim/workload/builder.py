@@ -70,6 +70,10 @@ class TemplateTable:
             cols["comm_type"].append(op.comm_type)
             cols["comm_bytes"].append(op.comm_bytes)
             cols["comm_group"].append(gid)
+        lengths = np.array([len(op.comm_split) for op, _ in self.rows], dtype=np.int64)
+        split_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=split_ptr[1:])
+        split = [x for op, _ in self.rows for x in op.comm_split]
         return OpTemplates(
             node_type=np.array(cols["node_type"], dtype=np.uint8),
             op_kind=np.array(cols["op_kind"], dtype=np.uint16),
@@ -86,6 +90,8 @@ class TemplateTable:
             duration_ns=np.zeros(n, dtype=np.uint64),
             op_kind_names=list(OP_KINDS),
             label_names=list(labels),
+            comm_split_ptr=split_ptr if split else np.zeros(0, np.int64),
+            comm_split=np.array(split, dtype=np.int64),
         )
 
 

@@ -70,6 +70,8 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import cast
 
+import numpy as np
+
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
 from heterosim.config.limits import check_experiment_budget
@@ -96,6 +98,7 @@ from heterosim.workload.ops import (
 )
 from heterosim.workload.ops_base import activation_dtype
 from heterosim.workload.partition import CostFn, MemoryFn, Partition, plan_partition
+from heterosim.workload.routing import RankRouting, layer_counts, pair_tokens, rank_routing
 from heterosim.workload.schedule import Step, pipeline_schedule, warmup_forwards
 from heterosim.workload.trace import (
     ALL_GATHER,
@@ -217,8 +220,9 @@ class RankProgram:
                     tensors=tuple(x for x in (emb - positions, positions) if x > 0),
                 )
             )
+        ep_index = self.replica % p.ep
         for layer in self.w.partition.layers_of(self.stage, chunk):
-            fwd, bwd = self.w.layer_ops(layer, p.tp)
+            fwd, bwd = self.w.layer_ops(layer, p.tp, ep_index)
             out.append(
                 Block(
                     layer,
@@ -995,23 +999,45 @@ class Workload:
     # global GPU of every rank once placed (the plan layer places explicit plans); None: rank r
     # on GPU r
     rank_gpu: Sequence[int] | None = None
-    _layer_ops: dict[tuple[bool, int], tuple[list[OpSpec], list[OpSpec]]] = field(
-        default_factory=dict, repr=False
-    )
+    _layer_ops: dict[tuple, tuple[list[OpSpec], list[OpSpec]]] = field(default_factory=dict, repr=False)
+    _routing: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
-    def layer_ops(self, layer: int, tp: int | None = None) -> tuple[list[OpSpec], list[OpSpec]]:
-        """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's);
-        layers differ only in being dense or MoE."""
+    def layer_ops(
+        self, layer: int, tp: int | None = None, ep_index: int = 0
+    ) -> tuple[list[OpSpec], list[OpSpec]]:
+        """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's)
+        on EP rank ``ep_index``; layers differ only in being dense or MoE, and with uneven
+        routing (``model.moe_routing``) in what each EP rank routes and receives."""
         par = self.experiment.parallel if tp is None else replace(self.experiment.parallel, tp=tp)
-        key = (self.experiment.model.is_moe_layer(layer), par.tp)
+        moe = self.experiment.model.is_moe_layer(layer)
+        routing = self.rank_routing(layer, ep_index) if moe else None
+        key = (moe, par.tp, routing)
         if key not in self._layer_ops:
             e = self.experiment
-            forward = layer_forward_ops(e.model, e.training, par, layer)
+            forward = layer_forward_ops(e.model, e.training, par, layer, routing)
             self._layer_ops[key] = (
                 forward * e.framework.layer_forward_passes,
-                layer_backward_ops(e.model, e.training, par, layer),
+                layer_backward_ops(e.model, e.training, par, layer, routing),
             )
         return self._layer_ops[key]
+
+    def routing_pairs(self, layer: int) -> np.ndarray | None:
+        """(ep, ep) token copies EP rank i dispatches to EP rank j in MoE layer ``layer`` (one
+        micro-batch); None under even routing (heterosim/workload/routing.py)."""
+        model, par = self.experiment.model, self.experiment.parallel
+        if not model.uneven_routing or not model.is_moe_layer(layer):
+            return None
+        assert model.moe is not None and model.moe_routing is not None
+        index = model.moe_layer_index(layer)
+        if index not in self._routing:
+            tokens = self.experiment.training.micro_batch * self.experiment.training.seq_len
+            counts = layer_counts(model.moe_routing, model.moe, index, tokens, par.ep)
+            self._routing[index] = pair_tokens(counts, par.ep)
+        return self._routing[index]
+
+    def rank_routing(self, layer: int, ep_index: int) -> RankRouting | None:
+        pairs = self.routing_pairs(layer)
+        return None if pairs is None else rank_routing(pairs, ep_index)
 
     def rank_parallel(self, rank: int) -> ParallelConfig:
         """The parallel settings as ``rank`` sees them (its replica's TP degree)."""

@@ -6,7 +6,8 @@ with at most NCCL_STEPS = 8 chunks in flight per connection. Chunks on one conne
 each other back to back, so the plan merges them: a transfer becomes at most 8 flows of
 ``max(chunk, bytes / 8)`` bytes, each waiting for the one 8 places earlier - nothing in between
 (a chain of 8 in flight is a single pipe). AllToAll runs all pairs concurrently (NCCL posts
-every peer of a group call at once); with one flow per pair and direction.
+every peer of a group call at once); with one flow per pair and direction. AllToAllv
+(per-pair sizes) is the same with each pair's own size.
 """
 
 from __future__ import annotations
@@ -85,6 +86,16 @@ def alltoall_graph(
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     share = np.asarray(per_rank_bytes, np.int64)[i] // n
     return pairs_graph(view, i, j, share, protocol, intra_ns, inter_ns)
+
+
+def alltoallv_graph(
+    view: CommView, pair_bytes: np.ndarray, protocol: str, intra_ns: int, inter_ns: int
+) -> FlowGraph:
+    """Every rank i sends ``pair_bytes[i, j]`` to every other rank j with something to send (an
+    all-to-all-v: one flow per pair and direction, all at once, as the even all-to-all)."""
+    n = view.n
+    i, j = np.nonzero(~np.eye(n, dtype=bool) & (np.asarray(pair_bytes) > 0))
+    return pairs_graph(view, i, j, np.asarray(pair_bytes, np.int64)[i, j], protocol, intra_ns, inter_ns)
 
 
 def rooted_graph(
