@@ -38,6 +38,7 @@ from heterosim.engine.fluid import reset_simulator
 from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
+from heterosim.plan.collectives.planes import flow_planes
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
 PROGRESS_WALL_INTERVAL_S = 0.5
@@ -158,6 +159,12 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
+    gpu_host = topology.node_host[topology.gpu_node]
+    planes = flow_planes(
+        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
+    )
+    if planes is not None:
+        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
     contention = _install_contention(ns3, executor, plan) if simulation.compute_contention else None
     schedule = fault_models.install(faults, gbl, net, executor)
     try:

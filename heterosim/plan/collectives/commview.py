@@ -100,7 +100,8 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
             intra.append(t.nvlink_bps / 8e9 * _NVLINK_EFFICIENCY[nccl_generation(t.spec.generation)])
         else:
             intra.append(_PCIE_NCCL_GBPS.get(t.spec.pcie_gen, t.pcie_bps / 8e9 * 0.76))
-    nics_used = [np.unique(cluster.gpu_nic[gpus[g]]).size for g in groups]
+    planes = cluster.fabric.planes  # a GPU uses its port on every plane (plan/collectives/planes.py)
+    nics_used = [np.unique(cluster.gpu_nic[gpus[g]] // planes).size * planes for g in groups]
     inter = [nu * t.nic_speed_bps / 8e9 for nu, t in zip(nics_used, types)]
     fabric = cluster.fabric
     return CommView(
