@@ -304,3 +304,48 @@ def test_rail_only_cross_rail_traffic_is_carried_by_nvlink(native_lib, fidelity)
     links = result.links
     moved = {topo.node_name[int(topo.link_b[k])] for k, b in zip(links["link"], links["bytes"]) if b > 0}
     assert "rail5.g0" in moved and "rail1.g0" not in moved
+
+
+@pytest.mark.parametrize("planes", [2, 4])
+def test_p2p_transfers_use_two_channels_per_peer_and_alltoall_every_plane(planes):
+    from heterosim.plan.collectives.decompose import decompose_collective
+
+    c = cluster(planes=planes, nics=8 * planes, speed=f"{800 // planes}Gbps")
+    send = decompose_collective("sendrecv", 8 << 20, [0, 8], c).to_execution_plan(16)
+    p = flow_planes(send.kind, send.gpu, send.dst, send.channel, send.collective, c.gpu_host, planes)
+    assert p is not None
+    on = send.kind == FLOW
+    assert sorted(set(p[on].tolist())) == [0, 1]  # NCCL_NCHANNELS_PER_NET_PEER = 2 ports
+    assert int(send.bytes[on & (p == 0)].sum()) == int(send.bytes[on & (p == 1)].sum())
+    ranks = [0, 8, 1, 9]  # two GPUs on each host: three peers each, two of them remote
+    a2a = decompose_collective("alltoall", 8 << 20, ranks, c).to_execution_plan(16)
+    p = flow_planes(a2a.kind, a2a.gpu, a2a.dst, a2a.channel, a2a.collective, c.gpu_host, planes)
+    assert p is not None
+    for gpu in ranks:
+        mine = (a2a.kind == FLOW) & (a2a.gpu == gpu) & (p >= 0)
+        assert len(set(p[mine].tolist())) == min(planes, 2)  # two remote peers, one channel each
+
+
+def test_one_plane_plans_are_unchanged_by_the_plane_rules():
+    from heterosim.plan.collectives.decompose import decompose_collective
+
+    plan = decompose_collective("alltoall", 8 << 20, list(range(16)), cluster(planes=1, nics=8))
+    assert np.all(plan.channel[plan.kind == FLOW] == 0)
+
+
+@pytest.mark.parametrize("fidelity", ["flow", "packet"])
+def test_a_send_between_hosts_uses_both_planes(native_lib, fidelity):
+    from heterosim.config.experiment import default_network
+    from heterosim.engine.executor import engine_config, execute_plan
+    from heterosim.plan.collectives.decompose import decompose_collective
+
+    times = []
+    for c in (cluster(planes=1, nics=8, speed="800Gbps"), cluster(planes=2, nics=16, speed="400Gbps")):
+        coll = decompose_collective("sendrecv", 64 << 20, [0, 8], c)
+        result = execute_plan(
+            coll.to_execution_plan(16), build_topology(c), default_network(), engine_config(fidelity=fidelity)
+        )
+        times.append(result.makespan_ns)
+    # 64 MiB over 800 Gb/s (100 GB/s) in either case: two 400G ports carry half each
+    assert times[0] > 64 * 2**20 / 100.0
+    assert abs(times[1] - times[0]) < 0.05 * times[0]

@@ -57,6 +57,7 @@ class CommView:
     nics_per_host: int  # fewest distinct NICs used by the communicator on one host
     intra_wire_ns: int  # wire latency of an intra-host hop (NVSwitch traversal or PCIe switches)
     net_wire_ns: int  # wire latency of a rail hop: 2 access links + PCIe to and from the NICs
+    planes: int = 1  # fabric planes: every GPU has a NIC port on each
 
     @property
     def n(self) -> int:
@@ -121,4 +122,5 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
             fabric.nvlink_delay_ns if all(t.fabric == "nvswitch" for t in types) else 3 * fabric.pcie_delay_ns
         ),
         net_wire_ns=int(2 * fabric.link_delay_ns + 4 * fabric.pcie_delay_ns),
+        planes=int(planes),
     )

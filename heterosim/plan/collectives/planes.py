@@ -13,10 +13,13 @@ NCCL's rings cross hosts between GPUs of the same local index, so both ends agre
 The rule here: the flows of one collective instance that leave a host from GPU ``g`` are
 grouped by channel; the ``k``-th of those channels (in channel order) is on plane ``k % P``.
 APPROXIMATION: NCCL's per-GPU start offset (``mirrorBits(dev, ...)``) is left out (every GPU
-starts at plane 0); the receiver's port is taken on the sender's plane. Point-to-point transfers
-(send/recv, all-to-all, gather, scatter) carry channel 0 in the plan, so they use one plane;
-NCCL spreads a peer's data over NCCL_NCHANNELS_PER_NET_PEER (2) channels, hence over two ports
-- not modelled. Flows without a channel (-1) get -1: the engine hashes them to a plane.
+starts at plane 0); the receiver's port is taken on the sender's plane. Point-to-point
+collectives (send/recv, all-to-all, gather, scatter) tag their flows with NCCL's two channels
+per peer on a multi-plane fabric (:mod:`heterosim.plan.collectives.p2p`), so they use two
+planes, as NCCL does; with 4 planes a single peer's data then uses 2 of a GPU's 4 ports, as
+in NCCL. Sends and receives of the traces (pipeline parallelism) are one flow each, outside
+any collective (channel -1): the engine hashes each to one plane, where NCCL would split it
+over two channels - a pipeline send gets one port's bandwidth (APPROXIMATION).
 """
 
 from __future__ import annotations
