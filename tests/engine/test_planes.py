@@ -349,3 +349,28 @@ def test_a_send_between_hosts_uses_both_planes(native_lib, fidelity):
     # 64 MiB over 800 Gb/s (100 GB/s) in either case: two 400G ports carry half each
     assert times[0] > 64 * 2**20 / 100.0
     assert abs(times[1] - times[0]) < 0.05 * times[0]
+
+
+def _link(topo, a, b):
+    names = {name: i for i, name in enumerate(topo.node_name)}
+    x, y = names[a], names[b]
+    return int(
+        np.flatnonzero(((topo.link_a == x) & (topo.link_b == y)) | ((topo.link_a == y) & (topo.link_b == x)))[
+            0
+        ]
+    )
+
+
+def test_a_lasting_outage_on_one_plane_partitions_only_what_it_cuts_off():
+    from heterosim.engine.faults import _cut_off_hosts
+
+    topo = build_topology(cluster(hosts=4, planes=2, per_leaf=2))  # 2 uplinks per rail switch
+    # the planes are separate components from the start: that is no partition
+    assert _cut_off_hosts(topo, set()) == []
+    # one uplink of plane 1: other spines remain
+    assert _cut_off_hosts(topo, {_link(topo, "p1.rail0.g0", "p1.spine0")}) == []
+    # host 1's port 3 (plane 1): that port is cut off from its plane
+    assert _cut_off_hosts(topo, {_link(topo, "h1.nic3", "p1.rail1.g0")}) == [1]
+    rail_only = build_topology(cluster(hosts=4, kind="rail-only", nics=8, per_leaf=2))
+    assert _cut_off_hosts(rail_only, set()) == []
+    assert _cut_off_hosts(rail_only, {_link(rail_only, "h2.nic5", "rail5.g1")}) == [2]

@@ -2,8 +2,8 @@
 
 On a fabric of P planes every GPU has one NIC port per plane (``ClusterConfig.gpu_plane_nics``),
 all equally close to it, and NCCL sees each port as a NIC. NCCL picks a GPU's NIC per channel in
-``ncclTopoGetLocalNet`` (src/graph/topo.cc, NCCL 2.19 to 2.27): of the ``localNetCount`` NICs
-closest to the GPU, channel ``c`` uses
+``ncclTopoGetLocalNet`` (src/graph/topo.cc, NCCL 2.19 and later; docs/network_models.md
+§4.8): of the ``localNetCount`` NICs closest to the GPU, channel ``c`` uses
 ``localNets[(mirrorBits(dev, localNetCount) + c % DIVUP(localNetCount, localGpuCount)) % localNetCount]``;
 with one group of P ports per GPU ``DIVUP(...)`` is P, so the channels by which a GPU leaves
 its host walk round-robin over its P ports, one plane each. A connection leaves by the

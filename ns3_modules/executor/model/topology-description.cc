@@ -447,7 +447,14 @@ TopologyDescription::GetFlowNics(
     uint32_t nicA = GetGpuNicNode(srcGpu, p);
     uint32_t nicB = GetGpuNicNode(dstGpu, p);
     uint32_t proxy = srcGpu;
-    if (GetNextHops(nicA, nicB).empty())
+    // routes as built, before any fault: PXN serves fabrics without a route between the ports
+    // (rail-only), not links that are down (the flow waits for those, as on any fabric)
+    const auto& built = m_baseRoutes.empty() ? m_routes : m_baseRoutes;
+    auto hasRoute = [&built](uint32_t node, uint32_t dst) {
+        auto it = built.find((static_cast<uint64_t>(node) << 32) | dst);
+        return it != built.end() && !it->second.empty();
+    };
+    if (!hasRoute(nicA, nicB))
     {
         // no fabric route between the ports (rail-only): leave by the port of the first GPU of
         // the source host that reaches the destination port (NCCL's PXN)
@@ -455,7 +462,7 @@ TopologyDescription::GetFlowNics(
         for (uint32_t g : m_hostGpus.at(host))
         {
             uint32_t nic = GetGpuNicNode(g, p);
-            if (!GetNextHops(nic, nicB).empty())
+            if (hasRoute(nic, nicB))
             {
                 nicA = nic;
                 proxy = g;
