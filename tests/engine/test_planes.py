@@ -374,3 +374,25 @@ def test_a_lasting_outage_on_one_plane_partitions_only_what_it_cuts_off():
     rail_only = build_topology(cluster(hosts=4, kind="rail-only", nics=8, per_leaf=2))
     assert _cut_off_hosts(rail_only, set()) == []
     assert _cut_off_hosts(rail_only, {_link(rail_only, "h2.nic5", "rail5.g1")}) == [2]
+
+
+@pytest.mark.parametrize(
+    "fabric, key",
+    [({"planes": 3}, "fabric.planes: 3 planes do not divide"), ({"kind": "rail-less"}, "fabric.kind:")],
+)
+def test_the_cli_refuses_a_bad_fabric_with_exit_2_and_one_line(tmp_path, capsys, fabric, key):
+    import yaml
+
+    from heterosim.cli import main
+
+    path = tmp_path / "bad.yaml"
+    data = {
+        "host_types": {"t": {"gpu": "B200", "gpus": 8, "nics": 8, "nic_speed": "400Gbps"}},
+        "hosts": [{"type": "t", "count": 2}],
+        "fabric": fabric,
+    }
+    path.write_text(yaml.safe_dump(data))
+    code = main(["collective", "--cluster", str(path), "--op", "allreduce", "--size", "1MiB"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert len(err.splitlines()) == 1 and f"{path}: {key}" in err and "Traceback" not in err
