@@ -123,6 +123,8 @@ def execute_plan(
     is 0 (its queue empties).
     ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
     model's stall timeout then also covers the outages and twice the retransmission timeout.
+    On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
+    port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
     model = network_model(simulation.fidelity)
     queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
