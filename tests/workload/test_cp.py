@@ -13,6 +13,7 @@ import yaml
 
 from heterosim.cli import main
 from heterosim.config.experiment import load_experiment
+from heterosim.errors import UserError
 from heterosim.simulate.experiment import run_experiment
 from heterosim.workload.chakra import read_trace, traces_equal, write_trace
 from heterosim.workload.cp import CP_TAG_BASE
@@ -326,3 +327,15 @@ def test_bad_cp_is_a_one_line_error(parallel, training, fragments, tmp_path: Pat
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     for fragment in ("exp.yaml", *fragments):
         assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_the_partitioner_counts_activations_per_cp_rank():
+    """A 3M-token sequence: without CP stage 0 needs more than an H100's 80 GB under any split;
+    with cp = 2 each rank holds half the tokens and the heterogeneity-aware partitioner finds a
+    split that fits (the H100 stage takes three of the four layers)."""
+    long = ["model.arch=llama", "model.seq=3145728", "training.seq_len=3145728"]
+    with pytest.raises(UserError, match="needs .* of memory"):
+        generate_workload(load_experiment(TINY, [*long, "parallel.dp=2"]))
+    w = generate_workload(_experiment(*long, "parallel.cp=2"))
+    assert [len(r) for r in w.partition.chunk_layers] == [3, 1]
+    assert all(w.memory_bytes(rank) <= 80e9 for rank in (0, 8))
