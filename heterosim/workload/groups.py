@@ -280,9 +280,12 @@ class ParallelGroups:
         self.groups = [CommGroup(0, "all", tuple(range(layout.world_size)))]
         self._by_rank = {}
         self._shards = {}
+        grid = isinstance(layout, RankLayout)
         for role in ROLES:
             seen: set[tuple[int, ...]] = set()
             for rank in range(layout.world_size):
+                if grid and (rank, role) in self._by_rank:
+                    continue  # on a grid a rank has one group per role: found with a lower member
                 for members, pieces, total in self._member_sets(role, rank):
                     if len(members) < 2:
                         continue

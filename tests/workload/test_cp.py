@@ -287,6 +287,9 @@ def test_chakra_trace_carries_the_ring(tmp_path: Path):
     assert traces_equal(trace, back)
     ring = [i for i, label in enumerate(_labels(back)) if label.startswith("cp_ring")]
     assert ring and all(int(back.peer[i]) == 4 for i in ring)
+    groups = w.groups.as_json()  # comm_group.json names the CP groups beside the others
+    cp_group = w.groups.group_id(0, "cp")
+    assert groups[str(cp_group)] == [0, 4]
 
 
 # -- bad input ---------------------------------------------------------------------------------------
