@@ -42,6 +42,11 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
   the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
   before the step's compute.
+- ``parallel.cp`` (context parallelism, heterosim/workload/cp.py): every op sees the rank's
+  ``seq_len/cp`` tokens (pipeline activations too, sent to the same CP index of the next stage);
+  core attention runs as ``cp`` steps with the K/V ring's sends and recvs beside them (peers: the
+  CP group's neighbours; tags ``CP_TAG_BASE`` + the exchange's index in its schedule step), or
+  behind K/V all-gathers of the "cp" group; gradients are reduced over dp x cp ranks.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -76,6 +81,7 @@ from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
 from heterosim.config.limits import check_experiment_budget
 from heterosim.workload.builder import PREVIOUS_TAIL, FrozenUnit, TemplateTable, TraceAssembler, UnitProgram
+from heterosim.workload.cp import RingPlacer, is_ring_op
 from heterosim.workload.framework import collective_call_op, load_micro_batch_ops, pipeline_payload
 from heterosim.workload.groups import ParallelGroups, RankLayout, StagedLayout, boundary_transfers
 from heterosim.workload.ops import (
@@ -163,6 +169,7 @@ class RankProgram:
         self.stage = lay.pp_index(rank)
         self.replica = lay.dp_index(rank)
         self.tp_index = lay.tp_index(rank)
+        self.cp_index = lay.cp_index(rank)
         self.mixed_dp = lay.stage_is_mixed(self.stage)
         self.V = self.par.pp * self.par.vpp
         self.templates = TemplateTable()
@@ -307,6 +314,7 @@ class RankProgram:
             for j in range(min(prefetch, len(blocks))):
                 issue_gather(j, [PREVIOUS_TAIL])
         buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
+        ring = RingPlacer(*self.w.groups.cp_ring(self.rank))
         deferred = self.par.grad_sync == "after_backward"  # ZeRO < 2 (checked by the config)
         beside: list[list[int]] = []  # [node, chain ops still to run beside it]
         for j, block in enumerate(blocks):
@@ -323,6 +331,9 @@ class RankProgram:
                 tmpl = self._template(op)
                 if tmpl is None:
                     continue
+                if is_ring_op(op):  # the context-parallel K/V ring beside the attention steps
+                    ring.place(unit, tmpl, op, block.layer_attr)
+                    continue
                 if self._call_marker is not None and op.comm_group == "tp":
                     unit.chain(self._call_marker, block.layer_attr)
                 if op.overlap_next > 0:  # runs beside the next ops of the chain (tp_overlap.py)
@@ -330,6 +341,7 @@ class RankProgram:
                     beside.append([side, op.overlap_next])
                     continue
                 extra = [gathers[j]] if first and j in gathers else []
+                extra += ring.before_chain()
                 extra += [side for side, left in beside if left == 0]
                 beside = [entry for entry in beside if entry[1] > 0]
                 unit.chain(tmpl, block.layer_attr, extra)
@@ -389,7 +401,7 @@ class RankProgram:
 
     def _p2p_bytes(self) -> int:
         t = self.training
-        tokens = t.micro_batch * t.seq_len
+        tokens = t.micro_batch * (t.seq_len // self.par.cp)  # each CP rank sends its own tokens
         if self.par.sequence_parallel or self._scatter_gather:
             tokens = -(-tokens // self.par.tp)
         return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
@@ -405,7 +417,7 @@ class RankProgram:
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
-        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp))
+        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp, self.cp_index))
 
     def _transfers(self, other: int, receive: bool) -> list[tuple[int, int]]:
         """(peer rank, bytes) of this rank's sends (``receive`` False) or recvs at the boundary
@@ -1163,7 +1175,7 @@ def generate_workload(
             tuple(tuple(r.gpu for r in s.replicas) for s in par.plan.stages),
         )
     else:
-        layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
+        layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order, par.cp)
     groups = ParallelGroups(layout, tied_embeddings=experiment.model.tied_embeddings)
     partition = plan_partition(experiment, layout, cost_fn, memory_fn)
     return Workload(experiment, layout, groups, partition, memory_fn)

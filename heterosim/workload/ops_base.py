@@ -84,7 +84,7 @@ class Dims:
     """Per-rank sizes of one micro-batch, derived once from the configs."""
 
     b: int  # micro-batch (sequences)
-    s: int  # sequence length
+    s: int  # sequence length on this rank: seq_len / cp (its 2 of the 2*cp chunks)
     h: int  # hidden
     tp: int
     sp: bool  # sequence parallelism (only meaningful with tp > 1)
@@ -100,6 +100,8 @@ class Dims:
     gemm_in_bytes: int
     act_bytes: int
     attention: str = "flash"  # TrainingConfig.attention: "flash" or "unfused"
+    cp: int = 1  # context-parallel degree (heterosim.workload.cp)
+    cp_comm: str = "p2p"  # ParallelConfig.cp_comm
 
     @property
     def te_fp8(self) -> bool:
@@ -128,11 +130,14 @@ def kv_heads_per_rank(model: ModelConfig, tp: int) -> int:
 def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> Dims:
     tp = parallel.tp
     sp = parallel.sequence_parallel and tp > 1
-    tokens = training.micro_batch * training.seq_len
+    # context parallelism: every op of a rank sees its seq_len/cp tokens (Megatron-core's
+    # get_batch_on_this_cp_rank); attention adds the K/V exchange (heterosim.workload.cp)
+    seq = training.seq_len // parallel.cp
+    tokens = training.micro_batch * seq
     act = activation_dtype(training.dtype)
     return Dims(
         b=training.micro_batch,
-        s=training.seq_len,
+        s=seq,
         h=model.hidden,
         tp=tp,
         sp=sp,
@@ -148,6 +153,8 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         gemm_in_bytes=DTYPE_BYTES[training.dtype],
         act_bytes=DTYPE_BYTES[act],
         attention=training.attention,
+        cp=parallel.cp,
+        cp_comm=parallel.cp_comm,
     )
 
 

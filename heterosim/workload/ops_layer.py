@@ -57,6 +57,7 @@ from dataclasses import replace
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.cp import context_parallel_attention
 from heterosim.workload.ops_base import (
     ATTN_SOFTMAX_BWD_FLOPS,
     ATTN_SOFTMAX_FLOPS,
@@ -163,10 +164,13 @@ def unfused_attention_ops(phase: str, d: Dims, model: ModelConfig) -> list[OpSpe
 
 
 def core_attention(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
-    """Core attention as configured: one flash-attention op, or the unfused kernels."""
+    """Core attention as configured: one flash-attention op, or the unfused kernels; with
+    context parallelism the CP steps and their K/V exchange (heterosim.workload.cp)."""
     if d.attention == "unfused":
         return unfused_attention_ops(phase, d, model)
     op = attention_core("bwd" if phase == "bwd" else "fwd", d)
+    if d.cp > 1:
+        return context_parallel_attention(phase, d, op)
     return [op if op.phase == phase else _with_phase(op, phase)]
 
 
