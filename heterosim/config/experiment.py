@@ -17,6 +17,7 @@ from heterosim.config.choices import (
     CC_ALGORITHMS,
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
+    CP_COMMS,
     DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
@@ -31,6 +32,7 @@ from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
+from heterosim.config.moe_routing import check_routing_tokens
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -175,6 +177,10 @@ class ParallelConfig:
     # Transformer Engine userbuffers (Megatron-core / NeMo tp_comm_overlap): the sequence-parallel
     # all-gathers and reduce-scatters run under the GEMMs (heterosim.workload.tp_overlap)
     tp_comm_overlap: bool = False
+    # context parallelism (heterosim/workload/cp.py): each sequence is cut into 2*cp chunks and
+    # every rank of a CP group holds two of them; K/V travel by ring p2p or all-gather
+    cp: int = 1
+    cp_comm: str = "p2p"
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
@@ -399,7 +405,7 @@ def _attention_kernels() -> tuple[str, ...]:
     return ("auto", *sorted(attention_impls()))
 
 
-_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "rank_order")
+_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "cp", "cp_comm", "rank_order")
 
 
 def _stages(section: Section) -> StagedPlan:
@@ -495,6 +501,8 @@ def _parallel(section: Section) -> ParallelConfig:
         p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
         tp_comm_overlap=section.boolean("tp_comm_overlap", False),
+        cp=section.integer("cp", 1, minimum=1, maximum=MAX_PARALLEL),
+        cp_comm=section.string("cp_comm", "p2p", choices=CP_COMMS),
     )
     section.reject_unknown()
     return parallel
@@ -790,17 +798,47 @@ def _check_framework(top: Section, exp: ExperimentConfig) -> None:
         )
 
 
+def _check_cp(top: Section, exp: ExperimentConfig) -> None:
+    """Context parallelism: the load-balanced causal split cuts each sequence into 2*cp equal
+    chunks (Megatron-core ``get_batch_on_this_cp_rank``), so 2*cp must divide seq_len; Megatron
+    runs it through Transformer Engine's fused attention only (no unfused core attention)."""
+    par, train = exp.parallel, exp.training
+    if par.cp == 1:
+        return
+    if train.seq_len % (2 * par.cp):
+        raise top.error(
+            "parallel.cp",
+            f"cp {par.cp} needs seq_len divisible by 2*cp = {2 * par.cp} "
+            f"(each sequence is cut into 2*cp chunks), got seq_len {train.seq_len}",
+        )
+    if par.ep > 1:
+        raise top.error("parallel.cp", "context parallelism with expert parallelism (ep > 1) is not modelled")
+    if train.attention != "flash":
+        raise top.error("parallel.cp", "context parallelism needs training.attention: flash")
+    if par.zero >= 3 and par.zero3_impl == "deepspeed-0.3":
+        raise top.error("parallel.cp", "context parallelism is not modelled with zero3_impl: deepspeed-0.3")
+    if exp.framework.name != "megatron":
+        raise top.error("parallel.cp", "context parallelism is modelled for framework: megatron only")
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
     if par.plan is not None:
         return
-    product = par.tp * par.pp * par.dp
+    product = par.tp * par.cp * par.pp * par.dp
     if product != cluster.world_size:
+        if par.cp > 1:
+            raise top.error(
+                "parallel.cp",
+                f"tp*cp*pp*dp = {par.tp}*{par.cp}*{par.pp}*{par.dp} = {product} but the cluster "
+                f"{cluster.name!r} has {cluster.world_size} GPUs",
+            )
         raise top.error(
             "parallel",
             f"tp*pp*dp = {par.tp}*{par.pp}*{par.dp} = {product} but the cluster "
             f"{cluster.name!r} has {cluster.world_size} GPUs",
         )
+    _check_cp(top, exp)
     if model.heads % par.tp:
         raise top.error("parallel.tp", f"model heads {model.heads} not divisible by tp {par.tp}")
     if model.kv_heads % par.tp and par.tp % model.kv_heads:
@@ -859,6 +897,15 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error("training.seq_len", f"seq_len {train.seq_len} not divisible by tp")
 
 
+def _check_moe_routing(exp: ExperimentConfig) -> None:
+    """A routing histogram counts one micro-batch of one EP group (heterosim.config.moe_routing)."""
+    routing, moe = exp.model.moe_routing, exp.model.moe
+    if routing is None or moe is None:
+        return
+    tokens = exp.training.micro_batch * exp.training.seq_len
+    check_routing_tokens(routing, exp.source, "model.moe_routing", tokens, exp.parallel.ep, moe.top_k)
+
+
 def parse_experiment(
     data: dict[str, Any],
     source: str,
@@ -874,7 +921,7 @@ def parse_experiment(
             "sweep; for this command give one job's experiment file",
         )
     name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
-    model = resolve_model(top.raw("model"), source)
+    model = resolve_model(top.raw("model"), source, base_dir=base_dir)
     training = _training(top.section("training", required=True), model)
     parallel = _parallel(top.section("parallel", required=True))
     if cluster_override is not None:
@@ -911,6 +958,7 @@ def parse_experiment(
         warnings=(*network_warnings(network, cluster), *fault_warnings(faults)),
     )
     _check_consistency(top, experiment)
+    _check_moe_routing(experiment)
     _check_framework(top, experiment)
     samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
     if samples:

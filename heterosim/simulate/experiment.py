@@ -151,7 +151,7 @@ def prepare_run(
     groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
     granularity = experiment.simulation.collective_granularity
 
-    def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
+    def decompose(comm_type: int, size_bytes: int, gpus: list[int], pair_bytes=None):
         return decompose_collective(
             comm_type,
             size_bytes,
@@ -162,6 +162,7 @@ def prepare_run(
             channels=network.channels,
             strict=False,
             granularity=granularity,
+            pair_bytes=pair_bytes,
         )
 
     tables = build_plan(
