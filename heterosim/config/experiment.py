@@ -14,6 +14,7 @@ from typing import Any
 
 from heterosim.catalog.models import ModelConfig, resolve_model
 from heterosim.config.choices import (
+    ATTENTION_KERNELS,
     CC_ALGORITHMS,
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
@@ -400,9 +401,7 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
 
 def _attention_kernels() -> tuple[str, ...]:
     """``auto`` and every attention implementation the shipped kernel tables name."""
-    from heterosim.plan.compute.efficiency import attention_impls
-
-    return ("auto", *sorted(attention_impls()))
+    return ("auto", *ATTENTION_KERNELS)
 
 
 _NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "cp", "cp_comm", "rank_order")

@@ -35,7 +35,7 @@ from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import build_plan
 from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_plan, place_ranks
-from heterosim.simulate.artifacts import PreparedRun, RunArtifacts
+from heterosim.results import PreparedRun, RunArtifacts
 from heterosim.workload.generator import Workload, generate_workload
 
 ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
