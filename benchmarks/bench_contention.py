@@ -1,7 +1,7 @@
 """Compute beside communication kernels: the contention model against H100 microbenchmarks.
 
 Data (all measured on H100 80GB HBM3 SXM, see validation/h100_2026-11-27/ and
-../shared/validation/h100_profile/):
+validation/h100_2026-11-26/):
 
 - calibration: the shipped ``overlap.json`` (4 GEMMs, 40 back-to-back calls beside 8, 16 and 32
   copy blocks);
@@ -31,7 +31,7 @@ from heterosim.plan.compute.efficiency import default_params
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "validation" / "h100_2026-11-27"
-SHARED = ROOT.parent / "shared" / "validation" / "h100_profile" / "overlap.json"
+SHARED = ROOT / "validation" / "h100_2026-11-26" / "overlap.json"
 GPU = "H100-SXM"
 
 

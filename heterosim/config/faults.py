@@ -1,4 +1,5 @@
-"""``faults:``: events at simulated times (DESIGN.md "Jobs and faults").
+"""``faults:``: events at simulated times (README.md, "Faults: a failing link, a degraded link,
+a straggler GPU"; docs/config.md).
 
 Each entry is one fault::
 

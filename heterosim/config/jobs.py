@@ -1,4 +1,5 @@
-"""Experiments with several training jobs on one cluster (DESIGN.md "Jobs and faults").
+"""Experiments with several training jobs on one cluster (README.md, "Several jobs on one
+fabric"; docs/config.md).
 
 ::
 

@@ -78,9 +78,9 @@ def test_shipped_example_places_as_written() -> None:
     assert all(len(set(row)) == 1 for row in hosts.tolist())
 
 
-def test_design_handbook_example_loads_and_places(tmp_path) -> None:
-    """DESIGN.md's `gpus:` and `parallel.stages` example as written (its RTX-3090 entry shadows
-    the catalogue's, which has a 2-way NVLink bridge: a note says so)."""
+def test_cluster_defined_gpu_with_explicit_stages_loads_and_places(tmp_path) -> None:
+    """A cluster-defined GPU (`gpus:`) with an explicit `parallel.stages` plan (its RTX-3090
+    entry shadows the catalogue's, which has a 2-way NVLink bridge: a note says so)."""
     import yaml
 
     cluster = {

@@ -25,15 +25,18 @@ The model, per compute op on a GPU whose communication kernels hold ``c`` blocks
 with ``waves`` the GEMM's tiles over the SM count (the roofline's tile choice,
 :func:`heterosim.plan.compute.efficiency.gemm_tile_count`), ``share`` = 1 / SMs for compute
 kernels and ``COUPLING * BLOCK_GBPS / HBM bandwidth`` for memory-bound ones. Fused attention
-(cuDNN on Hopper) showed no wave tail beside 4-32 copy blocks (1.04-1.25x, its SM share). ``A`` and ``P``
-were fitted to the shipped microbenchmark ``overlap.json`` (4 GEMMs x 8/16/32 blocks: mean
-absolute error 4.6 points, worst 12); held out, whole layers forward + backward beside 8-32 copy
-blocks are reproduced with a mean absolute error of 4.5 points (mean -0.2), attention and
-LayerNorm with 3.0; isolated loops of one GEMM beside 16 blocks read 17 points slower on average
-than the model (and than the same GEMMs inside layers) (``benchmarks/bench_contention.py``).
+(cuDNN on Hopper) showed no wave tail beside 4-32 copy blocks (1.04-1.25x, its SM share). ``A``
+and ``P`` were fitted to the shipped microbenchmark ``validation/h100_2026-11-26/overlap.json`` (4
+GEMMs x 8/16/32 blocks: mean absolute error 4.6 points, worst 12); held out, whole layers forward
++ backward beside 8-32 copy blocks are reproduced with a mean absolute error of 4.5 points (mean
+-0.2), attention and LayerNorm with 3.0; isolated loops of one GEMM beside 16 blocks read 17
+points slower on average than the model (and than the same GEMMs inside layers)
+(``benchmarks/bench_contention.py``).
 Approximate: the wave term ignores which SMs the blocks take (clusters of 2 CTAs need pairs)
 and the GPU clock rising when fewer SMs run; the communication kernel is not slowed in turn
-(measured: a copy kernel runs 2.2-2.7x slower beside back-to-back GEMMs, not modelled).
+(measured, ``validation/h100_2026-11-27b/comm_beside_compute.json``: launched while persistent
+GEMMs or attention hold every SM, a copy kernel's blocks start as the compute's CTAs retire and
+it takes 1.15-1.93x its time alone; resident before the compute arrives, 0.94-1.13x).
 """
 
 from __future__ import annotations

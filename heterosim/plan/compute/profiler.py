@@ -9,7 +9,7 @@ Two timing methods; the database records which (``runs.method``):
   stored. On a GPU the window replays a CUDA graph of up to 128 calls, so short ops are timed at
   the GPU's rate, not the host's launch rate. Inputs rotate over enough copies that together
   they exceed twice the L2 cache (:func:`input_copies`), so each call reads its operands from
-  DRAM as in training. Measured on an H100 (``shared/validation/h100_profile/bench.json``):
+  DRAM as in training. Measured on an H100 (``validation/h100_2026-11-26/bench.json``):
   large bf16 GEMMs run 10-17 % slower this way than one at a time with idle gaps.
 - ``burst``: each op is run ``warmup`` times, then timed ``repeats`` times one call at a time
   with CUDA events around the op alone; ``l2_flush`` overwrites a buffer larger than the L2
