@@ -24,6 +24,7 @@ EXPECTED = {
     "heterosim-topology-planes",
     "heterosim-rdma-frame-pool",
     "heterosim-qbb-pfc",
+    "heterosim-qbb-trace-helper",
     "heterosim-socket-transport",
 }
 
