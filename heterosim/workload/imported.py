@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from heterosim.catalog.models import ModelConfig
+from heterosim.catalog.models import ARCHES, ModelConfig
 from heterosim.config.cluster import ClusterConfig, load_cluster
 from heterosim.config.experiment import (
     ExperimentConfig,
@@ -287,10 +287,22 @@ def _check_trace_budget(directory: Path, traces: list[RankTrace], groups: TraceG
     check_budget(str(directory), "traces", "their nodes and the flows of their collectives", tasks)
 
 
-def _placeholder_model(name: str) -> ModelConfig:
+def _placeholder_model(name: str, arch: str = "gpt") -> ModelConfig:
     return ModelConfig(
-        name=name, arch="gpt", hidden=0, layers=0, heads=0, kv_heads=0, ffn=0, vocab=0, max_seq=0
+        name=name, arch=arch, hidden=0, layers=0, heads=0, kv_heads=0, ffn=0, vocab=0, max_seq=0
     )
+
+
+def _traced_arch(directory: Path) -> str:
+    """The model architecture ``heterosim workload`` recorded beside its traces (workload.json),
+    ``gpt`` for traces from elsewhere: it picks the host dispatch rate (framework.host_dispatch)."""
+    import json
+
+    try:
+        arch = json.loads((directory / "workload.json").read_text()).get("model_arch", "gpt")
+    except (OSError, ValueError, AttributeError):
+        return "gpt"
+    return arch if arch in ARCHES else "gpt"
 
 
 def trace_experiment(
@@ -327,7 +339,7 @@ def trace_experiment(
     resolved = {"traces": str(directory), "cluster": str(cluster_path), **data}
     return ExperimentConfig(
         name=name,
-        model=_placeholder_model(f"traces:{name}"),
+        model=_placeholder_model(f"traces:{name}", _traced_arch(directory)),
         training=TrainingConfig(global_batch=0, micro_batch=1, seq_len=0, dtype="bf16", recompute="none"),
         parallel=ParallelConfig(
             tp=1,

@@ -90,6 +90,7 @@ def workload_summary(
     return {
         "world_size": workload.world_size,
         "model": exp.model.name,
+        "model_arch": exp.model.arch,  # read back by a trace run (its host dispatch rate)
         "params": int(exp.model.param_count()),
         "total_flops": int(sum(e["flops"] for e in entries)),
         "experiment": exp.name,
