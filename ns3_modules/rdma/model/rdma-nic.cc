@@ -202,7 +202,7 @@ RdmaNic::PullFrame(uint32_t port)
             idx -= n;
         }
         RdmaQueuePair* qp = list[idx];
-        if (!qp->active || (qp->sndNxt >= qp->posted && !HasData(qp)) ||
+        if (!qp->active || (qp->sndNxt >= qp->posted && (m_transport == ROCE || !HasData(qp))) ||
             dev->IsPaused(qp->priority))
         {
             continue;

@@ -81,14 +81,6 @@ class RdmaQueuePair
     int64_t startNs{-1};           //!< first packet eligible
     int64_t senderDoneNs{-1};      //!< all bytes acknowledged
 
-    // sender, selective retransmission (RdmaNic Transport=irn)
-    std::map<uint64_t, uint64_t> sacked; //!< selectively acknowledged [start, end) above sndUna
-    uint64_t sackHigh{0};                //!< highest selectively acknowledged byte + 1
-    bool recovery{false};                //!< retransmitting the holes below recoverEnd
-    bool rtoRecovery{false};             //!< recovery entered by a timeout: every hole is lost
-    uint64_t recoverEnd{0};              //!< sndNxt when recovery began
-    uint64_t rtxNext{0};                 //!< next byte the recovery may retransmit
-
     // receiver
     uint64_t rcvNxt{0};        //!< next byte expected
     uint32_t pktsSinceAck{0};  //!< in-order packets not yet acknowledged
@@ -110,6 +102,14 @@ class RdmaQueuePair
     std::map<uint64_t, uint64_t> oooRecv; //!< [start, end) received above rcvNxt (irn)
     uint64_t oooPackets{0};               //!< data packets that arrived ahead of rcvNxt
     uint32_t maxReorderDepth{0};          //!< largest lead of such a packet, MTU packets
+
+    // sender, selective retransmission (RdmaNic Transport=irn)
+    std::map<uint64_t, uint64_t> sacked; //!< selectively acknowledged [start, end) above sndUna
+    uint64_t sackHigh{0};                //!< highest selectively acknowledged byte + 1
+    bool recovery{false};                //!< retransmitting the holes below recoverEnd
+    bool rtoRecovery{false};             //!< recovery entered by a timeout: every hole is lost
+    uint64_t recoverEnd{0};              //!< sndNxt when recovery began
+    uint64_t rtxNext{0};                 //!< next byte the recovery may retransmit
 };
 
 } // namespace ns3
