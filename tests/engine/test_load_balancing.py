@@ -1,0 +1,50 @@
+"""Load balancing and IRN through the Python engine: the shipped permutation scenarios
+(workloads/netbench/lb_*_permutation.yaml) at packet fidelity, smaller flows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heterosim.config.scenario import load_scenario
+from heterosim.simulate.flowset import simulate_flow_set
+
+pytestmark = pytest.mark.ns3
+
+NETBENCH = Path(__file__).resolve().parents[2] / "workloads" / "netbench"
+SIZE = "1MiB"
+# line-rate FCT of 1 MiB in 1 KiB frames (+82 B each) at 100 Gb/s, ns
+IDEAL_NS = (1 << 20) * (1024 + 82) / 1024 * 8 / 100e9 * 1e9
+
+
+def _flows(name: str, *overrides: str) -> dict[str, np.ndarray]:
+    sets = [f"flows.{i}.size={SIZE}" for i in range(8)]
+    scenario = load_scenario(NETBENCH / name, [*sets, "simulation.sample_interval=0us", *overrides])
+    return simulate_flow_set(scenario).raw["flows"]
+
+
+def test_adaptive_routing_runs_every_flow_near_line_rate_where_ecmp_collides(native_lib):
+    ecmp = _flows("lb_ecmp_permutation.yaml")
+    adaptive = _flows("lb_adaptive_permutation.yaml")
+    for flows in (ecmp, adaptive):
+        assert (flows["end_ns"] >= 0).all() and (flows["bytes_delivered"] == 1 << 20).all()
+    assert ecmp["fct_ns"].max() > 1.8 * IDEAL_NS  # seed 1: two flows hash onto one uplink
+    assert adaptive["fct_ns"].max() < 1.25 * IDEAL_NS
+    assert ecmp["out_of_order"].sum() == 0
+
+
+def test_spraying_reorders_and_irn_delivers_everything_in_order(native_lib):
+    flows = _flows("lb_spray_permutation.yaml", "network.attributes.RdmaNic::SackReorderThreshold=512")
+    assert (flows["bytes_delivered"] == 1 << 20).all()
+    assert (flows["out_of_order"] > 0).all() and flows["max_reorder_depth"].max() > 1
+    again = _flows("lb_spray_permutation.yaml", "network.attributes.RdmaNic::SackReorderThreshold=512")
+    assert np.array_equal(again["end_ns"], flows["end_ns"])  # the spraying draws are seeded
+
+
+def test_spraying_over_go_back_n_resends_far_more_than_over_irn(native_lib):
+    irn = _flows("lb_spray_permutation.yaml")
+    gbn = _flows("lb_spray_permutation.yaml", "network.transport=roce", "network.accept_reordering=true")
+    assert (gbn["bytes_delivered"] == 1 << 20).all()
+    assert gbn["retransmits"].sum() > 5 * irn["retransmits"].sum() > 0
