@@ -3,6 +3,7 @@ joining them (heterosim.config.fabric); bad input is one line naming file and ke
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ import yaml
 from heterosim.cli import main
 from heterosim.config.choices import LOAD_BALANCING, REORDERING_LOAD_BALANCING, TRANSPORTS
 from heterosim.config.experiment import default_network
+from heterosim.config.fabric import check_load_balancing
 from heterosim.config.scenario import load_scenario
+from heterosim.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 TWO_LEAF = str(REPO / "topologies" / "two_leaf_8hosts.yaml")
@@ -104,3 +107,14 @@ def test_experiment_file_refuses_spraying_over_go_back_n(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1, err
     assert "exp.yaml: network.load_balancing: 'spray_rr' reorders packets" in err
     assert "network.accept_reordering: true" in err
+
+
+def test_the_rules_hold_for_networks_built_in_code():
+    """The engine checks again (engine_config() users build NetworkConfig without a file)."""
+    network = dataclasses.replace(default_network(), load_balancing="spray_rr")
+    with pytest.raises(UserError, match=r"^network\.load_balancing: 'spray_rr' reorders packets"):
+        check_load_balancing(network, "packet")
+    check_load_balancing(dataclasses.replace(network, transport="irn"), "packet")
+    with pytest.raises(UserError, match="needs packet fidelity"):
+        check_load_balancing(dataclasses.replace(network, transport="irn"), "flow")
+    check_load_balancing(default_network(), "flow")

@@ -2,8 +2,10 @@
  * HeteroSim: TestSuite for load balancing at switches (LoadBalancer) and the NIC's selective
  * loss recovery (RdmaNic Transport=irn).
  */
+#include "ns3/node.h"
 #include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
+#include "ns3/rdma-switch.h"
 #include "ns3/simulator.h"
 #include "ns3/star-topology-helper.h"
 #include "ns3/test.h"
@@ -301,6 +303,53 @@ class SelectiveRetransmitTestCase : public TestCase
     }
 };
 
+/**
+ * \brief Flowlet switching keeps a flow that sends without pause on one uplink (no reordering);
+ * with a gap shorter than the packet spacing every packet starts a flowlet and the flow spreads.
+ */
+class FlowletTestCase : public TestCase
+{
+  public:
+    FlowletTestCase()
+        : TestCase("flowlets keep a continuous flow on one path; a tiny gap spreads it")
+    {
+    }
+
+  private:
+    /** \return frames on the two uplinks of the sending leaf, and out-of-order packets */
+    std::tuple<uint64_t, uint64_t, uint64_t>
+    Run(const std::string& gap)
+    {
+        Simulator::Destroy();
+        TwoTierTopologyHelper topo(1, 2, 100e9, 400e9, MicroSeconds(1));
+        Ptr<PacketNetwork> net = BuildNetwork(topo.Create(),
+                                              {{"LoadBalancing", "flowlet"},
+                                               {"LoadBalancer::FlowletGap", gap},
+                                               {"RdmaNic::Transport", "irn"}});
+        Outcome out = RunFlows(net, Flows{{0}, {1}, {1000000}});
+        uint64_t a = net->GetPortDevice(2 * topo.GetUplink(0, 0))->GetTxFrames();
+        uint64_t b = net->GetPortDevice(2 * topo.GetUplink(0, 1))->GetTxFrames();
+        Ptr<Node> leaf = net->GetPortDevice(2 * topo.GetUplink(0, 0))->GetNode();
+        Ptr<LoadBalancer> lb = leaf->GetObject<RdmaSwitch>()->GetLoadBalancer();
+        NS_ABORT_MSG_UNLESS(lb && out.finished == 1, "a balanced leaf and a finished flow");
+        net->Dispose();
+        Simulator::Destroy();
+        return {std::min(a, b), a + b, out.outOfOrder[0]};
+    }
+
+    void
+    DoRun() override
+    {
+        auto [idle, frames, ooo] = Run("500us");
+        NS_TEST_ASSERT_MSG_EQ(frames, 1000, "1 MB in 1000-byte packets");
+        NS_TEST_ASSERT_MSG_EQ(idle, 0, "one flowlet: one uplink");
+        NS_TEST_ASSERT_MSG_EQ(ooo, 0, "no reordering");
+        auto [idleTiny, framesTiny, oooTiny] = Run("1ns");
+        NS_TEST_ASSERT_MSG_EQ(framesTiny, 1000, "1 MB in 1000-byte packets");
+        NS_TEST_ASSERT_MSG_GT(idleTiny, 300, "every packet a flowlet: both uplinks carry it");
+    }
+};
+
 /** \brief Load balancing and selective recovery TestSuite. */
 class LoadBalancingTestSuite : public TestSuite
 {
@@ -310,6 +359,7 @@ class LoadBalancingTestSuite : public TestSuite
     {
         AddTestCase(new SprayDeliversInOrderTestCase, Duration::QUICK);
         AddTestCase(new SprayRoundRobinTestCase, Duration::QUICK);
+        AddTestCase(new FlowletTestCase, Duration::QUICK);
         AddTestCase(new AdaptiveAvoidsDegradedLinkTestCase, Duration::QUICK);
         AddTestCase(new SelectiveRetransmitTestCase, Duration::QUICK);
     }

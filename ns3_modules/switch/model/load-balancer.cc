@@ -7,6 +7,7 @@
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace ns3
@@ -124,7 +125,9 @@ LoadBalancer::FlowletPort(const RdmaFrame* frame, const std::vector<uint16_t>& s
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
     auto it = m_flows.find(frame->flow);
-    if (it != m_flows.end() && now - it->second.lastNs < m_flowletGap.GetNanoSeconds())
+    // a flowlet keeps its port while it is still one of the set (routes change after faults)
+    if (it != m_flows.end() && now - it->second.lastNs < m_flowletGap.GetNanoSeconds() &&
+        std::find(set.begin(), set.end(), it->second.port) != set.end())
     {
         it->second.lastNs = now;
         return it->second.port;
