@@ -48,3 +48,14 @@ def test_spraying_over_go_back_n_resends_far_more_than_over_irn(native_lib):
     gbn = _flows("lb_spray_permutation.yaml", "network.transport=roce", "network.accept_reordering=true")
     assert (gbn["bytes_delivered"] == 1 << 20).all()
     assert gbn["retransmits"].sum() > 5 * irn["retransmits"].sum() > 0
+
+
+def test_flowlets_never_reorder_a_paced_flow_unless_the_gap_is_tiny(native_lib):
+    flowlet = _flows("lb_flowlet_permutation.yaml")
+    assert flowlet["out_of_order"].sum() == 0 and (flowlet["bytes_delivered"] == 1 << 20).all()
+    tiny = _flows(
+        "lb_flowlet_permutation.yaml",
+        "network.transport=irn",
+        "network.attributes.LoadBalancer::FlowletGap=1ns",
+    )
+    assert tiny["out_of_order"].sum() > 0 and (tiny["bytes_delivered"] == 1 << 20).all()

@@ -197,23 +197,9 @@ PacketNetwork::PortOf(uint32_t node, uint32_t link) const
     return 0;
 }
 
-bool
-PacketNetwork::Build(Ptr<TopologyDescription> desc)
+void
+PacketNetwork::AttachFastForward(Ptr<TopologyDescription> desc, bool plain)
 {
-    NS_LOG_FUNCTION(this);
-    if (!m_builder.HasCongestionControl(m_ccType) ||
-        (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
-        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
-         m_acceleration != "fast+memo"))
-    {
-        return false;
-    }
-    if (!m_builder.SetLoadBalancing(m_balancing))
-    {
-        return false;
-    }
-    // fast-forward and memoization assume one path per queue pair and go-back-N state
-    bool plain = m_balancing == "ecmp" && m_builder.NicsGoBackN();
     m_ff = nullptr;
     m_memo = nullptr;
     if (m_acceleration == "fast" || m_acceleration == "fast+memo")
@@ -229,6 +215,23 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
                      (cc == "ns3::Dcqcn" || cc == "ns3::NoCongestionControl") &&
                          !desc->HasSocketHosts() && plain);
     }
+}
+
+bool
+PacketNetwork::Build(Ptr<TopologyDescription> desc)
+{
+    NS_LOG_FUNCTION(this);
+    if (!m_builder.HasCongestionControl(m_ccType) ||
+        (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
+        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
+         m_acceleration != "fast+memo") ||
+        !m_builder.SetLoadBalancing(m_balancing))
+    {
+        return false;
+    }
+    // fast-forward and memoization assume one path per queue pair and go-back-N state
+    bool plain = m_balancing == "ecmp" && m_builder.NicsGoBackN();
+    AttachFastForward(desc, plain);
     // The chosen algorithm states what its frames carry (INT records) and what the switches
     // must do for it (stamp INT).
     Ptr<RdmaCongestionControl> ccProbe = m_builder.CreateCongestionControl(m_ccType);

@@ -232,6 +232,9 @@ class PacketNetwork : public FlowNetwork
     void HostFlowDone(uint32_t flowId, Time when);
     /** \return true while flows are unfinished (the sampler goes on) */
     bool HasPendingFlows() const;
+    /** Create the fast-forward if Acceleration asks for it; it skips only when \p plain (ECMP,
+     * go-back-N) and the congestion control and hosts allow. */
+    void AttachFastForward(Ptr<TopologyDescription> desc, bool plain);
     /** Local port of \p node on \p link. */
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
