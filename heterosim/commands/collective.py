@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from heterosim.commands.collective_options import check_collective_request
 from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
@@ -23,7 +24,6 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import load_cluster
-from heterosim.config.limits import check_collective_request
 from heterosim.config.ranks import parse_ranks
 from heterosim.errors import UserError
 from heterosim.plan.collectives.common import COLLECTIVES, collective_name

@@ -1,6 +1,5 @@
 """Another tool's workload or plan as a HeteroSim experiment (``heterosim import``).
 
-:func:`import_aicb` reads a SimAI/AICB workload file (:mod:`heterosim.workload.aicb`);
 :func:`import_plan` a Sailor plan JSON or an AMP partition (:mod:`heterosim.config.planners`) as
 an explicit heterogeneous plan (``parallel.stages``). Each returns the experiment YAML, with
 comments saying which values came from the file and which were assumed, validated to load as
@@ -44,7 +43,7 @@ class PlanImport:
     tp: int | None = None
 
 
-def _cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
+def cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
     from heterosim.config.cluster import load_cluster
 
     cluster = load_cluster(path)
@@ -166,42 +165,5 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
     summary = (
         f"{out}: {name}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
         f"layers {[s.layers for s in plan.stages]}"
-    )
-    return ImportedExperiment(text, summary)
-
-
-def import_aicb(
-    file: str, cluster: str | None, out: Path | None, seq_len: int | None, micro_batch: int | None
-) -> ImportedExperiment:
-    """A SimAI/AICB workload file -> an experiment with its parallel sizes, model and batch."""
-    from heterosim.config.experiment import parse_experiment
-    from heterosim.workload.aicb import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, aicb_experiment, read_aicb
-
-    seq_len = DEFAULT_SEQ_LEN if seq_len is None else seq_len
-    micro_batch = DEFAULT_MICRO_BATCH if micro_batch is None else micro_batch
-    if seq_len < 1 or micro_batch < 1:
-        raise UserError("--seq-len and --micro-batch: expected positive integers")
-    workload = read_aicb(file)
-    cluster_ref = _cluster_reference(Path(cluster), out, workload.all_gpus) if cluster else None
-    experiment, notes = aicb_experiment(
-        workload, seq_len=seq_len, micro_batch=micro_batch, cluster=cluster_ref
-    )
-    # Validate before writing: the experiment must load as written.
-    base = out.parent if out else Path.cwd()
-    parse_experiment(experiment, str(out or "<stdout>"), base_dir=base)
-    header = [
-        f"Imported from the SimAI/AICB workload {file} by `heterosim import aicb`.",
-        f"{workload.policy}: tp {workload.tp}, ep {workload.ep}, pp {workload.pp}, "
-        f"ga {workload.ga}, all_gpus {workload.all_gpus}, {len(workload.lines)} layer lines.",
-        "How each value was found:",
-        *(f"  - {n}" for n in notes),
-    ]
-    text = "\n".join(f"# {line}" for line in header) + "\n"
-    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
-    summary = (
-        f"{out}: {experiment['name']}: {experiment['model']['layers']} layers, hidden "
-        f"{experiment['model']['hidden']}, tp {workload.tp} pp {workload.pp} dp {workload.dp}"
-        f"{f' ep {workload.ep}' if workload.ep > 1 else ''}, global batch "
-        f"{experiment['training']['global_batch']}"
     )
     return ImportedExperiment(text, summary)

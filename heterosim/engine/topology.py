@@ -19,15 +19,29 @@ Between hosts
       connects to rail switch ``(group, j)``; every rail switch connects to the spines.
     * ``fat-tree`` (two-tier leaf-spine): all NICs of ``hosts_per_leaf`` hosts connect to one leaf;
       leaves connect to the spines.
+    * ``rail-only`` (Wang et al., arXiv:2307.12169): rail switches as in ``rail-optimized``, but
+      no spine joins different rails; the rail switches of one rail in different host groups
+      join through that rail's own spines. GPUs on different rails of different hosts reach
+      each other only through a host's NVLink (see Routing).
     * Uplinks: a leaf with downlink capacity ``D`` gets ``ceil(D / (oversubscription * spine_speed))``
       uplinks at ``spine_speed``, to spines ``0, 1, ...``; the spine count is the largest of these.
+    * Planes (``fabric.planes`` P > 1): the fabric above is built P times, once per plane, over
+      the NIC ports of that plane (port ``j`` of a host on plane ``j % P``, rail ``j // P``); the
+      planes share no switch, so a port's traffic stays in its plane. Switch names carry the plane
+      (``p1.rail0.g0``). A GPU has one port per plane (:attr:`Topology.gpu_plane_nic`).
 
 Routing
     A flow from GPU ``a`` to GPU ``b`` on the same host follows the cheapest host-internal path
     (cost = sum of 1/rate, GPUs never transit: NVLink beats PCIe where both exist). Across hosts it
     goes ``a -> NIC(a)`` inside the host, ``NIC(a) -> NIC(b)`` through the fabric on shortest paths
     by hop count with ECMP over equal-cost next hops, then ``NIC(b) -> b``. :class:`Topology`
-    carries next-hop tables for both parts.
+    carries next-hop tables for both parts. On a multi-plane fabric both NICs are the GPUs'
+    ports on the flow's plane (the plan's choice, :mod:`heterosim.plan.collectives.planes`; a
+    flow without one hashes to a plane). When the fabric has no route from ``NIC(a)`` to
+    ``NIC(b)`` (rail-only, different rails) the flow first goes to the first GPU of ``a``'s host
+    whose port reaches ``NIC(b)`` - over NVLink on NVSwitch hosts - and leaves through that
+    GPU's port: NCCL's PXN (``NCCL_PXN_DISABLE=0``, src/transport/net.cc; the rail-only paper's
+    forwarding through the high-bandwidth domain).
 """
 
 from __future__ import annotations
@@ -44,6 +58,7 @@ from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 
 GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
+PLANE_HOP = 1000  # the ECMP "hop" salting a plane choice by hash (TopologyDescription::PLANE_HOP)
 NODE_KIND_NAMES = ("gpu", "nvswitch", "pcie-switch", "pcie-root", "nic", "leaf", "spine")
 NVLINK, PCIE, ACCESS, FABRIC = range(4)
 LINK_KIND_NAMES = ("nvlink", "pcie", "access", "fabric")
@@ -75,6 +90,9 @@ class Topology:
     route_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     route_link: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     host_socket: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # 1: socket host
+    planes: int = 1
+    gpu_plane_nic: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.int32))  # (gpus, planes)
+    node_plane: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # -1: inside a host
 
     @property
     def num_nodes(self) -> int:
@@ -102,9 +120,10 @@ class Topology:
             object.__setattr__(self, "_route_cache", cached)
         return cached
 
-    def path_links(self, src_gpu: int, dst_gpu: int, flow_hash: int = 0) -> list[int]:
+    def path_links(self, src_gpu: int, dst_gpu: int, flow_hash: int = 0, plane: int = -1) -> list[int]:
         """Links of one path from GPU to GPU, choosing among ECMP next hops by ``flow_hash``.
 
+        ``plane`` (multi-plane fabrics): the plane of the flow, -1 to pick it by hash.
         A reference implementation for tests and small tools; the C++ models route on their own
         copy of the same tables.
         """
@@ -113,12 +132,31 @@ class Topology:
             return []
         if self.node_host[src] == self.node_host[dst]:
             return self._walk(src, dst, flow_hash)
-        nic_a, nic_b = int(self.gpu_nic_node[src_gpu]), int(self.gpu_nic_node[dst_gpu])
+        proxy, nic_a, nic_b = self.flow_nics(src_gpu, dst_gpu, flow_hash, plane)
+        via = int(self.gpu_node[proxy])
         return (
-            self._walk(src, nic_a, flow_hash)
+            (self._walk(src, via, flow_hash) if via != src else [])
+            + self._walk(via, nic_a, flow_hash)
             + self._walk(nic_a, nic_b, flow_hash)
             + self._walk(nic_b, dst, flow_hash)
         )
+
+    def flow_nics(
+        self, src_gpu: int, dst_gpu: int, flow_hash: int = 0, plane: int = -1
+    ) -> tuple[int, int, int]:
+        """(GPU whose port the flow leaves by, source port node, destination port node) of a flow
+        between hosts: the GPUs' ports on the flow's plane, or PXN through a GPU of the source
+        host whose port reaches the destination port (see the module docstring)."""
+        p = plane % self.planes if plane >= 0 else ecmp_index(flow_hash, PLANE_HOP, self.planes)
+        nic_a, nic_b = int(self.gpu_plane_nic[src_gpu, p]), int(self.gpu_plane_nic[dst_gpu, p])
+        if self.next_hops(nic_a, nic_b):
+            return src_gpu, nic_a, nic_b
+        host = self.node_host[self.gpu_node[src_gpu]]
+        for gpu in np.flatnonzero(self.node_host[self.gpu_node] == host):
+            nic = int(self.gpu_plane_nic[gpu, p])
+            if self.next_hops(nic, nic_b):
+                return int(gpu), nic, nic_b
+        return src_gpu, nic_a, nic_b
 
     def _walk(self, node: int, dst: int, flow_hash: int) -> list[int]:
         links: list[int] = []
@@ -143,6 +181,8 @@ def to_native(topo: Topology, gbl) -> object:
     desc.SetNodes(topo.num_nodes, arrays["kind"], arrays["host"])
     desc.SetLinks(topo.num_links, arrays["a"], arrays["b"], arrays["rate"], arrays["delay"], arrays["lkind"])
     desc.SetGpus(len(topo.gpu_node), arrays["gpu"], arrays["nic"])
+    if topo.planes > 1:
+        desc.SetGpuPlanes(topo.planes, np.ascontiguousarray(topo.gpu_plane_nic, np.int32).reshape(-1))
     desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"], arrays["rlink"])
     if topo.host_socket.any():
         desc.SetHostTransports(len(topo.host_socket), np.ascontiguousarray(topo.host_socket, np.uint8))
@@ -182,12 +222,14 @@ class _Builder:
         self.kind: list[int] = []
         self.host: list[int] = []
         self.name: list[str] = []
+        self.plane: list[int] = []
         self.links: list[tuple[int, int, float, int, int]] = []
 
-    def node(self, kind: int, host: int, name: str) -> int:
+    def node(self, kind: int, host: int, name: str, plane: int = -1) -> int:
         self.kind.append(kind)
         self.host.append(host)
         self.name.append(name)
+        self.plane.append(plane)
         return len(self.kind) - 1
 
     def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int) -> None:
@@ -200,11 +242,13 @@ def build_topology(cluster: ClusterConfig) -> Topology:
     fabric = cluster.fabric
     gpu_node: list[int] = []
     gpu_nic_node: list[int] = []
+    gpu_plane_nic: list[list[int]] = []
     host_nics: list[list[int]] = []
+    planes = fabric.planes
     for host in range(cluster.num_hosts):
         htype = cluster.host(host)
         gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
-        nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
+        nics = [builder.node(NIC, host, f"h{host}.nic{j}", j % planes) for j in range(htype.nics)]
         switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
         if len(switches) > 1:
             root = builder.node(PCIE_ROOT, host, f"h{host}.root")
@@ -224,6 +268,8 @@ def build_topology(cluster: ClusterConfig) -> Topology:
                 builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2, NVLINK)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
+        first = [htype.gpu_nic[g] // planes * planes for g in range(htype.gpus)]
+        gpu_plane_nic += [[nics[j + p] for p in range(planes)] for j in first]
         host_nics.append(nics)
 
     leaves = _build_fabric(builder, cluster, host_nics)
@@ -241,6 +287,9 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         gpu_node=np.array(gpu_node, dtype=np.int32),
         gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
         host_socket=np.ascontiguousarray(cluster.host_socket, dtype=np.uint8),
+        planes=planes,
+        gpu_plane_nic=np.array(gpu_plane_nic, dtype=np.int32).reshape(-1, planes),
+        node_plane=np.array(builder.plane, dtype=np.int8),
     )
     _check_connected(topo, cluster.source)
     _compute_routes(topo, cluster)
@@ -248,6 +297,19 @@ def build_topology(cluster: ClusterConfig) -> Topology:
 
 
 def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
+    """Every plane's switches and links; returns all leaves (rail switches)."""
+    planes = cluster.fabric.planes
+    leaves: list[int] = []
+    for plane in range(planes):
+        ports = [nics[plane::planes] for nics in host_nics]  # port j on plane j % planes
+        prefix = f"p{plane}." if planes > 1 else ""
+        leaves += _build_plane(builder, cluster, ports, plane, prefix)
+    return leaves
+
+
+def _build_plane(
+    builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]], plane: int, prefix: str
+) -> list[int]:
     fabric = cluster.fabric
     per_leaf = fabric.hosts_per_leaf
     groups = [
@@ -256,11 +318,12 @@ def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[lis
     ]
     leaves: list[int] = []
     leaf_down_bps: list[float] = []
+    leaf_rail: list[int] = []
     for gi, hosts in enumerate(groups):
-        if fabric.kind == "rail-optimized":
-            rails = max(cluster.host(h).nics for h in hosts)
+        if fabric.kind in ("rail-optimized", "rail-only"):
+            rails = max(len(host_nics[h]) for h in hosts)
             for rail in range(rails):
-                leaf = builder.node(LEAF, -1, f"rail{rail}.g{gi}")
+                leaf = builder.node(LEAF, -1, f"{prefix}rail{rail}.g{gi}", plane)
                 down = 0.0
                 for h in hosts:
                     if rail < len(host_nics[h]):
@@ -269,8 +332,9 @@ def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[lis
                         down += speed
                 leaves.append(leaf)
                 leaf_down_bps.append(down)
+                leaf_rail.append(rail)
         else:
-            leaf = builder.node(LEAF, -1, f"leaf{gi}")
+            leaf = builder.node(LEAF, -1, f"{prefix}leaf{gi}", plane)
             down = 0.0
             for h in hosts:
                 speed = cluster.host(h).nic_speed_bps
@@ -279,13 +343,27 @@ def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[lis
                     down += speed
             leaves.append(leaf)
             leaf_down_bps.append(down)
+            leaf_rail.append(0)
+    if len(groups) == 1 and fabric.kind == "rail-only":
+        return leaves  # one rail switch per rail, nothing above it
     if len(leaves) == 1:
         return leaves
     uplinks = [
         max(1, math.ceil(down / (fabric.oversubscription * fabric.spine_speed_bps) - 1e-9))
         for down in leaf_down_bps
     ]
-    spines = [builder.node(SPINE, -1, f"spine{s}") for s in range(max(uplinks))]
+    if fabric.kind == "rail-only":  # each rail its own spines: no path between rails
+        for rail in sorted(set(leaf_rail)):
+            mine = [i for i, r in enumerate(leaf_rail) if r == rail]
+            spines = [
+                builder.node(SPINE, -1, f"{prefix}rail{rail}.spine{s}", plane)
+                for s in range(max(uplinks[i] for i in mine))
+            ]
+            for i in mine:
+                for s in range(uplinks[i]):
+                    builder.link(leaves[i], spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
+        return leaves
+    spines = [builder.node(SPINE, -1, f"{prefix}spine{s}", plane) for s in range(max(uplinks))]
     for leaf, count in zip(leaves, uplinks):
         for s in range(count):
             builder.link(leaf, spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
@@ -332,7 +410,8 @@ def _fabric_routes(topo: Topology) -> _RouteBlock:
     out_nodes, out_dsts, out_counts, out_links = [], [], [], []
     for d_index, d_local in enumerate(nic_local):
         dd = dist[d_index]
-        sel = np.flatnonzero((dd[ev] == dd[eu] - 1) & (forwards | (ev == d_local)))
+        # unreachable nodes (another plane, another rail of a rail-only fabric) get no entry
+        sel = np.flatnonzero((dd[ev] == dd[eu] - 1) & np.isfinite(dd[eu]) & (forwards | (ev == d_local)))
         us, counts = np.unique(eu[sel], return_counts=True)
         out_nodes.append(members[us])
         out_dsts.append(np.full(len(us), members[d_local]))

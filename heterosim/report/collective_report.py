@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from heterosim.simulate.artifacts import CollectiveResult
+from heterosim.results import CollectiveResult
 from heterosim.units import format_size
 
 HEADER = (

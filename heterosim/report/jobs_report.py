@@ -20,6 +20,7 @@ from heterosim.plan.execution_plan import FLOW
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS
 from heterosim.report.run_report import _write_all, announce_dropped_spans, results_dict
 from heterosim.report.staging import staged_output
+from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
@@ -37,7 +38,7 @@ def gpu_ranges(gpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def collective_seconds(run: Any) -> dict[str, float]:
+def collective_seconds(run: RunArtifacts) -> dict[str, float]:
     """Total time of a job's collective instances, by collective type (seconds)."""
     colls = run.tables.collectives
     out: dict[str, float] = {}
@@ -50,7 +51,7 @@ def collective_seconds(run: Any) -> dict[str, float]:
     return out
 
 
-def jobs_results_dict(art: Any) -> dict[str, Any]:
+def jobs_results_dict(art: JobsArtifacts) -> dict[str, Any]:
     """results.json content of a run of several jobs."""
     exp, engine = art.experiment, art.engine
     jobs, ranks = [], []
@@ -140,7 +141,7 @@ def jobs_results_dict(art: Any) -> dict[str, Any]:
 
 
 def write_jobs_outputs(
-    art: Any,
+    art: JobsArtifacts,
     out_dir: Path,
     results: dict[str, Any] | None = None,
     plots: bool = True,
@@ -172,13 +173,15 @@ def job_summary_lines(results: dict[str, Any]) -> list[str]:
     return lines
 
 
-def any_results_dict(artifacts: Any) -> dict[str, Any]:
+def any_results_dict(artifacts: RunArtifacts | JobsArtifacts) -> dict[str, Any]:
     """results.json of a one-job run or of a several-jobs run."""
-    return jobs_results_dict(artifacts) if hasattr(artifacts, "merged") else results_dict(artifacts)
+    if isinstance(artifacts, JobsArtifacts):
+        return jobs_results_dict(artifacts)
+    return results_dict(artifacts)
 
 
 def write_any_outputs(
-    artifacts: Any,
+    artifacts: RunArtifacts | JobsArtifacts,
     out_dir: Path,
     results: dict[str, Any] | None = None,
     plots: bool = True,
@@ -188,6 +191,6 @@ def write_any_outputs(
     trace.json spans, None or 0 for none)."""
     from heterosim.report.run_report import write_run_outputs  # noqa: PLC0415
 
-    if hasattr(artifacts, "merged"):
+    if isinstance(artifacts, JobsArtifacts):
         return write_jobs_outputs(artifacts, out_dir, results, plots, trace_max_spans)
     return write_run_outputs(artifacts, out_dir, results, plots, trace_max_spans)

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.config.experiment import ExperimentConfig
+from heterosim.engine.executor import EngineResult
 from heterosim.engine.faults import fault_impact, fault_records
-from heterosim.engine.topology import LINK_KIND_NAMES
+from heterosim.engine.topology import LINK_KIND_NAMES, Topology
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
@@ -29,12 +31,13 @@ from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_per
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.report.tcp_tables import write_tcp_tables
+from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
 
 
-def _plan_stages(exp: Any, counts: Any) -> dict[str, Any]:
+def _plan_stages(exp: ExperimentConfig, counts: np.ndarray) -> dict[str, Any]:
     """``stages``: an explicit plan as run, every replica with its micro-batch count."""
     plan = exp.parallel.plan
     if plan is None:
@@ -46,7 +49,7 @@ def _plan_stages(exp: Any, counts: Any) -> dict[str, Any]:
     return {"stages": stages}
 
 
-def results_dict(run: Any) -> dict[str, Any]:
+def results_dict(run: RunArtifacts) -> dict[str, Any]:
     """The results.json content of a finished (or partial) run."""
     exp, engine, plan = run.experiment, run.engine, run.tables.plan
     cluster = exp.cluster
@@ -144,6 +147,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         "collectives": {
             "instances": int(len(colls.get("id", []))),
             "by_algorithm": by_algorithm,
+            "by_type": collective_times(colls, engine),
             "p2p_bytes": int(run.tables.p2p_bytes),
             "granularity": exp.simulation.collective_granularity,
         },
@@ -193,7 +197,28 @@ def results_dict(run: Any) -> dict[str, Any]:
     return out
 
 
-def _contention_summary(engine: Any, rank_gpu: np.ndarray, iterations: int) -> dict[str, Any]:
+def collective_times(colls: dict[str, np.ndarray], engine: EngineResult) -> dict[str, dict[str, Any]]:
+    """Per collective type: instances, bytes (the instances' sizes) and the mean and longest
+    instance time (start marker to end marker) of the instances that ran."""
+    if not len(colls.get("id", [])):
+        return {}
+    start = engine.task_start_ns[colls["start_task"]]
+    end = engine.task_end_ns[colls["end_task"]]
+    ran = (start >= 0) & (end >= start)
+    out: dict[str, dict[str, Any]] = {}
+    for ctype in np.unique(colls["comm_type"]).tolist():
+        mine = colls["comm_type"] == ctype
+        done = (end - start)[mine & ran]
+        out[str(COLLECTIVE_NAMES.get(int(ctype), ctype))] = {
+            "count": int(mine.sum()),
+            "bytes": int(colls["size_bytes"][mine].sum()),
+            "mean_time_s": float(done.mean() * NS) if done.size else None,
+            "max_time_s": float(done.max() * NS) if done.size else None,
+        }
+    return out
+
+
+def _contention_summary(engine: EngineResult, rank_gpu: np.ndarray, iterations: int) -> dict[str, Any]:
     """Compute time lost to communication kernels on the same GPU (ranks[].contention_s holds
     each rank's): mean and max over ranks per iteration, and compute tasks slowed."""
     accounts = getattr(engine, "contention", None) or {}
@@ -209,7 +234,7 @@ def _contention_summary(engine: Any, rank_gpu: np.ndarray, iterations: int) -> d
     }
 
 
-def _iteration_ends(run: Any, iterations: int) -> list[int]:
+def _iteration_ends(run: RunArtifacts | JobsArtifacts, iterations: int) -> list[int]:
     task_iteration = run.tables.task_iteration
     if task_iteration is None or iterations == 1:
         return [int(run.engine.makespan_ns)]
@@ -224,7 +249,7 @@ def print_warnings(warnings: Any) -> None:
         print(f"heterosim: warning: {warning}", file=sys.stderr)
 
 
-def _completed_iterations(run: Any, iterations: int) -> int:
+def _completed_iterations(run: RunArtifacts | JobsArtifacts, iterations: int) -> int:
     """How many leading iterations finished every task (a partial run stops mid-iteration)."""
     end = run.engine.task_end_ns
     task_iteration = run.tables.task_iteration
@@ -237,7 +262,7 @@ def _completed_iterations(run: Any, iterations: int) -> int:
     return done
 
 
-def _simulated_ns(engine: Any) -> int:
+def _simulated_ns(engine: EngineResult) -> int:
     """Simulated time covered: the last task end, or where a stopped run stopped."""
     ends = engine.task_end_ns
     last = int(ends.max()) if len(ends) else 0
@@ -271,7 +296,7 @@ def _write_csv(path: Path, header: list[str], rows) -> None:
         writer.writerows(rows)
 
 
-def _label_fn(run: Any):
+def _label_fn(run: RunArtifacts | JobsArtifacts):
     plan, traces = run.tables.plan, run.traces
     colls = run.tables.collectives
 
@@ -301,7 +326,7 @@ def _label_fn(run: Any):
 
 
 def write_run_outputs(
-    run: Any,
+    run: RunArtifacts,
     out_dir: Path,
     results: dict[str, Any] | None = None,
     plots: bool = True,
@@ -331,7 +356,7 @@ def announce_dropped_spans(out_dir: Path, results: dict[str, Any]) -> None:
 
 
 def _write_all(
-    run: Any,
+    run: RunArtifacts | JobsArtifacts,
     folder: Path,
     results: dict[str, Any],
     plots: bool,
@@ -542,7 +567,7 @@ def _counter_tracks(
     return tracks
 
 
-def _port_utilization(queue: dict[str, np.ndarray], topo: Any) -> tuple[np.ndarray, np.ndarray]:
+def _port_utilization(queue: dict[str, np.ndarray], topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     """Per sample time, the mean over sampled ports of tx-bytes growth / port rate (percent)."""
     port = np.asarray(queue["port"], dtype=np.int64)
     time_ns = np.asarray(queue["time_ns"], dtype=np.int64)

@@ -13,7 +13,7 @@
 A search over plans (``heterosim plan``) is many runs, not one: it lives above this package and the
 sweep executors, in :mod:`heterosim.search.plan_search`.
 
-Each returns a dataclass (:mod:`.artifacts`) and takes the run's settings as one
+Each returns a dataclass (:mod:`heterosim.results`) and takes the run's settings as one
 :class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one from the
 engine's defaults). Commands only parse arguments, call one of these and print. A new kind of
 run gets its own module here with its own result type.
@@ -22,13 +22,7 @@ run gets its own module here with its own result type.
 from __future__ import annotations
 
 from heterosim.engine.executor import engine_config
-from heterosim.simulate.artifacts import (
-    CollectiveResult,
-    CollectiveSpec,
-    FlowSetRun,
-    PreparedRun,
-    RunArtifacts,
-)
+from heterosim.results import CollectiveResult, CollectiveSpec, FlowSetRun, PreparedRun, RunArtifacts
 from heterosim.simulate.collective import decompose_spec, simulate_collective, simulate_collective_sizes
 from heterosim.simulate.experiment import (
     ProgressFn,

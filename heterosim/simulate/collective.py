@@ -16,7 +16,7 @@ from heterosim.engine.executor import ENGINE_DEFAULTS, execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives import CollectivePlan, decompose_collective
 from heterosim.plan.collectives.common import bus_factor, collective_name
-from heterosim.simulate.artifacts import CollectiveResult, CollectiveSpec
+from heterosim.results import CollectiveResult, CollectiveSpec
 
 
 def decompose_spec(cluster: ClusterConfig, spec: CollectiveSpec, size_bytes: int) -> CollectivePlan:

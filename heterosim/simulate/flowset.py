@@ -23,7 +23,7 @@ from heterosim.report import netbench_plots as plots
 from heterosim.report import netbench_report as report
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
-from heterosim.simulate.artifacts import FlowSetRun
+from heterosim.results import FlowSetRun
 
 FlowSetFn = Callable[[ScenarioConfig, Topology], FlowSetRun]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -18,40 +18,13 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import EngineResult, execute_plan
-from heterosim.engine.topology import Topology, build_topology
+from heterosim.engine.topology import build_topology
 from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables
 from heterosim.plan.merge import MergedPlan, merge_job_plans
-from heterosim.simulate.artifacts import RunArtifacts
+from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.simulate.experiment import ProgressFn, _record_granularity, prepare_run, run_experiment
-from heterosim.workload.trace import RankTrace
-
-
-@dataclass
-class JobsArtifacts:
-    """Everything a report needs about a run of several jobs on one cluster.
-
-    ``jobs[j]`` is job j seen alone: its own plan tables (task ids of its own plan), GPU ids of
-    the whole cluster, and an engine result holding its tasks' times relative to its start (so
-    its iteration time and breakdown read as for a run of that job alone). ``engine`` is the
-    whole run: the merged plan's times and the shared network's counters and links.
-    """
-
-    experiment: JobsExperiment
-    jobs: list[RunArtifacts]
-    merged: MergedPlan
-    topology: Topology
-    engine: EngineResult
-    rank_gpu: np.ndarray  # global rank (job by job) -> GPU
-    traces: list[RankTrace]  # global rank order
-    stage_wall_s: dict[str, float]
-    faults: fault_models.FaultPlan | None = None
-    baseline: EngineResult | None = None  # the merged plan without faults (fault_baseline)
-
-    @property
-    def tables(self) -> PlanTables:
-        return self.merged.tables
 
 
 def run_jobs(

@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.experiment import ExperimentConfig
+from heterosim.config.jobs import JobsExperiment
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import EngineResult
 from heterosim.engine.topology import Topology
 from heterosim.plan.from_traces import PlanTables
+from heterosim.plan.merge import MergedPlan
 from heterosim.workload.trace import RankTrace
 
 
@@ -142,3 +144,29 @@ class FlowSetRun:
     topology: Topology
     fidelity: str
     raw: Mapping[str, Any]  # flows, ports, counters, series (heterosim.engine.packet / fluid)
+
+
+@dataclass
+class JobsArtifacts:
+    """Everything a report needs about a run of several jobs on one cluster.
+
+    ``jobs[j]`` is job j seen alone: its own plan tables (task ids of its own plan), GPU ids of
+    the whole cluster, and an engine result holding its tasks' times relative to its start (so
+    its iteration time and breakdown read as for a run of that job alone). ``engine`` is the
+    whole run: the merged plan's times and the shared network's counters and links.
+    """
+
+    experiment: JobsExperiment
+    jobs: list[RunArtifacts]
+    merged: MergedPlan
+    topology: Topology
+    engine: EngineResult
+    rank_gpu: np.ndarray  # global rank (job by job) -> GPU
+    traces: list[RankTrace]  # global rank order
+    stage_wall_s: dict[str, float]
+    faults: fault_models.FaultPlan | None = None
+    baseline: EngineResult | None = None  # the merged plan without faults (fault_baseline)
+
+    @property
+    def tables(self) -> PlanTables:
+        return self.merged.tables
