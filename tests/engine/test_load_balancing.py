@@ -59,3 +59,39 @@ def test_flowlets_never_reorder_a_paced_flow_unless_the_gap_is_tiny(native_lib):
         "network.attributes.LoadBalancer::FlowletGap=1ns",
     )
     assert tiny["out_of_order"].sum() > 0 and (tiny["bytes_delivered"] == 1 << 20).all()
+
+
+def test_every_plane_of_a_multi_plane_fabric_balances_over_its_own_spines(native_lib):
+    """Two planes, one 400G port each per host and four 100G uplinks per leaf: ECMP puts each
+    plane's flow on one uplink (100 Gb/s), adaptive routing on all four of that plane."""
+    from dataclasses import replace
+
+    from heterosim.config.cluster import parse_cluster
+    from heterosim.config.experiment import default_network
+    from heterosim.engine.executor import engine_config, execute_plan
+    from heterosim.engine.topology import FABRIC, build_topology
+    from heterosim.plan.collectives.decompose import decompose_collective
+
+    htype = {"gpu": "B200", "gpus": 8, "fabric": "nvswitch", "nics": 2, "nic_speed": "400Gbps"}
+    fabric = {"kind": "fat-tree", "planes": 2, "hosts_per_leaf": 1, "spine_speed": "100Gbps"}
+    cluster = parse_cluster(
+        {"host_types": {"t": htype}, "hosts": [{"type": "t", "count": 2}], "fabric": fabric}, "t"
+    )
+    topo = build_topology(cluster)
+    plan = decompose_collective("sendrecv", 16 << 20, [0, 8], cluster).to_execution_plan(16)
+    runs = {}
+    for mode, transport in (("ecmp", "roce"), ("adaptive", "irn")):
+        network = replace(default_network(), load_balancing=mode, transport=transport)
+        runs[mode] = execute_plan(plan, topo, network, engine_config(fidelity="packet"))
+    busy = {}
+    for mode, result in runs.items():
+        links = result.links
+        fabric_dirs = topo.link_kind[links["link"]] == FABRIC
+        plane = topo.node_plane[topo.link_a[links["link"]]]
+        data = links["bytes"] > 1 << 20  # data, not acknowledgements
+        busy[mode] = [int((fabric_dirs & data & (plane == p)).sum()) for p in (0, 1)]
+        per_plane = [int(links["bytes"][fabric_dirs & (plane == p)].sum()) for p in (0, 1)]
+        assert abs(per_plane[0] - per_plane[1]) < 0.02 * per_plane[0]  # half the bytes on each plane
+    assert busy["ecmp"] == [2, 2]  # one uplink and one downlink per plane
+    assert busy["adaptive"] == [8, 8]  # all four of each plane, up and down
+    assert runs["adaptive"].makespan_ns < 0.4 * runs["ecmp"].makespan_ns
