@@ -62,6 +62,21 @@ CC_TYPE_IDS = {
 }
 CC_ALGORITHMS = tuple(CC_TYPE_IDS)
 
+# network.load_balancing: how leaf and spine switches choose among equal-cost ports
+# (PacketNetwork::LoadBalancing; every mode but ecmp is a ns3::LoadBalancer Mode,
+# ns3_modules/switch/model/load-balancer.h): by flow hash, per flowlet (random port), per packet
+# to the least-loaded port, per flowlet to the least-loaded port, per packet at random, per
+# packet round-robin
+LOAD_BALANCING = ("ecmp", "flowlet", "adaptive", "adaptive_flowlet", "spray", "spray_rr")
+# the modes that move packets of one flow between paths at any time, so its packets arrive
+# out of order; a transport that cannot reorder (go-back-N) loses throughput under them
+REORDERING_LOAD_BALANCING = ("adaptive", "spray", "spray_rr")
+# network.transport: the RDMA NIC's loss recovery (ns3::RdmaNic Transport): roce (go-back-N)
+# or irn (selective acknowledgement and retransmission, Mittal et al., SIGCOMM 2018)
+TRANSPORTS = ("roce", "irn")
+# the transports that deliver in order from packets that arrive out of order
+REORDERING_TRANSPORTS = ("irn",)
+
 
 def require_choice(where: str, value: str, choices: Iterable[str]) -> str:
     """``value`` if it is one of ``choices``, else a one-line UserError naming ``where``."""

@@ -24,12 +24,15 @@ from heterosim.config.choices import (
     FIDELITIES,
     GRANULARITIES,
     INTRA_HOST_MODELS,
+    LOAD_BALANCING,
     MEMORY_CHECKS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
+    TRANSPORTS,
 )
 from heterosim.config.cluster import MAX_GPUS, ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings, run_sample_warnings
+from heterosim.config.fabric import check_load_balancing
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
@@ -280,6 +283,14 @@ class NetworkConfig:
     frame_overhead: str = "none"
     # faults: time from a link going down or up until the routes follow (0 = at once)
     routing_delay_ns: int = 0
+    # packet fidelity: choice among equal-cost ports at leaf/spine switches (choices.LOAD_BALANCING)
+    load_balancing: str = "ecmp"
+    # flowlet and adaptive_flowlet: a gap this long starts a new flowlet (LoadBalancer::FlowletGap,
+    # CONGA's 500 us)
+    flowlet_gap_ns: int = 500_000
+    transport: str = "roce"  # RDMA loss recovery: roce (go-back-N) | irn (selective)
+    # run per-packet load balancing over go-back-N anyway (heterosim.config.fabric)
+    accept_reordering: bool = False
     source: str = field(default="", compare=False)  # the file, for messages
 
 
@@ -633,6 +644,10 @@ def _network(section: Section) -> NetworkConfig:
         channels=section.integer("channels", 0, minimum=0, maximum=64),
         frame_overhead=section.string("frame_overhead", "roce", choices=FRAME_OVERHEADS),
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
+        load_balancing=section.string("load_balancing", "ecmp", choices=LOAD_BALANCING),
+        flowlet_gap_ns=section.time_ns("flowlet_gap", 500_000, minimum=1, maximum=1_000_000_000),
+        transport=section.string("transport", "roce", choices=TRANSPORTS),
+        accept_reordering=section.boolean("accept_reordering", False),
         source=section.source,
     )
     if network.routing_delay_ns < 0:
@@ -939,6 +954,7 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    check_load_balancing(network, simulation.fidelity)
     framework = _framework(top.section("framework"))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()

@@ -43,6 +43,7 @@ from heterosim.config.choices import (
 from heterosim.config.cluster import ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import MAX_SAMPLES_REFUSED, flow_warnings, network_warnings, sample_warnings
 from heterosim.config.experiment import MAX_SEED, NetworkConfig, _network, apply_overrides, sample_interval
+from heterosim.config.fabric import check_load_balancing
 from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
 
@@ -304,6 +305,7 @@ def parse_scenario(data: dict[str, Any], source: str, base_dir: Path | None = No
     cluster = _cluster(top, base_dir)
     simulation = _simulation(top.section("simulation"))
     network = _network(top.section("network"))
+    check_load_balancing(network, simulation.fidelity)
     world = cluster.world_size
     if top.has("pattern") and top.has("flows"):
         raise top.error("flows", "give either pattern or flows, not both")

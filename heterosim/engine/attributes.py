@@ -42,6 +42,7 @@ PACKET_TYPES = (
     "ns3::SocketTransport",
     "ns3::PacketFastForward",
     "ns3::PacketEpisodeCache",
+    "ns3::LoadBalancer",
 )
 FLUID_TYPE = "ns3::FluidNetwork"
 ALL_TYPES = (*PACKET_TYPES, FLUID_TYPE)

@@ -67,7 +67,8 @@ class EngineResult:
     network: dict[str, int]  # flows, bytes, drops, retransmits, pfc_pause_frames, ecn_marks, cnps
     links: dict[str, np.ndarray]  # per link direction: link, direction, bytes, busy_ns, ...
     # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective (instance,
-    # -1: point-to-point), connection (queue pair shared with other flows, -1: its own)
+    # -1: point-to-point), connection (queue pair shared with other flows, -1: its own),
+    # out_of_order, max_reorder_depth (packet fidelity, heterosim.engine.network_model)
     flows: dict[str, np.ndarray]
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ network tables)
     # packet fidelity with socket hosts: TCP summary, per-connection streams, cwnd samples
@@ -315,6 +316,9 @@ def _collect(
         "collective": plan.collective[flow_tasks].astype(np.int64),
         "connection": connection[flow_tasks].astype(np.int64),
     }
+    none = np.zeros(len(flow_tasks), np.int64)
+    flows["out_of_order"] = none if readout.out_of_order is None else readout.out_of_order
+    flows["max_reorder_depth"] = none if readout.max_reorder_depth is None else readout.max_reorder_depth
     return EngineResult(
         task_start_ns=start,
         task_end_ns=end,

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.experiment import NetworkConfig
+from heterosim.config.fabric import check_load_balancing
 from heterosim.engine import native
 from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
@@ -66,6 +67,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     ``SocketTransport::IpMtu`` and ``SocketTransport::TcpInitialCwnd``, which also set the fluid
     socket flows' segment (MTU - 52 header bytes) and initial window.
     """
+    check_load_balancing(network, "flow")
     ns3 = gbl.ns3
     texts = check_network_attributes(ns3, network.attributes, network.source)  # both models
     net = ns3.CreateObject[ns3.FluidNetwork]()

@@ -44,6 +44,10 @@ class NetworkReadout:
     series: dict[str, Any]  # the model's own time series ("link"; or "queue" and "rate")
     retransmits: np.ndarray  # int64, per flow task
     events: int  # ns-3 events executed
+    # per flow task, packet fidelity: data packets that reached the receiver ahead of the expected
+    # byte and the largest such lead in MTU packets (RdmaNic trace source Reorder); None: zeros
+    out_of_order: np.ndarray | None = None
+    max_reorder_depth: np.ndarray | None = None
     fast_forward: dict[str, Any] = field(default_factory=dict)  # packet: fast-forward counters
     tcp: dict[str, Any] = field(default_factory=dict)  # packet with socket hosts: TCP tables
 
@@ -166,6 +170,8 @@ class PacketNetworkModel:
             series=dict(stats.get("series", {})),  # "queue" and "rate" tables
             retransmits=flow_column(stats.get("flows", {}), "retransmits", flow_tasks),
             events=int(stats.get("events", events)),
+            out_of_order=flow_column(stats.get("flows", {}), "out_of_order", flow_tasks),
+            max_reorder_depth=flow_column(stats.get("flows", {}), "max_reorder_depth", flow_tasks),
             fast_forward=stats.get("fast_forward", {}),
             tcp=stats.get("tcp") or {},
         )

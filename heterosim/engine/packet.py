@@ -38,6 +38,7 @@ from heterosim.config.choices import (
     require_choice,
 )
 from heterosim.config.experiment import NetworkConfig
+from heterosim.config.fabric import check_load_balancing
 from heterosim.engine import native
 from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
@@ -111,7 +112,9 @@ def create_packet_network(
     packet-level.
 
     ``network`` gives the congestion control, MTU (payload bytes per packet), PFC, switch
-    buffer and ECMP switch; ``network.attributes`` overrides any attribute of the network or
+    buffer, ECMP switch, load balancing of leaf/spine switches (``LoadBalancing``,
+    ``LoadBalancer::FlowletGap``) and the NICs' loss recovery (``RdmaNic::Transport``);
+    ``network.attributes`` overrides any attribute of the network or
     of the components it creates by name (``RateAi``, ``Dcqcn::RateAi``, ``EcnKmin``,
     ``AckInterval``, ...; ``Dcqcn::RateAi: 0bps`` derives DCQCN's step from each NIC's own line
     rate, see dcqcn.h). ``FluidNetwork::`` entries belong to the flow model and are skipped.
@@ -121,6 +124,7 @@ def create_packet_network(
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
     require_choice("simulation: intra_host", intra_host, INTRA_HOST_MODELS)
     require_choice("simulation: packet_acceleration", acceleration, PACKET_ACCELERATIONS)
+    check_load_balancing(network, "packet")
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
@@ -132,6 +136,9 @@ def create_packet_network(
         "PfcEnabled": bool(network.pfc),
         "BufferSize": int(network.buffer_bytes),
         "Ecmp": bool(network.ecmp),
+        "LoadBalancing": network.load_balancing,
+        "LoadBalancer::FlowletGap": f"{int(network.flowlet_gap_ns)}ns",
+        "RdmaNic::Transport": network.transport,
         "Seed": int(seed) & 0xFFFFFFFF,
         "SampleInterval": f"{int(sample_interval_ns)}ns",
         "SampleAllPorts": bool(sample_all_ports),
@@ -348,7 +355,9 @@ def tcp_stats(net: Any) -> dict[str, Any] | None:
 
 
 def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-flow counters for ``ids`` (zeros for flows that never needed the network)."""
+    """Per-flow counters for ``ids`` (zeros for flows that never needed the network);
+    ``out_of_order`` and ``max_reorder_depth`` (MTU packets) are the receiver's reordering
+    counts (``RdmaNic`` trace source ``Reorder``)."""
     ids = np.ascontiguousarray(ids, np.uint32)
     n = len(ids)
     out = {
@@ -366,6 +375,12 @@ def flow_stats(net: Any, ids: np.ndarray) -> dict[str, np.ndarray]:
             out["bytes_acked"],
             out["bytes_delivered"],
         )
+        out["out_of_order"] = np.zeros(n, np.uint64)
+        out["max_reorder_depth"] = np.zeros(n, np.uint64)
+        network_stats(net).CopyReorderStats(n, ids, out["out_of_order"], out["max_reorder_depth"])
+    else:
+        out["out_of_order"] = np.zeros(0, np.uint64)
+        out["max_reorder_depth"] = np.zeros(0, np.uint64)
     return {"id": ids.astype(np.int64), **{k: v.astype(np.int64) for k, v in out.items()}}
 
 

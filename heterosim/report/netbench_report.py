@@ -153,6 +153,9 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
     end = _arr(flows, "end_ns", n, np.int64, -1)
     size = _arr(flows, "bytes", n, np.int64)
     retx = _arr(flows, "retransmits", n, np.int64)
+    # reordering seen by the receivers (packet fidelity; the fluid model has none)
+    ooo = _arr(flows, "out_of_order", n, np.int64)
+    depth = _arr(flows, "max_reorder_depth", n, np.int64)
     records = []
     for i in range(len(ids)):
         done = end[i] >= 0
@@ -169,6 +172,8 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
                 "fct_s": fct_ns / 1e9 if fct_ns is not None else None,
                 "goodput_Gbps": _num(goodput, 9),
                 "retransmits": int(retx[i]),
+                "out_of_order": int(ooo[i]),
+                "max_reorder_depth": int(depth[i]),
             }
         )
     return records
@@ -347,7 +352,10 @@ def write_csv(path: Path, header: list[str], rows: Any) -> None:
 
 def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any], topology: Topology) -> None:
     """flows.csv, ports.csv, rates.csv, queues.csv (time series empty when sampling was off)."""
-    flow_keys = ["id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"]
+    flow_keys = [
+        *("id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"),
+        *("out_of_order", "max_reorder_depth"),
+    ]
     write_csv(
         out / "flows.csv",
         flow_keys,

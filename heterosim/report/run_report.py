@@ -432,6 +432,8 @@ def _write_all(
         columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
         none = np.full(len(flows["task"]), -1, np.int64)
         columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
+        zeros = np.zeros(len(flows["task"]), np.int64)
+        columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
         write_numeric_csv(
             folder / "flows.csv",
             [
@@ -445,6 +447,8 @@ def _write_all(
                 "retransmits",
                 "collective",
                 "connection",
+                "out_of_order",
+                "max_reorder_depth",
             ],
             columns,
         )

@@ -20,7 +20,10 @@ from heterosim.simulate import FlowSetRun, run_netbench
 
 REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
-FLOW_KEYS = {"id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"}
+FLOW_KEYS = {
+    *("id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"),
+    *("out_of_order", "max_reorder_depth"),
+}
 NETWORK_KEYS = {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps"}
 FILES = (
     "results.json",

@@ -360,7 +360,10 @@ def test_result_tables_have_the_documented_columns(topo):
         "retransmits",
         "collective",
         "connection",
+        "out_of_order",
+        "max_reorder_depth",
     }
+    assert not result.flows["out_of_order"].any()  # the fluid model never reorders
     assert result.flows["end_ns"][0] == flow_time_ns(topo, 0, 8, 4096)
     assert result.fidelity == "flow" and result.events > 0
 

@@ -18,6 +18,7 @@ EXPECTED = {
     "heterosim-no-congestion-control",
     "heterosim-switch-mmu",
     "heterosim-pfc",
+    "heterosim-load-balancing",
     "heterosim-episode-cache",
     "heterosim-plan-executor",
     "heterosim-shiftable-scheduler",

@@ -258,6 +258,8 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
                 flows["retransmits"][i] if "retransmits" in flows else 0,
                 flows["collective"][i],
                 flows["connection"][i],
+                flows["out_of_order"][i],
+                flows["max_reorder_depth"][i],
             ]
         )
     path = tmp_path / "reference.csv"
@@ -275,6 +277,8 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
                 "retransmits",
                 "collective",
                 "connection",
+                "out_of_order",
+                "max_reorder_depth",
             ]
         )
         writer.writerows(rows)

@@ -36,7 +36,7 @@ struct RdmaFrame
     {
         DATA = 0, //!< RoCEv2 payload packet (BTH, payload)
         ACK = 1,  //!< acknowledgement (BTH + AETH), cumulative
-        NACK = 2, //!< negative acknowledgement: go back to \c seq
+        NACK = 2, //!< negative acknowledgement: go back to \c seq (IRN: a selective ack)
         CNP = 3,  //!< congestion notification packet (DCQCN)
         PFC = 4,  //!< IEEE 802.1Qbb priority flow control frame
         IP = 5    //!< an IPv4 packet of a socket-transport host (\c seq keys the ns3::Packet)
@@ -54,11 +54,12 @@ struct RdmaFrame
     RdmaFrame* next;           //!< intrusive queue link
     uint64_t seq;              //!< DATA: first payload byte; ACK/NACK: next expected byte
     int64_t tsNs;              //!< DATA: send time (echoed in ACKs for RTT), ns
+    uint64_t sack;             //!< NACK of an IRN receiver: first byte of the packet received
     uint32_t flow;             //!< internal flow slot of the queue pair
     uint32_t dst;              //!< destination node (routing key)
     uint32_t hash;             //!< ECMP hash of the flow / its reverse direction
     uint32_t wireBytes;        //!< bytes on the wire, all counted overheads included
-    uint32_t payload;          //!< DATA: payload bytes
+    uint32_t payload;          //!< DATA: payload bytes; IRN NACK: bytes selectively acked
     uint16_t inPort;           //!< port on which the frame entered the current node
     uint16_t pfcQuanta;        //!< PFC: pause time in 512-bit quanta (0 = resume)
     uint8_t type;              //!< one of Type

@@ -48,6 +48,7 @@ PacketNetworkBuilder::PacketNetworkBuilder()
     m_ffFactory.SetTypeId("ns3::PacketFastForward");
     m_memoFactory.SetTypeId("ns3::PacketEpisodeCache");
     m_socketFactory.SetTypeId("ns3::SocketTransport");
+    m_lbFactory.SetTypeId("ns3::LoadBalancer");
     for (const TypeId& tid : CongestionControlTypes())
     {
         m_ccFactories[tid.GetName()].SetTypeId(tid);
@@ -70,7 +71,8 @@ PacketNetworkBuilder::SetComponentAttribute(const std::string& cls,
                                 {"ns3::RedEcnMarker", &m_markerFactory},
                                 {"ns3::PacketFastForward", &m_ffFactory},
                                 {"ns3::PacketEpisodeCache", &m_memoFactory},
-                                {"ns3::SocketTransport", &m_socketFactory}};
+                                {"ns3::SocketTransport", &m_socketFactory},
+                                {"ns3::LoadBalancer", &m_lbFactory}};
     for (auto& [type, factory] : m_ccFactories)
     {
         targets.push_back({type.c_str(), &factory});
@@ -129,6 +131,22 @@ Ptr<SocketTransport>
 PacketNetworkBuilder::CreateSocketTransport()
 {
     return m_socketFactory.Create<SocketTransport>();
+}
+
+bool
+PacketNetworkBuilder::SetLoadBalancing(const std::string& mode)
+{
+    if (mode == "ecmp")
+    {
+        return true;
+    }
+    return SetComponentAttribute("ns3::LoadBalancer", "Mode", mode) == SET;
+}
+
+bool
+PacketNetworkBuilder::NicsGoBackN() const
+{
+    return m_nicFactory.Create<RdmaNic>()->GetTransport() == RdmaNic::ROCE;
 }
 
 void
@@ -215,11 +233,16 @@ PacketNetworkBuilder::Build(Ptr<TopologyDescription> desc, const PacketFabricSet
                       leafSpine ? settings.pfc : true,
                       leafSpine && settings.stampInt,
                       settings.maxFrame);
+            // one random stream per switch and seed; seed 1 keeps the node id as stream
+            uint64_t stream =
+                static_cast<uint64_t>(n) + ((static_cast<uint64_t>(settings.seed) - 1) << 32);
             if (marker)
             {
-                // one marking stream per switch and seed; seed 1 keeps the node id as stream
-                marker->SetStream(static_cast<uint64_t>(n) +
-                                  ((static_cast<uint64_t>(settings.seed) - 1) << 32));
+                marker->SetStream(stream);
+            }
+            if (leafSpine && settings.balance)
+            {
+                sw->SetLoadBalancer(m_lbFactory.Create<LoadBalancer>(), stream);
             }
             fabric.nodes[n]->AggregateObject(sw);
             fabric.switches[n] = sw;

@@ -56,6 +56,7 @@ struct PacketFabricSettings
     bool stampInt{false};         //!< leaf/spine switches stamp INT records (HPCC)
     RdmaFrameSizes sizes;         //!< frame sizes of NIC queue pairs
     uint32_t maxFrame{0};         //!< largest data frame, bytes
+    bool balance{false};          //!< leaf/spine switches get a LoadBalancer (not ECMP)
     RdmaFramePool* pool{nullptr}; //!< frames (owned by the network)
     const std::vector<std::unique_ptr<RdmaQueuePair>>* qps{nullptr}; //!< queue-pair table
     Callback<void, uint32_t, uint32_t> delivered; //!< RdmaNic: a message was delivered
@@ -66,8 +67,9 @@ struct PacketFabricSettings
  * components it configures: an ns-3 helper in the manner of PointToPointHelper.
  *
  * Holds one ObjectFactory per component class (RdmaNic, SwitchMmu, RedEcnMarker,
- * PacketFastForward, PacketEpisodeCache, SocketTransport and every registered RdmaCongestionControl
- * subclass), so attributes set by name before Build() reach every object created afterwards.
+ * PacketFastForward, PacketEpisodeCache, SocketTransport, LoadBalancer and every registered
+ * RdmaCongestionControl subclass), so attributes set by name before Build() reach every object
+ * created afterwards.
  *
  * Build(): one ns3::Node per topology node; each topology link is a QbbChannel joining two
  * QbbNetDevices with the link's rate and delay (global ports 2*l and 2*l+1 for link l's A and
@@ -109,6 +111,14 @@ class PacketNetworkBuilder
     Ptr<PacketFastForward> CreateFastForward();
     /** \return an episode cache (memoization) with the attributes set on it */
     Ptr<PacketEpisodeCache> CreateEpisodeCache();
+    /**
+     * \brief Select the load balancing of leaf and spine switches (LoadBalancer::Mode).
+     * \param mode "ecmp" (no balancer) or a LoadBalancer mode name
+     * \return false if \p mode names no mode
+     */
+    bool SetLoadBalancing(const std::string& mode);
+    /** \return whether RdmaNic's Transport attribute, as set, is go-back-N (roce) */
+    bool NicsGoBackN() const;
     /** \return a socket transport with the attributes set on it */
     Ptr<SocketTransport> CreateSocketTransport();
     /**
@@ -132,6 +142,7 @@ class PacketNetworkBuilder
     ObjectFactory m_ffFactory;                          //!< PacketFastForward
     ObjectFactory m_memoFactory;                        //!< PacketEpisodeCache
     ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
+    ObjectFactory m_lbFactory;                          //!< LoadBalancer (not ECMP)
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name
 };
 

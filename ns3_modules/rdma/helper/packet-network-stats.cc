@@ -95,6 +95,21 @@ PacketNetworkStats::CopyFlowStats(uint32_t n,
 }
 
 void
+PacketNetworkStats::CopyReorderStats(uint32_t n,
+                                     const uint32_t* ids,
+                                     uint64_t* outOfOrder,
+                                     uint64_t* maxDepth) const
+{
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        const RdmaQueuePair* qp = m_net->FindQueuePair(ids[i]);
+        bool first = qp != nullptr && qp->flowId == ids[i];
+        outOfOrder[i] = first ? qp->oooPackets : 0;
+        maxDepth[i] = first ? qp->maxReorderDepth : 0;
+    }
+}
+
+void
 PacketNetworkStats::CopyCounters(uint64_t* out) const
 {
     uint64_t drops = 0;

@@ -80,6 +80,20 @@ class PacketNetworkStats
                        uint64_t* bytesDelivered) const;
 
     /**
+     * \brief Copy per-flow reordering seen by the receivers (RdmaNic: data packets that arrived
+     * ahead of the expected byte, and the largest such lead in MTU packets), reported on a
+     * queue pair's first flow only as in CopyFlowStats; zeros for unknown ids and TCP flows.
+     * \param n number of ids
+     * \param ids flow ids
+     * \param outOfOrder out-of-order data packets
+     * \param maxDepth largest reorder depth, packets
+     */
+    void CopyReorderStats(uint32_t n,
+                          const uint32_t* ids,
+                          uint64_t* outOfOrder,
+                          uint64_t* maxDepth) const;
+
+    /**
      * \brief Copy network totals: flows, bytes, drops, retransmits, PFC pause frames, ECN
      * marks, CNPs, frames sent (packet-hops), timeouts.
      * \param out N_COUNTERS values

@@ -89,6 +89,13 @@ PacketNetwork::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&PacketNetwork::m_ecmp),
                           MakeBooleanChecker())
+            .AddAttribute("LoadBalancing",
+                          "Choice among equal-cost ports at leaf and spine switches: ecmp (by "
+                          "flow hash) or a LoadBalancer mode (flowlet, adaptive, "
+                          "adaptive_flowlet, spray, spray_rr)",
+                          StringValue("ecmp"),
+                          MakeStringAccessor(&PacketNetwork::m_balancing),
+                          MakeStringChecker())
             .AddAttribute("SampleInterval",
                           "Sampling period of queue depths and queue-pair rates (0 = off)",
                           TimeValue(Time(0)),
@@ -191,17 +198,9 @@ PacketNetwork::PortOf(uint32_t node, uint32_t link) const
     return 0;
 }
 
-bool
-PacketNetwork::Build(Ptr<TopologyDescription> desc)
+void
+PacketNetwork::AttachFastForward(Ptr<TopologyDescription> desc, bool plain)
 {
-    NS_LOG_FUNCTION(this);
-    if (!m_builder.HasCongestionControl(m_ccType) ||
-        (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
-        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
-         m_acceleration != "fast+memo"))
-    {
-        return false;
-    }
     m_ff = nullptr;
     m_memo = nullptr;
     if (m_acceleration == "fast" || m_acceleration == "fast+memo")
@@ -215,8 +214,25 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         m_ff = m_builder.CreateFastForward();
         m_ff->Attach(this,
                      (cc == "ns3::Dcqcn" || cc == "ns3::NoCongestionControl") &&
-                         !desc->HasSocketHosts());
+                         !desc->HasSocketHosts() && plain);
     }
+}
+
+bool
+PacketNetwork::Build(Ptr<TopologyDescription> desc)
+{
+    NS_LOG_FUNCTION(this);
+    if (!m_builder.HasCongestionControl(m_ccType) ||
+        (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
+        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
+         m_acceleration != "fast+memo") ||
+        !m_builder.SetLoadBalancing(m_balancing))
+    {
+        return false;
+    }
+    // fast-forward and memoization assume one path per queue pair and go-back-N state
+    bool plain = m_balancing == "ecmp" && m_builder.NicsGoBackN();
+    AttachFastForward(desc, plain);
     // The chosen algorithm states what its frames carry (INT records) and what the switches
     // must do for it (stamp INT).
     Ptr<RdmaCongestionControl> ccProbe = m_builder.CreateCongestionControl(m_ccType);
@@ -267,6 +283,7 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     settings.stampInt = ccProbe->UsesInt();
     settings.sizes = m_sizes;
     settings.maxFrame = m_maxFrame;
+    settings.balance = m_balancing != "ecmp";
     settings.pool = PeekPointer(m_pool);
     settings.qps = &m_qps;
     settings.delivered = MakeCallback(&PacketNetwork::Delivered, this);
@@ -295,7 +312,8 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
             }
         }
     }
-    if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts())
+    if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts() &&
+        plain)
     {
         // TCP connections of socket hosts share the fabric unseen by the cache: none then
         m_memo = m_builder.CreateEpisodeCache();

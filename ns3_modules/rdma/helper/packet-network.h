@@ -70,6 +70,12 @@ namespace ns3
  * segment latencies; with PFC on, the TCP traffic class stays lossy unless
  * SocketTransport::TcpLossless is set. Networks without socket hosts create none of it.
  *
+ * LoadBalancing other than "ecmp" gives every leaf and spine switch a LoadBalancer of that
+ * mode (flowlets, adaptive routing, packet spraying); its attributes (FlowletGap) are set as
+ * "LoadBalancer::...". A run that may reorder packets or recovers selectively
+ * (RdmaNic::Transport=irn) is never fast-forwarded or memoized: both assume every queue pair
+ * on one path with go-back-N state.
+ *
  * Flows are hashed for ECMP from (Seed, flow id, source GPU, destination GPU), messages of a
  * connection from (Seed, connection id, source GPU, destination GPU); ECN marking
  * uses its own random streams, so the seed changes ECMP choices only.
@@ -103,8 +109,8 @@ class PacketNetwork : public FlowNetwork
      * the transports and models the topology needs, and the sampler.
      * \param desc the topology
      * \return false if the Cc attribute names no congestion-control class, HostFlows is neither
-     * "packet" nor "fluid", or SocketTransport::TcpCongestionControl names no TCP congestion
-     * control while socket hosts exist
+     * "packet" nor "fluid", LoadBalancing names no mode, or SocketTransport::TcpCongestionControl
+     * names no TCP congestion control while socket hosts exist
      */
     bool Build(Ptr<TopologyDescription> desc);
 
@@ -226,6 +232,9 @@ class PacketNetwork : public FlowNetwork
     void HostFlowDone(uint32_t flowId, Time when);
     /** \return true while flows are unfinished (the sampler goes on) */
     bool HasPendingFlows() const;
+    /** Create the fast-forward if Acceleration asks for it; it skips only when \p plain (ECMP,
+     * go-back-N) and the congestion control and hosts allow. */
+    void AttachFastForward(Ptr<TopologyDescription> desc, bool plain);
     /** Local port of \p node on \p link. */
     uint32_t PortOf(uint32_t node, uint32_t link) const;
 
@@ -238,6 +247,7 @@ class PacketNetwork : public FlowNetwork
     bool m_ecn;                 //!< ECN marking on fabric switches
     uint32_t m_seed;            //!< ECMP, ECN marking and loss seed
     bool m_ecmp;                //!< per-flow ECMP (else every flow takes the first choice)
+    std::string m_balancing;    //!< ecmp, or a LoadBalancer mode of leaf/spine switches
     Time m_sampleInterval;      //!< 0 = no sampling
     bool m_sampleAllPorts;      //!< sample every port (else fabric ports only)
     bool m_phyOverhead;         //!< count preamble + IFG

@@ -4,6 +4,7 @@
 #include "rdma-nic.h"
 
 #include "ns3/assert.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/shiftable-scheduler.h"
 #include "ns3/simulator.h"
@@ -63,6 +64,19 @@ RdmaNic::GetTypeId()
                           TimeValue(MicroSeconds(320)),
                           MakeTimeAccessor(&RdmaNic::m_rtoLossy),
                           MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("Transport",
+                          "Loss recovery: roce (go-back-N) or irn (selective acknowledgement "
+                          "and retransmission, IRN: Mittal et al., SIGCOMM 2018)",
+                          EnumValue(ROCE),
+                          MakeEnumAccessor<Transport>(&RdmaNic::m_transport),
+                          MakeEnumChecker(ROCE, "roce", IRN, "irn"))
+            .AddAttribute("SackReorderThreshold",
+                          "irn: a hole is retransmitted once data this many packets beyond its "
+                          "start has been selectively acknowledged (1: IRN as published; 3: "
+                          "TCP's duplicate-ACK threshold, RFC 5681, for sprayed packets)",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&RdmaNic::m_sackThreshold),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddTraceSource("Retransmit",
                             "A queue pair went back to its first unacknowledged byte "
                             "(flow id, sequence)",
@@ -71,7 +85,12 @@ RdmaNic::GetTypeId()
             .AddTraceSource("Cnp",
                             "The NP sent a CNP (flow id)",
                             MakeTraceSourceAccessor(&RdmaNic::m_cnpTrace),
-                            "ns3::RdmaNic::CnpTracedCallback");
+                            "ns3::RdmaNic::CnpTracedCallback")
+            .AddTraceSource("Reorder",
+                            "A data packet arrived ahead of the expected byte (flow id, its lead "
+                            "in MTU packets)",
+                            MakeTraceSourceAccessor(&RdmaNic::m_reorderTrace),
+                            "ns3::RdmaNic::ReorderTracedCallback");
     return tid;
 }
 
@@ -183,7 +202,8 @@ RdmaNic::PullFrame(uint32_t port)
             idx -= n;
         }
         RdmaQueuePair* qp = list[idx];
-        if (!qp->active || qp->sndNxt >= qp->posted || dev->IsPaused(qp->priority))
+        if (!qp->active || (qp->sndNxt >= qp->posted && (m_transport == ROCE || !HasData(qp))) ||
+            dev->IsPaused(qp->priority))
         {
             continue;
         }
@@ -221,20 +241,24 @@ RdmaFrame*
 RdmaNic::MakeData(RdmaQueuePair* qp)
 {
     int64_t now = Simulator::Now().GetNanoSeconds();
-    // the end of the message sndNxt is in (a packet never spans two messages)
+    uint64_t seq = qp->sndNxt;
     uint64_t end = qp->size;
+    uint64_t holeEnd = 0;
+    bool hole = m_transport == IRN && qp->recovery && NextHole(qp, &seq, &holeEnd);
+    // the end of the message seq is in (a packet never spans two messages)
     for (uint64_t e : qp->sendEnds)
     {
-        if (e > qp->sndNxt)
+        if (e > seq)
         {
             end = e;
             break;
         }
     }
-    uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, end - qp->sndNxt));
+    uint64_t limit = hole ? std::min(end, holeEnd) : end;
+    uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, limit - seq));
     RdmaFrame* f = m_pool->Alloc();
     f->type = RdmaFrame::DATA;
-    f->seq = qp->sndNxt;
+    f->seq = seq;
     f->payload = payload;
     f->wireBytes = payload + m_sizes.dataHeader + m_sizes.intBytes;
     f->flow = qp->slot;
@@ -243,8 +267,8 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     f->priority = qp->priority;
     f->hop = 1; // hop 0 was this endpoint's own choice of port
     f->tsNs = now;
-    f->last = qp->sndNxt + payload >= end ? 1 : 0;
-    if (qp->sndNxt < qp->maxSent)
+    f->last = seq + payload >= end ? 1 : 0;
+    if (seq < qp->maxSent)
     {
         ++qp->retransmits;
     }
@@ -252,8 +276,15 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     {
         qp->lastProgressNs = now; // the outstanding window opens now
     }
-    qp->sndNxt += payload;
-    qp->maxSent = std::max(qp->maxSent, qp->sndNxt);
+    if (hole)
+    {
+        qp->rtxNext = seq + payload;
+    }
+    else
+    {
+        qp->sndNxt += payload;
+        qp->maxSent = std::max(qp->maxSent, qp->sndNxt);
+    }
     qp->lastTxNs = now;
     qp->lastTxBytes = f->wireBytes;
     double rate = qp->cc->GetRate();
@@ -359,31 +390,17 @@ RdmaNic::ReceiveData(RdmaFrame* f)
     }
     if (f->seq == qp->rcvNxt)
     {
-        qp->rcvNxt += f->payload;
-        ++qp->pktsSinceAck;
-        qp->ceSinceAck = qp->ceSinceAck || f->ce;
-        bool done = !qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first;
-        if (qp->pktsSinceAck >= m_ackInterval || done)
-        {
-            SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, qp->ceSinceAck, f);
-            qp->pktsSinceAck = 0;
-            qp->ceSinceAck = false;
-        }
-        while (!qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first)
-        {
-            uint32_t flowId = qp->recvEnds.front().second;
-            qp->recvEnds.pop_front();
-            if (!m_delivered.IsNull())
-            {
-                m_delivered(qp->slot, flowId);
-            }
-        }
-        qp->delivered = qp->recvEnds.empty();
+        ReceiveInOrder(qp, f);
     }
     else if (f->seq > qp->rcvNxt)
     {
-        if (qp->lastNackNs < 0 || qp->lastNackSeq != qp->rcvNxt ||
-            now - qp->lastNackNs >= m_nackInterval.GetNanoSeconds())
+        CountReorder(qp, f);
+        if (m_transport == IRN)
+        {
+            ReceiveOutOfOrder(qp, f);
+        }
+        else if (qp->lastNackNs < 0 || qp->lastNackSeq != qp->rcvNxt ||
+                 now - qp->lastNackNs >= m_nackInterval.GetNanoSeconds())
         {
             qp->lastNackNs = now;
             qp->lastNackSeq = qp->rcvNxt;
@@ -394,6 +411,82 @@ RdmaNic::ReceiveData(RdmaFrame* f)
     {
         // A retransmitted tail of a delivered message: re-acknowledge so the sender can stop.
         SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, false, f);
+    }
+}
+
+void
+RdmaNic::ReceiveInOrder(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    qp->rcvNxt += f->payload;
+    ++qp->pktsSinceAck;
+    qp->ceSinceAck = qp->ceSinceAck || f->ce;
+    bool filled = !qp->oooRecv.empty();
+    if (filled)
+    {
+        AbsorbOutOfOrder(qp);
+    }
+    bool done = !qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first;
+    if (qp->pktsSinceAck >= m_ackInterval || done || filled)
+    {
+        SendControl(qp, RdmaFrame::ACK, qp->rcvNxt, qp->ceSinceAck, f);
+        qp->pktsSinceAck = 0;
+        qp->ceSinceAck = false;
+    }
+    while (!qp->recvEnds.empty() && qp->rcvNxt >= qp->recvEnds.front().first)
+    {
+        uint32_t flowId = qp->recvEnds.front().second;
+        qp->recvEnds.pop_front();
+        if (!m_delivered.IsNull())
+        {
+            m_delivered(qp->slot, flowId);
+        }
+    }
+    qp->delivered = qp->recvEnds.empty();
+}
+
+void
+RdmaNic::CountReorder(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    uint64_t lead = (f->seq - qp->rcvNxt + m_mtu - 1) / m_mtu;
+    auto depth = static_cast<uint32_t>(std::min<uint64_t>(lead, 0xFFFFFFFFULL));
+    ++qp->oooPackets;
+    qp->maxReorderDepth = std::max(qp->maxReorderDepth, depth);
+    m_reorderTrace(qp->flowId, depth);
+}
+
+void
+RdmaNic::ReceiveOutOfOrder(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    uint64_t start = f->seq;
+    uint64_t end = f->seq + f->payload;
+    // merge [start, end) into the received ranges (kept disjoint and non-adjacent)
+    auto it = qp->oooRecv.upper_bound(start);
+    if (it != qp->oooRecv.begin() && std::prev(it)->second >= start)
+    {
+        --it;
+        start = it->first;
+        end = std::max(end, it->second);
+        it = qp->oooRecv.erase(it);
+    }
+    while (it != qp->oooRecv.end() && it->first <= end)
+    {
+        end = std::max(end, it->second);
+        it = qp->oooRecv.erase(it);
+    }
+    qp->oooRecv.emplace(start, end);
+    qp->ceSinceAck = qp->ceSinceAck || f->ce;
+    SendControl(qp, RdmaFrame::NACK, qp->rcvNxt, qp->ceSinceAck, f);
+    qp->ceSinceAck = false;
+    qp->pktsSinceAck = 0;
+}
+
+void
+RdmaNic::AbsorbOutOfOrder(RdmaQueuePair* qp)
+{
+    while (!qp->oooRecv.empty() && qp->oooRecv.begin()->first <= qp->rcvNxt)
+    {
+        qp->rcvNxt = std::max(qp->rcvNxt, qp->oooRecv.begin()->second);
+        qp->oooRecv.erase(qp->oooRecv.begin());
     }
 }
 
@@ -428,6 +521,11 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
     if (data != nullptr)
     {
         f->tsNs = data->tsNs;
+        if (type == RdmaFrame::NACK && m_transport == IRN)
+        {
+            f->sack = data->seq;
+            f->payload = data->payload;
+        }
         if (type == RdmaFrame::ACK && data->nHops > 0)
         {
             f->nHops = data->nHops;
@@ -457,11 +555,23 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         {
             qp->sendEnds.pop_front();
         }
+        if (m_transport == IRN)
+        {
+            AdvanceSelective(qp);
+        }
     }
     if (f->type == RdmaFrame::NACK)
     {
         ++qp->nacks;
-        GoBack(qp);
+        if (m_transport == IRN)
+        {
+            AddSack(qp, f->sack, f->payload);
+            Recover(qp, false);
+        }
+        else
+        {
+            GoBack(qp);
+        }
     }
     else
     {
@@ -500,6 +610,105 @@ RdmaNic::GoBack(RdmaQueuePair* qp)
 }
 
 void
+RdmaNic::AdvanceSelective(RdmaQueuePair* qp)
+{
+    // forget selective acknowledgements below the cumulative one
+    while (!qp->sacked.empty() && qp->sacked.begin()->first < qp->sndUna)
+    {
+        auto first = qp->sacked.begin();
+        uint64_t end = first->second;
+        qp->sacked.erase(first);
+        if (end > qp->sndUna)
+        {
+            qp->sacked.emplace(qp->sndUna, end);
+            break;
+        }
+    }
+    qp->rtxNext = std::max(qp->rtxNext, qp->sndUna);
+    if (qp->recovery && qp->sndUna >= qp->recoverEnd)
+    {
+        qp->recovery = false;
+        qp->rtoRecovery = false;
+    }
+}
+
+void
+RdmaNic::AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
+{
+    uint64_t start = std::max(seq, qp->sndUna);
+    uint64_t end = seq + bytes;
+    if (end <= start)
+    {
+        return;
+    }
+    qp->sackHigh = std::max(qp->sackHigh, end);
+    auto it = qp->sacked.upper_bound(start);
+    if (it != qp->sacked.begin() && std::prev(it)->second >= start)
+    {
+        --it;
+        start = it->first;
+        end = std::max(end, it->second);
+        it = qp->sacked.erase(it);
+    }
+    while (it != qp->sacked.end() && it->first <= end)
+    {
+        end = std::max(end, it->second);
+        it = qp->sacked.erase(it);
+    }
+    qp->sacked.emplace(start, end);
+}
+
+void
+RdmaNic::Recover(RdmaQueuePair* qp, bool timeout)
+{
+    if (!qp->recovery || timeout)
+    {
+        m_retransmitTrace(qp->flowId, qp->sndUna);
+        qp->recovery = true;
+        qp->recoverEnd = qp->sndNxt;
+        qp->rtxNext = qp->sndUna;
+    }
+    else
+    {
+        // holes above the old end, reported since, are recovered in the same episode
+        qp->recoverEnd = std::max(qp->recoverEnd, qp->sackHigh);
+    }
+    qp->rtoRecovery = qp->rtoRecovery || timeout;
+}
+
+bool
+RdmaNic::NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const
+{
+    uint64_t lost = qp->recoverEnd;
+    if (!qp->rtoRecovery)
+    {
+        uint64_t margin = static_cast<uint64_t>(m_sackThreshold - 1) * m_mtu;
+        lost = std::min(lost, qp->sackHigh > margin ? qp->sackHigh - margin : 0);
+    }
+    uint64_t pos = std::max(qp->rtxNext, qp->sndUna);
+    auto it = qp->sacked.upper_bound(pos);
+    if (it != qp->sacked.begin() && std::prev(it)->second > pos)
+    {
+        pos = std::prev(it)->second;
+    }
+    if (pos >= lost)
+    {
+        return false;
+    }
+    *start = pos;
+    *end = it == qp->sacked.end() ? qp->recoverEnd : std::min(it->first, qp->recoverEnd);
+    return true;
+}
+
+bool
+RdmaNic::HasData(const RdmaQueuePair* qp) const
+{
+    uint64_t start = 0;
+    uint64_t end = 0;
+    return m_transport == IRN && qp->recovery && NextHole(qp, &start, &end);
+}
+
+void
 RdmaNic::RetransmitTimeout(uint32_t slot)
 {
     RdmaQueuePair* qp = (*m_qps)[slot].get();
@@ -519,7 +728,14 @@ RdmaNic::RetransmitTimeout(uint32_t slot)
     if (now >= due)
     {
         ++qp->timeouts;
-        GoBack(qp);
+        if (m_transport == IRN)
+        {
+            Recover(qp, true);
+        }
+        else
+        {
+            GoBack(qp);
+        }
         qp->lastProgressNs = now;
         qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, slot);
         m_ports[qp->srcPort]->TryTransmit();
@@ -576,6 +792,12 @@ uint64_t
 RdmaNic::GetNacksSent() const
 {
     return m_nacksSent;
+}
+
+RdmaNic::Transport
+RdmaNic::GetTransport() const
+{
+    return m_transport;
 }
 
 void

@@ -64,6 +64,26 @@ struct RdmaFrameSizes
  * pauses and switches never mark, so feedback is not stuck behind the congestion it reports. ACKs
  * echo ECN (DCTCP), the send time (TIMELY) and INT records (HPCC). The receive buffer is unlimited
  * (the NIC never sends PFC).
+ *
+ * Transport=irn replaces go-back-N by IRN's loss recovery (Mittal et al., "Revisiting Network
+ * Support for RDMA", SIGCOMM 2018, sec. 3.1): the receiver keeps out-of-order packets (a set
+ * of received byte ranges above the expected byte, standing for IRN's bitmap) and answers each
+ * with a NACK that carries the cumulative acknowledgement and the packet it received (a
+ * selective acknowledgement); the sender records the selectively acknowledged ranges and, in
+ * recovery, retransmits only the holes below them, before new data; recovery ends when the
+ * cumulative acknowledgement passes the highest byte sent when it began. A hole counts as
+ * lost once data at least SackReorderThreshold packets beyond its start has been selectively
+ * acknowledged (1: IRN as published; higher values tolerate the reordering of packet
+ * spraying, as TCP's duplicate-ACK threshold of 3 does, RFC 5681). A timeout retransmits
+ * every hole below the highest byte sent (IRN's RTO recovery). Messages still complete only
+ * when their last byte arrived in order (delivery to the application stays in order).
+ * APPROXIMATION: IRN's BDP-FC (a cap of one bandwidth-delay product of packets in flight) is
+ * not modelled; the congestion control's window, if any, caps what is in flight.
+ *
+ * Reordering is measured at every receiver, in both transports: a data packet that arrives
+ * ahead of the expected byte counts as out of order, and its lead over the expected byte in
+ * MTU packets is its reorder depth (trace source Reorder; RdmaQueuePair::oooPackets and
+ * maxReorderDepth). After a loss, the packets that follow count as well.
  */
 class RdmaNic : public Object, public FrameHandler
 {
@@ -73,6 +93,13 @@ class RdmaNic : public Object, public FrameHandler
      * \return the object TypeId
      */
     static TypeId GetTypeId();
+
+    /** Loss recovery of the transport. */
+    enum Transport
+    {
+        ROCE = 0, //!< go-back-N (RoCEv2 as ConnectX runs it)
+        IRN = 1,  //!< selective acknowledgement and retransmission (IRN)
+    };
 
     RdmaNic();
     ~RdmaNic() override;
@@ -150,6 +177,8 @@ class RdmaNic : public Object, public FrameHandler
     uint64_t GetAcksSent() const;
     /** \return NACKs sent */
     uint64_t GetNacksSent() const;
+    /** \return the transport's loss recovery */
+    Transport GetTransport() const;
 
   protected:
     void DoDispose() override;
@@ -157,6 +186,10 @@ class RdmaNic : public Object, public FrameHandler
   private:
     /** Receiver side of a data frame. */
     void ReceiveData(RdmaFrame* frame);
+    /** Receiver: a data frame carrying the expected byte. */
+    void ReceiveInOrder(RdmaQueuePair* qp, const RdmaFrame* f);
+    /** IRN sender: drop selective acknowledgements below sndUna; end recovery past its end. */
+    static void AdvanceSelective(RdmaQueuePair* qp);
     /** Sender side of an ACK or NACK. */
     void ReceiveAck(RdmaFrame* frame);
     /** Queue an ACK/NACK/CNP for \p qp. */
@@ -167,6 +200,26 @@ class RdmaNic : public Object, public FrameHandler
     void RetransmitTimeout(uint32_t slot);
     /** Go back to the first unacknowledged byte. */
     void GoBack(RdmaQueuePair* qp);
+    /** Loss recovery of \p qp after a NACK or (\p timeout) a retransmission timeout. */
+    void Recover(RdmaQueuePair* qp, bool timeout);
+    /** IRN receiver: keep an out-of-order packet and selectively acknowledge it. */
+    void ReceiveOutOfOrder(RdmaQueuePair* qp, const RdmaFrame* f);
+    /** IRN receiver: advance the expected byte over the ranges received beyond it. */
+    static void AbsorbOutOfOrder(RdmaQueuePair* qp);
+    /** IRN sender: record a selective acknowledgement of [seq, seq + bytes). */
+    static void AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes);
+    /**
+     * IRN sender: the next hole recovery must retransmit.
+     * \param qp the queue pair
+     * \param start receives its first byte
+     * \param end receives its end (the next selectively acknowledged byte)
+     * \return false if there is none
+     */
+    bool NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const;
+    /** \return whether \p qp has a packet to send (new data, or a hole to retransmit) */
+    bool HasData(const RdmaQueuePair* qp) const;
+    /** Count a data packet that arrived ahead of the expected byte. */
+    void CountReorder(RdmaQueuePair* qp, const RdmaFrame* f);
     /** Rate change of \p slot (re-times the pending pacing gap). */
     void RateChanged(uint32_t slot, double oldRate, double newRate);
     /** Wake-up of a port waiting for a pacing gap. */
@@ -177,12 +230,14 @@ class RdmaNic : public Object, public FrameHandler
     void Compact(uint32_t port);
 
     // attributes
-    uint32_t m_ackInterval; //!< ACK every N in-order packets
-    Time m_cnpInterval;     //!< NP: minimum time between CNPs of a queue pair
-    Time m_nackInterval;    //!< receiver: minimum time between NACKs for the same byte
-    Time m_rto;             //!< retransmission timeout (lossless fabric)
-    Time m_rtoLossy;        //!< retransmission timeout (lossy fabric)
-    bool m_lossless{true};  //!< PFC on in the fabric
+    uint32_t m_ackInterval;      //!< ACK every N in-order packets
+    Time m_cnpInterval;          //!< NP: minimum time between CNPs of a queue pair
+    Time m_nackInterval;         //!< receiver: minimum time between NACKs for the same byte
+    Time m_rto;                  //!< retransmission timeout (lossless fabric)
+    Time m_rtoLossy;             //!< retransmission timeout (lossy fabric)
+    bool m_lossless{true};       //!< PFC on in the fabric
+    Transport m_transport{ROCE}; //!< loss recovery
+    uint32_t m_sackThreshold{1}; //!< IRN: packets acknowledged beyond a hole before it is lost
 
     uint32_t m_nodeId{0};                                              //!< topology node
     std::vector<Ptr<QbbNetDevice>> m_ports;                            //!< devices
@@ -204,6 +259,7 @@ class RdmaNic : public Object, public FrameHandler
 
     TracedCallback<uint32_t, uint64_t> m_retransmitTrace; //!< flow id, go-back sequence
     TracedCallback<uint32_t> m_cnpTrace;                  //!< flow id of a CNP sent
+    TracedCallback<uint32_t, uint32_t> m_reorderTrace;    //!< flow id, reorder depth (packets)
 };
 
 } // namespace ns3

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <utility>
 
 namespace ns3
@@ -96,6 +97,19 @@ class RdmaQueuePair
     uint64_t nacks{0};       //!< NACKs received
     uint64_t cnps{0};        //!< CNPs received
     uint64_t ffBytes{0};     //!< bytes carried by steady-state fast-forward (PacketFastForward)
+
+    // receiver, out of order (RdmaNic Transport=irn keeps the packets; both count them)
+    std::map<uint64_t, uint64_t> oooRecv; //!< [start, end) received above rcvNxt (irn)
+    uint64_t oooPackets{0};               //!< data packets that arrived ahead of rcvNxt
+    uint32_t maxReorderDepth{0};          //!< largest lead of such a packet, MTU packets
+
+    // sender, selective retransmission (RdmaNic Transport=irn)
+    std::map<uint64_t, uint64_t> sacked; //!< selectively acknowledged [start, end) above sndUna
+    uint64_t sackHigh{0};                //!< highest selectively acknowledged byte + 1
+    bool recovery{false};                //!< retransmitting the holes below recoverEnd
+    bool rtoRecovery{false};             //!< recovery entered by a timeout: every hole is lost
+    uint64_t recoverEnd{0};              //!< sndNxt when recovery began
+    uint64_t rtxNext{0};                 //!< next byte the recovery may retransmit
 };
 
 } // namespace ns3

@@ -139,9 +139,19 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
     int32_t slot = frame->dst < m_dstSlot.size() ? m_dstSlot[frame->dst] : -1;
     NS_ASSERT_MSG(slot >= 0, "switch " << m_nodeId << " has no route to node " << frame->dst);
     const std::vector<uint16_t>& set = m_nextPorts[slot];
-    uint32_t out = set.size() == 1
-                       ? set[0]
-                       : set[TopologyDescription::EcmpIndex(frame->hash, frame->hop, set.size())];
+    uint32_t out;
+    if (set.size() == 1)
+    {
+        out = set[0];
+    }
+    else if (m_lb && frame->type == RdmaFrame::DATA)
+    {
+        out = m_lb->Select(frame, set);
+    }
+    else
+    {
+        out = set[TopologyDescription::EcmpIndex(frame->hash, frame->hop, set.size())];
+    }
     ++frame->hop;
     QbbNetDevice* egress = PeekPointer(m_ports[out]);
     if (!frame->IsData())
@@ -245,6 +255,22 @@ RdmaSwitch::RefreshPause(uint32_t port, uint8_t priority)
     m_refresh[key] = Simulator::Schedule(half, &RdmaSwitch::RefreshPause, this, port, priority);
 }
 
+void
+RdmaSwitch::SetLoadBalancer(Ptr<LoadBalancer> lb, uint64_t stream)
+{
+    m_lb = lb;
+    if (m_lb)
+    {
+        m_lb->Setup(m_ports, stream, m_desc->GetNNodes());
+    }
+}
+
+Ptr<LoadBalancer>
+RdmaSwitch::GetLoadBalancer() const
+{
+    return m_lb;
+}
+
 Ptr<SwitchMmu>
 RdmaSwitch::GetMmu() const
 {
@@ -277,6 +303,11 @@ RdmaSwitch::DoDispose()
     m_ports.clear();
     m_mmu = nullptr;
     m_marker = nullptr;
+    if (m_lb)
+    {
+        m_lb->Dispose();
+        m_lb = nullptr;
+    }
     m_desc = nullptr;
     Object::DoDispose();
 }

@@ -4,6 +4,7 @@
 #ifndef HETEROSIM_RDMA_SWITCH_H
 #define HETEROSIM_RDMA_SWITCH_H
 
+#include "load-balancer.h"
 #include "red-ecn-marker.h"
 #include "switch-mmu.h"
 
@@ -28,7 +29,9 @@ namespace ns3
  * Forwarding: the next-hop set towards the frame's destination node comes from a dense table
  * built once from TopologyDescription::GetNextHops; among several, the port is
  * TopologyDescription::EcmpIndex(frame hash, hop, n), the same choice GetPath() makes, so
- * packets follow the paths the flow model computes. Control frames (ACK, NACK, CNP) use the
+ * packets follow the paths the flow model computes. With a LoadBalancer (SetLoadBalancer),
+ * RDMA data frames pick among several ports by its mode instead (flowlets, adaptive routing,
+ * spraying); control and IP frames keep the ECMP choice. Control frames (ACK, NACK, CNP) use the
  * strict control queue and bypass buffer accounting and marking.
  */
 class RdmaSwitch : public Object, public FrameHandler
@@ -80,6 +83,16 @@ class RdmaSwitch : public Object, public FrameHandler
      */
     void UpdateRoutes();
 
+    /**
+     * \brief Let \p lb choose the egress of RDMA data frames among equal-cost ports (null:
+     * ECMP by hash, the default).
+     * \param lb the balancer
+     * \param stream its random stream (run seed and node id)
+     */
+    void SetLoadBalancer(Ptr<LoadBalancer> lb, uint64_t stream);
+    /** \return the load balancer (null: ECMP) */
+    Ptr<LoadBalancer> GetLoadBalancer() const;
+
     /** \return the buffer manager */
     Ptr<SwitchMmu> GetMmu() const;
     /** \return packets dropped at this switch */
@@ -105,6 +118,7 @@ class RdmaSwitch : public Object, public FrameHandler
     RdmaFramePool* m_pool{nullptr};                 //!< frame allocator
     Ptr<SwitchMmu> m_mmu;                           //!< buffer manager
     Ptr<RedEcnMarker> m_marker;                     //!< ECN marker (may be null)
+    Ptr<LoadBalancer> m_lb;                         //!< non-ECMP choice (may be null)
     bool m_int{false};                              //!< INT stamping on
     std::vector<int32_t> m_dstSlot;                 //!< node -> slot in m_nextPorts, -1 none
     std::vector<std::vector<uint16_t>> m_nextPorts; //!< ECMP port sets

@@ -1,0 +1,120 @@
+"""network.load_balancing, network.transport, network.accept_reordering: parsing and the rules
+joining them (heterosim.config.fabric); bad input is one line naming file and key, exit 2."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from heterosim.cli import main
+from heterosim.config.choices import LOAD_BALANCING, REORDERING_LOAD_BALANCING, TRANSPORTS
+from heterosim.config.experiment import default_network
+from heterosim.config.fabric import check_load_balancing
+from heterosim.config.scenario import load_scenario
+from heterosim.errors import UserError
+
+REPO = Path(__file__).resolve().parents[2]
+TWO_LEAF = str(REPO / "topologies" / "two_leaf_8hosts.yaml")
+
+
+def _scenario(tmp_path: Path, network: dict, fidelity: str = "packet") -> Path:
+    data = {
+        "name": "lb",
+        "cluster": TWO_LEAF,
+        "pattern": {"kind": "incast", "senders": [0, 1], "receiver": 4, "size": "64KiB"},
+        "network": {"cc": "dcqcn", **network},
+        "simulation": {"stop": "1ms", "fidelity": fidelity},
+    }
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_defaults_are_ecmp_over_go_back_n():
+    network = default_network()
+    assert (network.load_balancing, network.transport, network.accept_reordering) == ("ecmp", "roce", False)
+    assert network.flowlet_gap_ns == 500_000  # CONGA's flowlet timeout
+
+
+def test_every_mode_with_a_reordering_transport_parses(tmp_path):
+    for mode in LOAD_BALANCING:
+        path = _scenario(tmp_path, {"load_balancing": mode, "transport": "irn", "flowlet_gap": "50us"})
+        network = load_scenario(path).network
+        assert (network.load_balancing, network.transport, network.flowlet_gap_ns) == (mode, "irn", 50_000)
+
+
+@pytest.mark.parametrize("mode", ["ecmp", "flowlet", "adaptive_flowlet"])
+def test_modes_that_keep_a_flow_on_one_path_run_over_go_back_n(tmp_path, mode):
+    assert load_scenario(_scenario(tmp_path, {"load_balancing": mode})).network.transport == "roce"
+
+
+def test_reordering_over_go_back_n_can_be_accepted(tmp_path):
+    path = _scenario(tmp_path, {"load_balancing": "spray", "accept_reordering": True})
+    assert load_scenario(path).network.accept_reordering
+
+
+BAD = [
+    ({"load_balancing": "conga"}, "network.load_balancing: expected one of ecmp, flowlet"),
+    ({"transport": "tcp"}, "network.transport: expected one of " + ", ".join(TRANSPORTS)),
+    ({"flowlet_gap": "0us"}, "network.flowlet_gap"),
+    ({"accept_reordering": "yes"}, "network.accept_reordering: expected true or false"),
+    *[
+        ({"load_balancing": mode}, f"network.load_balancing: {mode!r} reorders packets")
+        for mode in REORDERING_LOAD_BALANCING
+    ],
+]
+
+
+@pytest.mark.parametrize("network,expected", BAD, ids=[e for _, e in BAD])
+def test_bad_load_balancing_exits_2_with_one_line(tmp_path, capsys, network, expected):
+    path = _scenario(tmp_path, network)
+    code = main(["netbench", str(path), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(path) in err and expected in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_flow_fidelity_refuses_a_multipath_mode(tmp_path, capsys):
+    path = _scenario(tmp_path, {"load_balancing": "spray", "transport": "irn"})
+    code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "network.load_balancing: 'spray' needs packet fidelity" in err
+
+
+def test_experiment_file_refuses_spraying_over_go_back_n(tmp_path, capsys):
+    cluster = {
+        "name": "c",
+        "host_types": {"h100": {"gpu": "H100-SXM", "gpus": 8, "nics": 8, "nic_speed": "400Gbps"}},
+        "hosts": [{"type": "h100", "count": 2}],
+    }
+    experiment = {
+        "model": "gpt3-6.7b",
+        "training": {"global_batch": 32, "micro_batch": 1},
+        "parallel": {"tp": 4, "pp": 2, "dp": 2},
+        "cluster": "cluster.yaml",
+        "network": {"load_balancing": "spray_rr"},
+    }
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(cluster))
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(experiment))
+    code = main(["workload", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "out"), "--summary-only"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "exp.yaml: network.load_balancing: 'spray_rr' reorders packets" in err
+    assert "network.accept_reordering: true" in err
+
+
+def test_the_rules_hold_for_networks_built_in_code():
+    """The engine checks again (engine_config() users build NetworkConfig without a file)."""
+    network = dataclasses.replace(default_network(), load_balancing="spray_rr")
+    with pytest.raises(UserError, match=r"^network\.load_balancing: 'spray_rr' reorders packets"):
+        check_load_balancing(network, "packet")
+    check_load_balancing(dataclasses.replace(network, transport="irn"), "packet")
+    with pytest.raises(UserError, match="needs packet fidelity"):
+        check_load_balancing(dataclasses.replace(network, transport="irn"), "flow")
+    check_load_balancing(default_network(), "flow")
