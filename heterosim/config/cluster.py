@@ -55,6 +55,14 @@ HOST_FABRICS = ("nvswitch", "pcie")
 # NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
 # (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
 HOST_TRANSPORTS = ("rdma", "socket")
+# host_types.<name>.cpu: the CPU family, for NCCL's P2P level (AMD: P2P across the CPU with <= 2
+# GPUs) and the default inter-socket link bandwidth (heterosim.engine.host_paths)
+CPU_FAMILIES = ("intel", "intel-spr", "amd")
+# host_types.<name>.p2p_level: NCCL_P2P_LEVEL (LOC disables P2P; NVL allows it over NVLink only)
+P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
+MAX_SOCKETS = 8
+SOCKET_LINK_RANGE = (1e9, 1e13)
+MEMORY_BW_RANGE = (1e10, 1e14)
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
 # SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
@@ -87,6 +95,20 @@ class HostType:
     nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
     gpu_spec: GpuSpec | None = None  # the GPU's spec (the cluster's own or the catalogue's)
     transport: str = "rdma"  # rdma | socket (HOST_TRANSPORTS)
+    sockets: int = 1  # CPU sockets (NUMA nodes); PCIe switches spread evenly over them
+    cpu_vendor: str = "intel"  # CPU_FAMILIES
+    socket_link_bps: float = 80e9  # inter-socket link (UPI / Infinity Fabric), per direction
+    p2p: bool = True  # PCIe peer-to-peer between the host's GPUs (GeForce: none; NCCL uses SHM)
+    p2p_level: str = ""  # NCCL_P2P_LEVEL override ("" = NCCL's default)
+    memory_bps: float = 0.0  # DRAM bandwidth per socket that SHM copies share (0 = not modelled)
+    nvlink_bridges: bool = False  # 2-way NVLink bridges join GPUs 0-1, 2-3, ... of a pcie host
+
+    @property
+    def pcie_nccl_gbps(self) -> float:
+        """NCCL's PCIe x16 bandwidth for this GPU's generation (GB/s, graph/topo.h)."""
+        from heterosim.engine.host_paths import NCCL_PCIE_GBPS
+
+        return NCCL_PCIE_GBPS.get(self.spec.pcie_gen, self.pcie_bps / 8e9 * 0.76)
 
     @property
     def nvlink_effective_bps(self) -> float:
@@ -213,6 +235,7 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     entry["vendor"] = section.string("vendor", "unknown")
     entry["generation"] = section.string("generation", "unknown").lower()
     entry["segment"] = section.string("segment", "datacenter", choices=SEGMENTS)
+    entry["pcie_p2p"] = section.boolean("pcie_p2p", entry["segment"] != "consumer")
     if section.has("sm_count"):
         entry["sm_count"] = section.integer("sm_count", minimum=1, maximum=100_000)
     sources = section.raw("sources", {})
@@ -324,12 +347,14 @@ def _host_type(
         gpu_nic = tuple(mapping)
     else:
         gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(range(gpus))
-    default_switches = max(1, min(nics, gpus // 2))
+    sockets = section.integer("sockets", 1, minimum=1, maximum=min(MAX_SOCKETS, gpus))
+    default_switches = max(1, min(nics, gpus // 2), sockets)
     pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
     nvlink_efficiency = section.number(
         "nvlink_efficiency", NVLINK_EFFICIENCY.get(spec.generation, 1.0), minimum=0.05, maximum=1.0
     )
     transport = section.string("transport", "rdma", choices=HOST_TRANSPORTS)
+    intra = _intra_host(section, spec, canonical, sockets, pcie_switches, fabric)
     section.reject_unknown()
     return HostType(
         name=name,
@@ -345,7 +370,42 @@ def _host_type(
         nvlink_efficiency=nvlink_efficiency,
         gpu_spec=spec,
         transport=transport,
+        **intra,
     )
+
+
+def _intra_host(
+    section: Section, spec: GpuSpec, gpu: str, sockets: int, pcie_switches: int, fabric: str
+) -> dict[str, Any]:
+    """Sockets, CPU, P2P and host-memory keys of a host type (heterosim.engine.host_paths)."""
+    from heterosim.engine.host_paths import NCCL_SOCKET_LINK_GBPS
+
+    if sockets > pcie_switches:
+        raise section.error(
+            "sockets", f"{sockets} sockets but {pcie_switches} PCIe switches; set pcie_switches >= sockets"
+        )
+    cpu = section.string("cpu", "intel", choices=CPU_FAMILIES)
+    link = section.rate("socket_link_bw", NCCL_SOCKET_LINK_GBPS[cpu] * 8e9, *SOCKET_LINK_RANGE)
+    p2p = section.boolean("p2p", spec.pcie_p2p)
+    if p2p and not spec.pcie_p2p:
+        why = spec.sources.get("pcie_p2p", "the GPU catalogue says pcie_p2p: false")
+        raise section.error("p2p", f"{gpu} has no PCIe peer-to-peer ({why}); remove p2p or set it to false")
+    level = section.string("p2p_level", "", choices=P2P_LEVELS).upper() if section.has("p2p_level") else ""
+    memory = section.rate("memory_bw", 0.0, *MEMORY_BW_RANGE) if section.has("memory_bw") else 0.0
+    bridges = section.boolean("nvlink_bridges", False)
+    if bridges and not (spec.has_nvlink and spec.nvlink_bridge):
+        raise section.error("nvlink_bridges", f"{gpu} has no 2-way NVLink bridge in the catalogue")
+    if bridges and fabric != "pcie":
+        raise section.error("nvlink_bridges", "bridged pairs are for fabric: pcie hosts")
+    return {
+        "sockets": sockets,
+        "cpu_vendor": "amd" if cpu == "amd" else "intel",
+        "socket_link_bps": link,
+        "p2p": p2p,
+        "p2p_level": level,
+        "memory_bps": memory,
+        "nvlink_bridges": bridges,
+    }
 
 
 def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:

@@ -40,7 +40,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from heterosim.config.cluster import ClusterConfig
+from heterosim.config.cluster import ClusterConfig, HostType
+from heterosim.engine import host_paths
 from heterosim.errors import UserError
 
 GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
@@ -75,6 +76,8 @@ class Topology:
     route_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     route_link: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     host_socket: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # 1: socket host
+    # routes use a one-way link only from link_a to link_b (hosts without PCIe P2P; Python-side only)
+    link_oneway: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     @property
     def num_nodes(self) -> int:
@@ -183,6 +186,7 @@ class _Builder:
         self.host: list[int] = []
         self.name: list[str] = []
         self.links: list[tuple[int, int, float, int, int]] = []
+        self.oneway: list[bool] = []  # routes may use the link from a to b only
 
     def node(self, kind: int, host: int, name: str) -> int:
         self.kind.append(kind)
@@ -190,8 +194,9 @@ class _Builder:
         self.name.append(name)
         return len(self.kind) - 1
 
-    def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int) -> None:
+    def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int, oneway: bool = False) -> None:
         self.links.append((a, b, float(rate_bps), int(delay_ns), kind))
+        self.oneway.append(oneway)
 
 
 def build_topology(cluster: ClusterConfig) -> Topology:
@@ -203,25 +208,7 @@ def build_topology(cluster: ClusterConfig) -> Topology:
     host_nics: list[list[int]] = []
     for host in range(cluster.num_hosts):
         htype = cluster.host(host)
-        gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
-        nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
-        switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
-        if len(switches) > 1:
-            root = builder.node(PCIE_ROOT, host, f"h{host}.root")
-            for sw in switches:
-                builder.link(sw, root, htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-
-        def switch_of_nic(j: int, htype=htype, switches=switches) -> int:
-            return switches[j * len(switches) // htype.nics]
-
-        for j, nic in enumerate(nics):
-            builder.link(nic, switch_of_nic(j), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-        for g, node in enumerate(gpus):
-            builder.link(node, switch_of_nic(htype.gpu_nic[g]), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-        if htype.fabric == "nvswitch":
-            nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
-            for node in gpus:
-                builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2, NVLINK)
+        gpus, nics = _build_host(builder, host, htype, fabric.pcie_delay_ns, fabric.nvlink_delay_ns)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
         host_nics.append(nics)
@@ -241,10 +228,69 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         gpu_node=np.array(gpu_node, dtype=np.int32),
         gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
         host_socket=np.ascontiguousarray(cluster.host_socket, dtype=np.uint8),
+        link_oneway=np.array(builder.oneway, dtype=bool),
     )
     _check_connected(topo, cluster.source)
     _compute_routes(topo, cluster)
     return topo
+
+
+def _build_host(
+    builder: _Builder, host: int, htype: HostType, pcie_delay: int, nvlink_delay: int
+) -> tuple[list[int], list[int]]:
+    """Nodes and links of one host; returns its GPU and NIC nodes (module notes)."""
+    gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
+    nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
+    rate = htype.pcie_bps
+    nic_switch = [j * htype.pcie_switches // htype.nics for j in range(htype.nics)]
+    gpu_switch = [host_paths.switch_of_gpu(htype, g) for g in range(htype.gpus)]
+    socket_of = [host_paths.socket_of_switch(htype, k) for k in range(htype.pcie_switches)]
+    split = host_paths.uses_host_memory(htype)
+    roots: list[int] = []
+    if htype.pcie_switches > 1 or htype.sockets > 1 or split:
+        roots = [builder.node(PCIE_ROOT, host, f"h{host}.cpu{s}") for s in range(htype.sockets)]
+        for a in range(len(roots)):
+            for b in range(a + 1, len(roots)):
+                builder.link(roots[a], roots[b], htype.socket_link_bps, pcie_delay, PCIE)
+    if split:
+        # No PCIe P2P: every copy goes up to the CPU and down again (NCCL's SHM through host memory).
+        # Each PCIe switch is an upward and a downward node; links are used in one direction only.
+        up = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}.up") for k in range(htype.pcie_switches)]
+        down = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}.down") for k in range(htype.pcie_switches)]
+        drain = list(roots)
+        if htype.memory_bps > 0:  # each byte is written to DRAM and read back: half the bandwidth
+            drain = [builder.node(PCIE_ROOT, host, f"h{host}.mem{s}") for s in range(htype.sockets)]
+            for s, mem in enumerate(drain):
+                builder.link(roots[s], mem, htype.memory_bps / 2, 0, PCIE, oneway=True)
+        for k in range(htype.pcie_switches):
+            builder.link(up[k], roots[socket_of[k]], rate, pcie_delay, PCIE, oneway=True)
+            builder.link(drain[socket_of[k]], down[k], rate, pcie_delay, PCIE, oneway=True)
+        for node, k in [*zip(gpus, gpu_switch), *zip(nics, nic_switch)]:
+            builder.link(node, up[k], rate, pcie_delay, PCIE, oneway=True)
+            builder.link(down[k], node, rate, pcie_delay, PCIE, oneway=True)
+        _bridges(builder, htype, gpus, nvlink_delay)
+        return gpus, nics
+    switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
+    for k, sw in enumerate(switches):
+        if roots:
+            builder.link(sw, roots[socket_of[k]], rate, pcie_delay, PCIE)
+    for j, nic in enumerate(nics):
+        builder.link(nic, switches[nic_switch[j]], rate, pcie_delay, PCIE)
+    for g, node in enumerate(gpus):
+        builder.link(node, switches[gpu_switch[g]], rate, pcie_delay, PCIE)
+    if htype.fabric == "nvswitch":
+        nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
+        for node in gpus:
+            builder.link(node, nvswitch, htype.nvlink_effective_bps, nvlink_delay // 2, NVLINK)
+    _bridges(builder, htype, gpus, nvlink_delay)
+    return gpus, nics
+
+
+def _bridges(builder: _Builder, htype: HostType, gpus: list[int], nvlink_delay: int) -> None:
+    """2-way NVLink bridges between GPUs 0-1, 2-3, ... (``nvlink_bridges``)."""
+    if htype.nvlink_bridges:
+        for a in range(0, len(gpus) - 1, 2):
+            builder.link(gpus[a], gpus[a + 1], htype.nvlink_effective_bps, nvlink_delay, NVLINK)
 
 
 def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
@@ -373,23 +419,27 @@ def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:
 
 
 def _routes_of_host(topo: Topology, node_ids: np.ndarray, link_ids: np.ndarray) -> _RouteBlock:
-    adjacency: dict[int, list[tuple[int, int, float]]] = {}
+    forward: dict[int, list[tuple[int, int, float]]] = {}  # u -> (v, link, cost) usable from u to v
+    backward: dict[int, list[tuple[int, int, float]]] = {}  # v -> (u, link, cost): the same, reversed
+    oneway = topo.link_oneway if topo.link_oneway.size else np.zeros(topo.num_links, bool)
     for link in link_ids:
         u, v = int(topo.link_a[link]), int(topo.link_b[link])
         cost = 1e12 / float(topo.link_rate_bps[link])
-        adjacency.setdefault(u, []).append((v, int(link), cost))
-        adjacency.setdefault(v, []).append((u, int(link), cost))
+        pairs = [(u, v)] if oneway[link] else [(u, v), (v, u)]
+        for x, y in pairs:
+            forward.setdefault(x, []).append((y, int(link), cost))
+            backward.setdefault(y, []).append((x, int(link), cost))
     endpoint = (topo.node_kind == GPU) | (topo.node_kind == NIC)
     nodes, dsts, counts, links = [], [], [], []
     for dst in node_ids[endpoint[node_ids]]:
-        dist = _dijkstra(int(dst), adjacency, endpoint)
+        dist = _dijkstra(int(dst), backward, endpoint)  # cost from every node to dst
         for u in node_ids:
             u = int(u)
             if u == dst or u not in dist:
                 continue
             best = sorted(
                 link
-                for v, link, cost in adjacency.get(u, [])
+                for v, link, cost in forward.get(u, [])
                 if v in dist
                 and (v == dst or not endpoint[v])
                 and math.isclose(dist[v] + cost, dist[u], rel_tol=1e-9)
