@@ -61,6 +61,10 @@ CPU_FAMILIES = ("intel", "intel-spr", "amd")
 # host_types.<name>.p2p_level: NCCL_P2P_LEVEL (LOC disables P2P; NVL allows it over NVLink only)
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 MAX_SOCKETS = 8
+# zone_links: one-way latency up to 500 ms (half the round trip between the farthest cloud
+# regions, about 300 ms), bandwidth 1 Mbit/s .. 100 Tbit/s
+MAX_ZONE_LATENCY_NS = 500_000_000
+ZONE_BW_RANGE = (1e6, 1e14)
 SOCKET_LINK_RANGE = (1e9, 1e13)
 MEMORY_BW_RANGE = (1e10, 1e14)
 
@@ -134,6 +138,16 @@ class FabricConfig:
 
 
 @dataclass(frozen=True)
+class ZoneLink:
+    """A link between the fabrics of two zones (availability zones, regions, sites)."""
+
+    a: int  # zone indices
+    b: int
+    latency_ns: int  # one-way
+    bandwidth_bps: float  # per direction
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """A whole cluster, hosts listed in rank-placement order."""
 
@@ -145,6 +159,9 @@ class ClusterConfig:
     gpus: dict[str, GpuSpec] = field(default_factory=dict)  # defined in the file (``gpus:``)
     gpu_aliases: dict[str, str] = field(default_factory=dict)  # lower-case name/alias -> name
     notes: tuple[str, ...] = ()  # e.g. a ``gpus:`` entry shadowing a different catalogue entry
+    zone_of_host: tuple[int, ...] = ()  # zone index of every host (empty: one zone)
+    zones: tuple[str, ...] = ()
+    zone_links: tuple[ZoneLink, ...] = ()
 
     def resolve_gpu_name(self, name: str) -> str | None:
         """The canonical name of ``name``: the file's own GPUs first, then the catalogue."""
@@ -423,11 +440,20 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     hosts_raw = top.raw("hosts")
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise top.error("hosts", "expected a non-empty list of {type: NAME, count: N}")
+    zones = _zone_names(top)
     order: list[str] = []
+    zone_of_host: list[int] = []
     gpus = 0
     for index, entry in enumerate(hosts_raw):
         entry_section = Section(entry, source, f"hosts[{index}]")
         type_name = entry_section.string("type")
+        zone = entry_section.string("zone", zones[0] if zones else "")
+        if zones and zone not in zones:
+            raise entry_section.error(
+                "zone", f"unknown zone {zone!r}; defined under zones: {', '.join(zones)}"
+            )
+        if not zones and zone:
+            raise entry_section.error("zone", "no zones: are defined in this file")
         if type_name not in host_types:
             raise entry_section.error(
                 "type", f"unknown host type {type_name!r}; defined: {', '.join(host_types)}"
@@ -440,6 +466,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
                 "count", f"the cluster reaches {gpus:,} GPUs; at most {MAX_GPUS:,} are simulated"
             )
         order.extend([type_name] * count)
+        zone_of_host.extend([zones.index(zone) if zones else 0] * count)
     fabric_section = top.section("fabric")
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
     fabric = FabricConfig(
@@ -452,6 +479,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
         pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns", maximum=MAX_HOST_DELAY_NS),
     )
     fabric_section.reject_unknown()
+    zone_links = _zone_links(top, zones, set(zone_of_host))
     top.reject_unknown()
     return ClusterConfig(
         name=name,
@@ -462,7 +490,63 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
         gpus=own,
         gpu_aliases=own_aliases,
         notes=notes,
+        zone_of_host=tuple(zone_of_host) if zones else (),
+        zones=zones,
+        zone_links=zone_links,
     )
+
+
+def _zone_names(top: Section) -> tuple[str, ...]:
+    """``zones:``: a list of zone names (optional)."""
+    raw = top.raw("zones", [])
+    if not isinstance(raw, list) or not all(isinstance(z, str) and z.strip() for z in raw):
+        raise top.error("zones", "expected a list of zone names, e.g. [us-east-1a, us-east-1b]")
+    if len(set(raw)) != len(raw):
+        raise top.error("zones", "a zone is named twice")
+    return tuple(raw)
+
+
+def _zone_links(top: Section, zones: tuple[str, ...], used: set[int]) -> tuple[ZoneLink, ...]:
+    """``zone_links:``: ``{zones: [A, B], latency: 1ms, bandwidth: 100Gbps}``; every pair of zones
+    that holds hosts must be joined (directly or through other zones)."""
+    raw = top.raw("zone_links", [])
+    if not isinstance(raw, list):
+        raise top.error("zone_links", "expected a list of {zones: [A, B], latency: TIME, bandwidth: RATE}")
+    links: list[ZoneLink] = []
+    for index, entry in enumerate(raw):
+        link = Section(entry, top.source, f"zone_links[{index}]")
+        pair = link.raw("zones")
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(z, str) for z in pair):
+            raise link.error("zones", "expected two zone names")
+        for z in pair:
+            if z not in zones:
+                raise link.error(
+                    "zones", f"unknown zone {z!r}; defined under zones: {', '.join(zones) or 'none'}"
+                )
+        if pair[0] == pair[1]:
+            raise link.error("zones", "a zone link joins two different zones")
+        latency = link.time_ns("latency", minimum=1, maximum=MAX_ZONE_LATENCY_NS)
+        bandwidth = link.rate("bandwidth", minimum=ZONE_BW_RANGE[0], maximum=ZONE_BW_RANGE[1])
+        link.reject_unknown()
+        links.append(ZoneLink(zones.index(pair[0]), zones.index(pair[1]), latency, bandwidth))
+    _check_zones_joined(top, zones, used, links)
+    return tuple(links)
+
+
+def _check_zones_joined(top: Section, zones: tuple[str, ...], used: set[int], links: list[ZoneLink]) -> None:
+    if len(used) < 2:
+        return
+    reach = {min(used)}
+    changed = True
+    while changed:
+        changed = False
+        for link in links:
+            if (link.a in reach) != (link.b in reach):
+                reach |= {link.a, link.b}
+                changed = True
+    missing = sorted(used - reach)
+    if missing:
+        raise top.error("zone_links", f"zone {zones[missing[0]]} holds hosts but no zone link reaches it")
 
 
 def load_cluster(path: str | Path) -> ClusterConfig:

@@ -22,6 +22,11 @@ Between hosts
     * Uplinks: a leaf with downlink capacity ``D`` gets ``ceil(D / (oversubscription * spine_speed))``
       uplinks at ``spine_speed``, to spines ``0, 1, ...``; the spine count is the largest of these.
 
+Zones
+    A cluster with ``zones:`` gets one such fabric per zone; each ``zone_links`` entry joins the
+    two zones' top switches (first spine, or the only leaf) with a link of its bandwidth whose
+    delay is its one-way latency.
+
 Routing
     A flow from GPU ``a`` to GPU ``b`` on the same host follows the cheapest host-internal path
     (cost = sum of 1/rate, GPUs never transit: NVLink beats PCIe where both exist). Across hosts it
@@ -213,7 +218,7 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
         host_nics.append(nics)
 
-    leaves = _build_fabric(builder, cluster, host_nics)
+    leaves = _build_zones(builder, cluster, host_nics)
     if not leaves:
         raise UserError(f"{cluster.source}: fabric: no switches were built")
     topo = Topology(
@@ -293,20 +298,39 @@ def _bridges(builder: _Builder, htype: HostType, gpus: list[int], nvlink_delay: 
             builder.link(gpus[a], gpus[a + 1], htype.nvlink_effective_bps, nvlink_delay, NVLINK)
 
 
-def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
+def _build_zones(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
+    """One fabric per zone (the whole cluster when it names none), zones joined by their links
+    between each zone's top switch (its first spine, or its only leaf)."""
+    if not cluster.zones:
+        return _build_fabric(builder, cluster, host_nics, list(range(cluster.num_hosts)), "")[0]
+    leaves: list[int] = []
+    gateway: dict[int, int] = {}
+    for z, name in enumerate(cluster.zones):
+        hosts = [h for h in range(cluster.num_hosts) if cluster.zone_of_host[h] == z]
+        if hosts:
+            zone_leaves, top = _build_fabric(builder, cluster, host_nics, hosts, f"{name}.")
+            leaves += zone_leaves
+            gateway[z] = top
+    for link in cluster.zone_links:
+        if link.a in gateway and link.b in gateway:
+            builder.link(gateway[link.a], gateway[link.b], link.bandwidth_bps, link.latency_ns, FABRIC)
+    return leaves
+
+
+def _build_fabric(
+    builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]], members: list[int], prefix: str
+) -> tuple[list[int], int]:
+    """Leaves (and spines) over hosts ``members``; returns the leaves and the top switch."""
     fabric = cluster.fabric
     per_leaf = fabric.hosts_per_leaf
-    groups = [
-        list(range(start, min(start + per_leaf, cluster.num_hosts)))
-        for start in range(0, cluster.num_hosts, per_leaf)
-    ]
+    groups = [members[start : start + per_leaf] for start in range(0, len(members), per_leaf)]
     leaves: list[int] = []
     leaf_down_bps: list[float] = []
     for gi, hosts in enumerate(groups):
         if fabric.kind == "rail-optimized":
             rails = max(cluster.host(h).nics for h in hosts)
             for rail in range(rails):
-                leaf = builder.node(LEAF, -1, f"rail{rail}.g{gi}")
+                leaf = builder.node(LEAF, -1, f"{prefix}rail{rail}.g{gi}")
                 down = 0.0
                 for h in hosts:
                     if rail < len(host_nics[h]):
@@ -316,7 +340,7 @@ def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[lis
                 leaves.append(leaf)
                 leaf_down_bps.append(down)
         else:
-            leaf = builder.node(LEAF, -1, f"leaf{gi}")
+            leaf = builder.node(LEAF, -1, f"{prefix}leaf{gi}")
             down = 0.0
             for h in hosts:
                 speed = cluster.host(h).nic_speed_bps
@@ -326,16 +350,16 @@ def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[lis
             leaves.append(leaf)
             leaf_down_bps.append(down)
     if len(leaves) == 1:
-        return leaves
+        return leaves, leaves[0]
     uplinks = [
         max(1, math.ceil(down / (fabric.oversubscription * fabric.spine_speed_bps) - 1e-9))
         for down in leaf_down_bps
     ]
-    spines = [builder.node(SPINE, -1, f"spine{s}") for s in range(max(uplinks))]
+    spines = [builder.node(SPINE, -1, f"{prefix}spine{s}") for s in range(max(uplinks))]
     for leaf, count in zip(leaves, uplinks):
         for s in range(count):
             builder.link(leaf, spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
-    return leaves
+    return leaves, spines[0]
 
 
 def _check_connected(topo: Topology, source: str) -> None:
