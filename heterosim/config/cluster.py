@@ -324,6 +324,7 @@ def _host_type(
     own: dict[str, GpuSpec] | None = None,
     own_aliases: dict[str, str] | None = None,
 ) -> HostType:
+    section = _with_instance(section)
     gpu_name = section.string("gpu")
     own, own_aliases = own or {}, own_aliases or {}
     canonical = own_aliases.get(gpu_name.strip().lower()) or canonical_gpu_name(gpu_name)
@@ -389,6 +390,24 @@ def _host_type(
         transport=transport,
         **intra,
     )
+
+
+def _with_instance(section: Section) -> Section:
+    """``instance: provider/name``: the catalogued instance's keys as defaults for this host type
+    (heterosim/catalog/instances.yaml); keys the host type sets itself win."""
+    if not section.has("instance"):
+        return section
+    from heterosim.catalog.instances import host_type_defaults, instance_types
+
+    name = section.string("instance")
+    defaults = host_type_defaults(name)
+    if defaults is None:
+        raise section.error(
+            "instance", f"unknown instance type {name!r}; known: {', '.join(instance_types())}"
+        )
+    merged = Section({**defaults, **section.data}, section.source, section.path)
+    merged.string("instance")  # read: not an unknown key
+    return merged
 
 
 def _intra_host(

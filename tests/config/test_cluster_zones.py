@@ -68,3 +68,41 @@ def test_cloud_presets_load(repo_root):
     for path in sorted((repo_root / "topologies" / "cloud").glob("*.yaml")):
         cluster = load_cluster(path)
         assert build_topology(cluster).num_nodes > cluster.world_size
+
+
+def test_instance_fills_the_host_type_and_own_keys_win():
+    cluster = parse_cluster(
+        {
+            "host_types": {
+                "p4d": {"instance": "aws/p4d.24xlarge"},
+                "p3": {"instance": "AWS/p3.8xlarge", "nic_speed": "25Gbps"},
+            },
+            "hosts": [{"type": "p4d", "count": 1}, {"type": "p3", "count": 1}],
+        },
+        "i.yaml",
+    )
+    p4d, p3 = cluster.host_types["p4d"], cluster.host_types["p3"]
+    assert (p4d.gpu, p4d.gpus, p4d.fabric, p4d.nics, p4d.transport) == (
+        "A100-40GB-SXM",
+        8,
+        "nvswitch",
+        4,
+        "rdma",
+    )
+    assert p4d.nic_speed_bps == pytest.approx(100e9)  # 400 Gbps over 4 NICs
+    assert (p3.gpus, p3.transport, p3.nic_speed_bps) == (4, "socket", pytest.approx(25e9))
+
+
+def test_every_catalogued_instance_makes_a_valid_host(repo_root):
+    from heterosim.catalog.instances import instance_types
+
+    for name, entry in instance_types().items():
+        assert "source" in entry and entry["source"]
+        cluster = parse_cluster({"host_types": {"t": {"instance": name}}, "hosts": [{"type": "t"}]}, "i.yaml")
+        assert cluster.world_size == entry["gpus"]
+
+
+def test_unknown_instance_is_a_one_line_error():
+    with pytest.raises(UserError) as err:
+        parse_cluster({"host_types": {"t": {"instance": "aws/p9.huge"}}, "hosts": [{"type": "t"}]}, "i.yaml")
+    assert "host_types.t.instance: unknown instance type" in str(err.value) and "\n" not in str(err.value)
