@@ -133,3 +133,14 @@ def test_shm_allreduce_is_bounded_by_host_memory(native_lib, repo_root):
     spec = CollectiveSpec("allreduce", tuple(range(8)), algorithm="auto", protocol="auto", channels=0, root=0)
     (row,) = simulate_collective_sizes(cluster, spec, [1 << 30], engine_config(fidelity="flow"))
     assert row.busbw_GBps == pytest.approx(307.2 / 2 / 4, rel=0.02)
+
+
+def test_bridged_pair_routes_over_its_nvlink_bridge():
+    from heterosim.engine.topology import NVLINK
+
+    cluster, h = host(gpu="RTX-3090", pcie_switches=2, nvlink_bridges=True)
+    topo = build_topology(cluster)
+    (link,) = topo.path_links(0, 1)
+    assert int(topo.link_kind[link]) == NVLINK
+    assert float(topo.link_rate_bps[link]) == pytest.approx(h.nvlink_effective_bps)
+    assert "h0.cpu0" in _nodes_on(topo, topo.path_links(1, 2))  # not bridged: SHM through the CPU
