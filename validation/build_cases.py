@@ -243,6 +243,25 @@ for name, vocab in (
     ("nemotron4-340b-128", "nemotron"),
 ):
     SELECTED[f"nemo2407-h100-fp8-{name}"] = {**NEMO, **SP, **H100_NET, "model.vocab": VOCAB[vocab]}
+# Context parallelism (parallel.cp, heterosim/workload/cp.py): the runs state cp but not how the
+# CP group exchanges K/V.
+CP_P2P = {
+    "parallel.cp_comm": (
+        "p2p",
+        "not stated; Megatron-LM's --cp-comm-type defaults to p2p (megatron/training/arguments.py), "
+        "Transformer Engine's ring attention AttnFuncWithCPAndKVP2P",
+    )
+}
+for name in ("llama3-8b-8", "llama3-70b-64"):
+    SELECTED[f"nemo2407-h100-fp8-{name}"] = {**NEMO, **SP, **H100_NET, **CP_P2P}
+for rel in ("2509", "2511", "2602"):
+    SELECTED[f"mbridge-{rel}-h100-llama3.1-405b-1024"] = {
+        **MBRIDGE,
+        **SP,
+        **H100_NET,
+        **CP_P2P,
+        **(FP8_2509 if rel == "2509" else {}),
+    }
 for rel in ("2509", "2511", "2602"):
     SELECTED[f"mbridge-{rel}-h100-llama3-70b-64"] = {
         **MBRIDGE,
@@ -289,8 +308,6 @@ EXCLUDED = {
     "fa2-e2e-*": "parallel configuration and batch not stated (relative checks only)",
     "amp-het-* (run_failed)": "the DeepSpeed run failed (OOM or hang): no time to compare; some of "
     "these plans also give a pipeline stage no transformer block",
-    "nemo2407-h100-fp8-llama3-*": "context parallelism (cp = 2) is not modelled",
-    "mbridge-*-llama3.1-405b-1024": "context parallelism (cp = 2) is not modelled",
 }
 
 CI_CASES = {
@@ -378,8 +395,8 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
             return chosen
         return value
 
-    if p.get("cp") not in (None, 1) or p.get("ep") not in (None, 1):
-        raise ValueError(f"{case['id']}: cp/ep not modelled")
+    if p.get("ep") not in (None, 1):
+        raise ValueError(f"{case['id']}: ep not modelled")
     vocab = pick("model.vocab", m["vocab"])
     model = {
         "name": m["name"],
@@ -417,6 +434,9 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
         "distributed_optimizer": bool(assumed.get("parallel.distributed_optimizer", (False, ""))[0]),
         "partition": "uniform",
     }
+    if p.get("cp") not in (None, 1):
+        parallel["cp"] = p["cp"]
+        parallel["cp_comm"] = assumed["parallel.cp_comm"][0]
     if "parallel.grad_sync" in assumed:
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
     if "parallel.dp_bucket" in assumed:

@@ -9,9 +9,11 @@ vocabulary 128256), Mixtral 8x7B (Jiang et al. 2024).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from heterosim.config.fields import Section
+from heterosim.config.moe_routing import MoeRouting, parse_moe_routing
 
 ARCHES = ("gpt", "llama")
 
@@ -43,6 +45,9 @@ class ModelConfig:
     max_seq: int
     moe: MoEConfig | None = None
     published_params: float | None = None  # as stated by the source, for checks
+    # the router's token distribution and capacity (None: even routing, no capacity);
+    # heterosim/config/moe_routing.py
+    moe_routing: MoeRouting | None = None
 
     @property
     def head_dim(self) -> int:
@@ -70,6 +75,20 @@ class ModelConfig:
 
     def is_moe_layer(self, layer: int) -> bool:
         return self.moe is not None and (layer + 1) % self.moe.every == 0
+
+    def moe_layer_index(self, layer: int) -> int:
+        """Position of MoE layer ``layer`` among the model's MoE layers (0 for the first)."""
+        assert self.moe is not None
+        return (layer + 1) // self.moe.every - 1
+
+    @property
+    def moe_layer_count(self) -> int:
+        return 0 if self.moe is None else self.layers // self.moe.every
+
+    @property
+    def uneven_routing(self) -> bool:
+        """Whether MoE layers route unevenly or cap their experts (model.moe_routing)."""
+        return self.moe_routing is not None and not self.moe_routing.even
 
     def attention_params(self) -> int:
         h = self.hidden
@@ -148,8 +167,9 @@ MAX_DIMENSION = {
 }
 
 
-def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
-    """A zoo name or an inline mapping of dimensions -> a validated ModelConfig."""
+def resolve_model(value: Any, source: str, key: str = "model", base_dir: Path | None = None) -> ModelConfig:
+    """A zoo name or an inline mapping of dimensions -> a validated ModelConfig (``base_dir``:
+    where a ``moe_routing.histogram`` path is relative to)."""
     if isinstance(value, str):
         found = ZOO.get(value.lower())
         if found is None:
@@ -202,8 +222,22 @@ def resolve_model(value: Any, source: str, key: str = "model") -> ModelConfig:
             ),
         )
         moe_section.reject_unknown()
+    routing = None
+    if section.has("moe_routing"):
+        if moe is None:
+            raise section.error("moe_routing", "routing needs a model with moe layers (model.moe)")
+        routing = parse_moe_routing(
+            section.raw("moe_routing"),
+            source,
+            section.key_path("moe_routing"),
+            moe.experts,
+            layers // moe.every,
+            base_dir,
+        )
+    else:
+        section.raw("moe_routing", None)
     section.reject_unknown()
     model = ModelConfig(name, arch, hidden, layers, heads, kv_heads, ffn, vocab, max_seq, moe)
     if base is not None and model == replace(base, published_params=None):
-        return base
-    return model
+        model = base
+    return model if routing is None else replace(model, moe_routing=routing)

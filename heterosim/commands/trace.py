@@ -44,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _amount(node: dict[str, object]) -> str:
     if "comm_type" in node:
-        return f"{node['comm_type']} {node['comm_bytes']} B group {node['group']}"
+        split = node.get("comm_split_bytes")
+        per_member = f" per member {split}" if split else ""
+        return f"{node['comm_type']} {node['comm_bytes']} B group {node['group']}{per_member}"
     if "peer" in node:
         return f"{node['comm_bytes']} B peer {node['peer']} tag {node['tag']}"
     return f"{node['flops']} FLOP {node['bytes']} B"

@@ -36,6 +36,16 @@ MEMORY_CHECKS = ("error", "warn")
 # network.collective_algorithm / network.collective_protocol ("auto": NCCL's tuning model)
 COLLECTIVE_ALGORITHMS = ("auto", "ring", "tree", "nvls")
 COLLECTIVE_PROTOCOLS = ("auto", "simple", "ll", "ll128")
+# model.moe_routing.distribution: how a router spreads tokens over experts
+# (heterosim/config/moe_routing.py, heterosim/workload/routing.py)
+MOE_ROUTING_DISTRIBUTIONS = ("uniform", "zipf", "histogram")
+# model.moe_routing.drop_policy: Megatron-core's moe_token_drop_policy (which tokens over an
+# expert's capacity are dropped; megatron/core/transformer/moe/moe_utils.py)
+MOE_DROP_POLICIES = ("probs", "position")
+# parallel.cp_comm: how context-parallel attention exchanges K/V (heterosim/workload/cp.py):
+# Transformer Engine's ring (AttnFuncWithCPAndKVP2P, Megatron-core cp_comm_type "p2p") or an
+# all-gather of K/V before attention (AttnFuncWithCPAndKVAllGather, "all_gather"; Llama 3 §3.3.2)
+CP_COMMS = ("p2p", "all_gather")
 
 # network.cc: the config name -> the ns-3 TypeId of the congestion-control class the packet
 # network instantiates for every queue pair (ns3_modules/rdma/model/). The C++ side creates the

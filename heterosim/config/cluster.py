@@ -16,7 +16,7 @@ number differs, ``ClusterConfig.notes`` says which, and ``run`` prints it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,10 @@ from heterosim.catalog.gpus import (
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
 
-FABRIC_KINDS = ("rail-optimized", "fat-tree")
+# rail-only: rail switches and no spine joining the rails (Wang et al., "Rail-only: A Low-Cost
+# High-Performance Network for Training LLMs with Trillion Parameters", arXiv:2307.12169, 2023);
+# traffic between rails crosses NVLink first (heterosim.engine.topology).
+FABRIC_KINDS = ("rail-optimized", "fat-tree", "rail-only")
 
 # Physical ranges (bit/s, ns): the slowest RoCE NIC in use is 10 GbE, the fastest 1.6 Tbit/s;
 # NVLink 5 is 14.4 Tbit/s per GPU and direction; PCIe 6.0 x16 is 1 Tbit/s. The ranges leave
@@ -135,6 +138,7 @@ class FabricConfig:
     hosts_per_leaf: int  # fat-tree: hosts under one leaf switch
     nvlink_delay_ns: int
     pcie_delay_ns: int
+    planes: int = 1  # independent copies of the fabric; NIC port j is on plane j % planes
 
 
 @dataclass(frozen=True)
@@ -209,11 +213,23 @@ class ClusterConfig:
 
     @cached_property
     def gpu_nic(self) -> np.ndarray:
-        """NIC index (inside its host) used by every global GPU."""
+        """NIC index (inside its host) used by every global GPU (its port on plane 0)."""
         return np.array(
             [self.host(int(h)).gpu_nic[int(i)] for h, i in zip(self.gpu_host, self.gpu_local_index)],
             dtype=np.int64,
         )
+
+    @cached_property
+    def gpu_plane_nics(self) -> np.ndarray:
+        """(GPUs, planes) NIC index (inside its host) of every GPU's port on every plane.
+
+        With ``fabric.planes`` P, a host's NICs form groups of P consecutive ports, port ``j``
+        on plane ``j % P`` (a P-port NIC, or P NICs behind one PCIe switch); a GPU uses every
+        port of the group of its ``gpu_nic``.
+        """
+        planes = self.fabric.planes
+        first = self.gpu_nic // planes * planes
+        return first[:, None] + np.arange(planes)[None, :]
 
     @cached_property
     def host_socket(self) -> np.ndarray:
@@ -497,7 +513,12 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
         nvlink_delay_ns=fabric_section.time_ns("nvlink_delay", "500ns", maximum=MAX_HOST_DELAY_NS),
         pcie_delay_ns=fabric_section.time_ns("pcie_delay", "105ns", maximum=MAX_HOST_DELAY_NS),
     )
+    # a sanity bound: deployed multi-plane fabrics have 2 (Alibaba HPN, SIGCOMM 2024) to 4 planes
+    planes = fabric_section.integer("planes", 1, minimum=1, maximum=64)
     fabric_section.reject_unknown()
+    if planes > 1:
+        host_types = _split_planes(host_types, planes, fabric_section, types_section)
+        fabric = replace(fabric, planes=planes)
     zone_links = _zone_links(top, zones, set(zone_of_host))
     top.reject_unknown()
     return ClusterConfig(
@@ -566,6 +587,30 @@ def _check_zones_joined(top: Section, zones: tuple[str, ...], used: set[int], li
     missing = sorted(used - reach)
     if missing:
         raise top.error("zone_links", f"zone {zones[missing[0]]} holds hosts but no zone link reaches it")
+
+
+def _split_planes(
+    host_types: dict[str, HostType], planes: int, fabric: Section, types: Section
+) -> dict[str, HostType]:
+    """Host types on a ``planes``-plane fabric: every type's NICs split evenly over the planes,
+    and a GPU without an explicit ``gpu_nic`` on its own group of ``planes`` ports."""
+    out = {}
+    for name, htype in host_types.items():
+        if htype.nics % planes:
+            raise fabric.error(
+                "planes",
+                f"{planes} planes do not divide host type {name}'s {htype.nics} NICs "
+                "(every plane needs the same number of NIC ports per host)",
+            )
+        groups = htype.nics // planes
+        if types.section(name).has("gpu_nic"):
+            gpu_nic = tuple(j // planes * planes for j in htype.gpu_nic)
+        elif groups <= htype.gpus:
+            gpu_nic = tuple(g * groups // htype.gpus * planes for g in range(htype.gpus))
+        else:
+            gpu_nic = tuple(g * planes for g in range(htype.gpus))
+        out[name] = replace(htype, gpu_nic=gpu_nic)
+    return out
 
 
 def load_cluster(path: str | Path) -> ClusterConfig:

@@ -17,6 +17,7 @@ from heterosim.config.choices import (
     CC_ALGORITHMS,
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
+    CP_COMMS,
     DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
@@ -31,6 +32,7 @@ from heterosim.config.degenerate import network_warnings, run_sample_warnings
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
+from heterosim.config.moe_routing import check_routing_tokens
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -175,12 +177,44 @@ class ParallelConfig:
     # Transformer Engine userbuffers (Megatron-core / NeMo tp_comm_overlap): the sequence-parallel
     # all-gathers and reduce-scatters run under the GEMMs (heterosim.workload.tp_overlap)
     tp_comm_overlap: bool = False
+    # context parallelism (heterosim/workload/cp.py): each sequence is cut into 2*cp chunks and
+    # every rank of a CP group holds two of them; K/V travel by ring p2p or all-gather
+    cp: int = 1
+    cp_comm: str = "p2p"
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
     # with parallel.stages: how pipelines without micro_batches share the rest of the batch
     # (auto: in proportion to their speed; uniform: evenly)
     micro_batch_split: str = "auto"
+
+
+# Host time per compute op (forward, backward) of an eager layer pass, per architecture: measured
+# on the H100 machine whose layers ship in validation/ (heterosim/plan/compute/host_dispatch.py
+# says how; validation/h100_2026-11-27b/host_dispatch.json).
+HOST_DISPATCH_NS = {"gpt": (42_000, 79_000), "llama": (77_000, 136_000)}
+
+
+@dataclass(frozen=True)
+class HostDispatch:
+    """``framework.host_dispatch``: host time per compute op of a layer's forward and backward
+    pass, pipelined with the GPU (heterosim.plan.compute.host_dispatch). None: the measured
+    value for the model's architecture; 0 for both turns the model off."""
+
+    forward_ns: int | None = None
+    backward_ns: int | None = None
+
+    def per_op_ns(self, arch: str) -> tuple[int, int]:
+        """(forward, backward) host ns per compute op for a model of ``arch``."""
+        f, b = HOST_DISPATCH_NS.get(arch, HOST_DISPATCH_NS["gpt"])
+        return (
+            f if self.forward_ns is None else self.forward_ns,
+            b if self.backward_ns is None else self.backward_ns,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.forward_ns != 0 or self.backward_ns != 0
 
 
 @dataclass(frozen=True)
@@ -197,12 +231,22 @@ class FrameworkConfig:
     type (``"*"`` for any other), added to every compute op of that GPU.
     ``collective_overhead_ns``: time each communication call (a TP collective, a pipeline p2p
     call) costs the GPU before its transfer starts, per GPU type (marker ops carry it).
+    ``host_dispatch``: the eager host's time per op, pipelined with the GPU per layer pass; not
+    applied where ``host_op_overhead`` is given (that serial cost already holds the host's time).
     """
 
     name: str = "megatron"
     layer_forward_passes: int = 1
     host_op_overhead_ns: tuple[tuple[str, int], ...] = ()
     collective_overhead_ns: tuple[tuple[str, int], ...] = ()
+    host_dispatch: HostDispatch = HostDispatch()
+
+    @property
+    def pipelined_host_dispatch(self) -> HostDispatch:
+        """The host dispatch model in force: off where a serial host overhead is given."""
+        if any(ns > 0 for _, ns in self.host_op_overhead_ns):
+            return HostDispatch(0, 0)
+        return self.host_dispatch
 
     def host_overhead_ns(self, gpu: str) -> int:
         """Host time per compute op for ``gpu`` (catalogue name), 0 when none is given."""
@@ -361,7 +405,7 @@ def _attention_kernels() -> tuple[str, ...]:
     return ("auto", *sorted(attention_impls()))
 
 
-_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "rank_order")
+_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "cp", "cp_comm", "rank_order")
 
 
 def _stages(section: Section) -> StagedPlan:
@@ -457,6 +501,8 @@ def _parallel(section: Section) -> ParallelConfig:
         p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
         tp_comm_overlap=section.boolean("tp_comm_overlap", False),
+        cp=section.integer("cp", 1, minimum=1, maximum=MAX_PARALLEL),
+        cp_comm=section.string("cp_comm", "p2p", choices=CP_COMMS),
     )
     section.reject_unknown()
     return parallel
@@ -513,9 +559,27 @@ def _framework(section: Section) -> FrameworkConfig:
         layer_forward_passes=section.integer("layer_forward_passes", 1, minimum=1, maximum=4),
         host_op_overhead_ns=_per_gpu_times(section, "host_op_overhead"),
         collective_overhead_ns=_per_gpu_times(section, "collective_overhead"),
+        host_dispatch=_host_dispatch(section),
     )
     section.reject_unknown()
     return framework
+
+
+def _host_dispatch(section: Section) -> HostDispatch:
+    """``framework.host_dispatch``: one time for both passes, or ``{forward, backward}``."""
+    raw = section.raw("host_dispatch", None)
+    if raw is None:
+        return HostDispatch()
+    if isinstance(raw, dict):
+        sub = section.section("host_dispatch")
+        out = HostDispatch(
+            _overhead_ns(sub, "forward") if "forward" in raw else None,
+            _overhead_ns(sub, "backward") if "backward" in raw else None,
+        )
+        sub.reject_unknown()
+        return out
+    ns = _overhead_ns(section, "host_dispatch")
+    return HostDispatch(ns, ns)
 
 
 def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
@@ -537,9 +601,9 @@ def _per_gpu_times(section: Section, key: str) -> tuple[tuple[str, int], ...]:
 MAX_FRAMEWORK_OVERHEAD_NS = 10**9  # per op or call: measured host and launch costs are microseconds
 
 
-def _overhead_ns(section: Section, key: str) -> int:
+def _overhead_ns(section: Section, key: str, default: str = "0us") -> int:
     """A framework overhead per op: 0..1 s (hours per op would simulate hours of idle GPUs)."""
-    ns = section.time_ns(key, "0us", minimum=0)
+    ns = section.time_ns(key, default, minimum=0)
     if ns > MAX_FRAMEWORK_OVERHEAD_NS:
         raise section.error(
             key,
@@ -734,17 +798,47 @@ def _check_framework(top: Section, exp: ExperimentConfig) -> None:
         )
 
 
+def _check_cp(top: Section, exp: ExperimentConfig) -> None:
+    """Context parallelism: the load-balanced causal split cuts each sequence into 2*cp equal
+    chunks (Megatron-core ``get_batch_on_this_cp_rank``), so 2*cp must divide seq_len; Megatron
+    runs it through Transformer Engine's fused attention only (no unfused core attention)."""
+    par, train = exp.parallel, exp.training
+    if par.cp == 1:
+        return
+    if train.seq_len % (2 * par.cp):
+        raise top.error(
+            "parallel.cp",
+            f"cp {par.cp} needs seq_len divisible by 2*cp = {2 * par.cp} "
+            f"(each sequence is cut into 2*cp chunks), got seq_len {train.seq_len}",
+        )
+    if par.ep > 1:
+        raise top.error("parallel.cp", "context parallelism with expert parallelism (ep > 1) is not modelled")
+    if train.attention != "flash":
+        raise top.error("parallel.cp", "context parallelism needs training.attention: flash")
+    if par.zero >= 3 and par.zero3_impl == "deepspeed-0.3":
+        raise top.error("parallel.cp", "context parallelism is not modelled with zero3_impl: deepspeed-0.3")
+    if exp.framework.name != "megatron":
+        raise top.error("parallel.cp", "context parallelism is modelled for framework: megatron only")
+
+
 def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
     par, model, cluster = exp.parallel, exp.model, exp.cluster
     if par.plan is not None:
         return
-    product = par.tp * par.pp * par.dp
+    product = par.tp * par.cp * par.pp * par.dp
     if product != cluster.world_size:
+        if par.cp > 1:
+            raise top.error(
+                "parallel.cp",
+                f"tp*cp*pp*dp = {par.tp}*{par.cp}*{par.pp}*{par.dp} = {product} but the cluster "
+                f"{cluster.name!r} has {cluster.world_size} GPUs",
+            )
         raise top.error(
             "parallel",
             f"tp*pp*dp = {par.tp}*{par.pp}*{par.dp} = {product} but the cluster "
             f"{cluster.name!r} has {cluster.world_size} GPUs",
         )
+    _check_cp(top, exp)
     if model.heads % par.tp:
         raise top.error("parallel.tp", f"model heads {model.heads} not divisible by tp {par.tp}")
     if model.kv_heads % par.tp and par.tp % model.kv_heads:
@@ -803,6 +897,15 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error("training.seq_len", f"seq_len {train.seq_len} not divisible by tp")
 
 
+def _check_moe_routing(exp: ExperimentConfig) -> None:
+    """A routing histogram counts one micro-batch of one EP group (heterosim.config.moe_routing)."""
+    routing, moe = exp.model.moe_routing, exp.model.moe
+    if routing is None or moe is None:
+        return
+    tokens = exp.training.micro_batch * exp.training.seq_len
+    check_routing_tokens(routing, exp.source, "model.moe_routing", tokens, exp.parallel.ep, moe.top_k)
+
+
 def parse_experiment(
     data: dict[str, Any],
     source: str,
@@ -818,7 +921,7 @@ def parse_experiment(
             "sweep; for this command give one job's experiment file",
         )
     name = plain_name(top.string("name", Path(source).stem if source else "experiment"), "name", source)
-    model = resolve_model(top.raw("model"), source)
+    model = resolve_model(top.raw("model"), source, base_dir=base_dir)
     training = _training(top.section("training", required=True), model)
     parallel = _parallel(top.section("parallel", required=True))
     if cluster_override is not None:
@@ -855,6 +958,7 @@ def parse_experiment(
         warnings=(*network_warnings(network, cluster), *fault_warnings(faults)),
     )
     _check_consistency(top, experiment)
+    _check_moe_routing(experiment)
     _check_framework(top, experiment)
     samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
     if samples:

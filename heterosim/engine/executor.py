@@ -38,6 +38,7 @@ from heterosim.engine.fluid import reset_simulator
 from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
+from heterosim.plan.collectives.planes import flow_planes
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
 PROGRESS_WALL_INTERVAL_S = 0.5
@@ -122,6 +123,8 @@ def execute_plan(
     is 0 (its queue empties).
     ``faults``: link faults and straggler windows (:mod:`heterosim.engine.faults`); the packet
     model's stall timeout then also covers the outages and twice the retransmission timeout.
+    On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
+    port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
     model = network_model(simulation.fidelity)
     queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
@@ -158,6 +161,12 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     _load(executor, plan, connection)
+    gpu_host = topology.node_host[topology.gpu_node]
+    planes = flow_planes(
+        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
+    )
+    if planes is not None:
+        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
     contention = _install_contention(ns3, executor, plan) if simulation.compute_contention else None
     schedule = fault_models.install(faults, gbl, net, executor)
     try:

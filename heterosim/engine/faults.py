@@ -319,18 +319,29 @@ def _overlap_error(faults: Sequence[FaultSpec], gpu: int, at_ns: int, factor: fl
 
 
 def _cut_off_hosts(topology: Topology, down: set[int]) -> list[int]:
-    """Hosts with a NIC outside the largest fabric component once ``down`` links are removed."""
+    """Hosts with a NIC cut off by the ``down`` links: outside the largest piece of the fabric
+    component it was in with every link up (a multi-plane or rail-only fabric has several)."""
     fabric = np.flatnonzero(np.isin(topology.link_kind, (ACCESS, FABRIC)))
     keep = np.array([link for link in fabric if int(link) not in down], dtype=np.int64)
     n = topology.num_nodes
-    graph = csr_matrix((np.ones(keep.size), (topology.link_a[keep], topology.link_b[keep])), shape=(n, n))
-    _, labels = connected_components(graph, directed=False)
+
+    def components(links: np.ndarray) -> np.ndarray:
+        graph = csr_matrix(
+            (np.ones(links.size), (topology.link_a[links], topology.link_b[links])), shape=(n, n)
+        )
+        return connected_components(graph, directed=False)[1]
+
     nics = np.flatnonzero(topology.node_kind == NIC)
     if not nics.size:
         return []
-    counts = np.bincount(labels[nics])
-    main = int(np.argmax(counts))
-    return sorted({int(topology.node_host[x]) for x in nics if labels[x] != main})
+    before, after = components(fabric)[nics], components(keep)[nics]
+    cut: set[int] = set()
+    for component in np.unique(before):
+        members = nics[before == component]
+        pieces = after[before == component]
+        main = int(np.bincount(pieces).argmax())
+        cut |= {int(topology.node_host[x]) for x in members[pieces != main]}
+    return sorted(cut)
 
 
 def _check_partitions(plan: FaultPlan, topology: Topology) -> None:

@@ -19,20 +19,36 @@ Between hosts
       connects to rail switch ``(group, j)``; every rail switch connects to the spines.
     * ``fat-tree`` (two-tier leaf-spine): all NICs of ``hosts_per_leaf`` hosts connect to one leaf;
       leaves connect to the spines.
+    * ``rail-only`` (Wang et al., arXiv:2307.12169): rail switches as in ``rail-optimized``, but
+      no spine joins different rails; the rail switches of one rail in different host groups
+      join through that rail's own spines. GPUs on different rails of different hosts reach
+      each other only through a host's NVLink (see Routing).
     * Uplinks: a leaf with downlink capacity ``D`` gets ``ceil(D / (oversubscription * spine_speed))``
       uplinks at ``spine_speed``, to spines ``0, 1, ...``; the spine count is the largest of these.
+    * Planes (``fabric.planes`` P > 1): the fabric above is built P times, once per plane, over
+      the NIC ports of that plane (port ``j`` of a host on plane ``j % P``, rail ``j // P``); the
+      planes share no switch, so a port's traffic stays in its plane. Switch names carry the plane
+      (``p1.rail0.g0``). A GPU has one port per plane (:attr:`Topology.gpu_plane_nic`).
 
 Zones
-    A cluster with ``zones:`` gets one such fabric per zone; each ``zone_links`` entry joins the
-    two zones' top switches (first spine, or the only leaf) with a link of its bandwidth whose
-    delay is its one-way latency.
+    A cluster with ``zones:`` gets one such fabric per zone (and per plane; switch names start
+    with the zone, ``us-east-1a.p1.spine0``); each ``zone_links`` entry joins the two zones' top
+    switches (first spine, or the only leaf) with a link whose delay is its one-way latency. On a
+    multi-plane fabric it joins every plane's top switches, on a rail-only fabric every rail's
+    (rails both zones have); these links share the entry's bandwidth evenly.
 
 Routing
     A flow from GPU ``a`` to GPU ``b`` on the same host follows the cheapest host-internal path
     (cost = sum of 1/rate, GPUs never transit: NVLink beats PCIe where both exist). Across hosts it
     goes ``a -> NIC(a)`` inside the host, ``NIC(a) -> NIC(b)`` through the fabric on shortest paths
     by hop count with ECMP over equal-cost next hops, then ``NIC(b) -> b``. :class:`Topology`
-    carries next-hop tables for both parts.
+    carries next-hop tables for both parts. On a multi-plane fabric both NICs are the GPUs'
+    ports on the flow's plane (the plan's choice, :mod:`heterosim.plan.collectives.planes`; a
+    flow without one hashes to a plane). When the fabric has no route from ``NIC(a)`` to
+    ``NIC(b)`` (rail-only, different rails) the flow first goes to the first GPU of ``a``'s host
+    whose port reaches ``NIC(b)`` - over NVLink on NVSwitch hosts - and leaves through that
+    GPU's port: NCCL's PXN (``NCCL_PXN_DISABLE=0``, src/transport/net.cc; the rail-only paper's
+    forwarding through the high-bandwidth domain).
 """
 
 from __future__ import annotations
@@ -50,6 +66,7 @@ from heterosim.engine import host_paths
 from heterosim.errors import UserError
 
 GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
+PLANE_HOP = 1000  # the ECMP "hop" salting a plane choice by hash (TopologyDescription::PLANE_HOP)
 NODE_KIND_NAMES = ("gpu", "nvswitch", "pcie-switch", "pcie-root", "nic", "leaf", "spine")
 NVLINK, PCIE, ACCESS, FABRIC = range(4)
 LINK_KIND_NAMES = ("nvlink", "pcie", "access", "fabric")
@@ -83,6 +100,9 @@ class Topology:
     host_socket: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # 1: socket host
     # routes use a one-way link only from link_a to link_b (hosts without PCIe P2P; Python-side only)
     link_oneway: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    planes: int = 1
+    gpu_plane_nic: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.int32))  # (gpus, planes)
+    node_plane: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # -1: inside a host
 
     @property
     def num_nodes(self) -> int:
@@ -110,9 +130,10 @@ class Topology:
             object.__setattr__(self, "_route_cache", cached)
         return cached
 
-    def path_links(self, src_gpu: int, dst_gpu: int, flow_hash: int = 0) -> list[int]:
+    def path_links(self, src_gpu: int, dst_gpu: int, flow_hash: int = 0, plane: int = -1) -> list[int]:
         """Links of one path from GPU to GPU, choosing among ECMP next hops by ``flow_hash``.
 
+        ``plane`` (multi-plane fabrics): the plane of the flow, -1 to pick it by hash.
         A reference implementation for tests and small tools; the C++ models route on their own
         copy of the same tables.
         """
@@ -121,12 +142,31 @@ class Topology:
             return []
         if self.node_host[src] == self.node_host[dst]:
             return self._walk(src, dst, flow_hash)
-        nic_a, nic_b = int(self.gpu_nic_node[src_gpu]), int(self.gpu_nic_node[dst_gpu])
+        proxy, nic_a, nic_b = self.flow_nics(src_gpu, dst_gpu, flow_hash, plane)
+        via = int(self.gpu_node[proxy])
         return (
-            self._walk(src, nic_a, flow_hash)
+            (self._walk(src, via, flow_hash) if via != src else [])
+            + self._walk(via, nic_a, flow_hash)
             + self._walk(nic_a, nic_b, flow_hash)
             + self._walk(nic_b, dst, flow_hash)
         )
+
+    def flow_nics(
+        self, src_gpu: int, dst_gpu: int, flow_hash: int = 0, plane: int = -1
+    ) -> tuple[int, int, int]:
+        """(GPU whose port the flow leaves by, source port node, destination port node) of a flow
+        between hosts: the GPUs' ports on the flow's plane, or PXN through a GPU of the source
+        host whose port reaches the destination port (see the module docstring)."""
+        p = plane % self.planes if plane >= 0 else ecmp_index(flow_hash, PLANE_HOP, self.planes)
+        nic_a, nic_b = int(self.gpu_plane_nic[src_gpu, p]), int(self.gpu_plane_nic[dst_gpu, p])
+        if self.next_hops(nic_a, nic_b):
+            return src_gpu, nic_a, nic_b
+        host = self.node_host[self.gpu_node[src_gpu]]
+        for gpu in np.flatnonzero(self.node_host[self.gpu_node] == host):
+            nic = int(self.gpu_plane_nic[gpu, p])
+            if self.next_hops(nic, nic_b):
+                return int(gpu), nic, nic_b
+        return src_gpu, nic_a, nic_b
 
     def _walk(self, node: int, dst: int, flow_hash: int) -> list[int]:
         links: list[int] = []
@@ -151,6 +191,8 @@ def to_native(topo: Topology, gbl) -> object:
     desc.SetNodes(topo.num_nodes, arrays["kind"], arrays["host"])
     desc.SetLinks(topo.num_links, arrays["a"], arrays["b"], arrays["rate"], arrays["delay"], arrays["lkind"])
     desc.SetGpus(len(topo.gpu_node), arrays["gpu"], arrays["nic"])
+    if topo.planes > 1:
+        desc.SetGpuPlanes(topo.planes, np.ascontiguousarray(topo.gpu_plane_nic, np.int32).reshape(-1))
     desc.SetRoutes(len(topo.route_node), arrays["rnode"], arrays["rdst"], arrays["rptr"], arrays["rlink"])
     if topo.host_socket.any():
         desc.SetHostTransports(len(topo.host_socket), np.ascontiguousarray(topo.host_socket, np.uint8))
@@ -190,13 +232,15 @@ class _Builder:
         self.kind: list[int] = []
         self.host: list[int] = []
         self.name: list[str] = []
+        self.plane: list[int] = []
         self.links: list[tuple[int, int, float, int, int]] = []
         self.oneway: list[bool] = []  # routes may use the link from a to b only
 
-    def node(self, kind: int, host: int, name: str) -> int:
+    def node(self, kind: int, host: int, name: str, plane: int = -1) -> int:
         self.kind.append(kind)
         self.host.append(host)
         self.name.append(name)
+        self.plane.append(plane)
         return len(self.kind) - 1
 
     def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int, oneway: bool = False) -> None:
@@ -210,12 +254,16 @@ def build_topology(cluster: ClusterConfig) -> Topology:
     fabric = cluster.fabric
     gpu_node: list[int] = []
     gpu_nic_node: list[int] = []
+    gpu_plane_nic: list[list[int]] = []
     host_nics: list[list[int]] = []
+    planes = fabric.planes
     for host in range(cluster.num_hosts):
         htype = cluster.host(host)
-        gpus, nics = _build_host(builder, host, htype, fabric.pcie_delay_ns, fabric.nvlink_delay_ns)
+        gpus, nics = _build_host(builder, host, htype, fabric.pcie_delay_ns, fabric.nvlink_delay_ns, planes)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
+        first = [htype.gpu_nic[g] // planes * planes for g in range(htype.gpus)]
+        gpu_plane_nic += [[nics[j + p] for p in range(planes)] for j in first]
         host_nics.append(nics)
 
     leaves = _build_zones(builder, cluster, host_nics)
@@ -234,6 +282,9 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
         host_socket=np.ascontiguousarray(cluster.host_socket, dtype=np.uint8),
         link_oneway=np.array(builder.oneway, dtype=bool),
+        planes=planes,
+        gpu_plane_nic=np.array(gpu_plane_nic, dtype=np.int32).reshape(-1, planes),
+        node_plane=np.array(builder.plane, dtype=np.int8),
     )
     _check_connected(topo, cluster.source)
     _compute_routes(topo, cluster)
@@ -241,11 +292,12 @@ def build_topology(cluster: ClusterConfig) -> Topology:
 
 
 def _build_host(
-    builder: _Builder, host: int, htype: HostType, pcie_delay: int, nvlink_delay: int
+    builder: _Builder, host: int, htype: HostType, pcie_delay: int, nvlink_delay: int, planes: int
 ) -> tuple[list[int], list[int]]:
-    """Nodes and links of one host; returns its GPU and NIC nodes (module notes)."""
+    """Nodes and links of one host; returns its GPU and NIC nodes (module notes; NIC ``j`` is
+    on plane ``j % planes``)."""
     gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
-    nics = [builder.node(NIC, host, f"h{host}.nic{j}") for j in range(htype.nics)]
+    nics = [builder.node(NIC, host, f"h{host}.nic{j}", j % planes) for j in range(htype.nics)]
     rate = htype.pcie_bps
     nic_switch = [j * htype.pcie_switches // htype.nics for j in range(htype.nics)]
     gpu_switch = [host_paths.switch_of_gpu(htype, g) for g in range(htype.gpus)]
@@ -299,38 +351,66 @@ def _bridges(builder: _Builder, htype: HostType, gpus: list[int], nvlink_delay: 
 
 
 def _build_zones(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
-    """One fabric per zone (the whole cluster when it names none), zones joined by their links
-    between each zone's top switch (its first spine, or its only leaf)."""
+    """One fabric per zone (the whole cluster when it names none), each built per plane; a zone
+    link joins the two zones' top switches of every plane (and, rail-only, of every rail both
+    zones have), its bandwidth shared evenly by these links."""
     if not cluster.zones:
         return _build_fabric(builder, cluster, host_nics, list(range(cluster.num_hosts)), "")[0]
     leaves: list[int] = []
-    gateway: dict[int, int] = {}
+    gateways: dict[int, dict[tuple[int, int], int]] = {}
     for z, name in enumerate(cluster.zones):
         hosts = [h for h in range(cluster.num_hosts) if cluster.zone_of_host[h] == z]
         if hosts:
-            zone_leaves, top = _build_fabric(builder, cluster, host_nics, hosts, f"{name}.")
+            zone_leaves, tops = _build_fabric(builder, cluster, host_nics, hosts, f"{name}.")
             leaves += zone_leaves
-            gateway[z] = top
+            gateways[z] = tops
     for link in cluster.zone_links:
-        if link.a in gateway and link.b in gateway:
-            builder.link(gateway[link.a], gateway[link.b], link.bandwidth_bps, link.latency_ns, FABRIC)
+        if link.a in gateways and link.b in gateways:
+            shared = sorted(gateways[link.a].keys() & gateways[link.b].keys())
+            for key in shared:
+                a, b = gateways[link.a][key], gateways[link.b][key]
+                builder.link(a, b, link.bandwidth_bps / len(shared), link.latency_ns, FABRIC)
     return leaves
 
 
 def _build_fabric(
     builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]], members: list[int], prefix: str
-) -> tuple[list[int], int]:
-    """Leaves (and spines) over hosts ``members``; returns the leaves and the top switch."""
+) -> tuple[list[int], dict[tuple[int, int], int]]:
+    """Every plane's switches and links over hosts ``members``; returns all leaves (rail switches)
+    and the top switch of every (plane, rail) (rail -1 unless rail-only)."""
+    planes = cluster.fabric.planes
+    leaves: list[int] = []
+    tops: dict[tuple[int, int], int] = {}
+    for plane in range(planes):
+        ports = [nics[plane::planes] for nics in host_nics]  # port j on plane j % planes
+        plane_prefix = f"{prefix}p{plane}." if planes > 1 else prefix
+        plane_leaves, plane_tops = _build_plane(builder, cluster, ports, members, plane, plane_prefix)
+        leaves += plane_leaves
+        tops.update({(plane, rail): node for rail, node in plane_tops.items()})
+    return leaves, tops
+
+
+def _build_plane(
+    builder: _Builder,
+    cluster: ClusterConfig,
+    host_nics: list[list[int]],
+    members: list[int],
+    plane: int,
+    prefix: str,
+) -> tuple[list[int], dict[int, int]]:
+    """One plane's leaves and spines over hosts ``members``; returns the leaves and the top
+    switch of every rail (rail-only) or of the whole plane (key -1): its first spine or only leaf."""
     fabric = cluster.fabric
     per_leaf = fabric.hosts_per_leaf
     groups = [members[start : start + per_leaf] for start in range(0, len(members), per_leaf)]
     leaves: list[int] = []
     leaf_down_bps: list[float] = []
+    leaf_rail: list[int] = []
     for gi, hosts in enumerate(groups):
-        if fabric.kind == "rail-optimized":
-            rails = max(cluster.host(h).nics for h in hosts)
+        if fabric.kind in ("rail-optimized", "rail-only"):
+            rails = max(len(host_nics[h]) for h in hosts)
             for rail in range(rails):
-                leaf = builder.node(LEAF, -1, f"{prefix}rail{rail}.g{gi}")
+                leaf = builder.node(LEAF, -1, f"{prefix}rail{rail}.g{gi}", plane)
                 down = 0.0
                 for h in hosts:
                     if rail < len(host_nics[h]):
@@ -339,8 +419,9 @@ def _build_fabric(
                         down += speed
                 leaves.append(leaf)
                 leaf_down_bps.append(down)
+                leaf_rail.append(rail)
         else:
-            leaf = builder.node(LEAF, -1, f"{prefix}leaf{gi}")
+            leaf = builder.node(LEAF, -1, f"{prefix}leaf{gi}", plane)
             down = 0.0
             for h in hosts:
                 speed = cluster.host(h).nic_speed_bps
@@ -349,17 +430,33 @@ def _build_fabric(
                     down += speed
             leaves.append(leaf)
             leaf_down_bps.append(down)
+            leaf_rail.append(0)
+    if len(groups) == 1 and fabric.kind == "rail-only":
+        return leaves, dict(zip(leaf_rail, leaves))  # one rail switch per rail, nothing above it
     if len(leaves) == 1:
-        return leaves, leaves[0]
+        return leaves, {-1: leaves[0]}
     uplinks = [
         max(1, math.ceil(down / (fabric.oversubscription * fabric.spine_speed_bps) - 1e-9))
         for down in leaf_down_bps
     ]
-    spines = [builder.node(SPINE, -1, f"{prefix}spine{s}") for s in range(max(uplinks))]
+    if fabric.kind == "rail-only":  # each rail its own spines: no path between rails
+        tops: dict[int, int] = {}
+        for rail in sorted(set(leaf_rail)):
+            mine = [i for i, r in enumerate(leaf_rail) if r == rail]
+            spines = [
+                builder.node(SPINE, -1, f"{prefix}rail{rail}.spine{s}", plane)
+                for s in range(max(uplinks[i] for i in mine))
+            ]
+            for i in mine:
+                for s in range(uplinks[i]):
+                    builder.link(leaves[i], spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
+            tops[rail] = spines[0]
+        return leaves, tops
+    spines = [builder.node(SPINE, -1, f"{prefix}spine{s}", plane) for s in range(max(uplinks))]
     for leaf, count in zip(leaves, uplinks):
         for s in range(count):
             builder.link(leaf, spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
-    return leaves, spines[0]
+    return leaves, {-1: spines[0]}
 
 
 def _check_connected(topo: Topology, source: str) -> None:
@@ -402,7 +499,8 @@ def _fabric_routes(topo: Topology) -> _RouteBlock:
     out_nodes, out_dsts, out_counts, out_links = [], [], [], []
     for d_index, d_local in enumerate(nic_local):
         dd = dist[d_index]
-        sel = np.flatnonzero((dd[ev] == dd[eu] - 1) & (forwards | (ev == d_local)))
+        # unreachable nodes (another plane, another rail of a rail-only fabric) get no entry
+        sel = np.flatnonzero((dd[ev] == dd[eu] - 1) & np.isfinite(dd[eu]) & (forwards | (ev == d_local)))
         us, counts = np.unique(eu[sel], return_counts=True)
         out_nodes.append(members[us])
         out_dsts.append(np.full(len(us), members[d_local]))

@@ -18,6 +18,12 @@ matches the n-th); the transfer waits for both sides' parents (rendezvous, NCCL'
 or with ``p2p_rendezvous=False`` for the sender's parents only (eager: Chakra consumers such as
 ASTRA-sim start a send when its own dependencies are done; the recv still waits for the data).
 
+An all-to-all-v (a collective node whose template carries per-member send sizes,
+``OpTemplates.comm_split``) is one instance like any other; its (n, n) matrix of bytes is
+assembled from the members' rows in communicator order, and instances are decomposed once per
+distinct (type, members, matrix). Its members disagree on ``comm_bytes`` (each sends its own
+total); the instance records the matrix's total.
+
 Approximations (documented, tested): a collective's members start together (at the last
 arrival) rather than each as soon as its ring neighbours are ready; compute and communication
 kernels do not slow each other down (no SM or memory-bandwidth contention).
@@ -36,7 +42,9 @@ from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, RankTrace
 
-Decomposer = Callable[[int, int, list[int]], CollectivePlan]
+# decompose(comm_type, size_bytes, gpus, pair_bytes=None): pair_bytes is the (n, n) matrix of
+# an all-to-all-v (bytes member i sends member j, communicator order), else None
+Decomposer = Callable[..., CollectivePlan]
 
 
 @dataclass
@@ -135,6 +143,7 @@ def build_plan(
     coll_parts: list[np.ndarray] = []
     send_parts: list[np.ndarray] = []
     recv_parts: list[np.ndarray] = []
+    splits = _SplitTable()
     for r, trace in enumerate(traces):
         n = len(trace)
         node_type = trace.templates.node_type[trace.template]
@@ -164,6 +173,7 @@ def build_plan(
                         trace.templates.comm_group[t],
                         trace.templates.comm_type[t],
                         trace.templates.comm_bytes[t],
+                        splits.ids(trace.templates)[t],
                     ],
                     axis=1,
                 ).astype(np.int64)
@@ -203,7 +213,7 @@ def build_plan(
         return np.concatenate(out_row), np.concatenate(out_parent)
 
     collectives, algorithms, protocols = _add_collectives(
-        rows, coll_parts, rank_gpu, groups, decompose, offsets, parents
+        rows, coll_parts, rank_gpu, groups, decompose, offsets, parents, splits
     )
     p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, p2p_rendezvous)
 
@@ -245,7 +255,72 @@ def _occurrence(keys: np.ndarray) -> np.ndarray:
     return occurrence
 
 
-def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, parents):
+class _SplitTable:
+    """Distinct all-to-all-v send vectors of all ranks, each with a global id."""
+
+    def __init__(self) -> None:
+        self.vectors: list[np.ndarray] = []
+        self._index: dict[bytes, int] = {}
+
+    def ids(self, templates) -> np.ndarray:
+        """Global split id of every template row (-1: none); one dict lookup per split row."""
+        out = np.full(len(templates), -1, np.int64)
+        for row in np.flatnonzero(templates.split_lengths()):
+            vector = templates.split_of(int(row))
+            key = vector.tobytes()
+            found = self._index.get(key)
+            if found is None:
+                found = self._index[key] = len(self.vectors)
+                self.vectors.append(vector)
+            out[row] = found
+        return out
+
+
+def _matrices(
+    inverse: np.ndarray,
+    rank: np.ndarray,
+    group: np.ndarray,
+    split: np.ndarray,
+    n_inst: int,
+    groups: dict[int, list[int]],
+    splits: _SplitTable,
+    world: int,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(matrix id of every instance, -1 for an even collective; the distinct matrices): the
+    members' send vectors stacked in communicator order."""
+    inst_matrix = np.full(n_inst, -1, np.int64)
+    matrices: list[np.ndarray] = []
+    v = np.flatnonzero(split >= 0)
+    if v.size == 0:
+        return inst_matrix, matrices
+    keys, positions = [], []
+    for g in np.unique(group[v]):
+        members = np.asarray(groups[int(g)], np.int64)
+        keys.append(int(g) * world + members)
+        positions.append(np.arange(members.size))
+    key, pos_of = np.concatenate(keys), np.concatenate(positions)
+    order = np.argsort(key)
+    pos = pos_of[order][np.searchsorted(key[order], group[v] * world + rank[v])]
+    ordered = np.lexsort((pos, inverse[v]))
+    inst_sorted, sid_sorted = inverse[v][ordered], split[v][ordered]
+    inst_ids, starts, counts = np.unique(inst_sorted, return_index=True, return_counts=True)
+    for n in np.unique(counts):
+        sel = counts == n
+        table = sid_sorted[starts[sel][:, None] + np.arange(n)[None, :]]
+        distinct, which = np.unique(table, axis=0, return_inverse=True)
+        first = len(matrices)
+        for row in distinct:
+            matrix = np.stack([splits.vectors[int(s)] for s in row])
+            if matrix.shape != (n, n):
+                raise UserError(
+                    f"traces: an all-to-all-v of {n} ranks carries {matrix.shape[1]} sizes per rank"
+                )
+            matrices.append(matrix)
+        inst_matrix[inst_ids[sel]] = first + which.reshape(-1)
+    return inst_matrix, matrices
+
+
+def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, parents, splits):
     empty = {
         k: np.zeros(0, np.int64)
         for k in (
@@ -264,8 +339,9 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     }
     if not coll_parts:
         return empty, [], []
-    table = np.concatenate(coll_parts)  # rank, node, group, type, bytes (rank-major, node order)
-    rank, node, group, ctype, size = table.T
+    table = np.concatenate(coll_parts)  # rank, node, group, type, bytes, split id (rank-major)
+    rank, node, group, ctype, size, split = table.T
+    size = np.where(split >= 0, -2, size)  # an all-to-all-v's members send different totals
     # k-th collective of each rank on each group, in the rank's issue order.
     occurrence = _occurrence(rank * (int(group.max()) + 2) + (group + 1))
     key = np.stack([group, occurrence])
@@ -290,6 +366,9 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
             f"traces: rank {int(rank[i])} node {int(node[i])}: collective on communicator "
             f"{int(group[i])} disagrees with its peers on type or size"
         )
+    inst_matrix, matrices = _matrices(inverse, rank, group, split, n_inst, groups, splits, len(offsets) - 1)
+    for m, matrix in enumerate(matrices):
+        inst_size[inst_matrix == m] = int(matrix.sum())
     algorithms: list[str] = []
     protocols: list[str] = []
     out = {k: np.zeros(n_inst, np.int64) for k in empty}
@@ -298,13 +377,17 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     out["ranks"] = members
     start_task = np.zeros(n_inst, np.int64)
     end_task = np.zeros(n_inst, np.int64)
-    # Decompose once per distinct (type, size, communicator members).
+    # Decompose once per distinct (type, size, communicator members, all-to-all-v matrix).
     signature = {}
     for i in range(n_inst):
         gpus = tuple(int(rank_gpu[m]) for m in groups[int(instances[0, i])])
-        signature.setdefault((int(inst_type[i]), int(inst_size[i]), gpus), []).append(i)
-    for (ctype_i, size_i, gpus), inst in signature.items():
-        sub = decompose(ctype_i, size_i, list(gpus))
+        key = (int(inst_type[i]), int(inst_size[i]), gpus, int(inst_matrix[i]))
+        signature.setdefault(key, []).append(i)
+    for (ctype_i, size_i, gpus, matrix_id), inst in signature.items():
+        if matrix_id >= 0:
+            sub = decompose(ctype_i, 0, list(gpus), pair_bytes=matrices[matrix_id])
+        else:
+            sub = decompose(ctype_i, size_i, list(gpus))
         inst = np.array(inst, dtype=np.int64)
         copies, n = inst.size, len(sub)
         first = rows.add(

@@ -74,11 +74,19 @@ def job_metrics(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
+def all_to_all_metrics(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Rows for the expert-parallel all-to-alls of an MoE run (none without them)."""
+    if lookup(results, "collectives.by_type.ALL_TO_ALL") is None:
+        return []
+    key = "collectives.by_type.ALL_TO_ALL"
+    return [(f"{key}.mean_time_s", "all-to-all mean", "s"), (f"{key}.max_time_s", "all-to-all max", "s")]
+
+
 def metric_rows(results_a: dict[str, Any], results_b: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per compared metric: a, b, delta (b - a) and ratio (b / a, None when a is 0)."""
     rows = []
     same_jobs = len(results_a.get("jobs") or []) == len(results_b.get("jobs") or [])
-    extra = job_metrics(results_a) if same_jobs else []
+    extra = (job_metrics(results_a) if same_jobs else []) + all_to_all_metrics(results_a)
     for key, label, unit in (*COMPARED_METRICS, *extra):
         a, b = lookup(results_a, key), lookup(results_b, key)
         if a is None and b is None:

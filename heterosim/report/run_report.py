@@ -144,6 +144,7 @@ def results_dict(run: Any) -> dict[str, Any]:
         "collectives": {
             "instances": int(len(colls.get("id", []))),
             "by_algorithm": by_algorithm,
+            "by_type": collective_times(colls, engine),
             "p2p_bytes": int(run.tables.p2p_bytes),
             "granularity": exp.simulation.collective_granularity,
         },
@@ -190,6 +191,27 @@ def results_dict(run: Any) -> dict[str, Any]:
     baseline = getattr(run, "baseline", None)
     if baseline is not None:
         out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
+    return out
+
+
+def collective_times(colls: dict[str, np.ndarray], engine: Any) -> dict[str, dict[str, Any]]:
+    """Per collective type: instances, bytes (the instances' sizes) and the mean and longest
+    instance time (start marker to end marker) of the instances that ran."""
+    if not len(colls.get("id", [])):
+        return {}
+    start = engine.task_start_ns[colls["start_task"]]
+    end = engine.task_end_ns[colls["end_task"]]
+    ran = (start >= 0) & (end >= start)
+    out: dict[str, dict[str, Any]] = {}
+    for ctype in np.unique(colls["comm_type"]).tolist():
+        mine = colls["comm_type"] == ctype
+        done = (end - start)[mine & ran]
+        out[str(COLLECTIVE_NAMES.get(int(ctype), ctype))] = {
+            "count": int(mine.sum()),
+            "bytes": int(colls["size_bytes"][mine].sum()),
+            "mean_time_s": float(done.mean() * NS) if done.size else None,
+            "max_time_s": float(done.max() * NS) if done.size else None,
+        }
     return out
 
 

@@ -26,6 +26,7 @@ from heterosim.notes import print_note
 from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.collectives.decompose import decompose_collective
 from heterosim.plan.compute.contention import fill_plan_terms, template_terms
+from heterosim.plan.compute.host_dispatch import DispatchStretch, stretch_to_host_dispatch
 from heterosim.plan.compute.host_overhead import add_host_overhead
 from heterosim.plan.compute.layer_gap import LayerScale, layer_scale, scale_templates
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
@@ -112,6 +113,7 @@ def prepare_run(
     cluster = plan_cluster if plan_cluster is not None else experiment.cluster
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
     layer_scales: dict[tuple, LayerScale | None] = {}
+    dispatch_stretches: dict[str, DispatchStretch] = {}  # the first rank's of each GPU type
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     for rank, trace in enumerate(traces):
         if keep_trace_durations:  # recorded runtimes (traces without op shapes)
@@ -120,9 +122,14 @@ def prepare_run(
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
         ns, prov = compute.time_templates(trace.templates, gpu_type)
         scale = _layer_scale(compute, experiment, workload, rank, gpu_type, layer_scales)
+        fw = experiment.framework
         if scale is not None:
             ns = scale_templates(ns, trace.templates, scale)
-        fw = experiment.framework
+        elif fw.pipelined_host_dispatch.enabled:
+            per_op = fw.pipelined_host_dispatch.per_op_ns(experiment.model.arch)
+            ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, compute.resolve_gpu(gpu_type))
+            if stretch is not None:
+                dispatch_stretches.setdefault(stretch.gpu, stretch)
         ns = add_host_overhead(
             ns, trace.templates, fw.host_overhead_ns(gpu_type), fw.tp_collective_overhead_ns(gpu_type)
         )
@@ -144,7 +151,7 @@ def prepare_run(
     groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
     granularity = experiment.simulation.collective_granularity
 
-    def decompose(comm_type: int, size_bytes: int, gpus: list[int]):
+    def decompose(comm_type: int, size_bytes: int, gpus: list[int], pair_bytes=None):
         return decompose_collective(
             comm_type,
             size_bytes,
@@ -155,6 +162,7 @@ def prepare_run(
             channels=network.channels,
             strict=False,
             granularity=granularity,
+            pair_bytes=pair_bytes,
         )
 
     tables = build_plan(
@@ -176,6 +184,7 @@ def prepare_run(
     topology = build_topology(cluster) if with_topology else None
     stage_wall["topology_s"] = time.perf_counter() - t2
     measured_layers = [s.as_json() for s in layer_scales.values() if s is not None]
+    measured_layers += [s.as_json() for s in dispatch_stretches.values()]
     return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall, measured_layers)
 
 

@@ -6,7 +6,9 @@ with numpy. Inside a unit the *chain* nodes (kernels and the blocking TP/EP coll
 order) each depend on the previous chain node; *side* nodes (gradient buckets, ZeRO gathers and
 scatters) carry explicit dependencies and nothing in the chain waits for them unless stated.
 A dependency on local index ``-1`` means "the previous unit's last chain node" (the rank's
-compute stream order); it is dropped for the very first unit.
+compute stream order); it is dropped for the very first unit. A unit's node may carry a send/recv
+peer and tag (the context-parallel ring, heterosim/workload/cp.py), stamped unchanged into every
+copy: sends and recvs match by (peer, tag, occurrence).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from heterosim.workload.ops import OpSpec
+from heterosim.workload.ops_base import OpSpec
 from heterosim.workload.trace import DTYPES, OP_KINDS, PHASES, OpTemplates, RankTrace
 
 PREVIOUS_TAIL = -1
@@ -70,6 +72,10 @@ class TemplateTable:
             cols["comm_type"].append(op.comm_type)
             cols["comm_bytes"].append(op.comm_bytes)
             cols["comm_group"].append(gid)
+        lengths = np.array([len(op.comm_split) for op, _ in self.rows], dtype=np.int64)
+        split_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(lengths, out=split_ptr[1:])
+        split = [x for op, _ in self.rows for x in op.comm_split]
         return OpTemplates(
             node_type=np.array(cols["node_type"], dtype=np.uint8),
             op_kind=np.array(cols["op_kind"], dtype=np.uint16),
@@ -86,6 +92,8 @@ class TemplateTable:
             duration_ns=np.zeros(n, dtype=np.uint64),
             op_kind_names=list(OP_KINDS),
             label_names=list(labels),
+            comm_split_ptr=split_ptr if split else np.zeros(0, np.int64),
+            comm_split=np.array(split, dtype=np.int64),
         )
 
 
@@ -100,11 +108,23 @@ class UnitProgram:
     head: int = -1  # first chain node
     tail: int = -1  # last chain node
     grad_sync: list[int] = field(default_factory=list)  # gradient collectives (optimizer waits)
+    peer: list[int] = field(default_factory=list)  # send/recv peer rank, -1 otherwise
+    tag: list[int] = field(default_factory=list)  # send/recv tag, -1 otherwise
 
-    def add(self, template: int, layer: int, deps: list[int] | tuple[int, ...] = ()) -> int:
+    def add(
+        self,
+        template: int,
+        layer: int,
+        deps: list[int] | tuple[int, ...] = (),
+        *,
+        peer: int = -1,
+        tag: int = -1,
+    ) -> int:
         index = len(self.template)
         self.template.append(template)
         self.layer.append(layer)
+        self.peer.append(peer)
+        self.tag.append(tag)
         for parent in deps:
             self.dep_child.append(index)
             self.dep_parent.append(parent)
@@ -127,6 +147,8 @@ class UnitProgram:
             head=self.head,
             tail=self.tail,
             grad_sync=np.array(self.grad_sync, dtype=np.int64),
+            peer=np.array(self.peer, dtype=np.int32) if max(self.peer, default=-1) >= 0 else None,
+            tag=np.array(self.tag, dtype=np.int32) if max(self.tag, default=-1) >= 0 else None,
         )
 
 
@@ -139,6 +161,8 @@ class FrozenUnit:
     head: int
     tail: int
     grad_sync: np.ndarray
+    peer: np.ndarray | None = None  # None: no send/recv in the unit
+    tag: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.template.shape[0])
@@ -211,7 +235,9 @@ class TraceAssembler:
     ) -> tuple[int, int]:
         """Stamp a unit; returns (global head, global tail) and advances the stream tail."""
         offset = self.size
-        self._push(unit.template, unit.layer, micro_batch, stage, -1, -1, len(unit))
+        peer = -1 if unit.peer is None else unit.peer
+        tag = -1 if unit.tag is None else unit.tag
+        self._push(unit.template, unit.layer, micro_batch, stage, peer, tag, len(unit))
         parent = unit.dep_parent + offset
         external = unit.dep_parent == PREVIOUS_TAIL
         parent[external] = self.tail

@@ -110,11 +110,11 @@ def trace_flops(
     attention: str = "trace",
 ) -> int:
     """FLOPs of one iteration summed over all ranks from the op lists: every micro-batch of the
-    global batch runs every layer, the embedding and the head once, each on ``tp`` ranks (with
+    global batch runs every layer, the embedding and the head once, each on ``tp*cp`` ranks (with
     EP, each rank's experts process as many token copies as its own micro-batch routes, so the
     per-rank count holds too). The optimizer step is not included."""
     micro_batches = training.global_batch // training.micro_batch
     per_rank = micro_batch_rank_flops(
         model, training, parallel, range(model.layers), True, True, kinds, attention
     )
-    return per_rank * parallel.tp * micro_batches
+    return per_rank * parallel.tp * parallel.cp * micro_batches

@@ -42,6 +42,11 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
   Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
   the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
   before the step's compute.
+- ``parallel.cp`` (context parallelism, heterosim/workload/cp.py): every op sees the rank's
+  ``seq_len/cp`` tokens (pipeline activations too, sent to the same CP index of the next stage);
+  core attention runs as ``cp`` steps with the K/V ring's sends and recvs beside them (peers: the
+  CP group's neighbours; tags ``CP_TAG_BASE`` + the exchange's index in its schedule step), or
+  behind K/V all-gathers of the "cp" group; gradients are reduced over dp x cp ranks.
 - with tied embeddings and pp > 1, the all-reduce of the word-embedding gradient between the first
   and last stage (Megatron's embedding group), after the DP synchronisation.
 - the optimizer step (gradient norm, Adam) after every gradient collective, then the parameter
@@ -70,10 +75,13 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import cast
 
+import numpy as np
+
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.experiment import ExperimentConfig, ParallelConfig
 from heterosim.config.limits import check_experiment_budget
 from heterosim.workload.builder import PREVIOUS_TAIL, FrozenUnit, TemplateTable, TraceAssembler, UnitProgram
+from heterosim.workload.cp import RingPlacer, is_ring_op
 from heterosim.workload.framework import collective_call_op, load_micro_batch_ops, pipeline_payload
 from heterosim.workload.groups import ParallelGroups, RankLayout, StagedLayout, boundary_transfers
 from heterosim.workload.ops import (
@@ -96,6 +104,7 @@ from heterosim.workload.ops import (
 )
 from heterosim.workload.ops_base import activation_dtype
 from heterosim.workload.partition import CostFn, MemoryFn, Partition, plan_partition
+from heterosim.workload.routing import RankRouting, layer_counts, pair_tokens, rank_routing
 from heterosim.workload.schedule import Step, pipeline_schedule, warmup_forwards
 from heterosim.workload.trace import (
     ALL_GATHER,
@@ -160,6 +169,7 @@ class RankProgram:
         self.stage = lay.pp_index(rank)
         self.replica = lay.dp_index(rank)
         self.tp_index = lay.tp_index(rank)
+        self.cp_index = lay.cp_index(rank)
         self.mixed_dp = lay.stage_is_mixed(self.stage)
         self.V = self.par.pp * self.par.vpp
         self.templates = TemplateTable()
@@ -217,8 +227,9 @@ class RankProgram:
                     tensors=tuple(x for x in (emb - positions, positions) if x > 0),
                 )
             )
+        ep_index = self.replica % p.ep
         for layer in self.w.partition.layers_of(self.stage, chunk):
-            fwd, bwd = self.w.layer_ops(layer, p.tp)
+            fwd, bwd = self.w.layer_ops(layer, p.tp, ep_index)
             out.append(
                 Block(
                     layer,
@@ -303,6 +314,7 @@ class RankProgram:
             for j in range(min(prefetch, len(blocks))):
                 issue_gather(j, [PREVIOUS_TAIL])
         buckets = _Buckets(self, unit, phase) if sync and phase == "bwd" else None
+        ring = RingPlacer(*self.w.groups.cp_ring(self.rank))
         deferred = self.par.grad_sync == "after_backward"  # ZeRO < 2 (checked by the config)
         beside: list[list[int]] = []  # [node, chain ops still to run beside it]
         for j, block in enumerate(blocks):
@@ -319,6 +331,9 @@ class RankProgram:
                 tmpl = self._template(op)
                 if tmpl is None:
                     continue
+                if is_ring_op(op):  # the context-parallel K/V ring beside the attention steps
+                    ring.place(unit, tmpl, op, block.layer_attr)
+                    continue
                 if self._call_marker is not None and op.comm_group == "tp":
                     unit.chain(self._call_marker, block.layer_attr)
                 if op.overlap_next > 0:  # runs beside the next ops of the chain (tp_overlap.py)
@@ -326,6 +341,7 @@ class RankProgram:
                     beside.append([side, op.overlap_next])
                     continue
                 extra = [gathers[j]] if first and j in gathers else []
+                extra += ring.before_chain()
                 extra += [side for side, left in beside if left == 0]
                 beside = [entry for entry in beside if entry[1] > 0]
                 unit.chain(tmpl, block.layer_attr, extra)
@@ -385,7 +401,7 @@ class RankProgram:
 
     def _p2p_bytes(self) -> int:
         t = self.training
-        tokens = t.micro_batch * t.seq_len
+        tokens = t.micro_batch * (t.seq_len // self.par.cp)  # each CP rank sends its own tokens
         if self.par.sequence_parallel or self._scatter_gather:
             tokens = -(-tokens // self.par.tp)
         return tokens * self.model.hidden * DTYPE_BYTES[self.act_dtype]
@@ -401,7 +417,7 @@ class RankProgram:
 
     def _peer(self, virtual_stage: int) -> int:
         lay = self.w.layout
-        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp))
+        return cast(int, lay.rank_of(self.tp_index, self.replica, virtual_stage % self.par.pp, self.cp_index))
 
     def _transfers(self, other: int, receive: bool) -> list[tuple[int, int]]:
         """(peer rank, bytes) of this rank's sends (``receive`` False) or recvs at the boundary
@@ -995,23 +1011,45 @@ class Workload:
     # global GPU of every rank once placed (the plan layer places explicit plans); None: rank r
     # on GPU r
     rank_gpu: Sequence[int] | None = None
-    _layer_ops: dict[tuple[bool, int], tuple[list[OpSpec], list[OpSpec]]] = field(
-        default_factory=dict, repr=False
-    )
+    _layer_ops: dict[tuple, tuple[list[OpSpec], list[OpSpec]]] = field(default_factory=dict, repr=False)
+    _routing: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
 
-    def layer_ops(self, layer: int, tp: int | None = None) -> tuple[list[OpSpec], list[OpSpec]]:
-        """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's);
-        layers differ only in being dense or MoE."""
+    def layer_ops(
+        self, layer: int, tp: int | None = None, ep_index: int = 0
+    ) -> tuple[list[OpSpec], list[OpSpec]]:
+        """(forward, backward) ops of ``layer`` at TP degree ``tp`` (default: the experiment's)
+        on EP rank ``ep_index``; layers differ only in being dense or MoE, and with uneven
+        routing (``model.moe_routing``) in what each EP rank routes and receives."""
         par = self.experiment.parallel if tp is None else replace(self.experiment.parallel, tp=tp)
-        key = (self.experiment.model.is_moe_layer(layer), par.tp)
+        moe = self.experiment.model.is_moe_layer(layer)
+        routing = self.rank_routing(layer, ep_index) if moe else None
+        key = (moe, par.tp, routing)
         if key not in self._layer_ops:
             e = self.experiment
-            forward = layer_forward_ops(e.model, e.training, par, layer)
+            forward = layer_forward_ops(e.model, e.training, par, layer, routing)
             self._layer_ops[key] = (
                 forward * e.framework.layer_forward_passes,
-                layer_backward_ops(e.model, e.training, par, layer),
+                layer_backward_ops(e.model, e.training, par, layer, routing),
             )
         return self._layer_ops[key]
+
+    def routing_pairs(self, layer: int) -> np.ndarray | None:
+        """(ep, ep) token copies EP rank i dispatches to EP rank j in MoE layer ``layer`` (one
+        micro-batch); None under even routing (heterosim/workload/routing.py)."""
+        model, par = self.experiment.model, self.experiment.parallel
+        if not model.uneven_routing or not model.is_moe_layer(layer):
+            return None
+        assert model.moe is not None and model.moe_routing is not None
+        index = model.moe_layer_index(layer)
+        if index not in self._routing:
+            tokens = self.experiment.training.micro_batch * self.experiment.training.seq_len
+            counts = layer_counts(model.moe_routing, model.moe, index, tokens, par.ep)
+            self._routing[index] = pair_tokens(counts, par.ep)
+        return self._routing[index]
+
+    def rank_routing(self, layer: int, ep_index: int) -> RankRouting | None:
+        pairs = self.routing_pairs(layer)
+        return None if pairs is None else rank_routing(pairs, ep_index)
 
     def rank_parallel(self, rank: int) -> ParallelConfig:
         """The parallel settings as ``rank`` sees them (its replica's TP degree)."""
@@ -1137,7 +1175,7 @@ def generate_workload(
             tuple(tuple(r.gpu for r in s.replicas) for s in par.plan.stages),
         )
     else:
-        layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order)
+        layout = RankLayout(par.tp, par.dp, par.pp, par.ep, par.rank_order, par.cp)
     groups = ParallelGroups(layout, tied_embeddings=experiment.model.tied_embeddings)
     partition = plan_partition(experiment, layout, cost_fn, memory_fn)
     return Workload(experiment, layout, groups, partition, memory_fn)

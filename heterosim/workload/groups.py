@@ -10,9 +10,19 @@ consecutive DP indices (``ep_index = dp % ep``); the expert-data-parallel group 
 the DP indices that hold the same experts (stride ``ep``). Without EP (``ep == 1``) the
 expert-data-parallel group is the DP group.
 
+Context parallelism (``cp``) sits right after TP, as in Megatron-core's default order
+``tp-cp-ep-dp-pp`` (megatron/core/parallel_state.py, ``initialize_model_parallel(order=...)``):
+the tp axis of the rank order stands for the block of ``tp*cp`` consecutive positions, TP index
+fastest, so ``tp-dp-pp`` reads ``rank = tp + TP * (cp + CP * (dp + DP * pp))``. The "cp" groups
+join the ranks that differ only in their CP index (in CP order: the ring of
+:mod:`heterosim.workload.cp`). Gradients are reduced over data and context parallelism together,
+as Megatron's DDP and distributed optimizer use ``get_data_parallel_group(
+with_context_parallel=True)``: with ``cp > 1`` every "dp" group holds the ``dp*cp`` ranks with
+the same TP and PP index.
+
 Every communicator with at least two ranks gets a stable integer id; id 0 is reserved for the
 group of all ranks (Chakra's convention). Ids are assigned role by role in the order
-tp, dp, pp, ep, ep_dp, embd, and inside a role by the lowest member rank.
+tp, dp, pp, ep, ep_dp, embd, cp, and inside a role by the lowest member rank.
 
 An explicit plan (``parallel.stages``) gives a :class:`StagedLayout`: ranks numbered stage by
 stage, replica by replica, TP index fastest (the generalisation of ``tp-dp-pp``), each cell
@@ -41,19 +51,20 @@ from typing import cast
 
 import numpy as np
 
-ROLES = ("tp", "dp", "pp", "ep", "ep_dp", "embd")
+ROLES = ("tp", "dp", "pp", "ep", "ep_dp", "embd", "cp")
 AXES = ("tp", "dp", "pp")
 
 
 @dataclass(frozen=True)
 class RankLayout:
-    """Where each rank sits on the tp/dp/pp grid for a given rank order."""
+    """Where each rank sits on the tp/dp/pp grid (and its CP index) for a given rank order."""
 
     tp: int
     dp: int
     pp: int
     ep: int = 1
     order: str = "tp-dp-pp"
+    cp: int = 1
 
     def __post_init__(self) -> None:
         axes = self.order.split("-")
@@ -61,35 +72,53 @@ class RankLayout:
             raise ValueError(f"rank order {self.order!r} must name tp, dp and pp once each")
         if self.ep < 1 or self.dp % self.ep:
             raise ValueError(f"ep {self.ep} must divide dp {self.dp}")
+        if self.cp < 1:
+            raise ValueError(f"cp must be >= 1, got {self.cp}")
 
     @property
     def world_size(self) -> int:
-        return self.tp * self.dp * self.pp
+        return self.tp * self.cp * self.dp * self.pp
 
     @cached_property
     def _sizes(self) -> dict[str, int]:
-        return {"tp": self.tp, "dp": self.dp, "pp": self.pp}
+        """Positions per axis of the order; the tp axis holds the tp*cp block (module docstring)."""
+        return {"tp": self.tp * self.cp, "dp": self.dp, "pp": self.pp}
 
     @cached_property
-    def coords(self) -> np.ndarray:
-        """(world, 3) int array: the tp, dp and pp index of every rank."""
+    def _grid(self) -> np.ndarray:
+        """(world, 4) int array: tp, dp, pp and cp index of every rank."""
         ranks = np.arange(self.world_size)
-        out = np.zeros((self.world_size, 3), dtype=np.int64)
+        out = np.zeros((self.world_size, 4), dtype=np.int64)
         rest = ranks.copy()
         for axis in self.order.split("-"):
             size = self._sizes[axis]
             out[:, AXES.index(axis)] = rest % size
             rest //= size
+        out[:, 3] = out[:, 0] // self.tp
+        out[:, 0] %= self.tp
         return out
 
-    def rank_of(self, tp: int, dp: int, pp: int) -> int:
-        """The rank at grid position (tp, dp, pp)."""
-        index = {"tp": tp, "dp": dp, "pp": pp}
+    @property
+    def coords(self) -> np.ndarray:
+        """(world, 3) int array: the tp, dp and pp index of every rank."""
+        return self._grid[:, :3]
+
+    @property
+    def cp_coords(self) -> np.ndarray:
+        """(world,) int array: the CP index of every rank."""
+        return self._grid[:, 3]
+
+    def rank_of(self, tp: int, dp: int, pp: int, cp: int = 0) -> int:
+        """The rank at grid position (tp, dp, pp) with CP index ``cp``."""
+        index = {"tp": tp + self.tp * cp, "dp": dp, "pp": pp}
         rank, stride = 0, 1
         for axis in self.order.split("-"):
             rank += index[axis] * stride
             stride *= self._sizes[axis]
         return rank
+
+    def cp_index(self, rank: int) -> int:
+        return int(self._grid[rank, 3])
 
     def tp_index(self, rank: int) -> int:
         return int(self.coords[rank, 0])
@@ -132,6 +161,7 @@ class StagedLayout:
     cell_gpus: tuple[tuple[str, ...], ...]
     ep: int = 1
     order: str = "stages"
+    cp: int = 1  # explicit plans run without context parallelism (checked by the config)
 
     @property
     def pp(self) -> int:
@@ -166,9 +196,9 @@ class StagedLayout:
                 out[first : first + t] = np.stack([np.arange(t), np.full(t, d), np.full(t, p)], axis=1)
         return out
 
-    def rank_of(self, tp: int, dp: int, pp: int) -> int | None:
+    def rank_of(self, tp: int, dp: int, pp: int, cp: int = 0) -> int | None:
         """The rank at (tp, dp, pp), or None when that cell's TP group is smaller than ``tp``+1."""
-        if not 0 <= tp < self.cell_tps[pp][dp]:
+        if cp or not 0 <= tp < self.cell_tps[pp][dp]:
             return None
         return int(self._first_rank[pp, dp]) + tp
 
@@ -182,6 +212,9 @@ class StagedLayout:
         return int(self.coords[rank, 2])
 
     def ep_index(self, rank: int) -> int:
+        return 0
+
+    def cp_index(self, rank: int) -> int:
         return 0
 
     def stage_ranks(self, stage: int) -> list[int]:
@@ -247,9 +280,12 @@ class ParallelGroups:
         self.groups = [CommGroup(0, "all", tuple(range(layout.world_size)))]
         self._by_rank = {}
         self._shards = {}
+        grid = isinstance(layout, RankLayout)
         for role in ROLES:
             seen: set[tuple[int, ...]] = set()
             for rank in range(layout.world_size):
+                if grid and (rank, role) in self._by_rank:
+                    continue  # on a grid a rank has one group per role: found with a lower member
                 for members, pieces, total in self._member_sets(role, rank):
                     if len(members) < 2:
                         continue
@@ -291,24 +327,30 @@ class ParallelGroups:
     def _members(self, role: str, rank: int) -> tuple[int, ...]:
         lay = self.layout
         t, d, p = (int(x) for x in lay.coords[rank])
+        c = lay.cp_index(rank)
         if role == "tp":
-            return tuple(lay.rank_of(i, d, p) for i in range(lay.cell_tp(d, p)))  # type: ignore
-        if role == "dp":
-            return tuple(lay.rank_of(t, i, p) for i in range(lay.dp))  # type: ignore
+            return tuple(lay.rank_of(i, d, p, c) for i in range(lay.cell_tp(d, p)))  # type: ignore
+        if role == "dp":  # with context parallelism: the data+context-parallel group, rank order
+            members = (lay.rank_of(t, i, p, j) for i in range(lay.dp) for j in range(lay.cp))
+            return tuple(sorted(cast(int, m) for m in members))
+        if role == "cp":
+            if lay.cp == 1:
+                return ()
+            return tuple(cast(int, lay.rank_of(t, d, p, j)) for j in range(lay.cp))
         if role == "pp":
-            members = (lay.rank_of(t, d, i) for i in range(lay.pp))
+            members = (lay.rank_of(t, d, i, c) for i in range(lay.pp))
             return tuple(m for m in members if m is not None)
         if role in ("ep", "ep_dp") and lay.ep == 1:
             return ()
         if role == "ep":
             base = d - d % lay.ep
-            return tuple(cast(int, lay.rank_of(t, base + i, p)) for i in range(lay.ep))
+            return tuple(cast(int, lay.rank_of(t, base + i, p, c)) for i in range(lay.ep))
         if role == "ep_dp":
-            return tuple(cast(int, lay.rank_of(t, i, p)) for i in range(d % lay.ep, lay.dp, lay.ep))
+            return tuple(cast(int, lay.rank_of(t, i, p, c)) for i in range(d % lay.ep, lay.dp, lay.ep))
         if role == "embd":
             if not self.tied_embeddings or lay.pp < 2 or p not in (0, lay.pp - 1):
                 return ()
-            return (lay.rank_of(t, d, 0), lay.rank_of(t, d, lay.pp - 1))  # type: ignore
+            return (lay.rank_of(t, d, 0, c), lay.rank_of(t, d, lay.pp - 1, c))  # type: ignore
         raise ValueError(f"unknown communicator role {role!r}")
 
     def group_id(self, rank: int, role: str) -> int | None:
@@ -340,9 +382,20 @@ class ParallelGroups:
         layouts; an explicit plan's boundary transfers are :func:`boundary_transfers`)."""
         lay = self.layout
         t, d, p = (int(x) for x in lay.coords[rank])
-        prev = lay.rank_of(t, d, p - 1) if p > 0 else None
-        nxt = lay.rank_of(t, d, p + 1) if p < lay.pp - 1 else None
+        c = lay.cp_index(rank)
+        prev = lay.rank_of(t, d, p - 1, c) if p > 0 else None
+        nxt = lay.rank_of(t, d, p + 1, c) if p < lay.pp - 1 else None
         return prev, nxt
+
+    def cp_ring(self, rank: int) -> tuple[int, int]:
+        """(previous, next) rank of ``rank``'s CP group in ring order (CP index -1 / +1 mod cp);
+        ``rank`` itself twice without context parallelism."""
+        gid = self.group_id(rank, "cp")
+        if gid is None:
+            return rank, rank
+        members = self.groups[gid].ranks
+        i = members.index(rank)
+        return members[i - 1], members[(i + 1) % len(members)]
 
     def as_json(self) -> dict[str, list[int]]:
         """``comm_group.json`` content: group id (string) -> member ranks (Chakra convention)."""

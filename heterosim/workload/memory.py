@@ -79,7 +79,8 @@ def optimizer_bytes_per_param(dtype: str) -> int:
 
 def _sharded(dense: int, expert: int, parallel: ParallelConfig) -> int:
     expert_dp = max(1, parallel.dp // parallel.ep)
-    return -(-dense // parallel.dp) + -(-expert // expert_dp)
+    dense_dp = parallel.dp * parallel.cp  # the data+context-parallel group (groups.py)
+    return -(-dense // dense_dp) + -(-expert // expert_dp)
 
 
 def layer_activation_bytes(

@@ -8,7 +8,7 @@ memory-bound and are timed by their bytes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.catalog.models import ModelConfig
@@ -52,7 +52,9 @@ class OpSpec:
     ``comm_bytes`` follows the nccl-tests "size" convention: the per-rank buffer size (AllReduce
     input; AllGather output/total; ReduceScatter input/total; AllToAll per-rank total).
     ``comm_group`` names the process-group role ("tp", "ep", "dp", "ep_dp"); the generator
-    resolves it to a group id.
+    resolves it to a group id. ``comm_split`` (all-to-all-v): bytes this rank sends to each
+    member of the group in communicator order (itself included), summing to ``comm_bytes``;
+    empty for an even collective.
     """
 
     label: str
@@ -67,6 +69,7 @@ class OpSpec:
     comm_type: int = NO_COLLECTIVE
     comm_bytes: int = 0
     comm_group: str = ""
+    comm_split: tuple[int, ...] = ()
     # > 0: the op runs beside the next ``overlap_next`` ops of the chain (starting with the
     # first of them) and the op after them waits for it (heterosim.workload.tp_overlap)
     overlap_next: int = 0
@@ -81,7 +84,7 @@ class Dims:
     """Per-rank sizes of one micro-batch, derived once from the configs."""
 
     b: int  # micro-batch (sequences)
-    s: int  # sequence length
+    s: int  # sequence length on this rank: seq_len / cp (its 2 of the 2*cp chunks)
     h: int  # hidden
     tp: int
     sp: bool  # sequence parallelism (only meaningful with tp > 1)
@@ -97,6 +100,8 @@ class Dims:
     gemm_in_bytes: int
     act_bytes: int
     attention: str = "flash"  # TrainingConfig.attention: "flash" or "unfused"
+    cp: int = 1  # context-parallel degree (heterosim.workload.cp)
+    cp_comm: str = "p2p"  # ParallelConfig.cp_comm
 
     @property
     def te_fp8(self) -> bool:
@@ -125,11 +130,14 @@ def kv_heads_per_rank(model: ModelConfig, tp: int) -> int:
 def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> Dims:
     tp = parallel.tp
     sp = parallel.sequence_parallel and tp > 1
-    tokens = training.micro_batch * training.seq_len
+    # context parallelism: every op of a rank sees its seq_len/cp tokens (Megatron-core's
+    # get_batch_on_this_cp_rank); attention adds the K/V exchange (heterosim.workload.cp)
+    seq = training.seq_len // parallel.cp
+    tokens = training.micro_batch * seq
     act = activation_dtype(training.dtype)
     return Dims(
         b=training.micro_batch,
-        s=training.seq_len,
+        s=seq,
         h=model.hidden,
         tp=tp,
         sp=sp,
@@ -145,6 +153,8 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         gemm_in_bytes=DTYPE_BYTES[training.dtype],
         act_bytes=DTYPE_BYTES[act],
         attention=training.attention,
+        cp=parallel.cp,
+        cp_comm=parallel.cp_comm,
     )
 
 
@@ -280,8 +290,16 @@ def tp_collective(
     return collective(f"tp_{kind}.{where}", phase, _TP_KINDS[kind], size, "tp", dtype or d.act_dtype)
 
 
-def ep_alltoall(where: str, phase: str, d: Dims, size_bytes: int) -> OpSpec:
-    return collective(f"ep_alltoall.{where}", phase, ALL_TO_ALL, size_bytes, "ep", d.act_dtype)
+def ep_alltoall(
+    where: str, phase: str, d: Dims, size_bytes: int, split_tokens: tuple[int, ...] = ()
+) -> OpSpec:
+    """The EP all-to-all of ``size_bytes`` per rank, or (``split_tokens``: token copies to each
+    EP peer) an all-to-all-v of ``h`` activations per token copy."""
+    op = collective(f"ep_alltoall.{where}", phase, ALL_TO_ALL, size_bytes, "ep", d.act_dtype)
+    if not split_tokens:
+        return op
+    split = tuple(t * d.h * d.act_bytes for t in split_tokens)
+    return replace(op, comm_bytes=sum(split), comm_split=split)
 
 
 def main_grad_bytes(dtype: str) -> int:

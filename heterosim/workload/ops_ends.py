@@ -289,12 +289,13 @@ def rank_expert_params(model: ModelConfig, parallel: ParallelConfig, layers: Ite
 
 def optimizer_shard(parallel: ParallelConfig, params_on_rank: int, expert_params_on_rank: int = 0) -> int:
     """Parameters whose optimizer step this rank runs: all of them, or with ZeRO >= 1 / the
-    distributed optimizer 1/dp of the dense ones and 1/(dp/ep) of the routed-expert ones."""
+    distributed optimizer 1/(dp*cp) of the dense ones and 1/(dp/ep) of the routed-expert ones."""
     if parallel.zero == 0 and not parallel.distributed_optimizer:
         return params_on_rank
     dense = params_on_rank - expert_params_on_rank
     expert_dp = max(1, parallel.dp // parallel.ep)
-    return -(-dense // parallel.dp) + -(-expert_params_on_rank // expert_dp)
+    dense_dp = parallel.dp * parallel.cp  # Megatron shards over data + context parallelism
+    return -(-dense // dense_dp) + -(-expert_params_on_rank // expert_dp)
 
 
 def _opt_pass(

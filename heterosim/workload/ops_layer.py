@@ -38,11 +38,17 @@ experts and shared experts are Linear modules (their norm is separate, not fused
 
 MoE layers (Megatron-core, all-to-all token dispatcher): the router runs on all b*s tokens of the
 TP group (gathered first under sequence parallelism), experts are sharded over the EP group
-(experts/ep per rank) and each expert is tensor-parallel like the dense MLP. Routing is assumed
-balanced: each rank sends b*s*top_k token copies and receives as many, so its local experts
+(experts/ep per rank) and each expert is tensor-parallel like the dense MLP. Balanced routing
+(the default): each rank sends b*s*top_k token copies and receives as many, so its local experts
 process b*s*top_k tokens in all, ceil(b*s*top_k / local_experts) each (a grouped GEMM with
 batch = local experts). The dispatch and combine all-to-alls move b*s*top_k*h activations per
-rank (none when ep == 1); the TP reduction follows the combine.
+rank (none when ep == 1); the TP reduction follows the combine. With a ``RankRouting``
+(uneven routing, heterosim/workload/routing.py) the four all-to-alls are all-to-all-v's with the
+rank's per-peer sizes (dispatch and the combine's backward send what the rank routes, the
+combine and the dispatch's backward return what it received), permute/unpermute work on the
+copies the rank routes, and the local experts process the copies it receives.
+APPROXIMATION: the grouped GEMM over unevenly loaded local experts is timed as a batched GEMM
+of their mean load, ceil(received / local_experts) rows each (FLOPs exact when it divides).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from dataclasses import replace
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
+from heterosim.workload.cp import context_parallel_attention
 from heterosim.workload.ops_base import (
     ATTN_SOFTMAX_BWD_FLOPS,
     ATTN_SOFTMAX_FLOPS,
@@ -74,6 +81,7 @@ from heterosim.workload.ops_base import (
     norm,
     tp_collective,
 )
+from heterosim.workload.routing import RankRouting
 from heterosim.workload.tp_overlap import overlap_tp_comms
 
 
@@ -156,10 +164,13 @@ def unfused_attention_ops(phase: str, d: Dims, model: ModelConfig) -> list[OpSpe
 
 
 def core_attention(phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
-    """Core attention as configured: one flash-attention op, or the unfused kernels."""
+    """Core attention as configured: one flash-attention op, or the unfused kernels; with
+    context parallelism the CP steps and their K/V exchange (heterosim.workload.cp)."""
     if d.attention == "unfused":
         return unfused_attention_ops(phase, d, model)
     op = attention_core("bwd" if phase == "bwd" else "fwd", d)
+    if d.cp > 1:
+        return context_parallel_attention(phase, d, op)
     return [op if op.phase == phase else _with_phase(op, phase)]
 
 
@@ -291,21 +302,34 @@ def _expert_tokens(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> int
     return -(-d.tokens * model.moe.top_k // _local_experts(model, parallel))
 
 
-def _moe_sizes(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> tuple[int, int, int, int]:
+def _moe_sizes(
+    model: ModelConfig, parallel: ParallelConfig, d: Dims, routing: RankRouting | None
+) -> tuple[int, int, int, int]:
+    """(copies the rank routes, local experts, rows per local expert, expert ffn per TP rank)."""
     assert model.moe is not None
-    routed = d.tokens * model.moe.top_k
-    return (
-        routed,
-        _local_experts(model, parallel),
-        _expert_tokens(model, parallel, d),
-        -(-model.moe.expert_ffn // d.tp),
-    )
+    local = _local_experts(model, parallel)
+    effn = -(-model.moe.expert_ffn // d.tp)
+    if routing is None:
+        return d.tokens * model.moe.top_k, local, _expert_tokens(model, parallel, d), effn
+    return routing.routed, local, -(-routing.received // local), effn
 
 
-def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[OpSpec]:
+def _dispatch(
+    where: str, phase: str, d: Dims, routed: int, routing: RankRouting | None, outbound: bool
+) -> OpSpec:
+    """An EP all-to-all; with uneven routing the rank's sends (``outbound``: what it routes,
+    else what it received and returns)."""
+    if routing is None:
+        return ep_alltoall(where, phase, d, routed * d.h * d.act_bytes)
+    return ep_alltoall(where, phase, d, 0, routing.send if outbound else routing.recv)
+
+
+def _moe_mlp_fwd(
+    model: ModelConfig, parallel: ParallelConfig, d: Dims, routing: RankRouting | None
+) -> list[OpSpec]:
     assert model.moe is not None
     moe = model.moe
-    routed, local, per_expert, effn = _moe_sizes(model, parallel, d)
+    routed, local, per_expert, effn = _moe_sizes(model, parallel, d, routing)
     e = d.act_bytes
     ops = [
         gemm("router", "fwd", d, d.tokens, moe.experts, d.h),
@@ -320,7 +344,7 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
         elementwise("permute", "fwd", d, routed * d.h, 0, (d.tokens + routed) * d.h * e),
     ]
     if parallel.ep > 1:
-        ops.append(ep_alltoall("dispatch", "fwd", d, routed * d.h * e))
+        ops.append(_dispatch("dispatch", "fwd", d, routed, routing, True))
     ops += [
         *_input_cast("expert_fc1", d, per_expert * local, d.h, False),
         gemm("expert_fc1", "fwd", d, per_expert, _mlp_width(model, effn), d.h, local),
@@ -329,7 +353,7 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
         gemm("expert_fc2", "fwd", d, per_expert, d.h, effn, local),
     ]
     if parallel.ep > 1:
-        ops.append(ep_alltoall("combine", "fwd", d, routed * d.h * e))
+        ops.append(_dispatch("combine", "fwd", d, routed, routing, False))
     ops.append(
         elementwise("unpermute", "fwd", d, routed * d.h, 2, (routed + d.tokens) * d.h * e + routed * FP32)
     )
@@ -340,12 +364,14 @@ def _moe_mlp_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     return ops
 
 
-def _mlp_block_fwd(model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int) -> list[OpSpec]:
+def _mlp_block_fwd(
+    model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int, routing: RankRouting | None
+) -> list[OpSpec]:
     moe = model.is_moe_layer(layer)
     ops = [norm("ln2", "fwd", d, model, d.sp_tokens) if moe else _fused_norm("ln2", d, model)]
     ops += _sp_gather("mlp", "fwd", d)
     if moe:
-        ops += _moe_mlp_fwd(model, parallel, d)
+        ops += _moe_mlp_fwd(model, parallel, d, routing)
     else:
         ops += _dense_mlp_fwd(model, d, "", d.ffn)
     ops += _tp_reduce("mlp", "fwd", d)
@@ -358,12 +384,17 @@ def _check_layer(model: ModelConfig, layer: int) -> None:
 
 
 def layer_forward_ops(
-    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig, layer: int
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    layer: int,
+    routing: RankRouting | None = None,
 ) -> list[OpSpec]:
-    """Forward kernels and TP/EP collectives of transformer layer ``layer``, in issue order."""
+    """Forward kernels and TP/EP collectives of transformer layer ``layer``, in issue order
+    (``routing``: the rank's uneven routing of an MoE layer; None: balanced)."""
     _check_layer(model, layer)
     d = dims(model, training, parallel)
-    ops = _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer)
+    ops = _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer, routing)
     return overlap_tp_comms(ops) if parallel.tp_comm_overlap else ops
 
 
@@ -434,10 +465,12 @@ def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int, tp_comms:
     return ops
 
 
-def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[OpSpec]:
+def _moe_mlp_bwd(
+    model: ModelConfig, parallel: ParallelConfig, d: Dims, routing: RankRouting | None
+) -> list[OpSpec]:
     assert model.moe is not None
     moe = model.moe
-    routed, local, per_expert, effn = _moe_sizes(model, parallel, d)
+    routed, local, per_expert, effn = _moe_sizes(model, parallel, d, routing)
     e = d.act_bytes
     ops: list[OpSpec] = []
     if moe.shared_experts:
@@ -449,12 +482,12 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
         )
     )
     if parallel.ep > 1:
-        ops.append(ep_alltoall("combine.bwd", "bwd", d, routed * d.h * e))
+        ops.append(_dispatch("combine.bwd", "bwd", d, routed, routing, True))
     ops += _linear_bwd("expert_fc2", d, per_expert, d.h, effn, local)
     ops.append(_activation("expert_act.bwd", "bwd", d, model, per_expert * local, effn))
     ops += _linear_bwd("expert_fc1", d, per_expert, _mlp_width(model, effn), d.h, local)
     if parallel.ep > 1:
-        ops.append(ep_alltoall("dispatch.bwd", "bwd", d, routed * d.h * e))
+        ops.append(_dispatch("dispatch.bwd", "bwd", d, routed, routing, False))
     ops += [
         elementwise("permute.bwd", "bwd", d, routed * d.h, 1, (routed + d.tokens) * d.h * e),
         elementwise(
@@ -473,14 +506,16 @@ def _moe_mlp_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims) -> list[
     return ops
 
 
-def _mlp_block_bwd(model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int) -> list[OpSpec]:
+def _mlp_block_bwd(
+    model: ModelConfig, parallel: ParallelConfig, d: Dims, layer: int, routing: RankRouting | None
+) -> list[OpSpec]:
     moe = model.is_moe_layer(layer)
     before, after = ([], []) if moe else _row_parallel_grad_cast("fc2", d, d.h)
     ops = _block_tail_bwd("2", model, d) + before
     ops += _sp_gather("mlp.bwd", "bwd", d)  # backward of the forward reduce-scatter
     ops += after
     if moe:
-        ops += _moe_mlp_bwd(model, parallel, d)
+        ops += _moe_mlp_bwd(model, parallel, d, routing)
     else:
         ops += _dense_mlp_bwd(model, d, "", d.ffn, tp_comms=True)
     ops.append(norm("ln2.bwd", "bwd", d, model, d.sp_tokens))
@@ -512,7 +547,11 @@ def _with_phase(op: OpSpec, phase: str) -> OpSpec:
 
 
 def layer_backward_ops(
-    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig, layer: int
+    model: ModelConfig,
+    training: TrainingConfig,
+    parallel: ParallelConfig,
+    layer: int,
+    routing: RankRouting | None = None,
 ) -> list[OpSpec]:
     """Backward of layer ``layer`` in issue order, each GEMM as dgrad then wgrad.
 
@@ -524,7 +563,8 @@ def layer_backward_ops(
     d = dims(model, training, parallel)
     ops: list[OpSpec] = []
     if training.recompute == "full":
-        ops += [_with_phase(op, "recompute") for op in layer_forward_ops(model, training, parallel, layer)]
-    ops += _mlp_block_bwd(model, parallel, d, layer)
+        forward = layer_forward_ops(model, training, parallel, layer, routing)
+        ops += [_with_phase(op, "recompute") for op in forward]
+    ops += _mlp_block_bwd(model, parallel, d, layer, routing)
     ops += _attention_block_bwd(model, d, training.recompute == "selective")
     return overlap_tp_comms(ops) if parallel.tp_comm_overlap else ops

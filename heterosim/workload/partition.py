@@ -363,7 +363,7 @@ def _check_memory(
                 if strict:
                     raise UserError(
                         f"{experiment.source or 'experiment'}: parallel: {what}; use more pipeline "
-                        f"stages, ZeRO, recompute or a smaller micro-batch (or "
+                        f"stages, ZeRO, recompute, context parallelism or a smaller micro-batch (or "
                         f"simulation.memory_check: warn)"
                     )
                 warnings.append(f"estimated memory over capacity: {what}")

@@ -98,6 +98,8 @@ def workload_summary(
             "pp": exp.parallel.pp,
             "dp": exp.parallel.dp,
             "ep": exp.parallel.ep,
+            "cp": exp.parallel.cp,
+            "cp_comm": exp.parallel.cp_comm,
             "vpp": exp.parallel.vpp,
             "schedule": exp.parallel.schedule,
             "zero": exp.parallel.zero,

@@ -101,9 +101,26 @@ class OpTemplates:
     duration_ns: np.ndarray  # uint64, 0 until the plan layer times the op
     op_kind_names: list[str] = field(default_factory=list)
     label_names: list[str] = field(default_factory=list)
+    # all-to-all-v rows: bytes sent to each member of the communicator (communicator order) are
+    # comm_split[comm_split_ptr[t]:comm_split_ptr[t+1]]; empty for every other row. An empty
+    # comm_split_ptr means no row has a split.
+    comm_split_ptr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    comm_split: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def __len__(self) -> int:
         return int(self.node_type.shape[0])
+
+    def split_lengths(self) -> np.ndarray:
+        """Number of per-member sizes of every row (0: an even collective or a compute op)."""
+        if self.comm_split_ptr.size == 0:
+            return np.zeros(len(self), np.int64)
+        return np.diff(self.comm_split_ptr)
+
+    def split_of(self, row: int) -> np.ndarray:
+        """Per-member send bytes of row ``row`` (empty unless it is an all-to-all-v)."""
+        if self.comm_split_ptr.size == 0:
+            return self.comm_split[:0]
+        return self.comm_split[self.comm_split_ptr[row] : self.comm_split_ptr[row + 1]]
 
 
 @dataclass

@@ -49,6 +49,8 @@ DP4 = {
     },
     "network": {"cc": "dcqcn", "pfc": True, "attributes": {"Rto": RTO}},
     "simulation": {"fidelity": "flow", "seed": 1},
+    # the fault windows below are set against this GPU-bound compute, without the host's dispatch
+    "framework": {"host_dispatch": "0us"},
 }
 
 

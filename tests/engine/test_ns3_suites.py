@@ -21,6 +21,7 @@ EXPECTED = {
     "heterosim-episode-cache",
     "heterosim-plan-executor",
     "heterosim-shiftable-scheduler",
+    "heterosim-topology-planes",
     "heterosim-rdma-frame-pool",
     "heterosim-qbb-pfc",
     "heterosim-socket-transport",

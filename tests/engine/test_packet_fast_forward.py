@@ -390,6 +390,8 @@ cluster:
   fabric: {kind: rail-optimized, link_delay: 1us, oversubscription: 1}
 network: {cc: dcqcn, mtu: 4KiB, pfc: true}
 simulation: {fidelity: packet, seed: 1, collective_granularity: connection, intra_host: flow}
+# the GPU-bound compute the bar was set with (the host's dispatch would leave fewer overlaps)
+framework: {host_dispatch: 0us}
 """
 
 

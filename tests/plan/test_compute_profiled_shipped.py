@@ -51,3 +51,14 @@ def test_forced_attention_kernel_does_not_take_profiled_cudnn_rows():
     assert ComputeModel().time_op(*args)[1] == "measured"
     t_triton, prov = ComputeModel(attention_impl="flash-attention-triton").time_op(*args)
     assert prov != "measured" and t_triton != int(round(att.time_ns))
+
+
+def test_fp8_gemms_are_timed_with_transformer_engines_accumulation_per_pass():
+    """fp8 rows come from the run that timed forward GEMMs with fast accumulation (TE's fprop)
+    and gradient GEMMs with split accumulation; no fp8 row of the first runs is left."""
+    rows, runs = _h100_rows()
+    (run,) = [r for r in runs if "fast accumulation" in r["note"]]
+    fp8 = [m for m in rows if m.dtype == "fp8"]
+    assert {m.pass_ for m in fp8} == {"fwd", "bwd"}
+    assert all(f"run {run['run_id']} " in m.citation for m in fp8)
+    assert all(f"run {run['run_id']} " not in m.citation for m in rows if m.dtype != "fp8")

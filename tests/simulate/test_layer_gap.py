@@ -67,7 +67,7 @@ def test_factors_are_measured_over_modelled_and_the_gap_is_reported(tmp_path):
 
 
 def test_a_run_scales_the_layer_ops_of_the_matching_gpu_only(tmp_path):
-    exp = load_experiment(TINY)
+    exp = load_experiment(TINY, ["framework.host_dispatch=0us"])  # only the measured layer scales
     base = prepare_run(exp, with_topology=False)
     probe = ComputeModel([_layer_db(tmp_path, 1.0, 1.0)])
     unit = layer_scale(probe, probe.layer_measurements, "H100-SXM", exp.model, exp.training, exp.parallel)

@@ -53,6 +53,8 @@ def layer_case(
             "parallel": {"tp": tp, "pp": 1, "dp": 1, "sequence_parallel": sp},
             "cluster": ONE_GPU if tp == 1 else EIGHT_GPUS,
             "simulation": {"fidelity": "flow"},
+            # the ops' sums without the host's eager dispatch (tests/plan/test_host_dispatch.py)
+            "framework": {"host_dispatch": "0us"},
         },
     }
 

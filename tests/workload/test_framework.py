@@ -282,7 +282,8 @@ def test_host_overhead_adds_its_time_to_every_kernel_of_a_single_gpu() -> None:
     """One GPU, no communication: the iteration is the serial sum of its kernels, so it grows by
     exactly (compute nodes) x overhead."""
     base = _experiment({"tp": 1, "pp": 1, "dp": 1}, gpus=1, global_batch=4)
-    t0, run = _iteration_ns(base)
+    # the base without any host cost: a given host_op_overhead replaces the pipelined dispatch
+    t0, run = _iteration_ns({**base, "framework": {"host_dispatch": "0us"}})
     t1, _ = _iteration_ns({**base, "framework": {"host_op_overhead": "50us"}})
     nodes = sum(int((tr.node_type == COMP_NODE).sum()) for tr in run.traces)
     assert t1 - t0 == nodes * 50_000
@@ -292,8 +293,9 @@ def test_collective_overhead_delays_each_tp_call_once() -> None:
     """Two TP ranks in lock step: every TP collective starts later by the call cost on both, so
     the iteration grows by (TP collectives per rank) x cost."""
     base = _experiment({"tp": 2, "pp": 1, "dp": 1}, gpus=2, global_batch=4)
+    base["framework"] = {"host_dispatch": "0us"}  # the call cost alone
     t0, run = _iteration_ns(base)
-    t1, run1 = _iteration_ns({**base, "framework": {"collective_overhead": "300us"}})
+    t1, run1 = _iteration_ns({**base, "framework": {"host_dispatch": "0us", "collective_overhead": "300us"}})
     tr = run1.traces[0]
     calls = _labels(tr)[COLLECTIVE_CALL_LABEL]
     assert calls == int((tr.node_type == COMM_COLL_NODE).sum())

@@ -56,6 +56,7 @@ class CommView:
     nics_per_host: int  # fewest distinct NICs used by the communicator on one host
     intra_wire_ns: int  # wire latency of an intra-host hop (NVSwitch traversal or PCIe switches)
     net_wire_ns: int  # wire latency of a rail hop: 2 access links + PCIe to and from the NICs
+    planes: int = 1  # fabric planes: every GPU has a NIC port on each
 
     @property
     def n(self) -> int:
@@ -100,7 +101,8 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
         else:  # PCIe hosts: P2P, or SHM through the CPU sharing switch uplinks (host_paths)
             local = cluster.gpu_local_index[gpus[host_of_rank == h]]
             intra.append(ring_intra_gbps(t, [int(g) for g in local]))
-    nics_used = [np.unique(cluster.gpu_nic[gpus[g]]).size for g in groups]
+    planes = cluster.fabric.planes  # a GPU uses its port on every plane (plan/collectives/planes.py)
+    nics_used = [np.unique(cluster.gpu_nic[gpus[g]] // planes).size * planes for g in groups]
     inter = [nu * t.nic_speed_bps / 8e9 for nu, t in zip(nics_used, types)]
     fabric = cluster.fabric
     return CommView(
@@ -120,4 +122,5 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
             fabric.nvlink_delay_ns if all(t.fabric == "nvswitch" for t in types) else 3 * fabric.pcie_delay_ns
         ),
         net_wire_ns=int(2 * fabric.link_delay_ns + 4 * fabric.pcie_delay_ns),
+        planes=int(planes),
     )

@@ -4,7 +4,9 @@ Sizes follow nccl-tests (docs/network_models.md §4.5): AllReduce, Broadcast, Re
 per-rank buffer; AllGather and ReduceScatter the whole gathered / reduced array (rank i owns
 1/n of it); AllToAll the per-rank send buffer (1/n to every peer); Gather/Scatter the whole
 array. Uneven "v" variants (AllGatherv, ReduceScatterv, AllToAllv, Gatherv, Scatterv) pass
-``sizes_per_rank`` - rank i's block - and then ``size_bytes`` must be 0 or their sum.
+``sizes_per_rank`` - rank i's block - and then ``size_bytes`` must be 0 or their sum. An
+all-to-all-v with a size per pair passes ``pair_bytes`` (an n x n matrix: bytes communicator
+rank i sends rank j; the diagonal stays local), and then ``size_bytes`` must be 0 or its sum.
 
 ``granularity`` (chunk | step | connection) sets how finely the schedule is cut into flows; see
 :mod:`.granularity` for what the coarser forms keep and drop.
@@ -80,6 +82,7 @@ def decompose_collective(
     root: int = 0,
     strict: bool = True,
     granularity: str = CHUNK,
+    pair_bytes: np.ndarray | None = None,
 ) -> CollectivePlan:
     """Decompose one collective into flows with dependencies (see the package modules).
 
@@ -98,6 +101,7 @@ def decompose_collective(
     check_granularity(granularity)
     ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
+    pairs = None if pair_bytes is None else np.asarray(pair_bytes, dtype=np.int64)
     key = (
         name,
         int(size_bytes),
@@ -110,6 +114,7 @@ def decompose_collective(
         strict,
         granularity,
         id(cluster),
+        None if pairs is None else (pairs.shape, pairs.tobytes()),
     )
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is cluster:
@@ -127,11 +132,27 @@ def decompose_collective(
         int(root),
         strict,
         granularity,
+        pairs,
     )
     _CACHE[key] = (cluster, plan)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return plan
+
+
+def _check_pairs(name: str, size_bytes: int, sizes: np.ndarray | None, pairs: np.ndarray, n: int) -> int:
+    """The total of an all-to-all-v's pair matrix (its checks are one-line UserErrors)."""
+    if name != ALLTOALL or sizes is not None:
+        raise UserError(
+            f"collective: pair_bytes: only an all-to-all (without sizes_per_rank) takes sizes "
+            f"per pair, not {name}"
+        )
+    if pairs.shape != (n, n) or (pairs < 0).any():
+        raise UserError(f"collective: pair_bytes: expected a {n} x {n} matrix of non-negative sizes")
+    total = int(pairs.sum())
+    if size_bytes not in (0, total):
+        raise UserError(f"collective: size: {size_bytes} differs from the sum of pair_bytes ({total})")
+    return total
 
 
 def _check_sizes(
@@ -163,10 +184,15 @@ def _decompose(
     root: int,
     strict: bool,
     granularity: str = CHUNK,
+    pairs: np.ndarray | None = None,
 ) -> CollectivePlan:
     view = comm_view(ranks, cluster)
     n = view.n
     size_bytes, sizes = _check_sizes(name, size_bytes, sizes, n)
+    if pairs is not None:
+        size_bytes = _check_pairs(name, size_bytes, sizes, pairs, n)
+        if not (pairs * ~np.eye(n, dtype=bool)).any():
+            size_bytes = 0  # everything stays on its own rank
     if name == BARRIER:
         name, size_bytes = ALLREDUCE, 4  # frameworks implement a barrier as a one-element all-reduce
     if name == SENDRECV and n != 2:
@@ -186,7 +212,7 @@ def _decompose(
             granularity=granularity,
         )
     if name in (ALLTOALL, SENDRECV, GATHER, SCATTER):
-        return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root, granularity)
+        return _p2p_plan(name, size_bytes, view, ranks, protocol, sizes, root, granularity, pairs)
     try:
         choice = choose(name, size_bytes, view, algorithm=algorithm, protocol=protocol, channels=channels)
     except UserError:
@@ -364,6 +390,7 @@ def _p2p_plan(
     sizes: np.ndarray | None,
     root: int,
     granularity: str,
+    pairs: np.ndarray | None = None,
 ) -> CollectivePlan:
     proto = SIMPLE if protocol == "auto" else protocol
     intra = step_delay_ns(view, RING, proto, False)
@@ -372,6 +399,8 @@ def _p2p_plan(
     per_rank = sizes if sizes is not None else split_even(size_bytes, n) if name != ALLTOALL else None
     if name == SENDRECV:
         graph = p2p.sendrecv_graph(view, size_bytes, proto, intra, inter, one_flow=granularity == CONNECTION)
+    elif name == ALLTOALL and pairs is not None:
+        graph = p2p.alltoallv_graph(view, pairs, proto, intra, inter)
     elif name == ALLTOALL:
         send = sizes if sizes is not None else np.full(n, size_bytes // n * n, np.int64)
         graph = p2p.alltoall_graph(view, send, proto, intra, inter)

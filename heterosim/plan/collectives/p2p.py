@@ -6,7 +6,16 @@ with at most NCCL_STEPS = 8 chunks in flight per connection. Chunks on one conne
 each other back to back, so the plan merges them: a transfer becomes at most 8 flows of
 ``max(chunk, bytes / 8)`` bytes, each waiting for the one 8 places earlier - nothing in between
 (a chain of 8 in flight is a single pipe). AllToAll runs all pairs concurrently (NCCL posts
-every peer of a group call at once); with one flow per pair and direction.
+every peer of a group call at once); with one flow per pair and direction. AllToAllv
+(per-pair sizes) is the same with each pair's own size.
+
+Channels: on one fabric plane every flow is on channel 0 (one connection per pair). On a multi-plane
+fabric NCCL's NCCL_NCHANNELS_PER_NET_PEER (2) channels per peer land on different NIC ports
+(ncclTopoGetLocalNet: channelId % ports), and peers at different distances start at
+different channels (ncclP2pChannelBaseForRound). Here flow ``k`` of the transfer to the peer
+``d`` ranks ahead is on channel ``(d + k % 2) % (2 x planes)``: the pieces of one transfer
+alternate between two channels, and the peers of an all-to-all spread over all of them, so
+over every plane (:mod:`heterosim.plan.collectives.planes`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import numpy as np
 
 from heterosim.plan.collectives.common import (
     NCCL_STEPS,
+    NCHANNELS_PER_NET_PEER,
     P2P_NET_CHUNK,
     P2P_NVL_CHUNK,
     P2P_PCI_CHUNK,
@@ -51,13 +61,18 @@ def pairs_graph(
     inter = view.host_of_rank[src_rank] != view.host_of_rank[dst_rank]
     delay = np.where(inter, inter_ns, intra_ns)
     flat = sizes.reshape(-1)
+    channel = np.zeros(m * pieces, np.int32)
+    if view.planes > 1:
+        ahead = (dst_rank - src_rank) % max(view.n, 1)
+        two = NCHANNELS_PER_NET_PEER
+        channel = ((ahead[:, None] + k[None, :] % two) % (two * view.planes)).reshape(-1).astype(np.int32)
     return FlowGraph(
         src=np.repeat(view.gpus[src_rank], pieces),
         dst=np.repeat(view.gpus[dst_rank], pieces),
         payload=flat,
         wire=wire_bytes(flat, protocol),
         delay_ns=np.repeat(delay, pieces),
-        channel=np.zeros(m * pieces, np.int32),
+        channel=channel,
         step=np.zeros(m * pieces, np.int32),
         chunk=np.tile(k, m).astype(np.int32),
         edge_child=np.zeros(0, np.int64),
@@ -85,6 +100,16 @@ def alltoall_graph(
     i, j = np.nonzero(~np.eye(n, dtype=bool))
     share = np.asarray(per_rank_bytes, np.int64)[i] // n
     return pairs_graph(view, i, j, share, protocol, intra_ns, inter_ns)
+
+
+def alltoallv_graph(
+    view: CommView, pair_bytes: np.ndarray, protocol: str, intra_ns: int, inter_ns: int
+) -> FlowGraph:
+    """Every rank i sends ``pair_bytes[i, j]`` to every other rank j with something to send (an
+    all-to-all-v: one flow per pair and direction, all at once, as the even all-to-all)."""
+    n = view.n
+    i, j = np.nonzero(~np.eye(n, dtype=bool) & (np.asarray(pair_bytes) > 0))
+    return pairs_graph(view, i, j, np.asarray(pair_bytes, np.int64)[i, j], protocol, intra_ns, inter_ns)
 
 
 def rooted_graph(

@@ -56,6 +56,32 @@ class LayerScale:
             "forward and backward apart",
         }
 
+    @classmethod
+    def of(
+        cls,
+        gpu: str,
+        label: str,
+        mode: str,
+        forward: tuple[float, float],
+        backward: tuple[float, float],
+        fwd_ops: list[OpSpec],
+        bwd_ops: list[OpSpec],
+    ) -> LayerScale:
+        """The scale taking the layer's forward and backward ops from their modelled total to a
+        target: ``forward`` and ``backward`` are (modelled ns, target ns)."""
+        (f, f_target), (b, b_target) = forward, backward
+        return cls(
+            gpu=gpu,
+            label=label,
+            mode=mode,
+            fwd_factor=f_target / f,
+            bwd_factor=b_target / b,
+            fwd_gap_ns=f_target - f,
+            bwd_gap_ns=b_target - b,
+            fwd_keys=frozenset(_key(op) for op in fwd_ops),
+            bwd_keys=frozenset(_key(op) for op in bwd_ops),
+        )
+
 
 def matching_layer(
     layers: list[LayerMeasurement],
@@ -100,6 +126,17 @@ def _key(op: OpSpec) -> tuple:
     return (op.label, tuple(int(x) for x in op.shape), int(op.bytes_moved))
 
 
+def layer_op_lists(
+    model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig
+) -> tuple[list[OpSpec], list[OpSpec]]:
+    """A layer's forward and backward compute ops as one layer pass runs them (activations kept:
+    a recomputed forward reuses the forward's ops)."""
+    plain = replace(training, recompute="none")
+    fwd = [op for op in workload_ops.layer_forward_ops(model, plain, parallel, 0) if not op.is_comm]
+    bwd = [op for op in workload_ops.layer_backward_ops(model, plain, parallel, 0) if not op.is_comm]
+    return fwd, bwd
+
+
 def layer_scale(
     compute: object,
     layers: list[LayerMeasurement],
@@ -112,9 +149,7 @@ def layer_scale(
     meas = matching_layer(layers, gpu, model, training, parallel)
     if meas is None:
         return None
-    plain = replace(training, recompute="none")  # the measured layer keeps its activations
-    fwd = [op for op in workload_ops.layer_forward_ops(model, plain, parallel, 0) if not op.is_comm]
-    bwd = [op for op in workload_ops.layer_backward_ops(model, plain, parallel, 0) if not op.is_comm]
+    fwd, bwd = layer_op_lists(model, training, parallel)  # the measured layer keeps its activations
 
     def total(ops: list[OpSpec]) -> float:
         return float(
@@ -127,17 +162,7 @@ def layer_scale(
     f, b = total(fwd), total(bwd)
     if f <= 0 or b <= 0:
         return None
-    return LayerScale(
-        gpu=gpu,
-        label=meas.label,
-        mode=meas.mode,
-        fwd_factor=meas.fwd_ns / f,
-        bwd_factor=meas.bwd_ns / b,
-        fwd_gap_ns=meas.fwd_ns - f,
-        bwd_gap_ns=meas.bwd_ns - b,
-        fwd_keys=frozenset(_key(op) for op in fwd),
-        bwd_keys=frozenset(_key(op) for op in bwd),
-    )
+    return LayerScale.of(gpu, meas.label, meas.mode, (f, meas.fwd_ns), (b, meas.bwd_ns), fwd, bwd)
 
 
 def scale_templates(durations: np.ndarray, templates: OpTemplates, scale: LayerScale) -> np.ndarray:

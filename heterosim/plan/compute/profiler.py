@@ -25,8 +25,9 @@ elementwise shapes. torch is an optional dependency (``pip install heterosim[pro
 
 fp8 GEMMs run through ``torch._scaled_mm`` (cuBLASLt's fp8 GEMM on CUDA): e4m3 operands with unit
 tensor-wise scales, bf16 output, the second operand column-major as cuBLASLt requires, and the
-default split accumulation (Transformer Engine uses it for dgrad and wgrad; its forward GEMMs use
-the faster accumulation, so forward fp8 GEMMs are timed conservatively). Shapes it cannot run
+accumulation Transformer Engine picks per pass: fast accumulation (``use_fast_accum``) for forward
+GEMMs, split accumulation for dgrad and wgrad (``_2X_ACC_FPROP = False``, ``_2X_ACC_DGRAD`` and
+``_2X_ACC_WGRAD = True`` in TE's ``pytorch/module/base.py``). Shapes it cannot run
 (batched, or a dimension not a multiple of 16) and builds without it are skipped with a message.
 """
 
@@ -179,9 +180,11 @@ def _torch_dtype(torch, dtype: str):
     ]
 
 
-def fp8_gemm_runner(torch, m: int, n: int, k: int, batch: int, device: str) -> Callable[[], object] | None:
-    """``torch._scaled_mm`` on fresh e4m3 inputs (module docstring), or None where this PyTorch
-    or device cannot run the shape."""
+def fp8_gemm_runner(
+    torch, m: int, n: int, k: int, batch: int, device: str, fast_accum: bool = False
+) -> Callable[[], object] | None:
+    """``torch._scaled_mm`` on fresh e4m3 inputs (module docstring), fast accumulation if
+    ``fast_accum``, or None where this PyTorch or device cannot run the shape."""
     if (
         batch != 1
         or any(x % 16 for x in (m, n, k))
@@ -194,7 +197,9 @@ def fp8_gemm_runner(torch, m: int, n: int, k: int, batch: int, device: str) -> C
     one = torch.ones((), device=device, dtype=torch.float32)
 
     def run() -> object:
-        return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        return torch._scaled_mm(
+            a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=fast_accum
+        )
 
     try:
         run()
@@ -209,7 +214,7 @@ def build_runner(torch, op: ProfileOp, device: str) -> Callable[[], object] | No
         if op.op_kind != "gemm":
             return None
         m, n, k, batch = op.shape
-        return fp8_gemm_runner(torch, m, n, k, batch, device)
+        return fp8_gemm_runner(torch, m, n, k, batch, device, fast_accum=op.pass_ == "fwd")
     dt = _torch_dtype(torch, op.dtype)
     kw = {"device": device, "dtype": dt}
     if op.op_kind == "gemm":

@@ -14,6 +14,7 @@ from heterosim.workload.trace import DTYPES, PHASES, RankTrace
 def expand_nodes(trace: RankTrace) -> dict[str, np.ndarray]:
     """One array per node attribute (strings as str arrays), plus ``dep_ptr``/``dep_idx``."""
     t, row = trace.templates, trace.template
+    split_ptr, split = _node_splits(trace)
     return {
         "node_type": t.node_type[row].astype(np.int64),
         "op": np.asarray(t.op_kind_names, dtype=str)[t.op_kind[row]],
@@ -34,7 +35,21 @@ def expand_nodes(trace: RankTrace) -> dict[str, np.ndarray]:
         "tag": trace.tag.astype(np.int64),
         "dep_ptr": trace.dep_ptr.astype(np.int64),
         "dep_idx": trace.dep_idx.astype(np.int64),
+        "comm_split_ptr": split_ptr,
+        "comm_split": split,
     }
+
+
+def _node_splits(trace: RankTrace) -> tuple[np.ndarray, np.ndarray]:
+    """Per node CSR of its all-to-all-v sizes (OpTemplates.comm_split resolved per node)."""
+    t, row = trace.templates, trace.template
+    lengths = t.split_lengths()[row]
+    ptr = np.zeros(len(trace) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    if not t.comm_split_ptr.size:
+        return ptr, np.zeros(0, np.int64)
+    index = np.repeat(t.comm_split_ptr[row] - ptr[:-1], lengths) + np.arange(int(ptr[-1]))
+    return ptr, t.comm_split[index].astype(np.int64)
 
 
 def traces_equal(a: RankTrace, b: RankTrace) -> bool:

@@ -29,6 +29,7 @@ from google.protobuf.message import DecodeError
 from heterosim.errors import UserError
 from heterosim.workload.chakra import schema, wire
 from heterosim.workload.trace import (
+    ALL_TO_ALL,
     COMM_COLL_NODE,
     COMM_RECV_NODE,
     COMM_SEND_NODE,
@@ -359,6 +360,37 @@ def _group_ids(et: EtFile, node_type: np.ndarray, path: Path) -> np.ndarray:
     return np.where((node_type == COMM_COLL_NODE) & (out < 0), 0, out)
 
 
+def _splits(
+    et: EtFile, comm_type: np.ndarray, comm_bytes: np.ndarray, path: Path
+) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Per node the id of its ``comm_split_bytes`` (an all-to-all-v's bytes per group member;
+    -1: none) and the distinct splits. Only an ALL_TO_ALL may carry one, summing to its size."""
+    ids = np.full(len(et), -1, dtype=np.int64)
+    table: dict[tuple[int, ...], int] = {}
+    for i, value in enumerate(et.columns.get("comm_split_bytes", ())):
+        if value is None:
+            continue
+        where = f"{path}: node {et.ids[i]}: attribute comm_split_bytes"
+        if int(comm_type[i]) != ALL_TO_ALL:
+            raise UserError(f"{where}: only an ALL_TO_ALL collective takes sizes per member")
+        if not isinstance(value, tuple) or any(not isinstance(v, int) or v < 0 for v in value):
+            raise UserError(f"{where}: expected a list of non-negative byte counts")
+        if sum(value) != int(comm_bytes[i]):
+            raise UserError(f"{where}: sums to {sum(value)} but comm_size is {int(comm_bytes[i])}")
+        ids[i] = table.setdefault(value, len(table))
+    return ids, list(table)
+
+
+def _split_arrays(ids: np.ndarray, table: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
+    """OpTemplates.comm_split_ptr / comm_split of template rows whose split ids are ``ids``."""
+    if not table:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lengths = np.array([len(table[i]) if i >= 0 else 0 for i in ids.tolist()], dtype=np.int64)
+    ptr = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    return ptr, np.array([v for i in ids.tolist() if i >= 0 for v in table[i]], dtype=np.int64)
+
+
 def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTrace:
     """Interpret a decoded file as one rank's trace (see the module docstring for defaults)."""
     path = Path(path)
@@ -405,6 +437,7 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
             f"{'send' if send[i] else 'recv'} node needs attribute {key}"
         )
     tag = np.where(p2p, _int_column(et, "comm_tag", 0, path), -1)
+    split_id, split_table = _splits(et, comm_type, comm_bytes, path)
 
     # One template per distinct (type, op, label, ..., duration) row, in first-use order.
     key = np.column_stack(
@@ -421,9 +454,11 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
             comm_bytes,
             group,
             duration.view(np.int64),
+            split_id,
         ]
     ).astype(np.int64)[order]
     template, rows = _first_use_templates(key)
+    split_ptr, split = _split_arrays(rows[:, 17], split_table)
     templates = OpTemplates(
         node_type=rows[:, 0].astype(np.uint8),
         op_kind=rows[:, 1].astype(np.uint16),
@@ -440,6 +475,8 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
         duration_ns=rows[:, 16].view(np.uint64).copy(),
         op_kind_names=op_names,
         label_names=label_names,
+        comm_split_ptr=split_ptr,
+        comm_split=split,
     )
     gpu_types = {str(v) for v in et.columns.get("gpu_type", ()) if v is not None}
     return RankTrace(

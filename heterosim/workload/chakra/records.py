@@ -61,6 +61,9 @@ def node_records(path: str, limit: int) -> dict[str, object]:
                     "group": int(values["comm_group"][i]),
                 }
             )
+            lo, hi = values["comm_split_ptr"][i], values["comm_split_ptr"][i + 1]
+            if hi > lo:  # an all-to-all-v: bytes to each member of the group
+                node["comm_split_bytes"] = values["comm_split"][lo:hi].tolist()
         elif kind in (COMM_SEND_NODE, COMM_RECV_NODE):
             node.update(
                 {

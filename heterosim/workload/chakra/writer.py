@@ -14,7 +14,10 @@ COMP: ``num_ops`` int64 FLOPs, ``tensor_size`` uint64 bytes; COMM_COLL: ``comm_t
 int32, ``comm_size`` int64, ``pg_name`` when the node has a group. Extensions (docs/results.md):
 ``op``, ``phase``, ``label``, ``dtype`` (string), ``shape`` (int64 list: 4 shape + 2 extra),
 ``duration_ns`` (uint64, when known), ``layer``, ``micro_batch``, ``stage`` (int64),
-``gpu_type`` (string, when set).
+``gpu_type`` (string, when set); on an all-to-all-v (uneven all-to-all) ``comm_split_bytes``
+(int64 list: bytes this rank sends to each member of its group in communicator order, summing
+to ``comm_size``). Chakra's schema has no all-to-all-v (mlcommons/chakra#209), so other
+consumers (ASTRA-sim) read such a node as an even all-to-all of the rank's ``comm_size``.
 """
 
 from __future__ import annotations
@@ -69,6 +72,9 @@ def _template_bytes(trace: RankTrace) -> tuple[list[bytes], list[bytes]]:
                 _attr("comm_size", "int64", int(t.comm_bytes[row])),
                 _attr("pg_name", "string", str(max(group, 0))),
             ]
+            split = t.split_of(row)
+            if split.size:
+                attrs.append(_attr("comm_split_bytes", "int64_list", split.tolist()))
         elif node_type in (COMM_SEND_NODE, COMM_RECV_NODE):
             attrs.append(_attr("comm_size", "int64", int(t.comm_bytes[row])))
             if group >= 0:

@@ -51,6 +51,19 @@ FlowNetwork::SetLinkUp(uint32_t link, bool up)
 {
 }
 
+void
+FlowNetwork::SetFlowPlanes(uint32_t n, const int8_t* planes)
+{
+    NS_LOG_FUNCTION(this << n);
+    m_flowPlane.assign(planes, planes + n);
+}
+
+int32_t
+FlowNetwork::GetFlowPlane(uint32_t flowId) const
+{
+    return flowId < m_flowPlane.size() ? m_flowPlane[flowId] : -1;
+}
+
 uint32_t
 FlowNetwork::Reroute()
 {

@@ -150,6 +150,21 @@ class FlowNetwork : public Object
     /** \return how many flows have finished so far */
     uint64_t GetFinishedCount() const;
 
+    /**
+     * \brief Set the fabric plane of flows (multi-plane fabrics): the plan's choice of NIC
+     * port per flow, as NCCL maps its channels to NICs. Flows not given (or given -1) pick
+     * their plane from their ECMP hash.
+     * \param n number of flow ids
+     * \param planes plane per flow id, -1 for none
+     */
+    void SetFlowPlanes(uint32_t n, const int8_t* planes);
+
+    /**
+     * \param flowId a flow id
+     * \return the flow's plane, -1 when none was set
+     */
+    int32_t GetFlowPlane(uint32_t flowId) const;
+
   protected:
     /**
      * \brief Report a finished flow to the executor.
@@ -163,6 +178,7 @@ class FlowNetwork : public Object
     FlowDoneCallback m_flowDone;     //!< set by the executor
     std::vector<int64_t> m_finishNs; //!< finish time per flow id, -1 if not finished
     uint64_t m_finished{0};          //!< number of finished flows
+    std::vector<int8_t> m_flowPlane; //!< plane per flow id, -1 = from the hash
 };
 
 } // namespace ns3

@@ -300,8 +300,10 @@ FluidNetwork::WaitsForRoute(uint32_t flowId,
     if (std::find(m_linkUp.begin(), m_linkUp.end(), 0) == m_linkUp.end() || srcGpu >= nGpus ||
         dstGpu >= nGpus || srcGpu == dstGpu ||
         !m_topo
-             ->GetPath(
-                 srcGpu, dstGpu, FlowHash(connection >= 0 ? connection : flowId, srcGpu, dstGpu))
+             ->GetPath(srcGpu,
+                       dstGpu,
+                       FlowHash(connection >= 0 ? connection : flowId, srcGpu, dstGpu),
+                       GetFlowPlane(flowId))
              .empty())
     {
         return false;
@@ -324,7 +326,8 @@ FluidNetwork::Open(
     std::vector<uint32_t> path;
     if (srcGpu < nGpus && dstGpu < nGpus && srcGpu != dstGpu)
     {
-        path = m_topo->GetPath(srcGpu, dstGpu, FlowHash(hashKey, srcGpu, dstGpu));
+        path = m_topo->GetPath(
+            srcGpu, dstGpu, FlowHash(hashKey, srcGpu, dstGpu), GetFlowPlane(flowId));
     }
     if (path.empty())
     {
@@ -530,7 +533,7 @@ FluidNetwork::Reroute()
             continue;
         }
         std::vector<uint32_t> path =
-            m_topo->GetPath(f.src, f.dst, FlowHash(f.hashKey, f.src, f.dst));
+            m_topo->GetPath(f.src, f.dst, FlowHash(f.hashKey, f.src, f.dst), GetFlowPlane(f.id));
         if (path.empty())
         {
             continue; // nowhere to go: it waits on its path for the link to return

@@ -68,6 +68,38 @@ TopologyDescription::SetGpus(uint32_t n, const int32_t* gpuNode, const int32_t* 
 {
     m_gpuNode.assign(gpuNode, gpuNode + n);
     m_gpuNic.assign(nicNode, nicNode + n);
+    m_planes = 1;
+    m_gpuPlaneNic.assign(m_gpuNic.begin(), m_gpuNic.end());
+    m_hostGpus.clear();
+    for (uint32_t g = 0; g < n; ++g)
+    {
+        int32_t host = m_nodeHost.at(m_gpuNode[g]);
+        NS_ASSERT_MSG(host >= 0, "a GPU belongs to a host");
+        if (static_cast<std::size_t>(host) >= m_hostGpus.size())
+        {
+            m_hostGpus.resize(host + 1);
+        }
+        m_hostGpus[host].push_back(g);
+    }
+}
+
+void
+TopologyDescription::SetGpuPlanes(uint32_t planes, const int32_t* nicNodes)
+{
+    NS_ASSERT_MSG(planes >= 1, "a fabric has at least one plane");
+    NS_ASSERT_MSG(!m_gpuNode.empty(), "SetGpus() before SetGpuPlanes()");
+    m_planes = planes;
+    m_gpuPlaneNic.assign(nicNodes, nicNodes + m_gpuNode.size() * planes);
+    for (uint32_t g = 0; g < m_gpuNode.size(); ++g)
+    {
+        m_gpuNic[g] = m_gpuPlaneNic[g * planes];
+    }
+}
+
+uint32_t
+TopologyDescription::GetNPlanes() const
+{
+    return m_planes;
 }
 
 void
@@ -337,6 +369,12 @@ TopologyDescription::GetGpuNicNode(uint32_t gpu) const
     return m_gpuNic.at(gpu);
 }
 
+uint32_t
+TopologyDescription::GetGpuNicNode(uint32_t gpu, uint32_t plane) const
+{
+    return m_gpuPlaneNic.at(static_cast<std::size_t>(gpu) * m_planes + plane % m_planes);
+}
+
 const std::vector<uint32_t>&
 TopologyDescription::GetNodeLinks(uint32_t node) const
 {
@@ -397,6 +435,54 @@ TopologyDescription::Walk(uint32_t node,
 std::vector<uint32_t>
 TopologyDescription::GetPath(uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash) const
 {
+    return GetPath(srcGpu, dstGpu, flowHash, -1);
+}
+
+std::pair<uint32_t, uint32_t>
+TopologyDescription::GetFlowNics(
+    uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash, int32_t plane, uint32_t* proxyGpu) const
+{
+    uint32_t p = plane >= 0 ? static_cast<uint32_t>(plane) % m_planes
+                            : EcmpIndex(flowHash, PLANE_HOP, m_planes);
+    uint32_t nicA = GetGpuNicNode(srcGpu, p);
+    uint32_t nicB = GetGpuNicNode(dstGpu, p);
+    uint32_t proxy = srcGpu;
+    // routes as built, before any fault: PXN serves fabrics without a route between the ports
+    // (rail-only), not links that are down (the flow waits for those, as on any fabric)
+    const auto& built = m_baseRoutes.empty() ? m_routes : m_baseRoutes;
+    auto hasRoute = [&built](uint32_t node, uint32_t dst) {
+        auto it = built.find((static_cast<uint64_t>(node) << 32) | dst);
+        return it != built.end() && !it->second.empty();
+    };
+    if (!hasRoute(nicA, nicB))
+    {
+        // no fabric route between the ports (rail-only): leave by the port of the first GPU of
+        // the source host that reaches the destination port (NCCL's PXN)
+        int32_t host = m_nodeHost.at(m_gpuNode.at(srcGpu));
+        for (uint32_t g : m_hostGpus.at(host))
+        {
+            uint32_t nic = GetGpuNicNode(g, p);
+            if (hasRoute(nic, nicB))
+            {
+                nicA = nic;
+                proxy = g;
+                break;
+            }
+        }
+    }
+    if (proxyGpu)
+    {
+        *proxyGpu = proxy;
+    }
+    return {nicA, nicB};
+}
+
+std::vector<uint32_t>
+TopologyDescription::GetPath(uint32_t srcGpu,
+                             uint32_t dstGpu,
+                             uint32_t flowHash,
+                             int32_t plane) const
+{
     std::vector<uint32_t> path;
     uint32_t src = GetGpuNode(srcGpu);
     uint32_t dst = GetGpuNode(dstGpu);
@@ -411,10 +497,11 @@ TopologyDescription::GetPath(uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash
     }
     else
     {
-        uint32_t nicA = GetGpuNicNode(srcGpu);
-        uint32_t nicB = GetGpuNicNode(dstGpu);
-        ok = Walk(src, nicA, flowHash, path) && Walk(nicA, nicB, flowHash, path) &&
-             Walk(nicB, dst, flowHash, path);
+        uint32_t proxy = srcGpu;
+        auto [nicA, nicB] = GetFlowNics(srcGpu, dstGpu, flowHash, plane, &proxy);
+        uint32_t via = GetGpuNode(proxy);
+        ok = (via == src || Walk(src, via, flowHash, path)) && Walk(via, nicA, flowHash, path) &&
+             Walk(nicA, nicB, flowHash, path) && Walk(nicB, dst, flowHash, path);
     }
     if (!ok)
     {

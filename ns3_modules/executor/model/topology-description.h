@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -85,6 +86,17 @@ class TopologyDescription : public Object
      * \param nicNode NIC node id per GPU
      */
     void SetGpus(uint32_t n, const int32_t* gpuNode, const int32_t* nicNode);
+
+    /**
+     * \brief Set the NIC port of every GPU on every plane of a multi-plane fabric (the planes
+     * are separate switch networks; a NIC port belongs to one). Without this call a fabric has
+     * one plane and every GPU uses the NIC given to SetGpus().
+     * \param planes number of planes (>= 1)
+     * \param nicNodes NIC node per GPU and plane, row-major (GPU g, plane p at g * planes + p)
+     */
+    void SetGpuPlanes(uint32_t planes, const int32_t* nicNodes);
+    /** \return number of planes of the fabric */
+    uint32_t GetNPlanes() const;
 
     /**
      * \brief Set the ECMP next-hop tables (CSR, see heterosim.engine.topology.Topology).
@@ -168,8 +180,10 @@ class TopologyDescription : public Object
     uint32_t GetOtherEnd(uint32_t link, uint32_t node) const;
     /** \param gpu a GPU \return its node */
     uint32_t GetGpuNode(uint32_t gpu) const;
-    /** \param gpu a GPU \return the node of the NIC it uses */
+    /** \param gpu a GPU \return the node of the NIC it uses (on plane 0) */
     uint32_t GetGpuNicNode(uint32_t gpu) const;
+    /** \param gpu a GPU \param plane a plane \return the node of its NIC port on that plane */
+    uint32_t GetGpuNicNode(uint32_t gpu, uint32_t plane) const;
     /** \param node a node \return links attached to it */
     const std::vector<uint32_t>& GetNodeLinks(uint32_t node) const;
 
@@ -212,6 +226,44 @@ class TopologyDescription : public Object
      */
     std::vector<uint32_t> GetPath(uint32_t srcGpu, uint32_t dstGpu, uint32_t flowHash) const;
 
+    /**
+     * \brief The links of one GPU-to-GPU path on a given plane.
+     *
+     * Between hosts the path leaves through the source GPU's NIC port on \p plane and enters
+     * through the destination GPU's port on the same plane (a plane is a separate network).
+     * \p plane < 0 picks the plane from the flow hash (a bond hashing a queue pair to a port).
+     * When the fabric has no route between the two ports (a rail-only fabric: no spine joins
+     * the rails), the data first crosses the source host's NVLink/PCIe to the GPU whose port
+     * reaches the destination port, and leaves through that GPU's port, as NCCL's PXN does.
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU
+     * \param flowHash the flow's hash
+     * \param plane the flow's plane, or -1
+     * \return links in path order (empty when src == dst or unroutable)
+     */
+    std::vector<uint32_t> GetPath(uint32_t srcGpu,
+                                  uint32_t dstGpu,
+                                  uint32_t flowHash,
+                                  int32_t plane) const;
+
+    /**
+     * \brief The NIC ports a flow between two hosts leaves and enters by (GetPath's choice).
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU (on another host)
+     * \param flowHash the flow's hash
+     * \param plane the flow's plane, or -1
+     * \param proxyGpu out: the GPU whose port the flow leaves by (srcGpu unless PXN is needed)
+     * \return (source port node, destination port node)
+     */
+    std::pair<uint32_t, uint32_t> GetFlowNics(uint32_t srcGpu,
+                                              uint32_t dstGpu,
+                                              uint32_t flowHash,
+                                              int32_t plane,
+                                              uint32_t* proxyGpu = nullptr) const;
+
+    /** ECMP "hop" number salting the plane choice of a flow with no plane (as in Python). */
+    static constexpr uint32_t PLANE_HOP = 1000;
+
   private:
     /** Append the links from \p node to \p dst; false if a hop has no route. */
     bool Walk(uint32_t node, uint32_t dst, uint32_t flowHash, std::vector<uint32_t>& out) const;
@@ -226,6 +278,9 @@ class TopologyDescription : public Object
     std::vector<std::vector<uint32_t>> m_nodeLinks; //!< adjacency
     std::vector<uint32_t> m_gpuNode;                //!< node per GPU
     std::vector<uint32_t> m_gpuNic;                 //!< NIC node per GPU
+    uint32_t m_planes{1};                           //!< planes of the fabric
+    std::vector<uint32_t> m_gpuPlaneNic;            //!< NIC node per GPU and plane
+    std::vector<std::vector<uint32_t>> m_hostGpus;  //!< GPUs of every host, in order
     std::vector<uint8_t> m_hostSocket;              //!< 1 per socket-transport host
     bool m_anySocket{false};                        //!< some host uses the socket transport
     std::unordered_map<uint64_t, std::vector<uint32_t>> m_routes; //!< (node<<32|dst) -> links

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace ns3
 {
@@ -510,9 +511,14 @@ PacketNetwork::StartMessage(uint32_t flowId,
     uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 0) : 0;
     uint32_t ackHash =
         m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
-    uint32_t srcEp = sameHost ? srcNode : m_desc->GetGpuNicNode(srcGpu);
-    uint32_t dstEp = sameHost ? dstNode : m_desc->GetGpuNicNode(dstGpu);
-    std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash);
+    int32_t plane = GetFlowPlane(flowId);
+    uint32_t srcEp = srcNode;
+    uint32_t dstEp = dstNode;
+    if (!sameHost)
+    {
+        std::tie(srcEp, dstEp) = m_desc->GetFlowNics(srcGpu, dstGpu, hash, plane);
+    }
+    std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash, plane);
     if (path.empty())
     {
         // a link fault cuts one end off: the message waits until Reroute() finds a route

@@ -1,0 +1,155 @@
+"""Eager host dispatch: a layer pass lasts max(GPU time, host time) (plan/compute/host_dispatch.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from heterosim.catalog.models import ZOO
+from heterosim.config.experiment import HOST_DISPATCH_NS, HostDispatch, TrainingConfig, parse_experiment
+from heterosim.errors import UserError
+from heterosim.plan.compute.layer_check import single_gpu_parallel
+from heterosim.plan.compute.layer_gap import layer_op_lists
+from heterosim.plan.compute.model import ComputeModel
+from heterosim.simulate.experiment import prepare_run
+from heterosim.workload.trace import COMP_NODE, PHASES
+
+GPU = "H100-SXM"
+
+
+def _prepared(framework: dict | None = None, layers: int = 4):
+    return prepare_run(parse_experiment(_experiment(framework, layers), "exp.yaml"), with_topology=False)
+
+
+def _pass_ns(run, phase: str) -> tuple[float, int]:
+    """(summed duration, op count) of rank 0's first layer pass of ``phase``, first micro-batch."""
+    trace = run.traces[0]
+    t = trace.templates
+    nodes = (
+        (t.node_type[trace.template] == COMP_NODE)
+        & (trace.layer == 0)
+        & (trace.micro_batch == 0)
+        & (t.phase[trace.template] == PHASES.index(phase))
+    )
+    rows = trace.template[nodes]
+    return float(t.duration_ns[rows].sum()), int(rows.size)
+
+
+def test_a_small_layer_takes_the_hosts_time_per_pass():
+    off, on = _prepared({"host_dispatch": "0us"}), _prepared()
+    per_f, per_b = HOST_DISPATCH_NS["gpt"]
+    gpu_b, n_b = _pass_ns(off, "bwd")
+    assert gpu_b < per_b * n_b  # small enough to be host-bound
+    host_b, _ = _pass_ns(on, "bwd")
+    assert host_b == pytest.approx(per_b * n_b, rel=1e-4)  # the pass lasts exactly the host's time
+    gpu_f, n_f = _pass_ns(off, "fwd")
+    assert _pass_ns(on, "fwd")[0] == pytest.approx(max(gpu_f, per_f * n_f), rel=1e-4)
+    (entry,) = on.compute_layers
+    assert entry["mode"] == "host-dispatch" and entry["gpu"] == "H100-SXM"
+    assert entry["backward_factor"] == pytest.approx(per_b * n_b / gpu_b, rel=1e-4)
+    assert off.compute_layers == []
+
+
+def test_ops_outside_the_layers_and_communication_keep_their_time():
+    off, on = _prepared({"host_dispatch": "0us"}), _prepared()
+    t0, t1 = off.traces[0].templates, on.traces[0].templates
+    in_layer = np.zeros(len(t0), bool)
+    trace = on.traces[0]
+    in_layer[trace.template[trace.layer >= 0]] = True
+    assert np.array_equal(t0.duration_ns[~in_layer], t1.duration_ns[~in_layer])
+    assert (t1.duration_ns[in_layer] >= t0.duration_ns[in_layer]).all()
+
+
+def test_a_large_layer_is_gpu_bound_and_not_scaled():
+    compute = ComputeModel()
+    model = ZOO["gpt3-175b"]
+    training = TrainingConfig(global_batch=1, micro_batch=1, seq_len=2048, dtype="bf16", recompute="none")
+    fwd, bwd = layer_op_lists(model, training, single_gpu_parallel())
+    per_f, per_b = HOST_DISPATCH_NS["gpt"]
+    gpu = [
+        sum(
+            compute.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, GPU)[0]
+            for o in ops
+        )
+        for ops in (fwd, bwd)
+    ]
+    assert gpu[0] > per_f * len(fwd) and gpu[1] > per_b * len(bwd)
+
+
+def test_the_host_rate_is_per_architecture_and_overridable():
+    assert HostDispatch().per_op_ns("llama") == HOST_DISPATCH_NS["llama"]
+    assert HostDispatch().per_op_ns("gpt") == HOST_DISPATCH_NS["gpt"]
+    assert HostDispatch(10_000, None).per_op_ns("llama") == (10_000, HOST_DISPATCH_NS["llama"][1])
+    assert not HostDispatch(0, 0).enabled
+    # a slower host stretches the host-bound pass in proportion
+    slow, fast = _prepared({"host_dispatch": "400us"}), _prepared({"host_dispatch": "200us"})
+    assert _pass_ns(slow, "bwd")[0] == pytest.approx(2 * _pass_ns(fast, "bwd")[0], rel=1e-4)
+
+
+def _experiment(framework: dict | None, layers: int = 4) -> dict:
+    exp = {
+        "name": "gpt2-medium-1gpu",
+        "model": {
+            "arch": "gpt",
+            "hidden": 1024,
+            "layers": layers,
+            "heads": 16,
+            "ffn": 4096,
+            "vocab": 50304,
+            "seq": 1024,
+            "name": "gpt2-medium-4l",
+        },
+        "training": {"global_batch": 2, "micro_batch": 1, "seq_len": 1024, "dtype": "bf16"},
+        "parallel": {"tp": 1, "pp": 1, "dp": 1},
+        "cluster": {
+            "name": "one-h100",
+            "host_types": {
+                "h": {"gpu": "H100-SXM", "gpus": 1, "fabric": "nvswitch", "nics": 1, "nic_speed": "400Gbps"}
+            },
+            "hosts": [{"type": "h", "count": 1}],
+        },
+        "simulation": {"fidelity": "flow"},
+    }
+    if framework is not None:
+        exp["framework"] = framework
+    return exp
+
+
+def test_config_parses_one_time_or_both_passes_and_refuses_bad_values():
+    fw = parse_experiment(_experiment({"host_dispatch": "20us"}), "exp.yaml").framework
+    assert fw.host_dispatch == HostDispatch(20_000, 20_000)
+    fw = parse_experiment(_experiment({"host_dispatch": {"backward": "0us"}}), "exp.yaml").framework
+    assert fw.host_dispatch.per_op_ns("gpt") == (HOST_DISPATCH_NS["gpt"][0], 0)
+    fw = parse_experiment(_experiment(None), "exp.yaml").framework
+    assert fw.pipelined_host_dispatch.enabled
+    # a serial host overhead given by the user replaces the pipelined model
+    fw = parse_experiment(_experiment({"host_op_overhead": "5us"}), "exp.yaml").framework
+    assert not fw.pipelined_host_dispatch.enabled
+    with pytest.raises(UserError, match=r"exp.yaml: framework.host_dispatch.forward: .*"):
+        parse_experiment(_experiment({"host_dispatch": {"forward": "-3us"}}), "exp.yaml")
+    with pytest.raises(UserError, match=r"framework.host_dispatch.sideways: unknown key"):
+        parse_experiment(_experiment({"host_dispatch": {"sideways": "3us"}}), "exp.yaml")
+    with pytest.raises(UserError, match=r"framework.host_dispatch: expected at most 1s"):
+        parse_experiment(_experiment({"host_dispatch": "2s"}), "exp.yaml")
+
+
+def test_a_run_reports_the_dispatch_scale_and_slows_by_it():
+    from heterosim.simulate.experiment import run_experiment
+
+    on = run_experiment(parse_experiment(_experiment(None), "exp.yaml"))
+    off = run_experiment(parse_experiment(_experiment({"host_dispatch": "0us"}), "exp.yaml"))
+    assert [entry["mode"] for entry in on.compute_layers] == ["host-dispatch"]
+    assert off.compute_layers == []
+    assert on.engine.makespan_ns > off.engine.makespan_ns
+    entry = on.compute_layers[0]
+    # 4 layers x 2 micro-batches x the backward gap (the host-bound pass) at the least
+    assert on.engine.makespan_ns - off.engine.makespan_ns >= 8 * entry["backward_gap_us"] * 1e3 * 0.99
+
+
+def test_the_model_is_documented_as_an_approximation():
+    import heterosim.plan.compute.host_dispatch as module
+
+    assert "APPROXIMATION" in (module.__doc__ or "")
+    assert replace(HostDispatch(), forward_ns=0).enabled  # backward still on

@@ -1,0 +1,43 @@
+"""Published runs with context parallelism: the shipped cases carry cp as the source states it,
+fill the GPUs with tp*cp*pp*dp, and parse into experiments whose CP groups exchange K/V."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from heterosim.config.experiment import parse_experiment
+from heterosim.validate.cases import load_cases
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "validation" / "cases.yaml"
+CP_CASES = {
+    "nemo2407-h100-fp8-llama3-8b-8",
+    "nemo2407-h100-fp8-llama3-70b-64",
+    "mbridge-2509-h100-llama3.1-405b-1024",
+    "mbridge-2511-h100-llama3.1-405b-1024",
+    "mbridge-2602-h100-llama3.1-405b-1024",
+}
+
+
+def test_cp_cases_are_shipped_with_the_published_degree():
+    cases = {c.id: c for c in load_cases(SHIPPED)}
+    assert CP_CASES <= set(cases)
+    raw = {c["id"]: c for c in yaml.safe_load(SHIPPED.read_text())["cases"]}
+    for name in CP_CASES:
+        par = cases[name].experiment["parallel"]  # type: ignore[index]
+        published = raw[name]["published"]
+        assert par["cp"] == published["parallel"]["cp"] == 2, name
+        assert par["cp_comm"] == "p2p" and "parallel.cp_comm" in raw[name]["assumed"], name
+        gpus = published["cluster"]["gpus"]
+        assert par["tp"] * par["cp"] * par["pp"] * par["dp"] == gpus, name
+
+
+def test_cp_case_parses_into_an_experiment_with_cp_groups():
+    case = next(c for c in load_cases(SHIPPED) if c.id == "nemo2407-h100-fp8-llama3-8b-8")
+    data = copy.deepcopy(case.experiment)
+    assert data is not None
+    exp = parse_experiment(data, "cases.yaml")
+    assert exp.parallel.cp == 2 and exp.cluster.world_size == 8

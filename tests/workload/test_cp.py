@@ -1,0 +1,344 @@
+"""Context parallelism: rank order, the K/V ring against a hand-computed schedule, the all-gather
+variant, bytes conserved, memory and FLOPs divided by cp, bad input."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from heterosim.cli import main
+from heterosim.config.experiment import load_experiment
+from heterosim.errors import UserError
+from heterosim.simulate.experiment import run_experiment
+from heterosim.workload.chakra import read_trace, traces_equal, write_trace
+from heterosim.workload.cp import CP_TAG_BASE
+from heterosim.workload.flops import trace_flops
+from heterosim.workload.generator import generate_workload
+from heterosim.workload.groups import ParallelGroups, RankLayout
+from heterosim.workload.memory import estimate_rank_memory, layer_activation_bytes
+from heterosim.workload.ops_ends import optimizer_shard
+from heterosim.workload.trace import ALL_GATHER, COMM_RECV_NODE, COMM_SEND_NODE, REDUCE_SCATTER
+
+TINY = "tests/data/tiny_experiment.yaml"  # gpt 512 hidden, 8 heads, 4 layers, seq 512, 16 GPUs
+
+
+def _experiment(*overrides: str):
+    return load_experiment(TINY, ["parallel.dp=1", *overrides])
+
+
+def _labels(trace) -> list[str]:
+    names = trace.templates.label_names
+    return [names[i] for i in trace.templates.label[trace.template]]
+
+
+def _kv_bytes(tp: int, cp: int) -> int:
+    # K and V of s/cp tokens, kv heads 8/tp of head dim 64, bf16: 2 * b * s/cp * 8/tp * 64 * 2
+    return 2 * 1 * (512 // cp) * (8 // tp) * 64 * 2
+
+
+# -- rank order and groups -----------------------------------------------------------------------
+
+
+def test_rank_order_puts_cp_next_to_tp_as_megatron_does():
+    """Megatron-core order tp-cp-ep-dp-pp with tp 2, cp 2, dp 2, pp 2 (16 ranks): CP groups are
+    ranks 2 apart, the data+context-parallel groups join dp and cp, pipelines keep the CP index."""
+    layout = RankLayout(tp=2, dp=2, pp=2, cp=2)
+    assert layout.world_size == 16
+    assert [layout.rank_of(0, 0, 0, c) for c in range(2)] == [0, 2]
+    assert layout.rank_of(1, 1, 1, 1) == 1 + 2 * (1 + 2 * (1 + 2 * 1))
+    groups = ParallelGroups(layout)
+    by_role: dict[str, list[tuple[int, ...]]] = {}
+    for g in groups.groups:
+        by_role.setdefault(g.role, []).append(g.ranks)
+    assert by_role["tp"][:2] == [(0, 1), (2, 3)]
+    assert by_role["cp"] == [(0, 2), (1, 3), (4, 6), (5, 7), (8, 10), (9, 11), (12, 14), (13, 15)]
+    assert by_role["dp"] == [(0, 2, 4, 6), (1, 3, 5, 7), (8, 10, 12, 14), (9, 11, 13, 15)]
+    assert by_role["pp"][:2] == [(0, 8), (1, 9)]
+    assert groups.pipeline_neighbours(2) == (None, 10)
+    assert groups.cp_ring(2) == (0, 0)
+    four = ParallelGroups(RankLayout(tp=1, dp=1, pp=1, cp=4))
+    assert four.cp_ring(0) == (3, 1) and four.cp_ring(3) == (2, 0)
+
+
+def test_without_cp_the_groups_are_unchanged():
+    plain = ParallelGroups(RankLayout(tp=2, dp=2, pp=2))
+    assert all(g.role != "cp" for g in plain.groups)
+    assert [g.ranks for g in plain.groups if g.role == "dp"] == [(0, 2), (1, 3), (4, 6), (5, 7)]
+
+
+# -- the ring against a hand-computed schedule ----------------------------------------------------
+
+
+def _first_layer_ring(trace, phase_labels: tuple[str, ...]):
+    """Indices of the first layer's ring sends/recvs and attention steps of one phase."""
+    labels = _labels(trace)
+    out = []
+    for i, label in enumerate(labels):
+        if label.startswith("cp_ring") or label in phase_labels:
+            out.append(i)
+    return out, labels
+
+
+def test_ring_forward_and_backward_match_the_hand_schedule_cp4():
+    """cp = 4, tp = 2: per layer and micro-batch each rank sends 3 K/V chunks of
+    2*1*128*4*64*2 = 131,072 bytes to CP rank +1 in the forward; the backward sends 4 messages to
+    CP rank -1: K/V, K/V+dK/dV, K/V+dK/dV, dK/dV (131,072, 262,144, 262,144, 131,072). Attention
+    step i+1 waits for exchange i; exchange i+1 waits for exchange i (and, carrying dK/dV, for
+    the attention backward of step i)."""
+    exp = _experiment("parallel.cp=4", "parallel.tp=2")
+    w = generate_workload(exp)
+    rank = 2  # tp 0, cp 1 of stage 0
+    assert w.layout.cp_index(rank) == 1
+    prev_rank, next_rank = w.groups.cp_ring(rank)
+    assert (prev_rank, next_rank) == (0, 4)
+    trace = w.trace(rank)
+    trace.check()
+    labels = _labels(trace)
+    kv = _kv_bytes(tp=2, cp=4)
+    assert kv == 131_072
+    node_type = trace.node_type
+    size = trace.templates.comm_bytes[trace.template]
+
+    # the forward of the first layer of the first micro-batch: s0 r0 a0 s1 r1 a1 s2 r2 a2 a3
+    first = labels.index("cp_ring.kv.send")
+    fwd = list(range(first, first + 10))
+    assert [labels[i] for i in fwd] == ["cp_ring.kv.send", "cp_ring.kv.recv", "attn_core"] * 3 + ["attn_core"]
+    sends = [i for i in fwd if node_type[i] == COMM_SEND_NODE]
+    recvs = [i for i in fwd if node_type[i] == COMM_RECV_NODE]
+    steps = [i for i in fwd if labels[i] == "attn_core"]
+    assert [int(trace.peer[i]) for i in sends] == [next_rank] * 3
+    assert [int(trace.peer[i]) for i in recvs] == [prev_rank] * 3
+    assert [int(size[i]) for i in sends + recvs] == [kv] * 6
+    assert [int(trace.tag[i]) - CP_TAG_BASE for i in sends] == [0, 1, 2]
+    before = first - 1  # the op that makes K/V (rope is gpt-less: the QKV GEMM)
+    assert set(trace.parents(sends[0])) == {before} and set(trace.parents(recvs[0])) == {before}
+    for i in (1, 2):
+        assert set(trace.parents(sends[i])) == {sends[i - 1], recvs[i - 1]}
+    assert set(trace.parents(steps[0])) == {before}
+    for i in (1, 2, 3):
+        assert set(trace.parents(steps[i])) == {steps[i - 1], sends[i - 1], recvs[i - 1]}
+
+    # the backward of that layer
+    first = labels.index("cp_ring.kv.send", labels.index("attn_core.bwd") - 2)
+    bwd = list(range(first, first + 12))
+    assert [labels[i] for i in bwd] == [
+        "cp_ring.kv.send",
+        "cp_ring.kv.recv",
+        "attn_core.bwd",
+        "cp_ring.kv_dkv.send",
+        "cp_ring.kv_dkv.recv",
+        "attn_core.bwd",
+        "cp_ring.kv_dkv.send",
+        "cp_ring.kv_dkv.recv",
+        "attn_core.bwd",
+        "cp_ring.dkv.send",
+        "cp_ring.dkv.recv",
+        "attn_core.bwd",
+    ]
+    sends = [i for i in bwd if node_type[i] == COMM_SEND_NODE]
+    recvs = [i for i in bwd if node_type[i] == COMM_RECV_NODE]
+    steps = [i for i in bwd if labels[i] == "attn_core.bwd"]
+    assert [int(trace.peer[i]) for i in sends] == [prev_rank] * 4
+    assert [int(trace.peer[i]) for i in recvs] == [next_rank] * 4
+    assert [int(size[i]) for i in sends] == [kv, 2 * kv, 2 * kv, kv]
+    assert [int(size[i]) for i in recvs] == [kv, 2 * kv, 2 * kv, kv]
+    for i in (1, 2, 3):
+        assert set(trace.parents(sends[i])) == {sends[i - 1], recvs[i - 1], steps[i - 1]}
+        assert set(trace.parents(steps[i])) == {steps[i - 1], sends[i - 1], recvs[i - 1]}
+    after = bwd[-1] + 1  # the op after the last step waits for the dK/dV that came home
+    assert {sends[3], recvs[3]} <= set(trace.parents(after))
+
+
+def test_ring_totals_per_iteration_and_conservation_per_rank_pair():
+    """Every rank sends (cp-1) + 2(cp-1) K/V chunk-equivalents per layer and micro-batch, all of
+    them to its ring neighbours, and every (sender, receiver) pair's sent bytes are received."""
+    cp, tp = 4, 2
+    exp = _experiment(f"parallel.cp={cp}", f"parallel.tp={tp}")
+    w = generate_workload(exp)
+    kv = _kv_bytes(tp, cp)
+    sent: Counter[tuple[int, int]] = Counter()
+    received: Counter[tuple[int, int]] = Counter()
+    micro_batches = exp.micro_batches_per_replica
+    for rank in range(w.world_size):
+        trace = w.trace(rank)
+        labels = _labels(trace)
+        ring = np.array([label.startswith("cp_ring") for label in labels])
+        size = trace.templates.comm_bytes[trace.template]
+        layers = sum(len(r) for r in w.rank_layers(rank))
+        for i in np.flatnonzero(ring):
+            if trace.node_type[i] == COMM_SEND_NODE:
+                sent[rank, int(trace.peer[i])] += int(size[i])
+            else:
+                received[int(trace.peer[i]), rank] += int(size[i])
+        total = int(size[ring & (trace.node_type == COMM_SEND_NODE)].sum())
+        assert total == micro_batches * layers * 3 * (cp - 1) * kv
+        prev_rank, next_rank = w.groups.cp_ring(rank)
+        assert {dst for src, dst in sent if src == rank} == {prev_rank, next_rank}
+    assert sent == received
+
+
+def test_cp_run_matches_every_send_with_its_recv_and_finishes():
+    result = run_experiment(_experiment("parallel.cp=2"))
+    assert result.engine.makespan_ns > 0
+
+
+# -- the all-gather variant ------------------------------------------------------------------------
+
+
+def test_all_gather_variant_gathers_kv_and_reduce_scatters_dkv_over_the_cp_group():
+    cp, tp = 4, 2
+    w = generate_workload(
+        _experiment(f"parallel.cp={cp}", f"parallel.tp={tp}", "parallel.cp_comm=all_gather")
+    )
+    trace = w.trace(0)
+    labels = _labels(trace)
+    assert not any(label.startswith("cp_ring") for label in labels)
+    t = trace.templates
+    cp_group = w.groups.group_id(0, "cp")
+    assert cp_group is not None and w.groups.group(cp_group).ranks == (0, 2, 4, 6)
+    rows = {t.label_names[t.label[i]]: i for i in range(len(t))}
+    half = _kv_bytes(tp, cp) // 2  # K or V of one rank
+    for name, kind in (
+        ("cp_allgather.k", ALL_GATHER),
+        ("cp_allgather.v", ALL_GATHER),
+        ("cp_reducescatter.dk", REDUCE_SCATTER),
+        ("cp_reducescatter.dv", REDUCE_SCATTER),
+    ):
+        row = rows[name]
+        assert t.comm_type[row] == kind and t.comm_group[row] == cp_group
+        assert t.comm_bytes[row] == cp * half  # nccl-tests size: the gathered / scattered total
+    first = labels.index("attn_core")
+    assert labels[first - 2 : first + cp] == ["cp_allgather.k", "cp_allgather.v"] + ["attn_core"] * cp
+    bwd = labels.index("attn_core.bwd")
+    assert labels[bwd - 2 : bwd + cp + 2] == (
+        ["cp_allgather.k", "cp_allgather.v"]
+        + ["attn_core.bwd"] * cp
+        + ["cp_reducescatter.dk", "cp_reducescatter.dv"]
+    )
+
+
+# -- compute, memory and gradient reduction --------------------------------------------------------
+
+
+def test_each_rank_does_one_cp_th_of_the_work_and_the_total_is_unchanged():
+    base = load_experiment(TINY)
+    cp = replace(base, parallel=replace(base.parallel, dp=1, cp=2))
+    for kinds in (("gemm",), ("attention",)):
+        assert trace_flops(cp.model, cp.training, cp.parallel, kinds) == trace_flops(
+            base.model, base.training, base.parallel, kinds
+        )
+    from heterosim.workload.ops import layer_forward_ops
+
+    plain = layer_forward_ops(base.model, base.training, base.parallel, 0)
+    split = layer_forward_ops(cp.model, cp.training, cp.parallel, 0)
+    attention = [sum(op.flops for op in ops if op.op_kind == "attention") for ops in (plain, split)]
+    assert attention[1] * 2 == attention[0]  # causal attention over s, load-balanced over cp = 2
+    gemms = [sum(op.flops for op in ops if op.op_kind == "gemm") for ops in (plain, split)]
+    assert gemms[1] * 2 == gemms[0]
+
+
+@pytest.mark.parametrize("cp", [2, 4, 8])
+def test_activation_memory_divides_by_cp(cp):
+    base = load_experiment(TINY)
+    split = replace(base.parallel, cp=cp)
+    for recompute in ("none", "selective", "full"):
+        training = replace(base.training, recompute=recompute)
+        whole = layer_activation_bytes(base.model, training, base.parallel, 0)
+        assert layer_activation_bytes(base.model, training, split, 0) * cp == whole
+    full = estimate_rank_memory(base.model, base.training, base.parallel, range(2), True, False, 2)
+    part = estimate_rank_memory(base.model, base.training, split, range(2), True, False, 2)
+    assert part.activations_bytes * cp == full.activations_bytes
+    assert part.weights_bytes == full.weights_bytes  # CP replicates the weights
+
+
+def test_gradients_are_reduced_and_optimizer_sharded_over_dp_times_cp():
+    exp = _experiment("parallel.cp=2", "parallel.zero=1", "parallel.distributed_optimizer=true")
+    w = generate_workload(exp)
+    assert w.groups.size(0, "dp") == 2  # dp 1 x cp 2
+    trace = w.trace(0)
+    t = trace.templates
+    dp_group = w.groups.group_id(0, "dp")
+    grads = [i for i in range(len(t)) if t.label_names[t.label[i]].startswith("dp_")]
+    assert grads and all(t.comm_group[i] == dp_group for i in grads)
+    assert optimizer_shard(exp.parallel, 1000) == 500
+
+
+def test_pipeline_transfers_carry_the_ranks_own_tokens():
+    w = generate_workload(_experiment("parallel.cp=2"))
+    trace = w.trace(0)
+    sends = [i for i, label in enumerate(_labels(trace)) if label == "pp_send.fwd"]
+    assert sends
+    peer = int(trace.peer[sends[0]])
+    assert w.layout.cp_index(peer) == w.layout.cp_index(0) and w.layout.pp_index(peer) == 1
+    assert int(trace.templates.comm_bytes[trace.template[sends[0]]]) == 1 * 256 * 512 * 2
+
+
+def test_chakra_trace_carries_the_ring(tmp_path: Path):
+    w = generate_workload(_experiment("parallel.cp=2"))
+    trace = w.trace(0)
+    path = tmp_path / "cp.0.et"
+    write_trace(trace, path)
+    back = read_trace(path)
+    assert traces_equal(trace, back)
+    ring = [i for i, label in enumerate(_labels(back)) if label.startswith("cp_ring")]
+    assert ring and all(int(back.peer[i]) == 4 for i in ring)
+    groups = w.groups.as_json()  # comm_group.json names the CP groups beside the others
+    cp_group = w.groups.group_id(0, "cp")
+    assert groups[str(cp_group)] == [0, 4]
+
+
+# -- bad input ---------------------------------------------------------------------------------------
+
+CLUSTER = {
+    "name": "c",
+    "host_types": {"h100": {"gpu": "H100-SXM", "gpus": 8, "nics": 8, "nic_speed": "400Gbps"}},
+    "hosts": [{"type": "h100", "count": 2}],
+}
+
+
+@pytest.mark.parametrize(
+    "parallel,training,fragments",
+    [
+        ({"tp": 4, "pp": 2, "dp": 1, "cp": 2}, {"seq_len": 2050}, ["parallel.cp", "2*cp = 4", "2050"]),
+        ({"tp": 4, "pp": 2, "dp": 2, "cp": 2}, {}, ["parallel.cp", "tp*cp*pp*dp", "32", "16 GPUs"]),
+        (
+            {"tp": 4, "pp": 2, "dp": 1, "cp": 2, "cp_comm": "ring"},
+            {},
+            ["parallel.cp_comm", "p2p, all_gather"],
+        ),
+        ({"tp": 4, "pp": 2, "dp": 1, "cp": 0}, {}, ["parallel.cp"]),
+        ({"tp": 4, "pp": 2, "dp": 1, "cp": 2}, {"attention": "unfused"}, ["parallel.cp", "flash"]),
+    ],
+)
+def test_bad_cp_is_a_one_line_error(parallel, training, fragments, tmp_path: Path, capsys):
+    experiment = {
+        "model": "gpt3-6.7b",
+        "training": {"global_batch": 32, "micro_batch": 1, **training},
+        "parallel": parallel,
+        "cluster": "cluster.yaml",
+    }
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(experiment))
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump(CLUSTER))
+    code = main(["workload", str(tmp_path / "exp.yaml"), "--out", str(tmp_path / "out"), "--summary-only"])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    for fragment in ("exp.yaml", *fragments):
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+def test_the_partitioner_counts_activations_per_cp_rank():
+    """A 3M-token sequence: without CP stage 0 needs more than an H100's 80 GB under any split;
+    with cp = 2 each rank holds half the tokens and the heterogeneity-aware partitioner finds a
+    split that fits (the H100 stage takes three of the four layers)."""
+    long = ["model.arch=llama", "model.seq=3145728", "training.seq_len=3145728"]
+    with pytest.raises(UserError, match="needs .* of memory"):
+        generate_workload(load_experiment(TINY, [*long, "parallel.dp=2"]))
+    w = generate_workload(_experiment(*long, "parallel.cp=2"))
+    assert [len(r) for r in w.partition.chunk_layers] == [3, 1]
+    assert all(w.memory_bytes(rank) <= 80e9 for rank in (0, 8))
