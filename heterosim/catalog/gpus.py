@@ -30,6 +30,7 @@ GPU_FIELDS = (
     "nvlink_gbps_per_dir",
     "nvlink_bridge",
     "pcie_gen",
+    "pcie_p2p",
     "sm_count",
     "sources",
 )
@@ -55,6 +56,7 @@ class GpuSpec:
     segment: str = "datacenter"
     sm_count: int | None = None  # SMs / compute units, when the entry gives them
     nvlink_bridge: bool = False  # NVLink only between bridged pairs (no NVSwitch)
+    pcie_p2p: bool = True  # the driver offers peer-to-peer over PCIe (GeForce: no; NCCL then uses SHM)
 
     def peak_flops(self, dtype: str) -> float:
         """Peak dense FLOP/s for ``dtype``; an unsupported dtype is a UserError."""
@@ -91,7 +93,8 @@ def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
     """A :class:`GpuSpec` from one entry in the catalogue's fields (already validated).
 
     ``vendor``/``generation`` default to ``unknown``, ``segment`` to ``datacenter``,
-    ``nvlink_gbps_per_dir`` to 0 (PCIe only) and ``pcie_gen`` to 4.
+    ``nvlink_gbps_per_dir`` to 0 (PCIe only), ``pcie_gen`` to 4 and ``pcie_p2p`` to true except
+    on consumer (GeForce) parts.
     """
     pcie_gen = int(entry.get("pcie_gen", 4))
     pcie = pcie_x16_bytes_per_s(pcie_gen)
@@ -112,6 +115,7 @@ def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
         segment=str(entry.get("segment", "datacenter")),
         sm_count=None if sm_count is None else int(sm_count),
         nvlink_bridge=bool(entry.get("nvlink_bridge", False)),
+        pcie_p2p=bool(entry.get("pcie_p2p", entry.get("segment", "datacenter") != "consumer")),
     )
 
 

@@ -1,10 +1,12 @@
-"""``heterosim import aicb|sailor|amp FILE``: turn another tool's workload or plan into an experiment.
+"""``heterosim import aicb|sailor|amp|metis|flashflex FILE``: another tool's workload or plan as an
+experiment.
 
 aicb: a SimAI/AICB workload file; the experiment YAML states the file's parallel sizes, the
 model shape read from its communication sizes and the batch. sailor: a Sailor plan JSON; amp: an
-AMP ``partition.json`` (with ``--rank-map rank_map.json``); both become an explicit heterogeneous
-plan (``parallel.stages``) on ``--cluster`` for ``--model``. Comments at the top say which values
-came from the file and which were assumed. Run it with ``heterosim run EXPERIMENT.yaml``.
+AMP ``partition.json`` (with ``--rank-map rank_map.json``); metis: a line of Metis's ranked
+results (``--plan-rank``); flashflex: FlashFlex's hetero config JSON; all become an explicit
+heterogeneous plan (``parallel.stages``) on ``--cluster`` for ``--model``. Comments at the top say
+which values came from the file and which were assumed. Run it with ``heterosim run EXPERIMENT.yaml``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ examples:
   heterosim import sailor plan.json --model gpt3-350m --cluster c.yaml --gpu-map RTX-2080=RTX-2080-Ti
   heterosim import amp partition.json --rank-map rank_map.json --tp 2 --model gpt3-1.3b \
       --cluster amp.yaml --global-batch 32 --micro-batch 2 --out amp_plan.yaml
+  heterosim import metis hetero_cost_model.txt --plan-rank 1 --model gpt3-1.3b --cluster c.yaml \
+      --global-batch 128
+  heterosim import flashflex all_hetero_configs.json --model llama-7b --cluster c.yaml --global-batch 8
 """
 
 
@@ -33,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "format",
-        choices=("aicb", "sailor", "amp"),
-        help="input format: aicb (SimAI workload), sailor (plan JSON), amp (partition.json)",
+        choices=("aicb", "sailor", "amp", "metis", "flashflex"),
+        help="input format: aicb (SimAI workload), sailor (plan JSON), amp (partition.json), "
+        "metis (its printed results), flashflex (hetero config JSON)",
     )
     parser.add_argument("file", help="the workload or plan file")
     parser.add_argument(
@@ -87,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="amp: AMP's rank map (node -> ranks); default rank r on GPU r",
     )
     parser.add_argument("--tp", type=int, default=None, help="amp: the plan's model-parallel degree")
+    parser.add_argument(
+        "--plan-rank",
+        type=int,
+        default=1,
+        help="metis: which ranked plan of the results (default 1, the cheapest)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -96,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.workload.aicb_import import import_aicb
 
     out = check_output_file(args.out) if args.out else None  # before anything is read
-    if args.format in ("sailor", "amp"):
+    if args.format in ("sailor", "amp", "metis", "flashflex"):
         options = PlanImport(
             model=args.model,
             training_config=args.training_config,
@@ -108,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
             gpu_map=list(args.gpu_map),
             rank_map=args.rank_map,
             tp=args.tp,
+            plan_rank=args.plan_rank,
         )
         imported = import_plan(args.format, args.file, options, out)
     else:

@@ -58,6 +58,18 @@ HOST_FABRICS = ("nvswitch", "pcie")
 # NCCL's inter-host transports: RDMA (RoCEv2 queue pairs) or its socket transport over TCP
 # (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
 HOST_TRANSPORTS = ("rdma", "socket")
+# host_types.<name>.cpu: the CPU family, for NCCL's P2P level (AMD: P2P across the CPU with <= 2
+# GPUs) and the default inter-socket link bandwidth (heterosim.engine.host_paths)
+CPU_FAMILIES = ("intel", "intel-spr", "amd")
+# host_types.<name>.p2p_level: NCCL_P2P_LEVEL (LOC disables P2P; NVL allows it over NVLink only)
+P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
+MAX_SOCKETS = 8
+# zone_links: one-way latency up to 500 ms (half the round trip between the farthest cloud
+# regions, about 300 ms), bandwidth 1 Mbit/s .. 100 Tbit/s
+MAX_ZONE_LATENCY_NS = 500_000_000
+ZONE_BW_RANGE = (1e6, 1e14)
+SOCKET_LINK_RANGE = (1e9, 1e13)
+MEMORY_BW_RANGE = (1e10, 1e14)
 
 # NCCL's effective NVLink bandwidth per link (src/graph/topo.h: SM70/SM80 20.0, SM90 20.6,
 # SM100 40.1 GB/s; docs/network_models.md §4.7) over the per-link line rate (NVLink 2-4:
@@ -90,6 +102,20 @@ class HostType:
     nvlink_efficiency: float = 1.0  # share of the NVLink line rate that NCCL's data path reaches
     gpu_spec: GpuSpec | None = None  # the GPU's spec (the cluster's own or the catalogue's)
     transport: str = "rdma"  # rdma | socket (HOST_TRANSPORTS)
+    sockets: int = 1  # CPU sockets (NUMA nodes); PCIe switches spread evenly over them
+    cpu_vendor: str = "intel"  # CPU_FAMILIES
+    socket_link_bps: float = 80e9  # inter-socket link (UPI / Infinity Fabric), per direction
+    p2p: bool = True  # PCIe peer-to-peer between the host's GPUs (GeForce: none; NCCL uses SHM)
+    p2p_level: str = ""  # NCCL_P2P_LEVEL override ("" = NCCL's default)
+    memory_bps: float = 0.0  # DRAM bandwidth per socket that SHM copies share (0 = not modelled)
+    nvlink_bridges: bool = False  # 2-way NVLink bridges join GPUs 0-1, 2-3, ... of a pcie host
+
+    @property
+    def pcie_nccl_gbps(self) -> float:
+        """NCCL's PCIe x16 bandwidth for this GPU's generation (GB/s, graph/topo.h)."""
+        from heterosim.engine.host_paths import NCCL_PCIE_GBPS
+
+        return NCCL_PCIE_GBPS.get(self.spec.pcie_gen, self.pcie_bps / 8e9 * 0.76)
 
     @property
     def nvlink_effective_bps(self) -> float:
@@ -116,6 +142,16 @@ class FabricConfig:
 
 
 @dataclass(frozen=True)
+class ZoneLink:
+    """A link between the fabrics of two zones (availability zones, regions, sites)."""
+
+    a: int  # zone indices
+    b: int
+    latency_ns: int  # one-way
+    bandwidth_bps: float  # per direction
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """A whole cluster, hosts listed in rank-placement order."""
 
@@ -127,6 +163,9 @@ class ClusterConfig:
     gpus: dict[str, GpuSpec] = field(default_factory=dict)  # defined in the file (``gpus:``)
     gpu_aliases: dict[str, str] = field(default_factory=dict)  # lower-case name/alias -> name
     notes: tuple[str, ...] = ()  # e.g. a ``gpus:`` entry shadowing a different catalogue entry
+    zone_of_host: tuple[int, ...] = ()  # zone index of every host (empty: one zone)
+    zones: tuple[str, ...] = ()
+    zone_links: tuple[ZoneLink, ...] = ()
 
     def resolve_gpu_name(self, name: str) -> str | None:
         """The canonical name of ``name``: the file's own GPUs first, then the catalogue."""
@@ -229,6 +268,7 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     entry["vendor"] = section.string("vendor", "unknown")
     entry["generation"] = section.string("generation", "unknown").lower()
     entry["segment"] = section.string("segment", "datacenter", choices=SEGMENTS)
+    entry["pcie_p2p"] = section.boolean("pcie_p2p", entry["segment"] != "consumer")
     if section.has("sm_count"):
         entry["sm_count"] = section.integer("sm_count", minimum=1, maximum=100_000)
     sources = section.raw("sources", {})
@@ -300,6 +340,7 @@ def _host_type(
     own: dict[str, GpuSpec] | None = None,
     own_aliases: dict[str, str] | None = None,
 ) -> HostType:
+    section = _with_instance(section)
     gpu_name = section.string("gpu")
     own, own_aliases = own or {}, own_aliases or {}
     canonical = own_aliases.get(gpu_name.strip().lower()) or canonical_gpu_name(gpu_name)
@@ -340,12 +381,14 @@ def _host_type(
         gpu_nic = tuple(mapping)
     else:
         gpu_nic = tuple(local * nics // gpus for local in range(gpus)) if nics <= gpus else tuple(range(gpus))
-    default_switches = max(1, min(nics, gpus // 2))
+    sockets = section.integer("sockets", 1, minimum=1, maximum=min(MAX_SOCKETS, gpus))
+    default_switches = max(1, min(nics, gpus // 2), sockets)
     pcie_switches = section.integer("pcie_switches", default_switches, minimum=1, maximum=gpus)
     nvlink_efficiency = section.number(
         "nvlink_efficiency", NVLINK_EFFICIENCY.get(spec.generation, 1.0), minimum=0.05, maximum=1.0
     )
     transport = section.string("transport", "rdma", choices=HOST_TRANSPORTS)
+    intra = _intra_host(section, spec, canonical, sockets, pcie_switches, fabric)
     section.reject_unknown()
     return HostType(
         name=name,
@@ -361,7 +404,60 @@ def _host_type(
         nvlink_efficiency=nvlink_efficiency,
         gpu_spec=spec,
         transport=transport,
+        **intra,
     )
+
+
+def _with_instance(section: Section) -> Section:
+    """``instance: provider/name``: the catalogued instance's keys as defaults for this host type
+    (heterosim/catalog/instances.yaml); keys the host type sets itself win."""
+    if not section.has("instance"):
+        return section
+    from heterosim.catalog.instances import host_type_defaults, instance_types
+
+    name = section.string("instance")
+    defaults = host_type_defaults(name)
+    if defaults is None:
+        raise section.error(
+            "instance", f"unknown instance type {name!r}; known: {', '.join(instance_types())}"
+        )
+    merged = Section({**defaults, **section.data}, section.source, section.path)
+    merged.string("instance")  # read: not an unknown key
+    return merged
+
+
+def _intra_host(
+    section: Section, spec: GpuSpec, gpu: str, sockets: int, pcie_switches: int, fabric: str
+) -> dict[str, Any]:
+    """Sockets, CPU, P2P and host-memory keys of a host type (heterosim.engine.host_paths)."""
+    from heterosim.engine.host_paths import NCCL_SOCKET_LINK_GBPS
+
+    if sockets > pcie_switches:
+        raise section.error(
+            "sockets", f"{sockets} sockets but {pcie_switches} PCIe switches; set pcie_switches >= sockets"
+        )
+    cpu = section.string("cpu", "intel", choices=CPU_FAMILIES)
+    link = section.rate("socket_link_bw", NCCL_SOCKET_LINK_GBPS[cpu] * 8e9, *SOCKET_LINK_RANGE)
+    p2p = section.boolean("p2p", spec.pcie_p2p)
+    if p2p and not spec.pcie_p2p:
+        why = spec.sources.get("pcie_p2p", "the GPU catalogue says pcie_p2p: false")
+        raise section.error("p2p", f"{gpu} has no PCIe peer-to-peer ({why}); remove p2p or set it to false")
+    level = section.string("p2p_level", "", choices=P2P_LEVELS).upper() if section.has("p2p_level") else ""
+    memory = section.rate("memory_bw", 0.0, *MEMORY_BW_RANGE) if section.has("memory_bw") else 0.0
+    bridges = section.boolean("nvlink_bridges", False)
+    if bridges and not (spec.has_nvlink and spec.nvlink_bridge):
+        raise section.error("nvlink_bridges", f"{gpu} has no 2-way NVLink bridge in the catalogue")
+    if bridges and fabric != "pcie":
+        raise section.error("nvlink_bridges", "bridged pairs are for fabric: pcie hosts")
+    return {
+        "sockets": sockets,
+        "cpu_vendor": "amd" if cpu == "amd" else "intel",
+        "socket_link_bps": link,
+        "p2p": p2p,
+        "p2p_level": level,
+        "memory_bps": memory,
+        "nvlink_bridges": bridges,
+    }
 
 
 def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
@@ -379,11 +475,20 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     hosts_raw = top.raw("hosts")
     if not isinstance(hosts_raw, list) or not hosts_raw:
         raise top.error("hosts", "expected a non-empty list of {type: NAME, count: N}")
+    zones = _zone_names(top)
     order: list[str] = []
+    zone_of_host: list[int] = []
     gpus = 0
     for index, entry in enumerate(hosts_raw):
         entry_section = Section(entry, source, f"hosts[{index}]")
         type_name = entry_section.string("type")
+        zone = entry_section.string("zone", zones[0] if zones else "")
+        if zones and zone not in zones:
+            raise entry_section.error(
+                "zone", f"unknown zone {zone!r}; defined under zones: {', '.join(zones)}"
+            )
+        if not zones and zone:
+            raise entry_section.error("zone", "no zones: are defined in this file")
         if type_name not in host_types:
             raise entry_section.error(
                 "type", f"unknown host type {type_name!r}; defined: {', '.join(host_types)}"
@@ -396,6 +501,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
                 "count", f"the cluster reaches {gpus:,} GPUs; at most {MAX_GPUS:,} are simulated"
             )
         order.extend([type_name] * count)
+        zone_of_host.extend([zones.index(zone) if zones else 0] * count)
     fabric_section = top.section("fabric")
     fastest_nic = max(host_types[t].nic_speed_bps for t in set(order))
     fabric = FabricConfig(
@@ -413,6 +519,7 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
     if planes > 1:
         host_types = _split_planes(host_types, planes, fabric_section, types_section)
         fabric = replace(fabric, planes=planes)
+    zone_links = _zone_links(top, zones, set(zone_of_host))
     top.reject_unknown()
     return ClusterConfig(
         name=name,
@@ -423,7 +530,63 @@ def parse_cluster(data: dict[str, Any], source: str) -> ClusterConfig:
         gpus=own,
         gpu_aliases=own_aliases,
         notes=notes,
+        zone_of_host=tuple(zone_of_host) if zones else (),
+        zones=zones,
+        zone_links=zone_links,
     )
+
+
+def _zone_names(top: Section) -> tuple[str, ...]:
+    """``zones:``: a list of zone names (optional)."""
+    raw = top.raw("zones", [])
+    if not isinstance(raw, list) or not all(isinstance(z, str) and z.strip() for z in raw):
+        raise top.error("zones", "expected a list of zone names, e.g. [us-east-1a, us-east-1b]")
+    if len(set(raw)) != len(raw):
+        raise top.error("zones", "a zone is named twice")
+    return tuple(raw)
+
+
+def _zone_links(top: Section, zones: tuple[str, ...], used: set[int]) -> tuple[ZoneLink, ...]:
+    """``zone_links:``: ``{zones: [A, B], latency: 1ms, bandwidth: 100Gbps}``; every pair of zones
+    that holds hosts must be joined (directly or through other zones)."""
+    raw = top.raw("zone_links", [])
+    if not isinstance(raw, list):
+        raise top.error("zone_links", "expected a list of {zones: [A, B], latency: TIME, bandwidth: RATE}")
+    links: list[ZoneLink] = []
+    for index, entry in enumerate(raw):
+        link = Section(entry, top.source, f"zone_links[{index}]")
+        pair = link.raw("zones")
+        if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(z, str) for z in pair):
+            raise link.error("zones", "expected two zone names")
+        for z in pair:
+            if z not in zones:
+                raise link.error(
+                    "zones", f"unknown zone {z!r}; defined under zones: {', '.join(zones) or 'none'}"
+                )
+        if pair[0] == pair[1]:
+            raise link.error("zones", "a zone link joins two different zones")
+        latency = link.time_ns("latency", minimum=1, maximum=MAX_ZONE_LATENCY_NS)
+        bandwidth = link.rate("bandwidth", minimum=ZONE_BW_RANGE[0], maximum=ZONE_BW_RANGE[1])
+        link.reject_unknown()
+        links.append(ZoneLink(zones.index(pair[0]), zones.index(pair[1]), latency, bandwidth))
+    _check_zones_joined(top, zones, used, links)
+    return tuple(links)
+
+
+def _check_zones_joined(top: Section, zones: tuple[str, ...], used: set[int], links: list[ZoneLink]) -> None:
+    if len(used) < 2:
+        return
+    reach = {min(used)}
+    changed = True
+    while changed:
+        changed = False
+        for link in links:
+            if (link.a in reach) != (link.b in reach):
+                reach |= {link.a, link.b}
+                changed = True
+    missing = sorted(used - reach)
+    if missing:
+        raise top.error("zone_links", f"zone {zones[missing[0]]} holds hosts but no zone link reaches it")
 
 
 def _split_planes(

@@ -1,6 +1,7 @@
 """Another tool's workload or plan as a HeteroSim experiment (``heterosim import``).
 
-:func:`import_plan` a Sailor plan JSON or an AMP partition (:mod:`heterosim.config.planners`) as
+:func:`import_plan` a Sailor plan JSON, an AMP partition (:mod:`heterosim.config.planners`), a
+Metis result line or a FlashFlex hetero config (:mod:`heterosim.config.metis_flashflex`) as
 an explicit heterogeneous plan (``parallel.stages``). Each returns the experiment YAML, with
 comments saying which values came from the file and which were assumed, validated to load as
 written, and a one-line summary.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -41,6 +42,7 @@ class PlanImport:
     gpu_map: list[str] = field(default_factory=list)
     rank_map: str | None = None
     tp: int | None = None
+    plan_rank: int = 1  # metis: which of its ranked plans (1 = cheapest)
 
 
 def cluster_reference(path: Path, out: Path | None, gpus: int) -> str:
@@ -86,9 +88,10 @@ def _uneven_split_warning(file: str, global_batch: int, micro_batch: int, pipeli
 
 
 def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> ImportedExperiment:
-    """sailor / amp: a planner's plan -> an experiment with parallel.stages."""
+    """sailor / amp / metis / flashflex: a planner's plan -> an experiment with parallel.stages."""
     from heterosim.config.cluster import load_cluster
     from heterosim.config.experiment import parse_experiment
+    from heterosim.config.metis_flashflex import read_flashflex_plan, read_metis_plan
     from heterosim.config.planners import read_amp_partition, read_sailor_plan
 
     for option, given in (
@@ -112,22 +115,35 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
             "required (the plan file names neither the model's shape nor the hosts)"
         )
     cluster = load_cluster(options.cluster)
+    gpu_map = {}
+    for item in options.gpu_map:
+        if "=" not in item:
+            raise UserError(f"--gpu-map {item!r}: expected PLAN_NAME=GPU")
+        key, value = item.split("=", 1)
+        gpu_map[key.strip()] = value.strip()
+    metis_batches = None
     if fmt == "sailor":
-        gpu_map = {}
-        for item in options.gpu_map:
-            if "=" not in item:
-                raise UserError(f"--gpu-map {item!r}: expected PLAN_NAME=GPU")
-            key, value = item.split("=", 1)
-            gpu_map[key.strip()] = value.strip()
         imported = read_sailor_plan(file, gpu_map)
+    elif fmt == "metis":
+        imported, metis_batches = read_metis_plan(file, cluster, options.plan_rank, gpu_map)
+    elif fmt == "flashflex":
+        imported = read_flashflex_plan(file, cluster)
     else:
         if options.tp is None:
             raise UserError("import amp: --tp is required (AMP's partition does not record it)")
         imported = read_amp_partition(file, cluster, options.tp, options.rank_map)
-    micro_batch = _first_given(options.micro_batch, imported.micro_batch) or 1
     global_batch = _first_given(options.global_batch, imported.global_batch, config_batch)
     if global_batch is None:
         raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
+    if metis_batches is not None and options.micro_batch is None:  # Metis: gbs / batches per pipeline
+        per_replica = global_batch // (metis_batches * imported.plan.dp)
+        if per_replica < 1 or per_replica * metis_batches * imported.plan.dp != global_batch:
+            raise UserError(
+                f"import metis: --global-batch {global_batch} does not split into the plan's "
+                f"{metis_batches} micro-batches over {imported.plan.dp} pipelines; give --micro-batch"
+            )
+        imported = replace(imported, micro_batch=per_replica)
+    micro_batch = _first_given(options.micro_batch, imported.micro_batch) or 1
     uneven = _uneven_split_warning(file, global_batch, micro_batch, imported.plan.dp)
     if uneven:
         print(f"heterosim: warning: {uneven}", file=sys.stderr)

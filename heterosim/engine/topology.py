@@ -30,6 +30,13 @@ Between hosts
       planes share no switch, so a port's traffic stays in its plane. Switch names carry the plane
       (``p1.rail0.g0``). A GPU has one port per plane (:attr:`Topology.gpu_plane_nic`).
 
+Zones
+    A cluster with ``zones:`` gets one such fabric per zone (and per plane; switch names start
+    with the zone, ``us-east-1a.p1.spine0``); each ``zone_links`` entry joins the two zones' top
+    switches (first spine, or the only leaf) with a link whose delay is its one-way latency. On a
+    multi-plane fabric it joins every plane's top switches, on a rail-only fabric every rail's
+    (rails both zones have); these links share the entry's bandwidth evenly.
+
 Routing
     A flow from GPU ``a`` to GPU ``b`` on the same host follows the cheapest host-internal path
     (cost = sum of 1/rate, GPUs never transit: NVLink beats PCIe where both exist). Across hosts it
@@ -54,7 +61,8 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from heterosim.config.cluster import ClusterConfig
+from heterosim.config.cluster import ClusterConfig, HostType
+from heterosim.engine import host_paths
 from heterosim.errors import UserError
 
 GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
@@ -90,6 +98,8 @@ class Topology:
     route_ptr: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
     route_link: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     host_socket: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # 1: socket host
+    # routes use a one-way link only from link_a to link_b (hosts without PCIe P2P; Python-side only)
+    link_oneway: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     planes: int = 1
     gpu_plane_nic: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.int32))  # (gpus, planes)
     node_plane: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # -1: inside a host
@@ -224,6 +234,7 @@ class _Builder:
         self.name: list[str] = []
         self.plane: list[int] = []
         self.links: list[tuple[int, int, float, int, int]] = []
+        self.oneway: list[bool] = []  # routes may use the link from a to b only
 
     def node(self, kind: int, host: int, name: str, plane: int = -1) -> int:
         self.kind.append(kind)
@@ -232,8 +243,9 @@ class _Builder:
         self.plane.append(plane)
         return len(self.kind) - 1
 
-    def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int) -> None:
+    def link(self, a: int, b: int, rate_bps: float, delay_ns: int, kind: int, oneway: bool = False) -> None:
         self.links.append((a, b, float(rate_bps), int(delay_ns), kind))
+        self.oneway.append(oneway)
 
 
 def build_topology(cluster: ClusterConfig) -> Topology:
@@ -247,32 +259,14 @@ def build_topology(cluster: ClusterConfig) -> Topology:
     planes = fabric.planes
     for host in range(cluster.num_hosts):
         htype = cluster.host(host)
-        gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
-        nics = [builder.node(NIC, host, f"h{host}.nic{j}", j % planes) for j in range(htype.nics)]
-        switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
-        if len(switches) > 1:
-            root = builder.node(PCIE_ROOT, host, f"h{host}.root")
-            for sw in switches:
-                builder.link(sw, root, htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-
-        def switch_of_nic(j: int, htype=htype, switches=switches) -> int:
-            return switches[j * len(switches) // htype.nics]
-
-        for j, nic in enumerate(nics):
-            builder.link(nic, switch_of_nic(j), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-        for g, node in enumerate(gpus):
-            builder.link(node, switch_of_nic(htype.gpu_nic[g]), htype.pcie_bps, fabric.pcie_delay_ns, PCIE)
-        if htype.fabric == "nvswitch":
-            nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
-            for node in gpus:
-                builder.link(node, nvswitch, htype.nvlink_effective_bps, fabric.nvlink_delay_ns // 2, NVLINK)
+        gpus, nics = _build_host(builder, host, htype, fabric.pcie_delay_ns, fabric.nvlink_delay_ns, planes)
         gpu_node += gpus
         gpu_nic_node += [nics[htype.gpu_nic[g]] for g in range(htype.gpus)]
         first = [htype.gpu_nic[g] // planes * planes for g in range(htype.gpus)]
         gpu_plane_nic += [[nics[j + p] for p in range(planes)] for j in first]
         host_nics.append(nics)
 
-    leaves = _build_fabric(builder, cluster, host_nics)
+    leaves = _build_zones(builder, cluster, host_nics)
     if not leaves:
         raise UserError(f"{cluster.source}: fabric: no switches were built")
     topo = Topology(
@@ -287,6 +281,7 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         gpu_node=np.array(gpu_node, dtype=np.int32),
         gpu_nic_node=np.array(gpu_nic_node, dtype=np.int32),
         host_socket=np.ascontiguousarray(cluster.host_socket, dtype=np.uint8),
+        link_oneway=np.array(builder.oneway, dtype=bool),
         planes=planes,
         gpu_plane_nic=np.array(gpu_plane_nic, dtype=np.int32).reshape(-1, planes),
         node_plane=np.array(builder.plane, dtype=np.int8),
@@ -296,26 +291,118 @@ def build_topology(cluster: ClusterConfig) -> Topology:
     return topo
 
 
-def _build_fabric(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
-    """Every plane's switches and links; returns all leaves (rail switches)."""
-    planes = cluster.fabric.planes
+def _build_host(
+    builder: _Builder, host: int, htype: HostType, pcie_delay: int, nvlink_delay: int, planes: int
+) -> tuple[list[int], list[int]]:
+    """Nodes and links of one host; returns its GPU and NIC nodes (module notes; NIC ``j`` is
+    on plane ``j % planes``)."""
+    gpus = [builder.node(GPU, host, f"h{host}.gpu{g}") for g in range(htype.gpus)]
+    nics = [builder.node(NIC, host, f"h{host}.nic{j}", j % planes) for j in range(htype.nics)]
+    rate = htype.pcie_bps
+    nic_switch = [j * htype.pcie_switches // htype.nics for j in range(htype.nics)]
+    gpu_switch = [host_paths.switch_of_gpu(htype, g) for g in range(htype.gpus)]
+    socket_of = [host_paths.socket_of_switch(htype, k) for k in range(htype.pcie_switches)]
+    split = host_paths.uses_host_memory(htype)
+    roots: list[int] = []
+    if htype.pcie_switches > 1 or htype.sockets > 1 or split:
+        roots = [builder.node(PCIE_ROOT, host, f"h{host}.cpu{s}") for s in range(htype.sockets)]
+        for a in range(len(roots)):
+            for b in range(a + 1, len(roots)):
+                builder.link(roots[a], roots[b], htype.socket_link_bps, pcie_delay, PCIE)
+    if split:
+        # No PCIe P2P: every copy goes up to the CPU and down again (NCCL's SHM through host memory).
+        # Each PCIe switch is an upward and a downward node; links are used in one direction only.
+        up = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}.up") for k in range(htype.pcie_switches)]
+        down = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}.down") for k in range(htype.pcie_switches)]
+        drain = list(roots)
+        if htype.memory_bps > 0:  # each byte is written to DRAM and read back: half the bandwidth
+            drain = [builder.node(PCIE_ROOT, host, f"h{host}.mem{s}") for s in range(htype.sockets)]
+            for s, mem in enumerate(drain):
+                builder.link(roots[s], mem, htype.memory_bps / 2, 0, PCIE, oneway=True)
+        for k in range(htype.pcie_switches):
+            builder.link(up[k], roots[socket_of[k]], rate, pcie_delay, PCIE, oneway=True)
+            builder.link(drain[socket_of[k]], down[k], rate, pcie_delay, PCIE, oneway=True)
+        for node, k in [*zip(gpus, gpu_switch), *zip(nics, nic_switch)]:
+            builder.link(node, up[k], rate, pcie_delay, PCIE, oneway=True)
+            builder.link(down[k], node, rate, pcie_delay, PCIE, oneway=True)
+        _bridges(builder, htype, gpus, nvlink_delay)
+        return gpus, nics
+    switches = [builder.node(PCIE_SWITCH, host, f"h{host}.pcie{k}") for k in range(htype.pcie_switches)]
+    for k, sw in enumerate(switches):
+        if roots:
+            builder.link(sw, roots[socket_of[k]], rate, pcie_delay, PCIE)
+    for j, nic in enumerate(nics):
+        builder.link(nic, switches[nic_switch[j]], rate, pcie_delay, PCIE)
+    for g, node in enumerate(gpus):
+        builder.link(node, switches[gpu_switch[g]], rate, pcie_delay, PCIE)
+    if htype.fabric == "nvswitch":
+        nvswitch = builder.node(NVSWITCH, host, f"h{host}.nvswitch")
+        for node in gpus:
+            builder.link(node, nvswitch, htype.nvlink_effective_bps, nvlink_delay // 2, NVLINK)
+    _bridges(builder, htype, gpus, nvlink_delay)
+    return gpus, nics
+
+
+def _bridges(builder: _Builder, htype: HostType, gpus: list[int], nvlink_delay: int) -> None:
+    """2-way NVLink bridges between GPUs 0-1, 2-3, ... (``nvlink_bridges``)."""
+    if htype.nvlink_bridges:
+        for a in range(0, len(gpus) - 1, 2):
+            builder.link(gpus[a], gpus[a + 1], htype.nvlink_effective_bps, nvlink_delay, NVLINK)
+
+
+def _build_zones(builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]]) -> list[int]:
+    """One fabric per zone (the whole cluster when it names none), each built per plane; a zone
+    link joins the two zones' top switches of every plane (and, rail-only, of every rail both
+    zones have), its bandwidth shared evenly by these links."""
+    if not cluster.zones:
+        return _build_fabric(builder, cluster, host_nics, list(range(cluster.num_hosts)), "")[0]
     leaves: list[int] = []
-    for plane in range(planes):
-        ports = [nics[plane::planes] for nics in host_nics]  # port j on plane j % planes
-        prefix = f"p{plane}." if planes > 1 else ""
-        leaves += _build_plane(builder, cluster, ports, plane, prefix)
+    gateways: dict[int, dict[tuple[int, int], int]] = {}
+    for z, name in enumerate(cluster.zones):
+        hosts = [h for h in range(cluster.num_hosts) if cluster.zone_of_host[h] == z]
+        if hosts:
+            zone_leaves, tops = _build_fabric(builder, cluster, host_nics, hosts, f"{name}.")
+            leaves += zone_leaves
+            gateways[z] = tops
+    for link in cluster.zone_links:
+        if link.a in gateways and link.b in gateways:
+            shared = sorted(gateways[link.a].keys() & gateways[link.b].keys())
+            for key in shared:
+                a, b = gateways[link.a][key], gateways[link.b][key]
+                builder.link(a, b, link.bandwidth_bps / len(shared), link.latency_ns, FABRIC)
     return leaves
 
 
+def _build_fabric(
+    builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]], members: list[int], prefix: str
+) -> tuple[list[int], dict[tuple[int, int], int]]:
+    """Every plane's switches and links over hosts ``members``; returns all leaves (rail switches)
+    and the top switch of every (plane, rail) (rail -1 unless rail-only)."""
+    planes = cluster.fabric.planes
+    leaves: list[int] = []
+    tops: dict[tuple[int, int], int] = {}
+    for plane in range(planes):
+        ports = [nics[plane::planes] for nics in host_nics]  # port j on plane j % planes
+        plane_prefix = f"{prefix}p{plane}." if planes > 1 else prefix
+        plane_leaves, plane_tops = _build_plane(builder, cluster, ports, members, plane, plane_prefix)
+        leaves += plane_leaves
+        tops.update({(plane, rail): node for rail, node in plane_tops.items()})
+    return leaves, tops
+
+
 def _build_plane(
-    builder: _Builder, cluster: ClusterConfig, host_nics: list[list[int]], plane: int, prefix: str
-) -> list[int]:
+    builder: _Builder,
+    cluster: ClusterConfig,
+    host_nics: list[list[int]],
+    members: list[int],
+    plane: int,
+    prefix: str,
+) -> tuple[list[int], dict[int, int]]:
+    """One plane's leaves and spines over hosts ``members``; returns the leaves and the top
+    switch of every rail (rail-only) or of the whole plane (key -1): its first spine or only leaf."""
     fabric = cluster.fabric
     per_leaf = fabric.hosts_per_leaf
-    groups = [
-        list(range(start, min(start + per_leaf, cluster.num_hosts)))
-        for start in range(0, cluster.num_hosts, per_leaf)
-    ]
+    groups = [members[start : start + per_leaf] for start in range(0, len(members), per_leaf)]
     leaves: list[int] = []
     leaf_down_bps: list[float] = []
     leaf_rail: list[int] = []
@@ -345,14 +432,15 @@ def _build_plane(
             leaf_down_bps.append(down)
             leaf_rail.append(0)
     if len(groups) == 1 and fabric.kind == "rail-only":
-        return leaves  # one rail switch per rail, nothing above it
+        return leaves, dict(zip(leaf_rail, leaves))  # one rail switch per rail, nothing above it
     if len(leaves) == 1:
-        return leaves
+        return leaves, {-1: leaves[0]}
     uplinks = [
         max(1, math.ceil(down / (fabric.oversubscription * fabric.spine_speed_bps) - 1e-9))
         for down in leaf_down_bps
     ]
     if fabric.kind == "rail-only":  # each rail its own spines: no path between rails
+        tops: dict[int, int] = {}
         for rail in sorted(set(leaf_rail)):
             mine = [i for i, r in enumerate(leaf_rail) if r == rail]
             spines = [
@@ -362,12 +450,13 @@ def _build_plane(
             for i in mine:
                 for s in range(uplinks[i]):
                     builder.link(leaves[i], spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
-        return leaves
+            tops[rail] = spines[0]
+        return leaves, tops
     spines = [builder.node(SPINE, -1, f"{prefix}spine{s}", plane) for s in range(max(uplinks))]
     for leaf, count in zip(leaves, uplinks):
         for s in range(count):
             builder.link(leaf, spines[s], fabric.spine_speed_bps, fabric.link_delay_ns, FABRIC)
-    return leaves
+    return leaves, {-1: spines[0]}
 
 
 def _check_connected(topo: Topology, source: str) -> None:
@@ -452,23 +541,27 @@ def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:
 
 
 def _routes_of_host(topo: Topology, node_ids: np.ndarray, link_ids: np.ndarray) -> _RouteBlock:
-    adjacency: dict[int, list[tuple[int, int, float]]] = {}
+    forward: dict[int, list[tuple[int, int, float]]] = {}  # u -> (v, link, cost) usable from u to v
+    backward: dict[int, list[tuple[int, int, float]]] = {}  # v -> (u, link, cost): the same, reversed
+    oneway = topo.link_oneway if topo.link_oneway.size else np.zeros(topo.num_links, bool)
     for link in link_ids:
         u, v = int(topo.link_a[link]), int(topo.link_b[link])
         cost = 1e12 / float(topo.link_rate_bps[link])
-        adjacency.setdefault(u, []).append((v, int(link), cost))
-        adjacency.setdefault(v, []).append((u, int(link), cost))
+        pairs = [(u, v)] if oneway[link] else [(u, v), (v, u)]
+        for x, y in pairs:
+            forward.setdefault(x, []).append((y, int(link), cost))
+            backward.setdefault(y, []).append((x, int(link), cost))
     endpoint = (topo.node_kind == GPU) | (topo.node_kind == NIC)
     nodes, dsts, counts, links = [], [], [], []
     for dst in node_ids[endpoint[node_ids]]:
-        dist = _dijkstra(int(dst), adjacency, endpoint)
+        dist = _dijkstra(int(dst), backward, endpoint)  # cost from every node to dst
         for u in node_ids:
             u = int(u)
             if u == dst or u not in dist:
                 continue
             best = sorted(
                 link
-                for v, link, cost in adjacency.get(u, [])
+                for v, link, cost in forward.get(u, [])
                 if v in dist
                 and (v == dst or not endpoint[v])
                 and math.isclose(dist[v] + cost, dist[u], rel_tol=1e-9)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heterosim.config.cluster import ClusterConfig
+from heterosim.engine.host_paths import ring_intra_gbps
 from heterosim.errors import UserError
 
 # NCCL effective per-link NVLink GB/s over line rate per link (topo.h; line 25 GB/s, B200 50 GB/s).
@@ -23,8 +24,6 @@ _NVLINK_EFFICIENCY = {
     "hopper": 20.6 / 25.0,
     "blackwell": 40.1 / 50.0,
 }
-# NCCL PCIe x16 GB/s by generation (width x code / 80) over the raw rate.
-_PCIE_NCCL_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
 GENERATIONS = ("volta", "ampere", "hopper", "blackwell")
 # Catalogue generations outside NCCL's four tables, mapped to the closest one (Ada is SM89,
 # tuned like Ampere; Turing is SM75, below NCCL's SM80 threshold, so it takes the Volta tables;
@@ -96,11 +95,12 @@ def comm_view(ranks: list[int] | np.ndarray, cluster: ClusterConfig) -> CommView
     gens = [nccl_generation(t.spec.generation) for t in types]
     generation = min(gens, key=GENERATIONS.index)
     intra = []
-    for t in types:
+    for h, t in zip(host_order, types):
         if t.fabric == "nvswitch":
             intra.append(t.nvlink_bps / 8e9 * _NVLINK_EFFICIENCY[nccl_generation(t.spec.generation)])
-        else:
-            intra.append(_PCIE_NCCL_GBPS.get(t.spec.pcie_gen, t.pcie_bps / 8e9 * 0.76))
+        else:  # PCIe hosts: P2P, or SHM through the CPU sharing switch uplinks (host_paths)
+            local = cluster.gpu_local_index[gpus[host_of_rank == h]]
+            intra.append(ring_intra_gbps(t, [int(g) for g in local]))
     planes = cluster.fabric.planes  # a GPU uses its port on every plane (plan/collectives/planes.py)
     nics_used = [np.unique(cluster.gpu_nic[gpus[g]] // planes).size * planes for g in groups]
     inter = [nu * t.nic_speed_bps / 8e9 for nu, t in zip(nics_used, types)]
