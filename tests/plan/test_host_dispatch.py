@@ -153,3 +153,35 @@ def test_the_model_is_documented_as_an_approximation():
 
     assert "APPROXIMATION" in (module.__doc__ or "")
     assert replace(HostDispatch(), forward_ns=0).enabled  # backward still on
+
+
+def test_every_layer_of_uneven_routing_is_stretched_apart():
+    """Zipf routing gives each MoE layer its own expert GEMMs (own templates): each host-bound
+    layer pass lasts at least its host time, not only the first layer's."""
+    exp = _experiment(None, layers=3)
+    exp["model"] = {
+        "base": "mixtral-8x7b",
+        "hidden": 256,
+        "heads": 8,
+        "kv_heads": 2,
+        "ffn": 512,
+        "layers": 3,
+        "vocab": 4096,
+        "moe_routing": {"distribution": "zipf", "skew": 1.5, "seed": 3},
+    }
+    exp["model"].pop("arch", None)
+    exp["training"]["seq_len"] = 256
+    exp["parallel"] = {"tp": 1, "pp": 1, "dp": 2, "ep": 2}
+    exp["cluster"]["host_types"]["h"]["gpus"] = 2
+    run = prepare_run(parse_experiment(exp, "exp.yaml"), with_topology=False)
+    per_f, per_b = HOST_DISPATCH_NS["llama"]
+    trace = run.traces[0]
+    t = trace.templates
+    kernel = t.node_type[trace.template] == COMP_NODE
+    for layer in range(3):
+        for phase, rate in (("fwd", per_f), ("bwd", per_b)):
+            nodes = kernel & (trace.layer == layer) & (trace.micro_batch == 0)
+            nodes &= t.phase[trace.template] == PHASES.index(phase)
+            rows = trace.template[nodes]
+            assert rows.size > 0
+            assert t.duration_ns[rows].sum() >= 0.999 * rate * rows.size, (layer, phase)

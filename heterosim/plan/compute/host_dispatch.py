@@ -18,16 +18,16 @@ compute ops of that layer pass, median over the layers of each architecture: GPT
 several kernels) 77 and 136 us. Per kernel the host spends 24-54 us on that machine's Xeon
 either way; an eager layer launches 1.2-3.3 kernels per op the simulator lists.
 
-Each rank's layer passes are found in its trace (the compute nodes of its first layer and first
+Each rank's layer passes are found in its trace (the compute nodes of each layer in its first
 micro-batch, per phase: forward, recomputed forward, backward), so runs of recorded traces are
 stretched the same way as generated ones.
 
 APPROXIMATION: one host rate per architecture for every framework and host CPU (the measuring
 machine's eager PyTorch; a faster CPU, fused kernels or CUDA graphs dispatch faster: set the
 rate, or 0 to turn the model off); the pass is treated as one pipeline, so a pass whose long
-kernels all come first and short ones last is under-estimated; every layer of a rank is taken
-to have its first layer's ops. The measured rate varies by about +-20 % between runs on the same
-machine. Layers matched by a user's whole-layer measurement (``layer_gap``) take that
+kernels all come first and short ones last is under-estimated; a rank's micro-batches are taken
+to dispatch like its first, and a template two different passes share takes the larger factor.
+The measured rate varies by about +-20 % between runs on the same machine. Layers matched by a user's whole-layer measurement (``layer_gap``) take that
 measurement instead, which includes the host.
 """
 
@@ -72,37 +72,54 @@ def stretch_to_host_dispatch(
 ) -> tuple[np.ndarray, DispatchStretch | None]:
     """``durations_ns`` (per template of ``trace``) with each layer pass's compute templates
     scaled so that the pass lasts the host's dispatch time where that is longer, and what was
-    done (None: no pass is host-bound, durations unchanged)."""
-    out = np.asarray(durations_ns, dtype=np.float64).copy()
-    layer = np.asarray(trace.layer)
+    done (None: no pass is host-bound, durations unchanged).
+
+    Every layer's passes of the rank's first micro-batch are measured apart (layers differ:
+    uneven expert routing gives each MoE layer its own expert GEMMs); a template shared by
+    several passes takes the largest of their factors."""
     t = trace.templates
+    template = np.asarray(trace.template)
     marker = np.asarray(t.label_names + [""], dtype=object)[np.asarray(t.label)] == COLLECTIVE_CALL_LABEL
-    compute = (t.node_type == COMP_NODE) & ~marker  # a collective call's marker is no kernel
-    compute = compute[trace.template]
-    in_layers = compute & (layer >= 0)
-    if not in_layers.any():
+    kernel = ((t.node_type == COMP_NODE) & ~marker)[template]  # a collective call's marker is no kernel
+    layer = np.asarray(trace.layer)
+    phase = np.asarray(t.phase)[template]
+    rate_of_phase = np.full(len(PHASES), -1, dtype=np.int64)
+    for _, phase_name, rate in _PASSES:
+        rate_of_phase[PHASES.index(phase_name)] = rate
+    sel = kernel & (layer >= 0) & (rate_of_phase[phase] >= 0)
+    if not sel.any():
         return np.asarray(durations_ns, dtype=np.int64), None
-    first = in_layers & (layer == layer[in_layers].min())
     mb = np.asarray(trace.micro_batch)
-    first &= mb == mb[first].min()
-    phase = t.phase[trace.template]
-    factors, gaps = {}, {}
-    scaled = np.zeros(len(out), dtype=bool)
-    for name, phase_name, rate in _PASSES:
-        nodes = first & (phase == PHASES.index(phase_name))
-        rows = np.asarray(trace.template)[nodes]
-        gpu_ns = float(out[rows].sum())
-        host_ns = float(per_op_ns[rate]) * rows.size
-        factor = host_ns / gpu_ns if gpu_ns > 0 and host_ns > gpu_ns else 1.0
-        factors[name], gaps[name] = factor, (factor - 1.0) * gpu_ns
-        if factor > 1.0:
-            out[np.unique(rows)] *= factor
-            scaled[rows] = True
+    sel &= mb == mb[sel].min()
+    key = layer[sel].astype(np.int64) * len(PHASES) + phase[sel]
+    keys, inverse = np.unique(key, return_inverse=True)
+    ns = np.asarray(durations_ns, dtype=np.float64)
+    gpu_ns = np.bincount(inverse, weights=ns[template[sel]], minlength=keys.size)
+    ops = np.bincount(inverse, minlength=keys.size)
+    rates = np.asarray(per_op_ns, dtype=np.float64)[rate_of_phase[keys % len(PHASES)]]
+    host_ns = ops * rates
+    factor = np.where((gpu_ns > 0) & (host_ns > gpu_ns), host_ns / np.maximum(gpu_ns, 1.0), 1.0)
+    per_template = np.ones(len(ns))
+    np.maximum.at(per_template, template[sel], factor[inverse])
+    scaled = per_template > 1.0
     result = np.asarray(durations_ns, dtype=np.int64).copy()
     if not scaled.any():
         return result, None
-    result[scaled] = np.maximum(np.rint(out[scaled]), 1).astype(np.int64)
-    return result, DispatchStretch(gpu, factors, gaps)
+    result[scaled] = np.maximum(np.rint(ns[scaled] * per_template[scaled]), 1).astype(np.int64)
+    return result, _first_layer_stretch(gpu, keys, factor, gpu_ns)
+
+
+def _first_layer_stretch(
+    gpu: str, keys: np.ndarray, factor: np.ndarray, gpu_ns: np.ndarray
+) -> DispatchStretch:
+    """What the rank's first layer's passes were stretched by (the report's summary)."""
+    first = keys // len(PHASES) == keys.min() // len(PHASES)
+    factors, gaps = {}, {}
+    for name, phase_name, _ in _PASSES:
+        hit = first & (keys % len(PHASES) == PHASES.index(phase_name))
+        f = float(factor[hit][0]) if hit.any() else 1.0
+        factors[name], gaps[name] = f, (f - 1.0) * (float(gpu_ns[hit][0]) if hit.any() else 0.0)
+    return DispatchStretch(gpu, factors, gaps)
 
 
 __all__ = ["DispatchStretch", "stretch_to_host_dispatch"]
