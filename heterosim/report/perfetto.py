@@ -67,9 +67,11 @@ def write_perfetto_trace(
     # candidate spans: compute tasks, then each flow on its sender's and on its receiver's lanes
     task = np.concatenate([comp, flows, flows])
     rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
-    side = np.concatenate([np.full(comp.size, -1), np.full(flows.size, SEND), np.full(flows.size, RECV)])
+    side = np.repeat(np.array([-1, SEND, RECV], np.int8), [comp.size, flows.size, flows.size])
     keep = rank >= 0
-    task, rank, side = task[keep], rank[keep], side[keep]
+    if not keep.all():  # GPUs without a rank (another job's): their spans are left out
+        task, rank, side = task[keep], rank[keep], side[keep]
+    del keep
     total = int(task.size)
     cap = int(max_spans or 0)
     if cap and total > cap:
@@ -282,15 +284,24 @@ def assign_lanes(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) ->
     if not group.size:
         return lane
     order = np.lexsort((end_ns, start_ns, group))
-    g, s, e = group[order].tolist(), start_ns[order].tolist(), end_ns[order].tolist()
+    sorted_group = group[order]
+    bounds = np.flatnonzero(sorted_group[1:] != sorted_group[:-1]) + 1
+    out = np.empty(group.size, dtype=np.int64)
+    # one group at a time: Python lists of one group's times, not of every span
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), group.size]):
+        rows = order[lo:hi]
+        out[lo:hi] = _lanes_of_group(start_ns[rows].tolist(), end_ns[rows].tolist())
+    lane[order] = out
+    return lane
+
+
+def _lanes_of_group(s: list[int], e: list[int]) -> list[int]:
+    """Lanes of one group's spans, given sorted by (start, end)."""
     busy: list[tuple[int, int]] = []  # (end, lane) of the group's spans in progress
     free: list[int] = []  # lanes free again, lowest first
     used = 0
-    current = None
-    out = [0] * len(g)
-    for i in range(len(g)):
-        if g[i] != current:
-            current, busy, free, used = g[i], [], [], 0
+    out = [0] * len(s)
+    for i in range(len(s)):
         while busy and busy[0][0] <= s[i]:
             heapq.heappush(free, heapq.heappop(busy)[1])
         if free:
@@ -299,8 +310,7 @@ def assign_lanes(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) ->
             k, used = used, used + 1
         out[i] = k
         heapq.heappush(busy, (e[i], k))
-    lane[order] = out
-    return lane
+    return out
 
 
 def longest(length: np.ndarray, count: int) -> np.ndarray:
