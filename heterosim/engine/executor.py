@@ -4,7 +4,8 @@ The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk; the executor counts d
 runs compute tasks on per-(GPU, stream) queues, starts flows on the chosen network when they are
 ready and records every task's start and end. Python only builds the inputs, calls the
 progress callback between slices of the run (about every 0.5 s of wall time) and copies the
-results out as arrays.
+results out as arrays; the task times copied, the executor frees its copy of the plan and its
+per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -179,10 +180,15 @@ def execute_plan(
             error += model.stall_note(net)
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
-        result = _collect(executor, net, ns3, plan, topology, model, connection)
-        result.fault_counts = fault_models.collect(faults, schedule, net, model)
+        times = _task_times(executor, len(plan))
+        accounts = _contention_accounts(contention, plan) if contention is not None else None
+        executor.ReleaseTasks()  # the plan's copy and the run state: memory for the readout
         if contention is not None:
-            result.contention = _contention_accounts(contention, plan)
+            contention.ReleaseTasks()
+        result = _collect(executor, net, ns3, plan, topology, model, connection, times)
+        result.fault_counts = fault_models.collect(faults, schedule, net, model)
+        if accounts is not None:
+            result.contention = accounts
         result.partial = state != _FINISHED
         if model.accelerates:
             flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
@@ -283,6 +289,15 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
+def _task_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every task (ns; -1 where a task did not start / finish)."""
+    start = np.empty(n, np.int64)
+    end = np.empty(n, np.int64)
+    if n:
+        executor.CopyTimes(start, end)
+    return start, end
+
+
 def _collect(
     executor: Any,
     net: Any,
@@ -291,12 +306,9 @@ def _collect(
     topology: Topology,
     model: NetworkModel,
     connection: np.ndarray,
+    times: tuple[np.ndarray, np.ndarray],
 ) -> EngineResult:
-    n = len(plan)
-    start = np.empty(n, np.int64)
-    end = np.empty(n, np.int64)
-    if n:
-        executor.CopyTimes(start, end)
+    start, end = times
     series: dict[str, Any] = dict(_samples(executor))
     makespan = int(executor.GetMakespanNs())
     events = int(ns3.Simulator.GetEventCount())

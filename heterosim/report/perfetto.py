@@ -59,7 +59,7 @@ def write_perfetto_trace(
     ``chunk_spans`` at a time; the file does not depend on it.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
-    gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
+    gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
@@ -75,7 +75,10 @@ def write_perfetto_trace(
     total = int(task.size)
     cap = int(max_spans or 0)
     if cap and total > cap:
-        chosen = longest(end_ns[task] - start_ns[task], cap)
+        length = end_ns[task]
+        length -= start_ns[task]
+        chosen = longest(length, cap)
+        del length
         task, rank, side = task[chosen], rank[chosen], side[chosen]
     dropped = total - int(task.size)
 

@@ -187,4 +187,17 @@ ComputeContention::CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* tas
     std::copy(m_taskExtra.begin(), m_taskExtra.end(), taskExtraNs);
 }
 
+void
+ComputeContention::ReleaseTasks()
+{
+    NS_LOG_FUNCTION(this << m_wave.size());
+    // swap with empty vectors: clear() keeps the capacity
+    std::vector<double>().swap(m_wave);
+    std::vector<double>().swap(m_share);
+    std::vector<int32_t>().swap(m_above);
+    std::vector<int32_t>().swap(m_blocks);
+    std::vector<int64_t>().swap(m_instance);
+    std::vector<int64_t>().swap(m_taskExtra);
+}
+
 } // namespace ns3

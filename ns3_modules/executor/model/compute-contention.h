@@ -125,6 +125,12 @@ class ComputeContention : public Object
      */
     void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
 
+    /**
+     * \brief Free the per-task terms and accounts once the run is over and the accounts are
+     * copied out; the per-GPU accounts stay.
+     */
+    void ReleaseTasks();
+
   private:
     /** Add \p delta flows of \p task's kernel on \p gpu. */
     void Touch(uint32_t task, int32_t gpu, int delta, std::vector<int32_t>& changed);

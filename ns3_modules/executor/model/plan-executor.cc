@@ -29,6 +29,17 @@ constexpr uint32_t kMaxNamed = 5;
 constexpr uint32_t kWallCheckEvery = 512;
 
 /**
+ * Free a vector's memory (clear() keeps the capacity).
+ * \param values the vector
+ */
+template <typename T>
+void
+FreeVector(std::vector<T>& values)
+{
+    std::vector<T>().swap(values);
+}
+
+/**
  * The first flow of each connection id seen so far: a vector for ids below a bound (ids are
  * dense in practice), a map for ids far above the task count.
  */
@@ -995,6 +1006,39 @@ PlanExecutor::CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsI
     std::copy(m_sampleTime.begin(), m_sampleTime.end(), timeNs);
     std::copy(m_sampleDone.begin(), m_sampleDone.end(), tasksDone);
     std::copy(m_sampleFlows.begin(), m_sampleFlows.end(), flowsInFlight);
+}
+
+void
+PlanExecutor::ReleaseTasks()
+{
+    NS_LOG_FUNCTION(this << m_n);
+    if (m_runState == YIELDED)
+    {
+        m_runState = STOPPED; // abandoned between two Resume() calls: it cannot go on
+    }
+    FreeVector(m_kind);
+    FreeVector(m_gpu);
+    FreeVector(m_dst);
+    FreeVector(m_bytes);
+    FreeVector(m_duration);
+    FreeVector(m_delay);
+    FreeVector(m_stream);
+    FreeVector(m_priority);
+    FreeVector(m_connection);
+    FreeVector(m_depPtr);
+    FreeVector(m_depIdx);
+    FreeVector(m_childPtr);
+    FreeVector(m_childIdx);
+    FreeVector(m_streamOf);
+    FreeVector(m_waiting);
+    FreeVector(m_state);
+    FreeVector(m_start);
+    FreeVector(m_end);
+    FreeVector(m_queues);
+    FreeVector(m_running);
+    FreeVector(m_completed);
+    m_n = 0;
+    m_validated = false;
 }
 
 void

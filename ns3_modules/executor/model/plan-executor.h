@@ -203,6 +203,15 @@ class PlanExecutor : public Object
      */
     void CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsInFlight) const;
 
+    /**
+     * \brief Free the plan and every per-task array of the run, once the times are copied out
+     * (CopyTimes): the memory goes back for the network readout and the reports. The executor
+     * is then empty (GetNTasks() 0, CopyTimes copies nothing); the makespan, tasks done,
+     * samples and error stay. A run abandoned between two Resume() calls is STOPPED: Resume()
+     * does nothing more (its pending events must not run: destroy the simulator).
+     */
+    void ReleaseTasks();
+
   protected:
     void DoDispose() override;
 

@@ -111,6 +111,12 @@ class ComputeFlowComputeTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(end[1], 1000 + flowNs, "fluid completion time of a lone flow");
         NS_TEST_ASSERT_MSG_EQ(executor->GetMakespanNs(), 1000 + flowNs + 500, "makespan");
         NS_TEST_ASSERT_MSG_EQ(executor->GetTasksDone(), 3, "every task ran");
+        // the times copied out, the plan and run state go; the run's totals stay
+        executor->ReleaseTasks();
+        NS_TEST_ASSERT_MSG_EQ(executor->GetNTasks(), 0, "no task left after ReleaseTasks");
+        NS_TEST_ASSERT_MSG_EQ(executor->GetMakespanNs(), 1000 + flowNs + 500, "makespan kept");
+        NS_TEST_ASSERT_MSG_EQ(executor->GetTasksDone(), 3, "tasks done kept");
+        NS_TEST_ASSERT_MSG_EQ(executor->Resume(), PlanExecutor::FINISHED, "still finished");
         executor->Dispose();
         Simulator::Destroy();
     }
@@ -163,6 +169,9 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs()[0], expected - 100000, "per task");
         NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
+        contention->ReleaseTasks();
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 0, "per-task accounts freed");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetExtraNs()[0], expected - 100000, "per GPU kept");
         executor->Dispose();
         Simulator::Destroy();
     }
