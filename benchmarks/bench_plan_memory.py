@@ -1,6 +1,7 @@
 """Where a run's memory goes as the micro-batch count grows (resident set size per stage).
 
 usage: python3 benchmarks/bench_plan_memory.py [EXPERIMENT.yaml] [--batches 32 512] [--cli]
+       [--set KEY=VALUE ...]
 
 Runs the experiment (default: workloads/examples/sailor_workstations.yaml, 2 pipelines of
 micro-batch 2) at flow fidelity once per global batch, each in a fresh process, and prints the
@@ -41,7 +42,7 @@ def plan_bytes(plan) -> int:
     return sum(v.nbytes for v in vars(plan).values() if isinstance(v, np.ndarray))
 
 
-def one(path: str, batch: int, out: str) -> dict:
+def one(path: str, batch: int, out: str, overrides: list[str]) -> dict:
     """Run one experiment in this process, recording RSS after every stage."""
     from heterosim.config.experiment import load_experiment
     from heterosim.engine import native
@@ -53,7 +54,8 @@ def one(path: str, batch: int, out: str) -> dict:
     stages: dict[str, float] = {}
     native.load()
     stages["imports_and_ns3"] = rss_mb()[0]
-    experiment = load_experiment(path, [f"training.global_batch={batch}", "simulation.fidelity=flow"])
+    sets = [f"training.global_batch={batch}", "simulation.fidelity=flow", *overrides]
+    experiment = load_experiment(path, sets)
     experiment = _record_granularity(experiment)
     prepared = prepare_run(experiment)
     stages["workload_and_plan"] = rss_mb()[0]
@@ -83,13 +85,14 @@ def one(path: str, batch: int, out: str) -> dict:
     }
 
 
-def cli_peak(path: str, batch: int, out: str) -> tuple[float, float, float]:
+def cli_peak(path: str, batch: int, out: str, overrides: list[str]) -> tuple[float, float, float]:
     """(peak RSS MB, wall s, iteration s) of ``heterosim run`` in a child process."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-m", "heterosim.cli", "run", path, "--fidelity", "flow", "--out", out]
-        + ["--no-plots", "--quiet", "--set", f"training.global_batch={batch}"],
+        + ["--no-plots", "--quiet", "--set", f"training.global_batch={batch}"]
+        + [arg for key in overrides for arg in ("--set", key)],
         env=env,
         stdout=subprocess.DEVNULL,
     )
@@ -107,17 +110,19 @@ def main() -> None:
     parser.add_argument("experiment", nargs="?", default=str(DEFAULT))
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 512])
     parser.add_argument("--cli", action="store_true", help="also measure `heterosim run`")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="experiment key")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         with tempfile.TemporaryDirectory() as tmp:
-            print(json.dumps(one(args.experiment, args.child, tmp)))
+            print(json.dumps(one(args.experiment, args.child, tmp, args.overrides)))
         return
     for batch in args.batches:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         line = (
             subprocess.run(
-                [sys.executable, __file__, args.experiment, "--child", str(batch)],
+                [sys.executable, __file__, args.experiment, "--child", str(batch)]
+                + [arg for key in args.overrides for arg in ("--set", key)],
                 check=True,
                 env=env,
                 capture_output=True,
@@ -136,7 +141,7 @@ def main() -> None:
         )
         if args.cli:
             with tempfile.TemporaryDirectory() as tmp:
-                peak, wall, iteration = cli_peak(args.experiment, batch, tmp)
+                peak, wall, iteration = cli_peak(args.experiment, batch, tmp, args.overrides)
             print(f"  heterosim run: peak RSS {peak:,.0f} MB, wall {wall:.1f} s, iteration {iteration:.9f} s")
 
 
