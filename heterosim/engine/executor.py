@@ -1,11 +1,11 @@
 """Run an :class:`~heterosim.plan.execution_plan.ExecutionPlan` on ns-3 with either network model.
 
-The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk; the executor counts dependencies,
-runs compute tasks on per-(GPU, stream) queues, starts flows on the chosen network when they are
-ready and records every task's start and end. Python only builds the inputs, calls the
+The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
+the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
+the chosen network when they are ready and records every task's start and end. Python only builds the inputs, calls the
 progress callback between slices of the run (about every 0.5 s of wall time) and copies the
-results out as arrays; the task times copied, the executor frees its copy of the plan and its
-per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
+results out as arrays; the task times copied, the executor frees its per-task state
+(``PlanExecutor::ReleaseTasks``) before the network's tables are read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -161,7 +161,7 @@ def execute_plan(
     executor.SetNetwork(net)
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
-    _load(executor, plan, connection)
+    borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
     gpu_host = topology.node_host[topology.gpu_node]
     planes = flow_planes(
         plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
@@ -182,7 +182,8 @@ def execute_plan(
                 raise UserError(f"execution plan: {error}")
         times = _task_times(executor, len(plan))
         accounts = _contention_accounts(contention, plan) if contention is not None else None
-        executor.ReleaseTasks()  # the plan's copy and the run state: memory for the readout
+        executor.ReleaseTasks()  # the run state: memory for the readout
+        del borrowed
         if contention is not None:
             contention.ReleaseTasks()
         result = _collect(executor, net, ns3, plan, topology, model, connection, times)
@@ -209,10 +210,10 @@ def execute_plan(
             schedule.Dispose()
 
 
-def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
-
-    executor.LoadPlan(
-        len(plan),
+def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> list[np.ndarray]:
+    """Hand the plan to the executor without a copy (``PlanExecutor::BorrowPlan``); return the
+    arrays it reads, which must stay alive and unchanged until ``ReleaseTasks``."""
+    arrays = [
         _buffer(plan.kind, np.uint8),
         _buffer(plan.gpu, np.int32),
         _buffer(plan.dst, np.int32),
@@ -223,9 +224,12 @@ def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
         _buffer(plan.priority, np.uint8),
         _buffer(plan.dep_ptr, np.int64),
         _buffer(plan.dep_idx, np.int64),
-    )
+    ]
+    executor.BorrowPlan(len(plan), *arrays)
     if np.any(connection >= 0):
-        executor.SetConnections(len(plan), _buffer(connection, np.int64))
+        arrays.append(_buffer(connection, np.int64))
+        executor.BorrowConnections(len(plan), arrays[-1])
+    return arrays
 
 
 def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:

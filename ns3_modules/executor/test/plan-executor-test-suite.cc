@@ -123,6 +123,69 @@ class ComputeFlowComputeTestCase : public TestCase
 };
 
 /**
+ * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
+ * as the copied one: the same start and end of every task.
+ */
+class BorrowedPlanTestCase : public TestCase
+{
+  public:
+    BorrowedPlanTestCase()
+        : TestCase("a borrowed plan runs as a copied one")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        PlanArrays plan;
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 1000, {});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 1000000, 0, {0});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 500000, 0, {0});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {1, 2});
+        std::vector<int64_t> connection{-1, 7, 7, -1}; // the two flows: one queue pair
+        std::vector<std::vector<int64_t>> times;
+        for (bool borrow : {false, true})
+        {
+            Ptr<PlanExecutor> executor = MakeExecutor(plan);
+            if (borrow)
+            {
+                executor->BorrowPlan(plan.kind.size(),
+                                     plan.kind.data(),
+                                     plan.gpu.data(),
+                                     plan.dst.data(),
+                                     plan.bytes.data(),
+                                     plan.duration.data(),
+                                     plan.delay.data(),
+                                     plan.stream.data(),
+                                     plan.priority.data(),
+                                     plan.depPtr.data(),
+                                     plan.depIdx.data());
+                executor->BorrowConnections(connection.size(), connection.data());
+            }
+            else
+            {
+                executor->SetConnections(connection.size(), connection.data());
+            }
+            NS_TEST_ASSERT_MSG_EQ(executor->Run(), PlanExecutor::FINISHED, executor->GetError());
+            std::vector<int64_t> start(4);
+            std::vector<int64_t> end(4);
+            executor->CopyTimes(start.data(), end.data());
+            start.insert(start.end(), end.begin(), end.end());
+            times.push_back(start);
+            executor->Dispose();
+            Simulator::Destroy();
+        }
+        for (std::size_t i = 0; i < times[0].size(); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(times[1][i], times[0][i], "borrowed and copied plans agree");
+        }
+        // one connection: the second message follows the first (not a fair share of the link)
+        NS_TEST_ASSERT_MSG_GT(times[0][4 + 2], times[0][4 + 1], "messages in post order");
+    }
+};
+
+/**
  * \brief A compute task slows down only while a flow runs on its GPU: its nominal work done
  * before the flow, during it (at 1 / factor) and after it adds up to its duration.
  */
@@ -366,6 +429,7 @@ class PlanExecutorTestSuite : public TestSuite
         : TestSuite("heterosim-plan-executor", Type::UNIT)
     {
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
+        AddTestCase(new BorrowedPlanTestCase, Duration::QUICK);
         AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
