@@ -2,10 +2,10 @@
 
 The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
 the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
-the chosen network when they are ready and records every task's start and end. Python only builds the inputs, calls the
-progress callback between slices of the run (about every 0.5 s of wall time) and copies the
-results out as arrays; the task times copied, the executor frees its per-task state
-(``PlanExecutor::ReleaseTasks``) before the network's tables are read.
+the chosen network when they are ready and records every task's start and end. Python only
+builds the inputs, calls the progress callback between slices of the run (about every 0.5 s of
+wall time) and copies the results out as arrays; the task times copied, the executor frees its
+per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -168,7 +168,9 @@ def execute_plan(
     )
     if planes is not None:
         net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
-    contention = _install_contention(ns3, executor, plan) if simulation.compute_contention else None
+    contention, contention_arrays = (
+        _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
+    )
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
@@ -186,6 +188,7 @@ def execute_plan(
         del borrowed
         if contention is not None:
             contention.ReleaseTasks()
+        del contention_arrays
         result = _collect(executor, net, ns3, plan, topology, model, connection, times)
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
@@ -239,24 +242,26 @@ def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
     return out if out.size else np.zeros(1, dtype)
 
 
-def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
+def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> tuple[Any, list[np.ndarray]]:
     """``ns3::ComputeContention`` for the plan's terms (``plan.contention_*``, flow blocks from
-    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor."""
+    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor; it reads
+    the arrays returned with it in place, which must stay alive until its ``ReleaseTasks``."""
     from heterosim.plan.compute.contention import flow_blocks
 
     n = len(plan)
-
-    model = ns3.CreateObject[ns3.ComputeContention]()
-    model.SetComputeTerms(
-        n,
+    arrays = [
         _buffer(plan.contention_wave, np.float64),
         _buffer(plan.contention_share, np.float64),
         _buffer(plan.contention_above, np.int32),
-    )
-    model.SetFlowBlocks(n, _buffer(flow_blocks(plan), np.int32), _buffer(plan.collective, np.int64))
+        _buffer(flow_blocks(plan), np.int32),
+        _buffer(plan.collective, np.int64),
+    ]
+    model = ns3.CreateObject[ns3.ComputeContention]()
+    model.BorrowComputeTerms(n, *arrays[:3])
+    model.BorrowFlowBlocks(n, *arrays[3:])
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
-    return model
+    return model, arrays
 
 
 def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:

@@ -237,6 +237,18 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetExtraNs()[0], expected - 100000, "per GPU kept");
         executor->Dispose();
         Simulator::Destroy();
+        // the same terms borrowed (the caller's arrays, not copies): the same slowed end
+        Ptr<PlanExecutor> again = MakeExecutor(plan);
+        Ptr<ComputeContention> borrowed = CreateObject<ComputeContention>();
+        borrowed->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
+        borrowed->BorrowFlowBlocks(3, blocks.data(), instance.data());
+        borrowed->SetGpuCount(2);
+        again->SetComputeContention(borrowed);
+        NS_TEST_ASSERT_MSG_EQ(again->Run(), PlanExecutor::FINISHED, again->GetError());
+        again->CopyTimes(start.data(), end.data());
+        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "borrowed terms slow the task as copied ones");
+        again->Dispose();
+        Simulator::Destroy();
     }
 };
 
