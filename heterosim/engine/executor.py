@@ -1,10 +1,11 @@
 """Run an :class:`~heterosim.plan.execution_plan.ExecutionPlan` on ns-3 with either network model.
 
-The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk; the executor counts dependencies,
-runs compute tasks on per-(GPU, stream) queues, starts flows on the chosen network when they are
-ready and records every task's start and end. Python only builds the inputs, calls the
-progress callback between slices of the run (about every 0.5 s of wall time) and copies the
-results out as arrays.
+The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
+the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
+the chosen network when they are ready and records every task's start and end. Python only
+builds the inputs, calls the progress callback between slices of the run (about every 0.5 s of
+wall time) and copies the results out as arrays; the task times copied, the executor frees its
+per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -161,14 +162,16 @@ def execute_plan(
     executor.SetNetwork(net)
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
-    _load(executor, plan, connection)
+    borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
     gpu_host = topology.node_host[topology.gpu_node]
     planes = flow_planes(
         plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
     )
     if planes is not None:
         net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
-    contention = _install_contention(ns3, executor, plan) if simulation.compute_contention else None
+    contention, contention_arrays = (
+        _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
+    )
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
@@ -180,10 +183,17 @@ def execute_plan(
             error += model.stall_note(net)
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
-        result = _collect(executor, net, ns3, plan, topology, model, connection)
-        result.fault_counts = fault_models.collect(faults, schedule, net, model)
+        times = _task_times(executor, len(plan))
+        accounts = _contention_accounts(contention, plan) if contention is not None else None
+        executor.ReleaseTasks()  # the run state: memory for the readout
+        del borrowed
         if contention is not None:
-            result.contention = _contention_accounts(contention, plan)
+            contention.ReleaseTasks()
+        del contention_arrays
+        result = _collect(executor, net, ns3, plan, topology, model, connection, times)
+        result.fault_counts = fault_models.collect(faults, schedule, net, model)
+        if accounts is not None:
+            result.contention = accounts
         result.partial = state != _FINISHED
         if model.accelerates:
             flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
@@ -204,10 +214,10 @@ def execute_plan(
             schedule.Dispose()
 
 
-def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
-
-    executor.LoadPlan(
-        len(plan),
+def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> list[np.ndarray]:
+    """Hand the plan to the executor without a copy (``PlanExecutor::BorrowPlan``); return the
+    arrays it reads, which must stay alive and unchanged until ``ReleaseTasks``."""
+    arrays = [
         _buffer(plan.kind, np.uint8),
         _buffer(plan.gpu, np.int32),
         _buffer(plan.dst, np.int32),
@@ -218,9 +228,12 @@ def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> None:
         _buffer(plan.priority, np.uint8),
         _buffer(plan.dep_ptr, np.int64),
         _buffer(plan.dep_idx, np.int64),
-    )
+    ]
+    executor.BorrowPlan(len(plan), *arrays)
     if np.any(connection >= 0):
-        executor.SetConnections(len(plan), _buffer(connection, np.int64))
+        arrays.append(_buffer(connection, np.int64))
+        executor.BorrowConnections(len(plan), arrays[-1])
+    return arrays
 
 
 def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
@@ -230,24 +243,26 @@ def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
     return out if out.size else np.zeros(1, dtype)
 
 
-def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> Any:
+def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> tuple[Any, list[np.ndarray]]:
     """``ns3::ComputeContention`` for the plan's terms (``plan.contention_*``, flow blocks from
-    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor."""
+    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor; it reads
+    the arrays returned with it in place, which must stay alive until its ``ReleaseTasks``."""
     from heterosim.plan.compute.contention import flow_blocks
 
     n = len(plan)
-
-    model = ns3.CreateObject[ns3.ComputeContention]()
-    model.SetComputeTerms(
-        n,
+    arrays = [
         _buffer(plan.contention_wave, np.float64),
         _buffer(plan.contention_share, np.float64),
         _buffer(plan.contention_above, np.int32),
-    )
-    model.SetFlowBlocks(n, _buffer(flow_blocks(plan), np.int32), _buffer(plan.collective, np.int64))
+        _buffer(flow_blocks(plan), np.int32),
+        _buffer(plan.collective, np.int64),
+    ]
+    model = ns3.CreateObject[ns3.ComputeContention]()
+    model.BorrowComputeTerms(n, *arrays[:3])
+    model.BorrowFlowBlocks(n, *arrays[3:])
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
-    return model
+    return model, arrays
 
 
 def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:
@@ -284,6 +299,15 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
+def _task_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every task (ns; -1 where a task did not start / finish)."""
+    start = np.empty(n, np.int64)
+    end = np.empty(n, np.int64)
+    if n:
+        executor.CopyTimes(start, end)
+    return start, end
+
+
 def _collect(
     executor: Any,
     net: Any,
@@ -292,12 +316,9 @@ def _collect(
     topology: Topology,
     model: NetworkModel,
     connection: np.ndarray,
+    times: tuple[np.ndarray, np.ndarray],
 ) -> EngineResult:
-    n = len(plan)
-    start = np.empty(n, np.int64)
-    end = np.empty(n, np.int64)
-    if n:
-        executor.CopyTimes(start, end)
+    start, end = times
     series: dict[str, Any] = dict(_samples(executor))
     makespan = int(executor.GetMakespanNs())
     events = int(ns3.Simulator.GetEventCount())

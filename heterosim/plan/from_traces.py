@@ -217,12 +217,8 @@ def build_plan(
     )
     p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, p2p_rendezvous)
 
-    cat = np.concatenate
-    dep_ptr, dep_idx = coo_to_csr(
-        rows.count,
-        cat(rows.child) if rows.child else np.zeros(0, np.int64),
-        cat(rows.parent) if rows.parent else np.zeros(0, np.int64),
-    )
+    cat = _take  # each column's blocks are freed as soon as the column is one array
+    dep_ptr, dep_idx = coo_to_csr(rows.count, cat(rows.child, np.int64), cat(rows.parent, np.int64))
     plan = ExecutionPlan(
         kind=cat(rows.kind),
         gpu=cat(rows.gpu),
@@ -242,6 +238,15 @@ def build_plan(
         channel=cat(rows.channel),
     )
     return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
+
+
+def _take(blocks: list, dtype: type | None = None) -> np.ndarray:
+    """The blocks as one array; the list is emptied, so each block is freed once copied."""
+    if not blocks:
+        return np.zeros(0, dtype if dtype is not None else np.int64)
+    out = np.concatenate(blocks)
+    blocks.clear()
+    return out
 
 
 def _occurrence(keys: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ import numpy as np
 from heterosim.engine.topology import LINK_KIND_NAMES
 
 NETWORK_KINDS = [LINK_KIND_NAMES.index("access"), LINK_KIND_NAMES.index("fabric")]
+ROW_CHUNK = 1 << 20  # sample rows converted at a time: a few MB of temporaries, not the table's size
 
 
 @dataclass(frozen=True)
@@ -81,16 +82,14 @@ def link_rates(
         time_ns, direction, cumulative = table["time_ns"], table["direction"], table["bytes"]
     else:
         return None
-    time_ns = np.asarray(time_ns, dtype=np.int64)
-    direction = np.asarray(direction, dtype=np.int64)
-    cumulative = np.asarray(cumulative, dtype=np.float64)
     if "direction_bytes" in table:  # the fluid table keeps the busiest directions' rows only
         if max(network_top, host_top) > int(table["kept_per_kind"]):
             raise ValueError(f"link series: only {table['kept_per_kind']} directions per kind kept")
         total = np.asarray(table["direction_bytes"], dtype=np.float64)
     else:
+        direction = np.asarray(direction, dtype=np.int64)
         total = np.zeros(int(direction.max()) + 1)
-        np.maximum.at(total, direction, cumulative)
+        np.maximum.at(total, direction, np.asarray(cumulative, dtype=np.float64))
     carried = np.flatnonzero(total > 0)
     if not carried.size:
         return None
@@ -101,7 +100,11 @@ def link_rates(
     ]
     listed = np.concatenate(by_bytes)
     chosen = np.sort(listed)
-    times = np.asarray(table["sample_time_ns"], np.int64) if "sample_time_ns" in table else np.unique(time_ns)
+    times = (
+        np.asarray(table["sample_time_ns"], np.int64)
+        if "sample_time_ns" in table
+        else np.unique(np.asarray(time_ns, dtype=np.int64))
+    )
     if times[0] > 0:
         times = np.concatenate([[0], times])
     # the fluid table has rows only where bytes moved: close the series at the run's last sample
@@ -109,11 +112,19 @@ def link_rates(
     if last is not None and len(last) and int(last[-1]) > times[-1]:
         times = np.concatenate([times, [int(last[-1])]])
     matrix = np.zeros((times.size, chosen.size))
-    rows = np.isin(direction, chosen)
-    matrix[np.searchsorted(times, time_ns[rows]), np.searchsorted(chosen, direction[rows])] = cumulative[rows]
-    matrix = np.maximum.accumulate(matrix, axis=0)  # cumulative bytes never fall: forward fill
+    for lo in range(0, len(time_ns), ROW_CHUNK):  # a chunk of rows at a time: no copy of the table
+        part = np.asarray(direction[lo : lo + ROW_CHUNK], dtype=np.int64)
+        rows = np.isin(part, chosen)
+        at = np.searchsorted(times, np.asarray(time_ns[lo : lo + ROW_CHUNK], dtype=np.int64)[rows])
+        matrix[at, np.searchsorted(chosen, part[rows])] = np.asarray(
+            cumulative[lo : lo + ROW_CHUNK], dtype=np.float64
+        )[rows]
+    np.maximum.accumulate(matrix, axis=0, out=matrix)  # cumulative bytes never fall: forward fill
     seconds = np.diff(times) * 1e-9
-    rate = np.diff(matrix, axis=0) * 8.0 / seconds[:, None]
+    rate = np.diff(matrix, axis=0)
+    del matrix
+    rate *= 8.0
+    rate /= seconds[:, None]
     column = np.searchsorted(chosen, listed)  # back to the listed order: network first, by bytes
     rate = rate[:, column]
     capacity = np.asarray(topo.link_rate_bps, dtype=np.float64)[listed // 2]

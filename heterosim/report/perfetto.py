@@ -13,7 +13,8 @@ links' utilisation).
 Times are microseconds, as the format asks. ``max_spans`` (``heterosim run --trace-spans``) caps
 the spans written: past it the shortest are left out, and the caller is told how many, so the
 cap is never silent. Lane assignment walks the kept flow spans once in Python (a heap per rank
-and side), about a second per million spans; JSON output is per span anyway.
+and side), about a second per million spans; JSON output is per span anyway, written a chunk of
+spans at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -31,6 +33,7 @@ from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
 SEND, RECV = 0, 1
 SIDE_NAMES = ("send", "recv")
 DEFAULT_MAX_SPANS = 2_000_000
+SPAN_CHUNK = 65_536  # spans formatted as text at a time: the text of a few MB, not of the run
 
 
 def write_perfetto_trace(
@@ -45,16 +48,18 @@ def write_perfetto_trace(
     max_spans: int | None = DEFAULT_MAX_SPANS,
     extra_events: list[dict] | None = None,
     contention_ns: np.ndarray | None = None,
+    chunk_spans: int = SPAN_CHUNK,
 ) -> dict[str, int]:
     """Write ``trace.json``; return ``{spans, dropped_spans, max_spans}`` (0: no cap).
 
     ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to (time_ns, value)
     arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given. ``max_spans`` None or 0
     writes every span. ``contention_ns`` (per task) adds ``contention_us`` to the compute spans
-    that communication kernels beside them made longer.
+    that communication kernels beside them made longer. Spans are formatted and written
+    ``chunk_spans`` at a time; the file does not depend on it.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
-    gpu_rank = np.full(num_gpus, -1, dtype=np.int64)
+    gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
@@ -62,13 +67,18 @@ def write_perfetto_trace(
     # candidate spans: compute tasks, then each flow on its sender's and on its receiver's lanes
     task = np.concatenate([comp, flows, flows])
     rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
-    side = np.concatenate([np.full(comp.size, -1), np.full(flows.size, SEND), np.full(flows.size, RECV)])
+    side = np.repeat(np.array([-1, SEND, RECV], np.int8), [comp.size, flows.size, flows.size])
     keep = rank >= 0
-    task, rank, side = task[keep], rank[keep], side[keep]
+    if not keep.all():  # GPUs without a rank (another job's): their spans are left out
+        task, rank, side = task[keep], rank[keep], side[keep]
+    del keep
     total = int(task.size)
     cap = int(max_spans or 0)
     if cap and total > cap:
-        chosen = longest(end_ns[task] - start_ns[task], cap)
+        length = end_ns[task]
+        length -= start_ns[task]
+        chosen = longest(length, cap)
+        del length
         task, rank, side = task[chosen], rank[chosen], side[chosen]
     dropped = total - int(task.size)
 
@@ -89,7 +99,6 @@ def write_perfetto_trace(
     tid[send] += streams
     tid[recv] += streams + lanes[rank[recv], SEND]
 
-    labels = task_label(task)
     events: list[dict] = []
     used_streams: list[set[int]] = [set() for _ in rank_names]
     for r, s in zip(rank[is_comp].tolist(), tid[is_comp].tolist()):
@@ -110,38 +119,8 @@ def write_perfetto_trace(
             events.append(
                 {"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t, "args": {"sort_index": t}}
             )
-    ts = (start_ns[task] / 1000.0).tolist()
-    dur = ((end_ns[task] - start_ns[task]) / 1000.0).tolist()
     peer = np.where(send, gpu_rank[plan.dst[task]], gpu_rank[plan.gpu[task]])
-    # spans are formatted straight to JSON text (floats as json.dumps writes them: repr), a few
-    # times faster than a dict per span through json.dumps
-    quoted = {name: json.dumps(name) for name in set(labels)}
-    lost = (
-        (contention_ns[task] / 1000.0).tolist()
-        if contention_ns is not None and contention_ns.shape[0] == len(plan)
-        else [0.0] * task.size
-    )
-    spans = [
-        f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
-        if comp and not extra_us
-        else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
-        f'"args":{{"contention_us":{extra_us!r}}}}}'
-        if comp
-        else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
-        f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
-        for name, pid, t, start, length, comp, p, size, extra_us in zip(
-            labels,
-            rank.tolist(),
-            tid.tolist(),
-            ts,
-            dur,
-            is_comp.tolist(),
-            peer.tolist(),
-            plan.bytes[task].tolist(),
-            lost,
-        )
-    ]
-    del ts, dur, labels
+    lost = contention_ns if contention_ns is not None and contention_ns.shape[0] == len(plan) else None
     events += _p2p_arrows(plan, task, rank, tid, side, start_ns, end_ns)
     counter_pid = len(rank_names)
     if counters:
@@ -157,23 +136,100 @@ def write_perfetto_trace(
                 "args": {"sort_index": -1},
             }
         )
-        for track, (times, values) in counters.items():
-            times_ns, levels = counter_steps(np.asarray(times), np.asarray(values, dtype=float))
-            name = json.dumps(track)
-            spans += [  # formatted as text, as spans are: a long run has millions of samples
-                f'{{"ph":"C","name":{name},"pid":{counter_pid},"tid":0,"ts":{t!r},"args":{{"value":{v}}}}}'
-                for t, v in zip((times_ns / 1000.0).tolist(), _json_numbers(levels))
-            ]
     events += extra_events or []
     info = {"spans": int(task.size), "dropped_spans": dropped, "max_spans": cap}
-    others = [json.dumps(e, separators=(",", ":")) for e in events]
+    columns = _SpanColumns(task, rank, tid, is_comp, peer, start_ns, end_ns, plan.bytes, lost, task_label)
     with path.open("w") as handle:
         handle.write('{"traceEvents":[')
-        handle.write(",".join(others + spans) if others else ",".join(spans))
+        out = _ItemWriter(handle)
+        out.write([json.dumps(e, separators=(",", ":")) for e in events])
+        step = max(int(chunk_spans), 1)
+        for lo in range(0, int(task.size), step):
+            out.write(columns.format(lo, lo + step))
+        for track, (times, values) in (counters or {}).items():
+            times_ns, levels = counter_steps(np.asarray(times), np.asarray(values, dtype=float))
+            name = json.dumps(track)
+            out.write(  # formatted as text, as spans are: a long run has millions of samples
+                [
+                    f'{{"ph":"C","name":{name},"pid":{counter_pid},"tid":0,"ts":{t!r},"args":{{"value":{v}}}}}'
+                    for t, v in zip((times_ns / 1000.0).tolist(), _json_numbers(levels))
+                ]
+            )
         handle.write('],"displayTimeUnit":"ns","metadata":')
         handle.write(json.dumps(info, separators=(",", ":")))
         handle.write("}")
     return info
+
+
+class _ItemWriter:
+    """Writes JSON array items to a file, a comma between any two, list by list."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self._handle = handle
+        self._first = True
+
+    def write(self, items: list[str]) -> None:
+        if not items:
+            return
+        if not self._first:
+            self._handle.write(",")
+        self._handle.write(",".join(items))
+        self._first = False
+
+
+class _SpanColumns:
+    """The kept spans' columns; :meth:`format` writes a slice of them as JSON text, so a run's
+    millions of spans are never held as text at once (the file is the same, chunk or not)."""
+
+    def __init__(
+        self,
+        task: np.ndarray,
+        rank: np.ndarray,
+        tid: np.ndarray,
+        is_comp: np.ndarray,
+        peer: np.ndarray,
+        start_ns: np.ndarray,
+        end_ns: np.ndarray,
+        size: np.ndarray,
+        lost_ns: np.ndarray | None,
+        task_label: Callable[[np.ndarray], list[str]],
+    ) -> None:
+        self.task, self.rank, self.tid, self.is_comp, self.peer = task, rank, tid, is_comp, peer
+        self.start_ns, self.end_ns, self.size, self.lost_ns = start_ns, end_ns, size, lost_ns
+        self.task_label = task_label
+        self.quoted: dict[str, str] = {}
+
+    def format(self, lo: int, hi: int) -> list[str]:
+        """Spans ``lo:hi`` as JSON text (floats as json.dumps writes them: repr), a few times
+        faster than a dict per span through json.dumps."""
+        task = self.task[lo:hi]
+        labels = self.task_label(task)
+        quoted = self.quoted
+        for name in set(labels).difference(quoted):
+            quoted[name] = json.dumps(name)
+        ts = (self.start_ns[task] / 1000.0).tolist()
+        dur = ((self.end_ns[task] - self.start_ns[task]) / 1000.0).tolist()
+        lost = (self.lost_ns[task] / 1000.0).tolist() if self.lost_ns is not None else [0.0] * task.size
+        return [
+            f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
+            if comp and not extra_us
+            else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
+            f'"args":{{"contention_us":{extra_us!r}}}}}'
+            if comp
+            else f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r},'
+            f'"args":{{"peer_rank":{p},"bytes":{size}}}}}'
+            for name, pid, t, start, length, comp, p, size, extra_us in zip(
+                labels,
+                self.rank[lo:hi].tolist(),
+                self.tid[lo:hi].tolist(),
+                ts,
+                dur,
+                self.is_comp[lo:hi].tolist(),
+                self.peer[lo:hi].tolist(),
+                self.size[task].tolist(),
+                lost,
+            )
+        ]
 
 
 def _json_numbers(values: np.ndarray) -> list[str]:
@@ -231,15 +287,24 @@ def assign_lanes(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) ->
     if not group.size:
         return lane
     order = np.lexsort((end_ns, start_ns, group))
-    g, s, e = group[order].tolist(), start_ns[order].tolist(), end_ns[order].tolist()
+    sorted_group = group[order]
+    bounds = np.flatnonzero(sorted_group[1:] != sorted_group[:-1]) + 1
+    out = np.empty(group.size, dtype=np.int64)
+    # one group at a time: Python lists of one group's times, not of every span
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), group.size]):
+        rows = order[lo:hi]
+        out[lo:hi] = _lanes_of_group(start_ns[rows].tolist(), end_ns[rows].tolist())
+    lane[order] = out
+    return lane
+
+
+def _lanes_of_group(s: list[int], e: list[int]) -> list[int]:
+    """Lanes of one group's spans, given sorted by (start, end)."""
     busy: list[tuple[int, int]] = []  # (end, lane) of the group's spans in progress
     free: list[int] = []  # lanes free again, lowest first
     used = 0
-    current = None
-    out = [0] * len(g)
-    for i in range(len(g)):
-        if g[i] != current:
-            current, busy, free, used = g[i], [], [], 0
+    out = [0] * len(s)
+    for i in range(len(s)):
         while busy and busy[0][0] <= s[i]:
             heapq.heappush(free, heapq.heappop(busy)[1])
         if free:
@@ -248,8 +313,7 @@ def assign_lanes(group: np.ndarray, start_ns: np.ndarray, end_ns: np.ndarray) ->
             k, used = used, used + 1
         out[i] = k
         heapq.heappush(busy, (e[i], k))
-    lane[order] = out
-    return lane
+    return out
 
 
 def longest(length: np.ndarray, count: int) -> np.ndarray:

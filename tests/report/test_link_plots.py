@@ -140,3 +140,57 @@ def test_fluid_series_of_the_busiest_directions_gives_the_rates_of_the_whole_ser
     np.testing.assert_array_equal(got.rate_bps, expected.rate_bps)
     with pytest.raises(ValueError, match="3 directions per kind"):
         link_rates(kept.engine.series, kept.topology, 4, 3)
+
+
+def test_link_rates_do_not_depend_on_the_row_chunk(monkeypatch):
+    """The sample table is read a chunk of rows at a time; any chunk gives the same rates."""
+    from types import SimpleNamespace
+
+    import heterosim.report.link_series as link_series
+
+    rng = np.random.default_rng(3)
+    times = np.arange(1, 41, dtype=np.int64) * 10_000
+    rows_t, rows_d, rows_b = [], [], []
+    carried = np.zeros(8, np.uint64)
+    for t in times:  # each direction carries at random moments; cumulative bytes only grow
+        for d in np.flatnonzero(rng.random(8) < 0.5):
+            carried[d] += np.uint64(rng.integers(1, 10**6))
+            rows_t.append(t)
+            rows_d.append(d)
+            rows_b.append(carried[d])
+    series = {
+        "link": {
+            "time_ns": np.array(rows_t, np.int64),
+            "direction": np.array(rows_d, np.uint32),
+            "bytes": np.array(rows_b, np.uint64),
+            "sample_time_ns": times,
+            "direction_bytes": carried.copy(),
+            "kept_per_kind": 4,
+        }
+    }
+    topo = SimpleNamespace(
+        link_kind=np.array([1, 1, 2, 2]),  # two PCIe links, two access links
+        link_rate_bps=np.full(4, 100e9),
+        link_a=np.arange(4),
+        link_b=np.arange(4) + 4,
+        node_name=[f"n{i}" for i in range(8)],
+    )
+    whole = link_series.link_rates(series, topo, 2, 2)
+    for chunk in (1, 7):
+        monkeypatch.setattr(link_series, "ROW_CHUNK", chunk)
+        part = link_series.link_rates(series, topo, 2, 2)
+        assert part.names == whole.names
+        assert np.array_equal(part.rate_bps, whole.rate_bps)
+    # the rate of a direction over an interval is the bytes it moved there (by hand, one of them)
+    first = int(whole.direction[0])
+    cumulative = np.maximum.accumulate(np.concatenate([[0], _cumulative_at(series["link"], first, times)]))
+    moved = np.diff(cumulative)
+    assert np.allclose(whole.rate_bps[:, 0], moved * 8.0 / np.diff(np.concatenate([[0], times])) * 1e9)
+
+
+def _cumulative_at(table, direction, times):
+    """Cumulative bytes of ``direction`` at each sample time (0 before its first row)."""
+    out = np.zeros(times.size)
+    rows = table["direction"] == direction
+    out[np.searchsorted(times, table["time_ns"][rows])] = table["bytes"][rows]
+    return out

@@ -65,10 +65,19 @@ def concat_graphs(graphs: list[FlowGraph]) -> FlowGraph:
 def coo_to_csr(num_tasks: int, child: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CSR (dep_ptr, dep_idx) from COO pairs; parents of one task sorted, duplicates removed."""
     if child.size:
-        key = np.sort(child.astype(np.int64) * (num_tasks + 1) + parent.astype(np.int64))
+        # one int64 key per edge, built and sorted in place (a few edge-sized temporaries)
+        key = child.astype(np.int64, copy=True)
+        key *= num_tasks + 1
+        key += parent
+        key.sort()
         if key.size > 1:
-            key = key[np.concatenate([[True], key[1:] != key[:-1]])]
-        child, parent = key // (num_tasks + 1), key % (num_tasks + 1)
+            repeat = key[1:] == key[:-1]
+            if repeat.any():
+                key = key[np.concatenate([[True], ~repeat])]
+            del repeat
+        child = key // (num_tasks + 1)
+        key %= num_tasks + 1
+        parent = key
     counts = np.bincount(child, minlength=num_tasks) if child.size else np.zeros(num_tasks, np.int64)
     ptr = np.zeros(num_tasks + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])

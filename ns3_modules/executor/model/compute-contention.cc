@@ -49,17 +49,48 @@ ComputeContention::SetComputeTerms(uint32_t n,
                                    const double* blockShare,
                                    const int32_t* waveAbove)
 {
-    m_wave.assign(waveTerm, waveTerm + n);
-    m_share.assign(blockShare, blockShare + n);
-    m_above.assign(waveAbove, waveAbove + n);
+    m_ownWave.assign(waveTerm, waveTerm + n);
+    m_ownShare.assign(blockShare, blockShare + n);
+    m_ownAbove.assign(waveAbove, waveAbove + n);
+    m_wave = m_ownWave;
+    m_share = m_ownShare;
+    m_above = m_ownAbove;
     m_taskExtra.assign(n, 0);
 }
 
 void
 ComputeContention::SetFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance)
 {
-    m_blocks.assign(blocks, blocks + n);
-    m_instance.assign(instance, instance + n);
+    m_ownBlocks.assign(blocks, blocks + n);
+    m_ownInstance.assign(instance, instance + n);
+    m_blocks = m_ownBlocks;
+    m_instance = m_ownInstance;
+}
+
+void
+ComputeContention::BorrowComputeTerms(uint32_t n,
+                                      const double* waveTerm,
+                                      const double* blockShare,
+                                      const int32_t* waveAbove)
+{
+    NS_LOG_FUNCTION(this << n);
+    std::vector<double>().swap(m_ownWave);
+    std::vector<double>().swap(m_ownShare);
+    std::vector<int32_t>().swap(m_ownAbove);
+    m_wave = {waveTerm, n};
+    m_share = {blockShare, n};
+    m_above = {waveAbove, n};
+    m_taskExtra.assign(n, 0);
+}
+
+void
+ComputeContention::BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance)
+{
+    NS_LOG_FUNCTION(this << n);
+    std::vector<int32_t>().swap(m_ownBlocks);
+    std::vector<int64_t>().swap(m_ownInstance);
+    m_blocks = {blocks, n};
+    m_instance = {instance, n};
 }
 
 void
@@ -185,6 +216,24 @@ ComputeContention::CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* tas
     std::copy(m_extraNs.begin(), m_extraNs.end(), extraNs);
     std::copy(m_slowed.begin(), m_slowed.end(), slowed);
     std::copy(m_taskExtra.begin(), m_taskExtra.end(), taskExtraNs);
+}
+
+void
+ComputeContention::ReleaseTasks()
+{
+    NS_LOG_FUNCTION(this << m_wave.size());
+    // swap with empty vectors: clear() keeps the capacity
+    std::vector<double>().swap(m_ownWave);
+    std::vector<double>().swap(m_ownShare);
+    std::vector<int32_t>().swap(m_ownAbove);
+    std::vector<int32_t>().swap(m_ownBlocks);
+    std::vector<int64_t>().swap(m_ownInstance);
+    m_wave = {};
+    m_share = {};
+    m_above = {};
+    m_blocks = {};
+    m_instance = {};
+    std::vector<int64_t>().swap(m_taskExtra);
 }
 
 } // namespace ns3

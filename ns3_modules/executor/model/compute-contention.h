@@ -8,6 +8,7 @@
 #include "ns3/traced-callback.h"
 
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -70,6 +71,28 @@ class ComputeContention : public Object
      */
     void SetFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance);
 
+    /**
+     * \brief As SetComputeTerms, but the caller's arrays are kept, not copied: they must stay
+     * alive and unchanged until ReleaseTasks() or the model's end.
+     * \param n number of tasks (the plan's)
+     * \param waveTerm extra share of a wave (>= 0)
+     * \param blockShare share of the GPU one block takes (>= 0)
+     * \param waveAbove blocks above which the wave term applies
+     */
+    void BorrowComputeTerms(uint32_t n,
+                            const double* waveTerm,
+                            const double* blockShare,
+                            const int32_t* waveAbove);
+
+    /**
+     * \brief As SetFlowBlocks, but the caller's arrays are kept, not copied (lifetime as for
+     * BorrowComputeTerms).
+     * \param n number of tasks (the plan's)
+     * \param blocks blocks held on each GPU the flow touches
+     * \param instance collective instance, -1: the flow's own kernel
+     */
+    void BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance);
+
     /** \param gpus number of GPUs (sizes the per-GPU state) */
     void SetGpuCount(uint32_t gpus);
 
@@ -125,17 +148,28 @@ class ComputeContention : public Object
      */
     void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
 
+    /**
+     * \brief Free the per-task terms and accounts once the run is over and the accounts are
+     * copied out; the per-GPU accounts stay.
+     */
+    void ReleaseTasks();
+
   private:
     /** Add \p delta flows of \p task's kernel on \p gpu. */
     void Touch(uint32_t task, int32_t gpu, int delta, std::vector<int32_t>& changed);
 
-    double m_maxShare;                //!< cap on c * blockShare
-    std::vector<double> m_wave;       //!< per task
-    std::vector<double> m_share;      //!< per task
-    std::vector<int32_t> m_above;     //!< per task: blocks above which the wave term applies
-    std::vector<int32_t> m_blocks;    //!< per task (flows)
-    std::vector<int64_t> m_instance;  //!< per task (flows)
-    std::vector<int64_t> m_gpuBlocks; //!< blocks held per GPU now
+    double m_maxShare;                   //!< cap on c * blockShare
+    std::vector<double> m_ownWave;       //!< copies (SetComputeTerms); empty when borrowed
+    std::vector<double> m_ownShare;      //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownAbove;     //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownBlocks;    //!< copies (SetFlowBlocks)
+    std::vector<int64_t> m_ownInstance;  //!< copies (SetFlowBlocks)
+    std::span<const double> m_wave;      //!< per task
+    std::span<const double> m_share;     //!< per task
+    std::span<const int32_t> m_above;    //!< per task: blocks above which the wave term applies
+    std::span<const int32_t> m_blocks;   //!< per task (flows)
+    std::span<const int64_t> m_instance; //!< per task (flows)
+    std::vector<int64_t> m_gpuBlocks;    //!< blocks held per GPU now
     std::vector<std::unordered_map<int64_t, uint32_t>> m_active; //!< per GPU: kernel -> flows
     std::vector<int64_t> m_extraNs;                              //!< per GPU
     std::vector<uint64_t> m_slowed;                              //!< per GPU

@@ -29,6 +29,17 @@ constexpr uint32_t kMaxNamed = 5;
 constexpr uint32_t kWallCheckEvery = 512;
 
 /**
+ * Free a vector's memory (clear() keeps the capacity).
+ * \param values the vector
+ */
+template <typename T>
+void
+FreeVector(std::vector<T>& values)
+{
+    std::vector<T>().swap(values);
+}
+
+/**
  * The first flow of each connection id seen so far: a vector for ids below a bound (ids are
  * dense in practice), a map for ids far above the task count.
  */
@@ -164,19 +175,75 @@ PlanExecutor::LoadPlan(uint32_t n,
                        const int64_t* depIdx)
 {
     NS_LOG_FUNCTION(this << n);
+    int64_t edges = n > 0 ? std::max<int64_t>(depPtr[n], 0) : 0;
+    m_owned.kind.assign(kind, kind + n);
+    m_owned.gpu.assign(gpu, gpu + n);
+    m_owned.dst.assign(dst, dst + n);
+    m_owned.bytes.assign(bytes, bytes + n);
+    m_owned.duration.assign(durationNs, durationNs + n);
+    m_owned.delay.assign(delayNs, delayNs + n);
+    m_owned.stream.assign(stream, stream + n);
+    m_owned.priority.assign(priority, priority + n);
+    m_owned.depPtr.assign(depPtr, depPtr + n + 1);
+    m_owned.depIdx.assign(depIdx, depIdx + edges);
+    UsePlan(n,
+            m_owned.kind.data(),
+            m_owned.gpu.data(),
+            m_owned.dst.data(),
+            m_owned.bytes.data(),
+            m_owned.duration.data(),
+            m_owned.delay.data(),
+            m_owned.stream.data(),
+            m_owned.priority.data(),
+            m_owned.depPtr.data(),
+            m_owned.depIdx.data());
+}
+
+void
+PlanExecutor::BorrowPlan(uint32_t n,
+                         const uint8_t* kind,
+                         const int32_t* gpu,
+                         const int32_t* dst,
+                         const int64_t* bytes,
+                         const int64_t* durationNs,
+                         const int64_t* delayNs,
+                         const int16_t* stream,
+                         const uint8_t* priority,
+                         const int64_t* depPtr,
+                         const int64_t* depIdx)
+{
+    NS_LOG_FUNCTION(this << n);
+    m_owned = OwnedPlan();
+    UsePlan(n, kind, gpu, dst, bytes, durationNs, delayNs, stream, priority, depPtr, depIdx);
+}
+
+void
+PlanExecutor::UsePlan(uint32_t n,
+                      const uint8_t* kind,
+                      const int32_t* gpu,
+                      const int32_t* dst,
+                      const int64_t* bytes,
+                      const int64_t* durationNs,
+                      const int64_t* delayNs,
+                      const int16_t* stream,
+                      const uint8_t* priority,
+                      const int64_t* depPtr,
+                      const int64_t* depIdx)
+{
+    int64_t edges = n > 0 ? std::max<int64_t>(depPtr[n], 0) : 0;
     m_n = n;
-    m_kind.assign(kind, kind + n);
-    m_gpu.assign(gpu, gpu + n);
-    m_dst.assign(dst, dst + n);
-    m_bytes.assign(bytes, bytes + n);
-    m_duration.assign(durationNs, durationNs + n);
-    m_delay.assign(delayNs, delayNs + n);
-    m_stream.assign(stream, stream + n);
-    m_priority.assign(priority, priority + n);
-    m_connection.assign(n, -1);
-    m_depPtr.assign(depPtr, depPtr + n + 1);
-    int64_t edges = n > 0 ? depPtr[n] : 0;
-    m_depIdx.assign(depIdx, depIdx + std::max<int64_t>(edges, 0));
+    m_kind = {kind, n};
+    m_gpu = {gpu, n};
+    m_dst = {dst, n};
+    m_bytes = {bytes, n};
+    m_duration = {durationNs, n};
+    m_delay = {delayNs, n};
+    m_stream = {stream, n};
+    m_priority = {priority, n};
+    m_depPtr = {depPtr, static_cast<std::size_t>(n) + 1};
+    m_depIdx = {depIdx, static_cast<std::size_t>(edges)};
+    FreeVector(m_owned.connection);
+    m_connection = {}; // every flow on its own until SetConnections
     m_validated = false;
     m_runState = NOT_STARTED;
     m_error.clear();
@@ -187,8 +254,25 @@ PlanExecutor::SetConnections(uint32_t n, const int64_t* connection)
 {
     NS_LOG_FUNCTION(this << n);
     NS_ABORT_MSG_IF(n != m_n, "SetConnections: " << n << " tasks, but the plan has " << m_n);
-    m_connection.assign(connection, connection + n);
+    m_owned.connection.assign(connection, connection + n);
+    m_connection = m_owned.connection;
     m_validated = false;
+}
+
+void
+PlanExecutor::BorrowConnections(uint32_t n, const int64_t* connection)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowConnections: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.connection);
+    m_connection = {connection, n};
+    m_validated = false;
+}
+
+int64_t
+PlanExecutor::ConnectionOf(uint32_t task) const
+{
+    return m_connection.empty() ? -1 : m_connection[task];
 }
 
 bool
@@ -247,7 +331,7 @@ PlanExecutor::CheckTasks() const
                 << " is unreachable (no route in the topology)";
             return out.str();
         }
-        int64_t c = m_connection[i];
+        int64_t c = ConnectionOf(i);
         if (c > static_cast<int64_t>(UINT32_MAX))
         {
             out << "task " << i << ": connection id " << c << " is larger than 2^32 - 1";
@@ -310,7 +394,7 @@ PlanExecutor::CheckTaskFields(uint32_t i, int64_t nGpus) const
             err << "task " << i << ": flow of " << m_bytes[i] << " bytes (expected > 0)";
         }
     }
-    else if (m_connection[i] >= 0)
+    else if (ConnectionOf(i) >= 0)
     {
         err << "task " << i << ": only flows have a connection";
     }
@@ -673,14 +757,14 @@ PlanExecutor::Release(uint32_t task)
             m_contention->FlowStarted(task, m_gpu[task], m_dst[task], m_changedGpus);
             Retime(m_changedGpus);
         }
-        if (m_connection[task] >= 0)
+        if (ConnectionOf(task) >= 0)
         {
             m_network->StartFlowOnConnection(task,
                                              m_gpu[task],
                                              m_dst[task],
                                              m_bytes[task],
                                              m_priority[task],
-                                             static_cast<uint32_t>(m_connection[task]));
+                                             static_cast<uint32_t>(ConnectionOf(task)));
         }
         else
         {
@@ -995,6 +1079,40 @@ PlanExecutor::CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsI
     std::copy(m_sampleTime.begin(), m_sampleTime.end(), timeNs);
     std::copy(m_sampleDone.begin(), m_sampleDone.end(), tasksDone);
     std::copy(m_sampleFlows.begin(), m_sampleFlows.end(), flowsInFlight);
+}
+
+void
+PlanExecutor::ReleaseTasks()
+{
+    NS_LOG_FUNCTION(this << m_n);
+    if (m_runState == YIELDED)
+    {
+        m_runState = STOPPED; // abandoned between two Resume() calls: it cannot go on
+    }
+    m_owned = OwnedPlan();
+    m_kind = {};
+    m_gpu = {};
+    m_dst = {};
+    m_bytes = {};
+    m_duration = {};
+    m_delay = {};
+    m_stream = {};
+    m_priority = {};
+    m_connection = {};
+    m_depPtr = {};
+    m_depIdx = {};
+    FreeVector(m_childPtr);
+    FreeVector(m_childIdx);
+    FreeVector(m_streamOf);
+    FreeVector(m_waiting);
+    FreeVector(m_state);
+    FreeVector(m_start);
+    FreeVector(m_end);
+    FreeVector(m_queues);
+    FreeVector(m_running);
+    FreeVector(m_completed);
+    m_n = 0;
+    m_validated = false;
 }
 
 void

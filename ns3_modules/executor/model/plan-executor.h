@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,42 @@ class PlanExecutor : public Object
                   const int64_t* depIdx);
 
     /**
+     * \brief As LoadPlan, but the executor keeps the caller's arrays instead of copying them
+     * (a plan of millions of tasks is not held twice). They must stay alive and unchanged until
+     * ReleaseTasks(), another LoadPlan / BorrowPlan, or the executor's end.
+     * \param n number of tasks
+     * \param kind task kind
+     * \param gpu GPU of a compute task / source of a flow
+     * \param dst destination GPU of a flow
+     * \param bytes flow size
+     * \param durationNs compute duration, ns
+     * \param delayNs fixed latency before the task is released, ns
+     * \param stream compute stream
+     * \param priority flow traffic class
+     * \param depPtr CSR offsets of the parent lists (n + 1 values)
+     * \param depIdx parent task indices
+     */
+    void BorrowPlan(uint32_t n,
+                    const uint8_t* kind,
+                    const int32_t* gpu,
+                    const int32_t* dst,
+                    const int64_t* bytes,
+                    const int64_t* durationNs,
+                    const int64_t* delayNs,
+                    const int16_t* stream,
+                    const uint8_t* priority,
+                    const int64_t* depPtr,
+                    const int64_t* depIdx);
+
+    /**
+     * \brief As SetConnections, but the caller's array is kept, not copied (lifetime as for
+     * BorrowPlan).
+     * \param n number of tasks (as given to LoadPlan / BorrowPlan)
+     * \param connection connection id per task, -1 for none
+     */
+    void BorrowConnections(uint32_t n, const int64_t* connection);
+
+    /**
      * \brief Give flows their connections (after LoadPlan; LoadPlan resets every flow to none).
      *
      * Flows with the same connection id are messages on one NCCL connection: the executor
@@ -203,6 +240,15 @@ class PlanExecutor : public Object
      */
     void CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsInFlight) const;
 
+    /**
+     * \brief Free the plan and every per-task array of the run, once the times are copied out
+     * (CopyTimes): the memory goes back for the network readout and the reports. The executor
+     * is then empty (GetNTasks() 0, CopyTimes copies nothing); the makespan, tasks done,
+     * samples and error stay. A run abandoned between two Resume() calls is STOPPED: Resume()
+     * does nothing more (its pending events must not run: destroy the simulator).
+     */
+    void ReleaseTasks();
+
   protected:
     void DoDispose() override;
 
@@ -248,6 +294,20 @@ class PlanExecutor : public Object
     std::string DescribeCycle(const std::vector<uint32_t>& left, std::size_t blocked) const;
     /** Give every (GPU, stream) of a compute task a dense index (m_streamOf, m_nStreams). */
     void NumberComputeStreams();
+    /** Point the plan's columns at \p kind ... \p depIdx (owned copies or the caller's). */
+    void UsePlan(uint32_t n,
+                 const uint8_t* kind,
+                 const int32_t* gpu,
+                 const int32_t* dst,
+                 const int64_t* bytes,
+                 const int64_t* durationNs,
+                 const int64_t* delayNs,
+                 const int16_t* stream,
+                 const uint8_t* priority,
+                 const int64_t* depPtr,
+                 const int64_t* depIdx);
+    /** \param task a task \return its connection id, -1 for none */
+    int64_t ConnectionOf(uint32_t task) const;
     /** Re-time the compute tasks running on the GPUs in \p gpus after their factor changed. */
     void Retime(const std::vector<int32_t>& gpus);
     /** Schedule the end of the task running on stream \p s from its work left and factor. */
@@ -266,24 +326,41 @@ class PlanExecutor : public Object
     Time m_wallInterval;                 //!< 0 = never yield
     Time m_stallTimeout;                 //!< 0 = only an empty event queue is a stall
 
-    // the plan
-    uint32_t m_n{0};                   //!< tasks
-    std::vector<uint8_t> m_kind;       //!< kind per task
-    std::vector<int32_t> m_gpu;        //!< gpu per task
-    std::vector<int32_t> m_dst;        //!< flow destination
-    std::vector<int64_t> m_bytes;      //!< flow bytes
-    std::vector<int64_t> m_duration;   //!< compute ns
-    std::vector<int64_t> m_delay;      //!< release delay ns
-    std::vector<int16_t> m_stream;     //!< compute stream
-    std::vector<uint8_t> m_priority;   //!< flow class
-    std::vector<int64_t> m_connection; //!< flow connection id, -1 for none
-    std::vector<int64_t> m_depPtr;     //!< parents CSR
-    std::vector<int64_t> m_depIdx;     //!< parents
-    std::vector<int64_t> m_childPtr;   //!< children CSR
-    std::vector<uint32_t> m_childIdx;  //!< children
-    std::vector<uint32_t> m_streamOf;  //!< dense stream per compute task
-    uint32_t m_nStreams{0};            //!< dense streams
-    bool m_validated{false};           //!< Validate() passed
+    /** The plan's columns when LoadPlan / SetConnections copied them (empty when borrowed). */
+    struct OwnedPlan
+    {
+        std::vector<uint8_t> kind;       //!< kind per task
+        std::vector<int32_t> gpu;        //!< gpu per task
+        std::vector<int32_t> dst;        //!< flow destination
+        std::vector<int64_t> bytes;      //!< flow bytes
+        std::vector<int64_t> duration;   //!< compute ns
+        std::vector<int64_t> delay;      //!< release delay ns
+        std::vector<int16_t> stream;     //!< compute stream
+        std::vector<uint8_t> priority;   //!< flow class
+        std::vector<int64_t> depPtr;     //!< parents CSR
+        std::vector<int64_t> depIdx;     //!< parents
+        std::vector<int64_t> connection; //!< flow connection id
+    };
+
+    // the plan: views of the owned copies or of the caller's arrays (BorrowPlan)
+    uint32_t m_n{0};                       //!< tasks
+    OwnedPlan m_owned;                     //!< copies, when not borrowed
+    std::span<const uint8_t> m_kind;       //!< kind per task
+    std::span<const int32_t> m_gpu;        //!< gpu per task
+    std::span<const int32_t> m_dst;        //!< flow destination
+    std::span<const int64_t> m_bytes;      //!< flow bytes
+    std::span<const int64_t> m_duration;   //!< compute ns
+    std::span<const int64_t> m_delay;      //!< release delay ns
+    std::span<const int16_t> m_stream;     //!< compute stream
+    std::span<const uint8_t> m_priority;   //!< flow class
+    std::span<const int64_t> m_connection; //!< flow connection id, -1 for none; empty: none
+    std::span<const int64_t> m_depPtr;     //!< parents CSR
+    std::span<const int64_t> m_depIdx;     //!< parents
+    std::vector<int64_t> m_childPtr;       //!< children CSR
+    std::vector<uint32_t> m_childIdx;      //!< children
+    std::vector<uint32_t> m_streamOf;      //!< dense stream per compute task
+    uint32_t m_nStreams{0};                //!< dense streams
+    bool m_validated{false};               //!< Validate() passed
 
     // run state
     std::vector<uint32_t> m_waiting; //!< unfinished parents per task

@@ -111,8 +111,77 @@ class ComputeFlowComputeTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(end[1], 1000 + flowNs, "fluid completion time of a lone flow");
         NS_TEST_ASSERT_MSG_EQ(executor->GetMakespanNs(), 1000 + flowNs + 500, "makespan");
         NS_TEST_ASSERT_MSG_EQ(executor->GetTasksDone(), 3, "every task ran");
+        // the times copied out, the plan and run state go; the run's totals stay
+        executor->ReleaseTasks();
+        NS_TEST_ASSERT_MSG_EQ(executor->GetNTasks(), 0, "no task left after ReleaseTasks");
+        NS_TEST_ASSERT_MSG_EQ(executor->GetMakespanNs(), 1000 + flowNs + 500, "makespan kept");
+        NS_TEST_ASSERT_MSG_EQ(executor->GetTasksDone(), 3, "tasks done kept");
+        NS_TEST_ASSERT_MSG_EQ(executor->Resume(), PlanExecutor::FINISHED, "still finished");
         executor->Dispose();
         Simulator::Destroy();
+    }
+};
+
+/**
+ * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
+ * as the copied one: the same start and end of every task.
+ */
+class BorrowedPlanTestCase : public TestCase
+{
+  public:
+    BorrowedPlanTestCase()
+        : TestCase("a borrowed plan runs as a copied one")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        PlanArrays plan;
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 1000, {});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 1000000, 0, {0});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 500000, 0, {0});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {1, 2});
+        std::vector<int64_t> connection{-1, 7, 7, -1}; // the two flows: one queue pair
+        std::vector<std::vector<int64_t>> times;
+        for (bool borrow : {false, true})
+        {
+            Ptr<PlanExecutor> executor = MakeExecutor(plan);
+            if (borrow)
+            {
+                executor->BorrowPlan(plan.kind.size(),
+                                     plan.kind.data(),
+                                     plan.gpu.data(),
+                                     plan.dst.data(),
+                                     plan.bytes.data(),
+                                     plan.duration.data(),
+                                     plan.delay.data(),
+                                     plan.stream.data(),
+                                     plan.priority.data(),
+                                     plan.depPtr.data(),
+                                     plan.depIdx.data());
+                executor->BorrowConnections(connection.size(), connection.data());
+            }
+            else
+            {
+                executor->SetConnections(connection.size(), connection.data());
+            }
+            NS_TEST_ASSERT_MSG_EQ(executor->Run(), PlanExecutor::FINISHED, executor->GetError());
+            std::vector<int64_t> start(4);
+            std::vector<int64_t> end(4);
+            executor->CopyTimes(start.data(), end.data());
+            start.insert(start.end(), end.begin(), end.end());
+            times.push_back(start);
+            executor->Dispose();
+            Simulator::Destroy();
+        }
+        for (std::size_t i = 0; i < times[0].size(); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(times[1][i], times[0][i], "borrowed and copied plans agree");
+        }
+        // one connection: the second message follows the first (not a fair share of the link)
+        NS_TEST_ASSERT_MSG_GT(times[0][4 + 2], times[0][4 + 1], "messages in post order");
     }
 };
 
@@ -163,7 +232,22 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs()[0], expected - 100000, "per task");
         NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
+        contention->ReleaseTasks();
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 0, "per-task accounts freed");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetExtraNs()[0], expected - 100000, "per GPU kept");
         executor->Dispose();
+        Simulator::Destroy();
+        // the same terms borrowed (the caller's arrays, not copies): the same slowed end
+        Ptr<PlanExecutor> again = MakeExecutor(plan);
+        Ptr<ComputeContention> borrowed = CreateObject<ComputeContention>();
+        borrowed->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
+        borrowed->BorrowFlowBlocks(3, blocks.data(), instance.data());
+        borrowed->SetGpuCount(2);
+        again->SetComputeContention(borrowed);
+        NS_TEST_ASSERT_MSG_EQ(again->Run(), PlanExecutor::FINISHED, again->GetError());
+        again->CopyTimes(start.data(), end.data());
+        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "borrowed terms slow the task as copied ones");
+        again->Dispose();
         Simulator::Destroy();
     }
 };
@@ -357,6 +441,7 @@ class PlanExecutorTestSuite : public TestSuite
         : TestSuite("heterosim-plan-executor", Type::UNIT)
     {
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
+        AddTestCase(new BorrowedPlanTestCase, Duration::QUICK);
         AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
