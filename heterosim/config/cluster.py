@@ -59,8 +59,14 @@ HOST_FABRICS = ("nvswitch", "pcie")
 # (net_socket.cc), for Ethernet without RDMA. A flow between hosts uses RDMA only if both have it.
 HOST_TRANSPORTS = ("rdma", "socket")
 # host_types.<name>.cpu: the CPU family, for NCCL's P2P level (AMD: P2P across the CPU with <= 2
-# GPUs) and the default inter-socket link bandwidth (heterosim.engine.host_paths)
+# GPUs) and the default inter-socket link bandwidth (heterosim.plan.host_paths)
 CPU_FAMILIES = ("intel", "intel-spr", "amd")
+# NCCL's bandwidths of the links its topology search sees, GB/s (src/graph/topo.h): PCIe x16 by
+# generation (width x 60/80 x rate: Gen3 12, Gen4 24, Gen5 48, Gen6 96) and the inter-socket link
+# per CPU family (SKL_QPI_BW 10 for Intel Skylake and later before Sapphire Rapids, SRP_QPI_BW 22
+# for Sapphire Rapids, AMD_BW 16 for AMD Infinity Fabric): the defaults of pcie and socket_link_bw.
+NCCL_PCIE_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
+NCCL_SOCKET_LINK_GBPS = {"intel": 10.0, "intel-spr": 22.0, "amd": 16.0}
 # host_types.<name>.p2p_level: NCCL_P2P_LEVEL (LOC disables P2P; NVL allows it over NVLink only)
 P2P_LEVELS = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS")
 MAX_SOCKETS = 8
@@ -113,8 +119,6 @@ class HostType:
     @property
     def pcie_nccl_gbps(self) -> float:
         """NCCL's PCIe x16 bandwidth for this GPU's generation (GB/s, graph/topo.h)."""
-        from heterosim.engine.host_paths import NCCL_PCIE_GBPS
-
         return NCCL_PCIE_GBPS.get(self.spec.pcie_gen, self.pcie_bps / 8e9 * 0.76)
 
     @property
@@ -429,9 +433,7 @@ def _with_instance(section: Section) -> Section:
 def _intra_host(
     section: Section, spec: GpuSpec, gpu: str, sockets: int, pcie_switches: int, fabric: str
 ) -> dict[str, Any]:
-    """Sockets, CPU, P2P and host-memory keys of a host type (heterosim.engine.host_paths)."""
-    from heterosim.engine.host_paths import NCCL_SOCKET_LINK_GBPS
-
+    """Sockets, CPU, P2P and host-memory keys of a host type (heterosim.plan.host_paths)."""
     if sockets > pcie_switches:
         raise section.error(
             "sockets", f"{sockets} sockets but {pcie_switches} PCIe switches; set pcie_switches >= sockets"

@@ -62,8 +62,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 from heterosim.config.cluster import ClusterConfig, HostType
-from heterosim.engine import host_paths
 from heterosim.errors import UserError
+from heterosim.plan import host_paths
 
 GPU, NVSWITCH, PCIE_SWITCH, PCIE_ROOT, NIC, LEAF, SPINE = range(7)
 PLANE_HOP = 1000  # the ECMP "hop" salting a plane choice by hash (TopologyDescription::PLANE_HOP)

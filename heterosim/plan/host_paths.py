@@ -35,12 +35,8 @@ if TYPE_CHECKING:
 # NCCL path types, best first (graph.h values LOC 0, NVL 1, PIX 4, PXB 5, PHB 8, SYS 9, NET 10).
 PATH_TYPES = ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS", "NET")
 P2P, SHM, NET = "p2p", "shm", "net"
-# NCCL's bandwidths of the links the search sees, GB/s (src/graph/topo.h): PCIe x16 by generation
-# (width x 60/80 x rate: Gen3 12, Gen4 24, Gen5 48, Gen6 96) and the inter-socket link per CPU
-# (SKL_QPI_BW 10 for Intel Skylake and later before Sapphire Rapids, SRP_QPI_BW 22 for Sapphire
-# Rapids, AMD_BW 16 for AMD Infinity Fabric).
-NCCL_PCIE_GBPS = {3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0}
-NCCL_SOCKET_LINK_GBPS = {"intel": 10.0, "intel-spr": 22.0, "amd": 16.0}
+# NCCL's bandwidths of the links its search sees (NCCL_PCIE_GBPS, NCCL_SOCKET_LINK_GBPS) are
+# defined with the host keys that default to them, in heterosim.config.cluster.
 
 
 def rank(path: str) -> int:

@@ -6,9 +6,9 @@ import pytest
 
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster, parse_cluster
-from heterosim.engine import host_paths
 from heterosim.engine.topology import GPU, PCIE_ROOT, build_topology
 from heterosim.errors import UserError
+from heterosim.plan import host_paths
 
 
 def host(gpu="A100-80GB-PCIe", gpus=8, **keys):

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from heterosim.config.cluster import ClusterConfig
-from heterosim.engine.host_paths import ring_intra_gbps
 from heterosim.errors import UserError
+from heterosim.plan.host_paths import ring_intra_gbps
 
 # NCCL effective per-link NVLink GB/s over line rate per link (topo.h; line 25 GB/s, B200 50 GB/s).
 _NVLINK_EFFICIENCY = {

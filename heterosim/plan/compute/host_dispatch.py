@@ -27,8 +27,9 @@ machine's eager PyTorch; a faster CPU, fused kernels or CUDA graphs dispatch fas
 rate, or 0 to turn the model off); the pass is treated as one pipeline, so a pass whose long
 kernels all come first and short ones last is under-estimated; a rank's micro-batches are taken
 to dispatch like its first, and a template two different passes share takes the larger factor.
-The measured rate varies by about +-20 % between runs on the same machine. Layers matched by a user's whole-layer measurement (``layer_gap``) take that
-measurement instead, which includes the host.
+The measured rate varies by about +-20 % between runs on the same machine. Layers matched by a
+user's whole-layer measurement (``layer_gap``) take that measurement instead, which includes the
+host.
 """
 
 from __future__ import annotations
