@@ -586,7 +586,7 @@ def _host_dispatch(section: Section) -> HostDispatch:
             _overhead_ns(sub, "forward") if "forward" in raw else None,
             _overhead_ns(sub, "backward") if "backward" in raw else None,
         )
-        sub.reject_unknown()
+        sub.reject_unknown(extra_allowed=("forward", "backward"))
         return out
     ns = _overhead_ns(section, "host_dispatch")
     return HostDispatch(ns, ns)

@@ -129,7 +129,9 @@ def test_config_parses_one_time_or_both_passes_and_refuses_bad_values():
     assert not fw.pipelined_host_dispatch.enabled
     with pytest.raises(UserError, match=r"exp.yaml: framework.host_dispatch.forward: .*"):
         parse_experiment(_experiment({"host_dispatch": {"forward": "-3us"}}), "exp.yaml")
-    with pytest.raises(UserError, match=r"framework.host_dispatch.sideways: unknown key"):
+    with pytest.raises(
+        UserError, match=r"framework.host_dispatch.sideways: unknown key; expected one of: backward, forward"
+    ):
         parse_experiment(_experiment({"host_dispatch": {"sideways": "3us"}}), "exp.yaml")
     with pytest.raises(UserError, match=r"framework.host_dispatch: expected at most 1s"):
         parse_experiment(_experiment({"host_dispatch": "2s"}), "exp.yaml")
