@@ -6,7 +6,7 @@ kernels are listed (name, start, duration, grid). From them: the number of kerne
 their durations and the span from the first start to the last end, whose difference is the time
 the GPU sat idle between kernels. Usage on a GPU, from the repository root:
 
-    python3 benchmarks/gpu/layer_kernels.py OUT.json
+    python3 benchmarks/gpu/layer_kernels.py OUT.json [standard|heldout|large]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from torch.profiler import ProfilerActivity, profile
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from heterosim.plan.compute import layer_profiler  # noqa: E402
 from heterosim.plan.compute.layer_reference import ReferenceLayer, layer_shard  # noqa: E402
 
 
@@ -53,9 +52,12 @@ def kernels_of(step) -> list[dict]:
     ]
 
 
-def main(out_path: str) -> None:
+def main(out_path: str, which: str = "standard") -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks" / "gpu"))
+    from layers_heldout import LAYER_SETS
+
     result: dict = {"device": torch.cuda.get_device_name(0), "layers": []}
-    for spec in layer_profiler.standard_layers():
+    for spec in LAYER_SETS[which]():
         shard = layer_shard(spec.model, spec.seq, spec.micro_batch, spec.tp, spec.sp)
         layer = ReferenceLayer(torch, shard, "cuda", torch.bfloat16)
         x = layer.input("cuda", torch.bfloat16).requires_grad_(True)
@@ -77,4 +79,4 @@ def main(out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "standard")

@@ -6,7 +6,10 @@ back forward and forward + backward as ``heterosim profile --layers`` does; and 
 twin (:func:`host_dispatch.tiny`) for its host time alone. Usage on a GPU, from the repository
 root:
 
-    python3 benchmarks/gpu/layers_heldout.py OUT.json [heldout|standard]
+    python3 benchmarks/gpu/layers_heldout.py OUT.json [heldout|large|standard]
+
+``large``: ten more layers no model was derived from, at the sizes training runs use (GPT-2
+medium to GPT-3 175B, dense and grouped-query, TP 1-8 with and without SP).
 """
 
 from __future__ import annotations
@@ -43,11 +46,37 @@ def heldout_layers() -> list[lp.LayerSpec]:
     ]
 
 
+def large_heldout_layers() -> list[lp.LayerSpec]:
+    """Ten layers of models no op list or rate was derived from, GPU-bound sizes."""
+    gpt2_medium = lp._model("gpt2-medium", "gpt", 1024, 16, 16, 4096)
+    gpt2_large = lp._model("gpt2-large", "gpt", 1280, 20, 20, 5120)
+    gpt3_2_7b = lp._model("gpt3-2.7b", "gpt", 2560, 32, 32, 10240)
+    gpt3_30b = lp._model("gpt3-30b", "gpt", 7168, 56, 56, 28672)
+    llama2_7b = lp._model("llama2-7b", "llama", 4096, 32, 32, 11008)
+    mistral_7b = lp._model("mistral-7b", "llama", 4096, 32, 8, 14336)
+    llama_3b = lp._model("llama3.2-3b", "llama", 3072, 24, 8, 8192)
+    return [
+        lp.LayerSpec(gpt2_medium, 1024, 16),
+        lp.LayerSpec(gpt2_large, 1024, 8),
+        lp.LayerSpec(gpt3_2_7b, 2048, 4),
+        lp.LayerSpec(gpt3_30b, 2048, 1, tp=4, sp=True),
+        lp.LayerSpec(lp.ZOO["gpt3-175b"], 2048, 2, tp=8, sp=True),
+        lp.LayerSpec(llama2_7b, 4096, 1),
+        lp.LayerSpec(mistral_7b, 4096, 2, tp=2, sp=True),
+        lp.LayerSpec(lp.ZOO["llama3-70b"], 4096, 1, tp=8),
+        lp.LayerSpec(llama_3b, 8192, 1),
+        lp.LayerSpec(lp.ZOO["llama3-8b"], 2048, 4, tp=4, sp=True),
+    ]
+
+
+LAYER_SETS = {"heldout": heldout_layers, "large": large_heldout_layers, "standard": lp.standard_layers}
+
+
 def main(out_path: str, which: str = "heldout") -> None:
-    """``which``: ``heldout`` (the ten layers above) or ``standard`` (the standard set, again)."""
+    """``which``: a name of :data:`LAYER_SETS`."""
     import torch
 
-    specs = heldout_layers() if which == "heldout" else lp.standard_layers()
+    specs = LAYER_SETS[which]()
     result: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "layers": []}
     from host_dispatch import measure, tiny
 
