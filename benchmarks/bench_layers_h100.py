@@ -30,6 +30,7 @@ import numpy as np
 from heterosim.config.experiment import HostDispatch
 from heterosim.plan.compute import layer_profiler as lp
 from heterosim.plan.compute.database import OpDatabase
+from heterosim.plan.compute.host_dispatch import pipelined_pass_ns
 from heterosim.plan.compute.layer_gap import layer_op_lists
 from heterosim.plan.compute.model import ComputeModel
 
@@ -39,17 +40,23 @@ GPU = "H100-SXM"
 
 
 def layer_sum_us(model: ComputeModel, spec: lp.LayerSpec, dispatch: bool = False, gpu: str = GPU) -> float:
-    """The model's forward + backward time of the layer in us; with ``dispatch``, each pass
-    lasts at least the host's eager dispatch time (heterosim.plan.compute.host_dispatch)."""
+    """The model's forward + backward time of the layer in us; with ``dispatch``, each pass runs
+    as the host-issues, GPU-runs pipeline of heterosim.plan.compute.host_dispatch."""
     training, parallel = spec.configs()
     host = HostDispatch()
     total = 0.0
     for ops, per_op in zip(layer_op_lists(spec.model, training, parallel), host.per_op_ns(spec.model.arch)):
-        gpu_ns = sum(
-            model.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, gpu)[0]
-            for o in ops
+        gpu_ns = np.array(
+            [
+                model.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, gpu)[0]
+                for o in ops
+            ]
         )
-        total += max(gpu_ns, per_op * len(ops)) if dispatch else gpu_ns
+        if dispatch:
+            one_pass = np.zeros(len(ops), int)
+            total += float(pipelined_pass_ns(one_pass, gpu_ns, np.array([float(per_op)]))[1][0])
+        else:
+            total += float(gpu_ns.sum())
     return total / 1e3
 
 

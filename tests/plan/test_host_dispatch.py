@@ -1,4 +1,4 @@
-"""Eager host dispatch: a layer pass lasts max(GPU time, host time) (plan/compute/host_dispatch.py)."""
+"""Eager host dispatch: a layer pass as a host-issues, GPU-runs pipeline (plan/compute/host_dispatch.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from heterosim.catalog.models import ZOO
 from heterosim.config.experiment import HOST_DISPATCH_NS, HostDispatch, TrainingConfig, parse_experiment
 from heterosim.errors import UserError
+from heterosim.plan.compute.host_dispatch import pipelined_pass_ns
 from heterosim.plan.compute.layer_check import single_gpu_parallel
 from heterosim.plan.compute.layer_gap import layer_op_lists
 from heterosim.plan.compute.model import ComputeModel
@@ -23,8 +24,8 @@ def _prepared(framework: dict | None = None, layers: int = 4):
     return prepare_run(parse_experiment(_experiment(framework, layers), "exp.yaml"), with_topology=False)
 
 
-def _pass_ns(run, phase: str) -> tuple[float, int]:
-    """(summed duration, op count) of rank 0's first layer pass of ``phase``, first micro-batch."""
+def _pass_durations(run, phase: str) -> np.ndarray:
+    """Durations of rank 0's first layer pass of ``phase``, first micro-batch, in trace order."""
     trace = run.traces[0]
     t = trace.templates
     nodes = (
@@ -33,8 +34,41 @@ def _pass_ns(run, phase: str) -> tuple[float, int]:
         & (trace.micro_batch == 0)
         & (t.phase[trace.template] == PHASES.index(phase))
     )
-    rows = trace.template[nodes]
-    return float(t.duration_ns[rows].sum()), int(rows.size)
+    return t.duration_ns[trace.template[nodes]].astype(np.float64)
+
+
+def _pass_ns(run, phase: str) -> tuple[float, int]:
+    """(summed duration, op count) of rank 0's first layer pass of ``phase``, first micro-batch."""
+    d = _pass_durations(run, phase)
+    return float(d.sum()), int(d.size)
+
+
+def _queue_ns(gpu_ns: np.ndarray, host_ns: float) -> float:
+    """One launch queue, op by op: the GPU starts op k when it is issued (k * host) and the
+    previous op is done."""
+    done = 0.0
+    for k, g in enumerate(gpu_ns):
+        done = max(done, k * host_ns) + g
+    return done
+
+
+def test_the_pipelined_pass_equals_a_launch_queue_run_op_by_op():
+    rng = np.random.default_rng(7)
+    groups = rng.integers(0, 5, 200)
+    gpu = rng.exponential(50_000.0, 200) * rng.choice([0.05, 1.0, 20.0], 200)
+    host = np.array([10_000.0, 40_000.0, 80_000.0, 0.0, 200_000.0])
+    total, pipelined = pipelined_pass_ns(groups, gpu, host)
+    for p in range(5):
+        mine = gpu[groups == p]
+        assert total[p] == pytest.approx(mine.sum())
+        assert pipelined[p] == pytest.approx(_queue_ns(mine, host[p]))
+    # short kernels first, long last: longer than both the GPU's and the host's own time
+    g = np.array([1.0, 1.0, 1.0, 1.0, 1000.0, 1000.0])
+    _, (t,) = pipelined_pass_ns(np.zeros(6, int), g, np.array([300.0]))
+    assert t == pytest.approx(4 * 300.0 + 2000.0) and t > max(g.sum(), 6 * 300.0)
+    # long kernels first: the host issues the short ones while the GPU is busy
+    _, (t,) = pipelined_pass_ns(np.zeros(6, int), g[::-1].copy(), np.array([300.0]))
+    assert t == pytest.approx(g.sum())
 
 
 def test_a_small_layer_takes_the_hosts_time_per_pass():
@@ -42,13 +76,15 @@ def test_a_small_layer_takes_the_hosts_time_per_pass():
     per_f, per_b = HOST_DISPATCH_NS["gpt"]
     gpu_b, n_b = _pass_ns(off, "bwd")
     assert gpu_b < per_b * n_b  # small enough to be host-bound
+    expected_b = _queue_ns(_pass_durations(off, "bwd"), per_b)
+    assert expected_b >= (n_b - 1) * per_b
     host_b, _ = _pass_ns(on, "bwd")
-    assert host_b == pytest.approx(per_b * n_b, rel=1e-4)  # the pass lasts exactly the host's time
-    gpu_f, n_f = _pass_ns(off, "fwd")
-    assert _pass_ns(on, "fwd")[0] == pytest.approx(max(gpu_f, per_f * n_f), rel=1e-4)
+    assert host_b == pytest.approx(expected_b, rel=1e-4)  # the pass lasts the pipeline's time
+    expected_f = _queue_ns(_pass_durations(off, "fwd"), per_f)
+    assert _pass_ns(on, "fwd")[0] == pytest.approx(expected_f, rel=1e-4)
     (entry,) = on.compute_layers
     assert entry["mode"] == "host-dispatch" and entry["gpu"] == "H100-SXM"
-    assert entry["backward_factor"] == pytest.approx(per_b * n_b / gpu_b, rel=1e-4)
+    assert entry["backward_factor"] == pytest.approx(expected_b / gpu_b, rel=1e-4)
     assert off.compute_layers == []
 
 
@@ -83,9 +119,12 @@ def test_the_host_rate_is_per_architecture_and_overridable():
     assert HostDispatch().per_op_ns("gpt") == HOST_DISPATCH_NS["gpt"]
     assert HostDispatch(10_000, None).per_op_ns("llama") == (10_000, HOST_DISPATCH_NS["llama"][1])
     assert not HostDispatch(0, 0).enabled
-    # a slower host stretches the host-bound pass in proportion
+    # a slower host stretches the host-bound pass by its own rate
+    off = _pass_durations(_prepared({"host_dispatch": "0us"}), "bwd")
     slow, fast = _prepared({"host_dispatch": "400us"}), _prepared({"host_dispatch": "200us"})
-    assert _pass_ns(slow, "bwd")[0] == pytest.approx(2 * _pass_ns(fast, "bwd")[0], rel=1e-4)
+    assert _pass_ns(slow, "bwd")[0] == pytest.approx(_queue_ns(off, 400_000), rel=1e-4)
+    assert _pass_ns(fast, "bwd")[0] == pytest.approx(_queue_ns(off, 200_000), rel=1e-4)
+    assert _pass_ns(slow, "bwd")[0] > 1.9 * _pass_ns(fast, "bwd")[0]
 
 
 def _experiment(framework: dict | None, layers: int = 4) -> dict:
@@ -159,7 +198,7 @@ def test_the_model_is_documented_as_an_approximation():
 
 def test_every_layer_of_uneven_routing_is_stretched_apart():
     """Zipf routing gives each MoE layer its own expert GEMMs (own templates): each host-bound
-    layer pass lasts at least its host time, not only the first layer's."""
+    layer pass lasts at least the host's time to issue it, not only the first layer's."""
     exp = _experiment(None, layers=3)
     exp["model"] = {
         "base": "mixtral-8x7b",
@@ -186,4 +225,4 @@ def test_every_layer_of_uneven_routing_is_stretched_apart():
             nodes &= t.phase[trace.template] == PHASES.index(phase)
             rows = trace.template[nodes]
             assert rows.size > 0
-            assert t.duration_ns[rows].sum() >= 0.999 * rate * rows.size, (layer, phase)
+            assert t.duration_ns[rows].sum() >= 0.999 * rate * (rows.size - 1), (layer, phase)

@@ -1,11 +1,18 @@
-"""Eager dispatch: a layer pass lasts as long as the GPU's work or the host's, whichever is longer.
+"""Eager dispatch: a layer pass as a two-stage pipeline, the host issuing kernels and the GPU running them.
 
 Training frameworks that run eagerly (Megatron-LM, NeMo, DeepSpeed without CUDA graphs) issue
 every kernel from the host: Python module calls and PyTorch's dispatcher in the forward, the
 autograd engine in the backward. The host runs ahead of the GPU while kernels are long; when they
-are short it cannot keep up, and the GPU idles between kernels. Over a layer pass, a two-stage
-pipeline (host issues, GPU runs) whose queue is deep enough to absorb the order of long and short
-kernels finishes in ``max(GPU time, host time)``.
+are short it cannot keep up, and the GPU idles between kernels. A pass of ``n`` ops, the host
+issuing op ``k`` at ``k * h`` and the GPU running them in order (one CUDA stream, an unbounded
+launch queue), ends at
+
+    T = max over k of (k * h + g_k + g_{k+1} + ... + g_{n-1})
+
+(the GPU finishes op ``k`` no earlier than its issue plus everything after it): the GPU time
+when the host keeps ahead, about ``n * h`` when the host is the slower side, and more than
+either when short kernels come first and long ones last (the GPU waits for the host through the
+short ones, then runs the long ones after it).
 
 The host time per op of the simulator's op lists (``framework.host_dispatch``, forward and
 backward) is measured, not fitted to a training run: each of the 14 dense standard layers
@@ -19,17 +26,19 @@ several kernels) 77 and 136 us. Per kernel the host spends 24-54 us on that mach
 either way; an eager layer launches 1.2-3.3 kernels per op the simulator lists.
 
 Each rank's layer passes are found in its trace (the compute nodes of each layer in its first
-micro-batch, per phase: forward, recomputed forward, backward), so runs of recorded traces are
-stretched the same way as generated ones.
+micro-batch, per phase: forward, recomputed forward, backward, in trace order), so runs of
+recorded traces are stretched the same way as generated ones. A stretched pass scales its ops
+by ``T / GPU time``.
 
 APPROXIMATION: one host rate per architecture for every framework and host CPU (the measuring
 machine's eager PyTorch; a faster CPU, fused kernels or CUDA graphs dispatch faster: set the
-rate, or 0 to turn the model off); the pass is treated as one pipeline, so a pass whose long
-kernels all come first and short ones last is under-estimated; a rank's micro-batches are taken
-to dispatch like its first, and a template two different passes share takes the larger factor.
-The measured rate varies by about +-20 % between runs on the same machine. Layers matched by a
-user's whole-layer measurement (``layer_gap``) take that measurement instead, which includes the
-host.
+rate, or 0 to turn the model off); every op of a pass costs the host the same; each pass starts
+with the host and GPU together (a host already ahead from the previous pass is not credited); a
+rank's micro-batches are taken to dispatch like its first, and a template two different passes
+share takes the larger factor. The measured rate varies by about +-20 % between runs on the same
+machine, and more between sessions (tiny twins on a second H100 machine: 2.0-4.4 ms against
+1.97-3.64 ms, ``validation/h100_2026-11-27c/``). Layers matched by a user's whole-layer
+measurement (``layer_gap``) take that measurement instead, which includes the host.
 """
 
 from __future__ import annotations
@@ -95,11 +104,9 @@ def stretch_to_host_dispatch(
     key = layer[sel].astype(np.int64) * len(PHASES) + phase[sel]
     keys, inverse = np.unique(key, return_inverse=True)
     ns = np.asarray(durations_ns, dtype=np.float64)
-    gpu_ns = np.bincount(inverse, weights=ns[template[sel]], minlength=keys.size)
-    ops = np.bincount(inverse, minlength=keys.size)
     rates = np.asarray(per_op_ns, dtype=np.float64)[rate_of_phase[keys % len(PHASES)]]
-    host_ns = ops * rates
-    factor = np.where((gpu_ns > 0) & (host_ns > gpu_ns), host_ns / np.maximum(gpu_ns, 1.0), 1.0)
+    gpu_ns, pass_ns = pipelined_pass_ns(inverse, ns[template[sel]], rates)
+    factor = np.where((gpu_ns > 0) & (pass_ns > gpu_ns), pass_ns / np.maximum(gpu_ns, 1.0), 1.0)
     per_template = np.ones(len(ns))
     np.maximum.at(per_template, template[sel], factor[inverse])
     scaled = per_template > 1.0
@@ -108,6 +115,27 @@ def stretch_to_host_dispatch(
         return result, None
     result[scaled] = np.maximum(np.rint(ns[scaled] * per_template[scaled]), 1).astype(np.int64)
     return result, _first_layer_stretch(gpu, keys, factor, gpu_ns)
+
+
+def pipelined_pass_ns(
+    group: np.ndarray, gpu_ns: np.ndarray, host_ns: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU time, pipelined time) of each pass: ``group[i]`` is op ``i``'s pass (ops in issue
+    order within a pass), ``gpu_ns[i]`` its GPU time, ``host_ns[p]`` pass ``p``'s host time per
+    op. The pipelined time is ``max_k (k * host + sum of GPU times from op k on)``."""
+    order = np.argsort(group, kind="stable")
+    g = np.asarray(gpu_ns, dtype=np.float64)[order]
+    grp = np.asarray(group)[order]
+    passes = host_ns.size
+    total = np.bincount(grp, weights=g, minlength=passes)
+    counts = np.bincount(grp, minlength=passes)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    before = np.cumsum(g) - g  # GPU time of all earlier ops in the sorted order
+    suffix = total[grp] - (before - before[starts][grp])  # this op and the rest of its pass
+    issue = (np.arange(g.size) - starts[grp]) * host_ns[grp]
+    finish = np.full(passes, -np.inf)
+    np.maximum.at(finish, grp, issue + suffix)
+    return total, np.where(counts > 0, finish, 0.0)
 
 
 def _first_layer_stretch(
@@ -123,4 +151,4 @@ def _first_layer_stretch(
     return DispatchStretch(gpu, factors, gaps)
 
 
-__all__ = ["DispatchStretch", "stretch_to_host_dispatch"]
+__all__ = ["DispatchStretch", "pipelined_pass_ns", "stretch_to_host_dispatch"]
