@@ -50,6 +50,9 @@ P2P_SYNC = ("overlap", "blocking")  # pipeline send/recv and the compute stream
 ZERO3_IMPLS = ("overlap", "deepspeed-0.3")  # heterosim/workload/zero3.py
 RANK_ORDERS = ("tp-dp-pp", "tp-pp-dp", "dp-tp-pp")
 ATTENTION = ("flash", "unfused")
+# fused: Megatron-core / Transformer Engine kernels (fused RoPE, SwiGLU, bias-GeLU, weight
+# gradients accumulated inside the wgrad GEMM); eager: plain PyTorch (heterosim/workload/ops_eager.py)
+KERNELS = ("fused", "eager")
 FRAMEWORKS = ("megatron", "deepspeed")
 
 # Physical ranges of the numeric keys (a value outside is a one-line error before any work;
@@ -81,6 +84,8 @@ class TrainingConfig:
     # the fused attention kernel's published table that times attention (plan/compute/data/
     # published_kernels.yaml `impl`); auto: each GPU's own (gpu_compute.yaml `attention_impl`)
     attention_kernel: str = "auto"
+    # how the elementwise work around the GEMMs runs: KERNELS
+    kernels: str = "fused"
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,9 @@ class ParallelConfig:
 # on the H100 machine whose layers ship in validation/ (heterosim/plan/compute/host_dispatch.py
 # says how; validation/h100_2026-11-27b/host_dispatch.json).
 HOST_DISPATCH_NS = {"gpt": (42_000, 79_000), "llama": (77_000, 136_000)}
+# The same machine's host time per kernel (tiny twins: pass time / kernels launched, median over
+# the 14 dense layers): with training.kernels: eager the op lists hold one op per kernel.
+HOST_DISPATCH_PER_KERNEL_NS = (36_000, 42_000)
 
 
 @dataclass(frozen=True)
@@ -208,9 +216,13 @@ class HostDispatch:
     forward_ns: int | None = None
     backward_ns: int | None = None
 
-    def per_op_ns(self, arch: str) -> tuple[int, int]:
-        """(forward, backward) host ns per compute op for a model of ``arch``."""
-        f, b = HOST_DISPATCH_NS.get(arch, HOST_DISPATCH_NS["gpt"])
+    def per_op_ns(self, arch: str, kernels: str = "fused") -> tuple[int, int]:
+        """(forward, backward) host ns per compute op for a model of ``arch`` whose op lists
+        follow ``kernels`` (TrainingConfig.kernels)."""
+        if kernels == "eager":
+            f, b = HOST_DISPATCH_PER_KERNEL_NS
+        else:
+            f, b = HOST_DISPATCH_NS.get(arch, HOST_DISPATCH_NS["gpt"])
         return (
             f if self.forward_ns is None else self.forward_ns,
             b if self.backward_ns is None else self.backward_ns,
@@ -400,6 +412,7 @@ def _training(section: Section, model: ModelConfig) -> TrainingConfig:
         attention=section.string("attention", "flash", choices=ATTENTION),
         grad_reduce_dtype=section.string("grad_reduce_dtype", "auto", choices=GRAD_REDUCE_DTYPES),
         attention_kernel=section.string("attention_kernel", "auto", choices=_attention_kernels()),
+        kernels=section.string("kernels", "fused", choices=KERNELS),
     )
     if training.attention_kernel != "auto" and training.attention != "flash":
         raise section.error(

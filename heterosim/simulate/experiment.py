@@ -126,7 +126,7 @@ def prepare_run(
         if scale is not None:
             ns = scale_templates(ns, trace.templates, scale)
         elif fw.pipelined_host_dispatch.enabled:
-            per_op = fw.pipelined_host_dispatch.per_op_ns(experiment.model.arch)
+            per_op = fw.pipelined_host_dispatch.per_op_ns(experiment.model.arch, experiment.training.kernels)
             ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, compute.resolve_gpu(gpu_type))
             if stretch is not None:
                 dispatch_stretches.setdefault(stretch.gpu, stretch)

@@ -100,6 +100,7 @@ class Dims:
     gemm_in_bytes: int
     act_bytes: int
     attention: str = "flash"  # TrainingConfig.attention: "flash" or "unfused"
+    kernels: str = "fused"  # TrainingConfig.kernels: "fused" or "eager" (heterosim.workload.ops_eager)
     cp: int = 1  # context-parallel degree (heterosim.workload.cp)
     cp_comm: str = "p2p"  # ParallelConfig.cp_comm
 
@@ -107,6 +108,11 @@ class Dims:
     def te_fp8(self) -> bool:
         """fp8 GEMMs through Transformer Engine, which casts their bf16 operands (see fp8_cast)."""
         return self.gemm_dtype == "fp8"
+
+    @property
+    def eager(self) -> bool:
+        """Plain PyTorch kernels: unfused elementwise work, weight gradients added by autograd."""
+        return self.kernels == "eager"
 
     @property
     def q_dim(self) -> int:
@@ -153,6 +159,7 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         gemm_in_bytes=DTYPE_BYTES[training.dtype],
         act_bytes=DTYPE_BYTES[act],
         attention=training.attention,
+        kernels=training.kernels,
         cp=parallel.cp,
         cp_comm=parallel.cp_comm,
     )
@@ -179,11 +186,22 @@ def gemm(
 
 def gemm_backward(label: str, d: Dims, m: int, n: int, k: int, batch: int = 1) -> list[OpSpec]:
     """Backward of Y[m,n] = X[m,k] W[k,n]: dgrad dX = dY W^T (m,k,n), then wgrad dW = X^T dY
-    (k,n,m), same FLOPs each."""
+    (k,n,m), same FLOPs each. Megatron accumulates dW into fp32 ``main_grad`` inside the wgrad
+    GEMM; eager PyTorch writes dW and autograd adds it to ``.grad`` (:func:`grad_accumulation`)."""
     return [
         gemm(f"{label}.dgrad", "bwd", d, m, k, n, batch),
-        gemm(f"{label}.wgrad", "bwd", d, k, n, m, batch, accumulate_fp32=True),
+        gemm(f"{label}.wgrad", "bwd", d, k, n, m, batch, accumulate_fp32=not d.eager),
+        *([grad_accumulation(f"{label}.grad_add", d, k * n * batch)] if d.eager else []),
     ]
+
+
+def grad_accumulation(label: str, d: Dims, params: int) -> OpSpec:
+    """Eager PyTorch: autograd's ``AccumulateGrad`` adds a parameter's new gradient to its
+    ``.grad`` (``grad += new``, torch/csrc/autograd/functions/accumulate_grad.h), one add
+    kernel reading both and writing one, in the parameter's dtype (taken as the activation dtype)."""
+    moved = 3 * params * d.act_bytes
+    shape = (params, 0, 0, 0)
+    return OpSpec(label, "elementwise", "bwd", d.act_dtype, shape, flops=params, bytes_moved=moved)
 
 
 def elementwise(

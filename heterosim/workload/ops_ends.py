@@ -169,13 +169,13 @@ def head_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: Pa
     ops = [_logits_pass("cross_entropy.bwd", "bwd", d, 1, 2)]  # softmax * dloss, in place
     if e != FP32:  # backward of logits.float(): read fp32, write 16-bit
         ops.append(_logits_pass("ce_to_fp32.bwd", "bwd", d, 0, 1, t * v * e))
-    dgrad, wgrad = gemm_backward("logits", _logits_dims(d), t, d.vocab, d.h)
+    dgrad, *wgrad = gemm_backward("logits", _logits_dims(d), t, d.vocab, d.h)
     if d.sp:
         ops.append(tp_collective("allgather", "head_input.bwd", "bwd", d))
     ops.append(dgrad)
     if d.tp > 1:
         ops.append(tp_collective("reducescatter" if d.sp else "allreduce", "head.bwd", "bwd", d))
-    ops.append(wgrad)
+    ops += wgrad  # [and eager: its accumulation]
     ops.append(norm("final_norm.bwd", "bwd", d, model, d.sp_tokens))
     return ops
 

@@ -78,9 +78,11 @@ from heterosim.workload.ops_base import (
     fp8_transpose,
     gemm,
     gemm_backward,
+    grad_accumulation,
     norm,
     tp_collective,
 )
+from heterosim.workload.ops_eager import eager_bias_add, eager_rotary, eager_swiglu
 from heterosim.workload.routing import RankRouting
 from heterosim.workload.tp_overlap import overlap_tp_comms
 
@@ -181,6 +183,8 @@ def _rotary(label: str, phase: str, d: Dims, model: ModelConfig) -> list[OpSpec]
     (two multiplies, one add). None for learned positions (gpt)."""
     if model.learned_positions:
         return []
+    if d.eager:
+        return eager_rotary(label, phase, d, model)
     n = d.tokens * (d.q_dim + d.kv_dim)
     return [elementwise(label, phase, d, n, 3, 2 * n * d.act_bytes)]
 
@@ -192,6 +196,15 @@ def _dropout(label: str, phase: str, d: Dims, n: int) -> OpSpec:
 
 def _add(label: str, phase: str, d: Dims, n: int) -> OpSpec:
     return elementwise(label, phase, d, n, 1, 3 * n * d.act_bytes)
+
+
+def _activation_ops(
+    label: str, phase: str, d: Dims, model: ModelConfig, tokens: int, ffn: int
+) -> list[OpSpec]:
+    """The MLP activation: one fused kernel, or SwiGLU's eager kernels (heterosim.workload.ops_eager)."""
+    if d.eager and model.gated_mlp:
+        return eager_swiglu(label, phase, d, tokens, ffn)
+    return [_activation(label, phase, d, model, tokens, ffn)]
 
 
 def _activation(label: str, phase: str, d: Dims, model: ModelConfig, tokens: int, ffn: int) -> OpSpec:
@@ -219,7 +232,8 @@ def _sp_gather(where: str, phase: str, d: Dims) -> list[OpSpec]:
 
 def _block_tail_fwd(idx: str, model: ModelConfig, d: Dims) -> list[OpSpec]:
     n = d.sp_tokens * d.h
-    ops = [_dropout(f"dropout{idx}", "fwd", d, n)] if model.arch == "gpt" else []
+    ops = eager_bias_add(f"bias{idx}", "fwd", d, n) if d.eager and model.has_bias else []
+    ops += [_dropout(f"dropout{idx}", "fwd", d, n)] if model.arch == "gpt" else []
     return ops + [_add(f"residual{idx}", "fwd", d, n)]
 
 
@@ -285,7 +299,7 @@ def _dense_mlp_fwd(
     ops = [] if norm_fused else _input_cast(f"{prefix}fc1", d, d.tokens, d.h, False)
     return ops + [
         gemm(f"{prefix}fc1", "fwd", d, d.tokens, _mlp_width(model, ffn), d.h),
-        _activation(f"{prefix}act", "fwd", d, model, d.tokens, ffn),
+        *_activation_ops(f"{prefix}act", "fwd", d, model, d.tokens, ffn),
         *_input_cast(f"{prefix}fc2", d, d.tokens, ffn, sp),
         gemm(f"{prefix}fc2", "fwd", d, d.tokens, d.h, ffn),
     ]
@@ -348,7 +362,7 @@ def _moe_mlp_fwd(
     ops += [
         *_input_cast("expert_fc1", d, per_expert * local, d.h, False),
         gemm("expert_fc1", "fwd", d, per_expert, _mlp_width(model, effn), d.h, local),
-        _activation("expert_act", "fwd", d, model, per_expert * local, effn),
+        *_activation_ops("expert_act", "fwd", d, model, per_expert * local, effn),
         *_input_cast("expert_fc2", d, per_expert * local, effn, False),
         gemm("expert_fc2", "fwd", d, per_expert, d.h, effn, local),
     ]
@@ -413,14 +427,14 @@ def _column_parallel_bwd(
     """Backward of a column-parallel LayerNormLinear: [fp8: cast the output gradient], [SP:
     all-gather the stored input], dgrad, TP reduction of the input gradient, [fp8: transpose the
     stored fp8 norm output], wgrad, [the bias gradient]."""
-    dgrad, wgrad = gemm_backward(label, d, m, n, k)
+    dgrad, *wgrad = gemm_backward(label, d, m, n, k)  # wgrad [and eager: its accumulation]
     return (
         _grad_cast(label, d, m, n)
         + _sp_gather(f"{where}_input.bwd", "bwd", d)
         + [dgrad]
         + _tp_reduce(f"{where}.bwd", "bwd", d)
         + _wgrad_transpose(label, d, m, k, True)
-        + [wgrad]
+        + wgrad
         + _bias_grads(label, d, m, n, bias)
     )
 
@@ -428,7 +442,10 @@ def _column_parallel_bwd(
 def _bias_grads(label: str, d: Dims, rows: int, cols: int, bias: bool) -> list[OpSpec]:
     """The bias gradient of a linear layer with a bias (gpt), after its wgrad; fp8 GEMMs of
     Transformer Engine fold it into the output-gradient cast (``_grad_cast``)."""
-    return [bias_grad(f"{label}.bias_grad", d, rows, cols)] if bias and not d.te_fp8 else []
+    if not bias or d.te_fp8:
+        return []
+    accumulate = [grad_accumulation(f"{label}.bias_grad_add", d, cols)] if d.eager else []
+    return [bias_grad(f"{label}.bias_grad", d, rows, cols), *accumulate]
 
 
 def _linear_bwd(
@@ -443,9 +460,9 @@ def _linear_bwd(
 ) -> list[OpSpec]:
     """Backward of a Linear without TP communication: [fp8: output-gradient cast unless the
     caller did it], dgrad, [fp8 + SP: transpose of the stored input], wgrad."""
-    dgrad, wgrad = gemm_backward(label, d, m, n, k, batch)
+    dgrad, *wgrad = gemm_backward(label, d, m, n, k, batch)  # wgrad [and eager: its accumulation]
     cast = _grad_cast(label, d, m * batch, n) if grad_cast else []
-    return cast + [dgrad] + _wgrad_transpose(label, d, m * batch, k, sp_input) + [wgrad]
+    return cast + [dgrad] + _wgrad_transpose(label, d, m * batch, k, sp_input) + wgrad
 
 
 def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int, tp_comms: bool) -> list[OpSpec]:
@@ -456,7 +473,7 @@ def _dense_mlp_bwd(model: ModelConfig, d: Dims, prefix: str, ffn: int, tp_comms:
     )
     if tp_comms:  # the row-parallel fc2's bias is added after the reduction (bias-dropout-add)
         ops += _bias_grads(f"{prefix}fc2", d, d.sp_tokens, d.h, model.has_bias)
-    ops.append(_activation(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn))
+    ops += _activation_ops(f"{prefix}act.bwd", "bwd", d, model, d.tokens, ffn)
     if tp_comms:
         width = _mlp_width(model, ffn)
         ops += _column_parallel_bwd(f"{prefix}fc1", "mlp", d, d.tokens, width, d.h, model.has_bias)
@@ -484,7 +501,7 @@ def _moe_mlp_bwd(
     if parallel.ep > 1:
         ops.append(_dispatch("combine.bwd", "bwd", d, routed, routing, True))
     ops += _linear_bwd("expert_fc2", d, per_expert, d.h, effn, local)
-    ops.append(_activation("expert_act.bwd", "bwd", d, model, per_expert * local, effn))
+    ops += _activation_ops("expert_act.bwd", "bwd", d, model, per_expert * local, effn)
     ops += _linear_bwd("expert_fc1", d, per_expert, _mlp_width(model, effn), d.h, local)
     if parallel.ep > 1:
         ops.append(_dispatch("dispatch.bwd", "bwd", d, routed, routing, False))
@@ -519,6 +536,7 @@ def _mlp_block_bwd(
     else:
         ops += _dense_mlp_bwd(model, d, "", d.ffn, tp_comms=True)
     ops.append(norm("ln2.bwd", "bwd", d, model, d.sp_tokens))
+    ops += _norm_grad_accumulation("ln2", d, model)
     # gradient accumulation where the residual stream forks (dx = dy + d(norm path))
     ops.append(_add("residual2.bwd", "bwd", d, d.sp_tokens * d.h))
     return ops
@@ -538,8 +556,17 @@ def _attention_block_bwd(model: ModelConfig, d: Dims, recompute_core: bool) -> l
     qkv = d.q_dim + 2 * d.kv_dim
     ops += _column_parallel_bwd("qkv_proj", "attn", d, d.tokens, qkv, d.h, model.has_bias)
     ops.append(norm("ln1.bwd", "bwd", d, model, d.sp_tokens))
+    ops += _norm_grad_accumulation("ln1", d, model)
     ops.append(_add("residual1.bwd", "bwd", d, d.sp_tokens * d.h))
     return ops
+
+
+def _norm_grad_accumulation(label: str, d: Dims, model: ModelConfig) -> list[OpSpec]:
+    """Eager: autograd adds the norm's weight (and LayerNorm's bias) gradients, one kernel each."""
+    if not d.eager:
+        return []
+    tensors = 2 if model.arch == "gpt" else 1
+    return [grad_accumulation(f"{label}.grad_add{i}", d, d.h) for i in range(tensors)]
 
 
 def _with_phase(op: OpSpec, phase: str) -> OpSpec:

@@ -87,6 +87,13 @@ CASES = [
         ["training.attention", "flash, unfused"],
     ),
     (
+        "unknown-kernels",
+        "experiment",
+        "training.kernels",
+        "jit",
+        ["exp.yaml", "training.kernels", "fused, eager"],
+    ),
+    (
         "nvlink-efficiency-above-one",
         "cluster",
         "host_types.h100.nvlink_efficiency",
