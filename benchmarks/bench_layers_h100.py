@@ -13,7 +13,11 @@ measured layer (signed error %, negative: the model is too fast):
 - ``shipped``: the default model (the profile's own ops: measured);
 - ``leave-one-out``: the profile without every op that only this layer has, so the layer's
   own ops are timed by the H100 curves the other layers' ops calibrate (the honest figure for
-  a layer shape the profile does not hold).
+  a layer shape the profile does not hold);
+- ``+ dispatch``: each pass as the host-issues, GPU-runs pipeline (heterosim.plan.compute.host_dispatch);
+- ``eager``: the op lists as plain PyTorch runs them (``training.kernels: eager``,
+  heterosim.workload.ops_eager), like the reference layers: separate RoPE and SwiGLU kernels,
+  gradients accumulated by autograd.
 
 Run: ``python3 benchmarks/bench_layers_h100.py``.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -34,18 +39,30 @@ from heterosim.plan.compute.host_dispatch import pipelined_pass_ns
 from heterosim.plan.compute.layer_gap import layer_op_lists
 from heterosim.plan.compute.model import ComputeModel
 
-COLUMNS = ("publications", "shipped", "leave-one-out", "shipped + dispatch", "leave-one-out + dispatch")
+COLUMNS = (
+    "publications",
+    "shipped",
+    "leave-one-out",
+    "shipped + dispatch",
+    "leave-one-out + dispatch",
+    "eager",
+    "eager + dispatch",
+)
 DATA = Path(__file__).resolve().parents[1] / "validation" / "h100_2026-11-27"
 GPU = "H100-SXM"
 
 
-def layer_sum_us(model: ComputeModel, spec: lp.LayerSpec, dispatch: bool = False, gpu: str = GPU) -> float:
+def layer_sum_us(
+    model: ComputeModel, spec: lp.LayerSpec, dispatch: bool = False, gpu: str = GPU, kernels: str = "fused"
+) -> float:
     """The model's forward + backward time of the layer in us; with ``dispatch``, each pass runs
     as the host-issues, GPU-runs pipeline of heterosim.plan.compute.host_dispatch."""
     training, parallel = spec.configs()
+    training = replace(training, kernels=kernels)
     host = HostDispatch()
     total = 0.0
-    for ops, per_op in zip(layer_op_lists(spec.model, training, parallel), host.per_op_ns(spec.model.arch)):
+    passes = layer_op_lists(spec.model, training, parallel)
+    for ops, per_op in zip(passes, host.per_op_ns(spec.model.arch, kernels)):
         gpu_ns = np.array(
             [
                 model.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, gpu)[0]
@@ -104,6 +121,8 @@ def main() -> None:
             "leave-one-out": layer_sum_us(loo, spec),
             "shipped + dispatch": layer_sum_us(shipped, spec, dispatch=True),
             "leave-one-out + dispatch": layer_sum_us(loo, spec, dispatch=True),
+            "eager": layer_sum_us(shipped, spec, kernels="eager"),
+            "eager + dispatch": layer_sum_us(shipped, spec, dispatch=True, kernels="eager"),
         }
         for key, value in row.items():
             errors[key].append(100 * (value / meas - 1))
