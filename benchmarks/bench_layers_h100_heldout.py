@@ -40,6 +40,7 @@ SETS = (  # (name, file, the op lists' kernels: the eager layers' own, or fused 
     ("heldout", "layers_heldout.json", "fused"),
     ("standard (third run)", "layers_standard.json", "eager"),
     ("standard (third run)", "layers_standard.json", "fused"),
+    ("standard, torch.compile", "layers_standard_compile.json", "fused"),
 )
 
 
