@@ -69,7 +69,7 @@ def layer_sum_us(
                 for o in ops
             ]
         )
-        if dispatch:
+        if dispatch and per_op * len(ops) > gpu_ns.sum():  # host-bound: the launch queue
             one_pass = np.zeros(len(ops), int)
             total += float(pipelined_pass_ns(one_pass, gpu_ns, np.array([float(per_op)]))[1][0])
         else:

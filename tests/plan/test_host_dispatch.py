@@ -114,6 +114,28 @@ def test_a_large_layer_is_gpu_bound_and_not_scaled():
     assert gpu[0] > per_f * len(fwd) and gpu[1] > per_b * len(bwd)
 
 
+def test_a_gpu_bound_pass_keeps_its_gpu_time_whatever_its_order():
+    """The host runs ahead through GPU-bound passes: however short the first ops are, a pass
+    whose host time is below its GPU time is not stretched."""
+    big = _experiment(None, layers=2)
+    big["model"].update(hidden=4096, heads=32, ffn=16384)
+    big["training"]["seq_len"] = 2048
+    off = _prepared_from(big, {"host_dispatch": "0us"})
+    on = _prepared_from(big, None)
+    for phase in ("fwd", "bwd"):
+        assert np.array_equal(_pass_durations(on, phase), _pass_durations(off, phase))
+    assert on.compute_layers == []
+
+
+def _prepared_from(exp: dict, framework: dict | None):
+    exp = {**exp}
+    if framework is None:
+        exp.pop("framework", None)
+    else:
+        exp["framework"] = framework
+    return prepare_run(parse_experiment(exp, "exp.yaml"), with_topology=False)
+
+
 def test_the_host_rate_is_per_architecture_and_overridable():
     assert HostDispatch().per_op_ns("llama") == HOST_DISPATCH_NS["llama"]
     assert HostDispatch().per_op_ns("gpt") == HOST_DISPATCH_NS["gpt"]

@@ -9,10 +9,11 @@ launch queue), ends at
 
     T = max over k of (k * h + g_k + g_{k+1} + ... + g_{n-1})
 
-(the GPU finishes op ``k`` no earlier than its issue plus everything after it): the GPU time
-when the host keeps ahead, about ``n * h`` when the host is the slower side, and more than
-either when short kernels come first and long ones last (the GPU waits for the host through the
-short ones, then runs the long ones after it).
+(the GPU finishes op ``k`` no earlier than its issue plus everything after it): about ``n * h``
+when the host is the slower side, and more when short kernels come first and long ones last (the
+GPU waits for the host through the short ones, then runs the long ones after it). A pass whose
+host time ``n * h`` is shorter than its GPU time lasts its GPU time: layer after layer such
+passes let the host run further and further ahead, so the GPU never waits for it.
 
 The host time per op of the simulator's op lists (``framework.host_dispatch``, forward and
 backward) is measured, not fitted to a training run: each of the 14 dense standard layers
@@ -33,7 +34,8 @@ by ``T / GPU time``.
 APPROXIMATION: one host rate per architecture for every framework and host CPU (the measuring
 machine's eager PyTorch; a faster CPU, fused kernels or CUDA graphs dispatch faster: set the
 rate, or 0 to turn the model off); every op of a pass costs the host the same; each pass starts
-with the host and GPU together (a host already ahead from the previous pass is not credited); a
+with the host and GPU together when it is host-bound (a lead from GPU-bound passes before it is
+not credited); a
 rank's micro-batches are taken to dispatch like its first, and a template two different passes
 share takes the larger factor. The measured rate varies by about +-20 % between runs on the same
 machine, and more between sessions (tiny twins on a second H100 machine: 2.0-4.4 ms against
@@ -106,7 +108,8 @@ def stretch_to_host_dispatch(
     ns = np.asarray(durations_ns, dtype=np.float64)
     rates = np.asarray(per_op_ns, dtype=np.float64)[rate_of_phase[keys % len(PHASES)]]
     gpu_ns, pass_ns = pipelined_pass_ns(inverse, ns[template[sel]], rates)
-    factor = np.where((gpu_ns > 0) & (pass_ns > gpu_ns), pass_ns / np.maximum(gpu_ns, 1.0), 1.0)
+    host_bound = np.bincount(inverse, minlength=keys.size) * rates > gpu_ns
+    factor = np.where((gpu_ns > 0) & host_bound, pass_ns / np.maximum(gpu_ns, 1.0), 1.0)
     per_template = np.ones(len(ns))
     np.maximum.at(per_template, template[sel], factor[inverse])
     scaled = per_template > 1.0
