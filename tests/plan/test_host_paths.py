@@ -135,6 +135,28 @@ def test_shm_allreduce_is_bounded_by_host_memory(native_lib, repo_root):
     assert row.busbw_GBps == pytest.approx(307.2 / 2 / 4, rel=0.02)
 
 
+@pytest.mark.ns3
+def test_shm_pair_on_one_switch_is_half_as_fast_as_across_sockets(native_lib, repo_root):
+    """NVIDIA/nccl #1309 (two RTX 4090): without P2P a pair under one PCIe switch is slower than a
+    pair on two sockets, the maintainer's reason being "a 2x increase in load on the PCI link to
+    the CPU": both copies share the switch uplink each way (31.5 / 2 GB/s), while the pair on two
+    sockets has an uplink each and a UPI link (38.4 GB/s) that does not bind."""
+    from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective_sizes
+
+    cluster = load_cluster(repo_root / "topologies" / "workstations" / "rtx4090_8gpu_2switch.yaml")
+    uplink = cluster.host(0).pcie_bps / 8e9
+
+    def busbw(ranks):
+        (row,) = simulate_collective_sizes(
+            cluster, CollectiveSpec("allreduce", ranks), [1 << 28], engine_config()
+        )
+        return row.busbw_GBps
+
+    same_switch, across = busbw((0, 1)), busbw((0, 4))
+    assert same_switch == pytest.approx(uplink / 2, rel=0.02)
+    assert across == pytest.approx(uplink, rel=0.02)
+
+
 def test_bridged_pair_routes_over_its_nvlink_bridge():
     from heterosim.engine.topology import NVLINK
 
