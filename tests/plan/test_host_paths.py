@@ -135,6 +135,46 @@ def test_shm_allreduce_is_bounded_by_host_memory(native_lib, repo_root):
     assert row.busbw_GBps == pytest.approx(307.2 / 2 / 4, rel=0.02)
 
 
+def test_rings_cross_the_socket_link_once_per_direction(repo_root):
+    """NCCL's ring search ranks a SYS path (min of PCIe and the inter-CPU figure) below PHB, so
+    a ring keeps each socket's GPUs together: on the two-socket RTX 5090 server every channel's
+    ring leaves socket 0 once and socket 1 once, whatever GPU the channel starts at."""
+    import numpy as np
+
+    from heterosim.plan.collectives.commview import comm_view
+    from heterosim.plan.collectives.ring import ring_orders
+
+    cluster = load_cluster(repo_root / "topologies" / "workstations" / "rtx5090_8gpu_2socket.yaml")
+    h = cluster.host(0)
+    socket = np.array([host_paths.socket_of_gpu(h, g) for g in range(h.gpus)])
+    orders = ring_orders(comm_view(list(range(8)), cluster), 8)
+    src, dst = socket[orders], socket[np.roll(orders, -1, axis=1)]
+    assert np.all(((src == 0) & (dst == 1)).sum(axis=1) == 1)
+    assert np.all(((src == 1) & (dst == 0)).sum(axis=1) == 1)
+
+
+@pytest.mark.ns3
+def test_shm_pair_on_one_switch_is_half_as_fast_as_across_sockets(native_lib, repo_root):
+    """NVIDIA/nccl #1309 (two RTX 4090): without P2P a pair under one PCIe switch is slower than a
+    pair on two sockets, the maintainer's reason being "a 2x increase in load on the PCI link to
+    the CPU": both copies share the switch uplink each way (31.5 / 2 GB/s), while the pair on two
+    sockets has an uplink each and a UPI link (38.4 GB/s) that does not bind."""
+    from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective_sizes
+
+    cluster = load_cluster(repo_root / "topologies" / "workstations" / "rtx4090_8gpu_2switch.yaml")
+    uplink = cluster.host(0).pcie_bps / 8e9
+
+    def busbw(ranks):
+        (row,) = simulate_collective_sizes(
+            cluster, CollectiveSpec("allreduce", ranks), [1 << 28], engine_config()
+        )
+        return row.busbw_GBps
+
+    same_switch, across = busbw((0, 1)), busbw((0, 4))
+    assert same_switch == pytest.approx(uplink / 2, rel=0.02)
+    assert across == pytest.approx(uplink, rel=0.02)
+
+
 def test_bridged_pair_routes_over_its_nvlink_bridge():
     from heterosim.engine.topology import NVLINK
 
