@@ -30,6 +30,7 @@ from heterosim.config.choices import (
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
+from heterosim.config.network_model import PACKET, network_model
 from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
@@ -136,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--max-gpus: expected a positive number of GPUs")
     if args.fail_above is not None and not 0 < args.fail_above < float("inf"):
         raise UserError(f"--fail-above {args.fail_above}: expected a finite positive percentage")
-    if args.packet_acceleration not in (None, "exact") and args.fidelity != "packet":
-        raise UserError("--packet-acceleration: needs --fidelity packet")
+    if args.packet_acceleration not in (None, "exact") and not network_model(args.fidelity).accelerates:
+        raise UserError(f"--packet-acceleration: needs --fidelity {PACKET.name}")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci, max_gpus=args.max_gpus)
     if not chosen:
         raise UserError(f"{args.cases}: no case left after selection")

@@ -37,6 +37,7 @@ from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.config.moe_routing import check_routing_tokens
+from heterosim.config.network_model import NetworkModel, network_model
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -323,6 +324,11 @@ class SimulationConfig:
     # compute on a GPU slows down while communication kernels run beside it
     # (heterosim.plan.compute.contention); false: compute and communication overlap for free
     compute_contention: bool = True
+
+    @property
+    def network_model(self) -> NetworkModel:
+        """The network model :attr:`fidelity` names (what it can do; no fidelity name compared)."""
+        return network_model(self.fidelity)
 
 
 @dataclass(frozen=True)
@@ -954,7 +960,7 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
-    check_load_balancing(network, simulation.fidelity)
+    check_load_balancing(network, simulation.network_model)
     framework = _framework(top.section("framework"))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()

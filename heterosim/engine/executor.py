@@ -346,7 +346,7 @@ def _collect(
         makespan_ns=makespan,
         events=readout.events,
         wall_s=0.0,
-        fidelity=model.fidelity,
+        fidelity=model.name,
         network=readout.counters,
         links=readout.links,
         flows=flows,

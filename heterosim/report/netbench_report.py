@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.config.network_model import network_model
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine.topology import Topology
 from heterosim.report.tcp_tables import write_tcp_tables
@@ -253,7 +254,7 @@ def build_results(
         },
         "warnings": list(getattr(scenario, "warnings", ())),
     }
-    if fidelity == "packet":
+    if network_model(fidelity).accelerates:
         mode = scenario.simulation.packet_acceleration
         accel = {"mode": mode, **(run.get("fast_forward") or {})}
         if "memo" not in mode.split("+"):

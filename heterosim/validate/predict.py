@@ -141,8 +141,10 @@ def simulate_iteration_s(
         "network": res["network"],
         "contention_s": float(res.get("contention", {}).get("lost_s_mean", 0.0)),
     }
-    if exp.simulation.fidelity == "packet":
+    model = exp.simulation.network_model
+    if model.models_intra_host:
         details["intra_host"] = exp.simulation.intra_host
+    if model.accelerates:
         details["packet_acceleration"] = res["sim"].get("packet_acceleration", {"mode": "exact"})
     return float(res["iteration_time_s"]), details
 
