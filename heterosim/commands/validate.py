@@ -23,14 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import (
-    ENGINE_DEFAULT_FIDELITY,
     FIDELITIES,
     GRANULARITIES,
     INTRA_HOST_MODELS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
-from heterosim.config.network_model import PACKET, network_model
+from heterosim.config.network_model import FLUID, PACKET, network_model
 from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
@@ -67,7 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--only", default=None, help="comma-separated case ids")
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
-    parser.add_argument("--fidelity", default=ENGINE_DEFAULT_FIDELITY, choices=FIDELITIES)
+    parser.add_argument(
+        "--fidelity",
+        default=FLUID.name,
+        choices=FIDELITIES,
+        help=f"network model (default: {FLUID.name}, the fluid model, fast over many cases)",
+    )
     parser.add_argument(
         "--granularity",
         default=None,

@@ -111,7 +111,7 @@ def test_experiment_file_refuses_spraying_over_go_back_n(tmp_path, capsys):
 
 
 def test_the_rules_hold_for_networks_built_in_code():
-    """The engine checks again (engine_config() users build NetworkConfig without a file)."""
+    """The engine checks again (engine_config users build NetworkConfig without a file)."""
     network = dataclasses.replace(default_network(), load_balancing="spray_rr")
     with pytest.raises(UserError, match=r"^network\.load_balancing: 'spray_rr' reorders packets"):
         check_load_balancing(network, PACKET)
