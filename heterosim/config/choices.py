@@ -13,10 +13,10 @@ from heterosim.errors import UserError
 
 # simulation.fidelity: RDMA packet network or max-min fluid network (heterosim/engine/)
 FIDELITIES = ("packet", "flow")
-# the fidelity of an experiment or scenario file that names none
+# the fidelity of an experiment or scenario file that names none; code that builds its settings
+# without a file names the fidelity itself (engine_config(fidelity), the --fidelity defaults of
+# `heterosim collective` and `heterosim validate`)
 DEFAULT_FIDELITY = "packet"
-# the fidelity of runs made without such a file: engine_config(), `heterosim collective`, `validate`
-ENGINE_DEFAULT_FIDELITY = "flow"
 # simulation.collective_granularity (heterosim/plan/collectives/granularity.py)
 GRANULARITIES = ("chunk", "step", "connection")
 # simulation.intra_host: flows between GPUs of one host, in packet fidelity

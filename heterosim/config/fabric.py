@@ -16,21 +16,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS
+from heterosim.config.network_model import PACKET, NetworkModel
 from heterosim.errors import UserError
 
 if TYPE_CHECKING:  # experiment.py calls this module while it parses
     from heterosim.config.experiment import NetworkConfig
 
 
-def check_load_balancing(network: NetworkConfig, fidelity: str) -> None:
-    """Raise a one-line UserError for a load balancing the transport or fidelity cannot run."""
+def check_load_balancing(network: NetworkConfig, model: NetworkModel) -> None:
+    """Raise a one-line UserError for a load balancing the transport or ``model`` cannot run."""
     where = f"{network.source}: " if network.source else ""
     mode = network.load_balancing
-    if fidelity == "flow" and mode != "ecmp":
+    if mode not in model.load_balancing_modes:
         raise UserError(
-            f"{where}network.load_balancing: {mode!r} needs packet fidelity (the flow model "
-            "routes each flow on one ECMP path); set simulation.fidelity: packet or "
-            "network.load_balancing: ecmp"
+            f"{where}network.load_balancing: {mode!r} needs {PACKET.name} fidelity (the {model.name} "
+            f"model routes each flow on one ECMP path); set simulation.fidelity: {PACKET.name} or "
+            f"network.load_balancing: {model.load_balancing_modes[0]}"
         )
     if (
         mode in REORDERING_LOAD_BALANCING

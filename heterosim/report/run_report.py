@@ -35,6 +35,19 @@ from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
+# The columns of each CSV a run writes, in order (docs/results.md lists them)
+RANK_COLUMNS = (
+    *("rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s"),
+    *("exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"),
+)
+COLLECTIVE_COLUMNS = (
+    *("id", "type", "group", "ranks", "size_bytes", "algorithm", "protocol", "channels"),
+    *("start_s", "end_s", "time_s", "busbw_GBps"),
+)
+FLOW_COLUMNS = (
+    *("task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"),
+    *("collective", "connection", "out_of_order", "max_reorder_depth"),
+)
 
 
 def _plan_stages(exp: ExperimentConfig, counts: np.ndarray) -> dict[str, Any]:
@@ -363,21 +376,9 @@ def _write_all(
     trace_max_spans: int | None = DEFAULT_MAX_SPANS,
 ) -> None:
     engine, plan, topo = run.engine, run.tables.plan, run.topology
-    rank_keys = [
-        "rank",
-        "gpu",
-        "host",
-        "stage",
-        "dp_replica",
-        "busy_s",
-        "compute_s",
-        "comm_s",
-        "exposed_comm_s",
-        "bubble_s",
-        "intra_host_comm_s",
-        "inter_host_comm_s",
-    ]
-    _write_csv(folder / "ranks.csv", rank_keys, ([row[k] for k in rank_keys] for row in results["ranks"]))
+    _write_csv(
+        folder / "ranks.csv", list(RANK_COLUMNS), ([row[k] for k in RANK_COLUMNS] for row in results["ranks"])
+    )
 
     colls = run.tables.collectives
     start, end = engine.task_start_ns, engine.task_end_ns
@@ -404,24 +405,7 @@ def _write_all(
                 busbw,
             ]
         )
-    _write_csv(
-        folder / "collectives.csv",
-        [
-            "id",
-            "type",
-            "group",
-            "ranks",
-            "size_bytes",
-            "algorithm",
-            "protocol",
-            "channels",
-            "start_s",
-            "end_s",
-            "time_s",
-            "busbw_GBps",
-        ],
-        coll_rows,
-    )
+    _write_csv(folder / "collectives.csv", list(COLLECTIVE_COLUMNS), coll_rows)
 
     flows = engine.flows
     if flows and len(flows.get("task", [])):
@@ -434,24 +418,7 @@ def _write_all(
         columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
         zeros = np.zeros(len(flows["task"]), np.int64)
         columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
-        write_numeric_csv(
-            folder / "flows.csv",
-            [
-                "task",
-                "src_gpu",
-                "dst_gpu",
-                "bytes",
-                "start_s",
-                "end_s",
-                "fct_s",
-                "retransmits",
-                "collective",
-                "connection",
-                "out_of_order",
-                "max_reorder_depth",
-            ],
-            columns,
-        )
+        write_numeric_csv(folder / "flows.csv", list(FLOW_COLUMNS), columns)
         del columns
     if getattr(engine, "tcp", None):
         write_tcp_tables(folder, engine.tcp, list(topo.node_name))
