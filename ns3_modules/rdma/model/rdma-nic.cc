@@ -321,6 +321,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
         qp->rtxNext = seq + payload;
         if (m_transport == UET)
         {
+            qp->rtxTimes[seq] = now;
             qp->cc->ReceiveLoss(payload);
         }
     }
@@ -589,6 +590,10 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     }
     int64_t now = Simulator::Now().GetNanoSeconds();
     uint64_t newly = 0;
+    if (m_transport == UET)
+    {
+        LearnReordering(qp, f);
+    }
     if (f->seq > qp->sndUna)
     {
         newly = f->seq - qp->sndUna;
@@ -747,8 +752,10 @@ RdmaNic::NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const
         uint64_t margin = static_cast<uint64_t>(m_sackThreshold - 1) * m_mtu;
         if (m_transport == UET)
         {
-            margin = std::max(
-                {margin, qp->cc->GetWindow(), static_cast<uint64_t>(m_uetMinReorder) * m_mtu});
+            margin = std::max({margin,
+                               qp->cc->GetWindow(),
+                               qp->reorderSeen,
+                               static_cast<uint64_t>(m_uetMinReorder) * m_mtu});
         }
         lost = std::min(lost, qp->sackHigh > margin ? qp->sackHigh - margin : 0);
     }
@@ -784,6 +791,31 @@ RdmaNic::WindowOpen(const RdmaQueuePair* qp, uint64_t window) const
     }
     // selectively acknowledged bytes have left the network; a lost hole is resent regardless
     return qp->InFlight() - qp->sackedBytes < window || HasData(qp);
+}
+
+void
+RdmaNic::LearnReordering(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    // the packet this acknowledgement reports: the one that filled the first hole (an ACK
+    // advancing sndUna) or a selectively acknowledged one; if data sent after it was already
+    // selectively acknowledged, it arrived late by that many bytes. A resent packet's copy
+    // tells nothing (its lateness is the loss's), but the original of a packet resent in vain
+    // (echoed send time before the resend) tells how late the paths deliver.
+    uint64_t late = f->type == RdmaFrame::NACK ? f->sack : qp->sndUna;
+    bool reported = f->type == RdmaFrame::NACK || f->seq > qp->sndUna;
+    if (reported && qp->sackHigh > late)
+    {
+        auto rtx = qp->rtxTimes.find(late);
+        if (rtx == qp->rtxTimes.end() || f->tsNs < rtx->second)
+        {
+            qp->reorderSeen = std::max(qp->reorderSeen, qp->sackHigh - late);
+        }
+    }
+    // forget resends below the cumulative acknowledgement this frame brings
+    while (!qp->rtxTimes.empty() && qp->rtxTimes.begin()->first < f->seq)
+    {
+        qp->rtxTimes.erase(qp->rtxTimes.begin());
+    }
 }
 
 uint64_t

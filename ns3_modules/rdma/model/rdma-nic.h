@@ -92,7 +92,10 @@ struct RdmaFrameSizes
  * acknowledged; a NACK frame is the selective ACK). A hole counts as lost once data one
  * congestion window beyond it, and at least UetMinReorderPackets packets, has been selectively
  * acknowledged (the reference simulator's fast loss recovery threshold, htsim uec.cpp
- * fastLossRecovery), so the reordering of spraying is not taken for loss. The congestion
+ * fastLossRecovery), and beyond the largest reordering the queue pair has seen (bytes
+ * acknowledged beyond a packet that then arrived, outside resent ranges; Linux TCP adapts its
+ * reordering degree the same way, and RFC 8985 sec. 6.2 RACK's reordering window), so the
+ * reordering of spraying is not taken for loss. The congestion
  * control hears every acknowledgement, selective ones included, with the bytes it newly
  * acknowledged cumulatively or selectively (UET's rcvd_bytes) and the RTT of the packet it
  * acknowledges, and every resent packet (ReceiveLoss); its window limits the bytes in flight
@@ -241,6 +244,8 @@ class RdmaNic : public Object, public FrameHandler
     bool HasData(const RdmaQueuePair* qp) const;
     /** \return whether \p qp may send under its congestion window \p window (non-zero) */
     bool WindowOpen(const RdmaQueuePair* qp, uint64_t window) const;
+    /** UET: record how late the packet \p f acknowledges arrived (RdmaQueuePair::reorderSeen). */
+    static void LearnReordering(RdmaQueuePair* qp, const RdmaFrame* f);
     /** UET: bytes newly acknowledged, cumulatively or selectively, since the last report. */
     static uint64_t UetNewlyAcked(RdmaQueuePair* qp);
     /** Count a data packet that arrived ahead of the expected byte. */

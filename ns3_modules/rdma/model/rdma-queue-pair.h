@@ -113,8 +113,10 @@ class RdmaQueuePair
     uint64_t sackedBytes{0};             //!< bytes of the ranges in \c sacked
 
     // sender, UET (RdmaNic Transport=uet)
-    uint32_t entropy{0}; //!< entropy value of the next data packet
-    uint64_t ccAcked{0}; //!< bytes acknowledged (cumulatively or selectively) told to the CC
+    uint32_t entropy{0};     //!< entropy value of the next data packet
+    uint64_t ccAcked{0};     //!< bytes acknowledged (cumulatively or selectively) told to the CC
+    uint64_t reorderSeen{0}; //!< largest reordering seen: bytes acked beyond a late packet
+    std::map<uint64_t, int64_t> rtxTimes; //!< first byte of a resent packet -> when, ns
 };
 
 } // namespace ns3
