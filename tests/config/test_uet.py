@@ -12,7 +12,7 @@ import yaml
 
 from heterosim.cli import main
 from heterosim.config.choices import CC_TYPE_IDS, REORDERING_TRANSPORTS, TRANSPORTS, UET_CCS
-from heterosim.config.experiment import default_network
+from heterosim.config.experiment import default_network, load_experiment
 from heterosim.config.fabric import check_load_balancing, check_uet
 from heterosim.config.scenario import load_scenario
 from heterosim.errors import UserError
@@ -99,3 +99,13 @@ def test_the_rules_hold_for_networks_built_in_code():
         check_uet(dataclasses.replace(network, cc="hpcc"))
     with pytest.raises(UserError, match="sprays every flow"):
         check_load_balancing(network, "flow")
+
+
+def test_the_roce_vs_uet_example_pair_differs_only_in_the_network():
+    examples = REPO / "workloads" / "examples"
+    roce = load_experiment(examples / "roce_vs_uet_roce.yaml")
+    uet = load_experiment(examples / "roce_vs_uet_uet.yaml")
+    assert (roce.network.transport, roce.network.cc, roce.network.pfc) == ("roce", "dcqcn", True)
+    assert (uet.network.transport, uet.network.cc, uet.network.pfc) == ("uet", "nscc", False)
+    assert (roce.model, roce.training, roce.parallel) == (uet.model, uet.training, uet.parallel)
+    assert roce.cluster == uet.cluster and roce.simulation == uet.simulation
