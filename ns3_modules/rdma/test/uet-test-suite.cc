@@ -307,6 +307,71 @@ class NsccIncastFairnessTestCase : public TestCase
     }
 };
 
+/**
+ * \brief NSCC's control law against its formulas, fed acknowledgements directly (at time 0, so
+ * neither the eta probe nor quick adapt falls due): the window starts at 1.5 BDP; ECN with a
+ * short delay leaves it; a window of acknowledged bytes without ECN above the target adds
+ * FairIncrease x a MTUs; ECN above the target multiplies it by 1 - Gamma (d - T) / d with d the
+ * smoothed delay (10 us here: above the MaxDecrease floor of 0.5) once per base RTT; a loss
+ * takes its bytes off.
+ */
+class NsccControlLawTestCase : public TestCase
+{
+  public:
+    NsccControlLawTestCase()
+        : TestCase("nscc: the window follows the quadrant rules")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Simulator::Destroy();
+        Ptr<Nscc> cc = CreateObject<Nscc>();
+        const double rate = 100e9;
+        const int64_t baseRtt = 12000; // the reference network: scale factor a = 1
+        const uint32_t mtu = 1000;
+        cc->Start(rate, NanoSeconds(baseRtt), mtu);
+        double bdp = rate / 8 * baseRtt * 1e-9; // 150 KB
+        NS_TEST_ASSERT_MSG_EQ_TOL(cc->GetCwnd(), 1.5 * bdp, 1e-6, "starts at 1.5 BDP");
+        NS_TEST_ASSERT_MSG_EQ(cc->GetWindow(), static_cast<uint64_t>(1.5 * bdp), "published");
+        auto ack = [&](uint64_t bytes, bool ecn, int64_t delayNs) {
+            cc->ReceiveAck(RdmaAckInfo{0, 0, bytes, ecn, baseRtt + delayNs, nullptr, 0});
+        };
+        ack(mtu, true, 1000); // ECN, 1 us of queueing: below the 6 us target
+        NS_TEST_ASSERT_MSG_EQ_TOL(cc->GetCwnd(), 1.5 * bdp, 1e-6, "ECN alone: no change");
+        cc->ReceiveLoss(100000);
+        double w0 = 1.5 * bdp - 100000;
+        NS_TEST_ASSERT_MSG_EQ_TOL(cc->GetCwnd(), w0, 1e-6, "a loss takes its bytes off");
+        // fair increase: W += 5 MTU x acked / W per ack; one window of acks adds about 5 MTU
+        double w = w0;
+        for (int i = 0; i < 125; ++i) // 125 KB: one window
+        {
+            ack(mtu, false, 8000);
+            w += 5.0 * mtu * mtu / w;
+        }
+        NS_TEST_ASSERT_MSG_EQ_TOL(cc->GetCwnd(), w, 1e-6, "fair increase, 5 MTU per window");
+        NS_TEST_ASSERT_MSG_GT(cc->GetCwnd() - w0, 4.8 * mtu, "about 5 MTU for a window acked");
+        // raise the smoothed delay to about 10 us without moving the window (no bytes acked)
+        for (int i = 0; i < 600; ++i)
+        {
+            ack(0, false, 10000);
+        }
+        double before = cc->GetCwnd();
+        ack(0, true, 10000);
+        double d = cc->GetAvgDelayNs();
+        NS_TEST_ASSERT_MSG_GT(d, 9500.0, "smoothed delay near 10 us");
+        NS_TEST_ASSERT_MSG_EQ_TOL(
+            cc->GetCwnd(), before * (1 - 0.8 * (d - 6000) / d), 1e-6, "multiplicative decrease");
+        NS_TEST_ASSERT_MSG_EQ(cc->GetDecreases(), 1, "one decrease");
+        before = cc->GetCwnd();
+        ack(0, true, 10000);
+        NS_TEST_ASSERT_MSG_EQ_TOL(cc->GetCwnd(), before, 1e-6, "at most one decrease per RTT");
+        Simulator::Destroy();
+    }
+};
+
 /** \brief UET transport and NSCC TestSuite. */
 class UetTestSuite : public TestSuite
 {
@@ -316,6 +381,7 @@ class UetTestSuite : public TestSuite
     {
         AddTestCase(new UetSprayTestCase, Duration::QUICK);
         AddTestCase(new UetSingleLossTestCase, Duration::QUICK);
+        AddTestCase(new NsccControlLawTestCase, Duration::QUICK);
         AddTestCase(new NsccIncastFairnessTestCase, Duration::QUICK);
     }
 };
