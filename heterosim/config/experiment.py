@@ -29,10 +29,11 @@ from heterosim.config.choices import (
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
     TRANSPORTS,
+    UET_CCS,
 )
 from heterosim.config.cluster import MAX_GPUS, ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings, run_sample_warnings
-from heterosim.config.fabric import check_load_balancing
+from heterosim.config.fabric import check_load_balancing, check_uet
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
@@ -661,10 +662,12 @@ def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
         raise section.error("attributes", "expected a mapping of ns-3 attribute names to values")
+    transport = section.string("transport", "roce", choices=TRANSPORTS)
+    uet = transport == "uet"  # lossy by design, with its own congestion control
     network = NetworkConfig(
-        cc=section.string("cc", "dcqcn", choices=CC_ALGORITHMS),
+        cc=section.string("cc", UET_CCS[0] if uet else "dcqcn", choices=CC_ALGORITHMS),
         mtu_bytes=section.size("mtu", "4KiB"),
-        pfc=section.boolean("pfc", True),
+        pfc=section.boolean("pfc", not uet),
         buffer_bytes=section.size("buffer", "32MiB", *BUFFER_RANGE),
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
@@ -675,10 +678,11 @@ def _network(section: Section) -> NetworkConfig:
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
         load_balancing=section.string("load_balancing", "ecmp", choices=LOAD_BALANCING),
         flowlet_gap_ns=section.time_ns("flowlet_gap", 500_000, minimum=1, maximum=1_000_000_000),
-        transport=section.string("transport", "roce", choices=TRANSPORTS),
+        transport=transport,
         accept_reordering=section.boolean("accept_reordering", False),
         source=section.source,
     )
+    check_uet(network, section)
     if network.routing_delay_ns < 0:
         raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:

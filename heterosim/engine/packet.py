@@ -38,7 +38,7 @@ from heterosim.config.choices import (
     require_choice,
 )
 from heterosim.config.experiment import NetworkConfig
-from heterosim.config.fabric import check_load_balancing
+from heterosim.config.fabric import check_load_balancing, check_uet
 from heterosim.config.network_model import PACKET
 from heterosim.engine import native
 from heterosim.engine.attributes import check_network_attributes
@@ -126,6 +126,7 @@ def create_packet_network(
     require_choice("simulation: intra_host", intra_host, INTRA_HOST_MODELS)
     require_choice("simulation: packet_acceleration", acceleration, PACKET_ACCELERATIONS)
     check_load_balancing(network, PACKET)
+    check_uet(network)
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3
