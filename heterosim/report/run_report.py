@@ -375,13 +375,27 @@ def _write_all(
     plots: bool,
     trace_max_spans: int | None = DEFAULT_MAX_SPANS,
 ) -> None:
-    engine, plan, topo = run.engine, run.tables.plan, run.topology
+    """Every output of a run into ``folder``: the tables, trace.json, results.json, the plots."""
     _write_csv(
         folder / "ranks.csv", list(RANK_COLUMNS), ([row[k] for k in RANK_COLUMNS] for row in results["ranks"])
     )
+    _write_collectives(run, folder)
+    _write_flows(run.engine.flows, folder)
+    if getattr(run.engine, "tcp", None):
+        write_tcp_tables(folder, run.engine.tcp, list(run.topology.node_name))
+    _write_links(run.engine.links, run.topology, folder)
+    series = run.engine.series or {}
+    rates = link_rates(series, run.topology)
+    results["sim"]["trace_spans"] = _write_trace(run, folder, results, series, rates, trace_max_spans)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    if plots:
+        _write_plots(run, folder, results, series, rates)
 
+
+def _write_collectives(run: RunArtifacts | JobsArtifacts, folder: Path) -> None:
+    """collectives.csv: one row per collective instance, its span and bus bandwidth."""
     colls = run.tables.collectives
-    start, end = engine.task_start_ns, engine.task_end_ns
+    start, end = run.engine.task_start_ns, run.engine.task_end_ns
     coll_rows = []
     for i in range(len(colls.get("id", []))):
         s, e = int(start[colls["start_task"][i]]), int(end[colls["end_task"][i]])
@@ -407,103 +421,123 @@ def _write_all(
         )
     _write_csv(folder / "collectives.csv", list(COLLECTIVE_COLUMNS), coll_rows)
 
-    flows = engine.flows
-    if flows and len(flows.get("task", [])):
-        retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
-        start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
-        end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
-        columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
-        columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
-        none = np.full(len(flows["task"]), -1, np.int64)
-        columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
-        zeros = np.zeros(len(flows["task"]), np.int64)
-        columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
-        write_numeric_csv(folder / "flows.csv", list(FLOW_COLUMNS), columns)
-        del columns
-    if getattr(engine, "tcp", None):
-        write_tcp_tables(folder, engine.tcp, list(topo.node_name))
-    links = engine.links
+
+def _write_flows(flows: dict[str, Any] | None, folder: Path) -> None:
+    """flows.csv (none when the run had no flows), written column by column."""
+    if not flows or not len(flows.get("task", [])):
+        return
+    retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
+    start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
+    end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
+    columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
+    columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
+    none = np.full(len(flows["task"]), -1, np.int64)
+    columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
+    zeros = np.zeros(len(flows["task"]), np.int64)
+    columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
+    write_numeric_csv(folder / "flows.csv", list(FLOW_COLUMNS), columns)
+
+
+def _write_links(links: dict[str, Any] | None, topo: Topology, folder: Path) -> None:
+    """links.csv: one row per sampled link direction (none when nothing was sampled)."""
+    if not links or not len(links.get("link", [])):
+        return
     link_names = [
         f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}" for i in range(topo.num_links)
     ]
-    names: list[str] = []
-    if links and len(links.get("link", [])):
-        link_idx = np.asarray(links["link"], dtype=np.int64)
-        direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
-        link_columns = [
-            k
-            for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
-            if k in links
-        ]
-        _write_csv(
-            folder / "links.csv",
-            ["link", "name", "kind", "direction", *link_columns],
-            (
-                [
-                    int(i),
-                    n,
-                    LINK_KIND_NAMES[int(topo.link_kind[i])],
-                    int(d),
-                    *[_num(links[c][j]) for c in link_columns],
-                ]
-                for j, (i, n, d) in enumerate(zip(link_idx, names, direction))
-            ),
-        )
-    labels = _label_fn(run)
+    link_idx = np.asarray(links["link"], dtype=np.int64)
+    direction = np.asarray(links["direction"], dtype=np.int64)
+    names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+    link_columns = [
+        k
+        for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
+        if k in links
+    ]
+    _write_csv(
+        folder / "links.csv",
+        ["link", "name", "kind", "direction", *link_columns],
+        (
+            [
+                int(i),
+                n,
+                LINK_KIND_NAMES[int(topo.link_kind[i])],
+                int(d),
+                *[_num(links[c][j]) for c in link_columns],
+            ]
+            for j, (i, n, d) in enumerate(zip(link_idx, names, direction))
+        ),
+    )
+
+
+def _write_trace(
+    run: RunArtifacts | JobsArtifacts,
+    folder: Path,
+    results: dict[str, Any],
+    series: dict[str, Any],
+    rates: Any,
+    trace_max_spans: int | None,
+) -> dict[str, Any]:
+    """trace.json (Perfetto): every task per rank, the counter tracks, the faults; returns what
+    it kept (results.json ``sim.trace_spans``)."""
+    engine = run.engine
     rank_names = [
         (f"job {row['job']} " if "job" in row else "")
         + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
         for r, row in enumerate(results["ranks"])
     ]
-    series = engine.series or {}
-    rates = link_rates(series, topo)
-    counters = _counter_tracks(series, topo, rates)
+    counters = _counter_tracks(series, run.topology, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
-    info = write_perfetto_trace(
+    return write_perfetto_trace(
         folder / "trace.json",
-        plan,
-        start,
-        end,
+        run.tables.plan,
+        engine.task_start_ns,
+        engine.task_end_ns,
         run.rank_gpu,
         rank_names,
-        labels,
+        _label_fn(run),
         counters,
         max_spans=trace_max_spans,
         extra_events=extra,
         contention_ns=engine.contention.get("task_extra_ns") if getattr(engine, "contention", None) else None,
     )
-    results["sim"]["trace_spans"] = info
-    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    if plots:
-        plot_timeline(
-            folder / "timeline.png",
-            plan,
-            start,
-            end,
-            run.rank_gpu,
-            np.array([r["stage"] for r in results["ranks"]]),
-            [r["gpu"] for r in results["ranks"]],
+
+
+def _write_plots(
+    run: RunArtifacts | JobsArtifacts,
+    folder: Path,
+    results: dict[str, Any],
+    series: dict[str, Any],
+    rates: Any,
+) -> None:
+    """timeline.png, breakdown.png and, when sampled, link_utilization.png and queues.png."""
+    ranks = results["ranks"]
+    plot_timeline(
+        folder / "timeline.png",
+        run.tables.plan,
+        run.engine.task_start_ns,
+        run.engine.task_end_ns,
+        run.rank_gpu,
+        np.array([r["stage"] for r in ranks]),
+        [r["gpu"] for r in ranks],
+    )
+    plot_breakdown(
+        folder / "breakdown.png",
+        {
+            "compute": np.array([r["compute_s"] for r in ranks]),
+            "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
+            "bubble": np.array([r["bubble_s"] for r in ranks]),
+        },
+    )
+    if rates is not None:
+        sampled = (
+            int(np.unique(series["queue"]["port"]).size)
+            if rates.bytes_kind == "wire"
+            else int(series["link"]["directions_sampled"])
         )
-        ranks = results["ranks"]
-        plot_breakdown(
-            folder / "breakdown.png",
-            {
-                "compute": np.array([r["compute_s"] for r in ranks]),
-                "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
-                "bubble": np.array([r["bubble_s"] for r in ranks]),
-            },
-        )
-        if rates is not None:
-            sampled = (
-                int(np.unique(series["queue"]["port"]).size)
-                if rates.bytes_kind == "wire"
-                else int(series["link"]["directions_sampled"])
-            )
-            plot_link_utilization(folder / "link_utilization.png", rates, sampled)
-        queues = port_queues(series, topo)
-        if queues is not None:
-            plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
+        plot_link_utilization(folder / "link_utilization.png", rates, sampled)
+    queues = port_queues(series, run.topology)
+    if queues is not None:
+        plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
 
 
 QUEUE_TRACK = "max queue depth (bytes)"
