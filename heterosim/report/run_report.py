@@ -65,7 +65,6 @@ def _plan_stages(exp: ExperimentConfig, counts: np.ndarray) -> dict[str, Any]:
 def results_dict(run: RunArtifacts) -> dict[str, Any]:
     """The results.json content of a finished (or partial) run."""
     exp, engine, plan = run.experiment, run.engine, run.tables.plan
-    cluster = exp.cluster
     iterations = exp.simulation.iterations
     makespan_ns = int(engine.makespan_ns)
     partial = bool(engine.partial)
@@ -74,62 +73,12 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
     # A partial run reports what it simulated and nothing extrapolated from it: no iteration
     # time (the span simulated is not an iteration), no throughput; the breakdown covers the
     # simulated span, and only iterations that finished have a time.
-    iteration_ns = None if partial else makespan_ns / iterations
+    iteration_s = None if partial else makespan_ns / iterations * NS
     bd = rank_breakdown(
-        plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, cluster.gpu_host, makespan_ns
+        plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, exp.cluster.gpu_host, makespan_ns
     )
     bd = bd if partial else _per_iteration(bd, iterations)
-    world = len(run.rank_gpu)
-    ranks = []
-    for r in range(world):
-        gpu = int(run.rank_gpu[r])
-        ranks.append(
-            {
-                "rank": r,
-                "gpu": cluster.gpu_type[gpu],
-                "gpu_index": gpu,
-                "host": int(cluster.gpu_host[gpu]),
-                "stage": int(run.workload.layout.pp_index(r)),
-                "dp_replica": int(run.workload.layout.dp_index(r)),
-                "busy_s": bd.busy_ns[r] * NS,
-                "compute_s": bd.compute_ns[r] * NS,
-                "comm_s": bd.comm_ns[r] * NS,
-                "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
-                "bubble_s": bd.bubble_ns[r] * NS,
-                "intra_host_comm_s": bd.intra_host_ns[r] * NS,
-                "inter_host_comm_s": bd.inter_host_ns[r] * NS,
-            }
-        )
-        if getattr(engine, "contention", None):
-            lost = float(engine.contention["extra_ns"][gpu]) * NS
-            ranks[-1]["contention_s"] = lost if partial else lost / iterations
-        tp = run.workload.layout.tp_degree(r)
-        if tp is not None:  # traces read from files may not say
-            ranks[-1]["tp"] = int(tp)
-    flows = plan.kind == FLOW
-    counters: dict[str, Any] = {
-        "flows": int(flows.sum()),
-        "bytes": int(plan.bytes[flows].sum()),
-        "drops": 0,
-        "retransmits": 0,
-        "pfc_pause_frames": 0,
-        "ecn_marks": 0,
-        "cnps": 0,
-    }
-    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
-    if getattr(engine, "tcp", None):
-        counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
-    tokens = exp.training.global_batch * exp.training.seq_len
-    total_flops = float(
-        sum(float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces)
-    )
-    iteration_s = None if iteration_ns is None else iteration_ns * NS
     finished_ends = [e for e in ends[:completed] if e >= 0]
-    colls = run.tables.collectives
-    by_algorithm: dict[str, int] = {}
-    for a in colls.get("algorithm", []):
-        name = run.tables.algorithms[int(a)]
-        by_algorithm[name] = by_algorithm.get(name, 0) + 1
     out = {
         "iteration_time_s": iteration_s,
         "iterations": {
@@ -138,32 +87,11 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
             "end_s": [e * NS for e in finished_ends],
             "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)],
         },
-        "breakdown": {
-            "compute_s": float(bd.compute_ns.mean() * NS),
-            "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
-            "bubble_s": float(bd.bubble_ns.mean() * NS),
-            "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
-            "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
-            "definition": (
-                "mean over ranks over the simulated span (partial run: not per iteration)"
-                if partial
-                else "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"
-            ),
-        },
-        "throughput": {
-            "tokens_per_s": tokens / iteration_s if iteration_s else None,
-            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
-            "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
-        },
-        "ranks": ranks,
-        "network": counters,
-        "collectives": {
-            "instances": int(len(colls.get("id", []))),
-            "by_algorithm": by_algorithm,
-            "by_type": collective_times(colls, engine),
-            "p2p_bytes": int(run.tables.p2p_bytes),
-            "granularity": exp.simulation.collective_granularity,
-        },
+        "breakdown": _breakdown_means(bd, partial),
+        "throughput": _throughput(run, iteration_s),
+        "ranks": _rank_rows(run, bd, 1 if partial else iterations),
+        "network": _network_counters(run),
+        "collectives": _collective_summary(run),
         "compute_provenance": run.compute_provenance,
         "compute_layers": list(getattr(run, "compute_layers", [])),
         "partition": {
@@ -173,21 +101,7 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
             "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
             **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
-        "sim": {
-            "fidelity": engine.fidelity,
-            "wall_s": engine.wall_s,
-            "events": int(engine.events),
-            "build_s": float(getattr(engine, "build_s", 0.0)),
-            "version": __version__,
-            "seed": exp.simulation.seed,
-            "partial": partial,
-            "error": engine.error,
-            "simulated_s": _simulated_ns(engine) * NS,
-            "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
-            "tasks": int(len(plan)),
-            "stage_wall_s": run.stage_wall_s,
-            **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
-        },
+        "sim": _sim_section(run, partial),
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
         "warnings": [*getattr(exp, "warnings", ()), *getattr(run.workload.partition, "memory_warnings", ())],
     }
@@ -208,6 +122,118 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
     if baseline is not None:
         out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
     return out
+
+
+def _rank_rows(run: RunArtifacts, bd: RankBreakdown, per: int) -> list[dict[str, Any]]:
+    """One ranks.csv / results.json row per rank; compute lost to contention divided by ``per``
+    (the iterations, or 1 for a partial run)."""
+    cluster, engine = run.experiment.cluster, run.engine
+    ranks = []
+    for r in range(len(run.rank_gpu)):
+        gpu = int(run.rank_gpu[r])
+        row: dict[str, Any] = {
+            "rank": r,
+            "gpu": cluster.gpu_type[gpu],
+            "gpu_index": gpu,
+            "host": int(cluster.gpu_host[gpu]),
+            "stage": int(run.workload.layout.pp_index(r)),
+            "dp_replica": int(run.workload.layout.dp_index(r)),
+            "busy_s": bd.busy_ns[r] * NS,
+            "compute_s": bd.compute_ns[r] * NS,
+            "comm_s": bd.comm_ns[r] * NS,
+            "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
+            "bubble_s": bd.bubble_ns[r] * NS,
+            "intra_host_comm_s": bd.intra_host_ns[r] * NS,
+            "inter_host_comm_s": bd.inter_host_ns[r] * NS,
+        }
+        if getattr(engine, "contention", None):
+            row["contention_s"] = float(engine.contention["extra_ns"][gpu]) * NS / per
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            row["tp"] = int(tp)
+        ranks.append(row)
+    return ranks
+
+
+def _breakdown_means(bd: RankBreakdown, partial: bool) -> dict[str, Any]:
+    return {
+        "compute_s": float(bd.compute_ns.mean() * NS),
+        "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
+        "bubble_s": float(bd.bubble_ns.mean() * NS),
+        "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
+        "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
+        "definition": (
+            "mean over ranks over the simulated span (partial run: not per iteration)"
+            if partial
+            else "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"
+        ),
+    }
+
+
+def _throughput(run: RunArtifacts, iteration_s: float | None) -> dict[str, Any]:
+    training = run.experiment.training
+    tokens = training.global_batch * training.seq_len
+    total_flops = float(
+        sum(float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces)
+    )
+    world = len(run.rank_gpu)
+    return {
+        "tokens_per_s": tokens / iteration_s if iteration_s else None,
+        "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
+        "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
+    }
+
+
+def _network_counters(run: RunArtifacts) -> dict[str, Any]:
+    plan, engine = run.tables.plan, run.engine
+    flows = plan.kind == FLOW
+    counters: dict[str, Any] = {
+        "flows": int(flows.sum()),
+        "bytes": int(plan.bytes[flows].sum()),
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
+    }
+    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    if getattr(engine, "tcp", None):
+        counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
+    return counters
+
+
+def _collective_summary(run: RunArtifacts) -> dict[str, Any]:
+    colls = run.tables.collectives
+    by_algorithm: dict[str, int] = {}
+    for a in colls.get("algorithm", []):
+        name = run.tables.algorithms[int(a)]
+        by_algorithm[name] = by_algorithm.get(name, 0) + 1
+    return {
+        "instances": int(len(colls.get("id", []))),
+        "by_algorithm": by_algorithm,
+        "by_type": collective_times(colls, run.engine),
+        "p2p_bytes": int(run.tables.p2p_bytes),
+        "granularity": run.experiment.simulation.collective_granularity,
+    }
+
+
+def _sim_section(run: RunArtifacts, partial: bool) -> dict[str, Any]:
+    engine, exp = run.engine, run.experiment
+    return {
+        "fidelity": engine.fidelity,
+        "wall_s": engine.wall_s,
+        "events": int(engine.events),
+        "build_s": float(getattr(engine, "build_s", 0.0)),
+        "version": __version__,
+        "seed": exp.simulation.seed,
+        "partial": partial,
+        "error": engine.error,
+        "simulated_s": _simulated_ns(engine) * NS,
+        "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
+        "tasks": int(len(run.tables.plan)),
+        "stage_wall_s": run.stage_wall_s,
+        **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
+    }
 
 
 def collective_times(colls: dict[str, np.ndarray], engine: EngineResult) -> dict[str, dict[str, Any]]:
