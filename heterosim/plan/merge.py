@@ -34,31 +34,38 @@ class MergedPlan:
         return np.arange(self.task_start[job], self.task_end[job])
 
 
+# the ExecutionPlan task columns a merged plan concatenates (dependencies are rebuilt apart)
+_TASK_COLUMNS = (
+    "kind",
+    "gpu",
+    "dst",
+    "bytes",
+    "duration_ns",
+    "delay_ns",
+    "stream",
+    "priority",
+    "rank",
+    "node",
+    "collective",
+    "channel",
+    "contention_wave",
+    "contention_share",
+    "contention_above",
+)
+
+
 def merge_job_plans(
     jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: Sequence[int], num_gpus: int
 ) -> MergedPlan:
-    """One plan from the jobs' plans (``ranks[j]`` ranks in job j, starting at ``start_ns[j]``)."""
-    names = (
-        "kind",
-        "gpu",
-        "dst",
-        "bytes",
-        "duration_ns",
-        "delay_ns",
-        "stream",
-        "priority",
-        "rank",
-        "node",
-        "collective",
-        "channel",
-        "contention_wave",
-        "contention_share",
-        "contention_above",
-    )
-    columns: dict[str, list[np.ndarray]] = {k: [] for k in names}
-    children, parents = [], []
-    task_start, task_end, node_offsets = [], [], []
-    markers = []
+    """One plan from the jobs' plans (``ranks[j]`` ranks in job j, starting at ``start_ns[j]``).
+
+    Each job's tasks follow one marker task that waits its start time; the job's root tasks
+    depend on the marker; ranks, collective ids, groups and algorithm/protocol names are shifted
+    or merged so the jobs' tables stay apart."""
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in _TASK_COLUMNS}
+    children: list[np.ndarray] = []
+    parents: list[np.ndarray] = []
+    task_start, task_end, node_offsets, markers = [], [], [], []
     rank_offset = np.concatenate([[0], np.cumsum(ranks)]).astype(np.int64)
     coll_offset = [0]
     group_base = 0
@@ -68,68 +75,19 @@ def merge_job_plans(
     base = 0
     for j, tables in enumerate(jobs):
         plan = tables.plan
-        n = len(plan)
-        marker = base
+        marker, first = base, base + 1
         markers.append(marker)
-        first = base + 1
-        marker_row = {
-            "kind": MARKER,
-            "gpu": -1,
-            "dst": -1,
-            "bytes": 0,
-            "duration_ns": 0,
-            "delay_ns": int(start_ns[j]),
-            "stream": 0,
-            "priority": 0,
-            "rank": -1,
-            "node": -1,
-            "collective": -1,
-            "channel": -1,
-            "contention_wave": 0.0,
-            "contention_share": 0.0,
-            "contention_above": 0,
-        }
-        for k in names:
-            values = getattr(plan, k)
-            columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
-            if k == "rank":
-                values = np.where(values >= 0, values + rank_offset[j], values).astype(values.dtype)
-            elif k == "collective":
-                values = np.where(values >= 0, values + coll_offset[-1], values).astype(values.dtype)
-            columns[k].append(values)
-        child = np.repeat(np.arange(n, dtype=np.int64), np.diff(plan.dep_ptr))
-        children.append(child + first)
-        parents.append(plan.dep_idx.astype(np.int64) + first)
-        roots = np.flatnonzero(np.diff(plan.dep_ptr) == 0)
-        children.append(roots.astype(np.int64) + first)
-        parents.append(np.full(roots.size, marker, np.int64))
-        # the collective table, ids and tasks shifted, names merged
-        table = tables.collectives
-        count = len(table.get("id", []))
-        algo_map = np.array([_index(algorithms, a) for a in tables.algorithms] or [0], np.int64)
-        proto_map = np.array([_index(protocols, p) for p in tables.protocols] or [0], np.int64)
-        for key, values in table.items():
-            values = np.asarray(values)
-            if key == "id":
-                values = values + coll_offset[-1]
-            elif key in ("start_task", "end_task"):
-                values = values + first
-            elif key == "group":
-                values = values + group_base
-            elif key == "algorithm" and count:
-                values = algo_map[values]
-            elif key == "protocol" and count:
-                values = proto_map[values]
-            colls.setdefault(key, []).append(values)
+        _append_tasks(columns, plan, int(start_ns[j]), int(rank_offset[j]), coll_offset[-1])
+        _append_dependencies(children, parents, plan, marker, first)
+        count = _append_collectives(colls, tables, coll_offset[-1], first, group_base, algorithms, protocols)
         if count:
-            group_base += int(np.max(table["group"])) + 1
+            group_base += int(np.max(tables.collectives["group"])) + 1
         coll_offset.append(coll_offset[-1] + count)
-        base = first + n
+        base = first + len(plan)
         task_start.append(first)
         task_end.append(base)
         node_offsets.append(np.asarray(tables.node_task_offset, np.int64) + first)
-    total = base
-    dep_ptr, dep_idx = coo_to_csr(total, np.concatenate(children), np.concatenate(parents))
+    dep_ptr, dep_idx = coo_to_csr(base, np.concatenate(children), np.concatenate(parents))
     merged = ExecutionPlan(
         **{k: np.concatenate(v) for k, v in columns.items()},  # type: ignore[arg-type]
         dep_ptr=dep_ptr,
@@ -148,6 +106,86 @@ def merge_job_plans(
         rank_offset=rank_offset,
         collective_offset=np.asarray(coll_offset, np.int64),
     )
+
+
+def _append_tasks(
+    columns: dict[str, list[np.ndarray]],
+    plan: ExecutionPlan,
+    start_ns: int,
+    rank_offset: int,
+    coll_offset: int,
+) -> None:
+    """The job's start marker (a task that only waits ``start_ns``), then its tasks with ranks and
+    collective ids shifted past the jobs before it."""
+    marker_row = {
+        "kind": MARKER,
+        "gpu": -1,
+        "dst": -1,
+        "bytes": 0,
+        "duration_ns": 0,
+        "delay_ns": start_ns,
+        "stream": 0,
+        "priority": 0,
+        "rank": -1,
+        "node": -1,
+        "collective": -1,
+        "channel": -1,
+        "contention_wave": 0.0,
+        "contention_share": 0.0,
+        "contention_above": 0,
+    }
+    for k in _TASK_COLUMNS:
+        values = getattr(plan, k)
+        columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
+        if k == "rank":
+            values = np.where(values >= 0, values + rank_offset, values).astype(values.dtype)
+        elif k == "collective":
+            values = np.where(values >= 0, values + coll_offset, values).astype(values.dtype)
+        columns[k].append(values)
+
+
+def _append_dependencies(
+    children: list[np.ndarray], parents: list[np.ndarray], plan: ExecutionPlan, marker: int, first: int
+) -> None:
+    """The job's dependency edges shifted to its first task, and its roots hung on its marker."""
+    n = len(plan)
+    child = np.repeat(np.arange(n, dtype=np.int64), np.diff(plan.dep_ptr))
+    children.append(child + first)
+    parents.append(plan.dep_idx.astype(np.int64) + first)
+    roots = np.flatnonzero(np.diff(plan.dep_ptr) == 0)
+    children.append(roots.astype(np.int64) + first)
+    parents.append(np.full(roots.size, marker, np.int64))
+
+
+def _append_collectives(
+    colls: dict[str, list[np.ndarray]],
+    tables: PlanTables,
+    coll_offset: int,
+    first: int,
+    group_base: int,
+    algorithms: list[str],
+    protocols: list[str],
+) -> int:
+    """The job's collective table with ids, tasks and groups shifted and its algorithm and
+    protocol names merged into the shared lists; returns its instance count."""
+    table = tables.collectives
+    count = len(table.get("id", []))
+    algo_map = np.array([_index(algorithms, a) for a in tables.algorithms] or [0], np.int64)
+    proto_map = np.array([_index(protocols, p) for p in tables.protocols] or [0], np.int64)
+    for key, values in table.items():
+        values = np.asarray(values)
+        if key == "id":
+            values = values + coll_offset
+        elif key in ("start_task", "end_task"):
+            values = values + first
+        elif key == "group":
+            values = values + group_base
+        elif key == "algorithm" and count:
+            values = algo_map[values]
+        elif key == "protocol" and count:
+            values = proto_map[values]
+        colls.setdefault(key, []).append(values)
+    return count
 
 
 def _index(names: list[str], name: str) -> int:

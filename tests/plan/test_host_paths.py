@@ -6,6 +6,7 @@ import pytest
 
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster, parse_cluster
+from heterosim.config.network_model import FLUID
 from heterosim.engine.topology import GPU, PCIE_ROOT, build_topology
 from heterosim.errors import UserError
 from heterosim.plan import host_paths
@@ -166,7 +167,7 @@ def test_shm_pair_on_one_switch_is_half_as_fast_as_across_sockets(native_lib, re
 
     def busbw(ranks):
         (row,) = simulate_collective_sizes(
-            cluster, CollectiveSpec("allreduce", ranks), [1 << 28], engine_config()
+            cluster, CollectiveSpec("allreduce", ranks), [1 << 28], engine_config(FLUID.name)
         )
         return row.busbw_GBps
 
