@@ -1,8 +1,9 @@
 """Sailor's MIT workstation plans (validation/sailor_mit/): HeteroSim against Sailor's measurements.
 
-Usage: ``PYTHONPATH=$PWD python benchmarks/bench_sailor_mit.py [--network SPEED] [--seq N]
-[--global-batch N]`` (flow fidelity, micro-batch counts above 4 x pp extrapolated from two shorter
-runs as ``heterosim validate`` does; a few minutes on 2 cores).
+Usage: ``PYTHONPATH=$PWD python benchmarks/bench_sailor_mit.py [--steps] [--network SPEED]
+[--seq N] [--global-batch N] [--dtype D] [--attention A] [--whole-p2p]`` (flow fidelity,
+micro-batch counts above 4 x pp extrapolated from two shorter runs as ``heterosim validate`` does;
+about 2 min per pass over the plans on 2 cores, ``--steps`` six passes).
 
 Each plan file is Sailor's own (eth-easl/sailor, sailor/Planner/simulations/validation/mit/, commit
 cf2c8e3), in the format ``heterosim import sailor`` reads; its ``real`` key is the iteration time
@@ -12,9 +13,12 @@ topologies/workstations/sailor_mit_6x8gpu.yaml (network from Sailor's measured b
 
 ``--network 10Gbps`` puts every server on that NIC instead (the guess a user without the profile
 makes); ``--seq 1024`` and ``--global-batch 32`` give the example config's values
-(workloads/examples/sailor_training_config_opt350.json: sequence 1024, global batch 32). Prints
-per plan the measured and predicted time and the error, then MAPE and Spearman
-(heterosim.validate.stats). Nothing is fitted.
+(workloads/examples/sailor_training_config_opt350.json: sequence 1024, global batch 32);
+``--dtype``, ``--attention`` and ``--whole-p2p`` undo what ``heterosim import sailor`` writes for
+Sailor's runtime (fp32, unfused attention, TP-partitioned pipeline sends). Prints per plan the
+measured and predicted time and the error, then MAPE and Spearman (heterosim.validate.stats).
+``--steps`` adds the mechanisms of :data:`STEPS` one at a time from the user's first guess and
+prints every step. Nothing is fitted.
 
 plan_config_N6_D2.json carries exactly the measurements of plan_config_N3_D1.json (real,
 red_grads, max_mem) with a different global batch: a copy in Sailor's repository, not a
@@ -27,6 +31,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -68,22 +73,65 @@ def _config(seq: int | None, tmp: Path) -> Path:
     return path
 
 
-def predict(plan: Path, cluster: Path, config: Path, global_batch: int | None, dtype: str) -> float:
+STEPS = (
+    "before: 10 GbE, seq 1024, fp16, flash attention, whole-tensor p2p",
+    "Sailor's training config: seq 2048",
+    "Sailor's measured network: 1 GbE RTX 3090 server, 25 GbE others",
+    "fp32 (Sailor's launch scripts: no --fp16/--bf16)",
+    "unfused attention (no --use-flash-attn)",
+    "TP-partitioned p2p (DeepSpeed PipelineEngine): the import as shipped",
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What a run changes against the import as shipped (None: keep the import's value)."""
+
+    network: str | None = None
+    seq: int | None = None
+    global_batch: int | None = None
+    dtype: str | None = None
+    attention: str | None = None
+    partitioned: bool | None = None
+
+
+def step_setup(step: int) -> Setup:
+    """Setup of cumulative step ``step`` of :data:`STEPS`."""
+    return Setup(
+        network="10Gbps" if step < 2 else None,
+        seq=1024 if step < 1 else None,
+        dtype="fp16" if step < 3 else None,
+        attention="flash" if step < 4 else None,
+        partitioned=False if step < 5 else None,
+    )
+
+
+def predict(plan: Path, setup: Setup, tmp: Path) -> float:
     """Predicted iteration time of one Sailor plan, in seconds (flow fidelity)."""
+    cluster = _cluster(setup.network, tmp)
     options = PlanImport(
-        training_config=str(config),
+        training_config=str(_config(setup.seq, tmp)),
         cluster=str(cluster),
         gpu_map=GPU_MAP,
-        global_batch=global_batch,
-        dtype=dtype,
+        global_batch=setup.global_batch,
+        dtype=setup.dtype,
     )
-    text = import_plan("sailor", str(plan), options, None).text
-    raw = yaml.safe_load(text)
+    raw = yaml.safe_load(import_plan("sailor", str(plan), options, None).text)
     raw["cluster"] = str(cluster)
     raw["simulation"] = {"fidelity": "flow"}
+    if setup.attention is not None:
+        raw["training"]["attention"] = setup.attention
+    if setup.partitioned is not None:
+        raw["parallel"]["p2p_scatter_gather"] = setup.partitioned
     exp = parse_experiment(raw, str(plan), base_dir=ROOT)
     t, _, _ = iteration_time_s(exp)
     return t
+
+
+def _stats(rows: list[tuple[float, float]]) -> str:
+    preds, meas = [p for p, _ in rows], [m for _, m in rows]
+    errors = [error_pct(p, m) for p, m in rows]
+    return f"MAPE {mape(errors):.1f}%, Spearman {spearman(preds, meas):.3f}"
 
 
 def main() -> None:
@@ -91,33 +139,50 @@ def main() -> None:
     ap.add_argument("--network", help="every server's NIC speed instead of the measured profile")
     ap.add_argument("--seq", type=int, help="sequence length instead of Sailor's 2048")
     ap.add_argument("--global-batch", type=int, help="global batch instead of each plan's gbs")
-    ap.add_argument("--dtype", default="fp32", help="training dtype (default fp32: module docstring)")
+    ap.add_argument("--dtype", help="training dtype instead of the import's (fp32 for Sailor)")
+    ap.add_argument("--attention", help="training.attention instead of the import's (unfused)")
+    ap.add_argument("--whole-p2p", action="store_true", help="every TP rank sends the whole tensor")
+    ap.add_argument("--steps", action="store_true", help="run the mechanisms of STEPS one at a time")
     ap.add_argument("--all", action="store_true", help="keep plan_config_N6_D2 in the statistics")
     ap.add_argument("--only", nargs="*", help="plan file stems to run")
     args = ap.parse_args()
     tmp = Path("/tmp") / "bench_sailor_mit"
     tmp.mkdir(exist_ok=True)
-    cluster, config = _cluster(args.network, tmp), _config(args.seq, tmp)
+    plans = [p for p in sorted(PLANS.glob("plan_config_*.json")) if not args.only or p.stem in args.only]
+    measured = {p.stem: float(json.loads(p.read_text())["real"]) for p in plans}
+    counted = [p.stem for p in plans if args.all or p.stem not in COPIED]
+    if args.steps:
+        table = {p.stem: [predict(p, step_setup(i), tmp) for i in range(len(STEPS))] for p in plans}
+        print(f"{'plan':18} {'measured':>8} " + " ".join(f"{i:>7}" for i in range(len(STEPS))))
+        for stem, preds in table.items():
+            mark = " (copy)" if stem in COPIED else ""
+            print(f"{stem:18} {measured[stem]:8.2f} " + " ".join(f"{t:7.2f}" for t in preds) + mark)
+        for i, name in enumerate(STEPS):
+            print(f"step {i} {name}: {_stats([(table[s][i], measured[s]) for s in counted])}")
+        return
+    setup = Setup(
+        args.network,
+        args.seq,
+        args.global_batch,
+        args.dtype,
+        args.attention,
+        False if args.whole_p2p else None,
+    )
     rows = []
     print(f"{'plan':20} {'measured s':>10} {'predicted s':>11} {'error %':>8} {'wall s':>7}")
-    for plan in sorted(PLANS.glob("plan_config_*.json")):
-        if args.only and plan.stem not in args.only:
-            continue
-        measured = float(json.loads(plan.read_text())["real"])
+    for plan in plans:
         start = time.perf_counter()
-        t = predict(plan, cluster, config, args.global_batch, args.dtype)
+        t = predict(plan, setup, tmp)
         wall = time.perf_counter() - start
         note = "  (copied measurement: not counted)" if plan.stem in COPIED else ""
+        err = error_pct(t, measured[plan.stem])
         print(
-            f"{plan.stem:20} {measured:10.2f} {t:11.2f} {error_pct(t, measured):+8.1f} {wall:7.1f}{note}",
-            flush=True,
+            f"{plan.stem:20} {measured[plan.stem]:10.2f} {t:11.2f} {err:+8.1f} {wall:7.1f}{note}", flush=True
         )
-        if args.all or plan.stem not in COPIED:
-            rows.append((t, measured))
+        if plan.stem in counted:
+            rows.append((t, measured[plan.stem]))
     if len(rows) >= 2:
-        preds, meas = [p for p, _ in rows], [m for _, m in rows]
-        errors = [error_pct(p, m) for p, m in rows]
-        print(f"{len(rows)} plans: MAPE {mape(errors):.1f}%, Spearman {spearman(preds, meas):.3f}")
+        print(f"{len(rows)} plans: {_stats(rows)}")
 
 
 if __name__ == "__main__":

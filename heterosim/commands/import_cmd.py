@@ -76,9 +76,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--dtype",
-        default="fp16",
+        default=None,
         choices=("fp16", "bf16", "fp32"),
-        help="sailor/amp: training dtype (default fp16, as both planners train)",
+        help="sailor/amp: training dtype (default: sailor fp32, as Sailor's launch scripts pass "
+        "neither --fp16 nor --bf16; amp fp16, as AMP trains)",
     )
     parser.add_argument(
         "--gpu-map",

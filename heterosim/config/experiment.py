@@ -551,6 +551,8 @@ def _staged_parallel(section: Section) -> ParallelConfig:
         zero3_prefetch=1,
         stage_layers=tuple(s.layers for s in plan.stages),
         grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        # only where every replica has one TP degree (heterosim.workload.generator)
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
         plan=plan,
     )
     section.reject_unknown()

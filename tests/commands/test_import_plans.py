@@ -58,7 +58,15 @@ def test_import_sailor_writes_a_runnable_experiment(tmp_path: Path, capsys) -> N
     assert text.startswith("# Imported from the sailor plan")
     data = yaml.safe_load(text)
     assert data["cluster"] == "../plans/workstations.yaml"
-    assert data["training"] == {"global_batch": 8, "micro_batch": 1, "dtype": "fp16", "seq_len": 256}
+    # Sailor's runtime: fp32 and unfused attention (heterosim.config.importers SAILOR_DTYPE)
+    assert data["training"] == {
+        "global_batch": 8,
+        "micro_batch": 1,
+        "dtype": "fp32",
+        "attention": "unfused",
+        "seq_len": 256,
+    }
+    assert "dtype fp32 (the planner runtime default)" in text
     exp = load_experiment(out)
     plan = exp.parallel.plan
     assert plan is not None and plan.world_size == 10 and exp.model.layers == 6

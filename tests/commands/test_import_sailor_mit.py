@@ -49,6 +49,7 @@ def test_each_plan_imports_and_places_every_replica_on_one_server(plan: Path) ->
     exp_raw = yaml.safe_load(import_plan("sailor", str(plan), options, None).text)
     assert exp_raw["training"]["global_batch"] == raw["gbs"]  # the plan's batch, not the config's 1024
     assert exp_raw["model"]["seq"] == 2048  # Sailor's training_config_opt_350.json
+    assert exp_raw["parallel"]["p2p_scatter_gather"] is True  # DeepSpeed's PartitionedTensor sends
     exp_raw["cluster"] = str(CLUSTER)
     exp = parse_experiment(exp_raw, str(plan), base_dir=ROOT)
     cluster = load_cluster(CLUSTER)
