@@ -18,7 +18,8 @@ makes); ``--seq 1024`` and ``--global-batch 32`` give the example config's value
 Sailor's runtime (fp32, unfused attention, TP-partitioned pipeline sends). Prints per plan the
 measured and predicted time and the error, then MAPE and Spearman (heterosim.validate.stats).
 ``--steps`` adds the mechanisms of :data:`STEPS` one at a time from the user's first guess and
-prints every step. Nothing is fitted.
+prints every step; ``--profile-check`` times one micro-batch on one server (TP 1 and 8, fp32,
+unfused attention) against Sailor's per-layer profile of these GPUs. Nothing is fitted.
 
 plan_config_N6_D2.json carries exactly the measurements of plan_config_N3_D1.json (real,
 red_grads, max_mem) with a different global batch: a copy in Sailor's repository, not a
@@ -128,6 +129,52 @@ def predict(plan: Path, setup: Setup, tmp: Path) -> float:
     return t
 
 
+# Sailor's per-layer profile of OPT-350 at micro-batch 2 (sailor/Planner/simulations/profiles_tmp.json,
+# eth-easl/sailor commit cf2c8e3, ["OPT-350"][gpu]["2"][tp]): forward + backward of its 26 blocks
+# summed, ms per micro-batch. Its "RTX-2080" is the 11 GiB RTX 2080 Ti.
+SAILOR_PROFILE_MS = {
+    ("rtx3090", 1): 824.4,
+    ("rtx3090", 8): 1896.4,
+    ("titan", 1): 1434.1,
+    ("titan", 8): 776.2,
+    ("rtx2080ti", 1): 1524.3,
+    ("rtx2080ti", 8): 909.9,
+}
+
+
+def profile_check(tmp: Path) -> None:
+    """One micro-batch of 2 on one server (TP 1 or 8) against Sailor's per-layer profile."""
+    from heterosim.validate.predict import simulate_iteration_s
+
+    config = json.loads(CONFIG.read_text())
+    hosts = yaml.safe_load(CLUSTER.read_text())["host_types"]
+    model = {
+        "name": "OPT-350",
+        "arch": "gpt",
+        "hidden": config["hidden_size"],
+        "layers": config["num_layers"],
+        "heads": config["heads"],
+        "vocab": config["vocab_size"],
+        "seq": config["sequence_length"],
+    }
+    print(f"{'server':10} {'tp':>3} {'Sailor fwd+bwd ms':>17} {'HeteroSim ms':>12} {'error %':>8}")
+    for (host, tp), sailor_ms in SAILOR_PROFILE_MS.items():
+        host_type = dict(hosts[host], gpus=tp)
+        if tp == 1:
+            host_type.pop("pcie_switches", None)
+            host_type.pop("sockets", None)
+        raw = {
+            "name": f"profile-{host}-tp{tp}",
+            "model": model,
+            "training": {"global_batch": 2, "micro_batch": 2, "dtype": "fp32", "attention": "unfused"},
+            "parallel": {"tp": tp, "pp": 1, "dp": 1},
+            "cluster": {"host_types": {host: host_type}, "hosts": [{"type": host, "count": 1}]},
+            "simulation": {"fidelity": "flow", "memory_check": "warn"},
+        }
+        t, _ = simulate_iteration_s(parse_experiment(raw, "profile-check", base_dir=ROOT))
+        print(f"{host:10} {tp:3d} {sailor_ms:17.1f} {t * 1e3:12.1f} {error_pct(t * 1e3, sailor_ms):+8.1f}")
+
+
 def _stats(rows: list[tuple[float, float]]) -> str:
     preds, meas = [p for p, _ in rows], [m for _, m in rows]
     errors = [error_pct(p, m) for p, m in rows]
@@ -143,11 +190,17 @@ def main() -> None:
     ap.add_argument("--attention", help="training.attention instead of the import's (unfused)")
     ap.add_argument("--whole-p2p", action="store_true", help="every TP rank sends the whole tensor")
     ap.add_argument("--steps", action="store_true", help="run the mechanisms of STEPS one at a time")
+    ap.add_argument(
+        "--profile-check", action="store_true", help="one micro-batch per server against Sailor's profile"
+    )
     ap.add_argument("--all", action="store_true", help="keep plan_config_N6_D2 in the statistics")
     ap.add_argument("--only", nargs="*", help="plan file stems to run")
     args = ap.parse_args()
     tmp = Path("/tmp") / "bench_sailor_mit"
     tmp.mkdir(exist_ok=True)
+    if args.profile_check:
+        profile_check(tmp)
+        return
     plans = [p for p in sorted(PLANS.glob("plan_config_*.json")) if not args.only or p.stem in args.only]
     measured = {p.stem: float(json.loads(p.read_text())["real"]) for p in plans}
     counted = [p.stem for p in plans if args.all or p.stem not in COPIED]
