@@ -194,9 +194,8 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
     ]
     if fmt == "sailor":
         header.append(
-            "attention unfused"
-            + ("" if options.dtype else " and fp32")
-            + ": Sailor's launch scripts pass neither --use-flash-attn nor --fp16/--bf16"
+            "attention unfused: Sailor's launch scripts pass no --use-flash-attn"
+            + ("" if options.dtype else "; fp32: nor --fp16/--bf16")
         )
         header.append(
             "pipeline sends carry 1/tp of each activation and gradient per TP rank "
