@@ -86,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="PLAN_NAME=GPU",
-        help="sailor: map a GPU type name of the plan to a catalogue or cluster name (repeatable)",
+        help="sailor: map a GPU type name of the plan to a catalogue or cluster name (repeatable; "
+        "Sailor's RTX-2080, 11 GiB, becomes RTX-2080-Ti where the cluster has it and no RTX-2080)",
     )
     parser.add_argument(
         "--rank-map",

@@ -132,6 +132,16 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         gpu_map[key.strip()] = value.strip()
     metis_batches = None
     if fmt == "sailor":
+        from heterosim.config.planners import SAILOR_GPU_FALLBACKS
+
+        present = set(cluster.gpu_type)
+        for sailor_name, fallback in SAILOR_GPU_FALLBACKS.items():
+            if (
+                sailor_name not in gpu_map
+                and cluster.resolve_gpu_name(sailor_name) not in present
+                and cluster.resolve_gpu_name(fallback) in present
+            ):
+                gpu_map[sailor_name] = fallback
         imported = read_sailor_plan(file, gpu_map)
     elif fmt == "metis":
         imported, metis_batches = read_metis_plan(file, cluster, options.plan_rank, gpu_map)

@@ -114,7 +114,8 @@ def test_bad_sailor_plans_are_one_line_errors(tmp_path: Path, edit, problem) -> 
 def test_sailor_gpu_missing_from_cluster_names_the_key(tmp_path: Path, capsys) -> None:
     cluster = yaml.safe_load((DATA / "workstations.yaml").read_text())
     del cluster["gpus"]
-    cluster["host_types"]["r2080"]["gpu"] = "RTX-2080-Ti"
+    # neither RTX-2080 nor its fallback RTX-2080-Ti (SAILOR_GPU_FALLBACKS) in the cluster
+    cluster["host_types"]["r2080"]["gpu"] = "Titan-RTX"
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
     code = main(
         [

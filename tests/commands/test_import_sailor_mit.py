@@ -70,13 +70,28 @@ def test_each_plan_imports_and_places_every_replica_on_one_server(plan: Path) ->
             start += rep[1]
 
 
+def test_sailors_rtx_2080_is_the_clusters_rtx_2080_ti_without_a_map(tmp_path: Path) -> None:
+    """Sailor's "RTX-2080" has 11 GiB: an RTX 2080 Ti, used where the cluster has no RTX-2080."""
+    plan = PLANS / "plan_config_N3_D1.json"
+    options = PlanImport(training_config=str(CONFIG), cluster=str(CLUSTER))
+    text = import_plan("sailor", str(plan), options, None).text
+    assert "GPU names mapped: RTX-2080 -> RTX-2080-Ti" in text
+    assert yaml.safe_load(text)["parallel"]["stages"][1]["replicas"][0]["gpu"] == "RTX-2080-Ti"
+    # a cluster that defines its own RTX-2080 keeps it
+    own = ROOT / "topologies" / "workstations" / "sailor_3x8gpu_geforce.yaml"
+    kept = import_plan("sailor", str(plan), PlanImport(training_config=str(CONFIG), cluster=str(own)), None)
+    assert yaml.safe_load(kept.text)["parallel"]["stages"][1]["replicas"][0]["gpu"] == "RTX-2080"
+
+
 def test_plan_naming_a_gpu_the_cluster_lacks_is_one_line(tmp_path: Path, capsys) -> None:
-    """Without --gpu-map RTX-2080=RTX-2080-Ti the MIT cluster has no 'RTX-2080'."""
+    raw = json.loads((PLANS / "plan_config_N3_D1.json").read_text())
+    raw["pipeline_list"][0]["tmp_per_stage"][2][0][0][0][0] = "A100-40"  # no A100 in the MIT cluster
+    (tmp_path / "plan.json").write_text(json.dumps(raw))
     code = main(
         [
             "import",
             "sailor",
-            str(PLANS / "plan_config_N3_D1.json"),
+            str(tmp_path / "plan.json"),
             "--training-config",
             str(CONFIG),
             "--cluster",
@@ -87,7 +102,7 @@ def test_plan_naming_a_gpu_the_cluster_lacks_is_one_line(tmp_path: Path, capsys)
     )
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err
-    assert "parallel.stages[1].replicas[0].gpu" in err and "RTX-2080" in err
+    assert "parallel.stages[2].replicas[0].gpu" in err and "A100-40GB-SXM" in err
     assert not (tmp_path / "e.yaml").exists()
 
 
