@@ -22,7 +22,7 @@ import numpy as np
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine import native
-from heterosim.engine.executor import execute_plan
+from heterosim.engine.executor import engine_config, execute_plan
 from heterosim.engine.fluid import run_flows_fluid
 from heterosim.engine.topology import build_topology
 from heterosim.plan.collectives.decompose import decompose_collective
@@ -67,7 +67,7 @@ def ring_allreduce_plan(gpus: int, size_bytes: int, channels: int) -> ExecutionP
 def report_allreduce(
     label: str, plan: ExecutionPlan, build_s: float, size_bytes: int, gpus: int, topo
 ) -> None:
-    result = execute_plan(plan, topo, NETWORK)
+    result = execute_plan(plan, topo, NETWORK, engine_config("flow"))
     flows = int((plan.kind == FLOW).sum())
     seconds = result.makespan_ns * 1e-9
     busbw = size_bytes / seconds * 2 * (gpus - 1) / gpus / 1e9

@@ -3,8 +3,12 @@
 Usage: python benchmarks/bench_load_balancing.py [--seeds 1,2,3]
 
 Runs workloads/netbench/lb_*_permutation.yaml (8 flows of 8 MiB, two leaves joined by four
-100 Gb/s spines, DCQCN, PFC on) under each load-balancing mode, and the lossy incast under
-go-back-N and IRN (pfc_off_small_buffer.yaml, irn_lossy_incast.yaml). A flow's slowdown is its
+100 Gb/s spines, DCQCN, PFC on) under each load-balancing mode and the same permutation with the
+Ultra Ethernet transport over ECMP switches (uet_permutation.yaml: NSCC, PFC off); the 4-to-1
+incast with RoCE + DCQCN + PFC (pfc_on_small_buffer.yaml with cc dcqcn) and on a lossy fabric
+under go-back-N, IRN and UET + NSCC (pfc_off_small_buffer.yaml, irn_lossy_incast.yaml,
+uet_lossy_incast.yaml); the incast shares one 100 Gb/s link, so its slowdowns are 4 at best.
+A flow's slowdown is its
 FCT over its ideal one: its bytes in frames (1 KiB payload + 82 B) at the 100 Gb/s line rate,
 which is what a max-min share over all four equal-cost paths gives every flow of the
 permutation. Packet fidelity, every frame simulated.
@@ -43,8 +47,11 @@ VARIANTS = (
         "lb_spray_permutation.yaml",
         ["network.transport=roce", "network.accept_reordering=true"],
     ),
+    ("uet + nscc, ecmp switches, no pfc", "uet_permutation.yaml", []),
+    ("incast, roce + dcqcn + pfc", "pfc_on_small_buffer.yaml", ["network.cc=dcqcn"]),
     ("lossy incast, go-back-N", "pfc_off_small_buffer.yaml", []),
     ("lossy incast, irn", "irn_lossy_incast.yaml", []),
+    ("lossy incast, uet + nscc", "uet_lossy_incast.yaml", []),
 )
 
 

@@ -131,7 +131,7 @@ def run_ring(gpus: int, size_bytes: int) -> dict:
 
     from heterosim.config.cluster import load_cluster
     from heterosim.engine import native
-    from heterosim.engine.executor import execute_plan
+    from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
 
     native.load()
@@ -139,7 +139,7 @@ def run_ring(gpus: int, size_bytes: int) -> dict:
         topo = build_topology(load_cluster(_cluster_file(gpus, Path(tmp))))
     plan = ring_allreduce_plan(gpus, size_bytes, 1)
     c0 = time.process_time()
-    result = execute_plan(plan, topo, NETWORK)
+    result = execute_plan(plan, topo, NETWORK, engine_config("flow"))
     return {
         "experiment": f"ring all-reduce {size_bytes >> 20} MiB",
         "gpus": gpus,

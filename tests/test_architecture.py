@@ -126,3 +126,59 @@ def test_attention_kernel_names_are_the_ones_the_kernel_tables_hold():
     from heterosim.plan.compute.efficiency import attention_impls
 
     assert set(ATTENTION_KERNELS) == attention_impls()
+
+
+# The one module that turns a fidelity name into a network model; every other module asks the
+# model (heterosim.config.network_model.NetworkModel) what its network can do.
+FIDELITY_FACTORY = PACKAGE / "config" / "network_model.py"
+# Other settings whose values share the words "packet" and "flow" (simulation.intra_host and
+# PacketNetwork::HostFlows, simulation.queue_pairs): comparing them is no fidelity comparison.
+NOT_FIDELITY = ("intra_host", "host_flows", "queue_pairs")
+
+
+def fidelity_comparisons(source: str) -> list[str]:
+    """Each comparison with a fidelity name (``== "packet"``, ``!= "flow"``, ``in (...)``) and
+    each dict keyed by every fidelity name, as ``line: code``."""
+    from heterosim.config.choices import FIDELITIES
+
+    def names(node: ast.AST) -> set[str]:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return {i.value for i in items if isinstance(i, ast.Constant) and i.value in FIDELITIES}
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            named = [o for o in operands if names(o)]
+            others = " ".join(ast.unparse(o) for o in operands if o not in named)
+            if named and not any(word in others for word in NOT_FIDELITY):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = set().union(*(names(k) for k in node.keys if k is not None))
+            if keys == set(FIDELITIES):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_module_but_the_factory_compares_fidelity_names():
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != FIDELITY_FACTORY
+        for line in fidelity_comparisons(path.read_text())
+    ]
+    assert found == [], "ask heterosim.config.network_model.network_model(fidelity) instead"
+
+
+def test_the_fidelity_check_sees_each_way_of_comparing():
+    source = (
+        'a = sim.fidelity == "packet"\n'
+        'b = args.fidelity != "flow"\n'
+        'c = fidelity in ("packet", "flow")\n'
+        'd = "flow" == mode\n'
+        'e = {"packet": run_packet, "flow": run_fluid}[fidelity]\n'
+        'f = sim.intra_host != "packet"\n'  # another setting's value: allowed
+        'g = rates["flow"]\n'  # a column name: allowed
+        'h = {"flow": 1, "bytes": 2}\n'  # a table, not keyed by every fidelity: allowed
+    )
+    assert [line.split(":")[0] for line in fidelity_comparisons(source)] == ["1", "2", "3", "4", "5"]

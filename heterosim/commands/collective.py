@@ -17,13 +17,13 @@ from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
     DEFAULT_PACKET_ACCELERATION,
-    ENGINE_DEFAULT_FIDELITY,
     FIDELITIES,
     GRANULARITIES,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
 from heterosim.config.cluster import load_cluster
+from heterosim.config.network_model import FLUID
 from heterosim.config.ranks import parse_ranks
 from heterosim.errors import UserError
 from heterosim.plan.collectives.common import COLLECTIVES, collective_name
@@ -54,7 +54,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol", default="auto", choices=COLLECTIVE_PROTOCOLS)
     parser.add_argument("--channels", type=int, default=0, help="channels (0: as NCCL would pick)")
     parser.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce, gather, scatter)")
-    parser.add_argument("--fidelity", default=ENGINE_DEFAULT_FIDELITY, choices=FIDELITIES)
+    parser.add_argument(
+        "--fidelity",
+        default=FLUID.name,
+        choices=FIDELITIES,
+        help=f"network model (default: {FLUID.name}, the fluid model, fast over many sizes)",
+    )
     parser.add_argument(
         "--granularity",
         default="chunk",

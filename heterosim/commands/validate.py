@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.choices import (
-    ENGINE_DEFAULT_FIDELITY,
     FIDELITIES,
     GRANULARITIES,
     INTRA_HOST_MODELS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
 )
+from heterosim.config.network_model import FLUID, PACKET, network_model
 from heterosim.errors import UserError
 from heterosim.report.staging import check_output_folder, staged_output
 from heterosim.report.task_progress import TaskProgress, to_stderr
@@ -66,7 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--only", default=None, help="comma-separated case ids")
     parser.add_argument("--ci", action="store_true", help="only cases tagged ci: true")
     parser.add_argument("--max-gpus", type=int, default=None, help="skip cases with more GPUs")
-    parser.add_argument("--fidelity", default=ENGINE_DEFAULT_FIDELITY, choices=FIDELITIES)
+    parser.add_argument(
+        "--fidelity",
+        default=FLUID.name,
+        choices=FIDELITIES,
+        help=f"network model (default: {FLUID.name}, the fluid model, fast over many cases)",
+    )
     parser.add_argument(
         "--granularity",
         default=None,
@@ -136,8 +141,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--max-gpus: expected a positive number of GPUs")
     if args.fail_above is not None and not 0 < args.fail_above < float("inf"):
         raise UserError(f"--fail-above {args.fail_above}: expected a finite positive percentage")
-    if args.packet_acceleration not in (None, "exact") and args.fidelity != "packet":
-        raise UserError("--packet-acceleration: needs --fidelity packet")
+    if args.packet_acceleration not in (None, "exact") and not network_model(args.fidelity).accelerates:
+        raise UserError(f"--packet-acceleration: needs --fidelity {PACKET.name}")
     chosen, skipped = select_cases(cases, groups=args.group, only=only, ci=args.ci, max_gpus=args.max_gpus)
     if not chosen:
         raise UserError(f"{args.cases}: no case left after selection")

@@ -13,10 +13,10 @@ from heterosim.errors import UserError
 
 # simulation.fidelity: RDMA packet network or max-min fluid network (heterosim/engine/)
 FIDELITIES = ("packet", "flow")
-# the fidelity of an experiment or scenario file that names none
+# the fidelity of an experiment or scenario file that names none; code that builds its settings
+# without a file names the fidelity itself (engine_config(fidelity), the --fidelity defaults of
+# `heterosim collective` and `heterosim validate`)
 DEFAULT_FIDELITY = "packet"
-# the fidelity of runs made without such a file: engine_config(), `heterosim collective`, `validate`
-ENGINE_DEFAULT_FIDELITY = "flow"
 # simulation.collective_granularity (heterosim/plan/collectives/granularity.py)
 GRANULARITIES = ("chunk", "step", "connection")
 # simulation.intra_host: flows between GPUs of one host, in packet fidelity
@@ -59,6 +59,7 @@ CC_TYPE_IDS = {
     "timely": "ns3::Timely",
     "dctcp": "ns3::Dctcp",
     "none": "ns3::NoCongestionControl",
+    "nscc": "ns3::Nscc",
 }
 CC_ALGORITHMS = tuple(CC_TYPE_IDS)
 
@@ -71,11 +72,16 @@ LOAD_BALANCING = ("ecmp", "flowlet", "adaptive", "adaptive_flowlet", "spray", "s
 # the modes that move packets of one flow between paths at any time, so its packets arrive
 # out of order; a transport that cannot reorder (go-back-N) loses throughput under them
 REORDERING_LOAD_BALANCING = ("adaptive", "spray", "spray_rr")
-# network.transport: the RDMA NIC's loss recovery (ns3::RdmaNic Transport): roce (go-back-N)
-# or irn (selective acknowledgement and retransmission, Mittal et al., SIGCOMM 2018)
-TRANSPORTS = ("roce", "irn")
+# network.transport: the RDMA NIC's loss recovery (ns3::RdmaNic Transport): roce (go-back-N),
+# irn (selective acknowledgement and retransmission, Mittal et al., SIGCOMM 2018) or uet (the
+# Ultra Ethernet transport, UET 1.0: per-packet entropy spraying, selective acknowledgement, a
+# lossy fabric)
+TRANSPORTS = ("roce", "irn", "uet")
 # the transports that deliver in order from packets that arrive out of order
-REORDERING_TRANSPORTS = ("irn",)
+REORDERING_TRANSPORTS = ("irn", "uet")
+# network.cc with network.transport: uet: UET 1.0 defines NSCC (sender-based) and RCCC
+# (receiver credits; not modelled); the first is the default
+UET_CCS = ("nscc",)
 
 
 def require_choice(where: str, value: str, choices: Iterable[str]) -> str:

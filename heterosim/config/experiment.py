@@ -29,14 +29,16 @@ from heterosim.config.choices import (
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
     TRANSPORTS,
+    UET_CCS,
 )
 from heterosim.config.cluster import MAX_GPUS, ClusterConfig, load_cluster, parse_cluster
 from heterosim.config.degenerate import network_warnings, run_sample_warnings
-from heterosim.config.fabric import check_load_balancing
+from heterosim.config.fabric import check_load_balancing, check_uet
 from heterosim.config.faults import FaultSpec, fault_warnings, parse_faults
 from heterosim.config.fields import Section, parse_override_value, plain_name, read_yaml_mapping
 from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.config.moe_routing import check_routing_tokens
+from heterosim.config.network_model import NetworkModel, network_model
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -152,19 +154,22 @@ class StagedPlan:
 
 @dataclass(frozen=True)
 class ParallelConfig:
-    tp: int
-    pp: int
-    dp: int
-    ep: int
-    schedule: str
-    vpp: int
-    zero: int
-    sequence_parallel: bool
-    partition: str  # auto | uniform | explicit (layers per stage in stage_layers)
-    dp_bucket_bytes: int
-    rank_order: str
-    distributed_optimizer: bool
-    zero3_prefetch: int
+    """``parallel``: each default here is the one a file that omits the key gets (``dp`` is
+    required in a file); code that builds one names only what differs."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    schedule: str = "1f1b"
+    vpp: int = 1
+    zero: int = 0
+    sequence_parallel: bool = False
+    partition: str = "auto"  # auto | uniform | explicit (layers per stage in stage_layers)
+    dp_bucket_bytes: int = 40_000_000  # 40MB (DP_BUCKET_RANGE names the frameworks' defaults)
+    rank_order: str = "tp-dp-pp"
+    distributed_optimizer: bool = False
+    zero3_prefetch: int = 1
     # partition: explicit: transformer layers of each virtual stage v = chunk * pp + stage
     stage_layers: tuple[int, ...] = ()
     # overlap: gradient buckets are reduced as the last backward produces them (Megatron DDP);
@@ -196,6 +201,9 @@ class ParallelConfig:
     # with parallel.stages: how pipelines without micro_batches share the rest of the batch
     # (auto: in proportion to their speed; uniform: evenly)
     micro_batch_split: str = "auto"
+
+
+PARALLEL_DEFAULTS = ParallelConfig()  # what a file's parallel section gets for each key it omits
 
 
 # Host time per compute op (forward, backward) of an eager layer pass, per architecture: measured
@@ -335,6 +343,11 @@ class SimulationConfig:
     # compute on a GPU slows down while communication kernels run beside it
     # (heterosim.plan.compute.contention); false: compute and communication overlap for free
     compute_contention: bool = True
+
+    @property
+    def network_model(self) -> NetworkModel:
+        """The network model :attr:`fidelity` names (what it can do; no fidelity name compared)."""
+        return network_model(self.fidelity)
 
 
 @dataclass(frozen=True)
@@ -492,9 +505,10 @@ def _parallel(section: Section) -> ParallelConfig:
         raise section.error("stages", "expected a non-empty list of {layers: N, replicas: [...]}, got null")
     if section.has("stages"):
         return _staged_parallel(section)
-    pp = section.integer("pp", 1, minimum=1, maximum=MAX_PARALLEL)
-    schedule = section.string("schedule", "1f1b", choices=SCHEDULES)
-    vpp = section.integer("vpp", 1, minimum=1, maximum=1024)
+    d = PARALLEL_DEFAULTS
+    pp = section.integer("pp", d.pp, minimum=1, maximum=MAX_PARALLEL)
+    schedule = section.string("schedule", d.schedule, choices=SCHEDULES)
+    vpp = section.integer("vpp", d.vpp, minimum=1, maximum=1024)
     if vpp > 1 and schedule != "interleaved":
         schedule = "interleaved"
     if schedule == "interleaved" and vpp == 1:
@@ -503,29 +517,33 @@ def _parallel(section: Section) -> ParallelConfig:
         raise section.error("vpp", "virtual pipeline stages need pp >= 2")
     mode, stage_layers = _partition(section)
     parallel = ParallelConfig(
-        tp=section.integer("tp", 1, minimum=1, maximum=MAX_PARALLEL),
+        tp=section.integer("tp", d.tp, minimum=1, maximum=MAX_PARALLEL),
         pp=pp,
         dp=section.integer("dp", minimum=1, maximum=MAX_PARALLEL),
-        ep=section.integer("ep", 1, minimum=1, maximum=MAX_PARALLEL),
+        ep=section.integer("ep", d.ep, minimum=1, maximum=MAX_PARALLEL),
         schedule=schedule,
         vpp=vpp,
-        zero=section.integer("zero", 0, minimum=0, maximum=3),
-        sequence_parallel=section.boolean("sequence_parallel", False),
+        zero=section.integer("zero", d.zero, minimum=0, maximum=3),
+        sequence_parallel=section.boolean("sequence_parallel", d.sequence_parallel),
         partition=mode,
-        dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
-        rank_order=section.string("rank_order", "tp-dp-pp", choices=RANK_ORDERS),
-        distributed_optimizer=section.boolean("distributed_optimizer", False),
-        zero3_prefetch=section.integer("zero3_prefetch", 1, minimum=0, maximum=1024),
+        dp_bucket_bytes=section.size("dp_bucket", d.dp_bucket_bytes, *DP_BUCKET_RANGE),
+        rank_order=section.string("rank_order", d.rank_order, choices=RANK_ORDERS),
+        distributed_optimizer=section.boolean("distributed_optimizer", d.distributed_optimizer),
+        zero3_prefetch=section.integer("zero3_prefetch", d.zero3_prefetch, minimum=0, maximum=1024),
         stage_layers=stage_layers,
-        grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
-        zero3_impl=section.string("zero3_impl", "overlap", choices=ZERO3_IMPLS),
-        zero3_persistence_threshold=section.integer("zero3_persistence_threshold", 100_000, minimum=0),
-        zero3_max_reuse_distance=section.integer("zero3_max_reuse_distance", 1_000_000_000, minimum=0),
-        p2p_sync=section.string("p2p_sync", "overlap", choices=P2P_SYNC),
-        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
-        tp_comm_overlap=section.boolean("tp_comm_overlap", False),
-        cp=section.integer("cp", 1, minimum=1, maximum=MAX_PARALLEL),
-        cp_comm=section.string("cp_comm", "p2p", choices=CP_COMMS),
+        grad_sync=section.string("grad_sync", d.grad_sync, choices=GRAD_SYNC),
+        zero3_impl=section.string("zero3_impl", d.zero3_impl, choices=ZERO3_IMPLS),
+        zero3_persistence_threshold=section.integer(
+            "zero3_persistence_threshold", d.zero3_persistence_threshold, minimum=0
+        ),
+        zero3_max_reuse_distance=section.integer(
+            "zero3_max_reuse_distance", d.zero3_max_reuse_distance, minimum=0
+        ),
+        p2p_sync=section.string("p2p_sync", d.p2p_sync, choices=P2P_SYNC),
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", d.p2p_scatter_gather),
+        tp_comm_overlap=section.boolean("tp_comm_overlap", d.tp_comm_overlap),
+        cp=section.integer("cp", d.cp, minimum=1, maximum=MAX_PARALLEL),
+        cp_comm=section.string("cp_comm", d.cp_comm, choices=CP_COMMS),
     )
     section.reject_unknown()
     return parallel
@@ -533,26 +551,24 @@ def _parallel(section: Section) -> ParallelConfig:
 
 def _staged_parallel(section: Section) -> ParallelConfig:
     plan = _stages(section)
-    mode = section.string("partition", "auto", choices=PARTITIONS)
+    d = PARALLEL_DEFAULTS
+    mode = section.string("partition", d.partition, choices=PARTITIONS)
     parallel = ParallelConfig(
         tp=max(r.tp for s in plan.stages for r in s.replicas),
         pp=plan.pp,
         dp=plan.dp,
-        ep=1,
-        schedule=section.string("schedule", "1f1b", choices=("1f1b", "gpipe")),
-        vpp=1,
-        zero=section.integer("zero", 0, minimum=0, maximum=1),
-        sequence_parallel=section.boolean("sequence_parallel", False),
+        schedule=section.string("schedule", d.schedule, choices=("1f1b", "gpipe")),
+        zero=section.integer("zero", d.zero, minimum=0, maximum=1),
+        sequence_parallel=section.boolean("sequence_parallel", d.sequence_parallel),
         partition="explicit",
         micro_batch_split=mode,
-        dp_bucket_bytes=section.size("dp_bucket", "40MB", *DP_BUCKET_RANGE),
+        dp_bucket_bytes=section.size("dp_bucket", d.dp_bucket_bytes, *DP_BUCKET_RANGE),
         rank_order="stages",
-        distributed_optimizer=section.boolean("distributed_optimizer", False),
-        zero3_prefetch=1,
+        distributed_optimizer=section.boolean("distributed_optimizer", d.distributed_optimizer),
         stage_layers=tuple(s.layers for s in plan.stages),
-        grad_sync=section.string("grad_sync", "overlap", choices=GRAD_SYNC),
+        grad_sync=section.string("grad_sync", d.grad_sync, choices=GRAD_SYNC),
         # only where every replica has one TP degree (heterosim.workload.generator)
-        p2p_scatter_gather=section.boolean("p2p_scatter_gather", False),
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", d.p2p_scatter_gather),
         plan=plan,
     )
     section.reject_unknown()
@@ -562,9 +578,10 @@ def _staged_parallel(section: Section) -> ParallelConfig:
 def _partition(section: Section) -> tuple[str, tuple[int, ...]]:
     """``parallel.partition``: a mode name, or a list of layers per (virtual) stage (each >= 1;
     length and sum are checked against pp*vpp and the model in :func:`_check_consistency`)."""
-    value = section.raw("partition", "auto")
+    default = PARALLEL_DEFAULTS.partition
+    value = section.raw("partition", default)
     if not isinstance(value, list):
-        return section.string("partition", "auto", choices=PARTITIONS), ()
+        return section.string("partition", default, choices=PARTITIONS), ()
     if (
         not value
         or len(value) > MAX_PARALLEL
@@ -647,10 +664,12 @@ def _network(section: Section) -> NetworkConfig:
     attributes = section.raw("attributes", {})
     if not isinstance(attributes, dict):
         raise section.error("attributes", "expected a mapping of ns-3 attribute names to values")
+    transport = section.string("transport", "roce", choices=TRANSPORTS)
+    uet = transport == "uet"  # lossy by design, with its own congestion control
     network = NetworkConfig(
-        cc=section.string("cc", "dcqcn", choices=CC_ALGORITHMS),
+        cc=section.string("cc", UET_CCS[0] if uet else "dcqcn", choices=CC_ALGORITHMS),
         mtu_bytes=section.size("mtu", "4KiB"),
-        pfc=section.boolean("pfc", True),
+        pfc=section.boolean("pfc", not uet),
         buffer_bytes=section.size("buffer", "32MiB", *BUFFER_RANGE),
         ecmp=section.boolean("ecmp", True),
         attributes=dict(attributes),
@@ -661,10 +680,11 @@ def _network(section: Section) -> NetworkConfig:
         routing_delay_ns=section.time_ns("routing_delay", 0, maximum=10_000_000),
         load_balancing=section.string("load_balancing", "ecmp", choices=LOAD_BALANCING),
         flowlet_gap_ns=section.time_ns("flowlet_gap", 500_000, minimum=1, maximum=1_000_000_000),
-        transport=section.string("transport", "roce", choices=TRANSPORTS),
+        transport=transport,
         accept_reordering=section.boolean("accept_reordering", False),
         source=section.source,
     )
+    check_uet(network, section)
     if network.routing_delay_ns < 0:
         raise section.error("routing_delay", f"expected a time >= 0, got {network.routing_delay_ns} ns")
     if not 256 <= network.mtu_bytes <= 9216:
@@ -969,7 +989,7 @@ def parse_experiment(
             raise top.error("cluster", "expected a cluster file path or an inline cluster mapping")
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
-    check_load_balancing(network, simulation.fidelity)
+    check_load_balancing(network, simulation.network_model)
     framework = _framework(top.section("framework"))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()

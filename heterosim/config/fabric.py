@@ -1,5 +1,6 @@
 """The rules joining load balancing, transport and fidelity (``network.load_balancing``,
-``network.transport``, ``network.accept_reordering``, ``simulation.fidelity``).
+``network.transport``, ``network.accept_reordering``, ``simulation.fidelity``), and those
+joining the UET transport to its congestion control and PFC (``network.cc``, ``network.pfc``).
 
 Per-packet load balancing (adaptive routing, spraying) reorders a flow's packets. A go-back-N
 transport (``roce``) treats every packet ahead of the expected one as a loss and resends the
@@ -9,28 +10,42 @@ its packets are closer than the flowlet gap and are allowed with either transpor
 
 The fluid model (flow fidelity) routes every flow on its one ECMP path; it has no model of a
 flow split over several paths, so any other load balancing is refused there.
+
+The Ultra Ethernet transport (``transport: uet``) is built for a lossy fabric: UET 1.0 requires
+no PFC (Ultra Ethernet Consortium, "Ultra Ethernet Specification 1.0", June 2025; Hoefler et
+al., arXiv 2508.08906, 2025), so ``pfc`` defaults to false with it and an explicit
+``pfc: true`` is refused; its congestion control is one UET defines (``choices.UET_CCS``),
+NSCC by default.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS
+from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS, UET_CCS
+from heterosim.config.network_model import PACKET, NetworkModel
 from heterosim.errors import UserError
 
 if TYPE_CHECKING:  # experiment.py calls this module while it parses
     from heterosim.config.experiment import NetworkConfig
+    from heterosim.config.fields import Section
 
 
-def check_load_balancing(network: NetworkConfig, fidelity: str) -> None:
-    """Raise a one-line UserError for a load balancing the transport or fidelity cannot run."""
+def check_load_balancing(network: NetworkConfig, model: NetworkModel) -> None:
+    """Raise a one-line UserError for a load balancing the transport or ``model`` cannot run."""
     where = f"{network.source}: " if network.source else ""
     mode = network.load_balancing
-    if fidelity == "flow" and mode != "ecmp":
+    if network.transport == "uet" and "spray" not in model.load_balancing_modes:
         raise UserError(
-            f"{where}network.load_balancing: {mode!r} needs packet fidelity (the flow model "
-            "routes each flow on one ECMP path); set simulation.fidelity: packet or "
-            "network.load_balancing: ecmp"
+            f"{where}network.transport: 'uet' sprays every flow over the equal-cost paths by "
+            f"per-packet entropy, which the {model.name} model (one ECMP path per flow) does not "
+            f"model; set simulation.fidelity: {PACKET.name}"
+        )
+    if mode not in model.load_balancing_modes:
+        raise UserError(
+            f"{where}network.load_balancing: {mode!r} needs {PACKET.name} fidelity (the {model.name} "
+            f"model routes each flow on one ECMP path); set simulation.fidelity: {PACKET.name} or "
+            f"network.load_balancing: {model.load_balancing_modes[0]}"
         )
     if (
         mode in REORDERING_LOAD_BALANCING
@@ -42,3 +57,29 @@ def check_load_balancing(network: NetworkConfig, fidelity: str) -> None:
             f"{network.transport!r} (go-back-N) treats as losses; set network.transport: "
             f"{REORDERING_TRANSPORTS[0]}, or network.accept_reordering: true to measure that"
         )
+
+
+def check_uet(network: NetworkConfig, section: Section | None = None) -> None:
+    """Raise a one-line UserError for a ``transport: uet`` network with PFC on or a congestion
+    control UET does not define, naming ``section``'s file and key (or ``network.source``)."""
+    if network.transport != "uet":
+        return
+    problem = None
+    if network.pfc:
+        problem = (
+            "pfc",
+            "true contradicts network.transport: 'uet', which runs on a lossy fabric (UET needs "
+            "no PFC); remove network.pfc or set it false, or use network.transport: roce or irn",
+        )
+    elif network.cc not in UET_CCS:
+        problem = (
+            "cc",
+            f"{network.cc!r} is not a congestion control of network.transport: 'uet'; expected "
+            f"one of {', '.join(UET_CCS)}",
+        )
+    if problem is None:
+        return
+    if section is not None:
+        raise section.error(*problem)
+    where = f"{network.source}: " if network.source else ""
+    raise UserError(f"{where}network.{problem[0]}: {problem[1]}")

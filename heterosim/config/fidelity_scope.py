@@ -1,11 +1,13 @@
-"""Which settings act at which fidelity: the one place that knows the packet-only and flow-only
-keys, so ``run``, ``compare`` and ``sweep`` can say when a setting cannot change the result.
+"""Which settings act at which fidelity, so ``run``, ``compare`` and ``sweep`` can say when a
+setting cannot change the result.
 
-The fluid model (``simulation.fidelity: flow``) has no queues, frames or congestion control: the
-keys in :data:`PACKET_ONLY` configure the packet network alone. ``network.attributes`` set ns-3
-attributes by name; only ``FluidNetwork::`` and ``SocketTransport::`` ones reach the fluid model
-(``heterosim/engine/fluid.py``), every other class is part of the packet network. The keys in
-:data:`FLOW_ONLY` change the fluid model alone.
+Each network model knows the keys it ignores
+(:meth:`heterosim.config.network_model.NetworkModel.no_effect_reason`): the fluid model
+(``simulation.fidelity: flow``) has no queues, frames or congestion control, so the keys in
+:data:`~heterosim.config.network_model.PACKET_ONLY` and every ``network.attributes`` key of a
+class other than ``FluidNetwork::`` and ``SocketTransport::`` configure the packet network
+alone; the keys in :data:`~heterosim.config.network_model.FLOW_ONLY` change the fluid model alone.
+This module compares experiment mappings and words the warnings.
 """
 
 from __future__ import annotations
@@ -13,32 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from heterosim.config.choices import DEFAULT_FIDELITY
-
-PACKET_ONLY: dict[str, str] = {
-    "network.cc": "congestion control runs in the packet network only",
-    "network.pfc": "PFC pauses frames, which the fluid model does not have",
-    "network.buffer": "switch buffers hold frames, which the fluid model does not have",
-    "simulation.intra_host": "it chooses how the packet network carries copies inside a host",
-    "simulation.packet_acceleration": "it chooses how the packet network skips settled stretches",
-}
-FLOW_ONLY: dict[str, str] = {
-    "network.frame_overhead": "the packet network sends real frames, whatever this says"
-}
-FLUID_ATTRIBUTE_CLASSES = ("FluidNetwork::", "SocketTransport::")
-_ATTRIBUTES = "network.attributes."
+from heterosim.config.choices import DEFAULT_FIDELITY, FIDELITIES
+from heterosim.config.network_model import network_model
 
 
 def no_effect_reason(key: str, fidelity: str) -> str | None:
-    """Why the dotted ``key`` cannot change a run at ``fidelity`` (None when it can)."""
-    if fidelity == "flow":
-        if key in PACKET_ONLY:
-            return PACKET_ONLY[key]
-        if key.startswith(_ATTRIBUTES) and not key[len(_ATTRIBUTES) :].startswith(FLUID_ATTRIBUTE_CLASSES):
-            return "only FluidNetwork:: and SocketTransport:: attributes reach the fluid model"
-    elif fidelity == "packet" and key in FLOW_ONLY:
-        return FLOW_ONLY[key]
-    return None
+    """Why the dotted ``key`` cannot change a run at ``fidelity`` (None when it can, or when
+    ``fidelity`` names no network model: loading the experiment reports that)."""
+    return network_model(fidelity).no_effect_reason(key) if fidelity in FIDELITIES else None
 
 
 def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

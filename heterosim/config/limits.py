@@ -211,7 +211,7 @@ def sampled_ports_floor(experiment: Any) -> int:
     """Ports sampled per interval at packet level: at least both ends of every NIC's access link
     (PacketNetworkSampler samples the switch and NIC ends of access and fabric links); 0 in flow
     fidelity, which records a link only when its bytes changed."""
-    if experiment.simulation.fidelity != "packet":
+    if not experiment.simulation.network_model.samples_ports:
         return 0
     cluster = experiment.cluster
     return 2 * sum(cluster.host(h).nics for h in range(cluster.num_hosts))
@@ -275,7 +275,7 @@ def check_scenario_budget(scenario: Any) -> None:
     flows = len(scenario.flows)
     check_budget(scenario.source or "scenario", "flows", f"{flows} flows", float(flows))
     interval = scenario.simulation.sample_interval_ns
-    if interval and scenario.simulation.fidelity == "packet":
+    if interval and scenario.simulation.network_model.samples_flow_rates:
         samples = scenario.simulation.stop_ns / interval
         check_budget(
             scenario.source or "scenario",

@@ -46,6 +46,7 @@ from heterosim.config.experiment import MAX_SEED, NetworkConfig, _network, apply
 from heterosim.config.fabric import check_load_balancing
 from heterosim.config.fields import Section, plain_name, read_yaml_mapping
 from heterosim.config.limits import check_scenario_budget
+from heterosim.config.network_model import NetworkModel, network_model
 
 PATTERN_KINDS = ("incast", "one-to-one", "all-to-all", "permutation")
 DEFAULT_PRIORITY = 3  # the lossless RoCE class in common deployments (docs/network_models.md §3.1)
@@ -81,6 +82,11 @@ class ScenarioSimulation:
     seed: int
     fidelity: str  # packet | flow
     packet_acceleration: str = DEFAULT_PACKET_ACCELERATION  # exact | fast | memo | fast+memo
+
+    @property
+    def network_model(self) -> NetworkModel:
+        """The network model :attr:`fidelity` names."""
+        return network_model(self.fidelity)
 
 
 @dataclass(frozen=True, eq=False)
@@ -305,7 +311,7 @@ def parse_scenario(data: dict[str, Any], source: str, base_dir: Path | None = No
     cluster = _cluster(top, base_dir)
     simulation = _simulation(top.section("simulation"))
     network = _network(top.section("network"))
-    check_load_balancing(network, simulation.fidelity)
+    check_load_balancing(network, simulation.network_model)
     world = cluster.world_size
     if top.has("pattern") and top.has("flows"):
         raise top.error("flows", "give either pattern or flows, not both")
@@ -342,7 +348,8 @@ def parse_scenario(data: dict[str, Any], source: str, base_dir: Path | None = No
     warnings = [
         *network_warnings(network, cluster),
         *sample_warnings(
-            simulation.sample_interval_ns if simulation.fidelity == "packet" else 0, simulation.stop_ns
+            simulation.sample_interval_ns if simulation.network_model.samples_flow_rates else 0,
+            simulation.stop_ns,
         ),
         *flow_warnings(cluster, flows.src, flows.dst, flows.size_bytes, flows.start_ns, simulation.stop_ns),
     ]

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 
 from heterosim.config.choices import (
-    ENGINE_DEFAULT_FIDELITY,
     INTRA_HOST_MODELS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
@@ -43,10 +42,6 @@ from heterosim.plan.collectives.planes import flow_planes
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
 
 PROGRESS_WALL_INTERVAL_S = 0.5
-# What a plan runs with when no settings are given: the fluid network, seed 1, no time series.
-ENGINE_DEFAULTS = SimulationConfig(
-    fidelity=ENGINE_DEFAULT_FIDELITY, seed=1, iterations=1, sample_interval_ns=0
-)
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
@@ -86,16 +81,18 @@ class EngineResult:
     contention: dict[str, np.ndarray] = field(default_factory=dict)
 
 
-def engine_config(**changes: Any) -> SimulationConfig:
-    """:data:`ENGINE_DEFAULTS` with some fields changed, e.g. ``engine_config(fidelity="packet")``."""
-    return replace(ENGINE_DEFAULTS, **changes)
+def engine_config(fidelity: str, **changes: Any) -> SimulationConfig:
+    """The settings of a run without an experiment file at the ``fidelity`` its caller names: seed
+    1, one iteration, no time series, every other field at its default unless ``changes`` sets it,
+    e.g. ``engine_config("packet", queue_pairs="flow")``."""
+    return replace(SimulationConfig(fidelity=fidelity, seed=1, iterations=1, sample_interval_ns=0), **changes)
 
 
 def execute_plan(
     plan: ExecutionPlan,
     topology: Topology,
     network: NetworkConfig,
-    simulation: SimulationConfig = ENGINE_DEFAULTS,
+    simulation: SimulationConfig,
     *,
     stop_ns: int | None = None,
     progress: ProgressCallback | None = None,
@@ -346,7 +343,7 @@ def _collect(
         makespan_ns=makespan,
         events=readout.events,
         wall_s=0.0,
-        fidelity=model.fidelity,
+        fidelity=model.name,
         network=readout.counters,
         links=readout.links,
         flows=flows,

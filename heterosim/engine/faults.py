@@ -34,7 +34,8 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 
 from heterosim.config.experiment import NetworkConfig
 from heterosim.config.faults import MAX_SLOWDOWN, MIN_SLOWDOWN, FaultSpec
-from heterosim.engine.network_model import NetworkModel, network_model
+from heterosim.config.network_model import network_model
+from heterosim.engine.network_model import NetworkModel
 from heterosim.engine.topology import ACCESS, FABRIC, LINK_KIND_NAMES, NIC, Topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan

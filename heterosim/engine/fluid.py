@@ -46,6 +46,7 @@ import numpy as np
 
 from heterosim.config.experiment import NetworkConfig
 from heterosim.config.fabric import check_load_balancing
+from heterosim.config.network_model import FLUID
 from heterosim.engine import native
 from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
@@ -67,7 +68,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     ``SocketTransport::IpMtu`` and ``SocketTransport::TcpInitialCwnd``, which also set the fluid
     socket flows' segment (MTU - 52 header bytes) and initial window.
     """
-    check_load_balancing(network, "flow")
+    check_load_balancing(network, FLUID)
     ns3 = gbl.ns3
     texts = check_network_attributes(ns3, network.attributes, network.source)  # both models
     net = ns3.CreateObject[ns3.FluidNetwork]()

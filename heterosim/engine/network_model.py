@@ -1,8 +1,11 @@
 """The network a plan runs on, one class per fidelity: the Python side of ``ns3::FlowNetwork``.
 
-:func:`network_model` picks the model once from ``simulation.fidelity``; the executor
-(:mod:`heterosim.engine.executor`) and the fault models (:mod:`heterosim.engine.faults`) ask it
-what differs between the two networks instead of comparing fidelity names:
+Each class extends the fidelity's :class:`heterosim.config.network_model.NetworkModel` (what the
+network can do) with what runs it on ns-3. :func:`network_model` picks the model once from
+``simulation.fidelity`` through the config layer's factory; the executor
+(:mod:`heterosim.engine.executor`), the fault models (:mod:`heterosim.engine.faults`) and
+``simulate.simulate_flow_set`` ask it what differs between the two networks instead of comparing
+fidelity names:
 
 - :class:`FluidNetworkModel` (``flow``): the max-min fluid network of :mod:`heterosim.engine.fluid`;
   its event queue empties when it cannot go on, a link fault changes capacities;
@@ -18,9 +21,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from heterosim.config.choices import FIDELITIES, require_choice
 from heterosim.config.experiment import NetworkConfig, SimulationConfig
-from heterosim.engine.fluid import create_fluid_network, fluid_counters, fluid_link_stats
+from heterosim.config.network_model import MODELS, FluidModel, PacketModel
+from heterosim.config.network_model import NetworkModel as NetworkCapabilities
+from heterosim.config.network_model import network_model as capabilities_of
+from heterosim.config.scenario import ScenarioConfig
+from heterosim.engine.fluid import create_fluid_network, fluid_counters, fluid_link_stats, run_flows_fluid
 from heterosim.engine.topology import LINK_KIND_NAMES, Topology
 from heterosim.errors import UserError
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan
@@ -52,12 +58,9 @@ class NetworkReadout:
     tcp: dict[str, Any] = field(default_factory=dict)  # packet with socket hosts: TCP tables
 
 
-class NetworkModel(Protocol):
-    """A network model the plan executor drives (``ns3::FlowNetwork`` in C++)."""
-
-    fidelity: str  # the simulation.fidelity that names it (heterosim.config.choices.FIDELITIES)
-    faults_drop_frames: bool  # a faulty link loses frames (the transport recovers them)
-    accelerates: bool  # simulation.packet_acceleration applies
+class NetworkModel(NetworkCapabilities, Protocol):
+    """A network model the plan executor drives (``ns3::FlowNetwork`` in C++): what the
+    fidelity's network can do, and how it runs."""
 
     def create(self, gbl: Any, desc: Any, network: NetworkConfig, simulation: SimulationConfig) -> Any:
         """The native network for the topology description ``desc``."""
@@ -83,13 +86,14 @@ class NetworkModel(Protocol):
         """Frames a link fault dropped on ``link``."""
         ...
 
+    def run_flow_set(self, topology: Topology, scenario: ScenarioConfig) -> dict[str, Any]:
+        """The scenario's flows alone on a fresh network (``heterosim netbench``): per-flow table,
+        counters, ``sim_end_ns``, ``events``, ``wall_s`` and the model's series."""
+        ...
 
-class FluidNetworkModel:
+
+class FluidNetworkModel(FluidModel):
     """``flow``: the max-min fluid network (``ns3::FluidNetwork``)."""
-
-    fidelity = "flow"
-    faults_drop_frames = False  # a fault changes link capacities
-    accelerates = False
 
     def create(self, gbl: Any, desc: Any, network: NetworkConfig, simulation: SimulationConfig) -> Any:
         net = create_fluid_network(gbl, desc, network, simulation.seed)
@@ -128,13 +132,22 @@ class FluidNetworkModel:
     def link_fault_drops(self, net: Any, link: int) -> int:
         return 0
 
+    def run_flow_set(self, topology: Topology, scenario: ScenarioConfig) -> dict[str, Any]:
+        flows, sim = scenario.flows, scenario.simulation
+        return run_flows_fluid(
+            topology,
+            scenario.network,
+            flows.src,
+            flows.dst,
+            flows.size_bytes,
+            flows.start_ns,
+            seed=sim.seed,
+            stop_ns=sim.stop_ns,
+        )
 
-class PacketNetworkModel:
+
+class PacketNetworkModel(PacketModel):
     """``packet``: the RDMA packet network (``ns3::PacketNetwork``)."""
-
-    fidelity = "packet"
-    faults_drop_frames = True
-    accelerates = True
 
     def create(self, gbl: Any, desc: Any, network: NetworkConfig, simulation: SimulationConfig) -> Any:
         return packet_module().create_packet_network(
@@ -184,14 +197,32 @@ class PacketNetworkModel:
     def link_fault_drops(self, net: Any, link: int) -> int:
         return int(net.GetLinkFaultDrops(link))
 
+    def run_flow_set(self, topology: Topology, scenario: ScenarioConfig) -> dict[str, Any]:
+        flows, sim = scenario.flows, scenario.simulation
+        return packet_module().run_flows(
+            topology,
+            scenario.network,
+            flows.src,
+            flows.dst,
+            flows.size_bytes,
+            flows.start_ns,
+            flows.priority if flows.explicit_priority else None,
+            stop_ns=sim.stop_ns,
+            sample_interval_ns=sim.sample_interval_ns,
+            seed=sim.seed,
+            acceleration=sim.packet_acceleration,
+        )
 
-_MODELS: dict[str, NetworkModel] = {m.fidelity: m for m in (PacketNetworkModel(), FluidNetworkModel())}
-assert tuple(_MODELS) == FIDELITIES, "one network model per fidelity"
+
+_ENGINE_MODELS: dict[str, NetworkModel] = {
+    model.name: model for model in (PacketNetworkModel(), FluidNetworkModel())
+}
+assert _ENGINE_MODELS.keys() == MODELS.keys(), "the engine runs every network model of the config layer"
 
 
 def network_model(fidelity: str) -> NetworkModel:
-    """The network model ``simulation.fidelity`` names (a UserError for any other name)."""
-    return _MODELS[require_choice("simulation: fidelity", fidelity, FIDELITIES)]
+    """The engine's network model ``simulation.fidelity`` names (a UserError for any other name)."""
+    return _ENGINE_MODELS[capabilities_of(fidelity).name]
 
 
 def packet_module() -> Any:

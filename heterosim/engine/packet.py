@@ -38,7 +38,8 @@ from heterosim.config.choices import (
     require_choice,
 )
 from heterosim.config.experiment import NetworkConfig
-from heterosim.config.fabric import check_load_balancing
+from heterosim.config.fabric import check_load_balancing, check_uet
+from heterosim.config.network_model import PACKET
 from heterosim.engine import native
 from heterosim.engine.attributes import check_network_attributes
 from heterosim.engine.topology import Topology, to_native
@@ -124,7 +125,8 @@ def create_packet_network(
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
     require_choice("simulation: intra_host", intra_host, INTRA_HOST_MODELS)
     require_choice("simulation: packet_acceleration", acceleration, PACKET_ACCELERATIONS)
-    check_load_balancing(network, "packet")
+    check_load_balancing(network, PACKET)
+    check_uet(network)
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
     ns3 = gbl.ns3

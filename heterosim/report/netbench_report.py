@@ -33,10 +33,16 @@ from typing import Any
 import numpy as np
 
 from heterosim import __version__
+from heterosim.config.network_model import network_model
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine.topology import Topology
 from heterosim.report.tcp_tables import write_tcp_tables
 
+# each flow of results.json's flows[] and each row of flows.csv, in order (docs/results.md)
+FLOW_COLUMNS = (
+    *("id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"),
+    *("out_of_order", "max_reorder_depth"),
+)
 COUNTER_KEYS = ("flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps")
 PORT_KEYS = (
     "bytes_sent",
@@ -161,21 +167,20 @@ def flow_records(run: Mapping[str, Any], scenario: ScenarioConfig) -> list[dict[
         done = end[i] >= 0
         fct_ns = int(end[i] - start[i]) if done else None
         goodput = size[i] * 8 / fct_ns if fct_ns is not None and fct_ns > 0 else None
-        records.append(
-            {
-                "id": int(ids[i]),
-                "src": int(scenario.flows.src[ids[i]]),
-                "dst": int(scenario.flows.dst[ids[i]]),
-                "bytes": int(size[i]),
-                "start_s": start[i] / 1e9,
-                "end_s": end[i] / 1e9 if done else None,
-                "fct_s": fct_ns / 1e9 if fct_ns is not None else None,
-                "goodput_Gbps": _num(goodput, 9),
-                "retransmits": int(retx[i]),
-                "out_of_order": int(ooo[i]),
-                "max_reorder_depth": int(depth[i]),
-            }
+        values = (
+            int(ids[i]),
+            int(scenario.flows.src[ids[i]]),
+            int(scenario.flows.dst[ids[i]]),
+            int(size[i]),
+            start[i] / 1e9,
+            end[i] / 1e9 if done else None,
+            fct_ns / 1e9 if fct_ns is not None else None,
+            _num(goodput, 9),
+            int(retx[i]),
+            int(ooo[i]),
+            int(depth[i]),
         )
+        records.append(dict(zip(FLOW_COLUMNS, values, strict=True)))
     return records
 
 
@@ -253,7 +258,7 @@ def build_results(
         },
         "warnings": list(getattr(scenario, "warnings", ())),
     }
-    if fidelity == "packet":
+    if network_model(fidelity).accelerates:
         mode = scenario.simulation.packet_acceleration
         accel = {"mode": mode, **(run.get("fast_forward") or {})}
         if "memo" not in mode.split("+"):
@@ -352,14 +357,10 @@ def write_csv(path: Path, header: list[str], rows: Any) -> None:
 
 def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any], topology: Topology) -> None:
     """flows.csv, ports.csv, rates.csv, queues.csv (time series empty when sampling was off)."""
-    flow_keys = [
-        *("id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"),
-        *("out_of_order", "max_reorder_depth"),
-    ]
     write_csv(
         out / "flows.csv",
-        flow_keys,
-        ([("" if f[k] is None else f[k]) for k in flow_keys] for f in results["flows"]),
+        list(FLOW_COLUMNS),
+        ([("" if f[k] is None else f[k]) for k in FLOW_COLUMNS] for f in results["flows"]),
     )
     ports = ports_of_run(run, topology)
     names = port_names(run, topology)

@@ -61,18 +61,9 @@ def write_perfetto_trace(
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
     gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
-    ran = end_ns >= 0
-    comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
-    flows = np.flatnonzero((plan.kind == FLOW) & ran)
-    # candidate spans: compute tasks, then each flow on its sender's and on its receiver's lanes
-    task = np.concatenate([comp, flows, flows])
-    rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
-    side = np.repeat(np.array([-1, SEND, RECV], np.int8), [comp.size, flows.size, flows.size])
-    keep = rank >= 0
-    if not keep.all():  # GPUs without a rank (another job's): their spans are left out
-        task, rank, side = task[keep], rank[keep], side[keep]
-    del keep
-    total = int(task.size)
+    task, rank, side, total = _candidate_spans(plan, end_ns, gpu_rank)
+    ran_compute = plan.stream[(plan.kind == COMPUTE) & (end_ns >= 0)]
+    streams = int(ran_compute.max()) + 1 if ran_compute.size else 1
     cap = int(max_spans or 0)
     if cap and total > cap:
         length = end_ns[task]
@@ -81,61 +72,16 @@ def write_perfetto_trace(
         del length
         task, rank, side = task[chosen], rank[chosen], side[chosen]
     dropped = total - int(task.size)
-
-    # threads: compute stream s -> tid s; send lane k -> after the streams; recv lanes after those
+    tid, lanes = _thread_ids(plan, task, rank, side, start_ns, end_ns, len(rank_names), streams)
     is_comp = side < 0
-    streams = int(plan.stream[comp].max()) + 1 if comp.size else 1
-    tid = np.zeros(task.size, dtype=np.int64)
-    tid[is_comp] = plan.stream[task[is_comp]]
-    lanes = np.zeros((len(rank_names), 2), dtype=np.int64)
-    for s in (SEND, RECV):
-        mine = np.flatnonzero(side == s)
-        lane = assign_lanes(rank[mine], start_ns[task[mine]], end_ns[task[mine]])
-        tid[mine] = lane
-        if mine.size:
-            np.maximum.at(lanes[:, s], rank[mine], lane + 1)
+    events = _track_names(rank_names, rank[is_comp], tid[is_comp], lanes, streams)
     send = side == SEND
-    recv = side == RECV
-    tid[send] += streams
-    tid[recv] += streams + lanes[rank[recv], SEND]
-
-    events: list[dict] = []
-    used_streams: list[set[int]] = [set() for _ in rank_names]
-    for r, s in zip(rank[is_comp].tolist(), tid[is_comp].tolist()):
-        used_streams[r].add(s)
-    for r, name in enumerate(rank_names):
-        events.append({"ph": "M", "name": "process_name", "pid": r, "tid": 0, "args": {"name": name}})
-        events.append(
-            {"ph": "M", "name": "process_sort_index", "pid": r, "tid": 0, "args": {"sort_index": r}}
-        )
-        sends, recvs = int(lanes[r, SEND]), int(lanes[r, RECV])
-        threads = [(s, "compute" if s == 0 else f"compute stream {s}") for s in sorted(used_streams[r])]
-        threads += [(streams + k, f"send {k}") for k in range(sends)]
-        threads += [(streams + sends + k, f"recv {k}") for k in range(recvs)]
-        for t, thread_name in threads:
-            events.append(
-                {"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": thread_name}}
-            )
-            events.append(
-                {"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t, "args": {"sort_index": t}}
-            )
     peer = np.where(send, gpu_rank[plan.dst[task]], gpu_rank[plan.gpu[task]])
     lost = contention_ns if contention_ns is not None and contention_ns.shape[0] == len(plan) else None
     events += _p2p_arrows(plan, task, rank, tid, side, start_ns, end_ns)
     counter_pid = len(rank_names)
     if counters:
-        events.append(
-            {"ph": "M", "name": "process_name", "pid": counter_pid, "tid": 0, "args": {"name": "network"}}
-        )
-        events.append(
-            {
-                "ph": "M",
-                "name": "process_sort_index",
-                "pid": counter_pid,
-                "tid": 0,
-                "args": {"sort_index": -1},
-            }
-        )
+        events += _process_names(counter_pid, "network", -1)
     events += extra_events or []
     info = {"spans": int(task.size), "dropped_spans": dropped, "max_spans": cap}
     columns = _SpanColumns(task, rank, tid, is_comp, peer, start_ns, end_ns, plan.bytes, lost, task_label)
@@ -159,6 +105,85 @@ def write_perfetto_trace(
         handle.write(json.dumps(info, separators=(",", ":")))
         handle.write("}")
     return info
+
+
+def _candidate_spans(
+    plan: ExecutionPlan, end_ns: np.ndarray, gpu_rank: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(task, rank, side, count) of every span the trace could hold: the compute tasks that ran,
+    then each flow on its sender's lane and on its receiver's (side -1, SEND, RECV); GPUs
+    without a rank (another job's) are left out."""
+    ran = end_ns >= 0
+    comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
+    flows = np.flatnonzero((plan.kind == FLOW) & ran)
+    task = np.concatenate([comp, flows, flows])
+    rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
+    side = np.repeat(np.array([-1, SEND, RECV], np.int8), [comp.size, flows.size, flows.size])
+    keep = rank >= 0
+    if not keep.all():
+        task, rank, side = task[keep], rank[keep], side[keep]
+    return task, rank, side, int(task.size)
+
+
+def _thread_ids(
+    plan: ExecutionPlan,
+    task: np.ndarray,
+    rank: np.ndarray,
+    side: np.ndarray,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    ranks: int,
+    streams: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(thread id per span, send and receive lanes per rank): compute stream s is thread s, send
+    lane k comes after the ``streams`` compute streams, receive lanes after the send lanes."""
+    is_comp = side < 0
+    tid = np.zeros(task.size, dtype=np.int64)
+    tid[is_comp] = plan.stream[task[is_comp]]
+    lanes = np.zeros((ranks, 2), dtype=np.int64)
+    for s in (SEND, RECV):
+        mine = np.flatnonzero(side == s)
+        lane = assign_lanes(rank[mine], start_ns[task[mine]], end_ns[task[mine]])
+        tid[mine] = lane
+        if mine.size:
+            np.maximum.at(lanes[:, s], rank[mine], lane + 1)
+    send = side == SEND
+    recv = side == RECV
+    tid[send] += streams
+    tid[recv] += streams + lanes[rank[recv], SEND]
+    return tid, lanes
+
+
+def _process_names(pid: int, name: str, sort_index: int) -> list[dict]:
+    return [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": sort_index}},
+    ]
+
+
+def _track_names(
+    rank_names: list[str], comp_rank: np.ndarray, comp_tid: np.ndarray, lanes: np.ndarray, streams: int
+) -> list[dict]:
+    """Metadata events naming each rank's process and its threads (compute streams in use, send
+    and receive lanes), in rank order."""
+    used_streams: list[set[int]] = [set() for _ in rank_names]
+    for r, s in zip(comp_rank.tolist(), comp_tid.tolist()):
+        used_streams[r].add(s)
+    events: list[dict] = []
+    for r, name in enumerate(rank_names):
+        events += _process_names(r, name, r)
+        sends, recvs = int(lanes[r, SEND]), int(lanes[r, RECV])
+        threads = [(s, "compute" if s == 0 else f"compute stream {s}") for s in sorted(used_streams[r])]
+        threads += [(streams + k, f"send {k}") for k in range(sends)]
+        threads += [(streams + sends + k, f"recv {k}") for k in range(recvs)]
+        for t, thread_name in threads:
+            events.append(
+                {"ph": "M", "name": "thread_name", "pid": r, "tid": t, "args": {"name": thread_name}}
+            )
+            events.append(
+                {"ph": "M", "name": "thread_sort_index", "pid": r, "tid": t, "args": {"sort_index": t}}
+            )
+    return events
 
 
 class _ItemWriter:

@@ -35,6 +35,19 @@ from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
+# The columns of each CSV a run writes, in order (docs/results.md lists them)
+RANK_COLUMNS = (
+    *("rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s"),
+    *("exposed_comm_s", "bubble_s", "intra_host_comm_s", "inter_host_comm_s"),
+)
+COLLECTIVE_COLUMNS = (
+    *("id", "type", "group", "ranks", "size_bytes", "algorithm", "protocol", "channels"),
+    *("start_s", "end_s", "time_s", "busbw_GBps"),
+)
+FLOW_COLUMNS = (
+    *("task", "src_gpu", "dst_gpu", "bytes", "start_s", "end_s", "fct_s", "retransmits"),
+    *("collective", "connection", "out_of_order", "max_reorder_depth"),
+)
 
 
 def _plan_stages(exp: ExperimentConfig, counts: np.ndarray) -> dict[str, Any]:
@@ -52,7 +65,6 @@ def _plan_stages(exp: ExperimentConfig, counts: np.ndarray) -> dict[str, Any]:
 def results_dict(run: RunArtifacts) -> dict[str, Any]:
     """The results.json content of a finished (or partial) run."""
     exp, engine, plan = run.experiment, run.engine, run.tables.plan
-    cluster = exp.cluster
     iterations = exp.simulation.iterations
     makespan_ns = int(engine.makespan_ns)
     partial = bool(engine.partial)
@@ -61,62 +73,12 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
     # A partial run reports what it simulated and nothing extrapolated from it: no iteration
     # time (the span simulated is not an iteration), no throughput; the breakdown covers the
     # simulated span, and only iterations that finished have a time.
-    iteration_ns = None if partial else makespan_ns / iterations
+    iteration_s = None if partial else makespan_ns / iterations * NS
     bd = rank_breakdown(
-        plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, cluster.gpu_host, makespan_ns
+        plan, engine.task_start_ns, engine.task_end_ns, run.rank_gpu, exp.cluster.gpu_host, makespan_ns
     )
     bd = bd if partial else _per_iteration(bd, iterations)
-    world = len(run.rank_gpu)
-    ranks = []
-    for r in range(world):
-        gpu = int(run.rank_gpu[r])
-        ranks.append(
-            {
-                "rank": r,
-                "gpu": cluster.gpu_type[gpu],
-                "gpu_index": gpu,
-                "host": int(cluster.gpu_host[gpu]),
-                "stage": int(run.workload.layout.pp_index(r)),
-                "dp_replica": int(run.workload.layout.dp_index(r)),
-                "busy_s": bd.busy_ns[r] * NS,
-                "compute_s": bd.compute_ns[r] * NS,
-                "comm_s": bd.comm_ns[r] * NS,
-                "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
-                "bubble_s": bd.bubble_ns[r] * NS,
-                "intra_host_comm_s": bd.intra_host_ns[r] * NS,
-                "inter_host_comm_s": bd.inter_host_ns[r] * NS,
-            }
-        )
-        if getattr(engine, "contention", None):
-            lost = float(engine.contention["extra_ns"][gpu]) * NS
-            ranks[-1]["contention_s"] = lost if partial else lost / iterations
-        tp = run.workload.layout.tp_degree(r)
-        if tp is not None:  # traces read from files may not say
-            ranks[-1]["tp"] = int(tp)
-    flows = plan.kind == FLOW
-    counters: dict[str, Any] = {
-        "flows": int(flows.sum()),
-        "bytes": int(plan.bytes[flows].sum()),
-        "drops": 0,
-        "retransmits": 0,
-        "pfc_pause_frames": 0,
-        "ecn_marks": 0,
-        "cnps": 0,
-    }
-    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
-    if getattr(engine, "tcp", None):
-        counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
-    tokens = exp.training.global_batch * exp.training.seq_len
-    total_flops = float(
-        sum(float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces)
-    )
-    iteration_s = None if iteration_ns is None else iteration_ns * NS
     finished_ends = [e for e in ends[:completed] if e >= 0]
-    colls = run.tables.collectives
-    by_algorithm: dict[str, int] = {}
-    for a in colls.get("algorithm", []):
-        name = run.tables.algorithms[int(a)]
-        by_algorithm[name] = by_algorithm.get(name, 0) + 1
     out = {
         "iteration_time_s": iteration_s,
         "iterations": {
@@ -125,32 +87,11 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
             "end_s": [e * NS for e in finished_ends],
             "time_s": [(b - a) * NS for a, b in zip([0, *finished_ends[:-1]], finished_ends)],
         },
-        "breakdown": {
-            "compute_s": float(bd.compute_ns.mean() * NS),
-            "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
-            "bubble_s": float(bd.bubble_ns.mean() * NS),
-            "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
-            "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
-            "definition": (
-                "mean over ranks over the simulated span (partial run: not per iteration)"
-                if partial
-                else "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"
-            ),
-        },
-        "throughput": {
-            "tokens_per_s": tokens / iteration_s if iteration_s else None,
-            "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
-            "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
-        },
-        "ranks": ranks,
-        "network": counters,
-        "collectives": {
-            "instances": int(len(colls.get("id", []))),
-            "by_algorithm": by_algorithm,
-            "by_type": collective_times(colls, engine),
-            "p2p_bytes": int(run.tables.p2p_bytes),
-            "granularity": exp.simulation.collective_granularity,
-        },
+        "breakdown": _breakdown_means(bd, partial),
+        "throughput": _throughput(run, iteration_s),
+        "ranks": _rank_rows(run, bd, 1 if partial else iterations),
+        "network": _network_counters(run),
+        "collectives": _collective_summary(run),
         "compute_provenance": run.compute_provenance,
         "compute_layers": list(getattr(run, "compute_layers", [])),
         "partition": {
@@ -160,21 +101,7 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
             "memory_warnings": list(getattr(run.workload.partition, "memory_warnings", ())),
             **_plan_stages(exp, run.workload.partition.replica_micro_batches),
         },
-        "sim": {
-            "fidelity": engine.fidelity,
-            "wall_s": engine.wall_s,
-            "events": int(engine.events),
-            "build_s": float(getattr(engine, "build_s", 0.0)),
-            "version": __version__,
-            "seed": exp.simulation.seed,
-            "partial": partial,
-            "error": engine.error,
-            "simulated_s": _simulated_ns(engine) * NS,
-            "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
-            "tasks": int(len(plan)),
-            "stage_wall_s": run.stage_wall_s,
-            **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
-        },
+        "sim": _sim_section(run, partial),
         "experiment": {"name": exp.name, "source": exp.source, "resolved": exp.resolved},
         "warnings": [*getattr(exp, "warnings", ()), *getattr(run.workload.partition, "memory_warnings", ())],
     }
@@ -195,6 +122,118 @@ def results_dict(run: RunArtifacts) -> dict[str, Any]:
     if baseline is not None:
         out["fault_impact"] = fault_impact(engine, baseline, run.tables.collectives, COLLECTIVE_NAMES)
     return out
+
+
+def _rank_rows(run: RunArtifacts, bd: RankBreakdown, per: int) -> list[dict[str, Any]]:
+    """One ranks.csv / results.json row per rank; compute lost to contention divided by ``per``
+    (the iterations, or 1 for a partial run)."""
+    cluster, engine = run.experiment.cluster, run.engine
+    ranks = []
+    for r in range(len(run.rank_gpu)):
+        gpu = int(run.rank_gpu[r])
+        row: dict[str, Any] = {
+            "rank": r,
+            "gpu": cluster.gpu_type[gpu],
+            "gpu_index": gpu,
+            "host": int(cluster.gpu_host[gpu]),
+            "stage": int(run.workload.layout.pp_index(r)),
+            "dp_replica": int(run.workload.layout.dp_index(r)),
+            "busy_s": bd.busy_ns[r] * NS,
+            "compute_s": bd.compute_ns[r] * NS,
+            "comm_s": bd.comm_ns[r] * NS,
+            "exposed_comm_s": bd.exposed_comm_ns[r] * NS,
+            "bubble_s": bd.bubble_ns[r] * NS,
+            "intra_host_comm_s": bd.intra_host_ns[r] * NS,
+            "inter_host_comm_s": bd.inter_host_ns[r] * NS,
+        }
+        if getattr(engine, "contention", None):
+            row["contention_s"] = float(engine.contention["extra_ns"][gpu]) * NS / per
+        tp = run.workload.layout.tp_degree(r)
+        if tp is not None:  # traces read from files may not say
+            row["tp"] = int(tp)
+        ranks.append(row)
+    return ranks
+
+
+def _breakdown_means(bd: RankBreakdown, partial: bool) -> dict[str, Any]:
+    return {
+        "compute_s": float(bd.compute_ns.mean() * NS),
+        "exposed_comm_s": float(bd.exposed_comm_ns.mean() * NS),
+        "bubble_s": float(bd.bubble_ns.mean() * NS),
+        "intra_host_comm_s": float(bd.intra_host_ns.mean() * NS),
+        "inter_host_comm_s": float(bd.inter_host_ns.mean() * NS),
+        "definition": (
+            "mean over ranks over the simulated span (partial run: not per iteration)"
+            if partial
+            else "mean over ranks; compute_s + exposed_comm_s + bubble_s = iteration_time_s"
+        ),
+    }
+
+
+def _throughput(run: RunArtifacts, iteration_s: float | None) -> dict[str, Any]:
+    training = run.experiment.training
+    tokens = training.global_batch * training.seq_len
+    total_flops = float(
+        sum(float(np.sum(t.templates.flops[t.template], dtype=np.float64)) for t in run.traces)
+    )
+    world = len(run.rank_gpu)
+    return {
+        "tokens_per_s": tokens / iteration_s if iteration_s else None,
+        "tflops_per_gpu": total_flops / iteration_s / world / 1e12 if iteration_s else None,
+        "flop_convention": "all compute ops of the traces (causal attention, recompute included)",
+    }
+
+
+def _network_counters(run: RunArtifacts) -> dict[str, Any]:
+    plan, engine = run.tables.plan, run.engine
+    flows = plan.kind == FLOW
+    counters: dict[str, Any] = {
+        "flows": int(flows.sum()),
+        "bytes": int(plan.bytes[flows].sum()),
+        "drops": 0,
+        "retransmits": 0,
+        "pfc_pause_frames": 0,
+        "ecn_marks": 0,
+        "cnps": 0,
+    }
+    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    if getattr(engine, "tcp", None):
+        counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
+    return counters
+
+
+def _collective_summary(run: RunArtifacts) -> dict[str, Any]:
+    colls = run.tables.collectives
+    by_algorithm: dict[str, int] = {}
+    for a in colls.get("algorithm", []):
+        name = run.tables.algorithms[int(a)]
+        by_algorithm[name] = by_algorithm.get(name, 0) + 1
+    return {
+        "instances": int(len(colls.get("id", []))),
+        "by_algorithm": by_algorithm,
+        "by_type": collective_times(colls, run.engine),
+        "p2p_bytes": int(run.tables.p2p_bytes),
+        "granularity": run.experiment.simulation.collective_granularity,
+    }
+
+
+def _sim_section(run: RunArtifacts, partial: bool) -> dict[str, Any]:
+    engine, exp = run.engine, run.experiment
+    return {
+        "fidelity": engine.fidelity,
+        "wall_s": engine.wall_s,
+        "events": int(engine.events),
+        "build_s": float(getattr(engine, "build_s", 0.0)),
+        "version": __version__,
+        "seed": exp.simulation.seed,
+        "partial": partial,
+        "error": engine.error,
+        "simulated_s": _simulated_ns(engine) * NS,
+        "tasks_done": int(np.count_nonzero(engine.task_end_ns >= 0)),
+        "tasks": int(len(run.tables.plan)),
+        "stage_wall_s": run.stage_wall_s,
+        **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
+    }
 
 
 def collective_times(colls: dict[str, np.ndarray], engine: EngineResult) -> dict[str, dict[str, Any]]:
@@ -362,25 +401,27 @@ def _write_all(
     plots: bool,
     trace_max_spans: int | None = DEFAULT_MAX_SPANS,
 ) -> None:
-    engine, plan, topo = run.engine, run.tables.plan, run.topology
-    rank_keys = [
-        "rank",
-        "gpu",
-        "host",
-        "stage",
-        "dp_replica",
-        "busy_s",
-        "compute_s",
-        "comm_s",
-        "exposed_comm_s",
-        "bubble_s",
-        "intra_host_comm_s",
-        "inter_host_comm_s",
-    ]
-    _write_csv(folder / "ranks.csv", rank_keys, ([row[k] for k in rank_keys] for row in results["ranks"]))
+    """Every output of a run into ``folder``: the tables, trace.json, results.json, the plots."""
+    _write_csv(
+        folder / "ranks.csv", list(RANK_COLUMNS), ([row[k] for k in RANK_COLUMNS] for row in results["ranks"])
+    )
+    _write_collectives(run, folder)
+    _write_flows(run.engine.flows, folder)
+    if getattr(run.engine, "tcp", None):
+        write_tcp_tables(folder, run.engine.tcp, list(run.topology.node_name))
+    _write_links(run.engine.links, run.topology, folder)
+    series = run.engine.series or {}
+    rates = link_rates(series, run.topology)
+    results["sim"]["trace_spans"] = _write_trace(run, folder, results, series, rates, trace_max_spans)
+    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    if plots:
+        _write_plots(run, folder, results, series, rates)
 
+
+def _write_collectives(run: RunArtifacts | JobsArtifacts, folder: Path) -> None:
+    """collectives.csv: one row per collective instance, its span and bus bandwidth."""
     colls = run.tables.collectives
-    start, end = engine.task_start_ns, engine.task_end_ns
+    start, end = run.engine.task_start_ns, run.engine.task_end_ns
     coll_rows = []
     for i in range(len(colls.get("id", []))):
         s, e = int(start[colls["start_task"][i]]), int(end[colls["end_task"][i]])
@@ -404,139 +445,125 @@ def _write_all(
                 busbw,
             ]
         )
-    _write_csv(
-        folder / "collectives.csv",
-        [
-            "id",
-            "type",
-            "group",
-            "ranks",
-            "size_bytes",
-            "algorithm",
-            "protocol",
-            "channels",
-            "start_s",
-            "end_s",
-            "time_s",
-            "busbw_GBps",
-        ],
-        coll_rows,
-    )
+    _write_csv(folder / "collectives.csv", list(COLLECTIVE_COLUMNS), coll_rows)
 
-    flows = engine.flows
-    if flows and len(flows.get("task", [])):
-        retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
-        start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
-        end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
-        columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
-        columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
-        none = np.full(len(flows["task"]), -1, np.int64)
-        columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
-        zeros = np.zeros(len(flows["task"]), np.int64)
-        columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
-        write_numeric_csv(
-            folder / "flows.csv",
-            [
-                "task",
-                "src_gpu",
-                "dst_gpu",
-                "bytes",
-                "start_s",
-                "end_s",
-                "fct_s",
-                "retransmits",
-                "collective",
-                "connection",
-                "out_of_order",
-                "max_reorder_depth",
-            ],
-            columns,
-        )
-        del columns
-    if getattr(engine, "tcp", None):
-        write_tcp_tables(folder, engine.tcp, list(topo.node_name))
-    links = engine.links
+
+def _write_flows(flows: dict[str, Any] | None, folder: Path) -> None:
+    """flows.csv (none when the run had no flows), written column by column."""
+    if not flows or not len(flows.get("task", [])):
+        return
+    retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
+    start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
+    end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
+    columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
+    columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
+    none = np.full(len(flows["task"]), -1, np.int64)
+    columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
+    zeros = np.zeros(len(flows["task"]), np.int64)
+    columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
+    write_numeric_csv(folder / "flows.csv", list(FLOW_COLUMNS), columns)
+
+
+def _write_links(links: dict[str, Any] | None, topo: Topology, folder: Path) -> None:
+    """links.csv: one row per sampled link direction (none when nothing was sampled)."""
+    if not links or not len(links.get("link", [])):
+        return
     link_names = [
         f"{topo.node_name[topo.link_a[i]]}->{topo.node_name[topo.link_b[i]]}" for i in range(topo.num_links)
     ]
-    names: list[str] = []
-    if links and len(links.get("link", [])):
-        link_idx = np.asarray(links["link"], dtype=np.int64)
-        direction = np.asarray(links["direction"], dtype=np.int64)
-        names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
-        link_columns = [
-            k
-            for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
-            if k in links
-        ]
-        _write_csv(
-            folder / "links.csv",
-            ["link", "name", "kind", "direction", *link_columns],
-            (
-                [
-                    int(i),
-                    n,
-                    LINK_KIND_NAMES[int(topo.link_kind[i])],
-                    int(d),
-                    *[_num(links[c][j]) for c in link_columns],
-                ]
-                for j, (i, n, d) in enumerate(zip(link_idx, names, direction))
-            ),
-        )
-    labels = _label_fn(run)
+    link_idx = np.asarray(links["link"], dtype=np.int64)
+    direction = np.asarray(links["direction"], dtype=np.int64)
+    names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
+    link_columns = [
+        k
+        for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
+        if k in links
+    ]
+    _write_csv(
+        folder / "links.csv",
+        ["link", "name", "kind", "direction", *link_columns],
+        (
+            [
+                int(i),
+                n,
+                LINK_KIND_NAMES[int(topo.link_kind[i])],
+                int(d),
+                *[_num(links[c][j]) for c in link_columns],
+            ]
+            for j, (i, n, d) in enumerate(zip(link_idx, names, direction))
+        ),
+    )
+
+
+def _write_trace(
+    run: RunArtifacts | JobsArtifacts,
+    folder: Path,
+    results: dict[str, Any],
+    series: dict[str, Any],
+    rates: Any,
+    trace_max_spans: int | None,
+) -> dict[str, Any]:
+    """trace.json (Perfetto): every task per rank, the counter tracks, the faults; returns what
+    it kept (results.json ``sim.trace_spans``)."""
+    engine = run.engine
     rank_names = [
         (f"job {row['job']} " if "job" in row else "")
         + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
         for r, row in enumerate(results["ranks"])
     ]
-    series = engine.series or {}
-    rates = link_rates(series, topo)
-    counters = _counter_tracks(series, topo, rates)
+    counters = _counter_tracks(series, run.topology, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)
-    info = write_perfetto_trace(
+    return write_perfetto_trace(
         folder / "trace.json",
-        plan,
-        start,
-        end,
+        run.tables.plan,
+        engine.task_start_ns,
+        engine.task_end_ns,
         run.rank_gpu,
         rank_names,
-        labels,
+        _label_fn(run),
         counters,
         max_spans=trace_max_spans,
         extra_events=extra,
         contention_ns=engine.contention.get("task_extra_ns") if getattr(engine, "contention", None) else None,
     )
-    results["sim"]["trace_spans"] = info
-    (folder / "results.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    if plots:
-        plot_timeline(
-            folder / "timeline.png",
-            plan,
-            start,
-            end,
-            run.rank_gpu,
-            np.array([r["stage"] for r in results["ranks"]]),
-            [r["gpu"] for r in results["ranks"]],
+
+
+def _write_plots(
+    run: RunArtifacts | JobsArtifacts,
+    folder: Path,
+    results: dict[str, Any],
+    series: dict[str, Any],
+    rates: Any,
+) -> None:
+    """timeline.png, breakdown.png and, when sampled, link_utilization.png and queues.png."""
+    ranks = results["ranks"]
+    plot_timeline(
+        folder / "timeline.png",
+        run.tables.plan,
+        run.engine.task_start_ns,
+        run.engine.task_end_ns,
+        run.rank_gpu,
+        np.array([r["stage"] for r in ranks]),
+        [r["gpu"] for r in ranks],
+    )
+    plot_breakdown(
+        folder / "breakdown.png",
+        {
+            "compute": np.array([r["compute_s"] for r in ranks]),
+            "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
+            "bubble": np.array([r["bubble_s"] for r in ranks]),
+        },
+    )
+    if rates is not None:
+        sampled = (
+            int(np.unique(series["queue"]["port"]).size)
+            if rates.bytes_kind == "wire"
+            else int(series["link"]["directions_sampled"])
         )
-        ranks = results["ranks"]
-        plot_breakdown(
-            folder / "breakdown.png",
-            {
-                "compute": np.array([r["compute_s"] for r in ranks]),
-                "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
-                "bubble": np.array([r["bubble_s"] for r in ranks]),
-            },
-        )
-        if rates is not None:
-            sampled = (
-                int(np.unique(series["queue"]["port"]).size)
-                if rates.bytes_kind == "wire"
-                else int(series["link"]["directions_sampled"])
-            )
-            plot_link_utilization(folder / "link_utilization.png", rates, sampled)
-        queues = port_queues(series, topo)
-        if queues is not None:
-            plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
+        plot_link_utilization(folder / "link_utilization.png", rates, sampled)
+    queues = port_queues(series, run.topology)
+    if queues is not None:
+        plot_queues(folder / "queues.png", queues, int(np.unique(series["queue"]["port"]).size))
 
 
 QUEUE_TRACK = "max queue depth (bytes)"

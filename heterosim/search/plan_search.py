@@ -31,6 +31,7 @@ import yaml
 
 from heterosim import __version__
 from heterosim.config.experiment import parse_experiment
+from heterosim.config.network_model import FLUID, PACKET
 from heterosim.errors import UserError
 from heterosim.interrupts import sigterm_as_interrupt
 from heterosim.report.staging import check_output_folder, mark_output_folder, write_json_atomically
@@ -263,7 +264,7 @@ def search_plans(
             )
         return out
 
-    flow_tasks = tasks_for([a.candidate.id for a in chosen], "flow", "")
+    flow_tasks = tasks_for([a.candidate.id for a in chosen], FLUID.name, "")
     if len(chosen) - len(flow_tasks):
         log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running {len(flow_tasks)}")
     parallel = (settings.workers or default_workers()) if settings.executor == "local" else len(flow_tasks)
@@ -295,7 +296,7 @@ def search_plans(
     verify_ids = [r["id"] for r in ranked[: settings.verify]]
     if verify_ids:
         log(f"verifying the best {len(verify_ids)} at packet fidelity")
-        verify_tasks = tasks_for(verify_ids, "packet", "-packet")
+        verify_tasks = tasks_for(verify_ids, PACKET.name, "-packet")
         shown.append(TaskProgress("plan", len(verify_tasks), workers=parallel, emit=log))
         _execute(verify_tasks, finish, settings)
         records = store.latest()
@@ -352,7 +353,7 @@ def _results(
             if isinstance(v, (int, float)):
                 network[k] = network.get(k, 0) + v
     sim = {
-        "fidelity": "flow",
+        "fidelity": FLUID.name,
         "version": __version__,
         "runs": len(simulated),
         "wall_s": sum(float((r.get("sim") or {}).get("wall_s") or 0.0) for r in simulated),

@@ -14,8 +14,8 @@ A search over plans (``heterosim plan``) is many runs, not one: it lives above t
 sweep executors, in :mod:`heterosim.search.plan_search`.
 
 Each returns a dataclass (:mod:`heterosim.results`) and takes the run's settings as one
-:class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one from the
-engine's defaults). Commands only parse arguments, call one of these and print. A new kind of
+:class:`~heterosim.config.experiment.SimulationConfig` (:func:`engine_config` builds one for the
+fidelity its caller names). Commands only parse arguments, call one of these and print. A new kind of
 run gets its own module here with its own result type.
 """
 

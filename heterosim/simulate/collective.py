@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 
 from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import NetworkConfig, SimulationConfig, default_network
-from heterosim.engine.executor import ENGINE_DEFAULTS, execute_plan
+from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.collectives import CollectivePlan, decompose_collective
 from heterosim.plan.collectives.common import bus_factor, collective_name
@@ -38,15 +38,15 @@ def simulate_collective(
     cluster: ClusterConfig,
     spec: CollectiveSpec,
     size_bytes: int,
-    simulation: SimulationConfig = ENGINE_DEFAULTS,
+    simulation: SimulationConfig,
     *,
     network: NetworkConfig | None = None,
     topology: Topology | None = None,
 ) -> CollectiveResult:
     """Decompose and simulate one collective of ``size_bytes`` (nccl-tests size).
 
-    ``simulation`` gives fidelity, seed, intra-host model and queue pairs (the engine's defaults:
-    flow fidelity, seed 1); ``network`` defaults to an experiment's default network; pass
+    ``simulation`` gives fidelity, seed, intra-host model and queue pairs (``engine_config``
+    builds one); ``network`` defaults to an experiment's default network; pass
     ``topology`` to reuse one built for ``cluster``.
     """
     name = collective_name(spec.op)
@@ -83,7 +83,7 @@ def simulate_collective_sizes(
     cluster: ClusterConfig,
     spec: CollectiveSpec,
     sizes: Iterable[int],
-    simulation: SimulationConfig = ENGINE_DEFAULTS,
+    simulation: SimulationConfig,
     *,
     network: NetworkConfig | None = None,
 ) -> Iterator[CollectiveResult]:

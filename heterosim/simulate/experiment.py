@@ -277,7 +277,7 @@ def intra_host_note(
     those copies are most of the packet events, and ``simulation.intra_host: flow`` runs them in
     the fluid model while the fabric stays frame by frame."""
     sim = experiment.simulation
-    if sim.fidelity != "packet" or sim.intra_host != "packet":
+    if not sim.network_model.models_intra_host or sim.intra_host != "packet":
         return None
     flows = np.flatnonzero(plan.kind == FLOW)
     if not len(flows):
@@ -308,8 +308,10 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
     simulation = dict(simulation) if isinstance(simulation, dict) else {}
     simulation["collective_granularity"] = experiment.simulation.collective_granularity
     simulation["queue_pairs"] = experiment.simulation.queue_pairs
-    if experiment.simulation.fidelity == "packet":
+    model = experiment.simulation.network_model
+    if model.models_intra_host:
         simulation["intra_host"] = experiment.simulation.intra_host
+    if model.accelerates:
         simulation["packet_acceleration"] = experiment.simulation.packet_acceleration
     resolved["simulation"] = simulation
     return replace(experiment, resolved=resolved)

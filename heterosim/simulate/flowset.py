@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
+from heterosim.config.network_model import PACKET
 from heterosim.config.scenario import ScenarioConfig
+from heterosim.engine.network_model import network_model
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.errors import UserError
 from heterosim.report import netbench_plots as plots
@@ -31,35 +33,8 @@ FlowSetFn = Callable[[ScenarioConfig, Topology], FlowSetRun]
 def simulate_flow_set(scenario: ScenarioConfig, topology: Topology | None = None) -> FlowSetRun:
     """Run the scenario's flows on the network model ``scenario.simulation.fidelity`` names."""
     topology = topology if topology is not None else build_topology(scenario.cluster)
-    flows, sim = scenario.flows, scenario.simulation
-    fidelity = sim.fidelity
-    if fidelity == "flow":
-        fluid = _engine_module("fluid", "the fluid network model")
-        raw = fluid.run_flows_fluid(
-            topology,
-            scenario.network,
-            flows.src,
-            flows.dst,
-            flows.size_bytes,
-            flows.start_ns,
-            seed=sim.seed,
-            stop_ns=sim.stop_ns,
-        )
-    else:
-        packet = _engine_module("packet", "the packet-level network (use --fidelity flow)")
-        raw = packet.run_flows(
-            topology,
-            scenario.network,
-            flows.src,
-            flows.dst,
-            flows.size_bytes,
-            flows.start_ns,
-            flows.priority if flows.explicit_priority else None,
-            stop_ns=sim.stop_ns,
-            sample_interval_ns=sim.sample_interval_ns,
-            seed=sim.seed,
-            acceleration=sim.packet_acceleration,
-        )
+    fidelity = scenario.simulation.fidelity
+    raw = network_model(fidelity).run_flow_set(topology, scenario)
     return FlowSetRun(scenario, topology, fidelity, raw)
 
 
@@ -83,10 +58,11 @@ def run_netbench(
     results.json's dict. Outputs are staged, so a failed run leaves nothing half-written.
     ``progress``: a line on stderr before the runs and after each one, once the inputs are
     checked (a bad input is one error line, not a header and an error)."""
-    if compare_cc and scenario.simulation.fidelity == "flow":
+    model = scenario.simulation.network_model
+    if compare_cc and not model.has_congestion_control:
         raise UserError(
-            "--compare-cc: the flow (fluid) model has no congestion control, so every "
-            "CC would give the same result; use --fidelity packet"
+            f"--compare-cc: {model.description} has no congestion control, so every "
+            f"CC would give the same result; use --fidelity {PACKET.name}"
         )
     check_output_folder(out)
     check_network_attributes(scenario)

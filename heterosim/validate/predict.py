@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from heterosim.config.choices import DEFAULT_PACKET_ACCELERATION, ENGINE_DEFAULT_FIDELITY
+from heterosim.config.choices import DEFAULT_FIDELITY, DEFAULT_PACKET_ACCELERATION
 from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import ExperimentConfig, parse_experiment
 from heterosim.plan.collectives.common import bus_factor
@@ -141,8 +141,10 @@ def simulate_iteration_s(
         "network": res["network"],
         "contention_s": float(res.get("contention", {}).get("lost_s_mean", 0.0)),
     }
-    if exp.simulation.fidelity == "packet":
+    model = exp.simulation.network_model
+    if model.models_intra_host:
         details["intra_host"] = exp.simulation.intra_host
+    if model.accelerates:
         details["packet_acceleration"] = res["sim"].get("packet_acceleration", {"mode": "exact"})
     return float(res["iteration_time_s"]), details
 
@@ -296,7 +298,7 @@ def predict_collective(
         raise ValueError(f"{case.id}: {n} ranks > {cluster.world_size} GPUs")
     spec = CollectiveSpec(case.collective["op"], tuple(range(n)), algorithm=case.collective["algorithm"])
     simulation = engine_config(
-        fidelity=fidelity or ENGINE_DEFAULT_FIDELITY,
+        fidelity=fidelity or DEFAULT_FIDELITY,  # a collective case has no file to name one
         intra_host=intra_host or "packet",
         queue_pairs=queue_pairs or "connection",
         packet_acceleration=packet_acceleration or DEFAULT_PACKET_ACCELERATION,
@@ -325,8 +327,9 @@ def predict(
     databases: Sequence[str] = (),
     compute_contention: bool | None = None,
 ) -> Prediction:
-    """Predict ``case`` (flow fidelity unless ``fidelity`` says otherwise; ``granularity``
-    applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
+    """Predict ``case`` at ``fidelity`` (None: the case's own, :data:`DEFAULT_FIDELITY` for a
+    collective case, as for a file that names none; ``heterosim validate`` passes one);
+    ``granularity`` applies to end-to-end cases: collectives.csv-level flows, see collective_granularity;
     ``intra_host`` to packet fidelity: see simulation.intra_host; ``queue_pairs``: see
     simulation.queue_pairs; ``packet_acceleration``: see simulation.packet_acceleration;
     ``databases``: operation databases that time compute before the shipped data, as

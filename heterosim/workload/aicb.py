@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from heterosim.config.fields import read_text_file
+from heterosim.config.network_model import FLUID, PACKET
 from heterosim.errors import UserError
 
 POLICIES = ("HYBRID_TRANSFORMER_FWD_IN_BCKWD", "HYBRID_TRANSFORMER")
@@ -451,7 +452,7 @@ def aicb_experiment(
         "parallel": parallel,
         "cluster": cluster if cluster is not None else default_cluster(w.all_gpus),
         "network": {"cc": "dcqcn", "mtu": "4KiB", "pfc": True},
-        "simulation": {"fidelity": "packet" if w.all_gpus <= 64 else "flow", "seed": 1},
+        "simulation": {"fidelity": (PACKET if w.all_gpus <= 64 else FLUID).name, "seed": 1},
     }
     return experiment, notes
 

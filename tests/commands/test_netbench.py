@@ -15,15 +15,18 @@ import yaml
 from heterosim.cli import main
 from heterosim.config.scenario import load_scenario
 from heterosim.report.netbench_plots import busiest_sampled_ports
-from heterosim.report.netbench_report import fairness_from_series, fairness_window, goodput_series, jain_index
+from heterosim.report.netbench_report import (
+    FLOW_COLUMNS,
+    fairness_from_series,
+    fairness_window,
+    goodput_series,
+    jain_index,
+)
 from heterosim.simulate import FlowSetRun, run_netbench
 
 REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
-FLOW_KEYS = {
-    *("id", "src", "dst", "bytes", "start_s", "end_s", "fct_s", "goodput_Gbps", "retransmits"),
-    *("out_of_order", "max_reorder_depth"),
-}
+FLOW_KEYS = set(FLOW_COLUMNS)
 NETWORK_KEYS = {"flows", "bytes", "drops", "retransmits", "pfc_pause_frames", "ecn_marks", "cnps"}
 FILES = (
     "results.json",

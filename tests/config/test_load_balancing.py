@@ -13,6 +13,7 @@ from heterosim.cli import main
 from heterosim.config.choices import LOAD_BALANCING, REORDERING_LOAD_BALANCING, TRANSPORTS
 from heterosim.config.experiment import default_network
 from heterosim.config.fabric import check_load_balancing
+from heterosim.config.network_model import FLUID, PACKET
 from heterosim.config.scenario import load_scenario
 from heterosim.errors import UserError
 
@@ -110,11 +111,11 @@ def test_experiment_file_refuses_spraying_over_go_back_n(tmp_path, capsys):
 
 
 def test_the_rules_hold_for_networks_built_in_code():
-    """The engine checks again (engine_config() users build NetworkConfig without a file)."""
+    """The engine checks again (engine_config users build NetworkConfig without a file)."""
     network = dataclasses.replace(default_network(), load_balancing="spray_rr")
     with pytest.raises(UserError, match=r"^network\.load_balancing: 'spray_rr' reorders packets"):
-        check_load_balancing(network, "packet")
-    check_load_balancing(dataclasses.replace(network, transport="irn"), "packet")
-    with pytest.raises(UserError, match="needs packet fidelity"):
-        check_load_balancing(dataclasses.replace(network, transport="irn"), "flow")
-    check_load_balancing(default_network(), "flow")
+        check_load_balancing(network, PACKET)
+    check_load_balancing(dataclasses.replace(network, transport="irn"), PACKET)
+    with pytest.raises(UserError, match=r"'spray_rr' needs packet fidelity \(the flow model routes"):
+        check_load_balancing(dataclasses.replace(network, transport="irn"), FLUID)
+    check_load_balancing(default_network(), FLUID)

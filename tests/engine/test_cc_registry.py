@@ -38,6 +38,7 @@ def test_each_class_states_its_int_header(native_lib):
         "timely": (False, 0),
         "dctcp": (False, 0),
         "none": (False, 0),
+        "nscc": (False, 0),
     }
 
 

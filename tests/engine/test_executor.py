@@ -25,6 +25,7 @@ pytestmark = pytest.mark.ns3
 REPO = Path(__file__).resolve().parents[2]
 MTU = 4096
 NETWORK = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True)
+FLUID = engine_config("flow")  # the fluid network, seed 1, no time series
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def test_dp_allreduce_overlaps_backward_exactly_as_computed_by_hand(topo):
     assert flow_time_ns(topo, 8, 0, half) == t  # mirror-image paths
     assert 2 * t < bwd  # each bucket's all-reduce fits under the next layer's backward
     plan = dp_backward_plan(True, layers, bwd, opt, half)
-    result = execute_plan(plan, topo, NETWORK)
+    result = execute_plan(plan, topo, NETWORK, FLUID)
     assert not result.partial and result.error is None
 
     # hand-built expectation: backward back to back; all-reduce l runs [bwd*(l+1), +2t]
@@ -156,7 +157,7 @@ def test_dp_allreduce_overlaps_backward_exactly_as_computed_by_hand(topo):
         # buckets 0 .. layers-2 hide behind the next backward; the last one is exposed
         assert rank_overlap(plan, result, gpu) == ((layers - 1) * 2 * t, 2 * t)
 
-    serial = execute_plan(dp_backward_plan(False, layers, bwd, opt, half), topo, NETWORK)
+    serial = execute_plan(dp_backward_plan(False, layers, bwd, opt, half), topo, NETWORK, FLUID)
     # without overlap the three all-reduces run after the backward pass, at the same time,
     # sharing each direction's path: every flow takes the shared-rate time
     assert rank_overlap(dp_backward_plan(False), serial, 0)[0] == 0
@@ -175,7 +176,7 @@ def test_stream_order_is_task_index_order_among_ready_tasks(topo):
             {"kind": COMPUTE, "gpu": 1, "dur": 30},  # 6: other GPU, concurrent
         ]
     )
-    result = execute_plan(plan, topo, NETWORK)
+    result = execute_plan(plan, topo, NETWORK, FLUID)
     np.testing.assert_array_equal(result.task_start_ns, [0, 100, 110, 0, 0, 120, 0])
     np.testing.assert_array_equal(result.task_end_ns, [100, 110, 120, 7, 0, 130, 30])
 
@@ -189,7 +190,7 @@ def test_markers_finish_with_their_last_parent_and_long_chains_do_not_recurse(to
     ]
     tasks += [{"kind": MARKER, "deps": [len(tasks) + i - 1]} for i in range(chain)]
     tasks.append({"kind": COMPUTE, "gpu": 0, "dur": 10, "deps": [len(tasks) - 1]})
-    result = execute_plan(make_plan(tasks), topo, NETWORK)
+    result = execute_plan(make_plan(tasks), topo, NETWORK, FLUID)
     assert result.task_start_ns[2] == result.task_end_ns[2] == 2500
     assert np.all(result.task_end_ns[2:-1] == 2500)
     assert result.task_end_ns[-1] == 2510 == result.makespan_ns
@@ -209,16 +210,16 @@ def test_dependency_cycle_is_rejected_naming_the_cycle(topo):
         match=r"dependency cycle \(3 tasks can never start\): task "
         r"(1 -> 2 -> 3 -> 1|2 -> 3 -> 1 -> 2|3 -> 1 -> 2 -> 3)",
     ):
-        execute_plan(plan, topo, NETWORK)
+        execute_plan(plan, topo, NETWORK, FLUID)
 
 
 def test_bad_gpu_index_is_rejected_before_running(topo):
     plan = make_plan([{"kind": FLOW, "gpu": 0, "dst": 99, "bytes": 10}])
     with pytest.raises(UserError, match="task 0: flow from GPU 0 to GPU 99, but the cluster has 16"):
-        execute_plan(plan, topo, NETWORK)
+        execute_plan(plan, topo, NETWORK, FLUID)
     plan = make_plan([{"kind": COMPUTE, "gpu": 16, "dur": 1}])
     with pytest.raises(UserError, match="compute task on GPU 16"):
-        execute_plan(plan, topo, NETWORK)
+        execute_plan(plan, topo, NETWORK, FLUID)
 
 
 def without_routes_to(topo, gpu: int):
@@ -247,7 +248,7 @@ def test_flow_to_an_unreachable_gpu_is_rejected_before_running(topo):
         ]
     )
     with pytest.raises(UserError, match="task 1: flow from GPU 0 to GPU 8 is unreachable"):
-        execute_plan(plan, broken, NETWORK)
+        execute_plan(plan, broken, NETWORK, FLUID)
 
 
 def test_stall_is_reported_not_hung(topo):
@@ -265,9 +266,9 @@ def test_stall_is_reported_not_hung(topo):
         match=r"plan stalled at 5 ns .* 2 of 3 tasks unfinished; task 1 "
         r"\(flow GPU 0 -> GPU 8, 1000 bytes\) started at 5 ns",
     ):
-        execute_plan(stuck, dead, NETWORK)
+        execute_plan(stuck, dead, NETWORK, FLUID)
     # a stop time does not turn a stall into a timeout
-    result = execute_plan(stuck, dead, NETWORK, stop_ns=10**9, raise_on_stall=False)
+    result = execute_plan(stuck, dead, NETWORK, FLUID, stop_ns=10**9, raise_on_stall=False)
     assert result.partial and "stalled" in result.error
     np.testing.assert_array_equal(result.task_end_ns, [5, -1, -1])
 
@@ -276,7 +277,7 @@ def test_stop_time_gives_partial_results(topo):
     plan = make_plan(
         [{"kind": COMPUTE, "gpu": 0, "dur": 100, "deps": [i - 1] if i else []} for i in range(10)]
     )
-    result = execute_plan(plan, topo, NETWORK, stop_ns=450)
+    result = execute_plan(plan, topo, NETWORK, FLUID, stop_ns=450)
     assert result.partial and result.error is None
     np.testing.assert_array_equal(result.task_end_ns, [100, 200, 300, 400] + [-1] * 6)
     assert result.task_start_ns[4] == 400 and result.task_start_ns[5] == -1
@@ -291,7 +292,7 @@ def test_progress_samples_and_callback(topo):
         plan,
         topo,
         NETWORK,
-        engine_config(sample_interval_ns=250),
+        engine_config("flow", sample_interval_ns=250),
         progress=lambda t, done, total, events: calls.append((t, done, total)),
     )
     np.testing.assert_array_equal(result.series["time_ns"], [0, 250, 500, 750, 1000])
@@ -322,8 +323,8 @@ def random_plan(rng, tasks=400, gpus=16) -> ExecutionPlan:
 
 def test_same_inputs_give_identical_results(topo):
     plan = random_plan(np.random.default_rng(7))
-    first = execute_plan(plan, topo, NETWORK, engine_config(seed=3))
-    second = execute_plan(plan, topo, NETWORK, engine_config(seed=3))
+    first = execute_plan(plan, topo, NETWORK, engine_config("flow", seed=3))
+    second = execute_plan(plan, topo, NETWORK, engine_config("flow", seed=3))
     assert not first.partial
     np.testing.assert_array_equal(first.task_start_ns, second.task_start_ns)
     np.testing.assert_array_equal(first.task_end_ns, second.task_end_ns)
@@ -339,7 +340,7 @@ def test_same_inputs_give_identical_results(topo):
 
 def test_result_tables_have_the_documented_columns(topo):
     plan = make_plan([{"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 4096}])
-    result = execute_plan(plan, topo, NETWORK)
+    result = execute_plan(plan, topo, NETWORK, FLUID)
     assert set(result.network) == {
         "flows",
         "bytes",
@@ -369,7 +370,7 @@ def test_result_tables_have_the_documented_columns(topo):
 
 
 def test_empty_plan_finishes_at_time_zero(topo):
-    result = execute_plan(make_plan([]), topo, NETWORK)
+    result = execute_plan(make_plan([]), topo, NETWORK, FLUID)
     assert result.makespan_ns == 0 and not result.partial and result.task_end_ns.shape == (0,)
 
 
@@ -386,7 +387,7 @@ PACKET_AVAILABLE = importlib.util.find_spec("heterosim.engine.packet") is not No
 )
 def test_packet_fidelity_runs_the_same_plan(topo):
     plan = dp_backward_plan(True)
-    flow = execute_plan(plan, topo, NETWORK)
+    flow = execute_plan(plan, topo, NETWORK, FLUID)
     packet = execute_plan(plan, topo, NETWORK, engine_config(fidelity="packet"))
     assert not packet.partial and packet.fidelity == "packet"
     assert packet.network["bytes"] == flow.network["bytes"]
@@ -405,8 +406,8 @@ def test_stall_timeout_reports_runs_that_make_no_progress(topo):
         match=r"no task finished during the last 1000 ns \(StallTimeout\); "
         r"plan stalled at 1000 ns: 2 of 2 tasks unfinished; task 0",
     ):
-        execute_plan(plan, topo, NETWORK, stall_timeout_ns=1000)
-    assert execute_plan(plan, topo, NETWORK, stall_timeout_ns=20_000).makespan_ns == 10_000
+        execute_plan(plan, topo, NETWORK, FLUID, stall_timeout_ns=1000)
+    assert execute_plan(plan, topo, NETWORK, FLUID, stall_timeout_ns=20_000).makespan_ns == 10_000
 
 
 def test_fluid_link_series_has_rows_only_where_bytes_moved_and_ends_at_each_links_total(topo):
@@ -421,7 +422,7 @@ def test_fluid_link_series_has_rows_only_where_bytes_moved_and_ends_at_each_link
         ]
     )
     interval = 1_000
-    result = execute_plan(plan, topo, NETWORK, engine_config(sample_interval_ns=interval))
+    result = execute_plan(plan, topo, NETWORK, engine_config("flow", sample_interval_ns=interval))
     link = result.series["link"]
     assert np.all(np.diff(link["time_ns"]) >= 0) and np.all(link["time_ns"] % interval == 0)
     node, nic, direction = int(topo.gpu_node[0]), -1, -1

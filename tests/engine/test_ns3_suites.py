@@ -1,6 +1,7 @@
 """The ns-3 TestSuites of ns3_modules/*/test/, built into the test library and run by ns-3's
 TestRunner: one pytest case per suite (each CC algorithm, the switch MMU, PFC on one link and
-through a switch, the executor, the frame pool, the socket transport, the episode cache)."""
+through a switch, load balancing, the UET transport and NSCC, the executor, the frame pool, the
+socket transport, the episode cache)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ EXPECTED = {
     "heterosim-switch-mmu",
     "heterosim-pfc",
     "heterosim-load-balancing",
+    "heterosim-uet",
     "heterosim-episode-cache",
     "heterosim-plan-executor",
     "heterosim-shiftable-scheduler",

@@ -15,7 +15,7 @@ from heterosim.report.breakdown import rank_breakdown
 from heterosim.report.intervals import union_length
 from heterosim.report.numeric_csv import write_numeric_csv
 from heterosim.report.perfetto import longest
-from heterosim.report.run_report import write_run_outputs
+from heterosim.report.run_report import FLOW_COLUMNS, write_run_outputs
 
 
 def csv_module_bytes(tmp_path, header, columns) -> bytes:
@@ -265,22 +265,7 @@ def test_run_flows_csv_is_what_csv_writer_writes(tiny_run, tmp_path):
     path = tmp_path / "reference.csv"
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "task",
-                "src_gpu",
-                "dst_gpu",
-                "bytes",
-                "start_s",
-                "end_s",
-                "fct_s",
-                "retransmits",
-                "collective",
-                "connection",
-                "out_of_order",
-                "max_reorder_depth",
-            ]
-        )
+        writer.writerow(FLOW_COLUMNS)
         writer.writerows(rows)
     assert len(rows) > 100
     assert (out / "flows.csv").read_bytes() == path.read_bytes()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from heterosim.config.experiment import load_experiment
 from heterosim.plan.compute.database import LayerMeasurement, OpDatabase
-from heterosim.plan.compute.layer_gap import layer_scale
+from heterosim.plan.compute.layer_gap import layer_op_lists, layer_scale
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.plan.execution_plan import COMPUTE
 from heterosim.simulate.experiment import prepare_run
@@ -16,7 +18,25 @@ from heterosim.workload.trace import PHASES
 TINY = "tests/data/tiny_experiment.yaml"
 
 
-def _layer_db(tmp_path, fwd_ns: float, bwd_ns: float, gpu: str = "H100-SXM", tp: int = 4):
+def _sums(model: ComputeModel, exp, kernels: str) -> tuple[float, float]:
+    """The modelled forward and backward of the experiment's layer with ``kernels`` op lists."""
+    training = replace(exp.training, kernels=kernels)
+    return tuple(  # type: ignore[return-value]
+        float(
+            sum(
+                model.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, "H100-SXM")[
+                    0
+                ]
+                for o in ops
+            )
+        )
+        for ops in layer_op_lists(exp.model, training, exp.parallel)
+    )
+
+
+def _layer_db(
+    tmp_path, fwd_ns: float, bwd_ns: float, gpu: str = "H100-SXM", tp: int = 4, mode: str = "eager"
+):
     exp = load_experiment(TINY)
     m, t = exp.model, exp.training
     path = tmp_path / "layers.db"
@@ -35,7 +55,7 @@ def _layer_db(tmp_path, fwd_ns: float, bwd_ns: float, gpu: str = "H100-SXM", tp:
         tp,
         False,
         t.dtype,
-        "eager",
+        mode,
         fwd_ns,
         bwd_ns,
         "tiny",
@@ -56,7 +76,11 @@ def test_factors_are_measured_over_modelled_and_the_gap_is_reported(tmp_path):
     model = ComputeModel([_layer_db(tmp_path, 2 * fwd_model, 1.5 * bwd_model)])
     scale = layer_scale(model, model.layer_measurements, "H100-SXM", exp.model, exp.training, exp.parallel)
     assert scale.fwd_factor == pytest.approx(2.0) and scale.bwd_factor == pytest.approx(1.5)
-    assert scale.fwd_gap_ns == pytest.approx(fwd_model) and scale.bwd_gap_ns == pytest.approx(0.5 * bwd_model)
+    # the eager measurement sets the factor against the eager op lists; the run (fused) gets it
+    assert (fwd_model, bwd_model) == pytest.approx(_sums(model, exp, "eager"))
+    run_fwd, run_bwd = _sums(model, exp, "fused")
+    assert scale.fwd_gap_ns == pytest.approx(run_fwd, rel=1e-6)
+    assert scale.bwd_gap_ns == pytest.approx(0.5 * run_bwd, rel=1e-6)
     # another shard (tp 2) or GPU does not match
     other = exp.parallel.__class__(**{**exp.parallel.__dict__, "tp": 2})
     assert layer_scale(model, model.layer_measurements, "H100-SXM", exp.model, exp.training, other) is None
@@ -108,4 +132,22 @@ def test_a_run_scales_the_layer_ops_of_the_matching_gpu_only(tmp_path):
         and t.label_names[int(t.label[i])] in labels
         and t.op_kind_names[int(t.op_kind[i])] != "comm"
     ]
-    assert sum(int(t.duration_ns[i]) for i in rows) == pytest.approx(2.0 / unit.fwd_factor, rel=0.01)
+    fused_fwd, _ = _sums(ComputeModel(), exp, "fused")
+    assert sum(int(t.duration_ns[i]) for i in rows) == pytest.approx(2.0 * fused_fwd, rel=0.01)
+
+
+def test_an_eager_measurement_is_not_charged_to_a_fused_run_and_a_compiled_one_is_taken_as_is(tmp_path):
+    """Eager PyTorch adds kernels a fused run does not have: the measured layer over the eager op
+    lists is the factor; a compiled (fused) measurement is set against the fused lists."""
+    exp = load_experiment(TINY)
+    eager_fwd, eager_bwd = _sums(ComputeModel(), exp, "eager")
+    fused_fwd, fused_bwd = _sums(ComputeModel(), exp, "fused")
+    assert eager_bwd > fused_bwd  # gradient accumulation and the bias add are eager-only kernels
+    model = ComputeModel([_layer_db(tmp_path, 1.2 * eager_fwd, 1.2 * eager_bwd)])
+    scale = layer_scale(model, model.layer_measurements, "H100-SXM", exp.model, exp.training, exp.parallel)
+    assert scale.fwd_factor == pytest.approx(1.2) and scale.bwd_factor == pytest.approx(1.2)
+    (tmp_path / "layers.db").unlink()
+    model = ComputeModel([_layer_db(tmp_path, 1.2 * fused_fwd, 1.2 * fused_bwd, mode="compile")])
+    scale = layer_scale(model, model.layer_measurements, "H100-SXM", exp.model, exp.training, exp.parallel)
+    assert scale.mode == "compile"
+    assert scale.fwd_factor == pytest.approx(1.2) and scale.bwd_factor == pytest.approx(1.2)

@@ -96,7 +96,7 @@ def test_extrapolated_iteration_equals_full_run(native_lib, pp, vpp):
 @pytest.mark.ns3
 def test_collective_busbw_agrees_with_collective_command(native_lib):
     from heterosim.config.cluster import parse_cluster
-    from heterosim.simulate import CollectiveSpec, simulate_collective
+    from heterosim.simulate import CollectiveSpec, engine_config, simulate_collective
 
     cluster = {**CLUSTER4, "hosts": [{"type": "h", "count": 2}]}
     case = Case(
@@ -115,9 +115,12 @@ def test_collective_busbw_agrees_with_collective_command(native_lib):
         origin="test",
         collective={"op": "allreduce", "size": 64 << 20, "ranks": 8, "algorithm": "ring"},
     )
-    pred = predict(case)
+    pred = predict(case, "flow")  # as `heterosim validate`, whose --fidelity default is flow
     row = simulate_collective(
-        parse_cluster(cluster, "t"), CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"), 64 << 20
+        parse_cluster(cluster, "t"),
+        CollectiveSpec("allreduce", tuple(range(8)), algorithm="ring"),
+        64 << 20,
+        engine_config("flow"),
     )
     assert pred.value == pytest.approx(row.busbw_GBps, rel=1e-9)
     assert pred.details["algorithm"] == "ring"

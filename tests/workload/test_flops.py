@@ -13,19 +13,7 @@ from heterosim.workload.flops import megatron_flops_per_iteration, ops_flops, tr
 GPT3 = ZOO["gpt3-175b"]
 B, S = 1536, 2048
 PAR = ParallelConfig(
-    tp=8,
-    pp=8,
-    dp=24,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=1,
-    sequence_parallel=True,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=True,
-    zero3_prefetch=1,
+    tp=8, pp=8, dp=24, zero=1, sequence_parallel=True, dp_bucket_bytes=40 << 20, distributed_optimizer=True
 )
 
 

@@ -17,21 +17,7 @@ GPT = ModelConfig("tiny-gpt", "gpt", 64, 4, 4, 4, 256, 128, 64)
 LLAMA = ModelConfig("tiny-llama", "llama", 64, 4, 4, 2, 96, 128, 64)
 SBH = 2048
 TRAIN = TrainingConfig(global_batch=8, micro_batch=2, seq_len=16, dtype="bf16", recompute="none")
-PAR = ParallelConfig(
-    tp=1,
-    pp=1,
-    dp=1,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=0,
-    sequence_parallel=False,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=False,
-    zero3_prefetch=1,
-)
+PAR = ParallelConfig(dp_bucket_bytes=40 << 20)
 
 
 def par(**kw: object) -> ParallelConfig:

@@ -40,21 +40,7 @@ MOE = ModelConfig("tiny-moe", "llama", 64, 2, 4, 4, 96, 128, 64, MoEConfig(exper
 B, S, H = 2, 16, 64
 ACT = B * S * H * 2  # one b*s*h bf16 activation: 4096 bytes
 TRAIN = TrainingConfig(global_batch=8, micro_batch=B, seq_len=S, dtype="bf16", recompute="none")
-PAR = ParallelConfig(
-    tp=1,
-    pp=1,
-    dp=1,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=0,
-    sequence_parallel=False,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=False,
-    zero3_prefetch=1,
-)
+PAR = ParallelConfig(dp_bucket_bytes=40 << 20)
 
 
 def par(**kw: object) -> ParallelConfig:

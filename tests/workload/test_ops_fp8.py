@@ -21,21 +21,7 @@ B, S, H, FFN = 2, 16, 64, 256
 T = B * S
 FP8 = TrainingConfig(global_batch=8, micro_batch=B, seq_len=S, dtype="fp8", recompute="none")
 BF16 = replace(FP8, dtype="bf16")
-PAR = ParallelConfig(
-    tp=1,
-    pp=1,
-    dp=1,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=0,
-    sequence_parallel=False,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=False,
-    zero3_prefetch=1,
-)
+PAR = ParallelConfig(dp_bucket_bytes=40 << 20)
 SP2 = replace(PAR, tp=2, sequence_parallel=True)
 
 

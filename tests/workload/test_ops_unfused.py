@@ -21,21 +21,7 @@ B, S, H, HEADS, HD = 2, 16, 64, 4, 16
 TRAIN = TrainingConfig(
     global_batch=8, micro_batch=B, seq_len=S, dtype="fp16", recompute="none", attention="unfused"
 )
-PAR = ParallelConfig(
-    tp=1,
-    pp=1,
-    dp=1,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=0,
-    sequence_parallel=False,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=False,
-    zero3_prefetch=1,
-)
+PAR = ParallelConfig(dp_bucket_bytes=40 << 20)
 
 FWD_LABELS = ["attn_scores", "attn_softmax", "attn_dropout", "attn_context"]
 BWD_LABELS = [

@@ -32,21 +32,7 @@ PUBLISHED = {
     "mixtral-8x7b": 46.7e9,
 }
 
-PAR = ParallelConfig(
-    tp=1,
-    pp=1,
-    dp=1,
-    ep=1,
-    schedule="1f1b",
-    vpp=1,
-    zero=0,
-    sequence_parallel=False,
-    partition="auto",
-    dp_bucket_bytes=40 << 20,
-    rank_order="tp-dp-pp",
-    distributed_optimizer=False,
-    zero3_prefetch=1,
-)
+PAR = ParallelConfig(dp_bucket_bytes=40 << 20)
 
 
 def test_zoo_lists_the_published_figures() -> None:

@@ -27,19 +27,7 @@ from heterosim.workload.ops import OpSpec
 
 def single_gpu_parallel(dp: int = 1, distributed_optimizer: bool = False) -> ParallelConfig:
     return ParallelConfig(
-        tp=1,
-        pp=1,
-        dp=dp,
-        ep=1,
-        schedule="1f1b",
-        vpp=1,
-        zero=0,
-        sequence_parallel=False,
-        partition="uniform",
-        dp_bucket_bytes=40_000_000,
-        rank_order="tp-dp-pp",
-        distributed_optimizer=distributed_optimizer,
-        zero3_prefetch=0,
+        dp=dp, partition="uniform", distributed_optimizer=distributed_optimizer, zero3_prefetch=0
     )
 
 

@@ -7,12 +7,19 @@ a measured one (same GPU, dimensions, sequence, micro-batch, TP degree, sequence
 and dtype; eager mode preferred), the layer's forward ops and its backward ops are each scaled
 by measured time / sum of their modelled times.
 
+The measurement is set against the op lists of the kernels it ran: an eager layer (the
+reference layers ``heterosim profile --layers`` times) against ``training.kernels: eager``, a
+compiled one against the fused lists. The ratio measured / modelled of those lists is the part
+of the layer the op model misses (clocks, gaps, the host); the run's own layer (fused for a
+Megatron run) is scaled by that ratio, so an eager measurement calibrates a fused run without
+charging it the eager kernels (heterosim.workload.ops_eager).
+
 The rule that distributes the gap: in proportion to each op's own modelled time, separately for
 the forward (recomputed forward ops too) and the backward, so the layer's ops add up to the
-measurement and their order and dependencies are kept. Which layers were matched, their factors
-and the gap are reported (results.json ``compute_layers``). Only databases a user passes are
-read for layers: the whole layers shipped in validation/ are a reference PyTorch
-implementation's, not the training framework's.
+measurement (converted to the run's kernels) and their order and dependencies are kept. Which
+layers were matched, their factors and the gap are reported (results.json
+``compute_layers``). Only databases a user passes are read for layers: the whole layers shipped
+in validation/ are a reference PyTorch implementation's, not the training framework's.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from heterosim.plan.compute.database import LayerMeasurement
 from heterosim.workload import ops as workload_ops
 from heterosim.workload.ops import OpSpec
 from heterosim.workload.trace import PHASES, OpTemplates
+
+# the op lists a whole-layer measurement ran, by its mode: eager PyTorch, or torch.compile's
+# fused elementwise kernels (training.kernels)
+MEASURED_KERNELS = {"eager": "eager", "compile": "fused"}
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,8 @@ def layer_scale(
     if meas is None:
         return None
     fwd, bwd = layer_op_lists(model, training, parallel)  # the measured layer keeps its activations
+    measured_kernels = replace(training, kernels=MEASURED_KERNELS.get(meas.mode, "fused"))
+    ref_fwd, ref_bwd = layer_op_lists(model, measured_kernels, parallel)
 
     def total(ops: list[OpSpec]) -> float:
         return float(
@@ -159,10 +172,12 @@ def layer_scale(
             )
         )
 
-    f, b = total(fwd), total(bwd)
-    if f <= 0 or b <= 0:
+    f, b, f_ref, b_ref = total(fwd), total(bwd), total(ref_fwd), total(ref_bwd)
+    if min(f, b, f_ref, b_ref) <= 0:
         return None
-    return LayerScale.of(gpu, meas.label, meas.mode, (f, meas.fwd_ns), (b, meas.bwd_ns), fwd, bwd)
+    forward = (f, meas.fwd_ns * f / f_ref)
+    backward = (b, meas.bwd_ns * b / b_ref)
+    return LayerScale.of(gpu, meas.label, meas.mode, forward, backward, fwd, bwd)
 
 
 def scale_templates(durations: np.ndarray, templates: OpTemplates, scale: LayerScale) -> np.ndarray:

@@ -63,6 +63,11 @@ RdmaCongestionControl::OnSend(uint32_t bytes)
 {
 }
 
+void
+RdmaCongestionControl::ReceiveLoss(uint32_t bytes)
+{
+}
+
 bool
 RdmaCongestionControl::UsesCnp() const
 {

@@ -66,6 +66,11 @@ class RdmaCongestionControl : public Object
     virtual void ReceiveAck(const RdmaAckInfo& info);
     /** \brief Payload bytes were sent. \param bytes payload bytes */
     virtual void OnSend(uint32_t bytes);
+    /**
+     * \brief The transport resends bytes it counts lost (RdmaNic Transport=uet; no other
+     * transport calls it). \param bytes payload bytes resent
+     */
+    virtual void ReceiveLoss(uint32_t bytes);
 
     /** \return whether the receiver must generate CNPs for CE-marked packets */
     virtual bool UsesCnp() const;

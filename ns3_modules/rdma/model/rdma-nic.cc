@@ -20,6 +20,26 @@ namespace ns3
 NS_LOG_COMPONENT_DEFINE("RdmaNic");
 NS_OBJECT_ENSURE_REGISTERED(RdmaNic);
 
+namespace
+{
+/**
+ * The ECMP hash of a UET data packet: the flow's header hash mixed with the packet's entropy
+ * value (UET carries it in the UDP source port, which switch hashes cover). The mixing is
+ * Wellons' lowbias32 integer hash ("Prospecting for Hash Functions", 2018).
+ */
+uint32_t
+EntropyHash(uint32_t flowHash, uint32_t entropy)
+{
+    uint32_t x = flowHash ^ (entropy * 0x9E3779B1u);
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    x ^= x >> 16;
+    return x;
+}
+} // namespace
+
 TypeId
 RdmaNic::GetTypeId()
 {
@@ -65,11 +85,26 @@ RdmaNic::GetTypeId()
                           MakeTimeAccessor(&RdmaNic::m_rtoLossy),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("Transport",
-                          "Loss recovery: roce (go-back-N) or irn (selective acknowledgement "
-                          "and retransmission, IRN: Mittal et al., SIGCOMM 2018)",
+                          "Loss recovery: roce (go-back-N), irn (selective acknowledgement "
+                          "and retransmission, IRN: Mittal et al., SIGCOMM 2018) or uet (UET 1.0 "
+                          "packet delivery: per-packet entropy, selective acknowledgement)",
                           EnumValue(ROCE),
                           MakeEnumAccessor<Transport>(&RdmaNic::m_transport),
-                          MakeEnumChecker(ROCE, "roce", IRN, "irn"))
+                          MakeEnumChecker(ROCE, "roce", IRN, "irn", UET, "uet"))
+            .AddAttribute("UetEntropies",
+                          "uet: entropy values each queue pair cycles over, one per data packet "
+                          "(UEC reference simulator htsim uec.cpp _path_entropy_size: 256; the "
+                          "UET entropy field is 16 bits)",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&RdmaNic::m_entropies),
+                          MakeUintegerChecker<uint32_t>(1, 65536))
+            .AddAttribute("UetMinReorderPackets",
+                          "uet: a hole is lost once data one congestion window beyond it, and at "
+                          "least this many packets, is selectively acknowledged (htsim uec.cpp "
+                          "fastLossRecovery: max(cwnd, 5 packets))",
+                          UintegerValue(5),
+                          MakeUintegerAccessor(&RdmaNic::m_uetMinReorder),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("SackReorderThreshold",
                           "irn: a hole is retransmitted once data this many packets beyond its "
                           "start has been selectively acknowledged (1: IRN as published; 3: "
@@ -208,7 +243,7 @@ RdmaNic::PullFrame(uint32_t port)
             continue;
         }
         uint64_t window = qp->cc->GetWindow();
-        if (window > 0 && qp->InFlight() >= window)
+        if (window > 0 && !WindowOpen(qp, window))
         {
             continue;
         }
@@ -244,7 +279,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     uint64_t seq = qp->sndNxt;
     uint64_t end = qp->size;
     uint64_t holeEnd = 0;
-    bool hole = m_transport == IRN && qp->recovery && NextHole(qp, &seq, &holeEnd);
+    bool hole = m_transport != ROCE && qp->recovery && NextHole(qp, &seq, &holeEnd);
     // the end of the message seq is in (a packet never spans two messages)
     for (uint64_t e : qp->sendEnds)
     {
@@ -264,6 +299,11 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     f->flow = qp->slot;
     f->dst = qp->dstNode;
     f->hash = qp->hash;
+    if (m_transport == UET)
+    {
+        f->hash = EntropyHash(qp->hash, qp->entropy);
+        qp->entropy = qp->entropy + 1 < m_entropies ? qp->entropy + 1 : 0;
+    }
     f->priority = qp->priority;
     f->hop = 1; // hop 0 was this endpoint's own choice of port
     f->tsNs = now;
@@ -279,6 +319,11 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     if (hole)
     {
         qp->rtxNext = seq + payload;
+        if (m_transport == UET)
+        {
+            qp->rtxTimes[seq] = now;
+            qp->cc->ReceiveLoss(payload);
+        }
     }
     else
     {
@@ -395,7 +440,7 @@ RdmaNic::ReceiveData(RdmaFrame* f)
     else if (f->seq > qp->rcvNxt)
     {
         CountReorder(qp, f);
-        if (m_transport == IRN)
+        if (m_transport != ROCE)
         {
             ReceiveOutOfOrder(qp, f);
         }
@@ -521,7 +566,7 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
     if (data != nullptr)
     {
         f->tsNs = data->tsNs;
-        if (type == RdmaFrame::NACK && m_transport == IRN)
+        if (type == RdmaFrame::NACK && m_transport != ROCE)
         {
             f->sack = data->seq;
             f->payload = data->payload;
@@ -545,6 +590,10 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     }
     int64_t now = Simulator::Now().GetNanoSeconds();
     uint64_t newly = 0;
+    if (m_transport == UET)
+    {
+        LearnReordering(qp, f);
+    }
     if (f->seq > qp->sndUna)
     {
         newly = f->seq - qp->sndUna;
@@ -555,7 +604,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         {
             qp->sendEnds.pop_front();
         }
-        if (m_transport == IRN)
+        if (m_transport != ROCE)
         {
             AdvanceSelective(qp);
         }
@@ -563,7 +612,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     if (f->type == RdmaFrame::NACK)
     {
         ++qp->nacks;
-        if (m_transport == IRN)
+        if (m_transport != ROCE)
         {
             AddSack(qp, f->sack, f->payload);
             Recover(qp, false);
@@ -571,6 +620,13 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         else
         {
             GoBack(qp);
+        }
+        if (m_transport == UET && !qp->IsFinished())
+        {
+            // a selective acknowledgement: the congestion control hears it as any ACK
+            RdmaAckInfo info{
+                f->seq, qp->sndNxt, UetNewlyAcked(qp), f->ce != 0, now - f->tsNs, nullptr, 0};
+            qp->cc->ReceiveAck(info);
         }
     }
     else
@@ -582,6 +638,10 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
                          now - f->tsNs,
                          f->nHops > 0 ? f->hops : nullptr,
                          f->nHops};
+        if (m_transport == UET)
+        {
+            info.newlyAcked = UetNewlyAcked(qp);
+        }
         qp->cc->ReceiveAck(info);
     }
     if (qp->IsFinished())
@@ -616,13 +676,16 @@ RdmaNic::AdvanceSelective(RdmaQueuePair* qp)
     while (!qp->sacked.empty() && qp->sacked.begin()->first < qp->sndUna)
     {
         auto first = qp->sacked.begin();
+        uint64_t start = first->first;
         uint64_t end = first->second;
         qp->sacked.erase(first);
         if (end > qp->sndUna)
         {
+            qp->sackedBytes -= qp->sndUna - start;
             qp->sacked.emplace(qp->sndUna, end);
             break;
         }
+        qp->sackedBytes -= end - start;
     }
     qp->rtxNext = std::max(qp->rtxNext, qp->sndUna);
     if (qp->recovery && qp->sndUna >= qp->recoverEnd)
@@ -642,20 +705,24 @@ RdmaNic::AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
         return;
     }
     qp->sackHigh = std::max(qp->sackHigh, end);
+    uint64_t merged = 0; // bytes of the ranges the new one absorbs
     auto it = qp->sacked.upper_bound(start);
     if (it != qp->sacked.begin() && std::prev(it)->second >= start)
     {
         --it;
         start = it->first;
         end = std::max(end, it->second);
+        merged += it->second - it->first;
         it = qp->sacked.erase(it);
     }
     while (it != qp->sacked.end() && it->first <= end)
     {
         end = std::max(end, it->second);
+        merged += it->second - it->first;
         it = qp->sacked.erase(it);
     }
     qp->sacked.emplace(start, end);
+    qp->sackedBytes += end - start - merged;
 }
 
 void
@@ -683,6 +750,13 @@ RdmaNic::NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const
     if (!qp->rtoRecovery)
     {
         uint64_t margin = static_cast<uint64_t>(m_sackThreshold - 1) * m_mtu;
+        if (m_transport == UET)
+        {
+            margin = std::max({margin,
+                               qp->cc->GetWindow(),
+                               qp->reorderSeen,
+                               static_cast<uint64_t>(m_uetMinReorder) * m_mtu});
+        }
         lost = std::min(lost, qp->sackHigh > margin ? qp->sackHigh - margin : 0);
     }
     uint64_t pos = std::max(qp->rtxNext, qp->sndUna);
@@ -705,7 +779,52 @@ RdmaNic::HasData(const RdmaQueuePair* qp) const
 {
     uint64_t start = 0;
     uint64_t end = 0;
-    return m_transport == IRN && qp->recovery && NextHole(qp, &start, &end);
+    return m_transport != ROCE && qp->recovery && NextHole(qp, &start, &end);
+}
+
+bool
+RdmaNic::WindowOpen(const RdmaQueuePair* qp, uint64_t window) const
+{
+    if (m_transport != UET)
+    {
+        return qp->InFlight() < window;
+    }
+    // selectively acknowledged bytes have left the network; a lost hole is resent regardless
+    return qp->InFlight() - qp->sackedBytes < window || HasData(qp);
+}
+
+void
+RdmaNic::LearnReordering(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    // the packet this acknowledgement reports: the one that filled the first hole (an ACK
+    // advancing sndUna) or a selectively acknowledged one; if data sent after it was already
+    // selectively acknowledged, it arrived late by that many bytes. A resent packet's copy
+    // tells nothing (its lateness is the loss's), but the original of a packet resent in vain
+    // (echoed send time before the resend) tells how late the paths deliver.
+    uint64_t late = f->type == RdmaFrame::NACK ? f->sack : qp->sndUna;
+    bool reported = f->type == RdmaFrame::NACK || f->seq > qp->sndUna;
+    if (reported && qp->sackHigh > late)
+    {
+        auto rtx = qp->rtxTimes.find(late);
+        if (rtx == qp->rtxTimes.end() || f->tsNs < rtx->second)
+        {
+            qp->reorderSeen = std::max(qp->reorderSeen, qp->sackHigh - late);
+        }
+    }
+    // forget resends below the cumulative acknowledgement this frame brings
+    while (!qp->rtxTimes.empty() && qp->rtxTimes.begin()->first < f->seq)
+    {
+        qp->rtxTimes.erase(qp->rtxTimes.begin());
+    }
+}
+
+uint64_t
+RdmaNic::UetNewlyAcked(RdmaQueuePair* qp)
+{
+    uint64_t acked = qp->sndUna + qp->sackedBytes;
+    uint64_t newly = acked > qp->ccAcked ? acked - qp->ccAcked : 0;
+    qp->ccAcked = std::max(qp->ccAcked, acked);
+    return newly;
 }
 
 void
@@ -728,7 +847,7 @@ RdmaNic::RetransmitTimeout(uint32_t slot)
     if (now >= due)
     {
         ++qp->timeouts;
-        if (m_transport == IRN)
+        if (m_transport != ROCE)
         {
             Recover(qp, true);
         }

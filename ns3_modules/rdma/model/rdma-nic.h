@@ -80,7 +80,30 @@ struct RdmaFrameSizes
  * APPROXIMATION: IRN's BDP-FC (a cap of one bandwidth-delay product of packets in flight) is
  * not modelled; the congestion control's window, if any, caps what is in flight.
  *
- * Reordering is measured at every receiver, in both transports: a data packet that arrives
+ * Transport=uet models the packet delivery of the Ultra Ethernet transport (UET 1.0: Ultra
+ * Ethernet Consortium, "Ultra Ethernet Specification 1.0", June 2025, packet delivery
+ * sublayer; Hoefler et al., arXiv 2508.08906, 2025, sec. 2) on a lossy fabric: every data packet
+ * carries an entropy value chosen by the sender, cycling over UetEntropies values per queue
+ * pair (oblivious spraying, as the UEC reference simulator's default: htsim uec.cpp,
+ * nextEntropy_oblivious), and the ECMP hash of the switches covers it (UET puts it in the UDP
+ * source port), so ECMP switches spray a UET flow's packets over the equal-cost paths with no
+ * load balancer; retransmissions take the next entropy as well. Delivery is out of order with
+ * selective acknowledgement, by IRN's receiver and sender machinery above (every packet
+ * acknowledged; a NACK frame is the selective ACK). A hole counts as lost once data one
+ * congestion window beyond it, and at least UetMinReorderPackets packets, has been selectively
+ * acknowledged (the reference simulator's fast loss recovery threshold, htsim uec.cpp
+ * fastLossRecovery), and beyond the largest reordering the queue pair has seen (bytes
+ * acknowledged beyond a packet that then arrived, outside resent ranges; Linux TCP adapts its
+ * reordering degree the same way, and RFC 8985 sec. 6.2 RACK's reordering window), so the
+ * reordering of spraying is not taken for loss. The congestion
+ * control hears every acknowledgement, selective ones included, with the bytes it newly
+ * acknowledged cumulatively or selectively (UET's rcvd_bytes) and the RTT of the packet it
+ * acknowledges, and every resent packet (ReceiveLoss); its window limits the bytes in flight
+ * not selectively acknowledged, and a lost hole may be resent whatever the window.
+ * APPROXIMATION: no packet trimming (losses are found by the reorder threshold and the
+ * timeout, RtoLossy), one PDC per queue pair, no ACK coalescing, no RCCC credits.
+ *
+ * Reordering is measured at every receiver, in every transport: a data packet that arrives
  * ahead of the expected byte counts as out of order, and its lead over the expected byte in
  * MTU packets is its reorder depth (trace source Reorder; RdmaQueuePair::oooPackets and
  * maxReorderDepth). After a loss, the packets that follow count as well.
@@ -99,6 +122,7 @@ class RdmaNic : public Object, public FrameHandler
     {
         ROCE = 0, //!< go-back-N (RoCEv2 as ConnectX runs it)
         IRN = 1,  //!< selective acknowledgement and retransmission (IRN)
+        UET = 2,  //!< UET packet delivery: per-packet entropy, selective ack (lossy fabric)
     };
 
     RdmaNic();
@@ -218,6 +242,12 @@ class RdmaNic : public Object, public FrameHandler
     bool NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const;
     /** \return whether \p qp has a packet to send (new data, or a hole to retransmit) */
     bool HasData(const RdmaQueuePair* qp) const;
+    /** \return whether \p qp may send under its congestion window \p window (non-zero) */
+    bool WindowOpen(const RdmaQueuePair* qp, uint64_t window) const;
+    /** UET: record how late the packet \p f acknowledges arrived (RdmaQueuePair::reorderSeen). */
+    static void LearnReordering(RdmaQueuePair* qp, const RdmaFrame* f);
+    /** UET: bytes newly acknowledged, cumulatively or selectively, since the last report. */
+    static uint64_t UetNewlyAcked(RdmaQueuePair* qp);
     /** Count a data packet that arrived ahead of the expected byte. */
     void CountReorder(RdmaQueuePair* qp, const RdmaFrame* f);
     /** Rate change of \p slot (re-times the pending pacing gap). */
@@ -238,6 +268,8 @@ class RdmaNic : public Object, public FrameHandler
     bool m_lossless{true};       //!< PFC on in the fabric
     Transport m_transport{ROCE}; //!< loss recovery
     uint32_t m_sackThreshold{1}; //!< IRN: packets acknowledged beyond a hole before it is lost
+    uint32_t m_entropies{256};   //!< UET: entropy values a queue pair cycles over
+    uint32_t m_uetMinReorder{5}; //!< UET: least packets acknowledged beyond a lost hole
 
     uint32_t m_nodeId{0};                                              //!< topology node
     std::vector<Ptr<QbbNetDevice>> m_ports;                            //!< devices

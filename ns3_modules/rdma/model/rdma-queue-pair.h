@@ -110,6 +110,13 @@ class RdmaQueuePair
     bool rtoRecovery{false};             //!< recovery entered by a timeout: every hole is lost
     uint64_t recoverEnd{0};              //!< sndNxt when recovery began
     uint64_t rtxNext{0};                 //!< next byte the recovery may retransmit
+    uint64_t sackedBytes{0};             //!< bytes of the ranges in \c sacked
+
+    // sender, UET (RdmaNic Transport=uet)
+    uint32_t entropy{0};     //!< entropy value of the next data packet
+    uint64_t ccAcked{0};     //!< bytes acknowledged (cumulatively or selectively) told to the CC
+    uint64_t reorderSeen{0}; //!< largest reordering seen: bytes acked beyond a late packet
+    std::map<uint64_t, int64_t> rtxTimes; //!< first byte of a resent packet -> when, ns
 };
 
 } // namespace ns3
