@@ -76,16 +76,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--dtype",
-        default="fp16",
+        default=None,
         choices=("fp16", "bf16", "fp32"),
-        help="sailor/amp: training dtype (default fp16, as both planners train)",
+        help="sailor/amp: training dtype (default: sailor fp32, as Sailor's launch scripts pass "
+        "neither --fp16 nor --bf16; amp fp16, as AMP trains)",
     )
     parser.add_argument(
         "--gpu-map",
         action="append",
         default=[],
         metavar="PLAN_NAME=GPU",
-        help="sailor: map a GPU type name of the plan to a catalogue or cluster name (repeatable)",
+        help="sailor: map a GPU type name of the plan to a catalogue or cluster name (repeatable; "
+        "Sailor's RTX-2080, 11 GiB, becomes RTX-2080-Ti where the cluster has it and no RTX-2080)",
     )
     parser.add_argument(
         "--rank-map",

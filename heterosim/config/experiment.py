@@ -567,6 +567,8 @@ def _staged_parallel(section: Section) -> ParallelConfig:
         distributed_optimizer=section.boolean("distributed_optimizer", d.distributed_optimizer),
         stage_layers=tuple(s.layers for s in plan.stages),
         grad_sync=section.string("grad_sync", d.grad_sync, choices=GRAD_SYNC),
+        # only where every replica has one TP degree (heterosim.workload.generator)
+        p2p_scatter_gather=section.boolean("p2p_scatter_gather", d.p2p_scatter_gather),
         plan=plan,
     )
     section.reject_unknown()

@@ -19,6 +19,15 @@ import yaml
 from heterosim.config.fields import positive_int
 from heterosim.errors import UserError
 
+# What Sailor's runtime (its Megatron-DeepSpeed fork) trains with, as its launch scripts configure it
+# (eth-easl/sailor, commit cf2c8e3: sailor/Worker/run_agent.sh, ae_scripts/clariden_scripts/
+# run_opt.slurm): neither --fp16 nor --bf16 and no "fp16" section in the DeepSpeed config, so
+# Megatron keeps parameters and activations in fp32 (its simulator is called with fp16=False,
+# sailor/Planner/simulations/validation/validate.py); no --use-flash-attn, so Megatron's core
+# attention runs unfused (batched QK^T and PV GEMMs around a softmax of the s x s scores).
+SAILOR_DTYPE = "fp32"
+SAILOR_ATTENTION = "unfused"
+
 
 @dataclass(frozen=True)
 class ImportedExperiment:
@@ -38,7 +47,7 @@ class PlanImport:
     seq_len: int | None = None
     micro_batch: int | None = None
     global_batch: int | None = None
-    dtype: str = "fp16"
+    dtype: str | None = None  # None: the planner's own (SAILOR_DTYPE, fp16 otherwise)
     gpu_map: list[str] = field(default_factory=list)
     rank_map: str | None = None
     tp: int | None = None
@@ -123,6 +132,16 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         gpu_map[key.strip()] = value.strip()
     metis_batches = None
     if fmt == "sailor":
+        from heterosim.config.planners import SAILOR_GPU_FALLBACKS
+
+        present = set(cluster.gpu_type)
+        for sailor_name, fallback in SAILOR_GPU_FALLBACKS.items():
+            if (
+                sailor_name not in gpu_map
+                and cluster.resolve_gpu_name(sailor_name) not in present
+                and cluster.resolve_gpu_name(fallback) in present
+            ):
+                gpu_map[sailor_name] = fallback
         imported = read_sailor_plan(file, gpu_map)
     elif fmt == "metis":
         imported, metis_batches = read_metis_plan(file, cluster, options.plan_rank, gpu_map)
@@ -149,17 +168,25 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         print(f"heterosim: warning: {uneven}", file=sys.stderr)
     base = (out.parent if out else Path.cwd()).resolve()
     name = Path(file).stem
-    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch, "dtype": options.dtype}
+    dtype = options.dtype or (SAILOR_DTYPE if fmt == "sailor" else "fp16")
+    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch, "dtype": dtype}
+    if fmt == "sailor":
+        training["attention"] = SAILOR_ATTENTION
     if seq_len:
         training["seq_len"] = seq_len
+    # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
+    parallel: dict = {"schedule": "1f1b", "partition": "uniform", "stages": imported.plan.as_dict()}
     experiment = {
         "name": name,
         "model": model,
         "training": training,
-        # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
-        "parallel": {"schedule": "1f1b", "partition": "uniform", "stages": imported.plan.as_dict()},
+        "parallel": parallel,
         "cluster": os.path.relpath(Path(options.cluster).resolve(), base),
     }
+    if fmt == "sailor":
+        # Sailor runs DeepSpeed's PipelineEngine, which sends 1/tp of each activation and gradient
+        # per TP rank (PartitionedTensor; eth-easl/sailor deepspeed/pipe_engine.py)
+        parallel["p2p_scatter_gather"] = True
     # loads as written (the cluster by absolute path: --out's folder may not exist yet)
     parse_experiment(
         {**experiment, "cluster": str(Path(options.cluster).resolve())}, str(out or "<stdout>"), base_dir=base
@@ -170,11 +197,21 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
         f"model {options.model or options.training_config}, micro-batch {micro_batch}, "
         f"global batch {global_batch}"
         f"{'' if options.global_batch or fmt == 'amp' else ' (from the plan)'}, dtype "
-        f"{options.dtype}",
+        f"{dtype}{'' if options.dtype else ' (the planner runtime default)'}",
         "micro-batches split evenly between pipelines (partition: uniform), as the "
         "planner's runtime runs them"
         + (" (this batch does not split evenly: see the warning at import)" if uneven else ""),
     ]
+    if fmt == "sailor":
+        header.append(
+            "attention unfused: Sailor's launch scripts pass no --use-flash-attn"
+            + ("" if options.dtype else "; fp32: nor --fp16/--bf16")
+        )
+        header.append(
+            "pipeline sends carry 1/tp of each activation and gradient per TP rank "
+            "(p2p_scatter_gather, where all replicas share one TP degree), as Sailor's "
+            "DeepSpeed pipeline engine partitions them"
+        )
     text = "\n".join(f"# {line}" for line in header) + "\n"
     text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
     plan = imported.plan

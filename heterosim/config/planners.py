@@ -43,8 +43,7 @@ from heterosim.config.fields import MAX_INT, read_text_file
 from heterosim.errors import UserError
 
 # Sailor's GPU type names (sailor/profiling, Planner profiles) -> catalogue names. RTX-2080 is
-# not mapped: the catalogue has the RTX 2080 Ti, not the RTX 2080; map it with --gpu-map or
-# define it in the cluster file.
+# not mapped here: a cluster file may define an RTX 2080 of its own (SAILOR_GPU_FALLBACKS).
 SAILOR_GPU_NAMES = {
     "A100-40": "A100-40GB-SXM",
     "A100-80": "A100-80GB-SXM",
@@ -55,6 +54,10 @@ SAILOR_GPU_NAMES = {
     "RTX-3090": "RTX-3090",
     "Titan-RTX": "Titan-RTX",
 }
+# Used where the cluster has no GPU of Sailor's name but has this one: Sailor's "RTX-2080" has
+# 11 GiB (eth-easl/sailor sailor/Planner/simulations/constants.py GPU_MEMORY_GB, configs/
+# basic_cluster_config.json mem_per_gpu 11811160064), the memory of an RTX 2080 Ti (RTX 2080: 8 GB).
+SAILOR_GPU_FALLBACKS = {"RTX-2080": "RTX-2080-Ti"}
 AMP_LAYER_OVERHEAD = 6  # DeepSpeed layer list entries that are not transformer layers
 AMP_FIRST_LAYER = 2  # position of the first transformer layer in that list
 

@@ -41,7 +41,10 @@ holds every rank's arrays at once. What a rank's trace contains, in issue order:
 - ``parallel.p2p_scatter_gather`` (Megatron-LM v2-v3 ``--scatter-gather-tensors-in-pipeline``,
   Narayanan et al. SC'21 §4.1), tp > 1 without sequence parallelism: each TP rank sends 1/tp of
   the activation to its peer, and the receiving TP group all-gathers the pieces over NVLink
-  before the step's compute.
+  before the step's compute. Also on explicit plans whose replicas all share one TP degree
+  (DeepSpeed's ``PipelineEngine``, which Sailor runs, partitions both the activation and its
+  gradient this way: ``PartitionedTensor`` over the slice-parallel group, eth-easl/sailor
+  deepspeed/pipe_engine.py ``_exec_forward_pass`` and ``_exec_send_grads``).
 - ``parallel.cp`` (context parallelism, heterosim/workload/cp.py): every op sees the rank's
   ``seq_len/cp`` tokens (pipeline activations too, sent to the same CP index of the next stage);
   core attention runs as ``cp`` steps with the K/V ring's sends and recvs beside them (peers: the
@@ -391,13 +394,11 @@ class RankProgram:
 
     @property
     def _scatter_gather(self) -> bool:
-        p = self.par
-        return (
-            p.p2p_scatter_gather
-            and p.tp > 1
-            and not p.sequence_parallel
-            and not isinstance(self.w.layout, StagedLayout)
-        )
+        """1/tp of each activation per TP rank, all-gathered after the receive: on a grid, or on
+        an explicit plan whose replicas all have one TP degree (the pieces line up rank to rank)."""
+        p, lay = self.par, self.w.layout
+        uniform = not isinstance(lay, StagedLayout) or {t for row in lay.cell_tps for t in row} == {p.tp}
+        return p.p2p_scatter_gather and p.tp > 1 and not p.sequence_parallel and uniform
 
     def _p2p_bytes(self) -> int:
         t = self.training
@@ -432,7 +433,8 @@ class RankProgram:
         tokens = t.micro_batch * t.seq_len
         width = self.model.hidden * DTYPE_BYTES[self.act_dtype]
         out = []
-        for src, dst, share in boundary_transfers(tp_from, tp_to, self.par.sequence_parallel):
+        sliced = self.par.sequence_parallel or self._scatter_gather  # rank i's 1/tp to rank i
+        for src, dst, share in boundary_transfers(tp_from, tp_to, sliced):
             if (dst if receive else src) != self.tp_index:
                 continue
             peer = lay.rank_of(src if receive else dst, self.replica, other)

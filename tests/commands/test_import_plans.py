@@ -58,7 +58,15 @@ def test_import_sailor_writes_a_runnable_experiment(tmp_path: Path, capsys) -> N
     assert text.startswith("# Imported from the sailor plan")
     data = yaml.safe_load(text)
     assert data["cluster"] == "../plans/workstations.yaml"
-    assert data["training"] == {"global_batch": 8, "micro_batch": 1, "dtype": "fp16", "seq_len": 256}
+    # Sailor's runtime: fp32 and unfused attention (heterosim.config.importers SAILOR_DTYPE)
+    assert data["training"] == {
+        "global_batch": 8,
+        "micro_batch": 1,
+        "dtype": "fp32",
+        "attention": "unfused",
+        "seq_len": 256,
+    }
+    assert "dtype fp32 (the planner runtime default)" in text
     exp = load_experiment(out)
     plan = exp.parallel.plan
     assert plan is not None and plan.world_size == 10 and exp.model.layers == 6
@@ -106,7 +114,8 @@ def test_bad_sailor_plans_are_one_line_errors(tmp_path: Path, edit, problem) -> 
 def test_sailor_gpu_missing_from_cluster_names_the_key(tmp_path: Path, capsys) -> None:
     cluster = yaml.safe_load((DATA / "workstations.yaml").read_text())
     del cluster["gpus"]
-    cluster["host_types"]["r2080"]["gpu"] = "RTX-2080-Ti"
+    # neither RTX-2080 nor its fallback RTX-2080-Ti (SAILOR_GPU_FALLBACKS) in the cluster
+    cluster["host_types"]["r2080"]["gpu"] = "Titan-RTX"
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cluster))
     code = main(
         [

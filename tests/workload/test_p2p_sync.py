@@ -90,6 +90,48 @@ def test_scatter_gather_sends_a_tp_share_and_gathers_it_over_the_tp_group():
     )
 
 
+def _staged_workload(sg: bool, tps: tuple[int, int]):
+    """An explicit two-stage plan (one replica per stage) with TP degrees ``tps``."""
+    data = {
+        "model": {"arch": "gpt", "hidden": 512, "layers": 4, "heads": 8, "vocab": 4096, "seq": 256},
+        "training": {"global_batch": 4, "micro_batch": 1, "seq_len": 256},
+        "parallel": {
+            "p2p_scatter_gather": sg,
+            "stages": [
+                {"layers": 2, "replicas": [{"gpu": "A100-80GB-SXM", "tp": tps[0]}]},
+                {"layers": 2, "replicas": [{"gpu": "A100-80GB-SXM", "tp": tps[1]}]},
+            ],
+        },
+        "cluster": {
+            "host_types": {"h": {"gpu": "A100-80GB-SXM", "gpus": 4, "nics": 4, "nic_speed": "200Gbps"}},
+            "hosts": [{"type": "h", "count": 1}],
+        },
+    }
+    return generate_workload(parse_experiment(data, "t.yaml"))
+
+
+def test_scatter_gather_on_an_explicit_plan_with_one_tp_degree():
+    """DeepSpeed's PipelineEngine (Sailor's runtime) partitions activations and gradients over TP."""
+    from heterosim.workload.summary import trace_counts
+
+    act = 256 * 512 * 2  # b*s*h bf16
+    plain = trace_counts(_staged_workload(False, (2, 2)).trace(0))
+    sg = trace_counts(_staged_workload(True, (2, 2)).trace(0))
+    assert plain["send_bytes"] == 4 * act and sg["send_bytes"] == 4 * act // 2
+    extra = (
+        sg["collectives"]["ALL_GATHER"]["count"]
+        - plain["collectives"].get("ALL_GATHER", {"count": 0})["count"]
+    )
+    assert extra == 4  # every received gradient is all-gathered over the TP group
+    last = trace_counts(_staged_workload(True, (2, 2)).trace(2))  # stage 1, TP rank 0
+    assert last["send_bytes"] == 4 * act // 2  # the gradients go back sliced too
+    # stages of different TP degrees keep whole-tensor transfers: the pieces would not line up
+    mixed_sg = trace_counts(_staged_workload(True, (2, 1)).trace(0))
+    mixed = trace_counts(_staged_workload(False, (2, 1)).trace(0))
+    assert mixed_sg["send_bytes"] == mixed["send_bytes"] == 4 * act
+    assert mixed_sg["collectives"] == mixed["collectives"]
+
+
 def _interleaved(p2p_sync: str, global_batch: int = 8, pp: int = 2):
     data = {
         "model": {"arch": "gpt", "hidden": 512, "layers": 8, "heads": 8, "vocab": 4096, "seq": 256},
