@@ -23,7 +23,7 @@ from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables
 from heterosim.plan.merge import MergedPlan, merge_job_plans
-from heterosim.results import JobsArtifacts, RunArtifacts
+from heterosim.results import JobsArtifacts, PreparedRun, RunArtifacts
 from heterosim.simulate.experiment import ProgressFn, _record_granularity, prepare_run, run_experiment
 
 
@@ -38,50 +38,20 @@ def run_jobs(
 ) -> JobsArtifacts:
     """Simulate several jobs at once on one cluster: one executor, one network, so their flows
     contend (queues, PFC, ECN and CC at packet level; max-min shares in the fluid model)."""
-    if fidelity is not None and fidelity != experiment.simulation.fidelity:
-        simulation = replace(experiment.simulation, fidelity=fidelity)
-        experiment = replace(
-            experiment,
-            simulation=simulation,
-            jobs=tuple(
-                replace(j, experiment=replace(j.experiment, simulation=simulation)) for j in experiment.jobs
-            ),
-        )
-    stage_wall: dict[str, float] = {}
+    experiment = _at_fidelity(experiment, fidelity)
     cluster = experiment.cluster
-    built = []
-    for job in experiment.jobs:
-        job_exp = _record_granularity(job.experiment)
-        prepared = prepare_run(
-            job_exp,
-            databases=databases,
-            gpus=np.asarray(job.gpus, np.int64),
-            plan_cluster=cluster,
-            with_topology=False,
-        )
-        for key, value in prepared.stage_wall_s.items():
-            stage_wall[key] = stage_wall.get(key, 0.0) + value
-        built.append(
-            (
-                replace(job_exp, cluster=cluster),
-                prepared.workload,
-                prepared.traces,
-                prepared.rank_gpu,
-                prepared.tables,
-                prepared.compute_provenance,
-            )
-        )
+    built, stage_wall = _prepare_jobs(experiment, databases)
     t2 = time.perf_counter()
     topology = build_topology(cluster)
     stage_wall["topology_s"] = time.perf_counter() - t2
     merged = merge_job_plans(
-        [b[4] for b in built],
-        [len(b[3]) for b in built],
+        [b.tables for _, b in built],
+        [len(b.rank_gpu) for _, b in built],
         [j.start_ns for j in experiment.jobs],
         cluster.world_size,
     )
     merged.tables.task_iteration = np.concatenate(
-        [np.concatenate([[0], b[4].task_iteration]) for b in built]
+        [np.concatenate([[0], b.tables.task_iteration]) for _, b in built]
     ).astype(np.int32)
     sim = experiment.simulation
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
@@ -116,16 +86,16 @@ def run_jobs(
     jobs = [
         RunArtifacts(
             exp,
-            workload,
-            traces,
-            rank_gpu,
-            tables,
+            b.workload,
+            b.traces,
+            b.rank_gpu,
+            b.tables,
             topology,
-            _job_engine(engine, merged, j, experiment.jobs[j].start_ns, tables),
-            shares,
+            _job_engine(engine, merged, j, experiment.jobs[j].start_ns, b.tables),
+            b.compute_provenance,
             stage_wall,
         )
-        for j, (exp, workload, traces, rank_gpu, tables, shares) in enumerate(built)
+        for j, (exp, b) in enumerate(built)
     ]
     return JobsArtifacts(
         experiment=experiment,
@@ -133,12 +103,48 @@ def run_jobs(
         merged=merged,
         topology=topology,
         engine=engine,
-        rank_gpu=np.concatenate([b[3] for b in built]),
-        traces=[t for b in built for t in b[2]],
+        rank_gpu=np.concatenate([b.rank_gpu for _, b in built]),
+        traces=[t for _, b in built for t in b.traces],
         stage_wall_s=stage_wall,
         faults=fault_plan,
         baseline=baseline,
     )
+
+
+def _at_fidelity(experiment: JobsExperiment, fidelity: str | None) -> JobsExperiment:
+    """The jobs experiment with every job at ``fidelity`` (unchanged for None or its own)."""
+    if fidelity is None or fidelity == experiment.simulation.fidelity:
+        return experiment
+    simulation = replace(experiment.simulation, fidelity=fidelity)
+    return replace(
+        experiment,
+        simulation=simulation,
+        jobs=tuple(
+            replace(j, experiment=replace(j.experiment, simulation=simulation)) for j in experiment.jobs
+        ),
+    )
+
+
+def _prepare_jobs(
+    experiment: JobsExperiment, databases: list[str] | None
+) -> tuple[list[tuple[ExperimentConfig, PreparedRun]], dict[str, float]]:
+    """Each job's experiment (carrying the shared cluster) and its workload, traces and plan on
+    its own GPUs of that cluster, and the stages' wall seconds summed over the jobs."""
+    stage_wall: dict[str, float] = {}
+    built = []
+    for job in experiment.jobs:
+        job_exp = _record_granularity(job.experiment)
+        prepared = prepare_run(
+            job_exp,
+            databases=databases,
+            gpus=np.asarray(job.gpus, np.int64),
+            plan_cluster=experiment.cluster,
+            with_topology=False,
+        )
+        for key, value in prepared.stage_wall_s.items():
+            stage_wall[key] = stage_wall.get(key, 0.0) + value
+        built.append((replace(job_exp, cluster=experiment.cluster), prepared))
+    return built, stage_wall
 
 
 def _job_engine(
