@@ -284,13 +284,74 @@ PacketFastForward::Check()
     m_running = false;
     int64_t now = Simulator::Now().GetNanoSeconds();
     ++m_stats[CHECKS];
-    const auto& qps = m_net->m_qps;
-    bool changed = m_changed;
-    bool fault = m_fault;
-    bool hard = m_hardChange;
+    Events events = TakeEvents();
+    if (DropFinished())
+    {
+        events.changed = true;
+    }
+    if (WaitForNextQueuePairs(events))
+    {
+        return;
+    }
+    if (m_live.empty())
+    {
+        ForgetWindows();
+        m_chain = false;
+        return; // restarted by the next queue pair
+    }
+    if (m_chain && GoOnChain(now, events))
+    {
+        return;
+    }
+
+    Reading reading = Read(events.changed);
+    if (m_congWindows > 0)
+    {
+        RecordHistory(now, reading, events);
+    }
+    int reason = WindowVerdict(now, reading, events);
+    KeepWindow(now, reason, reading);
+
+    int64_t skipped = 0;
+    if (m_stable >= m_windows)
+    {
+        skipped = SettledRates(now) ? TryJump(now, false) : 0;
+    }
+    else if (reason != AFTER_FAULT && m_congWindows > 0 &&
+             m_hist.size() == 2 * static_cast<std::size_t>(m_congWindows) + 1 && CongestedRates())
+    {
+        skipped = TryJump(now, false);
+    }
+    if (skipped > 0)
+    {
+        ForgetWindows();
+    }
+    // after a skip that stopped at another event, check right after it (chained skip)
+    ScheduleCheck(AfterSkip(skipped));
+}
+
+PacketFastForward::Events
+PacketFastForward::TakeEvents()
+{
+    Events events{m_changed, m_hardChange, m_fault};
     m_changed = false;
     m_fault = false;
     m_hardChange = false;
+    return events;
+}
+
+void
+PacketFastForward::PutBackEvents(const Events& events)
+{
+    m_changed = m_changed || events.changed;
+    m_hardChange = m_hardChange || events.hard;
+    m_fault = m_fault || events.fault;
+}
+
+bool
+PacketFastForward::DropFinished()
+{
+    const auto& qps = m_net->m_qps;
     std::size_t keep = 0;
     for (uint32_t slot : m_live)
     {
@@ -299,253 +360,289 @@ PacketFastForward::Check()
             m_live[keep++] = slot;
         }
     }
-    if (keep != m_live.size())
+    if (keep == m_live.size())
     {
-        changed = true;
-        m_live.resize(keep);
+        return false;
     }
-    if (m_live.empty() && m_chain && m_atBoundary &&
-        m_chainRetries < static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500))
-    {
-        // every queue pair finished at the boundary (a ring step's chunks end together): the
-        // connections' next messages open new queue pairs once their data arrived; wait for
-        // them in packets, as for any queue pair between its messages
-        ++m_chainRetries;
-        m_changed = m_changed || changed;
-        m_hardChange = m_hardChange || hard;
-        m_fault = m_fault || fault;
-        ScheduleCheck(500);
-        return;
-    }
-    if (m_live.empty())
-    {
-        m_havePrev = false;
-        m_stable = 0;
-        m_hist.clear();
-        m_chain = false;
-        return; // restarted by the next queue pair
-    }
-    if (m_chain)
-    {
-        // The previous skip stopped at an event that was not the fabric's (a compute task, a
-        // flow of the intra-host model, ...). If it changed nothing here, the settled rates
-        // still hold: skip on at once.
-        // A skip that stopped before a message boundary (the next message of the queue pair
-        // already queued) is followed once that boundary was delivered in packets, if nothing
-        // else changed and no congestion or loss signal arrived in between.
-        m_chain = false;
-        bool boundary = m_atBoundary;
-        m_atBoundary = false;
-        // At a boundary a queue pair may have gone idle between its messages, finished, and its
-        // connection's next message opened a new queue pair: that gap is simulated in packets, and
-        // once every connection sends again the new queue pair takes over the old one's rate.
-        bool gapsOnly = boundary && !hard && !fault;
-        auto boundaryRetries = static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500);
-        bool quiet = (!changed || gapsOnly) && !fault && SignalsUnchanged();
-        if (quiet && changed && !RemapRates())
-        {
-            // a connection is still between its messages (its next one not posted yet, or
-            // its queue pair not opened): wait for it in packets as for the boundary itself
-            quiet = false;
-            if (boundary && m_chainRetries < boundaryRetries)
-            {
-                ++m_chainRetries;
-                m_chain = true;
-                m_atBoundary = true;
-                ScheduleCheck(500);
-                return;
-            }
-        }
-        if (quiet)
-        {
-            int64_t more = TryJump(now, true);
-            if (more > 0)
-            {
-                m_chainRetries = 0;
-                ScheduleCheck(AfterSkip(more));
-                return;
-            }
-            if (m_alignRestNs > 0)
-            {
-                // the next event is less than a packet period away: look again after it
-                m_chain = true;
-                ScheduleCheck(m_alignRestNs);
-                return;
-            }
-            if (m_chainRetries < (boundary ? boundaryRetries : 3U))
-            {
-                // something else is due now (scheduled by that event), or the boundary is
-                // not delivered yet: look again after it
-                ++m_chainRetries;
-                m_chain = true;
-                m_atBoundary = boundary;
-                ScheduleCheck(boundary ? 500 : 1);
-                return;
-            }
-        }
-        NS_LOG_DEBUG("chain ended: changed " << changed << ", fault " << fault << ", boundary "
-                                             << boundary << ", retries " << m_chainRetries);
-        m_chainRetries = 0;
-        m_havePrev = false;
-        m_stable = 0;
-        m_hist.clear();
-    }
+    m_live.resize(keep);
+    return true;
+}
 
+void
+PacketFastForward::ForgetWindows()
+{
+    m_havePrev = false;
+    m_stable = 0;
+    m_hist.clear();
+}
+
+uint32_t
+PacketFastForward::BoundaryRetries() const
+{
+    return static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500);
+}
+
+bool
+PacketFastForward::WaitForNextQueuePairs(const Events& events)
+{
+    if (!m_live.empty() || !m_chain || !m_atBoundary || m_chainRetries >= BoundaryRetries())
+    {
+        return false;
+    }
+    // every queue pair finished at the boundary (a ring step's chunks end together): the
+    // connections' next messages open new queue pairs once their data arrived; wait for them in
+    // packets, as for any queue pair between its messages
+    ++m_chainRetries;
+    PutBackEvents(events);
+    ScheduleCheck(500);
+    return true;
+}
+
+bool
+PacketFastForward::GoOnChain(int64_t now, const Events& events)
+{
+    // The previous skip stopped at an event that was not the fabric's (a compute task, a flow of
+    // the intra-host model, ...). If it changed nothing here, the settled rates still hold: skip
+    // on at once.
+    // A skip that stopped before a message boundary (the next message of the queue pair already
+    // queued) is followed once that boundary was delivered in packets, if nothing else changed
+    // and no congestion or loss signal arrived in between.
+    m_chain = false;
+    bool boundary = m_atBoundary;
+    m_atBoundary = false;
+    // At a boundary a queue pair may have gone idle between its messages, finished, and its
+    // connection's next message opened a new queue pair: that gap is simulated in packets, and
+    // once every connection sends again the new queue pair takes over the old one's rate.
+    bool gapsOnly = boundary && !events.hard && !events.fault;
+    uint32_t boundaryRetries = BoundaryRetries();
+    bool quiet = (!events.changed || gapsOnly) && !events.fault && SignalsUnchanged();
+    if (quiet && events.changed && !RemapRates())
+    {
+        // a connection is still between its messages (its next one not posted yet, or its queue
+        // pair not opened): wait for it in packets as for the boundary itself
+        quiet = false;
+        if (boundary && m_chainRetries < boundaryRetries)
+        {
+            ++m_chainRetries;
+            m_chain = true;
+            m_atBoundary = true;
+            ScheduleCheck(500);
+            return true;
+        }
+    }
+    if (quiet)
+    {
+        int64_t more = TryJump(now, true);
+        if (more > 0)
+        {
+            m_chainRetries = 0;
+            ScheduleCheck(AfterSkip(more));
+            return true;
+        }
+        if (m_alignRestNs > 0)
+        {
+            // the next event is less than a packet period away: look again after it
+            m_chain = true;
+            ScheduleCheck(m_alignRestNs);
+            return true;
+        }
+        if (m_chainRetries < (boundary ? boundaryRetries : 3U))
+        {
+            // something else is due now (scheduled by that event), or the boundary is not
+            // delivered yet: look again after it
+            ++m_chainRetries;
+            m_chain = true;
+            m_atBoundary = boundary;
+            ScheduleCheck(boundary ? 500 : 1);
+            return true;
+        }
+    }
+    NS_LOG_DEBUG("chain ended: changed " << events.changed << ", fault " << events.fault
+                                         << ", boundary " << boundary << ", retries "
+                                         << m_chainRetries);
+    m_chainRetries = 0;
+    ForgetWindows();
+    return false;
+}
+
+PacketFastForward::Reading
+PacketFastForward::Read(bool changed) const
+{
+    const auto& qps = m_net->m_qps;
     std::size_t n = m_live.size();
     std::size_t nPorts = m_net->m_portDev.size();
     std::size_t nNodes = m_net->m_nics.size();
-    std::vector<uint64_t> una(n);
-    std::vector<int64_t> prog(n);
-    std::vector<uint64_t> snd(n);
-    std::vector<int64_t> sent(n);
-    std::vector<uint64_t> sig(n);
-    std::vector<uint64_t> cnps(n);
-    std::vector<uint64_t> loss(n);
-    std::vector<uint64_t> win(n, 0);
-    bool structural = false; // a queue pair that cannot be skipped now (congested check too)
-    bool losses = false;
+    Reading r;
+    r.una.resize(n);
+    r.prog.resize(n);
+    r.snd.resize(n);
+    r.sent.resize(n);
+    r.sig.resize(n);
+    r.cnps.resize(n);
+    r.loss.resize(n);
+    r.win.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
-        una[i] = qp->sndUna;
-        prog[i] = qp->lastProgressNs;
-        snd[i] = qp->sndNxt;
-        sent[i] = qp->lastTxNs;
-        sig[i] = QpSignature(qp);
-        cnps[i] = qp->cnps;
-        structural = structural || !qp->active || qp->posted <= qp->sndNxt;
-        loss[i] = QpLosses(qp);
-        losses = losses || (m_havePrev && !changed && loss[i] != m_prevLoss[i]);
+        r.una[i] = qp->sndUna;
+        r.prog[i] = qp->lastProgressNs;
+        r.snd[i] = qp->sndNxt;
+        r.sent[i] = qp->lastTxNs;
+        r.sig[i] = QpSignature(qp);
+        r.cnps[i] = qp->cnps;
+        r.structural = r.structural || !qp->active || qp->posted <= qp->sndNxt;
+        r.loss[i] = QpLosses(qp);
+        r.losses = r.losses || (m_havePrev && !changed && r.loss[i] != m_prevLoss[i]);
     }
-    std::vector<uint64_t> tx(nPorts);
-    std::vector<uint64_t> frames(nPorts);
-    std::vector<uint64_t> queue(nPorts);
-    std::vector<uint64_t> psig(nPorts);
-    std::vector<uint64_t> marks(nPorts);
-    std::vector<uint64_t> pauses(nPorts);
-    std::vector<uint64_t> drops(nPorts);
+    r.tx.resize(nPorts);
+    r.frames.resize(nPorts);
+    r.queue.resize(nPorts);
+    r.psig.resize(nPorts);
+    r.marks.resize(nPorts);
+    r.pauses.resize(nPorts);
+    r.drops.resize(nPorts);
     for (std::size_t p = 0; p < nPorts; ++p)
     {
         const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
-        tx[p] = dev->GetTxBytes();
-        frames[p] = dev->GetTxFrames();
-        queue[p] = dev->GetTotalQueueBytes();
-        marks[p] = dev->GetEcnMarks();
-        pauses[p] = dev->GetPauseSent();
-        drops[p] = dev->GetDrops();
-        psig[p] = marks[p] + pauses[p] + drops[p];
-        losses = losses || (m_havePrev && !changed && drops[p] != m_portDrops[p]);
+        r.tx[p] = dev->GetTxBytes();
+        r.frames[p] = dev->GetTxFrames();
+        r.queue[p] = dev->GetTotalQueueBytes();
+        r.marks[p] = dev->GetEcnMarks();
+        r.pauses[p] = dev->GetPauseSent();
+        r.drops[p] = dev->GetDrops();
+        r.psig[p] = r.marks[p] + r.pauses[p] + r.drops[p];
+        r.losses = r.losses || (m_havePrev && !changed && r.drops[p] != m_portDrops[p]);
     }
-    std::vector<uint64_t> acks(nNodes, 0);
-    std::vector<uint64_t> cnpOut(nNodes, 0);
+    r.acks.assign(nNodes, 0);
+    r.cnpOut.assign(nNodes, 0);
     for (std::size_t v = 0; v < nNodes; ++v)
     {
         if (m_net->m_nics[v])
         {
-            acks[v] = m_net->m_nics[v]->GetAcksSent();
-            cnpOut[v] = m_net->m_nics[v]->GetCnpsSent();
+            r.acks[v] = m_net->m_nics[v]->GetAcksSent();
+            r.cnpOut[v] = m_net->m_nics[v]->GetCnpsSent();
         }
     }
-    // the congested check's history: restarted by any change, fault or loss
-    if (m_congWindows > 0)
-    {
-        if (changed || fault || losses || structural || !m_havePrev)
-        {
-            NS_LOG_DEBUG("congested history restarted: changed " << changed << ", fault " << fault
-                                                                 << ", losses " << losses
-                                                                 << ", structural " << structural);
-            m_hist.clear();
-        }
-        if (!structural)
-        {
-            Snapshot snap;
-            snap.ns = now;
-            snap.una = una;
-            snap.prog = prog;
-            snap.cnps = cnps;
-            snap.tx = tx;
-            snap.frames = frames;
-            snap.queue = queue;
-            snap.marks = marks;
-            snap.pauses = pauses;
-            snap.acks = acks;
-            snap.cnpOut = cnpOut;
-            m_hist.push_back(std::move(snap));
-            while (m_hist.size() > 2 * static_cast<std::size_t>(m_congWindows) + 1)
-            {
-                m_hist.pop_front();
-            }
-        }
-    }
+    return r;
+}
 
-    // Is the window since the previous snapshot settled?
-    int reason = -1;
-    if (fault)
+void
+PacketFastForward::RecordHistory(int64_t now, const Reading& r, const Events& events)
+{
+    // the congested check's history: restarted by any change, fault or loss
+    if (events.changed || events.fault || r.losses || r.structural || !m_havePrev)
     {
-        reason = AFTER_FAULT;
+        NS_LOG_DEBUG("congested history restarted: changed "
+                     << events.changed << ", fault " << events.fault << ", losses " << r.losses
+                     << ", structural " << r.structural);
+        m_hist.clear();
     }
-    else if (changed || !m_havePrev)
+    if (r.structural)
     {
-        NS_LOG_DEBUG("not settled: changed " << changed << ", first snapshot " << !m_havePrev);
-        reason = NOT_SETTLED;
+        return;
     }
-    else
+    Snapshot snap;
+    snap.ns = now;
+    snap.una = r.una;
+    snap.prog = r.prog;
+    snap.cnps = r.cnps;
+    snap.tx = r.tx;
+    snap.frames = r.frames;
+    snap.queue = r.queue;
+    snap.marks = r.marks;
+    snap.pauses = r.pauses;
+    snap.acks = r.acks;
+    snap.cnpOut = r.cnpOut;
+    m_hist.push_back(std::move(snap));
+    while (m_hist.size() > 2 * static_cast<std::size_t>(m_congWindows) + 1)
     {
-        uint64_t mtu2 = 2ULL * m_net->m_mtu;
-        for (std::size_t i = 0; i < n && reason < 0; ++i)
+        m_hist.pop_front();
+    }
+}
+
+int
+PacketFastForward::WindowVerdict(int64_t now, Reading& r, const Events& events) const
+{
+    if (events.fault)
+    {
+        return AFTER_FAULT;
+    }
+    if (events.changed || !m_havePrev)
+    {
+        NS_LOG_DEBUG("not settled: changed " << events.changed << ", first snapshot "
+                                             << !m_havePrev);
+        return NOT_SETTLED;
+    }
+    int reason = QueuePairVerdict(now, r);
+    return reason >= 0 ? reason : PortVerdict(r);
+}
+
+int
+PacketFastForward::QueuePairVerdict(int64_t now, Reading& r) const
+{
+    const auto& qps = m_net->m_qps;
+    uint64_t mtu2 = 2ULL * m_net->m_mtu;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
+    {
+        const RdmaQueuePair* qp = qps[m_live[i]].get();
+        if (r.sig[i] != m_prevSig[i])
         {
-            const RdmaQueuePair* qp = qps[m_live[i]].get();
-            if (sig[i] != m_prevSig[i])
+            return CONGESTION;
+        }
+        r.win[i] = r.una[i] - m_prevUna[i];
+        // A rate controller below its line rate that paces the queue pair (its rate within
+        // RateMargin of what the queue pair gets) sets the throughput while it recovers: not
+        // settled, however slowly it moves. One whose rate is clear of the queue pair's share
+        // only rises without CNPs and changes nothing.
+        double got = static_cast<double>(r.win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
+        bool paced =
+            qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
+        if (!qp->active || qp->posted <= qp->sndNxt || r.win[i] == 0 || paced)
+        {
+            NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
+                                              << ", posted " << qp->posted - qp->sndNxt
+                                              << " B ahead, window " << r.win[i] << " B, paced "
+                                              << paced);
+            return NOT_SETTLED;
+        }
+        if (m_stable > 0)
+        {
+            uint64_t hi = std::max(r.win[i], m_prevWin[i]);
+            uint64_t lo = std::min(r.win[i], m_prevWin[i]);
+            if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
             {
-                reason = CONGESTION;
-                break;
-            }
-            win[i] = una[i] - m_prevUna[i];
-            // A rate controller below its line rate that paces the queue pair (its rate
-            // within RateMargin of what the queue pair gets) sets the throughput while it
-            // recovers: not settled, however slowly it moves. One whose rate is clear of
-            // the queue pair's share only rises without CNPs and changes nothing.
-            double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
-            bool paced =
-                qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
-            if (!qp->active || qp->posted <= qp->sndNxt || win[i] == 0 || paced)
-            {
-                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
-                                                  << ", posted " << qp->posted - qp->sndNxt
-                                                  << " B ahead, window " << win[i] << " B, paced "
-                                                  << paced);
-                reason = NOT_SETTLED;
-                break;
-            }
-            if (m_stable > 0)
-            {
-                uint64_t hi = std::max(win[i], m_prevWin[i]);
-                uint64_t lo = std::min(win[i], m_prevWin[i]);
-                if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
-                {
-                    NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << win[i]
-                                                      << " B, before " << m_prevWin[i] << " B");
-                    reason = NOT_SETTLED;
-                }
+                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << r.win[i]
+                                                  << " B, before " << m_prevWin[i] << " B");
+                return NOT_SETTLED;
             }
         }
-        for (std::size_t p = 0; p < nPorts && reason < 0; ++p)
+    }
+    return -1;
+}
+
+int
+PacketFastForward::PortVerdict(const Reading& r) const
+{
+    for (std::size_t p = 0; p < r.queue.size(); ++p)
+    {
+        if (r.psig[p] != m_portSig[p])
         {
-            if (psig[p] != m_portSig[p])
-            {
-                reason = CONGESTION;
-                break;
-            }
-            uint64_t hi = std::max(queue[p], m_portQueue[p]);
-            uint64_t lo = std::min(queue[p], m_portQueue[p]);
-            if (hi - lo >
-                std::max<uint64_t>(m_queueTol,
-                                   static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
-            {
-                reason = NOT_SETTLED;
-            }
+            return CONGESTION;
+        }
+        uint64_t hi = std::max(r.queue[p], m_portQueue[p]);
+        uint64_t lo = std::min(r.queue[p], m_portQueue[p]);
+        if (hi - lo > std::max<uint64_t>(
+                          m_queueTol, static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
+        {
+            return NOT_SETTLED;
         }
     }
+    return -1;
+}
+
+void
+PacketFastForward::KeepWindow(int64_t now, int reason, Reading& r)
+{
     if (reason >= 0)
     {
         ++m_stats[reason];
@@ -567,39 +664,20 @@ PacketFastForward::Check()
         ++m_stable;
     }
     m_prevNs = now;
-    m_prevUna = std::move(una);
-    m_prevProg = std::move(prog);
-    m_prevSnd = std::move(snd);
-    m_prevSent = std::move(sent);
-    m_prevWin = std::move(win);
-    m_prevSig = std::move(sig);
-    m_prevLoss = std::move(loss);
-    m_portDrops = std::move(drops);
-    m_portTx = std::move(tx);
-    m_portFrames = std::move(frames);
-    m_portQueue = std::move(queue);
-    m_portSig = std::move(psig);
-    m_nicAcks = std::move(acks);
+    m_prevUna = std::move(r.una);
+    m_prevProg = std::move(r.prog);
+    m_prevSnd = std::move(r.snd);
+    m_prevSent = std::move(r.sent);
+    m_prevWin = std::move(r.win);
+    m_prevSig = std::move(r.sig);
+    m_prevLoss = std::move(r.loss);
+    m_portDrops = std::move(r.drops);
+    m_portTx = std::move(r.tx);
+    m_portFrames = std::move(r.frames);
+    m_portQueue = std::move(r.queue);
+    m_portSig = std::move(r.psig);
+    m_nicAcks = std::move(r.acks);
     m_havePrev = true;
-
-    int64_t skipped = 0;
-    if (m_stable >= m_windows)
-    {
-        skipped = SettledRates(now) ? TryJump(now, false) : 0;
-    }
-    else if (reason != AFTER_FAULT && m_congWindows > 0 &&
-             m_hist.size() == 2 * static_cast<std::size_t>(m_congWindows) + 1 && CongestedRates())
-    {
-        skipped = TryJump(now, false);
-    }
-    if (skipped > 0)
-    {
-        m_stable = 0;
-        m_havePrev = false;
-        m_hist.clear();
-    }
-    // after a skip that stopped at another event, check right after it (chained skip)
-    ScheduleCheck(AfterSkip(skipped));
 }
 
 int64_t

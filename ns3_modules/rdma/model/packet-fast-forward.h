@@ -160,8 +160,86 @@ class PacketFastForward : public Object
     void DoDispose() override;
 
   private:
-    /** Periodic check. */
+    /** What the notifications since the previous check reported. */
+    struct Events
+    {
+        bool changed; //!< the set of queue pairs or messages changed
+        bool hard;    //!< a change other than a gap between messages
+        bool fault;   //!< a fault
+    };
+
+    /**
+     * One check's readings: per live queue pair (indexed like m_live), per port, per node.
+     */
+    struct Reading
+    {
+        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
+        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
+        std::vector<uint64_t> snd;    //!< per queue pair: next byte to send
+        std::vector<int64_t> sent;    //!< per queue pair: start of its last send
+        std::vector<uint64_t> sig;    //!< per queue pair: loss/CNP signature
+        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
+        std::vector<uint64_t> loss;   //!< per queue pair: retransmits, timeouts, NACKs
+        std::vector<uint64_t> win;    //!< per queue pair: bytes acknowledged in the window
+        std::vector<uint64_t> tx;     //!< per port: wire bytes
+        std::vector<uint64_t> frames; //!< per port: frames
+        std::vector<uint64_t> queue;  //!< per port: queued bytes
+        std::vector<uint64_t> psig;   //!< per port: marks + pauses + drops
+        std::vector<uint64_t> marks;  //!< per port: ECN marks
+        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
+        std::vector<uint64_t> drops;  //!< per port: drops
+        std::vector<uint64_t> acks;   //!< per node: ACKs sent
+        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
+        bool structural{false};       //!< a queue pair that cannot be skipped now
+        bool losses{false};           //!< a loss since the previous snapshot
+    };
+
+    /**
+     * Periodic check: drop finished queue pairs, go on with a chained skip, read the network,
+     * judge the window since the previous check, skip when settled.
+     */
     void Check();
+    /** \return the notification flags since the previous check (and clear them) */
+    Events TakeEvents();
+    /** Set again the notification flags of \p events (a check put off). */
+    void PutBackEvents(const Events& events);
+    /** \return whether a live queue pair finished (it is dropped from m_live) */
+    bool DropFinished();
+    /** Forget the windows and the congested history (the next check starts afresh). */
+    void ForgetWindows();
+    /** \return the checks in packets at a boundary before a chain ends (BoundaryWait / 500 ns) */
+    uint32_t BoundaryRetries() const;
+    /**
+     * Every queue pair finished at a boundary: wait in packets for the next ones.
+     * \param events the notifications since the previous check
+     * \return whether the next check is scheduled (nothing else to do now)
+     */
+    bool WaitForNextQueuePairs(const Events& events);
+    /**
+     * Go on after a chained skip: skip on with the same rates if nothing changed here.
+     * \param now current time, ns
+     * \param events the notifications since the previous check
+     * \return whether the next check is scheduled (false: the chain ended, check afresh)
+     */
+    bool GoOnChain(int64_t now, const Events& events);
+    /**
+     * \param changed the set changed since the previous check
+     * \return the readings of the live queue pairs, the ports and the NICs now
+     */
+    Reading Read(bool changed) const;
+    /** Add a snapshot to the congested check's history (or restart it). */
+    void RecordHistory(int64_t now, const Reading& r, const Events& events);
+    /**
+     * Is the window since the previous check settled? Fills r.win.
+     * \return -1 if settled, else the Stat index of the reason
+     */
+    int WindowVerdict(int64_t now, Reading& r, const Events& events) const;
+    /** The queue pairs' part of WindowVerdict. \return -1 or the reason */
+    int QueuePairVerdict(int64_t now, Reading& r) const;
+    /** The ports' part of WindowVerdict. \return -1 or the reason */
+    int PortVerdict(const Reading& r) const;
+    /** Count the settled windows in a row and keep \p r as the previous snapshot. */
+    void KeepWindow(int64_t now, int reason, Reading& r);
     /**
      * Try a skip now.
      * \param now current time, ns
