@@ -969,27 +969,75 @@ int64_t
 PacketFastForward::TryJump(int64_t now, bool chained)
 {
     m_alignRestNs = 0;
-    const auto& qps = m_net->m_qps;
-    std::size_t n = m_live.size();
     if (chained && m_rateSlots != m_live)
     {
         return 0;
     }
-    const std::vector<double>& rate = m_rate;
+    Jump jump;
+    if (!FindHorizon(jump))
+    {
+        return 0; // a queue pair waits for the host to post its next message
+    }
+    if (!(jump.horizon >= 1.0))
+    {
+        // a message end inside its guard: no skip, whatever else is pending (checked first, as
+        // the scan of the event queue below costs far more)
+        NS_LOG_DEBUG("  no skip: horizon " << jump.horizon << " ns");
+        if (!chained)
+        {
+            ++m_stats[TOO_CLOSE];
+        }
+        return 0;
+    }
+    if (!BoundJump(now, chained, jump) || !AlignToPackets(jump))
+    {
+        return 0;
+    }
+    int64_t delta = jump.delta;
+    std::vector<const EventImpl*> moved;
+    std::vector<uint64_t> skippedBytes(m_live.size(), 0);
+    uint64_t total = AdvanceQueuePairs(delta, &moved, &skippedBytes);
+    AdvanceCounters(delta, &moved);
+    std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
+    uint64_t shifted = ShiftableScheduler::GetCurrent()->Shift(
+        [&movedSet](const EventImpl* ev) {
+            return typeid(*ev) == typeid(QbbDeviceEvent) || movedSet.count(ev) > 0;
+        },
+        static_cast<uint64_t>(delta));
+    AdvanceControllers(delta, skippedBytes);
+    ++m_stats[EPISODES];
+    if (m_congestedRates)
+    {
+        m_congUsedNs += delta;
+        ++m_stats[CONGESTED_EPISODES];
+        m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
+    }
+    RememberSkip(jump);
+    m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
+    m_stats[SKIPPED_BYTES] += total;
+    NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << m_live.size() << " queue pairs, "
+                     << total << " bytes, " << shifted << " events moved");
+    m_skipTrace(now, delta, total);
+    return delta;
+}
+
+bool
+PacketFastForward::FindHorizon(Jump& jump) const
+{
     // the time to the first message end, less its guard: Guard before a queue pair's last
-    // message end (its rate changes there), MessageGuard before a boundary with the next
-    // message already queued (it goes on sending at its rate; the boundary's delivery is
-    // simulated in packets, then the skip goes on)
-    double horizon = std::numeric_limits<double>::infinity();
-    bool boundary = false;
-    std::vector<double> reach(n);
+    // message end (its rate changes there), MessageGuard before a boundary with the next message
+    // already queued (it goes on sending at its rate; the boundary's delivery is simulated in
+    // packets, then the skip goes on)
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    jump.reach.resize(n);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         if (qp->posted <= qp->sndNxt)
         {
             NS_LOG_DEBUG("  no skip: flow " << qp->flowId << " waits for its next message");
-            return 0; // waits for the host to post its next message
+            return false;
         }
         uint64_t end = FirstEnd(qp);
         // a message of a connection: more may follow it (the collective's next chunk), on this
@@ -997,28 +1045,22 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         bool more = end < qp->size || (!qp->recvEnds.empty() &&
                                        m_net->m_msgSpan.count(qp->recvEnds.back().second) > 0);
         Time guard = more ? m_msgGuard : m_guard;
-        reach[i] = static_cast<double>(end - qp->sndNxt) / rate[i] -
-                   static_cast<double>(guard.GetNanoSeconds());
-        if (reach[i] < horizon)
+        jump.reach[i] = static_cast<double>(end - qp->sndNxt) / m_rate[i] -
+                        static_cast<double>(guard.GetNanoSeconds());
+        if (jump.reach[i] < jump.horizon)
         {
-            horizon = reach[i];
-            boundary = more;
+            jump.horizon = jump.reach[i];
+            jump.boundary = more;
         }
     }
+    return true;
+}
 
-    if (!(horizon >= 1.0))
-    {
-        // a message end inside its guard: no skip, whatever else is pending (checked first, as
-        // the scan of the event queue below costs far more)
-        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns");
-        if (!chained)
-        {
-            ++m_stats[TOO_CLOSE];
-        }
-        return 0;
-    }
-
+uint64_t
+PacketFastForward::EarliestOtherEvent() const
+{
     // the fabric's own pending events; the earliest other one bounds the skip
+    const auto& qps = m_net->m_qps;
     std::vector<const EventImpl*> own;
     for (uint32_t slot : m_live)
     {
@@ -1044,70 +1086,88 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     };
     ShiftableScheduler* sched = ShiftableScheduler::GetCurrent();
     NS_ASSERT_MSG(sched, "fast-forward needs the ShiftableScheduler as the event queue");
-    uint64_t other = sched->EarliestOther(isOwn);
-    double limit = horizon;
+    return sched->EarliestOther(isOwn);
+}
+
+bool
+PacketFastForward::BoundJump(int64_t now, bool chained, Jump& jump)
+{
+    uint64_t other = EarliestOtherEvent();
+    jump.limit = jump.horizon;
     if (m_congestedRates)
     {
         // chained skips included
-        limit = std::min(limit,
-                         m_congJumpRatio * static_cast<double>(m_congSpanNs) -
-                             static_cast<double>(m_congUsedNs));
+        jump.limit = std::min(jump.limit,
+                              m_congJumpRatio * static_cast<double>(m_congSpanNs) -
+                                  static_cast<double>(m_congUsedNs));
     }
-    bool stoppedByOther = false;
     if (other != std::numeric_limits<uint64_t>::max() &&
-        static_cast<double>(static_cast<int64_t>(other) - now) < limit)
+        static_cast<double>(static_cast<int64_t>(other) - now) < jump.limit)
     {
-        limit = static_cast<double>(static_cast<int64_t>(other) - now);
-        stoppedByOther = true;
+        jump.limit = static_cast<double>(static_cast<int64_t>(other) - now);
+        jump.stoppedByOther = true;
     }
-    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped
-    // by another event or before a boundary takes any length (it goes on after that event or
-    // once the boundary is delivered, if that changes nothing here)
-    bool anyLength = chained || stoppedByOther || boundary;
-    if (!(limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
+    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped by
+    // another event or before a boundary takes any length (it goes on after that event or once
+    // the boundary is delivered, if that changes nothing here)
+    bool anyLength = chained || jump.stoppedByOther || jump.boundary;
+    if (!(jump.limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
     {
-        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns, next other event in "
+        NS_LOG_DEBUG("  no skip: horizon " << jump.horizon << " ns, next other event in "
                                            << static_cast<double>(static_cast<int64_t>(other) - now)
                                            << " ns");
         if (!chained)
         {
             ++m_stats[TOO_CLOSE];
         }
-        return 0;
+        return false;
     }
-    int64_t delta = static_cast<int64_t>(std::floor(limit));
-    if (stoppedByOther && m_alignToPackets && !m_congestedRates)
-    {
-        // a whole number of the slowest queue pair's packet periods: that keeps the phase of
-        // every queue pair whose period divides it (one at its port's line rate, several
-        // sharing a NIC round robin), and the ACKs and CNPs that queue behind their frames
-        double period = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            period = std::max(period, static_cast<double>(m_net->m_mtu) / rate[i]);
-        }
-        double whole = std::floor(static_cast<double>(delta) / period) * period;
-        NS_LOG_DEBUG("  aligned to " << period << " ns packets: " << delta << " -> "
-                                     << std::llround(whole) << " ns");
-        int64_t aligned = std::llround(whole);
-        if (aligned < 1)
-        {
-            // the event comes within one period: its packets are simulated, and a chain goes
-            // on after it
-            m_alignRestNs = delta;
-            return 0;
-        }
-        // the packets up to the event are simulated; the chained check looks after it
-        m_alignRestNs = delta - aligned;
-        delta = aligned;
-    }
+    jump.delta = static_cast<int64_t>(std::floor(jump.limit));
+    return true;
+}
 
-    // advance the queue pairs: shorten each byte stream by what the skip delivers
+bool
+PacketFastForward::AlignToPackets(Jump& jump)
+{
+    if (!jump.stoppedByOther || !m_alignToPackets || m_congestedRates)
+    {
+        return true;
+    }
+    // a whole number of the slowest queue pair's packet periods: that keeps the phase of every
+    // queue pair whose period divides it (one at its port's line rate, several sharing a NIC
+    // round robin), and the ACKs and CNPs that queue behind their frames
+    double period = 0.0;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
+    {
+        period = std::max(period, static_cast<double>(m_net->m_mtu) / m_rate[i]);
+    }
+    double whole = std::floor(static_cast<double>(jump.delta) / period) * period;
+    NS_LOG_DEBUG("  aligned to " << period << " ns packets: " << jump.delta << " -> "
+                                 << std::llround(whole) << " ns");
+    int64_t aligned = std::llround(whole);
+    if (aligned < 1)
+    {
+        // the event comes within one period: its packets are simulated, and a chain goes on
+        // after it
+        m_alignRestNs = jump.delta;
+        return false;
+    }
+    // the packets up to the event are simulated; the chained check looks after it
+    m_alignRestNs = jump.delta - aligned;
+    jump.delta = aligned;
+    return true;
+}
+
+uint64_t
+PacketFastForward::AdvanceQueuePairs(int64_t delta,
+                                     std::vector<const EventImpl*>* moved,
+                                     std::vector<uint64_t>* skippedBytes)
+{
+    // shorten each queue pair's byte stream by what the skip delivers
+    const auto& qps = m_net->m_qps;
     uint64_t mtu = m_net->m_mtu;
     uint64_t total = 0;
-    std::vector<const EventImpl*> moved;
-    std::vector<uint64_t> skippedBytes(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         RdmaQueuePair* qp = qps[m_live[i]].get();
         // whole packets, rounded to the nearest: the difference is carried (per queue pair,
@@ -1115,7 +1175,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         // rounding that always went down would leave each queue pair half a packet behind per
         // episode, and a collective that waits for it later by as much
         double& carry = m_carry[m_live[i]];
-        double due = rate[i] * static_cast<double>(delta) + carry;
+        double due = m_rate[i] * static_cast<double>(delta) + carry;
         uint64_t bytes =
             due > 0 ? static_cast<uint64_t>(std::llround(due / static_cast<double>(mtu))) * mtu : 0;
         // at least one packet of the message is left to the packet simulation (Guard = 0); the
@@ -1124,37 +1184,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         uint64_t room = (end - qp->sndNxt - 1) / mtu * mtu;
         bytes = std::min(bytes, room);
         carry = due - static_cast<double>(bytes);
-        NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << rate[i]
+        NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << m_rate[i]
                                << " B/ns, " << bytes << " bytes, carry " << carry << ", left "
                                << end - bytes - qp->sndUna << " of its message");
-        qp->size -= bytes;
-        qp->posted -= bytes;
-        for (uint64_t& e : qp->sendEnds)
-        {
-            e -= e >= end ? bytes : 0;
-        }
-        for (auto& [e, msg] : qp->recvEnds)
-        {
-            if (e < end)
-            {
-                continue;
-            }
-            auto span = m_net->m_msgSpan.find(msg);
-            if (e == end)
-            {
-                if (span != m_net->m_msgSpan.end())
-                {
-                    span->second.second -= bytes;
-                    m_net->m_msgFf[msg] += bytes;
-                }
-            }
-            else if (span != m_net->m_msgSpan.end())
-            {
-                span->second.first -= bytes;
-            }
-            e -= bytes;
-        }
-        qp->ffBytes += bytes;
+        ShortenStream(qp, end, bytes);
         total += bytes;
         qp->nextAvailNs += delta;
         qp->lastTxNs += delta;
@@ -1167,15 +1200,55 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         {
             qp->lastNackNs += delta;
         }
-        ShiftEventId(qp->rtoEvent, delta, &moved);
-        qp->cc->ShiftClock(delta, &moved);
-        skippedBytes[i] = bytes;
+        ShiftEventId(qp->rtoEvent, delta, moved);
+        qp->cc->ShiftClock(delta, moved);
+        (*skippedBytes)[i] = bytes;
     }
+    return total;
+}
+
+void
+PacketFastForward::ShortenStream(RdmaQueuePair* qp, uint64_t end, uint64_t bytes)
+{
+    qp->size -= bytes;
+    qp->posted -= bytes;
+    for (uint64_t& e : qp->sendEnds)
+    {
+        e -= e >= end ? bytes : 0;
+    }
+    for (auto& [e, msg] : qp->recvEnds)
+    {
+        if (e < end)
+        {
+            continue;
+        }
+        auto span = m_net->m_msgSpan.find(msg);
+        if (e == end)
+        {
+            if (span != m_net->m_msgSpan.end())
+            {
+                span->second.second -= bytes;
+                m_net->m_msgFf[msg] += bytes;
+            }
+        }
+        else if (span != m_net->m_msgSpan.end())
+        {
+            span->second.first -= bytes;
+        }
+        e -= bytes;
+    }
+    qp->ffBytes += bytes;
+}
+
+void
+PacketFastForward::AdvanceCounters(int64_t delta, std::vector<const EventImpl*>* moved)
+{
+    const auto& qps = m_net->m_qps;
     double d = static_cast<double>(delta);
     if (m_congestedRates)
     {
         // the equilibrium's CNPs, at the rate each queue pair received them
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = 0; i < m_live.size(); ++i)
         {
             qps[m_live[i]]->cnps += static_cast<uint64_t>(std::llround(m_cnpRate[i] * d));
         }
@@ -1185,15 +1258,15 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         if (m_net->m_nics[v])
         {
             m_net->m_nics[v]->ShiftClock(delta,
-                                         &moved,
+                                         moved,
                                          static_cast<uint64_t>(std::llround(m_ackRate[v] * d)),
                                          static_cast<uint64_t>(std::llround(m_cnpOutRate[v] * d)));
         }
     }
-    m_net->m_sampler.ShiftClock(delta, &moved);
+    m_net->m_sampler.ShiftClock(delta, moved);
     if (m_net->m_memo)
     {
-        m_net->m_memo->ShiftClock(delta, &moved);
+        m_net->m_memo->ShiftClock(delta, moved);
     }
     for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
@@ -1212,16 +1285,16 @@ PacketFastForward::TryJump(int64_t now, bool chained)
                 static_cast<uint64_t>(std::llround(m_pauseRate[p] * d)));
         }
     }
-    std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
-    uint64_t shifted = sched->Shift(
-        [&movedSet](const EventImpl* ev) {
-            return typeid(*ev) == typeid(QbbDeviceEvent) || movedSet.count(ev) > 0;
-        },
-        static_cast<uint64_t>(delta));
+}
+
+void
+PacketFastForward::AdvanceControllers(int64_t delta, const std::vector<uint64_t>& skippedBytes)
+{
     // congestion control: what the interval did to it, in the moved clock (rate changes re-time
     // pacing relative to the moved send times); a controller in a congested equilibrium (it
     // received CNPs) keeps its state, the cuts and recoveries of the interval cancelling
-    for (std::size_t i = 0; i < n; ++i)
+    const auto& qps = m_net->m_qps;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         if (m_hold[i])
         {
@@ -1232,15 +1305,15 @@ PacketFastForward::TryJump(int64_t now, bool chained)
             qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
         }
     }
-    ++m_stats[EPISODES];
-    if (m_congestedRates)
-    {
-        m_congUsedNs += delta;
-        ++m_stats[CONGESTED_EPISODES];
-        m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
-    }
-    m_chain = stoppedByOther || boundary;
-    m_atBoundary = !stoppedByOther && boundary;
+}
+
+void
+PacketFastForward::RememberSkip(const Jump& jump)
+{
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    m_chain = jump.stoppedByOther || jump.boundary;
+    m_atBoundary = !jump.stoppedByOther && jump.boundary;
     if (m_atBoundary)
     {
         // until the boundaries the skip stopped before are delivered: what is left of their
@@ -1248,10 +1321,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         m_boundaryWaitNs = 1;
         for (std::size_t i = 0; i < n; ++i)
         {
-            if (reach[i] <= limit + 1000.0)
+            if (jump.reach[i] <= jump.limit + 1000.0)
             {
                 const RdmaQueuePair* qp = qps[m_live[i]].get();
-                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / rate[i];
+                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / m_rate[i];
                 m_boundaryWaitNs = std::max(m_boundaryWaitNs, static_cast<int64_t>(left) + 1);
             }
         }
@@ -1285,12 +1358,6 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
         m_skipPortSig[p] = dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops();
     }
-    m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
-    m_stats[SKIPPED_BYTES] += total;
-    NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << n << " queue pairs, " << total
-                     << " bytes, " << shifted << " events moved");
-    m_skipTrace(now, delta, total);
-    return delta;
 }
 
 void

@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 namespace ns3
 {
 
+class EventImpl;
 class PacketNetwork;
 class RdmaQueuePair;
 
@@ -194,6 +196,17 @@ class PacketFastForward : public Object
         bool losses{false};           //!< a loss since the previous snapshot
     };
 
+    /** A skip as TryJump plans it. */
+    struct Jump
+    {
+        std::vector<double> reach; //!< per live queue pair: ns to its message end, less the guard
+        double horizon{std::numeric_limits<double>::infinity()}; //!< the smallest reach
+        bool boundary{false};       //!< the horizon's message may be followed by another
+        double limit{0.0};          //!< horizon bounded by the next other event (and span)
+        bool stoppedByOther{false}; //!< the next other event bounds the skip
+        int64_t delta{0};           //!< the skip, ns
+    };
+
     /**
      * Periodic check: drop finished queue pairs, go on with a chained skip, read the network,
      * judge the window since the previous check, skip when settled.
@@ -247,6 +260,42 @@ class PacketFastForward : public Object
      * \return the interval skipped, ns (0 = none)
      */
     int64_t TryJump(int64_t now, bool chained);
+    /**
+     * Set jump.reach, horizon and boundary from the next message end of each live queue pair.
+     * \return false if a queue pair waits for its next message (no skip)
+     */
+    bool FindHorizon(Jump& jump) const;
+    /** \return the time of the earliest pending event that is not the fabric's own, ns */
+    uint64_t EarliestOtherEvent() const;
+    /**
+     * Bound the skip by the next other event (and the congested span); set jump.limit,
+     * stoppedByOther and delta.
+     * \return false if it is too short to take
+     */
+    bool BoundJump(int64_t now, bool chained, Jump& jump);
+    /**
+     * With AlignToPackets, shorten a skip stopped by another event to whole packet periods.
+     * \return false if less than one period is left (no skip; m_alignRestNs is set)
+     */
+    bool AlignToPackets(Jump& jump);
+    /**
+     * Advance the live queue pairs by \p delta ns at their settled rates.
+     * \param delta the skip, ns
+     * \param moved receives the events to move later by the skip
+     * \param skippedBytes receives the payload bytes skipped per live queue pair
+     * \return the payload bytes skipped in all
+     */
+    uint64_t AdvanceQueuePairs(int64_t delta,
+                               std::vector<const EventImpl*>* moved,
+                               std::vector<uint64_t>* skippedBytes);
+    /** Take \p bytes out of the message of \p qp that ends at \p end; later ones move up. */
+    void ShortenStream(RdmaQueuePair* qp, uint64_t end, uint64_t bytes);
+    /** Count the skip's ACKs, CNPs, wire bytes, frames, marks and pauses; collect moved events. */
+    void AdvanceCounters(int64_t delta, std::vector<const EventImpl*>* moved);
+    /** Apply the skip to each live queue pair's congestion control. */
+    void AdvanceControllers(int64_t delta, const std::vector<uint64_t>& skippedBytes);
+    /** Keep what the next (chained) check compares with: chain state, signatures. */
+    void RememberSkip(const Jump& jump);
     /**
      * Settled rates from the last StableWindows windows (no congestion signals).
      * \param now current time, ns
