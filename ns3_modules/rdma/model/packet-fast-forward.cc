@@ -71,6 +71,7 @@ CountsAgree(uint64_t a, uint64_t b, double tol)
 TypeId
 PacketFastForward::GetTypeId()
 {
+    // long, but a table: one AddAttribute per tunable, as ns-3's own GetTypeId functions
     static TypeId tid =
         TypeId("ns3::PacketFastForward")
             .SetParent<Object>()
@@ -851,21 +852,30 @@ PacketFastForward::SettledRates(int64_t now)
 bool
 PacketFastForward::CongestedRates()
 {
-    const auto& qps = m_net->m_qps;
-    std::size_t n = m_live.size();
-    std::size_t nPorts = m_net->m_portDev.size();
-    std::size_t nNodes = m_net->m_nics.size();
     std::size_t b = m_congWindows;
     const Snapshot& h0 = m_hist.front();
-    const Snapshot& h1 = m_hist[b];
     const Snapshot& h2 = m_hist.back();
-    if (h0.una.size() != n || h2.una.size() != n)
+    if (h0.una.size() != m_live.size() || h2.una.size() != m_live.size())
     {
         return false;
     }
+    std::vector<uint8_t> hold(m_live.size(), 0);
+    if (!QueuePairBlocksAgree(h0, m_hist[b], h2, &hold) || !PortBlocksAgree(h0, m_hist[b], h2))
+    {
+        return false;
+    }
+    return SetCongestedRates(h0, h2, &hold);
+}
+
+bool
+PacketFastForward::QueuePairBlocksAgree(const Snapshot& h0,
+                                        const Snapshot& h1,
+                                        const Snapshot& h2,
+                                        std::vector<uint8_t>* hold) const
+{
+    const auto& qps = m_net->m_qps;
     double mtu2 = 2.0 * m_net->m_mtu;
-    std::vector<uint8_t> hold(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         uint64_t b1 = h1.una[i] - h0.una[i];
@@ -884,8 +894,8 @@ PacketFastForward::CongestedRates()
             NS_LOG_DEBUG("congested check: flow " << qp->flowId << " CNPs " << c1 << " / " << c2);
             return false;
         }
-        hold[i] = c1 + c2 > 0;
-        if (!hold[i])
+        (*hold)[i] = c1 + c2 > 0;
+        if (!(*hold)[i])
         {
             // without CNPs a controller below its line rate that sets the throughput only
             // rises: not an equilibrium
@@ -897,7 +907,14 @@ PacketFastForward::CongestedRates()
             }
         }
     }
-    for (std::size_t p = 0; p < nPorts; ++p)
+    return true;
+}
+
+bool
+PacketFastForward::PortBlocksAgree(const Snapshot& h0, const Snapshot& h1, const Snapshot& h2) const
+{
+    std::size_t b = m_congWindows;
+    for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
         if (!CountsAgree(h1.marks[p] - h0.marks[p], h2.marks[p] - h1.marks[p], m_signalTol) ||
             !CountsAgree(h1.pauses[p] - h0.pauses[p], h2.pauses[p] - h1.pauses[p], m_signalTol))
@@ -924,7 +941,18 @@ PacketFastForward::CongestedRates()
             return false;
         }
     }
+    return true;
+}
+
+bool
+PacketFastForward::SetCongestedRates(const Snapshot& h0,
+                                     const Snapshot& h2,
+                                     std::vector<uint8_t>* hold)
+{
     // an equilibrium: mean rates over both blocks
+    std::size_t n = m_live.size();
+    std::size_t nPorts = m_net->m_portDev.size();
+    std::size_t nNodes = m_net->m_nics.size();
     double span = static_cast<double>(h2.ns - h0.ns);
     m_congSpanNs = h2.ns - h0.ns;
     m_congUsedNs = 0;
@@ -958,7 +986,7 @@ PacketFastForward::CongestedRates()
         m_ackRate[v] = static_cast<double>(h2.acks[v] - h0.acks[v]) / span;
         m_cnpOutRate[v] = static_cast<double>(h2.cnpOut[v] - h0.cnpOut[v]) / span;
     }
-    m_hold = std::move(hold);
+    m_hold = std::move(*hold);
     m_rateSlots = m_live;
     m_congestedRates = true;
     NS_LOG_INFO("congested equilibrium over " << span << " ns, " << n << " queue pairs");

@@ -196,6 +196,22 @@ class PacketFastForward : public Object
         bool losses{false};           //!< a loss since the previous snapshot
     };
 
+    /** One snapshot of the congested check's history (indexed like m_live and the ports). */
+    struct Snapshot
+    {
+        int64_t ns{0};                //!< time
+        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
+        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
+        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
+        std::vector<uint64_t> tx;     //!< per port: wire bytes
+        std::vector<uint64_t> frames; //!< per port: frames
+        std::vector<uint64_t> queue;  //!< per port: queued bytes
+        std::vector<uint64_t> marks;  //!< per port: ECN marks
+        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
+        std::vector<uint64_t> acks;   //!< per node: ACKs sent
+        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
+    };
+
     /** A skip as TryJump plans it. */
     struct Jump
     {
@@ -308,6 +324,24 @@ class PacketFastForward : public Object
      * \return true if they agree
      */
     bool CongestedRates();
+    /**
+     * The queue pairs' part of CongestedRates: bytes and CNPs of the blocks h0..h1 and h1..h2
+     * agree, and none without CNPs is recovering.
+     * \param hold receives per queue pair whether it got CNPs (its controller is held)
+     * \return true if they agree
+     */
+    bool QueuePairBlocksAgree(const Snapshot& h0,
+                              const Snapshot& h1,
+                              const Snapshot& h2,
+                              std::vector<uint8_t>* hold) const;
+    /** The ports' part of CongestedRates: marks, pauses and mean queues agree. */
+    bool PortBlocksAgree(const Snapshot& h0, const Snapshot& h1, const Snapshot& h2) const;
+    /**
+     * Set the rates and signal rates of a congested equilibrium from h0..h2.
+     * \param hold per queue pair: controller held (moved into m_hold)
+     * \return false if a queue pair's rate is not positive
+     */
+    bool SetCongestedRates(const Snapshot& h0, const Snapshot& h2, std::vector<uint8_t>* hold);
     /** Equal settled rates for queue pairs that share an endpoint port alike (round robin). */
     void ShareRoundRobin();
     /** \return the delay of the next check after a skip of \p skipped ns */
@@ -344,22 +378,6 @@ class PacketFastForward : public Object
     double m_congJumpRatio;   //!< longest congested skip / its observation span
     int64_t m_congSpanNs{0};  //!< observation span of the congested rates
     int64_t m_congUsedNs{0};  //!< skipped with them so far (chained skips)
-
-    /** One snapshot of the congested check's history (indexed like m_live and the ports). */
-    struct Snapshot
-    {
-        int64_t ns{0};                //!< time
-        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
-        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
-        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
-        std::vector<uint64_t> tx;     //!< per port: wire bytes
-        std::vector<uint64_t> frames; //!< per port: frames
-        std::vector<uint64_t> queue;  //!< per port: queued bytes
-        std::vector<uint64_t> marks;  //!< per port: ECN marks
-        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
-        std::vector<uint64_t> acks;   //!< per node: ACKs sent
-        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
-    };
 
     std::deque<Snapshot> m_hist; //!< congested check: the last 2 CongestedWindows + 1 snapshots
 
