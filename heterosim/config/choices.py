@@ -24,8 +24,8 @@ INTRA_HOST_MODELS = ("packet", "flow")
 # simulation.queue_pairs: what one RDMA queue pair (or fluid flow) carries
 QUEUE_PAIR_MODELS = ("connection", "flow")
 # simulation.packet_acceleration: every frame simulated, settled stretches skipped (steady-state
-# fast-forward, ns3_modules/rdma/helper/packet-fast-forward.h), repeated contention episodes
-# replayed (memoization, ns3_modules/rdma/helper/packet-episode-cache.h), or both
+# fast-forward, ns3_modules/rdma/model/packet-fast-forward.h), repeated contention episodes
+# replayed (memoization, ns3_modules/rdma/model/packet-episode-cache.h), or both
 PACKET_ACCELERATIONS = ("exact", "fast", "memo", "fast+memo")
 # the default: fast-forward meets the exact run's bar on every case measured, and on
 # phase-sensitive incasts in distribution (benchmarks/README.md, "Packet fast-forward");

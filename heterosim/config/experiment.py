@@ -335,7 +335,7 @@ class SimulationConfig:
     queue_pairs: str = "connection"
     # packet fidelity only: exact simulates every frame; fast (the default) skips settled
     # stretches of the fabric analytically (steady-state fast-forward,
-    # ns3_modules/rdma/helper/packet-fast-forward.h); memo / fast+memo also replay repeated episodes
+    # ns3_modules/rdma/model/packet-fast-forward.h); memo / fast+memo also replay repeated episodes
     packet_acceleration: str = DEFAULT_PACKET_ACCELERATION
     # with faults: also run the same plan without them and report what the faults cost
     # (results.json fault_impact); doubles the simulation time

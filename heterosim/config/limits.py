@@ -37,7 +37,7 @@ MAX_SWEEP_VARIANTS = 10_000  # a sweep file's max_variants raises it
 # Bytes per sample: the executor's progress series (time, tasks done, flows in flight; 8 bytes
 # each, in C++ and again in numpy: 48) and, at packet level, one queue row per sampled port (time
 # 8, port 4, queue bytes 8, tx bytes 8: PacketNetworkSampler::QueueSeries,
-# ns3_modules/rdma/helper/packet-network-sampler.h). Measured: the tiny 16-GPU experiment with
+# ns3_modules/rdma/model/packet-network-sampler.h). Measured: the tiny 16-GPU experiment with
 # framework.host_op_overhead 100ms, 4.8 M progress samples, peak RSS 0.67 GB against 0.46 GB
 # without them (43 bytes per sample, report and trace.json included).
 PROGRESS_SAMPLE_BYTES = 48

@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 namespace ns3
 {
 
+class EventImpl;
 class PacketNetwork;
 class RdmaQueuePair;
 
@@ -160,8 +162,113 @@ class PacketFastForward : public Object
     void DoDispose() override;
 
   private:
-    /** Periodic check. */
+    /** What the notifications since the previous check reported. */
+    struct Events
+    {
+        bool changed; //!< the set of queue pairs or messages changed
+        bool hard;    //!< a change other than a gap between messages
+        bool fault;   //!< a fault
+    };
+
+    /**
+     * One check's readings: per live queue pair (indexed like m_live), per port, per node.
+     */
+    struct Reading
+    {
+        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
+        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
+        std::vector<uint64_t> snd;    //!< per queue pair: next byte to send
+        std::vector<int64_t> sent;    //!< per queue pair: start of its last send
+        std::vector<uint64_t> sig;    //!< per queue pair: loss/CNP signature
+        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
+        std::vector<uint64_t> loss;   //!< per queue pair: retransmits, timeouts, NACKs
+        std::vector<uint64_t> win;    //!< per queue pair: bytes acknowledged in the window
+        std::vector<uint64_t> tx;     //!< per port: wire bytes
+        std::vector<uint64_t> frames; //!< per port: frames
+        std::vector<uint64_t> queue;  //!< per port: queued bytes
+        std::vector<uint64_t> psig;   //!< per port: marks + pauses + drops
+        std::vector<uint64_t> marks;  //!< per port: ECN marks
+        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
+        std::vector<uint64_t> drops;  //!< per port: drops
+        std::vector<uint64_t> acks;   //!< per node: ACKs sent
+        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
+        bool structural{false};       //!< a queue pair that cannot be skipped now
+        bool losses{false};           //!< a loss since the previous snapshot
+    };
+
+    /** One snapshot of the congested check's history (indexed like m_live and the ports). */
+    struct Snapshot
+    {
+        int64_t ns{0};                //!< time
+        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
+        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
+        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
+        std::vector<uint64_t> tx;     //!< per port: wire bytes
+        std::vector<uint64_t> frames; //!< per port: frames
+        std::vector<uint64_t> queue;  //!< per port: queued bytes
+        std::vector<uint64_t> marks;  //!< per port: ECN marks
+        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
+        std::vector<uint64_t> acks;   //!< per node: ACKs sent
+        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
+    };
+
+    /** A skip as TryJump plans it. */
+    struct Jump
+    {
+        std::vector<double> reach; //!< per live queue pair: ns to its message end, less the guard
+        double horizon{std::numeric_limits<double>::infinity()}; //!< the smallest reach
+        bool boundary{false};       //!< the horizon's message may be followed by another
+        double limit{0.0};          //!< horizon bounded by the next other event (and span)
+        bool stoppedByOther{false}; //!< the next other event bounds the skip
+        int64_t delta{0};           //!< the skip, ns
+    };
+
+    /**
+     * Periodic check: drop finished queue pairs, go on with a chained skip, read the network,
+     * judge the window since the previous check, skip when settled.
+     */
     void Check();
+    /** \return the notification flags since the previous check (and clear them) */
+    Events TakeEvents();
+    /** Set again the notification flags of \p events (a check put off). */
+    void PutBackEvents(const Events& events);
+    /** \return whether a live queue pair finished (it is dropped from m_live) */
+    bool DropFinished();
+    /** Forget the windows and the congested history (the next check starts afresh). */
+    void ForgetWindows();
+    /** \return the checks in packets at a boundary before a chain ends (BoundaryWait / 500 ns) */
+    uint32_t BoundaryRetries() const;
+    /**
+     * Every queue pair finished at a boundary: wait in packets for the next ones.
+     * \param events the notifications since the previous check
+     * \return whether the next check is scheduled (nothing else to do now)
+     */
+    bool WaitForNextQueuePairs(const Events& events);
+    /**
+     * Go on after a chained skip: skip on with the same rates if nothing changed here.
+     * \param now current time, ns
+     * \param events the notifications since the previous check
+     * \return whether the next check is scheduled (false: the chain ended, check afresh)
+     */
+    bool GoOnChain(int64_t now, const Events& events);
+    /**
+     * \param changed the set changed since the previous check
+     * \return the readings of the live queue pairs, the ports and the NICs now
+     */
+    Reading Read(bool changed) const;
+    /** Add a snapshot to the congested check's history (or restart it). */
+    void RecordHistory(int64_t now, const Reading& r, const Events& events);
+    /**
+     * Is the window since the previous check settled? Fills r.win.
+     * \return -1 if settled, else the Stat index of the reason
+     */
+    int WindowVerdict(int64_t now, Reading& r, const Events& events) const;
+    /** The queue pairs' part of WindowVerdict. \return -1 or the reason */
+    int QueuePairVerdict(int64_t now, Reading& r) const;
+    /** The ports' part of WindowVerdict. \return -1 or the reason */
+    int PortVerdict(const Reading& r) const;
+    /** Count the settled windows in a row and keep \p r as the previous snapshot. */
+    void KeepWindow(int64_t now, int reason, Reading& r);
     /**
      * Try a skip now.
      * \param now current time, ns
@@ -169,6 +276,42 @@ class PacketFastForward : public Object
      * \return the interval skipped, ns (0 = none)
      */
     int64_t TryJump(int64_t now, bool chained);
+    /**
+     * Set jump.reach, horizon and boundary from the next message end of each live queue pair.
+     * \return false if a queue pair waits for its next message (no skip)
+     */
+    bool FindHorizon(Jump& jump) const;
+    /** \return the time of the earliest pending event that is not the fabric's own, ns */
+    uint64_t EarliestOtherEvent() const;
+    /**
+     * Bound the skip by the next other event (and the congested span); set jump.limit,
+     * stoppedByOther and delta.
+     * \return false if it is too short to take
+     */
+    bool BoundJump(int64_t now, bool chained, Jump& jump);
+    /**
+     * With AlignToPackets, shorten a skip stopped by another event to whole packet periods.
+     * \return false if less than one period is left (no skip; m_alignRestNs is set)
+     */
+    bool AlignToPackets(Jump& jump);
+    /**
+     * Advance the live queue pairs by \p delta ns at their settled rates.
+     * \param delta the skip, ns
+     * \param moved receives the events to move later by the skip
+     * \param skippedBytes receives the payload bytes skipped per live queue pair
+     * \return the payload bytes skipped in all
+     */
+    uint64_t AdvanceQueuePairs(int64_t delta,
+                               std::vector<const EventImpl*>* moved,
+                               std::vector<uint64_t>* skippedBytes);
+    /** Take \p bytes out of the message of \p qp that ends at \p end; later ones move up. */
+    void ShortenStream(RdmaQueuePair* qp, uint64_t end, uint64_t bytes);
+    /** Count the skip's ACKs, CNPs, wire bytes, frames, marks and pauses; collect moved events. */
+    void AdvanceCounters(int64_t delta, std::vector<const EventImpl*>* moved);
+    /** Apply the skip to each live queue pair's congestion control. */
+    void AdvanceControllers(int64_t delta, const std::vector<uint64_t>& skippedBytes);
+    /** Keep what the next (chained) check compares with: chain state, signatures. */
+    void RememberSkip(const Jump& jump);
     /**
      * Settled rates from the last StableWindows windows (no congestion signals).
      * \param now current time, ns
@@ -181,6 +324,24 @@ class PacketFastForward : public Object
      * \return true if they agree
      */
     bool CongestedRates();
+    /**
+     * The queue pairs' part of CongestedRates: bytes and CNPs of the blocks h0..h1 and h1..h2
+     * agree, and none without CNPs is recovering.
+     * \param hold receives per queue pair whether it got CNPs (its controller is held)
+     * \return true if they agree
+     */
+    bool QueuePairBlocksAgree(const Snapshot& h0,
+                              const Snapshot& h1,
+                              const Snapshot& h2,
+                              std::vector<uint8_t>* hold) const;
+    /** The ports' part of CongestedRates: marks, pauses and mean queues agree. */
+    bool PortBlocksAgree(const Snapshot& h0, const Snapshot& h1, const Snapshot& h2) const;
+    /**
+     * Set the rates and signal rates of a congested equilibrium from h0..h2.
+     * \param hold per queue pair: controller held (moved into m_hold)
+     * \return false if a queue pair's rate is not positive
+     */
+    bool SetCongestedRates(const Snapshot& h0, const Snapshot& h2, std::vector<uint8_t>* hold);
     /** Equal settled rates for queue pairs that share an endpoint port alike (round robin). */
     void ShareRoundRobin();
     /** \return the delay of the next check after a skip of \p skipped ns */
@@ -217,22 +378,6 @@ class PacketFastForward : public Object
     double m_congJumpRatio;   //!< longest congested skip / its observation span
     int64_t m_congSpanNs{0};  //!< observation span of the congested rates
     int64_t m_congUsedNs{0};  //!< skipped with them so far (chained skips)
-
-    /** One snapshot of the congested check's history (indexed like m_live and the ports). */
-    struct Snapshot
-    {
-        int64_t ns{0};                //!< time
-        std::vector<uint64_t> una;    //!< per queue pair: bytes acknowledged
-        std::vector<int64_t> prog;    //!< per queue pair: time of its last ACK progress
-        std::vector<uint64_t> cnps;   //!< per queue pair: CNPs received
-        std::vector<uint64_t> tx;     //!< per port: wire bytes
-        std::vector<uint64_t> frames; //!< per port: frames
-        std::vector<uint64_t> queue;  //!< per port: queued bytes
-        std::vector<uint64_t> marks;  //!< per port: ECN marks
-        std::vector<uint64_t> pauses; //!< per port: PFC pause frames sent
-        std::vector<uint64_t> acks;   //!< per node: ACKs sent
-        std::vector<uint64_t> cnpOut; //!< per node: CNPs sent
-    };
 
     std::deque<Snapshot> m_hist; //!< congested check: the last 2 CongestedWindows + 1 snapshots
 

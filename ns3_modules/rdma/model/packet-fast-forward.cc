@@ -71,6 +71,7 @@ CountsAgree(uint64_t a, uint64_t b, double tol)
 TypeId
 PacketFastForward::GetTypeId()
 {
+    // long, but a table: one AddAttribute per tunable, as ns-3's own GetTypeId functions
     static TypeId tid =
         TypeId("ns3::PacketFastForward")
             .SetParent<Object>()
@@ -284,13 +285,74 @@ PacketFastForward::Check()
     m_running = false;
     int64_t now = Simulator::Now().GetNanoSeconds();
     ++m_stats[CHECKS];
-    const auto& qps = m_net->m_qps;
-    bool changed = m_changed;
-    bool fault = m_fault;
-    bool hard = m_hardChange;
+    Events events = TakeEvents();
+    if (DropFinished())
+    {
+        events.changed = true;
+    }
+    if (WaitForNextQueuePairs(events))
+    {
+        return;
+    }
+    if (m_live.empty())
+    {
+        ForgetWindows();
+        m_chain = false;
+        return; // restarted by the next queue pair
+    }
+    if (m_chain && GoOnChain(now, events))
+    {
+        return;
+    }
+
+    Reading reading = Read(events.changed);
+    if (m_congWindows > 0)
+    {
+        RecordHistory(now, reading, events);
+    }
+    int reason = WindowVerdict(now, reading, events);
+    KeepWindow(now, reason, reading);
+
+    int64_t skipped = 0;
+    if (m_stable >= m_windows)
+    {
+        skipped = SettledRates(now) ? TryJump(now, false) : 0;
+    }
+    else if (reason != AFTER_FAULT && m_congWindows > 0 &&
+             m_hist.size() == 2 * static_cast<std::size_t>(m_congWindows) + 1 && CongestedRates())
+    {
+        skipped = TryJump(now, false);
+    }
+    if (skipped > 0)
+    {
+        ForgetWindows();
+    }
+    // after a skip that stopped at another event, check right after it (chained skip)
+    ScheduleCheck(AfterSkip(skipped));
+}
+
+PacketFastForward::Events
+PacketFastForward::TakeEvents()
+{
+    Events events{m_changed, m_hardChange, m_fault};
     m_changed = false;
     m_fault = false;
     m_hardChange = false;
+    return events;
+}
+
+void
+PacketFastForward::PutBackEvents(const Events& events)
+{
+    m_changed = m_changed || events.changed;
+    m_hardChange = m_hardChange || events.hard;
+    m_fault = m_fault || events.fault;
+}
+
+bool
+PacketFastForward::DropFinished()
+{
+    const auto& qps = m_net->m_qps;
     std::size_t keep = 0;
     for (uint32_t slot : m_live)
     {
@@ -299,253 +361,289 @@ PacketFastForward::Check()
             m_live[keep++] = slot;
         }
     }
-    if (keep != m_live.size())
+    if (keep == m_live.size())
     {
-        changed = true;
-        m_live.resize(keep);
+        return false;
     }
-    if (m_live.empty() && m_chain && m_atBoundary &&
-        m_chainRetries < static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500))
-    {
-        // every queue pair finished at the boundary (a ring step's chunks end together): the
-        // connections' next messages open new queue pairs once their data arrived; wait for
-        // them in packets, as for any queue pair between its messages
-        ++m_chainRetries;
-        m_changed = m_changed || changed;
-        m_hardChange = m_hardChange || hard;
-        m_fault = m_fault || fault;
-        ScheduleCheck(500);
-        return;
-    }
-    if (m_live.empty())
-    {
-        m_havePrev = false;
-        m_stable = 0;
-        m_hist.clear();
-        m_chain = false;
-        return; // restarted by the next queue pair
-    }
-    if (m_chain)
-    {
-        // The previous skip stopped at an event that was not the fabric's (a compute task, a
-        // flow of the intra-host model, ...). If it changed nothing here, the settled rates
-        // still hold: skip on at once.
-        // A skip that stopped before a message boundary (the next message of the queue pair
-        // already queued) is followed once that boundary was delivered in packets, if nothing
-        // else changed and no congestion or loss signal arrived in between.
-        m_chain = false;
-        bool boundary = m_atBoundary;
-        m_atBoundary = false;
-        // At a boundary a queue pair may have gone idle between its messages, finished, and its
-        // connection's next message opened a new queue pair: that gap is simulated in packets, and
-        // once every connection sends again the new queue pair takes over the old one's rate.
-        bool gapsOnly = boundary && !hard && !fault;
-        auto boundaryRetries = static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500);
-        bool quiet = (!changed || gapsOnly) && !fault && SignalsUnchanged();
-        if (quiet && changed && !RemapRates())
-        {
-            // a connection is still between its messages (its next one not posted yet, or
-            // its queue pair not opened): wait for it in packets as for the boundary itself
-            quiet = false;
-            if (boundary && m_chainRetries < boundaryRetries)
-            {
-                ++m_chainRetries;
-                m_chain = true;
-                m_atBoundary = true;
-                ScheduleCheck(500);
-                return;
-            }
-        }
-        if (quiet)
-        {
-            int64_t more = TryJump(now, true);
-            if (more > 0)
-            {
-                m_chainRetries = 0;
-                ScheduleCheck(AfterSkip(more));
-                return;
-            }
-            if (m_alignRestNs > 0)
-            {
-                // the next event is less than a packet period away: look again after it
-                m_chain = true;
-                ScheduleCheck(m_alignRestNs);
-                return;
-            }
-            if (m_chainRetries < (boundary ? boundaryRetries : 3U))
-            {
-                // something else is due now (scheduled by that event), or the boundary is
-                // not delivered yet: look again after it
-                ++m_chainRetries;
-                m_chain = true;
-                m_atBoundary = boundary;
-                ScheduleCheck(boundary ? 500 : 1);
-                return;
-            }
-        }
-        NS_LOG_DEBUG("chain ended: changed " << changed << ", fault " << fault << ", boundary "
-                                             << boundary << ", retries " << m_chainRetries);
-        m_chainRetries = 0;
-        m_havePrev = false;
-        m_stable = 0;
-        m_hist.clear();
-    }
+    m_live.resize(keep);
+    return true;
+}
 
+void
+PacketFastForward::ForgetWindows()
+{
+    m_havePrev = false;
+    m_stable = 0;
+    m_hist.clear();
+}
+
+uint32_t
+PacketFastForward::BoundaryRetries() const
+{
+    return static_cast<uint32_t>(m_boundaryWait.GetNanoSeconds() / 500);
+}
+
+bool
+PacketFastForward::WaitForNextQueuePairs(const Events& events)
+{
+    if (!m_live.empty() || !m_chain || !m_atBoundary || m_chainRetries >= BoundaryRetries())
+    {
+        return false;
+    }
+    // every queue pair finished at the boundary (a ring step's chunks end together): the
+    // connections' next messages open new queue pairs once their data arrived; wait for them in
+    // packets, as for any queue pair between its messages
+    ++m_chainRetries;
+    PutBackEvents(events);
+    ScheduleCheck(500);
+    return true;
+}
+
+bool
+PacketFastForward::GoOnChain(int64_t now, const Events& events)
+{
+    // The previous skip stopped at an event that was not the fabric's (a compute task, a flow of
+    // the intra-host model, ...). If it changed nothing here, the settled rates still hold: skip
+    // on at once.
+    // A skip that stopped before a message boundary (the next message of the queue pair already
+    // queued) is followed once that boundary was delivered in packets, if nothing else changed
+    // and no congestion or loss signal arrived in between.
+    m_chain = false;
+    bool boundary = m_atBoundary;
+    m_atBoundary = false;
+    // At a boundary a queue pair may have gone idle between its messages, finished, and its
+    // connection's next message opened a new queue pair: that gap is simulated in packets, and
+    // once every connection sends again the new queue pair takes over the old one's rate.
+    bool gapsOnly = boundary && !events.hard && !events.fault;
+    uint32_t boundaryRetries = BoundaryRetries();
+    bool quiet = (!events.changed || gapsOnly) && !events.fault && SignalsUnchanged();
+    if (quiet && events.changed && !RemapRates())
+    {
+        // a connection is still between its messages (its next one not posted yet, or its queue
+        // pair not opened): wait for it in packets as for the boundary itself
+        quiet = false;
+        if (boundary && m_chainRetries < boundaryRetries)
+        {
+            ++m_chainRetries;
+            m_chain = true;
+            m_atBoundary = true;
+            ScheduleCheck(500);
+            return true;
+        }
+    }
+    if (quiet)
+    {
+        int64_t more = TryJump(now, true);
+        if (more > 0)
+        {
+            m_chainRetries = 0;
+            ScheduleCheck(AfterSkip(more));
+            return true;
+        }
+        if (m_alignRestNs > 0)
+        {
+            // the next event is less than a packet period away: look again after it
+            m_chain = true;
+            ScheduleCheck(m_alignRestNs);
+            return true;
+        }
+        if (m_chainRetries < (boundary ? boundaryRetries : 3U))
+        {
+            // something else is due now (scheduled by that event), or the boundary is not
+            // delivered yet: look again after it
+            ++m_chainRetries;
+            m_chain = true;
+            m_atBoundary = boundary;
+            ScheduleCheck(boundary ? 500 : 1);
+            return true;
+        }
+    }
+    NS_LOG_DEBUG("chain ended: changed " << events.changed << ", fault " << events.fault
+                                         << ", boundary " << boundary << ", retries "
+                                         << m_chainRetries);
+    m_chainRetries = 0;
+    ForgetWindows();
+    return false;
+}
+
+PacketFastForward::Reading
+PacketFastForward::Read(bool changed) const
+{
+    const auto& qps = m_net->m_qps;
     std::size_t n = m_live.size();
     std::size_t nPorts = m_net->m_portDev.size();
     std::size_t nNodes = m_net->m_nics.size();
-    std::vector<uint64_t> una(n);
-    std::vector<int64_t> prog(n);
-    std::vector<uint64_t> snd(n);
-    std::vector<int64_t> sent(n);
-    std::vector<uint64_t> sig(n);
-    std::vector<uint64_t> cnps(n);
-    std::vector<uint64_t> loss(n);
-    std::vector<uint64_t> win(n, 0);
-    bool structural = false; // a queue pair that cannot be skipped now (congested check too)
-    bool losses = false;
+    Reading r;
+    r.una.resize(n);
+    r.prog.resize(n);
+    r.snd.resize(n);
+    r.sent.resize(n);
+    r.sig.resize(n);
+    r.cnps.resize(n);
+    r.loss.resize(n);
+    r.win.assign(n, 0);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
-        una[i] = qp->sndUna;
-        prog[i] = qp->lastProgressNs;
-        snd[i] = qp->sndNxt;
-        sent[i] = qp->lastTxNs;
-        sig[i] = QpSignature(qp);
-        cnps[i] = qp->cnps;
-        structural = structural || !qp->active || qp->posted <= qp->sndNxt;
-        loss[i] = QpLosses(qp);
-        losses = losses || (m_havePrev && !changed && loss[i] != m_prevLoss[i]);
+        r.una[i] = qp->sndUna;
+        r.prog[i] = qp->lastProgressNs;
+        r.snd[i] = qp->sndNxt;
+        r.sent[i] = qp->lastTxNs;
+        r.sig[i] = QpSignature(qp);
+        r.cnps[i] = qp->cnps;
+        r.structural = r.structural || !qp->active || qp->posted <= qp->sndNxt;
+        r.loss[i] = QpLosses(qp);
+        r.losses = r.losses || (m_havePrev && !changed && r.loss[i] != m_prevLoss[i]);
     }
-    std::vector<uint64_t> tx(nPorts);
-    std::vector<uint64_t> frames(nPorts);
-    std::vector<uint64_t> queue(nPorts);
-    std::vector<uint64_t> psig(nPorts);
-    std::vector<uint64_t> marks(nPorts);
-    std::vector<uint64_t> pauses(nPorts);
-    std::vector<uint64_t> drops(nPorts);
+    r.tx.resize(nPorts);
+    r.frames.resize(nPorts);
+    r.queue.resize(nPorts);
+    r.psig.resize(nPorts);
+    r.marks.resize(nPorts);
+    r.pauses.resize(nPorts);
+    r.drops.resize(nPorts);
     for (std::size_t p = 0; p < nPorts; ++p)
     {
         const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
-        tx[p] = dev->GetTxBytes();
-        frames[p] = dev->GetTxFrames();
-        queue[p] = dev->GetTotalQueueBytes();
-        marks[p] = dev->GetEcnMarks();
-        pauses[p] = dev->GetPauseSent();
-        drops[p] = dev->GetDrops();
-        psig[p] = marks[p] + pauses[p] + drops[p];
-        losses = losses || (m_havePrev && !changed && drops[p] != m_portDrops[p]);
+        r.tx[p] = dev->GetTxBytes();
+        r.frames[p] = dev->GetTxFrames();
+        r.queue[p] = dev->GetTotalQueueBytes();
+        r.marks[p] = dev->GetEcnMarks();
+        r.pauses[p] = dev->GetPauseSent();
+        r.drops[p] = dev->GetDrops();
+        r.psig[p] = r.marks[p] + r.pauses[p] + r.drops[p];
+        r.losses = r.losses || (m_havePrev && !changed && r.drops[p] != m_portDrops[p]);
     }
-    std::vector<uint64_t> acks(nNodes, 0);
-    std::vector<uint64_t> cnpOut(nNodes, 0);
+    r.acks.assign(nNodes, 0);
+    r.cnpOut.assign(nNodes, 0);
     for (std::size_t v = 0; v < nNodes; ++v)
     {
         if (m_net->m_nics[v])
         {
-            acks[v] = m_net->m_nics[v]->GetAcksSent();
-            cnpOut[v] = m_net->m_nics[v]->GetCnpsSent();
+            r.acks[v] = m_net->m_nics[v]->GetAcksSent();
+            r.cnpOut[v] = m_net->m_nics[v]->GetCnpsSent();
         }
     }
-    // the congested check's history: restarted by any change, fault or loss
-    if (m_congWindows > 0)
-    {
-        if (changed || fault || losses || structural || !m_havePrev)
-        {
-            NS_LOG_DEBUG("congested history restarted: changed " << changed << ", fault " << fault
-                                                                 << ", losses " << losses
-                                                                 << ", structural " << structural);
-            m_hist.clear();
-        }
-        if (!structural)
-        {
-            Snapshot snap;
-            snap.ns = now;
-            snap.una = una;
-            snap.prog = prog;
-            snap.cnps = cnps;
-            snap.tx = tx;
-            snap.frames = frames;
-            snap.queue = queue;
-            snap.marks = marks;
-            snap.pauses = pauses;
-            snap.acks = acks;
-            snap.cnpOut = cnpOut;
-            m_hist.push_back(std::move(snap));
-            while (m_hist.size() > 2 * static_cast<std::size_t>(m_congWindows) + 1)
-            {
-                m_hist.pop_front();
-            }
-        }
-    }
+    return r;
+}
 
-    // Is the window since the previous snapshot settled?
-    int reason = -1;
-    if (fault)
+void
+PacketFastForward::RecordHistory(int64_t now, const Reading& r, const Events& events)
+{
+    // the congested check's history: restarted by any change, fault or loss
+    if (events.changed || events.fault || r.losses || r.structural || !m_havePrev)
     {
-        reason = AFTER_FAULT;
+        NS_LOG_DEBUG("congested history restarted: changed "
+                     << events.changed << ", fault " << events.fault << ", losses " << r.losses
+                     << ", structural " << r.structural);
+        m_hist.clear();
     }
-    else if (changed || !m_havePrev)
+    if (r.structural)
     {
-        NS_LOG_DEBUG("not settled: changed " << changed << ", first snapshot " << !m_havePrev);
-        reason = NOT_SETTLED;
+        return;
     }
-    else
+    Snapshot snap;
+    snap.ns = now;
+    snap.una = r.una;
+    snap.prog = r.prog;
+    snap.cnps = r.cnps;
+    snap.tx = r.tx;
+    snap.frames = r.frames;
+    snap.queue = r.queue;
+    snap.marks = r.marks;
+    snap.pauses = r.pauses;
+    snap.acks = r.acks;
+    snap.cnpOut = r.cnpOut;
+    m_hist.push_back(std::move(snap));
+    while (m_hist.size() > 2 * static_cast<std::size_t>(m_congWindows) + 1)
     {
-        uint64_t mtu2 = 2ULL * m_net->m_mtu;
-        for (std::size_t i = 0; i < n && reason < 0; ++i)
+        m_hist.pop_front();
+    }
+}
+
+int
+PacketFastForward::WindowVerdict(int64_t now, Reading& r, const Events& events) const
+{
+    if (events.fault)
+    {
+        return AFTER_FAULT;
+    }
+    if (events.changed || !m_havePrev)
+    {
+        NS_LOG_DEBUG("not settled: changed " << events.changed << ", first snapshot "
+                                             << !m_havePrev);
+        return NOT_SETTLED;
+    }
+    int reason = QueuePairVerdict(now, r);
+    return reason >= 0 ? reason : PortVerdict(r);
+}
+
+int
+PacketFastForward::QueuePairVerdict(int64_t now, Reading& r) const
+{
+    const auto& qps = m_net->m_qps;
+    uint64_t mtu2 = 2ULL * m_net->m_mtu;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
+    {
+        const RdmaQueuePair* qp = qps[m_live[i]].get();
+        if (r.sig[i] != m_prevSig[i])
         {
-            const RdmaQueuePair* qp = qps[m_live[i]].get();
-            if (sig[i] != m_prevSig[i])
+            return CONGESTION;
+        }
+        r.win[i] = r.una[i] - m_prevUna[i];
+        // A rate controller below its line rate that paces the queue pair (its rate within
+        // RateMargin of what the queue pair gets) sets the throughput while it recovers: not
+        // settled, however slowly it moves. One whose rate is clear of the queue pair's share
+        // only rises without CNPs and changes nothing.
+        double got = static_cast<double>(r.win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
+        bool paced =
+            qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
+        if (!qp->active || qp->posted <= qp->sndNxt || r.win[i] == 0 || paced)
+        {
+            NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
+                                              << ", posted " << qp->posted - qp->sndNxt
+                                              << " B ahead, window " << r.win[i] << " B, paced "
+                                              << paced);
+            return NOT_SETTLED;
+        }
+        if (m_stable > 0)
+        {
+            uint64_t hi = std::max(r.win[i], m_prevWin[i]);
+            uint64_t lo = std::min(r.win[i], m_prevWin[i]);
+            if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
             {
-                reason = CONGESTION;
-                break;
-            }
-            win[i] = una[i] - m_prevUna[i];
-            // A rate controller below its line rate that paces the queue pair (its rate
-            // within RateMargin of what the queue pair gets) sets the throughput while it
-            // recovers: not settled, however slowly it moves. One whose rate is clear of
-            // the queue pair's share only rises without CNPs and changes nothing.
-            double got = static_cast<double>(win[i]) * 8e9 / static_cast<double>(now - m_prevNs);
-            bool paced =
-                qp->cc->GetRate() < qp->lineRate && qp->cc->GetRate() < (1.0 + m_rateMargin) * got;
-            if (!qp->active || qp->posted <= qp->sndNxt || win[i] == 0 || paced)
-            {
-                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " active " << qp->active
-                                                  << ", posted " << qp->posted - qp->sndNxt
-                                                  << " B ahead, window " << win[i] << " B, paced "
-                                                  << paced);
-                reason = NOT_SETTLED;
-                break;
-            }
-            if (m_stable > 0)
-            {
-                uint64_t hi = std::max(win[i], m_prevWin[i]);
-                uint64_t lo = std::min(win[i], m_prevWin[i]);
-                if (static_cast<double>(hi - lo) > m_rateTol * static_cast<double>(hi) + mtu2)
-                {
-                    NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << win[i]
-                                                      << " B, before " << m_prevWin[i] << " B");
-                    reason = NOT_SETTLED;
-                }
+                NS_LOG_DEBUG("not settled: flow " << qp->flowId << " window " << r.win[i]
+                                                  << " B, before " << m_prevWin[i] << " B");
+                return NOT_SETTLED;
             }
         }
-        for (std::size_t p = 0; p < nPorts && reason < 0; ++p)
+    }
+    return -1;
+}
+
+int
+PacketFastForward::PortVerdict(const Reading& r) const
+{
+    for (std::size_t p = 0; p < r.queue.size(); ++p)
+    {
+        if (r.psig[p] != m_portSig[p])
         {
-            if (psig[p] != m_portSig[p])
-            {
-                reason = CONGESTION;
-                break;
-            }
-            uint64_t hi = std::max(queue[p], m_portQueue[p]);
-            uint64_t lo = std::min(queue[p], m_portQueue[p]);
-            if (hi - lo >
-                std::max<uint64_t>(m_queueTol,
-                                   static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
-            {
-                reason = NOT_SETTLED;
-            }
+            return CONGESTION;
+        }
+        uint64_t hi = std::max(r.queue[p], m_portQueue[p]);
+        uint64_t lo = std::min(r.queue[p], m_portQueue[p]);
+        if (hi - lo > std::max<uint64_t>(
+                          m_queueTol, static_cast<uint64_t>(m_rateTol * static_cast<double>(hi))))
+        {
+            return NOT_SETTLED;
         }
     }
+    return -1;
+}
+
+void
+PacketFastForward::KeepWindow(int64_t now, int reason, Reading& r)
+{
     if (reason >= 0)
     {
         ++m_stats[reason];
@@ -567,39 +665,20 @@ PacketFastForward::Check()
         ++m_stable;
     }
     m_prevNs = now;
-    m_prevUna = std::move(una);
-    m_prevProg = std::move(prog);
-    m_prevSnd = std::move(snd);
-    m_prevSent = std::move(sent);
-    m_prevWin = std::move(win);
-    m_prevSig = std::move(sig);
-    m_prevLoss = std::move(loss);
-    m_portDrops = std::move(drops);
-    m_portTx = std::move(tx);
-    m_portFrames = std::move(frames);
-    m_portQueue = std::move(queue);
-    m_portSig = std::move(psig);
-    m_nicAcks = std::move(acks);
+    m_prevUna = std::move(r.una);
+    m_prevProg = std::move(r.prog);
+    m_prevSnd = std::move(r.snd);
+    m_prevSent = std::move(r.sent);
+    m_prevWin = std::move(r.win);
+    m_prevSig = std::move(r.sig);
+    m_prevLoss = std::move(r.loss);
+    m_portDrops = std::move(r.drops);
+    m_portTx = std::move(r.tx);
+    m_portFrames = std::move(r.frames);
+    m_portQueue = std::move(r.queue);
+    m_portSig = std::move(r.psig);
+    m_nicAcks = std::move(r.acks);
     m_havePrev = true;
-
-    int64_t skipped = 0;
-    if (m_stable >= m_windows)
-    {
-        skipped = SettledRates(now) ? TryJump(now, false) : 0;
-    }
-    else if (reason != AFTER_FAULT && m_congWindows > 0 &&
-             m_hist.size() == 2 * static_cast<std::size_t>(m_congWindows) + 1 && CongestedRates())
-    {
-        skipped = TryJump(now, false);
-    }
-    if (skipped > 0)
-    {
-        m_stable = 0;
-        m_havePrev = false;
-        m_hist.clear();
-    }
-    // after a skip that stopped at another event, check right after it (chained skip)
-    ScheduleCheck(AfterSkip(skipped));
 }
 
 int64_t
@@ -773,21 +852,30 @@ PacketFastForward::SettledRates(int64_t now)
 bool
 PacketFastForward::CongestedRates()
 {
-    const auto& qps = m_net->m_qps;
-    std::size_t n = m_live.size();
-    std::size_t nPorts = m_net->m_portDev.size();
-    std::size_t nNodes = m_net->m_nics.size();
     std::size_t b = m_congWindows;
     const Snapshot& h0 = m_hist.front();
-    const Snapshot& h1 = m_hist[b];
     const Snapshot& h2 = m_hist.back();
-    if (h0.una.size() != n || h2.una.size() != n)
+    if (h0.una.size() != m_live.size() || h2.una.size() != m_live.size())
     {
         return false;
     }
+    std::vector<uint8_t> hold(m_live.size(), 0);
+    if (!QueuePairBlocksAgree(h0, m_hist[b], h2, &hold) || !PortBlocksAgree(h0, m_hist[b], h2))
+    {
+        return false;
+    }
+    return SetCongestedRates(h0, h2, &hold);
+}
+
+bool
+PacketFastForward::QueuePairBlocksAgree(const Snapshot& h0,
+                                        const Snapshot& h1,
+                                        const Snapshot& h2,
+                                        std::vector<uint8_t>* hold) const
+{
+    const auto& qps = m_net->m_qps;
     double mtu2 = 2.0 * m_net->m_mtu;
-    std::vector<uint8_t> hold(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         uint64_t b1 = h1.una[i] - h0.una[i];
@@ -806,8 +894,8 @@ PacketFastForward::CongestedRates()
             NS_LOG_DEBUG("congested check: flow " << qp->flowId << " CNPs " << c1 << " / " << c2);
             return false;
         }
-        hold[i] = c1 + c2 > 0;
-        if (!hold[i])
+        (*hold)[i] = c1 + c2 > 0;
+        if (!(*hold)[i])
         {
             // without CNPs a controller below its line rate that sets the throughput only
             // rises: not an equilibrium
@@ -819,7 +907,14 @@ PacketFastForward::CongestedRates()
             }
         }
     }
-    for (std::size_t p = 0; p < nPorts; ++p)
+    return true;
+}
+
+bool
+PacketFastForward::PortBlocksAgree(const Snapshot& h0, const Snapshot& h1, const Snapshot& h2) const
+{
+    std::size_t b = m_congWindows;
+    for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
         if (!CountsAgree(h1.marks[p] - h0.marks[p], h2.marks[p] - h1.marks[p], m_signalTol) ||
             !CountsAgree(h1.pauses[p] - h0.pauses[p], h2.pauses[p] - h1.pauses[p], m_signalTol))
@@ -846,7 +941,18 @@ PacketFastForward::CongestedRates()
             return false;
         }
     }
+    return true;
+}
+
+bool
+PacketFastForward::SetCongestedRates(const Snapshot& h0,
+                                     const Snapshot& h2,
+                                     std::vector<uint8_t>* hold)
+{
     // an equilibrium: mean rates over both blocks
+    std::size_t n = m_live.size();
+    std::size_t nPorts = m_net->m_portDev.size();
+    std::size_t nNodes = m_net->m_nics.size();
     double span = static_cast<double>(h2.ns - h0.ns);
     m_congSpanNs = h2.ns - h0.ns;
     m_congUsedNs = 0;
@@ -880,7 +986,7 @@ PacketFastForward::CongestedRates()
         m_ackRate[v] = static_cast<double>(h2.acks[v] - h0.acks[v]) / span;
         m_cnpOutRate[v] = static_cast<double>(h2.cnpOut[v] - h0.cnpOut[v]) / span;
     }
-    m_hold = std::move(hold);
+    m_hold = std::move(*hold);
     m_rateSlots = m_live;
     m_congestedRates = true;
     NS_LOG_INFO("congested equilibrium over " << span << " ns, " << n << " queue pairs");
@@ -891,27 +997,75 @@ int64_t
 PacketFastForward::TryJump(int64_t now, bool chained)
 {
     m_alignRestNs = 0;
-    const auto& qps = m_net->m_qps;
-    std::size_t n = m_live.size();
     if (chained && m_rateSlots != m_live)
     {
         return 0;
     }
-    const std::vector<double>& rate = m_rate;
+    Jump jump;
+    if (!FindHorizon(jump))
+    {
+        return 0; // a queue pair waits for the host to post its next message
+    }
+    if (!(jump.horizon >= 1.0))
+    {
+        // a message end inside its guard: no skip, whatever else is pending (checked first, as
+        // the scan of the event queue below costs far more)
+        NS_LOG_DEBUG("  no skip: horizon " << jump.horizon << " ns");
+        if (!chained)
+        {
+            ++m_stats[TOO_CLOSE];
+        }
+        return 0;
+    }
+    if (!BoundJump(now, chained, jump) || !AlignToPackets(jump))
+    {
+        return 0;
+    }
+    int64_t delta = jump.delta;
+    std::vector<const EventImpl*> moved;
+    std::vector<uint64_t> skippedBytes(m_live.size(), 0);
+    uint64_t total = AdvanceQueuePairs(delta, &moved, &skippedBytes);
+    AdvanceCounters(delta, &moved);
+    std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
+    uint64_t shifted = ShiftableScheduler::GetCurrent()->Shift(
+        [&movedSet](const EventImpl* ev) {
+            return typeid(*ev) == typeid(QbbDeviceEvent) || movedSet.count(ev) > 0;
+        },
+        static_cast<uint64_t>(delta));
+    AdvanceControllers(delta, skippedBytes);
+    ++m_stats[EPISODES];
+    if (m_congestedRates)
+    {
+        m_congUsedNs += delta;
+        ++m_stats[CONGESTED_EPISODES];
+        m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
+    }
+    RememberSkip(jump);
+    m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
+    m_stats[SKIPPED_BYTES] += total;
+    NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << m_live.size() << " queue pairs, "
+                     << total << " bytes, " << shifted << " events moved");
+    m_skipTrace(now, delta, total);
+    return delta;
+}
+
+bool
+PacketFastForward::FindHorizon(Jump& jump) const
+{
     // the time to the first message end, less its guard: Guard before a queue pair's last
-    // message end (its rate changes there), MessageGuard before a boundary with the next
-    // message already queued (it goes on sending at its rate; the boundary's delivery is
-    // simulated in packets, then the skip goes on)
-    double horizon = std::numeric_limits<double>::infinity();
-    bool boundary = false;
-    std::vector<double> reach(n);
+    // message end (its rate changes there), MessageGuard before a boundary with the next message
+    // already queued (it goes on sending at its rate; the boundary's delivery is simulated in
+    // packets, then the skip goes on)
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    jump.reach.resize(n);
     for (std::size_t i = 0; i < n; ++i)
     {
         const RdmaQueuePair* qp = qps[m_live[i]].get();
         if (qp->posted <= qp->sndNxt)
         {
             NS_LOG_DEBUG("  no skip: flow " << qp->flowId << " waits for its next message");
-            return 0; // waits for the host to post its next message
+            return false;
         }
         uint64_t end = FirstEnd(qp);
         // a message of a connection: more may follow it (the collective's next chunk), on this
@@ -919,28 +1073,22 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         bool more = end < qp->size || (!qp->recvEnds.empty() &&
                                        m_net->m_msgSpan.count(qp->recvEnds.back().second) > 0);
         Time guard = more ? m_msgGuard : m_guard;
-        reach[i] = static_cast<double>(end - qp->sndNxt) / rate[i] -
-                   static_cast<double>(guard.GetNanoSeconds());
-        if (reach[i] < horizon)
+        jump.reach[i] = static_cast<double>(end - qp->sndNxt) / m_rate[i] -
+                        static_cast<double>(guard.GetNanoSeconds());
+        if (jump.reach[i] < jump.horizon)
         {
-            horizon = reach[i];
-            boundary = more;
+            jump.horizon = jump.reach[i];
+            jump.boundary = more;
         }
     }
+    return true;
+}
 
-    if (!(horizon >= 1.0))
-    {
-        // a message end inside its guard: no skip, whatever else is pending (checked first, as
-        // the scan of the event queue below costs far more)
-        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns");
-        if (!chained)
-        {
-            ++m_stats[TOO_CLOSE];
-        }
-        return 0;
-    }
-
+uint64_t
+PacketFastForward::EarliestOtherEvent() const
+{
     // the fabric's own pending events; the earliest other one bounds the skip
+    const auto& qps = m_net->m_qps;
     std::vector<const EventImpl*> own;
     for (uint32_t slot : m_live)
     {
@@ -966,70 +1114,88 @@ PacketFastForward::TryJump(int64_t now, bool chained)
     };
     ShiftableScheduler* sched = ShiftableScheduler::GetCurrent();
     NS_ASSERT_MSG(sched, "fast-forward needs the ShiftableScheduler as the event queue");
-    uint64_t other = sched->EarliestOther(isOwn);
-    double limit = horizon;
+    return sched->EarliestOther(isOwn);
+}
+
+bool
+PacketFastForward::BoundJump(int64_t now, bool chained, Jump& jump)
+{
+    uint64_t other = EarliestOtherEvent();
+    jump.limit = jump.horizon;
     if (m_congestedRates)
     {
         // chained skips included
-        limit = std::min(limit,
-                         m_congJumpRatio * static_cast<double>(m_congSpanNs) -
-                             static_cast<double>(m_congUsedNs));
+        jump.limit = std::min(jump.limit,
+                              m_congJumpRatio * static_cast<double>(m_congSpanNs) -
+                                  static_cast<double>(m_congUsedNs));
     }
-    bool stoppedByOther = false;
     if (other != std::numeric_limits<uint64_t>::max() &&
-        static_cast<double>(static_cast<int64_t>(other) - now) < limit)
+        static_cast<double>(static_cast<int64_t>(other) - now) < jump.limit)
     {
-        limit = static_cast<double>(static_cast<int64_t>(other) - now);
-        stoppedByOther = true;
+        jump.limit = static_cast<double>(static_cast<int64_t>(other) - now);
+        jump.stoppedByOther = true;
     }
-    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped
-    // by another event or before a boundary takes any length (it goes on after that event or
-    // once the boundary is delivered, if that changes nothing here)
-    bool anyLength = chained || stoppedByOther || boundary;
-    if (!(limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
+    // MinJump applies to a skip that ends before a queue pair's last message end; one stopped by
+    // another event or before a boundary takes any length (it goes on after that event or once
+    // the boundary is delivered, if that changes nothing here)
+    bool anyLength = chained || jump.stoppedByOther || jump.boundary;
+    if (!(jump.limit >= static_cast<double>(anyLength ? 1 : m_minJump.GetNanoSeconds())))
     {
-        NS_LOG_DEBUG("  no skip: horizon " << horizon << " ns, next other event in "
+        NS_LOG_DEBUG("  no skip: horizon " << jump.horizon << " ns, next other event in "
                                            << static_cast<double>(static_cast<int64_t>(other) - now)
                                            << " ns");
         if (!chained)
         {
             ++m_stats[TOO_CLOSE];
         }
-        return 0;
+        return false;
     }
-    int64_t delta = static_cast<int64_t>(std::floor(limit));
-    if (stoppedByOther && m_alignToPackets && !m_congestedRates)
-    {
-        // a whole number of the slowest queue pair's packet periods: that keeps the phase of
-        // every queue pair whose period divides it (one at its port's line rate, several
-        // sharing a NIC round robin), and the ACKs and CNPs that queue behind their frames
-        double period = 0.0;
-        for (std::size_t i = 0; i < n; ++i)
-        {
-            period = std::max(period, static_cast<double>(m_net->m_mtu) / rate[i]);
-        }
-        double whole = std::floor(static_cast<double>(delta) / period) * period;
-        NS_LOG_DEBUG("  aligned to " << period << " ns packets: " << delta << " -> "
-                                     << std::llround(whole) << " ns");
-        int64_t aligned = std::llround(whole);
-        if (aligned < 1)
-        {
-            // the event comes within one period: its packets are simulated, and a chain goes
-            // on after it
-            m_alignRestNs = delta;
-            return 0;
-        }
-        // the packets up to the event are simulated; the chained check looks after it
-        m_alignRestNs = delta - aligned;
-        delta = aligned;
-    }
+    jump.delta = static_cast<int64_t>(std::floor(jump.limit));
+    return true;
+}
 
-    // advance the queue pairs: shorten each byte stream by what the skip delivers
+bool
+PacketFastForward::AlignToPackets(Jump& jump)
+{
+    if (!jump.stoppedByOther || !m_alignToPackets || m_congestedRates)
+    {
+        return true;
+    }
+    // a whole number of the slowest queue pair's packet periods: that keeps the phase of every
+    // queue pair whose period divides it (one at its port's line rate, several sharing a NIC
+    // round robin), and the ACKs and CNPs that queue behind their frames
+    double period = 0.0;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
+    {
+        period = std::max(period, static_cast<double>(m_net->m_mtu) / m_rate[i]);
+    }
+    double whole = std::floor(static_cast<double>(jump.delta) / period) * period;
+    NS_LOG_DEBUG("  aligned to " << period << " ns packets: " << jump.delta << " -> "
+                                 << std::llround(whole) << " ns");
+    int64_t aligned = std::llround(whole);
+    if (aligned < 1)
+    {
+        // the event comes within one period: its packets are simulated, and a chain goes on
+        // after it
+        m_alignRestNs = jump.delta;
+        return false;
+    }
+    // the packets up to the event are simulated; the chained check looks after it
+    m_alignRestNs = jump.delta - aligned;
+    jump.delta = aligned;
+    return true;
+}
+
+uint64_t
+PacketFastForward::AdvanceQueuePairs(int64_t delta,
+                                     std::vector<const EventImpl*>* moved,
+                                     std::vector<uint64_t>* skippedBytes)
+{
+    // shorten each queue pair's byte stream by what the skip delivers
+    const auto& qps = m_net->m_qps;
     uint64_t mtu = m_net->m_mtu;
     uint64_t total = 0;
-    std::vector<const EventImpl*> moved;
-    std::vector<uint64_t> skippedBytes(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         RdmaQueuePair* qp = qps[m_live[i]].get();
         // whole packets, rounded to the nearest: the difference is carried (per queue pair,
@@ -1037,7 +1203,7 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         // rounding that always went down would leave each queue pair half a packet behind per
         // episode, and a collective that waits for it later by as much
         double& carry = m_carry[m_live[i]];
-        double due = rate[i] * static_cast<double>(delta) + carry;
+        double due = m_rate[i] * static_cast<double>(delta) + carry;
         uint64_t bytes =
             due > 0 ? static_cast<uint64_t>(std::llround(due / static_cast<double>(mtu))) * mtu : 0;
         // at least one packet of the message is left to the packet simulation (Guard = 0); the
@@ -1046,37 +1212,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         uint64_t room = (end - qp->sndNxt - 1) / mtu * mtu;
         bytes = std::min(bytes, room);
         carry = due - static_cast<double>(bytes);
-        NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << rate[i]
+        NS_LOG_DEBUG("  flow " << qp->flowId << " slot " << m_live[i] << " rate " << m_rate[i]
                                << " B/ns, " << bytes << " bytes, carry " << carry << ", left "
                                << end - bytes - qp->sndUna << " of its message");
-        qp->size -= bytes;
-        qp->posted -= bytes;
-        for (uint64_t& e : qp->sendEnds)
-        {
-            e -= e >= end ? bytes : 0;
-        }
-        for (auto& [e, msg] : qp->recvEnds)
-        {
-            if (e < end)
-            {
-                continue;
-            }
-            auto span = m_net->m_msgSpan.find(msg);
-            if (e == end)
-            {
-                if (span != m_net->m_msgSpan.end())
-                {
-                    span->second.second -= bytes;
-                    m_net->m_msgFf[msg] += bytes;
-                }
-            }
-            else if (span != m_net->m_msgSpan.end())
-            {
-                span->second.first -= bytes;
-            }
-            e -= bytes;
-        }
-        qp->ffBytes += bytes;
+        ShortenStream(qp, end, bytes);
         total += bytes;
         qp->nextAvailNs += delta;
         qp->lastTxNs += delta;
@@ -1089,15 +1228,55 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         {
             qp->lastNackNs += delta;
         }
-        ShiftEventId(qp->rtoEvent, delta, &moved);
-        qp->cc->ShiftClock(delta, &moved);
-        skippedBytes[i] = bytes;
+        ShiftEventId(qp->rtoEvent, delta, moved);
+        qp->cc->ShiftClock(delta, moved);
+        (*skippedBytes)[i] = bytes;
     }
+    return total;
+}
+
+void
+PacketFastForward::ShortenStream(RdmaQueuePair* qp, uint64_t end, uint64_t bytes)
+{
+    qp->size -= bytes;
+    qp->posted -= bytes;
+    for (uint64_t& e : qp->sendEnds)
+    {
+        e -= e >= end ? bytes : 0;
+    }
+    for (auto& [e, msg] : qp->recvEnds)
+    {
+        if (e < end)
+        {
+            continue;
+        }
+        auto span = m_net->m_msgSpan.find(msg);
+        if (e == end)
+        {
+            if (span != m_net->m_msgSpan.end())
+            {
+                span->second.second -= bytes;
+                m_net->m_msgFf[msg] += bytes;
+            }
+        }
+        else if (span != m_net->m_msgSpan.end())
+        {
+            span->second.first -= bytes;
+        }
+        e -= bytes;
+    }
+    qp->ffBytes += bytes;
+}
+
+void
+PacketFastForward::AdvanceCounters(int64_t delta, std::vector<const EventImpl*>* moved)
+{
+    const auto& qps = m_net->m_qps;
     double d = static_cast<double>(delta);
     if (m_congestedRates)
     {
         // the equilibrium's CNPs, at the rate each queue pair received them
-        for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t i = 0; i < m_live.size(); ++i)
         {
             qps[m_live[i]]->cnps += static_cast<uint64_t>(std::llround(m_cnpRate[i] * d));
         }
@@ -1107,15 +1286,15 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         if (m_net->m_nics[v])
         {
             m_net->m_nics[v]->ShiftClock(delta,
-                                         &moved,
+                                         moved,
                                          static_cast<uint64_t>(std::llround(m_ackRate[v] * d)),
                                          static_cast<uint64_t>(std::llround(m_cnpOutRate[v] * d)));
         }
     }
-    m_net->m_sampler.ShiftClock(delta, &moved);
+    m_net->m_sampler.ShiftClock(delta, moved);
     if (m_net->m_memo)
     {
-        m_net->m_memo->ShiftClock(delta, &moved);
+        m_net->m_memo->ShiftClock(delta, moved);
     }
     for (std::size_t p = 0; p < m_net->m_portDev.size(); ++p)
     {
@@ -1134,16 +1313,16 @@ PacketFastForward::TryJump(int64_t now, bool chained)
                 static_cast<uint64_t>(std::llround(m_pauseRate[p] * d)));
         }
     }
-    std::unordered_set<const EventImpl*> movedSet(moved.begin(), moved.end());
-    uint64_t shifted = sched->Shift(
-        [&movedSet](const EventImpl* ev) {
-            return typeid(*ev) == typeid(QbbDeviceEvent) || movedSet.count(ev) > 0;
-        },
-        static_cast<uint64_t>(delta));
+}
+
+void
+PacketFastForward::AdvanceControllers(int64_t delta, const std::vector<uint64_t>& skippedBytes)
+{
     // congestion control: what the interval did to it, in the moved clock (rate changes re-time
     // pacing relative to the moved send times); a controller in a congested equilibrium (it
     // received CNPs) keeps its state, the cuts and recoveries of the interval cancelling
-    for (std::size_t i = 0; i < n; ++i)
+    const auto& qps = m_net->m_qps;
+    for (std::size_t i = 0; i < m_live.size(); ++i)
     {
         if (m_hold[i])
         {
@@ -1154,15 +1333,15 @@ PacketFastForward::TryJump(int64_t now, bool chained)
             qps[m_live[i]]->cc->AdvanceSkipped(delta, skippedBytes[i]);
         }
     }
-    ++m_stats[EPISODES];
-    if (m_congestedRates)
-    {
-        m_congUsedNs += delta;
-        ++m_stats[CONGESTED_EPISODES];
-        m_stats[CONGESTED_NS] += static_cast<uint64_t>(delta);
-    }
-    m_chain = stoppedByOther || boundary;
-    m_atBoundary = !stoppedByOther && boundary;
+}
+
+void
+PacketFastForward::RememberSkip(const Jump& jump)
+{
+    const auto& qps = m_net->m_qps;
+    std::size_t n = m_live.size();
+    m_chain = jump.stoppedByOther || jump.boundary;
+    m_atBoundary = !jump.stoppedByOther && jump.boundary;
     if (m_atBoundary)
     {
         // until the boundaries the skip stopped before are delivered: what is left of their
@@ -1170,10 +1349,10 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         m_boundaryWaitNs = 1;
         for (std::size_t i = 0; i < n; ++i)
         {
-            if (reach[i] <= limit + 1000.0)
+            if (jump.reach[i] <= jump.limit + 1000.0)
             {
                 const RdmaQueuePair* qp = qps[m_live[i]].get();
-                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / rate[i];
+                double left = static_cast<double>(FirstEnd(qp) - qp->sndUna) / m_rate[i];
                 m_boundaryWaitNs = std::max(m_boundaryWaitNs, static_cast<int64_t>(left) + 1);
             }
         }
@@ -1207,12 +1386,6 @@ PacketFastForward::TryJump(int64_t now, bool chained)
         const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
         m_skipPortSig[p] = dev->GetEcnMarks() + dev->GetPauseSent() + dev->GetDrops();
     }
-    m_stats[SKIPPED_NS] += static_cast<uint64_t>(delta);
-    m_stats[SKIPPED_BYTES] += total;
-    NS_LOG_INFO("t=" << now << " skipped " << delta << " ns, " << n << " queue pairs, " << total
-                     << " bytes, " << shifted << " events moved");
-    m_skipTrace(now, delta, total);
-    return delta;
 }
 
 void
