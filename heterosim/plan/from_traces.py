@@ -200,8 +200,14 @@ def build_plan(
     def parents(ranks: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which input row, parent node task) pairs for trace nodes (ranks[i], nodes[i])."""
         out_row, out_parent = [], []
-        for r in np.unique(ranks):
-            sel = np.flatnonzero(ranks == r)
+        by_rank = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[by_rank]
+        present = np.unique(sorted_ranks)
+        bounds = np.searchsorted(
+            sorted_ranks, np.append(present, present[-1] + 1) if present.size else present
+        )
+        for k, r in enumerate(present):
+            sel = by_rank[bounds[k] : bounds[k + 1]]
             lo, hi = dep_ptr_of[r][nodes[sel]], dep_ptr_of[r][nodes[sel] + 1]
             counts = hi - lo
             starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
@@ -384,16 +390,27 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     end_task = np.zeros(n_inst, np.int64)
     # Decompose once per distinct (type, size, communicator members, all-to-all-v matrix).
     signature = {}
-    for i in range(n_inst):
-        gpus = tuple(int(rank_gpu[m]) for m in groups[int(instances[0, i])])
-        key = (int(inst_type[i]), int(inst_size[i]), gpus, int(inst_matrix[i]))
-        signature.setdefault(key, []).append(i)
-    for (ctype_i, size_i, gpus, matrix_id), inst in signature.items():
+    sig, first_inst, sig_of = np.unique(
+        np.stack([inst_type, inst_size, instances[0], inst_matrix]),
+        axis=1,
+        return_index=True,
+        return_inverse=True,
+    )
+    sig_of = sig_of.reshape(-1)
+    by_sig = np.argsort(sig_of, kind="stable")
+    sig_bounds = np.searchsorted(sig_of[by_sig], np.arange(sig.shape[1] + 1))
+    for j in np.argsort(first_inst, kind="stable"):  # in first-instance order, as before
+        ctype_j, size_j, group_j, matrix_j = (int(x) for x in sig[:, j])
+        gpus = tuple(int(g) for g in rank_gpu[groups[group_j]])
+        signature.setdefault((ctype_j, size_j, gpus, matrix_j), []).append(
+            by_sig[sig_bounds[j] : sig_bounds[j + 1]]
+        )
+    for (ctype_i, size_i, gpus, matrix_id), parts in signature.items():
+        inst = np.sort(np.concatenate(parts))
         if matrix_id >= 0:
             sub = decompose(ctype_i, 0, list(gpus), pair_bytes=matrices[matrix_id])
         else:
             sub = decompose(ctype_i, size_i, list(gpus))
-        inst = np.array(inst, dtype=np.int64)
         copies, n = inst.size, len(sub)
         first = rows.add(
             copies * n,
