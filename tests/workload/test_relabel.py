@@ -36,6 +36,7 @@ CASES = [
     ["parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.cp=2", "training.global_batch=8"],
     ["parallel.tp=2", "parallel.pp=1", "parallel.dp=8", "parallel.zero=3"],
     ["parallel.tp=2", "parallel.pp=2", "parallel.dp=4", "parallel.p2p_sync=blocking"],
+    ["parallel.tp=2", "parallel.pp=2", "parallel.dp=4", "framework.name=deepspeed"],
 ]
 
 
