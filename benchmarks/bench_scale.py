@@ -20,7 +20,7 @@ Usage::
     python benchmarks/bench_scale.py --only granularity   # chunk vs connection at 128-1024 GPUs
     python benchmarks/bench_scale.py --only published --mem-gb 16   # Llama 3 405B / 175B up to 16,384 GPUs
     python benchmarks/bench_scale.py --only published-packet --as-run --mem-gb 16 \
-        --set simulation.intra_host=flow --set simulation.packet_acceleration=fast+memo
+        --set simulation.packet_acceleration=fast+memo
 
 ``--granularity`` sets ``simulation.collective_granularity`` for every case that does not set it
 itself (default: the experiment's, i.e. chunk).
@@ -262,9 +262,13 @@ CASES["published"] = [
     *(_slice(LLAMA405, 128, 16, g) for g in (1024, 2048, 4096, 8192, 16384)),
     *(_slice(MEGASCALE, 64, 32, g) for g in (768, 1536, 3072, 6144, 12288)),
 ]
-# Packet slices (run with --as-run and --set simulation.packet_acceleration=exact|fast|fast+memo
-# --set simulation.intra_host=flow): one Llama 3 405B pipeline replica (128 GPUs) and two.
-CASES["published-packet"] = [_slice(LLAMA405, 128, 16, g, "packet") for g in (128, 256)]
+# Packet slices (run with --as-run --set simulation.packet_acceleration=exact|fast|fast+memo): one
+# Llama 3 405B pipeline replica (128 GPUs), two and eight, NVLink at flow level, no link sampling (the
+# benchmarks/README.md rows; their agreement: heterosim run + compare_packet_runs.py).
+CASES["published-packet"] = [
+    (e, [*o, "simulation.intra_host=flow", "simulation.sample_interval=0us"], f, g)
+    for e, o, f, g in (_slice(LLAMA405, 128, 16, g, "packet") for g in (128, 256, 1024))
+]
 
 
 def _child(args: argparse.Namespace) -> None:
