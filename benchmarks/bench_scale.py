@@ -18,6 +18,9 @@ Usage::
         --set training.global_batch=16 --fidelity flow   # one experiment
     python benchmarks/bench_scale.py --only gpus --granularity connection   # coarser collectives
     python benchmarks/bench_scale.py --only granularity   # chunk vs connection at 128-1024 GPUs
+    python benchmarks/bench_scale.py --only published --mem-gb 16   # Llama 3 405B / 175B up to 16,384 GPUs
+    python benchmarks/bench_scale.py --only published-packet --as-run --mem-gb 16 \
+        --set simulation.packet_acceleration=fast+memo
 
 ``--granularity`` sets ``simulation.collective_granularity`` for every case that does not set it
 itself (default: the experiment's, i.e. chunk).
@@ -239,6 +242,35 @@ CASES = {
 }
 
 
+# The published large runs (workloads/examples/llama3_405b_16k.yaml: Llama 3 405B, TP 8 PP 16, 16
+# micro-batches per replica, 8K sequence; megascale_175b_12k.yaml: 175B, TP 8 PP 8, 32 micro-batches
+# per replica, 2K sequence) and their slices: the same replica (every stage, every micro-batch) on
+# fewer data-parallel replicas of an H0 cluster of that size. Flow fidelity, connection
+# granularity (the files' setting).
+LLAMA405 = "workloads/examples/llama3_405b_16k.yaml"
+MEGASCALE = "workloads/examples/megascale_175b_12k.yaml"
+
+
+def _slice(
+    experiment: str, replica_gpus: int, micro_batches: int, gpus: int, fidelity: str = "flow"
+) -> tuple:
+    dp = gpus // replica_gpus
+    return (experiment, [f"parallel.dp={dp}", f"training.global_batch={dp * micro_batches}"], fidelity, gpus)
+
+
+CASES["published"] = [
+    *(_slice(LLAMA405, 128, 16, g) for g in (1024, 2048, 4096, 8192, 16384)),
+    *(_slice(MEGASCALE, 64, 32, g) for g in (768, 1536, 3072, 6144, 12288)),
+]
+# Packet slices (run with --as-run --set simulation.packet_acceleration=exact|fast|fast+memo): one
+# Llama 3 405B pipeline replica (128 GPUs), two and eight, NVLink at flow level, no link sampling (the
+# benchmarks/README.md rows; their agreement: heterosim run + compare_packet_runs.py).
+CASES["published-packet"] = [
+    (e, [*o, "simulation.intra_host=flow", "simulation.sample_interval=0us"], f, g)
+    for e, o, f, g in (_slice(LLAMA405, 128, 16, g, "packet") for g in (128, 256, 1024))
+]
+
+
 def _child(args: argparse.Namespace) -> None:
     if args.mem_gb > 0:
         limit = int(args.mem_gb * (1 << 30))
@@ -349,7 +381,8 @@ def main() -> None:
             }
         ]
     else:
-        groups = args.only or [*CASES, "ring", "events"]
+        default = [g for g in CASES if not g.startswith("published")]
+        groups = args.only or [*default, "ring", "events"]
         specs = []
         for group in groups:
             if group == "ring":
@@ -358,7 +391,14 @@ def main() -> None:
                 specs.append({"kind": "events", "n_events": 5_000_000})
             else:
                 specs += [
-                    {"kind": "case", "experiment": e, "overrides": o, "fidelity": f, "cluster_gpus": g}
+                    {
+                        "kind": "case",
+                        "experiment": e,
+                        "overrides": [*o, *args.overrides],
+                        "fidelity": f,
+                        "cluster_gpus": g,
+                        "as_run": args.as_run,
+                    }
                     for e, o, f, g in CASES[group]
                 ]
     if args.granularity:

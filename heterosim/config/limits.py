@@ -111,7 +111,8 @@ def experiment_task_floor(experiment: Any) -> tuple[float, str, str]:
     Counted: one forward and one backward op per layer, micro-batch and rank; the four
     tensor-parallel all-reduces per layer and micro-batch (Megatron: two forward, two backward)
     of ``micro_batch x seq_len x hidden`` 2-byte activations; one data-parallel all-reduce of the
-    rank's 2-byte gradients; each collective as :func:`collective_flow_floor` flows.
+    rank's 2-byte gradients; each collective as :func:`collective_flow_floor` flows at the
+    experiment's collective granularity.
     """
     train, par, model = experiment.training, experiment.parallel, experiment.model
     world = experiment.cluster.world_size
@@ -120,15 +121,16 @@ def experiment_task_floor(experiment: Any) -> tuple[float, str, str]:
     iterations = experiment.simulation.iterations
     ops = 2.0 * micro_batches * layers_per_rank * world
     activation_bytes = train.micro_batch * train.seq_len * model.hidden * 2
+    granularity = experiment.simulation.collective_granularity
     tp_flows = (
         4.0
         * micro_batches
         * layers_per_rank
         * (world / par.tp)
-        * collective_flow_floor("allreduce", activation_bytes, par.tp)
+        * collective_flow_floor("allreduce", activation_bytes, par.tp, granularity)
     )
     grad_bytes = 2.0 * model.hidden * model.hidden * 12 * layers_per_rank / par.tp
-    dp_flows = (world / par.dp) * collective_flow_floor("allreduce", int(grad_bytes), par.dp)
+    dp_flows = (world / par.dp) * collective_flow_floor("allreduce", int(grad_bytes), par.dp, granularity)
     tasks = (ops + tp_flows + dp_flows) * iterations
     terms = {
         "training.global_batch": micro_batches,
@@ -260,12 +262,19 @@ def check_sample_budget(
         )
 
 
-def collective_flow_floor(op: str, size_bytes: int, n: int) -> float:
-    """Lower bound of the flows one collective of ``size_bytes`` over ``n`` ranks becomes: every
-    ring step of every chunk is at least one flow (one channel, the largest NCCL chunk)."""
+def collective_flow_floor(op: str, size_bytes: int, n: int, granularity: str = "chunk") -> float:
+    """Lower bound of the flows one collective of ``size_bytes`` over ``n`` ranks becomes at
+    ``simulation.collective_granularity``: ``chunk``, every ring step of every chunk is at least
+    one flow (one channel, the largest NCCL chunk); ``step``, every ring step once (one loop);
+    ``connection``, one flow per GPU pair that exchanges data, at least ``n - 1`` of them (every
+    rank but one sends to somebody)."""
     if n < 2 or size_bytes <= 0:
         return 0.0
+    if granularity == "connection":
+        return float(n - 1)
     steps = 2 * (n - 1) if op == "allreduce" else n - 1
+    if granularity == "step":
+        return float(steps) * n
     loops = max(1, math.ceil(size_bytes / (n * SIMPLE_CHUNK_MAX)))
     return float(steps) * n * loops
 

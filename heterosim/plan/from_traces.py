@@ -200,8 +200,14 @@ def build_plan(
     def parents(ranks: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(which input row, parent node task) pairs for trace nodes (ranks[i], nodes[i])."""
         out_row, out_parent = [], []
-        for r in np.unique(ranks):
-            sel = np.flatnonzero(ranks == r)
+        by_rank = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[by_rank]
+        present = np.unique(sorted_ranks)
+        bounds = np.searchsorted(
+            sorted_ranks, np.append(present, present[-1] + 1) if present.size else present
+        )
+        for k, r in enumerate(present):
+            sel = by_rank[bounds[k] : bounds[k + 1]]
             lo, hi = dep_ptr_of[r][nodes[sel]], dep_ptr_of[r][nodes[sel] + 1]
             counts = hi - lo
             starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
@@ -349,8 +355,12 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     size = np.where(split >= 0, -2, size)  # an all-to-all-v's members send different totals
     # k-th collective of each rank on each group, in the rank's issue order.
     occurrence = _occurrence(rank * (int(group.max()) + 2) + (group + 1))
-    key = np.stack([group, occurrence])
-    instances, inverse = np.unique(key, axis=1, return_inverse=True)
+    # (group, occurrence) pairs in lexicographic order, as np.unique(axis=1) gives them, from
+    # one int64 key per row (a 1-D sort instead of a sort of row tuples)
+    low, base = int(group.min()), int(occurrence.max()) + 1
+    flat, inverse = np.unique((group - low) * base + occurrence, return_inverse=True)
+    instances = np.stack([flat // base + low, flat % base])
+    del flat
     inverse = inverse.reshape(-1)
     n_inst = instances.shape[1]
     members = np.bincount(inverse, minlength=n_inst)
@@ -358,7 +368,10 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     inst_size = np.full(n_inst, -1, np.int64)
     inst_type[inverse] = ctype
     inst_size[inverse] = size
-    for i in np.flatnonzero(members != np.array([len(groups.get(int(g), [])) for g in instances[0]])):
+    known = [g for g in groups if low <= g <= int(group.max())]
+    group_size = np.zeros(int(group.max()) - low + 1, np.int64)
+    group_size[np.array(known, dtype=np.int64) - low] = [len(groups[g]) for g in known]
+    for i in np.flatnonzero(members != group_size[instances[0] - low]):
         g = int(instances[0, i])
         raise UserError(
             f"traces: collective #{int(instances[1, i])} on communicator {g} is issued by "
@@ -384,16 +397,24 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     end_task = np.zeros(n_inst, np.int64)
     # Decompose once per distinct (type, size, communicator members, all-to-all-v matrix).
     signature = {}
-    for i in range(n_inst):
-        gpus = tuple(int(rank_gpu[m]) for m in groups[int(instances[0, i])])
-        key = (int(inst_type[i]), int(inst_size[i]), gpus, int(inst_matrix[i]))
-        signature.setdefault(key, []).append(i)
-    for (ctype_i, size_i, gpus, matrix_id), inst in signature.items():
+    # instances grouped by (type, size, communicator, all-to-all-v matrix), each group's
+    # instances ascending; groups taken in the order of their first instance
+    by_sig = np.lexsort((np.arange(n_inst), inst_matrix, instances[0], inst_size, inst_type))
+    cols = np.stack([inst_type, inst_size, instances[0], inst_matrix])[:, by_sig]
+    starts = np.flatnonzero(np.concatenate([[True], (cols[:, 1:] != cols[:, :-1]).any(axis=0)]))
+    sig_bounds = np.append(starts, n_inst)
+    for j in np.argsort(by_sig[starts], kind="stable"):
+        ctype_j, size_j, group_j, matrix_j = (int(x) for x in cols[:, starts[j]])
+        gpus = tuple(int(g) for g in rank_gpu[groups[group_j]])
+        signature.setdefault((ctype_j, size_j, gpus, matrix_j), []).append(
+            by_sig[sig_bounds[j] : sig_bounds[j + 1]]
+        )
+    for (ctype_i, size_i, gpus, matrix_id), parts in signature.items():
+        inst = np.sort(np.concatenate(parts))
         if matrix_id >= 0:
             sub = decompose(ctype_i, 0, list(gpus), pair_bytes=matrices[matrix_id])
         else:
             sub = decompose(ctype_i, size_i, list(gpus))
-        inst = np.array(inst, dtype=np.int64)
         copies, n = inst.size, len(sub)
         first = rows.add(
             copies * n,

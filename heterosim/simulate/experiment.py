@@ -115,30 +115,38 @@ def prepare_run(
     layer_scales: dict[tuple, LayerScale | None] = {}
     dispatch_stretches: dict[str, DispatchStretch] = {}  # the first rank's of each GPU type
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
+    timed: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for rank, trace in enumerate(traces):
         if keep_trace_durations:  # recorded runtimes (traces without op shapes)
             durations.append(trace.templates.duration_ns.astype(np.int64))
             continue
         gpu_type = cluster.gpu_type[int(rank_gpu[rank])]
-        ns, prov = compute.time_templates(trace.templates, gpu_type)
-        scale = _layer_scale(compute, experiment, workload, rank, gpu_type, layer_scales)
-        fw = experiment.framework
-        if scale is not None:
-            ns = scale_templates(ns, trace.templates, scale)
-        elif fw.pipelined_host_dispatch.enabled:
-            per_op = fw.pipelined_host_dispatch.per_op_ns(experiment.model.arch, experiment.training.kernels)
-            ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, compute.resolve_gpu(gpu_type))
-            if stretch is not None:
-                dispatch_stretches.setdefault(stretch.gpu, stretch)
-        ns = add_host_overhead(
-            ns, trace.templates, fw.host_overhead_ns(gpu_type), fw.tp_collective_overhead_ns(gpu_type)
-        )
-        trace.templates.duration_ns = np.asarray(ns, dtype=np.uint64)
-        durations.append(np.asarray(ns, dtype=np.int64))
-        counts = np.bincount(trace.template, minlength=len(trace.templates))
-        provenance_time += np.bincount(
-            prov, weights=np.asarray(ns, float) * counts, minlength=len(PROVENANCES)
-        )
+        key = (gpu_type, *_shared_arrays(trace))
+        if key not in timed:
+            ns, prov = compute.time_templates(trace.templates, gpu_type)
+            scale = _layer_scale(compute, experiment, workload, rank, gpu_type, layer_scales)
+            fw = experiment.framework
+            if scale is not None:
+                ns = scale_templates(ns, trace.templates, scale)
+            elif fw.pipelined_host_dispatch.enabled:
+                per_op = fw.pipelined_host_dispatch.per_op_ns(
+                    experiment.model.arch, experiment.training.kernels
+                )
+                ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, compute.resolve_gpu(gpu_type))
+                if stretch is not None:
+                    dispatch_stretches.setdefault(stretch.gpu, stretch)
+            ns = add_host_overhead(
+                ns, trace.templates, fw.host_overhead_ns(gpu_type), fw.tp_collective_overhead_ns(gpu_type)
+            )
+            counts = np.bincount(trace.template, minlength=len(trace.templates))
+            spent = np.bincount(prov, weights=np.asarray(ns, float) * counts, minlength=len(PROVENANCES))
+            timed[key] = (np.asarray(ns, dtype=np.uint64), np.asarray(ns, dtype=np.int64), spent)
+            for shared in timed[key][:2]:  # one array for every rank of the key
+                shared.setflags(write=False)
+        ns_u64, ns_i64, spent = timed[key]
+        trace.templates.duration_ns = ns_u64
+        durations.append(ns_i64)
+        provenance_time += spent
     for note in compute.notes(new_only=True):
         print_note(note)
     total = provenance_time.sum()
@@ -175,7 +183,13 @@ def prepare_run(
         p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
     )
     if experiment.simulation.compute_contention and not keep_trace_durations:
-        terms = [_contention_terms(compute, cluster.gpu_type[int(g)], t) for g, t in zip(rank_gpu, traces)]
+        term_cache: dict[tuple, tuple | None] = {}
+        terms = []
+        for g, t in zip(rank_gpu, traces):
+            key = (cluster.gpu_type[int(g)], *_shared_arrays(t))
+            if key not in term_cache:
+                term_cache[key] = _contention_terms(compute, key[0], t)
+            terms.append(term_cache[key])
         fill_plan_terms(tables.plan, [t.template for t in traces], terms)
     iterations = experiment.simulation.iterations
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
@@ -208,6 +222,24 @@ def _layer_scale(
             compute, compute.layer_measurements, key[0], experiment.model, experiment.training, parallel
         )
     return cache[key]
+
+
+def _shared_arrays(trace: Any) -> tuple:
+    """Where the arrays that time a rank's ops live (node templates, layers, micro-batches and
+    the template rows but their communicators): equal for the relabelled copies of one trace
+    (heterosim/workload/relabel.py), which share them, so each is timed once."""
+    t = trace.templates
+    arrays = (
+        trace.template,
+        trace.layer,
+        trace.micro_batch,
+        t.node_type,
+        t.op_kind,
+        t.label,
+        t.shape,
+        t.flops,
+    )
+    return tuple((a.__array_interface__["data"][0], a.shape) for a in arrays)
 
 
 def _contention_terms(compute: ComputeModel, gpu_type: str, trace: Any) -> tuple | None:

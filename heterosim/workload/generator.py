@@ -107,6 +107,7 @@ from heterosim.workload.ops import (
 )
 from heterosim.workload.ops_base import activation_dtype
 from heterosim.workload.partition import CostFn, MemoryFn, Partition, plan_partition
+from heterosim.workload.relabel import frozen, relabel
 from heterosim.workload.routing import RankRouting, layer_counts, pair_tokens, rank_routing
 from heterosim.workload.schedule import Step, pipeline_schedule, warmup_forwards
 from heterosim.workload.trace import (
@@ -1015,6 +1016,7 @@ class Workload:
     rank_gpu: Sequence[int] | None = None
     _layer_ops: dict[tuple, tuple[list[OpSpec], list[OpSpec]]] = field(default_factory=dict, repr=False)
     _routing: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _prototypes: dict[tuple, RankTrace] = field(default_factory=dict, repr=False)
 
     def layer_ops(
         self, layer: int, tp: int | None = None, ep_index: int = 0
@@ -1078,7 +1080,30 @@ class Workload:
         """Build rank ``rank``'s trace (not cached: a big iteration has millions of nodes)."""
         if not 0 <= rank < self.world_size:
             raise IndexError(f"rank {rank} outside 0..{self.world_size - 1}")
-        return RankProgram(self, rank).build()
+        key = self._prototype_key(rank)
+        if key is None:
+            return RankProgram(self, rank).build()
+        proto = self._prototypes.get(key)
+        if proto is None:
+            proto = self._prototypes[key] = frozen(RankProgram(self, rank).build())
+        assert isinstance(self.layout, RankLayout)
+        trace = relabel(proto, rank, self.layout, self.groups)
+        return trace if trace is not None else RankProgram(self, rank).build()
+
+    def _prototype_key(self, rank: int) -> tuple | None:
+        """Ranks with equal keys have the same trace up to group ids and peers
+        (heterosim/workload/relabel.py); None: build this rank's trace directly (explicit plans,
+        expert parallelism, whose routing differs per EP rank)."""
+        lay = self.layout
+        if not isinstance(lay, RankLayout) or lay.ep != 1:
+            return None
+        replica = lay.dp_index(rank)
+        return (
+            lay.pp_index(rank),
+            lay.cp_index(rank),
+            self.partition.replica_micro_batches[replica],
+            self.gpu_type(rank),
+        )
 
     def iter_traces(self, ranks: Sequence[int] | None = None) -> Iterator[RankTrace]:
         for rank in range(self.world_size) if ranks is None else ranks:

@@ -28,6 +28,7 @@ from heterosim.config.limits import (
     check_sample_budget,
     check_sweep_size,
     collective_flow_floor,
+    experiment_task_floor,
     framework_time_floor_ns,
     sampled_ports_floor,
     simulated_time_floor_ns,
@@ -208,6 +209,18 @@ def test_collective_flow_floor_counts_ring_steps():
     assert collective_flow_floor("allreduce", 64 << 20, 4) == 6 * 4 * 4
     assert collective_flow_floor("allgather", 1, 8) == 7 * 8
     assert collective_flow_floor("allreduce", 1 << 20, 1) == 0
+    # coarser granularities: every ring step once; one flow per connection (n - 1 at least)
+    assert collective_flow_floor("allreduce", 64 << 20, 4, "step") == 6 * 4
+    assert collective_flow_floor("allreduce", 64 << 20, 4, "connection") == 3
+
+
+def test_budget_floor_follows_the_collective_granularity():
+    # Llama 3 405B on 16,384 GPUs (about 108 M tasks at connection granularity): chunk's ring
+    # steps x 4 MiB chunks are a floor above that; connection's floor stays below it
+    path = REPO / "workloads/examples/llama3_405b_16k.yaml"
+    connection, _, _ = experiment_task_floor(load_experiment(path))
+    chunk, key, _ = experiment_task_floor(load_experiment(path, ["simulation.collective_granularity=chunk"]))
+    assert connection < 108e6 < chunk and key == "cluster"
 
 
 def test_sweep_grid_limit_and_names(tmp_path, capsys):

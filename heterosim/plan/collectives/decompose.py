@@ -15,6 +15,7 @@ rank i sends rank j; the diagonal stays local), and then ``size_bytes`` must be 
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import replace
 
 import numpy as np
 
@@ -66,6 +67,9 @@ _P = {p: i for i, p in enumerate(PROTOCOLS)}
 V_COLLECTIVES = (ALLGATHER, REDUCESCATTER, ALLTOALL, GATHER, SCATTER)
 _CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 _CACHE_SIZE = 256
+# Plans by communicator shape (_communicator_shape): a communicator of a known shape gets the
+# cached plan relabelled instead of a new decomposition (thousands of TP groups, one shape).
+_SHAPE_CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 
 
 def decompose_collective(
@@ -120,6 +124,16 @@ def decompose_collective(
     if hit is not None and hit[0] is cluster:
         _CACHE.move_to_end(key)
         return hit[1]
+    shape = _communicator_shape(ranks_arr, cluster)
+    shape_key = None if shape is None else (*key[:2], *key[3:], shape)
+    shaped = None if shape_key is None else _SHAPE_CACHE.get(shape_key)
+    if shape_key is not None and shaped is not None and shaped[0] is cluster:
+        _SHAPE_CACHE.move_to_end(shape_key)
+        plan = _relabelled(shaped[1], ranks_arr)
+        _CACHE[key] = (cluster, plan)
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+        return plan
     plan = _decompose(
         name,
         int(size_bytes),
@@ -137,7 +151,49 @@ def decompose_collective(
     _CACHE[key] = (cluster, plan)
     if len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
+    if shape_key is not None:
+        _SHAPE_CACHE[shape_key] = (cluster, plan)
+        if len(_SHAPE_CACHE) > _CACHE_SIZE:
+            _SHAPE_CACHE.popitem(last=False)
     return plan
+
+
+def _communicator_shape(gpus: np.ndarray, cluster: ClusterConfig) -> tuple | None:
+    """Everything :func:`comm_view` reads of the cluster, with the GPU and host ids replaced by
+    their order: two communicators of one shape decompose alike up to renaming their GPUs (the
+    decomposers see GPUs only through the view: hosts in first-appearance order, local and NIC
+    indices, host types; ids only as labels or in sorted order). None for an invalid list (the
+    direct decomposition raises its error)."""
+    if gpus.size == 0 or gpus.min() < 0 or gpus.max() >= cluster.world_size:
+        return None
+    if np.unique(gpus).size != gpus.size:
+        return None
+    hosts = cluster.gpu_host[gpus]
+    _, first, host_pos = np.unique(hosts, return_index=True, return_inverse=True)
+    appearance = np.argsort(np.argsort(first))  # sorted-host position -> first-appearance index
+    types = tuple(cluster.host_type_of_host[int(h)] for h in hosts[np.sort(first)])
+    return (
+        np.argsort(gpus, kind="stable").tobytes(),
+        appearance[host_pos.reshape(-1)].tobytes(),
+        appearance.tobytes(),
+        cluster.gpu_local_index[gpus].tobytes(),
+        cluster.gpu_nic[gpus].tobytes(),
+        types,
+    )
+
+
+def _relabelled(plan: CollectivePlan, gpus: np.ndarray) -> CollectivePlan:
+    """``plan`` of a communicator of the same shape, its GPU ids replaced position by position."""
+    position = np.argsort(plan.ranks)
+    sorted_ranks = plan.ranks[position]
+
+    def moved(ids: np.ndarray) -> np.ndarray:
+        out = ids.copy()
+        real = ids >= 0
+        out[real] = gpus[position[np.searchsorted(sorted_ranks, ids[real])]]
+        return out
+
+    return replace(plan, ranks=gpus, gpu=moved(plan.gpu), dst=moved(plan.dst))
 
 
 def _check_pairs(name: str, size_bytes: int, sizes: np.ndarray | None, pairs: np.ndarray, n: int) -> int:

@@ -125,11 +125,13 @@ def fill_plan_terms(
     ``template_of_rank[r]`` maps rank ``r``'s trace nodes to template rows; ``terms_of_rank[r]``
     is :func:`template_terms` of its GPU, or None to leave the rank's tasks unslowed.
     """
-    compute = (plan.kind == COMPUTE) & (plan.rank >= 0)
+    compute = np.flatnonzero((plan.kind == COMPUTE) & (plan.rank >= 0))
+    by_rank = compute[np.argsort(plan.rank[compute], kind="stable")]
+    bounds = np.searchsorted(plan.rank[by_rank], np.arange(len(terms_of_rank) + 1))
     for r, terms in enumerate(terms_of_rank):
         if terms is None:
             continue
-        sel = np.flatnonzero(compute & (plan.rank == r))
+        sel = by_rank[bounds[r] : bounds[r + 1]]
         rows = template_of_rank[r][plan.node[sel]]
         plan.contention_wave[sel] = terms[0][rows]
         plan.contention_share[sel] = terms[1][rows]
