@@ -86,6 +86,18 @@ TYPE_ID_ATTRIBUTES = {
 }
 
 
+# Time attributes that must stay in order: (class, shorter, longer, why). ns-3's RTO is
+# max(MinRto, srtt + 4 rttvar) (tcp-socket-base.cc), so it can equal TcpMinRto exactly.
+ORDERED_TIMES = (
+    (
+        "ns3::SocketTransport",
+        "TcpDelAckTimeout",
+        "TcpMinRto",
+        "a lone segment's delayed ACK would wait for the sender's retransmission timeout",
+    ),
+)
+
+
 def _fail(name: str, problem: str, source: str = "") -> UserError:
     where = f"{source}: " if source else ""
     return UserError(f"{where}network: attributes: {name}: {problem}")
@@ -198,9 +210,35 @@ def _check_type_id(
 
 
 def check_network_attributes(ns3: Any, attributes: Mapping[str, Any], source: str = "") -> dict[str, str]:
-    """Every entry of ``network.attributes`` checked (at either fidelity); returns the
-    canonical texts by name. ``source`` (the file) starts every message."""
-    return {
+    """Every entry of ``network.attributes`` checked (at either fidelity), and the
+    :data:`ORDERED_TIMES` kept in order; returns the canonical texts by name. ``source`` (the
+    file) starts every message."""
+    texts = {
         str(name): checked_attribute_text(ns3, str(name), value, source=source)
         for name, value in attributes.items()
     }
+    for type_name, shorter, longer, why in ORDERED_TIMES:
+        low_name, low = _time_setting(ns3, texts, type_name, shorter)
+        high_name, high = _time_setting(ns3, texts, type_name, longer)
+        if low >= high:
+            raise _fail(
+                low_name,
+                f"{low / 1e6:g} ms is not shorter than {high_name} ({high / 1e6:g} ms): {why}",
+                source,
+            )
+    return texts
+
+
+def _time_setting(ns3: Any, texts: Mapping[str, str], type_name: str, attr: str) -> tuple[str, int]:
+    """(name, nanoseconds) of time attribute ``attr`` of ``type_name``: the configured value
+    (``Class::Attr`` or plain ``Attr``), else the TypeId's initial value."""
+    for name, text in texts.items():
+        cls, bare = _split(name)
+        if bare == attr and cls in ("", type_name):
+            return name, int(canonical_text(name, text, "ns3::TimeValue")[:-2])
+    info = ns3.TypeId.AttributeInformation()
+    if not ns3.TypeId.LookupByName(type_name).LookupAttributeByName(attr, info):
+        raise KeyError(f"{type_name} has no attribute {attr}")
+    name = f"{type_name.removeprefix('ns3::')}::{attr}"
+    initial = str(info.initialValue.SerializeToString(info.checker))
+    return name, int(canonical_text(name, initial, "ns3::TimeValue")[:-2])

@@ -378,3 +378,53 @@ def test_tcp_recovers_from_link_faults(native_lib):
     assert tcp["fabric_drops"] > 0 and tcp["retransmits"] > 0
     assert tcp["fast_recoveries"] > 0 and tcp["timeouts"] >= 1
     assert stats["counters"]["drops"] == tcp["fabric_drops"] + tcp["host_drops"]
+
+
+def test_messages_after_idle_finish_without_timeouts(native_lib):
+    """Regression (amp-het-gpt2-t1p4d4-mbs4 stalled at packet fidelity): the AMP pipeline's
+    pattern, 4 GPU pairs from a 10 Gb/s host to a 50 Gb/s host, one 10 MiB message per pair
+    and a second on the same connection after 300 ms idle (longer than the 200 ms minimum RTO).
+    With the receivers' delayed-ACK timeout equal to the minimum RTO (ns-3's 200 ms default),
+    each first message's last segment waited for a spurious RTO, which left the window at one
+    segment, and the second messages then moved one segment per RTO."""
+    host = {"gpu": "H100-SXM", "gpus": 4, "fabric": "pcie", "nics": 1, "transport": "socket"}
+    types = {name: {**host, "nic_speed": speed} for name, speed in (("p3", "10Gbps"), ("g4", "50Gbps"))}
+    topo = build_topology(
+        parse_cluster(
+            {
+                "host_types": types,
+                "hosts": [{"type": "p3", "count": 1}, {"type": "g4", "count": 1}],
+                "fabric": {"kind": "fat-tree", "hosts_per_leaf": 8, "link_delay": "1us"},
+            },
+            "socket.yaml",
+        )
+    )
+    size, gap = 10 << 20, 300_000_000
+    start = np.array([0] * 4 + [gap] * 4)
+    res = packet.run_flows(
+        topo, net(), [0, 1, 2, 3] * 2, [4, 5, 6, 7] * 2, [size] * 8, start.tolist(), stop_ns=1_000_000_000
+    )
+    flows, tcp = res["flows"], res["tcp"]
+    # conservation: every message delivered, on one connection per GPU pair
+    assert (flows["end_ns"] > 0).all()
+    assert flows["bytes_delivered"].tolist() == [size] * 8
+    assert tcp["summary"]["bytes_delivered"] == 8 * size and tcp["summary"]["connections"] == 4
+    streams = tcp["streams"]
+    assert np.array_equal(streams["bytes"], streams["received_bytes"])
+    # nothing is lost here, so no retransmission timer may fire
+    assert tcp["summary"]["timeouts"] == 0 and tcp["summary"]["retransmits"] == 0
+    # the second messages run at the speed of the first (10 MiB at 10 Gb/s: ~9 ms alone)
+    fct = flows["end_ns"] - start
+    assert fct[4:].max() <= 1.05 * fct[:4].max()
+
+
+@pytest.mark.parametrize(
+    "attributes", [{"SocketTransport::TcpDelAckTimeout": "200ms"}, {"SocketTransport::TcpMinRto": "40ms"}]
+)
+def test_delayed_ack_timeout_must_be_shorter_than_min_rto(native_lib, attributes):
+    topo = build_topology(cluster("10Gbps"))
+    with pytest.raises(UserError) as err:
+        packet.run_flows(topo, net(**attributes), [0], [1], [1 << 20], [0], stop_ns=100_000_000)
+    message = str(err.value)
+    assert "\n" not in message
+    assert "SocketTransport::TcpDelAckTimeout" in message and "TcpMinRto" in message

@@ -127,6 +127,8 @@ SOCKET_VALUES = [
     ("TcpInitialCwnd", [1, 2]),
     ("TcpInitialCwnd", {"a": 1}),
     ("TcpSndBufSize", "lots"),
+    ("TcpDelAckTimeout", "1s"),
+    ("TcpDelAckTimeout", "soon"),
     ("NoSuchAttribute", 1),
 ]
 

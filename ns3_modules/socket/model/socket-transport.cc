@@ -95,6 +95,13 @@ SocketTransport::GetTypeId()
                           TimeValue(MilliSeconds(200)),
                           MakeTimeAccessor(&SocketTransport::m_minRto),
                           MakeTimeChecker())
+            .AddAttribute("TcpDelAckTimeout",
+                          "Receiver's delayed-ACK timeout (Linux TCP_DELACK_MIN = TCP_ATO_MIN = "
+                          "HZ / 25 = 40 ms, include/net/tcp.h); shorter than TcpMinRto, or a lone "
+                          "unacknowledged segment waits for the sender's RTO",
+                          TimeValue(MilliSeconds(40)),
+                          MakeTimeAccessor(&SocketTransport::m_delAckTimeout),
+                          MakeTimeChecker())
             .AddAttribute("TcpInitialCwnd",
                           "TCP initial congestion window, segments (RFC 6928, Linux default)",
                           UintegerValue(10),
@@ -271,6 +278,7 @@ SocketTransport::EnsureStack(uint32_t node)
     listener->SetAttribute("SegmentSize", UintegerValue(m_mtu - 52));
     listener->SetAttribute("InitialCwnd", UintegerValue(m_initialCwnd));
     listener->SetAttribute("MinRto", TimeValue(m_minRto));
+    listener->SetAttribute("DelAckTimeout", TimeValue(m_delAckTimeout));
     listener->Bind(InetSocketAddress(Ipv4Address::GetAny(), LISTEN_PORT));
     listener->Listen();
     listener->SetAcceptCallback(MakeNullCallback<bool, Ptr<Socket>, const Address&>(),
@@ -343,6 +351,7 @@ SocketTransport::OpenStream(uint32_t conn, uint32_t socketIndex)
     tx->SetAttribute("SegmentSize", UintegerValue(m_mtu - 52));
     tx->SetAttribute("InitialCwnd", UintegerValue(m_initialCwnd));
     tx->SetAttribute("MinRto", TimeValue(m_minRto));
+    tx->SetAttribute("DelAckTimeout", TimeValue(m_delAckTimeout));
     tx->Bind();
     Address local;
     tx->GetSockName(local);

@@ -76,7 +76,14 @@ namespace ns3
  * socket host), TCP frames queued at the NIC port go before the queue pairs, which the NIC only
  * pulls onto an idle port; switches serve the TCP and RDMA classes frame by frame round-robin
  * (QbbNetDevice), not by bytes; the newest sources' extra peer-ACK socket
- * (NCCL_SOCKET_PEER_ACK) is not modelled.
+ * (NCCL_SOCKET_PEER_ACK) is not modelled; the congestion window is not restarted after idle
+ * (Linux's tcp_slow_start_after_idle). Receivers ACK every second segment or after the fixed
+ * TcpDelAckTimeout, Linux's smallest delayed-ACK timeout (Linux adapts it up to 200 ms and ACKs
+ * at once after an idle gap longer than the RTO, tcp_event_data_recv's quick-ACK mode; ns-3
+ * does neither). It must stay below TcpMinRto: ns-3's RTO is max(MinRto, srtt + 4 rttvar), not
+ * Linux's srtt + max(rto_min, 4 rttvar), so with ns-3's own 200 ms delayed-ACK timeout a
+ * message's last lone segment waits for the sender's RTO, which cuts the window to one segment
+ * (kept there when ns-3 leaves CA_LOSS), and each later segment again waits for the RTO.
  */
 class SocketTransport : public Object
 {
@@ -364,6 +371,7 @@ class SocketTransport : public Object
     uint32_t m_rcvBuf;          //!< socket receive buffer
     uint16_t m_mtu;             //!< IP MTU
     Time m_minRto;              //!< TCP minimum RTO
+    Time m_delAckTimeout;       //!< TCP delayed-ACK timeout
     uint32_t m_initialCwnd;     //!< initial window, segments
     uint8_t m_priority;         //!< traffic class of TCP frames
     bool m_lossless;            //!< PFC on the TCP class

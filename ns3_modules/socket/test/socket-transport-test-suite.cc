@@ -6,6 +6,7 @@
 #include "ns3/data-rate.h"
 #include "ns3/fabric-ip-device.h"
 #include "ns3/ipv4-l3-protocol.h"
+#include "ns3/nstime.h"
 #include "ns3/packet.h"
 #include "ns3/socket-transport.h"
 #include "ns3/tcp-bulk-reference.h"
@@ -73,6 +74,33 @@ class NcclSocketCountTestCase : public TestCase
     }
 };
 
+/**
+ * \brief The receivers' delayed-ACK timeout is Linux's 40 ms and below the minimum RTO, so a lone
+ * segment is acknowledged before the sender's retransmission timer fires.
+ */
+class DelayedAckBeforeRtoTestCase : public TestCase
+{
+  public:
+    DelayedAckBeforeRtoTestCase()
+        : TestCase("the delayed-ACK timeout (40 ms) is shorter than the minimum RTO (200 ms)")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Ptr<SocketTransport> sock = CreateObject<SocketTransport>();
+        TimeValue delAck;
+        TimeValue minRto;
+        sock->GetAttribute("TcpDelAckTimeout", delAck);
+        sock->GetAttribute("TcpMinRto", minRto);
+        NS_TEST_ASSERT_MSG_EQ(delAck.Get(), MilliSeconds(40), "Linux TCP_DELACK_MIN");
+        NS_TEST_ASSERT_MSG_EQ(minRto.Get(), MilliSeconds(200), "Linux TCP_RTO_MIN");
+        NS_TEST_ASSERT_MSG_LT(delAck.Get(), minRto.Get(), "ACK before the RTO");
+    }
+};
+
 /** \brief ns-3's bulk TCP over point-to-point devices reaches the TCP line-rate goodput. */
 class BulkReferenceGoodputTestCase : public TestCase
 {
@@ -107,6 +135,7 @@ class SocketTransportTestSuite : public TestSuite
     {
         AddTestCase(new FabricIpDeviceRefusesTestCase, Duration::QUICK);
         AddTestCase(new NcclSocketCountTestCase, Duration::QUICK);
+        AddTestCase(new DelayedAckBeforeRtoTestCase, Duration::QUICK);
         AddTestCase(new BulkReferenceGoodputTestCase, Duration::QUICK);
     }
 };
