@@ -12,7 +12,7 @@ import copy
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,11 +32,12 @@ from heterosim.plan.compute.layer_gap import LayerScale, layer_scale, scale_temp
 from heterosim.plan.compute.model import PROVENANCES, ComputeModel
 from heterosim.plan.compute.partition_cost import partition_cost_fn
 from heterosim.plan.execution_plan import FLOW
-from heterosim.plan.from_traces import build_plan
+from heterosim.plan.from_traces import PlanTables, build_plan
 from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_plan, place_ranks
 from heterosim.results import PreparedRun, RunArtifacts
 from heterosim.workload.generator import Workload, generate_workload
+from heterosim.workload.trace import RankTrace
 
 ProgressFn = Callable[[int, int, int, int], None]  # (sim ns, tasks done, tasks total, events)
 
@@ -100,8 +101,36 @@ def prepare_run(
     stage_wall["workload_s"] = time.perf_counter() - t0
 
     t1 = time.perf_counter()
-    cluster = experiment.cluster
-    plan = experiment.parallel.plan
+    rank_gpu = _placed_ranks(experiment, workload, gpus)
+    cluster = plan_cluster if plan_cluster is not None else experiment.cluster
+    keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
+    timing = _time_traces(experiment, compute, workload, traces, rank_gpu, cluster, keep_trace_durations)
+    tables = build_plan(
+        traces,
+        rank_gpu,
+        timing.durations,
+        {int(k): list(v) for k, v in workload.groups.as_json().items()},
+        cluster,
+        _decomposer(experiment, cluster),
+        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
+    )
+    if experiment.simulation.compute_contention and not keep_trace_durations:
+        _fill_contention_terms(tables, compute, cluster, rank_gpu, traces)
+    iterations = experiment.simulation.iterations
+    tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
+    stage_wall["plan_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    topology = build_topology(cluster) if with_topology else None
+    stage_wall["topology_s"] = time.perf_counter() - t2
+    return PreparedRun(
+        workload, traces, rank_gpu, tables, topology, timing.shares, stage_wall, timing.measured_layers
+    )
+
+
+def _placed_ranks(experiment: ExperimentConfig, workload: Any, gpus: np.ndarray | None) -> np.ndarray:
+    """Each rank's GPU (int64): the plan's placement where the experiment has explicit stages,
+    else the default; for one job of several, mapped to GPUs of the whole cluster."""
+    cluster, plan = experiment.cluster, experiment.parallel.plan
     custom = (
         place_plan(cluster, plan) if plan is not None and workload.world_size == plan.world_size else None
     )
@@ -110,12 +139,33 @@ def prepare_run(
         workload.rank_gpu = rank_gpu.tolist()
     if gpus is not None:  # one job of several: the job's GPUs are GPUs of the whole cluster
         rank_gpu = np.asarray(gpus, dtype=np.int64)[rank_gpu]
-    cluster = plan_cluster if plan_cluster is not None else experiment.cluster
+    return rank_gpu
+
+
+@dataclass
+class _TracesTiming:
+    durations: list[np.ndarray]  # per rank: ns per template row
+    shares: dict[str, float]  # share of compute time per provenance
+    measured_layers: list[dict[str, Any]]  # results.json compute_layers
+
+
+def _time_traces(
+    experiment: ExperimentConfig,
+    compute: ComputeModel,
+    workload: Any,
+    traces: list[RankTrace],
+    rank_gpu: np.ndarray,
+    cluster: ClusterConfig,
+    keep_trace_durations: bool,
+) -> _TracesTiming:
+    """Every rank's template durations: the compute model's op times, scaled to a measured whole
+    layer or stretched to the host's dispatch, plus host overheads; timed once per GPU type and
+    trace shared by several ranks (or the traces' own durations where they are kept)."""
     durations, provenance_time = [], np.zeros(len(PROVENANCES))
     layer_scales: dict[tuple, LayerScale | None] = {}
     dispatch_stretches: dict[str, DispatchStretch] = {}  # the first rank's of each GPU type
-    keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     timed: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    fw = experiment.framework
     for rank, trace in enumerate(traces):
         if keep_trace_durations:  # recorded runtimes (traces without op shapes)
             durations.append(trace.templates.duration_ns.astype(np.int64))
@@ -125,7 +175,6 @@ def prepare_run(
         if key not in timed:
             ns, prov = compute.time_templates(trace.templates, gpu_type)
             scale = _layer_scale(compute, experiment, workload, rank, gpu_type, layer_scales)
-            fw = experiment.framework
             if scale is not None:
                 ns = scale_templates(ns, trace.templates, scale)
             elif fw.pipelined_host_dispatch.enabled:
@@ -155,8 +204,14 @@ def prepare_run(
     }
     if keep_trace_durations:
         shares = {**shares, "trace": 1.0}
+    measured_layers = [s.as_json() for s in layer_scales.values() if s is not None]
+    measured_layers += [s.as_json() for s in dispatch_stretches.values()]
+    return _TracesTiming(durations, shares, measured_layers)
+
+
+def _decomposer(experiment: ExperimentConfig, cluster: ClusterConfig) -> Callable[..., Any]:
+    """The collective decomposition the plan builder calls, with the experiment's NCCL settings."""
     network = experiment.network
-    groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
     granularity = experiment.simulation.collective_granularity
 
     def decompose(comm_type: int, size_bytes: int, gpus: list[int], pair_bytes=None):
@@ -173,33 +228,21 @@ def prepare_run(
             pair_bytes=pair_bytes,
         )
 
-    tables = build_plan(
-        traces,
-        rank_gpu,
-        durations,
-        groups,
-        cluster,
-        decompose,
-        p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
-    )
-    if experiment.simulation.compute_contention and not keep_trace_durations:
-        term_cache: dict[tuple, tuple | None] = {}
-        terms = []
-        for g, t in zip(rank_gpu, traces):
-            key = (cluster.gpu_type[int(g)], *_shared_arrays(t))
-            if key not in term_cache:
-                term_cache[key] = _contention_terms(compute, key[0], t)
-            terms.append(term_cache[key])
-        fill_plan_terms(tables.plan, [t.template for t in traces], terms)
-    iterations = experiment.simulation.iterations
-    tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
-    stage_wall["plan_s"] = time.perf_counter() - t1
-    t2 = time.perf_counter()
-    topology = build_topology(cluster) if with_topology else None
-    stage_wall["topology_s"] = time.perf_counter() - t2
-    measured_layers = [s.as_json() for s in layer_scales.values() if s is not None]
-    measured_layers += [s.as_json() for s in dispatch_stretches.values()]
-    return PreparedRun(workload, traces, rank_gpu, tables, topology, shares, stage_wall, measured_layers)
+    return decompose
+
+
+def _fill_contention_terms(
+    tables: PlanTables, compute: ComputeModel, cluster: ClusterConfig, rank_gpu: np.ndarray, traces: list
+) -> None:
+    """Each compute task's contention terms, computed once per GPU type and shared trace."""
+    term_cache: dict[tuple, tuple | None] = {}
+    terms = []
+    for g, t in zip(rank_gpu, traces):
+        key = (cluster.gpu_type[int(g)], *_shared_arrays(t))
+        if key not in term_cache:
+            term_cache[key] = _contention_terms(compute, key[0], t)
+        terms.append(term_cache[key])
+    fill_plan_terms(tables.plan, [t.template for t in traces], terms)
 
 
 def _layer_scale(
