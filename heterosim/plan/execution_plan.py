@@ -29,6 +29,26 @@ COMPUTE, FLOW, MARKER = 0, 1, 2
 TASK_KIND_NAMES = ("compute", "flow", "marker")
 
 
+# The per-task columns of an ExecutionPlan (dependencies, in CSR form, apart)
+TASK_COLUMNS = (
+    "kind",
+    "gpu",
+    "dst",
+    "bytes",
+    "duration_ns",
+    "delay_ns",
+    "stream",
+    "priority",
+    "rank",
+    "node",
+    "collective",
+    "channel",
+    "contention_wave",
+    "contention_share",
+    "contention_above",
+)
+
+
 @dataclass
 class ExecutionPlan:
     kind: np.ndarray  # uint8 (T,)
@@ -69,22 +89,7 @@ class ExecutionPlan:
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""
         n = len(self)
-        for name in (
-            "gpu",
-            "dst",
-            "bytes",
-            "duration_ns",
-            "delay_ns",
-            "stream",
-            "priority",
-            "rank",
-            "node",
-            "collective",
-            "channel",
-            "contention_wave",
-            "contention_share",
-            "contention_above",
-        ):
+        for name in TASK_COLUMNS:
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
         assert self.dep_ptr.shape == (n + 1,) and self.dep_ptr[0] == 0
         assert self.dep_ptr[-1] == self.dep_idx.shape[0]

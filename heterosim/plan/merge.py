@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heterosim.plan.collectives.graph import coo_to_csr
-from heterosim.plan.execution_plan import MARKER, ExecutionPlan
+from heterosim.plan.execution_plan import MARKER, TASK_COLUMNS, ExecutionPlan
 from heterosim.plan.from_traces import PlanTables
 
 
@@ -34,26 +34,6 @@ class MergedPlan:
         return np.arange(self.task_start[job], self.task_end[job])
 
 
-# the ExecutionPlan task columns a merged plan concatenates (dependencies are rebuilt apart)
-_TASK_COLUMNS = (
-    "kind",
-    "gpu",
-    "dst",
-    "bytes",
-    "duration_ns",
-    "delay_ns",
-    "stream",
-    "priority",
-    "rank",
-    "node",
-    "collective",
-    "channel",
-    "contention_wave",
-    "contention_share",
-    "contention_above",
-)
-
-
 def merge_job_plans(
     jobs: Sequence[PlanTables], ranks: Sequence[int], start_ns: Sequence[int], num_gpus: int
 ) -> MergedPlan:
@@ -62,7 +42,7 @@ def merge_job_plans(
     Each job's tasks follow one marker task that waits its start time; the job's root tasks
     depend on the marker; ranks, collective ids, groups and algorithm/protocol names are shifted
     or merged so the jobs' tables stay apart."""
-    columns: dict[str, list[np.ndarray]] = {k: [] for k in _TASK_COLUMNS}
+    columns: dict[str, list[np.ndarray]] = {k: [] for k in TASK_COLUMNS}
     children: list[np.ndarray] = []
     parents: list[np.ndarray] = []
     task_start, task_end, node_offsets, markers = [], [], [], []
@@ -134,7 +114,7 @@ def _append_tasks(
         "contention_share": 0.0,
         "contention_above": 0,
     }
-    for k in _TASK_COLUMNS:
+    for k in TASK_COLUMNS:
         values = getattr(plan, k)
         columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
         if k == "rank":
