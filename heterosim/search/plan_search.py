@@ -201,106 +201,165 @@ def search_plans(
         from heterosim.sweep.ray_executor import import_ray
 
         import_ray()  # fail before any work if the extra is missing
-    log = log or (lambda _m: None)
     started = time.perf_counter()
-    path = Path(experiment_path)
-    base_task = prepare_task(path, overrides, task_id="base", label="base")
-    base = base_task.data
-    exp = parse_experiment(copy.deepcopy(base), str(path), base_dir=path.parent)
-    out_dir = Path(out_dir)
-    store = ResultStore(out_dir / "results.jsonl")
-    _check_out(out_dir, store, str(path), list(overrides), settings)
-
-    candidates = enumerate_candidates(exp, dict(base["parallel"]), settings.micro_batches)
-    compute = experiment_compute_model(exp)
-
-    def workload_fn(experiment: Any) -> Any:
-        return generate_experiment_workload(experiment, compute)
-
-    assessments = [assess(c, base, str(path), path.parent, workload_fn) for c in candidates]
-    estimates = {a.candidate.id: analytic_estimate(a) for a in assessments if a.ok}
-    chosen = select(assessments, estimates, settings.max_candidates)
-    chosen_ids = {a.candidate.id for a in chosen}
-    pruned = sum(1 for a in assessments if not a.ok)
-    log(
-        f"heterosim plan: {exp.name}: {len(candidates)} candidates on {exp.cluster.world_size} "
-        f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(chosen)} to simulate in flow fidelity"
+    search = _Search(
+        Path(experiment_path), list(overrides), Path(out_dir), settings, log or (lambda _m: None)
     )
-
-    if not (out_dir / "results.jsonl").is_file():  # a new search: never into a user's folder
-        check_output_folder(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    mark_output_folder(out_dir)
-    write_json_atomically(
-        out_dir / "search.json",
-        {
-            "experiment": str(path),
-            "overrides": list(overrides),
-            "settings": settings.__dict__,
-            "candidates": [{"id": c.id, "label": c.label} for c in candidates],
-        },
+    search.assess()
+    search.open_output()
+    search.simulate_chosen()
+    rows, ranked = search.rank()
+    search.verify(ranked)
+    results = _results(
+        search.exp,
+        search.path,
+        overrides,
+        settings,
+        search.candidates,
+        rows,
+        ranked,
+        time.perf_counter() - started,
     )
-    done = {k: v for k, v in store.latest().items() if v.get("status") == OK}
-    for record in done.values():  # a damaged record stops the search before it can rank
-        check_run_record(record, store.path)
-    by_id = {a.candidate.id: a for a in assessments}
+    write_json_atomically(search.out_dir / "results.json", results)
+    best_plan = search.write_best_plan(ranked)
+    return PlanSearchResult(results=results, out_dir=search.out_dir, best_plan=best_plan)
 
-    def finish(task: RunTask, record: dict[str, Any]) -> None:
+
+class _Search:
+    """One plan search's state, step by step: assess the candidates, open the output folder,
+    simulate the chosen ones in flow fidelity, rank them, verify the best at packet fidelity."""
+
+    def __init__(
+        self, path: Path, overrides: list[str], out_dir: Path, settings: PlanSearchSettings, log: LogFn
+    ) -> None:
+        self.path, self.overrides, self.out_dir, self.settings, self.log = (
+            path,
+            overrides,
+            out_dir,
+            settings,
+            log,
+        )
+        base_task = prepare_task(path, overrides, task_id="base", label="base")
+        self.base = base_task.data
+        self.exp = parse_experiment(copy.deepcopy(self.base), str(path), base_dir=path.parent)
+        self.store = ResultStore(out_dir / "results.jsonl")
+        _check_out(out_dir, self.store, str(path), list(overrides), settings)
+        self.done: dict[str, dict[str, Any]] = {}  # run id -> its finished record (--resume)
+        self.shown: list[TaskProgress] = []  # progress of each simulation round
+        self.parallel = 0  # workers shown in the progress lines
+
+    def assess(self) -> None:
+        """Enumerate, prune and pre-rank the candidates; choose the ones to simulate."""
+        exp, settings = self.exp, self.settings
+        self.candidates = enumerate_candidates(exp, dict(self.base["parallel"]), settings.micro_batches)
+        compute = experiment_compute_model(exp)
+
+        def workload_fn(experiment: Any) -> Any:
+            return generate_experiment_workload(experiment, compute)
+
+        base, source, folder = self.base, str(self.path), self.path.parent
+        self.assessments = [assess(c, base, source, folder, workload_fn) for c in self.candidates]
+        self.estimates = {a.candidate.id: analytic_estimate(a) for a in self.assessments if a.ok}
+        self.chosen = select(self.assessments, self.estimates, settings.max_candidates)
+        self.by_id = {a.candidate.id: a for a in self.assessments}
+        pruned = sum(1 for a in self.assessments if not a.ok)
+        self.log(
+            f"heterosim plan: {exp.name}: {len(self.candidates)} candidates on {exp.cluster.world_size} "
+            f"GPUs ({exp.cluster.name}); {pruned} pruned, {len(self.chosen)} to simulate in flow fidelity"
+        )
+
+    def open_output(self) -> None:
+        """Create (or reopen, with --resume) the output folder; write search.json; read what
+        earlier runs of this search finished."""
+        out_dir = self.out_dir
+        if not (out_dir / "results.jsonl").is_file():  # a new search: never into a user's folder
+            check_output_folder(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        mark_output_folder(out_dir)
+        write_json_atomically(
+            out_dir / "search.json",
+            {
+                "experiment": str(self.path),
+                "overrides": list(self.overrides),
+                "settings": self.settings.__dict__,
+                "candidates": [{"id": c.id, "label": c.label} for c in self.candidates],
+            },
+        )
+        self.done = {k: v for k, v in self.store.latest().items() if v.get("status") == OK}
+        for record in self.done.values():  # a damaged record stops the search before it can rank
+            check_run_record(record, self.store.path)
+
+    def _finish(self, task: RunTask, record: dict[str, Any]) -> None:
         record = _compact(record)
-        store.append(record)
+        self.store.append(record)
         done_now = record.get("iteration_time_s")
         detail = f"{done_now * 1e3:.3f} ms" if done_now is not None else record.get("error")
-        shown[-1].done(f"{record['status']:<7} {task.label}", detail or "", record.get("run_wall_s"))
+        self.shown[-1].done(f"{record['status']:<7} {task.label}", detail or "", record.get("run_wall_s"))
 
-    def tasks_for(ids: list[str], fidelity: str, suffix: str) -> list[RunTask]:
+    def _tasks(self, ids: list[str], fidelity: str, suffix: str) -> list[RunTask]:
+        """The runs of candidates ``ids`` at ``fidelity`` not finished before."""
         out = []
         for cid in ids:
-            if cid + suffix in done:
+            if cid + suffix in self.done:
                 continue
-            cand = by_id[cid].candidate
-            data = _run_data(cand, base, fidelity, settings.granularity)
-            out.append(
-                RunTask(id=cid + suffix, label=f"{cand.label} ({fidelity})", source=str(path), data=data)
-            )
+            cand = self.by_id[cid].candidate
+            data = _run_data(cand, self.base, fidelity, self.settings.granularity)
+            label = f"{cand.label} ({fidelity})"
+            out.append(RunTask(id=cid + suffix, label=label, source=str(self.path), data=data))
         return out
 
-    flow_tasks = tasks_for([a.candidate.id for a in chosen], FLUID.name, "")
-    if len(chosen) - len(flow_tasks):
-        log(f"{len(chosen) - len(flow_tasks)} of {len(chosen)} already simulated; running {len(flow_tasks)}")
-    parallel = (settings.workers or default_workers()) if settings.executor == "local" else len(flow_tasks)
-    shown = [TaskProgress("plan", len(flow_tasks), workers=parallel, emit=log)]
-    _execute(flow_tasks, finish, settings)
-    records = store.latest()
+    def simulate_chosen(self) -> None:
+        """Simulate the chosen candidates in flow fidelity."""
+        settings = self.settings
+        flow_tasks = self._tasks([a.candidate.id for a in self.chosen], FLUID.name, "")
+        chosen = len(self.chosen)
+        if chosen - len(flow_tasks):
+            self.log(f"{chosen - len(flow_tasks)} of {chosen} already simulated; running {len(flow_tasks)}")
+        local = settings.executor == "local"
+        self.parallel = (settings.workers or default_workers()) if local else len(flow_tasks)
+        self.shown.append(TaskProgress("plan", len(flow_tasks), workers=self.parallel, emit=self.log))
+        _execute(flow_tasks, self._finish, settings)
 
-    rows = [_row(a, estimates.get(a.candidate.id), a.candidate.id in chosen_ids) for a in assessments]
-    for row in rows:
-        rec = records.get(row["id"])
-        if row["status"] != "pending":
-            continue
-        if rec is None or rec.get("status") != OK:
-            row["status"] = "error"
-            row["reason"] = (rec or {}).get("error") or "not run"
-            continue
-        row.update(
-            status="simulated",
-            iteration_time_s=rec["iteration_time_s"],
-            breakdown=rec["breakdown"],
-            network=rec["network"],
-            sim=rec["sim"],
-            why=why(rec["breakdown"], rec["iteration_time_s"]),
-        )
-    ranked = order(rows)
-    for i, row in enumerate(ranked):
-        row["rank"] = i + 1
+    def rank(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every candidate's row (simulated ones with their results), and the ranked ones."""
+        records = self.store.latest()
+        chosen_ids = {a.candidate.id for a in self.chosen}
+        rows = [
+            _row(a, self.estimates.get(a.candidate.id), a.candidate.id in chosen_ids)
+            for a in self.assessments
+        ]
+        for row in rows:
+            rec = records.get(row["id"])
+            if row["status"] != "pending":
+                continue
+            if rec is None or rec.get("status") != OK:
+                row["status"] = "error"
+                row["reason"] = (rec or {}).get("error") or "not run"
+                continue
+            row.update(
+                status="simulated",
+                iteration_time_s=rec["iteration_time_s"],
+                breakdown=rec["breakdown"],
+                network=rec["network"],
+                sim=rec["sim"],
+                why=why(rec["breakdown"], rec["iteration_time_s"]),
+            )
+        ranked = order(rows)
+        for i, row in enumerate(ranked):
+            row["rank"] = i + 1
+        return rows, ranked
 
-    verify_ids = [r["id"] for r in ranked[: settings.verify]]
-    if verify_ids:
-        log(f"verifying the best {len(verify_ids)} at packet fidelity")
-        verify_tasks = tasks_for(verify_ids, PACKET.name, "-packet")
-        shown.append(TaskProgress("plan", len(verify_tasks), workers=parallel, emit=log))
-        _execute(verify_tasks, finish, settings)
-        records = store.latest()
-        for row in ranked[: settings.verify]:
+    def verify(self, ranked: list[dict[str, Any]]) -> None:
+        """Simulate the best ``settings.verify`` at packet fidelity; add them to their rows."""
+        best = ranked[: self.settings.verify]
+        if not best:
+            return
+        self.log(f"verifying the best {len(best)} at packet fidelity")
+        verify_tasks = self._tasks([r["id"] for r in best], PACKET.name, "-packet")
+        self.shown.append(TaskProgress("plan", len(verify_tasks), workers=self.parallel, emit=self.log))
+        _execute(verify_tasks, self._finish, self.settings)
+        records = self.store.latest()
+        for row in best:
             rec = records.get(row["id"] + "-packet")
             if rec and rec.get("status") == OK:
                 row["packet"] = {
@@ -312,20 +371,18 @@ def search_plans(
             else:
                 row["packet"] = {"error": (rec or {}).get("error") or "not run"}
 
-    results = _results(
-        exp, path, overrides, settings, candidates, rows, ranked, time.perf_counter() - started
-    )
-    write_json_atomically(out_dir / "results.json", results)
-    best_plan = None
-    if ranked:
-        best = by_id[ranked[0]["id"]].candidate
-        plan_data = best.experiment_data(base)
-        plan_data["name"] = f"{exp.name}-best"
-        best_plan = out_dir / "best_plan.yaml"
-        staged = out_dir / ".best_plan.yaml.tmp"
+    def write_best_plan(self, ranked: list[dict[str, Any]]) -> Path | None:
+        """best_plan.yaml: the best candidate as an experiment file (None: nothing ranked)."""
+        if not ranked:
+            return None
+        best = self.by_id[ranked[0]["id"]].candidate
+        plan_data = best.experiment_data(self.base)
+        plan_data["name"] = f"{self.exp.name}-best"
+        best_plan = self.out_dir / "best_plan.yaml"
+        staged = self.out_dir / ".best_plan.yaml.tmp"
         staged.write_text(yaml.safe_dump(plan_data, sort_keys=False))
         os.replace(staged, best_plan)
-    return PlanSearchResult(results=results, out_dir=out_dir, best_plan=best_plan)
+        return best_plan
 
 
 def _results(

@@ -33,7 +33,7 @@
     RecvActivation, then SendGrad of the previous backward, then ForwardPass; a backward step
     SendActivation of the previous forward, then RecvGrad, then BackwardPass. So a result is
     sent at the start of the rank's next step, not when its pass ends
-    (``RankProgram._deepspeed_steps`` in the generator; Megatron's sends do not block the rank).
+    (heterosim/workload/walk_deepspeed.py; Megatron's sends do not block the rank).
 
 The gradient all-reduce after the last backward (``ReduceTiedGrads``, ``ReduceGrads``) is
 ``parallel.grad_sync: after_backward``; the host time per kernel and repeated layer forwards are

@@ -4,6 +4,8 @@ joining them (heterosim.config.fabric); bad input is one line naming file and ke
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,17 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 TWO_LEAF = str(REPO / "topologies" / "two_leaf_8hosts.yaml")
 
 
-def _scenario(tmp_path: Path, network: dict, fidelity: str = "packet") -> Path:
-    data = {
-        "name": "lb",
-        "cluster": TWO_LEAF,
-        "pattern": {"kind": "incast", "senders": [0, 1], "receiver": 4, "size": "64KiB"},
-        "network": {"cc": "dcqcn", **network},
-        "simulation": {"stop": "1ms", "fidelity": fidelity},
-    }
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+@pytest.fixture
+def scenario(incast_scenario: Callable[..., Path]) -> Callable[..., Path]:
+    """``scenario(network, fidelity="packet")``: this module's incast, DCQCN on the two-leaf fabric."""
+    return functools.partial(incast_scenario, "lb", TWO_LEAF, {"cc": "dcqcn"})
 
 
 def test_defaults_are_ecmp_over_go_back_n():
@@ -40,20 +35,20 @@ def test_defaults_are_ecmp_over_go_back_n():
     assert network.flowlet_gap_ns == 500_000  # CONGA's flowlet timeout
 
 
-def test_every_mode_with_a_reordering_transport_parses(tmp_path):
+def test_every_mode_with_a_reordering_transport_parses(scenario):
     for mode in LOAD_BALANCING:
-        path = _scenario(tmp_path, {"load_balancing": mode, "transport": "irn", "flowlet_gap": "50us"})
+        path = scenario({"load_balancing": mode, "transport": "irn", "flowlet_gap": "50us"})
         network = load_scenario(path).network
         assert (network.load_balancing, network.transport, network.flowlet_gap_ns) == (mode, "irn", 50_000)
 
 
 @pytest.mark.parametrize("mode", ["ecmp", "flowlet", "adaptive_flowlet"])
-def test_modes_that_keep_a_flow_on_one_path_run_over_go_back_n(tmp_path, mode):
-    assert load_scenario(_scenario(tmp_path, {"load_balancing": mode})).network.transport == "roce"
+def test_modes_that_keep_a_flow_on_one_path_run_over_go_back_n(scenario, mode):
+    assert load_scenario(scenario({"load_balancing": mode})).network.transport == "roce"
 
 
-def test_reordering_over_go_back_n_can_be_accepted(tmp_path):
-    path = _scenario(tmp_path, {"load_balancing": "spray", "accept_reordering": True})
+def test_reordering_over_go_back_n_can_be_accepted(scenario):
+    path = scenario({"load_balancing": "spray", "accept_reordering": True})
     assert load_scenario(path).network.accept_reordering
 
 
@@ -70,8 +65,8 @@ BAD = [
 
 
 @pytest.mark.parametrize("network,expected", BAD, ids=[e for _, e in BAD])
-def test_bad_load_balancing_exits_2_with_one_line(tmp_path, capsys, network, expected):
-    path = _scenario(tmp_path, network)
+def test_bad_load_balancing_exits_2_with_one_line(scenario, tmp_path, capsys, network, expected):
+    path = scenario(network)
     code = main(["netbench", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2
@@ -80,8 +75,8 @@ def test_bad_load_balancing_exits_2_with_one_line(tmp_path, capsys, network, exp
     assert not (tmp_path / "out").exists()
 
 
-def test_flow_fidelity_refuses_a_multipath_mode(tmp_path, capsys):
-    path = _scenario(tmp_path, {"load_balancing": "spray", "transport": "irn"})
+def test_flow_fidelity_refuses_a_multipath_mode(scenario, tmp_path, capsys):
+    path = scenario({"load_balancing": "spray", "transport": "irn"})
     code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err

@@ -5,10 +5,11 @@ key, exit 2."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from heterosim.cli import main
 from heterosim.config.choices import CC_TYPE_IDS, REORDERING_TRANSPORTS, TRANSPORTS, UET_CCS
@@ -22,17 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 STAR = str(REPO / "topologies" / "star_8hosts_100g.yaml")
 
 
-def _scenario(tmp_path: Path, network: dict, fidelity: str = "packet") -> Path:
-    data = {
-        "name": "uet",
-        "cluster": STAR,
-        "pattern": {"kind": "incast", "senders": [0, 1], "receiver": 4, "size": "64KiB"},
-        "network": {"transport": "uet", **network},
-        "simulation": {"stop": "1ms", "fidelity": fidelity},
-    }
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+@pytest.fixture
+def scenario(incast_scenario: Callable[..., Path]) -> Callable[..., Path]:
+    """``scenario(network, fidelity="packet")``: this module's incast, UET on the 8-host star."""
+    return functools.partial(incast_scenario, "uet", STAR, {"transport": "uet"})
 
 
 def test_uet_is_a_reordering_transport_with_its_own_cc():
@@ -40,17 +34,17 @@ def test_uet_is_a_reordering_transport_with_its_own_cc():
     assert UET_CCS[0] == "nscc" and CC_TYPE_IDS["nscc"] == "ns3::Nscc"
 
 
-def test_uet_defaults_to_nscc_on_a_lossy_fabric(tmp_path):
-    network = load_scenario(_scenario(tmp_path, {})).network
+def test_uet_defaults_to_nscc_on_a_lossy_fabric(scenario):
+    network = load_scenario(scenario({})).network
     assert (network.transport, network.cc, network.pfc) == ("uet", "nscc", False)
 
 
-def test_uet_sprays_over_ecmp_and_needs_no_reordering_permission(tmp_path):
-    network = load_scenario(_scenario(tmp_path, {"pfc": False, "load_balancing": "spray"})).network
+def test_uet_sprays_over_ecmp_and_needs_no_reordering_permission(scenario):
+    network = load_scenario(scenario({"pfc": False, "load_balancing": "spray"})).network
     assert (network.load_balancing, network.accept_reordering) == ("spray", False)
 
 
-def test_other_transports_keep_their_defaults(tmp_path):
+def test_other_transports_keep_their_defaults():
     network = default_network()
     assert (network.transport, network.cc, network.pfc) == ("roce", "dcqcn", True)
 
@@ -64,8 +58,8 @@ BAD = [
 
 
 @pytest.mark.parametrize("network,expected", BAD, ids=[e for _, e in BAD])
-def test_bad_uet_settings_exit_2_with_one_line(tmp_path, capsys, network, expected):
-    path = _scenario(tmp_path, network)
+def test_bad_uet_settings_exit_2_with_one_line(scenario, tmp_path, capsys, network, expected):
+    path = scenario(network)
     code = main(["netbench", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2
@@ -74,16 +68,16 @@ def test_bad_uet_settings_exit_2_with_one_line(tmp_path, capsys, network, expect
     assert not (tmp_path / "out").exists()
 
 
-def test_an_override_that_makes_a_pfc_file_uet_is_refused(tmp_path, capsys):
-    path = _scenario(tmp_path, {"transport": "roce", "pfc": True})
+def test_an_override_that_makes_a_pfc_file_uet_is_refused(scenario, tmp_path, capsys):
+    path = scenario({"transport": "roce", "pfc": True})
     code = main(["netbench", str(path), "--set", "network.transport=uet", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "network.pfc: true contradicts network.transport: 'uet'" in err
 
 
-def test_flow_fidelity_refuses_uet(tmp_path, capsys):
-    code = main(["netbench", str(_scenario(tmp_path, {}, "flow")), "--out", str(tmp_path / "out")])
+def test_flow_fidelity_refuses_uet(scenario, tmp_path, capsys):
+    code = main(["netbench", str(scenario({}, "flow")), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert "network.transport: 'uet' sprays every flow" in err
