@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from heterosim.config.experiment import parse_experiment  # noqa: E402
-from heterosim.config.importers import PlanImport, import_plan  # noqa: E402
+from heterosim.importers.experiment_file import PlanImport, import_plan  # noqa: E402
 from heterosim.validate.predict import iteration_time_s  # noqa: E402
 from heterosim.validate.stats import error_pct, mape, spearman  # noqa: E402
 

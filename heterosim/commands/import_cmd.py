@@ -105,9 +105,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.config.importers import PlanImport, import_plan, write_experiment
+    from heterosim.importers.aicb import import_aicb
+    from heterosim.importers.experiment_file import PlanImport, import_plan, write_experiment
     from heterosim.report.staging import check_output_file, write_file_atomically
-    from heterosim.workload.aicb_import import import_aicb
 
     out = check_output_file(args.out) if args.out else None  # before anything is read
     if args.format in ("sailor", "amp", "metis", "flashflex"):

@@ -14,8 +14,8 @@ import pytest
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import load_experiment
-from heterosim.config.metis_flashflex import read_flashflex_plan, read_metis_plan
 from heterosim.errors import UserError
+from heterosim.importers.metis_flashflex import read_flashflex_plan, read_metis_plan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "plans"
 CONFIG = (  # Sailor's training config format (the importers' way to give an inline model)

@@ -18,8 +18,8 @@ import yaml
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import load_experiment
-from heterosim.config.planners import read_amp_partition, read_sailor_plan
 from heterosim.errors import UserError
+from heterosim.importers.sailor_amp import read_amp_partition, read_sailor_plan
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "plans"
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def test_import_sailor_writes_a_runnable_experiment(tmp_path: Path, capsys) -> N
     assert text.startswith("# Imported from the sailor plan")
     data = yaml.safe_load(text)
     assert data["cluster"] == "../plans/workstations.yaml"
-    # Sailor's runtime: fp32 and unfused attention (heterosim.config.importers SAILOR_DTYPE)
+    # Sailor's runtime: fp32 and unfused attention (heterosim.importers.experiment_file SAILOR_DTYPE)
     assert data["training"] == {
         "global_batch": 8,
         "micro_batch": 1,

@@ -14,7 +14,7 @@ import yaml
 from heterosim.cli import main
 from heterosim.config.cluster import load_cluster
 from heterosim.config.experiment import parse_experiment
-from heterosim.config.importers import PlanImport, import_plan
+from heterosim.importers.experiment_file import PlanImport, import_plan
 from heterosim.plan.placement import place_plan
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -36,8 +36,8 @@ from pathlib import Path
 from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import ReplicaPlan, StagedPlan, StagePlan
 from heterosim.config.fields import read_text_file
-from heterosim.config.planners import MAX_PLAN_LIST, ImportedPlan, _int, _read_json, _shown
 from heterosim.errors import UserError
+from heterosim.importers.sailor_amp import MAX_PLAN_LIST, ImportedPlan, _int, _read_json, _shown
 
 # Metis DeviceType names (its profile file names, DeviceType.A100 ...) -> catalogue names. Metis's
 # sample cluster gives A100 80 GB and V100 16 GB memory (results/hetero_cost_model Clusterfile).

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from heterosim.config.experiment import parse_experiment
-from heterosim.config.importers import ImportedExperiment, cluster_reference
 from heterosim.errors import UserError
+from heterosim.importers.experiment_file import ImportedExperiment, cluster_reference
 from heterosim.workload.aicb import DEFAULT_MICRO_BATCH, DEFAULT_SEQ_LEN, aicb_experiment, read_aicb
 
 

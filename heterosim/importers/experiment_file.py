@@ -1,7 +1,7 @@
 """Another tool's workload or plan as a HeteroSim experiment (``heterosim import``).
 
-:func:`import_plan` a Sailor plan JSON, an AMP partition (:mod:`heterosim.config.planners`), a
-Metis result line or a FlashFlex hetero config (:mod:`heterosim.config.metis_flashflex`) as
+:func:`import_plan` a Sailor plan JSON, an AMP partition (:mod:`heterosim.importers.sailor_amp`), a
+Metis result line or a FlashFlex hetero config (:mod:`heterosim.importers.metis_flashflex`) as
 an explicit heterogeneous plan (``parallel.stages``). Each returns the experiment YAML, with
 comments saying which values came from the file and which were assumed, validated to load as
 written, and a one-line summary.
@@ -13,6 +13,7 @@ import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -100,9 +101,36 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
     """sailor / amp / metis / flashflex: a planner's plan -> an experiment with parallel.stages."""
     from heterosim.config.cluster import load_cluster
     from heterosim.config.experiment import parse_experiment
-    from heterosim.config.metis_flashflex import read_flashflex_plan, read_metis_plan
-    from heterosim.config.planners import read_amp_partition, read_sailor_plan
 
+    _check_numbers(options)
+    model, seq_len, config_batch, cluster_path = _model_and_sequence(fmt, options)
+    cluster = load_cluster(cluster_path)
+    imported, metis_batches = _read_plan(fmt, file, cluster, options, _gpu_map(options.gpu_map))
+    imported, global_batch, micro_batch = _batches(fmt, options, imported, config_batch, metis_batches)
+    uneven = _uneven_split_warning(file, global_batch, micro_batch, imported.plan.dp)
+    if uneven:
+        print(f"heterosim: warning: {uneven}", file=sys.stderr)
+    base = (out.parent if out else Path.cwd()).resolve()
+    dtype = options.dtype or (SAILOR_DTYPE if fmt == "sailor" else "fp16")
+    experiment = _experiment(fmt, file, imported, model, seq_len, dtype, cluster_path, base)
+    experiment["training"].update(global_batch=global_batch, micro_batch=micro_batch)
+    # loads as written (the cluster by absolute path: --out's folder may not exist yet)
+    parse_experiment(
+        {**experiment, "cluster": str(Path(cluster_path).resolve())}, str(out or "<stdout>"), base_dir=base
+    )
+    header = _header(fmt, file, options, imported, global_batch, micro_batch, dtype, bool(uneven))
+    text = "\n".join(f"# {line}" for line in header) + "\n"
+    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
+    plan = imported.plan
+    summary = (
+        f"{out}: {experiment['name']}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
+        f"layers {[s.layers for s in plan.stages]}"
+    )
+    return ImportedExperiment(text, summary)
+
+
+def _check_numbers(options: PlanImport) -> None:
+    """Every numeric option given is a positive integer (a one-line error naming it)."""
     for option, given in (
         ("--micro-batch", options.micro_batch),
         ("--global-batch", options.global_batch),
@@ -111,10 +139,15 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
     ):
         if given is not None:
             positive_int(given, option)
+
+
+def _model_and_sequence(fmt: str, options: PlanImport) -> tuple[object, int | None, int | None, str]:
+    """(model, sequence length, the training config's global batch, cluster file) from the options
+    or Sailor's training config; the model and the cluster are required."""
     model: object = options.model
     seq_len, config_batch = options.seq_len, None
     if options.training_config:
-        from heterosim.config.planners import read_sailor_training_config
+        from heterosim.importers.sailor_amp import read_sailor_training_config
 
         model, config_seq, config_batch = read_sailor_training_config(options.training_config)
         seq_len = seq_len or config_seq
@@ -123,17 +156,28 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
             f"import {fmt}: --model (or --training-config) and --cluster are "
             "required (the plan file names neither the model's shape nor the hosts)"
         )
-    cluster = load_cluster(options.cluster)
+    return model, seq_len, config_batch, options.cluster
+
+
+def _gpu_map(items: list[str]) -> dict[str, str]:
+    """``--gpu-map PLAN_NAME=GPU`` items as a mapping."""
     gpu_map = {}
-    for item in options.gpu_map:
+    for item in items:
         if "=" not in item:
             raise UserError(f"--gpu-map {item!r}: expected PLAN_NAME=GPU")
         key, value = item.split("=", 1)
         gpu_map[key.strip()] = value.strip()
-    metis_batches = None
-    if fmt == "sailor":
-        from heterosim.config.planners import SAILOR_GPU_FALLBACKS
+    return gpu_map
 
+
+def _read_plan(
+    fmt: str, file: str, cluster: Any, options: PlanImport, gpu_map: dict[str, str]
+) -> tuple[Any, int | None]:
+    """(the plan read from ``file``, Metis's micro-batches per pipeline or None)."""
+    from heterosim.importers.metis_flashflex import read_flashflex_plan, read_metis_plan
+    from heterosim.importers.sailor_amp import SAILOR_GPU_FALLBACKS, read_amp_partition, read_sailor_plan
+
+    if fmt == "sailor":
         present = set(cluster.gpu_type)
         for sailor_name, fallback in SAILOR_GPU_FALLBACKS.items():
             if (
@@ -142,15 +186,21 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
                 and cluster.resolve_gpu_name(fallback) in present
             ):
                 gpu_map[sailor_name] = fallback
-        imported = read_sailor_plan(file, gpu_map)
-    elif fmt == "metis":
-        imported, metis_batches = read_metis_plan(file, cluster, options.plan_rank, gpu_map)
-    elif fmt == "flashflex":
-        imported = read_flashflex_plan(file, cluster)
-    else:
-        if options.tp is None:
-            raise UserError("import amp: --tp is required (AMP's partition does not record it)")
-        imported = read_amp_partition(file, cluster, options.tp, options.rank_map)
+        return read_sailor_plan(file, gpu_map), None
+    if fmt == "metis":
+        return read_metis_plan(file, cluster, options.plan_rank, gpu_map)
+    if fmt == "flashflex":
+        return read_flashflex_plan(file, cluster), None
+    if options.tp is None:
+        raise UserError("import amp: --tp is required (AMP's partition does not record it)")
+    return read_amp_partition(file, cluster, options.tp, options.rank_map), None
+
+
+def _batches(
+    fmt: str, options: PlanImport, imported: Any, config_batch: int | None, metis_batches: int | None
+) -> tuple[Any, int, int]:
+    """(the plan, global batch, micro-batch): the options first, then the file, then Sailor's
+    training config; Metis gives micro-batches per pipeline, so its micro-batch follows from them."""
     global_batch = _first_given(options.global_batch, imported.global_batch, config_batch)
     if global_batch is None:
         raise UserError(f"import {fmt}: --global-batch is required (the file gives none)")
@@ -162,35 +212,51 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
                 f"{metis_batches} micro-batches over {imported.plan.dp} pipelines; give --micro-batch"
             )
         imported = replace(imported, micro_batch=per_replica)
-    micro_batch = _first_given(options.micro_batch, imported.micro_batch) or 1
-    uneven = _uneven_split_warning(file, global_batch, micro_batch, imported.plan.dp)
-    if uneven:
-        print(f"heterosim: warning: {uneven}", file=sys.stderr)
-    base = (out.parent if out else Path.cwd()).resolve()
-    name = Path(file).stem
-    dtype = options.dtype or (SAILOR_DTYPE if fmt == "sailor" else "fp16")
-    training: dict = {"global_batch": global_batch, "micro_batch": micro_batch, "dtype": dtype}
+    return imported, global_batch, _first_given(options.micro_batch, imported.micro_batch) or 1
+
+
+def _experiment(
+    fmt: str,
+    file: str,
+    imported: Any,
+    model: object,
+    seq_len: int | None,
+    dtype: str,
+    cluster_path: str,
+    base: Path,
+) -> dict[str, Any]:
+    """The experiment mapping (the batch sizes are added by the caller)."""
+    training: dict[str, Any] = {"dtype": dtype}
     if fmt == "sailor":
         training["attention"] = SAILOR_ATTENTION
     if seq_len:
         training["seq_len"] = seq_len
     # both planners' runtimes give every pipeline gbs / (mbs * dp) micro-batches
-    parallel: dict = {"schedule": "1f1b", "partition": "uniform", "stages": imported.plan.as_dict()}
-    experiment = {
-        "name": name,
-        "model": model,
-        "training": training,
-        "parallel": parallel,
-        "cluster": os.path.relpath(Path(options.cluster).resolve(), base),
-    }
+    parallel: dict[str, Any] = {"schedule": "1f1b", "partition": "uniform", "stages": imported.plan.as_dict()}
     if fmt == "sailor":
         # Sailor runs DeepSpeed's PipelineEngine, which sends 1/tp of each activation and gradient
         # per TP rank (PartitionedTensor; eth-easl/sailor deepspeed/pipe_engine.py)
         parallel["p2p_scatter_gather"] = True
-    # loads as written (the cluster by absolute path: --out's folder may not exist yet)
-    parse_experiment(
-        {**experiment, "cluster": str(Path(options.cluster).resolve())}, str(out or "<stdout>"), base_dir=base
-    )
+    return {
+        "name": Path(file).stem,
+        "model": model,
+        "training": training,
+        "parallel": parallel,
+        "cluster": os.path.relpath(Path(cluster_path).resolve(), base),
+    }
+
+
+def _header(
+    fmt: str,
+    file: str,
+    options: PlanImport,
+    imported: Any,
+    global_batch: int,
+    micro_batch: int,
+    dtype: str,
+    uneven: bool,
+) -> list[str]:
+    """The comment lines above the YAML: where each value came from."""
     header = [
         f"Imported from the {fmt} plan {file} by `heterosim import {fmt}`.",
         *imported.notes,
@@ -212,11 +278,4 @@ def import_plan(fmt: str, file: str, options: PlanImport, out: Path | None) -> I
             "(p2p_scatter_gather, where all replicas share one TP degree), as Sailor's "
             "DeepSpeed pipeline engine partitions them"
         )
-    text = "\n".join(f"# {line}" for line in header) + "\n"
-    text += yaml.safe_dump(experiment, sort_keys=False, default_flow_style=None, width=100)
-    plan = imported.plan
-    summary = (
-        f"{out}: {name}: {plan.pp} stages x {plan.dp} replicas, {plan.world_size} GPUs, "
-        f"layers {[s.layers for s in plan.stages]}"
-    )
-    return ImportedExperiment(text, summary)
+    return header
