@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -267,10 +267,12 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
     paths = build(force=force, verbose=verbose)
     settings = _settings()
     root = settings.root
-    sources, _ = _sources(root, TEST_PARTS)
+    sources, headers = _sources(root, TEST_PARTS)
     if not sources:
         raise UserError(f"{root}: no ns-3 TestSuites (*/test/*.cc) found")
-    key = _digest(paths.root.name, *[s.name.encode() + s.read_bytes() for s in sources])
+    # test/*.h: helpers the suites of a module share (included by relative path); they key the
+    # test library and its objects like the sources
+    key = _digest(paths.root.name, *[s.name.encode() + s.read_bytes() for s in [*sources, *headers]])
     library = paths.root / f"test-{key}" / TEST_LIBRARY_NAME
     if library.exists() and not force:
         return library
@@ -279,6 +281,9 @@ def build_tests(force: bool = False, verbose: bool = False) -> Path:
             return library  # built by another process while this one waited
         library.parent.mkdir(parents=True, exist_ok=True)
         tools = settings.tools(paths, force, verbose)
+        if headers:
+            test_headers = [h.name.encode() + h.read_bytes() for h in headers]
+            tools = replace(tools, header_hash=_digest(tools.header_hash, *test_headers))
         link_flags = [str(paths.library), f"-Wl,-rpath,{paths.root}", *settings.ns3_link_flags()]
         tools.link(tools.compile_all(sources), library, link_flags)
         return library

@@ -280,8 +280,25 @@ PacketEpisodeCache::Seal()
     m_pending.clear();
     m_pendingStarts.clear();
     m_pendingAppended.clear();
-    std::size_t n = pending.size();
+    for (const std::vector<std::size_t>& comp : SharedLinkComponents(pending))
+    {
+        bool eligible = !m_faulted;
+        uint32_t id = OpenGroup(comp, pending, starts, appended, now, eligible);
+        bool idle = TakeLinks(id);
+        if (!eligible || !idle)
+        {
+            ++m_stats[eligible ? BUSY : NOT_ELIGIBLE];
+            RunInPackets(m_groups[id]);
+            continue;
+        }
+        LookUp(id, now);
+    }
+}
 
+std::vector<std::vector<std::size_t>>
+PacketEpisodeCache::SharedLinkComponents(const std::vector<uint32_t>& pending)
+{
+    std::size_t n = pending.size();
     // components of "shares a link" among the queue pairs of this instant (union-find)
     std::vector<std::vector<uint32_t>> links(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -324,101 +341,118 @@ PacketEpisodeCache::Seal()
         }
         members[it->second].push_back(i);
     }
+    return members;
+}
 
-    for (const auto& comp : members)
+uint32_t
+PacketEpisodeCache::OpenGroup(const std::vector<std::size_t>& comp,
+                              const std::vector<uint32_t>& pending,
+                              const std::vector<EventId>& starts,
+                              const std::vector<bool>& appended,
+                              int64_t now,
+                              bool& eligible)
+{
+    auto id = static_cast<uint32_t>(m_groups.size());
+    m_groups.emplace_back();
+    Group& g = m_groups.back();
+    g.t0 = now;
+    for (std::size_t i : comp)
     {
-        auto id = static_cast<uint32_t>(m_groups.size());
-        m_groups.emplace_back();
-        Group& g = m_groups.back();
-        g.t0 = now;
-        bool eligible = !m_faulted;
-        for (std::size_t i : comp)
+        const RdmaQueuePair* qp = m_net->m_qps[pending[i]].get();
+        g.slots.push_back(pending[i]);
+        g.starts.push_back(starts[i]);
+        m_groupOf[pending[i]] = id;
+        // a start due now may already have run; a message appended or a queue pair with
+        // more than one message is not the episode its key describes
+        eligible = eligible && !appended[i] && starts[i].IsPending() &&
+                   starts[i].GetTs() > static_cast<uint64_t>(now) && qp->posted == qp->size &&
+                   qp->sendEnds.size() == 1 && qp->recvEnds.size() == 1;
+    }
+    Describe(g);
+    return id;
+}
+
+bool
+PacketEpisodeCache::TakeLinks(uint32_t id)
+{
+    bool idle = Claim(m_groups[id].links, id);
+    Group& h = m_groups[id]; // Claim may materialise replays: no new groups, but be safe
+    for (uint32_t l : h.links)
+    {
+        m_linkOwners[l].push_back(id);
+    }
+    if (idle)
+    {
+        for (uint32_t p : h.ports)
         {
-            const RdmaQueuePair* qp = m_net->m_qps[pending[i]].get();
-            g.slots.push_back(pending[i]);
-            g.starts.push_back(starts[i]);
-            m_groupOf[pending[i]] = id;
-            // a start due now may already have run; a message appended or a queue pair with
-            // more than one message is not the episode its key describes
-            eligible = eligible && !appended[i] && starts[i].IsPending() &&
-                       starts[i].GetTs() > static_cast<uint64_t>(now) && qp->posted == qp->size &&
-                       qp->sendEnds.size() == 1 && qp->recvEnds.size() == 1;
-        }
-        Describe(g);
-        bool idle = Claim(g.links, id);
-        Group& h = m_groups[id]; // Claim may materialise replays: no new groups, but be safe
-        for (uint32_t l : h.links)
-        {
-            m_linkOwners[l].push_back(id);
-        }
-        if (idle)
-        {
-            for (uint32_t p : h.ports)
+            const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
+            bool paused = false;
+            for (uint8_t q = 0; q < QbbNetDevice::N_PRIORITIES; ++q)
             {
-                const QbbNetDevice* dev = PeekPointer(m_net->m_portDev[p]);
-                bool paused = false;
-                for (uint8_t q = 0; q < QbbNetDevice::N_PRIORITIES; ++q)
-                {
-                    paused = paused || dev->IsPaused(q);
-                }
-                idle = idle && dev->GetTotalQueueBytes() == 0 && !paused;
+                paused = paused || dev->IsPaused(q);
             }
+            idle = idle && dev->GetTotalQueueBytes() == 0 && !paused;
         }
-        if (!eligible || !idle)
-        {
-            ++m_stats[eligible ? BUSY : NOT_ELIGIBLE];
-            RunInPackets(h);
-            continue;
-        }
-        ++m_stats[LOOKUPS];
-        auto found = m_entries.find(h.key);
-        if (found != m_entries.end() && found->second.recordings.front()->congested &&
-            !m_replayCongested)
-        {
-            // a congested episode depends on the switches' shared buffers, which other
-            // traffic fills: it runs packet by packet every time
-            ++m_stats[CONGESTED];
-            RunInPackets(h);
-            continue;
-        }
-        bool hit = found != m_entries.end() &&
-                   found->second.recordings.size() >=
-                       (found->second.recordings.front()->congested ? m_congestedRecordings : 1U);
-        m_lookupTrace(now, static_cast<uint32_t>(h.slots.size()), hit);
-        if (hit)
-        {
-            Recordings& r = found->second;
-            StartReplay(id, r.recordings[r.next++ % r.recordings.size()]);
-            continue;
-        }
-        if (found == m_entries.end() && m_entries.size() >= m_maxEntries)
-        {
-            ++m_stats[REFUSED];
-            h.state = State::EXACT;
-        }
-        else
-        {
-            h.state = State::RECORDING;
-            h.rec = std::make_shared<Entry>();
-            for (uint32_t p : h.ports)
-            {
-                h.base.push_back(Read(p));
-            }
-            h.deliverNs.assign(h.slots.size(), -1);
-            h.sampleStrideNs = m_sampleInterval.GetNanoSeconds();
-            SampleGroup(h);
-            m_recording.push_back(id);
-            if (!m_sampleEvent.IsPending())
-            {
-                m_sampleEvent = Simulator::Schedule(
-                    m_sampleInterval, &PacketEpisodeCache::SampleRecordings, this);
-            }
-        }
-        if (h.state != State::RECORDING)
-        {
-            h.key.clear(); // a recording keeps its key until it is stored
-        }
-        HandToFastForward(h);
+    }
+    return idle;
+}
+
+void
+PacketEpisodeCache::LookUp(uint32_t id, int64_t now)
+{
+    Group& h = m_groups[id];
+    ++m_stats[LOOKUPS];
+    auto found = m_entries.find(h.key);
+    if (found != m_entries.end() && found->second.recordings.front()->congested &&
+        !m_replayCongested)
+    {
+        // a congested episode depends on the switches' shared buffers, which other
+        // traffic fills: it runs packet by packet every time
+        ++m_stats[CONGESTED];
+        RunInPackets(h);
+        return;
+    }
+    bool hit = found != m_entries.end() &&
+               found->second.recordings.size() >=
+                   (found->second.recordings.front()->congested ? m_congestedRecordings : 1U);
+    m_lookupTrace(now, static_cast<uint32_t>(h.slots.size()), hit);
+    if (hit)
+    {
+        Recordings& r = found->second;
+        StartReplay(id, r.recordings[r.next++ % r.recordings.size()]);
+        return;
+    }
+    if (found == m_entries.end() && m_entries.size() >= m_maxEntries)
+    {
+        ++m_stats[REFUSED];
+        h.state = State::EXACT;
+        h.key.clear();
+    }
+    else
+    {
+        StartRecording(id);
+    }
+    HandToFastForward(h);
+}
+
+void
+PacketEpisodeCache::StartRecording(uint32_t id)
+{
+    Group& h = m_groups[id];
+    h.state = State::RECORDING;
+    h.rec = std::make_shared<Entry>();
+    for (uint32_t p : h.ports)
+    {
+        h.base.push_back(Read(p));
+    }
+    h.deliverNs.assign(h.slots.size(), -1);
+    h.sampleStrideNs = m_sampleInterval.GetNanoSeconds();
+    SampleGroup(h);
+    m_recording.push_back(id);
+    if (!m_sampleEvent.IsPending())
+    {
+        m_sampleEvent =
+            Simulator::Schedule(m_sampleInterval, &PacketEpisodeCache::SampleRecordings, this);
     }
 }
 
@@ -818,77 +852,18 @@ PacketEpisodeCache::Materialise(uint32_t id)
     }
     g.events.clear();
     std::size_t n = g.slots.size();
-    std::size_t nPorts = g.ports.size();
-    // the samples around the offset; past the last one, the episode's end
-    auto k = static_cast<std::size_t>(std::upper_bound(e.sampleNs.begin(), e.sampleNs.end(), off) -
-                                      e.sampleNs.begin() - 1);
-    bool last = k + 1 >= e.sampleNs.size();
-    int64_t t1 = last ? e.endNs : e.sampleNs[k + 1];
-    double f = t1 > e.sampleNs[k] ? static_cast<double>(off - e.sampleNs[k]) /
-                                        static_cast<double>(t1 - e.sampleNs[k])
-                                  : 0.0;
-    f = std::clamp(f, 0.0, 1.0);
-    uint64_t mtu = m_net->m_mtu;
+    ReplayPoint at = PointAt(e, off);
     for (std::size_t i = 0; i < n; ++i)
     {
-        RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
         if (g.qpCounted[i])
         {
             continue; // acknowledged in full in the replay
         }
-        uint64_t cnpsBefore = e.sampleCnps[k * n + i];
-        uint64_t cnpsAfter =
-            last ? e.qpCounters[N_QP_COUNTERS * i + 3] : e.sampleCnps[(k + 1) * n + i];
-        qp->cnps += cnpsBefore + static_cast<uint64_t>(
-                                     std::llround(f * static_cast<double>(cnpsAfter - cnpsBefore)));
-        if (g.delivered[i])
-        {
-            // delivered in the replay: its last acknowledgement is taken as arrived now
-            qp->sndUna = qp->sndNxt = qp->maxSent = qp->size;
-            qp->sendEnds.clear();
-            qp->senderDoneNs = now;
-            qp->cc->Stop();
-            continue;
-        }
-        double lo = static_cast<double>(e.sampleDelivered[k * n + i]);
-        double hi = last ? static_cast<double>(qp->size)
-                         : static_cast<double>(e.sampleDelivered[(k + 1) * n + i]);
-        auto got = static_cast<uint64_t>(lo + f * (hi - lo));
-        uint64_t bytes = std::min(got / mtu * mtu, (qp->size - 1) / mtu * mtu);
-        qp->size -= bytes;
-        qp->posted -= bytes;
-        qp->sendEnds.back() -= bytes;
-        qp->recvEnds.back().first -= bytes;
-        qp->ffBytes += bytes;
-        uint32_t msg = qp->recvEnds.back().second;
-        auto span = m_net->m_msgSpan.find(msg);
-        if (span != m_net->m_msgSpan.end())
-        {
-            span->second.second -= bytes;
-            m_net->m_msgFf[msg] += bytes;
-        }
-        double rate = e.sampleRate[k * n + i];
-        if (rate < qp->lineRate)
-        {
-            qp->cc->RestoreRate(rate);
-        }
-        int64_t startAt = std::max(now, g.t0 + qp->srcDelayNs);
-        Simulator::Schedule(NanoSeconds(startAt - now),
-                            &RdmaNic::StartQueuePair,
-                            m_net->m_nics[qp->srcNode],
-                            qp->slot);
-        if (m_net->m_ff)
-        {
-            m_net->m_ff->QueuePairAdded(qp->slot);
-        }
+        MaterialiseQueuePair(g, i, at, now);
     }
-    for (std::size_t p = 0; p < nPorts && !g.counted; ++p)
+    if (!g.counted)
     {
-        const PortCounters& a = e.samplePorts[k * nPorts + p];
-        const PortCounters& b = last ? e.ports[p] : e.samplePorts[(k + 1) * nPorts + p];
-        PortCounters c = Between(a, b, f);
-        AddToPort(g.ports[p], c);
-        m_stats[FRAMES_AVOIDED] += c.frames;
+        AddPortsUpTo(g, at);
     }
     g.play.reset();
     g.state = State::EXACT;
@@ -897,6 +872,94 @@ PacketEpisodeCache::Materialise(uint32_t id)
     if (m_net->m_ff)
     {
         m_net->m_ff->Changed();
+    }
+}
+
+PacketEpisodeCache::ReplayPoint
+PacketEpisodeCache::PointAt(const Entry& e, int64_t off)
+{
+    ReplayPoint at;
+    // the samples around the offset; past the last one, the episode's end
+    at.k = static_cast<std::size_t>(std::upper_bound(e.sampleNs.begin(), e.sampleNs.end(), off) -
+                                    e.sampleNs.begin() - 1);
+    at.last = at.k + 1 >= e.sampleNs.size();
+    int64_t t1 = at.last ? e.endNs : e.sampleNs[at.k + 1];
+    double f = t1 > e.sampleNs[at.k] ? static_cast<double>(off - e.sampleNs[at.k]) /
+                                           static_cast<double>(t1 - e.sampleNs[at.k])
+                                     : 0.0;
+    at.f = std::clamp(f, 0.0, 1.0);
+    return at;
+}
+
+void
+PacketEpisodeCache::MaterialiseQueuePair(Group& g,
+                                         std::size_t i,
+                                         const ReplayPoint& at,
+                                         int64_t now)
+{
+    const Entry& e = *g.play;
+    std::size_t n = g.slots.size();
+    std::size_t k = at.k;
+    bool last = at.last;
+    double f = at.f;
+    RdmaQueuePair* qp = m_net->m_qps[g.slots[i]].get();
+    uint64_t cnpsBefore = e.sampleCnps[k * n + i];
+    uint64_t cnpsAfter = last ? e.qpCounters[N_QP_COUNTERS * i + 3] : e.sampleCnps[(k + 1) * n + i];
+    qp->cnps += cnpsBefore + static_cast<uint64_t>(
+                                 std::llround(f * static_cast<double>(cnpsAfter - cnpsBefore)));
+    if (g.delivered[i])
+    {
+        // delivered in the replay: its last acknowledgement is taken as arrived now
+        qp->sndUna = qp->sndNxt = qp->maxSent = qp->size;
+        qp->sendEnds.clear();
+        qp->senderDoneNs = now;
+        qp->cc->Stop();
+        return;
+    }
+    uint64_t mtu = m_net->m_mtu;
+    double lo = static_cast<double>(e.sampleDelivered[k * n + i]);
+    double hi = last ? static_cast<double>(qp->size)
+                     : static_cast<double>(e.sampleDelivered[(k + 1) * n + i]);
+    auto got = static_cast<uint64_t>(lo + f * (hi - lo));
+    uint64_t bytes = std::min(got / mtu * mtu, (qp->size - 1) / mtu * mtu);
+    qp->size -= bytes;
+    qp->posted -= bytes;
+    qp->sendEnds.back() -= bytes;
+    qp->recvEnds.back().first -= bytes;
+    qp->ffBytes += bytes;
+    uint32_t msg = qp->recvEnds.back().second;
+    auto span = m_net->m_msgSpan.find(msg);
+    if (span != m_net->m_msgSpan.end())
+    {
+        span->second.second -= bytes;
+        m_net->m_msgFf[msg] += bytes;
+    }
+    double rate = e.sampleRate[k * n + i];
+    if (rate < qp->lineRate)
+    {
+        qp->cc->RestoreRate(rate);
+    }
+    int64_t startAt = std::max(now, g.t0 + qp->srcDelayNs);
+    Simulator::Schedule(
+        NanoSeconds(startAt - now), &RdmaNic::StartQueuePair, m_net->m_nics[qp->srcNode], qp->slot);
+    if (m_net->m_ff)
+    {
+        m_net->m_ff->QueuePairAdded(qp->slot);
+    }
+}
+
+void
+PacketEpisodeCache::AddPortsUpTo(const Group& g, const ReplayPoint& at)
+{
+    const Entry& e = *g.play;
+    std::size_t nPorts = g.ports.size();
+    for (std::size_t p = 0; p < nPorts; ++p)
+    {
+        const PortCounters& a = e.samplePorts[at.k * nPorts + p];
+        const PortCounters& b = at.last ? e.ports[p] : e.samplePorts[(at.k + 1) * nPorts + p];
+        PortCounters c = Between(a, b, at.f);
+        AddToPort(g.ports[p], c);
+        m_stats[FRAMES_AVOIDED] += c.frames;
     }
 }
 

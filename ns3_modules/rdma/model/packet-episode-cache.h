@@ -220,8 +220,38 @@ class PacketEpisodeCache : public Object
         std::vector<bool> qpCounted;       //!< replaying: per queue pair acknowledged in full
     };
 
+    /** Where a materialised replay stands in its recording: between samples \p k and the
+     * next (or the episode's end if \p last), \p f of the way. */
+    struct ReplayPoint
+    {
+        std::size_t k{0}; //!< the sample at or before the offset
+        bool last{false}; //!< k is the last sample: interpolate towards the end
+        double f{0};      //!< fraction of the way to the next sample, in [0, 1]
+    };
+
     /** Seal the queue pairs created this instant into episodes. */
     void Seal();
+    /** \return the queue pairs of \p pending grouped into components that share links
+     * (indices into \p pending, in order of first member) */
+    std::vector<std::vector<std::size_t>> SharedLinkComponents(
+        const std::vector<uint32_t>& pending);
+    /** Open the group of the queue pairs \p comp (indices into the sealed \p pending,
+     * \p starts and \p appended) at \p now and describe it; clears \p eligible unless each
+     * is the single message of an untouched queue pair whose start is still due. \return its id */
+    uint32_t OpenGroup(const std::vector<std::size_t>& comp,
+                       const std::vector<uint32_t>& pending,
+                       const std::vector<EventId>& starts,
+                       const std::vector<bool>& appended,
+                       int64_t now,
+                       bool& eligible);
+    /** Take the links of group \p id (conflicting groups are materialised or discarded).
+     * \return whether they were idle: no live group, no queued bytes, no pause */
+    bool TakeLinks(uint32_t id);
+    /** Look group \p id up: replay a hit, else record it (or run it exactly if refused or
+     * congested). */
+    void LookUp(uint32_t id, int64_t now);
+    /** Start recording group \p id: base counters, first sample, sampling timer. */
+    void StartRecording(uint32_t id);
     /** \brief Run the group's queue pairs packet by packet (no lookup, no recording). */
     void RunInPackets(Group& h);
     /** \brief Hand the group's queue pairs to the fast-forward, if there is one. */
@@ -244,6 +274,13 @@ class PacketEpisodeCache : public Object
     void ReplayEnd(uint32_t id);
     /** Materialise the replay of \p id now and continue packet by packet. */
     void Materialise(uint32_t id);
+    /** \return where offset \p off falls among the samples of \p e */
+    static ReplayPoint PointAt(const Entry& e, int64_t off);
+    /** Materialise queue pair \p i of replaying group \p g at \p at: its bytes, CNPs and rate
+     * so far, then restart it packet by packet (or finish it if delivered). */
+    void MaterialiseQueuePair(Group& g, std::size_t i, const ReplayPoint& at, int64_t now);
+    /** Add to the ports of replaying group \p g the counters of its recording up to \p at. */
+    void AddPortsUpTo(const Group& g, const ReplayPoint& at);
     /** Take a trajectory sample of every recording; reschedules itself while any. */
     void SampleRecordings();
     /** Append one trajectory sample of \p id to its entry. */

@@ -39,6 +39,7 @@ TxNs(uint32_t bytes, double rateBps)
 TypeId
 PacketNetwork::GetTypeId()
 {
+    // one entry per attribute and trace source: a table, long because the network has many
     static TypeId tid =
         TypeId("ns3::PacketNetwork")
             .SetParent<FlowNetwork>()
@@ -219,14 +220,20 @@ PacketNetwork::AttachFastForward(Ptr<TopologyDescription> desc, bool plain)
 }
 
 bool
+PacketNetwork::CheckSettings()
+{
+    return m_builder.HasCongestionControl(m_ccType) &&
+           (m_hostFlows == "packet" || m_hostFlows == "fluid") &&
+           (m_acceleration == "exact" || m_acceleration == "fast" || m_acceleration == "memo" ||
+            m_acceleration == "fast+memo") &&
+           m_builder.SetLoadBalancing(m_balancing);
+}
+
+bool
 PacketNetwork::Build(Ptr<TopologyDescription> desc)
 {
     NS_LOG_FUNCTION(this);
-    if (!m_builder.HasCongestionControl(m_ccType) ||
-        (m_hostFlows != "packet" && m_hostFlows != "fluid") ||
-        (m_acceleration != "exact" && m_acceleration != "fast" && m_acceleration != "memo" &&
-         m_acceleration != "fast+memo") ||
-        !m_builder.SetLoadBalancing(m_balancing))
+    if (!CheckSettings())
     {
         return false;
     }
@@ -237,35 +244,76 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     // must do for it (stamp INT).
     Ptr<RdmaCongestionControl> ccProbe = m_builder.CreateCongestionControl(m_ccType);
     m_desc = desc;
+    if (!CreateSocketTransport(desc))
+    {
+        return false;
+    }
+    CreateHostFluid(desc);
+    BuildFabric(desc, ccProbe);
+    ConnectSocketTransport(desc);
+    AttachEpisodeCache(desc, plain);
+    m_sampler.Setup(desc,
+                    &m_portDev,
+                    &m_qps,
+                    m_socket,
+                    m_sampleInterval,
+                    m_sampleAllPorts,
+                    MakeCallback(&PacketNetwork::HasPendingFlows, this));
+    return true;
+}
+
+bool
+PacketNetwork::CreateSocketTransport(Ptr<TopologyDescription> desc)
+{
     m_socket = nullptr;
-    if (desc->HasSocketHosts())
+    if (!desc->HasSocketHosts())
     {
-        m_socket = m_builder.CreateSocketTransport();
-        StringValue tcp;
-        m_socket->GetAttribute("TcpCongestionControl", tcp);
-        TypeId tcpType;
-        if (!TypeId::LookupByNameFailSafe(tcp.Get(), &tcpType) ||
-            !tcpType.IsChildOf(TypeId::LookupByName("ns3::TcpCongestionOps")))
-        {
-            return false;
-        }
-        if (m_pfc && !m_socket->IsLossless())
-        {
-            m_builder.SetLossyPriorities(1U << m_socket->GetPriority());
-        }
+        return true;
     }
+    m_socket = m_builder.CreateSocketTransport();
+    StringValue tcp;
+    m_socket->GetAttribute("TcpCongestionControl", tcp);
+    TypeId tcpType;
+    if (!TypeId::LookupByNameFailSafe(tcp.Get(), &tcpType) ||
+        !tcpType.IsChildOf(TypeId::LookupByName("ns3::TcpCongestionOps")))
+    {
+        return false;
+    }
+    if (m_pfc && !m_socket->IsLossless())
+    {
+        m_builder.SetLossyPriorities(1U << m_socket->GetPriority());
+    }
+    return true;
+}
+
+void
+PacketNetwork::CreateHostFluid(Ptr<TopologyDescription> desc)
+{
     m_hostFluid = nullptr;
-    if (m_hostFlows == "fluid")
+    if (m_hostFlows != "fluid")
     {
-        m_hostFluid = CreateObject<FluidNetwork>();
-        m_hostFluid->SetAttribute("Mtu", UintegerValue(m_mtu));
-        m_hostFluid->SetAttribute("Seed", UintegerValue(m_seed));
-        m_hostFluid->SetAttribute("Ecmp", BooleanValue(m_ecmp));
-        m_hostFluid->SetTopology(desc);
-        m_hostFluid->SetFlowDoneCallback(MakeCallback(&PacketNetwork::HostFlowDone, this));
+        return;
     }
+    m_hostFluid = CreateObject<FluidNetwork>();
+    m_hostFluid->SetAttribute("Mtu", UintegerValue(m_mtu));
+    m_hostFluid->SetAttribute("Seed", UintegerValue(m_seed));
+    m_hostFluid->SetAttribute("Ecmp", BooleanValue(m_ecmp));
+    m_hostFluid->SetTopology(desc);
+    m_hostFluid->SetFlowDoneCallback(MakeCallback(&PacketNetwork::HostFlowDone, this));
+}
+
+uint32_t
+PacketNetwork::PhyBytes() const
+{
+    // preamble and start delimiter (8 bytes) and the inter-frame gap (12 bytes), IEEE 802.3
+    return m_phyOverhead ? 20 : 0;
+}
+
+void
+PacketNetwork::BuildFabric(Ptr<TopologyDescription> desc, Ptr<RdmaCongestionControl> ccProbe)
+{
     m_pool = Create<RdmaFramePool>();
-    uint32_t phy = m_phyOverhead ? 20 : 0;
+    uint32_t phy = PhyBytes();
     m_sizes.dataHeader = 62 + phy;
     m_sizes.ack = 66 + phy;
     m_sizes.cnp = 78 + phy;
@@ -293,25 +341,36 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
     m_nodePorts = std::move(fabric.nodePorts);
     m_nics = std::move(fabric.nics);
     m_switches = std::move(fabric.switches);
-    if (m_socket)
+}
+
+void
+PacketNetwork::ConnectSocketTransport(Ptr<TopologyDescription> desc)
+{
+    if (!m_socket)
     {
-        m_socket->Setup(desc,
-                        m_nodes,
-                        m_nodePorts,
-                        m_portDev,
-                        PeekPointer(m_pool),
-                        m_seed,
-                        m_ecmp,
-                        phy,
-                        MakeCallback(&PacketNetwork::Finish, this));
-        for (const auto& nic : m_nics)
+        return;
+    }
+    m_socket->Setup(desc,
+                    m_nodes,
+                    m_nodePorts,
+                    m_portDev,
+                    PeekPointer(m_pool),
+                    m_seed,
+                    m_ecmp,
+                    PhyBytes(),
+                    MakeCallback(&PacketNetwork::Finish, this));
+    for (const auto& nic : m_nics)
+    {
+        if (nic)
         {
-            if (nic)
-            {
-                nic->SetIpReceiveCallback(MakeCallback(&SocketTransport::ReceiveFrame, m_socket));
-            }
+            nic->SetIpReceiveCallback(MakeCallback(&SocketTransport::ReceiveFrame, m_socket));
         }
     }
+}
+
+void
+PacketNetwork::AttachEpisodeCache(Ptr<TopologyDescription> desc, bool plain)
+{
     if ((m_acceleration == "memo" || m_acceleration == "fast+memo") && !desc->HasSocketHosts() &&
         plain)
     {
@@ -319,14 +378,6 @@ PacketNetwork::Build(Ptr<TopologyDescription> desc)
         m_memo = m_builder.CreateEpisodeCache();
         m_memo->Attach(this);
     }
-    m_sampler.Setup(desc,
-                    &m_portDev,
-                    &m_qps,
-                    m_socket,
-                    m_sampleInterval,
-                    m_sampleAllPorts,
-                    MakeCallback(&PacketNetwork::HasPendingFlows, this));
-    return true;
 }
 
 void
@@ -476,68 +527,17 @@ PacketNetwork::StartMessage(uint32_t flowId,
     bool sameHost = m_desc->GetNodeHost(srcNode) == m_desc->GetNodeHost(dstNode);
     if (sameHost && m_hostFluid)
     {
-        if (connection >= 0)
-        {
-            m_hostFluid->StartFlowOnConnection(
-                flowId, srcGpu, dstGpu, bytes, priority, static_cast<uint32_t>(connection));
-        }
-        else
-        {
-            m_hostFluid->StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
-        }
+        StartOnHostFluid(flowId, srcGpu, dstGpu, bytes, priority, connection);
         return;
     }
-    if (connection >= 0)
+    if (connection >= 0 &&
+        AppendToConnection(flowId, bytes, priority, static_cast<uint32_t>(connection)))
     {
-        auto it = m_connSlot.find(static_cast<uint32_t>(connection));
-        if (m_memo && it != m_connSlot.end())
-        {
-            m_memo->MessageAppended(it->second); // a replay continues packet by packet
-        }
-        if (it != m_connSlot.end() && !m_qps[it->second]->IsFinished())
-        {
-            // Append to the open queue pair; the sender may send it after the host latency.
-            RdmaQueuePair* qp = m_qps[it->second].get();
-            NS_ASSERT_MSG(qp->priority == priority, "messages of one connection share a priority");
-            // still sending, and posted bytes last longer than the host latency of the new
-            // message: it queues behind the others and changes no rate
-            bool busy =
-                qp->active && qp->sndNxt<qp->posted&& static_cast<double>(qp->posted - qp->sndNxt) *
-                                         8e9 / qp->lineRate> static_cast<double>(qp->srcDelayNs);
-            uint64_t first = qp->size;
-            qp->size += bytes;
-            qp->sendEnds.push_back(qp->size);
-            qp->recvEnds.emplace_back(qp->size, flowId);
-            qp->delivered = false;
-            m_slotOf[flowId] = qp->slot;
-            m_msgSpan[flowId] = {first, bytes};
-            ++m_messagesQueued;
-            if (m_ff)
-            {
-                m_ff->MessageQueued(qp->slot, busy);
-            }
-            Simulator::Schedule(NanoSeconds(qp->srcDelayNs),
-                                &RdmaNic::Post,
-                                m_nics[qp->srcNode],
-                                qp->slot,
-                                qp->size,
-                                qp->ffBytes);
-            return;
-        }
+        return;
     }
-    uint32_t hashKey = connection >= 0 ? static_cast<uint32_t>(connection) : flowId;
-    uint32_t hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 0) : 0;
-    uint32_t ackHash =
-        m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
-    int32_t plane = GetFlowPlane(flowId);
-    uint32_t srcEp = srcNode;
-    uint32_t dstEp = dstNode;
-    if (!sameHost)
-    {
-        std::tie(srcEp, dstEp) = m_desc->GetFlowNics(srcGpu, dstGpu, hash, plane);
-    }
-    std::vector<uint32_t> path = m_desc->GetPath(srcGpu, dstGpu, hash, plane);
-    if (path.empty())
+    MessageRoute route =
+        RouteMessage(flowId, srcGpu, dstGpu, srcNode, dstNode, sameHost, connection);
+    if (route.path.empty())
     {
         // a link fault cuts one end off: the message waits until Reroute() finds a route
         NS_LOG_DEBUG("no route from GPU " << srcGpu << " to GPU " << dstGpu << ": flow " << flowId
@@ -547,73 +547,192 @@ PacketNetwork::StartMessage(uint32_t flowId,
         m_unrouted.push_back({flowId, srcGpu, dstGpu, bytes, priority, connection});
         return;
     }
+    SplitHostSegments(route, sameHost);
+    if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
+    {
+        m_socket->Send(flowId,
+                       srcGpu,
+                       dstGpu,
+                       route.srcEp,
+                       route.dstEp,
+                       bytes,
+                       connection,
+                       route.srcDelayNs,
+                       route.dstDelayNs);
+        m_sampler.Arm();
+        return;
+    }
+    OpenQueuePair(flowId, bytes, priority, connection, sameHost, route);
+}
 
-    // Split the path into host segments (modelled as latency + rate cap) and the transport part.
-    std::size_t first = 0;
-    std::size_t last = path.size();
+void
+PacketNetwork::StartOnHostFluid(uint32_t flowId,
+                                uint32_t srcGpu,
+                                uint32_t dstGpu,
+                                uint64_t bytes,
+                                uint8_t priority,
+                                int64_t connection)
+{
+    if (connection >= 0)
+    {
+        m_hostFluid->StartFlowOnConnection(
+            flowId, srcGpu, dstGpu, bytes, priority, static_cast<uint32_t>(connection));
+    }
+    else
+    {
+        m_hostFluid->StartFlow(flowId, srcGpu, dstGpu, bytes, priority);
+    }
+}
+
+bool
+PacketNetwork::AppendToConnection(uint32_t flowId,
+                                  uint64_t bytes,
+                                  uint8_t priority,
+                                  uint32_t connection)
+{
+    auto it = m_connSlot.find(connection);
+    if (m_memo && it != m_connSlot.end())
+    {
+        m_memo->MessageAppended(it->second); // a replay continues packet by packet
+    }
+    if (it == m_connSlot.end() || m_qps[it->second]->IsFinished())
+    {
+        return false;
+    }
+    // Append to the open queue pair; the sender may send it after the host latency.
+    RdmaQueuePair* qp = m_qps[it->second].get();
+    NS_ASSERT_MSG(qp->priority == priority, "messages of one connection share a priority");
+    // still sending, and posted bytes last longer than the host latency of the new
+    // message: it queues behind the others and changes no rate
+    bool busy = qp->active && qp->sndNxt<qp->posted&& static_cast<double>(qp->posted - qp->sndNxt) *
+                                         8e9 / qp->lineRate> static_cast<double>(qp->srcDelayNs);
+    uint64_t first = qp->size;
+    qp->size += bytes;
+    qp->sendEnds.push_back(qp->size);
+    qp->recvEnds.emplace_back(qp->size, flowId);
+    qp->delivered = false;
+    m_slotOf[flowId] = qp->slot;
+    m_msgSpan[flowId] = {first, bytes};
+    ++m_messagesQueued;
+    if (m_ff)
+    {
+        m_ff->MessageQueued(qp->slot, busy);
+    }
+    Simulator::Schedule(NanoSeconds(qp->srcDelayNs),
+                        &RdmaNic::Post,
+                        m_nics[qp->srcNode],
+                        qp->slot,
+                        qp->size,
+                        qp->ffBytes);
+    return true;
+}
+
+PacketNetwork::MessageRoute
+PacketNetwork::RouteMessage(uint32_t flowId,
+                            uint32_t srcGpu,
+                            uint32_t dstGpu,
+                            uint32_t srcNode,
+                            uint32_t dstNode,
+                            bool sameHost,
+                            int64_t connection) const
+{
+    MessageRoute route;
+    uint32_t hashKey = connection >= 0 ? static_cast<uint32_t>(connection) : flowId;
+    route.hash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 0) : 0;
+    route.ackHash = m_ecmp ? TopologyDescription::FlowHash(m_seed, hashKey, srcGpu, dstGpu, 1) : 0;
+    int32_t plane = GetFlowPlane(flowId);
+    route.srcEp = srcNode;
+    route.dstEp = dstNode;
     if (!sameHost)
     {
-        first = path.size();
+        std::tie(route.srcEp, route.dstEp) = m_desc->GetFlowNics(srcGpu, dstGpu, route.hash, plane);
+    }
+    route.path = m_desc->GetPath(srcGpu, dstGpu, route.hash, plane);
+    return route;
+}
+
+void
+PacketNetwork::SplitHostSegments(MessageRoute& route, bool sameHost) const
+{
+    const std::vector<uint32_t>& path = route.path;
+    route.first = 0;
+    route.last = path.size();
+    if (!sameHost)
+    {
+        route.first = path.size();
         for (std::size_t i = 0; i < path.size(); ++i)
         {
             uint8_t k = m_desc->GetLinkKind(path[i]);
             if (k == TopologyDescription::ACCESS || k == TopologyDescription::FABRIC)
             {
-                first = std::min(first, i);
-                last = i + 1;
+                route.first = std::min(route.first, i);
+                route.last = i + 1;
             }
         }
-        NS_ASSERT_MSG(first < last, "path between hosts without fabric links");
+        NS_ASSERT_MSG(route.first < route.last, "path between hosts without fabric links");
     }
-    int64_t srcDelay = 0;
-    int64_t dstDelay = 0;
-    double cap = std::numeric_limits<double>::infinity();
+    route.srcDelayNs = 0;
+    route.dstDelayNs = 0;
+    route.capBps = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < path.size(); ++i)
     {
-        if (i >= first && i < last)
+        if (i >= route.first && i < route.last)
         {
             continue;
         }
         double rate = m_desc->GetLinkRateBps(path[i]);
         int64_t hop = m_desc->GetLinkDelayNs(path[i]) + TxNs(m_maxFrame, rate);
-        (i < first ? srcDelay : dstDelay) += hop;
-        cap = std::min(cap, rate);
+        (i < route.first ? route.srcDelayNs : route.dstDelayNs) += hop;
+        route.capBps = std::min(route.capBps, rate);
     }
-    if (!sameHost && m_socket && m_desc->UsesSocket(srcGpu, dstGpu))
-    {
-        m_socket->Send(flowId, srcGpu, dstGpu, srcEp, dstEp, bytes, connection, srcDelay, dstDelay);
-        m_sampler.Arm();
-        return;
-    }
+}
+
+int64_t
+PacketNetwork::TransportRttNs(const MessageRoute& route) const
+{
     int64_t rttNs = 0;
-    for (std::size_t i = first; i < last; ++i)
+    for (std::size_t i = route.first; i < route.last; ++i)
     {
-        double rate = m_desc->GetLinkRateBps(path[i]);
-        rttNs += 2 * m_desc->GetLinkDelayNs(path[i]) + TxNs(m_maxFrame, rate) +
+        double rate = m_desc->GetLinkRateBps(route.path[i]);
+        rttNs += 2 * m_desc->GetLinkDelayNs(route.path[i]) + TxNs(m_maxFrame, rate) +
                  TxNs(m_sizes.ack + m_sizes.intBytes, rate);
     }
+    return rttNs;
+}
 
+void
+PacketNetwork::OpenQueuePair(uint32_t flowId,
+                             uint64_t bytes,
+                             uint8_t priority,
+                             int64_t connection,
+                             bool sameHost,
+                             const MessageRoute& route)
+{
+    int64_t rttNs = TransportRttNs(route);
+    uint32_t srcEp = route.srcEp;
+    uint32_t dstEp = route.dstEp;
     auto qp = std::make_unique<RdmaQueuePair>();
     uint32_t slot = static_cast<uint32_t>(m_qps.size());
     qp->flowId = flowId;
     qp->slot = slot;
     qp->srcNode = srcEp;
     qp->dstNode = dstEp;
-    qp->hash = hash;
-    qp->ackHash = ackHash;
+    qp->hash = route.hash;
+    qp->ackHash = route.ackHash;
     qp->priority = priority;
     qp->size = bytes;
     qp->posted = bytes;
     qp->sendEnds.push_back(bytes);
     qp->recvEnds.emplace_back(bytes, flowId);
-    qp->srcDelayNs = srcDelay;
-    qp->srcPort = PortOf(srcEp, path[first]);
+    qp->srcDelayNs = route.srcDelayNs;
+    qp->srcPort = PortOf(srcEp, route.path[route.first]);
     const auto& back = m_desc->GetNextHops(dstEp, srcEp);
     NS_ASSERT_MSG(!back.empty(), "no route back from node " << dstEp << " to " << srcEp);
-    qp->dstPort = PortOf(dstEp, back[TopologyDescription::EcmpIndex(ackHash, 0, back.size())]);
+    qp->dstPort =
+        PortOf(dstEp, back[TopologyDescription::EcmpIndex(route.ackHash, 0, back.size())]);
     qp->portRate = static_cast<double>(m_portDev[m_nodePorts[srcEp][qp->srcPort]]->GetRateBps());
-    qp->lineRate = std::min(qp->portRate, cap);
-    qp->deliverDelayNs = dstDelay;
+    qp->lineRate = std::min(qp->portRate, route.capBps);
+    qp->deliverDelayNs = route.dstDelayNs;
     if (sameHost)
     {
         qp->cc = CreateObject<NoCongestionControl>();
@@ -631,8 +750,8 @@ PacketNetwork::StartMessage(uint32_t flowId,
     }
     m_qps.push_back(std::move(qp));
     m_sampler.AddQueuePair(slot);
-    EventId start =
-        Simulator::Schedule(NanoSeconds(srcDelay), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
+    EventId start = Simulator::Schedule(
+        NanoSeconds(route.srcDelayNs), &RdmaNic::StartQueuePair, m_nics[srcEp], slot);
     if (m_memo)
     {
         m_memo->QueuePairCreated(slot, start); // hands it to the fast-forward unless replayed

@@ -224,6 +224,51 @@ class PacketNetwork : public FlowNetwork
                       uint64_t bytes,
                       uint8_t priority,
                       int64_t connection);
+    /** Where a message between hosts or inside one goes: its ends, hashes, path and the part
+     * of the path the transport carries (the rest are host segments: latency and a rate cap). */
+    struct MessageRoute
+    {
+        uint32_t hash{0};           //!< ECMP hash of the data direction
+        uint32_t ackHash{0};        //!< ECMP hash of the ACK direction
+        uint32_t srcEp{0};          //!< sending endpoint node (its NIC between hosts)
+        uint32_t dstEp{0};          //!< receiving endpoint node
+        std::vector<uint32_t> path; //!< links GPU to GPU (empty: no route)
+        std::size_t first{0};       //!< first link of the transport part
+        std::size_t last{0};        //!< one past its last link
+        int64_t srcDelayNs{0};      //!< host segments before the transport part
+        int64_t dstDelayNs{0};      //!< host segments after it
+        double capBps{0};           //!< slowest host segment (infinity: none)
+    };
+
+    /** Start an intra-host message on the fluid host model (HostFlows=fluid). */
+    void StartOnHostFluid(uint32_t flowId,
+                          uint32_t srcGpu,
+                          uint32_t dstGpu,
+                          uint64_t bytes,
+                          uint8_t priority,
+                          int64_t connection);
+    /** Append a message to the open queue pair of \p connection; \return false if it has none
+     * (tells the episode cache either way). */
+    bool AppendToConnection(uint32_t flowId, uint64_t bytes, uint8_t priority, uint32_t connection);
+    /** ECMP hashes, endpoints and path of a new message (path empty while a fault cuts it). */
+    MessageRoute RouteMessage(uint32_t flowId,
+                              uint32_t srcGpu,
+                              uint32_t dstGpu,
+                              uint32_t srcNode,
+                              uint32_t dstNode,
+                              bool sameHost,
+                              int64_t connection) const;
+    /** Fill the transport part of \p route and its host segments' delays and rate cap. */
+    void SplitHostSegments(MessageRoute& route, bool sameHost) const;
+    /** \return the unloaded round trip of the transport part of \p route, ns */
+    int64_t TransportRttNs(const MessageRoute& route) const;
+    /** Create, register and schedule the queue pair of a new message along \p route. */
+    void OpenQueuePair(uint32_t flowId,
+                       uint64_t bytes,
+                       uint8_t priority,
+                       int64_t connection,
+                       bool sameHost,
+                       const MessageRoute& route);
     /** The receiver got every byte of message \p flowId of queue pair \p slot. */
     void Delivered(uint32_t slot, uint32_t flowId);
     /** Report a flow done. */
@@ -232,6 +277,24 @@ class PacketNetwork : public FlowNetwork
     void HostFlowDone(uint32_t flowId, Time when);
     /** \return true while flows are unfinished (the sampler goes on) */
     bool HasPendingFlows() const;
+    /** \return whether the attributes name known choices (Cc, HostFlows, Acceleration,
+     * LoadBalancing); hands LoadBalancing to the builder. */
+    bool CheckSettings();
+    /** Create the socket transport where the topology has socket hosts; \return false if its
+     * TcpCongestionControl names no TCP congestion control. */
+    bool CreateSocketTransport(Ptr<TopologyDescription> desc);
+    /** Create the fluid model of intra-host flows (HostFlows=fluid). */
+    void CreateHostFluid(Ptr<TopologyDescription> desc);
+    /** \return the wire bytes of a frame beyond its own (IncludePhyOverhead) */
+    uint32_t PhyBytes() const;
+    /** Set the frame sizes for the congestion control \p ccProbe and build nodes, ports,
+     * NICs and switches. */
+    void BuildFabric(Ptr<TopologyDescription> desc, Ptr<RdmaCongestionControl> ccProbe);
+    /** Set the socket transport (if any) up on the built fabric and pass it the NICs' IP frames. */
+    void ConnectSocketTransport(Ptr<TopologyDescription> desc);
+    /** Create the episode cache if Acceleration asks for it and \p plain (ECMP, go-back-N)
+     * and no socket hosts share the fabric. */
+    void AttachEpisodeCache(Ptr<TopologyDescription> desc, bool plain);
     /** Create the fast-forward if Acceleration asks for it; it skips only when \p plain (ECMP,
      * go-back-N) and the congestion control and hosts allow. */
     void AttachFastForward(Ptr<TopologyDescription> desc, bool plain);

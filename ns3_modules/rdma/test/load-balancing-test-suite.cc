@@ -2,6 +2,8 @@
  * HeteroSim: TestSuite for load balancing at switches (LoadBalancer) and the NIC's selective
  * loss recovery (RdmaNic Transport=irn).
  */
+#include "flow-runner-test-helper.h"
+
 #include "ns3/node.h"
 #include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
@@ -22,85 +24,16 @@ using namespace ns3;
 namespace
 {
 
-/** Flows to run: (source GPU, destination GPU, bytes), all starting at 0. */
-struct Flows
-{
-    std::vector<uint32_t> src;
-    std::vector<uint32_t> dst;
-    std::vector<uint64_t> bytes;
-};
-
-/** What a run left behind, per flow. */
-struct Outcome
-{
-    uint64_t finished{0};
-    std::vector<int64_t> end;
-    std::vector<uint64_t> retransmits;
-    std::vector<uint64_t> delivered;
-    std::vector<uint64_t> outOfOrder;
-    std::vector<uint64_t> maxDepth;
-};
+using rdmatest::Flows;
+using rdmatest::Outcome;
+using rdmatest::RunFlows;
 
 /** Build a network on \p topo with \p attrs (NoCongestionControl, 1000-byte MTU). */
 Ptr<PacketNetwork>
 BuildNetwork(Ptr<TopologyDescription> topo, const std::map<std::string, std::string>& attrs)
 {
-    Ptr<PacketNetwork> net = CreateObject<PacketNetwork>();
-    net->SetComponentAttribute("Cc", "ns3::NoCongestionControl");
-    net->SetComponentAttribute("Mtu", "1000");
-    for (const auto& [name, value] : attrs)
-    {
-        NS_ABORT_MSG_UNLESS(net->SetComponentAttribute(name, value), name << " is set");
-    }
-    NS_ABORT_MSG_UNLESS(net->Build(topo), "the network builds");
-    return net;
-}
-
-/** Schedule \p flows on \p net, run to the end and read the per-flow counters. */
-Outcome
-RunFlows(Ptr<PacketNetwork> net, const Flows& flows)
-{
-    auto n = static_cast<uint32_t>(flows.src.size());
-    std::vector<uint32_t> ids(n);
-    for (uint32_t i = 0; i < n; ++i)
-    {
-        ids[i] = i;
-    }
-    std::vector<int64_t> start(n, 0);
-    std::vector<uint8_t> priority(n, 3);
-    net->ScheduleFlows(n,
-                       ids.data(),
-                       flows.src.data(),
-                       flows.dst.data(),
-                       flows.bytes.data(),
-                       start.data(),
-                       priority.data());
-    net->SetStopAfterFlows(n);
-    Simulator::Stop(MilliSeconds(100));
-    Simulator::Run();
-    Outcome out;
-    out.finished = net->GetFinishedCount();
-    out.end.assign(n, -1);
-    net->CopyFinishTimes(n, ids.data(), out.end.data());
-    std::vector<uint64_t> cnps(n);
-    std::vector<uint64_t> changes(n);
-    std::vector<uint64_t> timeouts(n);
-    std::vector<uint64_t> acked(n);
-    out.retransmits.assign(n, 0);
-    out.delivered.assign(n, 0);
-    out.outOfOrder.assign(n, 0);
-    out.maxDepth.assign(n, 0);
-    PacketNetworkStats stats(net);
-    stats.CopyFlowStats(n,
-                        ids.data(),
-                        out.retransmits.data(),
-                        cnps.data(),
-                        changes.data(),
-                        timeouts.data(),
-                        acked.data(),
-                        out.delivered.data());
-    stats.CopyReorderStats(n, ids.data(), out.outOfOrder.data(), out.maxDepth.data());
-    return out;
+    return rdmatest::BuildNetwork(
+        topo, {{"Cc", "ns3::NoCongestionControl"}, {"Mtu", "1000"}}, attrs);
 }
 
 /** Two cross-leaf flows over four spines (100 Gb/s, 1 us links), 1 MB each. */

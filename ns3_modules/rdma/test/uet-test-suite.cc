@@ -2,6 +2,8 @@
  * HeteroSim: TestSuite for the Ultra Ethernet transport (RdmaNic Transport=uet) and its
  * congestion control NSCC (ns3::Nscc).
  */
+#include "flow-runner-test-helper.h"
+
 #include "ns3/nscc.h"
 #include "ns3/packet-network-stats.h"
 #include "ns3/packet-network.h"
@@ -22,48 +24,15 @@ using namespace ns3;
 namespace
 {
 
-/** Flows to run: (source GPU, destination GPU, bytes, start ns). */
-struct UetFlows
-{
-    std::vector<uint32_t> src;
-    std::vector<uint32_t> dst;
-    std::vector<uint64_t> bytes;
-    std::vector<int64_t> start;
-};
-
-/** Per-flow counters after a run. */
-struct UetOutcome
-{
-    uint64_t finished{0};
-    std::vector<int64_t> end;
-    std::vector<uint64_t> retransmits;
-    std::vector<uint64_t> delivered;
-    std::vector<uint64_t> outOfOrder;
-    std::vector<uint64_t> acked;
-};
+using rdmatest::Ids;
+using UetFlows = rdmatest::Flows;
+using UetOutcome = rdmatest::Outcome;
 
 /** A lossy (PFC off) network on \p topo with a 1000-byte MTU and \p attrs. */
 Ptr<PacketNetwork>
 BuildUetNetwork(Ptr<TopologyDescription> topo, const std::map<std::string, std::string>& attrs)
 {
-    Ptr<PacketNetwork> net = CreateObject<PacketNetwork>();
-    net->SetComponentAttribute("Mtu", "1000");
-    net->SetComponentAttribute("PfcEnabled", "false");
-    for (const auto& [name, value] : attrs)
-    {
-        NS_ABORT_MSG_UNLESS(net->SetComponentAttribute(name, value), name << " is set");
-    }
-    NS_ABORT_MSG_UNLESS(net->Build(topo), "the network builds");
-    return net;
-}
-
-/** \return the ids 0..n-1 */
-std::vector<uint32_t>
-Ids(uint32_t n)
-{
-    std::vector<uint32_t> ids(n);
-    std::iota(ids.begin(), ids.end(), 0);
-    return ids;
+    return rdmatest::BuildNetwork(topo, {{"Mtu", "1000"}, {"PfcEnabled", "false"}}, attrs);
 }
 
 /** \return bytes acknowledged per flow so far */
@@ -85,42 +54,9 @@ Acked(Ptr<PacketNetwork> net, uint32_t n)
 
 /** Schedule \p flows on \p net and run until they finish (or 100 ms). */
 UetOutcome
-RunUetFlows(Ptr<PacketNetwork> net, UetFlows flows)
+RunUetFlows(Ptr<PacketNetwork> net, const UetFlows& flows)
 {
-    auto n = static_cast<uint32_t>(flows.src.size());
-    std::vector<uint32_t> ids = Ids(n);
-    std::vector<uint8_t> priority(n, 3);
-    net->ScheduleFlows(n,
-                       ids.data(),
-                       flows.src.data(),
-                       flows.dst.data(),
-                       flows.bytes.data(),
-                       flows.start.data(),
-                       priority.data());
-    net->SetStopAfterFlows(n);
-    Simulator::Stop(MilliSeconds(100));
-    Simulator::Run();
-    UetOutcome out;
-    out.finished = net->GetFinishedCount();
-    out.end.assign(n, -1);
-    net->CopyFinishTimes(n, ids.data(), out.end.data());
-    std::vector<uint64_t> cnps(n), changes(n), timeouts(n);
-    out.retransmits.assign(n, 0);
-    out.delivered.assign(n, 0);
-    out.acked.assign(n, 0);
-    out.outOfOrder.assign(n, 0);
-    std::vector<uint64_t> depth(n);
-    PacketNetworkStats stats(net);
-    stats.CopyFlowStats(n,
-                        ids.data(),
-                        out.retransmits.data(),
-                        cnps.data(),
-                        changes.data(),
-                        timeouts.data(),
-                        out.acked.data(),
-                        out.delivered.data());
-    stats.CopyReorderStats(n, ids.data(), out.outOfOrder.data(), depth.data());
-    return out;
+    return rdmatest::RunFlows(net, flows);
 }
 
 /** Jain's fairness index of \p x. */
