@@ -11,10 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heterosim.config.cluster import load_cluster
+from heterosim.config.cluster import load_cluster, parse_cluster
 from heterosim.config.experiment import NetworkConfig
 from heterosim.engine.fluid import create_fluid_network, reset_simulator, run_flows_fluid
-from heterosim.engine.topology import LEAF, NVLINK, PCIE, SPINE, Topology, build_topology, to_native
+from heterosim.engine.topology import (
+    ACCESS,
+    FABRIC,
+    LEAF,
+    NVLINK,
+    PCIE,
+    SPINE,
+    Topology,
+    build_topology,
+    to_native,
+)
 
 pytestmark = pytest.mark.ns3
 
@@ -159,6 +169,8 @@ def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(native_lib)
     hosts = rng.integers(0, 16, n)
     src = (hosts * 8 + rng.integers(0, 8, n)).astype(np.uint32)
     dst = ((((hosts + rng.integers(1, 16, n)) % 16) * 8) + rng.integers(0, 8, n)).astype(np.uint32)
+    src, dst = np.concatenate([src, src[:20]]), np.concatenate([dst, dst[:20]])  # 20 pairs twice
+    n += 20
     reset_simulator(gbl)
     net = create_fluid_network(gbl, to_native(topo, gbl), SPRAY, 2)
     ids = np.arange(n, dtype=np.uint32)
@@ -169,6 +181,8 @@ def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(native_lib)
     ns3.Simulator.Run()
     rates = np.array([net.GetFlowRateBps(i) for i in range(n)])
     assert np.all(rates > 0)
+    # one stored route per GPU pair, however many flows it carries
+    assert int(net.GetSprayRoutes()) == len(set(zip(src.tolist(), dst.tolist())))
     on: dict[int, dict[int, float]] = {}
     for i in range(n):
         for r, share in sprayed_shares(topo, int(src[i]), int(dst[i])).items():
@@ -259,3 +273,46 @@ def test_a_spine_link_down_moves_sprayed_flows_onto_the_spines_left(native_lib):
         assert abs(int(end[i]) - expected) <= 2
     assert int(net.GetBytesDelivered()) == n * SIZE
     reset_simulator(gbl)
+
+
+def test_a_sprayed_flow_stays_on_its_plane(native_lib):
+    """On a two-plane fabric the split covers the spines of the flow's plane only."""
+    gbl = native_lib
+    htype = {"gpu": "B200", "gpus": 8, "fabric": "nvswitch", "nics": 8, "nic_speed": "400Gbps"}
+    cluster = parse_cluster(
+        {
+            "host_types": {"t": htype},
+            "hosts": [{"type": "t", "count": 4}],
+            "fabric": {"kind": "fat-tree", "planes": 2, "hosts_per_leaf": 2},
+        },
+        "planes.yaml",
+    )
+    topo = build_topology(cluster)
+    desc = to_native(topo, gbl)
+    for plane in (0, 1):
+        directions = gbl.std.vector["unsigned int"]()
+        shares = gbl.std.vector["double"]()
+        assert desc.GetSprayedDirections(0, 31, 0, plane, directions, shares)
+        fabric = [int(d) // 2 for d in directions if topo.link_kind[int(d) // 2] in (ACCESS, FABRIC)]
+        spines = {
+            end
+            for link in fabric
+            for end in (int(topo.link_a[link]), int(topo.link_b[link]))
+            if topo.node_kind[end] == SPINE
+        }
+        assert len(spines) > 1  # split over several spines
+        ends = {
+            int(topo.node_plane[end])
+            for link in fabric
+            for end in (int(topo.link_a[link]), int(topo.link_b[link]))
+        }
+        assert ends == {plane}
+        # the two NIC links carry the whole flow, the directions into the spines one flow between them
+        got = {int(d): float(x) for d, x in zip(directions, shares)}
+        assert sum(x for d, x in got.items() if topo.link_kind[d // 2] == ACCESS) == 2.0
+        into_spines = [
+            x
+            for d, x in got.items()
+            if topo.node_kind[topo.link_b[d // 2] if d % 2 == 0 else topo.link_a[d // 2]] == SPINE
+        ]
+        assert len(into_spines) == len(spines) and sum(into_spines) == pytest.approx(1.0, rel=1e-12)

@@ -847,10 +847,8 @@ FluidNetwork::Recompute()
 }
 
 void
-FluidNetwork::WaterFill()
+FluidNetwork::StartFill()
 {
-    // progressive filling: repeatedly saturate the resource with the smallest fair share, with
-    // the capacity that flows outside the set leave on each resource
     m_heap.clear();
     m_bottlenecks.clear();
     for (uint32_t r : m_compRes)
@@ -860,9 +858,6 @@ FluidNetwork::WaterFill()
         m_maxOld[r] = 0;
         m_maxNew[r] = 0;
         m_newSetFx[r] = 0;
-    }
-    for (uint32_t r : m_compRes)
-    {
         m_wLeft[r] = 0;
     }
     for (uint32_t slot : m_compFlows)
@@ -893,6 +888,14 @@ FluidNetwork::WaterFill()
         m_heap.push_back({m_capLeft[r] / m_wLeft[r], r, m_popVersion});
     }
     ++m_popVersion;
+}
+
+void
+FluidNetwork::WaterFill()
+{
+    // progressive filling: repeatedly saturate the resource with the smallest fair share, with
+    // the capacity that flows outside the set leave on each resource
+    StartFill();
     auto after = [](const FillEntry& a, const FillEntry& b) {
         return FillAfter(a, b);
     };
@@ -1153,6 +1156,40 @@ FluidNetwork::Wakeup()
 }
 
 void
+FluidNetwork::NextMessage(uint32_t slot, int64_t now)
+{
+    Flow& f = m_flows[slot];
+    Connection& connection = m_connections.at(f.connection);
+    const std::vector<uint32_t>& resources = Resources(f);
+    for (uint32_t k = 0; k < resources.size(); ++k)
+    {
+        m_res[resources[k]].bytesDone += ShareOf(f.bytes - f.pathStartDone, Shares(f), k);
+    }
+    m_slotOfId[f.id] = -1;
+    m_transferDoneTrace(f.id);
+    Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
+    m_bytesDelivered += f.bytes;
+    auto [nextId, nextBytes] = connection.queued.front();
+    connection.queued.pop_front();
+    f.id = nextId;
+    f.bytes = nextBytes;
+    f.pathStartDone = 0;
+    f.remaining = static_cast<double>(nextBytes) * f.scale;
+    f.latencyNs = PathLatencyNs(f, nextBytes);
+    if (nextId >= m_slotOfId.size())
+    {
+        m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
+    }
+    m_slotOfId[nextId] = slot;
+    if (f.rate > 0)
+    {
+        double ns = f.remaining / f.rate;
+        f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
+        ScheduleDone(slot);
+    }
+}
+
+void
 FluidNetwork::TransferDone(uint32_t slot)
 {
     Flow& f = m_flows[slot];
@@ -1168,35 +1205,7 @@ FluidNetwork::TransferDone(uint32_t slot)
         NS_ASSERT(it != m_connections.end() && it->second.slot == slot);
         if (!it->second.queued.empty())
         {
-            // The next message of the connection follows on the same slot and path, at the
-            // same rate: nothing else on the path sees a change.
-            const std::vector<uint32_t>& resources = Resources(f);
-            for (uint32_t k = 0; k < resources.size(); ++k)
-            {
-                m_res[resources[k]].bytesDone += ShareOf(f.bytes - f.pathStartDone, Shares(f), k);
-            }
-            m_slotOfId[f.id] = -1;
-            m_transferDoneTrace(f.id);
-            Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
-            m_bytesDelivered += f.bytes;
-            auto [nextId, nextBytes] = it->second.queued.front();
-            it->second.queued.pop_front();
-            f.id = nextId;
-            f.bytes = nextBytes;
-            f.pathStartDone = 0;
-            f.remaining = static_cast<double>(nextBytes) * f.scale;
-            f.latencyNs = PathLatencyNs(f, nextBytes);
-            if (nextId >= m_slotOfId.size())
-            {
-                m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
-            }
-            m_slotOfId[nextId] = slot;
-            if (f.rate > 0)
-            {
-                double ns = f.remaining / f.rate;
-                f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
-                ScheduleDone(slot);
-            }
+            NextMessage(slot, now);
             return;
         }
         m_connections.erase(it);

@@ -457,6 +457,11 @@ class FluidNetwork : public FlowNetwork
     void AddToSet(uint32_t slot);
     /** Add every flow of resource \p r to the set being re-filled. */
     void ExpandResource(uint32_t r);
+    /**
+     * Set up the filling of m_compFlows: per resource of the set its flows, their shares and old
+     * rates, the capacity the fixed flows leave, and the first heap entries.
+     */
+    void StartFill();
     /** Progressive filling of the flows m_compFlows against the capacity fixed flows leave. */
     void WaterFill();
     /** \return true if the flows of the set are limited where a fixed flow is faster (the set
@@ -480,6 +485,11 @@ class FluidNetwork : public FlowNetwork
     void Wakeup();
     /** The fluid transfer of the flow in \p slot is over. */
     void TransferDone(uint32_t slot);
+    /**
+     * The message in \p slot is over and its connection has another queued: it follows on the
+     * same slot and path at the same rate (nothing else on the path sees a change).
+     */
+    void NextMessage(uint32_t slot, int64_t now);
     /**
      * Hold a flow that no route can carry while a link is down, for Reroute() to start.
      * \return true if the flow waits
