@@ -1,6 +1,6 @@
 """Load balancing and reordering-tolerant transport: FCT slowdowns on the leaf-to-leaf permutation.
 
-Usage: python benchmarks/bench_load_balancing.py [--seeds 1,2,3]
+Usage: python benchmarks/bench_load_balancing.py [--seeds 1,2,3] [--fidelity packet|flow|both]
 
 Runs workloads/netbench/lb_*_permutation.yaml (8 flows of 8 MiB, two leaves joined by four
 100 Gb/s spines, DCQCN, PFC on) under each load-balancing mode and the same permutation with the
@@ -11,7 +11,10 @@ uet_lossy_incast.yaml); the incast shares one 100 Gb/s link, so its slowdowns ar
 A flow's slowdown is its
 FCT over its ideal one: its bytes in frames (1 KiB payload + 82 B) at the 100 Gb/s line rate,
 which is what a max-min share over all four equal-cost paths gives every flow of the
-permutation. Packet fidelity, every frame simulated.
+permutation. Packet fidelity, every frame simulated; ``--fidelity flow`` runs the fluid model
+instead (spraying and UET split every flow evenly over the four spines; the variants it refuses,
+adaptive routing, flowlets and spraying over go-back-N, print its one-line refusal), ``both``
+prints the two side by side.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from heterosim.config.scenario import load_scenario
+from heterosim.errors import UserError
 from heterosim.simulate.flowset import simulate_flow_set
 
 NETBENCH = Path(__file__).resolve().parents[1] / "workloads" / "netbench"
@@ -55,10 +59,16 @@ VARIANTS = (
 )
 
 
-def run(name: str, overrides: list[str], seed: int) -> dict[str, float]:
-    """One scenario run: FCT slowdowns and reordering counters."""
+def run(name: str, overrides: list[str], seed: int, fidelity: str = "packet") -> dict[str, float]:
+    """One scenario run: FCT slowdowns and reordering counters (0 at flow fidelity)."""
     scenario = load_scenario(
-        NETBENCH / name, [*overrides, f"simulation.seed={seed}", "simulation.sample_interval=0us"]
+        NETBENCH / name,
+        [
+            *overrides,
+            f"simulation.seed={seed}",
+            "simulation.sample_interval=0us",
+            f"simulation.fidelity={fidelity}",
+        ],
     )
     started = time.perf_counter()
     raw = simulate_flow_set(scenario).raw
@@ -67,28 +77,54 @@ def run(name: str, overrides: list[str], seed: int) -> dict[str, float]:
     size = np.asarray(flows["bytes"], np.float64)
     ideal_ns = size * (MTU_BYTES + FRAME_OVERHEAD_BYTES) / MTU_BYTES * 8 / LINE_RATE_BPS * 1e9
     slowdown = np.asarray(flows["fct_ns"], np.float64) / ideal_ns
+    zero = np.zeros(len(size))
     return {
         "mean": float(slowdown.mean()),
         "max": float(slowdown.max()),
-        "retx": float(np.sum(flows["retransmits"])),
-        "drops": float(raw["counters"]["drops"]),
-        "ooo": float(np.mean(flows["out_of_order"])),
-        "depth": float(np.max(flows["max_reorder_depth"])),
+        "retx": float(np.sum(flows.get("retransmits", zero))),
+        "drops": float(raw.get("counters", {}).get("drops", 0)),
+        "ooo": float(np.mean(flows.get("out_of_order", zero))),
+        "depth": float(np.max(flows.get("max_reorder_depth", zero))),
         "wall": wall,
     }
+
+
+def compare(seeds: list[int]) -> None:
+    """Packet against flow fidelity, mean and max slowdown per variant (seed average)."""
+    print(f"{'variant':34} {'packet mean':>11} {'max':>6}   {'flow mean':>9} {'max':>6}")
+    for label, name, overrides in VARIANTS:
+        cells = []
+        for fidelity in ("packet", "flow"):
+            try:
+                rows = [run(name, overrides, seed, fidelity) for seed in seeds]
+            except UserError as error:
+                cells.append(f"refused ({str(error).split(': ', 2)[1]})")
+                continue
+            cells.append(
+                f"{np.mean([r['mean'] for r in rows]):>11.2f} {np.mean([r['max'] for r in rows]):6.2f}"
+            )
+        print(f"{label:34} {cells[0]:>18}   {cells[1]}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1", help="comma-separated seeds (ECMP hashes, spraying draws)")
+    parser.add_argument("--fidelity", choices=("packet", "flow", "both"), default="packet")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
+    if args.fidelity == "both":
+        compare(seeds)
+        return
     print(
         f"{'variant':34} {'slowdown mean':>13} {'max':>6} {'retx':>7} {'drops':>6} {'ooo/flow':>9} "
         f"{'depth':>6} {'wall s':>7}"
     )
     for label, name, overrides in VARIANTS:
-        rows = [run(name, overrides, seed) for seed in seeds]
+        try:
+            rows = [run(name, overrides, seed, args.fidelity) for seed in seeds]
+        except UserError as error:
+            print(f"{label:34} refused: {error}")
+            continue
         avg = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
         print(
             f"{label:34} {avg['mean']:13.2f} {avg['max']:6.2f} {avg['retx']:7.0f} {avg['drops']:6.0f} "

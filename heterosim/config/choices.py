@@ -72,6 +72,8 @@ LOAD_BALANCING = ("ecmp", "flowlet", "adaptive", "adaptive_flowlet", "spray", "s
 # the modes that move packets of one flow between paths at any time, so its packets arrive
 # out of order; a transport that cannot reorder (go-back-N) loses throughput under them
 REORDERING_LOAD_BALANCING = ("adaptive", "spray", "spray_rr")
+# the modes that spread every flow's packets evenly over the equal-cost paths (per packet)
+SPRAYING_LOAD_BALANCING = ("spray", "spray_rr")
 # network.transport: the RDMA NIC's loss recovery (ns3::RdmaNic Transport): roce (go-back-N),
 # irn (selective acknowledgement and retransmission, Mittal et al., SIGCOMM 2018) or uet (the
 # Ultra Ethernet transport, UET 1.0: per-packet entropy spraying, selective acknowledgement, a

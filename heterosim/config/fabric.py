@@ -8,8 +8,14 @@ window from there, so the combination is refused unless ``network.accept_reorder
 says it is meant (to measure exactly that cost). Flowlet modes keep a flow on one port while
 its packets are closer than the flowlet gap and are allowed with either transport.
 
-The fluid model (flow fidelity) routes every flow on its one ECMP path; it has no model of a
-flow split over several paths, so any other load balancing is refused there.
+The fluid model (flow fidelity) routes every flow on its one ECMP path, or, for ``spray``,
+``spray_rr`` and ``transport: uet`` (per-packet entropy over ECMP switches), splits it evenly over
+all equal-cost paths, which is where spraying converges over many packets. It refuses adaptive
+routing and flowlets: adaptive routing converges to a max-min allocation over the paths, which
+an even split is not as soon as load or link rates are asymmetric, and flowlet switching moves
+a flow between paths at gaps whose effect depends on the traffic's timing. It also refuses
+spraying over go-back-N (``accept_reordering: true``): that setting exists to measure the
+throughput go-back-N loses to reordered packets, and the fluid model has no packets.
 
 The Ultra Ethernet transport (``transport: uet``) is built for a lossy fabric: UET 1.0 requires
 no PFC (Ultra Ethernet Consortium, "Ultra Ethernet Specification 1.0", June 2025; Hoefler et
@@ -35,23 +41,21 @@ def check_load_balancing(network: NetworkConfig, model: NetworkModel) -> None:
     """Raise a one-line UserError for a load balancing the transport or ``model`` cannot run."""
     where = f"{network.source}: " if network.source else ""
     mode = network.load_balancing
-    if network.transport == "uet" and "spray" not in model.load_balancing_modes:
-        raise UserError(
-            f"{where}network.transport: 'uet' sprays every flow over the equal-cost paths by "
-            f"per-packet entropy, which the {model.name} model (one ECMP path per flow) does not "
-            f"model; set simulation.fidelity: {PACKET.name}"
-        )
     if mode not in model.load_balancing_modes:
         raise UserError(
             f"{where}network.load_balancing: {mode!r} needs {PACKET.name} fidelity (the {model.name} "
-            f"model routes each flow on one ECMP path); set simulation.fidelity: {PACKET.name} or "
+            f"model runs {', '.join(model.load_balancing_modes)}: one ECMP path or an even split, "
+            f"not paths chosen by load or timing); set simulation.fidelity: {PACKET.name} or "
             f"network.load_balancing: {model.load_balancing_modes[0]}"
         )
-    if (
-        mode in REORDERING_LOAD_BALANCING
-        and network.transport not in REORDERING_TRANSPORTS
-        and not network.accept_reordering
-    ):
+    go_back_n = mode in REORDERING_LOAD_BALANCING and network.transport not in REORDERING_TRANSPORTS
+    if go_back_n and network.accept_reordering and not model.reorders_packets:
+        raise UserError(
+            f"{where}network.accept_reordering: true measures what go-back-N loses to reordered "
+            f"packets, which the {model.name} model (no packets) cannot show; set "
+            f"simulation.fidelity: {PACKET.name} or network.transport: {REORDERING_TRANSPORTS[0]}"
+        )
+    if go_back_n and not network.accept_reordering:
         raise UserError(
             f"{where}network.load_balancing: {mode!r} reorders packets, which transport "
             f"{network.transport!r} (go-back-N) treats as losses; set network.transport: "

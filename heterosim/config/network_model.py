@@ -8,7 +8,8 @@ instead of comparing fidelity names. The engine's models
 - :class:`PacketModel` (``packet``): the RDMA packet network: frames, queues, congestion
   control, per-packet load balancing, acceleration of settled stretches;
 - :class:`FluidModel` (``flow``): the max-min fluid network: no frames, no queues, every flow on
-  its one ECMP path.
+  its one ECMP path, or split evenly over all of them where the switches spray (``spray``,
+  ``spray_rr``, ``transport: uet``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class NetworkModel(Protocol):
     description: str  # how messages name it ("the packet network", "the flow (fluid) model")
     # network.load_balancing modes it can run
     load_balancing_modes: tuple[str, ...]
+    # a transport's loss of throughput from reordered packets (go-back-N under spraying) shows
+    reorders_packets: bool
     has_congestion_control: bool  # network.cc acts (heterosim netbench --compare-cc)
     faults_drop_frames: bool  # a faulty link loses frames (the transport recovers them)
     accelerates: bool  # simulation.packet_acceleration applies
@@ -62,6 +65,7 @@ class PacketModel:
     name: str = "packet"
     description: str = "the packet network"
     load_balancing_modes: tuple[str, ...] = LOAD_BALANCING
+    reorders_packets: bool = True
     has_congestion_control: bool = True
     faults_drop_frames: bool = True
     accelerates: bool = True
@@ -79,8 +83,12 @@ class FluidModel:
 
     name: str = "flow"
     description: str = "the flow (fluid) model"
-    # each flow on its one ECMP path: no model of a flow split over several paths
-    load_balancing_modes: tuple[str, ...] = ("ecmp",)
+    # each flow on its one ECMP path (ecmp), or split evenly over every equal-cost path (spray,
+    # spray_rr: what per-packet spraying converges to); adaptive routing converges to max-min
+    # over the paths (not an even split under asymmetric load or faults) and flowlets to
+    # something between ECMP and that, so both stay packet-only
+    load_balancing_modes: tuple[str, ...] = ("ecmp", "spray", "spray_rr")
+    reorders_packets: bool = False
     has_congestion_control: bool = False
     faults_drop_frames: bool = False
     accelerates: bool = False

@@ -26,6 +26,13 @@ get it by default (``network.frame_overhead: roce``); ``frame_overhead: none`` (
 ``NetworkConfig`` built in code) carries payload only, the behaviour before; the ns-3 attribute
 ``FluidNetwork::HeaderBytes`` in ``network.attributes`` overrides the number.
 
+Spraying (``load_balancing: spray`` or ``spray_rr``, ``transport: uet``): every flow between hosts
+is split evenly over all equal-cost fabric paths (``FluidNetwork::Spray``; each leaf and spine
+switch divides what reaches it evenly over its next hops), which is where per-packet spraying
+converges over many packets, and the max-min filling counts each link's load as the sum of the
+flows' shares on it. UET's NSCC is abstracted as max-min fair sharing, like every congestion
+control here. APPROXIMATION: no reordering, no queues and no losses of the lossy UET fabric.
+
 Faults (:mod:`heterosim.engine.faults`): a link that goes down gets capacity 0 and the active
 flows whose re-hashed path changes move to it (a flow left without a path waits at rate 0); a
 degraded link gets its new capacity; a lossy link's capacity is scaled by the go-back-N goodput
@@ -44,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from heterosim.config.choices import SPRAYING_LOAD_BALANCING
 from heterosim.config.experiment import NetworkConfig
 from heterosim.config.fabric import check_load_balancing
 from heterosim.config.network_model import FLUID
@@ -57,6 +65,12 @@ ROCE_DATA_HEADER_BYTES = 62 + 20  # headers + preamble/SFD/IFG per data packet (
 ROCE_ACK_BYTES = 66 + 20  # one ACK frame per data packet (RdmaNic::AckInterval = 1)
 ROCE_OVERHEAD_BYTES = ROCE_DATA_HEADER_BYTES + ROCE_ACK_BYTES
 TCP_IP_HEADER_BYTES = 52  # IPv4 20 + TCP 20 + timestamp option 12 (SocketTransport's segment)
+
+
+def sprays(network: NetworkConfig) -> bool:
+    """Whether the fabric switches spray every flow's packets: ``load_balancing: spray`` or
+    ``spray_rr``, or ``transport: uet`` (its per-packet entropy sprays over ECMP switches)."""
+    return network.load_balancing in SPRAYING_LOAD_BALANCING or network.transport == "uet"
 
 
 def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int) -> Any:
@@ -75,6 +89,7 @@ def create_fluid_network(gbl: Any, desc: Any, network: NetworkConfig, seed: int)
     net.SetAttribute("Mtu", ns3.UintegerValue(int(network.mtu_bytes)))
     net.SetAttribute("Seed", ns3.UintegerValue(int(seed) & 0xFFFFFFFF))
     net.SetAttribute("Ecmp", ns3.BooleanValue(bool(network.ecmp)))
+    net.SetAttribute("Spray", ns3.BooleanValue(sprays(network)))
     header = ROCE_OVERHEAD_BYTES if network.frame_overhead == "roce" else 0
     net.SetAttribute("HeaderBytes", ns3.UintegerValue(header))
     for key, value in network.attributes.items():  # the socket transport's TCP, for its fluid flows

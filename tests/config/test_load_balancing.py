@@ -75,12 +75,29 @@ def test_bad_load_balancing_exits_2_with_one_line(scenario, tmp_path, capsys, ne
     assert not (tmp_path / "out").exists()
 
 
-def test_flow_fidelity_refuses_a_multipath_mode(scenario, tmp_path, capsys):
-    path = scenario({"load_balancing": "spray", "transport": "irn"})
+@pytest.mark.parametrize("mode", ["adaptive", "adaptive_flowlet", "flowlet"])
+def test_flow_fidelity_refuses_load_dependent_path_choice(scenario, tmp_path, capsys, mode):
+    path = scenario({"load_balancing": mode, "transport": "irn"})
     code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
-    assert "network.load_balancing: 'spray' needs packet fidelity" in err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{path}: network.load_balancing: '{mode}' needs packet fidelity" in err
+
+
+def test_flow_fidelity_refuses_to_measure_spraying_over_go_back_n(scenario, tmp_path, capsys):
+    path = scenario({"load_balancing": "spray", "accept_reordering": True})
+    code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{path}: network.accept_reordering: true measures what go-back-N loses" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.ns3
+def test_flow_fidelity_runs_spraying(scenario, tmp_path, capsys):
+    path = scenario({"load_balancing": "spray_rr", "transport": "irn"})
+    code = main(["netbench", str(path), "--fidelity", "flow", "--out", str(tmp_path / "out")])
+    assert code == 0, capsys.readouterr().err
 
 
 def test_experiment_file_refuses_spraying_over_go_back_n(tmp_path, capsys):
@@ -111,6 +128,10 @@ def test_the_rules_hold_for_networks_built_in_code():
     with pytest.raises(UserError, match=r"^network\.load_balancing: 'spray_rr' reorders packets"):
         check_load_balancing(network, PACKET)
     check_load_balancing(dataclasses.replace(network, transport="irn"), PACKET)
-    with pytest.raises(UserError, match=r"'spray_rr' needs packet fidelity \(the flow model routes"):
-        check_load_balancing(dataclasses.replace(network, transport="irn"), FLUID)
+    check_load_balancing(dataclasses.replace(network, transport="irn"), FLUID)
+    with pytest.raises(UserError, match=r"'adaptive' needs packet fidelity \(the flow model runs ecmp"):
+        check_load_balancing(dataclasses.replace(network, transport="irn", load_balancing="adaptive"), FLUID)
+    with pytest.raises(UserError, match=r"^network\.accept_reordering: true measures"):
+        check_load_balancing(dataclasses.replace(network, accept_reordering=True), FLUID)
+    check_load_balancing(dataclasses.replace(network, accept_reordering=True), PACKET)
     check_load_balancing(default_network(), FLUID)

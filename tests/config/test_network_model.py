@@ -34,13 +34,15 @@ def test_only_the_packet_network_has_frames_queues_and_congestion_control():
     assert PACKET.samples_flow_rates and not FLUID.samples_flow_rates
 
 
-def test_the_fluid_model_routes_each_flow_on_one_ecmp_path():
-    assert PACKET.load_balancing_modes == LOAD_BALANCING and FLUID.load_balancing_modes == ("ecmp",)
+def test_the_fluid_model_runs_ecmp_and_spraying_only():
+    assert PACKET.load_balancing_modes == LOAD_BALANCING
+    assert FLUID.load_balancing_modes == ("ecmp", "spray", "spray_rr")
+    assert PACKET.reorders_packets and not FLUID.reorders_packets
     for mode in LOAD_BALANCING:
         # transport irn: no reordering refusal, only the model's own rule
         network = dataclasses.replace(default_network(), load_balancing=mode, transport="irn")
         check_load_balancing(network, PACKET)
-        if mode == "ecmp":
+        if mode in ("ecmp", "spray", "spray_rr"):
             check_load_balancing(network, FLUID)
         else:
             with pytest.raises(UserError, match=f"'{mode}' needs packet fidelity"):

@@ -76,11 +76,18 @@ def test_an_override_that_makes_a_pfc_file_uet_is_refused(scenario, tmp_path, ca
     assert "network.pfc: true contradicts network.transport: 'uet'" in err
 
 
-def test_flow_fidelity_refuses_uet(scenario, tmp_path, capsys):
+@pytest.mark.ns3
+def test_flow_fidelity_runs_uet_as_spraying(scenario, tmp_path, capsys):
     code = main(["netbench", str(scenario({}, "flow")), "--out", str(tmp_path / "out")])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_flow_fidelity_refuses_uet_over_adaptive_switches(scenario, tmp_path, capsys):
+    path = scenario({"load_balancing": "adaptive"}, "flow")
+    code = main(["netbench", str(path), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1, err
-    assert "network.transport: 'uet' sprays every flow" in err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "network.load_balancing: 'adaptive' needs packet fidelity" in err
 
 
 def test_the_rules_hold_for_networks_built_in_code():
@@ -92,8 +99,9 @@ def test_the_rules_hold_for_networks_built_in_code():
         check_uet(dataclasses.replace(network, pfc=True))
     with pytest.raises(UserError, match=r"^network\.cc: 'hpcc' is not"):
         check_uet(dataclasses.replace(network, cc="hpcc"))
-    with pytest.raises(UserError, match="sprays every flow"):
-        check_load_balancing(network, FLUID)
+    check_load_balancing(network, FLUID)  # runs as spraying in the fluid model
+    with pytest.raises(UserError, match="'flowlet' needs packet fidelity"):
+        check_load_balancing(dataclasses.replace(network, load_balancing="flowlet"), FLUID)
 
 
 def test_the_roce_vs_uet_example_pair_differs_only_in_the_network():

@@ -40,6 +40,15 @@ FillAfter(const auto& a, const auto& b)
 {
     return a.share > b.share || (a.share == b.share && a.res > b.res);
 }
+
+/** Bytes a resource used with \p share carries of \p bytes (rounded; exact for share 1). */
+uint64_t
+ShareOf(uint64_t bytes, const double* shares, uint32_t hop)
+{
+    return shares == nullptr
+               ? bytes
+               : static_cast<uint64_t>(std::llround(static_cast<double>(bytes) * shares[hop]));
+}
 } // namespace
 NS_OBJECT_ENSURE_REGISTERED(FluidNetwork);
 
@@ -92,6 +101,13 @@ FluidNetwork::GetTypeId()
                           "rule, so both models route a flow alike); false = always the first path",
                           BooleanValue(true),
                           MakeBooleanAccessor(&FluidNetwork::m_ecmp),
+                          MakeBooleanChecker())
+            .AddAttribute("Spray",
+                          "Split every flow between hosts over all equal-cost fabric paths, as "
+                          "leaf and spine switches spraying per packet do over many packets "
+                          "(class documentation); false = one ECMP path per flow",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&FluidNetwork::m_spray),
                           MakeBooleanChecker())
             .AddAttribute("LocalRecompute",
                           "Re-fill only the flows a start or finish can affect (exact; see the "
@@ -150,6 +166,7 @@ FluidNetwork::SetTopology(Ptr<TopologyDescription> topo)
     m_res.assign(2 * nLinks, Resource());
     m_capLeft.assign(2 * nLinks, 0.0);
     m_cntLeft.assign(2 * nLinks, 0);
+    m_wLeft.assign(2 * nLinks, 0.0);
     m_cntSet.assign(2 * nLinks, 0);
     m_setFx.assign(2 * nLinks, 0);
     m_share.assign(2 * nLinks, 0.0);
@@ -249,7 +266,7 @@ FluidNetwork::MakeSocketFlow(Flow& f, uint64_t connectionKey)
     double ack = static_cast<double>(m_socketOverhead);
     double rttNs = 0;
     double bottleneck = std::numeric_limits<double>::infinity();
-    for (uint32_t r : f.res)
+    for (uint32_t r : f.route < 0 ? f.res : m_sprayRoutes[f.route].path)
     {
         uint32_t link = r / 2;
         double rate = m_topo->GetLinkRateBps(link);
@@ -276,7 +293,7 @@ FluidNetwork::PathLatencyNs(const Flow& f, uint64_t bytes) const
     double serialization = 0;
     double slowest = 0;
     int64_t propagation = 0;
-    for (uint32_t r : f.res)
+    for (uint32_t r : f.route < 0 ? f.res : m_sprayRoutes[f.route].path)
     {
         uint32_t link = r / 2;
         double rate = m_topo->GetLinkRateBps(link);
@@ -372,7 +389,16 @@ FluidNetwork::Open(
     f.dst = dstGpu;
     f.hashKey = hashKey;
     f.pathStartDone = 0;
-    AttachPath(slot, path, srcGpu);
+    f.route = m_spray ? SprayRouteOf(flowId, srcGpu, dstGpu, hashKey) : -1;
+    if (f.route < 0)
+    {
+        AttachPath(slot, path, srcGpu);
+    }
+    else
+    {
+        f.res.clear();
+        JoinResources(slot);
+    }
     m_seedFlows.push_back(slot);
     RequestRecompute();
     f.latencyNs = PathLatencyNs(f, bytes);
@@ -390,16 +416,28 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
 {
     Flow& f = m_flows[slot];
     f.res.clear();
-    f.pos.clear();
     // walk the path: one resource per hop and direction
     uint32_t node = m_topo->GetGpuNode(srcGpu);
-    int64_t now = Simulator::Now().GetNanoSeconds();
-    for (uint32_t hop = 0; hop < path.size(); ++hop)
+    for (uint32_t link : path)
     {
-        uint32_t link = path[hop];
         uint32_t dir = (m_topo->GetLinkA(link) == node) ? 0 : 1;
-        uint32_t r = 2 * link + dir;
+        f.res.push_back(2 * link + dir);
         node = m_topo->GetOtherEnd(link, node);
+    }
+    JoinResources(slot);
+}
+
+void
+FluidNetwork::JoinResources(uint32_t slot)
+{
+    Flow& f = m_flows[slot];
+    f.pos.clear();
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    const std::vector<uint32_t>& resources = Resources(f);
+    for (uint32_t hop = 0; hop < resources.size(); ++hop)
+    {
+        uint32_t r = resources[hop];
+        uint32_t link = r / 2;
         double rate = m_topo->GetLinkRateBps(link);
         Resource& res = m_res[r];
         if (!res.capSet)
@@ -423,7 +461,6 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
             res.sampleListed = true;
             m_sampleJoined.push_back(r);
         }
-        f.res.push_back(r);
         f.pos.push_back(res.flows.size());
         if (m_localRecompute && IsSaturated(res))
         {
@@ -431,6 +468,53 @@ FluidNetwork::AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint3
         }
         res.flows.emplace_back(slot, hop);
     }
+}
+
+int32_t
+FluidNetwork::SprayRouteOf(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint32_t hashKey)
+{
+    if (m_topo->GetNodeHost(m_topo->GetGpuNode(srcGpu)) ==
+        m_topo->GetNodeHost(m_topo->GetGpuNode(dstGpu)))
+    {
+        return -1; // inside a host: no fabric switch sprays it
+    }
+    // the flow's plane as GetPath picks it; the rest of the route is the pair's
+    uint32_t planes = m_topo->GetNPlanes();
+    int32_t plane = GetFlowPlane(flowId);
+    uint32_t p = plane >= 0 ? static_cast<uint32_t>(plane) % planes
+                            : TopologyDescription::EcmpIndex(FlowHash(hashKey, srcGpu, dstGpu),
+                                                             TopologyDescription::PLANE_HOP,
+                                                             planes);
+    uint64_t key = (static_cast<uint64_t>(srcGpu) * m_topo->GetNGpus() + dstGpu) * planes + p;
+    auto it = m_sprayRouteOf.find(key);
+    if (it != m_sprayRouteOf.end())
+    {
+        return it->second;
+    }
+    uint32_t pairHash = FlowHash(0, srcGpu, dstGpu);
+    SprayRoute route;
+    std::vector<uint32_t> links = m_topo->GetPath(srcGpu, dstGpu, pairHash, p);
+    if (links.empty() ||
+        !m_topo->GetSprayedDirections(srcGpu, dstGpu, pairHash, p, route.res, route.share))
+    {
+        return -1;
+    }
+    uint32_t node = m_topo->GetGpuNode(srcGpu);
+    for (uint32_t link : links)
+    {
+        route.path.push_back(2 * link + (m_topo->GetLinkA(link) == node ? 0 : 1));
+        node = m_topo->GetOtherEnd(link, node);
+    }
+    int32_t index = static_cast<int32_t>(m_sprayRoutes.size());
+    m_sprayRoutes.push_back(std::move(route));
+    m_sprayRouteOf.emplace(key, index);
+    return index;
+}
+
+uint64_t
+FluidNetwork::GetSprayRoutes() const
+{
+    return m_sprayRouteOf.size();
 }
 
 void
@@ -441,9 +525,11 @@ FluidNetwork::DetachPath(uint32_t slot)
     Advance(f, now);
     uint64_t done = f.bytes - std::min<uint64_t>(f.bytes, std::llround(f.remaining / f.scale));
     uint64_t carried = done - std::min(done, f.pathStartDone);
-    for (size_t k = 0; k < f.res.size(); ++k)
+    const std::vector<uint32_t>& resources = Resources(f);
+    const double* shares = Shares(f);
+    for (size_t k = 0; k < resources.size(); ++k)
     {
-        uint32_t r = f.res[k];
+        uint32_t r = resources[k];
         Resource& res = m_res[r];
         uint32_t at = f.pos[k];
         auto moved = res.flows.back();
@@ -453,8 +539,8 @@ FluidNetwork::DetachPath(uint32_t slot)
         {
             m_flows[moved.first].pos[moved.second] = at;
         }
-        res.bytesDone += carried;
-        res.loadFx -= f.rateFx;
+        res.bytesDone += ShareOf(carried, shares, k);
+        res.loadFx -= Weighted(f.rateFx, shares ? shares[k] : 1.0);
         if (res.flows.empty())
         {
             res.busyNs += now - res.busySince;
@@ -524,12 +610,31 @@ FluidNetwork::Reroute()
     NS_LOG_FUNCTION(this);
     SampleUntil(Simulator::Now().GetNanoSeconds()); // before flows change paths
     m_topo->RecomputeFabricRoutes();
+    m_sprayRouteOf.clear(); // spray routes are made again over the routes that remain
     uint32_t moved = 0;
     for (uint32_t slot = 0; slot < m_flows.size(); ++slot)
     {
         Flow& f = m_flows[slot];
         if (!f.inUse)
         {
+            continue;
+        }
+        if (f.route >= 0)
+        {
+            int32_t route = SprayRouteOf(f.id, f.src, f.dst, f.hashKey);
+            const SprayRoute& now = m_sprayRoutes[route < 0 ? f.route : route];
+            const SprayRoute& was = m_sprayRoutes[f.route];
+            if (route < 0 || (now.res == was.res && now.share == was.share))
+            {
+                f.route = route < 0 ? f.route : route; // nowhere to go, or the same directions
+                continue;
+            }
+            DetachPath(slot);
+            f.route = route;
+            JoinResources(slot);
+            f.latencyNs = PathLatencyNs(f, f.bytes);
+            m_seedFlows.push_back(slot);
+            ++moved;
             continue;
         }
         std::vector<uint32_t> path =
@@ -703,7 +808,7 @@ FluidNetwork::Recompute()
         for (; head < m_compFlows.size(); ++head)
         {
             const Flow& f = m_flows[m_compFlows[head]];
-            for (uint32_t q : f.res)
+            for (uint32_t q : Resources(f))
             {
                 Resource& res = m_res[q];
                 if (res.stamp != m_stamp)
@@ -742,10 +847,8 @@ FluidNetwork::Recompute()
 }
 
 void
-FluidNetwork::WaterFill()
+FluidNetwork::StartFill()
 {
-    // progressive filling: repeatedly saturate the resource with the smallest fair share, with
-    // the capacity that flows outside the set leave on each resource
     m_heap.clear();
     m_bottlenecks.clear();
     for (uint32_t r : m_compRes)
@@ -755,15 +858,21 @@ FluidNetwork::WaterFill()
         m_maxOld[r] = 0;
         m_maxNew[r] = 0;
         m_newSetFx[r] = 0;
+        m_wLeft[r] = 0;
     }
     for (uint32_t slot : m_compFlows)
     {
         Flow& f = m_flows[slot];
         f.frozen = false;
-        for (uint32_t q : f.res)
+        const std::vector<uint32_t>& resources = Resources(f);
+        const double* shares = Shares(f);
+        for (uint32_t k = 0; k < resources.size(); ++k)
         {
+            uint32_t q = resources[k];
+            double share = shares ? shares[k] : 1.0;
             ++m_cntSet[q];
-            m_setFx[q] += f.rateFx;
+            m_wLeft[q] += share;
+            m_setFx[q] += Weighted(f.rateFx, share);
             m_maxOld[q] = std::max(m_maxOld[q], f.rate);
         }
     }
@@ -776,9 +885,17 @@ FluidNetwork::WaterFill()
                            : std::max(0.0, res.capacity - static_cast<double>(fixedFx) / kFxScale);
         m_cntLeft[r] = m_cntSet[r];
         m_version[r] = m_popVersion;
-        m_heap.push_back({m_capLeft[r] / m_cntLeft[r], r, m_popVersion});
+        m_heap.push_back({m_capLeft[r] / m_wLeft[r], r, m_popVersion});
     }
     ++m_popVersion;
+}
+
+void
+FluidNetwork::WaterFill()
+{
+    // progressive filling: repeatedly saturate the resource with the smallest fair share, with
+    // the capacity that flows outside the set leave on each resource
+    StartFill();
     auto after = [](const FillEntry& a, const FillEntry& b) {
         return FillAfter(a, b);
     };
@@ -808,12 +925,17 @@ FluidNetwork::WaterFill()
             f.newRate = share;
             f.newBottleneck = r;
             int64_t shareFx = ToFx(share);
-            for (uint32_t q : f.res)
+            const std::vector<uint32_t>& resources = Resources(f);
+            const double* shares = Shares(f);
+            for (uint32_t k = 0; k < resources.size(); ++k)
             {
-                m_capLeft[q] = std::max(0.0, m_capLeft[q] - share);
-                m_newSetFx[q] += shareFx;
+                uint32_t q = resources[k];
+                double used = shares ? shares[k] : 1.0; // share of the flow's rate on q
+                m_capLeft[q] = std::max(0.0, m_capLeft[q] - share * used);
+                m_newSetFx[q] += Weighted(shareFx, used);
                 m_maxNew[q] = std::max(m_maxNew[q], share);
                 --m_cntLeft[q];
+                m_wLeft[q] -= used;
                 if (m_version[q] != m_popVersion)
                 {
                     m_version[q] = m_popVersion; // one new heap entry per resource and pop
@@ -825,7 +947,7 @@ FluidNetwork::WaterFill()
         {
             if (m_cntLeft[q] > 0)
             {
-                m_heap.push_back({m_capLeft[q] / m_cntLeft[q], q, m_popVersion});
+                m_heap.push_back({m_capLeft[q] / m_wLeft[q], q, m_popVersion});
                 std::push_heap(m_heap.begin(), m_heap.end(), after);
             }
         }
@@ -898,9 +1020,12 @@ FluidNetwork::CommitRates()
         int64_t fx = ToFx(f.newRate);
         if (fx != f.rateFx)
         {
-            for (uint32_t q : f.res)
+            const std::vector<uint32_t>& resources = Resources(f);
+            const double* shares = Shares(f);
+            for (uint32_t k = 0; k < resources.size(); ++k)
             {
-                m_res[q].loadFx += fx - f.rateFx;
+                double share = shares ? shares[k] : 1.0;
+                m_res[resources[k]].loadFx += Weighted(fx, share) - Weighted(f.rateFx, share);
             }
             f.rateFx = fx;
         }
@@ -1031,6 +1156,40 @@ FluidNetwork::Wakeup()
 }
 
 void
+FluidNetwork::NextMessage(uint32_t slot, int64_t now)
+{
+    Flow& f = m_flows[slot];
+    Connection& connection = m_connections.at(f.connection);
+    const std::vector<uint32_t>& resources = Resources(f);
+    for (uint32_t k = 0; k < resources.size(); ++k)
+    {
+        m_res[resources[k]].bytesDone += ShareOf(f.bytes - f.pathStartDone, Shares(f), k);
+    }
+    m_slotOfId[f.id] = -1;
+    m_transferDoneTrace(f.id);
+    Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
+    m_bytesDelivered += f.bytes;
+    auto [nextId, nextBytes] = connection.queued.front();
+    connection.queued.pop_front();
+    f.id = nextId;
+    f.bytes = nextBytes;
+    f.pathStartDone = 0;
+    f.remaining = static_cast<double>(nextBytes) * f.scale;
+    f.latencyNs = PathLatencyNs(f, nextBytes);
+    if (nextId >= m_slotOfId.size())
+    {
+        m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
+    }
+    m_slotOfId[nextId] = slot;
+    if (f.rate > 0)
+    {
+        double ns = f.remaining / f.rate;
+        f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
+        ScheduleDone(slot);
+    }
+}
+
+void
 FluidNetwork::TransferDone(uint32_t slot)
 {
     Flow& f = m_flows[slot];
@@ -1046,42 +1205,17 @@ FluidNetwork::TransferDone(uint32_t slot)
         NS_ASSERT(it != m_connections.end() && it->second.slot == slot);
         if (!it->second.queued.empty())
         {
-            // The next message of the connection follows on the same slot and path, at the
-            // same rate: nothing else on the path sees a change.
-            for (uint32_t r : f.res)
-            {
-                m_res[r].bytesDone += f.bytes - f.pathStartDone;
-            }
-            m_slotOfId[f.id] = -1;
-            m_transferDoneTrace(f.id);
-            Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
-            m_bytesDelivered += f.bytes;
-            auto [nextId, nextBytes] = it->second.queued.front();
-            it->second.queued.pop_front();
-            f.id = nextId;
-            f.bytes = nextBytes;
-            f.pathStartDone = 0;
-            f.remaining = static_cast<double>(nextBytes) * f.scale;
-            f.latencyNs = PathLatencyNs(f, nextBytes);
-            if (nextId >= m_slotOfId.size())
-            {
-                m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
-            }
-            m_slotOfId[nextId] = slot;
-            if (f.rate > 0)
-            {
-                double ns = f.remaining / f.rate;
-                f.doneAt = now + std::max<int64_t>(static_cast<int64_t>(std::ceil(ns - 1e-6)), 0);
-                ScheduleDone(slot);
-            }
+            NextMessage(slot, now);
             return;
         }
         m_connections.erase(it);
         f.onConnection = false;
     }
-    for (size_t k = 0; k < f.res.size(); ++k)
+    const std::vector<uint32_t>& resources = Resources(f);
+    const double* shares = Shares(f);
+    for (size_t k = 0; k < resources.size(); ++k)
     {
-        uint32_t r = f.res[k];
+        uint32_t r = resources[k];
         Resource& res = m_res[r];
         uint32_t at = f.pos[k];
         auto moved = res.flows.back();
@@ -1091,9 +1225,9 @@ FluidNetwork::TransferDone(uint32_t slot)
         {
             m_flows[moved.first].pos[moved.second] = at;
         }
-        res.bytesDone += f.bytes - f.pathStartDone;
+        res.bytesDone += ShareOf(f.bytes - f.pathStartDone, shares, k);
         bool saturated = IsSaturated(res);
-        res.loadFx -= f.rateFx;
+        res.loadFx -= Weighted(f.rateFx, shares ? shares[k] : 1.0);
         if (res.flows.empty())
         {
             res.busyNs += now - res.busySince;
@@ -1208,7 +1342,8 @@ FluidNetwork::CopyLinkStats(uint64_t* bytes, int64_t* busyNs) const
             double left =
                 std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.lastUpdate));
             uint64_t onPath = f.bytes - f.pathStartDone;
-            carried += onPath - std::min<uint64_t>(onPath, std::llround(left / f.scale));
+            carried += ShareOf(
+                onPath - std::min<uint64_t>(onPath, std::llround(left / f.scale)), Shares(f), hop);
         }
         bytes[r] = carried;
         busyNs[r] = res.busyNs + (res.busySince >= 0 ? now - res.busySince : 0);
@@ -1252,7 +1387,8 @@ FluidNetwork::SampleUntil(int64_t nowNs)
                 // bytesDone)
                 double onPath = static_cast<double>(f.bytes - f.pathStartDone);
                 double left = f.remaining - f.rate * static_cast<double>(t - f.lastUpdate);
-                carried += onPath - std::clamp(left, 0.0, onPath);
+                const double* shares = Shares(f);
+                carried += (onPath - std::clamp(left, 0.0, onPath)) * (shares ? shares[hop] : 1.0);
             }
             uint64_t bytes = static_cast<uint64_t>(std::llround(carried));
             if (bytes != m_sampledBytes[r])

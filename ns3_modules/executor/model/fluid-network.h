@@ -82,6 +82,19 @@ namespace ns3
  * no congestion-window dynamics, losses or retransmissions after slow start, and the traffic
  * class is ignored as for every flow (the packet model serves TCP and RDMA classes round-robin).
  *
+ * Spraying (attribute Spray): a flow between two hosts is one fluid spread over every
+ * equal-cost fabric path, as packet spraying (network.load_balancing spray, spray_rr) and UET's
+ * per-packet entropy spread a flow's packets over many packets: it uses each link direction with
+ * the share of its bytes that TopologyDescription::GetSprayedDirections gives (leaf and spine
+ * switches split evenly over their next hops), and the max-min filling weighs it so: a link's
+ * load is the sum over its flows of rate x share, and a flow's rate rises until a link it uses
+ * saturates. The route is the same for every flow of a (source GPU, destination GPU, plane) and
+ * is stored once per such pair (host segments hashed with flow id 0). Its store-and-forward
+ * latency and socket round trip are those of one of its paths (the paths are equal-cost).
+ * APPROXIMATION: the even split is spraying's long-run average; it has no reordering cost (the
+ * flow model refuses spraying over go-back-N) and no queues, so a flow sprayed over a degraded
+ * link moves at the rate that link's share allows, as an oblivious sprayer's transport must.
+ *
  * Approximations (what this model does not have): no queues and no queueing delay, no
  * congestion-control dynamics (rates converge instantly to max-min fairness), no packet loss,
  * retransmission or PFC, no traffic-class priorities (the priority argument is ignored), and the
@@ -145,6 +158,8 @@ class FluidNetwork : public FlowNetwork
     uint64_t GetFlowsFinished() const;
     /** \return number of flows now moving data */
     uint64_t GetFlowsActive() const;
+    /** \return number of (source, destination, plane) spray routes stored (Spray) */
+    uint64_t GetSprayRoutes() const;
     /** \return number of flows that could not be routed (never complete) */
     uint64_t GetFlowsUnroutable() const;
     /** \return a description of the first unroutable flow, empty if none */
@@ -383,7 +398,37 @@ class FluidNetwork : public FlowNetwork
         uint32_t dst{0};     //!< receiving GPU
         uint32_t hashKey{0}; //!< id hashed for the ECMP path
         uint64_t pathStartDone{0}; //!< bytes already transferred when it joined this path
+        int32_t route{-1};         //!< index in m_sprayRoutes, -1: the one path in res
     };
+
+    /** The link directions of a sprayed flow, stored once per (source, destination, plane). */
+    struct SprayRoute
+    {
+        std::vector<uint32_t> res;  //!< link directions the flow uses
+        std::vector<double> share;  //!< share of the flow's bytes on each
+        std::vector<uint32_t> path; //!< one of its equal-cost paths (latency), link directions
+    };
+
+    /** \return the resources of a flow: its path, or its spray route's directions */
+    const std::vector<uint32_t>&
+    Resources(const Flow& f) const
+    {
+        return f.route < 0 ? f.res : m_sprayRoutes[f.route].res;
+    }
+
+    /** \return the share of each resource of Resources(f), or nullptr when every share is 1 */
+    const double*
+    Shares(const Flow& f) const
+    {
+        return f.route < 0 ? nullptr : m_sprayRoutes[f.route].share.data();
+    }
+
+    /** \return the fixed-point load a rate \p fx puts on a resource it uses with \p share */
+    static int64_t
+    Weighted(int64_t fx, double share)
+    {
+        return share == 1.0 ? fx : std::llround(static_cast<double>(fx) * share);
+    }
 
     /** No resource (a flow without a bottleneck yet). */
     static constexpr uint32_t kNoResource = 0xFFFFFFFFu;
@@ -412,6 +457,11 @@ class FluidNetwork : public FlowNetwork
     void AddToSet(uint32_t slot);
     /** Add every flow of resource \p r to the set being re-filled. */
     void ExpandResource(uint32_t r);
+    /**
+     * Set up the filling of m_compFlows: per resource of the set its flows, their shares and old
+     * rates, the capacity the fixed flows leave, and the first heap entries.
+     */
+    void StartFill();
     /** Progressive filling of the flows m_compFlows against the capacity fixed flows leave. */
     void WaterFill();
     /** \return true if the flows of the set are limited where a fixed flow is faster (the set
@@ -435,6 +485,11 @@ class FluidNetwork : public FlowNetwork
     void Wakeup();
     /** The fluid transfer of the flow in \p slot is over. */
     void TransferDone(uint32_t slot);
+    /**
+     * The message in \p slot is over and its connection has another queued: it follows on the
+     * same slot and path at the same rate (nothing else on the path sees a change).
+     */
+    void NextMessage(uint32_t slot, int64_t now);
     /**
      * Hold a flow that no route can carry while a link is down, for Reroute() to start.
      * \return true if the flow waits
@@ -467,6 +522,15 @@ class FluidNetwork : public FlowNetwork
     void MakeSocketFlow(Flow& f, uint64_t connectionKey);
     /** Put the flow in \p slot on the resources of \p path (from GPU \p srcGpu). */
     void AttachPath(uint32_t slot, const std::vector<uint32_t>& path, uint32_t srcGpu);
+    /** Put the flow in \p slot on Resources() (its path's directions or its spray route). */
+    void JoinResources(uint32_t slot);
+    /**
+     * \brief The spray route of a flow (attribute Spray), made once per (source, destination,
+     * plane).
+     * \return its index in m_sprayRoutes, -1 when the flow stays on one path (same host, Spray
+     * false) or has no route
+     */
+    int32_t SprayRouteOf(uint32_t flowId, uint32_t srcGpu, uint32_t dstGpu, uint32_t hashKey);
     /** Take the flow in \p slot off its resources (bytes carried so far stay counted). */
     void DetachPath(uint32_t slot);
     /** Set both resources of a link to \p rateBps times its loss factor (0 when down). */
@@ -481,8 +545,11 @@ class FluidNetwork : public FlowNetwork
     uint32_t m_headerBytes;                //!< header bytes per Mtu of payload
     uint32_t m_seed;                       //!< ECMP hash seed
     bool m_ecmp;                           //!< spread flows over equal-cost paths
-    Time m_sampleInterval;                 //!< link series period; 0 = no series
-    int64_t m_nextSample{0};               //!< ns, time of the next link sample
+    bool m_spray{false};                   //!< split every flow over the equal-cost paths
+    std::vector<SprayRoute> m_sprayRoutes; //!< spray routes, by index
+    std::unordered_map<uint64_t, int32_t> m_sprayRouteOf; //!< (src, dst, plane) -> index
+    Time m_sampleInterval;                                //!< link series period; 0 = no series
+    int64_t m_nextSample{0};                              //!< ns, time of the next link sample
     std::vector<uint64_t> m_sampledBytes;  //!< carried bytes at each direction's last sample
     std::vector<uint32_t> m_sampleActive;  //!< directions with a flow or unsampled bytes, in order
     std::vector<uint32_t> m_sampleJoined;  //!< listed since the last sample, not yet merged
@@ -515,6 +582,7 @@ class FluidNetwork : public FlowNetwork
     std::vector<uint32_t> m_bottlenecks; //!< scratch: resources that froze flows
     std::vector<double> m_capLeft;       //!< scratch: capacity left per resource
     std::vector<uint32_t> m_cntLeft;     //!< scratch: unfrozen flows per resource
+    std::vector<double> m_wLeft;         //!< scratch: shares of the unfrozen flows per resource
     std::vector<uint32_t> m_cntSet;      //!< scratch: flows of the set per resource
     std::vector<int64_t> m_setFx;        //!< scratch: fixed-point rates of the set per resource
     std::vector<double> m_share;         //!< scratch: rate of the flows a resource froze

@@ -510,4 +510,109 @@ TopologyDescription::GetPath(uint32_t srcGpu,
     return path;
 }
 
+bool
+TopologyDescription::SprayWalk(uint32_t node,
+                               uint32_t dst,
+                               uint32_t flowHash,
+                               std::vector<uint32_t>& directions,
+                               std::vector<double>& shares) const
+{
+    // hop by hop over the equal-cost DAG towards dst: the share of the flow at each node
+    std::vector<std::pair<uint32_t, double>> layer{{node, 1.0}};
+    std::vector<std::pair<uint32_t, double>> next;
+    for (uint32_t hop = 0; hop <= m_nodeKind.size(); ++hop)
+    {
+        next.clear();
+        bool arrived = true;
+        for (const auto& [u, share] : layer)
+        {
+            if (u == dst)
+            {
+                next.emplace_back(u, share);
+                continue;
+            }
+            arrived = false;
+            const auto& options = GetNextHops(u, dst);
+            if (options.empty())
+            {
+                return false;
+            }
+            bool sprays = m_nodeKind[u] == LEAF || m_nodeKind[u] == SPINE;
+            uint32_t first = sprays ? 0 : EcmpIndex(flowHash, hop, options.size());
+            uint32_t count = sprays ? options.size() : 1;
+            double part = share / count;
+            for (uint32_t k = first; k < first + count; ++k)
+            {
+                uint32_t link = options[k];
+                uint32_t direction = 2 * link + (m_linkA[link] == u ? 0 : 1);
+                auto at = std::find(directions.begin(), directions.end(), direction);
+                if (at == directions.end())
+                {
+                    directions.push_back(direction);
+                    shares.push_back(part);
+                }
+                else
+                {
+                    shares[at - directions.begin()] += part;
+                }
+                uint32_t v = GetOtherEnd(link, u);
+                auto seen = std::find_if(
+                    next.begin(), next.end(), [v](const auto& e) { return e.first == v; });
+                if (seen == next.end())
+                {
+                    next.emplace_back(v, part);
+                }
+                else
+                {
+                    seen->second += part;
+                }
+            }
+        }
+        if (arrived)
+        {
+            return true;
+        }
+        layer.swap(next);
+    }
+    return false;
+}
+
+bool
+TopologyDescription::GetSprayedDirections(uint32_t srcGpu,
+                                          uint32_t dstGpu,
+                                          uint32_t flowHash,
+                                          int32_t plane,
+                                          std::vector<uint32_t>& directions,
+                                          std::vector<double>& shares) const
+{
+    directions.clear();
+    shares.clear();
+    uint32_t src = GetGpuNode(srcGpu);
+    uint32_t dst = GetGpuNode(dstGpu);
+    if (m_nodeHost.at(src) == m_nodeHost.at(dst))
+    {
+        return false;
+    }
+    uint32_t proxy = srcGpu;
+    auto [nicA, nicB] = GetFlowNics(srcGpu, dstGpu, flowHash, plane, &proxy);
+    uint32_t via = GetGpuNode(proxy);
+    // the host segments take GetPath's links, whole
+    auto walkHost = [&](uint32_t from, uint32_t to) {
+        std::vector<uint32_t> links;
+        if (!Walk(from, to, flowHash, links))
+        {
+            return false;
+        }
+        for (uint32_t link : links)
+        {
+            directions.push_back(2 * link + (m_linkA[link] == from ? 0 : 1));
+            shares.push_back(1.0);
+            from = GetOtherEnd(link, from);
+        }
+        return true;
+    };
+    return (via == src || walkHost(src, via)) && walkHost(via, nicA) &&
+           SprayWalk(nicA, nicB, flowHash, directions, shares) && walkHost(nicB, dst);
+}
+
 } // namespace ns3

@@ -247,6 +247,32 @@ class TopologyDescription : public Object
                                   int32_t plane) const;
 
     /**
+     * \brief The link directions a flow between two hosts uses when the fabric switches spray
+     * its packets, each with the share of the flow's bytes it carries.
+     *
+     * The host segments (GPU to NIC port, PXN hops) and the NIC port's first hop are GetPath's
+     * choices for \p flowHash (share 1). From there every leaf and spine switch splits what
+     * reaches it evenly over its equal-cost next hops towards the destination port, which is
+     * where per-packet spraying (random or round-robin, per switch) converges over many packets.
+     * On a symmetric fabric this is the even split over all equal-cost paths; after a fault it is
+     * the hop-by-hop split the switches make over the routes that remain.
+     * \param srcGpu sending GPU
+     * \param dstGpu receiving GPU, on another host
+     * \param flowHash the hash of the host segments and of the NIC port's uplink
+     * \param plane the flow's plane, or -1
+     * \param directions out: link directions (2 * link: a->b, 2 * link + 1: b->a), each once,
+     * in the order a packet first meets them
+     * \param shares out: share of the flow's bytes per direction, in (0, 1]
+     * \return false when a hop has no route (the outputs are then incomplete)
+     */
+    bool GetSprayedDirections(uint32_t srcGpu,
+                              uint32_t dstGpu,
+                              uint32_t flowHash,
+                              int32_t plane,
+                              std::vector<uint32_t>& directions,
+                              std::vector<double>& shares) const;
+
+    /**
      * \brief The NIC ports a flow between two hosts leaves and enters by (GetPath's choice).
      * \param srcGpu sending GPU
      * \param dstGpu receiving GPU (on another host)
@@ -265,6 +291,15 @@ class TopologyDescription : public Object
     static constexpr uint32_t PLANE_HOP = 1000;
 
   private:
+    /**
+     * Append the link directions from \p node to \p dst, leaf and spine switches splitting
+     * evenly over their next hops (GetSprayedDirections); false if a hop has no route.
+     */
+    bool SprayWalk(uint32_t node,
+                   uint32_t dst,
+                   uint32_t flowHash,
+                   std::vector<uint32_t>& directions,
+                   std::vector<double>& shares) const;
     /** Append the links from \p node to \p dst; false if a hop has no route. */
     bool Walk(uint32_t node, uint32_t dst, uint32_t flowHash, std::vector<uint32_t>& out) const;
 
