@@ -721,70 +721,55 @@ def sample_interval(section: Section, default: str = "10us") -> int:
     return interval
 
 
-def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
-    """Validate ``parallel.stages`` against the model, the batch and the cluster; return the
-    plan with canonical GPU names."""
+def _check_replica(
+    top: Section,
+    exp: ExperimentConfig,
+    key: str,
+    rep: ReplicaPlan,
+    have: dict[str, int],
+    need: dict[str, int],
+) -> ReplicaPlan:
+    """One replica (at ``key``) against the cluster's GPUs (``need``: GPUs the plan takes of
+    each type up to here, updated) and the model's heads; returned with the canonical GPU name."""
     par, model, cluster, train = exp.parallel, exp.model, exp.cluster, exp.training
-    plan = par.plan
-    assert plan is not None
-    have: dict[str, int] = {}
-    for gpu in cluster.gpu_type:
-        have[gpu] = have.get(gpu, 0) + 1
-    need: dict[str, int] = {}
-    stages = []
-    for i, stage in enumerate(plan.stages):
-        replicas = []
-        for j, rep in enumerate(stage.replicas):
-            key = f"parallel.stages[{i}].replicas[{j}]"
-            canonical = cluster.resolve_gpu_name(rep.gpu)
-            if canonical is None or canonical not in have:
-                raise top.error(
-                    f"{key}.gpu",
-                    f"GPU type {rep.gpu!r} is not in the cluster "
-                    f"{cluster.name!r}; it has: {', '.join(sorted(have))}",
-                )
-            peaks = cluster.gpu_spec(canonical).peak_tflops
-            if not peaks.get(train.dtype):
-                supported = ", ".join(k for k, v in peaks.items() if v)
-                raise top.error(
-                    f"{key}.gpu",
-                    f"{canonical} has no {train.dtype} peak (it has: "
-                    f"{supported}); set training.dtype to one of those",
-                )
-            need[canonical] = need.get(canonical, 0) + rep.tp
-            if need[canonical] > have[canonical]:
-                raise top.error(
-                    f"{key}.gpu",
-                    f"the plan needs {need[canonical]} {canonical} GPUs "
-                    f"up to here but the cluster {cluster.name!r} has "
-                    f"{have[canonical]}",
-                )
-            if model.heads % rep.tp:
-                raise top.error(f"{key}.tp", f"model heads {model.heads} not divisible by tp {rep.tp}")
-            if model.kv_heads % rep.tp and rep.tp % model.kv_heads:
-                raise top.error(
-                    f"{key}.tp", f"kv_heads {model.kv_heads} and tp {rep.tp}: neither divides the other"
-                )
-            if par.sequence_parallel and rep.tp == 1:
-                raise top.error(f"{key}.tp", "sequence_parallel needs tp >= 2 in every replica")
-            if par.sequence_parallel and train.seq_len % rep.tp:
-                raise top.error(
-                    f"{key}.tp", f"seq_len {train.seq_len} not divisible by tp {rep.tp} (sequence_parallel)"
-                )
-            replicas.append(ReplicaPlan(canonical, rep.tp, rep.micro_batches))
-        if (par.zero or par.distributed_optimizer) and len({r.tp for r in replicas}) > 1:
-            raise top.error(
-                f"parallel.stages[{i}].replicas",
-                "replicas of one stage with "
-                "different tp need zero: 0 without distributed_optimizer (their "
-                "gradient shards differ)",
-            )
-        stages.append(StagePlan(stage.layers, tuple(replicas)))
-    if sum(s.layers for s in plan.stages) != model.layers:
+    canonical = cluster.resolve_gpu_name(rep.gpu)
+    if canonical is None or canonical not in have:
         raise top.error(
-            "parallel.stages",
-            f"layers sum to {sum(s.layers for s in plan.stages)} but the model has {model.layers}",
+            f"{key}.gpu",
+            f"GPU type {rep.gpu!r} is not in the cluster {cluster.name!r}; it has: {', '.join(sorted(have))}",
         )
+    peaks = cluster.gpu_spec(canonical).peak_tflops
+    if not peaks.get(train.dtype):
+        supported = ", ".join(k for k, v in peaks.items() if v)
+        raise top.error(
+            f"{key}.gpu",
+            f"{canonical} has no {train.dtype} peak (it has: {supported}); "
+            "set training.dtype to one of those",
+        )
+    need[canonical] = need.get(canonical, 0) + rep.tp
+    if need[canonical] > have[canonical]:
+        raise top.error(
+            f"{key}.gpu",
+            f"the plan needs {need[canonical]} {canonical} GPUs "
+            f"up to here but the cluster {cluster.name!r} has "
+            f"{have[canonical]}",
+        )
+    if model.heads % rep.tp:
+        raise top.error(f"{key}.tp", f"model heads {model.heads} not divisible by tp {rep.tp}")
+    if model.kv_heads % rep.tp and rep.tp % model.kv_heads:
+        raise top.error(f"{key}.tp", f"kv_heads {model.kv_heads} and tp {rep.tp}: neither divides the other")
+    if par.sequence_parallel and rep.tp == 1:
+        raise top.error(f"{key}.tp", "sequence_parallel needs tp >= 2 in every replica")
+    if par.sequence_parallel and train.seq_len % rep.tp:
+        raise top.error(
+            f"{key}.tp", f"seq_len {train.seq_len} not divisible by tp {rep.tp} (sequence_parallel)"
+        )
+    return ReplicaPlan(canonical, rep.tp, rep.micro_batches)
+
+
+def _check_stage_micro_batches(top: Section, exp: ExperimentConfig, plan: StagedPlan) -> None:
+    """Micro-batch counts given per pipeline: one per pipeline, summing to the batch's."""
+    train = exp.training
     if train.global_batch % train.micro_batch:
         raise top.error(
             "training.global_batch",
@@ -810,6 +795,38 @@ def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
             f" but global_batch/micro_batch = {train.global_batch}/{train.micro_batch}"
             f" = {total}",
         )
+
+
+def _check_stages(top: Section, exp: ExperimentConfig) -> StagedPlan:
+    """Validate ``parallel.stages`` against the model, the batch and the cluster; return the
+    plan with canonical GPU names."""
+    par, model, cluster = exp.parallel, exp.model, exp.cluster
+    plan = par.plan
+    assert plan is not None
+    have: dict[str, int] = {}
+    for gpu in cluster.gpu_type:
+        have[gpu] = have.get(gpu, 0) + 1
+    need: dict[str, int] = {}
+    stages = []
+    for i, stage in enumerate(plan.stages):
+        replicas = [
+            _check_replica(top, exp, f"parallel.stages[{i}].replicas[{j}]", rep, have, need)
+            for j, rep in enumerate(stage.replicas)
+        ]
+        if (par.zero or par.distributed_optimizer) and len({r.tp for r in replicas}) > 1:
+            raise top.error(
+                f"parallel.stages[{i}].replicas",
+                "replicas of one stage with "
+                "different tp need zero: 0 without distributed_optimizer (their "
+                "gradient shards differ)",
+            )
+        stages.append(StagePlan(stage.layers, tuple(replicas)))
+    if sum(s.layers for s in plan.stages) != model.layers:
+        raise top.error(
+            "parallel.stages",
+            f"layers sum to {sum(s.layers for s in plan.stages)} but the model has {model.layers}",
+        )
+    _check_stage_micro_batches(top, exp, plan)
     if model.layers < plan.pp:
         raise top.error("parallel.stages", f"{model.layers} layers cannot fill {plan.pp} stages")
     return StagedPlan(tuple(stages))

@@ -160,6 +160,46 @@ def fabric_rtt_ns(topology: Topology, rate_bps: float, frame_bytes: int) -> floa
     return hops * (2 * delay + (frame_bytes + ACK_FRAME_BYTES) * 8e9 / rate_bps)
 
 
+def _link_events(
+    spec: FaultSpec, rate: float, name: str, topology: Topology, frame: int
+) -> tuple[list[tuple[int, int, float, float]], float | None]:
+    """A link fault's model events, (time_ns, kind, value, value2) each, and for a lossy link its
+    go-back-N goodput factor (None otherwise)."""
+    events: list[tuple[int, int, float, float]] = []
+    factor = None
+    if spec.kind == "down":
+        events.append((spec.at_ns, LINK_DOWN, 0.0, 0.0))
+        if spec.until_ns is not None:
+            events.append((spec.until_ns, LINK_UP, 0.0, 0.0))
+    elif spec.kind == "rate":
+        if spec.rate_bps >= rate:
+            raise UserError(
+                f"{spec.where}: rate: {spec.rate_bps:g} bit/s is not below the line rate of "
+                f"link {name} ({rate:g} bit/s); a degraded link is slower than its line rate"
+            )
+        events.append((spec.at_ns, RATE, spec.rate_bps, 0.0))
+        if spec.until_ns is not None:
+            events.append((spec.until_ns, RATE, rate, 0.0))
+    else:
+        factor = go_back_n_goodput(spec.loss, rate, fabric_rtt_ns(topology, rate, frame), frame)
+        events.append((spec.at_ns, LOSS, spec.loss, factor))
+        if spec.until_ns is not None:
+            events.append((spec.until_ns, LOSS, 0.0, 1.0))
+    return events, factor
+
+
+def _event_arrays(ev: dict[str, list]) -> dict[str, np.ndarray]:
+    """The model events' columns as the typed arrays the C++ side reads."""
+    return {
+        "time_ns": np.asarray(ev["time_ns"], np.int64),
+        "kind": np.asarray(ev["kind"], np.uint8),
+        "link": np.asarray(ev["link"], np.uint32),
+        "value": np.asarray(ev["value"], np.float64),
+        "value2": np.asarray(ev["value2"], np.float64),
+        "fault": np.asarray(ev["fault"], np.uint32),
+    }
+
+
 def resolve_faults(
     faults: Sequence[FaultSpec], topology: Topology, network: NetworkConfig, stop_ns: int | None = None
 ) -> FaultPlan | None:
@@ -195,42 +235,14 @@ def resolve_faults(
             continue
         link = link_index(topology, spec.link or "", spec.where)
         rate = float(topology.link_rate_bps[link])
+        name = f"{topology.node_name[topology.link_a[link]]}-{topology.node_name[topology.link_b[link]]}"
         links.append(link)
-        names.append(
-            f"{topology.node_name[topology.link_a[link]]}-{topology.node_name[topology.link_b[link]]}"
-        )
+        names.append(name)
         nominal.append(rate)
-
-        def event(
-            time_ns: int,
-            kind: int,
-            value: float = 0.0,
-            value2: float = 0.0,
-            link: int = link,
-            index: int = spec.index,
-        ) -> None:
-            for key, v in zip(ev, (time_ns, kind, link, value, value2, index)):
+        events, factor = _link_events(spec, rate, name, topology, frame)
+        for time_ns, kind, value, value2 in events:
+            for key, v in zip(ev, (time_ns, kind, link, value, value2, spec.index)):
                 ev[key].append(v)
-
-        factor = None
-        if spec.kind == "down":
-            event(spec.at_ns, LINK_DOWN)
-            if spec.until_ns is not None:
-                event(spec.until_ns, LINK_UP)
-        elif spec.kind == "rate":
-            if spec.rate_bps >= rate:
-                raise UserError(
-                    f"{spec.where}: rate: {spec.rate_bps:g} bit/s is not below the line rate of "
-                    f"link {names[-1]} ({rate:g} bit/s); a degraded link is slower than its line rate"
-                )
-            event(spec.at_ns, RATE, spec.rate_bps)
-            if spec.until_ns is not None:
-                event(spec.until_ns, RATE, rate)
-        else:
-            factor = go_back_n_goodput(spec.loss, rate, fabric_rtt_ns(topology, rate, frame), frame)
-            event(spec.at_ns, LOSS, spec.loss, factor)
-            if spec.until_ns is not None:
-                event(spec.until_ns, LOSS, 0.0, 1.0)
         goodput.append(factor)
     plan = FaultPlan(
         specs=tuple(faults),
@@ -238,14 +250,7 @@ def resolve_faults(
         link_name=names,
         nominal_rate_bps=nominal,
         goodput=goodput,
-        events={
-            "time_ns": np.asarray(ev["time_ns"], np.int64),
-            "kind": np.asarray(ev["kind"], np.uint8),
-            "link": np.asarray(ev["link"], np.uint32),
-            "value": np.asarray(ev["value"], np.float64),
-            "value2": np.asarray(ev["value2"], np.float64),
-            "fault": np.asarray(ev["fault"], np.uint32),
-        },
+        events=_event_arrays(ev),
         windows=_merge_windows(win, faults),
         rto_ns=rto_ns(network),
         routing_delay_ns=int(network.routing_delay_ns),

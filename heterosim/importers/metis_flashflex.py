@@ -32,6 +32,7 @@ import ast
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from heterosim.config.cluster import ClusterConfig
 from heterosim.config.experiment import ReplicaPlan, StagedPlan, StagePlan
@@ -53,16 +54,9 @@ _METIS_LINE = re.compile(r"^\s*(\d+)\s*,\s*([-+0-9.eE]+)\s*,\s*\((.*?)\)\s*,\s*(
 _DEVICE_TYPE = re.compile(r"DeviceType\.(\w+)")
 
 
-def read_metis_plan(
-    path: str | Path, cluster: ClusterConfig, rank: int = 1, gpu_names: Mapping[str, str] | None = None
-) -> tuple[ImportedPlan, int]:
-    """Plan ``rank`` (1 = cheapest) of Metis's printed results (module docstring), and its number of
-    micro-batches. Metis numbers the devices type by type in node_sequence order, as many of each
-    type as its hostfile has: here the cluster's GPUs of each type."""
-    names = {**METIS_GPU_NAMES, **(gpu_names or {})}
-    rank = _int(rank, "--plan-rank")
-    match = _metis_line(path, rank)
-    where = f"{path}: plan {rank}"
+def _metis_fields(match: re.Match[str], where: str) -> tuple[list[str], list, list, int, list[int]]:
+    """(node sequence types, device_group, strategies, batches, layer_partition) of one results
+    line, each checked for shape."""
     types = _DEVICE_TYPE.findall(match.group(3))
     if not types:
         raise UserError(f"{where}: node_sequence: expected DeviceType names, got ({match.group(3)})")
@@ -85,8 +79,13 @@ def read_metis_plan(
         or any(b > c for b, c in zip(bounds, bounds[1:]))
     ):
         raise UserError(f"{where}: layer_partition: expected boundaries from 0, not decreasing, got {bounds}")
-    batches = _int(batches, f"{where}: batches")
-    head = bounds[-1] - 1
+    return types, groups, strategies, _int(batches, f"{where}: batches"), bounds
+
+
+def _metis_type_order(
+    types: list[str], names: Mapping[str, str], cluster: ClusterConfig, where: str
+) -> list[str]:
+    """The cluster's GPU type names of Metis's node sequence, in its order."""
     order = []
     for t in types:
         gpu = names.get(t.upper(), t)
@@ -96,6 +95,58 @@ def read_metis_plan(
                 f"{where}: Metis device type {t!r} maps to {gpu!r}, not a GPU of the cluster; use --gpu-map"
             )
         order.append(canonical)
+    return order
+
+
+def _metis_stage(
+    s: int,
+    gpus: int,
+    strategy: Any,
+    layers: int,
+    devices: list[str],
+    start: int,
+    where: str,
+    first: StagePlan | None,
+) -> StagePlan:
+    """Stage ``s``: ``gpus`` devices from ``devices[start]`` as dp replicas of tp GPUs each,
+    checked against stage 0 (``first``)."""
+    if not isinstance(strategy, (list, tuple)) or len(strategy) != 2:
+        raise UserError(f"{where}: strategies[{s}]: expected (dp, tp), got {_shown(strategy)}")
+    dp = _int(strategy[0], f"{where}: strategies[{s}] dp")
+    tp = _int(strategy[1], f"{where}: strategies[{s}] tp")
+    if dp * tp != gpus:
+        raise UserError(f"{where}: stage {s}: dp {dp} x tp {tp} != device_group {gpus}")
+    if layers == 0:
+        raise UserError(
+            f"{where}: stage {s} holds no transformer layer, which parallel.stages cannot express"
+        )
+    reps = []
+    for d in range(dp):
+        kinds = set(devices[start + d * tp : start + (d + 1) * tp])
+        if len(kinds) > 1:
+            raise UserError(f"{where}: stage {s} replica {d} spans GPU types {sorted(kinds)}")
+        reps.append(ReplicaPlan(gpu=kinds.pop(), tp=tp))
+    if first is not None and len(reps) != len(first.replicas):
+        raise UserError(
+            f"{where}: stage {s} has dp {dp} but stage 0 has {len(first.replicas)}; "
+            "parallel.stages needs the same number of replicas in every stage"
+        )
+    return StagePlan(layers, tuple(reps))
+
+
+def read_metis_plan(
+    path: str | Path, cluster: ClusterConfig, rank: int = 1, gpu_names: Mapping[str, str] | None = None
+) -> tuple[ImportedPlan, int]:
+    """Plan ``rank`` (1 = cheapest) of Metis's printed results (module docstring), and its number of
+    micro-batches. Metis numbers the devices type by type in node_sequence order, as many of each
+    type as its hostfile has: here the cluster's GPUs of each type."""
+    names = {**METIS_GPU_NAMES, **(gpu_names or {})}
+    rank = _int(rank, "--plan-rank")
+    match = _metis_line(path, rank)
+    where = f"{path}: plan {rank}"
+    types, groups, strategies, batches, bounds = _metis_fields(match, where)
+    head = bounds[-1] - 1
+    order = _metis_type_order(types, names, cluster, where)
     devices = [gpu for gpu in order for t in cluster.gpu_type if t == gpu]
     if sum(groups) > len(devices):
         raise UserError(
@@ -105,29 +156,9 @@ def read_metis_plan(
     start = 0
     for s, (gpus, strategy) in enumerate(zip(groups, strategies)):
         gpus = _int(gpus, f"{where}: device_group[{s}]")
-        if not isinstance(strategy, (list, tuple)) or len(strategy) != 2:
-            raise UserError(f"{where}: strategies[{s}]: expected (dp, tp), got {_shown(strategy)}")
-        dp = _int(strategy[0], f"{where}: strategies[{s}] dp")
-        tp = _int(strategy[1], f"{where}: strategies[{s}] tp")
-        if dp * tp != gpus:
-            raise UserError(f"{where}: stage {s}: dp {dp} x tp {tp} != device_group {gpus}")
         layers = sum(1 for b in range(bounds[s], bounds[s + 1]) if 0 < b < head)
-        if layers == 0:
-            raise UserError(
-                f"{where}: stage {s} holds no transformer layer, which parallel.stages cannot express"
-            )
-        reps = []
-        for d in range(dp):
-            kinds = set(devices[start + d * tp : start + (d + 1) * tp])
-            if len(kinds) > 1:
-                raise UserError(f"{where}: stage {s} replica {d} spans GPU types {sorted(kinds)}")
-            reps.append(ReplicaPlan(gpu=kinds.pop(), tp=tp))
-        if stages and len(reps) != len(stages[0].replicas):
-            raise UserError(
-                f"{where}: stage {s} has dp {dp} but stage 0 has {len(stages[0].replicas)}; "
-                "parallel.stages needs the same number of replicas in every stage"
-            )
-        stages.append(StagePlan(layers, tuple(reps)))
+        first = stages[0] if stages else None
+        stages.append(_metis_stage(s, gpus, strategy, layers, devices, start, where, first))
         start += gpus
     notes = (
         f"Metis plan {rank} (cost {match.group(2)}): node sequence {types}, device groups {groups}, "

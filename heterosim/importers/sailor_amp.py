@@ -102,14 +102,11 @@ def _int(value: Any, where: str) -> int:
     return value
 
 
-def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = None) -> ImportedPlan:
-    """Sailor's plan JSON (module docstring) as an explicit plan.
+SAILOR_KEY = "pipeline_list[0]"  # the one pipeline template an importable plan has
 
-    ``gpu_names`` maps Sailor's GPU type names to catalogue or cluster names (on top of
-    :data:`SAILOR_GPU_NAMES`); a name mapped nowhere is kept as written.
-    """
-    raw = _read_json(path)
-    names = {**SAILOR_GPU_NAMES, **(gpu_names or {})}
+
+def _sailor_template(raw: Any, path: str | Path) -> Any:
+    """The plan's one pipeline template (``pipeline_list[0]``)."""
     if (
         not isinstance(raw, dict)
         or not isinstance(raw.get("pipeline_list"), list)
@@ -121,8 +118,13 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
             f"{path}: pipeline_list: {len(raw['pipeline_list'])} pipeline "
             "templates; only plans with one template can be imported"
         )
-    pipe = raw["pipeline_list"][0]
-    key = "pipeline_list[0]"
+    return raw["pipeline_list"][0]
+
+
+def _sailor_stage_lists(pipe: Any, path: str | Path) -> tuple[list, list, int]:
+    """(layers_per_stage, tmp_per_stage, index of the head block), the blocks checked to be
+    consecutive indices from 0."""
+    key = SAILOR_KEY
     layers = pipe.get("layers_per_stage") if isinstance(pipe, dict) else None
     tmps = pipe.get("tmp_per_stage") if isinstance(pipe, dict) else None
     if not isinstance(layers, list) or not isinstance(tmps, list) or not layers or len(layers) != len(tmps):
@@ -136,61 +138,96 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
             f"{path}: {key}.layers_per_stage: expected consecutive block indices "
             "0..N covering embedding, layers and head"
         )
-    head = len(flat) - 1
+    return layers, tmps, len(flat) - 1
+
+
+def _sailor_replica(entry: Any, where: str, names: Mapping[str, str], used: set[str]) -> ReplicaPlan:
+    """One ``[[[gpu_type, gpus, zone]], tp]`` entry; a renamed GPU type is added to ``used``."""
+    if not (
+        isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], list)
+        and entry[0]
+        and all(isinstance(g, list) and len(g) >= 2 for g in entry[0])
+    ):
+        raise UserError(f"{where}: expected [[[gpu_type, gpus, zone]], tp]")
+    types = {str(g[0]) for g in entry[0]}
+    if len(types) > 1:
+        raise UserError(
+            f"{where}: one replica on several GPU types {sorted(types)}; "
+            "parallel.stages needs one type per replica"
+        )
+    tp = _int(entry[1], f"{where}[1] (tp)")
+    gpus = sum(_int(g[1], f"{where}[0] (GPU count)") for g in entry[0])
+    if gpus != tp:
+        raise UserError(f"{where}: {gpus} GPUs but tp {tp}; a replica of a stage is one TP group")
+    sailor_name = types.pop()
+    gpu = names.get(sailor_name, sailor_name)
+    if gpu != sailor_name:
+        used.add(f"{sailor_name} -> {gpu}")
+    return ReplicaPlan(gpu=gpu, tp=tp)
+
+
+def _sailor_stage(
+    pipe: dict,
+    path: str | Path,
+    s: int,
+    blocks: list,
+    replicas: Any,
+    head: int,
+    names: Mapping[str, str],
+    used: set[str],
+    first: StagePlan | None,
+) -> StagePlan:
+    """Stage ``s``: its transformer layers (blocks other than embedding and head) and replicas,
+    checked against ``dp`` and against stage 0 (``first``)."""
+    key = SAILOR_KEY
+    count = sum(1 for b in blocks if 0 < b < head)
+    if count == 0:
+        raise UserError(
+            f"{path}: {key}.layers_per_stage[{s}]: stage holds no transformer "
+            "layer (only embedding/head), which parallel.stages cannot express"
+        )
+    if not isinstance(replicas, list) or not replicas or len(replicas) > MAX_PLAN_LIST:
+        raise UserError(
+            f"{path}: {key}.tmp_per_stage[{s}]: expected a list of at most {MAX_PLAN_LIST:,} replicas"
+        )
+    reps = [
+        _sailor_replica(entry, f"{path}: {key}.tmp_per_stage[{s}][{r}]", names, used)
+        for r, entry in enumerate(replicas)
+    ]
+    dp = pipe.get("dp")
+    if isinstance(dp, list) and len(dp) == len(pipe["layers_per_stage"]) and dp[s] != len(reps):
+        raise UserError(
+            f"{path}: {key}.dp[{s}]: says {dp[s]} but tmp_per_stage[{s}] lists {len(reps)} replicas"
+        )
+    if first is not None and len(reps) != len(first.replicas):
+        raise UserError(
+            f"{path}: {key}.tmp_per_stage[{s}]: {len(reps)} replicas but stage 0 "
+            f"has {len(first.replicas)}; parallel.stages needs the same "
+            "number in every stage"
+        )
+    return StagePlan(count, tuple(reps))
+
+
+def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = None) -> ImportedPlan:
+    """Sailor's plan JSON (module docstring) as an explicit plan.
+
+    ``gpu_names`` maps Sailor's GPU type names to catalogue or cluster names (on top of
+    :data:`SAILOR_GPU_NAMES`); a name mapped nowhere is kept as written.
+    """
+    raw = _read_json(path)
+    names = {**SAILOR_GPU_NAMES, **(gpu_names or {})}
+    pipe = _sailor_template(raw, path)
+    layers, tmps, head = _sailor_stage_lists(pipe, path)
     stages: list[StagePlan] = []
     used: set[str] = set()
     notes = [
         f"{len(layers)} stages; Sailor's block 0 (embedding) and {head} (head) are not transformer layers"
     ]
     for s, (blocks, replicas) in enumerate(zip(layers, tmps)):
-        count = sum(1 for b in blocks if 0 < b < head)
-        if count == 0:
-            raise UserError(
-                f"{path}: {key}.layers_per_stage[{s}]: stage holds no transformer "
-                "layer (only embedding/head), which parallel.stages cannot express"
-            )
-        if not isinstance(replicas, list) or not replicas or len(replicas) > MAX_PLAN_LIST:
-            raise UserError(
-                f"{path}: {key}.tmp_per_stage[{s}]: expected a list of at most {MAX_PLAN_LIST:,} replicas"
-            )
-        reps = []
-        for r, entry in enumerate(replicas):
-            where = f"{path}: {key}.tmp_per_stage[{s}][{r}]"
-            if not (
-                isinstance(entry, list)
-                and len(entry) == 2
-                and isinstance(entry[0], list)
-                and entry[0]
-                and all(isinstance(g, list) and len(g) >= 2 for g in entry[0])
-            ):
-                raise UserError(f"{where}: expected [[[gpu_type, gpus, zone]], tp]")
-            types = {str(g[0]) for g in entry[0]}
-            if len(types) > 1:
-                raise UserError(
-                    f"{where}: one replica on several GPU types {sorted(types)}; "
-                    "parallel.stages needs one type per replica"
-                )
-            tp = _int(entry[1], f"{where}[1] (tp)")
-            gpus = sum(_int(g[1], f"{where}[0] (GPU count)") for g in entry[0])
-            if gpus != tp:
-                raise UserError(f"{where}: {gpus} GPUs but tp {tp}; a replica of a stage is one TP group")
-            sailor_name = types.pop()
-            gpu = names.get(sailor_name, sailor_name)
-            if gpu != sailor_name:
-                used.add(f"{sailor_name} -> {gpu}")
-            reps.append(ReplicaPlan(gpu=gpu, tp=tp))
-        dp = pipe.get("dp")
-        if isinstance(dp, list) and len(dp) == len(layers) and dp[s] != len(reps):
-            raise UserError(
-                f"{path}: {key}.dp[{s}]: says {dp[s]} but tmp_per_stage[{s}] lists {len(reps)} replicas"
-            )
-        if stages and len(reps) != len(stages[0].replicas):
-            raise UserError(
-                f"{path}: {key}.tmp_per_stage[{s}]: {len(reps)} replicas but stage 0 "
-                f"has {len(stages[0].replicas)}; parallel.stages needs the same "
-                "number in every stage"
-            )
-        stages.append(StagePlan(count, tuple(reps)))
+        first = stages[0] if stages else None
+        stages.append(_sailor_stage(pipe, path, s, blocks, replicas, head, names, used, first))
     mbs = raw.get("mbs")
     gbs = raw.get("gbs")
     if used:
@@ -203,12 +240,8 @@ def read_sailor_plan(path: str | Path, gpu_names: Mapping[str, str] | None = Non
     )
 
 
-def read_amp_partition(
-    partition_path: str | Path, cluster: ClusterConfig, tp: int, rank_map_path: str | Path | None = None
-) -> ImportedPlan:
-    """AMP's ``partition.json`` (and ``rank_map.json``) as an explicit plan (module docstring)."""
-    bounds = _read_json(partition_path)
-    where = str(partition_path)
+def _amp_stage_layers(bounds: Any, where: str) -> tuple[int, list[int]]:
+    """(transformer layers, transformer layers per stage) from DeepSpeed's stage boundaries."""
     if (
         not isinstance(bounds, list)
         or len(bounds) < 2
@@ -227,7 +260,6 @@ def read_amp_partition(
             f"{where}: last boundary {bounds[-1]} leaves no transformer layer "
             f"(AMP's layer list has {AMP_LAYER_OVERHEAD} non-transformer entries)"
         )
-    pp = len(bounds) - 1
     counts = [  # transformer layers k (entry k + AMP_FIRST_LAYER) with lo <= entry < hi
         max(0, min(hi, layers + AMP_FIRST_LAYER) - max(lo, AMP_FIRST_LAYER))
         for lo, hi in zip(bounds, bounds[1:])
@@ -238,43 +270,56 @@ def read_amp_partition(
                 f"{where}: stage {s} ({bounds[s]}..{bounds[s + 1]}) holds no "
                 "transformer layer, which parallel.stages cannot express"
             )
+    return layers, counts
+
+
+def _amp_rank_gpus(rank_map_path: str | Path, cluster: ClusterConfig, world: int) -> dict[int, int]:
+    """Global rank -> GPU id from AMP's ``rank_map.json`` (node index -> ranks on that node)."""
+    rank_gpu: dict[int, int] = {}
+    rmap = _read_json(rank_map_path)
+    if not isinstance(rmap, dict):
+        raise UserError(f"{rank_map_path}: expected a mapping of node index to ranks")
+    for node_key, ranks in rmap.items():
+        try:
+            node = int(node_key)
+        except ValueError:
+            raise UserError(f"{rank_map_path}: {node_key!r}: expected a node index") from None
+        if not 0 <= node < cluster.num_hosts:
+            raise UserError(f"{rank_map_path}: node {node}: the cluster has hosts 0..{cluster.num_hosts - 1}")
+        if not isinstance(ranks, list) or len(ranks) > cluster.host(node).gpus:
+            raise UserError(f"{rank_map_path}: node {node}: expected at most {cluster.host(node).gpus} ranks")
+        first = int(cluster.gpu_host.tolist().index(node))
+        for i, rank in enumerate(ranks):
+            if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+                raise UserError(
+                    f"{rank_map_path}: node {node}: ranks[{i}]: expected a rank (an integer >= 0), "
+                    f"got {_shown(rank)}"
+                )
+            if rank in rank_gpu or rank >= world:
+                raise UserError(f"{rank_map_path}: rank {rank} placed twice or out of range")
+            rank_gpu[rank] = first + i
+    if len(rank_gpu) != world:
+        raise UserError(f"{rank_map_path}: places {len(rank_gpu)} ranks but tp*pp*dp = {world}")
+    return rank_gpu
+
+
+def read_amp_partition(
+    partition_path: str | Path, cluster: ClusterConfig, tp: int, rank_map_path: str | Path | None = None
+) -> ImportedPlan:
+    """AMP's ``partition.json`` (and ``rank_map.json``) as an explicit plan (module docstring)."""
+    bounds = _read_json(partition_path)
+    where = str(partition_path)
+    layers, counts = _amp_stage_layers(bounds, where)
+    pp = len(bounds) - 1
     tp = _int(tp, "--tp")
     world = cluster.world_size
     if world % (tp * pp):
         raise UserError(f"--tp {tp}: tp * pp = {tp * pp} does not divide the cluster's {world} GPUs")
     dp = world // (tp * pp)
-    rank_gpu: dict[int, int] = {}
     if rank_map_path is None:
         rank_gpu = {r: r for r in range(world)}
     else:
-        rmap = _read_json(rank_map_path)
-        if not isinstance(rmap, dict):
-            raise UserError(f"{rank_map_path}: expected a mapping of node index to ranks")
-        for node_key, ranks in rmap.items():
-            try:
-                node = int(node_key)
-            except ValueError:
-                raise UserError(f"{rank_map_path}: {node_key!r}: expected a node index") from None
-            if not 0 <= node < cluster.num_hosts:
-                raise UserError(
-                    f"{rank_map_path}: node {node}: the cluster has hosts 0..{cluster.num_hosts - 1}"
-                )
-            if not isinstance(ranks, list) or len(ranks) > cluster.host(node).gpus:
-                raise UserError(
-                    f"{rank_map_path}: node {node}: expected at most {cluster.host(node).gpus} ranks"
-                )
-            first = int(cluster.gpu_host.tolist().index(node))
-            for i, rank in enumerate(ranks):
-                if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-                    raise UserError(
-                        f"{rank_map_path}: node {node}: ranks[{i}]: expected a rank (an integer >= 0), "
-                        f"got {_shown(rank)}"
-                    )
-                if rank in rank_gpu or rank >= world:
-                    raise UserError(f"{rank_map_path}: rank {rank} placed twice or out of range")
-                rank_gpu[rank] = first + i
-        if len(rank_gpu) != world:
-            raise UserError(f"{rank_map_path}: places {len(rank_gpu)} ranks but tp*pp*dp = {world}")
+        rank_gpu = _amp_rank_gpus(rank_map_path, cluster, world)
     stages = []
     for s in range(pp):
         reps = []

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from heterosim import __version__
+from heterosim.config.jobs import JobSpec
 from heterosim.engine.faults import fault_impact, fault_records
 from heterosim.plan.execution_plan import FLOW
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS
@@ -51,42 +52,38 @@ def collective_seconds(run: RunArtifacts) -> dict[str, float]:
     return out
 
 
-def jobs_results_dict(art: JobsArtifacts) -> dict[str, Any]:
-    """results.json content of a run of several jobs."""
-    exp, engine = art.experiment, art.engine
-    jobs, ranks = [], []
-    for j, (spec, run) in enumerate(zip(exp.jobs, art.jobs)):
-        one = results_dict(run)
-        offset = int(art.merged.rank_offset[j])
-        for row in one["ranks"]:
-            ranks.append({**row, "rank": row["rank"] + offset, "job": spec.name, "job_rank": row["rank"]})
-        start_s = spec.start_ns * NS
-        jobs.append(
-            {
-                "name": spec.name,
-                "gpus": gpu_ranges(spec.gpus),
-                "num_gpus": len(spec.gpus),
-                "model": spec.experiment.model.name,
-                "experiment": spec.experiment.source,
-                "parallel": {
-                    "tp": spec.experiment.parallel.tp,
-                    "pp": spec.experiment.parallel.pp,
-                    "dp": spec.experiment.parallel.dp,
-                },
-                "start_s": start_s,
-                "end_s": start_s + run.engine.makespan_ns * NS if run.engine.makespan_ns >= 0 else None,
-                "iteration_time_s": one["iteration_time_s"],
-                "iterations": one["iterations"],
-                "breakdown": one["breakdown"],
-                "throughput": one["throughput"],
-                "collectives_s": collective_seconds(run),
-                "collectives": one["collectives"],
-                "network": {k: one["network"][k] for k in ("flows", "bytes", "retransmits")},
-                "compute_provenance": one["compute_provenance"],
-                "partition": one["partition"],
-                "partial": one["sim"]["partial"],
-            }
-        )
+def _job_entry(spec: JobSpec, run: RunArtifacts, one: dict[str, Any]) -> dict[str, Any]:
+    """One job's entry of ``jobs``, from its own results (``one``)."""
+    start_s = spec.start_ns * NS
+    return {
+        "name": spec.name,
+        "gpus": gpu_ranges(spec.gpus),
+        "num_gpus": len(spec.gpus),
+        "model": spec.experiment.model.name,
+        "experiment": spec.experiment.source,
+        "parallel": {
+            "tp": spec.experiment.parallel.tp,
+            "pp": spec.experiment.parallel.pp,
+            "dp": spec.experiment.parallel.dp,
+        },
+        "start_s": start_s,
+        "end_s": start_s + run.engine.makespan_ns * NS if run.engine.makespan_ns >= 0 else None,
+        "iteration_time_s": one["iteration_time_s"],
+        "iterations": one["iterations"],
+        "breakdown": one["breakdown"],
+        "throughput": one["throughput"],
+        "collectives_s": collective_seconds(run),
+        "collectives": one["collectives"],
+        "network": {k: one["network"][k] for k in ("flows", "bytes", "retransmits")},
+        "compute_provenance": one["compute_provenance"],
+        "partition": one["partition"],
+        "partial": one["sim"]["partial"],
+    }
+
+
+def _network_counters(art: JobsArtifacts) -> dict[str, int]:
+    """The shared network's counters: flows and bytes from the merged plan, the rest from the
+    engine (zero where the model does not count them)."""
     plan = art.merged.tables.plan
     flows = plan.kind == FLOW
     counters = {
@@ -98,7 +95,21 @@ def jobs_results_dict(art: JobsArtifacts) -> dict[str, Any]:
         "ecn_marks": 0,
         "cnps": 0,
     }
-    counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    counters.update({k: int(v) for k, v in art.engine.network.items() if k in counters})
+    return counters
+
+
+def jobs_results_dict(art: JobsArtifacts) -> dict[str, Any]:
+    """results.json content of a run of several jobs."""
+    exp, engine = art.experiment, art.engine
+    jobs, ranks = [], []
+    for j, (spec, run) in enumerate(zip(exp.jobs, art.jobs)):
+        one = results_dict(run)
+        offset = int(art.merged.rank_offset[j])
+        for row in one["ranks"]:
+            ranks.append({**row, "rank": row["rank"] + offset, "job": spec.name, "job_rank": row["rank"]})
+        jobs.append(_job_entry(spec, run, one))
+    plan = art.merged.tables.plan
     out: dict[str, Any] = {
         "iteration_time_s": max(
             (j["iteration_time_s"] for j in jobs if j["iteration_time_s"] is not None), default=None
@@ -108,7 +119,7 @@ def jobs_results_dict(art: JobsArtifacts) -> dict[str, Any]:
         "makespan_s: until every job finished",
         "jobs": jobs,
         "ranks": ranks,
-        "network": counters,
+        "network": _network_counters(art),
         "sim": {
             "fidelity": engine.fidelity,
             "wall_s": engine.wall_s,

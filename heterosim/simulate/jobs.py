@@ -18,13 +18,52 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import EngineResult, execute_plan
-from heterosim.engine.topology import build_topology
+from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.from_traces import PlanTables
 from heterosim.plan.merge import MergedPlan, merge_job_plans
 from heterosim.results import JobsArtifacts, PreparedRun, RunArtifacts
 from heterosim.simulate.experiment import ProgressFn, _record_granularity, prepare_run, run_experiment
+
+
+def _merged(experiment: JobsExperiment, built: list[tuple[ExperimentConfig, PreparedRun]]) -> MergedPlan:
+    """The jobs' plans as one, each shifted to its start, with each task's iteration number."""
+    merged = merge_job_plans(
+        [b.tables for _, b in built],
+        [len(b.rank_gpu) for _, b in built],
+        [j.start_ns for j in experiment.jobs],
+        experiment.cluster.world_size,
+    )
+    merged.tables.task_iteration = np.concatenate(
+        [np.concatenate([[0], b.tables.task_iteration]) for _, b in built]
+    ).astype(np.int32)
+    return merged
+
+
+def _job_runs(
+    experiment: JobsExperiment,
+    built: list[tuple[ExperimentConfig, PreparedRun]],
+    merged: MergedPlan,
+    topology: Topology,
+    engine: EngineResult,
+    stage_wall: dict[str, float],
+) -> list[RunArtifacts]:
+    """Each job's part of the shared run, as if it had run alone."""
+    return [
+        RunArtifacts(
+            exp,
+            b.workload,
+            b.traces,
+            b.rank_gpu,
+            b.tables,
+            topology,
+            _job_engine(engine, merged, j, experiment.jobs[j].start_ns, b.tables),
+            b.compute_provenance,
+            stage_wall,
+        )
+        for j, (exp, b) in enumerate(built)
+    ]
 
 
 def run_jobs(
@@ -44,15 +83,7 @@ def run_jobs(
     t2 = time.perf_counter()
     topology = build_topology(cluster)
     stage_wall["topology_s"] = time.perf_counter() - t2
-    merged = merge_job_plans(
-        [b.tables for _, b in built],
-        [len(b.rank_gpu) for _, b in built],
-        [j.start_ns for j in experiment.jobs],
-        cluster.world_size,
-    )
-    merged.tables.task_iteration = np.concatenate(
-        [np.concatenate([[0], b.tables.task_iteration]) for _, b in built]
-    ).astype(np.int32)
+    merged = _merged(experiment, built)
     sim = experiment.simulation
     fault_plan = fault_models.resolve_faults(experiment.faults, topology, experiment.network, stop_ns)
     for warning in fault_models.unused_link_warnings(fault_plan, topology, merged.tables.plan):
@@ -83,23 +114,9 @@ def run_jobs(
             stop_ns=stop_ns,
         )
         stage_wall["baseline_engine_s"] = time.perf_counter() - t4
-    jobs = [
-        RunArtifacts(
-            exp,
-            b.workload,
-            b.traces,
-            b.rank_gpu,
-            b.tables,
-            topology,
-            _job_engine(engine, merged, j, experiment.jobs[j].start_ns, b.tables),
-            b.compute_provenance,
-            stage_wall,
-        )
-        for j, (exp, b) in enumerate(built)
-    ]
     return JobsArtifacts(
         experiment=experiment,
-        jobs=jobs,
+        jobs=_job_runs(experiment, built, merged, topology, engine, stage_wall),
         merged=merged,
         topology=topology,
         engine=engine,

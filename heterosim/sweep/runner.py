@@ -83,6 +83,64 @@ def _check_resume(out_dir: Path, spec: SweepSpec, store: ResultStore, resume: bo
             )
 
 
+def _check_executor(executor: str, workers: int | None) -> None:
+    """``--executor`` and ``--workers``, before any work (Ray's import too)."""
+    if executor not in EXECUTORS:
+        raise UserError(f"--executor {executor}: expected one of {', '.join(EXECUTORS)}")
+    if executor == "ray":
+        from heterosim.sweep.ray_executor import import_ray
+
+        import_ray()  # fail before any work if the extra is missing
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise UserError(f"--workers {workers}: expected 1..{MAX_WORKERS} worker processes")
+
+
+def _open_output(out_dir: Path) -> None:
+    """Create and mark ``out_dir``; a new sweep never writes into a folder of the user's."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"--out {out_dir}: exists and is not a folder")
+    if not (out_dir / "results.jsonl").is_file():  # a new sweep: never into a user's folder
+        check_output_folder(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        mark_output_folder(out_dir)
+    except OSError as exc:
+        raise UserError(f"--out {out_dir}: cannot write there: {exc.strerror or exc}") from None
+
+
+@dataclass
+class _Finisher:
+    """Records each finished task: its results file, its store record, the outcome, progress."""
+
+    out_dir: Path
+    spec: SweepSpec
+    store: ResultStore
+    outcome: SweepOutcome
+    progress: TaskProgress
+    by_id: dict[str, Variant]
+
+    def __call__(self, task: RunTask, record: dict[str, Any]) -> None:
+        variant = self.by_id[task.id]
+        results = record.pop("results", None)
+        if results is not None:
+            write_json_atomically(self.out_dir / "runs" / variant.id / "results.json", results)
+            record["results_path"] = f"runs/{variant.id}/results.json"
+            record["metrics"] = metric_values(results, self.spec.metrics)
+        record.update({"index": variant.index, "point": variant.point, "overrides": variant.overrides})
+        self.store.append(record)
+        self.outcome.ran.append(variant.id)
+        if record["status"] != OK:
+            self.outcome.failed.append(variant.id)
+        metrics = record.get("metrics") or {}
+        detail = (
+            f"iteration {metrics['iteration_time_s'] * 1e3:.3f} ms"
+            if record["status"] == OK and metrics.get("iteration_time_s") is not None
+            else record.get("error") or ""
+        )
+        label = f"{record['status']:<7} {variant.id}  {variant.label()}"
+        self.progress.done(label, detail, record.get("run_wall_s"))
+
+
 def run_sweep(
     spec: SweepSpec,
     out_dir: str | Path,
@@ -96,26 +154,11 @@ def run_sweep(
     log: LogFn | None = None,
 ) -> SweepOutcome:
     """Run every variant of ``spec`` not yet in ``out_dir``'s store; return what was done."""
-    if executor not in EXECUTORS:
-        raise UserError(f"--executor {executor}: expected one of {', '.join(EXECUTORS)}")
-    if executor == "ray":
-        from heterosim.sweep.ray_executor import import_ray
-
-        import_ray()  # fail before any work if the extra is missing
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise UserError(f"--workers {workers}: expected 1..{MAX_WORKERS} worker processes")
+    _check_executor(executor, workers)
     check_sweep_keys(spec)
     log = log or (lambda _msg: None)
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UserError(f"--out {out_dir}: exists and is not a folder")
-    if not (out_dir / "results.jsonl").is_file():  # a new sweep: never into a user's folder
-        check_output_folder(out_dir)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        mark_output_folder(out_dir)
-    except OSError as exc:
-        raise UserError(f"--out {out_dir}: cannot write there: {exc.strerror or exc}") from None
+    _open_output(out_dir)
     store = ResultStore(out_dir / "results.jsonl")
     _check_resume(out_dir, spec, store, resume)
     variants = spec.variants()
@@ -128,33 +171,12 @@ def run_sweep(
     done = store.latest()
     todo = [v for v in variants if v.id not in done or (retry_failed and done[v.id].get("status") == ERROR)]
     outcome = SweepOutcome(variants=len(variants), skipped=len(variants) - len(todo))
-    by_id = {v.id: v for v in variants}
     total = len(todo)
     parallel = (workers or spec.workers or default_workers()) if executor == "local" else total
     progress = TaskProgress("sweep", total, workers=parallel, emit=log)
     if outcome.skipped:
         log(f"{outcome.skipped} of {len(variants)} variants already done; running {total}")
-
-    def finish(task: RunTask, record: dict[str, Any]) -> None:
-        variant = by_id[task.id]
-        results = record.pop("results", None)
-        if results is not None:
-            write_json_atomically(out_dir / "runs" / variant.id / "results.json", results)
-            record["results_path"] = f"runs/{variant.id}/results.json"
-            record["metrics"] = metric_values(results, spec.metrics)
-        record.update({"index": variant.index, "point": variant.point, "overrides": variant.overrides})
-        store.append(record)
-        outcome.ran.append(variant.id)
-        if record["status"] != OK:
-            outcome.failed.append(variant.id)
-        metrics = record.get("metrics") or {}
-        detail = (
-            f"iteration {metrics['iteration_time_s'] * 1e3:.3f} ms"
-            if record["status"] == OK and metrics.get("iteration_time_s") is not None
-            else record.get("error") or ""
-        )
-        label = f"{record['status']:<7} {variant.id}  {variant.label()}"
-        progress.done(label, detail, record.get("run_wall_s"))
+    finish = _Finisher(out_dir, spec, store, outcome, progress, {v.id: v for v in variants})
 
     tasks: list[RunTask] = []
     try:

@@ -369,17 +369,10 @@ def _moe(w: AicbWorkload, act_rank_bytes: int, ffn: int, notes: list[str]) -> di
     return {"experts": experts, "top_k": top_k, "expert_ffn": ffn}
 
 
-def aicb_experiment(
-    w: AicbWorkload,
-    *,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    micro_batch: int = DEFAULT_MICRO_BATCH,
-    cluster: Any = None,
-) -> tuple[dict[str, Any], list[str]]:
-    """(experiment mapping, notes on how each value was found). ``cluster``: path or mapping."""
-    notes: list[str] = []
+def _model(w: AicbWorkload, sp: bool, seq_len: int, micro_batch: int, notes: list[str]) -> dict[str, Any]:
+    """The experiment's ``model``: hidden from the activation bytes, layers from the stages, the
+    rest assumed (GPT blocks, 4 x hidden FFN, :data:`ASSUMED_VOCAB`), MoE from the expert lines."""
     where = str(w.path)
-    sp = _sequence_parallel(w)
     per_stage = _layers_per_stage(w, notes)
     act = _activation_bytes(w, sp, notes)
     denom = 2 * micro_batch * seq_len
@@ -414,6 +407,12 @@ def aicb_experiment(
     moe = _moe(w, act // (w.tp if sp else 1), ffn, notes)
     if moe is not None:
         model["moe"] = moe
+    return model
+
+
+def _parallel(w: AicbWorkload, sp: bool, notes: list[str]) -> dict[str, Any]:
+    """The experiment's ``parallel``: the file's sizes, 1F1B, and a distributed optimizer where
+    the gradients are reduce-scattered."""
     distributed = any(ln.name == "grad_param_comm" and ln.wg_comm == "REDUCESCATTER" for ln in w.lines)
     if distributed:
         notes.append("distributed optimizer: grad_param_comm is a REDUCESCATTER")
@@ -428,6 +427,21 @@ def aicb_experiment(
         parallel["ep"] = w.ep
     if distributed:
         parallel["distributed_optimizer"] = True
+    return parallel
+
+
+def aicb_experiment(
+    w: AicbWorkload,
+    *,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    micro_batch: int = DEFAULT_MICRO_BATCH,
+    cluster: Any = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """(experiment mapping, notes on how each value was found). ``cluster``: path or mapping."""
+    notes: list[str] = []
+    sp = _sequence_parallel(w)
+    model = _model(w, sp, seq_len, micro_batch, notes)
+    parallel = _parallel(w, sp, notes)
     notes.append(
         f"batch: ga {w.ga} micro-batches per replica x dp {w.dp} x micro_batch "
         f"{micro_batch}; schedule 1f1b (SimAI does not simulate the pipeline schedule)"

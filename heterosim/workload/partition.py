@@ -397,6 +397,62 @@ def _max_ends(experiment: ExperimentConfig, layout: RankLayout, memory_fn: Memor
     return out
 
 
+def _layer_chunks(
+    experiment: ExperimentConfig,
+    layout: RankLayout,
+    table: np.ndarray,
+    emb: float,
+    head: float,
+    memory_fn: MemoryFn,
+) -> list[range]:
+    """Layer range per (virtual) stage: even, as the config lists them, or the cheapest cuts
+    that fit in memory (``auto``)."""
+    par, model = experiment.parallel, experiment.model
+    stages = par.pp * par.vpp
+    if par.partition == "uniform":
+        return even_cuts(model.layers, stages)
+    if par.partition == "explicit":
+        ends = np.cumsum(par.stage_layers)
+        return [range(int(end) - n, int(end)) for n, end in zip(par.stage_layers, ends)]
+    max_end = _max_ends(experiment, layout, memory_fn) if par.vpp == 1 else None
+    found = optimal_cuts(table, emb, head, max_end)
+    if found is None:
+        # nothing fits: report the rank that is furthest over under the unconstrained optimum
+        # (with memory_check: warn, simulate that optimum and report it over capacity)
+        found = optimal_cuts(table, emb, head) or even_cuts(model.layers, stages)
+        if experiment.simulation.memory_check == "error":
+            _check_memory(experiment, layout, found, memory_fn)
+            raise UserError(
+                f"{experiment.source or 'experiment'}: parallel: no layer partition fits in GPU "
+                f"memory; use more pipeline stages, ZeRO, recompute or a smaller micro-batch"
+            )
+    return found
+
+
+def _replica_speeds(
+    experiment: ExperimentConfig, layout: RankLayout, costs: _Costs, chunks: Sequence[range]
+) -> list[float]:
+    """Per data-parallel replica, 1 / the time of its slowest stage over its layer chunks."""
+    par = experiment.parallel
+    pp, vpp = par.pp, par.vpp
+    stages = pp * vpp
+    speeds = []
+    for replica in range(par.dp):
+        slowest = 0.0
+        for stage in range(pp):
+            gpus = _stage_gpus(experiment, layout, stage, replica)
+            t = 0.0
+            for c in range(vpp):
+                v = c * pp + stage
+                rng = chunks[v]
+                t += sum(max(costs.layer(g, layer) for g in set(gpus)) for layer in rng)
+                t += max(costs.ends(g)[0] for g in set(gpus)) if v == 0 else 0.0
+                t += max(costs.ends(g)[1] for g in set(gpus)) if v == stages - 1 else 0.0
+            slowest = max(slowest, t)
+        speeds.append(1.0 / slowest if slowest > 0 else 1.0)
+    return speeds
+
+
 def plan_partition(
     experiment: ExperimentConfig,
     layout: RankLayout | StagedLayout,
@@ -404,7 +460,7 @@ def plan_partition(
     memory_fn: MemoryFn | None = None,
 ) -> Partition:
     """Layer ranges per (virtual) stage and micro-batches per replica for ``experiment``."""
-    par, model = experiment.parallel, experiment.model
+    par = experiment.parallel
     cost_fn = cost_fn or roofline_cost_fn(experiment.cluster)
     if isinstance(layout, StagedLayout):
         return _staged_partition(experiment, layout, cost_fn, memory_fn)
@@ -420,26 +476,7 @@ def plan_partition(
     )
     emb = max(costs.ends(g)[0] for g in set(first_gpus))
     head = max(costs.ends(g)[1] for g in set(last_gpus))
-
-    if par.partition == "uniform":
-        chunks = even_cuts(model.layers, stages)
-    elif par.partition == "explicit":
-        ends = np.cumsum(par.stage_layers)
-        chunks = [range(int(end) - n, int(end)) for n, end in zip(par.stage_layers, ends)]
-    else:
-        max_end = _max_ends(experiment, layout, memory_fn) if vpp == 1 else None
-        found = optimal_cuts(table, emb, head, max_end)
-        if found is None:
-            # nothing fits: report the rank that is furthest over under the unconstrained optimum
-            # (with memory_check: warn, simulate that optimum and report it over capacity)
-            found = optimal_cuts(table, emb, head) or even_cuts(model.layers, stages)
-            if experiment.simulation.memory_check == "error":
-                _check_memory(experiment, layout, found, memory_fn)
-                raise UserError(
-                    f"{experiment.source or 'experiment'}: parallel: no layer partition fits in GPU "
-                    f"memory; use more pipeline stages, ZeRO, recompute or a smaller micro-batch"
-                )
-        chunks = found
+    chunks = _layer_chunks(experiment, layout, table, emb, head, memory_fn)
     memory_warnings = _check_memory(experiment, layout, chunks, memory_fn)
 
     chunk_time = []
@@ -450,20 +487,7 @@ def plan_partition(
         chunk_time.append(t)
 
     total_mb = experiment.training.global_batch // experiment.training.micro_batch
-    speeds = []
-    for replica in range(par.dp):
-        slowest = 0.0
-        for stage in range(pp):
-            gpus = _stage_gpus(experiment, layout, stage, replica)
-            t = 0.0
-            for c in range(vpp):
-                v = c * pp + stage
-                rng = chunks[v]
-                t += sum(max(costs.layer(g, layer) for g in set(gpus)) for layer in rng)
-                t += max(costs.ends(g)[0] for g in set(gpus)) if v == 0 else 0.0
-                t += max(costs.ends(g)[1] for g in set(gpus)) if v == stages - 1 else 0.0
-            slowest = max(slowest, t)
-        speeds.append(1.0 / slowest if slowest > 0 else 1.0)
+    speeds = _replica_speeds(experiment, layout, costs, chunks)
     granularity = pp if par.schedule == "interleaved" else 1
     if par.partition != "auto" or len(set(np.round(speeds, 12))) == 1:
         counts = [total_mb // par.dp] * par.dp

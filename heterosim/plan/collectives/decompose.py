@@ -72,6 +72,18 @@ _CACHE_SIZE = 256
 _SHAPE_CACHE: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]] = OrderedDict()
 
 
+def _remember(
+    cache: OrderedDict[tuple, tuple[ClusterConfig, CollectivePlan]],
+    key: tuple,
+    cluster: ClusterConfig,
+    plan: CollectivePlan,
+) -> None:
+    """Keep ``plan`` under ``key``, the oldest entry dropped past :data:`_CACHE_SIZE`."""
+    cache[key] = (cluster, plan)
+    if len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)
+
+
 def decompose_collective(
     op: int | str,
     size_bytes: int,
@@ -130,9 +142,7 @@ def decompose_collective(
     if shape_key is not None and shaped is not None and shaped[0] is cluster:
         _SHAPE_CACHE.move_to_end(shape_key)
         plan = _relabelled(shaped[1], ranks_arr)
-        _CACHE[key] = (cluster, plan)
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _remember(_CACHE, key, cluster, plan)
         return plan
     plan = _decompose(
         name,
@@ -148,13 +158,9 @@ def decompose_collective(
         granularity,
         pairs,
     )
-    _CACHE[key] = (cluster, plan)
-    if len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    _remember(_CACHE, key, cluster, plan)
     if shape_key is not None:
-        _SHAPE_CACHE[shape_key] = (cluster, plan)
-        if len(_SHAPE_CACHE) > _CACHE_SIZE:
-            _SHAPE_CACHE.popitem(last=False)
+        _remember(_SHAPE_CACHE, shape_key, cluster, plan)
     return plan
 
 

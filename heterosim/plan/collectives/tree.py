@@ -92,48 +92,20 @@ def tree_parents(view: CommView, channels: int) -> np.ndarray:
     return parents
 
 
-def tree_allreduce_graph(
-    view: CommView,
-    parents: np.ndarray,
-    chunk_bytes: np.ndarray,
-    window: int,
-    protocol: str,
-    intra_ns: int,
-    inter_ns: int,
-    base_ns: int,
-) -> FlowGraph:
-    """Flows of a pipelined reduce-up / broadcast-down over every channel's tree.
-
-    ``chunk_bytes``: (C, K) payload of chunk k of channel c.
-    """
-    channels, chunks = chunk_bytes.shape
-    n = view.n
-    cc, xx = np.nonzero(parents >= 0)  # tree edges: child x of parent p in channel c
+def _tree_dependencies(
+    cc: np.ndarray, pp: np.ndarray, edge_id: np.ndarray, chunks: int, window: int
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(child flows, parent flows) of the tree edges' chunk dependencies: up(x) after up of x's
+    children, down(x) after down(p) (or, below a root, after every up into that root), and each
+    connection's credit window. Flow (direction d, edge j, chunk k) is ``(d * E + j) * K + k``."""
     e = cc.size
-    pp = parents[cc, xx]
-    edge_id = np.full((channels, n), -1, dtype=np.int64)
-    edge_id[cc, xx] = np.arange(e)
+    n = edge_id.shape[1]
 
-    # Flow (direction d, edge j, chunk k) -> ((d * e) + j) * K + k
     def fid(d, j, k):
         return (d * e + j) * chunks + k
 
     k_all = np.arange(chunks)
     j_all = np.arange(e)
-    inter = view.host_of_rank[xx] != view.host_of_rank[pp]
-    hop = np.where(inter, inter_ns, intra_ns)
-    # Up flows x -> p; down flows p -> x.
-    src = np.concatenate([np.repeat(view.gpus[xx], chunks), np.repeat(view.gpus[pp], chunks)])
-    dst = np.concatenate([np.repeat(view.gpus[pp], chunks), np.repeat(view.gpus[xx], chunks)])
-    payload = np.tile(chunk_bytes[cc].reshape(-1), 2)
-    chunk = np.tile(np.tile(k_all, e), 2)
-    channel = np.tile(np.repeat(cc, chunks), 2)
-    step = np.concatenate([np.zeros(e * chunks, np.int32), np.ones(e * chunks, np.int32)])
-    is_leaf = np.ones((channels, n), dtype=bool)
-    is_leaf[cc, pp] = False
-    delay = np.tile(np.repeat(hop, chunks) * (np.tile(k_all, e) == 0), 2)  # first chunk pays latency
-    leaf_up = np.repeat(is_leaf[cc, xx], chunks) & (np.tile(k_all, e) == 0)
-    delay[: e * chunks] += np.where(leaf_up, base_ns, 0)
     children, parents_e = [], []
     # up(x, k) <- up(y, k) for each child y of x (edge y -> x with x non-root).
     y_edges = j_all[edge_id[cc, pp] >= 0]  # edges whose parent is itself a child (non-root)
@@ -165,6 +137,47 @@ def tree_allreduce_graph(
         for d in (0, 1):
             children.append(fid(d, j_all[:, None], wk).reshape(-1))
             parents_e.append(fid(d, j_all[:, None], wk - window).reshape(-1))
+    return children, parents_e
+
+
+def tree_allreduce_graph(
+    view: CommView,
+    parents: np.ndarray,
+    chunk_bytes: np.ndarray,
+    window: int,
+    protocol: str,
+    intra_ns: int,
+    inter_ns: int,
+    base_ns: int,
+) -> FlowGraph:
+    """Flows of a pipelined reduce-up / broadcast-down over every channel's tree.
+
+    ``chunk_bytes``: (C, K) payload of chunk k of channel c.
+    """
+    channels, chunks = chunk_bytes.shape
+    n = view.n
+    cc, xx = np.nonzero(parents >= 0)  # tree edges: child x of parent p in channel c
+    e = cc.size
+    pp = parents[cc, xx]
+    edge_id = np.full((channels, n), -1, dtype=np.int64)
+    edge_id[cc, xx] = np.arange(e)
+
+    k_all = np.arange(chunks)
+    inter = view.host_of_rank[xx] != view.host_of_rank[pp]
+    hop = np.where(inter, inter_ns, intra_ns)
+    # Up flows x -> p; down flows p -> x.
+    src = np.concatenate([np.repeat(view.gpus[xx], chunks), np.repeat(view.gpus[pp], chunks)])
+    dst = np.concatenate([np.repeat(view.gpus[pp], chunks), np.repeat(view.gpus[xx], chunks)])
+    payload = np.tile(chunk_bytes[cc].reshape(-1), 2)
+    chunk = np.tile(np.tile(k_all, e), 2)
+    channel = np.tile(np.repeat(cc, chunks), 2)
+    step = np.concatenate([np.zeros(e * chunks, np.int32), np.ones(e * chunks, np.int32)])
+    is_leaf = np.ones((channels, n), dtype=bool)
+    is_leaf[cc, pp] = False
+    delay = np.tile(np.repeat(hop, chunks) * (np.tile(k_all, e) == 0), 2)  # first chunk pays latency
+    leaf_up = np.repeat(is_leaf[cc, xx], chunks) & (np.tile(k_all, e) == 0)
+    delay[: e * chunks] += np.where(leaf_up, base_ns, 0)
+    children, parents_e = _tree_dependencies(cc, pp, edge_id, chunks, window)
     return FlowGraph(
         src=src,
         dst=dst,

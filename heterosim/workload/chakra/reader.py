@@ -391,17 +391,13 @@ def _split_arrays(ids: np.ndarray, table: list[tuple[int, ...]]) -> tuple[np.nda
     return ptr, np.array([v for i in ids.tolist() if i >= 0 for v in table[i]], dtype=np.int64)
 
 
-def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTrace:
-    """Interpret a decoded file as one rank's trace (see the module docstring for defaults)."""
-    path = Path(path)
-    _check_ranges(et, path)
-    order, dep_ptr, dep_idx = _execution_order(et, path)
+def _node_columns(
+    et: EtFile, comm: np.ndarray, path: Path
+) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
+    """Per node, the values that make its op template (in the template key's column order; the
+    comm split is added by the caller), with the op and label names the indices refer to."""
     n = len(et)
     node_type = et.types
-    comm = np.isin(node_type, (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
-    send, recv = node_type == COMM_SEND_NODE, node_type == COMM_RECV_NODE
-    p2p = send | recv
-
     ops = et.column("op", None)
     op_index, op_names = _interned(
         [("comm" if c else "unknown") if o is None else o for o, c in zip(ops, comm.tolist())]
@@ -425,6 +421,26 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
     if exact is not None:
         known = np.array([v is not None for v in exact])
         duration[known] = np.array([v for v in exact if v is not None], dtype=np.uint64)
+    columns = {
+        "node_type": node_type,
+        "op_kind": op_index,
+        "label": label_index,
+        "phase": phase,
+        "dtype": dtype,
+        "shape": shape,
+        "flops": flops,
+        "bytes_moved": moved,
+        "comm_type": comm_type,
+        "comm_bytes": comm_bytes,
+        "comm_group": group,
+        "duration_ns": duration.view(np.int64),
+    }
+    return columns, op_names, label_names
+
+
+def _p2p_peers(et: EtFile, send: np.ndarray, recv: np.ndarray, path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(peer, tag) per node: the destination of a send, the source of a recv, -1 elsewhere."""
+    p2p = send | recv
     src = _int_column(et, "comm_src", -1, path)
     dst = _int_column(et, "comm_dst", -1, path)
     peer = np.where(send, dst, np.where(recv, src, -1))
@@ -437,29 +453,15 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
             f"{'send' if send[i] else 'recv'} node needs attribute {key}"
         )
     tag = np.where(p2p, _int_column(et, "comm_tag", 0, path), -1)
-    split_id, split_table = _splits(et, comm_type, comm_bytes, path)
+    return peer, tag
 
-    # One template per distinct (type, op, label, ..., duration) row, in first-use order.
-    key = np.column_stack(
-        [
-            node_type,
-            op_index,
-            label_index,
-            phase,
-            dtype,
-            shape,
-            flops,
-            moved,
-            comm_type,
-            comm_bytes,
-            group,
-            duration.view(np.int64),
-            split_id,
-        ]
-    ).astype(np.int64)[order]
-    template, rows = _first_use_templates(key)
+
+def _op_templates(
+    rows: np.ndarray, op_names: list[str], label_names: list[str], split_table: list[tuple[int, ...]]
+) -> OpTemplates:
+    """The distinct template key rows (:func:`to_rank_trace`) as :class:`OpTemplates`."""
     split_ptr, split = _split_arrays(rows[:, 17], split_table)
-    templates = OpTemplates(
+    return OpTemplates(
         node_type=rows[:, 0].astype(np.uint8),
         op_kind=rows[:, 1].astype(np.uint16),
         label=rows[:, 2].astype(np.uint16),
@@ -478,10 +480,27 @@ def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTr
         comm_split_ptr=split_ptr,
         comm_split=split,
     )
+
+
+def to_rank_trace(et: EtFile, rank: int, path: str | Path = "<trace>") -> RankTrace:
+    """Interpret a decoded file as one rank's trace (see the module docstring for defaults)."""
+    path = Path(path)
+    _check_ranges(et, path)
+    order, dep_ptr, dep_idx = _execution_order(et, path)
+    node_type = et.types
+    comm = np.isin(node_type, (COMM_COLL_NODE, COMM_SEND_NODE, COMM_RECV_NODE))
+    send, recv = node_type == COMM_SEND_NODE, node_type == COMM_RECV_NODE
+    columns, op_names, label_names = _node_columns(et, comm, path)
+    peer, tag = _p2p_peers(et, send, recv, path)
+    split_id, split_table = _splits(et, columns["comm_type"], columns["comm_bytes"], path)
+
+    # One template per distinct (type, op, label, ..., duration) row, in first-use order.
+    key = np.column_stack([*columns.values(), split_id]).astype(np.int64)[order]
+    template, rows = _first_use_templates(key)
     gpu_types = {str(v) for v in et.columns.get("gpu_type", ()) if v is not None}
     return RankTrace(
         rank=rank,
-        templates=templates,
+        templates=_op_templates(rows, op_names, label_names, split_table),
         template=template,
         layer=_int_column(et, "layer", -1, path)[order].astype(np.int32),
         micro_batch=_int_column(et, "micro_batch", -1, path)[order].astype(np.int32),
