@@ -2,10 +2,13 @@
 
 The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
 the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
-the chosen network when they are ready and records every task's start and end. Python only
-builds the inputs, calls the progress callback between slices of the run (about every 0.5 s of
-wall time) and copies the results out as arrays; the task times copied, the executor frees its
-per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
+the chosen network when they are ready and records every task's start and end in arrays Python
+owns (``PlanExecutor::BorrowTimes``). Python only builds the inputs, calls the progress callback
+between slices of the run (about every 0.5 s of wall time) and copies the network's results out
+as arrays; the run over, the executor frees its per-task state (``PlanExecutor::ReleaseTasks``)
+before the network's tables are read. The per-flow table (:class:`FlowTable`) keeps only the
+flow task indices and what the network measured; its other columns come from the plan and the
+task times when read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -19,7 +22,7 @@ after, so runs in one process are independent and deterministic.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,6 +37,7 @@ from heterosim.config.choices import (
 from heterosim.config.experiment import NetworkConfig, SimulationConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine import native
+from heterosim.engine.flow_table import FlowTable
 from heterosim.engine.fluid import reset_simulator
 from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import Topology, to_native
@@ -65,7 +69,7 @@ class EngineResult:
     # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective (instance,
     # -1: point-to-point), connection (queue pair shared with other flows, -1: its own),
     # out_of_order, max_reorder_depth (packet fidelity, heterosim.engine.network_model)
-    flows: dict[str, np.ndarray]
+    flows: Mapping[str, np.ndarray]  # a FlowTable (heterosim.engine.flow_table) or a dict
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ network tables)
     # packet fidelity with socket hosts: TCP summary, per-connection streams, cwnd samples
     # (heterosim.engine.packet.tcp_stats); empty otherwise
@@ -160,6 +164,7 @@ def execute_plan(
     executor.SetTopology(desc)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
+    times = _borrow_times(executor, len(plan))  # the executor records the task times in these
     gpu_host = topology.node_host[topology.gpu_node]
     planes = flow_planes(
         plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
@@ -180,7 +185,6 @@ def execute_plan(
             error += model.stall_note(net)
             if raise_on_stall:
                 raise UserError(f"execution plan: {error}")
-        times = _task_times(executor, len(plan))
         accounts = _contention_accounts(contention, plan) if contention is not None else None
         executor.ReleaseTasks()  # the run state: memory for the readout
         del borrowed
@@ -296,13 +300,13 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
-def _task_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of every task (ns; -1 where a task did not start / finish)."""
-    start = np.empty(n, np.int64)
-    end = np.empty(n, np.int64)
-    if n:
-        executor.CopyTimes(start, end)
-    return start, end
+def _borrow_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every task (ns; -1 where a task did not start / finish), arrays the
+    executor fills as the run goes (``PlanExecutor::BorrowTimes``: no copy of its own)."""
+    start = np.full(max(n, 1), -1, np.int64)
+    end = np.full(max(n, 1), -1, np.int64)
+    executor.BorrowTimes(n, start, end)
+    return start[:n], end[:n]
 
 
 def _collect(
@@ -323,20 +327,12 @@ def _collect(
     flow_tasks = np.flatnonzero(plan.kind == FLOW)
     readout = model.read(net, topology, flow_tasks, sim_end, events)
     series.update(readout.series)
-    flows: dict[str, np.ndarray] = {
-        "task": flow_tasks.astype(np.int64),
-        "src": plan.gpu[flow_tasks].astype(np.int32),
-        "dst": plan.dst[flow_tasks].astype(np.int32),
-        "bytes": plan.bytes[flow_tasks].astype(np.int64),
-        "start_ns": start[flow_tasks],
-        "end_ns": end[flow_tasks],
+    measured = {
         "retransmits": readout.retransmits,
-        "collective": plan.collective[flow_tasks].astype(np.int64),
-        "connection": connection[flow_tasks].astype(np.int64),
+        "out_of_order": readout.out_of_order,
+        "max_reorder_depth": readout.max_reorder_depth,
     }
-    none = np.zeros(len(flow_tasks), np.int64)
-    flows["out_of_order"] = none if readout.out_of_order is None else readout.out_of_order
-    flows["max_reorder_depth"] = none if readout.max_reorder_depth is None else readout.max_reorder_depth
+    flows = FlowTable(plan, flow_tasks, start, end, connection, measured)
     return EngineResult(
         task_start_ns=start,
         task_end_ns=end,
