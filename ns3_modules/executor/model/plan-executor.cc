@@ -3,6 +3,8 @@
  */
 #include "plan-executor.h"
 
+#include "fluid-network.h"
+
 #include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/log.h"
@@ -1139,6 +1141,7 @@ PlanExecutor::ReleaseTasks()
     FreeVector(m_completed);
     m_n = 0;
     m_validated = false;
+    ReturnFreedMemory(); // the per-task tables, freed, go back for the readout
 }
 
 void
