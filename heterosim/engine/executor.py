@@ -129,17 +129,7 @@ def execute_plan(
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
-    model = network_model(simulation.fidelity)
-    queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
-    require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
-    acceleration = require_choice(
-        "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
-    )
-    sample_interval_ns = simulation.sample_interval_ns
-    if len(topology.gpu_node) < plan.num_gpus:
-        raise UserError(
-            f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
-        )
+    model, queue_pairs, acceleration = _settings(plan, topology, simulation)
     built_before = native.build_seconds()
     gbl = native.load()  # compiles ns3_modules on first use: timed apart from the simulation
     build_s = native.build_seconds() - built_before
@@ -148,71 +138,119 @@ def execute_plan(
     reset_simulator(gbl)
     desc = to_native(topology, gbl)
     net = model.create(gbl, desc, network, simulation)
-
-    executor = ns3.CreateObject[ns3.PlanExecutor]()
-    if stop_ns is not None:
-        executor.SetAttribute("StopTime", ns3.TimeValue(ns3.NanoSeconds(int(stop_ns))))
-    if sample_interval_ns > 0:
-        executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     if stall_timeout_ns is None:
         stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
-    if stall_timeout_ns > 0:
-        executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
-    # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
-    executor.SetAttribute("WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9))))
-    executor.SetNetwork(net)
-    executor.SetTopology(desc)
+    executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
     times = _borrow_times(executor, len(plan))  # the executor records the task times in these
-    gpu_host = topology.node_host[topology.gpu_node]
-    planes = flow_planes(
-        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
-    )
-    if planes is not None:
-        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
+    _set_planes(net, plan, topology)
     contention, contention_arrays = (
         _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
     )
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
-        if state == _INVALID:
-            raise UserError(f"execution plan: {executor.GetError()}")
-        error = interruption if state == _INTERRUPTED else None
-        if state == _STALLED:
-            error = str(executor.GetError())
-            error += model.stall_note(net)
-            if raise_on_stall:
-                raise UserError(f"execution plan: {error}")
+        error = _run_error(executor, model, net, state, interruption, raise_on_stall)
         accounts = _contention_accounts(contention, plan) if contention is not None else None
-        executor.ReleaseTasks()  # the run state: memory for the readout
-        del borrowed
+        # the run state, then the arrays it read: memory for the readout
+        executor.ReleaseTasks()
+        borrowed.clear()
         if contention is not None:
             contention.ReleaseTasks()
-        del contention_arrays
+        contention_arrays.clear()
         result = _collect(executor, net, ns3, plan, topology, model, connection, times)
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
             result.contention = accounts
         result.partial = state != _FINISHED
         if model.accelerates:
-            flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
-            result.fast_forward = fast_forward_report(
-                acceleration, result.fast_forward, result.makespan_ns, flow_bytes
-            )
-        result.error = error
+            result.fast_forward = _fast_forward(acceleration, result, plan)
+        result.error, result.build_s = error, build_s
         result.wall_s = time.perf_counter() - started
-        result.build_s = build_s
         return result
     finally:
-        executor.Dispose()
-        if contention is not None:
-            contention.Dispose()
-        reset_simulator(gbl)
-        net.Dispose()
-        if schedule is not None:
-            schedule.Dispose()
+        _dispose(gbl, executor, contention, net, schedule)
+
+
+def _fast_forward(mode: str, result: EngineResult, plan: ExecutionPlan) -> dict[str, Any]:
+    """results.json ``sim.packet_acceleration`` of a packet run (:func:`fast_forward_report`)."""
+    flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
+    return fast_forward_report(mode, result.fast_forward, result.makespan_ns, flow_bytes)
+
+
+def _settings(
+    plan: ExecutionPlan, topology: Topology, simulation: SimulationConfig
+) -> tuple[NetworkModel, str, str]:
+    """The network model, queue-pair model and packet acceleration ``simulation`` names, checked
+    (one-line :class:`UserError` for an unknown name or a plan larger than the cluster)."""
+    model = network_model(simulation.fidelity)
+    queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
+    require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
+    acceleration = require_choice(
+        "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
+    )
+    if len(topology.gpu_node) < plan.num_gpus:
+        raise UserError(
+            f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
+        )
+    return model, queue_pairs, acceleration
+
+
+def _create_executor(
+    ns3: Any, net: Any, desc: Any, sample_interval_ns: int, stop_ns: int | None, stall_timeout_ns: int
+) -> Any:
+    """``ns3::PlanExecutor`` on ``net`` and ``desc`` with the run's stop time, progress sampling,
+    stall timeout and wall-clock yield interval."""
+    executor = ns3.CreateObject[ns3.PlanExecutor]()
+    if stop_ns is not None:
+        executor.SetAttribute("StopTime", ns3.TimeValue(ns3.NanoSeconds(int(stop_ns))))
+    if sample_interval_ns > 0:
+        executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
+    if stall_timeout_ns > 0:
+        executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
+    # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
+    executor.SetAttribute("WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9))))
+    executor.SetNetwork(net)
+    executor.SetTopology(desc)
+    return executor
+
+
+def _set_planes(net: Any, plan: ExecutionPlan, topology: Topology) -> None:
+    """On a multi-plane topology, each flow's plane (``FlowNetwork::SetFlowPlanes``)."""
+    gpu_host = topology.node_host[topology.gpu_node]
+    planes = flow_planes(
+        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
+    )
+    if planes is not None:
+        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
+
+
+def _run_error(
+    executor: Any, model: NetworkModel, net: Any, state: int, interruption: str | None, raise_on_stall: bool
+) -> str | None:
+    """The error of a run that ended in ``state``: None when it finished or stopped; raises
+    :class:`UserError` for an invalid plan, and for a stall if ``raise_on_stall``."""
+    if state == _INVALID:
+        raise UserError(f"execution plan: {executor.GetError()}")
+    error = interruption if state == _INTERRUPTED else None
+    if state == _STALLED:
+        error = str(executor.GetError())
+        error += model.stall_note(net)
+        if raise_on_stall:
+            raise UserError(f"execution plan: {error}")
+    return error
+
+
+def _dispose(gbl: Any, executor: Any, contention: Any, net: Any, schedule: Any) -> None:
+    """Dispose of the run's ns-3 objects and reset the simulator (after any run, even a failed one)."""
+    executor.Dispose()
+    if contention is not None:
+        contention.Dispose()
+    reset_simulator(gbl)
+    net.Dispose()
+    if schedule is not None:
+        schedule.Dispose()
 
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> list[np.ndarray]:
