@@ -2,10 +2,13 @@
 
 The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
 the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
-the chosen network when they are ready and records every task's start and end. Python only
-builds the inputs, calls the progress callback between slices of the run (about every 0.5 s of
-wall time) and copies the results out as arrays; the task times copied, the executor frees its
-per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables are read.
+the chosen network when they are ready and records every task's start and end in arrays Python
+owns (``PlanExecutor::BorrowTimes``). Python only builds the inputs, calls the progress callback
+between slices of the run (about every 0.5 s of wall time) and copies the network's results out
+as arrays; the run over, the executor frees its per-task state (``PlanExecutor::ReleaseTasks``)
+before the network's tables are read. The per-flow table (:class:`FlowTable`) keeps only the
+flow task indices and what the network measured; its other columns come from the plan and the
+task times when read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -19,7 +22,7 @@ after, so runs in one process are independent and deterministic.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,6 +37,7 @@ from heterosim.config.choices import (
 from heterosim.config.experiment import NetworkConfig, SimulationConfig
 from heterosim.engine import faults as fault_models
 from heterosim.engine import native
+from heterosim.engine.flow_table import FlowTable
 from heterosim.engine.fluid import reset_simulator
 from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import Topology, to_native
@@ -65,7 +69,7 @@ class EngineResult:
     # per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective (instance,
     # -1: point-to-point), connection (queue pair shared with other flows, -1: its own),
     # out_of_order, max_reorder_depth (packet fidelity, heterosim.engine.network_model)
-    flows: dict[str, np.ndarray]
+    flows: Mapping[str, np.ndarray]  # a FlowTable (heterosim.engine.flow_table) or a dict
     series: dict[str, Any] = field(default_factory=dict)  # progress samples (+ network tables)
     # packet fidelity with socket hosts: TCP summary, per-connection streams, cwnd samples
     # (heterosim.engine.packet.tcp_stats); empty otherwise
@@ -125,17 +129,7 @@ def execute_plan(
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
-    model = network_model(simulation.fidelity)
-    queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
-    require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
-    acceleration = require_choice(
-        "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
-    )
-    sample_interval_ns = simulation.sample_interval_ns
-    if len(topology.gpu_node) < plan.num_gpus:
-        raise UserError(
-            f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
-        )
+    model, queue_pairs, acceleration = _settings(plan, topology, simulation)
     built_before = native.build_seconds()
     gbl = native.load()  # compiles ns3_modules on first use: timed apart from the simulation
     build_s = native.build_seconds() - built_before
@@ -144,71 +138,119 @@ def execute_plan(
     reset_simulator(gbl)
     desc = to_native(topology, gbl)
     net = model.create(gbl, desc, network, simulation)
-
-    executor = ns3.CreateObject[ns3.PlanExecutor]()
-    if stop_ns is not None:
-        executor.SetAttribute("StopTime", ns3.TimeValue(ns3.NanoSeconds(int(stop_ns))))
-    if sample_interval_ns > 0:
-        executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
     if stall_timeout_ns is None:
         stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
-    if stall_timeout_ns > 0:
-        executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
-    # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
-    executor.SetAttribute("WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9))))
-    executor.SetNetwork(net)
-    executor.SetTopology(desc)
+    executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
-    gpu_host = topology.node_host[topology.gpu_node]
-    planes = flow_planes(
-        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
-    )
-    if planes is not None:
-        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
+    times = _borrow_times(executor, len(plan))  # the executor records the task times in these
+    _set_planes(net, plan, topology)
     contention, contention_arrays = (
         _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
     )
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
-        if state == _INVALID:
-            raise UserError(f"execution plan: {executor.GetError()}")
-        error = interruption if state == _INTERRUPTED else None
-        if state == _STALLED:
-            error = str(executor.GetError())
-            error += model.stall_note(net)
-            if raise_on_stall:
-                raise UserError(f"execution plan: {error}")
-        times = _task_times(executor, len(plan))
+        error = _run_error(executor, model, net, state, interruption, raise_on_stall)
         accounts = _contention_accounts(contention, plan) if contention is not None else None
-        executor.ReleaseTasks()  # the run state: memory for the readout
-        del borrowed
+        # the run state, then the arrays it read: memory for the readout
+        executor.ReleaseTasks()
+        borrowed.clear()
         if contention is not None:
             contention.ReleaseTasks()
-        del contention_arrays
+        contention_arrays.clear()
         result = _collect(executor, net, ns3, plan, topology, model, connection, times)
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
             result.contention = accounts
         result.partial = state != _FINISHED
         if model.accelerates:
-            flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
-            result.fast_forward = fast_forward_report(
-                acceleration, result.fast_forward, result.makespan_ns, flow_bytes
-            )
-        result.error = error
+            result.fast_forward = _fast_forward(acceleration, result, plan)
+        result.error, result.build_s = error, build_s
         result.wall_s = time.perf_counter() - started
-        result.build_s = build_s
         return result
     finally:
-        executor.Dispose()
-        if contention is not None:
-            contention.Dispose()
-        reset_simulator(gbl)
-        net.Dispose()
-        if schedule is not None:
-            schedule.Dispose()
+        _dispose(gbl, executor, contention, net, schedule)
+
+
+def _fast_forward(mode: str, result: EngineResult, plan: ExecutionPlan) -> dict[str, Any]:
+    """results.json ``sim.packet_acceleration`` of a packet run (:func:`fast_forward_report`)."""
+    flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
+    return fast_forward_report(mode, result.fast_forward, result.makespan_ns, flow_bytes)
+
+
+def _settings(
+    plan: ExecutionPlan, topology: Topology, simulation: SimulationConfig
+) -> tuple[NetworkModel, str, str]:
+    """The network model, queue-pair model and packet acceleration ``simulation`` names, checked
+    (one-line :class:`UserError` for an unknown name or a plan larger than the cluster)."""
+    model = network_model(simulation.fidelity)
+    queue_pairs = require_choice("simulation: queue_pairs", simulation.queue_pairs, QUEUE_PAIR_MODELS)
+    require_choice("simulation: intra_host", simulation.intra_host, INTRA_HOST_MODELS)
+    acceleration = require_choice(
+        "simulation: packet_acceleration", simulation.packet_acceleration, PACKET_ACCELERATIONS
+    )
+    if len(topology.gpu_node) < plan.num_gpus:
+        raise UserError(
+            f"execution plan: uses {plan.num_gpus} GPUs but the cluster has {len(topology.gpu_node)}"
+        )
+    return model, queue_pairs, acceleration
+
+
+def _create_executor(
+    ns3: Any, net: Any, desc: Any, sample_interval_ns: int, stop_ns: int | None, stall_timeout_ns: int
+) -> Any:
+    """``ns3::PlanExecutor`` on ``net`` and ``desc`` with the run's stop time, progress sampling,
+    stall timeout and wall-clock yield interval."""
+    executor = ns3.CreateObject[ns3.PlanExecutor]()
+    if stop_ns is not None:
+        executor.SetAttribute("StopTime", ns3.TimeValue(ns3.NanoSeconds(int(stop_ns))))
+    if sample_interval_ns > 0:
+        executor.SetAttribute("ProgressInterval", ns3.TimeValue(ns3.NanoSeconds(int(sample_interval_ns))))
+    if stall_timeout_ns > 0:
+        executor.SetAttribute("StallTimeout", ns3.TimeValue(ns3.NanoSeconds(int(stall_timeout_ns))))
+    # Yield to Python every PROGRESS_WALL_INTERVAL_S of wall time (progress, and Ctrl-C).
+    executor.SetAttribute("WallInterval", ns3.TimeValue(ns3.NanoSeconds(int(PROGRESS_WALL_INTERVAL_S * 1e9))))
+    executor.SetNetwork(net)
+    executor.SetTopology(desc)
+    return executor
+
+
+def _set_planes(net: Any, plan: ExecutionPlan, topology: Topology) -> None:
+    """On a multi-plane topology, each flow's plane (``FlowNetwork::SetFlowPlanes``)."""
+    gpu_host = topology.node_host[topology.gpu_node]
+    planes = flow_planes(
+        plan.kind, plan.gpu, plan.dst, plan.channel, plan.collective, gpu_host, topology.planes
+    )
+    if planes is not None:
+        net.SetFlowPlanes(len(plan), _buffer(planes, np.int8))
+
+
+def _run_error(
+    executor: Any, model: NetworkModel, net: Any, state: int, interruption: str | None, raise_on_stall: bool
+) -> str | None:
+    """The error of a run that ended in ``state``: None when it finished or stopped; raises
+    :class:`UserError` for an invalid plan, and for a stall if ``raise_on_stall``."""
+    if state == _INVALID:
+        raise UserError(f"execution plan: {executor.GetError()}")
+    error = interruption if state == _INTERRUPTED else None
+    if state == _STALLED:
+        error = str(executor.GetError())
+        error += model.stall_note(net)
+        if raise_on_stall:
+            raise UserError(f"execution plan: {error}")
+    return error
+
+
+def _dispose(gbl: Any, executor: Any, contention: Any, net: Any, schedule: Any) -> None:
+    """Dispose of the run's ns-3 objects and reset the simulator (after any run, even a failed one)."""
+    executor.Dispose()
+    if contention is not None:
+        contention.Dispose()
+    reset_simulator(gbl)
+    net.Dispose()
+    if schedule is not None:
+        schedule.Dispose()
 
 
 def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> list[np.ndarray]:
@@ -296,13 +338,13 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
-def _task_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of every task (ns; -1 where a task did not start / finish)."""
-    start = np.empty(n, np.int64)
-    end = np.empty(n, np.int64)
-    if n:
-        executor.CopyTimes(start, end)
-    return start, end
+def _borrow_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of every task (ns; -1 where a task did not start / finish), arrays the
+    executor fills as the run goes (``PlanExecutor::BorrowTimes``: no copy of its own)."""
+    start = np.full(max(n, 1), -1, np.int64)
+    end = np.full(max(n, 1), -1, np.int64)
+    executor.BorrowTimes(n, start, end)
+    return start[:n], end[:n]
 
 
 def _collect(
@@ -323,20 +365,12 @@ def _collect(
     flow_tasks = np.flatnonzero(plan.kind == FLOW)
     readout = model.read(net, topology, flow_tasks, sim_end, events)
     series.update(readout.series)
-    flows: dict[str, np.ndarray] = {
-        "task": flow_tasks.astype(np.int64),
-        "src": plan.gpu[flow_tasks].astype(np.int32),
-        "dst": plan.dst[flow_tasks].astype(np.int32),
-        "bytes": plan.bytes[flow_tasks].astype(np.int64),
-        "start_ns": start[flow_tasks],
-        "end_ns": end[flow_tasks],
+    measured = {
         "retransmits": readout.retransmits,
-        "collective": plan.collective[flow_tasks].astype(np.int64),
-        "connection": connection[flow_tasks].astype(np.int64),
+        "out_of_order": readout.out_of_order,
+        "max_reorder_depth": readout.max_reorder_depth,
     }
-    none = np.zeros(len(flow_tasks), np.int64)
-    flows["out_of_order"] = none if readout.out_of_order is None else readout.out_of_order
-    flows["max_reorder_depth"] = none if readout.max_reorder_depth is None else readout.max_reorder_depth
+    flows = FlowTable(plan, flow_tasks, start, end, connection, measured)
     return EngineResult(
         task_start_ns=start,
         task_end_ns=end,

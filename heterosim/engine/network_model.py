@@ -295,8 +295,7 @@ def fluid_link_series(net: Any, sim_end_ns: int, topology: Topology) -> dict[str
         "direction": np.empty(rows, np.uint32),
         "bytes": np.empty(rows, np.uint64),
     }
-    net.CopyLinkSeries(out["time_ns"], out["direction"], out["bytes"])
-    net.ReleaseLinkSeries()
+    net.TakeLinkSeries(out["time_ns"], out["direction"], out["bytes"])  # frees its rows as it copies
     out.update(
         sample_time_ns=times,
         direction_bytes=last,

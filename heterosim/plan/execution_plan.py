@@ -114,30 +114,32 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     on = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
     if on.size == 0:
         return out
-    columns = (
-        plan.collective[on].astype(np.int64),
-        plan.channel[on].astype(np.int64),
-        plan.gpu[on].astype(np.int64),
-        plan.dst[on].astype(np.int64),
-    )
-    sizes = [int(c.max()) + 1 for c in columns]
+    sources = (plan.collective, plan.channel, plan.gpu, plan.dst)
+    sizes = [int(c[on].max()) + 1 for c in sources]
     if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
-        key = ((columns[0] * sizes[1] + columns[1]) * sizes[2] + columns[2]) * sizes[3] + columns[3]
+        key = plan.collective[on].astype(np.int64)  # built in place, a column at a time (memory)
+        for column, size in zip(sources[1:], sizes[1:]):
+            key *= size
+            key += column[on]
         order = np.argsort(key, kind="stable")
-        sorted_key = key[order]
+        key = key[order]
         new_group = np.ones(on.size, dtype=bool)
-        new_group[1:] = sorted_key[1:] != sorted_key[:-1]
+        new_group[1:] = key[1:] != key[:-1]
+        del key
     else:
+        columns = [c[on].astype(np.int64) for c in sources]
         order = np.lexsort(columns[::-1])
         sorted_cols = [c[order] for c in columns]
         new_group = np.ones(on.size, dtype=bool)
         new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
+        del columns, sorted_cols
+    # The sorts are stable: each group's rows come in task order, its first row is its earliest.
+    group_start = np.flatnonzero(new_group)
+    first_row = order[group_start]
+    shared = np.diff(group_start, append=on.size) >= 2
     group = np.cumsum(new_group) - 1  # group of each sorted row
-    groups = int(group[-1]) + 1
-    first_row = np.full(groups, on.size, np.int64)
-    np.minimum.at(first_row, group, order)  # earliest task of each group
-    shared = np.bincount(group, minlength=groups) >= 2
-    rank_of_group = np.full(groups, -1, np.int64)
+    del new_group
+    rank_of_group = np.full(group_start.size, -1, np.int64)
     by_first = np.argsort(first_row, kind="stable")
     by_first = by_first[shared[by_first]]
     rank_of_group[by_first] = np.arange(by_first.size)

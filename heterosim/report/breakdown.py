@@ -26,6 +26,8 @@ import numpy as np
 from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
 from heterosim.report.intervals import union_length
 
+SIDES_PER_BLOCK = 1 << 21  # flow sides per block of ranks in the host unions (bounded memory)
+
 
 @dataclass(frozen=True)
 class RankBreakdown:
@@ -67,13 +69,12 @@ def rank_breakdown(
     compute = union_length(start_ns[comp], end_ns[comp], comp_rank, num_ranks)
 
     flow = np.flatnonzero((plan.kind == FLOW) & ran)
-    src_gpu, dst_gpu = plan.gpu[flow], plan.dst[flow]
-    flow_start, flow_end = start_ns[flow], end_ns[flow]
     # Each flow touches two GPUs: its sender and its receiver.
-    src_rank, dst_rank = gpu_rank[src_gpu], gpu_rank[dst_gpu]
-    inter_host = gpu_host[src_gpu] != gpu_host[dst_gpu]
+    src_rank, dst_rank = gpu_rank[plan.gpu[flow]], gpu_rank[plan.dst[flow]]
+    inter_host = gpu_host[plan.gpu[flow]] != gpu_host[plan.dst[flow]]
+    flow_start, flow_end = start_ns[flow], end_ns[flow]
     instance = plan.collective[flow]
-    del flow, src_gpu, dst_gpu  # large temporaries go as soon as they are used (peak memory)
+    del flow  # large temporaries go as soon as they are used (peak memory)
     span_rank, span_start, span_end = _instance_spans(
         src_rank, dst_rank, instance, flow_start, flow_end, num_ranks
     )
@@ -85,17 +86,13 @@ def rank_breakdown(
         np.concatenate([comp_rank, span_rank]),
         num_ranks,
     )
-    # Sides (sender, receiver) interleaved per flow in start order; group = (rank, host side).
+    del span_rank, span_start, span_end
+    # Flows in start order (task order is nearly that), then a block of ranks at a time
     order = np.argsort(flow_start, kind="stable")
-    side_group = np.stack([src_rank[order], dst_rank[order]], axis=1).ravel()
-    on_rank = side_group >= 0
-    side_group *= 2
-    side_group += np.repeat(inter_host[order], 2)
-    side_start, side_end = np.repeat(flow_start[order], 2), np.repeat(flow_end[order], 2)
-    del order, src_rank, dst_rank, inter_host, flow_start, flow_end
-    if not on_rank.all():
-        side_group, side_start, side_end = side_group[on_rank], side_start[on_rank], side_end[on_rank]
-    by_host = union_length(side_start, side_end, side_group, 2 * num_ranks, starts_sorted=True)
+    flow_start, flow_end = flow_start[order], flow_end[order]
+    src_rank, dst_rank, inter_host = src_rank[order], dst_rank[order], inter_host[order]
+    del order
+    by_host = _host_unions(src_rank, dst_rank, inter_host, flow_start, flow_end, num_ranks)
     intra, inter = by_host[0::2], by_host[1::2]
     return RankBreakdown(
         compute_ns=compute,
@@ -107,6 +104,39 @@ def rank_breakdown(
         inter_host_ns=inter,
         iteration_ns=int(iteration_ns),
     )
+
+
+def _host_unions(
+    src_rank: np.ndarray,
+    dst_rank: np.ndarray,
+    inter_host: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    num_ranks: int,
+    sides_per_block: int = SIDES_PER_BLOCK,
+) -> np.ndarray:
+    """Union length per (rank, host side) group ``2 * rank + inter_host`` of the flows' sides
+    (sender, receiver), flows given in start order. A block of ranks is taken at a time, about
+    ``sides_per_block`` sides each, in the order the sides of all flows interleaved would have
+    (so each group's union is the one a single pass would give, in bounded memory)."""
+    by_host = np.zeros(2 * num_ranks, dtype=np.int64)
+    sides = int(np.count_nonzero(src_rank >= 0) + np.count_nonzero(dst_rank >= 0))
+    block = max(1, num_ranks * sides_per_block // max(sides, 1))
+    for lo in range(0, num_ranks, block):
+        hi = min(num_ranks, lo + block)
+        mine = np.stack([(src_rank >= lo) & (src_rank < hi), (dst_rank >= lo) & (dst_rank < hi)], axis=1)
+        side = np.flatnonzero(mine.ravel())  # 2 * flow + (0 sender, 1 receiver)
+        del mine
+        flow = side >> 1
+        group = np.where(side & 1, dst_rank[flow], src_rank[flow]).astype(np.int64)
+        del side
+        group -= lo
+        group *= 2
+        group += inter_host[flow]
+        by_host[2 * lo : 2 * hi] = union_length(
+            start[flow], end[flow], group, 2 * (hi - lo), starts_sorted=True
+        )
+    return by_host
 
 
 def _instance_spans(
@@ -121,9 +151,9 @@ def _instance_spans(
     last end. Flows without an instance (instance < 0) are their own spans; ranks < 0 (GPUs
     without a rank) are skipped. Spans come in no particular order.
 
-    The sides of all flows get the key instance * num_ranks + rank (-1: not grouped) and are
-    sorted with a stable sort, which is cheap when flows come in task order (one collective's
-    flows are contiguous there)."""
+    Each side (sender, receiver) of the flows gets the key instance * num_ranks + rank (-1: not
+    grouped) and is sorted with a stable sort, which is cheap when flows come in task order (one
+    collective's flows are contiguous there); the two sides' spans of a key are then merged."""
     count = instance.size
     alone = instance < 0
     ranks, starts, ends = [], [], []
@@ -134,24 +164,26 @@ def _instance_spans(
             starts.append(start[own])
             ends.append(end[own])
     cells = (int(instance.max()) + 1) * num_ranks if count else 0
-    key = np.empty(2 * count, dtype=np.int32 if cells < np.iinfo(np.int32).max else np.int64)
-    for half, rank in enumerate((src_rank, dst_rank)):
-        side = key[half * count : (half + 1) * count]
-        np.multiply(instance, num_ranks, out=side, casting="unsafe")
-        side += rank
-        side[alone | (rank < 0)] = -1
-    order = np.argsort(key, kind="stable")
-    key = key[order]
-    bounds = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else order
-    if bounds.size and key[bounds[0]] < 0:
-        bounds = bounds[1:]  # the ungrouped sides sort first; reduceat skips what precedes bounds[0]
-    if bounds.size:
-        ranks.append(key[bounds] % num_ranks)
+    key_type = np.int32 if cells < np.iinfo(np.int32).max else np.int64
+    # Each side (sender, receiver) grouped apart, then the two sides' spans of a group merged:
+    # the sorts take one side's flows at a time (half the memory of sorting both at once).
+    keys, firsts, lasts = [], [], []
+    for rank in (src_rank, dst_rank):
+        key = np.multiply(instance, num_ranks, dtype=key_type, casting="unsafe")
+        key += rank
+        key[alone | (rank < 0)] = -1
+        side = _group_spans(key, start, end)
         del key
-        np.remainder(order, count, out=order)  # side -> flow
-        starts.append(np.minimum.reduceat(start[order], bounds))
-        ends.append(np.maximum.reduceat(end[order], bounds))
-        del order
+        if side is not None:
+            keys.append(side[0])
+            firsts.append(side[1])
+            lasts.append(side[2])
+    if keys:
+        merged = _group_spans(np.concatenate(keys), np.concatenate(firsts), np.concatenate(lasts))
+        assert merged is not None
+        ranks.append(merged[0] % num_ranks)
+        starts.append(merged[1])
+        ends.append(merged[2])
     if not ranks:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
@@ -160,3 +192,20 @@ def _instance_spans(
         np.concatenate(starts).astype(np.int64),
         np.concatenate(ends).astype(np.int64),
     )
+
+
+def _group_spans(
+    key: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(key, first start, last end) per distinct key >= 0 (keys < 0 are left out); None when
+    there is none. A stable sort, cheap when equal keys come in runs."""
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    bounds = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if key.size else order
+    if bounds.size and key[bounds[0]] < 0:
+        bounds = bounds[1:]  # the ungrouped sort first; reduceat skips what precedes bounds[0]
+    if not bounds.size:
+        return None
+    keys = key[bounds]
+    del key
+    return keys, np.minimum.reduceat(start[order], bounds), np.maximum.reduceat(end[order], bounds)

@@ -12,7 +12,9 @@ has ~25 k distinct start times) and gathered from a table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -25,6 +27,22 @@ def write_numeric_csv(
     path: Path, header: list[str], columns: list[np.ndarray], block_rows: int = BLOCK_ROWS
 ) -> None:
     """Write ``header`` and the rows of ``columns`` (equal-length 1-D int or float arrays)."""
+    write_numeric_csv_parts(path, header, [columns], block_rows)
+
+
+def write_numeric_csv_parts(
+    path: Path, header: list[str], parts: Iterable[list[np.ndarray]], block_rows: int = BLOCK_ROWS
+) -> None:
+    """Write ``header`` and the rows of each part in turn: a part is a list of columns as for
+    :func:`write_numeric_csv`, and the file is the one the parts' rows concatenated would give
+    (a large table built and written a part at a time, in bounded memory)."""
+    with Path(path).open("wb") as handle:
+        handle.write((",".join(header) + "\r\n").encode())
+        for columns in parts:
+            _write_rows(handle, header, columns, block_rows)
+
+
+def _write_rows(handle: BinaryIO, header: list[str], columns: list[np.ndarray], block_rows: int) -> None:
     cols = [np.asarray(c) for c in columns]
     if len(cols) != len(header) or len({c.shape for c in cols}) > 1 or (cols and cols[0].ndim != 1):
         raise ValueError("write_numeric_csv: one 1-D column of equal length per header field")
@@ -35,10 +53,8 @@ def write_numeric_csv(
     ]
     rows = cols[0].size if cols else 0
     block = _Block(fields, min(rows, block_rows))
-    with Path(path).open("wb") as handle:
-        handle.write((",".join(header) + "\r\n").encode())
-        for lo in range(0, rows, block_rows):
-            handle.write(block.render(lo, min(rows, lo + block_rows)))
+    for lo in range(0, rows, block_rows):
+        handle.write(block.render(lo, min(rows, lo + block_rows)))
 
 
 class _Block:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,14 @@ from heterosim import __version__
 from heterosim.config.experiment import ExperimentConfig
 from heterosim.engine.executor import EngineResult
 from heterosim.engine.faults import fault_impact, fault_records
+from heterosim.engine.flow_table import FlowTable
 from heterosim.engine.topology import LINK_KIND_NAMES, Topology
 from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
 from heterosim.report.link_series import link_rates, port_queues
-from heterosim.report.numeric_csv import write_numeric_csv
+from heterosim.report.numeric_csv import write_numeric_csv_parts
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
@@ -35,6 +37,7 @@ from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
 NS = 1e-9
+FLOW_ROWS = 1 << 18  # flows.csv rows built at a time (about 50 MB of columns)
 # The columns of each CSV a run writes, in order (docs/results.md lists them)
 RANK_COLUMNS = (
     *("rank", "gpu", "host", "stage", "dp_replica", "busy_s", "compute_s", "comm_s"),
@@ -448,20 +451,36 @@ def _write_collectives(run: RunArtifacts | JobsArtifacts, folder: Path) -> None:
     _write_csv(folder / "collectives.csv", list(COLLECTIVE_COLUMNS), coll_rows)
 
 
-def _write_flows(flows: dict[str, Any] | None, folder: Path) -> None:
-    """flows.csv (none when the run had no flows), written column by column."""
-    if not flows or not len(flows.get("task", [])):
+def _write_flows(flows: Mapping[str, Any] | None, folder: Path, block_rows: int = FLOW_ROWS) -> None:
+    """flows.csv (none when the run had no flows), built and written ``block_rows`` rows at a
+    time (the columns of a whole table of millions of flows would be gigabytes)."""
+    rows = flows.flows if isinstance(flows, FlowTable) else len((flows or {}).get("task", []))
+    if not flows or not rows:
         return
-    retrans = flows.get("retransmits", np.zeros(len(flows["task"]), np.int64))
-    start_ns = np.asarray(flows["start_ns"], dtype=np.int64)
-    end_ns = np.asarray(flows["end_ns"], dtype=np.int64)
-    columns = [_integers(flows[k]) for k in ("task", "src", "dst", "bytes")]
+    write_numeric_csv_parts(
+        folder / "flows.csv",
+        list(FLOW_COLUMNS),
+        (_flow_columns(flows, lo, min(rows, lo + block_rows)) for lo in range(0, rows, block_rows)),
+    )
+
+
+def _flow_columns(flows: Mapping[str, Any], lo: int, hi: int) -> list[np.ndarray]:
+    """The flows.csv columns of rows ``lo:hi`` of a flow table (a FlowTable or a dict)."""
+    part = (
+        flows.rows(lo, hi)
+        if isinstance(flows, FlowTable)
+        else {k: np.asarray(v)[lo:hi] for k, v in flows.items()}
+    )
+    retrans = part.get("retransmits", np.zeros(hi - lo, np.int64))
+    start_ns = np.asarray(part["start_ns"], dtype=np.int64)
+    end_ns = np.asarray(part["end_ns"], dtype=np.int64)
+    columns = [_integers(part[k]) for k in ("task", "src", "dst", "bytes")]
     columns += [start_ns * NS, end_ns * NS, (end_ns - start_ns) * NS, _integers(retrans)]
-    none = np.full(len(flows["task"]), -1, np.int64)
-    columns += [_integers(flows.get("collective", none)), _integers(flows.get("connection", none))]
-    zeros = np.zeros(len(flows["task"]), np.int64)
-    columns += [_integers(flows.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
-    write_numeric_csv(folder / "flows.csv", list(FLOW_COLUMNS), columns)
+    none = np.full(hi - lo, -1, np.int64)
+    columns += [_integers(part.get("collective", none)), _integers(part.get("connection", none))]
+    zeros = np.zeros(hi - lo, np.int64)
+    columns += [_integers(part.get(k, zeros)) for k in ("out_of_order", "max_reorder_depth")]
+    return columns
 
 
 def _write_links(links: dict[str, Any] | None, topo: Topology, folder: Path) -> None:

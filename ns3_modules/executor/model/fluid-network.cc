@@ -10,6 +10,10 @@
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -1437,6 +1441,31 @@ FluidNetwork::CopyLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* byt
     }
     m_seriesDir.CopyTo(direction);
     m_seriesBytes.CopyTo(bytes);
+}
+
+void
+FluidNetwork::TakeLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes)
+{
+    NS_LOG_FUNCTION(this << m_seriesDir.Size());
+    uint64_t row = 0;
+    for (size_t k = 0; k < m_seriesTime.size(); ++k)
+    {
+        for (; row < m_seriesTimeEnd[k]; ++row)
+        {
+            timeNs[row] = m_seriesTime[k];
+        }
+    }
+    m_seriesDir.MoveTo(direction);
+    m_seriesBytes.MoveTo(bytes);
+    ReleaseLinkSeries();
+}
+
+void
+ReturnFreedMemory()
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 void

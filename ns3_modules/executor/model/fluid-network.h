@@ -28,6 +28,12 @@ namespace ns3
 {
 
 /**
+ * \brief Hand memory freed to the C library back to the system (glibc: malloc_trim), so that
+ * large tables freed piece by piece lower the process's resident size; nothing elsewhere.
+ */
+void ReturnFreedMemory();
+
+/**
  * \brief Flow-level network: every flow is a fluid that moves at its max-min fair rate.
  *
  * Flows follow the same routes as the packet network: the path of a flow is
@@ -209,6 +215,16 @@ class FluidNetwork : public FlowNetwork
     /** Free the link samples recorded so far (after copying them; sampling goes on). */
     void ReleaseLinkSeries();
 
+    /**
+     * \brief CopyLinkSeries then ReleaseLinkSeries, freeing each block of rows as soon as it is
+     * copied and handing the memory back to the system (a series of tens of millions of rows is
+     * not held twice at its full size).
+     * \param timeNs sample time of each row, ns (GetNLinkSamples() values)
+     * \param direction link direction of each row
+     * \param bytes payload bytes the direction has carried up to the sample time
+     */
+    void TakeLinkSeries(int64_t* timeNs, uint32_t* direction, uint64_t* bytes);
+
     /** \return number of sample times that have at least one link-series row */
     uint64_t GetNLinkSampleTimes() const;
 
@@ -327,6 +343,19 @@ class FluidNetwork : public FlowNetwork
             {
                 out = std::copy(block.begin(), block.end(), out);
             }
+        }
+
+        /** Copy every value to \p out, freeing each block once copied; then empty. */
+        void
+        MoveTo(T* out)
+        {
+            for (auto& block : m_blocks)
+            {
+                out = std::copy(block.begin(), block.end(), out);
+                std::vector<T>().swap(block);
+                ReturnFreedMemory();
+            }
+            Clear();
         }
 
         /** \return the value at \p i (< Size()) */

@@ -3,6 +3,8 @@
  */
 #include "plan-executor.h"
 
+#include "fluid-network.h"
+
 #include "ns3/abort.h"
 #include "ns3/assert.h"
 #include "ns3/log.h"
@@ -230,6 +232,8 @@ PlanExecutor::UsePlan(uint32_t n,
                       const int64_t* depPtr,
                       const int64_t* depIdx)
 {
+    m_borrowStart = {}; // times borrowed for a previous plan
+    m_borrowEnd = {};
     int64_t edges = n > 0 ? std::max<int64_t>(depPtr[n], 0) : 0;
     m_n = n;
     m_kind = {kind, n};
@@ -267,6 +271,15 @@ PlanExecutor::BorrowConnections(uint32_t n, const int64_t* connection)
     FreeVector(m_owned.connection);
     m_connection = {connection, n};
     m_validated = false;
+}
+
+void
+PlanExecutor::BorrowTimes(uint32_t n, int64_t* start, int64_t* end)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowTimes: " << n << " tasks, but the plan has " << m_n);
+    m_borrowStart = {start, n};
+    m_borrowEnd = {end, n};
 }
 
 int64_t
@@ -573,8 +586,20 @@ PlanExecutor::Start()
         m_waiting[i] = m_depPtr[i + 1] - m_depPtr[i];
     }
     m_state.assign(m_n, 0);
-    m_start.assign(m_n, -1);
-    m_end.assign(m_n, -1);
+    if (m_borrowStart.size() == m_n && m_borrowEnd.size() == m_n)
+    {
+        FreeVector(m_ownTimes);
+        m_start = m_borrowStart;
+        m_end = m_borrowEnd;
+    }
+    else
+    {
+        m_ownTimes.assign(2 * static_cast<std::size_t>(m_n), -1);
+        m_start = {m_ownTimes.data(), m_n};
+        m_end = {m_ownTimes.data() + m_n, m_n};
+    }
+    std::fill(m_start.begin(), m_start.end(), -1);
+    std::fill(m_end.begin(), m_end.end(), -1);
     m_queues.clear();
     m_queues.resize(m_nStreams);
     m_streamBusy.assign(m_nStreams, 0);
@@ -1106,13 +1131,17 @@ PlanExecutor::ReleaseTasks()
     FreeVector(m_streamOf);
     FreeVector(m_waiting);
     FreeVector(m_state);
-    FreeVector(m_start);
-    FreeVector(m_end);
+    m_start = {};
+    m_end = {};
+    m_borrowStart = {};
+    m_borrowEnd = {};
+    FreeVector(m_ownTimes);
     FreeVector(m_queues);
     FreeVector(m_running);
     FreeVector(m_completed);
     m_n = 0;
     m_validated = false;
+    ReturnFreedMemory(); // the per-task tables, freed, go back for the readout
 }
 
 void

@@ -228,6 +228,17 @@ class PlanExecutor : public Object
      */
     void CopyTimes(int64_t* start, int64_t* end) const;
 
+    /**
+     * \brief Record the start and end times of the next run (Start()) in the caller's arrays
+     * instead of the executor's own (nothing to copy out afterwards). They must stay alive until
+     * ReleaseTasks(), another LoadPlan / BorrowPlan, or the executor's end; Start() sets every
+     * value to -1, and each task's times as it starts and finishes.
+     * \param n number of tasks (that of the loaded plan)
+     * \param start output, n values
+     * \param end output, n values
+     */
+    void BorrowTimes(uint32_t n, int64_t* start, int64_t* end);
+
     /** \return number of progress samples */
     uint32_t GetNSamples() const;
 
@@ -363,10 +374,13 @@ class PlanExecutor : public Object
     bool m_validated{false};               //!< Validate() passed
 
     // run state
-    std::vector<uint32_t> m_waiting; //!< unfinished parents per task
-    std::vector<uint8_t> m_state;    //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
-    std::vector<int64_t> m_start;    //!< ns
-    std::vector<int64_t> m_end;      //!< ns
+    std::vector<uint32_t> m_waiting;  //!< unfinished parents per task
+    std::vector<uint8_t> m_state;     //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
+    std::span<int64_t> m_start;       //!< ns: m_ownTimes or the caller's (BorrowTimes)
+    std::span<int64_t> m_end;         //!< ns: m_ownTimes or the caller's (BorrowTimes)
+    std::vector<int64_t> m_ownTimes;  //!< start then end per task, without BorrowTimes
+    std::span<int64_t> m_borrowStart; //!< BorrowTimes' start array, empty: none
+    std::span<int64_t> m_borrowEnd;   //!< BorrowTimes' end array
     std::vector<std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>>
         m_queues;                                    //!< ready compute tasks per stream
     std::vector<uint8_t> m_streamBusy;               //!< per stream

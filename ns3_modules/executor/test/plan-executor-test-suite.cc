@@ -119,6 +119,18 @@ class ComputeFlowComputeTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(executor->Resume(), PlanExecutor::FINISHED, "still finished");
         executor->Dispose();
         Simulator::Destroy();
+        // the same plan again, recording its times in the caller's arrays (BorrowTimes)
+        std::vector<int64_t> borrowedStart(3, 7);
+        std::vector<int64_t> borrowedEnd(3, 7);
+        Ptr<PlanExecutor> again = MakeExecutor(plan);
+        again->BorrowTimes(3, borrowedStart.data(), borrowedEnd.data());
+        NS_TEST_ASSERT_MSG_EQ(again->Run(), PlanExecutor::FINISHED, again->GetError());
+        NS_TEST_ASSERT_MSG_EQ((borrowedStart == start), true, "borrowed start times as copied");
+        NS_TEST_ASSERT_MSG_EQ((borrowedEnd == end), true, "borrowed end times as copied");
+        again->ReleaseTasks();
+        NS_TEST_ASSERT_MSG_EQ(borrowedEnd[1], 1000 + flowNs, "the caller's times outlive the run");
+        again->Dispose();
+        Simulator::Destroy();
     }
 };
 
