@@ -46,3 +46,39 @@ def test_nscc_keeps_the_lossy_incast_inside_the_buffer(native_lib):
     # four 2 MiB flows share one 100 Gb/s link: each takes about four times its line-rate time
     line_rate_ns = 2 * 2**20 * (1024 + 82) / 1024 * 8 / 100e9 * 1e9
     assert (np.asarray(flows["fct_ns"]) < 4.2 * line_rate_ns).all()
+
+
+def _run_with(name: str, *overrides: str) -> dict:
+    scenario = load_scenario(NETBENCH / name, ["simulation.sample_interval=0us", *overrides])
+    return simulate_flow_set(scenario).raw
+
+
+def test_trimming_stops_the_spurious_resends_of_the_permutation(native_lib):
+    """No drop in the permutation: without trimming the resends are all spurious (reordering
+    taken for loss); with it reordering is never a loss, so nothing is resent or trimmed."""
+    plain = _run_with("uet_permutation.yaml")
+    trimmed = _run_with("uet_permutation.yaml", "network.trimming=true")
+    assert plain["counters"]["drops"] == 0 and plain["counters"]["retransmits"] > 0
+    assert "trims" not in plain["counters"]  # runs without trimming report as before
+    counters = trimmed["counters"]
+    assert counters["drops"] == 0 and counters["trims"] == 0
+    assert counters["retransmits"] == 0 and counters["timeouts"] == 0
+    flows = trimmed["flows"]
+    assert np.array_equal(flows["bytes_delivered"], flows["bytes"])
+
+
+def test_trimming_turns_the_small_buffer_incast_drops_into_single_resends(native_lib):
+    """A 100 KB buffer cannot hold four initial NSCC windows: without trimming the switch drops;
+    with it every refused packet is trimmed and resent once, with no timeout, and the trims are
+    counted at the one switch of the star."""
+    small = "network.buffer=100KB"
+    plain = _run_with("uet_lossy_incast.yaml", small)
+    trimmed = _run_with("uet_lossy_incast.yaml", small, "network.trimming=true")
+    assert plain["counters"]["drops"] > 0
+    counters = trimmed["counters"]
+    assert counters["drops"] == 0 and counters["trims"] > 0 and counters["timeouts"] == 0
+    assert counters["retransmits"] == counters["trims"]
+    assert sum(trimmed["switch_trims"].values()) == counters["trims"] and len(trimmed["switch_trims"]) == 1
+    flows = trimmed["flows"]
+    assert np.array_equal(flows["bytes_delivered"], flows["bytes"])
+    assert np.max(flows["fct_ns"]) < np.max(plain["flows"]["fct_ns"])

@@ -68,6 +68,8 @@ struct RdmaFrame
     uint8_t ce;                //!< DATA: ECN congestion experienced; ACK: ECN echo
     uint8_t nHops;             //!< number of INT records in \c hops
     uint8_t last;              //!< DATA: last packet of the message
+    uint8_t trimmed;           //!< DATA: payload cut off by a switch (header only, RdmaSwitch
+                               //!< Trimming); NACK: the packet at \c sack arrived trimmed
     IntHop hops[MAX_INT_HOPS]; //!< INT records (HPCC)
 };
 

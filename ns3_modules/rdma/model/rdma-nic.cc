@@ -4,6 +4,7 @@
 #include "rdma-nic.h"
 
 #include "ns3/assert.h"
+#include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/shiftable-scheduler.h"
@@ -105,6 +106,14 @@ RdmaNic::GetTypeId()
                           UintegerValue(5),
                           MakeUintegerAccessor(&RdmaNic::m_uetMinReorder),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("UetTrimming",
+                          "uet: the switches trim data packets they cannot buffer (RdmaSwitch "
+                          "Trimming): the receiver NACKs a trimmed packet at once, the sender "
+                          "resends it next, and reordering is never taken for loss (only trims "
+                          "and the timeout are; NDP, SIGCOMM 2017)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaNic::m_uetTrimming),
+                          MakeBooleanChecker())
             .AddAttribute("SackReorderThreshold",
                           "irn: a hole is retransmitted once data this many packets beyond its "
                           "start has been selectively acknowledged (1: IRN as published; 3: "
@@ -318,7 +327,11 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     }
     if (hole)
     {
-        qp->rtxNext = seq + payload;
+        // a trimmed packet is resent out of turn: the recovery's cursor stays where it was
+        if (qp->trimLost.empty() || qp->trimLost.erase(seq) == 0)
+        {
+            qp->rtxNext = seq + payload;
+        }
         if (m_transport == UET)
         {
             qp->rtxTimes[seq] = now;
@@ -424,6 +437,11 @@ RdmaNic::ReceiveData(RdmaFrame* f)
 {
     RdmaQueuePair* qp = (*m_qps)[f->flow].get();
     NS_ASSERT_MSG(qp->dstNode == m_nodeId, "data delivered to the wrong endpoint");
+    if (f->trimmed)
+    {
+        ReceiveTrimmed(qp, f);
+        return;
+    }
     int64_t now = Simulator::Now().GetNanoSeconds();
     if (f->ce && qp->cc->UsesCnp() &&
         (qp->lastCnpNs < 0 || now - qp->lastCnpNs >= m_cnpInterval.GetNanoSeconds()))
@@ -487,6 +505,28 @@ RdmaNic::ReceiveInOrder(RdmaQueuePair* qp, const RdmaFrame* f)
         }
     }
     qp->delivered = qp->recvEnds.empty();
+}
+
+void
+RdmaNic::ReceiveTrimmed(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    if (m_transport != UET || !m_uetTrimming)
+    {
+        return; // a transport that does not read trimmed headers: the packet is lost
+    }
+    uint64_t end = f->seq + f->payload;
+    bool have = end <= qp->rcvNxt;
+    auto it = qp->oooRecv.upper_bound(f->seq);
+    if (!have && it != qp->oooRecv.begin())
+    {
+        --it;
+        have = it->first <= f->seq && it->second >= end;
+    }
+    if (have)
+    {
+        return; // a resent copy of data already here was trimmed: nothing to ask for
+    }
+    SendControl(qp, RdmaFrame::NACK, qp->rcvNxt, false, f);
 }
 
 void
@@ -570,6 +610,7 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
         {
             f->sack = data->seq;
             f->payload = data->payload;
+            f->trimmed = data->trimmed;
         }
         if (type == RdmaFrame::ACK && data->nHops > 0)
         {
@@ -590,7 +631,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     }
     int64_t now = Simulator::Now().GetNanoSeconds();
     uint64_t newly = 0;
-    if (m_transport == UET)
+    if (m_transport == UET && !f->trimmed)
     {
         LearnReordering(qp, f);
     }
@@ -612,7 +653,17 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     if (f->type == RdmaFrame::NACK)
     {
         ++qp->nacks;
-        if (m_transport != ROCE)
+        if (f->trimmed)
+        {
+            ++qp->trimNacks;
+            AddTrimmed(qp, f->sack, f->payload);
+            if (!qp->trimLost.empty())
+            {
+                Recover(qp, false);
+                qp->recoverEnd = std::max(qp->recoverEnd, qp->trimLost.rbegin()->second);
+            }
+        }
+        else if (m_transport != ROCE)
         {
             AddSack(qp, f->sack, f->payload);
             Recover(qp, false);
@@ -621,7 +672,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         {
             GoBack(qp);
         }
-        if (m_transport == UET && !qp->IsFinished())
+        if (m_transport == UET && !f->trimmed && !qp->IsFinished())
         {
             // a selective acknowledgement: the congestion control hears it as any ACK
             RdmaAckInfo info{
@@ -688,6 +739,10 @@ RdmaNic::AdvanceSelective(RdmaQueuePair* qp)
         qp->sackedBytes -= end - start;
     }
     qp->rtxNext = std::max(qp->rtxNext, qp->sndUna);
+    while (!qp->trimLost.empty() && qp->trimLost.begin()->second <= qp->sndUna)
+    {
+        qp->trimLost.erase(qp->trimLost.begin());
+    }
     if (qp->recovery && qp->sndUna >= qp->recoverEnd)
     {
         qp->recovery = false;
@@ -726,6 +781,22 @@ RdmaNic::AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
 }
 
 void
+RdmaNic::AddTrimmed(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
+{
+    uint64_t end = seq + bytes;
+    if (end <= qp->sndUna)
+    {
+        return; // acknowledged since (another copy arrived)
+    }
+    auto it = qp->sacked.upper_bound(seq);
+    if (it != qp->sacked.begin() && std::prev(it)->first <= seq && std::prev(it)->second >= end)
+    {
+        return; // selectively acknowledged already
+    }
+    qp->trimLost[seq] = end;
+}
+
+void
 RdmaNic::Recover(RdmaQueuePair* qp, bool timeout)
 {
     if (!qp->recovery || timeout)
@@ -746,6 +817,24 @@ RdmaNic::Recover(RdmaQueuePair* qp, bool timeout)
 bool
 RdmaNic::NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const
 {
+    if (m_uetTrimming && m_transport == UET)
+    {
+        // trims are the loss signal: resend the trimmed packets first, then (after a
+        // timeout only) every hole
+        for (const auto& [trimStart, trimEnd] : qp->trimLost)
+        {
+            if (trimEnd > qp->sndUna)
+            {
+                *start = std::max(trimStart, qp->sndUna);
+                *end = trimEnd;
+                return true;
+            }
+        }
+        if (!qp->rtoRecovery)
+        {
+            return false;
+        }
+    }
     uint64_t lost = qp->recoverEnd;
     if (!qp->rtoRecovery)
     {

@@ -116,7 +116,9 @@ class RdmaQueuePair
     uint32_t entropy{0};     //!< entropy value of the next data packet
     uint64_t ccAcked{0};     //!< bytes acknowledged (cumulatively or selectively) told to the CC
     uint64_t reorderSeen{0}; //!< largest reordering seen: bytes acked beyond a late packet
-    std::map<uint64_t, int64_t> rtxTimes; //!< first byte of a resent packet -> when, ns
+    std::map<uint64_t, int64_t> rtxTimes;  //!< first byte of a resent packet -> when, ns
+    std::map<uint64_t, uint64_t> trimLost; //!< [start, end) of trimmed packets not yet resent
+    uint64_t trimNacks{0};                 //!< NACKs of trimmed packets received
 };
 
 } // namespace ns3

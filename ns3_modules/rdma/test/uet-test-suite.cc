@@ -11,6 +11,7 @@
 #include "ns3/two-tier-topology-helper.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <string>
@@ -238,6 +239,95 @@ class UetSingleLossTestCase : public TestCase
 };
 
 /**
+ * \brief Packet trimming (RdmaSwitch Trimming, RdmaNic UetTrimming): a 4-to-1 incast starting
+ * at once into a 100 KB switch buffer overflows it (four initial windows of 1.5 BDP). Without
+ * trimming the switch drops packets; with it the same overflow drops nothing: every packet the
+ * buffer cannot take is trimmed, NACKed and resent once (resends = trims = NACKs of trimmed
+ * packets), no timeout fires, every byte is delivered, and the flows finish sooner.
+ */
+class UetTrimmingIncastTestCase : public TestCase
+{
+  public:
+    UetTrimmingIncastTestCase()
+        : TestCase("uet: trimming turns incast drops into trims, each resent once, no timeout")
+    {
+    }
+
+  private:
+    /** What one run of the incast gives. */
+    struct Result
+    {
+        UetOutcome out;        //!< per-flow counters
+        uint64_t drops{0};     //!< switch drops
+        uint64_t trims{0};     //!< switch trims
+        uint64_t timeouts{0};  //!< retransmission timeouts
+        uint64_t trimNacks{0}; //!< NACKs of trimmed packets received by the senders
+        int64_t lastEnd{0};    //!< last flow completion, ns
+    };
+
+    Result
+    Run(bool trimming)
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(5, 100e9, 400e9, MicroSeconds(1));
+        Ptr<TopologyDescription> desc = star.Create();
+        std::string on = trimming ? "true" : "false";
+        Ptr<PacketNetwork> net = BuildUetNetwork(desc,
+                                                 {{"RdmaNic::Transport", "uet"},
+                                                  {"Cc", "ns3::Nscc"},
+                                                  {"BufferSize", "100000"},
+                                                  {"RdmaSwitch::Trimming", on},
+                                                  {"RdmaNic::UetTrimming", on}});
+        Result r;
+        r.out = RunUetFlows(
+            net,
+            UetFlows{
+                {0, 1, 2, 3}, {4, 4, 4, 4}, {2000000, 2000000, 2000000, 2000000}, {0, 0, 0, 0}});
+        std::vector<uint64_t> trims(desc->GetNNodes());
+        PacketNetworkStats stats(net);
+        stats.CopySwitchTrims(trims.data());
+        r.trims = std::accumulate(trims.begin(), trims.end(), uint64_t{0});
+        std::array<uint64_t, PacketNetworkStats::N_COUNTERS> counters{};
+        stats.CopyCounters(counters.data());
+        r.drops = counters[2];
+        r.timeouts = counters[8];
+        for (uint32_t slot = 0; slot < net->GetNQueuePairs(); ++slot)
+        {
+            r.trimNacks += net->GetQueuePair(slot)->trimNacks;
+        }
+        r.lastEnd = *std::max_element(r.out.end.begin(), r.out.end.end());
+        net->Dispose();
+        Simulator::Destroy();
+        return r;
+    }
+
+    void
+    DoRun() override
+    {
+        Result dropping = Run(false);
+        Result trimming = Run(true);
+        for (const Result* r : {&dropping, &trimming})
+        {
+            NS_TEST_ASSERT_MSG_EQ(r->out.finished, 4, "every flow finished");
+            for (uint32_t i = 0; i < 4; ++i)
+            {
+                NS_TEST_ASSERT_MSG_EQ(r->out.delivered[i], 2000000, "every byte delivered");
+            }
+        }
+        NS_TEST_ASSERT_MSG_GT(dropping.drops, 0, "without trimming the overflow drops packets");
+        NS_TEST_ASSERT_MSG_EQ(dropping.trims, 0, "no trims without trimming");
+        NS_TEST_ASSERT_MSG_EQ(trimming.drops, 0, "with trimming nothing is dropped");
+        NS_TEST_ASSERT_MSG_GT(trimming.trims, 0, "the overflow is trimmed");
+        uint64_t retx = std::accumulate(
+            trimming.out.retransmits.begin(), trimming.out.retransmits.end(), uint64_t{0});
+        NS_TEST_ASSERT_MSG_EQ(trimming.trimNacks, trimming.trims, "every trim is NACKed");
+        NS_TEST_ASSERT_MSG_EQ(retx, trimming.trims, "every trimmed packet is resent exactly once");
+        NS_TEST_ASSERT_MSG_EQ(trimming.timeouts, 0, "no retransmission timeout");
+        NS_TEST_ASSERT_MSG_LT(trimming.lastEnd, dropping.lastEnd, "trimming recovers sooner");
+    }
+};
+
+/**
  * \brief NSCC on a lossy fabric (PFC off): four senders to one receiver, starting 100 us
  * apart, converge to a fair share of the receiver's 100 Gb/s link. Over a steady window after
  * the last start, Jain's index of the acknowledged bytes is at least 0.95 and the link stays
@@ -381,6 +471,7 @@ class UetTestSuite : public TestSuite
     {
         AddTestCase(new UetSprayTestCase, Duration::QUICK);
         AddTestCase(new UetSingleLossTestCase, Duration::QUICK);
+        AddTestCase(new UetTrimmingIncastTestCase, Duration::QUICK);
         AddTestCase(new NsccControlLawTestCase, Duration::QUICK);
         AddTestCase(new NsccIncastFairnessTestCase, Duration::QUICK);
     }
