@@ -9,7 +9,9 @@ incast with RoCE + DCQCN + PFC (pfc_on_small_buffer.yaml with cc dcqcn) and on a
 under go-back-N, IRN and UET + NSCC (pfc_off_small_buffer.yaml, irn_lossy_incast.yaml,
 uet_lossy_incast.yaml); the incast shares one 100 Gb/s link, so its slowdowns are 4 at best.
 UET with packet trimming (network.trimming: true) runs the permutation and the incast, the
-latter also with a 100 KB buffer (below four initial NSCC windows) with and without trimming.
+latter also with a 100 KB buffer (below four initial NSCC windows) with and without trimming,
+and both with UET's receiver credits instead of NSCC (network.cc: rccc). q KB: the time-weighted
+mean data queue of the busiest port.
 A flow's slowdown is its
 FCT over its ideal one: its bytes in frames (1 KiB payload + 82 B) at the 100 Gb/s line rate,
 which is what a max-min share over all four equal-cost paths gives every flow of the
@@ -53,12 +55,14 @@ VARIANTS = (
     ),
     ("uet + nscc, ecmp switches, no pfc", "uet_permutation.yaml", []),
     ("uet + nscc + trimming", "uet_permutation.yaml", [TRIMMING]),
+    ("uet + rccc", "uet_permutation.yaml", ["network.cc=rccc"]),
     ("incast, roce + dcqcn + pfc", "pfc_on_small_buffer.yaml", ["network.cc=dcqcn"]),
     ("lossy incast, go-back-N", "pfc_off_small_buffer.yaml", []),
     ("lossy incast, irn", "irn_lossy_incast.yaml", []),
     ("lossy incast, uet + nscc", "uet_lossy_incast.yaml", []),
     ("lossy incast, uet, 100 KB buffer", "uet_lossy_incast.yaml", SMALL_BUFFER),
     ("lossy incast, uet, 100 KB, trimming", "uet_lossy_incast.yaml", [*SMALL_BUFFER, TRIMMING]),
+    ("lossy incast, uet + rccc", "uet_lossy_incast.yaml", ["network.cc=rccc"]),
 )
 
 
@@ -71,6 +75,8 @@ def run(name: str, overrides: list[str], seed: int) -> dict[str, float]:
     raw = simulate_flow_set(scenario).raw
     wall = time.perf_counter() - started
     flows = raw["flows"]
+    ports = raw["ports"]
+    busiest = int(np.argmax(ports["bytes_sent"]))
     size = np.asarray(flows["bytes"], np.float64)
     ideal_ns = size * (MTU_BYTES + FRAME_OVERHEAD_BYTES) / MTU_BYTES * 8 / LINE_RATE_BPS * 1e9
     slowdown = np.asarray(flows["fct_ns"], np.float64) / ideal_ns
@@ -83,6 +89,7 @@ def run(name: str, overrides: list[str], seed: int) -> dict[str, float]:
         "timeouts": float(raw["counters"]["timeouts"]),
         "ooo": float(np.mean(flows["out_of_order"])),
         "depth": float(np.max(flows["max_reorder_depth"])),
+        "queue_kb": float(ports["mean_queue_bytes"][busiest]) / 1e3,
         "wall": wall,
     }
 
@@ -95,7 +102,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     print(
         f"{'variant':36} {'slowdown mean':>13} {'max':>6} {'retx':>7} {'drops':>6} {'trims':>6} "
-        f"{'rto':>4} {'ooo/flow':>9} {'depth':>6} {'wall s':>7}"
+        f"{'rto':>4} {'ooo/flow':>9} {'depth':>6} {'q KB':>6} {'wall s':>7}"
     )
     for label, name, overrides in (v for v in VARIANTS if args.only in v[0]):
         rows = [run(name, overrides, seed) for seed in seeds]
@@ -103,7 +110,7 @@ def main() -> None:
         print(
             f"{label:36} {avg['mean']:13.2f} {avg['max']:6.2f} {avg['retx']:7.0f} {avg['drops']:6.0f} "
             f"{avg['trims']:6.0f} {avg['timeouts']:4.0f} {avg['ooo']:9.0f} {avg['depth']:6.0f} "
-            f"{avg['wall']:7.2f}"
+            f"{avg['queue_kb']:6.1f} {avg['wall']:7.2f}"
         )
 
 

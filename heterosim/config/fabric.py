@@ -15,7 +15,7 @@ The Ultra Ethernet transport (``transport: uet``) is built for a lossy fabric: U
 no PFC (Ultra Ethernet Consortium, "Ultra Ethernet Specification 1.0", June 2025; Hoefler et
 al., arXiv 2508.08906, 2025), so ``pfc`` defaults to false with it and an explicit
 ``pfc: true`` is refused; its congestion control is one UET defines (``choices.UET_CCS``),
-NSCC by default.
+NSCC by default; RCCC (``rccc``, receiver credits) runs only with UET.
 
 Packet trimming (``network.trimming``, off by default as in UET 1.0, where it is an optional
 switch feature) cuts a data packet the switch buffer cannot take to its header, which the
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS, UET_CCS
+from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS, UET_CCS, UET_ONLY_CCS
 from heterosim.config.network_model import PACKET, NetworkModel
 from heterosim.errors import UserError
 
@@ -77,7 +77,13 @@ def check_uet(network: NetworkConfig, section: Section | None = None) -> None:
     ``section``'s file and key (or ``network.source``)."""
     problem = None
     if network.transport != "uet":
-        if network.trimming:
+        if network.cc in UET_ONLY_CCS:
+            problem = (
+                "cc",
+                f"{network.cc!r} is UET's receiver-credit congestion control; it needs "
+                f"network.transport: 'uet', got {network.transport!r}",
+            )
+        elif network.trimming:
             problem = (
                 "trimming",
                 f"true needs network.transport: 'uet' (the transport that NACKs trimmed packets); "

@@ -147,12 +147,13 @@ def create_packet_network(
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
         "Acceleration": acceleration,
     }
+    if "memo" in acceleration.split("+") and (network.trimming or network.cc == "rccc"):
+        key = "network.trimming: true" if network.trimming else "network.cc: rccc"
+        raise UserError(
+            f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes without "
+            f"the switches' trims and the receivers' credit pacers; with {key} use exact or fast"
+        )
     if network.trimming:  # switches trim, UET receivers NACK the headers (config/fabric.py)
-        if "memo" in acceleration.split("+"):
-            raise UserError(
-                f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes "
-                "without their trims; with network.trimming: true use exact or fast"
-            )
         settings["RdmaSwitch::Trimming"] = True
         settings["RdmaNic::UetTrimming"] = True
     if sample_interval_ns > 0:  # cwnd series of socket hosts at the sampling period

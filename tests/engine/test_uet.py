@@ -82,3 +82,25 @@ def test_trimming_turns_the_small_buffer_incast_drops_into_single_resends(native
     flows = trimmed["flows"]
     assert np.array_equal(flows["bytes_delivered"], flows["bytes"])
     assert np.max(flows["fct_ns"]) < np.max(plain["flows"]["fct_ns"])
+
+
+def test_rccc_shares_the_lossy_incast_with_a_near_empty_queue(native_lib):
+    """Receiver credit paced at the downlink's rate: the four flows finish together (equal
+    shares), nothing is lost, and the queue in front of the receiver stays far below NSCC's
+    (NSCC queues up to its delay target; RCCC only the initial credit's transient)."""
+    nscc = _run_with("uet_lossy_incast.yaml")
+    rccc = _run_with("uet_lossy_incast.yaml", "network.cc=rccc")
+    flows = rccc["flows"]
+    assert np.array_equal(flows["bytes_delivered"], flows["bytes"])
+    assert rccc["counters"]["drops"] == 0 and rccc["counters"]["retransmits"] == 0
+    fct = np.asarray(flows["fct_ns"], np.float64)
+    assert fct.max() / fct.min() < 1.01
+    # four 2 MiB flows share one 100 Gb/s link: each takes about four times its line-rate time
+    line_rate_ns = 2 * 2**20 * (1024 + 82) / 1024 * 8 / 100e9 * 1e9
+    assert (fct < 4.2 * line_rate_ns).all()
+
+    def busiest_mean_queue(raw: dict) -> float:
+        ports = raw["ports"]
+        return float(ports["mean_queue_bytes"][int(np.argmax(ports["bytes_sent"]))])
+
+    assert busiest_mean_queue(rccc) < 0.1 * busiest_mean_queue(nscc)

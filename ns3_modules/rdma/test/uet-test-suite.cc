@@ -1,6 +1,6 @@
 /*
- * HeteroSim: TestSuite for the Ultra Ethernet transport (RdmaNic Transport=uet) and its
- * congestion control NSCC (ns3::Nscc).
+ * HeteroSim: TestSuite for the Ultra Ethernet transport (RdmaNic Transport=uet), packet
+ * trimming, and its congestion controls NSCC (ns3::Nscc) and RCCC (ns3::Rccc).
  */
 #include "ns3/nscc.h"
 #include "ns3/packet-network-stats.h"
@@ -398,6 +398,105 @@ class NsccIncastFairnessTestCase : public TestCase
 };
 
 /**
+ * \brief RCCC (network.cc: rccc): four senders start at once towards one receiver behind a
+ * 100 Gb/s link, PFC off. The receiver's credit splits its downlink equally: over a steady
+ * window after the initial credit has drained, Jain's index of the acknowledged bytes is at
+ * least 0.95 and the link stays busy, while the queue in front of the receiver stays within a
+ * few packets (every sample at most 4 frames; NSCC, reacting to a delay target, holds several
+ * tens of KB there); nothing is lost or resent, and credit was granted.
+ */
+class RcccIncastTestCase : public TestCase
+{
+  public:
+    RcccIncastTestCase()
+        : TestCase("rccc: receiver credit shares a 4-to-1 incast fairly with a near-empty queue")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(5, 100e9, 400e9, MicroSeconds(1));
+        Ptr<PacketNetwork> net =
+            BuildUetNetwork(star.Create(), {{"RdmaNic::Transport", "uet"}, {"Cc", "ns3::Rccc"}});
+        const uint32_t n = 4;
+        // the switch's port towards the receiver: host 4's NIC is the A end of its access link
+        // 9, the switch its B end (port 2 x 9 + 1)
+        Ptr<QbbNetDevice> down = net->GetPortDevice(19);
+        std::vector<uint64_t> at1;
+        std::vector<uint64_t> at2;
+        std::vector<uint64_t> queue;
+        Simulator::Schedule(MicroSeconds(100), [&]() { at1 = Acked(net, n); });
+        Simulator::Schedule(MicroSeconds(500), [&]() { at2 = Acked(net, n); });
+        for (int t = 100; t < 500; t += 5)
+        {
+            Simulator::Schedule(MicroSeconds(t),
+                                [&]() { queue.push_back(down->GetTotalQueueBytes()); });
+        }
+        UetOutcome out = RunUetFlows(
+            net,
+            UetFlows{
+                {0, 1, 2, 3}, {4, 4, 4, 4}, {2000000, 2000000, 2000000, 2000000}, {0, 0, 0, 0}});
+        NS_TEST_ASSERT_MSG_EQ(out.finished, n, "every flow finished");
+        NS_TEST_ASSERT_MSG_EQ(at2.size(), n, "sampled");
+        std::vector<double> share;
+        double total = 0;
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(out.delivered[i], 2000000, "every byte delivered");
+            NS_TEST_ASSERT_MSG_EQ(out.retransmits[i], 0, "nothing lost");
+            NS_TEST_ASSERT_MSG_LT(at2[i], 2000000, "still running at the window's end");
+            share.push_back(static_cast<double>(at2[i] - at1[i]));
+            total += share.back();
+        }
+        NS_TEST_ASSERT_MSG_GT_OR_EQ(Jain(share), 0.95, "fair share (Jain's index)");
+        // 400 us of a 100 Gb/s link carry 5 MB of frames, 4.62 MB of 1000-byte payloads
+        NS_TEST_ASSERT_MSG_GT(total, 0.9 * 4.62e6, "the downlink stays busy");
+        uint64_t deepest = *std::max_element(queue.begin(), queue.end());
+        NS_TEST_ASSERT_MSG_LT_OR_EQ(deepest, 4 * 1082, "near-empty queue at the last hop");
+        net->Dispose();
+        Simulator::Destroy();
+    }
+};
+
+/**
+ * \brief RCCC survives a lost REQUEST: the link into the switch drops everything the sender
+ * sends in the first 20 us (its REQUEST and its initial credit's data); the timeout resends the
+ * lost packets, the next one finds the sender without credit and asks again, and the flow
+ * completes (without the second request it would wait for credit forever).
+ */
+class RcccLostRequestTestCase : public TestCase
+{
+  public:
+    RcccLostRequestTestCase()
+        : TestCase("rccc: a lost credit request is sent again and the flow completes")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(2, 100e9, 400e9, MicroSeconds(1));
+        Ptr<PacketNetwork> net =
+            BuildUetNetwork(star.Create(), {{"RdmaNic::Transport", "uet"}, {"Cc", "ns3::Rccc"}});
+        // host 0's access link is link 1, its NIC the A end: the switch's port is 2 x 1 + 1
+        Ptr<QbbNetDevice> in = net->GetPortDevice(3);
+        in->SetLossProbability(1.0, 7);
+        Simulator::Schedule(MicroSeconds(20), [in]() { in->SetLossProbability(0.0, 7); });
+        UetOutcome out = RunUetFlows(net, UetFlows{{0}, {1}, {1000000}, {0}});
+        NS_TEST_ASSERT_MSG_GT(in->GetFaultDrops(), 1, "the request and some data were lost");
+        NS_TEST_ASSERT_MSG_EQ(out.finished, 1, "the flow finished");
+        NS_TEST_ASSERT_MSG_EQ(out.delivered[0], 1000000, "every byte delivered");
+        net->Dispose();
+        Simulator::Destroy();
+    }
+};
+
+/**
  * \brief NSCC's control law against its formulas, fed acknowledgements directly (at time 0, so
  * neither the eta probe nor quick adapt falls due): the window starts at 1.5 BDP; ECN with a
  * short delay leaves it; a window of acknowledged bytes without ECN above the target adds
@@ -474,6 +573,8 @@ class UetTestSuite : public TestSuite
         AddTestCase(new UetTrimmingIncastTestCase, Duration::QUICK);
         AddTestCase(new NsccControlLawTestCase, Duration::QUICK);
         AddTestCase(new NsccIncastFairnessTestCase, Duration::QUICK);
+        AddTestCase(new RcccIncastTestCase, Duration::QUICK);
+        AddTestCase(new RcccLostRequestTestCase, Duration::QUICK);
     }
 };
 
