@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from heterosim.config.scenario import load_scenario
+from heterosim.errors import UserError
 from heterosim.simulate.flowset import simulate_flow_set
 
 pytestmark = pytest.mark.ns3
@@ -104,3 +105,14 @@ def test_rccc_shares_the_lossy_incast_with_a_near_empty_queue(native_lib):
         return float(ports["mean_queue_bytes"][int(np.argmax(ports["bytes_sent"]))])
 
     assert busiest_mean_queue(rccc) < 0.1 * busiest_mean_queue(nscc)
+
+
+@pytest.mark.parametrize("override", ["network.trimming=true", "network.cc=rccc"])
+def test_memo_acceleration_is_refused_with_trimming_and_rccc(native_lib, override):
+    """Episode replays carry neither switch trims nor receiver credit pacers: one-line refusal."""
+    scenario = load_scenario(
+        NETBENCH / "uet_lossy_incast.yaml",
+        ["simulation.sample_interval=0us", "simulation.packet_acceleration=memo", override],
+    )
+    with pytest.raises(UserError, match=r"^simulation: packet_acceleration: 'memo' replays"):
+        simulate_flow_set(scenario)
