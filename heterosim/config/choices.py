@@ -60,6 +60,7 @@ CC_TYPE_IDS = {
     "dctcp": "ns3::Dctcp",
     "none": "ns3::NoCongestionControl",
     "nscc": "ns3::Nscc",
+    "rccc": "ns3::Rccc",
 }
 CC_ALGORITHMS = tuple(CC_TYPE_IDS)
 
@@ -82,8 +83,10 @@ TRANSPORTS = ("roce", "irn", "uet")
 # the transports that deliver in order from packets that arrive out of order
 REORDERING_TRANSPORTS = ("irn", "uet")
 # network.cc with network.transport: uet: UET 1.0 defines NSCC (sender-based) and RCCC
-# (receiver credits; not modelled); the first is the default
-UET_CCS = ("nscc",)
+# (receiver credits, ns3::Rccc); the first is the default
+UET_CCS = ("nscc", "rccc")
+# the congestion controls only the UET transport runs (the receiver's credit pacer of RCCC)
+UET_ONLY_CCS = ("rccc",)
 
 
 def require_choice(where: str, value: str, choices: Iterable[str]) -> str:

@@ -311,6 +311,9 @@ class NetworkConfig:
     transport: str = "roce"  # RDMA loss recovery: roce (go-back-N) | irn (selective)
     # run per-packet load balancing over go-back-N anyway (heterosim.config.fabric)
     accept_reordering: bool = False
+    # packet fidelity, transport uet: switches trim the data packets they cannot buffer to their
+    # header instead of dropping them (RdmaSwitch::Trimming; heterosim.config.fabric)
+    trimming: bool = False
     source: str = field(default="", compare=False)  # the file, for messages
 
 
@@ -682,6 +685,7 @@ def _network(section: Section) -> NetworkConfig:
         flowlet_gap_ns=section.time_ns("flowlet_gap", 500_000, minimum=1, maximum=1_000_000_000),
         transport=transport,
         accept_reordering=section.boolean("accept_reordering", False),
+        trimming=section.boolean("trimming", False),
         source=section.source,
     )
     check_uet(network, section)

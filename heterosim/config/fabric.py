@@ -21,14 +21,20 @@ The Ultra Ethernet transport (``transport: uet``) is built for a lossy fabric: U
 no PFC (Ultra Ethernet Consortium, "Ultra Ethernet Specification 1.0", June 2025; Hoefler et
 al., arXiv 2508.08906, 2025), so ``pfc`` defaults to false with it and an explicit
 ``pfc: true`` is refused; its congestion control is one UET defines (``choices.UET_CCS``),
-NSCC by default.
+NSCC by default; RCCC (``rccc``, receiver credits) runs only with UET.
+
+Packet trimming (``network.trimming``, off by default as in UET 1.0, where it is an optional
+switch feature) cuts a data packet the switch buffer cannot take to its header, which the
+receiver NACKs at once; only the UET transport reads trimmed headers, so ``trimming: true`` is
+refused with another transport (go-back-N RoCE over PFC never drops, IRN has no trim NACK), and
+at flow fidelity (the fluid model has no packets to trim).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS, UET_CCS
+from heterosim.config.choices import REORDERING_LOAD_BALANCING, REORDERING_TRANSPORTS, UET_CCS, UET_ONLY_CCS
 from heterosim.config.network_model import PACKET, NetworkModel
 from heterosim.errors import UserError
 
@@ -41,6 +47,12 @@ def check_load_balancing(network: NetworkConfig, model: NetworkModel) -> None:
     """Raise a one-line UserError for a load balancing the transport or ``model`` cannot run."""
     where = f"{network.source}: " if network.source else ""
     mode = network.load_balancing
+    if network.trimming and model.name != PACKET.name:
+        raise UserError(
+            f"{where}network.trimming: true cuts packets at the switches, which the {model.name} "
+            f"model (no packets) does not model; set simulation.fidelity: {PACKET.name} or "
+            "network.trimming: false"
+        )
     if mode not in model.load_balancing_modes:
         raise UserError(
             f"{where}network.load_balancing: {mode!r} needs {PACKET.name} fidelity (the {model.name} "
@@ -65,11 +77,25 @@ def check_load_balancing(network: NetworkConfig, model: NetworkModel) -> None:
 
 def check_uet(network: NetworkConfig, section: Section | None = None) -> None:
     """Raise a one-line UserError for a ``transport: uet`` network with PFC on or a congestion
-    control UET does not define, naming ``section``'s file and key (or ``network.source``)."""
-    if network.transport != "uet":
-        return
+    control UET does not define, or for ``trimming: true`` with another transport, naming
+    ``section``'s file and key (or ``network.source``)."""
     problem = None
-    if network.pfc:
+    if network.transport != "uet":
+        if network.cc in UET_ONLY_CCS:
+            problem = (
+                "cc",
+                f"{network.cc!r} is UET's receiver-credit congestion control; it needs "
+                f"network.transport: 'uet', got {network.transport!r}",
+            )
+        elif network.trimming:
+            problem = (
+                "trimming",
+                f"true needs network.transport: 'uet' (the transport that NACKs trimmed packets); "
+                f"got transport {network.transport!r}"
+                + (" with PFC on, where switches never drop" if network.pfc else "")
+                + "; set network.transport: uet or network.trimming: false",
+            )
+    elif network.pfc:
         problem = (
             "pfc",
             "true contradicts network.transport: 'uet', which runs on a lossy fabric (UET needs "

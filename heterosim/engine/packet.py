@@ -147,6 +147,15 @@ def create_packet_network(
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
         "Acceleration": acceleration,
     }
+    if "memo" in acceleration.split("+") and (network.trimming or network.cc == "rccc"):
+        key = "network.trimming: true" if network.trimming else "network.cc: rccc"
+        raise UserError(
+            f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes without "
+            f"the switches' trims and the receivers' credit pacers; with {key} use exact or fast"
+        )
+    if network.trimming:  # switches trim, UET receivers NACK the headers (config/fabric.py)
+        settings["RdmaSwitch::Trimming"] = True
+        settings["RdmaNic::UetTrimming"] = True
     if sample_interval_ns > 0:  # cwnd series of socket hosts at the sampling period
         settings["SocketTransport::CwndSampleInterval"] = f"{int(sample_interval_ns)}ns"
     for name, value in settings.items():
@@ -285,6 +294,8 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         reader.CopyQueuePairIds(ids)
     ids = np.sort(ids)
     flows = flow_stats(net, ids)
+    trims = np.zeros(int(net.GetTopology().GetNNodes()), np.uint64)
+    trimming = bool(reader.CopySwitchTrims(trims))
     stats: dict[str, Any] = {
         "counters": {name: int(v) for name, v in zip(COUNTER_NAMES, counters)},
         "ports": ports,
@@ -293,6 +304,9 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "frames_in_use": int(net.GetFramesInUse()),
         "fast_forward": {**fast_forward_stats(net), "memo": memo_stats(net)},
     }
+    if trimming:  # only runs with network.trimming report trims (others stay as they were)
+        stats["counters"]["trims"] = int(trims.sum())
+        stats["switch_trims"] = {int(node): int(trims[node]) for node in np.flatnonzero(trims)}
     series = _series(reader)
     if series is not None:
         stats["series"] = series

@@ -29,6 +29,7 @@ COMPARED_METRICS: tuple[tuple[str, str, str], ...] = (
     ("network.bytes", "bytes", ""),
     ("network.drops", "drops", ""),
     ("network.retransmits", "retransmits", ""),
+    ("network.trims", "trims", ""),  # network.trimming runs only
     ("network.pfc_pause_frames", "PFC pause frames", ""),
     ("network.ecn_marks", "ECN marks", ""),
     ("network.cnps", "CNPs", ""),

@@ -188,6 +188,8 @@ def network_counters(run: Mapping[str, Any], scenario: ScenarioConfig) -> dict[s
     """The ``network`` counters of results.json; a fluid run has no packets (zeros)."""
     counters = run.get("counters") or run.get("network") or {}
     out = {key: int(counters.get(key, 0)) for key in COUNTER_KEYS}
+    if "trims" in counters:  # network.trimming only: data packets cut to their header
+        out["trims"] = int(counters["trims"])
     if not counters:
         out["flows"] = len(scenario.flows)
         end = np.asarray(run["flows"]["end_ns"])
@@ -441,7 +443,7 @@ def summary_text(results: Mapping[str, Any], max_flows: int = 16) -> str:
     if len(results["flows"]) > max_flows:
         lines.append(f"  ... {len(results['flows']) - max_flows} more flows in flows.csv")
     net = results["network"]
-    lines.append("network: " + ", ".join(f"{k}={net[k]}" for k in COUNTER_KEYS))
+    lines.append("network: " + ", ".join(f"{k}={net[k]}" for k in (*COUNTER_KEYS, "trims") if k in net))
     jain = results["fairness_jain"]
     lines.append(
         f"fairness (Jain, second half): {jain:.4f}"

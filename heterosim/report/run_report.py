@@ -200,6 +200,8 @@ def _network_counters(run: RunArtifacts) -> dict[str, Any]:
         "cnps": 0,
     }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
+    if "trims" in engine.network:  # network.trimming: packets cut to their header at switches
+        counters["trims"] = int(engine.network["trims"])
     if getattr(engine, "tcp", None):
         counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
     return counters

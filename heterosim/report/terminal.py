@@ -114,7 +114,8 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
     lines += [f"fault {fault['index']}       {_fault_line(fault)}" for fault in results.get("faults", [])]
     lines += [
         f"network         {net['flows']} flows, {net['bytes'] / 2**30:.3f} GiB, drops {net['drops']}, "
-        f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}",
+        f"pauses {net['pfc_pause_frames']}, ECN marks {net['ecn_marks']}, CNPs {net['cnps']}"
+        + (f", trims {net['trims']}" if "trims" in net else ""),
         f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
     ]
     ff = results["sim"].get("packet_acceleration") or {}

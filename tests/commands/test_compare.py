@@ -42,7 +42,8 @@ def test_compare_writes_both_sides_and_correct_deltas(compared: Path) -> None:
     assert comparison["a"]["label"] == "tiny-4gpu-100g" and comparison["b"]["label"] == "tiny-4gpu-400g"
     assert comparison["seed"]["a"] == comparison["seed"]["b"] == results_a["sim"]["seed"]
     rows = {row["metric"]: row for row in comparison["metrics"]}
-    assert set(rows) == {key for key, _, _ in COMPARED_METRICS}
+    # network.trims exists only in runs with network.trimming: a row only where a side has it
+    assert set(rows) == {key for key, _, _ in COMPARED_METRICS} - {"network.trims"}
     for key, row in rows.items():
         a, b = _lookup(results_a, key), _lookup(results_b, key)
         assert row["a"] == a and row["b"] == b
@@ -135,3 +136,13 @@ def test_invalid_side_is_one_line_error(tmp_path: Path, capsys) -> None:
     assert err[-1].startswith("heterosim compare: error: ")
     assert "side B (bad)" in err[-1] and "tp*pp*dp" in err[-1]
     assert not (tmp_path / "o" / "B").exists()
+
+
+def test_trims_get_a_row_when_one_side_trims():
+    """A side without network.trimming has no trims: its cell is empty and there is no delta."""
+    a = {"network": {"drops": 3, "retransmits": 3}}
+    b = {"network": {"drops": 0, "retransmits": 5, "trims": 5}}
+    rows = {row["metric"]: row for row in metric_rows(a, b)}
+    assert rows["network.trims"]["a"] is None and rows["network.trims"]["b"] == 5
+    assert rows["network.trims"]["delta"] is None
+    assert "network.trims" not in {row["metric"] for row in metric_rows(a, a)}

@@ -53,7 +53,7 @@ BAD = [
     ({"pfc": True}, "network.pfc: true contradicts network.transport: 'uet'"),
     ({"cc": "dcqcn"}, "network.cc: 'dcqcn' is not a congestion control of network.transport: 'uet'"),
     ({"cc": "none"}, "network.cc: 'none' is not a congestion control of network.transport: 'uet'"),
-    ({"cc": "rccc"}, "network.cc: expected one of"),
+    ({"cc": "swift"}, "network.cc: expected one of"),
 ]
 
 

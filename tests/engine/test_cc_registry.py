@@ -39,6 +39,7 @@ def test_each_class_states_its_int_header(native_lib):
         "dctcp": (False, 0),
         "none": (False, 0),
         "nscc": (False, 0),
+        "rccc": (False, 0),
     }
 
 

@@ -209,10 +209,12 @@ DEBUG_SCRIPT = textwrap.dedent("""
          "hosts": [{"type": "n", "count": 4}],
          "fabric": {"kind": "fat-tree", "hosts_per_leaf": 2, "link_delay": "1us"}}, "d.yaml"))
     out = {}
-    from heterosim.config.choices import CC_ALGORITHMS
+    from heterosim.config.choices import CC_ALGORITHMS, UET_ONLY_CCS
     for cc in CC_ALGORITHMS:
-        for pfc in (True, False):
-            net = NetworkConfig(cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=256 << 10, ecmp=True)
+        uet = cc in UET_ONLY_CCS  # the UET transport's own: lossy only
+        for pfc in (False,) if uet else (True, False):
+            net = NetworkConfig(cc=cc, mtu_bytes=1024, pfc=pfc, buffer_bytes=256 << 10, ecmp=True,
+                                transport="uet" if uet else "roce")
             res = packet.run_flows(topo, net, [0, 2, 4, 1], [6, 6, 6, 0], [256 << 10] * 4,
                                    [0] * 4, stop_ns=100_000_000, sample_interval_ns=2000)
             out[f"{cc}-{pfc}"] = [int((res["flows"]["end_ns"] > 0).sum()), res["counters"]["drops"]]

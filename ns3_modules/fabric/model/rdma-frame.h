@@ -34,12 +34,14 @@ struct RdmaFrame
     /** Frame kinds. */
     enum Type : uint8_t
     {
-        DATA = 0, //!< RoCEv2 payload packet (BTH, payload)
-        ACK = 1,  //!< acknowledgement (BTH + AETH), cumulative
-        NACK = 2, //!< negative acknowledgement: go back to \c seq (IRN: a selective ack)
-        CNP = 3,  //!< congestion notification packet (DCQCN)
-        PFC = 4,  //!< IEEE 802.1Qbb priority flow control frame
-        IP = 5    //!< an IPv4 packet of a socket-transport host (\c seq keys the ns3::Packet)
+        DATA = 0,    //!< RoCEv2 payload packet (BTH, payload)
+        ACK = 1,     //!< acknowledgement (BTH + AETH), cumulative
+        NACK = 2,    //!< negative acknowledgement: go back to \c seq (IRN: a selective ack)
+        CNP = 3,     //!< congestion notification packet (DCQCN)
+        PFC = 4,     //!< IEEE 802.1Qbb priority flow control frame
+        IP = 5,      //!< an IPv4 packet of a socket-transport host (\c seq keys the ns3::Packet)
+        REQUEST = 6, //!< RCCC: sender to receiver, the bytes posted (\c seq) it needs credit for
+        CREDIT = 7   //!< RCCC: receiver to sender, credit up to byte \c seq (cumulative)
     };
 
     /** \return whether switches queue, account and mark this frame as data (DATA or IP) */
@@ -68,6 +70,8 @@ struct RdmaFrame
     uint8_t ce;                //!< DATA: ECN congestion experienced; ACK: ECN echo
     uint8_t nHops;             //!< number of INT records in \c hops
     uint8_t last;              //!< DATA: last packet of the message
+    uint8_t trimmed;           //!< DATA: payload cut off by a switch (header only, RdmaSwitch
+                               //!< Trimming); NACK: the packet at \c sack arrived trimmed
     IntHop hops[MAX_INT_HOPS]; //!< INT records (HPCC)
 };
 

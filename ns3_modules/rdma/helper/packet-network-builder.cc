@@ -49,6 +49,7 @@ PacketNetworkBuilder::PacketNetworkBuilder()
     m_memoFactory.SetTypeId("ns3::PacketEpisodeCache");
     m_socketFactory.SetTypeId("ns3::SocketTransport");
     m_lbFactory.SetTypeId("ns3::LoadBalancer");
+    m_switchFactory.SetTypeId("ns3::RdmaSwitch");
     for (const TypeId& tid : CongestionControlTypes())
     {
         m_ccFactories[tid.GetName()].SetTypeId(tid);
@@ -72,7 +73,8 @@ PacketNetworkBuilder::SetComponentAttribute(const std::string& cls,
                                 {"ns3::PacketFastForward", &m_ffFactory},
                                 {"ns3::PacketEpisodeCache", &m_memoFactory},
                                 {"ns3::SocketTransport", &m_socketFactory},
-                                {"ns3::LoadBalancer", &m_lbFactory}};
+                                {"ns3::LoadBalancer", &m_lbFactory},
+                                {"ns3::RdmaSwitch", &m_switchFactory}};
     for (auto& [type, factory] : m_ccFactories)
     {
         targets.push_back({type.c_str(), &factory});
@@ -218,7 +220,8 @@ PacketNetworkBuilder::Build(Ptr<TopologyDescription> desc, const PacketFabricSet
         {
             bool leafSpine =
                 kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE;
-            Ptr<RdmaSwitch> sw = CreateObject<RdmaSwitch>();
+            Ptr<RdmaSwitch> sw = m_switchFactory.Create<RdmaSwitch>();
+            sw->SetPhyBytes(settings.phyBytes);
             Ptr<SwitchMmu> mmu = m_mmuFactory.Create<SwitchMmu>();
             Ptr<RedEcnMarker> marker =
                 leafSpine && settings.ecn ? m_markerFactory.Create<RedEcnMarker>() : nullptr;

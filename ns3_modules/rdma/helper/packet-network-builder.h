@@ -66,7 +66,7 @@ struct PacketFabricSettings
  * \brief Builds the fabric of a PacketNetwork from a TopologyDescription and creates the
  * components it configures: an ns-3 helper in the manner of PointToPointHelper.
  *
- * Holds one ObjectFactory per component class (RdmaNic, SwitchMmu, RedEcnMarker,
+ * Holds one ObjectFactory per component class (RdmaNic, RdmaSwitch, SwitchMmu, RedEcnMarker,
  * PacketFastForward, PacketEpisodeCache, SocketTransport, LoadBalancer and every registered
  * RdmaCongestionControl subclass), so attributes set by name before Build() reach every object
  * created afterwards.
@@ -143,6 +143,7 @@ class PacketNetworkBuilder
     ObjectFactory m_memoFactory;                        //!< PacketEpisodeCache
     ObjectFactory m_socketFactory;                      //!< SocketTransport (socket hosts)
     ObjectFactory m_lbFactory;                          //!< LoadBalancer (not ECMP)
+    ObjectFactory m_switchFactory;                      //!< RdmaSwitch
     std::map<std::string, ObjectFactory> m_ccFactories; //!< per CC TypeId name
 };
 

@@ -46,7 +46,8 @@ namespace ns3
  *
  * APPROXIMATION: the accumulated increase is applied on every acknowledgement (the reference
  * batches it per adjustment period or byte threshold); the receiver's window penalty
- * (rcv_cwnd_pend), RCCC credits and entropy skipping on ECN are not modelled; the queue pair
+ * (rcv_cwnd_pend), its combination with RCCC credits (Rccc runs alone) and entropy skipping
+ * on ECN are not modelled; the queue pair
  * is not paced (the window alone limits it), so GetRate() stays at line rate.
  */
 class Nscc : public RdmaCongestionControl

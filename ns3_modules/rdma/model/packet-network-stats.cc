@@ -4,6 +4,8 @@
 #include "packet-network-stats.h"
 
 #include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/rdma-switch.h"
 
 #include <algorithm>
 
@@ -149,6 +151,26 @@ PacketNetworkStats::CopyCounters(uint64_t* out) const
     out[6] = cnps;
     out[7] = frames;
     out[8] = timeouts;
+}
+
+bool
+PacketNetworkStats::CopySwitchTrims(uint64_t* trims) const
+{
+    bool any = false;
+    Ptr<TopologyDescription> desc = m_net->GetTopology();
+    std::fill(trims, trims + desc->GetNNodes(), 0);
+    for (uint32_t gp = 0; gp < m_net->GetNPorts(); ++gp)
+    {
+        Ptr<RdmaSwitch> sw = m_net->GetPortDevice(gp)->GetNode()->GetObject<RdmaSwitch>();
+        if (sw)
+        {
+            uint32_t l = gp / 2;
+            uint32_t node = gp % 2 == 0 ? desc->GetLinkA(l) : desc->GetLinkB(l);
+            trims[node] = sw->GetTrims();
+            any = any || sw->IsTrimming();
+        }
+    }
+    return any;
 }
 
 void

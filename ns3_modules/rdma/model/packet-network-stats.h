@@ -100,6 +100,14 @@ class PacketNetworkStats
      */
     void CopyCounters(uint64_t* out) const;
 
+    /**
+     * \brief Copy the data packets each switch trimmed to their header (RdmaSwitch Trimming).
+     * \param trims one entry per topology node (TopologyDescription::GetNNodes()): the switch's
+     * trims, 0 for endpoints and switches that never trimmed
+     * \return whether any switch trims (Trimming on and its buffer lossy)
+     */
+    bool CopySwitchTrims(uint64_t* trims) const;
+
     /** \brief Copy the flow ids of all queue pairs, in start order. \param out ids
      * (PacketNetwork::GetNQueuePairs() entries) */
     void CopyQueuePairIds(uint32_t* out) const;

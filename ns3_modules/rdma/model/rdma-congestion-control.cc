@@ -98,6 +98,18 @@ RdmaCongestionControl::GetIntHeaderBytes() const
 }
 
 bool
+RdmaCongestionControl::UsesCredit() const
+{
+    return false;
+}
+
+uint64_t
+RdmaCongestionControl::GetInitialCredit() const
+{
+    return 0;
+}
+
+bool
 RdmaCongestionControl::UsesInt() const
 {
     return false;
@@ -119,6 +131,12 @@ uint64_t
 RdmaCongestionControl::GetRateChanges() const
 {
     return m_rateChanges;
+}
+
+Time
+RdmaCongestionControl::GetBaseRtt() const
+{
+    return m_baseRtt;
 }
 
 double

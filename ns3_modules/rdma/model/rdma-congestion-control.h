@@ -77,6 +77,13 @@ class RdmaCongestionControl : public Object
     /** \return whether switches must stamp INT records */
     virtual bool UsesInt() const;
     /**
+     * \return whether the queue pair sends new data only with credit from its receiver
+     * (RdmaNic keeps the credit; Rccc)
+     */
+    virtual bool UsesCredit() const;
+    /** \return credit, bytes, a credit-based sender holds before its first grant */
+    virtual uint64_t GetInitialCredit() const;
+    /**
      * \return bytes of in-band telemetry every data and ACK frame of this algorithm carries
      * (0 unless UsesInt())
      */
@@ -120,6 +127,8 @@ class RdmaCongestionControl : public Object
     uint64_t GetRateChanges() const;
     /** \return the maximum rate, bit/s */
     double GetLineRate() const;
+    /** \return the round-trip time of the empty path (set by Start) */
+    Time GetBaseRtt() const;
 
     /**
      * \brief Set the callback invoked on every rate change (old rate, new rate, bit/s).

@@ -4,6 +4,8 @@
 #include "rdma-nic.h"
 
 #include "ns3/assert.h"
+#include "ns3/boolean.h"
+#include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/shiftable-scheduler.h"
@@ -105,6 +107,20 @@ RdmaNic::GetTypeId()
                           UintegerValue(5),
                           MakeUintegerAccessor(&RdmaNic::m_uetMinReorder),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("UetTrimming",
+                          "uet: the switches trim data packets they cannot buffer (RdmaSwitch "
+                          "Trimming): the receiver NACKs a trimmed packet at once, the sender "
+                          "resends it next, and reordering is never taken for loss (only trims "
+                          "and the timeout are; NDP, SIGCOMM 2017)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaNic::m_uetTrimming),
+                          MakeBooleanChecker())
+            .AddAttribute("RcccShare",
+                          "RCCC (Rccc): fraction of a receiving port's rate its credit grants "
+                          "fill (1: the credited data arrives at the downlink's line rate)",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&RdmaNic::m_rcccShare),
+                          MakeDoubleChecker<double>(0.01, 1.0))
             .AddAttribute("SackReorderThreshold",
                           "irn: a hole is retransmitted once data this many packets beyond its "
                           "start has been selectively acknowledged (1: IRN as published; 3: "
@@ -199,6 +215,12 @@ RdmaNic::StartQueuePair(uint32_t slot)
     qp->lastProgressNs = now;
     qp->nextAvailNs = now;
     qp->cc->SetRateChangeCallback(MakeCallback(&RdmaNic::RateChanged, this, slot));
+    if (qp->cc->UsesCredit())
+    {
+        qp->credited = true;
+        qp->creditLimit = qp->cc->GetInitialCredit();
+        RequestCredit(qp);
+    }
     m_active[qp->srcPort].push_back(qp);
     m_ports[qp->srcPort]->TryTransmit();
 }
@@ -212,6 +234,10 @@ RdmaNic::Post(uint32_t slot, uint64_t end, uint64_t ffAt)
     qp->posted = std::max(qp->posted, end);
     if (qp->active)
     {
+        if (qp->credited)
+        {
+            RequestCredit(qp);
+        }
         m_ports[qp->srcPort]->TryTransmit();
     }
 }
@@ -246,6 +272,10 @@ RdmaNic::PullFrame(uint32_t port)
         if (window > 0 && !WindowOpen(qp, window))
         {
             continue;
+        }
+        if (qp->credited && qp->sndNxt >= qp->creditLimit && !HasData(qp))
+        {
+            continue; // RCCC: new data waits for credit (a resend needs none)
         }
         if (qp->nextAvailNs > now)
         {
@@ -318,7 +348,11 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     }
     if (hole)
     {
-        qp->rtxNext = seq + payload;
+        // a trimmed packet is resent out of turn: the recovery's cursor stays where it was
+        if (qp->trimLost.empty() || qp->trimLost.erase(seq) == 0)
+        {
+            qp->rtxNext = seq + payload;
+        }
         if (m_transport == UET)
         {
             qp->rtxTimes[seq] = now;
@@ -407,6 +441,12 @@ RdmaNic::HandleFrame(RdmaFrame* frame, uint32_t port)
         }
         break;
     }
+    case RdmaFrame::REQUEST:
+        ReceiveRequest(frame);
+        break;
+    case RdmaFrame::CREDIT:
+        ReceiveCredit(frame);
+        break;
     case RdmaFrame::IP:
         NS_ASSERT_MSG(!m_ipReceive.IsNull(),
                       "IP frame at an endpoint without the socket transport");
@@ -424,6 +464,16 @@ RdmaNic::ReceiveData(RdmaFrame* f)
 {
     RdmaQueuePair* qp = (*m_qps)[f->flow].get();
     NS_ASSERT_MSG(qp->dstNode == m_nodeId, "data delivered to the wrong endpoint");
+    if (f->trimmed)
+    {
+        ReceiveTrimmed(qp, f);
+        return;
+    }
+    if (qp->creditTracked)
+    {
+        m_pacers[qp->dstPort]->Arrived(f->payload);
+    }
+    qp->creditRcvd += f->payload;
     int64_t now = Simulator::Now().GetNanoSeconds();
     if (f->ce && qp->cc->UsesCnp() &&
         (qp->lastCnpNs < 0 || now - qp->lastCnpNs >= m_cnpInterval.GetNanoSeconds()))
@@ -487,6 +537,28 @@ RdmaNic::ReceiveInOrder(RdmaQueuePair* qp, const RdmaFrame* f)
         }
     }
     qp->delivered = qp->recvEnds.empty();
+}
+
+void
+RdmaNic::ReceiveTrimmed(RdmaQueuePair* qp, const RdmaFrame* f)
+{
+    if (m_transport != UET || !m_uetTrimming)
+    {
+        return; // a transport that does not read trimmed headers: the packet is lost
+    }
+    uint64_t end = f->seq + f->payload;
+    bool have = end <= qp->rcvNxt;
+    auto it = qp->oooRecv.upper_bound(f->seq);
+    if (!have && it != qp->oooRecv.begin())
+    {
+        --it;
+        have = it->first <= f->seq && it->second >= end;
+    }
+    if (have)
+    {
+        return; // a resent copy of data already here was trimmed: nothing to ask for
+    }
+    SendControl(qp, RdmaFrame::NACK, qp->rcvNxt, false, f);
 }
 
 void
@@ -558,7 +630,7 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
         {
             ++m_acksSent;
         }
-        else
+        else if (type == RdmaFrame::NACK)
         {
             ++m_nacksSent;
         }
@@ -570,6 +642,7 @@ RdmaNic::SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, con
         {
             f->sack = data->seq;
             f->payload = data->payload;
+            f->trimmed = data->trimmed;
         }
         if (type == RdmaFrame::ACK && data->nHops > 0)
         {
@@ -590,7 +663,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     }
     int64_t now = Simulator::Now().GetNanoSeconds();
     uint64_t newly = 0;
-    if (m_transport == UET)
+    if (m_transport == UET && !f->trimmed)
     {
         LearnReordering(qp, f);
     }
@@ -612,7 +685,17 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
     if (f->type == RdmaFrame::NACK)
     {
         ++qp->nacks;
-        if (m_transport != ROCE)
+        if (f->trimmed)
+        {
+            ++qp->trimNacks;
+            AddTrimmed(qp, f->sack, f->payload);
+            if (!qp->trimLost.empty())
+            {
+                Recover(qp, false);
+                qp->recoverEnd = std::max(qp->recoverEnd, qp->trimLost.rbegin()->second);
+            }
+        }
+        else if (m_transport != ROCE)
         {
             AddSack(qp, f->sack, f->payload);
             Recover(qp, false);
@@ -621,7 +704,7 @@ RdmaNic::ReceiveAck(RdmaFrame* f)
         {
             GoBack(qp);
         }
-        if (m_transport == UET && !qp->IsFinished())
+        if (m_transport == UET && !f->trimmed && !qp->IsFinished())
         {
             // a selective acknowledgement: the congestion control hears it as any ACK
             RdmaAckInfo info{
@@ -688,6 +771,10 @@ RdmaNic::AdvanceSelective(RdmaQueuePair* qp)
         qp->sackedBytes -= end - start;
     }
     qp->rtxNext = std::max(qp->rtxNext, qp->sndUna);
+    while (!qp->trimLost.empty() && qp->trimLost.begin()->second <= qp->sndUna)
+    {
+        qp->trimLost.erase(qp->trimLost.begin());
+    }
     if (qp->recovery && qp->sndUna >= qp->recoverEnd)
     {
         qp->recovery = false;
@@ -726,6 +813,94 @@ RdmaNic::AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
 }
 
 void
+RdmaNic::AddTrimmed(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes)
+{
+    uint64_t end = seq + bytes;
+    if (end <= qp->sndUna)
+    {
+        return; // acknowledged since (another copy arrived)
+    }
+    auto it = qp->sacked.upper_bound(seq);
+    if (it != qp->sacked.begin() && std::prev(it)->first <= seq && std::prev(it)->second >= end)
+    {
+        return; // selectively acknowledged already
+    }
+    qp->trimLost[seq] = end;
+}
+
+void
+RdmaNic::RequestCredit(RdmaQueuePair* qp)
+{
+    if (qp->posted <= qp->creditLimit || qp->posted <= qp->creditAsked)
+    {
+        return; // the credit held, or already asked for, covers what is posted
+    }
+    qp->creditAsked = qp->posted;
+    RdmaFrame* f = m_pool->Alloc();
+    f->type = RdmaFrame::REQUEST;
+    f->seq = qp->posted;
+    f->flow = qp->slot;
+    f->dst = qp->dstNode;
+    f->hash = qp->hash;
+    f->priority = qp->priority;
+    f->hop = 1;
+    f->wireBytes = m_sizes.ack;
+    m_ports[qp->srcPort]->Enqueue(f, QbbNetDevice::CONTROL_QUEUE);
+}
+
+void
+RdmaNic::ReceiveRequest(const RdmaFrame* f)
+{
+    RdmaQueuePair* qp = (*m_qps)[f->flow].get();
+    NS_ASSERT_MSG(qp->dstNode == m_nodeId, "credit request delivered to the wrong endpoint");
+    // the initial credit is a protocol constant both ends know
+    uint64_t initial = qp->cc->GetInitialCredit();
+    if (f->seq <= qp->creditWant && qp->creditEnd > initial && !qp->creditOwed)
+    {
+        SendCredit(qp); // a repeated request: its credit (or request) was lost, re-send it
+    }
+    qp->creditWant = std::max(qp->creditWant, f->seq);
+    qp->creditEnd = std::max(qp->creditEnd, initial);
+    if (m_pacers.size() < m_ports.size())
+    {
+        m_pacers.resize(m_ports.size());
+    }
+    Ptr<RcccPacer>& pacer = m_pacers[qp->dstPort];
+    if (!pacer)
+    {
+        pacer = CreateObject<RcccPacer>();
+        pacer->Setup(static_cast<double>(m_ports[qp->dstPort]->GetRateBps()) * m_rcccShare,
+                     m_mtu,
+                     m_sizes.dataHeader + m_sizes.intBytes,
+                     MakeCallback(&RdmaNic::SendCredit, this));
+    }
+    double rate = static_cast<double>(m_ports[qp->dstPort]->GetRateBps());
+    auto bdp = static_cast<uint64_t>(rate / 8.0 * qp->cc->GetBaseRtt().GetSeconds());
+    pacer->Request(qp, qp->cc->GetInitialCredit(), bdp);
+}
+
+void
+RdmaNic::SendCredit(RdmaQueuePair* qp)
+{
+    SendControl(qp, RdmaFrame::CREDIT, qp->creditEnd, false, nullptr);
+}
+
+void
+RdmaNic::ReceiveCredit(const RdmaFrame* f)
+{
+    RdmaQueuePair* qp = (*m_qps)[f->flow].get();
+    if (f->seq <= qp->creditLimit)
+    {
+        return;
+    }
+    qp->creditLimit = f->seq;
+    if (qp->active && !qp->IsFinished())
+    {
+        m_ports[qp->srcPort]->TryTransmit();
+    }
+}
+
+void
 RdmaNic::Recover(RdmaQueuePair* qp, bool timeout)
 {
     if (!qp->recovery || timeout)
@@ -746,14 +921,34 @@ RdmaNic::Recover(RdmaQueuePair* qp, bool timeout)
 bool
 RdmaNic::NextHole(const RdmaQueuePair* qp, uint64_t* start, uint64_t* end) const
 {
+    if (m_uetTrimming && m_transport == UET)
+    {
+        // trims are the loss signal: resend the trimmed packets first, then (after a
+        // timeout only) every hole
+        for (const auto& [trimStart, trimEnd] : qp->trimLost)
+        {
+            if (trimEnd > qp->sndUna)
+            {
+                *start = std::max(trimStart, qp->sndUna);
+                *end = trimEnd;
+                return true;
+            }
+        }
+        if (!qp->rtoRecovery)
+        {
+            return false;
+        }
+    }
     uint64_t lost = qp->recoverEnd;
     if (!qp->rtoRecovery)
     {
         uint64_t margin = static_cast<uint64_t>(m_sackThreshold - 1) * m_mtu;
         if (m_transport == UET)
         {
+            // a windowless RCCC sender has about its initial credit (one BDP) in flight
             margin = std::max({margin,
                                qp->cc->GetWindow(),
+                               qp->credited ? qp->cc->GetInitialCredit() : 0,
                                qp->reorderSeen,
                                static_cast<uint64_t>(m_uetMinReorder) * m_mtu});
         }
@@ -831,6 +1026,16 @@ void
 RdmaNic::RetransmitTimeout(uint32_t slot)
 {
     RdmaQueuePair* qp = (*m_qps)[slot].get();
+    if (qp->active && !qp->IsFinished() && qp->sndNxt == qp->sndUna && qp->credited &&
+        qp->posted > qp->creditLimit)
+    {
+        // RCCC: all credit used and acknowledged, still no grant: the REQUEST or the last
+        // CREDIT was lost; ask again (the receiver re-sends the credit it granted)
+        qp->creditAsked = 0;
+        RequestCredit(qp);
+        qp->rtoEvent = Simulator::Schedule(ActiveRto(), &RdmaNic::RetransmitTimeout, this, slot);
+        return;
+    }
     if (!qp->active || qp->IsFinished() || qp->sndNxt == qp->sndUna)
     {
         return; // re-armed by the next send
@@ -926,6 +1131,14 @@ RdmaNic::DoDispose()
     {
         ev.Cancel();
     }
+    for (auto& pacer : m_pacers)
+    {
+        if (pacer)
+        {
+            pacer->Dispose();
+        }
+    }
+    m_pacers.clear();
     for (auto& dev : m_ports)
     {
         dev->SetHandler(nullptr, 0, nullptr);

@@ -4,6 +4,7 @@
 #ifndef HETEROSIM_RDMA_NIC_H
 #define HETEROSIM_RDMA_NIC_H
 
+#include "rccc-pacer.h"
 #include "rdma-queue-pair.h"
 
 #include "ns3/callback.h"
@@ -100,8 +101,26 @@ struct RdmaFrameSizes
  * acknowledged cumulatively or selectively (UET's rcvd_bytes) and the RTT of the packet it
  * acknowledges, and every resent packet (ReceiveLoss); its window limits the bytes in flight
  * not selectively acknowledged, and a lost hole may be resent whatever the window.
- * APPROXIMATION: no packet trimming (losses are found by the reorder threshold and the
- * timeout, RtoLossy), one PDC per queue pair, no ACK coalescing, no RCCC credits.
+ * UetTrimming (set when the switches trim, RdmaSwitch Trimming) adds UET's trimmed-packet
+ * loss signal: a receiver that gets a data packet cut to its header answers it at once with a
+ * NACK naming that packet (UET 1.0's NACK of a trimmed packet; the NDP receiver's NACK of a
+ * header, Handley et al., SIGCOMM 2017), and the sender resends that packet next, ahead of new
+ * data and whatever the window; the congestion control hears the resend as a loss
+ * (ReceiveLoss, as the reference simulator's NSCC hears a NACK: htsim uec.cpp). The NACK of a
+ * trimmed packet carries no RTT sample (its header skipped the data queues). With trimming every
+ * drop at a switch is signalled, so reordering is never taken for loss (NDP sprays per packet on
+ * this ground): only trimmed packets are resent, and the timeout (RtoLossy) still recovers what
+ * a link loses. A trimmed copy of data already received is ignored; a trimmed frame reaching a
+ * NIC without UetTrimming is discarded, as a drop.
+ * A congestion control that uses credit (Rccc, UET's RCCC) holds new data back until the
+ * receiver's RcccPacer has granted it (RdmaQueuePair::creditLimit): the sender asks with a
+ * REQUEST frame carrying the bytes posted, the receiver answers with cumulative CREDIT frames
+ * (both in the control queue); resends need no credit, and the UET loss threshold counts the
+ * initial credit as the window of such a windowless sender. A sender left without credit and
+ * without data in flight for a retransmission timeout asks again, and the receiver answers a
+ * repeated request with the credit it granted (a lost REQUEST or CREDIT frame).
+ * APPROXIMATION: one PDC per queue pair, no ACK coalescing, RCCC without NSCC; without
+ * trimming, losses are found by the reorder threshold and the timeout only.
  *
  * Reordering is measured at every receiver, in every transport: a data packet that arrives
  * ahead of the expected byte counts as out of order, and its lead over the expected byte in
@@ -232,6 +251,18 @@ class RdmaNic : public Object, public FrameHandler
     static void AbsorbOutOfOrder(RdmaQueuePair* qp);
     /** IRN sender: record a selective acknowledgement of [seq, seq + bytes). */
     static void AddSack(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes);
+    /** UET receiver: answer a data packet trimmed to its header with a NACK naming it. */
+    void ReceiveTrimmed(RdmaQueuePair* qp, const RdmaFrame* f);
+    /** UET sender: record that the packet [seq, seq + bytes) was trimmed (to resend next). */
+    static void AddTrimmed(RdmaQueuePair* qp, uint64_t seq, uint64_t bytes);
+    /** RCCC sender: announce the bytes posted beyond the credit held (a REQUEST frame). */
+    void RequestCredit(RdmaQueuePair* qp);
+    /** RCCC receiver: a REQUEST arrived; owe its queue pair credit. */
+    void ReceiveRequest(const RdmaFrame* f);
+    /** RCCC receiver: send the credit granted to \p qp so far (a CREDIT frame). */
+    void SendCredit(RdmaQueuePair* qp);
+    /** RCCC sender: a CREDIT frame arrived. */
+    void ReceiveCredit(const RdmaFrame* f);
     /**
      * IRN sender: the next hole recovery must retransmit.
      * \param qp the queue pair
@@ -270,6 +301,8 @@ class RdmaNic : public Object, public FrameHandler
     uint32_t m_sackThreshold{1}; //!< IRN: packets acknowledged beyond a hole before it is lost
     uint32_t m_entropies{256};   //!< UET: entropy values a queue pair cycles over
     uint32_t m_uetMinReorder{5}; //!< UET: least packets acknowledged beyond a lost hole
+    bool m_uetTrimming{false};   //!< UET: switches trim; only trims (and timeouts) are losses
+    double m_rcccShare{1.0};     //!< RCCC: share of a receiving port's rate credit fills
 
     uint32_t m_nodeId{0};                                              //!< topology node
     std::vector<Ptr<QbbNetDevice>> m_ports;                            //!< devices
@@ -282,6 +315,7 @@ class RdmaNic : public Object, public FrameHandler
     std::vector<EventId> m_wake;                    //!< pacing wake-up per port
     std::vector<int64_t> m_wakeAt;                  //!< its time, ns
     std::vector<uint32_t> m_finishedOnPort;         //!< finished entries awaiting compaction
+    std::vector<Ptr<RcccPacer>> m_pacers;           //!< RCCC credit pacer per port (lazily)
     Callback<void, uint32_t, uint32_t> m_delivered; //!< delivery hook
     Callback<void, const RdmaFrame*, uint32_t> m_ipReceive; //!< IP frame hook (socket hosts)
 

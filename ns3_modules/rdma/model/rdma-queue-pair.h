@@ -116,7 +116,20 @@ class RdmaQueuePair
     uint32_t entropy{0};     //!< entropy value of the next data packet
     uint64_t ccAcked{0};     //!< bytes acknowledged (cumulatively or selectively) told to the CC
     uint64_t reorderSeen{0}; //!< largest reordering seen: bytes acked beyond a late packet
-    std::map<uint64_t, int64_t> rtxTimes; //!< first byte of a resent packet -> when, ns
+    std::map<uint64_t, int64_t> rtxTimes;  //!< first byte of a resent packet -> when, ns
+    std::map<uint64_t, uint64_t> trimLost; //!< [start, end) of trimmed packets not yet resent
+
+    // RCCC credit (Rccc): the sender may send new data below creditLimit; the receiver's
+    // RcccPacer grants credit up to creditWant (the backlog REQUEST frames announced)
+    bool credited{false};      //!< sender: new data needs credit
+    uint64_t creditLimit{0};   //!< sender: end of the credited bytes (initial credit + grants)
+    uint64_t creditAsked{0};   //!< sender: backlog last announced in a REQUEST
+    uint64_t creditWant{0};    //!< receiver: backlog announced by the sender
+    uint64_t creditEnd{0};     //!< receiver: end of the bytes credited so far
+    bool creditOwed{false};    //!< receiver: in its pacer's list
+    bool creditTracked{false}; //!< receiver: its pacer counts this queue pair's arrivals
+    uint64_t creditRcvd{0};    //!< receiver: payload bytes of data packets received
+    uint64_t trimNacks{0};     //!< NACKs of trimmed packets received
 };
 
 } // namespace ns3

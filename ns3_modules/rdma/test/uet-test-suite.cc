@@ -1,6 +1,6 @@
 /*
- * HeteroSim: TestSuite for the Ultra Ethernet transport (RdmaNic Transport=uet) and its
- * congestion control NSCC (ns3::Nscc).
+ * HeteroSim: TestSuite for the Ultra Ethernet transport (RdmaNic Transport=uet), packet
+ * trimming, and its congestion controls NSCC (ns3::Nscc) and RCCC (ns3::Rccc).
  */
 #include "flow-runner-test-helper.h"
 
@@ -13,6 +13,7 @@
 #include "ns3/two-tier-topology-helper.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <string>
@@ -174,6 +175,95 @@ class UetSingleLossTestCase : public TestCase
 };
 
 /**
+ * \brief Packet trimming (RdmaSwitch Trimming, RdmaNic UetTrimming): a 4-to-1 incast starting
+ * at once into a 100 KB switch buffer overflows it (four initial windows of 1.5 BDP). Without
+ * trimming the switch drops packets; with it the same overflow drops nothing: every packet the
+ * buffer cannot take is trimmed, NACKed and resent once (resends = trims = NACKs of trimmed
+ * packets), no timeout fires, every byte is delivered, and the flows finish sooner.
+ */
+class UetTrimmingIncastTestCase : public TestCase
+{
+  public:
+    UetTrimmingIncastTestCase()
+        : TestCase("uet: trimming turns incast drops into trims, each resent once, no timeout")
+    {
+    }
+
+  private:
+    /** What one run of the incast gives. */
+    struct Result
+    {
+        UetOutcome out;        //!< per-flow counters
+        uint64_t drops{0};     //!< switch drops
+        uint64_t trims{0};     //!< switch trims
+        uint64_t timeouts{0};  //!< retransmission timeouts
+        uint64_t trimNacks{0}; //!< NACKs of trimmed packets received by the senders
+        int64_t lastEnd{0};    //!< last flow completion, ns
+    };
+
+    Result
+    Run(bool trimming)
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(5, 100e9, 400e9, MicroSeconds(1));
+        Ptr<TopologyDescription> desc = star.Create();
+        std::string on = trimming ? "true" : "false";
+        Ptr<PacketNetwork> net = BuildUetNetwork(desc,
+                                                 {{"RdmaNic::Transport", "uet"},
+                                                  {"Cc", "ns3::Nscc"},
+                                                  {"BufferSize", "100000"},
+                                                  {"RdmaSwitch::Trimming", on},
+                                                  {"RdmaNic::UetTrimming", on}});
+        Result r;
+        r.out = RunUetFlows(
+            net,
+            UetFlows{
+                {0, 1, 2, 3}, {4, 4, 4, 4}, {2000000, 2000000, 2000000, 2000000}, {0, 0, 0, 0}});
+        std::vector<uint64_t> trims(desc->GetNNodes());
+        PacketNetworkStats stats(net);
+        stats.CopySwitchTrims(trims.data());
+        r.trims = std::accumulate(trims.begin(), trims.end(), uint64_t{0});
+        std::array<uint64_t, PacketNetworkStats::N_COUNTERS> counters{};
+        stats.CopyCounters(counters.data());
+        r.drops = counters[2];
+        r.timeouts = counters[8];
+        for (uint32_t slot = 0; slot < net->GetNQueuePairs(); ++slot)
+        {
+            r.trimNacks += net->GetQueuePair(slot)->trimNacks;
+        }
+        r.lastEnd = *std::max_element(r.out.end.begin(), r.out.end.end());
+        net->Dispose();
+        Simulator::Destroy();
+        return r;
+    }
+
+    void
+    DoRun() override
+    {
+        Result dropping = Run(false);
+        Result trimming = Run(true);
+        for (const Result* r : {&dropping, &trimming})
+        {
+            NS_TEST_ASSERT_MSG_EQ(r->out.finished, 4, "every flow finished");
+            for (uint32_t i = 0; i < 4; ++i)
+            {
+                NS_TEST_ASSERT_MSG_EQ(r->out.delivered[i], 2000000, "every byte delivered");
+            }
+        }
+        NS_TEST_ASSERT_MSG_GT(dropping.drops, 0, "without trimming the overflow drops packets");
+        NS_TEST_ASSERT_MSG_EQ(dropping.trims, 0, "no trims without trimming");
+        NS_TEST_ASSERT_MSG_EQ(trimming.drops, 0, "with trimming nothing is dropped");
+        NS_TEST_ASSERT_MSG_GT(trimming.trims, 0, "the overflow is trimmed");
+        uint64_t retx = std::accumulate(
+            trimming.out.retransmits.begin(), trimming.out.retransmits.end(), uint64_t{0});
+        NS_TEST_ASSERT_MSG_EQ(trimming.trimNacks, trimming.trims, "every trim is NACKed");
+        NS_TEST_ASSERT_MSG_EQ(retx, trimming.trims, "every trimmed packet is resent exactly once");
+        NS_TEST_ASSERT_MSG_EQ(trimming.timeouts, 0, "no retransmission timeout");
+        NS_TEST_ASSERT_MSG_LT(trimming.lastEnd, dropping.lastEnd, "trimming recovers sooner");
+    }
+};
+
+/**
  * \brief NSCC on a lossy fabric (PFC off): four senders to one receiver, starting 100 us
  * apart, converge to a fair share of the receiver's 100 Gb/s link. Over a steady window after
  * the last start, Jain's index of the acknowledged bytes is at least 0.95 and the link stays
@@ -238,6 +328,105 @@ class NsccIncastFairnessTestCase : public TestCase
         NS_TEST_ASSERT_MSG_GT(decreases, 0, "NSCC cut the windows");
         uint64_t retx = std::accumulate(out.retransmits.begin(), out.retransmits.end(), 0ULL);
         NS_TEST_ASSERT_MSG_EQ(retx, 0, "no loss: NSCC keeps the queue within the buffer");
+        net->Dispose();
+        Simulator::Destroy();
+    }
+};
+
+/**
+ * \brief RCCC (network.cc: rccc): four senders start at once towards one receiver behind a
+ * 100 Gb/s link, PFC off. The receiver's credit splits its downlink equally: over a steady
+ * window after the initial credit has drained, Jain's index of the acknowledged bytes is at
+ * least 0.95 and the link stays busy, while the queue in front of the receiver stays within a
+ * few packets (every sample at most 4 frames; NSCC, reacting to a delay target, holds several
+ * tens of KB there); nothing is lost or resent, and credit was granted.
+ */
+class RcccIncastTestCase : public TestCase
+{
+  public:
+    RcccIncastTestCase()
+        : TestCase("rccc: receiver credit shares a 4-to-1 incast fairly with a near-empty queue")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(5, 100e9, 400e9, MicroSeconds(1));
+        Ptr<PacketNetwork> net =
+            BuildUetNetwork(star.Create(), {{"RdmaNic::Transport", "uet"}, {"Cc", "ns3::Rccc"}});
+        const uint32_t n = 4;
+        // the switch's port towards the receiver: host 4's NIC is the A end of its access link
+        // 9, the switch its B end (port 2 x 9 + 1)
+        Ptr<QbbNetDevice> down = net->GetPortDevice(19);
+        std::vector<uint64_t> at1;
+        std::vector<uint64_t> at2;
+        std::vector<uint64_t> queue;
+        Simulator::Schedule(MicroSeconds(100), [&]() { at1 = Acked(net, n); });
+        Simulator::Schedule(MicroSeconds(500), [&]() { at2 = Acked(net, n); });
+        for (int t = 100; t < 500; t += 5)
+        {
+            Simulator::Schedule(MicroSeconds(t),
+                                [&]() { queue.push_back(down->GetTotalQueueBytes()); });
+        }
+        UetOutcome out = RunUetFlows(
+            net,
+            UetFlows{
+                {0, 1, 2, 3}, {4, 4, 4, 4}, {2000000, 2000000, 2000000, 2000000}, {0, 0, 0, 0}});
+        NS_TEST_ASSERT_MSG_EQ(out.finished, n, "every flow finished");
+        NS_TEST_ASSERT_MSG_EQ(at2.size(), n, "sampled");
+        std::vector<double> share;
+        double total = 0;
+        for (uint32_t i = 0; i < n; ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(out.delivered[i], 2000000, "every byte delivered");
+            NS_TEST_ASSERT_MSG_EQ(out.retransmits[i], 0, "nothing lost");
+            NS_TEST_ASSERT_MSG_LT(at2[i], 2000000, "still running at the window's end");
+            share.push_back(static_cast<double>(at2[i] - at1[i]));
+            total += share.back();
+        }
+        NS_TEST_ASSERT_MSG_GT_OR_EQ(Jain(share), 0.95, "fair share (Jain's index)");
+        // 400 us of a 100 Gb/s link carry 5 MB of frames, 4.62 MB of 1000-byte payloads
+        NS_TEST_ASSERT_MSG_GT(total, 0.9 * 4.62e6, "the downlink stays busy");
+        uint64_t deepest = *std::max_element(queue.begin(), queue.end());
+        NS_TEST_ASSERT_MSG_LT_OR_EQ(deepest, 4 * 1082, "near-empty queue at the last hop");
+        net->Dispose();
+        Simulator::Destroy();
+    }
+};
+
+/**
+ * \brief RCCC survives a lost REQUEST: the link into the switch drops everything the sender
+ * sends in the first 20 us (its REQUEST and its initial credit's data); the timeout resends the
+ * lost packets, the next one finds the sender without credit and asks again, and the flow
+ * completes (without the second request it would wait for credit forever).
+ */
+class RcccLostRequestTestCase : public TestCase
+{
+  public:
+    RcccLostRequestTestCase()
+        : TestCase("rccc: a lost credit request is sent again and the flow completes")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Simulator::Destroy();
+        StarTopologyHelper star(2, 100e9, 400e9, MicroSeconds(1));
+        Ptr<PacketNetwork> net =
+            BuildUetNetwork(star.Create(), {{"RdmaNic::Transport", "uet"}, {"Cc", "ns3::Rccc"}});
+        // host 0's access link is link 1, its NIC the A end: the switch's port is 2 x 1 + 1
+        Ptr<QbbNetDevice> in = net->GetPortDevice(3);
+        in->SetLossProbability(1.0, 7);
+        Simulator::Schedule(MicroSeconds(20), [in]() { in->SetLossProbability(0.0, 7); });
+        UetOutcome out = RunUetFlows(net, UetFlows{{0}, {1}, {1000000}, {0}});
+        NS_TEST_ASSERT_MSG_GT(in->GetFaultDrops(), 1, "the request and some data were lost");
+        NS_TEST_ASSERT_MSG_EQ(out.finished, 1, "the flow finished");
+        NS_TEST_ASSERT_MSG_EQ(out.delivered[0], 1000000, "every byte delivered");
         net->Dispose();
         Simulator::Destroy();
     }
@@ -317,8 +506,11 @@ class UetTestSuite : public TestSuite
     {
         AddTestCase(new UetSprayTestCase, Duration::QUICK);
         AddTestCase(new UetSingleLossTestCase, Duration::QUICK);
+        AddTestCase(new UetTrimmingIncastTestCase, Duration::QUICK);
         AddTestCase(new NsccControlLawTestCase, Duration::QUICK);
         AddTestCase(new NsccIncastFairnessTestCase, Duration::QUICK);
+        AddTestCase(new RcccIncastTestCase, Duration::QUICK);
+        AddTestCase(new RcccLostRequestTestCase, Duration::QUICK);
     }
 };
 

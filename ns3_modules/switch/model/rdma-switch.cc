@@ -4,8 +4,13 @@
 #include "rdma-switch.h"
 
 #include "ns3/assert.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
 
 namespace ns3
 {
@@ -16,10 +21,29 @@ NS_OBJECT_ENSURE_REGISTERED(RdmaSwitch);
 TypeId
 RdmaSwitch::GetTypeId()
 {
-    static TypeId tid = TypeId("ns3::RdmaSwitch")
-                            .SetParent<Object>()
-                            .SetGroupName("Heterosim")
-                            .AddConstructor<RdmaSwitch>();
+    static TypeId tid =
+        TypeId("ns3::RdmaSwitch")
+            .SetParent<Object>()
+            .SetGroupName("Heterosim")
+            .AddConstructor<RdmaSwitch>()
+            .AddAttribute("Trimming",
+                          "Packet trimming: with a lossy buffer (PFC off), an RDMA data frame the "
+                          "buffer cannot admit is cut to its header and forwarded ahead of data "
+                          "instead of being dropped (NDP, SIGCOMM 2017; optional in UET 1.0)",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaSwitch::m_trimming),
+                          MakeBooleanChecker())
+            .AddAttribute("TrimBytes",
+                          "Bytes a trimmed frame keeps, headers included, before the physical-"
+                          "layer overhead (64: the header size of NDP and of the UEC reference "
+                          "simulator htsim; the minimum Ethernet frame)",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&RdmaSwitch::m_trimBytes),
+                          MakeUintegerChecker<uint32_t>(64))
+            .AddTraceSource("Trim",
+                            "A data frame was cut to its header (frame, egress port)",
+                            MakeTraceSourceAccessor(&RdmaSwitch::m_trimTrace),
+                            "ns3::RdmaSwitch::TrimTracedCallback");
     return tid;
 }
 
@@ -75,6 +99,7 @@ RdmaSwitch::Setup(uint32_t nodeId,
         m_headroom[p] = static_cast<uint64_t>(inflight) + 3ULL * maxFrameBytes + 84;
     }
     m_mmu->Configure(rates, m_headroom, pfcEnabled, bufferBytes);
+    m_trimActive = m_trimming && !pfcEnabled;
     m_refresh.assign(ports.size() * QbbNetDevice::N_PRIORITIES, EventId());
     for (uint32_t p = 0; p < ports.size(); ++p)
     {
@@ -154,7 +179,7 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
     }
     ++frame->hop;
     QbbNetDevice* egress = PeekPointer(m_ports[out]);
-    if (!frame->IsData())
+    if (!frame->IsData() || frame->trimmed)
     {
         egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
         return;
@@ -162,6 +187,11 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
     uint8_t prio = frame->priority;
     if (!m_mmu->Admit(port, prio, frame->wireBytes))
     {
+        if (m_trimActive && frame->type == RdmaFrame::DATA)
+        {
+            Trim(frame, egress, out);
+            return;
+        }
         ++m_drops;
         egress->CountDrop(frame);
         m_pool->Free(frame);
@@ -179,9 +209,22 @@ RdmaSwitch::HandleFrame(RdmaFrame* frame, uint32_t port)
 }
 
 void
+RdmaSwitch::Trim(RdmaFrame* frame, QbbNetDevice* egress, uint32_t out)
+{
+    NS_LOG_DEBUG("switch " << m_nodeId << " trims flow slot " << frame->flow << " seq "
+                           << frame->seq << " on port " << out);
+    frame->trimmed = 1;
+    frame->wireBytes = std::min(frame->wireBytes, m_trimBytes + m_phyBytes);
+    frame->nHops = 0;
+    ++m_trims;
+    m_trimTrace(frame, out);
+    egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
+}
+
+void
 RdmaSwitch::OnDequeue(RdmaFrame* frame, uint32_t port)
 {
-    if (!frame->IsData())
+    if (!frame->IsData() || frame->trimmed)
     {
         return;
     }
@@ -281,6 +324,24 @@ uint64_t
 RdmaSwitch::GetDrops() const
 {
     return m_drops;
+}
+
+uint64_t
+RdmaSwitch::GetTrims() const
+{
+    return m_trims;
+}
+
+bool
+RdmaSwitch::IsTrimming() const
+{
+    return m_trimActive;
+}
+
+void
+RdmaSwitch::SetPhyBytes(uint32_t bytes)
+{
+    m_phyBytes = bytes;
 }
 
 uint64_t

@@ -14,6 +14,7 @@
 #include "ns3/qbb-net-device.h"
 #include "ns3/rdma-frame-pool.h"
 #include "ns3/topology-description.h"
+#include "ns3/traced-callback.h"
 
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,21 @@ namespace ns3
  * RDMA data frames pick among several ports by its mode instead (flowlets, adaptive routing,
  * spraying); control and IP frames keep the ECMP choice. Control frames (ACK, NACK, CNP) use the
  * strict control queue and bypass buffer accounting and marking.
+ *
+ * Packet trimming (Trimming, off by default): a switch with a lossy buffer (PFC off) that would
+ * drop an RDMA data frame because the shared buffer has no room for it cuts the frame to its
+ * header instead (TrimBytes, plus the physical-layer overhead of SetPhyBytes) and forwards the
+ * header in the strict control queue, ahead of all data, unaccounted; later switches forward a
+ * trimmed frame the same way, and the receiving endpoint answers it with a NACK at once
+ * (RdmaNic UetTrimming). This is the trimming of NDP (Handley et al., "Re-architecting
+ * datacenter networks and stacks for low latency and high performance", SIGCOMM 2017:
+ * cut the payload when the data queue is full, headers in a priority queue) that UET 1.0 makes
+ * an optional switch feature (Ultra Ethernet Consortium, "Ultra Ethernet Specification 1.0",
+ * 2025, packet trimming in the network layer; the UEC reference simulator htsim models it the
+ * same way). Only RDMA data frames are trimmed (IP frames of socket hosts are dropped as before).
+ * APPROXIMATION: the header queue is unbounded (NDP and UET drop headers too when it overflows;
+ * the header rate is 1/20 of the data rate at a 1500-byte MTU, so it does not fill in the
+ * scenarios modelled), and headers are not ECN-marked or INT-stamped.
  */
 class RdmaSwitch : public Object, public FrameHandler
 {
@@ -97,6 +113,23 @@ class RdmaSwitch : public Object, public FrameHandler
     Ptr<SwitchMmu> GetMmu() const;
     /** \return packets dropped at this switch */
     uint64_t GetDrops() const;
+    /** \return data packets trimmed to their header at this switch */
+    uint64_t GetTrims() const;
+    /** \return whether this switch trims (Trimming on and its buffer lossy) */
+    bool IsTrimming() const;
+    /**
+     * \brief Set the physical-layer bytes a frame occupies on the wire beyond its Ethernet
+     * frame (preamble, SFD, inter-frame gap), added to TrimBytes for a trimmed frame.
+     * \param bytes overhead, bytes
+     */
+    void SetPhyBytes(uint32_t bytes);
+
+    /**
+     * TracedCallback signature for a trimmed frame.
+     * \param frame the frame, already cut to its header
+     * \param port egress port it is queued on
+     */
+    typedef void (*TrimTracedCallback)(const RdmaFrame* frame, uint32_t port);
     /** \param port a port \return its PFC headroom, bytes */
     uint64_t GetHeadroom(uint32_t port) const;
 
@@ -110,6 +143,8 @@ class RdmaSwitch : public Object, public FrameHandler
     void CheckPause(uint32_t port, uint8_t priority);
     /** Re-send XOFF before the previous one expires. */
     void RefreshPause(uint32_t port, uint8_t priority);
+    /** Cut a data frame the buffer cannot admit to its header and queue it ahead of data. */
+    void Trim(RdmaFrame* frame, QbbNetDevice* egress, uint32_t out);
 
     uint32_t m_nodeId{0};                           //!< topology node
     Ptr<TopologyDescription> m_desc;                //!< topology (routes)
@@ -125,6 +160,12 @@ class RdmaSwitch : public Object, public FrameHandler
     std::vector<uint64_t> m_headroom;               //!< headroom per port
     std::vector<EventId> m_refresh;                 //!< XOFF refresh per (port, priority)
     uint64_t m_drops{0};                            //!< drops here
+    bool m_trimming{false};                         //!< Trimming attribute
+    bool m_trimActive{false};                       //!< trimming on and the buffer lossy
+    uint32_t m_trimBytes{64};                       //!< TrimBytes attribute
+    uint32_t m_phyBytes{0};                         //!< wire overhead beyond the frame
+    uint64_t m_trims{0};                            //!< data frames trimmed here
+    TracedCallback<const RdmaFrame*, uint32_t> m_trimTrace; //!< a frame was trimmed
 };
 
 } // namespace ns3
