@@ -140,65 +140,89 @@ def build_plan(
     rows = _Rows.empty()
     world = len(traces)
     offsets = np.zeros(world + 1, dtype=np.int64)
-    coll_parts: list[np.ndarray] = []
-    send_parts: list[np.ndarray] = []
-    recv_parts: list[np.ndarray] = []
-    splits = _SplitTable()
+    comm = _CommNodes()
     for r, trace in enumerate(traces):
-        n = len(trace)
+        offsets[r] = _add_rank_tasks(rows, r, trace, int(rank_gpu[r]), durations_ns[r])
+        comm.collect(r, trace)
+    offsets[world] = rows.count
+    parents = _TraceParents(traces, offsets)
+    collectives, algorithms, protocols = _add_collectives(
+        rows, comm.collectives, rank_gpu, groups, decompose, offsets, parents, comm.splits
+    )
+    p2p_bytes = _add_p2p(rows, comm.sends, comm.recvs, rank_gpu, offsets, parents, p2p_rendezvous)
+    plan = _assemble(rows, cluster.world_size, collectives)
+    return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
+
+
+def _add_rank_tasks(rows: _Rows, r: int, trace: RankTrace, gpu: int, durations_ns: np.ndarray) -> int:
+    """Rank ``r``'s trace nodes as tasks (compute on its GPU, the rest markers) with their
+    dependencies; returns the first task's index."""
+    n = len(trace)
+    node_type = trace.templates.node_type[trace.template]
+    kinds = np.where(node_type == COMP_NODE, COMPUTE, MARKER).astype(np.uint8)
+    duration = np.where(node_type == COMP_NODE, np.asarray(durations_ns, dtype=np.int64)[trace.template], 0)
+    first = rows.add(
+        n,
+        kind=kinds,
+        gpu=np.where(node_type == COMP_NODE, gpu, -1),
+        duration=duration,
+        rank=r,
+        node=np.arange(n),
+    )
+    child = np.repeat(np.arange(n), np.diff(trace.dep_ptr)) + first
+    rows.edges(child, trace.dep_idx + first)
+    return first
+
+
+class _CommNodes:
+    """The communication nodes of every rank's trace, gathered for decomposition: collectives
+    (rank, node, group, type, bytes, split id), sends and receives (rank, node, peer, tag,
+    bytes), and the all-to-all-v send vectors."""
+
+    def __init__(self) -> None:
+        self.collectives: list[np.ndarray] = []
+        self.sends: list[np.ndarray] = []
+        self.recvs: list[np.ndarray] = []
+        self.splits = _SplitTable()
+
+    def collect(self, r: int, trace: RankTrace) -> None:
+        """Add rank ``r``'s collective, send and receive nodes."""
         node_type = trace.templates.node_type[trace.template]
-        kinds = np.where(node_type == COMP_NODE, COMPUTE, MARKER).astype(np.uint8)
-        duration = np.where(
-            node_type == COMP_NODE, np.asarray(durations_ns[r], dtype=np.int64)[trace.template], 0
-        )
-        first = rows.add(
-            n,
-            kind=kinds,
-            gpu=np.where(node_type == COMP_NODE, rank_gpu[r], -1),
-            duration=duration,
-            rank=r,
-            node=np.arange(n),
-        )
-        offsets[r] = first
-        child = np.repeat(np.arange(n), np.diff(trace.dep_ptr)) + first
-        rows.edges(child, trace.dep_idx + first)
         coll = np.flatnonzero(node_type == COMM_COLL_NODE)
         if coll.size:
             t = trace.template[coll]
-            coll_parts.append(
-                np.stack(
-                    [
-                        np.full(coll.size, r),
-                        coll,
-                        trace.templates.comm_group[t],
-                        trace.templates.comm_type[t],
-                        trace.templates.comm_bytes[t],
-                        splits.ids(trace.templates)[t],
-                    ],
-                    axis=1,
-                ).astype(np.int64)
-            )
-        for wanted, parts in ((COMM_SEND_NODE, send_parts), (COMM_RECV_NODE, recv_parts)):
+            columns = [
+                np.full(coll.size, r),
+                coll,
+                trace.templates.comm_group[t],
+                trace.templates.comm_type[t],
+                trace.templates.comm_bytes[t],
+                self.splits.ids(trace.templates)[t],
+            ]
+            self.collectives.append(np.stack(columns, axis=1).astype(np.int64))
+        for wanted, parts in ((COMM_SEND_NODE, self.sends), (COMM_RECV_NODE, self.recvs)):
             idx = np.flatnonzero(node_type == wanted)
             if idx.size:
-                parts.append(
-                    np.stack(
-                        [
-                            np.full(idx.size, r),
-                            idx,
-                            trace.peer[idx],
-                            trace.tag[idx],
-                            trace.templates.comm_bytes[trace.template[idx]],
-                        ],
-                        axis=1,
-                    ).astype(np.int64)
-                )
-    offsets[world] = rows.count
-    dep_ptr_of = [t.dep_ptr for t in traces]
-    dep_idx_of = [t.dep_idx for t in traces]
+                columns = [
+                    np.full(idx.size, r),
+                    idx,
+                    trace.peer[idx],
+                    trace.tag[idx],
+                    trace.templates.comm_bytes[trace.template[idx]],
+                ]
+                parts.append(np.stack(columns, axis=1).astype(np.int64))
 
-    def parents(ranks: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(which input row, parent node task) pairs for trace nodes (ranks[i], nodes[i])."""
+
+class _TraceParents:
+    """``parents(ranks, nodes)``: the (input row, parent task) pairs of trace nodes
+    ``(ranks[i], nodes[i])``, from each rank's dependency CSR and its first task's index."""
+
+    def __init__(self, traces: Sequence[RankTrace], offsets: np.ndarray) -> None:
+        self.dep_ptr_of = [t.dep_ptr for t in traces]
+        self.dep_idx_of = [t.dep_idx for t in traces]
+        self.offsets = offsets
+
+    def __call__(self, ranks: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out_row, out_parent = [], []
         by_rank = np.argsort(ranks, kind="stable")
         sorted_ranks = ranks[by_rank]
@@ -208,24 +232,22 @@ def build_plan(
         )
         for k, r in enumerate(present):
             sel = by_rank[bounds[k] : bounds[k + 1]]
-            lo, hi = dep_ptr_of[r][nodes[sel]], dep_ptr_of[r][nodes[sel] + 1]
+            lo, hi = self.dep_ptr_of[r][nodes[sel]], self.dep_ptr_of[r][nodes[sel] + 1]
             counts = hi - lo
             starts = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-            flat = dep_idx_of[r][np.arange(counts.sum()) + starts]
+            flat = self.dep_idx_of[r][np.arange(counts.sum()) + starts]
             out_row.append(np.repeat(sel, counts))
-            out_parent.append(flat + offsets[r])
+            out_parent.append(flat + self.offsets[r])
         if not out_row:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(out_row), np.concatenate(out_parent)
 
-    collectives, algorithms, protocols = _add_collectives(
-        rows, coll_parts, rank_gpu, groups, decompose, offsets, parents, splits
-    )
-    p2p_bytes = _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, p2p_rendezvous)
 
-    cat = _take  # each column's blocks are freed as soon as the column is one array
+def _assemble(rows: _Rows, num_gpus: int, collectives: dict) -> ExecutionPlan:
+    """The plan's columns, each concatenated once (its blocks freed as soon as it is one array)."""
+    cat = _take
     dep_ptr, dep_idx = coo_to_csr(rows.count, cat(rows.child, np.int64), cat(rows.parent, np.int64))
-    plan = ExecutionPlan(
+    return ExecutionPlan(
         kind=cat(rows.kind),
         gpu=cat(rows.gpu),
         dst=cat(rows.dst),
@@ -239,11 +261,10 @@ def build_plan(
         rank=cat(rows.rank),
         node=cat(rows.node),
         collective=cat(rows.collective),
-        num_gpus=cluster.world_size,
+        num_gpus=num_gpus,
         collectives=collectives,
         channel=cat(rows.channel),
     )
-    return PlanTables(plan, offsets[:-1].copy(), collectives, algorithms, protocols, p2p_bytes)
 
 
 def _take(blocks: list, dtype: type | None = None) -> np.ndarray:
@@ -331,26 +352,84 @@ def _matrices(
     return inst_matrix, matrices
 
 
+COLLECTIVE_COLUMNS = (
+    "id",
+    "comm_type",
+    "group",
+    "size_bytes",
+    "ranks",
+    "algorithm",
+    "protocol",
+    "channels",
+    "start_task",
+    "end_task",
+    "predicted_ns",
+)
+
+
+@dataclass
+class _Instances:
+    """Collective nodes matched into instances: the k-th collective of every member of a
+    communicator is one instance. Per node (rank-major): ``rank``, ``node``, ``group``,
+    ``ctype``, ``size``, ``split``, and ``inverse`` (its instance); per instance: ``group_of``,
+    ``occurrence``, ``members``, ``type_of``, ``size_of``."""
+
+    rank: np.ndarray
+    node: np.ndarray
+    group: np.ndarray
+    ctype: np.ndarray
+    size: np.ndarray
+    split: np.ndarray
+    inverse: np.ndarray
+    group_of: np.ndarray
+    occurrence: np.ndarray
+    members: np.ndarray
+    type_of: np.ndarray
+    size_of: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.group_of.size)
+
+
 def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, parents, splits):
-    empty = {
-        k: np.zeros(0, np.int64)
-        for k in (
-            "id",
-            "comm_type",
-            "group",
-            "size_bytes",
-            "ranks",
-            "algorithm",
-            "protocol",
-            "channels",
-            "start_task",
-            "end_task",
-            "predicted_ns",
-        )
-    }
+    """Every collective node's instance decomposed into flows (once per distinct signature,
+    copied per instance) and linked to its members' traces; returns the collectives table,
+    the algorithm and the protocol names."""
     if not coll_parts:
-        return empty, [], []
-    table = np.concatenate(coll_parts)  # rank, node, group, type, bytes, split id (rank-major)
+        return {k: np.zeros(0, np.int64) for k in COLLECTIVE_COLUMNS}, [], []
+    inst = _match_instances(np.concatenate(coll_parts), groups)
+    inst_matrix, matrices = _matrices(
+        inst.inverse, inst.rank, inst.group, inst.split, inst.count, groups, splits, len(offsets) - 1
+    )
+    for m, matrix in enumerate(matrices):
+        inst.size_of[inst_matrix == m] = int(matrix.sum())
+    out = {k: np.zeros(inst.count, np.int64) for k in COLLECTIVE_COLUMNS}
+    out["id"] = np.arange(inst.count)
+    out["comm_type"], out["group"], out["size_bytes"] = inst.type_of, inst.group_of, inst.size_of
+    out["ranks"] = inst.members
+    algorithms: list[str] = []
+    protocols: list[str] = []
+    for (ctype, size, gpus, matrix_id), members in _signatures(inst, inst_matrix, rank_gpu, groups).items():
+        if matrix_id >= 0:
+            sub = decompose(ctype, 0, list(gpus), pair_bytes=matrices[matrix_id])
+        else:
+            sub = decompose(ctype, size, list(gpus))
+        _add_instances(rows, sub, members, out)
+        name = str(sub.algorithm)
+        if name not in algorithms:
+            algorithms.append(name)
+        if sub.protocol not in protocols:
+            protocols.append(sub.protocol)
+        out["algorithm"][members] = algorithms.index(name)
+        out["protocol"][members] = protocols.index(sub.protocol)
+    _link_instances(rows, inst, out["start_task"], out["end_task"], offsets, parents)
+    return out, algorithms, protocols
+
+
+def _match_instances(table: np.ndarray, groups: dict[int, list[int]]) -> _Instances:
+    """Collective nodes (rank, node, group, type, bytes, split id; rank-major) matched into
+    instances, each checked: every member issues it, with one type and size."""
     rank, node, group, ctype, size, split = table.T
     size = np.where(split >= 0, -2, size)  # an all-to-all-v's members send different totals
     # k-th collective of each rank on each group, in the rank's issue order.
@@ -359,48 +438,47 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
     # one int64 key per row (a 1-D sort instead of a sort of row tuples)
     low, base = int(group.min()), int(occurrence.max()) + 1
     flat, inverse = np.unique((group - low) * base + occurrence, return_inverse=True)
-    instances = np.stack([flat // base + low, flat % base])
+    group_of, occurrence_of = flat // base + low, flat % base
     del flat
     inverse = inverse.reshape(-1)
-    n_inst = instances.shape[1]
+    n_inst = group_of.size
     members = np.bincount(inverse, minlength=n_inst)
-    inst_type = np.full(n_inst, -1, np.int64)
-    inst_size = np.full(n_inst, -1, np.int64)
-    inst_type[inverse] = ctype
-    inst_size[inverse] = size
+    type_of = np.full(n_inst, -1, np.int64)
+    size_of = np.full(n_inst, -1, np.int64)
+    type_of[inverse] = ctype
+    size_of[inverse] = size
     known = [g for g in groups if low <= g <= int(group.max())]
     group_size = np.zeros(int(group.max()) - low + 1, np.int64)
     group_size[np.array(known, dtype=np.int64) - low] = [len(groups[g]) for g in known]
-    for i in np.flatnonzero(members != group_size[instances[0] - low]):
-        g = int(instances[0, i])
+    for short in np.flatnonzero(members != group_size[group_of - low]):
+        g = int(group_of[short])
         raise UserError(
-            f"traces: collective #{int(instances[1, i])} on communicator {g} is issued by "
-            f"{members[i]} of its {len(groups.get(g, []))} ranks"
+            f"traces: collective #{int(occurrence_of[short])} on communicator {g} is issued by "
+            f"{members[short]} of its {len(groups.get(g, []))} ranks"
         )
-    mismatch = (inst_type[inverse] != ctype) | (inst_size[inverse] != size)
+    mismatch = (type_of[inverse] != ctype) | (size_of[inverse] != size)
     if mismatch.any():
         i = int(np.flatnonzero(mismatch)[0])
         raise UserError(
             f"traces: rank {int(rank[i])} node {int(node[i])}: collective on communicator "
             f"{int(group[i])} disagrees with its peers on type or size"
         )
-    inst_matrix, matrices = _matrices(inverse, rank, group, split, n_inst, groups, splits, len(offsets) - 1)
-    for m, matrix in enumerate(matrices):
-        inst_size[inst_matrix == m] = int(matrix.sum())
-    algorithms: list[str] = []
-    protocols: list[str] = []
-    out = {k: np.zeros(n_inst, np.int64) for k in empty}
-    out["id"] = np.arange(n_inst)
-    out["comm_type"], out["group"], out["size_bytes"] = inst_type, instances[0], inst_size
-    out["ranks"] = members
-    start_task = np.zeros(n_inst, np.int64)
-    end_task = np.zeros(n_inst, np.int64)
-    # Decompose once per distinct (type, size, communicator members, all-to-all-v matrix).
-    signature = {}
+    return _Instances(
+        rank, node, group, ctype, size, split, inverse, group_of, occurrence_of, members, type_of, size_of
+    )
+
+
+def _signatures(
+    inst: _Instances, inst_matrix: np.ndarray, rank_gpu: np.ndarray, groups: dict[int, list[int]]
+) -> dict[tuple, np.ndarray]:
+    """The instances of each distinct (type, size, member GPUs, all-to-all-v matrix), ascending,
+    the signatures in the order of their first instance: each is decomposed once."""
+    n_inst = inst.count
+    signature: dict[tuple, list[np.ndarray]] = {}
     # instances grouped by (type, size, communicator, all-to-all-v matrix), each group's
     # instances ascending; groups taken in the order of their first instance
-    by_sig = np.lexsort((np.arange(n_inst), inst_matrix, instances[0], inst_size, inst_type))
-    cols = np.stack([inst_type, inst_size, instances[0], inst_matrix])[:, by_sig]
+    by_sig = np.lexsort((np.arange(n_inst), inst_matrix, inst.group_of, inst.size_of, inst.type_of))
+    cols = np.stack([inst.type_of, inst.size_of, inst.group_of, inst_matrix])[:, by_sig]
     starts = np.flatnonzero(np.concatenate([[True], (cols[:, 1:] != cols[:, :-1]).any(axis=0)]))
     sig_bounds = np.append(starts, n_inst)
     for j in np.argsort(by_sig[starts], kind="stable"):
@@ -409,49 +487,48 @@ def _add_collectives(rows, coll_parts, rank_gpu, groups, decompose, offsets, par
         signature.setdefault((ctype_j, size_j, gpus, matrix_j), []).append(
             by_sig[sig_bounds[j] : sig_bounds[j + 1]]
         )
-    for (ctype_i, size_i, gpus, matrix_id), parts in signature.items():
-        inst = np.sort(np.concatenate(parts))
-        if matrix_id >= 0:
-            sub = decompose(ctype_i, 0, list(gpus), pair_bytes=matrices[matrix_id])
-        else:
-            sub = decompose(ctype_i, size_i, list(gpus))
-        copies, n = inst.size, len(sub)
-        first = rows.add(
-            copies * n,
-            kind=np.tile(sub.kind, copies),
-            gpu=np.tile(sub.gpu, copies),
-            dst=np.tile(sub.dst, copies),
-            size=np.tile(sub.bytes, copies),
-            delay=np.tile(sub.delay_ns, copies),
-            collective=np.repeat(inst, n),
-            channel=np.tile(sub.channel, copies),
-        )
-        base = first + np.arange(copies) * n
-        sub_child = np.repeat(np.arange(n), np.diff(sub.dep_ptr))
-        rows.edges(
-            (base[:, None] + sub_child[None, :]).ravel(), (base[:, None] + sub.dep_idx[None, :]).ravel()
-        )
-        start_task[inst] = base
-        end_task[inst] = base + sub.end_task
-        name = f"{sub.algorithm}"
-        if name not in algorithms:
-            algorithms.append(name)
-        if sub.protocol not in protocols:
-            protocols.append(sub.protocol)
-        out["algorithm"][inst] = algorithms.index(name)
-        out["protocol"][inst] = protocols.index(sub.protocol)
-        out["channels"][inst] = sub.channels
-        out["predicted_ns"][inst] = sub.predicted_ns
-    out["start_task"], out["end_task"] = start_task, end_task
-    # Collective node task <- end marker; start marker <- every member's trace parents.
-    rows.edges(offsets[rank] + node, end_task[inverse])
-    which, parent = parents(rank, node)
-    rows.edges(start_task[inverse[which]], parent)
-    # One communicator's instances run in order.
-    order = np.lexsort((instances[1], instances[0]))
-    same = instances[0, order[1:]] == instances[0, order[:-1]]
+    return {key: np.sort(np.concatenate(parts)) for key, parts in signature.items()}
+
+
+def _add_instances(rows: _Rows, sub, inst: np.ndarray, out: dict[str, np.ndarray]) -> None:
+    """One copy of the decomposed sub-DAG ``sub`` per instance in ``inst``, with its edges;
+    the instances' start and end tasks, channels and predicted times go to ``out``."""
+    copies, n = inst.size, len(sub)
+    first = rows.add(
+        copies * n,
+        kind=np.tile(sub.kind, copies),
+        gpu=np.tile(sub.gpu, copies),
+        dst=np.tile(sub.dst, copies),
+        size=np.tile(sub.bytes, copies),
+        delay=np.tile(sub.delay_ns, copies),
+        collective=np.repeat(inst, n),
+        channel=np.tile(sub.channel, copies),
+    )
+    base = first + np.arange(copies) * n
+    sub_child = np.repeat(np.arange(n), np.diff(sub.dep_ptr))
+    rows.edges((base[:, None] + sub_child[None, :]).ravel(), (base[:, None] + sub.dep_idx[None, :]).ravel())
+    out["start_task"][inst] = base
+    out["end_task"][inst] = base + sub.end_task
+    out["channels"][inst] = sub.channels
+    out["predicted_ns"][inst] = sub.predicted_ns
+
+
+def _link_instances(
+    rows: _Rows,
+    inst: _Instances,
+    start_task: np.ndarray,
+    end_task: np.ndarray,
+    offsets: np.ndarray,
+    parents: _TraceParents,
+) -> None:
+    """Collective node task <- its instance's end marker; start marker <- every member's trace
+    parents; one communicator's instances run in order."""
+    rows.edges(offsets[inst.rank] + inst.node, end_task[inst.inverse])
+    which, parent = parents(inst.rank, inst.node)
+    rows.edges(start_task[inst.inverse[which]], parent)
+    order = np.lexsort((inst.occurrence, inst.group_of))
+    same = inst.group_of[order[1:]] == inst.group_of[order[:-1]]
     rows.edges(start_task[order[1:][same]], end_task[order[:-1][same]])
-    return out, algorithms, protocols
 
 
 def _add_p2p(rows, send_parts, recv_parts, rank_gpu, offsets, parents, rendezvous: bool = True) -> int:
