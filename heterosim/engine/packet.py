@@ -120,6 +120,32 @@ def create_packet_network(
     ``AckInterval``, ...; ``Dcqcn::RateAi: 0bps`` derives DCQCN's step from each NIC's own line
     rate, see dcqcn.h). ``FluidNetwork::`` entries belong to the flow model and are skipped.
     """
+    _check_settings(network, seed, intra_host, acceleration, sample_interval_ns)
+    ns3 = gbl.ns3
+    net = ns3.CreateObject[ns3.PacketNetwork]()
+    settings = _settings(network, seed, sample_interval_ns, sample_all_ports, intra_host, acceleration)
+    for name, value in settings.items():
+        if not net.SetComponentAttribute(name, _attribute_text(value)):
+            raise UserError(f"network: {name}: invalid value {value!r}")
+    _apply_attribute_overrides(ns3, net, network)
+    if not net.Build(topology_desc):
+        raise _build_error(ns3, net, network)
+    if net.GetSmallestSharedPool() == 0:
+        raise UserError(
+            f"{_where(network)}network: buffer: {network.buffer_bytes} bytes leave no shared buffer at a "
+            "fabric switch once PFC headroom and per-port reserves are set aside; raise it"
+        )
+    return net
+
+
+def _where(network: NetworkConfig) -> str:
+    return f"{network.source}: " if network.source else ""
+
+
+def _check_settings(
+    network: NetworkConfig, seed: int, intra_host: str, acceleration: str, sample_interval_ns: int
+) -> None:
+    """The run's settings, each a one-line error when out of range or not runnable together."""
     require_choice("network: cc", network.cc, CC_ALGORITHMS)
     if seed < 0:
         raise UserError(f"simulation: seed: expected an integer >= 0, got {seed}")
@@ -129,10 +155,24 @@ def create_packet_network(
     check_uet(network)
     if sample_interval_ns < 0:
         raise UserError(f"simulation: sample_interval: expected >= 0, got {sample_interval_ns} ns")
-    ns3 = gbl.ns3
-    where = f"{network.source}: " if network.source else ""
-    net = ns3.CreateObject[ns3.PacketNetwork]()
-    settings = {
+    if "memo" in acceleration.split("+") and (network.trimming or network.cc == "rccc"):
+        key = "network.trimming: true" if network.trimming else "network.cc: rccc"
+        raise UserError(
+            f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes without "
+            f"the switches' trims and the receivers' credit pacers; with {key} use exact or fast"
+        )
+
+
+def _settings(
+    network: NetworkConfig,
+    seed: int,
+    sample_interval_ns: int,
+    sample_all_ports: bool,
+    intra_host: str,
+    acceleration: str,
+) -> dict[str, Any]:
+    """The packet network's and its components' attributes the experiment sets."""
+    settings: dict[str, Any] = {
         "Cc": CC_TYPE_IDS[network.cc],
         "Mtu": int(network.mtu_bytes),
         "PfcEnabled": bool(network.pfc),
@@ -147,59 +187,53 @@ def create_packet_network(
         "HostFlows": "fluid" if intra_host == "flow" else "packet",
         "Acceleration": acceleration,
     }
-    if "memo" in acceleration.split("+") and (network.trimming or network.cc == "rccc"):
-        key = "network.trimming: true" if network.trimming else "network.cc: rccc"
-        raise UserError(
-            f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes without "
-            f"the switches' trims and the receivers' credit pacers; with {key} use exact or fast"
-        )
     if network.trimming:  # switches trim, UET receivers NACK the headers (config/fabric.py)
         settings["RdmaSwitch::Trimming"] = True
         settings["RdmaNic::UetTrimming"] = True
     if sample_interval_ns > 0:  # cwnd series of socket hosts at the sampling period
         settings["SocketTransport::CwndSampleInterval"] = f"{int(sample_interval_ns)}ns"
-    for name, value in settings.items():
-        if not net.SetComponentAttribute(name, _attribute_text(value)):
-            raise UserError(f"network: {name}: invalid value {value!r}")
-    texts = check_network_attributes(ns3, network.attributes, network.source)  # before ns-3 parses
+    return settings
+
+
+def _apply_attribute_overrides(ns3: Any, net: Any, network: NetworkConfig) -> None:
+    """``network.attributes`` (checked before ns-3 parses them); the fluid model's are skipped."""
+    texts = check_network_attributes(ns3, network.attributes, network.source)
     for key, value in network.attributes.items():
         name = str(key)
         if name.startswith(FLUID_PREFIXES):
             continue
         if not net.SetComponentAttribute(name, texts[name]):
             raise UserError(
-                f"{where}network: attributes: {name}: not an attribute of the packet network or its "
-                f"components, or {value!r} is not a valid value for it"
+                f"{_where(network)}network: attributes: {name}: not an attribute of the packet network "
+                f"or its components, or {value!r} is not a valid value for it"
             )
-    if not net.Build(topology_desc):
-        host_flows = ns3.StringValue()
-        net.GetAttribute("HostFlows", host_flows)
-        if str(host_flows.Get()) not in ("packet", "fluid"):
-            raise UserError(
-                f"{where}network: attributes: HostFlows: expected packet or fluid, "
-                f"got {str(host_flows.Get())!r}"
-            )
-        tcp = next(
-            (
-                str(v)
-                for k, v in network.attributes.items()
-                if str(k).startswith(TCP_ATTRIBUTE_PREFIXES) and str(k).endswith("::TcpCongestionControl")
-            ),
-            None,
+
+
+def _build_error(ns3: Any, net: Any, network: NetworkConfig) -> UserError:
+    """Why ``PacketNetwork::Build`` refused: a host-flow mode, a TCP congestion control or the
+    congestion control that ns-3 does not know."""
+    where = _where(network)
+    host_flows = ns3.StringValue()
+    net.GetAttribute("HostFlows", host_flows)
+    if str(host_flows.Get()) not in ("packet", "fluid"):
+        return UserError(
+            f"{where}network: attributes: HostFlows: expected packet or fluid, got {str(host_flows.Get())!r}"
         )
-        if tcp is not None:
-            raise UserError(
-                f"{where}network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
-                "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
-                "ns3::TcpDctcp, ns3::TcpNewReno)"
-            )
-        raise UserError(f"{where}network: cc: unknown congestion control {network.cc!r}")
-    if net.GetSmallestSharedPool() == 0:
-        raise UserError(
-            f"{where}network: buffer: {network.buffer_bytes} bytes leave no shared buffer at a fabric "
-            "switch once PFC headroom and per-port reserves are set aside; raise it"
+    tcp = next(
+        (
+            str(v)
+            for k, v in network.attributes.items()
+            if str(k).startswith(TCP_ATTRIBUTE_PREFIXES) and str(k).endswith("::TcpCongestionControl")
+        ),
+        None,
+    )
+    if tcp is not None:
+        return UserError(
+            f"{where}network: attributes: SocketTransport::TcpCongestionControl: {tcp!r} "
+            "is not an ns-3 TCP congestion control (e.g. ns3::TcpCubic, "
+            "ns3::TcpDctcp, ns3::TcpNewReno)"
         )
-    return net
+    return UserError(f"{where}network: cc: unknown congestion control {network.cc!r}")
 
 
 FAST_FORWARD_FIELDS = (
