@@ -302,6 +302,35 @@ RdmaNic::Wake(uint32_t port)
     m_ports[port]->TryTransmit();
 }
 
+uint64_t
+RdmaNic::MessageEnd(const RdmaQueuePair* qp, uint64_t seq, uint64_t fallback) const
+{
+    for (uint64_t e : qp->sendEnds)
+    {
+        if (e > seq)
+        {
+            return e;
+        }
+    }
+    return fallback;
+}
+
+void
+RdmaNic::PaceAfter(RdmaQueuePair* qp, uint32_t wireBytes, int64_t nowNs) const
+{
+    double rate = qp->cc->GetRate();
+    if (rate >= qp->portRate)
+    {
+        qp->nextAvailNs = nowNs;
+        qp->paceCarry = 0;
+        return;
+    }
+    double gap = static_cast<double>(wireBytes) * 8e9 / rate + qp->paceCarry;
+    double whole = std::floor(gap);
+    qp->paceCarry = gap - whole;
+    qp->nextAvailNs = nowNs + static_cast<int64_t>(whole);
+}
+
 RdmaFrame*
 RdmaNic::MakeData(RdmaQueuePair* qp)
 {
@@ -310,15 +339,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     uint64_t end = qp->size;
     uint64_t holeEnd = 0;
     bool hole = m_transport != ROCE && qp->recovery && NextHole(qp, &seq, &holeEnd);
-    // the end of the message seq is in (a packet never spans two messages)
-    for (uint64_t e : qp->sendEnds)
-    {
-        if (e > seq)
-        {
-            end = e;
-            break;
-        }
-    }
+    end = MessageEnd(qp, seq, end);
     uint64_t limit = hole ? std::min(end, holeEnd) : end;
     uint32_t payload = static_cast<uint32_t>(std::min<uint64_t>(m_mtu, limit - seq));
     RdmaFrame* f = m_pool->Alloc();
@@ -366,19 +387,7 @@ RdmaNic::MakeData(RdmaQueuePair* qp)
     }
     qp->lastTxNs = now;
     qp->lastTxBytes = f->wireBytes;
-    double rate = qp->cc->GetRate();
-    if (rate >= qp->portRate)
-    {
-        qp->nextAvailNs = now;
-        qp->paceCarry = 0;
-    }
-    else
-    {
-        double gap = static_cast<double>(f->wireBytes) * 8e9 / rate + qp->paceCarry;
-        double whole = std::floor(gap);
-        qp->paceCarry = gap - whole;
-        qp->nextAvailNs = now + static_cast<int64_t>(whole);
-    }
+    PaceAfter(qp, f->wireBytes, now);
     if (!qp->rtoEvent.IsPending())
     {
         qp->rtoEvent =

@@ -239,6 +239,19 @@ class RdmaNic : public Object, public FrameHandler
     void SendControl(RdmaQueuePair* qp, uint8_t type, uint64_t seq, bool ce, const RdmaFrame* data);
     /** Build the next data packet of \p qp. */
     RdmaFrame* MakeData(RdmaQueuePair* qp);
+    /**
+     * \param qp a queue pair
+     * \param seq a byte sequence number
+     * \param fallback returned when no posted message ends after \p seq
+     * \return the end of the message \p seq is in (a packet never spans two messages)
+     */
+    uint64_t MessageEnd(const RdmaQueuePair* qp, uint64_t seq, uint64_t fallback) const;
+    /**
+     * \brief When \p qp may send again after a packet of \p wireBytes at \p nowNs: at once at
+     * line rate, else after the packet's time at the congestion control's rate (the fraction of
+     * a ns carried to the next packet).
+     */
+    void PaceAfter(RdmaQueuePair* qp, uint32_t wireBytes, int64_t nowNs) const;
     /** Retransmission timer of \p slot. */
     void RetransmitTimeout(uint32_t slot);
     /** Go back to the first unacknowledged byte. */
