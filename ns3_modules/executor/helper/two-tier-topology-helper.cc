@@ -31,6 +31,15 @@ TwoTierTopologyHelper::GetUplink(uint32_t leaf, uint32_t spine) const
 Ptr<TopologyDescription>
 TwoTierTopologyHelper::Create() const
 {
+    Ptr<TopologyDescription> desc = CreateObject<TopologyDescription>();
+    DescribeNodesAndLinks(desc);
+    DescribeRoutes(desc);
+    return desc;
+}
+
+void
+TwoTierTopologyHelper::DescribeNodesAndLinks(Ptr<TopologyDescription> desc) const
+{
     uint32_t hosts = 2 * m_hostsPerLeaf;
     uint32_t leaf0 = 2 * hosts;
     uint32_t nodes = leaf0 + 2 + m_spines;
@@ -68,7 +77,16 @@ TwoTierTopologyHelper::Create() const
             b[GetUplink(l, s)] = static_cast<int32_t>(leaf0 + 2 + s);
         }
     }
+    desc->SetNodes(nodes, kind.data(), host.data());
+    desc->SetLinks(links, a.data(), b.data(), rate.data(), delay.data(), linkKind.data());
+    desc->SetGpus(hosts, gpuNode.data(), nicNode.data());
+}
 
+void
+TwoTierTopologyHelper::DescribeRoutes(Ptr<TopologyDescription> desc) const
+{
+    uint32_t hosts = 2 * m_hostsPerLeaf;
+    uint32_t leaf0 = 2 * hosts;
     // Routes (CSR over (node, destination) entries): GPU <-> own NIC; NIC -> other NICs through
     // its access link; leaf -> own NICs directly, other NICs over every uplink; spine -> NIC
     // through the NIC's leaf.
@@ -112,14 +130,8 @@ TwoTierTopologyHelper::Create() const
             add(leaf0 + 2 + s, nic, {GetUplink(leaf, s)});
         }
     }
-
-    Ptr<TopologyDescription> desc = CreateObject<TopologyDescription>();
-    desc->SetNodes(nodes, kind.data(), host.data());
-    desc->SetLinks(links, a.data(), b.data(), rate.data(), delay.data(), linkKind.data());
-    desc->SetGpus(hosts, gpuNode.data(), nicNode.data());
     desc->SetRoutes(
         static_cast<uint32_t>(rNode.size()), rNode.data(), rDst.data(), rPtr.data(), rLink.data());
-    return desc;
 }
 
 } // namespace ns3

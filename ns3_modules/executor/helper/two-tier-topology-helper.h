@@ -47,6 +47,11 @@ class TwoTierTopologyHelper
     uint32_t GetUplink(uint32_t leaf, uint32_t spine) const;
 
   private:
+    /** Give \p desc the nodes, links and GPUs of the topology (no routes yet). */
+    void DescribeNodesAndLinks(Ptr<TopologyDescription> desc) const;
+    /** Give \p desc the routes of the topology (its nodes and links set). */
+    void DescribeRoutes(Ptr<TopologyDescription> desc) const;
+
     uint32_t m_hostsPerLeaf; //!< hosts on each leaf
     uint32_t m_spines;       //!< spine switches
     double m_rate;           //!< access links and uplinks, bit/s

@@ -188,56 +188,20 @@ TopologyDescription::RecomputeFabricRoutes()
         m_routes = m_baseRoutes;
         return 0;
     }
-    auto fabricLink = [this](uint32_t l) {
-        return (m_linkKind[l] == ACCESS || m_linkKind[l] == FABRIC) && m_linkUp[l] != 0;
-    };
-    auto fabricNode = [this](uint32_t n) {
-        uint8_t k = m_nodeKind[n];
-        return k == NIC || k == LEAF || k == SPINE;
-    };
     uint32_t nNodes = m_nodeKind.size();
-    std::vector<uint32_t> nics;
-    for (uint32_t n = 0; n < nNodes; ++n)
-    {
-        if (m_nodeKind[n] == NIC)
-        {
-            nics.push_back(n);
-        }
-    }
     std::vector<uint8_t> unreachable(nNodes, 0);
     std::vector<int64_t> dist(nNodes);
     std::vector<uint32_t> queue;
-    for (uint32_t d : nics)
+    for (uint32_t d = 0; d < nNodes; ++d)
     {
-        // breadth-first search from the destination over the fabric links that are up
-        std::fill(dist.begin(), dist.end(), -1);
-        queue.clear();
-        dist[d] = 0;
-        queue.push_back(d);
-        for (std::size_t head = 0; head < queue.size(); ++head)
+        if (m_nodeKind[d] != NIC)
         {
-            uint32_t u = queue[head];
-            if (u != d && m_nodeKind[u] == NIC)
-            {
-                continue; // a NIC never forwards for others
-            }
-            for (uint32_t l : m_nodeLinks[u])
-            {
-                if (!fabricLink(l))
-                {
-                    continue;
-                }
-                uint32_t v = GetOtherEnd(l, u);
-                if (dist[v] < 0 && fabricNode(v))
-                {
-                    dist[v] = dist[u] + 1;
-                    queue.push_back(v);
-                }
-            }
+            continue;
         }
+        FabricHopCounts(d, dist, queue);
         for (uint32_t u = 0; u < nNodes; ++u)
         {
-            if (u == d || !fabricNode(u) ||
+            if (u == d || !IsFabricNode(u) ||
                 (m_nodeKind[u] == NIC && m_nodeHost[u] == m_nodeHost[d]))
             {
                 continue; // NIC -> NIC inside a host is a host route
@@ -252,43 +216,97 @@ TopologyDescription::RecomputeFabricRoutes()
                 }
                 continue;
             }
-            std::vector<uint32_t> best;
-            for (uint32_t l : m_nodeLinks[u])
-            {
-                if (!fabricLink(l))
-                {
-                    continue;
-                }
-                uint32_t v = GetOtherEnd(l, u);
-                if (dist[v] == dist[u] - 1 && (m_nodeKind[v] != NIC || v == d))
-                {
-                    best.push_back(l);
-                }
-            }
-            // original next hops first, in their order; new ones after, by link id
-            std::vector<uint32_t> ordered;
-            auto base = m_baseRoutes.find(key);
-            if (base != m_baseRoutes.end())
-            {
-                for (uint32_t l : base->second)
-                {
-                    if (std::find(best.begin(), best.end(), l) != best.end())
-                    {
-                        ordered.push_back(l);
-                    }
-                }
-            }
-            for (uint32_t l : best)
-            {
-                if (std::find(ordered.begin(), ordered.end(), l) == ordered.end())
-                {
-                    ordered.push_back(l);
-                }
-            }
-            m_routes[key] = std::move(ordered);
+            m_routes[key] = FabricNextHops(u, d, dist);
         }
     }
     return static_cast<uint32_t>(std::count(unreachable.begin(), unreachable.end(), 1));
+}
+
+bool
+TopologyDescription::IsUpFabricLink(uint32_t link) const
+{
+    return (m_linkKind[link] == ACCESS || m_linkKind[link] == FABRIC) && m_linkUp[link] != 0;
+}
+
+bool
+TopologyDescription::IsFabricNode(uint32_t node) const
+{
+    uint8_t k = m_nodeKind[node];
+    return k == NIC || k == LEAF || k == SPINE;
+}
+
+void
+TopologyDescription::FabricHopCounts(uint32_t dst,
+                                     std::vector<int64_t>& dist,
+                                     std::vector<uint32_t>& queue) const
+{
+    // breadth-first search from the destination over the fabric links that are up
+    std::fill(dist.begin(), dist.end(), -1);
+    queue.clear();
+    dist[dst] = 0;
+    queue.push_back(dst);
+    for (std::size_t head = 0; head < queue.size(); ++head)
+    {
+        uint32_t u = queue[head];
+        if (u != dst && m_nodeKind[u] == NIC)
+        {
+            continue; // a NIC never forwards for others
+        }
+        for (uint32_t l : m_nodeLinks[u])
+        {
+            if (!IsUpFabricLink(l))
+            {
+                continue;
+            }
+            uint32_t v = GetOtherEnd(l, u);
+            if (dist[v] < 0 && IsFabricNode(v))
+            {
+                dist[v] = dist[u] + 1;
+                queue.push_back(v);
+            }
+        }
+    }
+}
+
+std::vector<uint32_t>
+TopologyDescription::FabricNextHops(uint32_t node,
+                                    uint32_t dst,
+                                    const std::vector<int64_t>& dist) const
+{
+    std::vector<uint32_t> best;
+    for (uint32_t l : m_nodeLinks[node])
+    {
+        if (!IsUpFabricLink(l))
+        {
+            continue;
+        }
+        uint32_t v = GetOtherEnd(l, node);
+        if (dist[v] == dist[node] - 1 && (m_nodeKind[v] != NIC || v == dst))
+        {
+            best.push_back(l);
+        }
+    }
+    // original next hops first, in their order; new ones after, by link id
+    std::vector<uint32_t> ordered;
+    auto base = m_baseRoutes.find((static_cast<uint64_t>(node) << 32) | dst);
+    if (base != m_baseRoutes.end())
+    {
+        for (uint32_t l : base->second)
+        {
+            if (std::find(best.begin(), best.end(), l) != best.end())
+            {
+                ordered.push_back(l);
+            }
+        }
+    }
+    for (uint32_t l : best)
+    {
+        if (std::find(ordered.begin(), ordered.end(), l) == ordered.end())
+        {
+            ordered.push_back(l);
+        }
+    }
+    return ordered;
 }
 
 uint32_t

@@ -302,6 +302,24 @@ class TopologyDescription : public Object
                    std::vector<double>& shares) const;
     /** Append the links from \p node to \p dst; false if a hop has no route. */
     bool Walk(uint32_t node, uint32_t dst, uint32_t flowHash, std::vector<uint32_t>& out) const;
+    /** \param link a link \return whether it is an access or fabric link and is up */
+    bool IsUpFabricLink(uint32_t link) const;
+    /** \param node a node \return whether it is a NIC, leaf or spine (a fabric node) */
+    bool IsFabricNode(uint32_t node) const;
+    /**
+     * Fill \p dist with the hop counts of every fabric node to NIC \p dst over the fabric links
+     * that are up (-1: no path); NICs other than \p dst do not forward. \p queue is scratch.
+     */
+    void FabricHopCounts(uint32_t dst,
+                         std::vector<int64_t>& dist,
+                         std::vector<uint32_t>& queue) const;
+    /**
+     * The equal-cost next hops from \p node towards NIC \p dst under the hop counts \p dist
+     * (FabricHopCounts): those of the original routes first, in their order, then new ones.
+     */
+    std::vector<uint32_t> FabricNextHops(uint32_t node,
+                                         uint32_t dst,
+                                         const std::vector<int64_t>& dist) const;
 
     std::vector<uint8_t> m_nodeKind;                //!< kind per node
     std::vector<int32_t> m_nodeHost;                //!< host per node

@@ -163,12 +163,46 @@ PacketNetworkBuilder::Build(Ptr<TopologyDescription> desc, const PacketFabricSet
     NS_LOG_FUNCTION(this);
     PacketFabric fabric;
     uint32_t nNodes = desc->GetNNodes();
-    uint32_t nLinks = desc->GetNLinks();
     for (uint32_t n = 0; n < nNodes; ++n)
     {
         fabric.nodes.push_back(CreateObject<Node>());
     }
-    fabric.nodePorts.assign(nNodes, {});
+    BuildLinks(desc, settings, fabric);
+    fabric.nics.assign(nNodes, nullptr);
+    fabric.switches.assign(nNodes, nullptr);
+    for (uint32_t n = 0; n < nNodes; ++n)
+    {
+        std::vector<Ptr<QbbNetDevice>> ports;
+        std::vector<uint32_t> links;
+        for (uint32_t gp : fabric.nodePorts[n])
+        {
+            ports.push_back(fabric.portDev[gp]);
+            links.push_back(gp / 2);
+        }
+        uint8_t kind = desc->GetNodeKind(n);
+        if (kind == TopologyDescription::GPU || kind == TopologyDescription::NIC)
+        {
+            Ptr<RdmaNic> nic = BuildEndpoint(n, kind, ports, settings);
+            fabric.nodes[n]->AggregateObject(nic);
+            fabric.nics[n] = nic;
+        }
+        else
+        {
+            Ptr<RdmaSwitch> sw = BuildSwitch(n, kind, desc, ports, links, settings);
+            fabric.nodes[n]->AggregateObject(sw);
+            fabric.switches[n] = sw;
+        }
+    }
+    return fabric;
+}
+
+void
+PacketNetworkBuilder::BuildLinks(Ptr<TopologyDescription> desc,
+                                 const PacketFabricSettings& settings,
+                                 PacketFabric& fabric) const
+{
+    fabric.nodePorts.assign(desc->GetNNodes(), {});
+    uint32_t nLinks = desc->GetNLinks();
     for (uint32_t l = 0; l < nLinks; ++l)
     {
         auto rate = static_cast<uint64_t>(std::llround(desc->GetLinkRateBps(l)));
@@ -187,71 +221,66 @@ PacketNetworkBuilder::Build(Ptr<TopologyDescription> desc, const PacketFabricSet
             fabric.portDev.push_back(dev);
         }
     }
-    fabric.nics.assign(nNodes, nullptr);
-    fabric.switches.assign(nNodes, nullptr);
-    for (uint32_t n = 0; n < nNodes; ++n)
+}
+
+Ptr<RdmaNic>
+PacketNetworkBuilder::BuildEndpoint(uint32_t node,
+                                    uint8_t kind,
+                                    const std::vector<Ptr<QbbNetDevice>>& ports,
+                                    const PacketFabricSettings& settings) const
+{
+    Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
+    // GPU endpoints only carry intra-host copies: payload-only frames, empty ACKs.
+    RdmaFrameSizes hostSizes{0, 0, 0, 0};
+    nic->Setup(node,
+               ports,
+               settings.pool,
+               settings.qps,
+               kind == TopologyDescription::GPU ? hostSizes : settings.sizes,
+               settings.mtu);
+    // host links: lossless
+    nic->SetLossless(settings.pfc || kind == TopologyDescription::GPU);
+    nic->SetDeliveredCallback(settings.delivered);
+    return nic;
+}
+
+Ptr<RdmaSwitch>
+PacketNetworkBuilder::BuildSwitch(uint32_t node,
+                                  uint8_t kind,
+                                  Ptr<TopologyDescription> desc,
+                                  const std::vector<Ptr<QbbNetDevice>>& ports,
+                                  const std::vector<uint32_t>& links,
+                                  const PacketFabricSettings& settings) const
+{
+    bool leafSpine = kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE;
+    Ptr<RdmaSwitch> sw = m_switchFactory.Create<RdmaSwitch>();
+    sw->SetPhyBytes(settings.phyBytes);
+    Ptr<SwitchMmu> mmu = m_mmuFactory.Create<SwitchMmu>();
+    Ptr<RedEcnMarker> marker =
+        leafSpine && settings.ecn ? m_markerFactory.Create<RedEcnMarker>() : nullptr;
+    sw->Setup(node,
+              desc,
+              ports,
+              links,
+              settings.pool,
+              mmu,
+              marker,
+              leafSpine ? settings.buffer : settings.hostBuffer,
+              leafSpine ? settings.pfc : true,
+              leafSpine && settings.stampInt,
+              settings.maxFrame);
+    // one random stream per switch and seed; seed 1 keeps the node id as stream
+    uint64_t stream =
+        static_cast<uint64_t>(node) + ((static_cast<uint64_t>(settings.seed) - 1) << 32);
+    if (marker)
     {
-        std::vector<Ptr<QbbNetDevice>> ports;
-        std::vector<uint32_t> links;
-        for (uint32_t gp : fabric.nodePorts[n])
-        {
-            ports.push_back(fabric.portDev[gp]);
-            links.push_back(gp / 2);
-        }
-        uint8_t kind = desc->GetNodeKind(n);
-        if (kind == TopologyDescription::GPU || kind == TopologyDescription::NIC)
-        {
-            Ptr<RdmaNic> nic = m_nicFactory.Create<RdmaNic>();
-            // GPU endpoints only carry intra-host copies: payload-only frames, empty ACKs.
-            RdmaFrameSizes hostSizes{0, 0, 0, 0};
-            nic->Setup(n,
-                       ports,
-                       settings.pool,
-                       settings.qps,
-                       kind == TopologyDescription::GPU ? hostSizes : settings.sizes,
-                       settings.mtu);
-            // host links: lossless
-            nic->SetLossless(settings.pfc || kind == TopologyDescription::GPU);
-            nic->SetDeliveredCallback(settings.delivered);
-            fabric.nodes[n]->AggregateObject(nic);
-            fabric.nics[n] = nic;
-        }
-        else
-        {
-            bool leafSpine =
-                kind == TopologyDescription::LEAF || kind == TopologyDescription::SPINE;
-            Ptr<RdmaSwitch> sw = m_switchFactory.Create<RdmaSwitch>();
-            sw->SetPhyBytes(settings.phyBytes);
-            Ptr<SwitchMmu> mmu = m_mmuFactory.Create<SwitchMmu>();
-            Ptr<RedEcnMarker> marker =
-                leafSpine && settings.ecn ? m_markerFactory.Create<RedEcnMarker>() : nullptr;
-            sw->Setup(n,
-                      desc,
-                      ports,
-                      links,
-                      settings.pool,
-                      mmu,
-                      marker,
-                      leafSpine ? settings.buffer : settings.hostBuffer,
-                      leafSpine ? settings.pfc : true,
-                      leafSpine && settings.stampInt,
-                      settings.maxFrame);
-            // one random stream per switch and seed; seed 1 keeps the node id as stream
-            uint64_t stream =
-                static_cast<uint64_t>(n) + ((static_cast<uint64_t>(settings.seed) - 1) << 32);
-            if (marker)
-            {
-                marker->SetStream(stream);
-            }
-            if (leafSpine && settings.balance)
-            {
-                sw->SetLoadBalancer(m_lbFactory.Create<LoadBalancer>(), stream);
-            }
-            fabric.nodes[n]->AggregateObject(sw);
-            fabric.switches[n] = sw;
-        }
+        marker->SetStream(stream);
     }
-    return fabric;
+    if (leafSpine && settings.balance)
+    {
+        sw->SetLoadBalancer(m_lbFactory.Create<LoadBalancer>(), stream);
+    }
+    return sw;
 }
 
 } // namespace ns3

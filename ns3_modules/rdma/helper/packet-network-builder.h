@@ -136,6 +136,26 @@ class PacketNetworkBuilder
     PacketFabric Build(Ptr<TopologyDescription> desc, const PacketFabricSettings& settings);
 
   private:
+    /**
+     * Join the nodes of \p fabric by one QbbChannel and two QbbNetDevices per topology link
+     * (global ports 2*l and 2*l+1), filling the port tables.
+     */
+    void BuildLinks(Ptr<TopologyDescription> desc,
+                    const PacketFabricSettings& settings,
+                    PacketFabric& fabric) const;
+    /** \return the RdmaNic of GPU or NIC node \p node on \p ports, set up */
+    Ptr<RdmaNic> BuildEndpoint(uint32_t node,
+                               uint8_t kind,
+                               const std::vector<Ptr<QbbNetDevice>>& ports,
+                               const PacketFabricSettings& settings) const;
+    /** \return the RdmaSwitch of switch node \p node with its MMU, marker and load balancer */
+    Ptr<RdmaSwitch> BuildSwitch(uint32_t node,
+                                uint8_t kind,
+                                Ptr<TopologyDescription> desc,
+                                const std::vector<Ptr<QbbNetDevice>>& ports,
+                                const std::vector<uint32_t>& links,
+                                const PacketFabricSettings& settings) const;
+
     ObjectFactory m_nicFactory;                         //!< RdmaNic
     ObjectFactory m_mmuFactory;                         //!< SwitchMmu
     ObjectFactory m_markerFactory;                      //!< RedEcnMarker

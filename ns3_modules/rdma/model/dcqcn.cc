@@ -22,6 +22,7 @@ NS_OBJECT_ENSURE_REGISTERED(Dcqcn);
 TypeId
 Dcqcn::GetTypeId()
 {
+    // one entry per attribute: a table, long because DCQCN has many tunables
     static TypeId tid =
         TypeId("ns3::Dcqcn")
             .SetParent<RdmaCongestionControl>()

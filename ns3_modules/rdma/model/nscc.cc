@@ -20,6 +20,7 @@ NS_OBJECT_ENSURE_REGISTERED(Nscc);
 TypeId
 Nscc::GetTypeId()
 {
+    // one entry per attribute and trace source: a table, long because NSCC has many tunables
     static TypeId tid =
         TypeId("ns3::Nscc")
             .SetParent<RdmaCongestionControl>()

@@ -130,105 +130,135 @@ TcpBulkReference::Run()
     m_maxCwnd = 0;
     m_retransmits = 0;
     {
-        NodeContainer nodes;
-        nodes.Create(3);
-        PointToPointHelper p2p;
-        p2p.SetDeviceAttribute("DataRate", DataRateValue(m_rate));
-        p2p.SetChannelAttribute("Delay", TimeValue(m_delay));
-        p2p.SetQueue("ns3::DropTailQueue<Packet>",
-                     "MaxSize",
-                     QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, m_queuePackets)));
-        NetDeviceContainer left = p2p.Install(nodes.Get(0), nodes.Get(1));
-        NetDeviceContainer right = p2p.Install(nodes.Get(1), nodes.Get(2));
-        InternetStackHelper stack;
-        stack.SetIpv6StackInstall(false);
-        stack.Install(nodes);
-        Ipv4AddressHelper addresses;
-        addresses.SetBase("10.1.1.0", "255.255.255.0");
-        addresses.Assign(left);
-        addresses.SetBase("10.1.2.0", "255.255.255.0");
-        addresses.Assign(right);
-        // No queue disc: packets go straight to the device queue, as on the fabric's NICs.
-        TrafficControlHelper tc;
-        tc.Uninstall(left);
-        tc.Uninstall(right);
-        Ipv4GlobalRoutingHelper::PopulateRoutingTables();
-
-        for (uint32_t i = 0; i < nodes.GetN(); ++i)
-        {
-            nodes.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute("SocketType", TypeIdValue(cc));
-        }
-        // The applications create their sockets when they start: set the socket defaults for
-        // this run and put the previous ones back afterwards.
-        const std::pair<std::string, Ptr<AttributeValue>> settings[] = {
-            {"ns3::TcpSocket::SegmentSize", Create<UintegerValue>(m_segment)},
-            {"ns3::TcpSocket::SndBufSize", Create<UintegerValue>(m_sndBuf)},
-            {"ns3::TcpSocket::RcvBufSize", Create<UintegerValue>(m_rcvBuf)},
-            {"ns3::TcpSocket::InitialCwnd", Create<UintegerValue>(m_initialCwnd)},
-            {"ns3::TcpSocketBase::MinRto", Create<TimeValue>(m_minRto)}};
-        std::vector<std::pair<std::string, Ptr<const AttributeValue>>> previous;
-        for (const auto& [name, value] : settings)
-        {
-            std::size_t cut = name.rfind("::");
-            TypeId::AttributeInformation info;
-            TypeId::LookupByName(name.substr(0, cut))
-                .LookupAttributeByName(name.substr(cut + 2), &info);
-            previous.emplace_back(name, info.initialValue);
-            Config::SetDefault(name, *value);
-        }
-
-        uint16_t port = 5000;
-        uint32_t directions = m_bidirectional ? 2 : 1;
-        std::vector<ApplicationContainer> senders;
-        for (uint32_t d = 0; d < directions; ++d)
-        {
-            Ptr<Node> from = nodes.Get(d == 0 ? 0 : 2);
-            Ptr<Node> to = nodes.Get(d == 0 ? 2 : 0);
-            Ipv4Address toAddress = to->GetObject<Ipv4>()->GetAddress(1, 0).GetLocal();
-            PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
-                                        InetSocketAddress(Ipv4Address::GetAny(), port));
-            ApplicationContainer sinkApp = sinkHelper.Install(to);
-            sinkApp.Get(0)->TraceConnectWithoutContext(
-                "Rx", MakeCallback(&TcpBulkReference::Received, this));
-            BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(toAddress, port));
-            bulk.SetAttribute("MaxBytes", UintegerValue(m_bytes));
-            bulk.SetAttribute("SendSize", UintegerValue(m_segment * 64));
-            ApplicationContainer sendApp = bulk.Install(from);
-            sinkApp.Start(Time(0));
-            sendApp.Start(Time(0));
-            senders.push_back(sendApp);
-        }
-        Simulator::Schedule(NanoSeconds(1), [this, senders]() {
-            for (const auto& sendApp : senders)
-            {
-                Ptr<BulkSendApplication> app = DynamicCast<BulkSendApplication>(sendApp.Get(0));
-                Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
-                if (!socket)
-                {
-                    continue;
-                }
-                socket->TraceConnectWithoutContext("CongestionWindow",
-                                                   MakeCallback(&TcpBulkReference::Cwnd, this));
-                socket->TraceConnectWithoutContext("Retransmission",
-                                                   MakeCallback(+[](uint64_t* n,
-                                                                    Ptr<const Packet>,
-                                                                    const TcpHeader&,
-                                                                    const Address&,
-                                                                    const Address&,
-                                                                    Ptr<const TcpSocketBase>) {
-                                                       ++*n;
-                                                   }).Bind(&m_retransmits));
-            }
-        });
+        NodeContainer nodes = BuildNetwork(cc);
+        SocketDefaults previous = SetSocketDefaults();
+        std::vector<ApplicationContainer> senders = InstallTransfers(nodes);
+        Simulator::Schedule(NanoSeconds(1), [this, senders]() { ConnectSenderTraces(senders); });
         Simulator::Stop(m_stop);
         Simulator::Run();
-        for (const auto& [name, value] : previous)
-        {
-            Config::SetDefault(name, *value);
-        }
+        RestoreSocketDefaults(previous);
     }
     Simulator::Destroy();
     return m_received >= m_bytes * (m_bidirectional ? 2 : 1);
+}
+
+NodeContainer
+TcpBulkReference::BuildNetwork(TypeId cc) const
+{
+    NodeContainer nodes;
+    nodes.Create(3);
+    PointToPointHelper p2p;
+    p2p.SetDeviceAttribute("DataRate", DataRateValue(m_rate));
+    p2p.SetChannelAttribute("Delay", TimeValue(m_delay));
+    p2p.SetQueue("ns3::DropTailQueue<Packet>",
+                 "MaxSize",
+                 QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, m_queuePackets)));
+    NetDeviceContainer left = p2p.Install(nodes.Get(0), nodes.Get(1));
+    NetDeviceContainer right = p2p.Install(nodes.Get(1), nodes.Get(2));
+    InternetStackHelper stack;
+    stack.SetIpv6StackInstall(false);
+    stack.Install(nodes);
+    Ipv4AddressHelper addresses;
+    addresses.SetBase("10.1.1.0", "255.255.255.0");
+    addresses.Assign(left);
+    addresses.SetBase("10.1.2.0", "255.255.255.0");
+    addresses.Assign(right);
+    // No queue disc: packets go straight to the device queue, as on the fabric's NICs.
+    TrafficControlHelper tc;
+    tc.Uninstall(left);
+    tc.Uninstall(right);
+    Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+
+    for (uint32_t i = 0; i < nodes.GetN(); ++i)
+    {
+        nodes.Get(i)->GetObject<TcpL4Protocol>()->SetAttribute("SocketType", TypeIdValue(cc));
+    }
+    return nodes;
+}
+
+TcpBulkReference::SocketDefaults
+TcpBulkReference::SetSocketDefaults() const
+{
+    // The applications create their sockets when they start: set the socket defaults for
+    // this run and put the previous ones back afterwards.
+    const std::pair<std::string, Ptr<AttributeValue>> settings[] = {
+        {"ns3::TcpSocket::SegmentSize", Create<UintegerValue>(m_segment)},
+        {"ns3::TcpSocket::SndBufSize", Create<UintegerValue>(m_sndBuf)},
+        {"ns3::TcpSocket::RcvBufSize", Create<UintegerValue>(m_rcvBuf)},
+        {"ns3::TcpSocket::InitialCwnd", Create<UintegerValue>(m_initialCwnd)},
+        {"ns3::TcpSocketBase::MinRto", Create<TimeValue>(m_minRto)}};
+    SocketDefaults previous;
+    for (const auto& [name, value] : settings)
+    {
+        std::size_t cut = name.rfind("::");
+        TypeId::AttributeInformation info;
+        TypeId::LookupByName(name.substr(0, cut))
+            .LookupAttributeByName(name.substr(cut + 2), &info);
+        previous.emplace_back(name, info.initialValue);
+        Config::SetDefault(name, *value);
+    }
+    return previous;
+}
+
+void
+TcpBulkReference::RestoreSocketDefaults(const SocketDefaults& previous)
+{
+    for (const auto& [name, value] : previous)
+    {
+        Config::SetDefault(name, *value);
+    }
+}
+
+std::vector<ApplicationContainer>
+TcpBulkReference::InstallTransfers(const NodeContainer& nodes)
+{
+    uint16_t port = 5000;
+    uint32_t directions = m_bidirectional ? 2 : 1;
+    std::vector<ApplicationContainer> senders;
+    for (uint32_t d = 0; d < directions; ++d)
+    {
+        Ptr<Node> from = nodes.Get(d == 0 ? 0 : 2);
+        Ptr<Node> to = nodes.Get(d == 0 ? 2 : 0);
+        Ipv4Address toAddress = to->GetObject<Ipv4>()->GetAddress(1, 0).GetLocal();
+        PacketSinkHelper sinkHelper("ns3::TcpSocketFactory",
+                                    InetSocketAddress(Ipv4Address::GetAny(), port));
+        ApplicationContainer sinkApp = sinkHelper.Install(to);
+        sinkApp.Get(0)->TraceConnectWithoutContext("Rx",
+                                                   MakeCallback(&TcpBulkReference::Received, this));
+        BulkSendHelper bulk("ns3::TcpSocketFactory", InetSocketAddress(toAddress, port));
+        bulk.SetAttribute("MaxBytes", UintegerValue(m_bytes));
+        bulk.SetAttribute("SendSize", UintegerValue(m_segment * 64));
+        ApplicationContainer sendApp = bulk.Install(from);
+        sinkApp.Start(Time(0));
+        sendApp.Start(Time(0));
+        senders.push_back(sendApp);
+    }
+    return senders;
+}
+
+void
+TcpBulkReference::ConnectSenderTraces(const std::vector<ApplicationContainer>& senders)
+{
+    for (const auto& sendApp : senders)
+    {
+        Ptr<BulkSendApplication> app = DynamicCast<BulkSendApplication>(sendApp.Get(0));
+        Ptr<TcpSocketBase> socket = DynamicCast<TcpSocketBase>(app->GetSocket());
+        if (!socket)
+        {
+            continue;
+        }
+        socket->TraceConnectWithoutContext("CongestionWindow",
+                                           MakeCallback(&TcpBulkReference::Cwnd, this));
+        socket->TraceConnectWithoutContext("Retransmission",
+                                           MakeCallback(+[](uint64_t* n,
+                                                            Ptr<const Packet>,
+                                                            const TcpHeader&,
+                                                            const Address&,
+                                                            const Address&,
+                                                            Ptr<const TcpSocketBase>) {
+                                               ++*n;
+                                           }).Bind(&m_retransmits));
+    }
 }
 
 void

@@ -5,13 +5,18 @@
 #define HETEROSIM_TCP_BULK_REFERENCE_H
 
 #include "ns3/address.h"
+#include "ns3/application-container.h"
+#include "ns3/attribute.h"
 #include "ns3/data-rate.h"
+#include "ns3/node-container.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/packet.h"
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ns3
 {
@@ -64,6 +69,22 @@ class TcpBulkReference : public Object
     double GetFramingRatio() const;
 
   private:
+    /** Socket defaults by full attribute name ("ns3::TcpSocket::SegmentSize"), as set before. */
+    using SocketDefaults = std::vector<std::pair<std::string, Ptr<const AttributeValue>>>;
+
+    /**
+     * Create the three nodes and the two links, install IPv4 with no queue disc, route, and make
+     * \p cc every node's congestion control. \return the nodes (sender, router, receiver)
+     */
+    NodeContainer BuildNetwork(TypeId cc) const;
+    /** Set this run's TCP socket defaults. \return the defaults they replaced */
+    SocketDefaults SetSocketDefaults() const;
+    /** Put back the socket defaults that SetSocketDefaults() replaced. */
+    static void RestoreSocketDefaults(const SocketDefaults& previous);
+    /** Install a sink and a bulk sender per direction, started at 0. \return the senders */
+    std::vector<ApplicationContainer> InstallTransfers(const NodeContainer& nodes);
+    /** Connect the window and retransmission traces of the senders' sockets (once open). */
+    void ConnectSenderTraces(const std::vector<ApplicationContainer>& senders);
     /** Sink received a packet. */
     void Received(Ptr<const Packet> packet, const Address& from);
     /** Sender's congestion window changed. */

@@ -39,6 +39,7 @@ constexpr uint32_t MIN_FRAME = 64;            //!< minimum Ethernet frame
 TypeId
 SocketTransport::GetTypeId()
 {
+    // one entry per attribute and trace source: a table, long because the socket transport has many
     static TypeId tid =
         TypeId("ns3::SocketTransport")
             .SetParent<Object>()
