@@ -59,6 +59,7 @@ NS_OBJECT_ENSURE_REGISTERED(FluidNetwork);
 TypeId
 FluidNetwork::GetTypeId()
 {
+    // one entry per attribute and trace source: a table, long because the fluid model has many
     static TypeId tid =
         TypeId("ns3::FluidNetwork")
             .SetParent<FlowNetwork>()

@@ -45,6 +45,7 @@ EntropyHash(uint32_t flowHash, uint32_t entropy)
 TypeId
 RdmaNic::GetTypeId()
 {
+    // one entry per attribute and trace source: a table, long because the NIC has many tunables
     static TypeId tid =
         TypeId("ns3::RdmaNic")
             .SetParent<Object>()
