@@ -128,15 +128,15 @@ def prepare_run(
 
 
 def _placed_ranks(experiment: ExperimentConfig, workload: Any, gpus: np.ndarray | None) -> np.ndarray:
-    """Each rank's GPU (int64): the plan's placement where the experiment has explicit stages,
-    else the default; for one job of several, mapped to GPUs of the whole cluster."""
+    """Each rank's GPU (int64): an explicit plan's placement (placed once, by
+    :func:`generate_experiment_workload`, for the workload; here only for a workload built
+    elsewhere), else the default; for one job of several, mapped to GPUs of the whole cluster."""
     cluster, plan = experiment.cluster, experiment.parallel.plan
-    custom = (
-        place_plan(cluster, plan) if plan is not None and workload.world_size == plan.world_size else None
-    )
+    custom = None
+    if plan is not None and workload.world_size == plan.world_size:
+        placed = getattr(workload, "rank_gpu", None)
+        custom = placed if placed is not None else place_plan(cluster, plan)
     rank_gpu = np.asarray(place_ranks(cluster, workload.world_size, custom=custom), dtype=np.int64)
-    if custom is not None and hasattr(workload, "rank_gpu"):
-        workload.rank_gpu = rank_gpu.tolist()
     if gpus is not None:  # one job of several: the job's GPUs are GPUs of the whole cluster
         rank_gpu = np.asarray(gpus, dtype=np.int64)[rank_gpu]
     return rank_gpu
