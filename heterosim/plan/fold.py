@@ -28,7 +28,7 @@ import numpy as np
 
 from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
-from heterosim.plan.collectives.graph import CollectivePlan
+from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
 from heterosim.plan.execution_plan import MARKER, ExecutionPlan
 from heterosim.workload.trace import COMM_COLL_NODE, RankTrace
 
@@ -226,6 +226,58 @@ def folding_decomposer(
         return decompose(comm_type, size_bytes, gpus, pair_bytes=pair_bytes)
 
     return wrapped
+
+
+def in_sequence(blocks: list[list[CollectivePlan]], num_gpus: int) -> tuple[ExecutionPlan, np.ndarray]:
+    """Blocks of collectives as one runnable plan: the collectives of a block start together,
+    each its own instance, once every collective of the block before has ended (a barrier
+    marker after each block). Returns the plan and the barrier tasks: block k lasts from the
+    end of barrier k-1 (or 0) to the end of barrier k."""
+    plans: list[CollectivePlan] = []
+    barrier = CollectivePlan(
+        op="barrier",
+        size_bytes=0,
+        ranks=np.zeros(0, np.int64),
+        algorithm="",
+        protocol="",
+        channels=0,
+        predicted_ns=0,
+        kind=np.full(1, MARKER, np.uint8),
+        gpu=np.full(1, -1, np.int32),
+        dst=np.full(1, -1, np.int32),
+        bytes=np.zeros(1, np.int64),
+        payload=np.zeros(1, np.int64),
+        delay_ns=np.zeros(1, np.int64),
+        channel=np.full(1, -1, np.int32),
+        step=np.full(1, -1, np.int32),
+        chunk=np.full(1, -1, np.int32),
+        dep_ptr=np.zeros(2, np.int64),
+        dep_idx=np.zeros(0, np.int64),
+    )
+    for block in blocks:
+        plans += [*block, barrier]
+    plan = side_by_side(plans, num_gpus)
+    sizes = np.array([len(p) for p in plans], np.int64)
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    kind = np.array([1 if p is barrier else 0 for p in plans])
+    barriers = first[kind == 1]
+    child, parent = [], []
+    start = 0
+    for k, block in enumerate(blocks):  # barrier k <- the block's end markers <- barrier k-1
+        members = first[start : start + len(block)]
+        ends = members + sizes[start : start + len(block)] - 1
+        child.append(np.full(len(block), barriers[k]))
+        parent.append(ends)
+        if k:
+            child.append(members)
+            parent.append(np.full(len(block), barriers[k - 1]))
+        start += len(block) + 1
+    extra_child, extra_parent = np.concatenate(child), np.concatenate(parent)
+    own_child = np.repeat(np.arange(len(plan)), np.diff(plan.dep_ptr))
+    plan.dep_ptr, plan.dep_idx = coo_to_csr(
+        len(plan), np.concatenate([own_child, extra_child]), np.concatenate([plan.dep_idx, extra_parent])
+    )
+    return plan, barriers
 
 
 def side_by_side(plans: list[CollectivePlan], num_gpus: int) -> ExecutionPlan:

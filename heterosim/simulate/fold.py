@@ -31,8 +31,8 @@ from heterosim.plan.fold import (
     fold_replicas,
     folded_collectives,
     folding_decomposer,
+    in_sequence,
     replica_traces,
-    side_by_side,
 )
 from heterosim.workload.generator import Workload
 from heterosim.workload.trace import RankTrace
@@ -93,26 +93,37 @@ def time_folded_collectives(
     """(type, size) -> its time with every listed communicator running it together.
 
     ``rank_gpu`` is the full (unfolded) placement; ``decompose`` the experiment's decomposer.
+    All (type, size) run in one engine run, one after another (the next starts when every
+    collective of the one before has ended, on an idle fabric), so the topology is handed to
+    the engine once; ``wall_s`` of each is the run's wall time shared out evenly.
     """
     simulation = replace(experiment.simulation, sample_interval_ns=0)
-    out = {}
-    for (comm_type, size), gids in keys.items():
-        t0 = time.perf_counter()
-        plans = [decompose(comm_type, size, [int(g) for g in rank_gpu[fold.folded[gid]]]) for gid in gids]
-        plan = side_by_side(plans, cluster.world_size)
-        engine = execute_plan(plan, topology, experiment.network, simulation)
-        if engine.partial:
-            raise RuntimeError(f"folded {collective_name(comm_type)} of {size} bytes did not finish")
-        out[(comm_type, size)] = FoldedTiming(
-            comm_type=comm_type,
-            size_bytes=size,
-            duration_ns=int(engine.makespan_ns),
-            communicators=len(gids),
-            reference=plans[0],
-            flows=int(sum(p.num_flows for p in plans)),
-            wall_s=time.perf_counter() - t0,
+    t0 = time.perf_counter()
+    blocks = [
+        [decompose(comm_type, size, [int(g) for g in rank_gpu[fold.folded[gid]]]) for gid in gids]
+        for (comm_type, size), gids in keys.items()
+    ]
+    if not blocks:
+        return {}
+    plan, barriers = in_sequence(blocks, cluster.world_size)
+    engine = execute_plan(plan, topology, experiment.network, simulation)  # one engine run for all
+    if engine.partial:
+        raise RuntimeError("the folded data-parallel collectives did not finish")
+    ends = engine.task_end_ns[barriers].astype(np.int64)
+    durations = np.diff(np.concatenate([[0], ends]))
+    wall = (time.perf_counter() - t0) / len(blocks)
+    return {
+        key: FoldedTiming(
+            comm_type=key[0],
+            size_bytes=key[1],
+            duration_ns=int(duration),
+            communicators=len(block),
+            reference=block[0],
+            flows=int(sum(p.num_flows for p in block)),
+            wall_s=wall,
         )
-    return out
+        for key, block, duration in zip(keys, blocks, durations)
+    }
 
 
 def replicas_summary(fold: ReplicaFold, timings: dict[tuple, FoldedTiming]) -> dict[str, Any]:

@@ -174,3 +174,29 @@ def test_side_by_side_keeps_every_collective_whole(tmp_path):
     assert len(plan) == sum(len(p) for p in plans)
     assert np.array_equal(np.bincount(plan.collective), [len(p) for p in plans])
     assert plan.dep_ptr[-1] == sum(int(p.dep_ptr[-1]) for p in plans)
+
+
+def test_blocks_in_sequence_start_when_the_block_before_has_ended(tmp_path):
+    from heterosim.engine.executor import engine_config, execute_plan
+    from heterosim.engine.topology import build_topology
+    from heterosim.plan.fold import in_sequence
+
+    exp = load_experiment(_file(tmp_path))
+    first = [
+        decompose_collective("allreduce", 1 << 20, g, exp.cluster) for g in ([0, 4, 8, 12], [1, 5, 9, 13])
+    ]
+    second = [decompose_collective("allgather", 4 << 20, [2, 6, 10, 14], exp.cluster)]
+    plan, barriers = in_sequence([first, second], exp.cluster.world_size)
+    plan.check()
+    topology = build_topology(exp.cluster)
+    run = execute_plan(plan, topology, exp.network, engine_config("flow"))
+    ends = run.task_end_ns[barriers]
+    flows = np.flatnonzero(plan.kind == FLOW)
+    in_second = plan.collective[flows] == len(first) + 1  # instances: first's, barrier, second's
+    assert run.task_start_ns[flows[in_second]].min() >= ends[0]
+    assert run.task_end_ns[flows[~in_second]].max() <= ends[0] and ends[1] == run.makespan_ns
+    # the second block alone on an idle fabric lasts as long as in the sequence
+    alone = execute_plan(
+        side_by_side(second, exp.cluster.world_size), topology, exp.network, engine_config("flow")
+    )
+    assert ends[1] - ends[0] == alone.makespan_ns
