@@ -23,6 +23,7 @@ from heterosim.engine.executor import execute_plan
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.errors import UserError
 from heterosim.plan.collectives.common import collective_name
+from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.fold import (
     KEY,
     FoldedTiming,
@@ -68,8 +69,20 @@ def fold_run(
     fold = fold_replicas(workload.layout, groups, rank_gpu, cluster, source)
     traces = replica_traces(workload, fold, source)
     keys = folded_collectives(traces, fold, source)
-    topology = build_topology(cluster)
-    timings = time_folded_collectives(experiment, fold, keys, rank_gpu, cluster, decompose, topology)
+    blocks = [
+        [decompose(comm_type, size, [int(g) for g in rank_gpu[fold.folded[gid]]]) for gid in gids]
+        for (comm_type, size), gids in keys.items()
+    ]
+    # routes only for the flows that will run: the folded collectives' and any pair of the
+    # replica's GPUs (engine/topology.py: the full table grows with the square of the GPUs)
+    replica_gpus = np.asarray(rank_gpu, np.int64)[fold.ranks]
+    pairs = [np.stack(np.meshgrid(replica_gpus, replica_gpus), axis=-1).reshape(-1, 2)]
+    for block in blocks:
+        for p in block:
+            flows = p.kind == FLOW
+            pairs.append(np.stack([p.gpu[flows], p.dst[flows]], axis=1).astype(np.int64))
+    topology = build_topology(cluster, gpu_pairs=np.concatenate(pairs))
+    timings = time_folded_collectives(experiment, keys, blocks, cluster, topology)
     return FoldedRun(
         workload=FoldedWorkload(workload, fold, traces),
         traces=traces,
@@ -83,26 +96,20 @@ def fold_run(
 
 def time_folded_collectives(
     experiment: ExperimentConfig,
-    fold: ReplicaFold,
     keys: dict[tuple, list[int]],
-    rank_gpu: np.ndarray,
+    blocks: list[list[Any]],
     cluster: ClusterConfig,
-    decompose: Callable[..., Any],
     topology: Topology,
 ) -> dict[tuple, FoldedTiming]:
     """(type, size) -> its time with every listed communicator running it together.
 
-    ``rank_gpu`` is the full (unfolded) placement; ``decompose`` the experiment's decomposer.
-    All (type, size) run in one engine run, one after another (the next starts when every
-    collective of the one before has ended, on an idle fabric), so the topology is handed to
-    the engine once; ``wall_s`` of each is the run's wall time shared out evenly.
+    ``blocks[k]``: the decomposition of the k-th (type, size) of ``keys`` on each of its
+    communicators. All (type, size) run in one engine run, one after another (the next starts
+    when every collective of the one before has ended, on an idle fabric), so the topology is
+    handed to the engine once; ``wall_s`` of each is the run's wall time shared out evenly.
     """
     simulation = replace(experiment.simulation, sample_interval_ns=0)
     t0 = time.perf_counter()
-    blocks = [
-        [decompose(comm_type, size, [int(g) for g in rank_gpu[fold.folded[gid]]]) for gid in gids]
-        for (comm_type, size), gids in keys.items()
-    ]
     if not blocks:
         return {}
     plan, barriers = in_sequence(blocks, cluster.world_size)

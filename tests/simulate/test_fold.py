@@ -200,3 +200,24 @@ def test_blocks_in_sequence_start_when_the_block_before_has_ended(tmp_path):
         side_by_side(second, exp.cluster.world_size), topology, exp.network, engine_config("flow")
     )
     assert ends[1] - ends[0] == alone.makespan_ns
+
+
+def test_routes_for_gpu_pairs_are_the_full_tables_entries(tmp_path):
+    from heterosim.config.cluster import parse_cluster
+    from heterosim.engine.topology import build_topology
+
+    data = yaml.safe_load(yaml.safe_dump(SMALL["cluster"]))
+    data["hosts"][0]["count"] = 8
+    data["fabric"]["hosts_per_leaf"] = 2  # traffic between leaves crosses the spines
+    cluster = parse_cluster(data, "test")
+    full = build_topology(cluster)
+    pairs = np.array([[0, 9], [1, 30], [17, 4], [5, 6]])  # [5, 6]: inside one host
+    part = build_topology(cluster, gpu_pairs=pairs)
+    assert len(part.route_node) < len(full.route_node)
+    keys = set(zip(part.route_node.tolist(), part.route_dst.tolist()))
+    assert keys <= set(zip(full.route_node.tolist(), full.route_dst.tolist()))
+    for node, dst in keys:
+        assert part.next_hops(node, dst) == full.next_hops(node, dst)
+    for src, dst in pairs.tolist():
+        for flow_hash in range(16):
+            assert part.path_links(src, dst, flow_hash) == full.path_links(src, dst, flow_hash)
