@@ -251,11 +251,10 @@ class _Builder:
 def build_topology(cluster: ClusterConfig, gpu_pairs: np.ndarray | None = None) -> Topology:
     """The network graph and routes of ``cluster``.
 
-    ``gpu_pairs`` ((k, 2) source and destination GPUs): fabric routes only toward the ports of
-    those destinations and only from the nodes on a shortest path to them from a port of a
-    source's host (the same next hops as the full table, for every flow between those pairs; a
-    flow between other GPUs has no route). At tens of thousands of GPUs the full table (every
-    fabric node to every port) does not fit in memory.
+    ``gpu_pairs`` ((k, 2) source and destination GPUs): fabric routes only between the hosts of
+    those pairs, both ways, from the nodes on a shortest path (the same next hops as the full
+    table, for every flow between those pairs; a flow between other GPUs has no route). At tens
+    of thousands of GPUs the full table (every fabric node to every port) does not fit in memory.
     """
     builder = _Builder()
     fabric = cluster.fabric
@@ -299,9 +298,11 @@ def build_topology(cluster: ClusterConfig, gpu_pairs: np.ndarray | None = None) 
 
 
 def _port_pairs(topo: Topology, gpu_pairs: np.ndarray) -> np.ndarray:
-    """(source port, destination port) node pairs of GPU pairs between hosts: every port of the
-    source's host (PXN may leave by another GPU's port) to each of the destination's ports."""
-    pairs = np.unique(np.asarray(gpu_pairs, np.int64).reshape(-1, 2), axis=0)
+    """(source port, destination port) node pairs of GPU pairs between hosts, both ways (the
+    packet network's acknowledgements and CNPs go back): every port of the source's host (PXN
+    may leave by another GPU's port) to each of the destination's ports."""
+    pairs = np.asarray(gpu_pairs, np.int64).reshape(-1, 2)
+    pairs = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0)
     host = topo.node_host[topo.gpu_node]
     pairs = pairs[host[pairs[:, 0]] != host[pairs[:, 1]]]
     host_pairs = np.unique(np.stack([host[pairs[:, 0]], pairs[:, 1]], axis=1), axis=0)
