@@ -221,3 +221,4 @@ def test_routes_for_gpu_pairs_are_the_full_tables_entries(tmp_path):
     for src, dst in pairs.tolist():
         for flow_hash in range(16):
             assert part.path_links(src, dst, flow_hash) == full.path_links(src, dst, flow_hash)
+            assert part.path_links(dst, src, flow_hash) == full.path_links(dst, src, flow_hash)  # ACKs
