@@ -221,8 +221,9 @@ def folding_decomposer(
 
     def wrapped(comm_type: int, size_bytes: int, gpus: list[int], pair_bytes=None) -> CollectivePlan:
         key = (int(comm_type), int(size_bytes))
-        if pair_bytes is None and len(gpus) == 1 and key in plans:
-            return replace(plans[key], ranks=np.asarray(gpus, np.int64))
+        if pair_bytes is None and len(gpus) == 1 and key in plans:  # the end marker on the GPU
+            gpu = np.array([-1, gpus[0]], np.int32)  # (report/breakdown.py counts it as comm)
+            return replace(plans[key], ranks=np.asarray(gpus, np.int64), gpu=gpu)
         return decompose(comm_type, size_bytes, gpus, pair_bytes=pair_bytes)
 
     return wrapped

@@ -85,6 +85,12 @@ def test_folded_iteration_agrees_with_the_full_run_and_has_one_replica_of_tasks(
     assert single.any()
     assert np.all(colls["end_task"][single] - colls["start_task"][single] == 1)
     assert set(plan.delay_ns[colls["end_task"][single]].tolist()) == {round(t * 1e9) for t in times.values()}
+    # the breakdown counts the folded collectives' time as communication, as the full run's flows
+    from heterosim.report.run_report import results_dict
+
+    b_full, b_fold = results_dict(full)["breakdown"], results_dict(fold)["breakdown"]
+    assert b_fold["exposed_comm_s"] == pytest.approx(b_full["exposed_comm_s"], rel=0.25)
+    assert b_fold["compute_s"] + b_fold["exposed_comm_s"] + b_fold["bubble_s"] == pytest.approx(t_fold * 1e-9)
     # no flow of the folded plan leaves the replica's GPUs
     flows = plan.kind == FLOW
     gpus = set(fold.rank_gpu.tolist())
