@@ -74,6 +74,7 @@ def fold_replicas(
     ranks = np.sort(grid[0])
     local = np.full(len(dp_of), -1, np.int64)
     local[ranks] = np.arange(len(ranks))
+    position = (coords[:, 0] * (int(coords[:, 2].max()) + 1) + coords[:, 2]) * (int(cp_of.max()) + 1) + cp_of
     kept: dict[int, list[int]] = {}
     folded: dict[int, list[int]] = {}
     spanning: dict[int, int] = {}
@@ -83,7 +84,11 @@ def fold_replicas(
         if np.all(d == d[0]):
             if d[0] == 0:
                 kept[gid] = local[m].tolist()
-        elif m.size == replicas and np.array_equal(np.sort(d), np.arange(replicas)):
+        elif (
+            m.size == replicas
+            and np.array_equal(np.sort(d), np.arange(replicas))
+            and np.all(position[m] == position[m[0]])  # the same (TP, PP, CP) place in each
+        ):
             folded[gid] = list(members)
             kept[gid] = [int(local[m[d == 0][0]])]
         else:  # refused if the replica issues a collective on it (folded_collectives)

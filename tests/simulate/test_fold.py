@@ -236,3 +236,18 @@ def test_other_rank_orders_fold_too(tmp_path, order):
     full, fold = _both(load_experiment(_file(tmp_path), [f"parallel.rank_order={order}"]))
     assert abs(fold.engine.makespan_ns - full.engine.makespan_ns) <= TOLERANCE * full.engine.makespan_ns
     assert fold.replicas is not None and fold.replicas["ranks_simulated"] == 4
+
+
+def test_only_groups_of_one_rank_per_replica_at_one_place_are_folded(tmp_path):
+    from heterosim.plan.fold import fold_replicas
+
+    exp = load_experiment(_file(tmp_path))
+    prepared = prepare_run(exp)
+    groups = {int(k): v for k, v in prepared.workload.groups.as_json().items()}
+    layout = prepared.workload.layout
+    dp_groups = {g for g, m in groups.items() if len({layout.dp_index(r) for r in m}) == 4}
+    skew = [layout.rank_of(tp=d % 2, dp=d, pp=0) for d in range(4)]  # TP index differs by replica
+    fold = fold_replicas(layout, {**groups, 999: skew}, prepared.rank_gpu, exp.cluster, exp.source)
+    assert set(fold.folded) == dp_groups - {0} and 999 in fold.spanning and 0 in fold.spanning
+    assert all(len(fold.groups[g]) == 1 for g in fold.folded)
+    assert sorted(fold.ranks.tolist()) == sorted(r for r in range(16) if layout.dp_index(r) == 0)
