@@ -21,6 +21,7 @@ Usage::
     python benchmarks/bench_scale.py --only published --mem-gb 16   # Llama 3 405B / 175B up to 16,384 GPUs
     python benchmarks/bench_scale.py --only published-packet --as-run --mem-gb 16 \
         --set simulation.packet_acceleration=fast+memo
+    python benchmarks/bench_scale.py --only published-folded --mem-gb 16   # one replica, DP folded
 
 ``--granularity`` sets ``simulation.collective_granularity`` for every case that does not set it
 itself (default: the experiment's, i.e. chunk).
@@ -262,6 +263,9 @@ CASES["published"] = [
     *(_slice(LLAMA405, 128, 16, g) for g in (1024, 2048, 4096, 8192, 16384)),
     *(_slice(MEGASCALE, 64, 32, g) for g in (768, 1536, 3072, 6144, 12288)),
 ]
+# The same with simulation.replicas=fold (heterosim/plan/fold.py): one replica simulated, its
+# data-parallel collectives timed on the full fabric; the slices' full runs above are the check
+CASES["published-folded"] = [(e, [*o, "simulation.replicas=fold"], f, g) for e, o, f, g in CASES["published"]]
 # Packet slices (run with --as-run --set simulation.packet_acceleration=exact|fast|fast+memo): one
 # Llama 3 405B pipeline replica (128 GPUs), two and eight, NVLink at flow level, no link sampling (the
 # benchmarks/README.md rows; their agreement: heterosim run + compare_packet_runs.py).

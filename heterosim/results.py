@@ -32,6 +32,8 @@ class PreparedRun:
     stage_wall_s: dict[str, float]  # workload_s, plan_s, topology_s (engine_s once run)
     # layers whose ops were scaled to a measured whole layer (heterosim.plan.compute.layer_gap)
     compute_layers: list[dict[str, Any]] = field(default_factory=list)
+    # simulation.replicas: fold: what was folded (heterosim.simulate.fold.replicas_summary)
+    replicas: dict[str, Any] | None = None
 
 
 @dataclass
@@ -50,6 +52,7 @@ class RunArtifacts:
     faults: fault_models.FaultPlan | None = None
     baseline: EngineResult | None = None  # the same plan without faults (simulation.fault_baseline)
     compute_layers: list[dict[str, Any]] = field(default_factory=list)
+    replicas: dict[str, Any] | None = None  # simulation.replicas: fold (PreparedRun.replicas)
 
     @classmethod
     def from_prepared(
@@ -75,6 +78,7 @@ class RunArtifacts:
             faults,
             baseline,
             list(prepared.compute_layers),
+            prepared.replicas,
         )
 
 

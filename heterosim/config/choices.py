@@ -23,6 +23,9 @@ GRANULARITIES = ("chunk", "step", "connection")
 INTRA_HOST_MODELS = ("packet", "flow")
 # simulation.queue_pairs: what one RDMA queue pair (or fluid flow) carries
 QUEUE_PAIR_MODELS = ("connection", "flow")
+# simulation.replicas: every data-parallel replica simulated, or one replica with its
+# data-parallel collectives timed on the full fabric (heterosim/plan/fold.py)
+REPLICA_MODES = ("all", "fold")
 # simulation.packet_acceleration: every frame simulated, settled stretches skipped (steady-state
 # fast-forward, ns3_modules/rdma/model/packet-fast-forward.h), repeated contention episodes
 # replayed (memoization, ns3_modules/rdma/model/packet-episode-cache.h), or both

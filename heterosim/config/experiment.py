@@ -28,6 +28,7 @@ from heterosim.config.choices import (
     MEMORY_CHECKS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
+    REPLICA_MODES,
     TRANSPORTS,
     UET_CCS,
 )
@@ -39,6 +40,7 @@ from heterosim.config.fields import Section, parse_override_value, plain_name, r
 from heterosim.config.limits import simulated_time_floor_ns
 from heterosim.config.moe_routing import check_routing_tokens
 from heterosim.config.network_model import NetworkModel, network_model
+from heterosim.config.replicas import check_replica_folding
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
@@ -346,6 +348,9 @@ class SimulationConfig:
     # compute on a GPU slows down while communication kernels run beside it
     # (heterosim.plan.compute.contention); false: compute and communication overlap for free
     compute_contention: bool = True
+    # all: every data-parallel replica simulated; fold: replica 0 only, its data-parallel
+    # collectives timed once on the full fabric (heterosim.plan.fold; config.replicas checks)
+    replicas: str = "all"
 
     @property
     def network_model(self) -> NetworkModel:
@@ -712,6 +717,7 @@ def _simulation(section: Section) -> SimulationConfig:
         ),
         fault_baseline=section.boolean("fault_baseline", False),
         compute_contention=section.boolean("compute_contention", True),
+        replicas=section.string("replicas", "all", choices=REPLICA_MODES),
     )
     section.reject_unknown()
     return simulation
@@ -1031,6 +1037,7 @@ def parse_experiment(
     _check_consistency(top, experiment)
     _check_moe_routing(experiment)
     _check_framework(top, experiment)
+    check_replica_folding(experiment)
     samples = run_sample_warnings(simulation.sample_interval_ns, simulated_time_floor_ns(experiment))
     if samples:
         experiment = replace(experiment, warnings=(*experiment.warnings, *samples))

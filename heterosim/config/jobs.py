@@ -172,6 +172,8 @@ def parse_jobs_experiment(data: dict[str, Any], source: str, base_dir: Path | No
     cluster = _cluster(top, source, base_dir)
     network = _network(top.section("network"))
     simulation = _simulation(top.section("simulation"))
+    if simulation.replicas == "fold":  # heterosim/plan/fold.py: one job's replicas only
+        raise top.error("simulation.replicas", "fold: several jobs share the fabric; use all")
     faults = parse_faults(top.raw("faults", None), source)
     entries = top.raw("jobs")
     if not isinstance(entries, list) or not entries:

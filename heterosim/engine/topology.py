@@ -248,8 +248,14 @@ class _Builder:
         self.oneway.append(oneway)
 
 
-def build_topology(cluster: ClusterConfig) -> Topology:
-    """The network graph and routes of ``cluster``."""
+def build_topology(cluster: ClusterConfig, gpu_pairs: np.ndarray | None = None) -> Topology:
+    """The network graph and routes of ``cluster``.
+
+    ``gpu_pairs`` ((k, 2) source and destination GPUs): fabric routes only between the hosts of
+    those pairs, both ways, from the nodes on a shortest path (the same next hops as the full
+    table, for every flow between those pairs; a flow between other GPUs has no route). At tens
+    of thousands of GPUs the full table (every fabric node to every port) does not fit in memory.
+    """
     builder = _Builder()
     fabric = cluster.fabric
     gpu_node: list[int] = []
@@ -287,8 +293,33 @@ def build_topology(cluster: ClusterConfig) -> Topology:
         node_plane=np.array(builder.plane, dtype=np.int8),
     )
     _check_connected(topo, cluster.source)
-    _compute_routes(topo, cluster)
+    _compute_routes(topo, cluster, _port_pairs(topo, gpu_pairs) if gpu_pairs is not None else None)
     return topo
+
+
+def _port_pairs(topo: Topology, gpu_pairs: np.ndarray) -> np.ndarray:
+    """(source port, destination port) node pairs of GPU pairs between hosts, both ways (the
+    packet network's acknowledgements and CNPs go back): every port of the source's host (PXN
+    may leave by another GPU's port) to each of the destination's ports."""
+    pairs = np.asarray(gpu_pairs, np.int64).reshape(-1, 2)
+    pairs = np.unique(np.concatenate([pairs, pairs[:, ::-1]]), axis=0)
+    host = topo.node_host[topo.gpu_node]
+    pairs = pairs[host[pairs[:, 0]] != host[pairs[:, 1]]]
+    host_pairs = np.unique(np.stack([host[pairs[:, 0]], pairs[:, 1]], axis=1), axis=0)
+    ports = topo.gpu_plane_nic  # (gpus, planes)
+    nic_host = topo.node_host[ports.reshape(-1)]
+    order = np.argsort(nic_host, kind="stable")
+    host_ports = ports.reshape(-1)[order]
+    bounds = np.searchsorted(nic_host[order], np.arange(int(host.max()) + 2))
+    src_blocks, dst_blocks = [], []
+    for h, dst_gpu in host_pairs.tolist():
+        src = np.unique(host_ports[bounds[h] : bounds[h + 1]])
+        dst = ports[dst_gpu]
+        src_blocks.append(np.repeat(src, dst.size))
+        dst_blocks.append(np.tile(dst, src.size))
+    if not src_blocks:
+        return np.zeros((0, 2), np.int64)
+    return np.unique(np.stack([np.concatenate(src_blocks), np.concatenate(dst_blocks)], axis=1), axis=0)
 
 
 def _build_host(
@@ -468,8 +499,9 @@ def _check_connected(topo: Topology, source: str) -> None:
         raise UserError(f"{source}: topology is disconnected: {topo.node_name[lonely]} cannot reach GPU 0")
 
 
-def _compute_routes(topo: Topology, cluster: ClusterConfig) -> None:
-    parts = [_fabric_routes(topo), *_host_routes(topo, cluster)]
+def _compute_routes(topo: Topology, cluster: ClusterConfig, port_pairs: np.ndarray | None = None) -> None:
+    fabric = _fabric_routes(topo) if port_pairs is None else _fabric_routes_for(topo, port_pairs)
+    parts = [fabric, *_host_routes(topo, cluster)]
     topo.route_node = np.concatenate([p[0] for p in parts]).astype(np.int32)
     topo.route_dst = np.concatenate([p[1] for p in parts]).astype(np.int32)
     counts = np.concatenate([p[2] for p in parts]).astype(np.int64)
@@ -506,6 +538,70 @@ def _fabric_routes(topo: Topology) -> _RouteBlock:
         out_dsts.append(np.full(len(us), members[d_local]))
         out_counts.append(counts)
         out_links.append(elink[sel])
+    return (
+        np.concatenate(out_nodes),
+        np.concatenate(out_dsts),
+        np.concatenate(out_counts),
+        np.concatenate(out_links),
+    )
+
+
+def _fabric_graph(topo: Topology) -> tuple:
+    """The fabric's nodes (local numbering), its CSR adjacency and the edges sorted by source."""
+    fabric_links = np.flatnonzero(np.isin(topo.link_kind, (ACCESS, FABRIC)))
+    members = np.unique(np.concatenate([topo.link_a[fabric_links], topo.link_b[fabric_links]]))
+    to_local = np.full(topo.num_nodes, -1, dtype=np.int64)
+    to_local[members] = np.arange(len(members))
+    a, b = to_local[topo.link_a[fabric_links]], to_local[topo.link_b[fabric_links]]
+    m = len(members)
+    graph = csr_matrix((np.ones(len(a)), (a, b)), shape=(m, m))
+    eu, ev = np.concatenate([a, b]), np.concatenate([b, a])
+    elink = np.concatenate([fabric_links, fabric_links])
+    order = np.argsort(eu, kind="stable")
+    return members, to_local, graph, eu[order], ev[order], elink[order]
+
+
+# destinations whose distances are computed in one shortest_path call (memory: batch x nodes)
+_ROUTE_BATCH = 512
+
+
+def _fabric_routes_for(topo: Topology, port_pairs: np.ndarray) -> _RouteBlock:
+    """:func:`_fabric_routes` restricted to ``port_pairs`` ((source port, destination port)
+    nodes): toward each destination, the entries of the nodes on a shortest path from one of
+    its sources, each with the same next hops, in the same order, as in the full table."""
+    members, to_local, graph, eu, ev, elink = _fabric_graph(topo)
+    forwards = topo.node_kind[members[ev]] != NIC
+    edge_ptr = np.searchsorted(eu, np.arange(len(members) + 1))
+    pairs = port_pairs[np.argsort(port_pairs[:, 1], kind="stable")]
+    dsts, starts = np.unique(pairs[:, 1], return_index=True)
+    ends = np.append(starts[1:], len(pairs))
+    out_nodes, out_dsts, out_counts, out_links = [], [], [], []
+    for b0 in range(0, len(dsts), _ROUTE_BATCH):
+        batch = to_local[dsts[b0 : b0 + _ROUTE_BATCH]]
+        dist = shortest_path(graph, directed=False, unweighted=True, indices=batch)
+        for k, d_local in enumerate(batch.tolist()):
+            dd = dist[k]
+            srcs = to_local[pairs[starts[b0 + k] : ends[b0 + k], 0]]
+            frontier = np.unique(srcs[(srcs >= 0) & (srcs != d_local) & np.isfinite(dd[np.maximum(srcs, 0)])])
+            seen = np.zeros(len(members), bool)
+            while frontier.size:
+                seen[frontier] = True
+                lo, hi = edge_ptr[frontier], edge_ptr[frontier + 1]
+                counts = hi - lo
+                edges = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
+                    counts.sum()
+                )
+                sel = edges[(dd[ev[edges]] == dd[eu[edges]] - 1) & (forwards[edges] | (ev[edges] == d_local))]
+                us, n = np.unique(eu[sel], return_counts=True)
+                out_nodes.append(members[us])
+                out_dsts.append(np.full(len(us), members[d_local]))
+                out_counts.append(n)
+                out_links.append(elink[sel])
+                nxt = np.unique(ev[sel])
+                frontier = nxt[(nxt != d_local) & ~seen[nxt]]
+    if not out_nodes:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
     return (
         np.concatenate(out_nodes),
         np.concatenate(out_dsts),

@@ -6,7 +6,9 @@ Three kinds of task:
   (gpu, stream) run one at a time, in task-index order among those that are ready;
 * ``FLOW``: moves ``bytes`` from GPU ``gpu`` to GPU ``dst`` through the network with priority
   ``priority``; flows run concurrently, sharing the network;
-* ``MARKER``: zero-time join point (e.g. "collective done"), finishes as soon as its parents do.
+* ``MARKER``: zero-time join point (e.g. "collective done"), finishes as soon as its parents do
+  (and its ``delay_ns``); ``gpu`` is -1, except for a folded data-parallel collective
+  (heterosim/plan/fold.py): its end marker names the rank's GPU and waits the collective's time.
 
 A task starts when all its parents (``dep_idx[dep_ptr[i]:dep_ptr[i+1]]``) have finished.
 ``delay_ns`` is a fixed latency added before a FLOW starts or a COMPUTE runs (e.g. NCCL's

@@ -12,6 +12,10 @@ Definitions (per rank ``r`` on GPU ``g``, all in seconds of simulated time):
 * ``intra_host_comm`` / ``inter_host_comm``: union of ``g``'s flow intervals whose other end is
   on the same host / another host.
 
+A folded data-parallel collective (``simulation.replicas: fold``, a MARKER on the rank's GPU
+that waits the collective's time) is a communication span of that time; it has no flows, so it
+is in neither intra- nor inter-host communication.
+
 So ``compute + exposed_comm + bubble = iteration`` for every rank. The iteration figure in
 results.json is the mean over ranks of each term (so the identity holds for it too), and the
 per-rank terms are reported beside it.
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
+from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.report.intervals import union_length
 
 SIDES_PER_BLOCK = 1 << 21  # flow sides per block of ranks in the host unions (bounded memory)
@@ -79,6 +83,13 @@ def rank_breakdown(
         src_rank, dst_rank, instance, flow_start, flow_end, num_ranks
     )
     del instance
+    # a folded collective (heterosim/plan/fold.py): a marker on its rank's GPU waiting its time
+    folded = np.flatnonzero((plan.kind == MARKER) & (plan.gpu >= 0) & (plan.delay_ns > 0) & ran)
+    folded = folded[gpu_rank[plan.gpu[folded]] >= 0]
+    if folded.size:
+        span_rank = np.concatenate([span_rank, gpu_rank[plan.gpu[folded]]])
+        span_start = np.concatenate([span_start, end_ns[folded] - plan.delay_ns[folded]])
+        span_end = np.concatenate([span_end, end_ns[folded]])
     comm = union_length(span_start, span_end, span_rank, num_ranks)
     busy = union_length(
         np.concatenate([start_ns[comp], span_start]),

@@ -238,6 +238,7 @@ def _sim_section(run: RunArtifacts, partial: bool) -> dict[str, Any]:
         "tasks": int(len(run.tables.plan)),
         "stage_wall_s": run.stage_wall_s,
         **({"packet_acceleration": engine.fast_forward} if engine.fast_forward else {}),
+        **({"replicas": run.replicas} if getattr(run, "replicas", None) else {}),
     }
 
 

@@ -118,6 +118,17 @@ def run_summary(results: dict[str, Any], stopped: str) -> str:
         + (f", trims {net['trims']}" if "trims" in net else ""),
         f"simulator       {results['sim']['wall_s']:.2f} s wall, {results['sim']['events']} events",
     ]
+    folded = results["sim"].get("replicas")
+    if folded:
+        timed = ", ".join(
+            f"{c['op']} {c['size_bytes'] / 2**20:.1f} MiB {c['time_s'] * 1e3:.3f} ms"
+            for c in folded["collectives"]
+        )
+        lines.append(
+            f"replicas        folded: 1 of {folded['replicas']} data-parallel replicas simulated "
+            f"({folded['ranks_simulated']} ranks); data-parallel collectives timed on the full "
+            f"fabric: {timed or 'none'}"
+        )
     ff = results["sim"].get("packet_acceleration") or {}
     memo = ff.get("memo")
     if memo:

@@ -36,6 +36,7 @@ from heterosim.plan.from_traces import PlanTables, build_plan
 from heterosim.plan.iterations import repeat_plan
 from heterosim.plan.placement import place_plan, place_ranks
 from heterosim.results import PreparedRun, RunArtifacts
+from heterosim.simulate.fold import FoldedRun, fold_run
 from heterosim.workload.generator import Workload, generate_workload
 from heterosim.workload.trace import RankTrace
 
@@ -97,21 +98,34 @@ def prepare_run(
         workload = generate_experiment_workload(experiment, compute)
         for warning in workload.partition.memory_warnings:
             print(f"heterosim: warning: {experiment.source or 'experiment'}: {warning}", file=sys.stderr)
-    traces = [workload.trace(r) for r in range(workload.world_size)]
+    fold = experiment.simulation.replicas == "fold"
+    traces = [] if fold else [workload.trace(r) for r in range(workload.world_size)]
     stage_wall["workload_s"] = time.perf_counter() - t0
 
     t1 = time.perf_counter()
+    groups = {int(k): list(v) for k, v in workload.groups.as_json().items()}
     rank_gpu = _placed_ranks(experiment, workload, gpus)
     cluster = plan_cluster if plan_cluster is not None else experiment.cluster
+    decompose = _decomposer(experiment, cluster)
+    folded: FoldedRun | None = None
+    if fold:  # one replica's traces; its data-parallel collectives timed (heterosim/plan/fold.py)
+        folded = fold_run(experiment, workload, groups, rank_gpu, cluster, decompose)
+        workload, traces, rank_gpu, groups, decompose = (
+            folded.workload,
+            folded.traces,
+            folded.rank_gpu,
+            folded.groups,
+            folded.decompose,
+        )
     keep_trace_durations = bool(getattr(workload, "keep_trace_durations", False))
     timing = _time_traces(experiment, compute, workload, traces, rank_gpu, cluster, keep_trace_durations)
     tables = build_plan(
         traces,
         rank_gpu,
         timing.durations,
-        {int(k): list(v) for k, v in workload.groups.as_json().items()},
+        groups,
         cluster,
-        _decomposer(experiment, cluster),
+        decompose,
         p2p_rendezvous=bool(getattr(workload, "p2p_rendezvous", True)),
     )
     if experiment.simulation.compute_contention and not keep_trace_durations:
@@ -120,10 +134,23 @@ def prepare_run(
     tables.plan, tables.task_iteration = repeat_plan(tables.plan, tables.node_task_offset, iterations)
     stage_wall["plan_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    topology = build_topology(cluster) if with_topology else None
+    topology: Topology | None = None
+    if folded is not None:  # built to time the folded collectives
+        topology = folded.topology
+        stage_wall["fold_timing_s"] = folded.summary["timing_wall_s"]
+    elif with_topology:
+        topology = build_topology(cluster)
     stage_wall["topology_s"] = time.perf_counter() - t2
     return PreparedRun(
-        workload, traces, rank_gpu, tables, topology, timing.shares, stage_wall, timing.measured_layers
+        workload,
+        traces,
+        rank_gpu,
+        tables,
+        topology,
+        timing.shares,
+        stage_wall,
+        timing.measured_layers,
+        replicas=folded.summary if folded is not None else None,
     )
 
 

@@ -34,3 +34,11 @@ def test_megascale_175b_is_12288_gpus_batch_6144() -> None:
     assert p.tp * p.pp * p.dp == exp.cluster.world_size == 12_288
     assert (t.global_batch, t.seq_len) == (6144, 2048)
     assert exp.model.hidden == 12288 and exp.model.layers == 96
+
+
+def test_published_examples_can_be_folded() -> None:
+    from heterosim.config.replicas import fold_refusal
+
+    for name in ("llama3_405b_16k.yaml", "megascale_175b_12k.yaml"):
+        exp = load_experiment(REPO / "workloads/examples" / name, ["simulation.replicas=fold"])
+        assert exp.simulation.replicas == "fold" and fold_refusal(exp) is None
