@@ -14,13 +14,19 @@ validation/h100_2026-11-26/):
 
 ``--fit`` grid-searches the two wave constants on the calibration set (what set
 ``heterosim/plan/compute/contention.py``'s WAVE_TAIL_A and WAVE_TAIL_P); without it the shipped
-constants are evaluated. Run: ``python3 benchmarks/bench_contention.py [--fit]``.
+constants are evaluated. ``--persistent`` also prints a reading of the isolated loops that the
+shipped model does not use: cuBLAS's persistent kernels (the nvjet kernel names in
+``contention_layers.json``: grid = the SMs, tile from the name) whose CTAs left without an SM run
+their first tile only after the running CTAs have drained the tile counter (:func:`persistent`).
+Run: ``python3 benchmarks/bench_contention.py [--fit] [--persistent]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +135,40 @@ def whole_layers() -> list[tuple[str, int, float, float]]:
     return out
 
 
+def persistent(tiles: int, grid: int, blocks: int, sms: int = 132) -> float:
+    """Slowdown of a persistent GEMM of ``tiles`` output tiles on ``grid`` CTAs beside
+    ``blocks`` SM-holding blocks, if the CTAs that find no SM start only after the running ones
+    have taken every other tile, then run their own first tile: ceil((tiles - waiting) /
+    running) + 1 tile times against ceil(tiles / grid) alone. Tiles are taken as equally long
+    (a wave reading, not a timing model)."""
+    running = min(grid, sms - blocks)
+    waiting = grid - running
+    rounds = math.ceil((tiles - waiting) / running) + (1 if waiting else 0)
+    return rounds / math.ceil(tiles / grid)
+
+
+def persistent_reading() -> None:
+    """The isolated loops beside 16 copy blocks against :func:`persistent`, by waves."""
+    rows = []
+    for g in json.loads((DATA / "contention_layers.json").read_text())["gemms"]:
+        found = re.search(r"_(\d+)x(\d+)_\d+x\d+_\d+x\d+_", g["kernels"][0]["name"])
+        if not found:
+            continue
+        tiles = math.ceil(g["m"] / int(found.group(1))) * math.ceil(g["n"] / int(found.group(2)))
+        grid = int(np.prod(g["kernels"][0]["grid"]))
+        rows.append((tiles / 132, g["ms_copy_16"] / g["ms_alone"], persistent(tiles, grid, 16)))
+    print(f"persistent-kernel reading of the isolated loops beside 16 blocks (n={len(rows)}):")
+    for low, high in ((0, 1.5), (1.5, 2.5), (2.5, 3.5), (3.5, 4.5), (4.5, 6.5), (6.5, 10), (10, 100)):
+        sel = [(m, p) for w, m, p in rows if low <= w < high]
+        if sel:
+            measured, model_s = np.array(sel).T
+            print(
+                f"  waves {low:4.1f}-{high:5.1f}: n={len(sel):3d} measured {measured.min():.2f}-"
+                f"{measured.max():.2f} reading {model_s.min():.2f}-{model_s.max():.2f} "
+                f"(mean error {100 * np.mean(model_s - measured):+.1f} points)"
+            )
+
+
 def report(name: str, e: np.ndarray) -> None:
     mae, mean, worst = 100 * np.mean(np.abs(e)), 100 * np.mean(e), 100 * np.max(np.abs(e))
     print(f"{name}: n={e.size} MAE {mae:.1f} points, mean {mean:+.1f}, max |e| {worst:.1f}")
@@ -137,6 +177,7 @@ def report(name: str, e: np.ndarray) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="grid-search WAVE_TAIL_A and WAVE_TAIL_P first")
+    parser.add_argument("--persistent", action="store_true", help="also the persistent-kernel reading")
     args = parser.parse_args()
     loops, held = gemm_points()
     if args.fit:
@@ -160,6 +201,8 @@ def main() -> None:
     report("held out: whole layers beside copy blocks", np.array([p - s for _, _, s, p in rows]))
     for label, b, s, p in rows:
         print(f"  {label:30s} blocks {b:2d}: measured {s:.3f} model {p:.3f} ({100 * (p - s):+.0f})")
+    if args.persistent:
+        persistent_reading()
 
 
 if __name__ == "__main__":
