@@ -158,8 +158,9 @@ def _check_settings(
     if "memo" in acceleration.split("+") and (network.trimming or network.cc == "rccc"):
         key = "network.trimming: true" if network.trimming else "network.cc: rccc"
         raise UserError(
-            f"simulation: packet_acceleration: {acceleration!r} replays recorded episodes without "
-            f"the switches' trims and the receivers' credit pacers; with {key} use exact or fast"
+            f"{_where(network)}simulation: packet_acceleration: {acceleration!r} replays recorded "
+            f"episodes without the switches' trims and the receivers' credit pacers; with {key} use "
+            "exact or fast"
         )
 
 

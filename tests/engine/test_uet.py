@@ -114,5 +114,6 @@ def test_memo_acceleration_is_refused_with_trimming_and_rccc(native_lib, overrid
         NETBENCH / "uet_lossy_incast.yaml",
         ["simulation.sample_interval=0us", "simulation.packet_acceleration=memo", override],
     )
-    with pytest.raises(UserError, match=r"^simulation: packet_acceleration: 'memo' replays"):
+    named = r"uet_lossy_incast.yaml: simulation: packet_acceleration: 'memo' replays"
+    with pytest.raises(UserError, match=named):
         simulate_flow_set(scenario)

@@ -1,6 +1,8 @@
 """Fuzz cases for the newer input surfaces: several jobs, faults, ``parallel.stages``, custom
 ``gpus:``, socket hosts and ``SocketTransport::`` attributes, ``framework:``, ``--until`` on
-jobs, ``import sailor|amp``, ``plan --resume`` state files and sweep metrics.
+jobs, ``import sailor|amp``, ``plan --resume`` state files, sweep metrics, and the fabric keys
+``network.trimming``, ``network.cc: rccc``, load balancing at flow fidelity and
+``simulation.replicas``.
 
 Each generator takes the :class:`corpus.Generator` (its seeded ``rng``, base documents and
 ``_case``) and returns one :class:`corpus.Case` that breaks one thing.
@@ -268,7 +270,37 @@ def validate_case(gen: Any) -> Any:
     return gen._case(f"validate-busbw-{key}", argv, {"cases.yaml": _yaml({"cases": [case]})})
 
 
+def fabric_case(gen: Any) -> Any:
+    """A fabric or replica setting that is wrong, or cannot run with the rest (each must exit 2)."""
+    doc = copy.deepcopy(gen.docs["experiment.yaml"])
+    network, simulation = doc.setdefault("network", {}), doc.setdefault("simulation", {})
+    uet = {"transport": "uet", "pfc": False, "cc": "nscc"}
+    memo = {"fidelity": "packet", "packet_acceleration": "fast+memo"}
+    which, (net, sim) = gen.rng.choice(
+        [
+            ("trimming-value", ({"trimming": gen.rng.choice(["maybe", 2, None, [True]])}, {})),
+            ("trimming-roce", ({"trimming": True, "transport": "roce", "pfc": False}, {})),
+            ("trimming-flow", ({**uet, "trimming": True}, {"fidelity": "flow"})),
+            ("trimming-memo", ({**uet, "trimming": True}, memo)),
+            ("rccc-roce", ({"cc": "rccc"}, {})),
+            ("rccc-memo", ({**uet, "cc": "rccc"}, memo)),
+            ("adaptive-flow", ({"load_balancing": "adaptive", "transport": "irn"}, {"fidelity": "flow"})),
+            ("flowlet-flow", ({"load_balancing": "flowlet", "transport": "irn"}, {"fidelity": "flow"})),
+            (
+                "spray-go-back-n-flow",
+                ({"load_balancing": "spray", "accept_reordering": True}, {"fidelity": "flow"}),
+            ),
+            ("replicas-value", ({}, {"replicas": gen.rng.choice(["some", 3, None, ["fold"], "fold fold"])})),
+            ("replicas-fold-mixed", ({}, {"replicas": "fold"})),
+        ]
+    )
+    network.update(net)
+    simulation.update(sim)
+    return gen._case(f"fabric-{which}", RUN, {"experiment.yaml": _yaml(doc)})
+
+
 GENERATORS = (
+    fabric_case,
     jobs_case,
     until_jobs_case,
     faults_case,
