@@ -514,19 +514,9 @@ _RouteBlock = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # node, dst
 
 def _fabric_routes(topo: Topology) -> _RouteBlock:
     """Hop-count shortest paths from every fabric node to every NIC, all equal-cost next hops."""
-    fabric_links = np.flatnonzero(np.isin(topo.link_kind, (ACCESS, FABRIC)))
-    members = np.unique(np.concatenate([topo.link_a[fabric_links], topo.link_b[fabric_links]]))
-    to_local = np.full(topo.num_nodes, -1, dtype=np.int64)
-    to_local[members] = np.arange(len(members))
-    a, b = to_local[topo.link_a[fabric_links]], to_local[topo.link_b[fabric_links]]
-    m = len(members)
-    graph = csr_matrix((np.ones(len(a)), (a, b)), shape=(m, m))
+    members, _, graph, eu, ev, elink = _fabric_graph(topo)
     nic_local = np.flatnonzero(topo.node_kind[members] == NIC)
     dist = shortest_path(graph, directed=False, unweighted=True, indices=nic_local)  # (nics, m)
-    eu, ev = np.concatenate([a, b]), np.concatenate([b, a])
-    elink = np.concatenate([fabric_links, fabric_links])
-    order = np.argsort(eu, kind="stable")
-    eu, ev, elink = eu[order], ev[order], elink[order]
     forwards = topo.node_kind[members[ev]] != NIC  # a NIC never forwards for others
     out_nodes, out_dsts, out_counts, out_links = [], [], [], []
     for d_index, d_local in enumerate(nic_local):
@@ -538,12 +528,15 @@ def _fabric_routes(topo: Topology) -> _RouteBlock:
         out_dsts.append(np.full(len(us), members[d_local]))
         out_counts.append(counts)
         out_links.append(elink[sel])
-    return (
-        np.concatenate(out_nodes),
-        np.concatenate(out_dsts),
-        np.concatenate(out_counts),
-        np.concatenate(out_links),
-    )
+    return _route_block(out_nodes, out_dsts, out_counts, out_links)
+
+
+def _route_block(nodes: list, dsts: list, counts: list, links: list) -> _RouteBlock:
+    """The per-destination lists of route entries as one block (empty arrays when none)."""
+    if not nodes:
+        z = np.zeros(0, np.int64)
+        return z, z, z, z
+    return np.concatenate(nodes), np.concatenate(dsts), np.concatenate(counts), np.concatenate(links)
 
 
 def _fabric_graph(topo: Topology) -> tuple:
@@ -599,15 +592,7 @@ def _fabric_routes_for(topo: Topology, port_pairs: np.ndarray) -> _RouteBlock:
                 out_links.append(elink[sel])
                 nxt = np.unique(ev[sel])
                 frontier = nxt[(nxt != d_local) & ~seen[nxt]]
-    if not out_nodes:
-        z = np.zeros(0, np.int64)
-        return z, z, z, z
-    return (
-        np.concatenate(out_nodes),
-        np.concatenate(out_dsts),
-        np.concatenate(out_counts),
-        np.concatenate(out_links),
-    )
+    return _route_block(out_nodes, out_dsts, out_counts, out_links)
 
 
 def _host_routes(topo: Topology, cluster: ClusterConfig) -> list[_RouteBlock]:

@@ -15,7 +15,8 @@ from heterosim.workload.builder import PREVIOUS_TAIL, FrozenUnit, UnitProgram
 from heterosim.workload.cp import RingPlacer, is_ring_op
 from heterosim.workload.grad_buckets import GradBuckets
 from heterosim.workload.ops import OpSpec
-from heterosim.workload.rank_context import RankContext, comm_op
+from heterosim.workload.ops_base import comm_op
+from heterosim.workload.rank_context import RankContext
 from heterosim.workload.schedule import Step
 from heterosim.workload.trace import ALL_GATHER, COMM_COLL_NODE, REDUCE_SCATTER
 from heterosim.workload.zero3 import BlockFetch, block_fetches

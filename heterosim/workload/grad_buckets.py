@@ -13,7 +13,8 @@ from __future__ import annotations
 from heterosim.workload.blocks import Block
 from heterosim.workload.builder import UnitProgram
 from heterosim.workload.ops import OpSpec
-from heterosim.workload.rank_context import RankContext, comm_op
+from heterosim.workload.ops_base import comm_op
+from heterosim.workload.rank_context import RankContext
 from heterosim.workload.trace import ALL_REDUCE, COMM_COLL_NODE, REDUCE_SCATTER
 
 

@@ -286,18 +286,26 @@ def fp8_transpose(label: str, phase: str, d: Dims, rows: int, cols: int) -> OpSp
 _TP_KINDS = {"allreduce": ALL_REDUCE, "allgather": ALL_GATHER, "reducescatter": REDUCE_SCATTER}
 
 
-def collective(label: str, phase: str, comm_type: int, size_bytes: int, group: str, dtype: str) -> OpSpec:
+def comm_op(
+    label: str, phase: str, comm_type: int, size: int, dtype: str, node_type: int, role: str = ""
+) -> OpSpec:
+    """A communication op of ``size`` bytes (a collective over the ``role`` group, or a p2p)."""
     return OpSpec(
         label,
         "comm",
         phase,
         dtype,
         (0, 0, 0, 0),
-        node_type=COMM_COLL_NODE,
+        node_type=node_type,
         comm_type=comm_type,
-        comm_bytes=size_bytes,
-        comm_group=group,
+        comm_bytes=int(size),
+        comm_group=role,
     )
+
+
+def collective(label: str, phase: str, comm_type: int, size_bytes: int, group: str, dtype: str) -> OpSpec:
+    """A collective of ``size_bytes`` over the ``group`` communicator."""
+    return comm_op(label, phase, comm_type, size_bytes, dtype, COMM_COLL_NODE, group)
 
 
 def tp_collective(

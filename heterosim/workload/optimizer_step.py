@@ -11,7 +11,8 @@ from __future__ import annotations
 from heterosim.workload.builder import TraceAssembler
 from heterosim.workload.grad_buckets import bucket_sizes
 from heterosim.workload.ops import optimizer_ops, rank_expert_params, rank_linear_weights, rank_params
-from heterosim.workload.rank_context import RankContext, comm_op
+from heterosim.workload.ops_base import comm_op
+from heterosim.workload.rank_context import RankContext
 from heterosim.workload.trace import ALL_GATHER, ALL_REDUCE, COMM_COLL_NODE
 
 

@@ -14,7 +14,8 @@ from typing import cast
 from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.workload.builder import TraceAssembler
 from heterosim.workload.groups import StagedLayout, boundary_transfers
-from heterosim.workload.rank_context import RankContext, comm_op
+from heterosim.workload.ops_base import comm_op
+from heterosim.workload.rank_context import RankContext
 from heterosim.workload.trace import ALL_GATHER, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, NO_COLLECTIVE
 
 Deps = tuple[int, ...]

@@ -22,23 +22,6 @@ if TYPE_CHECKING:
     from heterosim.workload.generator import Workload
 
 
-def comm_op(
-    label: str, phase: str, comm_type: int, size: int, dtype: str, node_type: int, role: str = ""
-) -> OpSpec:
-    """A communication op of ``size`` bytes (a collective over the ``role`` group, or a p2p)."""
-    return OpSpec(
-        label,
-        "comm",
-        phase,
-        dtype,
-        (0, 0, 0, 0),
-        node_type=node_type,
-        comm_type=comm_type,
-        comm_bytes=int(size),
-        comm_group=role,
-    )
-
-
 class RankContext:
     """One rank of a workload: its coordinates, parallel settings, dtypes and template table."""
 

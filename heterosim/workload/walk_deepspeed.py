@@ -13,8 +13,9 @@ from typing import NamedTuple
 from heterosim.workload.builder import TraceAssembler
 from heterosim.workload.chunk_units import ChunkUnits
 from heterosim.workload.framework import load_micro_batch_ops, pipeline_payload
+from heterosim.workload.ops_base import comm_op
 from heterosim.workload.pipeline_p2p import PipelineP2P
-from heterosim.workload.rank_context import RankContext, comm_op
+from heterosim.workload.rank_context import RankContext
 from heterosim.workload.schedule import Step
 from heterosim.workload.trace import ALL_GATHER, COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, NO_COLLECTIVE
 

@@ -8,19 +8,8 @@ import sys
 import textwrap
 
 
-def test_a_build_announces_itself_on_a_non_terminal_stderr_and_is_timed(tmp_path):
-    # a stand-in compiler (writes its -o file), so the test costs no compilation
-    compiler = tmp_path / "fake-cxx"
-    compiler.write_text(
-        textwrap.dedent("""\
-        #!/bin/sh
-        out=""; prev=""
-        for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
-        [ -n "$out" ] && : > "$out"
-        echo "fake-cxx 1.0"
-        """)
-    )
-    compiler.chmod(0o755)
+def test_a_build_announces_itself_on_a_non_terminal_stderr_and_is_timed(tmp_path, fake_cxx):
+    compiler = fake_cxx
     env = {"HETEROSIM_CACHE_DIR": str(tmp_path / "cache"), "CXX": str(compiler), "PATH": "/usr/bin:/bin"}
     code = (
         "from heterosim.engine import native; native.build(); "

@@ -7,7 +7,6 @@ import json
 import shutil
 import subprocess
 import sys
-import textwrap
 
 from heterosim.engine import native
 
@@ -27,19 +26,8 @@ print(json.dumps([first != second, sorted(name.rsplit("-", 1)[0] for name in reb
 """
 
 
-def test_editing_a_shared_test_header_rebuilds_the_test_library(tmp_path):
-    # a stand-in compiler (writes its -o file), so the test costs no compilation
-    compiler = tmp_path / "fake-cxx"
-    compiler.write_text(
-        textwrap.dedent("""\
-        #!/bin/sh
-        out=""; prev=""
-        for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
-        [ -n "$out" ] && : > "$out"
-        echo "fake-cxx 1.0"
-        """)
-    )
-    compiler.chmod(0o755)
+def test_editing_a_shared_test_header_rebuilds_the_test_library(tmp_path, fake_cxx):
+    compiler = fake_cxx
     modules = tmp_path / "ns3_modules"
     shutil.copytree(native.modules_dir(), modules)
     env = {"HETEROSIM_CACHE_DIR": str(tmp_path / "cache"), "CXX": str(compiler), "PATH": "/usr/bin:/bin"}
