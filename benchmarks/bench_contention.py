@@ -18,7 +18,10 @@ constants are evaluated. ``--persistent`` also prints a reading of the isolated 
 shipped model does not use: cuBLAS's persistent kernels (the nvjet kernel names in
 ``contention_layers.json``: grid = the SMs, tile from the name) whose CTAs left without an SM run
 their first tile only after the running CTAs have drained the tile counter (:func:`persistent`).
-Run: ``python3 benchmarks/bench_contention.py [--fit] [--persistent]``.
+``--mechanisms`` evaluates wave mechanisms built from the GPU's layout instead of the fitted wave
+term (:func:`mechanism`, not shipped; benchmarks/HISTORY.md "Cluster slots and tile rounds") on
+every set, and prints how far the same GEMMs measured in two sessions differ.
+Run: ``python3 benchmarks/bench_contention.py [--fit] [--persistent] [--mechanisms]``.
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ import argparse
 import json
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from heterosim.catalog.gpus import gpu_spec
 from heterosim.plan.compute import contention as model
-from heterosim.plan.compute.efficiency import default_params
+from heterosim.plan.compute.efficiency import default_params, gemm_tile_count
+from heterosim.workload.ops_base import OpSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "validation" / "h100_2026-11-27"
@@ -67,8 +72,8 @@ def predicted(m: int, n: int, k: int, blocks: int) -> float:
     return model.slowdown("gemm", (m, n, k, 1), spec, default_params(GPU, spec), blocks)
 
 
-def errors(points: list[tuple]) -> np.ndarray:
-    return np.array([predicted(m, n, k, b) - s for m, n, k, b, s, _ in points])
+def errors(points: list[tuple], factor: Callable[[int, int, int, int], float] = predicted) -> np.ndarray:
+    return np.array([factor(m, n, k, b) - s for m, n, k, b, s, _ in points])
 
 
 def fit(points: list[tuple]) -> tuple[float, float, float]:
@@ -104,9 +109,12 @@ def other_kernels() -> list[tuple[str, int, float, float]]:
     return out
 
 
-def whole_layers() -> list[tuple[str, int, float, float]]:
+def whole_layers(
+    gemm: Callable[[int, int, int, int], float] | None = None,
+) -> list[tuple[str, int, float, float]]:
     """Whole layers (eager, fwd + bwd) beside copy blocks: (label, blocks, measured, predicted),
-    the prediction weighting each op's factor by its profiled time."""
+    the prediction weighting each op's factor by its profiled time (``gemm(m, n, k, blocks)``
+    replaces the shipped factor of unbatched GEMMs when given)."""
     from heterosim.plan.compute import layer_profiler as lp
     from heterosim.plan.compute.model import ComputeModel
     from heterosim.workload import ops as wo
@@ -129,8 +137,15 @@ def whole_layers() -> list[tuple[str, int, float, float]]:
             compute.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, GPU)[0]
             for o in ops
         ]
+
+        def factor(o: OpSpec, b: int) -> float:
+            m, n, k, batch = (int(x) for x in o.shape[:4]) if o.op_kind == "gemm" else (0, 0, 0, 0)
+            if gemm is not None and o.op_kind == "gemm" and batch <= 1:
+                return gemm(m, n, k, b)
+            return model.slowdown(o.op_kind, o.shape, spec, params, b)
+
         for b in (8, 16, 32):
-            slowed = sum(t * model.slowdown(o.op_kind, o.shape, spec, params, b) for o, t in zip(ops, times))
+            slowed = sum(t * factor(o, b) for o, t in zip(ops, times))
             out.append((row["label"], b, row[f"ms_copy_{b}"] / row["ms_alone"], slowed / sum(times)))
     return out
 
@@ -169,6 +184,122 @@ def persistent_reading() -> None:
             )
 
 
+# H100 SXM5: 8 GPCs, 66 TPCs of 2 SMs (NVIDIA, "NVIDIA Hopper Architecture In-Depth", 2022); the
+# TPCs per GPC are uneven and not published (NVIDIA/cutlass issue #1921), but every GPC holds whole
+# TPCs, so an even number of SMs, which is all that clusters of 2 CTAs depend on.
+H100_GPCS = 8
+CLUSTER = 2  # every recorded nvjet_sm90 kernel but two runs clusters of 2 CTAs (``_1x2_``, ``_2x1_``)
+LOST_RULES = ("per block", "cluster pairs")
+ROUND_RULES = ("drain", "late start")
+
+
+def lost_sms(blocks: int, rule: str, sms: int = 132, gpcs: int = H100_GPCS) -> int:
+    """SMs a persistent GEMM cannot use beside ``blocks`` single-CTA blocks: the blocks' own
+    SMs ("per block"), or ("cluster pairs") with the blocks spread round-robin over the GPCs
+    (an assumption: where the CTA scheduler puts them is not documented) and one more SM lost
+    in every GPC left with an odd number of free SMs, since a cluster's CTAs run on SMs of one
+    GPC (CUDA C++ Programming Guide, "Thread Block Clusters")."""
+    if rule == "per block":
+        return min(blocks, sms)
+    per_gpc = [blocks // gpcs + (1 if g < blocks % gpcs else 0) for g in range(gpcs)]
+    return min(sum(b + b % CLUSTER for b in per_gpc), sms)
+
+
+def mechanism(tiles: int, grid: int, blocks: int, lost_rule: str, round_rule: str, sms: int = 132) -> float:
+    """Slowdown of a persistent GEMM of ``tiles`` equal tiles on ``grid`` CTAs beside ``blocks``
+    blocks, in tile rounds: ``running`` = SMs left, ``waiting`` = the CTAs beyond them; "drain"
+    takes ceil(tiles / running) rounds (the CTAs take tiles from a shared counter, waiting CTAs
+    find none left), "late start" ceil((tiles - waiting) / running) + 1 (each CTA's first tile
+    is its own: the waiting CTAs run theirs after the others drained the counter,
+    :func:`persistent`). Never below the SM share 1 / (1 - blocks / SMs)."""
+    share = 1.0 / (1.0 - min(blocks / sms, 0.9))
+    running = max(sms - lost_sms(blocks, lost_rule, sms), 1)
+    waiting = max(min(grid, tiles) - running, 0)
+    if blocks <= 0 or waiting == 0:
+        return share if blocks > 0 else 1.0
+    if round_rule == "drain":
+        rounds = math.ceil(tiles / running)
+    else:
+        rounds = math.ceil((tiles - waiting) / running) + 1
+    return max(rounds / math.ceil(tiles / min(grid, tiles)), share)
+
+
+def recorded_tiles() -> dict[tuple[int, int, int], tuple[int, int]]:
+    """(tiles, grid) of the nvjet kernel recorded for each GEMM shape of this session."""
+    out = {}
+    rows = json.loads((DATA / "contention_layers.json").read_text())["gemms"]
+    rows += [c for c in json.loads((DATA / "contention.json").read_text())["cases"] if c["kind"] == "gemm"]
+    for r in rows:
+        m, n, k = (r["m"], r["n"], r["k"]) if "m" in r else r["shape"]
+        kern = r["kernels"][0]
+        found = re.search(r"_(\d+)x(\d+)_\d+x\d+_\d+x\d+_", kern["name"])
+        if found:
+            tiles = math.ceil(m / int(found.group(1))) * math.ceil(n / int(found.group(2)))
+            out[(m, n, k)] = (tiles, int(np.prod(kern["grid"])))
+    return out
+
+
+def mechanisms_reading() -> None:
+    """Every lost-SM and round rule on every set, against the shipped wave term; then the same
+    four GEMMs as measured in two sessions (what a 5-point target can resolve)."""
+    spec = gpu_spec(GPU)
+    params = default_params(GPU, spec)
+    known = recorded_tiles()
+    loops, held = gemm_points()
+
+    def factor_of(lost_rule: str, round_rule: str) -> Callable[[int, int, int, int], float]:
+        def factor(m: int, n: int, k: int, blocks: int) -> float:
+            tiles, grid = known.get((m, n, k), (gemm_tile_count(m, n, 1, params), params.sm_count))
+            return mechanism(tiles, grid, blocks, lost_rule, round_rule)
+
+        return factor
+
+    print(
+        "wave mechanisms from the GPU's layout (tiles and grid of the recorded kernel, else the roofline's):"
+    )
+    print(f"  {'rule':28s} overlap.json n={len(held)}     loops n={len(loops)}        layers n=45")
+    candidates: list[tuple[str, Callable | None]] = [("shipped wave term", None)]
+    candidates += [(f"{lr} / {rr}", factor_of(lr, rr)) for lr in LOST_RULES for rr in ROUND_RULES]
+    for name, fn in candidates:
+        e_held = errors(held, fn or predicted)
+        e_loops = errors(loops, fn or predicted)
+        e_layers = np.array([p - s for _, _, s, p in whole_layers(fn)])
+        print(
+            f"  {name:28s} MAE {100 * np.mean(np.abs(e_held)):4.1f} worst {100 * np.max(np.abs(e_held)):4.1f}"
+            f"  MAE {100 * np.mean(np.abs(e_loops)):4.1f} mean {100 * np.mean(e_loops):+5.1f}"
+            f"  MAE {100 * np.mean(np.abs(e_layers)):4.1f} mean {100 * np.mean(e_layers):+5.1f}"
+        )
+        if fn is not None:
+            rows = [
+                f"{label.replace('gpt175b-tp8-', '')[:6]}/{b}: {s:.2f} {s + e:.2f}"
+                for (*_, b, s, label), e in zip(held, e_held)
+            ]
+            print("      overlap.json measured / rule: " + ", ".join(rows))
+    cases = json.loads((DATA / "contention.json").read_text())["cases"]
+    again = {(c["shape"][0], c["shape"][1], c["shape"][2]): c for c in cases if c["kind"] == "gemm"}
+    diffs = []
+    for m, n, k, b, s, _ in held:
+        c = again[(m, n, k)]
+        diffs.append(abs(s - c[f"ms_copy_{b}"] / c["ms_alone"]))
+    print(
+        f"the same {len(held)} GEMM points measured again (contention.json, next day, 512-thread blocks): "
+        f"mean |difference| {100 * np.mean(diffs):.1f} points, max {100 * np.max(diffs):.1f}"
+    )
+    print(
+        "extra tile rounds beside 4 / 8 / 16 / 32 copy blocks (contention.json; a round: time alone / "
+        "ceil(tiles / grid)):"
+    )
+    for (m, n, k), c in again.items():
+        tiles, grid = known[(m, n, k)]
+        per_round = c["ms_alone"] / math.ceil(tiles / grid)
+        extra = " ".join(f"{(c[f'ms_copy_{b}'] - c['ms_alone']) / per_round:+5.2f}" for b in (4, 8, 16, 32))
+        spin = " ".join(f"{c[f'ms_spin_{b}'] / c['ms_alone']:.3f}" for b in (8, 16, 32))
+        print(
+            f"  {c['label']:18s} {tiles:5d} tiles {tiles / params.sm_count:5.2f} waves: {extra}"
+            f"   (slowdown beside 8/16/32 spin blocks {spin})"
+        )
+
+
 def report(name: str, e: np.ndarray) -> None:
     mae, mean, worst = 100 * np.mean(np.abs(e)), 100 * np.mean(e), 100 * np.max(np.abs(e))
     print(f"{name}: n={e.size} MAE {mae:.1f} points, mean {mean:+.1f}, max |e| {worst:.1f}")
@@ -178,6 +309,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="grid-search WAVE_TAIL_A and WAVE_TAIL_P first")
     parser.add_argument("--persistent", action="store_true", help="also the persistent-kernel reading")
+    parser.add_argument(
+        "--mechanisms", action="store_true", help="also the cluster-slot and tile-round rules"
+    )
     args = parser.parse_args()
     loops, held = gemm_points()
     if args.fit:
@@ -203,6 +337,8 @@ def main() -> None:
         print(f"  {label:30s} blocks {b:2d}: measured {s:.3f} model {p:.3f} ({100 * (p - s):+.0f})")
     if args.persistent:
         persistent_reading()
+    if args.mechanisms:
+        mechanisms_reading()
 
 
 if __name__ == "__main__":
