@@ -33,7 +33,9 @@ GEMMs x 8/16/32 blocks: mean absolute error 4.6 points, worst 12); held out, who
 points slower on average than the model (and than the same GEMMs inside layers)
 (``benchmarks/bench_contention.py``).
 Approximate: the wave term ignores which SMs the blocks take (clusters of 2 CTAs need pairs)
-and the GPU clock rising when fewer SMs run; the communication kernel is not slowed in turn
+and the GPU clock rising when fewer SMs run (cluster-slot and tile-round rules from the GPU's
+layout were tested in its place and fit no set better: benchmarks/HISTORY.md, "Cluster slots
+and tile rounds"); the communication kernel is not slowed in turn
 (measured, ``validation/h100_2026-11-27b/comm_beside_compute.json``: launched while persistent
 GEMMs or attention hold every SM, a copy kernel's blocks start as the compute's CTAs retire and
 it takes 1.15-1.93x its time alone; resident before the compute arrives, 0.94-1.13x). That
