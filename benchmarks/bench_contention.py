@@ -72,7 +72,10 @@ def predicted(m: int, n: int, k: int, blocks: int) -> float:
     return model.slowdown("gemm", (m, n, k, 1), spec, default_params(GPU, spec), blocks)
 
 
-def errors(points: list[tuple], factor: Callable[[int, int, int, int], float] = predicted) -> np.ndarray:
+GemmFactor = Callable[[int, int, int, int], float]  # (m, n, k, blocks) -> slowdown
+
+
+def errors(points: list[tuple], factor: GemmFactor = predicted) -> np.ndarray:
     return np.array([factor(m, n, k, b) - s for m, n, k, b, s, _ in points])
 
 
@@ -109,12 +112,25 @@ def other_kernels() -> list[tuple[str, int, float, float]]:
     return out
 
 
+def kernel_mix(label: str) -> dict[str, float]:
+    """Shares of a standard layer's busy GPU time in GEMM, fused-attention and other kernels
+    (``layer_kernels.json``, one profiled forward + backward)."""
+    layer = next(
+        x for x in json.loads((DATA / "layer_kernels.json").read_text())["layers"] if x["label"] == label
+    )
+    gemm = sum(k["dur"] for k in layer["list"] if "nvjet" in k["name"] or "gemm" in k["name"].lower())
+    attention = sum(k["dur"] for k in layer["list"] if "sdpa" in k["name"] or "flash" in k["name"])
+    busy = layer["busy_us"]
+    return {"gemm": gemm / busy, "attention": attention / busy, "other": 1.0 - (gemm + attention) / busy}
+
+
 def whole_layers(
-    gemm: Callable[[int, int, int, int], float] | None = None,
+    gemm: GemmFactor | None = None, measured_mix: bool = False
 ) -> list[tuple[str, int, float, float]]:
     """Whole layers (eager, fwd + bwd) beside copy blocks: (label, blocks, measured, predicted),
     the prediction weighting each op's factor by its profiled time (``gemm(m, n, k, blocks)``
-    replaces the shipped factor of unbatched GEMMs when given)."""
+    replaces the shipped factor of unbatched GEMMs when given; ``measured_mix`` weights the
+    GEMM, attention and other ops' mean factors by the layer's measured :func:`kernel_mix`)."""
     from heterosim.plan.compute import layer_profiler as lp
     from heterosim.plan.compute.model import ComputeModel
     from heterosim.workload import ops as wo
@@ -133,10 +149,14 @@ def whole_layers(
             + wo.layer_backward_ops(s.model, training, parallel, 0)
             if not op.is_comm
         ]
-        times = [
-            compute.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, GPU)[0]
-            for o in ops
-        ]
+        times = np.array(
+            [
+                compute.time_op(o.op_kind, o.dtype, o.shape, o.shape_extra, o.flops, o.bytes_moved, GPU)[0]
+                for o in ops
+            ]
+        )
+        kinds = np.array([o.op_kind if o.op_kind in ("gemm", "attention") else "other" for o in ops])
+        mix = kernel_mix(row["label"]) if measured_mix else {}
 
         def factor(o: OpSpec, b: int) -> float:
             m, n, k, batch = (int(x) for x in o.shape[:4]) if o.op_kind == "gemm" else (0, 0, 0, 0)
@@ -145,8 +165,16 @@ def whole_layers(
             return model.slowdown(o.op_kind, o.shape, spec, params, b)
 
         for b in (8, 16, 32):
-            slowed = sum(t * factor(o, b) for o, t in zip(ops, times))
-            out.append((row["label"], b, row[f"ms_copy_{b}"] / row["ms_alone"], slowed / sum(times)))
+            slowed = times * np.array([factor(o, b) for o in ops])
+            if mix:
+                pred = sum(
+                    share
+                    * (slowed[kinds == c].sum() / times[kinds == c].sum() if (kinds == c).any() else 1.0)
+                    for c, share in mix.items()
+                )
+            else:
+                pred = slowed.sum() / times.sum()
+            out.append((row["label"], b, row[f"ms_copy_{b}"] / row["ms_alone"], float(pred)))
     return out
 
 
@@ -247,7 +275,7 @@ def mechanisms_reading() -> None:
     known = recorded_tiles()
     loops, held = gemm_points()
 
-    def factor_of(lost_rule: str, round_rule: str) -> Callable[[int, int, int, int], float]:
+    def factor_of(lost_rule: str, round_rule: str) -> GemmFactor:
         def factor(m: int, n: int, k: int, blocks: int) -> float:
             tiles, grid = known.get((m, n, k), (gemm_tile_count(m, n, 1, params), params.sm_count))
             return mechanism(tiles, grid, blocks, lost_rule, round_rule)
@@ -257,17 +285,22 @@ def mechanisms_reading() -> None:
     print(
         "wave mechanisms from the GPU's layout (tiles and grid of the recorded kernel, else the roofline's):"
     )
-    print(f"  {'rule':28s} overlap.json n={len(held)}     loops n={len(loops)}        layers n=45")
-    candidates: list[tuple[str, Callable | None]] = [("shipped wave term", None)]
+    print(
+        f"  {'rule':28s} overlap.json n={len(held)}     loops n={len(loops)}        "
+        "layers n=45 (op times; kernel mix)"
+    )
+    candidates: list[tuple[str, GemmFactor | None]] = [("shipped wave term", None)]
     candidates += [(f"{lr} / {rr}", factor_of(lr, rr)) for lr in LOST_RULES for rr in ROUND_RULES]
     for name, fn in candidates:
         e_held = errors(held, fn or predicted)
         e_loops = errors(loops, fn or predicted)
         e_layers = np.array([p - s for _, _, s, p in whole_layers(fn)])
+        e_mix = np.array([p - s for _, _, s, p in whole_layers(fn, measured_mix=True)])
         print(
             f"  {name:28s} MAE {100 * np.mean(np.abs(e_held)):4.1f} worst {100 * np.max(np.abs(e_held)):4.1f}"
             f"  MAE {100 * np.mean(np.abs(e_loops)):4.1f} mean {100 * np.mean(e_loops):+5.1f}"
-            f"  MAE {100 * np.mean(np.abs(e_layers)):4.1f} mean {100 * np.mean(e_layers):+5.1f}"
+            f"  MAE {100 * np.mean(np.abs(e_layers)):4.1f} mean {100 * np.mean(e_layers):+5.1f};"
+            f" {100 * np.mean(np.abs(e_mix)):4.1f} {100 * np.mean(e_mix):+5.1f}"
         )
         if fn is not None:
             rows = [
