@@ -129,6 +129,8 @@ def execute_plan(
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
+    if plan.released:
+        raise ValueError("execute_plan: the plan's schedule columns were released (release_schedule)")
     model, queue_pairs, acceleration = _settings(plan, topology, simulation)
     built_before = native.build_seconds()
     gbl = native.load()  # compiles ns3_modules on first use: timed apart from the simulation
@@ -152,10 +154,10 @@ def execute_plan(
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
         error = _run_error(executor, model, net, state, interruption, raise_on_stall)
-        accounts = _contention_accounts(contention, plan) if contention is not None else None
-        # the run state, then the arrays it read: memory for the readout
+        # the run state, then the arrays it read: memory for the readout (and the accounts)
         executor.ReleaseTasks()
         borrowed.clear()
+        accounts = _contention_accounts(contention, plan) if contention is not None else None
         if contention is not None:
             contention.ReleaseTasks()
         contention_arrays.clear()

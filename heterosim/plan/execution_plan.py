@@ -50,6 +50,18 @@ TASK_COLUMNS = (
     "contention_above",
 )
 
+# The columns only the engine reads (dependencies, flow traffic classes, NCCL channels, the
+# contention terms): a finished run's reports never do (:meth:`ExecutionPlan.release_schedule`).
+SCHEDULE_COLUMNS = (
+    "dep_ptr",
+    "dep_idx",
+    "priority",
+    "channel",
+    "contention_wave",
+    "contention_share",
+    "contention_above",
+)
+
 
 @dataclass
 class ExecutionPlan:
@@ -75,6 +87,7 @@ class ExecutionPlan:
     contention_wave: np.ndarray = field(default_factory=lambda: np.zeros(0))
     contention_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
     contention_above: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    released: bool = False  # release_schedule() freed SCHEDULE_COLUMNS: not runnable any more
 
     def __post_init__(self) -> None:
         n = len(self)
@@ -88,8 +101,21 @@ class ExecutionPlan:
     def __len__(self) -> int:
         return int(self.kind.shape[0])
 
+    def release_schedule(self) -> int:
+        """Free :data:`SCHEDULE_COLUMNS` (empty arrays of the same dtypes take their place) once
+        every run of the plan is over; return the bytes they held. The plan's other columns, which
+        the reports read, stay; the plan cannot run again (``released``)."""
+        freed = 0
+        for name in SCHEDULE_COLUMNS:
+            column: np.ndarray = getattr(self, name)
+            freed += column.nbytes
+            setattr(self, name, np.zeros(0, column.dtype))
+        self.released = True
+        return freed
+
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""
+        assert not self.released, "the plan's schedule columns were released"
         n = len(self)
         for name in TASK_COLUMNS:
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
