@@ -19,7 +19,7 @@ from heterosim.config.experiment import load_experiment
 from heterosim.engine.executor import execute_plan
 from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, FlowTable
 from heterosim.plan.execution_plan import COMPUTE, FLOW, SCHEDULE_COLUMNS, TASK_COLUMNS
-from heterosim.report import breakdown, perfetto
+from heterosim.report import breakdown, link_series, perfetto
 from heterosim.report.numeric_csv import write_numeric_csv, write_numeric_csv_parts
 from heterosim.report.run_report import results_dict, write_run_outputs
 from heterosim.simulate.experiment import run_experiment
@@ -186,20 +186,29 @@ class MallInfo2(ctypes.Structure):  # malloc.h
 
 
 libc.mallinfo2.restype = MallInfo2
-big = np.ones(8 << 20, np.uint8)  # mapped; freed, it raises glibc's threshold to 8 MiB
+big = np.ones(16 << 20, np.uint8)  # mapped; freed, it raises glibc's threshold to 16 MiB
 del big
 assert process_memory.return_large_frees()
+size = 2 * process_memory.MMAP_THRESHOLD_BYTES
 mapped = libc.mallinfo2().hblkhd
-array = np.ones(1 << 20, np.uint8)  # the heap has no free MiB: it grows, by a mapping of its own
-assert libc.mallinfo2().hblkhd - mapped >= 1 << 20, "1 MiB not mapped"
+array = np.ones(size, np.uint8)  # the heap has no free block that large: a mapping of its own
+assert libc.mallinfo2().hblkhd - mapped >= size, "not mapped"
 del array
 assert libc.mallinfo2().hblkhd == mapped, "not unmapped"
 """
 
 
 def test_large_arrays_get_their_own_mapping_once_pinned():
-    # a fresh process: a heap without free blocks of a MiB (malloc takes those before mapping)
+    # a fresh process: a heap without large free blocks (malloc takes those before mapping)
     done = subprocess.run([sys.executable, "-c", PINNED_CHECK], capture_output=True, text=True)
     if done.returncode == 3:
         pytest.skip("not glibc >= 2.33")
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 3), (10, 4), (1000, 7), (5, 0)])
+def test_link_rate_differences_in_place_by_blocks_are_np_diff(shape):
+    matrix = np.cumsum(np.random.default_rng(1).random(shape), axis=0)
+    expected = np.diff(matrix, axis=0)
+    link_series._difference_in_place(matrix, cells=13)
+    assert np.array_equal(matrix[1:], expected)
