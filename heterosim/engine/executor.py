@@ -145,11 +145,11 @@ def execute_plan(
     executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
-    times = _borrow_times(executor, len(plan))  # the executor records the task times in these
     _set_planes(net, plan, topology)
     contention, contention_arrays = (
         _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
     )
+    times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)

@@ -145,7 +145,7 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     sources = (plan.collective, plan.channel, plan.gpu, plan.dst)
     sizes = [int(c[on].max()) + 1 for c in sources]
     if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
-        key = plan.collective[on].astype(np.int64)  # built in place, a column at a time (memory)
+        key = plan.collective[on].astype(np.int64, copy=False)  # built in place, a column at a time
         for column, size in zip(sources[1:], sizes[1:]):
             key *= size
             key += column[on]
@@ -165,13 +165,15 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     group_start = np.flatnonzero(new_group)
     first_row = order[group_start]
     shared = np.diff(group_start, append=on.size) >= 2
-    group = np.cumsum(new_group) - 1  # group of each sorted row
+    group = np.cumsum(new_group, dtype=np.int64)  # group of each sorted row, from 1
+    group -= 1
     del new_group
     rank_of_group = np.full(group_start.size, -1, np.int64)
     by_first = np.argsort(first_row, kind="stable")
     by_first = by_first[shared[by_first]]
     rank_of_group[by_first] = np.arange(by_first.size)
-    ids = np.empty(on.size, np.int64)
-    ids[order] = rank_of_group[group]
-    out[on] = ids
+    np.take(rank_of_group, group, out=group)  # each sorted row's id, in place (memory)
+    on = on[order]
+    del order
+    out[on] = group
     return out

@@ -30,8 +30,8 @@ import numpy as np
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.report.intervals import union_length
 
-SIDES_PER_BLOCK = 1 << 21  # flow sides per block of ranks in the host unions (bounded memory)
-FLOWS_PER_BLOCK = 1 << 21  # flows per block in the per-instance spans (bounded memory)
+SIDES_PER_BLOCK = 1 << 20  # flow sides per block of ranks in the host unions (bounded memory)
+FLOWS_PER_BLOCK = 1 << 20  # flows per block in the per-instance spans (bounded memory)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def rank_breakdown(
 
     # Each flow touches two GPUs: its sender and its receiver. Per flow only its task and ranks
     # are kept; times, instance and hosts are read a block of flows at a time (peak memory).
-    flows = _Flows(plan, np.flatnonzero((plan.kind == FLOW) & ran), gpu_rank, gpu_host, start_ns, end_ns)
+    flows = _Flows(plan, _indices((plan.kind == FLOW) & ran), gpu_rank, gpu_host, start_ns, end_ns)
     span_rank, span_start, span_end = _instance_spans(flows, num_ranks)
     # a folded collective (heterosim/plan/fold.py): a marker on its rank's GPU waiting its time
     folded = np.flatnonzero((plan.kind == MARKER) & (plan.gpu >= 0) & (plan.delay_ns > 0) & ran)
@@ -105,6 +105,12 @@ def rank_breakdown(
         inter_host_ns=inter,
         iteration_ns=int(iteration_ns),
     )
+
+
+def _indices(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)``, in 32 bits where the indices fit (memory; used to index only)."""
+    where = np.flatnonzero(mask)
+    return where.astype(np.int32) if mask.size <= np.iinfo(np.int32).max else where
 
 
 class _Flows:

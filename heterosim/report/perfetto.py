@@ -117,6 +117,8 @@ def _candidate_spans(
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
     flows = np.flatnonzero((plan.kind == FLOW) & ran)
+    if len(plan) <= np.iinfo(np.int32).max:
+        flows = flows.astype(np.int32)  # indices only (memory); the kept spans' come out as int64
     segments = []
     for side, tasks, column in ((-1, comp, plan.gpu), (SEND, flows, plan.gpu), (RECV, flows, plan.dst)):
         keep = gpu_rank[column[tasks]] >= 0
@@ -131,12 +133,14 @@ def _segment_lengths(
 ) -> np.ndarray:
     """The candidate spans' lengths (ns), segment after segment."""
     length = np.empty(sum(int(tasks.size) for _, tasks, _ in segments), dtype=np.int64)
-    lo = 0
+    at = 0
     for _, tasks, _ in segments:
-        part = length[lo : lo + tasks.size]
-        np.take(end_ns, tasks, out=part)
-        part -= start_ns[tasks]
-        lo += tasks.size
+        for lo in range(0, tasks.size, SPAN_CHUNK):  # a chunk at a time: small temporaries
+            index = tasks[lo : lo + SPAN_CHUNK]
+            part = length[at + lo : at + lo + index.size]
+            np.take(end_ns, index, out=part)
+            part -= start_ns[index]
+        at += tasks.size
     return length
 
 
@@ -168,7 +172,7 @@ def _span_columns(
         tasks.append(task)
         ranks.append(gpu_rank[column[task]])
         sides.append(np.full(task.size, side, np.int8))
-    return np.concatenate(tasks), np.concatenate(ranks), np.concatenate(sides)
+    return np.concatenate(tasks).astype(np.int64, copy=False), np.concatenate(ranks), np.concatenate(sides)
 
 
 def _thread_ids(
