@@ -47,11 +47,13 @@ def one(path: str, batch: int, out: str, overrides: list[str]) -> dict:
     from heterosim.config.experiment import load_experiment
     from heterosim.engine import native
     from heterosim.engine.executor import execute_plan
+    from heterosim.engine.process_memory import return_large_frees
     from heterosim.report.run_report import results_dict, write_run_outputs
     from heterosim.results import RunArtifacts
     from heterosim.simulate.experiment import _record_granularity, prepare_run
 
     stages: dict[str, float] = {}
+    return_large_frees()  # as `heterosim run` does
     native.load()
     stages["imports_and_ns3"] = rss_mb()[0]
     sets = [f"training.global_batch={batch}", "simulation.fidelity=flow", *overrides]
@@ -66,6 +68,8 @@ def one(path: str, batch: int, out: str, overrides: list[str]) -> dict:
     engine_s = time.perf_counter() - t0
     stages["engine"] = rss_mb()[0]
     run = RunArtifacts.from_prepared(experiment, prepared, engine)
+    plan_mb = plan_bytes(plan) / 1e6
+    run.release_schedule()  # as `heterosim run` does once the run is over
     results = results_dict(run)
     write_run_outputs(run, Path(out), results, plots=False)
     stages["outputs"] = rss_mb()[0]
@@ -75,8 +79,8 @@ def one(path: str, batch: int, out: str, overrides: list[str]) -> dict:
     return {
         "global_batch": batch,
         "tasks": len(plan),
-        "plan_mb": plan_bytes(plan) / 1e6,
-        "plan_bytes_per_task": plan_bytes(plan) / max(len(plan), 1),
+        "plan_mb": plan_mb,
+        "plan_bytes_per_task": plan_mb * 1e6 / max(len(plan), 1),
         "trace_mb": trace_bytes / 1e6,
         "rss_mb": stages,
         "peak_mb": rss_mb()[1],

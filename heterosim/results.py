@@ -81,6 +81,11 @@ class RunArtifacts:
             prepared.replicas,
         )
 
+    def release_schedule(self) -> int:
+        """Free the plan's engine-only columns once the run is over (reports do not read them;
+        :meth:`ExecutionPlan.release_schedule`); return the bytes freed."""
+        return self.tables.plan.release_schedule()
+
 
 @dataclass(frozen=True)
 class CollectiveSpec:
@@ -174,3 +179,8 @@ class JobsArtifacts:
     @property
     def tables(self) -> PlanTables:
         return self.merged.tables
+
+    def release_schedule(self) -> int:
+        """Free the engine-only columns of the merged plan and of each job's own plan once the
+        run is over (:meth:`RunArtifacts.release_schedule`); return the bytes freed."""
+        return self.merged.tables.plan.release_schedule() + sum(job.release_schedule() for job in self.jobs)

@@ -82,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heterosim.engine.process_memory import return_large_frees
     from heterosim.interrupts import sigterm_as_interrupt
     from heterosim.report.html_report import report_when_asked
     from heterosim.report.jobs_report import any_results_dict, write_any_outputs
@@ -91,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from heterosim.simulate import run_any
 
     stop_ns = stop_time_ns(args.until)  # before the experiment loads: a bad value fails at once
+    return_large_frees()  # a large run's freed arrays go back to the system (peak memory)
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -114,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
             experiment, progress=progress, workload=workload, databases=args.db or None, stop_ns=stop_ns
         )
     progress.close()
+    artifacts.release_schedule()  # every run of the plan is over: memory for the reports
     results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns

@@ -129,6 +129,8 @@ def execute_plan(
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
     """
+    if plan.released:
+        raise ValueError("execute_plan: the plan's schedule columns were released (release_schedule)")
     model, queue_pairs, acceleration = _settings(plan, topology, simulation)
     built_before = native.build_seconds()
     gbl = native.load()  # compiles ns3_modules on first use: timed apart from the simulation
@@ -143,19 +145,19 @@ def execute_plan(
     executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
     borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
-    times = _borrow_times(executor, len(plan))  # the executor records the task times in these
     _set_planes(net, plan, topology)
     contention, contention_arrays = (
         _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
     )
+    times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
         state, interruption = _run(executor, ns3, len(plan), progress)
         error = _run_error(executor, model, net, state, interruption, raise_on_stall)
-        accounts = _contention_accounts(contention, plan) if contention is not None else None
-        # the run state, then the arrays it read: memory for the readout
+        # the run state, then the arrays it read: memory for the readout (and the accounts)
         executor.ReleaseTasks()
         borrowed.clear()
+        accounts = _contention_accounts(contention, plan) if contention is not None else None
         if contention is not None:
             contention.ReleaseTasks()
         contention_arrays.clear()

@@ -50,6 +50,18 @@ TASK_COLUMNS = (
     "contention_above",
 )
 
+# The columns only the engine reads (dependencies, flow traffic classes, NCCL channels, the
+# contention terms): a finished run's reports never do (:meth:`ExecutionPlan.release_schedule`).
+SCHEDULE_COLUMNS = (
+    "dep_ptr",
+    "dep_idx",
+    "priority",
+    "channel",
+    "contention_wave",
+    "contention_share",
+    "contention_above",
+)
+
 
 @dataclass
 class ExecutionPlan:
@@ -75,6 +87,7 @@ class ExecutionPlan:
     contention_wave: np.ndarray = field(default_factory=lambda: np.zeros(0))
     contention_share: np.ndarray = field(default_factory=lambda: np.zeros(0))
     contention_above: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    released: bool = False  # release_schedule() freed SCHEDULE_COLUMNS: not runnable any more
 
     def __post_init__(self) -> None:
         n = len(self)
@@ -88,8 +101,21 @@ class ExecutionPlan:
     def __len__(self) -> int:
         return int(self.kind.shape[0])
 
+    def release_schedule(self) -> int:
+        """Free :data:`SCHEDULE_COLUMNS` (empty arrays of the same dtypes take their place) once
+        every run of the plan is over; return the bytes they held. The plan's other columns, which
+        the reports read, stay; the plan cannot run again (``released``)."""
+        freed = 0
+        for name in SCHEDULE_COLUMNS:
+            column: np.ndarray = getattr(self, name)
+            freed += column.nbytes
+            setattr(self, name, np.zeros(0, column.dtype))
+        self.released = True
+        return freed
+
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""
+        assert not self.released, "the plan's schedule columns were released"
         n = len(self)
         for name in TASK_COLUMNS:
             assert getattr(self, name).shape == (n,), f"{name} has the wrong length"
@@ -119,7 +145,7 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     sources = (plan.collective, plan.channel, plan.gpu, plan.dst)
     sizes = [int(c[on].max()) + 1 for c in sources]
     if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
-        key = plan.collective[on].astype(np.int64)  # built in place, a column at a time (memory)
+        key = plan.collective[on].astype(np.int64, copy=False)  # built in place, a column at a time
         for column, size in zip(sources[1:], sizes[1:]):
             key *= size
             key += column[on]
@@ -139,13 +165,15 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     group_start = np.flatnonzero(new_group)
     first_row = order[group_start]
     shared = np.diff(group_start, append=on.size) >= 2
-    group = np.cumsum(new_group) - 1  # group of each sorted row
+    group = np.cumsum(new_group, dtype=np.int64)  # group of each sorted row, from 1
+    group -= 1
     del new_group
     rank_of_group = np.full(group_start.size, -1, np.int64)
     by_first = np.argsort(first_row, kind="stable")
     by_first = by_first[shared[by_first]]
     rank_of_group[by_first] = np.arange(by_first.size)
-    ids = np.empty(on.size, np.int64)
-    ids[order] = rank_of_group[group]
-    out[on] = ids
+    np.take(rank_of_group, group, out=group)  # each sorted row's id, in place (memory)
+    on = on[order]
+    del order
+    out[on] = group
     return out

@@ -30,7 +30,8 @@ import numpy as np
 from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
 from heterosim.report.intervals import union_length
 
-SIDES_PER_BLOCK = 1 << 21  # flow sides per block of ranks in the host unions (bounded memory)
+SIDES_PER_BLOCK = 1 << 20  # flow sides per block of ranks in the host unions (bounded memory)
+FLOWS_PER_BLOCK = 1 << 20  # flows per block in the per-instance spans (bounded memory)
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,10 @@ def rank_breakdown(
     """Compute the breakdown of every rank from task start/end times.
 
     Sorting is what costs at millions of flows, so each sort is chosen to be cheap on a plan's
-    natural order: spans sort flows by (instance, rank) starting from task order, where a
-    collective's flows are contiguous; the host-local/remote unions take flows in start order
-    (task order is nearly that) and then only sort by rank (a radix sort).
+    natural order and bounded in memory: spans sort a block of flows at a time by (instance,
+    rank) starting from task order, where a collective's flows are contiguous; the
+    host-local/remote unions take a block of ranks at a time and sort its sides by (group,
+    start).
     """
     num_ranks = len(rank_gpu)
     gpu_rank = np.full(max(plan.num_gpus, int(rank_gpu.max()) + 1), -1, dtype=np.int32)
@@ -72,17 +74,10 @@ def rank_breakdown(
     comp_rank = gpu_rank[plan.gpu[comp]]
     compute = union_length(start_ns[comp], end_ns[comp], comp_rank, num_ranks)
 
-    flow = np.flatnonzero((plan.kind == FLOW) & ran)
-    # Each flow touches two GPUs: its sender and its receiver.
-    src_rank, dst_rank = gpu_rank[plan.gpu[flow]], gpu_rank[plan.dst[flow]]
-    inter_host = gpu_host[plan.gpu[flow]] != gpu_host[plan.dst[flow]]
-    flow_start, flow_end = start_ns[flow], end_ns[flow]
-    instance = plan.collective[flow]
-    del flow  # large temporaries go as soon as they are used (peak memory)
-    span_rank, span_start, span_end = _instance_spans(
-        src_rank, dst_rank, instance, flow_start, flow_end, num_ranks
-    )
-    del instance
+    # Each flow touches two GPUs: its sender and its receiver. Per flow only its task and ranks
+    # are kept; times, instance and hosts are read a block of flows at a time (peak memory).
+    flows = _Flows(plan, _indices((plan.kind == FLOW) & ran), gpu_rank, gpu_host, start_ns, end_ns)
+    span_rank, span_start, span_end = _instance_spans(flows, num_ranks)
     # a folded collective (heterosim/plan/fold.py): a marker on its rank's GPU waiting its time
     folded = np.flatnonzero((plan.kind == MARKER) & (plan.gpu >= 0) & (plan.delay_ns > 0) & ran)
     folded = folded[gpu_rank[plan.gpu[folded]] >= 0]
@@ -98,12 +93,7 @@ def rank_breakdown(
         num_ranks,
     )
     del span_rank, span_start, span_end
-    # Flows in start order (task order is nearly that), then a block of ranks at a time
-    order = np.argsort(flow_start, kind="stable")
-    flow_start, flow_end = flow_start[order], flow_end[order]
-    src_rank, dst_rank, inter_host = src_rank[order], dst_rank[order], inter_host[order]
-    del order
-    by_host = _host_unions(src_rank, dst_rank, inter_host, flow_start, flow_end, num_ranks)
+    by_host = _host_unions(flows, num_ranks)
     intra, inter = by_host[0::2], by_host[1::2]
     return RankBreakdown(
         compute_ns=compute,
@@ -117,19 +107,48 @@ def rank_breakdown(
     )
 
 
-def _host_unions(
-    src_rank: np.ndarray,
-    dst_rank: np.ndarray,
-    inter_host: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    num_ranks: int,
-    sides_per_block: int = SIDES_PER_BLOCK,
-) -> np.ndarray:
+def _indices(mask: np.ndarray) -> np.ndarray:
+    """``np.flatnonzero(mask)``, in 32 bits where the indices fit (memory; used to index only)."""
+    where = np.flatnonzero(mask)
+    return where.astype(np.int32) if mask.size <= np.iinfo(np.int32).max else where
+
+
+class _Flows:
+    """The flows that ran: task index and sender / receiver rank per flow (-1: a GPU without a
+    rank); :meth:`times`, :meth:`instance` and :meth:`inter_host` read the plan and the task
+    times for a selection of them."""
+
+    def __init__(
+        self,
+        plan: ExecutionPlan,
+        task: np.ndarray,
+        gpu_rank: np.ndarray,
+        gpu_host: np.ndarray,
+        start_ns: np.ndarray,
+        end_ns: np.ndarray,
+    ) -> None:
+        self.task = task
+        self.src_rank, self.dst_rank = gpu_rank[plan.gpu[task]], gpu_rank[plan.dst[task]]
+        self._plan, self._gpu_host = plan, gpu_host
+        self._start, self._end = start_ns, end_ns
+
+    def times(self, which: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        task = self.task[which]
+        return self._start[task], self._end[task]
+
+    def instance(self, which: slice | np.ndarray) -> np.ndarray:
+        return self._plan.collective[self.task[which]]
+
+    def inter_host(self, which: slice | np.ndarray) -> np.ndarray:
+        task = self.task[which]
+        return self._gpu_host[self._plan.gpu[task]] != self._gpu_host[self._plan.dst[task]]
+
+
+def _host_unions(flows: _Flows, num_ranks: int, sides_per_block: int = SIDES_PER_BLOCK) -> np.ndarray:
     """Union length per (rank, host side) group ``2 * rank + inter_host`` of the flows' sides
-    (sender, receiver), flows given in start order. A block of ranks is taken at a time, about
-    ``sides_per_block`` sides each, in the order the sides of all flows interleaved would have
-    (so each group's union is the one a single pass would give, in bounded memory)."""
+    (sender, receiver). A block of ranks is taken at a time, about ``sides_per_block`` sides
+    each (bounded memory; a group's union does not depend on the order of its intervals)."""
+    src_rank, dst_rank = flows.src_rank, flows.dst_rank
     by_host = np.zeros(2 * num_ranks, dtype=np.int64)
     sides = int(np.count_nonzero(src_rank >= 0) + np.count_nonzero(dst_rank >= 0))
     block = max(1, num_ranks * sides_per_block // max(sides, 1))
@@ -143,52 +162,51 @@ def _host_unions(
         del side
         group -= lo
         group *= 2
-        group += inter_host[flow]
-        by_host[2 * lo : 2 * hi] = union_length(
-            start[flow], end[flow], group, 2 * (hi - lo), starts_sorted=True
-        )
+        group += flows.inter_host(flow)
+        start, end = flows.times(flow)
+        by_host[2 * lo : 2 * hi] = union_length(start, end, group, 2 * (hi - lo))
     return by_host
 
 
 def _instance_spans(
-    src_rank: np.ndarray,
-    dst_rank: np.ndarray,
-    instance: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    num_ranks: int,
+    flows: _Flows, num_ranks: int, flows_per_block: int = FLOWS_PER_BLOCK
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One span per (rank, instance) over the flows that rank sends or receives: first start to
     last end. Flows without an instance (instance < 0) are their own spans; ranks < 0 (GPUs
     without a rank) are skipped. Spans come in no particular order.
 
-    Each side (sender, receiver) of the flows gets the key instance * num_ranks + rank (-1: not
-    grouped) and is sorted with a stable sort, which is cheap when flows come in task order (one
-    collective's flows are contiguous there); the two sides' spans of a key are then merged."""
-    count = instance.size
-    alone = instance < 0
-    ranks, starts, ends = [], [], []
-    if alone.any():
-        for rank in (src_rank, dst_rank):
-            own = np.flatnonzero(alone & (rank >= 0))
-            ranks.append(rank[own])
-            starts.append(start[own])
-            ends.append(end[own])
-    cells = (int(instance.max()) + 1) * num_ranks if count else 0
+    Each side (sender, receiver) of a block of ``flows_per_block`` flows gets the key
+    instance * num_ranks + rank (-1: not grouped) and is sorted with a stable sort, which is
+    cheap when flows come in task order (one collective's flows are contiguous there); the
+    spans of a key from every block and side are then merged (the same spans as one pass, in
+    bounded memory)."""
+    count = int(flows.task.size)
+    step = max(int(flows_per_block), 1)
+    blocks = [slice(lo, lo + step) for lo in range(0, count, step)]
+    top = max((int(flows.instance(block).max()) for block in blocks), default=-1)
+    cells = (top + 1) * num_ranks if count else 0
     key_type = np.int32 if cells < np.iinfo(np.int32).max else np.int64
-    # Each side (sender, receiver) grouped apart, then the two sides' spans of a group merged:
-    # the sorts take one side's flows at a time (half the memory of sorting both at once).
+    alone_spans: tuple[list, list] = ([], [])  # per side (sender, receiver): (rank, start, end)
     keys, firsts, lasts = [], [], []
-    for rank in (src_rank, dst_rank):
-        key = np.multiply(instance, num_ranks, dtype=key_type, casting="unsafe")
-        key += rank
-        key[alone | (rank < 0)] = -1
-        side = _group_spans(key, start, end)
-        del key
-        if side is not None:
-            keys.append(side[0])
-            firsts.append(side[1])
-            lasts.append(side[2])
+    for block in blocks:
+        instance = flows.instance(block)
+        start, end = flows.times(block)
+        alone = instance < 0
+        for side, rank in enumerate((flows.src_rank[block], flows.dst_rank[block])):
+            if alone.any():
+                own = np.flatnonzero(alone & (rank >= 0))
+                alone_spans[side].append((rank[own], start[own], end[own]))
+            key = np.multiply(instance, num_ranks, dtype=key_type, casting="unsafe")
+            key += rank
+            key[alone | (rank < 0)] = -1
+            grouped = _group_spans(key, start, end)
+            del key
+            if grouped is not None:
+                keys.append(grouped[0])
+                firsts.append(grouped[1])
+                lasts.append(grouped[2])
+    spans = alone_spans[0] + alone_spans[1]  # the senders' own spans, then the receivers'
+    ranks, starts, ends = [r for r, _, _ in spans], [a for _, a, _ in spans], [b for _, _, b in spans]
     if keys:
         merged = _group_spans(np.concatenate(keys), np.concatenate(firsts), np.concatenate(lasts))
         assert merged is not None

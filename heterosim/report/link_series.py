@@ -100,6 +100,8 @@ def link_rates(
     ]
     listed = np.concatenate(by_bytes)
     chosen = np.sort(listed)
+    column = np.empty(chosen.size, np.int64)  # a chosen direction's column: the listed order
+    column[np.searchsorted(chosen, listed)] = np.arange(listed.size)
     times = (
         np.asarray(table["sample_time_ns"], np.int64)
         if "sample_time_ns" in table
@@ -116,20 +118,28 @@ def link_rates(
         part = np.asarray(direction[lo : lo + ROW_CHUNK], dtype=np.int64)
         rows = np.isin(part, chosen)
         at = np.searchsorted(times, np.asarray(time_ns[lo : lo + ROW_CHUNK], dtype=np.int64)[rows])
-        matrix[at, np.searchsorted(chosen, part[rows])] = np.asarray(
+        matrix[at, column[np.searchsorted(chosen, part[rows])]] = np.asarray(
             cumulative[lo : lo + ROW_CHUNK], dtype=np.float64
         )[rows]
     np.maximum.accumulate(matrix, axis=0, out=matrix)  # cumulative bytes never fall: forward fill
     seconds = np.diff(times) * 1e-9
-    rate = np.diff(matrix, axis=0)
-    del matrix
+    _difference_in_place(matrix)  # rows 1: hold the growth over each interval (no second matrix)
+    rate = matrix[1:]
     rate *= 8.0
     rate /= seconds[:, None]
-    column = np.searchsorted(chosen, listed)  # back to the listed order: network first, by bytes
-    rate = rate[:, column]
     capacity = np.asarray(topo.link_rate_bps, dtype=np.float64)[listed // 2]
     network = np.isin(np.asarray(topo.link_kind)[listed // 2], NETWORK_KINDS)
     return LinkRates(times, listed, direction_names(topo, listed), capacity, network, rate, kind)
+
+
+def _difference_in_place(matrix: np.ndarray, cells: int = ROW_CHUNK) -> None:
+    """``matrix[1:] = np.diff(matrix, axis=0)`` in place (row 0 kept): blocks of about ``cells``
+    values from the last row, so each block reads rows not yet changed (temporaries of a block,
+    not of the matrix)."""
+    block = max(cells // max(matrix.shape[1], 1), 1)
+    for hi in range(matrix.shape[0], 1, -block):
+        lo = max(hi - block, 1)
+        matrix[lo:hi] -= matrix[lo - 1 : hi - 1]
 
 
 def port_queues(series: dict[str, Any], topo: Any, top: int = 8) -> PortQueues | None:

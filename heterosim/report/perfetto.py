@@ -61,16 +61,14 @@ def write_perfetto_trace(
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
     gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
     gpu_rank[rank_gpu] = np.arange(len(rank_gpu))
-    task, rank, side, total = _candidate_spans(plan, end_ns, gpu_rank)
+    segments = _candidate_spans(plan, end_ns, gpu_rank)
+    total = sum(int(tasks.size) for _, tasks, _ in segments)
     ran_compute = plan.stream[(plan.kind == COMPUTE) & (end_ns >= 0)]
     streams = int(ran_compute.max()) + 1 if ran_compute.size else 1
     cap = int(max_spans or 0)
-    if cap and total > cap:
-        length = end_ns[task]
-        length -= start_ns[task]
-        chosen = longest(length, cap)
-        del length
-        task, rank, side = task[chosen], rank[chosen], side[chosen]
+    chosen = _longest_spans(segments, start_ns, end_ns, cap) if cap and total > cap else None
+    task, rank, side = _span_columns(segments, gpu_rank, chosen)
+    del segments, chosen
     dropped = total - int(task.size)
     tid, lanes = _thread_ids(plan, task, rank, side, start_ns, end_ns, len(rank_names), streams)
     is_comp = side < 0
@@ -109,20 +107,72 @@ def write_perfetto_trace(
 
 def _candidate_spans(
     plan: ExecutionPlan, end_ns: np.ndarray, gpu_rank: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(task, rank, side, count) of every span the trace could hold: the compute tasks that ran,
-    then each flow on its sender's lane and on its receiver's (side -1, SEND, RECV); GPUs
-    without a rank (another job's) are left out."""
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Every span the trace could hold, as three segments in this order, each (side, task, GPU
+    column): the compute tasks that ran (side -1, ``plan.gpu``), each flow on its sender's lane
+    (SEND, ``plan.gpu``) and on its receiver's (RECV, ``plan.dst``); a span's rank is
+    ``gpu_rank[column[task]]``, and GPUs without a rank (another job's) are left out. The flow
+    segments share one task array when neither leaves a flow out (memory: a flow's index is
+    kept once, its ranks only for the spans kept)."""
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
     flows = np.flatnonzero((plan.kind == FLOW) & ran)
-    task = np.concatenate([comp, flows, flows])
-    rank = np.concatenate([gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]])
-    side = np.repeat(np.array([-1, SEND, RECV], np.int8), [comp.size, flows.size, flows.size])
-    keep = rank >= 0
-    if not keep.all():
-        task, rank, side = task[keep], rank[keep], side[keep]
-    return task, rank, side, int(task.size)
+    if len(plan) <= np.iinfo(np.int32).max:
+        flows = flows.astype(np.int32)  # indices only (memory); the kept spans' come out as int64
+    segments = []
+    for side, tasks, column in ((-1, comp, plan.gpu), (SEND, flows, plan.gpu), (RECV, flows, plan.dst)):
+        keep = gpu_rank[column[tasks]] >= 0
+        if not keep.all():
+            tasks = tasks[keep]
+        segments.append((side, tasks, column))
+    return segments
+
+
+def _segment_lengths(
+    segments: list[tuple[int, np.ndarray, np.ndarray]], start_ns: np.ndarray, end_ns: np.ndarray
+) -> np.ndarray:
+    """The candidate spans' lengths (ns), segment after segment."""
+    length = np.empty(sum(int(tasks.size) for _, tasks, _ in segments), dtype=np.int64)
+    at = 0
+    for _, tasks, _ in segments:
+        for lo in range(0, tasks.size, SPAN_CHUNK):  # a chunk at a time: small temporaries
+            index = tasks[lo : lo + SPAN_CHUNK]
+            part = length[at + lo : at + lo + index.size]
+            np.take(end_ns, index, out=part)
+            part -= start_ns[index]
+        at += tasks.size
+    return length
+
+
+def _longest_spans(
+    segments: list[tuple[int, np.ndarray, np.ndarray]], start_ns: np.ndarray, end_ns: np.ndarray, count: int
+) -> np.ndarray:
+    """Positions (ascending, over the segments in order) of the ``count`` longest candidate
+    spans, as :func:`longest` picks them; the lengths are sorted in place for the threshold and
+    drawn again for the pick, so one array of them is alive at a time (memory)."""
+    length = _segment_lengths(segments, start_ns, end_ns)
+    length.sort()
+    threshold = length[length.size - count]
+    del length
+    return _at_least(_segment_lengths(segments, start_ns, end_ns), threshold, count)
+
+
+def _span_columns(
+    segments: list[tuple[int, np.ndarray, np.ndarray]], gpu_rank: np.ndarray, chosen: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(task int64, rank int32, side int8) of the spans at positions ``chosen`` (ascending; None:
+    every span), in segment order."""
+    tasks, ranks, sides = [], [], []
+    lo = 0
+    for side, task, column in segments:
+        if chosen is not None:
+            pick = chosen[(chosen >= lo) & (chosen < lo + task.size)] - lo
+            lo += task.size
+            task = task[pick]
+        tasks.append(task)
+        ranks.append(gpu_rank[column[task]])
+        sides.append(np.full(task.size, side, np.int8))
+    return np.concatenate(tasks).astype(np.int64, copy=False), np.concatenate(ranks), np.concatenate(sides)
 
 
 def _thread_ids(
@@ -350,7 +400,12 @@ def longest(length: np.ndarray, count: int) -> np.ndarray:
         return np.arange(length.size)
     if count <= 0:
         return np.zeros(0, dtype=np.int64)
-    threshold = np.sort(length)[length.size - count]
+    return _at_least(length, np.sort(length)[length.size - count], count)
+
+
+def _at_least(length: np.ndarray, threshold: np.integer | int, count: int) -> np.ndarray:
+    """Indices (ascending) of the lengths above ``threshold`` and of the first of those equal to
+    it, ``count`` in all (``threshold``: the ``count``-th largest length)."""
     above = np.flatnonzero(length > threshold)
     ties = np.flatnonzero(length == threshold)[: count - above.size]
     return np.sort(np.concatenate([above, ties]))

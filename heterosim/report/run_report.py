@@ -27,7 +27,7 @@ from heterosim.plan.collectives.common import bus_factor
 from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.iterations import iteration_end_times
 from heterosim.report.breakdown import RankBreakdown, rank_breakdown
-from heterosim.report.link_series import link_rates, port_queues
+from heterosim.report.link_series import LinkRates, link_rates, port_queues
 from heterosim.report.numeric_csv import write_numeric_csv_parts
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_perfetto_trace
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
@@ -610,10 +610,19 @@ def _counter_tracks(
         if "tx_bytes" in queue:
             tracks["mean utilization of sampled ports (%)"] = _port_utilization(queue, topo)
     if rates is not None:
-        util = rates.utilization * 100
         for i in range(min(COUNTER_LINKS, rates.direction.size)):  # network links first, by bytes
-            tracks[f"link {rates.names[i]} utilisation (%)"] = (rates.time_ns[:-1], util[:, i])
+            tracks[f"link {rates.names[i]} utilisation (%)"] = (rates.time_ns[:-1], _utilization(rates, i))
     return tracks
+
+
+def _utilization(rates: LinkRates, i: int) -> np.ndarray:
+    """Column ``i`` of ``rates.utilization * 100`` (the same values), without the whole matrix."""
+    capacity = rates.capacity_bps[i]
+    if not capacity > 0:
+        return np.zeros(rates.rate_bps.shape[0])
+    column = rates.rate_bps[:, i] / capacity
+    column *= 100
+    return column
 
 
 def _port_utilization(queue: dict[str, np.ndarray], topo: Topology) -> tuple[np.ndarray, np.ndarray]:

@@ -1,18 +1,27 @@
 """Memory a run holds per task and per micro-batch (benchmarks/README.md, "Memory against the
 micro-batch count"): the plan's arrays, the task times and the flow table, asserted against byte
-formulas at 8 and 32 micro-batches per pipeline, and the bounded-memory writers and breakdown
-giving the results a single pass gives."""
+formulas at 8 and 32 micro-batches per pipeline; the plan's engine-only columns freed once the run
+is over; and the bounded-memory writers, breakdown and trace selection giving the results a single
+pass gives."""
 
 from __future__ import annotations
+
+import copy
+import gc
+import subprocess
+import sys
+import weakref
 
 import numpy as np
 import pytest
 
 from heterosim.config.experiment import load_experiment
+from heterosim.engine.executor import execute_plan
 from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, FlowTable
-from heterosim.plan.execution_plan import FLOW, TASK_COLUMNS
-from heterosim.report import breakdown
+from heterosim.plan.execution_plan import COMPUTE, FLOW, SCHEDULE_COLUMNS, TASK_COLUMNS
+from heterosim.report import breakdown, link_series, perfetto
 from heterosim.report.numeric_csv import write_numeric_csv, write_numeric_csv_parts
+from heterosim.report.run_report import results_dict, write_run_outputs
 from heterosim.simulate.experiment import run_experiment
 
 TINY = "tests/data/tiny_experiment.yaml"  # micro-batch 1, 2 data-parallel replicas
@@ -95,3 +104,111 @@ def test_breakdown_by_blocks_of_ranks_equals_one_block(runs, monkeypatch):
     assert whole.inter_host_ns.sum() > 0 and whole.intra_host_ns.sum() > 0
     for name in ("compute_ns", "comm_ns", "busy_ns", "intra_host_ns", "inter_host_ns"):
         assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
+
+
+def test_breakdown_by_blocks_of_flows_equals_one_block(runs, monkeypatch):
+    art = runs[32]
+    plan, engine = art.tables.plan, art.engine
+    gpu_host = art.experiment.cluster.gpu_host
+    args = (plan, engine.task_start_ns, engine.task_end_ns, art.rank_gpu, gpu_host, engine.makespan_ns)
+    whole = breakdown.rank_breakdown(*args)
+    monkeypatch.setattr(breakdown._instance_spans, "__defaults__", (7,))  # 7 flows per block
+    blocks = breakdown.rank_breakdown(*args)
+    assert whole.comm_ns.sum() > 0
+    for name in ("compute_ns", "comm_ns", "busy_ns", "intra_host_ns", "inter_host_ns"):
+        assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
+
+
+@pytest.mark.parametrize("cap", [1, 7, 100, 1000])
+def test_trace_keeps_the_spans_one_sort_of_every_candidate_keeps(runs, cap):
+    art = runs[8]
+    plan, start, end = art.tables.plan, art.engine.task_start_ns, art.engine.task_end_ns
+    comp = np.flatnonzero((plan.kind == COMPUTE) & (end >= 0))
+    flows = np.flatnonzero((plan.kind == FLOW) & (end >= 0))
+    for gpus_with_a_rank in (plan.num_gpus, plan.num_gpus // 2):  # all; half (another job's)
+        gpu_rank = np.full(plan.num_gpus, -1, np.int32)
+        gpu_rank[:gpus_with_a_rank] = np.arange(gpus_with_a_rank)
+        # every candidate at once: compute spans, then the flows' send and receive sides
+        task = np.concatenate([comp, flows, flows])
+        rank = np.concatenate(
+            [gpu_rank[plan.gpu[comp]], gpu_rank[plan.gpu[flows]], gpu_rank[plan.dst[flows]]]
+        )
+        side = np.repeat(np.array([-1, 0, 1], np.int8), [comp.size, flows.size, flows.size])
+        keep = rank >= 0
+        task, rank, side = task[keep], rank[keep], side[keep]
+        assert task.size > cap
+        chosen = perfetto.longest(end[task] - start[task], cap)
+        segments = perfetto._candidate_spans(plan, end, gpu_rank)
+        everything = perfetto._span_columns(segments, gpu_rank, None)
+        picked = perfetto._longest_spans(segments, start, end, cap)
+        kept = perfetto._span_columns(segments, gpu_rank, picked)
+        for got, want in zip(everything + kept, (task, rank, side, task[chosen], rank[chosen], side[chosen])):
+            assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_a_released_plan_frees_its_engine_columns_and_reports_the_same(tmp_path):
+    art = run_experiment(load_experiment(TINY, ["training.global_batch=16"]))
+    plan = art.tables.plan
+    before = results_dict(art)
+    expected = copy.deepcopy(before)  # writing the outputs adds the trace's span counts
+    write_run_outputs(art, tmp_path / "before", before, plots=False)
+    held = {name: weakref.ref(getattr(plan, name)) for name in SCHEDULE_COLUMNS}
+    nbytes = sum(getattr(plan, name).nbytes for name in SCHEDULE_COLUMNS)
+    assert art.release_schedule() == nbytes > 0
+    gc.collect()
+    # nothing else held them: their memory is free (not merely unreferenced by the plan)
+    assert [name for name, ref in held.items() if ref() is not None] == []
+    assert plan.released and all(getattr(plan, name).size == 0 for name in SCHEDULE_COLUMNS)
+    after = results_dict(art)
+    assert after == expected
+    write_run_outputs(art, tmp_path / "after", after, plots=False)
+    for path in sorted((tmp_path / "before").iterdir()):
+        assert (tmp_path / "after" / path.name).read_bytes() == path.read_bytes(), path.name
+    with pytest.raises(ValueError, match="released"):
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+    with pytest.raises(AssertionError, match="released"):
+        plan.check()
+
+
+PINNED_CHECK = """
+import ctypes, ctypes.util, numpy as np
+from heterosim.engine import process_memory
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+if not hasattr(libc, "mallinfo2"):
+    raise SystemExit(3)  # not glibc >= 2.33
+
+
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class MallInfo2(ctypes.Structure):  # malloc.h
+    _fields_ = [(name, ctypes.c_size_t) for name in FIELDS.split()]
+
+
+libc.mallinfo2.restype = MallInfo2
+big = np.ones(16 << 20, np.uint8)  # mapped; freed, it raises glibc's threshold to 16 MiB
+del big
+assert process_memory.return_large_frees()
+size = 2 * process_memory.MMAP_THRESHOLD_BYTES
+mapped = libc.mallinfo2().hblkhd
+array = np.ones(size, np.uint8)  # the heap has no free block that large: a mapping of its own
+assert libc.mallinfo2().hblkhd - mapped >= size, "not mapped"
+del array
+assert libc.mallinfo2().hblkhd == mapped, "not unmapped"
+"""
+
+
+def test_large_arrays_get_their_own_mapping_once_pinned():
+    # a fresh process: a heap without large free blocks (malloc takes those before mapping)
+    done = subprocess.run([sys.executable, "-c", PINNED_CHECK], capture_output=True, text=True)
+    if done.returncode == 3:
+        pytest.skip("not glibc >= 2.33")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 3), (10, 4), (1000, 7), (5, 0)])
+def test_link_rate_differences_in_place_by_blocks_are_np_diff(shape):
+    matrix = np.cumsum(np.random.default_rng(1).random(shape), axis=0)
+    expected = np.diff(matrix, axis=0)
+    link_series._difference_in_place(matrix, cells=13)
+    assert np.array_equal(matrix[1:], expected)

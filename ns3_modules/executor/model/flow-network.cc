@@ -123,16 +123,17 @@ void
 FlowNetwork::NotifyFlowDone(uint32_t flowId)
 {
     NS_LOG_FUNCTION(this << flowId);
+    ++m_finished;
+    if (!m_flowDone.IsNull())
+    {
+        m_flowDone(flowId, Simulator::Now()); // the executor records the end (its task time)
+        return;
+    }
     if (flowId >= m_finishNs.size())
     {
         m_finishNs.resize(flowId + 1, -1);
     }
     m_finishNs[flowId] = Simulator::Now().GetNanoSeconds();
-    ++m_finished;
-    if (!m_flowDone.IsNull())
-    {
-        m_flowDone(flowId, Simulator::Now());
-    }
 }
 
 void

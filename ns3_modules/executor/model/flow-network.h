@@ -140,7 +140,9 @@ class FlowNetwork : public Object
                        const uint8_t* priority);
 
     /**
-     * \brief Copy finish times of flows (ns; -1 for a flow not finished).
+     * \brief Copy finish times of flows (ns; -1 for a flow not finished). Kept only for flows
+     * finished while no executor listens (SetFlowDoneCallback): an executor records its flows'
+     * ends itself, so the network does not hold a second time per task.
      * \param n number of ids
      * \param ids flow ids
      * \param out finish time per id, ns
@@ -176,7 +178,7 @@ class FlowNetwork : public Object
 
   private:
     FlowDoneCallback m_flowDone;     //!< set by the executor
-    std::vector<int64_t> m_finishNs; //!< finish time per flow id, -1 if not finished
+    std::vector<int64_t> m_finishNs; //!< finish time per flow id (no executor), -1: none
     uint64_t m_finished{0};          //!< number of finished flows
     std::vector<int8_t> m_flowPlane; //!< plane per flow id, -1 = from the hash
 };

@@ -408,11 +408,6 @@ FluidNetwork::Open(
     RequestRecompute();
     f.latencyNs = PathLatencyNs(f, bytes);
     ++m_active;
-    if (flowId >= m_slotOfId.size())
-    {
-        m_slotOfId.resize(std::max<size_t>(flowId + 1, 2 * m_slotOfId.size()), -1);
-    }
-    m_slotOfId[flowId] = slot;
     return slot;
 }
 
@@ -1170,7 +1165,6 @@ FluidNetwork::NextMessage(uint32_t slot, int64_t now)
     {
         m_res[resources[k]].bytesDone += ShareOf(f.bytes - f.pathStartDone, Shares(f), k);
     }
-    m_slotOfId[f.id] = -1;
     m_transferDoneTrace(f.id);
     Simulator::Schedule(NanoSeconds(f.latencyNs), &FluidNetwork::Deliver, this, f.id);
     m_bytesDelivered += f.bytes;
@@ -1181,11 +1175,6 @@ FluidNetwork::NextMessage(uint32_t slot, int64_t now)
     f.pathStartDone = 0;
     f.remaining = static_cast<double>(nextBytes) * f.scale;
     f.latencyNs = PathLatencyNs(f, nextBytes);
-    if (nextId >= m_slotOfId.size())
-    {
-        m_slotOfId.resize(std::max<size_t>(nextId + 1, 2 * m_slotOfId.size()), -1);
-    }
-    m_slotOfId[nextId] = slot;
     if (f.rate > 0)
     {
         double ns = f.remaining / f.rate;
@@ -1258,7 +1247,6 @@ FluidNetwork::TransferDone(uint32_t slot)
     f.rateFx = 0;
     f.bottleneck = kNoResource;
     f.heapPos = -1;
-    m_slotOfId[f.id] = -1;
     m_freeSlots.push_back(slot);
     --m_active;
     m_transferDoneTrace(f.id);
@@ -1527,11 +1515,14 @@ FluidNetwork::KeepLinkSeriesOf(uint32_t nDirections, const uint32_t* directions)
 double
 FluidNetwork::GetFlowRateBps(uint32_t flowId) const
 {
-    if (flowId >= m_slotOfId.size() || m_slotOfId[flowId] < 0)
+    for (const Flow& f : m_flows)
     {
-        return -1;
+        if (f.inUse && f.id == flowId)
+        {
+            return f.rate * 8e9;
+        }
     }
-    return m_flows[m_slotOfId[flowId]].rate * 8e9;
+    return -1;
 }
 
 void

@@ -281,7 +281,9 @@ class FluidNetwork : public FlowNetwork
     uint64_t GetFlowsRerouted() const;
 
     /**
-     * \brief The current max-min rate of an active flow.
+     * \brief The current max-min rate of an active flow (a scan of the flow slots: for tests
+     * and diagnostics; the network keeps no per-id table, so its memory does not grow with the
+     * number of flows a run starts).
      * \param flowId the flow id
      * \return rate in bit/s; -1 if the flow is not moving data
      */
@@ -628,16 +630,15 @@ class FluidNetwork : public FlowNetwork
     EventId m_wakeup;                 //!< the simulator event of the earliest end of transfer
     int64_t m_wakeupAt{-1};           //!< ns of m_wakeup, -1 when none
 
-    uint64_t m_started{0};           //!< flows started
-    uint64_t m_finished{0};          //!< flows delivered
-    uint64_t m_active{0};            //!< flows transferring
-    uint64_t m_unroutable{0};        //!< flows without a path
-    std::string m_unroutableMsg;     //!< first unroutable flow
-    uint64_t m_bytesDelivered{0};    //!< payload delivered
-    uint64_t m_recomputations{0};    //!< recomputations
-    uint64_t m_assignments{0};       //!< flow rate assignments
-    uint64_t m_growths{0};           //!< local recomputations that had to grow their set
-    std::vector<int64_t> m_slotOfId; //!< flow id -> slot, -1 when not active
+    uint64_t m_started{0};        //!< flows started
+    uint64_t m_finished{0};       //!< flows delivered
+    uint64_t m_active{0};         //!< flows transferring
+    uint64_t m_unroutable{0};     //!< flows without a path
+    std::string m_unroutableMsg;  //!< first unroutable flow
+    uint64_t m_bytesDelivered{0}; //!< payload delivered
+    uint64_t m_recomputations{0}; //!< recomputations
+    uint64_t m_assignments{0};    //!< flow rate assignments
+    uint64_t m_growths{0};        //!< local recomputations that had to grow their set
 
     /** A flow started while a link fault left no route between its GPUs. */
     struct UnroutedFlow

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -423,6 +424,13 @@ PlanExecutor::CheckDependencyArrays() const
         err << "dependency offsets do not match the dependency list";
         return err.str();
     }
+    if (m_depIdx.size() > std::numeric_limits<uint32_t>::max())
+    {
+        // the children CSR (BuildChildren) indexes dependencies with 32 bits
+        err << m_depIdx.size() << " dependencies (at most " << std::numeric_limits<uint32_t>::max()
+            << ")";
+        return err.str();
+    }
     for (uint32_t i = 0; i < m_n; ++i)
     {
         if (m_depPtr[i + 1] < m_depPtr[i])
@@ -464,7 +472,7 @@ PlanExecutor::BuildChildren()
         m_childPtr[i + 1] += m_childPtr[i];
     }
     m_childIdx.assign(m_depIdx.size(), 0);
-    std::vector<int64_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
+    std::vector<uint32_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
     for (uint32_t i = 0; i < m_n; ++i)
     {
         for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
@@ -492,7 +500,7 @@ PlanExecutor::CheckAcyclic() const
     for (size_t head = 0; head < order.size(); ++head)
     {
         uint32_t u = order[head];
-        for (int64_t e = m_childPtr[u]; e < m_childPtr[u + 1]; ++e)
+        for (uint32_t e = m_childPtr[u]; e < m_childPtr[u + 1]; ++e)
         {
             if (--left[m_childIdx[e]] == 0)
             {
@@ -543,27 +551,33 @@ void
 PlanExecutor::NumberComputeStreams()
 {
     std::unordered_map<uint64_t, uint32_t> streams; // (GPU, stream) -> dense index
-    m_streamOf.assign(m_n, 0);
     for (uint32_t i = 0; i < m_n; ++i)
     {
         if (m_kind[i] == COMPUTE)
         {
             uint64_t key =
                 (static_cast<uint64_t>(m_gpu[i]) << 16) | static_cast<uint16_t>(m_stream[i]);
-            auto [it, fresh] = streams.emplace(key, streams.size());
-            m_streamOf[i] = it->second;
+            streams.emplace(key, streams.size()); // in order of first use
         }
     }
     m_nStreams = streams.size();
     m_gpuStreams.clear();
+    m_denseStream.clear();
     for (const auto& [key, dense] : streams)
     {
         auto gpu = static_cast<std::size_t>(key >> 16);
+        auto stream = static_cast<std::size_t>(key & 0xffff);
         if (gpu >= m_gpuStreams.size())
         {
             m_gpuStreams.resize(gpu + 1);
+            m_denseStream.resize(gpu + 1);
         }
         m_gpuStreams[gpu].push_back(dense);
+        if (stream >= m_denseStream[gpu].size())
+        {
+            m_denseStream[gpu].resize(stream + 1, 0);
+        }
+        m_denseStream[gpu][stream] = dense;
     }
     for (auto& list : m_gpuStreams)
     {
@@ -765,7 +779,7 @@ PlanExecutor::Release(uint32_t task)
     switch (m_kind[task])
     {
     case COMPUTE: {
-        uint32_t s = m_streamOf[task];
+        uint32_t s = m_denseStream[m_gpu[task]][m_stream[task]];
         m_state[task] = 2;
         m_queues[s].push(task);
         m_kick.push_back(s);
@@ -929,7 +943,7 @@ PlanExecutor::Drain()
             m_makespan = std::max(m_makespan, now);
             ++m_done;
             m_taskDoneTrace(t);
-            for (int64_t e = m_childPtr[t]; e < m_childPtr[t + 1]; ++e)
+            for (uint32_t e = m_childPtr[t]; e < m_childPtr[t + 1]; ++e)
             {
                 uint32_t c = m_childIdx[e];
                 if (--m_waiting[c] == 0)
@@ -1128,7 +1142,7 @@ PlanExecutor::ReleaseTasks()
     m_depIdx = {};
     FreeVector(m_childPtr);
     FreeVector(m_childIdx);
-    FreeVector(m_streamOf);
+    FreeVector(m_denseStream);
     FreeVector(m_waiting);
     FreeVector(m_state);
     m_start = {};

@@ -303,7 +303,7 @@ class PlanExecutor : public Object
      * \param blocked number of tasks that can never start
      */
     std::string DescribeCycle(const std::vector<uint32_t>& left, std::size_t blocked) const;
-    /** Give every (GPU, stream) of a compute task a dense index (m_streamOf, m_nStreams). */
+    /** Give every (GPU, stream) of a compute task a dense index (m_denseStream, m_nStreams). */
     void NumberComputeStreams();
     /** Point the plan's columns at \p kind ... \p depIdx (owned copies or the caller's). */
     void UsePlan(uint32_t n,
@@ -367,11 +367,11 @@ class PlanExecutor : public Object
     std::span<const int64_t> m_connection; //!< flow connection id, -1 for none; empty: none
     std::span<const int64_t> m_depPtr;     //!< parents CSR
     std::span<const int64_t> m_depIdx;     //!< parents
-    std::vector<int64_t> m_childPtr;       //!< children CSR
+    std::vector<uint32_t> m_childPtr;      //!< children CSR (<= 2^32 - 1 dependencies)
     std::vector<uint32_t> m_childIdx;      //!< children
-    std::vector<uint32_t> m_streamOf;      //!< dense stream per compute task
-    uint32_t m_nStreams{0};                //!< dense streams
-    bool m_validated{false};               //!< Validate() passed
+    std::vector<std::vector<uint32_t>> m_denseStream; //!< dense index per GPU and stream number
+    uint32_t m_nStreams{0};                           //!< dense streams
+    bool m_validated{false};                          //!< Validate() passed
 
     // run state
     std::vector<uint32_t> m_waiting;  //!< unfinished parents per task

@@ -198,6 +198,72 @@ class BorrowedPlanTestCase : public TestCase
 };
 
 /**
+ * \brief The executor's end times are the record of its flows: the network keeps no finish
+ * time per flow of its own then (no second table per task); flows scheduled without an
+ * executor keep theirs.
+ */
+class FinishTimesTestCase : public TestCase
+{
+  public:
+    FinishTimesTestCase()
+        : TestCase("the network keeps finish times only for flows run without an executor")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        Ptr<TopologyDescription> topo =
+            StarTopologyHelper(2, 100e9, 100e9, NanoSeconds(1000)).Create();
+        int64_t flowNs = 80000 + 4 * 1000 + 3 * 80; // as in ComputeFlowComputeTestCase
+        uint32_t id = 0;
+        for (bool withExecutor : {true, false})
+        {
+            Ptr<FluidNetwork> net = CreateObject<FluidNetwork>();
+            net->SetAttribute("Mtu", UintegerValue(1000));
+            net->SetTopology(topo);
+            Ptr<PlanExecutor> executor;
+            if (withExecutor)
+            {
+                PlanArrays plan;
+                plan.Add(PlanExecutor::FLOW, 0, 1, 1000000, 0, {});
+                executor = CreateObject<PlanExecutor>();
+                executor->SetNetwork(net);
+                executor->SetTopology(topo);
+                plan.LoadInto(executor);
+                NS_TEST_ASSERT_MSG_EQ(
+                    executor->Run(), PlanExecutor::FINISHED, executor->GetError());
+                std::vector<int64_t> start(1);
+                std::vector<int64_t> end(1);
+                executor->CopyTimes(start.data(), end.data());
+                NS_TEST_ASSERT_MSG_EQ(end[0], flowNs, "the executor records the flow's end");
+            }
+            else
+            {
+                uint32_t src = 0;
+                uint32_t dst = 1;
+                uint64_t bytes = 1000000;
+                int64_t startNs = 0;
+                uint8_t priority = 3;
+                net->ScheduleFlows(1, &id, &src, &dst, &bytes, &startNs, &priority);
+                Simulator::Run();
+            }
+            int64_t kept = 7;
+            net->CopyFinishTimes(1, &id, &kept);
+            NS_TEST_ASSERT_MSG_EQ(kept, withExecutor ? -1 : flowNs, "the network's own record");
+            NS_TEST_ASSERT_MSG_EQ(net->GetFinishedCount(), 1, "the flow is counted either way");
+            if (executor)
+            {
+                executor->Dispose();
+            }
+            net->Dispose();
+            Simulator::Destroy();
+        }
+    }
+};
+
+/**
  * \brief A compute task slows down only while a flow runs on its GPU: its nominal work done
  * before the flow, during it (at 1 / factor) and after it adds up to its duration.
  */
@@ -454,6 +520,7 @@ class PlanExecutorTestSuite : public TestSuite
     {
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
         AddTestCase(new BorrowedPlanTestCase, Duration::QUICK);
+        AddTestCase(new FinishTimesTestCase, Duration::QUICK);
         AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
