@@ -82,17 +82,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from heterosim.engine.process_memory import return_large_frees
     from heterosim.interrupts import sigterm_as_interrupt
     from heterosim.report.html_report import report_when_asked
     from heterosim.report.jobs_report import any_results_dict, write_any_outputs
     from heterosim.report.run_report import interrupted_exit_status, print_warnings
     from heterosim.report.staging import check_output_folder
     from heterosim.report.terminal import Progress, run_header, run_summary
-    from heterosim.simulate import run_any
+    from heterosim.simulate import run_for_reports
 
     stop_ns = stop_time_ns(args.until)  # before the experiment loads: a bad value fails at once
-    return_large_frees()  # a large run's freed arrays go back to the system (peak memory)
     overrides = list(args.overrides)
     if args.fidelity:
         overrides.append(f"simulation.fidelity={args.fidelity}")
@@ -112,11 +110,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(run_header(experiment), file=sys.stderr)
     with sigterm_as_interrupt():
-        artifacts = run_any(
+        artifacts = run_for_reports(
             experiment, progress=progress, workload=workload, databases=args.db or None, stop_ns=stop_ns
         )
     progress.close()
-    artifacts.release_schedule()  # every run of the plan is over: memory for the reports
     results = any_results_dict(artifacts)
     results["experiment"]["overrides"] = overrides
     results["sim"]["until_ns"] = stop_ns

@@ -8,7 +8,8 @@
 - :func:`simulate_flow_set` / :func:`run_netbench` (:mod:`.flowset`): a scenario's flows on the
   network alone, once or once per congestion control (``heterosim netbench``);
 - :func:`run_jobs` / :func:`run_any` (:mod:`.jobs`): several jobs sharing one cluster
-  (``jobs:``), their flows contending on one network.
+  (``jobs:``), their flows contending on one network; :func:`run_for_reports` (``heterosim
+  run``): :func:`run_any`, then the plan's schedule freed for the reports.
 
 A search over plans (``heterosim plan``) is many runs, not one: it lives above this package and the
 sweep executors, in :mod:`heterosim.search.plan_search`.
@@ -32,7 +33,7 @@ from heterosim.simulate.experiment import (
     run_experiment,
 )
 from heterosim.simulate.flowset import run_netbench, simulate_flow_set
-from heterosim.simulate.jobs import JobsArtifacts, run_any, run_jobs
+from heterosim.simulate.jobs import JobsArtifacts, run_any, run_for_reports, run_jobs
 
 __all__ = [
     "CollectiveResult",
@@ -48,6 +49,7 @@ __all__ = [
     "intra_host_note",
     "prepare_run",
     "run_any",
+    "run_for_reports",
     "run_experiment",
     "run_jobs",
     "run_netbench",

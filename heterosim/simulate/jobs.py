@@ -18,6 +18,7 @@ from heterosim.config.experiment import ExperimentConfig
 from heterosim.config.jobs import JobsExperiment
 from heterosim.engine import faults as fault_models
 from heterosim.engine.executor import EngineResult, execute_plan
+from heterosim.engine.process_memory import return_large_frees
 from heterosim.engine.topology import Topology, build_topology
 from heterosim.plan.budget import check_plan_sample_budget
 from heterosim.plan.execution_plan import FLOW
@@ -214,3 +215,16 @@ def run_any(experiment: ExperimentConfig | JobsExperiment, **options: Any) -> Ru
         options.pop("workload", None)
         return run_jobs(experiment, **options)
     return run_experiment(experiment, **options)
+
+
+def run_for_reports(
+    experiment: ExperimentConfig | JobsExperiment, **options: Any
+) -> RunArtifacts | JobsArtifacts:
+    """:func:`run_any` for a run whose plan only feeds reports afterwards (``heterosim run``):
+    large freed arrays go back to the system from the start (:func:`return_large_frees`) and the
+    plan's schedule columns are freed once every run of it is over (``release_schedule``), which
+    lowers the peak memory of the reports."""
+    return_large_frees()
+    artifacts = run_any(experiment, **options)
+    artifacts.release_schedule()
+    return artifacts
