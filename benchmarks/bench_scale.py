@@ -269,7 +269,7 @@ CASES["published"] = [
 CASES["published-folded"] = [(e, [*o, "simulation.replicas=fold"], f, g) for e, o, f, g in CASES["published"]]
 # Packet fidelity, folded (run with --as-run): the folded collectives timed on one rail of 8
 # (simulation.fold_timing=representative, heterosim/plan/fold_symmetry.py); 256 MiB switch buffers
-# (the 32 MiB default leaves no shared buffer at the 512-port spines of 16,384 GPUs once PFC headroom
+# (the 32 MiB default leaves no shared buffer at the 384- and 512-port spines once PFC headroom
 # and per-port reserves are set aside), NVLink at flow level, no link sampling
 PACKET_FOLDED = [
     "simulation.replicas=fold",
