@@ -101,7 +101,7 @@ def _signature(
     leaf_links: dict[int, bytes],
 ) -> bytes:
     """A digest equal for components that are the same up to a renaming of their leaves:
-    per communicator its tasks (kind, bytes, delay, dependencies) with each endpoint's host
+    per communicator its tasks (kind, bytes, payload, channel, delay, dependencies) with each endpoint's host
     and leaves (numbered in order of first use), then each leaf's links (rates, delays)."""
     digest = hashlib.blake2b(digest_size=20)
     ends = [np.concatenate([p.gpu, p.dst]).astype(np.int64) for p in plans]
@@ -121,6 +121,8 @@ def _signature(
         for array in (
             plan.kind,
             plan.bytes,
+            plan.payload,
+            plan.channel,
             plan.delay_ns,
             plan.dep_ptr,
             plan.dep_idx,
