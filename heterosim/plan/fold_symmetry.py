@@ -6,11 +6,13 @@ spines) two communicators whose flows attach to no common leaf share no link: a 
 NICs is NIC - leaf - spine - leaf - NIC, and a leaf-spine link carries only flows that start
 or end under that leaf. Communicators are therefore grouped into *components* (linked where
 their flows share a leaf, or a host for flows inside one host); components whose flows are the
-same up to a renaming of leaves (the same hosts, the same flows, dependencies and bytes in the
-same order, leaves of the same links) form a *class*. Only the first component of each class is
-simulated; the collective's time is the longest of those. On a rail-optimized fabric the
-data-parallel groups of TP rank t all sit on rail t, so the 8 rails are 8 interchangeable
-components and one rail is simulated.
+same up to a renaming of hosts and leaves (hosts of the same type; the same flows, dependencies
+and bytes in the same order; leaves of the same links) form a *class*. Only the first component
+of each class is simulated; the collective's time is the longest of those. On a rail-optimized
+fabric the data-parallel groups of TP rank t all sit on rail t (8 rails: 8 link-disjoint
+components of the same shape); where each group's hosts fill leaves of their own (Megatron's
+order puts DP next to TP: a group of 128 on 128 consecutive hosts, 4 leaves of 32), the groups of
+every pipeline stage are components of that shape too, and one group is simulated.
 
 APPROXIMATION: components share spine switches (their shared buffer and its PFC thresholds)
 though no link; a component is timed without the others' frames in those buffers. ECMP hashes
@@ -58,8 +60,11 @@ def gpu_leaves(topology: Topology) -> np.ndarray:
     return switch_of[np.asarray(ports, np.int64)]
 
 
-def representatives(block: list[CollectivePlan], topology: Topology, gpu_host: np.ndarray) -> Representatives:
-    """The communicators of ``block`` (one (type, size) on each folded communicator) to simulate."""
+def representatives(
+    block: list[CollectivePlan], topology: Topology, gpu_host: np.ndarray, host_kind: np.ndarray
+) -> Representatives:
+    """The communicators of ``block`` (one (type, size) on each folded communicator) to simulate;
+    ``gpu_host``: each GPU's host, ``host_kind``: a code of each host's type."""
     leaves = gpu_leaves(topology)
     n = len(block)
     comm_parts, item_parts = [], []
@@ -87,7 +92,7 @@ def representatives(block: list[CollectivePlan], topology: Topology, gpu_host: n
     first_of_class: dict[bytes, list[int]] = {}
     leaf_links: dict[int, bytes] = {}
     for members in components:
-        key = _signature([block[i] for i in members], leaves, gpu_host, topology, leaf_links)
+        key = _signature([block[i] for i in members], leaves, gpu_host, host_kind, topology, leaf_links)
         first_of_class.setdefault(key, members)
     timed = sorted(i for members in first_of_class.values() for i in members)
     return Representatives(timed=timed, components=len(components), classes=len(first_of_class))
@@ -97,24 +102,22 @@ def _signature(
     plans: list[CollectivePlan],
     leaves: np.ndarray,
     gpu_host: np.ndarray,
+    host_kind: np.ndarray,
     topology: Topology,
     leaf_links: dict[int, bytes],
 ) -> bytes:
-    """A digest equal for components that are the same up to a renaming of their leaves:
-    per communicator its tasks (kind, bytes, payload, channel, delay, dependencies) with each endpoint's host
-    and leaves (numbered in order of first use), then each leaf's links (rates, delays)."""
+    """A digest equal for components that are the same up to a renaming of their hosts and
+    leaves: per communicator its tasks (kind, bytes, payload, channel, delay, dependencies) with
+    each endpoint's host and leaves (both numbered in order of first use), then each host's kind
+    and each leaf's links (rates, delays)."""
     digest = hashlib.blake2b(digest_size=20)
     ends = [np.concatenate([p.gpu, p.dst]).astype(np.int64) for p in plans]
     gpus = np.concatenate(ends)
     real = gpus >= 0
     safe = np.where(real, gpus, 0)
-    host = np.where(real, gpu_host[safe], -1)
-    attach = np.where(real[:, None], leaves[safe], -1).ravel()
-    used, first, inverse = np.unique(attach, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # leaves numbered by first use
-    rank = np.empty(len(used), np.int64)
-    rank[order] = np.arange(len(used))
-    canon = np.where(attach >= 0, rank[inverse], -1).reshape(len(gpus), -1)
+    hosts, host_order = _first_use(np.where(real, gpu_host[safe], -1))
+    attach, leaf_order = _first_use(np.where(real[:, None], leaves[safe], -1).ravel())
+    attach = attach.reshape(len(gpus), -1)
     at = np.concatenate([[0], np.cumsum([len(e) for e in ends])])
     for k, plan in enumerate(plans):
         rows = slice(int(at[k]), int(at[k + 1]))
@@ -126,15 +129,27 @@ def _signature(
             plan.delay_ns,
             plan.dep_ptr,
             plan.dep_idx,
-            host[rows],
-            canon[rows],
+            hosts[rows],
+            attach[rows],
         ):
             digest.update(np.ascontiguousarray(array, np.int64).tobytes())
             digest.update(b"|")
-    for leaf in used[order].tolist():
-        if leaf >= 0:
-            digest.update(_leaf_links(leaf, topology, leaf_links))
+    digest.update(np.ascontiguousarray(host_kind[host_order], np.int64).tobytes())
+    for leaf in leaf_order.tolist():
+        digest.update(_leaf_links(leaf, topology, leaf_links))
     return digest.digest()
+
+
+def _first_use(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` (>= 0; -1: none) renumbered 0, 1, ... in order of first appearance, and the
+    values in that order."""
+    used, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    keep = used >= 0
+    used, first = used[keep], first[keep]
+    order = np.argsort(first, kind="stable")
+    rank = np.full(len(keep), -1, np.int64)
+    rank[np.flatnonzero(keep)[order]] = np.arange(len(order))
+    return rank[inverse.ravel()], used[order]
 
 
 def _leaf_links(leaf: int, topology: Topology, cache: dict[int, bytes]) -> bytes:

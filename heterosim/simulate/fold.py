@@ -86,7 +86,8 @@ def fold_run(
     extra: list[dict[str, Any]] = [{} for _ in blocks]
     timed = blocks
     if experiment.simulation.fold_timing == "representative":  # heterosim/plan/fold_symmetry.py
-        chosen = [representatives(block, topology, cluster.gpu_host) for block in blocks]
+        host_kind = np.unique(np.asarray(cluster.host_type_of_host), return_inverse=True)[1]
+        chosen = [representatives(block, topology, cluster.gpu_host, host_kind) for block in blocks]
         timed = [[block[i] for i in r.timed] for block, r in zip(blocks, chosen)]
         extra = [
             {

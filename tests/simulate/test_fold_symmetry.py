@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import yaml
 
@@ -88,12 +89,13 @@ def test_groups_sharing_hosts_or_leaves_are_one_component(tmp_path):
     assert all(b["components"] == 1 and b["timed_communicators"] == 4 for b in some)
 
 
-def test_components_differ_by_bytes_hosts_or_leaves_are_separate_classes(tmp_path):
+def test_components_differ_by_bytes_shape_or_host_type_are_separate_classes(tmp_path):
     exp = load_experiment(_file(tmp_path), ["cluster.fabric.hosts_per_leaf=2"])
     topo = build_topology(exp.cluster)
     leaves = gpu_leaves(topo)
     assert leaves.shape == (16, 1) and len(set(leaves.ravel().tolist())) == 8  # 4 rails x 2 leaves
     gpu_host = exp.cluster.gpu_host
+    one_type = np.zeros(4, np.int64)
 
     def ring(size, gpus):
         return decompose_collective("allreduce", size, gpus, exp.cluster)
@@ -101,15 +103,20 @@ def test_components_differ_by_bytes_hosts_or_leaves_are_separate_classes(tmp_pat
     mib = 1 << 20
     # rails 0..3 of hosts 0 and 2 (leaves g0, g1 of each rail): 4 components, one class
     same = [ring(mib, [r, 8 + r]) for r in range(4)]
-    assert representatives(same, topo, gpu_host).timed == [0]
+    assert representatives(same, topo, gpu_host, one_type).timed == [0]
     # another size on rail 1, other hosts on rail 3 (hosts 0, 1: one leaf), rail 2 as rail 0
     mixed = [ring(mib, [0, 8]), ring(2 * mib, [1, 9]), ring(mib, [2, 10]), ring(mib, [3, 7])]
-    chosen = representatives(mixed, topo, gpu_host)
+    chosen = representatives(mixed, topo, gpu_host, one_type)
     assert (chosen.components, chosen.classes, chosen.timed) == (4, 3, [0, 1, 3])
     # two groups on the same leaves of one rail are one component
     shared = [ring(mib, [0, 8]), ring(mib, [4, 12]), ring(mib, [1, 9])]
-    chosen = representatives(shared, topo, gpu_host)
+    chosen = representatives(shared, topo, gpu_host, one_type)
     assert (chosen.components, chosen.classes, chosen.timed) == (2, 2, [0, 1, 2])
+    # other hosts under other leaves, the same shape: one class, unless the hosts' types differ
+    moved = [ring(mib, [0, 4]), ring(mib, [9, 13])]  # hosts 0, 1 (rail 0, g0); 2, 3 (rail 1, g1)
+    assert representatives(moved, topo, gpu_host, one_type).timed == [0]
+    two_types = np.array([0, 0, 1, 1])
+    assert representatives(moved, topo, gpu_host, two_types).timed == [0, 1]
 
 
 @pytest.mark.parametrize(
