@@ -22,6 +22,7 @@ Usage::
     python benchmarks/bench_scale.py --only published-packet --as-run --mem-gb 16 \
         --set simulation.packet_acceleration=fast+memo
     python benchmarks/bench_scale.py --only published-folded --mem-gb 16   # one replica, DP folded
+    python benchmarks/bench_scale.py --only published-folded-packet --as-run --mem-gb 16   # the same, packet
 
 ``--granularity`` sets ``simulation.collective_granularity`` for every case that does not set it
 itself (default: the experiment's, i.e. chunk).
@@ -266,6 +267,25 @@ CASES["published"] = [
 # The same with simulation.replicas=fold (heterosim/plan/fold.py): one replica simulated, its
 # data-parallel collectives timed on the full fabric; the slices' full runs above are the check
 CASES["published-folded"] = [(e, [*o, "simulation.replicas=fold"], f, g) for e, o, f, g in CASES["published"]]
+# Packet fidelity, folded (run with --as-run): the folded collectives timed on one of each set of
+# interchangeable groups (simulation.fold_timing=representative, heterosim/plan/fold_symmetry.py);
+# 256 MiB switch buffers (the 32 MiB default leaves no shared buffer at the 384- and 512-port
+# spines once PFC headroom and per-port reserves are set aside), NVLink at flow level, no sampling
+PACKET_FOLDED = [
+    "simulation.replicas=fold",
+    "simulation.fold_timing=representative",
+    "simulation.packet_acceleration=fast+memo",
+    "simulation.intra_host=flow",
+    "simulation.sample_interval=0us",
+    "network.buffer=256MiB",
+]
+CASES["published-folded-packet"] = [
+    (e, [*o, *PACKET_FOLDED], f, g)
+    for e, o, f, g in (
+        *(_slice(LLAMA405, 128, 16, g, "packet") for g in (1024, 2048, 4096, 16384)),
+        *(_slice(MEGASCALE, 64, 32, g, "packet") for g in (768, 1536, 12288)),
+    )
+]
 # Packet slices (run with --as-run --set simulation.packet_acceleration=exact|fast|fast+memo): one
 # Llama 3 405B pipeline replica (128 GPUs), two and eight, NVLink at flow level, no link sampling (the
 # benchmarks/README.md rows; their agreement: heterosim run + compare_packet_runs.py).

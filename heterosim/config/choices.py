@@ -26,6 +26,9 @@ QUEUE_PAIR_MODELS = ("connection", "flow")
 # simulation.replicas: every data-parallel replica simulated, or one replica with its
 # data-parallel collectives timed on the full fabric (heterosim/plan/fold.py)
 REPLICA_MODES = ("all", "fold")
+# simulation.fold_timing: every folded communicator simulated, or one of each set of
+# interchangeable link-disjoint components (heterosim/plan/fold_symmetry.py)
+FOLD_TIMINGS = ("all", "representative")
 # simulation.packet_acceleration: every frame simulated, settled stretches skipped (steady-state
 # fast-forward, ns3_modules/rdma/model/packet-fast-forward.h), repeated contention episodes
 # replayed (memoization, ns3_modules/rdma/model/packet-episode-cache.h), or both

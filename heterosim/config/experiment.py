@@ -22,6 +22,7 @@ from heterosim.config.choices import (
     DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
+    FOLD_TIMINGS,
     GRANULARITIES,
     INTRA_HOST_MODELS,
     LOAD_BALANCING,
@@ -351,6 +352,9 @@ class SimulationConfig:
     # all: every data-parallel replica simulated; fold: replica 0 only, its data-parallel
     # collectives timed once on the full fabric (heterosim.plan.fold; config.replicas checks)
     replicas: str = "all"
+    # with replicas: fold: all: every folded communicator in the timing run; representative:
+    # one of each set of interchangeable link-disjoint components (heterosim/plan/fold_symmetry.py)
+    fold_timing: str = "all"
 
     @property
     def network_model(self) -> NetworkModel:
@@ -718,6 +722,7 @@ def _simulation(section: Section) -> SimulationConfig:
         fault_baseline=section.boolean("fault_baseline", False),
         compute_contention=section.boolean("compute_contention", True),
         replicas=section.string("replicas", "all", choices=REPLICA_MODES),
+        fold_timing=section.string("fold_timing", "all", choices=FOLD_TIMINGS),
     )
     section.reject_unknown()
     return simulation

@@ -174,6 +174,10 @@ def parse_jobs_experiment(data: dict[str, Any], source: str, base_dir: Path | No
     simulation = _simulation(top.section("simulation"))
     if simulation.replicas == "fold":  # heterosim/plan/fold.py: one job's replicas only
         raise top.error("simulation.replicas", "fold: several jobs share the fabric; use all")
+    if simulation.fold_timing != "all":  # it applies to simulation.replicas: fold only
+        raise top.error(
+            "simulation.fold_timing", f"{simulation.fold_timing}: needs simulation.replicas: fold; use all"
+        )
     faults = parse_faults(top.raw("faults", None), source)
     entries = top.raw("jobs")
     if not isinstance(entries, list) or not entries:

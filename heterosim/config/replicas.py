@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from heterosim.config.experiment import ExperimentConfig
 
 KEY = "simulation.replicas"
+TIMING_KEY = "simulation.fold_timing"
 
 
 def fold_refusal(experiment: ExperimentConfig) -> str | None:
@@ -37,11 +38,32 @@ def fold_refusal(experiment: ExperimentConfig) -> str | None:
     return None
 
 
+def fold_timing_refusal(experiment: ExperimentConfig) -> str | None:
+    """Why ``simulation.fold_timing: representative`` cannot be used (None: it can):
+    heterosim/plan/fold_symmetry.py needs folding and a two-tier fabric in one zone, where
+    communicators attached to different leaves share no link."""
+    if experiment.simulation.replicas != "fold":
+        return f"needs {KEY}: fold"
+    cluster = experiment.cluster
+    if cluster.zones:
+        return "the cluster has zones (zone links are shared by every zone-crossing flow)"
+    if cluster.fabric.kind == "rail-only":
+        return "a rail-only fabric forwards across rails through other GPUs' ports (PXN)"
+    return None
+
+
 def check_replica_folding(experiment: ExperimentConfig) -> None:
-    """A one-line UserError naming ``simulation.replicas`` where ``fold`` is asked for and refused."""
+    """A one-line UserError naming ``simulation.replicas`` where ``fold`` is asked for and refused
+    (``simulation.fold_timing`` where ``representative`` is)."""
+    source = experiment.source or "experiment"
+    if experiment.simulation.fold_timing != "all":
+        why = fold_timing_refusal(experiment)
+        if why is not None:
+            raise UserError(
+                f"{source}: {TIMING_KEY}: {experiment.simulation.fold_timing}: {why}; use {TIMING_KEY}=all"
+            )
     if experiment.simulation.replicas != "fold":
         return
     reason = fold_refusal(experiment)
     if reason is not None:
-        source = experiment.source or "experiment"
         raise UserError(f"{source}: {KEY}: fold: {reason}; use {KEY}=all")

@@ -187,6 +187,7 @@ class FoldedTiming:
             "channels": self.reference.channels,
             "flows": self.flows,
             "wall_s": self.wall_s,
+            **self.extra,
         }
 
 

@@ -35,6 +35,7 @@ from heterosim.plan.fold import (
     in_sequence,
     replica_traces,
 )
+from heterosim.plan.fold_symmetry import representatives
 from heterosim.workload.generator import Workload
 from heterosim.workload.trace import RankTrace
 
@@ -82,7 +83,26 @@ def fold_run(
             flows = p.kind == FLOW
             pairs.append(np.stack([p.gpu[flows], p.dst[flows]], axis=1).astype(np.int64))
     topology = build_topology(cluster, gpu_pairs=np.concatenate(pairs))
-    timings = time_folded_collectives(experiment, keys, blocks, cluster, topology)
+    extra: list[dict[str, Any]] = [{} for _ in blocks]
+    timed = blocks
+    if experiment.simulation.fold_timing == "representative":  # heterosim/plan/fold_symmetry.py
+        host_kind = np.unique(np.asarray(cluster.host_type_of_host), return_inverse=True)[1]
+        chosen = [representatives(block, topology, cluster.gpu_host, host_kind) for block in blocks]
+        timed = [[block[i] for i in r.timed] for block, r in zip(blocks, chosen)]
+        extra = [
+            {
+                "timed_communicators": len(r.timed),
+                "components": r.components,
+                "classes": r.classes,
+                "timed_flows": int(sum(p.num_flows for p in t)),
+            }
+            for r, t in zip(chosen, timed)
+        ]
+    timings = time_folded_collectives(experiment, keys, timed, cluster, topology)
+    timings = {
+        key: replace(t, communicators=len(block), flows=int(sum(p.num_flows for p in block)), extra=more)
+        for (key, t), block, more in zip(timings.items(), blocks, extra)
+    }
     return FoldedRun(
         workload=FoldedWorkload(workload, fold, traces),
         traces=traces,
@@ -90,7 +110,7 @@ def fold_run(
         groups=fold.groups,
         decompose=folding_decomposer(decompose, timings),
         topology=topology,
-        summary=replicas_summary(fold, timings),
+        summary=replicas_summary(fold, timings, experiment.simulation.fold_timing),
     )
 
 
@@ -133,9 +153,12 @@ def time_folded_collectives(
     }
 
 
-def replicas_summary(fold: ReplicaFold, timings: dict[tuple, FoldedTiming]) -> dict[str, Any]:
-    """results.json ``sim.replicas``: what was folded and the collective times put in its place."""
-    return {
+def replicas_summary(
+    fold: ReplicaFold, timings: dict[tuple, FoldedTiming], fold_timing: str = "all"
+) -> dict[str, Any]:
+    """results.json ``sim.replicas``: what was folded and the collective times put in its place
+    (with ``fold_timing`` representative: which communicators were simulated)."""
+    out: dict[str, Any] = {
         "mode": "fold",
         "replicas": fold.replicas,
         "simulated": 1,
@@ -150,3 +173,11 @@ def replicas_summary(fold: ReplicaFold, timings: dict[tuple, FoldedTiming]) -> d
             "replicas' pipeline and tensor-parallel traffic; no imbalance between replicas"
         ),
     }
+    if fold_timing == "representative":
+        out["fold_timing"] = fold_timing
+        out["approximation"] += (
+            "; of each (type, size) only one of every set of interchangeable link-disjoint "
+            "components of communicators simulated (they share spine switches, not links), "
+            "its time taken for all"
+        )
+    return out

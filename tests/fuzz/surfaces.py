@@ -2,7 +2,7 @@
 ``gpus:``, socket hosts and ``SocketTransport::`` attributes, ``framework:``, ``--until`` on
 jobs, ``import sailor|amp``, ``plan --resume`` state files, sweep metrics, and the fabric keys
 ``network.trimming``, ``network.cc: rccc``, load balancing at flow fidelity and
-``simulation.replicas``.
+``simulation.replicas`` / ``fold_timing``.
 
 Each generator takes the :class:`corpus.Generator` (its seeded ``rng``, base documents and
 ``_case``) and returns one :class:`corpus.Case` that breaks one thing.
@@ -292,6 +292,8 @@ def fabric_case(gen: Any) -> Any:
             ),
             ("replicas-value", ({}, {"replicas": gen.rng.choice(["some", 3, None, ["fold"], "fold fold"])})),
             ("replicas-fold-mixed", ({}, {"replicas": "fold"})),
+            ("fold-timing-value", ({}, {"fold_timing": gen.rng.choice(["some", 3, None, ["all"]])})),
+            ("fold-timing-without-fold", ({}, {"fold_timing": "representative"})),
         ]
     )
     network.update(net)
