@@ -268,7 +268,7 @@ CASES["published"] = [
 # data-parallel collectives timed on the full fabric; the slices' full runs above are the check
 CASES["published-folded"] = [(e, [*o, "simulation.replicas=fold"], f, g) for e, o, f, g in CASES["published"]]
 # Packet fidelity, folded (run with --as-run): the folded collectives timed on one of each set of
-# interchangeable groups (simulation.fold_timing=representative, heterosim/plan/fold_symmetry.py);
+# interchangeable groups (simulation.fold_timing=representative, heterosim/simulate/fold_symmetry.py);
 # 256 MiB switch buffers (the 32 MiB default leaves no shared buffer at the 384- and 512-port
 # spines once PFC headroom and per-port reserves are set aside), NVLink at flow level, no sampling
 PACKET_FOLDED = [

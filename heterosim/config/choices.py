@@ -27,7 +27,7 @@ QUEUE_PAIR_MODELS = ("connection", "flow")
 # data-parallel collectives timed on the full fabric (heterosim/plan/fold.py)
 REPLICA_MODES = ("all", "fold")
 # simulation.fold_timing: every folded communicator simulated, or one of each set of
-# interchangeable link-disjoint components (heterosim/plan/fold_symmetry.py)
+# interchangeable link-disjoint components (heterosim/simulate/fold_symmetry.py)
 FOLD_TIMINGS = ("all", "representative")
 # simulation.packet_acceleration: every frame simulated, settled stretches skipped (steady-state
 # fast-forward, ns3_modules/rdma/model/packet-fast-forward.h), repeated contention episodes

@@ -353,7 +353,7 @@ class SimulationConfig:
     # collectives timed once on the full fabric (heterosim.plan.fold; config.replicas checks)
     replicas: str = "all"
     # with replicas: fold: all: every folded communicator in the timing run; representative:
-    # one of each set of interchangeable link-disjoint components (heterosim/plan/fold_symmetry.py)
+    # one of each set of interchangeable link-disjoint components (heterosim/simulate/fold_symmetry.py)
     fold_timing: str = "all"
 
     @property

@@ -40,7 +40,7 @@ def fold_refusal(experiment: ExperimentConfig) -> str | None:
 
 def fold_timing_refusal(experiment: ExperimentConfig) -> str | None:
     """Why ``simulation.fold_timing: representative`` cannot be used (None: it can):
-    heterosim/plan/fold_symmetry.py needs folding and a two-tier fabric in one zone, where
+    heterosim/simulate/fold_symmetry.py needs folding and a two-tier fabric in one zone, where
     communicators attached to different leaves share no link."""
     if experiment.simulation.replicas != "fold":
         return f"needs {KEY}: fold"

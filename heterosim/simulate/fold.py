@@ -35,7 +35,7 @@ from heterosim.plan.fold import (
     in_sequence,
     replica_traces,
 )
-from heterosim.plan.fold_symmetry import representatives
+from heterosim.simulate.fold_symmetry import representatives
 from heterosim.workload.generator import Workload
 from heterosim.workload.trace import RankTrace
 
@@ -85,7 +85,7 @@ def fold_run(
     topology = build_topology(cluster, gpu_pairs=np.concatenate(pairs))
     extra: list[dict[str, Any]] = [{} for _ in blocks]
     timed = blocks
-    if experiment.simulation.fold_timing == "representative":  # heterosim/plan/fold_symmetry.py
+    if experiment.simulation.fold_timing == "representative":  # heterosim/simulate/fold_symmetry.py
         host_kind = np.unique(np.asarray(cluster.host_type_of_host), return_inverse=True)[1]
         chosen = [representatives(block, topology, cluster.gpu_host, host_kind) for block in blocks]
         timed = [[block[i] for i in r.timed] for block, r in zip(blocks, chosen)]

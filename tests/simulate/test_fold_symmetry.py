@@ -1,5 +1,5 @@
 """simulation.fold_timing: representative: folded collectives timed on one of each set of
-interchangeable link-disjoint components (heterosim/plan/fold_symmetry.py)."""
+interchangeable link-disjoint components (heterosim/simulate/fold_symmetry.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from heterosim.config.jobs import load_any_experiment
 from heterosim.engine.topology import build_topology
 from heterosim.errors import UserError
 from heterosim.plan.collectives import decompose_collective
-from heterosim.plan.fold_symmetry import gpu_leaves, representatives
 from heterosim.simulate.experiment import run_experiment
+from heterosim.simulate.fold_symmetry import gpu_leaves, representatives
 
 # 16 H100s, 4 hosts x 4 on 4 rails; TP 4 x PP 2 x DP 2: every data-parallel group has one GPU
 # on each of two hosts, all on the rail of its TP rank (4 rails, one leaf each)

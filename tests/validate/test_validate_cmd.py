@@ -176,14 +176,14 @@ def test_out_of_memory_in_a_run_is_one_line(tmp_path, capsys, monkeypatch):
     def run_experiment(*args, **kwargs):
         raise BadAlloc()
 
-    monkeypatch.setattr(simulate, "run_any", run_experiment)
+    monkeypatch.setattr(simulate, "run_for_reports", run_experiment)
     code = main(["run", "--no-plots", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("heterosim run: error: out of memory")
     assert "Traceback" not in err and not (tmp_path / "o").exists()
     # any other exception is a bug and keeps its traceback
-    monkeypatch.setattr(simulate, "run_any", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(simulate, "run_for_reports", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         main(["run", "--no-plots", "--out", str(tmp_path / "p")])
 
