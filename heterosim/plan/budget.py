@@ -57,9 +57,14 @@ def _flows(experiment: Any, op: str, size_bytes: int, gpus: list[int]) -> int:
 
 
 def estimate_plan_tasks(experiment: Any) -> dict[str, float]:
-    """Estimated tasks by term: ``compute``, ``tensor_parallel``, ``data_parallel``."""
+    """Estimated tasks by term: ``compute``, ``tensor_parallel``, ``data_parallel``. Under
+    ``simulation.replicas: fold`` the plan holds one replica's ranks, and each data-parallel
+    collective is a start and an end marker per rank (:mod:`heterosim.plan.fold`)."""
     train, par, model = experiment.training, experiment.parallel, experiment.model
     world = experiment.cluster.world_size
+    folded = getattr(experiment.simulation, "replicas", "all") == "fold" and par.dp > 1
+    if folded:
+        world = max(1, world // par.dp)
     iterations = experiment.simulation.iterations
     micro_batches = train.global_batch / max(1, train.micro_batch * par.dp)
     layers_per_rank = math.ceil(model.layers / max(1, par.pp))
@@ -73,10 +78,11 @@ def estimate_plan_tasks(experiment: Any) -> dict[str, float]:
     return {
         "compute": 2.0 * micro_batches * layers_per_rank * world * iterations,
         "tensor_parallel": tp_instances * _flows(experiment, "allreduce", activation, tp_gpus) * iterations,
-        "data_parallel": (world / par.dp)
-        * buckets
-        * _flows(experiment, "allreduce", bucket, dp_gpus)
-        * iterations,
+        "data_parallel": (
+            world * buckets * 2.0 * iterations
+            if folded
+            else (world / par.dp) * buckets * _flows(experiment, "allreduce", bucket, dp_gpus) * iterations
+        ),
     }
 
 

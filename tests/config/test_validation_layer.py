@@ -398,3 +398,23 @@ def test_several_jobs_sample_interval_is_bounded_too(monkeypatch, capsys, tmp_pa
         err
     )
     assert not out.exists()
+
+
+def test_plan_budget_counts_one_replica_when_folded(monkeypatch):
+    """``simulation.replicas: fold`` keeps one replica's ranks and turns each data-parallel
+    collective into a start and an end marker per rank: the published 12,288-GPU run fits."""
+    from heterosim.config import limits
+    from heterosim.plan.budget import check_plan_budget, estimate_plan_tasks
+
+    monkeypatch.setattr(limits, "_max_memory", None)  # another test's --max-memory
+
+    path = REPO / "workloads/examples/megascale_175b_12k.yaml"
+    full = load_experiment(path, [])
+    folded = load_experiment(path, ["simulation.replicas=fold"])
+    every, one = estimate_plan_tasks(full), estimate_plan_tasks(folded)
+    dp = full.parallel.dp
+    assert one["compute"] == pytest.approx(every["compute"] / dp)
+    assert one["tensor_parallel"] == pytest.approx(every["tensor_parallel"] / dp)
+    ranks = full.cluster.world_size // dp
+    assert one["data_parallel"] % (2 * ranks) == 0 and one["data_parallel"] < every["data_parallel"] / dp
+    check_plan_budget(folded)  # about 1.2 M tasks: no refusal
