@@ -93,28 +93,19 @@ def test_numeric_csv_in_parts_is_the_single_pass_file(tmp_path):
     assert (tmp_path / "parts.csv").read_bytes() == (tmp_path / "one.csv").read_bytes()
 
 
-def test_breakdown_by_blocks_of_ranks_equals_one_block(runs, monkeypatch):
+@pytest.mark.parametrize(
+    "blocked, block",
+    [("_host_unions", 1), ("_instance_spans", 7)],  # one rank per block; 7 flows per block
+)
+def test_breakdown_by_blocks_equals_one_block(runs, monkeypatch, blocked, block):
     art = runs[32]
     plan, engine = art.tables.plan, art.engine
     gpu_host = art.experiment.cluster.gpu_host
     args = (plan, engine.task_start_ns, engine.task_end_ns, art.rank_gpu, gpu_host, engine.makespan_ns)
     whole = breakdown.rank_breakdown(*args)
-    monkeypatch.setattr(breakdown._host_unions, "__defaults__", (1,))  # one rank per block
+    monkeypatch.setattr(getattr(breakdown, blocked), "__defaults__", (block,))
     blocks = breakdown.rank_breakdown(*args)
-    assert whole.inter_host_ns.sum() > 0 and whole.intra_host_ns.sum() > 0
-    for name in ("compute_ns", "comm_ns", "busy_ns", "intra_host_ns", "inter_host_ns"):
-        assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
-
-
-def test_breakdown_by_blocks_of_flows_equals_one_block(runs, monkeypatch):
-    art = runs[32]
-    plan, engine = art.tables.plan, art.engine
-    gpu_host = art.experiment.cluster.gpu_host
-    args = (plan, engine.task_start_ns, engine.task_end_ns, art.rank_gpu, gpu_host, engine.makespan_ns)
-    whole = breakdown.rank_breakdown(*args)
-    monkeypatch.setattr(breakdown._instance_spans, "__defaults__", (7,))  # 7 flows per block
-    blocks = breakdown.rank_breakdown(*args)
-    assert whole.comm_ns.sum() > 0
+    assert whole.comm_ns.sum() > 0 and whole.inter_host_ns.sum() > 0 and whole.intra_host_ns.sum() > 0
     for name in ("compute_ns", "comm_ns", "busy_ns", "intra_host_ns", "inter_host_ns"):
         assert np.array_equal(getattr(whole, name), getattr(blocks, name)), name
 

@@ -4,6 +4,7 @@ collectives timed on the full fabric; agreement with the full run, plan size, re
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,46 +19,13 @@ from heterosim.plan.execution_plan import FLOW
 from heterosim.plan.fold import side_by_side
 from heterosim.simulate.experiment import prepare_run, run_experiment
 
-# 16 H100s (4 hosts x 4, rail-optimised), a 4-layer GPT on TP 2 x PP 2 x DP 4 with the
-# distributed optimizer: gradient reduce-scatter and parameter all-gather across the replicas
-SMALL = {
-    "name": "fold-small",
-    "model": {
-        "arch": "gpt",
-        "hidden": 1024,
-        "layers": 4,
-        "heads": 8,
-        "ffn": 4096,
-        "vocab": 8192,
-        "seq": 512,
-        "name": "gpt-fold",
-    },
-    "training": {"global_batch": 16, "micro_batch": 1, "seq_len": 512, "dtype": "bf16"},
-    "parallel": {"tp": 2, "pp": 2, "dp": 4, "schedule": "1f1b", "distributed_optimizer": True},
-    "cluster": {
-        "name": "h100-4x4",
-        "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4, "nic_speed": "100Gbps"}},
-        "hosts": [{"type": "h", "count": 4}],
-        "fabric": {"kind": "rail-optimized", "link_delay": "1us", "oversubscription": 1},
-    },
-    "network": {"cc": "dcqcn", "mtu": "4KiB", "pfc": True},
-    "simulation": {"fidelity": "flow", "seed": 1, "sample_interval": "0us"},
-}
+# 16 H100s, TP 2 x PP 2 x DP 4 with the distributed optimizer (tests/data/fold_16gpu.yaml)
+SMALL = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "fold_16gpu.yaml").read_text())
 # Folded minus full iteration time, measured on this case: -3.0 % (-1.0 % without compute
 # contention: the folded collectives hold no blocks against compute, heterosim/plan/fold.py);
 # on the Llama 3 405B / MegaScale slices see benchmarks/README.md "Replica folding"
 TOLERANCE = 0.04
 TOLERANCE_NO_CONTENTION = 0.015
-
-
-def _file(tmp_path, data=SMALL, **sets) -> str:
-    data = yaml.safe_load(yaml.safe_dump(data))
-    for key, value in sets.items():
-        section, name = key.split("__")
-        data[section][name] = value
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
 
 
 def _both(exp):
@@ -66,8 +34,8 @@ def _both(exp):
     return full, fold
 
 
-def test_folded_iteration_agrees_with_the_full_run_and_has_one_replica_of_tasks(tmp_path):
-    full_exp = load_experiment(_file(tmp_path))
+def test_folded_iteration_agrees_with_the_full_run_and_has_one_replica_of_tasks(tmp_path, write_experiment):
+    full_exp = load_experiment(write_experiment(SMALL))
     full, fold = _both(full_exp)
     t_full, t_fold = full.engine.makespan_ns, fold.engine.makespan_ns
     assert abs(t_fold - t_full) <= TOLERANCE * t_full
@@ -97,18 +65,18 @@ def test_folded_iteration_agrees_with_the_full_run_and_has_one_replica_of_tasks(
     assert set(plan.gpu[flows].tolist()) <= gpus and set(plan.dst[flows].tolist()) <= gpus
 
 
-def test_without_compute_contention_the_gap_is_the_fabric_alone(tmp_path):
-    exp = load_experiment(_file(tmp_path), ["simulation.compute_contention=false"])
+def test_without_compute_contention_the_gap_is_the_fabric_alone(tmp_path, write_experiment):
+    exp = load_experiment(write_experiment(SMALL), ["simulation.compute_contention=false"])
     full, fold = _both(exp)
     t_full, t_fold = full.engine.makespan_ns, fold.engine.makespan_ns
     assert abs(t_fold - t_full) <= TOLERANCE_NO_CONTENTION * t_full
 
 
-def test_results_and_terminal_report_the_folding(tmp_path, capsys):
+def test_results_and_terminal_report_the_folding(tmp_path, capsys, write_experiment):
     import json
 
     out = tmp_path / "run"
-    path = _file(tmp_path)
+    path = write_experiment(SMALL)
     assert main(["run", path, "--set", "simulation.replicas=fold", "--out", str(out), "--no-plots"]) == 0
     results = json.loads((out / "results.json").read_text())
     replicas = results["sim"]["replicas"]
@@ -127,33 +95,33 @@ def test_results_and_terminal_report_the_folding(tmp_path, capsys):
         ({"parallel__cp": 2, "parallel__dp": 2, "training__global_batch": 8}, "parallel.cp > 1"),
     ],
 )
-def test_fold_refused_with_one_line_naming_the_key(tmp_path, capsys, sets, reason):
+def test_fold_refused_with_one_line_naming_the_key(tmp_path, capsys, sets, reason, write_experiment):
     data = yaml.safe_load(yaml.safe_dump(SMALL))
     if sets.get("parallel__dp") == 1:
         data["cluster"]["hosts"][0]["count"] = 1
     data["simulation"]["memory_check"] = "warn"
-    path = _file(tmp_path, data, **sets)
+    path = write_experiment(data, **sets)
     assert main(["run", path, "--set", "simulation.replicas=fold", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "simulation.replicas: fold" in err[0] and reason in err[0] and path in err[0]
 
 
-def test_fold_refused_for_several_jobs_and_faults(tmp_path):
+def test_fold_refused_for_several_jobs_and_faults(tmp_path, write_experiment):
     with pytest.raises(UserError, match="simulation.replicas"):
         load_any_experiment("workloads/examples/two_jobs_h4.yaml", ["simulation.replicas=fold"])
     faulty = yaml.safe_load(yaml.safe_dump(SMALL))
     faulty["faults"] = [{"at": "0ms", "gpu": 3, "slowdown": 1.3}]
     with pytest.raises(UserError, match="simulation.replicas: fold: faults"):
-        load_experiment(_file(tmp_path, faulty), ["simulation.replicas=fold"])
+        load_experiment(write_experiment(faulty), ["simulation.replicas=fold"])
 
 
-def test_fold_refused_for_unknown_mode(tmp_path):
+def test_fold_refused_for_unknown_mode(tmp_path, write_experiment):
     with pytest.raises(UserError, match="simulation.replicas"):
-        load_experiment(_file(tmp_path), ["simulation.replicas=some"])
+        load_experiment(write_experiment(SMALL), ["simulation.replicas=some"])
 
 
-def test_replicas_placed_in_different_patterns_are_refused(tmp_path):
-    exp = load_experiment(_file(tmp_path), ["simulation.replicas=fold"])
+def test_replicas_placed_in_different_patterns_are_refused(tmp_path, write_experiment):
+    exp = load_experiment(write_experiment(SMALL), ["simulation.replicas=fold"])
     prepared = prepare_run(replace(exp, simulation=replace(exp.simulation, replicas="all")))
     with pytest.raises(UserError, match="simulation.replicas: fold"):
         from heterosim.plan.fold import fold_replicas
@@ -169,8 +137,8 @@ def test_replicas_placed_in_different_patterns_are_refused(tmp_path):
         )
 
 
-def test_side_by_side_keeps_every_collective_whole(tmp_path):
-    exp = load_experiment(_file(tmp_path))
+def test_side_by_side_keeps_every_collective_whole(tmp_path, write_experiment):
+    exp = load_experiment(write_experiment(SMALL))
     plans = [
         decompose_collective("allreduce", 1 << 20, g, exp.cluster) for g in ([0, 4, 8, 12], [1, 5, 9, 13])
     ]
@@ -182,12 +150,12 @@ def test_side_by_side_keeps_every_collective_whole(tmp_path):
     assert plan.dep_ptr[-1] == sum(int(p.dep_ptr[-1]) for p in plans)
 
 
-def test_blocks_in_sequence_start_when_the_block_before_has_ended(tmp_path):
+def test_blocks_in_sequence_start_when_the_block_before_has_ended(tmp_path, write_experiment):
     from heterosim.engine.executor import engine_config, execute_plan
     from heterosim.engine.topology import build_topology
     from heterosim.plan.fold import in_sequence
 
-    exp = load_experiment(_file(tmp_path))
+    exp = load_experiment(write_experiment(SMALL))
     first = [
         decompose_collective("allreduce", 1 << 20, g, exp.cluster) for g in ([0, 4, 8, 12], [1, 5, 9, 13])
     ]
@@ -231,17 +199,17 @@ def test_routes_for_gpu_pairs_are_the_full_tables_entries(tmp_path):
 
 
 @pytest.mark.parametrize("order", ["tp-pp-dp", "dp-tp-pp"])
-def test_other_rank_orders_fold_too(tmp_path, order):
+def test_other_rank_orders_fold_too(tmp_path, order, write_experiment):
     # measured: -0.15 % (tp-pp-dp) and -0.13 % (dp-tp-pp): replicas on hosts and rails of one pattern
-    full, fold = _both(load_experiment(_file(tmp_path), [f"parallel.rank_order={order}"]))
+    full, fold = _both(load_experiment(write_experiment(SMALL), [f"parallel.rank_order={order}"]))
     assert abs(fold.engine.makespan_ns - full.engine.makespan_ns) <= TOLERANCE * full.engine.makespan_ns
     assert fold.replicas is not None and fold.replicas["ranks_simulated"] == 4
 
 
-def test_only_groups_of_one_rank_per_replica_at_one_place_are_folded(tmp_path):
+def test_only_groups_of_one_rank_per_replica_at_one_place_are_folded(tmp_path, write_experiment):
     from heterosim.plan.fold import fold_replicas
 
-    exp = load_experiment(_file(tmp_path))
+    exp = load_experiment(write_experiment(SMALL))
     prepared = prepare_run(exp)
     groups = {int(k): v for k, v in prepared.workload.groups.as_json().items()}
     layout = prepared.workload.layout

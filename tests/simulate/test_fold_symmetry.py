@@ -4,6 +4,7 @@ interchangeable link-disjoint components (heterosim/simulate/fold_symmetry.py)."
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,39 +21,14 @@ from heterosim.simulate.fold_symmetry import gpu_leaves, representatives
 
 # 16 H100s, 4 hosts x 4 on 4 rails; TP 4 x PP 2 x DP 2: every data-parallel group has one GPU
 # on each of two hosts, all on the rail of its TP rank (4 rails, one leaf each)
+BASE = yaml.safe_load((Path(__file__).resolve().parents[1] / "data" / "fold_16gpu.yaml").read_text())
 RAILS = {
+    **BASE,
     "name": "fold-rails",
-    "model": {
-        "arch": "gpt",
-        "hidden": 1024,
-        "layers": 4,
-        "heads": 8,
-        "ffn": 4096,
-        "vocab": 8192,
-        "seq": 512,
-        "name": "gpt-fold",
-    },
-    "training": {"global_batch": 8, "micro_batch": 1, "seq_len": 512, "dtype": "bf16"},
-    "parallel": {"tp": 4, "pp": 2, "dp": 2, "schedule": "1f1b", "distributed_optimizer": True},
-    "cluster": {
-        "name": "h100-4x4",
-        "host_types": {"h": {"gpu": "H100-SXM", "gpus": 4, "nics": 4, "nic_speed": "100Gbps"}},
-        "hosts": [{"type": "h", "count": 4}],
-        "fabric": {"kind": "rail-optimized", "link_delay": "1us", "oversubscription": 1},
-    },
-    "network": {"cc": "dcqcn", "mtu": "4KiB", "pfc": True},
-    "simulation": {"fidelity": "flow", "seed": 1, "sample_interval": "0us", "replicas": "fold"},
+    "training": {**BASE["training"], "global_batch": 8},
+    "parallel": {**BASE["parallel"], "tp": 4, "dp": 2},
+    "simulation": {**BASE["simulation"], "replicas": "fold"},
 }
-
-
-def _file(tmp_path, **sets) -> str:
-    data = yaml.safe_load(yaml.safe_dump(RAILS))
-    for key, value in sets.items():
-        section, name = key.split("__")
-        data[section][name] = value
-    path = tmp_path / "exp.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
 
 
 def _both(exp):
@@ -62,10 +38,10 @@ def _both(exp):
 
 
 @pytest.mark.parametrize("fidelity, tolerance", [("flow", 0.0), ("packet", 0.005)])
-def test_one_rail_of_four_gives_the_time_of_all_four(tmp_path, fidelity, tolerance):
+def test_one_rail_of_four_gives_the_time_of_all_four(tmp_path, fidelity, tolerance, write_experiment):
     # flow: rails share no link, so one rail alone runs exactly as beside the others; packet:
     # they share the spines' buffers (nothing queues there at 100G: 4 rails, one leaf each)
-    exp = load_experiment(_file(tmp_path), [f"simulation.fidelity={fidelity}"])
+    exp = load_experiment(write_experiment(RAILS), [f"simulation.fidelity={fidelity}"])
     every, some, full, rep = _both(exp)
     assert len(every) == len(some) >= 4
     for a, b in zip(every, some):
@@ -76,21 +52,23 @@ def test_one_rail_of_four_gives_the_time_of_all_four(tmp_path, fidelity, toleran
     assert rep.replicas["fold_timing"] == "representative" and "fold_timing" not in full.replicas
 
 
-def test_groups_sharing_hosts_or_leaves_are_one_component(tmp_path):
+def test_groups_sharing_hosts_or_leaves_are_one_component(tmp_path, write_experiment):
     # TP 2 on 4-GPU hosts: two replicas' ranks on each host (flows inside hosts couple the groups)
-    exp = load_experiment(_file(tmp_path), ["parallel.tp=2", "parallel.dp=4", "training.global_batch=16"])
+    exp = load_experiment(
+        write_experiment(RAILS), ["parallel.tp=2", "parallel.dp=4", "training.global_batch=16"]
+    )
     every, some, full, rep = _both(exp)
     assert all(b["components"] == 1 and b["timed_communicators"] == b["communicators"] for b in some)
     assert [b["time_s"] for b in some] == [a["time_s"] for a in every]
     assert rep.engine.makespan_ns == full.engine.makespan_ns
     # a fat-tree puts every NIC of a host under one leaf: all groups meet there
-    exp = load_experiment(_file(tmp_path), ["cluster.fabric.kind=fat-tree"])
+    exp = load_experiment(write_experiment(RAILS), ["cluster.fabric.kind=fat-tree"])
     _, some, _, _ = _both(exp)
     assert all(b["components"] == 1 and b["timed_communicators"] == 4 for b in some)
 
 
-def test_components_differ_by_bytes_shape_or_host_type_are_separate_classes(tmp_path):
-    exp = load_experiment(_file(tmp_path), ["cluster.fabric.hosts_per_leaf=2"])
+def test_components_differ_by_bytes_shape_or_host_type_are_separate_classes(tmp_path, write_experiment):
+    exp = load_experiment(write_experiment(RAILS), ["cluster.fabric.hosts_per_leaf=2"])
     topo = build_topology(exp.cluster)
     leaves = gpu_leaves(topo)
     assert leaves.shape == (16, 1) and len(set(leaves.ravel().tolist())) == 8  # 4 rails x 2 leaves
@@ -126,8 +104,8 @@ def test_components_differ_by_bytes_shape_or_host_type_are_separate_classes(tmp_
         (["cluster.fabric.kind=rail-only"], "rail-only"),
     ],
 )
-def test_refused_with_one_line_naming_the_key(tmp_path, capsys, sets, reason):
-    path = _file(tmp_path)
+def test_refused_with_one_line_naming_the_key(tmp_path, capsys, sets, reason, write_experiment):
+    path = write_experiment(RAILS)
     argv = ["run", path, "--set", "simulation.fold_timing=representative", "--out", str(tmp_path / "o")]
     for s in sets:
         argv += ["--set", s]
@@ -137,8 +115,8 @@ def test_refused_with_one_line_naming_the_key(tmp_path, capsys, sets, reason):
     assert path in err[0]
 
 
-def test_unknown_value_and_several_jobs_are_refused(tmp_path):
+def test_unknown_value_and_several_jobs_are_refused(tmp_path, write_experiment):
     with pytest.raises(UserError, match="simulation.fold_timing"):
-        load_experiment(_file(tmp_path), ["simulation.fold_timing=some"])
+        load_experiment(write_experiment(RAILS), ["simulation.fold_timing=some"])
     with pytest.raises(UserError, match="simulation.fold_timing"):
         load_any_experiment("workloads/examples/two_jobs_h4.yaml", ["simulation.fold_timing=representative"])
