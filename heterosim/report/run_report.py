@@ -33,6 +33,7 @@ from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_per
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.report.tcp_tables import write_tcp_tables
+from heterosim.report.trims import trim_counters
 from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
@@ -208,8 +209,8 @@ def _network_counters(run: RunArtifacts) -> dict[str, Any]:
         "cnps": 0,
     }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
-    if "trims" in engine.network:  # network.trimming: packets cut to their header at switches
-        counters["trims"] = int(engine.network["trims"])
+    # network.trimming: packets cut to their header at switches, in all and per switch
+    counters.update(trim_counters(engine.network, engine.links, run.topology))
     if getattr(engine, "tcp", None):
         counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
     return counters
@@ -517,7 +518,16 @@ def _write_links(links: dict[str, Any] | None, topo: Topology, folder: Path) -> 
     names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
     link_columns = [
         k
-        for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
+        for k in (
+            "bytes",
+            "utilization",
+            "busy_ns",
+            "max_queue_bytes",
+            "paused_ns",
+            "ecn_marks",
+            "drops",
+            "trims",
+        )
         if k in links
     ]
     _write_csv(
