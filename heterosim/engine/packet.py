@@ -82,6 +82,7 @@ PORT_FIELDS = (
     "ecn_marks",
     "drops",
     "frames_sent",
+    "trims",  # network.trimming: data frames bound for the port cut to their header (kept only then)
 )
 
 
@@ -320,6 +321,7 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
         "ecn_marks": np.zeros(n_ports, np.uint64),
         "drops": np.zeros(n_ports, np.uint64),
         "frames_sent": np.zeros(n_ports, np.uint64),
+        "trims": np.zeros(n_ports, np.uint64),
     }
     if n_ports:
         reader.CopyPortStats(*(ports[k] for k in ("node", "link", "direction", *PORT_FIELDS)))
@@ -342,6 +344,8 @@ def collect_packet_stats(net: Any) -> dict[str, Any]:
     if trimming:  # only runs with network.trimming report trims (others stay as they were)
         stats["counters"]["trims"] = int(trims.sum())
         stats["switch_trims"] = {int(node): int(trims[node]) for node in np.flatnonzero(trims)}
+    else:
+        del ports["trims"]
     series = _series(reader)
     if series is not None:
         stats["series"] = series

@@ -332,12 +332,14 @@ class FoldedLayout:
 
 
 class FoldedWorkload:
-    """The workload restricted to the replica's ranks (local numbering), for the reports."""
+    """The workload restricted to the replica's ranks (local numbering), for the reports;
+    ``global_ranks[i]``: local rank i's rank in the full job (the id the reports print)."""
 
     def __init__(self, workload: Any, fold: ReplicaFold, traces: list[RankTrace]) -> None:
         self._workload, self._traces = workload, traces
         self.layout = FoldedLayout(workload.layout, fold.ranks)
         self.world_size = len(fold.ranks)
+        self.global_ranks = fold.ranks
 
     def trace(self, rank: int) -> RankTrace:
         return self._traces[rank]

@@ -21,6 +21,7 @@ from heterosim.plan.execution_plan import FLOW
 from heterosim.report.perfetto import DEFAULT_MAX_SPANS
 from heterosim.report.run_report import _write_all, announce_dropped_spans, results_dict
 from heterosim.report.staging import staged_output
+from heterosim.report.trims import trim_counters
 from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
@@ -96,6 +97,7 @@ def _network_counters(art: JobsArtifacts) -> dict[str, int]:
         "cnps": 0,
     }
     counters.update({k: int(v) for k, v in art.engine.network.items() if k in counters})
+    counters.update(trim_counters(art.engine.network, art.engine.links, art.topology))  # network.trimming
     return counters
 
 

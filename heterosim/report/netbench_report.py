@@ -37,6 +37,7 @@ from heterosim.config.network_model import network_model
 from heterosim.config.scenario import ScenarioConfig
 from heterosim.engine.topology import Topology
 from heterosim.report.tcp_tables import write_tcp_tables
+from heterosim.report.trims import trim_counters
 
 # each flow of results.json's flows[] and each row of flows.csv, in order (docs/results.md)
 FLOW_COLUMNS = (
@@ -272,6 +273,8 @@ def build_results(
         results["network"]["tcp"] = dict(run["tcp"]["summary"])
     if topology is not None:
         ports = ports_of_run(run, topology)
+        # network.trimming: trims per switch beside the total (heterosim.report.trims)
+        results["network"].update(trim_counters(results["network"], ports, topology))
         utilization = port_utilization(ports, topology, sim_end_ns / 1e9)
         if len(utilization):
             busiest = int(np.argmax(utilization))
@@ -367,11 +370,12 @@ def write_tables(out: Path, results: Mapping[str, Any], run: Mapping[str, Any], 
     ports = ports_of_run(run, topology)
     names = port_names(run, topology)
     n = len(names)
-    columns = [_arr(ports, key, n, np.float64) for key in PORT_KEYS]
+    keys = (*PORT_KEYS, "trims") if "trims" in ports else PORT_KEYS  # network.trimming runs only
+    columns = [_arr(ports, key, n, np.float64) for key in keys]
     utilization = port_utilization(ports, topology, results["sim"]["sim_end_s"])
     write_csv(
         out / "ports.csv",
-        ["port", "name", "node", "link", "rate_Gbps", *PORT_KEYS, "utilization"],
+        ["port", "name", "node", "link", "rate_Gbps", *keys, "utilization"],
         (
             [
                 i,

@@ -33,6 +33,7 @@ from heterosim.report.perfetto import DEFAULT_MAX_SPANS, fault_events, write_per
 from heterosim.report.plots import plot_breakdown, plot_link_utilization, plot_queues, plot_timeline
 from heterosim.report.staging import staged_output
 from heterosim.report.tcp_tables import write_tcp_tables
+from heterosim.report.trims import trim_counters
 from heterosim.results import JobsArtifacts, RunArtifacts
 from heterosim.workload.trace import COLLECTIVE_NAMES
 
@@ -131,11 +132,12 @@ def _rank_rows(run: RunArtifacts, bd: RankBreakdown, per: int) -> list[dict[str,
     """One ranks.csv / results.json row per rank; compute lost to contention divided by ``per``
     (the iterations, or 1 for a partial run)."""
     cluster, engine = run.experiment.cluster, run.engine
+    ids = _global_ranks(run)
     ranks = []
     for r in range(len(run.rank_gpu)):
         gpu = int(run.rank_gpu[r])
         row: dict[str, Any] = {
-            "rank": r,
+            "rank": int(ids[r]),
             "gpu": cluster.gpu_type[gpu],
             "gpu_index": gpu,
             "host": int(cluster.gpu_host[gpu]),
@@ -156,6 +158,13 @@ def _rank_rows(run: RunArtifacts, bd: RankBreakdown, per: int) -> list[dict[str,
             row["tp"] = int(tp)
         ranks.append(row)
     return ranks
+
+
+def _global_ranks(run: RunArtifacts) -> np.ndarray:
+    """Each simulated rank's id in the job: under ``simulation.replicas: fold`` the kept
+    replica's ranks in the full job (heterosim/plan/fold.py FoldedWorkload), else 0..n-1."""
+    ids = getattr(run.workload, "global_ranks", None)
+    return np.arange(len(run.rank_gpu)) if ids is None else np.asarray(ids, np.int64)
 
 
 def _breakdown_means(bd: RankBreakdown, partial: bool) -> dict[str, Any]:
@@ -200,8 +209,8 @@ def _network_counters(run: RunArtifacts) -> dict[str, Any]:
         "cnps": 0,
     }
     counters.update({k: int(v) for k, v in engine.network.items() if k in counters})
-    if "trims" in engine.network:  # network.trimming: packets cut to their header at switches
-        counters["trims"] = int(engine.network["trims"])
+    # network.trimming: packets cut to their header at switches, in all and per switch
+    counters.update(trim_counters(engine.network, engine.links, run.topology))
     if getattr(engine, "tcp", None):
         counters["tcp"] = dict(engine.tcp["summary"])  # socket hosts: TCP congestion control
     return counters
@@ -428,10 +437,12 @@ def _write_collectives(run: RunArtifacts | JobsArtifacts, folder: Path) -> None:
     """collectives.csv: one row per collective instance, its span and bus bandwidth."""
     colls = run.tables.collectives
     start, end = run.engine.task_start_ns, run.engine.task_end_ns
+    job_sizes = _folded_group_sizes(run)
     coll_rows = []
     for i in range(len(colls.get("id", []))):
         s, e = int(start[colls["start_task"][i]]), int(end[colls["end_task"][i]])
         size, n = int(colls["size_bytes"][i]), int(colls["ranks"][i])
+        n = job_sizes.get(int(colls["group"][i]), n)
         ctype = int(colls["comm_type"][i])
         duration = (e - s) * NS if e >= s >= 0 else float("nan")
         busbw = _busbw(ctype, size, n, duration)
@@ -452,6 +463,15 @@ def _write_collectives(run: RunArtifacts | JobsArtifacts, folder: Path) -> None:
             ]
         )
     _write_csv(folder / "collectives.csv", list(COLLECTIVE_COLUMNS), coll_rows)
+
+
+def _folded_group_sizes(run: RunArtifacts | JobsArtifacts) -> dict[int, int]:
+    """Under ``simulation.replicas: fold``, each communicator's ranks in the full job (a folded
+    data-parallel collective has one member in the replica, one per replica in the job)."""
+    workload = getattr(run, "workload", None)
+    if workload is None or getattr(workload, "global_ranks", None) is None:
+        return {}
+    return {int(k): len(v) for k, v in workload.groups.as_json().items()}
 
 
 def _write_flows(flows: Mapping[str, Any] | None, folder: Path, block_rows: int = FLOW_ROWS) -> None:
@@ -498,7 +518,16 @@ def _write_links(links: dict[str, Any] | None, topo: Topology, folder: Path) -> 
     names = [link_names[i] if d == 0 else _reverse(link_names[i]) for i, d in zip(link_idx, direction)]
     link_columns = [
         k
-        for k in ("bytes", "utilization", "busy_ns", "max_queue_bytes", "paused_ns", "ecn_marks", "drops")
+        for k in (
+            "bytes",
+            "utilization",
+            "busy_ns",
+            "max_queue_bytes",
+            "paused_ns",
+            "ecn_marks",
+            "drops",
+            "trims",
+        )
         if k in links
     ]
     _write_csv(
@@ -530,8 +559,8 @@ def _write_trace(
     engine = run.engine
     rank_names = [
         (f"job {row['job']} " if "job" in row else "")
-        + f"rank {r} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
-        for r, row in enumerate(results["ranks"])
+        + f"rank {row['rank']} ({row['gpu']}, host {row['host']}, stage {row['stage']})"
+        for row in results["ranks"]
     ]
     counters = _counter_tracks(series, run.topology, rates)
     extra = fault_events(results.get("faults"), len(rank_names) + 1, float(engine.makespan_ns) * NS)

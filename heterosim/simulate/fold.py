@@ -95,8 +95,9 @@ def fold_run(
                 "components": r.components,
                 "classes": r.classes,
                 "timed_flows": int(sum(p.num_flows for p in t)),
+                "timed_groups": [_group_json(fold, gids[i]) for i in r.timed],
             }
-            for r, t in zip(chosen, timed)
+            for r, t, gids in zip(chosen, timed, keys.values())
         ]
     timings = time_folded_collectives(experiment, keys, timed, cluster, topology)
     timings = {
@@ -112,6 +113,11 @@ def fold_run(
         topology=topology,
         summary=replicas_summary(fold, timings, experiment.simulation.fold_timing),
     )
+
+
+def _group_json(fold: ReplicaFold, gid: int) -> dict[str, Any]:
+    """A folded communicator as results.json names it: its id and its global ranks."""
+    return {"group": int(gid), "ranks": [int(r) for r in fold.folded[gid]]}
 
 
 def time_folded_collectives(
@@ -164,6 +170,8 @@ def replicas_summary(
         "simulated": 1,
         "folded": fold.replicas - 1,
         "ranks_simulated": int(len(fold.ranks)),
+        "simulated_replica": 0,  # the data-parallel index of the replica kept (heterosim/plan/fold.py)
+        "simulated_ranks": fold.ranks.tolist(),  # its global ranks: the ids in ranks.csv
         "folded_communicators": len(fold.folded),
         "collectives": [t.as_json(collective_name(t.comm_type)) for t in timings.values()],
         "timing_wall_s": float(sum(t.wall_s for t in timings.values())),

@@ -284,6 +284,37 @@ def test_pfc_off_small_buffer_still_delivers_every_byte(tmp_path):
 
 @pytest.mark.ns3
 @needs_packet
+@pytest.mark.parametrize("trimming", [True, False])
+def test_trims_reach_results_and_ports_per_switch(tmp_path, trimming):
+    """A 4-to-1 UET incast into a 64 KiB buffer: with network.trimming the overflow is trimmed
+    (results.json network.trims and switch_trims, ports.csv trims: the same count three ways,
+    each trim resent once); without it, dropped, and no trims are reported."""
+    network = {"transport": "uet", "trimming": trimming, "buffer": "64KiB", "mtu": "1KiB"}
+    pattern = {"kind": "incast", "senders": [0, 1, 2, 3], "receiver": 4, "size": "512KiB"}
+    out = tmp_path / "out"
+    assert (
+        main(["netbench", str(tiny_scenario(tmp_path, network=network, pattern=pattern)), "--out", str(out)])
+        == 0
+    )
+    saved = json.loads((out / "results.json").read_text())
+    ports = list(csv.DictReader((out / "ports.csv").open()))
+    net = saved["network"]
+    assert saved["summary"]["delivered_bytes"] == 4 * 512 * 1024
+    if not trimming:
+        assert "trims" not in net and "switch_trims" not in net and "trims" not in ports[0]
+        assert net["drops"] > 0
+        return
+    assert net["drops"] == 0 and net["trims"] > 0 and net["retransmits"] == net["trims"]
+    assert net["switch_trims"] == {"leaf0": net["trims"]}  # the star's one switch
+    trimmed = [p for p in ports if int(p["trims"])]
+    assert [p["name"] for p in trimmed] == ["leaf0->h4.nic0"]  # the port toward the receiver
+    assert int(trimmed[0]["trims"]) == net["trims"]
+    sent = 4 * 512 + net["retransmits"]  # 1 KiB packets, each resend one more
+    assert net["trims"] <= sent
+
+
+@pytest.mark.ns3
+@needs_packet
 def test_cc_comparison_on_tiny_incast(tmp_path, capsys):
     out = tmp_path / "cmp"
     code = main(

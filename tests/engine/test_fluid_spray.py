@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from heterosim.config.cluster import load_cluster, parse_cluster
+from heterosim.config.cluster import parse_cluster
 from heterosim.config.experiment import NetworkConfig
-from heterosim.engine.fluid import create_fluid_network, reset_simulator, run_flows_fluid
+from heterosim.engine.fluid import reset_simulator, run_flows_fluid
 from heterosim.engine.topology import (
     ACCESS,
     FABRIC,
@@ -28,25 +27,37 @@ from heterosim.engine.topology import (
 
 pytestmark = pytest.mark.ns3
 
-REPO = Path(__file__).resolve().parents[2]
-MTU = 4096
-ECMP = NetworkConfig(cc="dcqcn", mtu_bytes=MTU, pfc=True, buffer_bytes=32 << 20, ecmp=True, transport="irn")
-SPRAY = replace(ECMP, load_balancing="spray")
+# tests/engine/conftest.py: fluid_network (DCQCN, 4 KiB MTU, PFC, ECMP), path_latency_ns (the
+# fluid model's fixed latency of a path), shipped_topology, random_flows, start_fluid_flows
 SIZE = 8 << 20
 NIC_BYTES_PER_NS = 100e9 / 8e9  # the 100 Gb/s NICs and spine links of two_leaf_4spines.yaml
 
 
-def four_spines() -> Topology:
+@pytest.fixture(scope="module")
+def ecmp_network(fluid_network) -> NetworkConfig:
+    """The fluid tests' network over IRN (ECMP: a flow takes one path)."""
+    return replace(fluid_network, transport="irn")
+
+
+@pytest.fixture(scope="module")
+def spray_network(ecmp_network) -> NetworkConfig:
+    return replace(ecmp_network, load_balancing="spray")
+
+
+@pytest.fixture(scope="module")
+def four_spines(shipped_topology) -> Topology:
     """Two leaves of four 1-GPU hosts, joined by four 100 Gb/s spines (4 equal-cost paths)."""
-    return build_topology(load_cluster(REPO / "topologies" / "two_leaf_4spines.yaml"))
+    return shipped_topology("two_leaf_4spines.yaml")
 
 
-def latency_ns(topo: Topology, src: int, dst: int, size: int) -> int:
+@pytest.fixture(scope="module")
+def latency_ns(path_latency_ns):
     """Propagation + store-and-forward of one packet per hop (the paths are equal-cost)."""
-    links = topo.path_links(src, dst, 0)
-    packet = float(min(MTU, size))
-    per_hop = [packet * 8e9 / float(topo.link_rate_bps[k]) for k in links]
-    return int(sum(int(topo.link_delay_ns[k]) for k in links)) + round(sum(per_hop) - max(per_hop))
+
+    def latency(topo: Topology, src: int, dst: int, size: int) -> int:
+        return path_latency_ns(topo, topo.path_links(src, dst, 0), size)
+
+    return latency
 
 
 def sprayed_shares(topo: Topology, src: int, dst: int) -> dict[int, float]:
@@ -79,17 +90,19 @@ def sprayed_shares(topo: Topology, src: int, dst: int) -> dict[int, float]:
     return shares
 
 
-def test_permutation_that_collides_under_ecmp_runs_every_flow_at_line_rate_when_sprayed(native_lib):
+def test_permutation_that_collides_under_ecmp_runs_every_flow_at_line_rate_when_sprayed(
+    four_spines, ecmp_network, spray_network, latency_ns, native_lib
+):
     """Hosts 0-3 send to hosts 4-7 and back: under ECMP (seed 1) two flows hash onto one spine
     and share its 100 Gb/s; sprayed, each flow puts 1/4 of its rate on each of the four uplinks,
     four flows load each uplink with 4 x x / 4 = x <= 100 Gb/s, so every flow runs at 100 Gb/s."""
-    topo = four_spines()
+    topo = four_spines
     src = np.array([0, 1, 2, 3, 4, 5, 6, 7])
     dst = (src + 4) % 8
     size = np.full(8, SIZE)
     start = np.zeros(8, np.int64)
-    ecmp = run_flows_fluid(topo, ECMP, src, dst, size, start, seed=1)
-    sprayed = run_flows_fluid(topo, SPRAY, src, dst, size, start, seed=1)
+    ecmp = run_flows_fluid(topo, ecmp_network, src, dst, size, start, seed=1)
+    sprayed = run_flows_fluid(topo, spray_network, src, dst, size, start, seed=1)
     ideal = math.ceil(SIZE / NIC_BYTES_PER_NS - 1e-6)
     assert ecmp["flows"]["fct_ns"].max() >= 2 * ideal  # a collision: half rate
     for i in range(8):
@@ -97,12 +110,14 @@ def test_permutation_that_collides_under_ecmp_runs_every_flow_at_line_rate_when_
     assert sprayed["network"]["bytes"] == 8 * SIZE
 
 
-def test_degraded_uplink_limits_every_flow_sprayed_over_it(native_lib):
+def test_degraded_uplink_limits_every_flow_sprayed_over_it(
+    four_spines, fluid_network, spray_network, latency_ns, native_lib
+):
     """leaf0 - spine0 cut to 20 Gb/s. Flows A: 0 -> 4 and B: 1 -> 5 each put 1/4 of their rate on
     it: (xA + xB) / 4 <= 20 Gb/s, so both run at 40 Gb/s (an oblivious sprayer cannot avoid the
     slow path); flow C: 2 -> 3 stays under leaf0 and runs at its NIC's 100 Gb/s. Bytes: the
     four uplinks of leaf0 carry A + B exactly once between them, the slow one a quarter."""
-    topo = four_spines()
+    topo = four_spines
     leaf0 = next(n for n in range(topo.num_nodes) if topo.node_kind[n] == LEAF)
     uplinks = [
         link
@@ -116,16 +131,17 @@ def test_degraded_uplink_limits_every_flow_sprayed_over_it(native_lib):
     slow = replace(topo, link_rate_bps=rates)
     src, dst = np.array([0, 1, 2]), np.array([4, 5, 3])
     size = np.array([SIZE, SIZE, SIZE])
-    out = run_flows_fluid(slow, SPRAY, src, dst, size, np.zeros(3, np.int64))
+    out = run_flows_fluid(slow, spray_network, src, dst, size, np.zeros(3, np.int64))
     fct = out["flows"]["fct_ns"]
     t_c = math.ceil(SIZE / NIC_BYTES_PER_NS - 1e-6)
     assert fct[2] == t_c + latency_ns(slow, 2, 3, SIZE)
     t_ab = math.ceil(SIZE / (40e9 / 8e9) - 1e-6)  # 5 B/ns
+    mtu = fluid_network.mtu_bytes
     for i in (0, 1):
         # the latency is that of one of the paths (the pair's hash picks it): at most the slow
         # link's store-and-forward of one packet away from the fast paths'
         fast = latency_ns(topo, int(src[i]), int(dst[i]), SIZE)
-        assert 0 <= fct[i] - t_ab - fast <= MTU * 8e9 / 20e9
+        assert 0 <= fct[i] - t_ab - fast <= mtu * 8e9 / 20e9
     # link rows are link directions 2 * link + direction (0: a -> b); leaf0 -> spine on each uplink
     carried = out["links"]["bytes"]
     leaf_to_spine = {
@@ -137,11 +153,11 @@ def test_degraded_uplink_limits_every_flow_sprayed_over_it(native_lib):
     assert out["network"]["bytes"] == 3 * SIZE
 
 
-def test_sprayed_route_shares_match_an_independent_hop_by_hop_split(native_lib):
+def test_sprayed_route_shares_match_an_independent_hop_by_hop_split(shipped_topology, native_lib):
     """TopologyDescription::GetSprayedDirections against the same split computed here from the
     Python route tables, on an oversubscribed 128-GPU fabric; shares add up to 1 per hop."""
     gbl = native_lib
-    topo = build_topology(load_cluster(REPO / "topologies" / "h4_128gpu.yaml"))
+    topo = shipped_topology("h4_128gpu.yaml")
     desc = to_native(topo, gbl)
     std = gbl.std
     for src, dst in ((0, 127), (5, 64), (17, 40)):
@@ -158,12 +174,14 @@ def test_sprayed_route_shares_match_an_independent_hop_by_hop_split(native_lib):
     assert not desc.GetSprayedDirections(0, 1, 0, -1, std.vector["unsigned int"](), std.vector["double"]())
 
 
-def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(native_lib):
+def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(
+    spray_network, shipped_topology, start_fluid_flows, native_lib
+):
     """Every sprayed flow has a saturated link direction on which no flow is faster, with a link's
     load the sum of rate x share of the flows on it (weighted max-min optimality)."""
     gbl = native_lib
     ns3 = gbl.ns3
-    topo = build_topology(load_cluster(REPO / "topologies" / "h4_128gpu.yaml"))
+    topo = shipped_topology("h4_128gpu.yaml")
     rng = np.random.default_rng(5)
     n = 200
     hosts = rng.integers(0, 16, n)
@@ -171,12 +189,7 @@ def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(native_lib)
     dst = ((((hosts + rng.integers(1, 16, n)) % 16) * 8) + rng.integers(0, 8, n)).astype(np.uint32)
     src, dst = np.concatenate([src, src[:20]]), np.concatenate([dst, dst[:20]])  # 20 pairs twice
     n += 20
-    reset_simulator(gbl)
-    net = create_fluid_network(gbl, to_native(topo, gbl), SPRAY, 2)
-    ids = np.arange(n, dtype=np.uint32)
-    net.ScheduleFlows(
-        n, ids, src, dst, np.full(n, 1 << 30, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
-    )
+    net = start_fluid_flows(topo, spray_network, 2, src, dst, 1 << 30)
     ns3.Simulator.Stop(ns3.NanoSeconds(1))
     ns3.Simulator.Run()
     rates = np.array([net.GetFlowRateBps(i) for i in range(n)])
@@ -200,18 +213,15 @@ def test_sprayed_allocation_is_weighted_max_min_fair_on_random_flows(native_lib)
     reset_simulator(gbl)
 
 
-def test_sprayed_local_recomputation_matches_whole_component_refill(native_lib):
+def test_sprayed_local_recomputation_matches_whole_component_refill(
+    spray_network, shipped_topology, random_flows, native_lib
+):
     """With shares, LocalRecompute still gives the finish times of whole-component refills."""
-    topo = build_topology(load_cluster(REPO / "topologies" / "h4_128gpu.yaml"))
-    rng = np.random.default_rng(7)
-    n = 1500
-    src = rng.integers(0, 128, n)
-    dst = (src + rng.integers(1, 128, n)) % 128
-    size = np.exp(rng.uniform(np.log(4 << 10), np.log(8 << 20), n)).astype(np.int64)
-    start = np.sort(rng.integers(0, 2_000_000, n))
+    topo = shipped_topology("h4_128gpu.yaml")
+    src, dst, size, start = random_flows(128, 1500)
     ends = {}
     for local in ("true", "false"):
-        network = replace(SPRAY, attributes={"FluidNetwork::LocalRecompute": local})
+        network = replace(spray_network, attributes={"FluidNetwork::LocalRecompute": local})
         out = run_flows_fluid(topo, network, src, dst, size, start, seed=3)
         ends[local] = out["flows"]["end_ns"]
         assert np.all(ends[local] > start)
@@ -220,26 +230,28 @@ def test_sprayed_local_recomputation_matches_whole_component_refill(native_lib):
     assert np.abs(ends["true"] - ends["false"]).max() <= 1
 
 
-def test_uet_sprays_at_flow_fidelity_like_spray(native_lib):
+def test_uet_sprays_at_flow_fidelity_like_spray(four_spines, ecmp_network, spray_network, native_lib):
     """transport: uet (per-packet entropy over ECMP switches) runs as spraying in the fluid model."""
-    topo = four_spines()
+    topo = four_spines
     src = np.array([0, 1, 2, 3])
     dst = src + 4
     start = np.zeros(4, np.int64)
     size = np.full(4, SIZE)
-    uet = replace(ECMP, transport="uet", cc="nscc", pfc=False)
+    uet = replace(ecmp_network, transport="uet", cc="nscc", pfc=False)
     a = run_flows_fluid(topo, uet, src, dst, size, start)
-    b = run_flows_fluid(topo, SPRAY, src, dst, size, start)
+    b = run_flows_fluid(topo, spray_network, src, dst, size, start)
     assert np.array_equal(a["flows"]["end_ns"], b["flows"]["end_ns"])
 
 
-def test_a_spine_link_down_moves_sprayed_flows_onto_the_spines_left(native_lib):
+def test_a_spine_link_down_moves_sprayed_flows_onto_the_spines_left(
+    four_spines, spray_network, latency_ns, start_fluid_flows, native_lib
+):
     """Four flows leaf0 -> leaf1 sprayed at 100 Gb/s each; at 100 us leaf0 - spine0 goes down and
     the routes are recomputed: each flow now splits over three spines, 4 x x / 3 <= 100 Gb/s, so
     every flow runs at 75 Gb/s for the rest of its bytes."""
     gbl = native_lib
     ns3 = gbl.ns3
-    topo = four_spines()
+    topo = four_spines
     leaf0 = next(n for n in range(topo.num_nodes) if topo.node_kind[n] == LEAF)
     uplink = next(
         link
@@ -247,14 +259,10 @@ def test_a_spine_link_down_moves_sprayed_flows_onto_the_spines_left(native_lib):
         if {int(topo.node_kind[topo.link_a[link]]), int(topo.node_kind[topo.link_b[link]])} == {LEAF, SPINE}
         and leaf0 in (int(topo.link_a[link]), int(topo.link_b[link]))
     )
-    reset_simulator(gbl)
-    net = create_fluid_network(gbl, to_native(topo, gbl), SPRAY, 1)
     n = 4
     ids = np.arange(n, dtype=np.uint32)
     src = np.arange(n, dtype=np.uint32)
-    net.ScheduleFlows(
-        n, ids, src, src + 4, np.full(n, SIZE, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.uint8)
-    )
+    net = start_fluid_flows(topo, spray_network, 1, src, src + 4, SIZE)
     cut = 100_000
     ns3.Simulator.Stop(ns3.NanoSeconds(cut))
     ns3.Simulator.Run()

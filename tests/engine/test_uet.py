@@ -80,6 +80,10 @@ def test_trimming_turns_the_small_buffer_incast_drops_into_single_resends(native
     assert counters["drops"] == 0 and counters["trims"] > 0 and counters["timeouts"] == 0
     assert counters["retransmits"] == counters["trims"]
     assert sum(trimmed["switch_trims"].values()) == counters["trims"] and len(trimmed["switch_trims"]) == 1
+    # counted at the egress port toward the receiver too (QbbNetDevice::GetTrims), no other port
+    ports = trimmed["ports"]
+    assert int(np.sum(ports["trims"])) == counters["trims"] == int(np.max(ports["trims"]))
+    assert "trims" not in plain["ports"]  # runs without trimming report as before
     flows = trimmed["flows"]
     assert np.array_equal(flows["bytes_delivered"], flows["bytes"])
     assert np.max(flows["fct_ns"]) < np.max(plain["flows"]["fct_ns"])

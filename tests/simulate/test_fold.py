@@ -88,6 +88,56 @@ def test_results_and_terminal_report_the_folding(tmp_path, capsys, write_experim
     assert "folded: 1 of 4 data-parallel replicas" in capsys.readouterr().out
 
 
+def _outputs(folder: Path) -> tuple[dict, list[dict], list[dict], list[str]]:
+    import csv
+    import json
+
+    results = json.loads((folder / "results.json").read_text())
+    ranks = list(csv.DictReader((folder / "ranks.csv").open()))
+    colls = list(csv.DictReader((folder / "collectives.csv").open()))
+    events = json.loads((folder / "trace.json").read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = [e["args"]["name"] for e in events if e.get("name") == "process_name"]
+    return results, ranks, colls, [n for n in names if n.startswith("rank ")]
+
+
+@pytest.mark.parametrize("order", ["tp-dp-pp", "dp-tp-pp"])
+def test_folded_outputs_name_the_timed_replica_by_its_global_ranks(tmp_path, order, write_experiment):
+    path = write_experiment(SMALL)
+    sets = ["--set", f"parallel.rank_order={order}", "--no-plots"]
+    fold_sets = ["--set", "simulation.replicas=fold", "--set", "simulation.fold_timing=representative"]
+    assert main(["run", path, *sets, "--out", str(tmp_path / "full")]) == 0
+    assert main(["run", path, *sets, *fold_sets, "--out", str(tmp_path / "fold")]) == 0
+    full, full_ranks, _, full_names = _outputs(tmp_path / "full")
+    results, ranks, colls, names = _outputs(tmp_path / "fold")
+    # an unfolded run numbers its ranks 0..n-1 everywhere
+    assert [int(r["rank"]) for r in full_ranks] == [r["rank"] for r in full["ranks"]] == list(range(16))
+    assert [n.split()[1] for n in full_names] == [str(r) for r in range(16)]
+    # the folded run: replica 0's ranks in the full job, on the GPUs the full run gives them
+    replica = [r["rank"] for r in full["ranks"] if r["dp_replica"] == 0]
+    assert len(replica) == 4 and replica != list(range(4))
+    summary = results["sim"]["replicas"]
+    assert summary["simulated_replica"] == 0 and summary["simulated_ranks"] == replica
+    assert [int(r["rank"]) for r in ranks] == [r["rank"] for r in results["ranks"]] == replica
+    assert [n.split()[1] for n in names] == [str(r) for r in replica]
+    by_rank = {r["rank"]: r for r in full["ranks"]}
+    keys = ("gpu_index", "host", "stage")
+    for row in results["ranks"]:
+        assert [row[k] for k in keys] == [by_rank[row["rank"]][k] for k in keys]
+    # each timed group: one of the replica's ranks and one of each other replica; it stands for
+    # `communicators` groups
+    dp_of = {r["rank"]: r["dp_replica"] for r in full["ranks"]}
+    for c in summary["collectives"]:
+        assert 1 <= len(c["timed_groups"]) == c["timed_communicators"] <= c["communicators"]
+        for group in c["timed_groups"]:
+            assert sorted(dp_of[r] for r in group["ranks"]) == [0, 1, 2, 3]
+            assert len(set(group["ranks"]) & set(replica)) == 1
+    # collectives.csv: a folded collective counts the ranks of its whole communicator
+    timed = {g["group"] for c in summary["collectives"] for g in c["timed_groups"]}
+    folded = [c for c in colls if int(c["group"]) in timed]
+    assert folded and all(int(c["ranks"]) == 4 and float(c["busbw_GBps"]) > 0 for c in folded)
+
+
 @pytest.mark.parametrize(
     "sets, reason",
     [

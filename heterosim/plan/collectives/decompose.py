@@ -111,57 +111,95 @@ def decompose_collective(
     Results are cached per (arguments, cluster object); treat returned arrays as read-only.
     """
     del priority  # applied to the flows when the collective is added to a plan
+    name, gpus, sizes, pairs = _checked_arguments(
+        op, ranks, algorithm, protocol, granularity, sizes_per_rank, pair_bytes
+    )
+    args = (name, int(size_bytes), gpus, cluster, algorithm, protocol, int(channels), sizes, int(root))
+    key = _cache_key(*args, strict, granularity, pairs)
+    plan, shape_key = _cached_plan(key, gpus, cluster)
+    if plan is None:
+        plan = _decompose(*args, strict, granularity, pairs)
+        _remember(_CACHE, key, cluster, plan)
+        if shape_key is not None:
+            _remember(_SHAPE_CACHE, shape_key, cluster, plan)
+    return plan
+
+
+def _checked_arguments(
+    op: int | str,
+    ranks: list[int] | np.ndarray,
+    algorithm: str,
+    protocol: str,
+    granularity: str,
+    sizes_per_rank: list[int] | np.ndarray | None,
+    pair_bytes: np.ndarray | None,
+) -> tuple[str, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The collective's name, and its GPU ids, sizes per rank and pair matrix as int64 arrays,
+    once the algorithm, protocol and granularity are known names (one-line UserErrors)."""
     name = collective_name(op)
     require_choice("collective: algorithm", algorithm, COLLECTIVE_ALGORITHMS)
     require_choice("collective: protocol", protocol, COLLECTIVE_PROTOCOLS)
     check_granularity(granularity)
-    ranks_arr = np.asarray(ranks, dtype=np.int64).reshape(-1)
+    gpus = np.asarray(ranks, dtype=np.int64).reshape(-1)
     sizes = None if sizes_per_rank is None else np.asarray(sizes_per_rank, dtype=np.int64).reshape(-1)
     pairs = None if pair_bytes is None else np.asarray(pair_bytes, dtype=np.int64)
-    key = (
+    return name, gpus, sizes, pairs
+
+
+def _cache_key(
+    name: str,
+    size_bytes: int,
+    gpus: np.ndarray,
+    cluster: ClusterConfig,
+    algorithm: str,
+    protocol: str,
+    channels: int,
+    sizes: np.ndarray | None,
+    root: int,
+    strict: bool,
+    granularity: str,
+    pairs: np.ndarray | None,
+) -> tuple:
+    """:func:`_decompose`'s arguments as a key of :data:`_CACHE` (the GPU ids third: the shape
+    cache's key is this one without them, :func:`_cached_plan`)."""
+    return (
         name,
-        int(size_bytes),
-        ranks_arr.tobytes(),
+        size_bytes,
+        gpus.tobytes(),
         algorithm,
         protocol,
-        int(channels),
+        channels,
         None if sizes is None else sizes.tobytes(),
-        int(root),
+        root,
         strict,
         granularity,
         id(cluster),
         None if pairs is None else (pairs.shape, pairs.tobytes()),
     )
+
+
+def _cached_plan(
+    key: tuple, gpus: np.ndarray, cluster: ClusterConfig
+) -> tuple[CollectivePlan | None, tuple | None]:
+    """The plan cached under ``key`` (:func:`decompose_collective`'s arguments, the GPU ids third),
+    else that of a communicator of the same shape relabelled to ``gpus`` (then cached under
+    ``key`` too), else None; with the shape cache's key for a new plan (None: ``gpus`` has no
+    shape, or a plan was found)."""
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is cluster:
         _CACHE.move_to_end(key)
-        return hit[1]
-    shape = _communicator_shape(ranks_arr, cluster)
-    shape_key = None if shape is None else (*key[:2], *key[3:], shape)
-    shaped = None if shape_key is None else _SHAPE_CACHE.get(shape_key)
-    if shape_key is not None and shaped is not None and shaped[0] is cluster:
+        return hit[1], None
+    shape = _communicator_shape(gpus, cluster)
+    if shape is None:
+        return None, None
+    shape_key = (*key[:2], *key[3:], shape)
+    shaped = _SHAPE_CACHE.get(shape_key)
+    if shaped is not None and shaped[0] is cluster:
         _SHAPE_CACHE.move_to_end(shape_key)
-        plan = _relabelled(shaped[1], ranks_arr)
+        plan = _relabelled(shaped[1], gpus)
         _remember(_CACHE, key, cluster, plan)
-        return plan
-    plan = _decompose(
-        name,
-        int(size_bytes),
-        ranks_arr,
-        cluster,
-        algorithm,
-        protocol,
-        int(channels),
-        sizes,
-        int(root),
-        strict,
-        granularity,
-        pairs,
-    )
-    _remember(_CACHE, key, cluster, plan)
-    if shape_key is not None:
-        _remember(_SHAPE_CACHE, shape_key, cluster, plan)
-    return plan
+        return plan, None
+    return None, shape_key
 
 
 def _communicator_shape(gpus: np.ndarray, cluster: ClusterConfig) -> tuple | None:

@@ -428,6 +428,12 @@ QbbNetDevice::GetDrops() const
     return m_drops;
 }
 
+uint64_t
+QbbNetDevice::GetTrims() const
+{
+    return m_trims;
+}
+
 void
 QbbNetDevice::AddFastForwardTraffic(uint64_t bytes, uint64_t frames)
 {
@@ -472,6 +478,12 @@ QbbNetDevice::CountDrop(const RdmaFrame* frame)
 {
     ++m_drops;
     m_dropTrace(frame);
+}
+
+void
+QbbNetDevice::CountTrim(const RdmaFrame* frame)
+{
+    ++m_trims;
 }
 
 void

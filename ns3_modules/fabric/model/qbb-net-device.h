@@ -140,6 +140,8 @@ class QbbNetDevice : public NetDevice
     uint64_t GetEcnMarks() const;
     /** \return frames dropped that were bound for this port */
     uint64_t GetDrops() const;
+    /** \return data frames trimmed to their header on admission to this port (RdmaSwitch::Trim) */
+    uint64_t GetTrims() const;
 
     /**
      * \brief Steady-state fast-forward (PacketFastForward): count traffic the port carried
@@ -180,6 +182,11 @@ class QbbNetDevice : public NetDevice
     void CountEcnMark(const RdmaFrame* frame);
     /** \brief Count one drop of a frame bound for this port. \param frame the frame */
     void CountDrop(const RdmaFrame* frame);
+    /**
+     * \brief Count one data frame bound for this port that the switch trimmed to its header
+     * (called by RdmaSwitch::Trim, whose trace source Trim reports it). \param frame the frame
+     */
+    void CountTrim(const RdmaFrame* frame);
 
     /**
      * \brief Take the port down (drop what it holds, stop sending) or bring it back up.
@@ -296,6 +303,7 @@ class QbbNetDevice : public NetDevice
     int64_t m_pausedNs{0};               //!< accumulated paused time
     uint64_t m_ecnMarks{0};              //!< ECN marks
     uint64_t m_drops{0};                 //!< drops bound for this port
+    uint64_t m_trims{0};                 //!< data frames trimmed on admission to this port
     bool m_down{false};                  //!< link down (fault)
     int64_t m_lastDownNs{-1};            //!< when the link last went down, -1 never
     double m_lossProbability{0};         //!< per-frame loss probability (fault)

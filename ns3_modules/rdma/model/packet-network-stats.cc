@@ -32,7 +32,8 @@ PacketNetworkStats::CopyPortStats(int32_t* node,
                                   int64_t* pausedNs,
                                   uint64_t* ecnMarks,
                                   uint64_t* drops,
-                                  uint64_t* framesSent) const
+                                  uint64_t* framesSent,
+                                  uint64_t* trims) const
 {
     uint32_t nPorts = m_net->GetNPorts();
     Ptr<TopologyDescription> desc = m_net->GetTopology();
@@ -59,6 +60,7 @@ PacketNetworkStats::CopyPortStats(int32_t* node,
         ecnMarks[gp] = dev->GetEcnMarks();
         drops[gp] = dev->GetDrops();
         framesSent[gp] = dev->GetTxFrames();
+        trims[gp] = dev->GetTrims();
     }
 }
 

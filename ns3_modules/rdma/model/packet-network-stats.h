@@ -43,6 +43,8 @@ class PacketNetworkStats
      * \param ecnMarks ECN marks applied at this egress
      * \param drops drops of frames bound for this port
      * \param framesSent frames sent (packet-hops)
+     * \param trims data frames bound for this port that the switch trimmed to their header
+     * (RdmaSwitch::Trimming; 0 elsewhere)
      */
     void CopyPortStats(int32_t* node,
                        int32_t* link,
@@ -55,7 +57,8 @@ class PacketNetworkStats
                        int64_t* pausedNs,
                        uint64_t* ecnMarks,
                        uint64_t* drops,
-                       uint64_t* framesSent) const;
+                       uint64_t* framesSent,
+                       uint64_t* trims) const;
 
     /**
      * \brief Copy per-flow statistics for the given flow ids (zeros for unknown ids). A queue

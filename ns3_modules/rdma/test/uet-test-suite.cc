@@ -179,7 +179,9 @@ class UetSingleLossTestCase : public TestCase
  * at once into a 100 KB switch buffer overflows it (four initial windows of 1.5 BDP). Without
  * trimming the switch drops packets; with it the same overflow drops nothing: every packet the
  * buffer cannot take is trimmed, NACKed and resent once (resends = trims = NACKs of trimmed
- * packets), no timeout fires, every byte is delivered, and the flows finish sooner.
+ * packets), no timeout fires, every byte is delivered, and the flows finish sooner. The trims
+ * are counted at the egress port toward the receiver as well (the ports' trims add up to the
+ * switch's).
  */
 class UetTrimmingIncastTestCase : public TestCase
 {
@@ -196,6 +198,8 @@ class UetTrimmingIncastTestCase : public TestCase
         UetOutcome out;        //!< per-flow counters
         uint64_t drops{0};     //!< switch drops
         uint64_t trims{0};     //!< switch trims
+        uint64_t portTrims{0}; //!< trims of all ports together
+        uint64_t maxPort{0};   //!< trims of the port that trimmed most
         uint64_t timeouts{0};  //!< retransmission timeouts
         uint64_t trimNacks{0}; //!< NACKs of trimmed packets received by the senders
         int64_t lastEnd{0};    //!< last flow completion, ns
@@ -223,6 +227,35 @@ class UetTrimmingIncastTestCase : public TestCase
         PacketNetworkStats stats(net);
         stats.CopySwitchTrims(trims.data());
         r.trims = std::accumulate(trims.begin(), trims.end(), uint64_t{0});
+        uint32_t nPorts = net->GetNPorts();
+        std::vector<int32_t> node(nPorts);
+        std::vector<int32_t> link(nPorts);
+        std::vector<uint8_t> direction(nPorts);
+        std::vector<double> meanQueue(nPorts);
+        std::vector<int64_t> pausedNs(nPorts);
+        std::vector<uint64_t> bytes(nPorts);
+        std::vector<uint64_t> maxQueue(nPorts);
+        std::vector<uint64_t> pauseSent(nPorts);
+        std::vector<uint64_t> pauseReceived(nPorts);
+        std::vector<uint64_t> marks(nPorts);
+        std::vector<uint64_t> portDrops(nPorts);
+        std::vector<uint64_t> frames(nPorts);
+        std::vector<uint64_t> portTrims(nPorts);
+        stats.CopyPortStats(node.data(),
+                            link.data(),
+                            direction.data(),
+                            bytes.data(),
+                            maxQueue.data(),
+                            meanQueue.data(),
+                            pauseSent.data(),
+                            pauseReceived.data(),
+                            pausedNs.data(),
+                            marks.data(),
+                            portDrops.data(),
+                            frames.data(),
+                            portTrims.data());
+        r.portTrims = std::accumulate(portTrims.begin(), portTrims.end(), uint64_t{0});
+        r.maxPort = *std::max_element(portTrims.begin(), portTrims.end());
         std::array<uint64_t, PacketNetworkStats::N_COUNTERS> counters{};
         stats.CopyCounters(counters.data());
         r.drops = counters[2];
@@ -254,6 +287,11 @@ class UetTrimmingIncastTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(dropping.trims, 0, "no trims without trimming");
         NS_TEST_ASSERT_MSG_EQ(trimming.drops, 0, "with trimming nothing is dropped");
         NS_TEST_ASSERT_MSG_GT(trimming.trims, 0, "the overflow is trimmed");
+        NS_TEST_ASSERT_MSG_EQ(dropping.portTrims, 0, "no port trims without trimming");
+        NS_TEST_ASSERT_MSG_EQ(
+            trimming.portTrims, trimming.trims, "the ports' trims are the switch's");
+        NS_TEST_ASSERT_MSG_EQ(
+            trimming.maxPort, trimming.trims, "all at the port toward the receiver");
         uint64_t retx = std::accumulate(
             trimming.out.retransmits.begin(), trimming.out.retransmits.end(), uint64_t{0});
         NS_TEST_ASSERT_MSG_EQ(trimming.trimNacks, trimming.trims, "every trim is NACKed");

@@ -217,6 +217,7 @@ RdmaSwitch::Trim(RdmaFrame* frame, QbbNetDevice* egress, uint32_t out)
     frame->wireBytes = std::min(frame->wireBytes, m_trimBytes + m_phyBytes);
     frame->nHops = 0;
     ++m_trims;
+    egress->CountTrim(frame);
     m_trimTrace(frame, out);
     egress->Enqueue(frame, QbbNetDevice::CONTROL_QUEUE);
 }
