@@ -1240,6 +1240,457 @@ def nccl_case(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# torchtitan (Liang et al., 'TorchTitan: One-stop PyTorch native solution for production ready LLM
+# pre-training', ICLR 2025, arXiv:2410.06511): PyTorch-native training of Llama 3.1 (FSDP2, TP and
+# async TP, CP, float8, torch.compile). The published quantity is torchtitan's logged TPS per GPU:
+# tokens of the rank's local batch / (step time x tp x cp), i.e. global_batch x seq / (T x GPUs)
+# with global_batch = local batch x FSDP degree. Rows transcribed from the torchtitan repository
+# (github.com/pytorch/torchtitan at commit b5bcd76, August 2026, and docs at 9dec370); not in the
+# shared file. Each source names the torch / torchao / torchtitan commits it ran.
+TT_REPO = "https://github.com/pytorch/torchtitan/blob/b5bcd76c66d0acb1a08b176d9639425bc55e0b2a/"
+TT_SRC = {
+    "2412": TT_REPO + "benchmarks/llama3_h100_202412_torchtitan.md ('done by the torchtitan team at "
+    "the end of 2024'; torch 1963fc8, torchao eab345c, torchtitan 9dec370 of 2024-12-26), ",
+    "2506": TT_REPO + "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (PyTorch team, June "
+    "2025; torch 38410cf9, torchao 6243040, torchtitan 820504e), ",
+    "2408": "https://github.com/pytorch/torchtitan/blob/9dec370ad26b5f8e9a7333a0e36165018262644b/"
+    "docs/performance.md (rows added by commits 9515a14 and 3faaa1a, August 2024), ",
+    "trainy2506": TT_REPO + "benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md (Trainy on "
+    "WhiteFiber, June 2025; torch 2.8.0a0+5228986c39, torchao 0afa4c1, torchtitan e7c0cae), ",
+}
+# Llama 3.1 (torchtitan 9dec370 torchtitan/models/llama/__init__.py llama3_configs: dim, n_layers,
+# n_heads, n_kv_heads; ffn from ffn_dim_multiplier 1.3 / 1.3 / 1.2 and multiple_of 1024 / 4096 /
+# 4096 in model.py FeedForward; vocabulary 128256, the Llama 3 tokenizer).
+TT_MODELS = {
+    "8b": (4096, 32, 32, 8, 14336),
+    "70b": (8192, 80, 64, 8, 28672),
+    "405b": (16384, 126, 128, 8, 53248),
+}
+# The torchtitan team's machines (source 'Hardware'): Grand Teton, 8 H100 per host on NVLink,
+# 96 GB HBM2e at 2.4 TB/s, 500 W power limit, 400 Gb/s RDMA per GPU. Trainy: 8 H200 per host,
+# 400 Gb/s (ConnectX-7) per GPU.
+TT_GPU = {"H100-GT": "H100-SXM", "H200": "H200-SXM"}
+TT_GPU_PUBLISHED = {
+    "2412": "H100 96GB HBM2e (Grand Teton, 500 W power limit)",
+    "2506": "H100 96GB HBM2e (Grand Teton, 500 W power limit)",
+    "2408": "H100 95GB HBM2e, lower-TDP SXM (footnote 1)",
+    "trainy2506": "H200",
+}
+
+# One row per published number: (id (its first part names the source in TT_SRC), where, model,
+# gpus, fsdp, tp, cp, seq, local batch, activation checkpointing ("op": torchtitan's selective op
+# AC), torch.compile (None: not stated), float8 recipe ("tw" tensorwise, "rw" rowwise), async TP,
+# TPS/GPU, memory GiB (None: not given)).
+_T1 = "Table 1 (1D FSDP, Llama 3.1 8B, 8 GPUs, local batch 2, global 16, selective AC)"
+_T2 = "Table 2 (FSDP + CP + torch.compile + Float8, Llama 3.1 8B, 8 GPUs, local batch 1, full AC)"
+_T3 = "Table 3 (1D FSDP, Llama 3.1 8B, 128 GPUs, local batch 2, global 256, selective AC)"
+_T4 = (
+    "Table 4 (FSDP 32 x TP 8 + torch.compile + Float8, Llama 3.1 70B, 256 GPUs, local batch 16, "
+    "global 512, full AC)"
+)
+_A70 = "table 'Llama3 70b on 256 H100s with FSDP=32, TP=8, torch.compile, full AC, local batch size 16'"
+_A8 = "table 'Llama3 8b on 64 H100s with FSDP=8, TP=8, torch.compile, per op SAC, local batch size 12'"
+_D405 = "'Llama 3.1 performance numbers' (405B, 128 H100, FSDP 16 x TP 8, local batch 2, full AC)"
+_TR = "'Results' (Llama 3.1 8B, 4 and 8 hosts of 8 H200, local batch 2, torch.compile, float8)"
+# fmt: off
+TT_ROWS: list[tuple[Any, ...]] = [
+    ("2412-8b-8-fsdp", _T1, "8b", 8, 8, 1, 1, 8192, 2, "op", False, None, False, 5762, 82.4),
+    ("2412-8b-8-fsdp-compile", _T1, "8b", 8, 8, 1, 1, 8192, 2, "op", True, None, False, 6667, 77.0),
+    ("2412-8b-8-fsdp-compile-fp8", _T1, "8b", 8, 8, 1, 1, 8192, 2, "op", True, "tw", False, 8532, 76.8),
+    ("2412-8b-8-fsdp8-cp1", _T2, "8b", 8, 8, 1, 1, 32768, 1, "full", True, "tw", False, 3890, 83.9),
+    ("2412-8b-8-fsdp4-cp2", _T2, "8b", 8, 4, 1, 2, 65536, 1, "full", True, "tw", False, 2540, 84.2),
+    ("2412-8b-8-fsdp2-cp4", _T2, "8b", 8, 2, 1, 4, 131072, 1, "full", True, "tw", False, 1071, 84.0),
+    ("2412-8b-8-fsdp1-cp8", _T2, "8b", 8, 1, 1, 8, 262144, 1, "full", True, "tw", False, 548, 84.5),
+    ("2412-8b-128-fsdp", _T3, "8b", 128, 128, 1, 1, 8192, 2, "op", False, None, False, 5605, 67.0),
+    ("2412-8b-128-fsdp-compile", _T3, "8b", 128, 128, 1, 1, 8192, 2, "op", True, None, False, 6514, 62.0),
+    ("2412-8b-128-fsdp-compile-fp8", _T3, "8b", 128, 128, 1, 1, 8192, 2, "op", True, "tw", False, 8380, 61.8),
+    ("2412-70b-256-2d", _T4, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "tw", False, 829, 71.9),
+    ("2412-70b-256-2d-asynctp", _T4, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "tw", True, 876, 67.6),
+    ("2506-8b-64-bf16-tp", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, None, False, 4378, None),
+    ("2506-8b-64-bf16-async", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, None, True, 4809.4, None),
+    ("2506-8b-64-fp8tw-tp", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, "tw", False, 5078.1, None),
+    ("2506-8b-64-fp8tw-async", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, "tw", True, 5570.1, None),
+    ("2506-8b-64-fp8rw-tp", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, "rw", False, 3708.5, None),
+    ("2506-8b-64-fp8rw-async", _A8, "8b", 64, 8, 8, 1, 8192, 12, "op", True, "rw", True, 3914.9, None),
+    ("2506-70b-256-bf16-tp", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, None, False, 597.3, None),
+    ("2506-70b-256-bf16-async", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, None, True, 652.4, None),
+    ("2506-70b-256-fp8tw-tp", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "tw", False, 809.8, None),
+    ("2506-70b-256-fp8tw-async", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "tw", True, 942.4, None),
+    ("2506-70b-256-fp8rw-tp", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "rw", False, 599.6, None),
+    ("2506-70b-256-fp8rw-async", _A70, "70b", 256, 32, 8, 1, 8192, 16, "full", True, "rw", True, 624.8, None),
+    ("2408-405b-128-bf16", _D405, "405b", 128, 16, 8, 1, 8192, 2, "full", None, None, False, 109, None),
+    ("2408-405b-128-fp8", _D405, "405b", 128, 16, 8, 1, 8192, 2, "full", None, "tw", False, 177, None),
+    ("2408-405b-128-fp8-asynctp", _D405, "405b", 128, 16, 8, 1, 8192, 2, "full", None, "tw", True, 185, None),
+    ("trainy2506-8b-32-h200-fp8", _TR, "8b", 32, 32, 1, 1, 8192, 2, "op", True, "tw", False, 10938, 47.96),
+    ("trainy2506-8b-64-h200-fp8", _TR, "8b", 64, 64, 1, 1, 8192, 2, "op", True, "tw", False, 10753, 46.97),
+]
+# fmt: on
+EXCLUDED["torchtitan-2412 Tables 5-6"] = (
+    "Llama 3.1 405B on 512 GPUs with FSDP 8 x TP 8 x PP 8 (and CP): ZeRO-3 sharding with pipeline "
+    "parallelism is not modelled (parallel.zero 3 needs pp = 1)"
+)
+TT_READ_AT = {
+    "2412": "read at step 90",
+    "2506": "step not stated",
+    "2408": "step not stated",
+    "trainy2506": "read at step 100",
+}
+
+# What torchtitan sets that its tables leave implicit, with the source file (torchtitan 9dec370
+# unless said otherwise).
+TT_TITAN_9DEC = "https://github.com/pytorch/torchtitan/blob/9dec370ad26b5f8e9a7333a0e36165018262644b/"
+TT_COMMON = {
+    "training.attention": (
+        "flash",
+        "torchtitan's Llama calls F.scaled_dot_product_attention(is_causal=True) "
+        "(torchtitan/models/llama/model.py)",
+    ),
+    "training.attention_kernel": (
+        "flash-attention-2",
+        "the SDPA backend is not stated; PyTorch's flash backend for bf16 on H100 is its "
+        "FlashAttention-2 kernel (_scaled_dot_product_flash_attention, in the op-SAC save list)",
+    ),
+    "training.grad_reduce_dtype": (
+        "fp32",
+        "FSDP2 MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=float32): --training."
+        "mixed_precision_param default bfloat16, --training.mixed_precision_reduce default float32 "
+        "(torchtitan/config_manager.py)",
+    ),
+    "training.micro_batch": (
+        "local batch",
+        "torchtitan of these dates runs one forward/backward of the local batch per step (no "
+        "gradient accumulation)",
+    ),
+    "parallel.zero": (
+        3,
+        "FSDP2: fully_shard on every TransformerBlock and on the model (apply_fsdp in "
+        "parallelize_llama.py): parameters, gradients and optimizer state sharded over the FSDP "
+        "mesh, all-gathered per block in forward and backward, gradients reduce-scattered",
+    ),
+    "parallel.zero3_impl": (
+        "overlap",
+        "FSDP2 prefetches the next block's all-gather on its own stream (implicit forward "
+        "prefetch); reshard_after_forward=True for every block but the last",
+    ),
+    "network": (
+        "8 x 400 Gb/s per host, fat-tree",
+        "400 Gb/s per GPU stated; topology and congestion control not stated: a two-level Clos as "
+        "in Meta's RoCE training clusters (Gangidi et al., SIGCOMM 2024), DCQCN as for the other "
+        "cases",
+    ),
+}
+TT_GPU_NOTE = {
+    "H100-GT": (
+        "H100-SXM",
+        "the Grand Teton H100 (96 GB HBM2e, 2.4 TB/s, 500 W power limit) is not in the GPU "
+        "catalogue; the source says its peak is 'between SXM and NVL, and we don't know its exact "
+        "value': the catalogue H100-SXM (80 GB HBM3, 3.35 TB/s, 700 W) stands for it",
+    ),
+    "H200": ("H200-SXM", "H200 stated; SXM form factor assumed (8 per host on NVLink)"),
+}
+TT_AC = {
+    "op": (
+        "selective",
+        "torchtitan's selective op AC (selective_ac_option = 'op', parallelize_llama.py "
+        "_apply_ac_to_transformer_block) has no HeteroSim counterpart; 'selective' (a recompute "
+        "smaller than full) is the nearest (see not_modelled)",
+    ),
+    "full": ("full", "stated (full activation checkpointing: ptd_checkpoint_wrapper on every block)"),
+}
+TT_NOT_MODELLED = {
+    "gpu": {
+        "what": "the Grand Teton H100's 500 W power limit and 2.4 TB/s HBM2e (simulated as a 700 W, "
+        "3.35 TB/s H100-SXM)",
+        "source": "source 'Hardware' section and footnote 2",
+    },
+    "op": {
+        "what": "torchtitan op-level selective AC: saves SDPA and every other mm, recomputes the other "
+        "mms (wk, wo, w3 of each block, about 37 % of its linear forward FLOPs for Llama 3.1 8B) and "
+        "the elementwise ops; simulated as Megatron's selective recompute (core attention)",
+        "source": TT_TITAN_9DEC + "torchtitan/parallelisms/parallelize_llama.py (_save_list, _custom_policy)",
+    },
+    "rw": {
+        "what": "float8 rowwise scaling (per-row scales and their kernels; the source notes the low "
+        "vanilla-TP rowwise baseline, pytorch/torchtitan#1207): simulated as tensorwise fp8 GEMMs",
+        "source": "source table note",
+    },
+    "tp-fp8": {
+        "what": "float8 all-gather of the TP activations (torchao Float8ColwiseParallel casts before the "
+        "all-gather): simulated in bf16",
+        "source": "torchtitan/parallelisms/parallelize_llama.py apply_tp (float8 TP plan)",
+    },
+    "fsdp-fp8": {
+        "what": "FSDP float8 all-gather of the weights (enable_fsdp_float8_all_gather, precomputed "
+        "scales): simulated as bf16 parameter gathers",
+        "source": "",
+    },
+    "eager": {
+        "what": "torchtitan's eager Llama uses complex-number RoPE and an unfused RMSNorm; simulated "
+        "with the eager kernel set (rotate-half RoPE, HF-style), kernel counts differ",
+        "source": TT_TITAN_9DEC + "torchtitan/models/llama/model.py",
+    },
+    "asynctp": {
+        "what": "async TP as PyTorch's SymmetricMemory micro-pipelined all-gather/reduce-scatter "
+        "matmuls (torch._inductor micro_pipeline_tp): simulated as Transformer Engine's userbuffers "
+        "overlap (parallel.tp_comm_overlap)",
+        "source": "torchtitan/parallelisms/parallelize_llama.py apply_tp (enable_async_tp)",
+    },
+}
+
+
+def _tt_src(name: str) -> str:
+    return name.split("-")[0]
+
+
+def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
+    name, _, model, gpus, fsdp, tp, cp, seq, lb, ac, compile_, f8, async_tp, _, _ = row
+    hidden, layers, heads, kv_heads, ffn = TT_MODELS[model]
+    gpu = "H200" if name.startswith("trainy2506") else "H100-GT"
+    parallel: dict[str, Any] = {
+        "tp": tp,
+        "pp": 1,
+        "dp": fsdp,
+        "vpp": 1,
+        "zero": 3,
+        "zero3_impl": "overlap",
+        "sequence_parallel": tp > 1,
+        "distributed_optimizer": False,
+        "partition": "uniform",
+    }
+    if cp > 1:
+        parallel.update(cp=cp, cp_comm="all_gather")
+    if async_tp:
+        parallel["tp_comm_overlap"] = True
+    return {
+        "name": f"torchtitan-{name}",
+        "model": {
+            "name": f"llama3.1-{model}",
+            "arch": "llama",
+            "hidden": hidden,
+            "layers": layers,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "ffn": ffn,
+            "vocab": 128256,
+            "seq": seq,
+        },
+        "training": {
+            "global_batch": lb * fsdp,
+            "micro_batch": lb,
+            "seq_len": seq,
+            "dtype": "fp8" if f8 else "bf16",
+            "recompute": TT_AC[ac][0],
+            "attention": "flash",
+            "attention_kernel": "flash-attention-2",
+            "grad_reduce_dtype": "fp32",
+            "kernels": "eager" if compile_ is False else "fused",
+        },
+        "parallel": parallel,
+        "cluster": host_cluster(TT_GPU[gpu], gpus, 8, 8, 400, "fat-tree"),
+        "network": {"cc": "dcqcn"},
+        "simulation": {"fidelity": "flow"},
+    }
+
+
+def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, tuple[Any, str]]:
+    name, _, _, gpus, fsdp, tp, cp, _, lb, ac, compile_, f8, _, _, _ = row
+    src = _tt_src(name)
+    gpu = "H200" if src == "trainy2506" else "H100-GT"
+    assumed = {"cluster.gpu": TT_GPU_NOTE[gpu], **TT_COMMON, "training.recompute": TT_AC[ac]}
+    assumed["training.micro_batch"] = (lb, TT_COMMON["training.micro_batch"][1])
+    if src != "2412" or cp > 1:
+        assumed["training.global_batch"] = (
+            lb * fsdp,
+            "local batch x FSDP degree (torchtitan: every FSDP rank loads its own local batch; "
+            "TP and CP ranks share one)",
+        )
+    if compile_ is None:
+        assumed["training.kernels"] = (
+            "fused",
+            "torch.compile not stated for these rows; the preset train_configs/llama3_405b.toml of "
+            "the commit that added them (9515a14) sets compile = true",
+        )
+    else:
+        assumed["training.kernels"] = (
+            experiment["training"]["kernels"],
+            "torch.compile of every TransformerBlock (apply_compile) fuses the elementwise work "
+            "(RMSNorm, SiLU x mul, RoPE) with Inductor"
+            if compile_
+            else "no torch.compile: plain PyTorch kernels",
+        )
+    if f8:
+        assumed["training.dtype"] = (
+            "fp8",
+            "float8 (torchao Float8Linear, dynamic scaling) on the block nn.Linear layers, attention "
+            "and the output layer in bf16: fp8 GEMMs, everything else bf16",
+        )
+    if not f8 and src != "2506":
+        assumed["training.dtype"] = (
+            "bf16",
+            "no float8: FSDP2 mixed precision with bf16 parameters (--training.mixed_precision_param "
+            "default bfloat16)",
+        )
+    if f8 and src in ("2412", "2506") and tp == 1:
+        assumed["float8.enable_fsdp_float8_all_gather"] = (
+            False,
+            "not stated; off in the llama3_8b.toml preset (weights gathered in bf16)",
+        )
+    if tp > 1:
+        assumed["parallel.sequence_parallel"] = (
+            True,
+            "torchtitan's TP plan shards the norms over the sequence (SequenceParallel in apply_tp)",
+        )
+    if experiment["parallel"].get("tp_comm_overlap"):
+        assumed["parallel.tp_comm_overlap"] = (True, "async TP stated (nearest mechanism, see not_modelled)")
+    if cp > 1:
+        assumed["parallel.cp_comm"] = (
+            "all_gather",
+            "torch.distributed.tensor.experimental context_parallel: _ContextParallelOptions."
+            "rotate_method defaults to ALL_GATHER, enable_load_balance = True (head-tail chunks)",
+        )
+        assumed["parallel.zero"] = (
+            3,
+            TT_COMMON["parallel.zero"][1] + "; FSDP shards over the dp x cp mesh (dp_shard_cp)",
+        )
+    if gpus <= 8:
+        del assumed["network"]
+    elif src == "2408":
+        assumed["network"] = (
+            "8 x 400 Gb/s per host, fat-tree",
+            "not stated in docs/performance.md; the torchtitan team's H100 machines of the later files "
+            "(400 Gb/s RDMA per GPU), topology as for the other torchtitan cases",
+        )
+    return assumed
+
+
+def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
+    _, _, _, _, _, tp, _, _, _, ac, compile_, f8, async_tp, _, _ = row
+    src = _tt_src(row[0])
+    out = []
+    if src != "trainy2506":
+        gpu_note = dict(TT_NOT_MODELLED["gpu"])
+        if src == "2408":  # docs/performance.md states only 'HBM2e based lower TDP SXM H100 (95GB)'
+            gpu_note["source"] = (
+                "docs/performance.md footnote 1 (lower-TDP HBM2e H100); 500 W and 2.4 TB/s from the "
+                "2412 file's hardware section"
+            )
+        out.append(gpu_note)
+    if ac == "op":
+        out.append(TT_NOT_MODELLED["op"])
+    if compile_ is False:
+        out.append(TT_NOT_MODELLED["eager"])
+    if f8 == "rw":
+        out.append(TT_NOT_MODELLED["rw"])
+    if f8 and tp > 1:
+        out.append(TT_NOT_MODELLED["tp-fp8"])
+    if f8 and src in ("2408", "trainy2506"):
+        where = {"2408": "llama3_405b.toml at 9515a14", "trainy2506": "the source's command line"}[src]
+        out.append({**TT_NOT_MODELLED["fsdp-fp8"], "source": where})
+    if async_tp:
+        out.append(TT_NOT_MODELLED["asynctp"])
+    return [dict(x) for x in out]
+
+
+def _tt_published(row: tuple[Any, ...]) -> dict[str, Any]:
+    """The source's configuration in the shared file's schema; model dimensions are the model's
+    (SEC), global batch and dp derived where the source gives local batch and FSDP degree (DER)."""
+    _, _, model, gpus, fsdp, tp, cp, seq, lb, ac, compile_, f8, async_tp, _, _ = row
+    src = _tt_src(row[0])
+    hidden, layers, heads, kv_heads, ffn = TT_MODELS[model]
+    return {
+        "model": {
+            "name": f"llama3.1-{model}",
+            "hidden": hidden,
+            "layers": layers,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "ffn": ffn,
+            "vocab": 128256,
+            "seq_len": seq,
+            "arch": "llama",
+            "params_b": {"8b": 8, "70b": 70, "405b": 405}[model],
+        },
+        "training": {
+            "global_batch": lb * fsdp,
+            "micro_batch": lb,
+            "dtype": "fp8" if f8 else ("bf16" if src == "2506" else None),
+            "float8_recipe": {None: None, "tw": "tensorwise", "rw": "rowwise"}[f8],
+            "recompute": TT_AC[ac][0],
+            "ac_option": "op" if ac == "op" else None,
+            "torch_compile": compile_,
+            "seq_len": seq,
+        },
+        "parallel": {
+            "tp": tp,
+            "pp": 1,
+            "dp": fsdp,
+            "vpp": None,
+            "cp": cp,
+            "ep": 1,
+            "sp": None,
+            "zero": None,
+            "fsdp": fsdp,
+            "async_tp": async_tp,
+            "schedule": None,
+        },
+        "cluster": {
+            "gpu": TT_GPU_PUBLISHED[src],
+            "gpus": gpus,
+            "gpus_per_host": 8,
+            "intra_host": "NVLink",
+            "nic_gbps_per_gpu": 400,
+            "nics_per_host": None,
+            "fabric": None,
+        },
+    }
+
+
+def torchtitan_cases() -> list[dict[str, Any]]:
+    """torchtitan's published Llama 3.1 runs (TT_ROWS), as HeteroSim experiments."""
+    cases = []
+    for row in TT_ROWS:
+        name, where, model, gpus, fsdp, _, _, seq, lb, _, _, f8, _, tps, mem = row
+        src = _tt_src(name)
+        experiment = _tt_experiment(row)
+        assumed = _tt_assumed(row, experiment)
+        measured: dict[str, float] = {
+            "tokens_per_s_per_gpu": tps,
+            "iteration_time_s": round(lb * fsdp * seq / (tps * gpus), 3),
+        }
+        if mem is not None:
+            measured["memory_gib"] = mem
+        flags = ["DER", "SEC", "NS", "DER:measured.iteration_time_s", "DER:parallel.dp"]
+        if "training.global_batch" in assumed:
+            flags.append("DER:training.global_batch")
+        flags += [f"SEC:model.{k}" for k in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab")]
+        if f8 == "rw":
+            flags.append("APPROX")
+        cases.append(
+            {
+                "id": f"torchtitan-{name}",
+                "group": "torchtitan",
+                "kind": "throughput",
+                "source": "torchtitan (Liang et al., ICLR 2025, arXiv:2410.06511); numbers from "
+                + TT_SRC[src]
+                + where,
+                "flags": flags,
+                "ci": False,
+                "calibration": False,
+                "compare": {"quantity": "tokens_per_s_per_gpu"},
+                "measured": measured,
+                "assumed": {k: {"value": v, "why": why} for k, (v, why) in assumed.items()},
+                "not_modelled": _tt_not_modelled(row),
+                "experiment": experiment,
+                "published": _tt_published(row),
+                "note": "transcribed from the torchtitan repository (not in the shared file); TPS/GPU "
+                f"as torchtitan logs it ({TT_READ_AT[src]}); iteration_time_s = "
+                "global_batch x seq / (TPS x GPUs) (DER)"
+                + ("; APPROX: float8 rowwise simulated as tensorwise" if f8 == "rw" else ""),
+            }
+        )
+    return cases
+
+
 HEADER = """\
 # HeteroSim validation cases, generated by validation/build_cases.py from
 # ../shared/validation/cases_public.yaml (published end-to-end measurements; ids, sources, flags and
@@ -1272,6 +1723,7 @@ def main(argv: list[str] | None = None) -> int:
         if c["id"].startswith("amp-het-") and not (c.get("extra") or {}).get("run_failed")
     ]
     cases += mlsys23_cases()
+    cases += torchtitan_cases()
     cases += [nccl_case(spec) for spec in NCCL_CASES]
     excluded = "\n".join(f"#   {k}: {v}" for k, v in EXCLUDED.items())
     text = HEADER.format(excluded=excluded) + yaml.safe_dump(

@@ -123,12 +123,17 @@ def test_shipped_cases_run_with_the_tp_overlap_their_configs_enable():
         "nemo2407-h100-fp8-nemotron3-22b-64",
     }
     mbridge = {f"mbridge-{rel}-h100-llama3-70b-64" for rel in ("2509", "2511", "2602")}
-    assert with_overlap == nemo | mbridge
+    titan = {i for i in cases if i.startswith("torchtitan-") and "async" in i}  # async TP stated
+    assert len(titan) == 8
+    assert with_overlap == nemo | mbridge | titan
     for i in nemo:
         assert "tag 24.07" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
         assert not any("ub_tp_comm_overlap" in e["what"] for e in cases[i].not_modelled)
     for i in mbridge:
         assert "userbuffers" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
+    for i in titan:
+        assert "async TP stated" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
+        assert any("SymmetricMemory" in e["what"] for e in cases[i].not_modelled)
 
 
 def test_duplicate_ids_and_empty_list_are_errors(tmp_path):

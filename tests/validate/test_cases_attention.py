@@ -17,7 +17,7 @@ PRE_FLASH = (
     "megatron-mlsys23",  # 2022
     "amp-het",
 )  # DeepSpeed + Megatron-LM v1.1.5
-FLASH = ("nemo2407", "mbridge")  # 2024-2026, Megatron-Core + Transformer Engine
+FLASH = ("nemo2407", "mbridge", "torchtitan")  # 2024-2026: Megatron-Core + TE, PyTorch SDPA
 
 
 def test_pre_flashattention_sources_run_unfused_attention() -> None:
