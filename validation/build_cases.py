@@ -1429,6 +1429,12 @@ TT_NOT_MODELLED = {
         "with the eager kernel set (rotate-half RoPE, HF-style), kernel counts differ",
         "source": TT_TITAN_9DEC + "torchtitan/models/llama/model.py",
     },
+    "cp": {
+        "what": "PyTorch's context parallel attention: one SDPA call per K/V chunk (cp calls forward and "
+        "backward on the all-gathered K/V) with outputs and log-sum-exps merged in fp32 "
+        "(_SDPAMerger, convert_to_f32); simulated as fused attention over the rank's share",
+        "source": "torch/distributed/tensor/experimental/_attention.py _templated_ring_attention",
+    },
     "asynctp": {
         "what": "async TP as PyTorch's SymmetricMemory micro-pipelined all-gather/reduce-scatter "
         "matmuls (torch._inductor micro_pipeline_tp): simulated as Transformer Engine's userbuffers "
@@ -1564,7 +1570,7 @@ def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, t
 
 
 def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
-    _, _, _, _, _, tp, _, _, _, ac, compile_, f8, async_tp, _, _ = row
+    _, _, _, _, _, tp, cp, _, _, ac, compile_, f8, async_tp, _, _ = row
     src = _tt_src(row[0])
     out = []
     if src != "trainy2506":
@@ -1586,6 +1592,8 @@ def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
     if f8 and src in ("2408", "trainy2506"):
         where = {"2408": "llama3_405b.toml at 9515a14", "trainy2506": "the source's command line"}[src]
         out.append({**TT_NOT_MODELLED["fsdp-fp8"], "source": where})
+    if cp > 1:
+        out.append(TT_NOT_MODELLED["cp"])
     if async_tp:
         out.append(TT_NOT_MODELLED["asynctp"])
     return [dict(x) for x in out]

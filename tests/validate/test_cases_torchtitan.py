@@ -66,4 +66,4 @@ def test_unexpressible_settings_are_named() -> None:
         if "h200" not in case.id:
             assert "500 W" in what and exp.cluster.host_types["h"].gpu == "H100-SXM", case.id
         if exp.parallel.cp > 1:
-            assert exp.parallel.cp_comm == "all_gather", case.id
+            assert exp.parallel.cp_comm == "all_gather" and "SDPA call per K/V chunk" in what, case.id
