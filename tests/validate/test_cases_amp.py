@@ -98,6 +98,15 @@ def test_amp_cases_run_every_all_reduce_as_a_ring() -> None:
         assert "NCCL_ALGO=^tree,collnet" in why and ".deepspeed_env" in why
 
 
+def test_amp_cases_use_nccl_socket_counts_of_aws_nics() -> None:
+    """NCCL 2.7.8 gives an AWS ENA NIC (PCI vendor 0x1d0f) 2 helper threads x 8 sockets per
+    connection; the packet model's socket transport takes them from the case."""
+    for case in _amp_cases():
+        attributes = case_experiment(case).network.attributes
+        assert attributes == {"SocketTransport::SocketNthreads": 2, "SocketTransport::NsocksPerThread": 8}
+        assert "0x1d0f" in case.assumed["network.attributes"]["why"]
+
+
 @pytest.mark.ns3
 def test_two_host_gradient_all_reduce_ring_against_hand_computed(native_lib) -> None:
     """t1p2d8's stage-0 gradient all-reduce (8 V100s on two p3.8xlarge, fp32) as AMP ran it, a
