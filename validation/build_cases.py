@@ -804,6 +804,24 @@ AMP_ASSUMED: dict[str, tuple[Any, str]] = {
         "AWS instance network rates, equal to AMP's cost-model inputs (het_cluster.py: "
         "10 and 50 Gb/s inter-node); real EC2 placement and topology not stated",
     ),
+    "network.collective_algorithm": (
+        "ring",
+        "AMP's real trials run from DeepSpeedExamples/Megatron-LM-v1.1.5-3D_parallelism (README, "
+        "Setting 2), whose .deepspeed_env holds NCCL_ALGO=^tree,collnet; DeepSpeed 0.3.13's "
+        "launcher reads .deepspeed_env from ~ and the working directory (launcher/runner.py) and "
+        "exports it on every host (multinode_runner.py, pdsh); NCCL 2.7.8 (PyTorch 1.7.1, AMP's "
+        "README) reads a leading ^ as 'all but' (graph/tuning.cc parseList) and disables the "
+        "excluded algorithms for all-reduce, the only collective with a choice: every all-reduce "
+        "is a ring, so the two-host data-parallel all-reduces do not get the tree's halved "
+        "inter-host traffic",
+    ),
+    "network.attributes": (
+        "SocketTransport: 2 threads x 8 sockets per connection (packet fidelity only)",
+        "NCCL 2.7.8 net_socket.cc ncclSocketGetNsockNthread: a NIC whose PCI vendor is 0x1d0f "
+        "(AWS ENA, the p3.8xlarge and g4dn.12xlarge NIC) gets 2 helper threads of 8 sockets "
+        "unless NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD are set (AMP sets neither); the "
+        "flow model gives a connection one share whatever its socket count",
+    ),
     "model.vocab": (
         "50304 (tp 1), 50432 (tp 2), 50688 (tp 4)",
         "training used the GPT-2 BPE files (50,257 tokens, note), padded by "
@@ -1029,7 +1047,11 @@ def amp_case(case: dict[str, Any]) -> dict[str, Any]:
             "rank_order": "tp-dp-pp",
         },
         "cluster": copy.deepcopy(AMP_CLUSTER),
-        "network": {"cc": "dcqcn"},
+        "network": {
+            "cc": "dcqcn",
+            "collective_algorithm": "ring",
+            "attributes": {"SocketTransport::SocketNthreads": 2, "SocketTransport::NsocksPerThread": 8},
+        },
         "simulation": {"fidelity": "flow"},
         "framework": copy.deepcopy(framework),
     }
