@@ -1292,6 +1292,35 @@ TT_MODELS = {
 # 96 GB HBM2e at 2.4 TB/s, 500 W power limit, 400 Gb/s RDMA per GPU. Trainy: 8 H200 per host,
 # 400 Gb/s (ConnectX-7) per GPU.
 TT_GPU = {"H100-GT": "H100-SXM", "H200": "H200-SXM"}
+# The Grand Teton H100 as the source states it, defined in each cluster under the catalogue name it
+# shadows (so the H100's compute curves and sustained GEMM ceiling apply): 96 GB HBM2e at 2.4 TB/s
+# ('Hardware': "Each H100 GPU is equipped with 96GB HBM2e with 2.4 TB/sec peak memory bandwidth");
+# docs/performance.md of the 2408 rows names 'HBM2e based lower TDP SXM H100 (95GB)'. Peaks, NVLink
+# and PCIe are the H100-SXM's (footnote 2: the peak is 'between SXM and NVL', exact value unknown).
+TT_H100_MEMORY_GB = {"2412": 96, "2506": 96, "2408": 95}
+
+
+def _tt_h100_gpu(src: str) -> dict[str, Any]:
+    """The ``gpus:`` entry of the torchtitan team's H100 (shadows the catalogue H100-SXM)."""
+    where = "docs/performance.md footnote 1" if src == "2408" else "source 'Hardware' section"
+    return {
+        "vendor": "nvidia",
+        "generation": "hopper",
+        "tflops": {"fp16": 989, "bf16": 989, "fp8": 1979, "tf32": 494.5, "fp32": 67},
+        "memory_gb": TT_H100_MEMORY_GB[src],
+        "memory_tbps": 2.4,
+        "nvlink_gbps_per_dir": 450,
+        "pcie_gen": 5,
+        "sources": {
+            "memory_gb": f"{where}: {TT_H100_MEMORY_GB[src]} GB HBM2e",
+            "memory_tbps": "source 'Hardware' section: 2.4 TB/sec peak memory bandwidth (HBM2e)",
+            "tflops": "H100-SXM peaks (source footnote 2: the exact peak is not known)",
+            "nvlink_gbps_per_dir": "H100-SXM (8 H100 per host fully NVLinked)",
+            "pcie_gen": "H100-SXM",
+        },
+    }
+
+
 TT_GPU_PUBLISHED = {
     "2412": "H100 96GB HBM2e (Grand Teton, 500 W power limit)",
     "2506": "H100 96GB HBM2e (Grand Teton, 500 W power limit)",
@@ -1404,9 +1433,11 @@ TT_COMMON = {
 TT_GPU_NOTE = {
     "H100-GT": (
         "H100-SXM",
-        "the Grand Teton H100 (96 GB HBM2e, 2.4 TB/s, 500 W power limit) is not in the GPU "
-        "catalogue; the source says its peak is 'between SXM and NVL, and we don't know its exact "
-        "value': the catalogue H100-SXM (80 GB HBM3, 3.35 TB/s, 700 W) stands for it",
+        "the Grand Teton H100 as stated (96 GB HBM2e, 2.4 TB/s), defined in the cluster's gpus: "
+        "under the catalogue name H100-SXM it shadows; its peaks (the source: 'between SXM and NVL, "
+        "and we don't know its exact value'), NVLink and PCIe are the H100-SXM's, and its compute "
+        "curves and sustained GEMM ceiling are the H100-SXM's at 700 W (the 500 W limit is not "
+        "modelled, see not_modelled)",
     ),
     "H200": ("H200-SXM", "H200 stated; SXM form factor assumed (8 per host on NVLink)"),
 }
@@ -1421,8 +1452,9 @@ TT_AC = {
 }
 TT_NOT_MODELLED = {
     "gpu": {
-        "what": "the Grand Teton H100's 500 W power limit and 2.4 TB/s HBM2e (simulated as a 700 W, "
-        "3.35 TB/s H100-SXM)",
+        "what": "the Grand Teton H100's 500 W power limit: its sustained SM clock under the cap is not "
+        "modelled: compute runs at the H100-SXM's 700 W sustained rate (its 96 GB of HBM2e at 2.4 TB/s "
+        "are modelled)",
         "source": "source 'Hardware' section and footnote 2",
     },
     "op": {
@@ -1470,10 +1502,19 @@ def _tt_src(name: str) -> str:
     return name.split("-")[0]
 
 
+def _tt_cluster(name: str, gpus: int) -> dict[str, Any]:
+    """8 GPUs per host on NVLink, one 400 Gb/s NIC per GPU; the H100 rows define the source's H100."""
+    src = _tt_src(name)
+    gpu = "H200" if src == "trainy2506" else "H100-GT"
+    cluster = host_cluster(TT_GPU[gpu], gpus, 8, 8, 400, "fat-tree")
+    if gpu == "H100-GT":
+        cluster["gpus"] = {TT_GPU[gpu]: _tt_h100_gpu(src)}
+    return cluster
+
+
 def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
     name, _, model, gpus, fsdp, tp, cp, seq, lb, ac, compile_, f8, async_tp, _, _ = row
     hidden, layers, heads, kv_heads, ffn = TT_MODELS[model]
-    gpu = "H200" if name.startswith("trainy2506") else "H100-GT"
     parallel: dict[str, Any] = {
         "tp": tp,
         "pp": 1,
@@ -1514,7 +1555,7 @@ def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
             "kernels": "eager" if compile_ is False else "fused",
         },
         "parallel": parallel,
-        "cluster": host_cluster(TT_GPU[gpu], gpus, 8, 8, 400, "fat-tree"),
+        "cluster": _tt_cluster(name, gpus),
         "network": {"cc": "dcqcn"},
         "simulation": {"fidelity": "flow"},
     }
@@ -1599,8 +1640,8 @@ def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
         gpu_note = dict(TT_NOT_MODELLED["gpu"])
         if src == "2408":  # docs/performance.md states only 'HBM2e based lower TDP SXM H100 (95GB)'
             gpu_note["source"] = (
-                "docs/performance.md footnote 1 (lower-TDP HBM2e H100); 500 W and 2.4 TB/s from the "
-                "2412 file's hardware section"
+                "docs/performance.md footnote 1 (lower-TDP HBM2e H100, 95GB); 500 W and 2.4 TB/s from "
+                "the 2412 file's hardware section"
             )
         out.append(gpu_note)
     if ac == "op":

@@ -218,3 +218,35 @@ def _fwd_bwd_tflops(
         for f in (fwd, 2.5 * fwd)
     )
     return 3.5 * fwd / ns / 1e3
+
+
+def test_a_shadowing_cluster_gpu_scales_rows_measured_on_the_catalogue_part(tmp_path):
+    """An HBM2e H100 defined as H100-SXM keeps the name's rows, scaled to its own bandwidth."""
+    from dataclasses import replace
+
+    from heterosim.catalog.gpus import gpu_spec
+    from heterosim.plan.compute.database import Measurement, OpDatabase
+
+    norm = ("norm", "bf16", (8192, 4096, 0, 0), (0, 0), 5 * 8192 * 4096, 3 * 2 * 8192 * 4096)
+    s = 8192
+    gemm = ("gemm", "bf16", (s, s, s, 1), (0, 0), 2 * s**3, 3 * 2 * s * s)
+    path = tmp_path / "h100.db"
+    db = OpDatabase(path, create=True)
+    db.add(
+        Measurement("H100-SXM", kind, dtype, "fwd", shape, extra, flops, nbytes, t, "profiler")
+        for (kind, dtype, shape, extra, flops, nbytes), t in ((norm, 40_000.0), (gemm, 1.6e6))
+    )
+    db.close()
+    catalogued = gpu_spec("H100-SXM")
+    hbm2e = replace(catalogued, memory_bytes_per_s=2.4e12)
+    plain = ComputeModel([path], include_shipped=False)
+    same = ComputeModel([path], include_shipped=False, gpus={"H100-SXM": catalogued})
+    shadow = ComputeModel([path], include_shipped=False, gpus={"H100-SXM": hbm2e})
+    for op in (norm, gemm):
+        assert plain.time_op(*op, "H100-SXM") == same.time_op(*op, "H100-SXM")
+        assert plain.time_op(*op, "H100-SXM")[1] == "measured"
+    # memory-bound: the bandwidth ratio; compute-bound: the (equal) peaks, so unchanged
+    assert shadow.time_op(*norm, "H100-SXM") == (round(40_000 * 3.35 / 2.4), "scaled")
+    assert shadow.time_op(*gemm, "H100-SXM") == (1_600_000, "scaled")
+    # curves fitted on those rows stay fractions of the catalogue part's peaks
+    assert shadow.params("H100-SXM").memory_efficiency == plain.params("H100-SXM").memory_efficiency

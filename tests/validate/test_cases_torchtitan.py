@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from heterosim.catalog.gpus import gpu_spec
 from heterosim.validate.cases import Case, load_cases
 from heterosim.validate.predict import case_experiment, convert
 
@@ -65,5 +66,12 @@ def test_unexpressible_settings_are_named() -> None:
             assert "APPROX" not in case.flags, case.id
         if "h200" not in case.id:
             assert "500 W" in what and exp.cluster.host_types["h"].gpu == "H100-SXM", case.id
+            # the source's H100, not the catalogue's: HBM2e at 2.4 TB/s, 96 GB (95 GB in 2408)
+            spec = exp.cluster.gpu_spec("H100-SXM")
+            assert spec.memory_bytes_per_s == 2.4e12, case.id
+            assert spec.memory_bytes == (95e9 if case.id.startswith("torchtitan-2408") else 96e9), case.id
+            assert spec.peak_tflops == gpu_spec("H100-SXM").peak_tflops, case.id
+        else:
+            assert exp.cluster.gpu_spec(exp.cluster.host_types["h"].gpu) == gpu_spec("H200-SXM"), case.id
         if exp.parallel.cp > 1:
             assert exp.parallel.cp_comm == "all_gather" and "SDPA call per K/V chunk" in what, case.id

@@ -33,6 +33,12 @@ provenance "framework". GPUs are catalogue names (aliases accepted),
 GPUs a cluster file defines (``ComputeModel(gpus=cluster.gpus)``; they shadow catalogue entries
 of the same name), or device labels that occur only in a database (e.g. ``cpu`` from a CPU
 profile); such a device has no specs, so an op outside its measurements is a UserError.
+
+A cluster-defined GPU that shadows a catalogue entry with other peaks or DRAM bandwidth (an
+HBM2e H100 under the name H100-SXM) keeps that entry's curves, but the database rows under its
+name were measured on the catalogue part: they are scaled to the file's numbers as in step 4
+(provenance "scaled"). APPROXIMATION: the same fraction of peak (compute-bound) or of bandwidth
+(memory-bound) on both parts, as for any spec scaling.
 """
 
 from __future__ import annotations
@@ -154,6 +160,20 @@ class ComputeModel:
     def _spec(self, gpu: str) -> GpuSpec:
         return self._own[gpu] if gpu in self._own else gpu_spec(gpu)
 
+    def _shadowed(self, gpu: str) -> GpuSpec | None:
+        """The catalogue entry a cluster-defined ``gpu`` shadows when their peaks or DRAM
+        bandwidth differ (database rows under that name were measured on the catalogue part),
+        else None."""
+        own = self._own.get(gpu)
+        if own is None or canonical_gpu_name(gpu) != gpu:
+            return None
+        catalogued = gpu_spec(gpu)
+        same = (
+            own.peak_tflops == catalogued.peak_tflops
+            and own.memory_bytes_per_s == catalogued.memory_bytes_per_s
+        )
+        return None if same else catalogued
+
     def _has_spec(self, gpu: str) -> bool:
         return gpu in self._own or gpu in known_gpu_names()
 
@@ -179,7 +199,11 @@ class ComputeModel:
     def _calibrated(self, gpu: str) -> tuple[EfficiencyParams, CalibrationReport]:
         if gpu not in self._params:
             spec = self._spec(gpu)
-            self._params[gpu] = calibrate(spec, self._index.per_gpu.get(gpu, []), default_params(gpu, spec))
+            # fractions of peak are fitted against the part the rows were measured on
+            measured_on = self._shadowed(gpu) or spec
+            self._params[gpu] = calibrate(
+                measured_on, self._index.per_gpu.get(gpu, []), default_params(gpu, spec)
+            )
         return self._params[gpu]
 
     def gpu_attention_impl(self, gpu: str) -> str:
@@ -241,6 +265,11 @@ class ComputeModel:
         args = (op_kind, dtype, shape, shape_extra, flops, bytes_moved)
         found = self._index.lookup(gpu, *args)
         if found is not None:
+            catalogued = self._shadowed(gpu)
+            if catalogued is not None:  # measured on the catalogue part, run on the file's variant
+                value = scale_time_ns(found[0], *args, catalogued, self._own[gpu])
+                if value is not None:
+                    return _ns(value), "scaled"
             return _ns(found[0]), found[1]
         if not self._has_spec(gpu):
             raise UserError(
