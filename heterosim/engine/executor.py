@@ -153,14 +153,16 @@ def execute_plan(
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int32)
     borrowed, parents = _load(executor, plan, connection)  # the executor reads these: alive until the end
     _set_planes(net, plan, topology)
-    contention, contention_arrays = (
-        _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
-    )
+    terms = _compute_terms(plan) if simulation.compute_contention else None  # a schedule column
     valid = bool(executor.Validate())  # builds the children lists: the parents are not read again
     if valid and release_schedule:
         executor.ReleaseParents()
         parents.clear()
-        plan.release_schedule()  # the columns the run reads stay alive in `borrowed` and co.
+        plan.release_schedule()  # the columns the run reads stay alive in `borrowed` and `terms`
+    # the contention model after the check (its flow blocks are not held beside both CSRs)
+    contention, contention_arrays = (
+        _install_contention(ns3, executor, plan, terms) if terms is not None else (None, [])
+    )
     times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
@@ -305,20 +307,27 @@ def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
     return out if out.size else np.zeros(1, dtype)
 
 
-def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> tuple[Any, list[np.ndarray]]:
-    """``ns3::ComputeContention`` for the plan's terms (``plan.contention_*``, flow blocks from
-    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor; it reads
-    the arrays returned with it in place, which must stay alive until its ``ReleaseTasks``."""
-    from heterosim.plan.compute.contention import flow_blocks
-
-    n = len(plan)
-    arrays = [
+def _compute_terms(plan: ExecutionPlan) -> list[np.ndarray]:
+    """The plan's contention terms per task as ``ComputeContention::BorrowComputeTerms`` reads
+    them (``plan.contention_*``: the plan's own arrays where the dtypes match)."""
+    return [
         _buffer(plan.contention_wave, np.float64),
         _buffer(plan.contention_share, np.float64),
         _buffer(plan.contention_above, np.int32),
-        _buffer(flow_blocks(plan), np.int32),
-        _buffer(_instances32(plan), np.int32),
     ]
+
+
+def _install_contention(
+    ns3: Any, executor: Any, plan: ExecutionPlan, terms: list[np.ndarray]
+) -> tuple[Any, list[np.ndarray]]:
+    """``ns3::ComputeContention`` for the plan's compute ``terms`` (:func:`_compute_terms`) and
+    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor;
+    it reads the arrays returned with it in place, which must stay alive until its
+    ``ReleaseTasks``."""
+    from heterosim.plan.compute.contention import flow_blocks
+
+    n = len(plan)
+    arrays = [*terms, _buffer(flow_blocks(plan), np.int32), _buffer(_instances32(plan), np.int32)]
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.BorrowComputeTerms(n, *arrays[:3])
     model.BorrowFlowBlocks(n, *arrays[3:])

@@ -168,11 +168,14 @@ def _longest_spans(
         digit = (1 << 16) - 1 - int(np.searchsorted(from_top, need))  # first reaching `need`
         need -= int(from_top[(1 << 16) - 1 - digit] - counts[digit])  # those above the digit
         prefix |= digit << shift
+    total = sum(int(tasks.size) for _, tasks, _ in segments)
+    position = np.int32 if total <= np.iinfo(np.int32).max else np.int64  # memory
     picked: list[np.ndarray] = []
     for first, length in _length_chunks(segments, start_ns, end_ns):
         ties = np.flatnonzero(length == prefix)[:need]
         need -= ties.size
-        picked.append(np.sort(np.concatenate([np.flatnonzero(length > prefix), ties])) + first)
+        part = np.sort(np.concatenate([np.flatnonzero(length > prefix), ties])) + first
+        picked.append(part.astype(position))
     return np.concatenate(picked)
 
 
