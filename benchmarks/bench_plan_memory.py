@@ -63,13 +63,15 @@ def one(path: str, batch: int, out: str, overrides: list[str]) -> dict:
     stages["workload_and_plan"] = rss_mb()[0]
     plan = prepared.tables.plan
     assert prepared.topology is not None
+    plan_mb = plan_bytes(plan) / 1e6
     t0 = time.perf_counter()
-    engine = execute_plan(plan, prepared.topology, experiment.network, experiment.simulation)
+    # as `heterosim run` does: the schedule columns freed once the executor has read them
+    engine = execute_plan(
+        plan, prepared.topology, experiment.network, experiment.simulation, release_schedule=True
+    )
     engine_s = time.perf_counter() - t0
     stages["engine"] = rss_mb()[0]
     run = RunArtifacts.from_prepared(experiment, prepared, engine)
-    plan_mb = plan_bytes(plan) / 1e6
-    run.release_schedule()  # as `heterosim run` does once the run is over
     results = results_dict(run)
     write_run_outputs(run, Path(out), results, plots=False)
     stages["outputs"] = rss_mb()[0]

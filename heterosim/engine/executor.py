@@ -43,7 +43,7 @@ from heterosim.engine.network_model import NetworkModel, network_model
 from heterosim.engine.topology import Topology, to_native
 from heterosim.errors import UserError
 from heterosim.plan.collectives.planes import flow_planes
-from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids
+from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids, task_indices
 
 PROGRESS_WALL_INTERVAL_S = 0.5
 
@@ -80,8 +80,9 @@ class EngineResult:
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
     # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
     fast_forward: dict[str, Any] = field(default_factory=dict)
-    # compute/communication contention: extra_ns and tasks_slowed per GPU, task_extra_ns per
-    # task (int64 arrays); empty when simulation.compute_contention is off
+    # compute/communication contention: extra_ns and tasks_slowed per GPU (int64), task_extra_ns
+    # per task (int32 when every value fits, else int64); empty when simulation.compute_contention
+    # is off
     contention: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -103,6 +104,7 @@ def execute_plan(
     raise_on_stall: bool = True,
     stall_timeout_ns: int | None = None,
     faults: fault_models.FaultPlan | None = None,
+    release_schedule: bool = False,
 ) -> EngineResult:
     """Run ``plan`` on ``topology`` with the network model ``simulation.fidelity`` names.
 
@@ -128,6 +130,11 @@ def execute_plan(
     model's stall timeout then also covers the outages and twice the retransmission timeout.
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
+    ``release_schedule``: the caller runs the plan no more; its schedule columns are freed
+    (:meth:`ExecutionPlan.release_schedule`) once the executor has checked the plan and built
+    its own children lists (``PlanExecutor::ReleaseParents``), before the task times are
+    allocated, so that a plan of millions of tasks does not hold both dependency lists and the
+    times at once; the columns the run still reads stay alive until it is over.
     """
     if plan.released:
         raise ValueError("execute_plan: the plan's schedule columns were released (release_schedule)")
@@ -143,20 +150,28 @@ def execute_plan(
     if stall_timeout_ns is None:
         stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
     executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
-    connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int64)
-    borrowed = _load(executor, plan, connection)  # the executor reads these: alive until the end
+    connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int32)
+    borrowed, parents = _load(executor, plan, connection)  # the executor reads these: alive until the end
     _set_planes(net, plan, topology)
+    terms = _compute_terms(plan) if simulation.compute_contention else None  # a schedule column
+    valid = bool(executor.Validate())  # builds the children lists: the parents are not read again
+    if valid and release_schedule:
+        executor.ReleaseParents()
+        parents.clear()
+        plan.release_schedule()  # the columns the run reads stay alive in `borrowed` and `terms`
+    # the contention model after the check (its flow blocks are not held beside both CSRs)
     contention, contention_arrays = (
-        _install_contention(ns3, executor, plan) if simulation.compute_contention else (None, [])
+        _install_contention(ns3, executor, plan, terms) if terms is not None else (None, [])
     )
     times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
-        state, interruption = _run(executor, ns3, len(plan), progress)
+        state, interruption = _run(executor, ns3, len(plan), progress) if valid else (_INVALID, None)
         error = _run_error(executor, model, net, state, interruption, raise_on_stall)
         # the run state, then the arrays it read: memory for the readout (and the accounts)
         executor.ReleaseTasks()
         borrowed.clear()
+        parents.clear()
         accounts = _contention_accounts(contention, plan) if contention is not None else None
         if contention is not None:
             contention.ReleaseTasks()
@@ -177,7 +192,7 @@ def execute_plan(
 
 def _fast_forward(mode: str, result: EngineResult, plan: ExecutionPlan) -> dict[str, Any]:
     """results.json ``sim.packet_acceleration`` of a packet run (:func:`fast_forward_report`)."""
-    flow_bytes = int(plan.bytes[plan.kind == FLOW].sum())
+    flow_bytes = int(np.sum(plan.bytes, where=plan.kind == FLOW, dtype=np.int64))
     return fast_forward_report(mode, result.fast_forward, result.makespan_ns, flow_bytes)
 
 
@@ -255,26 +270,34 @@ def _dispose(gbl: Any, executor: Any, contention: Any, net: Any, schedule: Any) 
         schedule.Dispose()
 
 
-def _load(executor: Any, plan: ExecutionPlan, connection: np.ndarray) -> list[np.ndarray]:
+def _load(
+    executor: Any, plan: ExecutionPlan, connection: np.ndarray
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Hand the plan to the executor without a copy (``PlanExecutor::BorrowPlan``); return the
-    arrays it reads, which must stay alive and unchanged until ``ReleaseTasks``."""
+    arrays it reads, which must stay alive and unchanged until ``ReleaseTasks``, and apart
+    the dependency lists, which must until ``ReleaseParents``."""
+    narrow = plan.bytes.dtype == np.int32  # the three amounts: 32 bits together or not at all
+    amount = np.int32 if narrow else np.int64
     arrays = [
         _buffer(plan.kind, np.uint8),
         _buffer(plan.gpu, np.int32),
         _buffer(plan.dst, np.int32),
-        _buffer(plan.bytes, np.int64),
-        _buffer(plan.duration_ns, np.int64),
-        _buffer(plan.delay_ns, np.int64),
+        _buffer(plan.bytes, amount),
+        _buffer(plan.duration_ns, amount),
+        _buffer(plan.delay_ns, amount),
         _buffer(plan.stream, np.int16),
         _buffer(plan.priority, np.uint8),
-        _buffer(plan.dep_ptr, np.int64),
-        _buffer(plan.dep_idx, np.int64),
     ]
-    executor.BorrowPlan(len(plan), *arrays)
+    parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
+    (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
     if np.any(connection >= 0):
-        arrays.append(_buffer(connection, np.int64))
-        executor.BorrowConnections(len(plan), arrays[-1])
-    return arrays
+        if connection.dtype == np.int32:
+            arrays.append(_buffer(connection, np.int32))
+            executor.BorrowConnectionsNarrow(len(plan), arrays[-1])
+        else:
+            arrays.append(_buffer(connection, np.int64))
+            executor.BorrowConnections(len(plan), arrays[-1])
+    return arrays, parents
 
 
 def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
@@ -284,26 +307,44 @@ def _buffer(values: np.ndarray, dtype: type) -> np.ndarray:
     return out if out.size else np.zeros(1, dtype)
 
 
-def _install_contention(ns3: Any, executor: Any, plan: ExecutionPlan) -> tuple[Any, list[np.ndarray]]:
-    """``ns3::ComputeContention`` for the plan's terms (``plan.contention_*``, flow blocks from
-    :func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor; it reads
-    the arrays returned with it in place, which must stay alive until its ``ReleaseTasks``."""
-    from heterosim.plan.compute.contention import flow_blocks
-
-    n = len(plan)
-    arrays = [
+def _compute_terms(plan: ExecutionPlan) -> list[np.ndarray]:
+    """The plan's contention terms per task as ``ComputeContention::BorrowComputeTerms`` reads
+    them (``plan.contention_*``: the plan's own arrays where the dtypes match)."""
+    return [
         _buffer(plan.contention_wave, np.float64),
         _buffer(plan.contention_share, np.float64),
         _buffer(plan.contention_above, np.int32),
-        _buffer(flow_blocks(plan), np.int32),
-        _buffer(plan.collective, np.int64),
     ]
+
+
+def _install_contention(
+    ns3: Any, executor: Any, plan: ExecutionPlan, terms: list[np.ndarray]
+) -> tuple[Any, list[np.ndarray]]:
+    """``ns3::ComputeContention`` for the plan's compute ``terms`` (:func:`_compute_terms`) and
+    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor;
+    it reads the arrays returned with it in place, which must stay alive until its
+    ``ReleaseTasks``."""
+    from heterosim.plan.compute.contention import flow_blocks
+
+    n = len(plan)
+    arrays = [*terms, _buffer(flow_blocks(plan), np.int32), _buffer(_instances32(plan), np.int32)]
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.BorrowComputeTerms(n, *arrays[:3])
     model.BorrowFlowBlocks(n, *arrays[3:])
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
     return model, arrays
+
+
+def _instances32(plan: ExecutionPlan) -> np.ndarray:
+    """The plan's collective instance per task as ``ComputeContention`` reads it (int32; the
+    plan's own column whenever the ids fit, :func:`~heterosim.plan.execution_plan.index_column`)."""
+    if plan.collective.dtype != np.int32:
+        raise UserError(
+            f"execution plan: collective instance ids up to {int(plan.collective.max()):,} do not fit "
+            "the compute-contention model's 32-bit ids; set simulation.compute_contention: false"
+        )
+    return plan.collective
 
 
 def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:
@@ -314,8 +355,17 @@ def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarra
     return {
         "extra_ns": extra,
         "tasks_slowed": slowed.astype(np.int64),
-        "task_extra_ns": task_extra[: len(plan)],
+        "task_extra_ns": _narrow_times(task_extra[: len(plan)]),
     }
+
+
+def _narrow_times(values: np.ndarray) -> np.ndarray:
+    """Per-task times (ns) in int32 when every value fits (4 bytes per task less for the
+    reports), else as they are."""
+    info = np.iinfo(np.int32)
+    if values.size and (int(values.min()) < info.min or int(values.max()) > info.max):
+        return values
+    return values.astype(np.int32)
 
 
 def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:
@@ -364,7 +414,7 @@ def _collect(
     makespan = int(executor.GetMakespanNs())
     events = int(ns3.Simulator.GetEventCount())
     sim_end = max(makespan, int(ns3.Simulator.Now().GetNanoSeconds()))
-    flow_tasks = np.flatnonzero(plan.kind == FLOW)
+    flow_tasks = task_indices(plan.kind == FLOW)  # int32 where they fit: the flow table keeps them
     readout = model.read(net, topology, flow_tasks, sim_end, events)
     series.update(readout.series)
     measured = {

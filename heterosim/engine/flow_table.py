@@ -38,10 +38,12 @@ class FlowTable(Mapping[str, np.ndarray]):
     """Per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective,
     connection, out_of_order, max_reorder_depth (see ``EngineResult.flows``).
 
-    ``start_ns``/``end_ns`` are the run's per-task times and ``connection`` a per-task array
-    (None: -1 everywhere); the table reads them, and ``plan``, in place, so they must not change
-    while it is used. ``measured`` holds per-flow-row columns of :data:`MEASURED` (missing or
-    all-zero ones are stored as nothing and read as zeros).
+    ``start_ns``/``end_ns`` are the run's per-task times, read in place with ``plan``, so they
+    must not change while the table is used; ``connection`` is a per-task array (None: -1
+    everywhere) of which the table keeps the flows' values. ``measured`` holds per-flow-row
+    columns of :data:`MEASURED` (missing or all-zero ones are stored as nothing and read as
+    zeros). Task indices and connection ids are held in 32 bits when they fit (4 bytes per flow
+    each), and read out in the dtypes of :data:`FLOW_TABLE_COLUMNS`.
     """
 
     def __init__(
@@ -54,9 +56,11 @@ class FlowTable(Mapping[str, np.ndarray]):
         measured: Mapping[str, np.ndarray | None],
     ) -> None:
         self._plan = plan
-        self._task = np.asarray(flow_tasks, dtype=np.int64)
+        self._task = _narrow(np.asarray(flow_tasks))
         self._start, self._end = start_ns, end_ns
-        self._connection = connection if connection is not None and np.any(connection >= 0) else None
+        self._connection = None  # per flow row
+        if connection is not None and np.any(connection >= 0):
+            self._connection = _gather_narrow(np.asarray(connection), self._task)
         self._measured: dict[str, np.ndarray] = {}
         for key, values in measured.items():
             if key not in MEASURED:
@@ -87,7 +91,10 @@ class FlowTable(Mapping[str, np.ndarray]):
 
     def retained_bytes(self) -> int:
         """Bytes of the arrays this table holds of its own (not the plan's or the times)."""
-        return int(self._task.nbytes + sum(v.nbytes for v in self._measured.values()))
+        own = [self._task, *self._measured.values()]
+        if self._connection is not None:
+            own.append(self._connection)
+        return int(sum(v.nbytes for v in own))
 
     def _column(self, key: str, lo: int, hi: int) -> np.ndarray:
         dtype = FLOW_TABLE_COLUMNS[key]  # KeyError for an unknown column, as a dict would
@@ -96,9 +103,11 @@ class FlowTable(Mapping[str, np.ndarray]):
             values = self._measured.get(key)
             return values[lo:hi].copy() if values is not None else np.zeros(task.size, dtype)
         if key == "task":
-            return task.copy()
-        if key == "connection" and self._connection is None:
-            return np.full(task.size, -1, dtype)
+            return task.astype(dtype)
+        if key == "connection":
+            if self._connection is None:
+                return np.full(task.size, -1, dtype)
+            return self._connection[lo:hi].astype(dtype)
         source = {
             "src": self._plan.gpu,
             "dst": self._plan.dst,
@@ -106,7 +115,24 @@ class FlowTable(Mapping[str, np.ndarray]):
             "start_ns": self._start,
             "end_ns": self._end,
             "collective": self._plan.collective,
-            "connection": self._connection,
         }[key]
-        assert source is not None
         return source[task].astype(dtype, copy=False)
+
+
+def _narrow(values: np.ndarray) -> np.ndarray:
+    """Ids of -1 and up (task indices, connection ids) as int32 when they fit, else as int64
+    (``values`` itself when it has that dtype)."""
+    if values.size and int(values.max()) > np.iinfo(np.int32).max:
+        return values.astype(np.int64, copy=False)
+    return values.astype(np.int32, copy=False)
+
+
+def _gather_narrow(values: np.ndarray, index: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """``_narrow(values[index])``, gathered a block of ``block`` indices at a time (no 64-bit
+    copy of them all)."""
+    if not index.size or int(values.max()) > np.iinfo(np.int32).max:
+        return values[index].astype(np.int64, copy=False)
+    out = np.empty(index.size, np.int32)
+    for lo in range(0, index.size, block):
+        out[lo : lo + block] = values[index[lo : lo + block]]
+    return out

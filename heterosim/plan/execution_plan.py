@@ -50,6 +50,11 @@ TASK_COLUMNS = (
     "contention_above",
 )
 
+# Flow sizes, durations and delays: int32 together when every value of the three fits (12 bytes
+# per task less; the engine reads them as 64-bit values, PlanExecutor::BorrowPlanNarrow), int64
+# together otherwise (a flow of 2 GiB or more, a task of 2.1 s or more)
+AMOUNT_COLUMNS = ("bytes", "duration_ns", "delay_ns")
+
 # The columns only the engine reads (dependencies, flow traffic classes, NCCL channels, the
 # contention terms): a finished run's reports never do (:meth:`ExecutionPlan.release_schedule`).
 SCHEDULE_COLUMNS = (
@@ -68,16 +73,18 @@ class ExecutionPlan:
     kind: np.ndarray  # uint8 (T,)
     gpu: np.ndarray  # int32: GPU running a compute task / sending a flow; -1 for markers
     dst: np.ndarray  # int32: flow destination GPU, -1 otherwise
-    bytes: np.ndarray  # int64: flow size
-    duration_ns: np.ndarray  # int64: compute duration
-    delay_ns: np.ndarray  # int64: fixed latency before the task
+    bytes: np.ndarray  # int32, or int64 (see AMOUNT_COLUMNS): flow size
+    duration_ns: np.ndarray  # int32 / int64: compute duration
+    delay_ns: np.ndarray  # int32 / int64: fixed latency before the task
     stream: np.ndarray  # int16: compute stream on the GPU
     priority: np.ndarray  # uint8: flow traffic class
     dep_ptr: np.ndarray  # int64 (T+1,)
     dep_idx: np.ndarray  # int64 (E,)
-    rank: np.ndarray  # int32: rank whose trace the task came from (-1 if none)
-    node: np.ndarray  # int64: trace node id in that rank (-1 if none)
-    collective: np.ndarray  # int64: collective instance id (-1 if none)
+    # id columns in the narrowest of int16 (rank, node) / int32 / int64 that holds every id
+    # (index_column: plans hold millions of tasks, the reports only index with these)
+    rank: np.ndarray  # rank whose trace the task came from (-1 if none)
+    node: np.ndarray  # trace node id in that rank (-1 if none)
+    collective: np.ndarray  # collective instance id (-1 if none); at least int32
     num_gpus: int = 0
     collectives: dict[str, np.ndarray] = field(default_factory=dict)  # per-instance table
     channel: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # -1: none
@@ -91,6 +98,12 @@ class ExecutionPlan:
 
     def __post_init__(self) -> None:
         n = len(self)
+        self.rank = index_column(self.rank, np.int16)
+        self.node = index_column(self.node, np.int16)
+        self.collective = index_column(self.collective)
+        self.bytes, self.duration_ns, self.delay_ns = amount_columns(
+            self.bytes, self.duration_ns, self.delay_ns
+        )
         if self.channel.shape[0] == 0 and n > 0:
             self.channel = np.full(n, -1, np.int16)
         if self.contention_wave.shape[0] == 0 and n > 0:
@@ -129,51 +142,156 @@ class ExecutionPlan:
             assert self.dep_idx.min() >= 0 and self.dep_idx.max() < n
 
 
+def index_column(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
+    """An id column (``rank``, ``node``, ``collective``) in the narrowest signed integer type
+    from ``narrowest`` up (int16, int32, int64) that holds every value: the same values, 2 to 6
+    bytes per task less for the plans that exist (ids count ranks, trace nodes or instances).
+    ``values`` itself when it already has that dtype."""
+    values = np.asarray(values)
+    for dtype in (np.int16, np.int32):
+        if np.iinfo(dtype).bits >= np.iinfo(narrowest).bits and fits(values, dtype):
+            return values.astype(dtype, copy=False)
+    return values.astype(np.int64, copy=False)
+
+
+def task_indices(mask: np.ndarray, block: int = 1 << 20) -> np.ndarray:
+    """``np.flatnonzero(mask)`` (ascending task indices), in int32 where every index fits, found
+    a block of ``block`` tasks at a time: no 64-bit array of them all (memory)."""
+    if mask.size > np.iinfo(np.int32).max:
+        return np.flatnonzero(mask)
+    out = np.empty(int(np.count_nonzero(mask)), np.int32)
+    at = 0
+    for lo in range(0, mask.size, block):
+        where = np.flatnonzero(mask[lo : lo + block])
+        where += lo
+        out[at : at + where.size] = where
+        at += where.size
+    return out
+
+
+def fits_int32(values: np.ndarray) -> bool:
+    """Whether every value of an integer array fits int32 (no copy of it)."""
+    return fits(values, np.int32)
+
+
+def fits(values: np.ndarray, dtype: type) -> bool:
+    """Whether every value of an integer array fits ``dtype`` (no copy of it)."""
+    info = np.iinfo(dtype)
+    if values.size == 0 or (values.dtype.kind == "i" and values.dtype.itemsize <= info.bits // 8):
+        return True
+    return int(values.min()) >= info.min and int(values.max()) <= info.max
+
+
+def amount_dtype(*columns: np.ndarray) -> type:
+    """The dtype the plan holds its :data:`AMOUNT_COLUMNS` in: int32 when every value of the
+    three fits, else int64."""
+    return np.int32 if all(fits_int32(np.asarray(c)) for c in columns) else np.int64
+
+
+def amount_columns(*columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The :data:`AMOUNT_COLUMNS` in :func:`amount_dtype` (the same values; a column already of
+    that dtype is kept, not copied)."""
+    dtype = amount_dtype(*columns)
+    return tuple(np.asarray(c).astype(dtype, copy=False) for c in columns)
+
+
 def connection_ids(plan: ExecutionPlan) -> np.ndarray:
-    """Connection id per task (int64; -1 for tasks that are not on a connection).
+    """Connection id per task (-1 for tasks that are not on a connection): int32, as every id
+    fits (a connection has two flows or more, so ids stay below half the tasks) for plans of
+    fewer than 2^32 tasks, the most the engine runs; int64 beyond.
 
     Flows of a collective instance (``collective`` >= 0) with a channel (``channel`` >= 0) are
     grouped by (instance, channel, source GPU, destination GPU); each group of two or more flows
     gets one id, dense from 0 in order of first appearance. A group of one flow is that flow alone
     (-1: routed and sent exactly as an independent flow, so ``connection`` granularity, one flow
     per pair, is unaffected), as are point-to-point flows outside collectives; other tasks get -1.
+
+    Memory: the group key and the task index are packed into one int64 per flow and sorted in
+    place, the rest read a block of rows at a time (a few bytes per flow beyond the result);
+    keys too wide for that are sorted column by column (:func:`_connection_ids_by_columns`).
     """
-    out = np.full(len(plan), -1, np.int64)
-    on = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
-    if on.size == 0:
+    out = np.full(len(plan), -1, np.int32 if len(plan) < 2**32 else np.int64)
+    on = (plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0)
+    count = int(np.count_nonzero(on))
+    if count == 0:
         return out
     sources = (plan.collective, plan.channel, plan.gpu, plan.dst)
-    sizes = [int(c[on].max()) + 1 for c in sources]
-    if float(np.prod(np.array(sizes, dtype=np.float64))) < 2.0**62:  # one int64 key: one sort
-        key = plan.collective[on].astype(np.int64, copy=False)  # built in place, a column at a time
+    sizes = [
+        max(
+            int(c[lo : lo + CONNECTION_BLOCK][on[lo : lo + CONNECTION_BLOCK]].max(initial=-1)) + 1
+            for lo in range(0, len(plan), CONNECTION_BLOCK)
+        )
+        for c in sources
+    ]
+    task_bits = max(len(plan) - 1, 1).bit_length()
+    if float(np.prod(np.array(sizes, dtype=np.float64))) >= 2.0 ** (63 - task_bits):
+        return _connection_ids_by_columns(plan, np.flatnonzero(on), sources, out)
+    # key (instance, channel, source, destination) above the task index: one in-place sort
+    # orders the flows by group and, within a group, by task
+    packed = np.empty(count, np.int64)
+    filled = 0
+    for lo in range(0, len(plan), CONNECTION_BLOCK):
+        tasks = np.flatnonzero(on[lo : lo + CONNECTION_BLOCK]) + lo
+        key = sources[0][tasks].astype(np.int64)
         for column, size in zip(sources[1:], sizes[1:]):
             key *= size
-            key += column[on]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        new_group = np.ones(on.size, dtype=bool)
-        new_group[1:] = key[1:] != key[:-1]
-        del key
-    else:
-        columns = [c[on].astype(np.int64) for c in sources]
-        order = np.lexsort(columns[::-1])
-        sorted_cols = [c[order] for c in columns]
-        new_group = np.ones(on.size, dtype=bool)
-        new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
-        del columns, sorted_cols
-    # The sorts are stable: each group's rows come in task order, its first row is its earliest.
+            key += column[tasks]
+        key <<= task_bits
+        key |= tasks
+        packed[filled : filled + tasks.size] = key
+        filled += tasks.size
+    del on
+    packed.sort()
+    task_mask = (1 << task_bits) - 1
+    # the groups' first rows (sorted order) and, per row, its group
+    new_group = np.empty(count, dtype=bool)
+    new_group[0] = True
+    for lo in range(1, count, CONNECTION_BLOCK):
+        hi = min(lo + CONNECTION_BLOCK, count)
+        np.not_equal(packed[lo:hi] >> task_bits, packed[lo - 1 : hi - 1] >> task_bits, out=new_group[lo:hi])
+    group_start = task_indices(new_group)  # 32-bit where they fit, as the ids below (memory)
+    shared = np.diff(group_start, append=count) >= 2
+    first_task = np.empty(group_start.size, group_start.dtype)  # a group's earliest task
+    for lo in range(0, group_start.size, CONNECTION_BLOCK):
+        first_task[lo : lo + CONNECTION_BLOCK] = packed[group_start[lo : lo + CONNECTION_BLOCK]] & task_mask
+    del group_start
+    ids = np.full(first_task.size, -1, out.dtype)
+    by_first = task_indices(shared)
+    by_first = by_first[np.argsort(first_task[by_first], kind="stable")]
+    ids[by_first] = np.arange(by_first.size)
+    del shared, first_task, by_first
+    groups_before = 0
+    for lo in range(0, count, CONNECTION_BLOCK):
+        hi = min(lo + CONNECTION_BLOCK, count)
+        group = np.cumsum(new_group[lo:hi], dtype=np.int64)
+        group += groups_before - 1
+        groups_before = int(group[-1]) + 1
+        out[packed[lo:hi] & task_mask] = ids[group]
+    return out
+
+
+CONNECTION_BLOCK = 1 << 20  # rows per block of connection_ids' passes (8 MiB of int64)
+
+
+def _connection_ids_by_columns(
+    plan: ExecutionPlan, on: np.ndarray, sources: tuple[np.ndarray, ...], out: np.ndarray
+) -> np.ndarray:
+    """:func:`connection_ids` for keys too wide to pack with the task index: a stable sort of
+    the flows ``on`` by every column of ``sources`` (more memory, same ids)."""
+    columns = [c[on].astype(np.int64) for c in sources]
+    order = np.lexsort(columns[::-1])
+    sorted_cols = [c[order] for c in columns]
+    new_group = np.ones(on.size, dtype=bool)
+    new_group[1:] = np.any([c[1:] != c[:-1] for c in sorted_cols], axis=0)
+    del columns, sorted_cols
+    # The sort is stable: each group's rows come in task order, its first row is its earliest.
     group_start = np.flatnonzero(new_group)
     first_row = order[group_start]
     shared = np.diff(group_start, append=on.size) >= 2
-    group = np.cumsum(new_group, dtype=np.int64)  # group of each sorted row, from 1
-    group -= 1
-    del new_group
+    group = np.cumsum(new_group, dtype=np.int64) - 1  # group of each sorted row
     rank_of_group = np.full(group_start.size, -1, np.int64)
     by_first = np.argsort(first_row, kind="stable")
     by_first = by_first[shared[by_first]]
     rank_of_group[by_first] = np.arange(by_first.size)
-    np.take(rank_of_group, group, out=group)  # each sorted row's id, in place (memory)
-    on = on[order]
-    del order
-    out[on] = group
+    out[on[order]] = rank_of_group[group]
     return out

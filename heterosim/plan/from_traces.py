@@ -39,7 +39,7 @@ import numpy as np
 from heterosim.config.cluster import ClusterConfig
 from heterosim.errors import UserError
 from heterosim.plan.collectives.graph import CollectivePlan, coo_to_csr
-from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
+from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan, amount_dtype
 from heterosim.workload.trace import COMM_COLL_NODE, COMM_RECV_NODE, COMM_SEND_NODE, COMP_NODE, RankTrace
 
 # decompose(comm_type, size_bytes, gpus, pair_bytes=None): pair_bytes is the (n, n) matrix of
@@ -247,13 +247,17 @@ def _assemble(rows: _Rows, num_gpus: int, collectives: dict) -> ExecutionPlan:
     """The plan's columns, each concatenated once (its blocks freed as soon as it is one array)."""
     cat = _take
     dep_ptr, dep_idx = coo_to_csr(rows.count, cat(rows.child, np.int64), cat(rows.parent, np.int64))
+    amounts = [cat(rows.size), cat(rows.duration), cat(rows.delay)]
+    dtype = amount_dtype(*amounts)
+    for i in range(len(amounts)):  # narrowed here, one column's copy alive at a time (memory)
+        amounts[i] = amounts[i].astype(dtype, copy=False)
     return ExecutionPlan(
         kind=cat(rows.kind),
         gpu=cat(rows.gpu),
         dst=cat(rows.dst),
-        bytes=cat(rows.size),
-        duration_ns=cat(rows.duration),
-        delay_ns=cat(rows.delay),
+        bytes=amounts[0],
+        duration_ns=amounts[1],
+        delay_ns=amounts[2],
         stream=np.zeros(rows.count, np.int16),
         priority=cat(rows.priority),
         dep_ptr=dep_ptr,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from heterosim.plan.collectives.graph import coo_to_csr
-from heterosim.plan.execution_plan import MARKER, TASK_COLUMNS, ExecutionPlan
+from heterosim.plan.execution_plan import AMOUNT_COLUMNS, MARKER, TASK_COLUMNS, ExecutionPlan
 from heterosim.plan.from_traces import PlanTables
 
 
@@ -116,11 +116,13 @@ def _append_tasks(
     }
     for k in TASK_COLUMNS:
         values = getattr(plan, k)
-        columns[k].append(np.array([marker_row[k]], dtype=values.dtype))
-        if k == "rank":
-            values = np.where(values >= 0, values + rank_offset, values).astype(values.dtype)
-        elif k == "collective":
-            values = np.where(values >= 0, values + coll_offset, values).astype(values.dtype)
+        # a start time may not fit the job's 32-bit delays: the merged plan narrows what fits
+        marker_dtype = np.int64 if k in AMOUNT_COLUMNS else values.dtype
+        columns[k].append(np.array([marker_row[k]], dtype=marker_dtype))
+        if k == "rank":  # int64 here too: the merged plan narrows it
+            values = np.where(values >= 0, values.astype(np.int64) + rank_offset, values)
+        elif k == "collective":  # int64 here: the merged plan narrows it if the ids fit
+            values = np.where(values >= 0, values.astype(np.int64) + coll_offset, values)
         columns[k].append(values)
 
 

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan
+from heterosim.plan.execution_plan import COMPUTE, FLOW, MARKER, ExecutionPlan, task_indices
 from heterosim.report.intervals import union_length
 
-SIDES_PER_BLOCK = 1 << 20  # flow sides per block of ranks in the host unions (bounded memory)
-FLOWS_PER_BLOCK = 1 << 20  # flows per block in the per-instance spans (bounded memory)
+SIDES_PER_BLOCK = 1 << 19  # flow sides per block of ranks in the host unions (bounded memory)
+FLOWS_PER_BLOCK = 1 << 18  # flows per block in the per-instance spans (bounded memory)
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def rank_breakdown(
 
     # Each flow touches two GPUs: its sender and its receiver. Per flow only its task and ranks
     # are kept; times, instance and hosts are read a block of flows at a time (peak memory).
-    flows = _Flows(plan, _indices((plan.kind == FLOW) & ran), gpu_rank, gpu_host, start_ns, end_ns)
+    flows = _Flows(plan, task_indices((plan.kind == FLOW) & ran), gpu_rank, gpu_host, start_ns, end_ns)
     span_rank, span_start, span_end = _instance_spans(flows, num_ranks)
     # a folded collective (heterosim/plan/fold.py): a marker on its rank's GPU waiting its time
     folded = np.flatnonzero((plan.kind == MARKER) & (plan.gpu >= 0) & (plan.delay_ns > 0) & ran)
@@ -107,12 +107,6 @@ def rank_breakdown(
     )
 
 
-def _indices(mask: np.ndarray) -> np.ndarray:
-    """``np.flatnonzero(mask)``, in 32 bits where the indices fit (memory; used to index only)."""
-    where = np.flatnonzero(mask)
-    return where.astype(np.int32) if mask.size <= np.iinfo(np.int32).max else where
-
-
 class _Flows:
     """The flows that ran: task index and sender / receiver rank per flow (-1: a GPU without a
     rank); :meth:`times`, :meth:`instance` and :meth:`inter_host` read the plan and the task
@@ -128,7 +122,15 @@ class _Flows:
         end_ns: np.ndarray,
     ) -> None:
         self.task = task
-        self.src_rank, self.dst_rank = gpu_rank[plan.gpu[task]], gpu_rank[plan.dst[task]]
+        # ranks in 8 or 16 bits where they fit (memory: two per flow), gathered a block at a time
+        top = int(gpu_rank.max()) if gpu_rank.size else 0
+        small = next(t for t in (np.int8, np.int16, np.int32) if top <= np.iinfo(t).max)
+        ranks = gpu_rank.astype(small)
+        self.src_rank, self.dst_rank = np.empty(task.size, small), np.empty(task.size, small)
+        for lo in range(0, task.size, FLOWS_PER_BLOCK):
+            block = task[lo : lo + FLOWS_PER_BLOCK]
+            np.take(ranks, plan.gpu[block], out=self.src_rank[lo : lo + FLOWS_PER_BLOCK])
+            np.take(ranks, plan.dst[block], out=self.dst_rank[lo : lo + FLOWS_PER_BLOCK])
         self._plan, self._gpu_host = plan, gpu_host
         self._start, self._end = start_ns, end_ns
 
@@ -154,9 +156,7 @@ def _host_unions(flows: _Flows, num_ranks: int, sides_per_block: int = SIDES_PER
     block = max(1, num_ranks * sides_per_block // max(sides, 1))
     for lo in range(0, num_ranks, block):
         hi = min(num_ranks, lo + block)
-        mine = np.stack([(src_rank >= lo) & (src_rank < hi), (dst_rank >= lo) & (dst_rank < hi)], axis=1)
-        side = np.flatnonzero(mine.ravel())  # 2 * flow + (0 sender, 1 receiver)
-        del mine
+        side = _sides_of_ranks(src_rank, dst_rank, lo, hi)  # 2 * flow + (0 sender, 1 receiver)
         flow = side >> 1
         group = np.where(side & 1, dst_rank[flow], src_rank[flow]).astype(np.int64)
         del side
@@ -166,6 +166,19 @@ def _host_unions(flows: _Flows, num_ranks: int, sides_per_block: int = SIDES_PER
         start, end = flows.times(flow)
         by_host[2 * lo : 2 * hi] = union_length(start, end, group, 2 * (hi - lo))
     return by_host
+
+
+def _sides_of_ranks(src_rank: np.ndarray, dst_rank: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Ascending ``2 * flow + side`` of the flow sides (0 sender, 1 receiver) whose rank is in
+    ``[lo, hi)``, found a block of flows at a time (no mask of every flow's two sides)."""
+    parts = []
+    for first in range(0, src_rank.size, FLOWS_PER_BLOCK):
+        src, dst = src_rank[first : first + FLOWS_PER_BLOCK], dst_rank[first : first + FLOWS_PER_BLOCK]
+        mine = np.stack([(src >= lo) & (src < hi), (dst >= lo) & (dst < hi)], axis=1)
+        part = np.flatnonzero(mine.ravel())
+        part += 2 * first
+        parts.append(part)
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 def _instance_spans(

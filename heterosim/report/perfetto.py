@@ -22,18 +22,19 @@ from __future__ import annotations
 import heapq
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 import numpy as np
 
-from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan
+from heterosim.plan.execution_plan import COMPUTE, FLOW, ExecutionPlan, task_indices
 
 SEND, RECV = 0, 1
 SIDE_NAMES = ("send", "recv")
 DEFAULT_MAX_SPANS = 2_000_000
 SPAN_CHUNK = 65_536  # spans formatted as text at a time: the text of a few MB, not of the run
+LENGTH_CHUNK = 1 << 20  # candidate span lengths drawn at a time to pick the longest (8 MiB)
 
 
 def write_perfetto_trace(
@@ -116,45 +117,66 @@ def _candidate_spans(
     kept once, its ranks only for the spans kept)."""
     ran = end_ns >= 0
     comp = np.flatnonzero((plan.kind == COMPUTE) & ran)
-    flows = np.flatnonzero((plan.kind == FLOW) & ran)
-    if len(plan) <= np.iinfo(np.int32).max:
-        flows = flows.astype(np.int32)  # indices only (memory); the kept spans' come out as int64
+    # indices only, 32-bit where they fit and found a block at a time (memory); the kept spans'
+    # come out as int64
+    flows = task_indices((plan.kind == FLOW) & ran)
+    del ran
     segments = []
     for side, tasks, column in ((-1, comp, plan.gpu), (SEND, flows, plan.gpu), (RECV, flows, plan.dst)):
-        keep = gpu_rank[column[tasks]] >= 0
+        keep = np.empty(tasks.size, dtype=bool)
+        for lo in range(0, tasks.size, LENGTH_CHUNK):
+            np.greater_equal(
+                gpu_rank[column[tasks[lo : lo + LENGTH_CHUNK]]], 0, out=keep[lo : lo + LENGTH_CHUNK]
+            )
         if not keep.all():
             tasks = tasks[keep]
         segments.append((side, tasks, column))
     return segments
 
 
-def _segment_lengths(
+def _length_chunks(
     segments: list[tuple[int, np.ndarray, np.ndarray]], start_ns: np.ndarray, end_ns: np.ndarray
-) -> np.ndarray:
-    """The candidate spans' lengths (ns), segment after segment."""
-    length = np.empty(sum(int(tasks.size) for _, tasks, _ in segments), dtype=np.int64)
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(position of the first, lengths in ns) of the candidate spans, a chunk at a time, segment
+    after segment."""
     at = 0
     for _, tasks, _ in segments:
-        for lo in range(0, tasks.size, SPAN_CHUNK):  # a chunk at a time: small temporaries
-            index = tasks[lo : lo + SPAN_CHUNK]
-            part = length[at + lo : at + lo + index.size]
-            np.take(end_ns, index, out=part)
-            part -= start_ns[index]
+        for lo in range(0, tasks.size, LENGTH_CHUNK):
+            index = tasks[lo : lo + LENGTH_CHUNK]
+            length = end_ns[index]
+            length -= start_ns[index]
+            yield at + lo, length
         at += tasks.size
-    return length
 
 
 def _longest_spans(
     segments: list[tuple[int, np.ndarray, np.ndarray]], start_ns: np.ndarray, end_ns: np.ndarray, count: int
 ) -> np.ndarray:
     """Positions (ascending, over the segments in order) of the ``count`` longest candidate
-    spans, as :func:`longest` picks them; the lengths are sorted in place for the threshold and
-    drawn again for the pick, so one array of them is alive at a time (memory)."""
-    length = _segment_lengths(segments, start_ns, end_ns)
-    length.sort()
-    threshold = length[length.size - count]
-    del length
-    return _at_least(_segment_lengths(segments, start_ns, end_ns), threshold, count)
+    spans, as :func:`longest` picks them (0 < ``count`` < spans). The lengths are drawn a chunk at
+    a time, never all at once (memory): the ``count``-th largest is found digit by digit, 16
+    bits a pass from the top (a radix select over the non-negative lengths), then the spans
+    above it and the first of those equal to it are picked in one more pass."""
+    prefix, need = 0, count  # the digits found so far; spans still to pick among those below
+    for shift in (48, 32, 16, 0):
+        counts = np.zeros(1 << 16, np.int64)
+        for _, length in _length_chunks(segments, start_ns, end_ns):
+            if shift < 48:
+                length = length[(length >> (shift + 16)) == (prefix >> (shift + 16))]
+            counts += np.bincount((length >> shift) & 0xFFFF, minlength=1 << 16)
+        from_top = np.cumsum(counts[::-1])
+        digit = (1 << 16) - 1 - int(np.searchsorted(from_top, need))  # first reaching `need`
+        need -= int(from_top[(1 << 16) - 1 - digit] - counts[digit])  # those above the digit
+        prefix |= digit << shift
+    total = sum(int(tasks.size) for _, tasks, _ in segments)
+    position = np.int32 if total <= np.iinfo(np.int32).max else np.int64  # memory
+    picked: list[np.ndarray] = []
+    for first, length in _length_chunks(segments, start_ns, end_ns):
+        ties = np.flatnonzero(length == prefix)[:need]
+        need -= ties.size
+        part = np.sort(np.concatenate([np.flatnonzero(length > prefix), ties])) + first
+        picked.append(part.astype(position))
+    return np.concatenate(picked)
 
 
 def _span_columns(

@@ -328,11 +328,15 @@ def run_experiment(
     databases: list[str] | None = None,
     stop_ns: int | None = None,
     workload: Any = None,
+    release_schedule: bool = False,
 ) -> RunArtifacts:
     """Simulate one training iteration of ``experiment``; return the artifacts for reporting.
 
     ``fidelity`` replaces ``simulation.fidelity``; ``stop_ns`` ends the run at that simulated time
-    (a partial iteration); ``workload`` replaces the generated one (see :func:`prepare_run`).
+    (a partial iteration); ``workload`` replaces the generated one (see :func:`prepare_run`);
+    ``release_schedule``: the plan only feeds reports afterwards, so the engine frees its
+    schedule columns as soon as it has read them (``execute_plan``), unless the plan runs again
+    (``simulation.fault_baseline``).
     """
     if fidelity is not None and fidelity != experiment.simulation.fidelity:
         experiment = replace(experiment, simulation=replace(experiment.simulation, fidelity=fidelity))
@@ -348,6 +352,7 @@ def run_experiment(
     for warning in fault_models.unused_link_warnings(fault_plan, topology, prepared.tables.plan):
         print(f"heterosim: warning: {warning}", file=sys.stderr)
     t3 = time.perf_counter()
+    baseline_run = fault_plan is not None and experiment.simulation.fault_baseline
     engine = execute_plan(
         prepared.tables.plan,
         topology,
@@ -356,11 +361,12 @@ def run_experiment(
         stop_ns=stop_ns,
         progress=progress,
         faults=fault_plan,
+        release_schedule=release_schedule and not baseline_run,
     )
     prepared.stage_wall_s["engine_s"] = time.perf_counter() - t3
     fault_models.check_faults_in_run(fault_plan, engine.makespan_ns, engine.partial)
     baseline = None
-    if fault_plan is not None and experiment.simulation.fault_baseline:
+    if baseline_run:
         t4 = time.perf_counter()
         baseline = execute_plan(
             prepared.tables.plan, topology, experiment.network, experiment.simulation, stop_ns=stop_ns

@@ -213,6 +213,7 @@ def run_any(experiment: ExperimentConfig | JobsExperiment, **options: Any) -> Ru
     """:func:`run_jobs` for an experiment of several jobs, :func:`run_experiment` otherwise."""
     if isinstance(experiment, JobsExperiment):
         options.pop("workload", None)
+        options.pop("release_schedule", None)  # released by the caller once every job ran
         return run_jobs(experiment, **options)
     return run_experiment(experiment, **options)
 
@@ -222,9 +223,10 @@ def run_for_reports(
 ) -> RunArtifacts | JobsArtifacts:
     """:func:`run_any` for a run whose plan only feeds reports afterwards (``heterosim run``):
     large freed arrays go back to the system from the start (:func:`return_large_frees`) and the
-    plan's schedule columns are freed once every run of it is over (``release_schedule``), which
-    lowers the peak memory of the reports."""
+    plan's schedule columns are freed once every run of it is over (``release_schedule``; a
+    single job's plan as soon as the engine has read it, before the run), which lowers the peak
+    memory of the run and of the reports."""
     return_large_frees()
-    artifacts = run_any(experiment, **options)
+    artifacts = run_any(experiment, release_schedule=True, **options)
     artifacts.release_schedule()
     return artifacts

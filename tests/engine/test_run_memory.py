@@ -11,6 +11,7 @@ import gc
 import subprocess
 import sys
 import weakref
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,11 +19,21 @@ import pytest
 from heterosim.config.experiment import load_experiment
 from heterosim.engine.executor import execute_plan
 from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, FlowTable
-from heterosim.plan.execution_plan import COMPUTE, FLOW, SCHEDULE_COLUMNS, TASK_COLUMNS
+from heterosim.plan import execution_plan
+from heterosim.plan.execution_plan import (
+    COMPUTE,
+    FLOW,
+    SCHEDULE_COLUMNS,
+    TASK_COLUMNS,
+    _connection_ids_by_columns,
+    connection_ids,
+    index_column,
+)
 from heterosim.report import breakdown, link_series, perfetto
 from heterosim.report.numeric_csv import write_numeric_csv, write_numeric_csv_parts
 from heterosim.report.run_report import results_dict, write_run_outputs
 from heterosim.simulate.experiment import run_experiment
+from heterosim.simulate.jobs import run_for_reports
 
 TINY = "tests/data/tiny_experiment.yaml"  # micro-batch 1, 2 data-parallel replicas
 
@@ -50,8 +61,11 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
         assert engine.task_start_ns.nbytes + engine.task_end_ns.nbytes == 16 * tasks
         assert isinstance(engine.flows, FlowTable)
         assert engine.flows.flows == flows
-        assert engine.flows.retained_bytes() == 8 * flows
-    assert per_task_columns <= 84  # 95 B per task with the CSR at the OPT-350M plans' edge counts
+        # 32-bit task indices and connection ids (the tiny plan's collectives have connections)
+        assert engine.flows.retained_bytes() == 4 * flows + 4 * flows
+        assert plan.rank.dtype == plan.node.dtype == np.int16 and plan.collective.dtype == np.int32
+        assert plan.bytes.dtype == plan.duration_ns.dtype == plan.delay_ns.dtype == np.int32
+    assert per_task_columns <= 54  # 71 B per task with the CSR at the OPT-350M plans' edge counts
     small, large = runs[8], runs[32]
     growth = len(large.tables.plan) - len(small.tables.plan)
     assert growth > 0
@@ -81,6 +95,98 @@ def test_flow_table_columns_are_the_plans(runs):
     assert "task" in flows and "nothing" not in flows
     with pytest.raises(KeyError):
         flows["nothing"]
+
+
+def _outputs(art, folder) -> dict[str, bytes]:
+    """Every file a run writes, by name; results.json without its wall times."""
+    results = results_dict(art)
+    for key in ("wall_s", "stage_wall_s"):
+        results["sim"].pop(key, None)
+    write_run_outputs(art, folder, results, plots=False)
+    return {
+        path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.name != "results.json"
+    } | {"results": repr(results).encode()}
+
+
+@pytest.mark.parametrize("micro_batches", [2, 8, 24])
+def test_the_memory_saving_run_writes_what_the_plain_run_writes(tmp_path, micro_batches):
+    """`heterosim run`'s path (the plan's schedule freed before the run, 32-bit ids, packed
+    connection ids, blocked reports) against a run that keeps its whole plan: the same files,
+    byte for byte, at several micro-batch counts."""
+    sets = [f"training.global_batch={2 * micro_batches}", "simulation.sample_interval=10us"]
+    plain = run_experiment(load_experiment(TINY, sets))
+    lean = run_for_reports(load_experiment(TINY, sets))
+    assert lean.tables.plan.released and not plain.tables.plan.released
+    plan = plain.tables.plan
+    flows = np.flatnonzero((plan.kind == FLOW) & (plan.collective >= 0) & (plan.channel >= 0))
+    packed = connection_ids(plan)
+    by_columns = _connection_ids_by_columns(
+        plan, flows, (plan.collective, plan.channel, plan.gpu, plan.dst), np.full(len(plan), -1, np.int64)
+    )
+    assert packed.max() > 0 and np.array_equal(packed, by_columns)
+    assert np.array_equal(plain.engine.task_end_ns, lean.engine.task_end_ns)
+    want, got = _outputs(plain, tmp_path / "plain"), _outputs(lean, tmp_path / "lean")
+    assert {"ranks.csv", "flows.csv", "trace.json", "results"} <= set(want)
+    for name, content in want.items():
+        assert got[name] == content, name
+
+
+def test_amounts_are_32_bit_together_only_when_every_value_fits():
+    size, duration, delay = np.array([1, 2**31 - 1]), np.array([0, 5]), np.array([0, 7])
+    narrow = execution_plan.amount_columns(size, duration, delay)
+    assert [c.dtype for c in narrow] == [np.int32] * 3
+    assert [c.tolist() for c in narrow] == [[1, 2**31 - 1], [0, 5], [0, 7]]
+    wide = execution_plan.amount_columns(size, duration, np.array([0, 2**31]))  # a 2.1 s delay
+    assert [c.dtype for c in wide] == [np.int64] * 3 and wide[2].tolist() == [0, 2**31]
+
+
+def test_a_plan_runs_the_same_with_64_bit_amounts(runs, monkeypatch):
+    """The engine reads 32-bit sizes, durations, delays and connection ids
+    (``PlanExecutor::BorrowPlanNarrow``) as it reads 64-bit ones."""
+    art = runs[8]
+    narrow = replace(art.tables.plan)  # the same columns, the schedule not released
+    monkeypatch.setattr(execution_plan, "amount_dtype", lambda *columns: np.int64)
+    wide = replace(narrow)
+    assert narrow.bytes.dtype == np.int32 and wide.bytes.dtype == wide.delay_ns.dtype == np.int64
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (narrow, wide)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
+def test_id_columns_are_32_bit_only_when_every_id_fits():
+    small = index_column(np.array([-1, 0, 2**31 - 1], np.int64))
+    assert small.dtype == np.int32 and small.tolist() == [-1, 0, 2**31 - 1]
+    for wide in ([-1, 2**31], [-(2**31) - 1, 0]):
+        kept = index_column(np.array(wide, np.int64))
+        assert kept.dtype == np.int64 and kept.tolist() == wide
+    same = np.array([3, -1], np.int32)
+    assert index_column(same) is same
+    assert index_column(np.array([-1, 32767]), np.int16).dtype == np.int16
+    assert index_column(np.array([-1, 32768]), np.int16).dtype == np.int32
+    assert index_column(np.array([-1, 5]), np.int32).dtype == np.int32  # never below narrowest
+
+
+@pytest.mark.parametrize("seed, chunk", [(0, 1 << 20), (1, 7), (2, 1000)])
+def test_longest_spans_by_radix_select_are_one_sorts(monkeypatch, seed, chunk):
+    """The trace's pick of the longest spans, drawn a chunk of lengths at a time and selected 16
+    bits at a time, against a sort of every length: lengths across every digit, many ties."""
+    monkeypatch.setattr(perfetto, "LENGTH_CHUNK", chunk)
+    rng = np.random.default_rng(seed)
+    n = 5000
+    start = rng.integers(0, 2**40, n)
+    length = np.where(rng.random(n) < 0.5, rng.integers(0, 4, n), rng.integers(0, 2**62, n))
+    length[rng.integers(0, n, 50)] = 2**48 + 7  # ties straddling digit boundaries
+    end = start + length
+    segments = [(-1, np.arange(0, 1700), None), (0, np.arange(1700, n), None), (1, np.arange(300, 900), None)]
+    every = np.concatenate([tasks for _, tasks, _ in segments])
+    for count in (1, 2, 49, 50, 51, 2000, every.size - 1):
+        want = perfetto.longest(end[every] - start[every], count)
+        got = perfetto._longest_spans(segments, start, end, count)  # type: ignore[arg-type]
+        assert np.array_equal(got, want), count
 
 
 def test_numeric_csv_in_parts_is_the_single_pass_file(tmp_path):

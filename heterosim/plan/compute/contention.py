@@ -151,10 +151,17 @@ def flow_blocks(plan: ExecutionPlan) -> np.ndarray:
     """Blocks each flow's kernel holds on the GPUs it touches (int32, 0 for other tasks): the
     channels of its collective, or :data:`P2P_BLOCKS` for a point-to-point transfer."""
     blocks = np.zeros(len(plan), np.int32)
-    flows = np.flatnonzero(plan.kind == FLOW)
-    inst = plan.collective[flows]
     channels = np.asarray(plan.collectives.get("channels", np.zeros(0)), np.int64)
-    in_coll = (inst >= 0) & (inst < channels.shape[0])
-    blocks[flows] = P2P_BLOCKS
-    blocks[flows[in_coll]] = np.maximum(channels[inst[in_coll]], 1)
+    held = np.maximum(channels, 1).astype(np.int32)
+    for lo in range(0, len(plan), FLOW_BLOCK_ROWS):  # a block of tasks at a time (memory)
+        hi = lo + FLOW_BLOCK_ROWS
+        flows = np.flatnonzero(plan.kind[lo:hi] == FLOW)
+        inst = plan.collective[lo:hi][flows]
+        in_coll = (inst >= 0) & (inst < channels.shape[0])
+        part = blocks[lo:hi]
+        part[flows] = P2P_BLOCKS
+        part[flows[in_coll]] = held[inst[in_coll]]
     return blocks
+
+
+FLOW_BLOCK_ROWS = 1 << 20  # tasks per block of flow_blocks (its temporaries: ~20 MB)

@@ -55,11 +55,12 @@ ComputeContention::SetComputeTerms(uint32_t n,
     m_wave = m_ownWave;
     m_share = m_ownShare;
     m_above = m_ownAbove;
-    m_taskExtra.assign(n, 0);
+    m_taskExtra.clear();
+    m_nTasks = n;
 }
 
 void
-ComputeContention::SetFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance)
+ComputeContention::SetFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance)
 {
     m_ownBlocks.assign(blocks, blocks + n);
     m_ownInstance.assign(instance, instance + n);
@@ -80,15 +81,16 @@ ComputeContention::BorrowComputeTerms(uint32_t n,
     m_wave = {waveTerm, n};
     m_share = {blockShare, n};
     m_above = {waveAbove, n};
-    m_taskExtra.assign(n, 0);
+    m_taskExtra.clear();
+    m_nTasks = n;
 }
 
 void
-ComputeContention::BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance)
+ComputeContention::BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance)
 {
     NS_LOG_FUNCTION(this << n);
     std::vector<int32_t>().swap(m_ownBlocks);
-    std::vector<int64_t>().swap(m_ownInstance);
+    std::vector<int32_t>().swap(m_ownInstance);
     m_blocks = {blocks, n};
     m_instance = {instance, n};
 }
@@ -185,7 +187,7 @@ ComputeContention::Finished(int32_t gpu, uint32_t task, int64_t nominalNs, int64
     }
     m_extraNs[gpu] += actualNs - nominalNs;
     ++m_slowed[gpu];
-    if (task < m_taskExtra.size())
+    if (task < m_nTasks)
     {
         m_taskExtra[task] = actualNs - nominalNs;
     }
@@ -204,7 +206,7 @@ ComputeContention::GetTasksSlowed() const
     return m_slowed;
 }
 
-const std::vector<int64_t>&
+const std::unordered_map<uint32_t, int64_t>&
 ComputeContention::GetTaskExtraNs() const
 {
     return m_taskExtra;
@@ -215,7 +217,10 @@ ComputeContention::CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* tas
 {
     std::copy(m_extraNs.begin(), m_extraNs.end(), extraNs);
     std::copy(m_slowed.begin(), m_slowed.end(), slowed);
-    std::copy(m_taskExtra.begin(), m_taskExtra.end(), taskExtraNs);
+    for (const auto& [task, extra] : m_taskExtra)
+    {
+        taskExtraNs[task] = extra;
+    }
 }
 
 void
@@ -227,13 +232,14 @@ ComputeContention::ReleaseTasks()
     std::vector<double>().swap(m_ownShare);
     std::vector<int32_t>().swap(m_ownAbove);
     std::vector<int32_t>().swap(m_ownBlocks);
-    std::vector<int64_t>().swap(m_ownInstance);
+    std::vector<int32_t>().swap(m_ownInstance);
     m_wave = {};
     m_share = {};
     m_above = {};
     m_blocks = {};
     m_instance = {};
-    std::vector<int64_t>().swap(m_taskExtra);
+    std::unordered_map<uint32_t, int64_t>().swap(m_taskExtra);
+    m_nTasks = 0;
 }
 
 } // namespace ns3

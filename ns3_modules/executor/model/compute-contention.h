@@ -69,7 +69,7 @@ class ComputeContention : public Object
      * \param blocks blocks held on each GPU the flow touches (flows; ignored for others)
      * \param instance collective instance, -1: the flow's own kernel
      */
-    void SetFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance);
+    void SetFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance);
 
     /**
      * \brief As SetComputeTerms, but the caller's arrays are kept, not copied: they must stay
@@ -91,7 +91,7 @@ class ComputeContention : public Object
      * \param blocks blocks held on each GPU the flow touches
      * \param instance collective instance, -1: the flow's own kernel
      */
-    void BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int64_t* instance);
+    void BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance);
 
     /** \param gpus number of GPUs (sizes the per-GPU state) */
     void SetGpuCount(uint32_t gpus);
@@ -137,14 +137,15 @@ class ComputeContention : public Object
     const std::vector<int64_t>& GetExtraNs() const;
     /** \return compute tasks slowed per GPU */
     const std::vector<uint64_t>& GetTasksSlowed() const;
-    /** \return extra ns per task (0 where none; sized to the plan) */
-    const std::vector<int64_t>& GetTaskExtraNs() const;
+    /** \return extra ns of each slowed task (task -> ns; tasks not slowed are absent) */
+    const std::unordered_map<uint32_t, int64_t>& GetTaskExtraNs() const;
 
     /**
      * \brief Copy the per-GPU and per-task accounts into caller-owned arrays.
      * \param extraNs per GPU (SetGpuCount values)
      * \param slowed per GPU
-     * \param taskExtraNs per task (SetComputeTerms values)
+     * \param taskExtraNs per task (SetComputeTerms values): the slowed tasks' extra ns are
+     * written, the other values left as they are (the caller zeroes them)
      */
     void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
 
@@ -163,17 +164,18 @@ class ComputeContention : public Object
     std::vector<double> m_ownShare;      //!< copies (SetComputeTerms)
     std::vector<int32_t> m_ownAbove;     //!< copies (SetComputeTerms)
     std::vector<int32_t> m_ownBlocks;    //!< copies (SetFlowBlocks)
-    std::vector<int64_t> m_ownInstance;  //!< copies (SetFlowBlocks)
+    std::vector<int32_t> m_ownInstance;  //!< copies (SetFlowBlocks)
     std::span<const double> m_wave;      //!< per task
     std::span<const double> m_share;     //!< per task
     std::span<const int32_t> m_above;    //!< per task: blocks above which the wave term applies
     std::span<const int32_t> m_blocks;   //!< per task (flows)
-    std::span<const int64_t> m_instance; //!< per task (flows)
+    std::span<const int32_t> m_instance; //!< per task (flows)
     std::vector<int64_t> m_gpuBlocks;    //!< blocks held per GPU now
     std::vector<std::unordered_map<int64_t, uint32_t>> m_active; //!< per GPU: kernel -> flows
     std::vector<int64_t> m_extraNs;                              //!< per GPU
     std::vector<uint64_t> m_slowed;                              //!< per GPU
-    std::vector<int64_t> m_taskExtra;                            //!< per task
+    uint32_t m_nTasks{0};                                        //!< tasks of the plan
+    std::unordered_map<uint32_t, int64_t> m_taskExtra; //!< per slowed task (not per task: memory)
     TracedCallback<int32_t, uint32_t, int64_t, int64_t> m_contendedTrace; //!< per slowed task
 };
 

@@ -142,6 +142,7 @@ PlanExecutor::~PlanExecutor()
 void
 PlanExecutor::SetNetwork(Ptr<FlowNetwork> network)
 {
+    m_validated = false; // its GPU count and routes are checked
     m_network = network;
     m_network->SetFlowDoneCallback(MakeCallback(&PlanExecutor::OnFlowDone, this));
 }
@@ -149,6 +150,7 @@ PlanExecutor::SetNetwork(Ptr<FlowNetwork> network)
 void
 PlanExecutor::SetTopology(Ptr<TopologyDescription> topo)
 {
+    m_validated = false;
     m_topo = topo;
 }
 
@@ -221,6 +223,27 @@ PlanExecutor::BorrowPlan(uint32_t n,
 }
 
 void
+PlanExecutor::BorrowPlanNarrow(uint32_t n,
+                               const uint8_t* kind,
+                               const int32_t* gpu,
+                               const int32_t* dst,
+                               const int32_t* bytes,
+                               const int32_t* durationNs,
+                               const int32_t* delayNs,
+                               const int16_t* stream,
+                               const uint8_t* priority,
+                               const int64_t* depPtr,
+                               const int64_t* depIdx)
+{
+    NS_LOG_FUNCTION(this << n);
+    m_owned = OwnedPlan();
+    UsePlan(n, kind, gpu, dst, nullptr, nullptr, nullptr, stream, priority, depPtr, depIdx);
+    m_bytes.narrow = {bytes, n};
+    m_duration.narrow = {durationNs, n};
+    m_delay.narrow = {delayNs, n};
+}
+
+void
 PlanExecutor::UsePlan(uint32_t n,
                       const uint8_t* kind,
                       const int32_t* gpu,
@@ -240,9 +263,11 @@ PlanExecutor::UsePlan(uint32_t n,
     m_kind = {kind, n};
     m_gpu = {gpu, n};
     m_dst = {dst, n};
-    m_bytes = {bytes, n};
-    m_duration = {durationNs, n};
-    m_delay = {delayNs, n};
+    // null: given in 32 bits (BorrowPlanNarrow)
+    m_bytes = {bytes ? std::span<const int64_t>(bytes, n) : std::span<const int64_t>(), {}};
+    m_duration = {durationNs ? std::span<const int64_t>(durationNs, n) : std::span<const int64_t>(),
+                  {}};
+    m_delay = {delayNs ? std::span<const int64_t>(delayNs, n) : std::span<const int64_t>(), {}};
     m_stream = {stream, n};
     m_priority = {priority, n};
     m_depPtr = {depPtr, static_cast<std::size_t>(n) + 1};
@@ -260,7 +285,7 @@ PlanExecutor::SetConnections(uint32_t n, const int64_t* connection)
     NS_LOG_FUNCTION(this << n);
     NS_ABORT_MSG_IF(n != m_n, "SetConnections: " << n << " tasks, but the plan has " << m_n);
     m_owned.connection.assign(connection, connection + n);
-    m_connection = m_owned.connection;
+    m_connection = {m_owned.connection, {}};
     m_validated = false;
 }
 
@@ -270,7 +295,18 @@ PlanExecutor::BorrowConnections(uint32_t n, const int64_t* connection)
     NS_LOG_FUNCTION(this << n);
     NS_ABORT_MSG_IF(n != m_n, "BorrowConnections: " << n << " tasks, but the plan has " << m_n);
     FreeVector(m_owned.connection);
-    m_connection = {connection, n};
+    m_connection = {{connection, n}, {}};
+    m_validated = false;
+}
+
+void
+PlanExecutor::BorrowConnectionsNarrow(uint32_t n, const int32_t* connection)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n,
+                    "BorrowConnectionsNarrow: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.connection);
+    m_connection = {{}, {connection, n}};
     m_validated = false;
 }
 
@@ -286,7 +322,7 @@ PlanExecutor::BorrowTimes(uint32_t n, int64_t* start, int64_t* end)
 int64_t
 PlanExecutor::ConnectionOf(uint32_t task) const
 {
-    return m_connection.empty() ? -1 : m_connection[task];
+    return m_connection.wide.empty() && m_connection.narrow.empty() ? -1 : m_connection[task];
 }
 
 bool
@@ -419,6 +455,11 @@ std::string
 PlanExecutor::CheckDependencyArrays() const
 {
     std::ostringstream err;
+    if (m_depPtr.size() != static_cast<std::size_t>(m_n) + 1)
+    {
+        err << "the dependency lists were released (ReleaseParents); load the plan again";
+        return err.str();
+    }
     if (m_depPtr[0] != 0 || m_depPtr[m_n] != static_cast<int64_t>(m_depIdx.size()))
     {
         err << "dependency offsets do not match the dependency list";
@@ -472,43 +513,54 @@ PlanExecutor::BuildChildren()
         m_childPtr[i + 1] += m_childPtr[i];
     }
     m_childIdx.assign(m_depIdx.size(), 0);
-    std::vector<uint32_t> fill(m_childPtr.begin(), m_childPtr.end() - 1);
+    // m_childPtr[p] is p's fill cursor (no copy of the offsets): it ends at p's end, the next
+    // task's start, so the offsets are shifted back by one afterwards
     for (uint32_t i = 0; i < m_n; ++i)
     {
         for (int64_t e = m_depPtr[i]; e < m_depPtr[i + 1]; ++e)
         {
-            m_childIdx[fill[m_depIdx[e]]++] = i;
+            m_childIdx[m_childPtr[m_depIdx[e]]++] = i;
         }
     }
+    for (uint32_t i = m_n; i > 0; --i)
+    {
+        m_childPtr[i] = m_childPtr[i - 1];
+    }
+    m_childPtr[0] = 0;
 }
 
 std::string
-PlanExecutor::CheckAcyclic() const
+PlanExecutor::CheckAcyclic()
 {
-    // Kahn's algorithm: every task must be reachable in a topological order
-    std::vector<uint32_t> left(m_n, 0); // unfinished parents per task
-    std::vector<uint32_t> order;
-    order.reserve(m_n);
+    // Kahn's algorithm: every task must be reachable in a topological order. The unfinished
+    // parents per task are counted in m_waiting (Start() counts them again) and the ready tasks
+    // kept on a stack: no two more arrays of every task.
+    std::vector<uint32_t>& left = m_waiting;
+    left.assign(m_n, 0);
+    std::vector<uint32_t> ready;
     for (uint32_t i = 0; i < m_n; ++i)
     {
         left[i] = m_depPtr[i + 1] - m_depPtr[i];
         if (left[i] == 0)
         {
-            order.push_back(i);
+            ready.push_back(i);
         }
     }
-    for (size_t head = 0; head < order.size(); ++head)
+    std::size_t reached = 0;
+    while (!ready.empty())
     {
-        uint32_t u = order[head];
+        uint32_t u = ready.back();
+        ready.pop_back();
+        ++reached;
         for (uint32_t e = m_childPtr[u]; e < m_childPtr[u + 1]; ++e)
         {
             if (--left[m_childIdx[e]] == 0)
             {
-                order.push_back(m_childIdx[e]);
+                ready.push_back(m_childIdx[e]);
             }
         }
     }
-    return order.size() < m_n ? DescribeCycle(left, m_n - order.size()) : std::string();
+    return reached < m_n ? DescribeCycle(left, m_n - reached) : std::string();
 }
 
 std::string
@@ -589,15 +641,16 @@ bool
 PlanExecutor::Start()
 {
     NS_LOG_FUNCTION(this);
-    if (!Validate())
+    if (!m_validated && !Validate())
     {
         m_runState = INVALID;
         return false;
     }
-    m_waiting.resize(m_n);
-    for (uint32_t i = 0; i < m_n; ++i)
+    // parents per task, counted over the children CSR (the parents CSR may be released)
+    m_waiting.assign(m_n, 0);
+    for (uint32_t child : m_childIdx)
     {
-        m_waiting[i] = m_depPtr[i + 1] - m_depPtr[i];
+        ++m_waiting[child];
     }
     m_state.assign(m_n, 0);
     if (m_borrowStart.size() == m_n && m_borrowEnd.size() == m_n)
@@ -1118,6 +1171,21 @@ PlanExecutor::CopySamples(int64_t* timeNs, uint64_t* tasksDone, uint64_t* flowsI
     std::copy(m_sampleTime.begin(), m_sampleTime.end(), timeNs);
     std::copy(m_sampleDone.begin(), m_sampleDone.end(), tasksDone);
     std::copy(m_sampleFlows.begin(), m_sampleFlows.end(), flowsInFlight);
+}
+
+bool
+PlanExecutor::ReleaseParents()
+{
+    NS_LOG_FUNCTION(this);
+    if (!m_validated)
+    {
+        return false;
+    }
+    m_depPtr = {};
+    m_depIdx = {};
+    FreeVector(m_owned.depPtr);
+    FreeVector(m_owned.depIdx);
+    return true;
 }
 
 void

@@ -166,12 +166,46 @@ class PlanExecutor : public Object
                     const int64_t* depIdx);
 
     /**
+     * \brief As BorrowPlan, with flow sizes, durations and delays in 32 bits (a plan whose
+     * values all fit: 12 bytes per task less); the executor reads them as 64-bit values.
+     * \param n number of tasks
+     * \param kind task kind
+     * \param gpu GPU of a compute task / source of a flow
+     * \param dst destination GPU of a flow
+     * \param bytes flow size
+     * \param durationNs compute duration, ns
+     * \param delayNs fixed latency before the task is released, ns
+     * \param stream compute stream
+     * \param priority flow traffic class
+     * \param depPtr CSR offsets of the parent lists (n + 1 values)
+     * \param depIdx parent task indices
+     */
+    void BorrowPlanNarrow(uint32_t n,
+                          const uint8_t* kind,
+                          const int32_t* gpu,
+                          const int32_t* dst,
+                          const int32_t* bytes,
+                          const int32_t* durationNs,
+                          const int32_t* delayNs,
+                          const int16_t* stream,
+                          const uint8_t* priority,
+                          const int64_t* depPtr,
+                          const int64_t* depIdx);
+
+    /**
      * \brief As SetConnections, but the caller's array is kept, not copied (lifetime as for
      * BorrowPlan).
      * \param n number of tasks (as given to LoadPlan / BorrowPlan)
      * \param connection connection id per task, -1 for none
      */
     void BorrowConnections(uint32_t n, const int64_t* connection);
+
+    /**
+     * \brief As BorrowConnections, with the ids in 32 bits.
+     * \param n number of tasks (as given to LoadPlan / BorrowPlan)
+     * \param connection connection id per task, -1 for none
+     */
+    void BorrowConnectionsNarrow(uint32_t n, const int32_t* connection);
 
     /**
      * \brief Give flows their connections (after LoadPlan; LoadPlan resets every flow to none).
@@ -192,10 +226,21 @@ class PlanExecutor : public Object
     bool Validate();
 
     /**
-     * \brief Validate, then schedule the root tasks and the StopTime event at simulated time 0.
+     * \brief Validate (unless Validate() passed since the plan, connections, network or
+     * topology last changed), then schedule the root tasks and the StopTime event at simulated
+     * time 0.
      * \return false if the plan is invalid
      */
     bool Start();
+
+    /**
+     * \brief Let go of the parents CSR (depPtr, depIdx of LoadPlan / BorrowPlan) after a
+     * successful Validate(): the run only reads the children CSR Validate() built, so a caller
+     * that borrowed the plan may free those two arrays before Start() (a plan of millions of
+     * tasks then does not hold both CSRs and the task times at once).
+     * \return false (and nothing released) if the plan has not been validated
+     */
+    bool ReleaseParents();
 
     /**
      * \brief Run the simulator until the plan finishes, stalls, stops, or it is time to report
@@ -296,7 +341,7 @@ class PlanExecutor : public Object
     /** Build the children CSR (m_childPtr, m_childIdx) from the parents CSR. */
     void BuildChildren();
     /** Kahn's algorithm over the children CSR: every task can start, else the cycle. */
-    std::string CheckAcyclic() const;
+    std::string CheckAcyclic();
     /**
      * The message naming one dependency cycle.
      * \param left unfinished parents per task after Kahn's algorithm
@@ -337,6 +382,21 @@ class PlanExecutor : public Object
     Time m_wallInterval;                 //!< 0 = never yield
     Time m_stallTimeout;                 //!< 0 = only an empty event queue is a stall
 
+    /** A per-task integer column: 64-bit values, or 32-bit ones (BorrowPlanNarrow); read as
+     * 64-bit values either way. */
+    struct IntColumn
+    {
+        std::span<const int64_t> wide;   //!< the values in 64 bits, or empty
+        std::span<const int32_t> narrow; //!< the values in 32 bits, or empty
+
+        /** \return value \p i */
+        int64_t
+        operator[](std::size_t i) const
+        {
+            return narrow.empty() ? wide[i] : narrow[i];
+        }
+    };
+
     /** The plan's columns when LoadPlan / SetConnections copied them (empty when borrowed). */
     struct OwnedPlan
     {
@@ -354,21 +414,21 @@ class PlanExecutor : public Object
     };
 
     // the plan: views of the owned copies or of the caller's arrays (BorrowPlan)
-    uint32_t m_n{0};                       //!< tasks
-    OwnedPlan m_owned;                     //!< copies, when not borrowed
-    std::span<const uint8_t> m_kind;       //!< kind per task
-    std::span<const int32_t> m_gpu;        //!< gpu per task
-    std::span<const int32_t> m_dst;        //!< flow destination
-    std::span<const int64_t> m_bytes;      //!< flow bytes
-    std::span<const int64_t> m_duration;   //!< compute ns
-    std::span<const int64_t> m_delay;      //!< release delay ns
-    std::span<const int16_t> m_stream;     //!< compute stream
-    std::span<const uint8_t> m_priority;   //!< flow class
-    std::span<const int64_t> m_connection; //!< flow connection id, -1 for none; empty: none
-    std::span<const int64_t> m_depPtr;     //!< parents CSR
-    std::span<const int64_t> m_depIdx;     //!< parents
-    std::vector<uint32_t> m_childPtr;      //!< children CSR (<= 2^32 - 1 dependencies)
-    std::vector<uint32_t> m_childIdx;      //!< children
+    uint32_t m_n{0};                     //!< tasks
+    OwnedPlan m_owned;                   //!< copies, when not borrowed
+    std::span<const uint8_t> m_kind;     //!< kind per task
+    std::span<const int32_t> m_gpu;      //!< gpu per task
+    std::span<const int32_t> m_dst;      //!< flow destination
+    IntColumn m_bytes;                   //!< flow bytes
+    IntColumn m_duration;                //!< compute ns
+    IntColumn m_delay;                   //!< release delay ns
+    std::span<const int16_t> m_stream;   //!< compute stream
+    std::span<const uint8_t> m_priority; //!< flow class
+    IntColumn m_connection;              //!< flow connection id, -1 for none; both empty: none
+    std::span<const int64_t> m_depPtr;   //!< parents CSR
+    std::span<const int64_t> m_depIdx;   //!< parents
+    std::vector<uint32_t> m_childPtr;    //!< children CSR (<= 2^32 - 1 dependencies)
+    std::vector<uint32_t> m_childIdx;    //!< children
     std::vector<std::vector<uint32_t>> m_denseStream; //!< dense index per GPU and stream number
     uint32_t m_nStreams{0};                           //!< dense streams
     bool m_validated{false};                          //!< Validate() passed

@@ -136,7 +136,9 @@ class ComputeFlowComputeTestCase : public TestCase
 
 /**
  * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
- * as the copied one: the same start and end of every task.
+ * as the copied one: the same start and end of every task; so does one whose parents CSR is let
+ * go after Validate() (ReleaseParents) and then overwritten, which Validate() then refuses, and
+ * one borrowed with its sizes, durations, delays and connections in 32 bits.
  */
 class BorrowedPlanTestCase : public TestCase
 {
@@ -157,10 +159,33 @@ class BorrowedPlanTestCase : public TestCase
         plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {1, 2});
         std::vector<int64_t> connection{-1, 7, 7, -1}; // the two flows: one queue pair
         std::vector<std::vector<int64_t>> times;
-        for (bool borrow : {false, true})
+        plan.delay[3] = 300; // a delay to read in 32 bits
+        std::vector<int32_t> bytes(plan.bytes.begin(), plan.bytes.end());
+        std::vector<int32_t> duration(plan.duration.begin(), plan.duration.end());
+        std::vector<int32_t> delay(plan.delay.begin(), plan.delay.end());
+        std::vector<int32_t> narrowConnection(connection.begin(), connection.end());
+        // copied, borrowed, borrowed with the parents released, borrowed in 32 bits
+        for (int mode : {0, 1, 2, 3})
         {
             Ptr<PlanExecutor> executor = MakeExecutor(plan);
-            if (borrow)
+            std::vector<int64_t> depPtr = plan.depPtr; // the caller's, overwritten once released
+            std::vector<int64_t> depIdx = plan.depIdx;
+            if (mode == 3)
+            {
+                executor->BorrowPlanNarrow(plan.kind.size(),
+                                           plan.kind.data(),
+                                           plan.gpu.data(),
+                                           plan.dst.data(),
+                                           bytes.data(),
+                                           duration.data(),
+                                           delay.data(),
+                                           plan.stream.data(),
+                                           plan.priority.data(),
+                                           depPtr.data(),
+                                           depIdx.data());
+                executor->BorrowConnectionsNarrow(narrowConnection.size(), narrowConnection.data());
+            }
+            else if (mode > 0)
             {
                 executor->BorrowPlan(plan.kind.size(),
                                      plan.kind.data(),
@@ -171,15 +196,31 @@ class BorrowedPlanTestCase : public TestCase
                                      plan.delay.data(),
                                      plan.stream.data(),
                                      plan.priority.data(),
-                                     plan.depPtr.data(),
-                                     plan.depIdx.data());
+                                     depPtr.data(),
+                                     depIdx.data());
                 executor->BorrowConnections(connection.size(), connection.data());
             }
             else
             {
                 executor->SetConnections(connection.size(), connection.data());
             }
+            NS_TEST_ASSERT_MSG_EQ(executor->ReleaseParents(), false, "not validated yet");
+            if (mode == 2)
+            {
+                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), true, executor->GetError());
+                NS_TEST_ASSERT_MSG_EQ(executor->ReleaseParents(), true, "validated");
+                std::fill(depPtr.begin(), depPtr.end(), -7);
+                std::fill(depIdx.begin(), depIdx.end(), -7);
+            }
             NS_TEST_ASSERT_MSG_EQ(executor->Run(), PlanExecutor::FINISHED, executor->GetError());
+            if (mode == 2)
+            {
+                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), false, "no parents to check");
+                NS_TEST_ASSERT_MSG_EQ(
+                    executor->GetError(),
+                    "the dependency lists were released (ReleaseParents); load the plan again",
+                    "the message says why");
+            }
             std::vector<int64_t> start(4);
             std::vector<int64_t> end(4);
             executor->CopyTimes(start.data(), end.data());
@@ -191,6 +232,8 @@ class BorrowedPlanTestCase : public TestCase
         for (std::size_t i = 0; i < times[0].size(); ++i)
         {
             NS_TEST_ASSERT_MSG_EQ(times[1][i], times[0][i], "borrowed and copied plans agree");
+            NS_TEST_ASSERT_MSG_EQ(times[2][i], times[0][i], "released parents change nothing");
+            NS_TEST_ASSERT_MSG_EQ(times[3][i], times[0][i], "32-bit columns read the same values");
         }
         // one connection: the second message follows the first (not a fair share of the link)
         NS_TEST_ASSERT_MSG_GT(times[0][4 + 2], times[0][4 + 1], "messages in post order");
@@ -289,7 +332,7 @@ class ContentionTestCase : public TestCase
         std::vector<double> share{0.01, 0.01, 0.0};
         std::vector<int32_t> above{8, 8, 0};
         std::vector<int32_t> blocks{0, 0, 16};
-        std::vector<int64_t> instance{-1, -1, -1};
+        std::vector<int32_t> instance{-1, -1, -1};
         contention->SetComputeTerms(3, wave.data(), share.data(), above.data());
         contention->SetFlowBlocks(3, blocks.data(), instance.data());
         contention->SetGpuCount(2);
@@ -308,7 +351,8 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetExtraNs()[0], expected - 100000, "time lost on GPU 0");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[0], 1, "one task slowed on GPU 0");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
-        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs()[0], expected - 100000, "per task");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().at(0), expected - 100000, "per task");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 1, "only slowed tasks kept");
         NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
         contention->ReleaseTasks();
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 0, "per-task accounts freed");
