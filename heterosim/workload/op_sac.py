@@ -2,13 +2,14 @@
 
 torchtitan wraps every transformer block in a non-reentrant checkpoint whose policy
 (``_custom_policy`` with ``_save_list`` in torchtitan/parallelisms/parallelize_llama.py at commit
-9dec370, 2024-12-26; unchanged in torchtitan/models/llama3/parallelize_llama.py at e7c0cae and
-820504e, June 2025) saves the outputs of ``aten.mm``, SDPA (flash / efficient),
-``_c10d_functional.reduce_scatter_tensor`` and ``abs``/``max`` (float8 amax), EXCEPT every second
-``aten.mm`` of the block (counted in forward order: the 2nd, 4th, ...), and recomputes everything
-else. torchtitan's Llama issues its mms in the order wq, wk, wv, wo, w1, w3, w2
-(torchtitan/models/llama/model.py: ``self.wq(x), self.wk(x), self.wv(x)``, ``self.wo``,
-``self.w2(F.silu(self.w1(x)) * self.w3(x))``), so wk, wo and w3 are recomputed.
+9dec370, 2024-12-26; the same rule in torchtitan/models/llama3/parallelize_llama.py at e7c0cae
+and 820504e, June 2025, with ``abs`` dropped from the list) saves the outputs of ``aten.mm``,
+SDPA (flash / efficient), ``_c10d_functional.reduce_scatter_tensor`` and ``abs``/``max``
+(float8 amax), EXCEPT every second ``aten.mm`` of the block (counted in forward order: the 2nd,
+4th, ...), and recomputes everything else. torchtitan's Llama issues its mms in the order wq,
+wk, wv, wo, w1, w3, w2 (torchtitan/models/llama/model.py: ``self.wq(x), self.wk(x),
+self.wv(x)``, ``self.wo``, ``self.w2(F.silu(self.w1(x)) * self.w3(x))``), so wk, wo and w3 are
+recomputed.
 
 The recompute list is derived from the layer's forward op list (``layer_forward_ops``):
 - the forward GEMMs are numbered in order, a GEMM HeteroSim fuses standing for the mms torchtitan
@@ -22,7 +23,7 @@ The recompute list is derived from the layer's forward op list (``layer_forward_
   output, which its backward never reads: PyTorch's checkpoint stops recomputing once every
   saved tensor the backward unpacks is back (``torch.utils.checkpoint`` early stop).
 
-float8 (torchao ``Float8Linear``): the linear calls ``torch.mm`` on float8 tensor subclasses; the
+float8 (torchao ``Float8Linear``), ASSUMED: the linear calls ``torch.mm`` on float8 tensor subclasses; the
 checkpoint's dispatch mode sees ``aten.mm`` before the subclass lowers it to ``_scaled_mm``, so
 float8 GEMMs are counted and saved like bf16 ones (``_scaled_mm`` is not in the save list).
 
@@ -31,7 +32,9 @@ saved tensor is unpacked), as one list; under torch.compile the partitioner may 
 recomputed op whose output only feeds a saved one (wo under TP with sequence parallelism, whose
 reduce-scatter output is saved): such ops are re-run here, as eager PyTorch does. A TP
 all-reduce (TP without sequence parallelism, which torchtitan does not run) is re-run, as
-the save list lacks it. Expert GEMMs of MoE layers count as one mm each.
+the save list lacks it. Expert GEMMs of MoE layers count as one mm each. ZeRO-3 with
+``zero3_impl: deepspeed-0.3`` fetches no weights for this recompute, and a whole-layer measurement
+(``--db`` layers) does not scale the split GEMMs it re-runs.
 """
 
 from __future__ import annotations

@@ -78,6 +78,8 @@ def test_sequence_parallel_all_gathers_rerun_reduce_scatters_saved() -> None:
     rerun = _recomputed(layer_backward_ops(LLAMA8B, TRAIN, par, 0))
     kinds = [op.comm_type for op in rerun if op.is_comm]
     assert kinds == [ALL_GATHER, ALL_GATHER] and REDUCE_SCATTER not in kinds
+    # APPROXIMATION (module docstring): wo is re-run although its reduce-scatter output is saved
+    assert "out_proj" in [op.label for op in rerun]
 
 
 def test_eager_kernels_rerun_every_unsaved_kernel() -> None:
