@@ -1443,10 +1443,18 @@ TT_GPU_NOTE = {
 }
 TT_AC = {
     "op": (
-        "selective",
-        "torchtitan's selective op AC (selective_ac_option = 'op', parallelize_llama.py "
-        "_apply_ac_to_transformer_block) has no HeteroSim counterpart; 'selective' (a recompute "
-        "smaller than full) is the nearest (see not_modelled)",
+        "selective_op",
+        "torchtitan's selective op AC (mode = 'selective', selective_ac_option = 'op': stated, or "
+        "the llama3_8b.toml preset of the run's commit where the source does not say): "
+        "_apply_ac_to_transformer_block with _custom_policy and _save_list ("
+        + TT_TITAN_9DEC
+        + "torchtitan/parallelisms/parallelize_llama.py; the same policy in "
+        "torchtitan/models/llama3/parallelize_llama.py at e7c0cae and 820504e): the outputs of "
+        "aten.mm, SDPA and reduce_scatter are saved except every second mm of a block (wk, wo, w3), "
+        "which is recomputed with the norms, RoPE and SiLU x mul (heterosim/workload/op_sac.py); "
+        "float8 rows: torchao's Float8Linear calls mm on float8 tensor subclasses, seen by the "
+        "checkpoint's dispatch mode as aten.mm before the subclass lowers it to _scaled_mm (not in "
+        "the save list), so its GEMMs are counted like bf16 ones (assumed)",
     ),
     "full": ("full", "stated (full activation checkpointing: ptd_checkpoint_wrapper on every block)"),
 }
@@ -1456,12 +1464,6 @@ TT_NOT_MODELLED = {
         "modelled: compute runs at the H100-SXM's 700 W sustained rate (its 96 GB of HBM2e at 2.4 TB/s "
         "are modelled)",
         "source": "source 'Hardware' section and footnote 2",
-    },
-    "op": {
-        "what": "torchtitan op-level selective AC: saves SDPA and every other mm, recomputes the other "
-        "mms (wk, wo, w3 of each block, about 37 % of its linear forward FLOPs for Llama 3.1 8B) and "
-        "the elementwise ops; simulated as Megatron's selective recompute (core attention)",
-        "source": TT_TITAN_9DEC + "torchtitan/parallelisms/parallelize_llama.py (_save_list, _custom_policy)",
     },
     "rw": {
         "what": "float8 rowwise scaling (per-row scales and their kernels; the source notes the low "
@@ -1633,7 +1635,7 @@ def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, t
 
 
 def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
-    _, _, _, _, _, tp, cp, _, _, ac, compile_, f8, async_tp, _, _ = row
+    _, _, _, _, _, tp, cp, _, _, _, compile_, f8, async_tp, _, _ = row
     src = _tt_src(row[0])
     out = []
     if src != "trainy2506":
@@ -1644,8 +1646,6 @@ def _tt_not_modelled(row: tuple[Any, ...]) -> list[dict[str, str]]:
                 "the 2412 file's hardware section"
             )
         out.append(gpu_note)
-    if ac == "op":
-        out.append(TT_NOT_MODELLED["op"])
     if compile_ is False:
         out.append(TT_NOT_MODELLED["eager"])
     if f8 == "rw":

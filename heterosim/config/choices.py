@@ -56,6 +56,11 @@ ATTENTION_KERNELS = ("cudnn", "flash-attention-2", "flash-attention-triton")
 # all-gather of K/V before attention (AttnFuncWithCPAndKVAllGather, "all_gather"; Llama 3 §3.3.2)
 CP_COMMS = ("p2p", "all_gather")
 
+# training.recompute: activation recomputation: none, Megatron's selective (core attention,
+# Korthikanti et al. 2022), torchtitan's op-level selective AC (every second linear GEMM and the
+# non-GEMM ops re-run, heterosim/workload/op_sac.py) or full (the whole layer)
+RECOMPUTE = ("none", "selective", "selective_op", "full")
+
 # network.cc: the config name -> the ns-3 TypeId of the congestion-control class the packet
 # network instantiates for every queue pair (ns3_modules/rdma/model/). The C++ side creates the
 # class by TypeId name and asks the instance what it needs (INT headers, CNPs, ECN).

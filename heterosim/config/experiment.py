@@ -29,6 +29,7 @@ from heterosim.config.choices import (
     MEMORY_CHECKS,
     PACKET_ACCELERATIONS,
     QUEUE_PAIR_MODELS,
+    RECOMPUTE,
     REPLICA_MODES,
     TRANSPORTS,
     UET_CCS,
@@ -45,7 +46,6 @@ from heterosim.config.replicas import check_replica_folding
 from heterosim.errors import UserError
 
 SCHEDULES = ("1f1b", "gpipe", "interleaved")
-RECOMPUTE = ("none", "selective", "full")
 DTYPES = ("bf16", "fp16", "fp8", "fp32")
 PARTITIONS = ("auto", "uniform")  # or an explicit list of layers per (virtual) stage
 GRAD_REDUCE_DTYPES = ("auto", "fp32", "bf16", "fp16")

@@ -19,6 +19,8 @@ Models" (2022), §4: per layer and micro-batch, with 16-bit activations and 1-by
     tensor + sequence parallel     s*b*h/t*(34 + 5*a*s/h)
     selective recompute            the 5*a*s/h term disappears
     full recompute                 2*s*b*h (the layer input; /t with sequence parallelism)
+    torchtitan op-level SAC        the layer input, every second linear output, the attention
+                                   output and logsumexp (heterosim.workload.op_sac)
 The 34 are: norm inputs 4, QKV input 2, Q/K 4, V 2, out_proj input 2, attention-output dropout
 mask 1, fc1 input 2, GELU input 8, fc2 input 8, MLP-output dropout mask 1; the 10 are the parts
 outside the tensor-parallel region (norm inputs, QKV and fc1 inputs, two masks). Our op lists use
@@ -30,7 +32,8 @@ Generalised honestly to other blocks: K and V use kv_heads (GQA), SwiGLU stores 
 llama has no dropout masks, ffn is the model's own, MoE layers store router probabilities, the
 dispatched tokens, the expert intermediates and the expert outputs (balanced routing, see
 ops_layer). Full recomputation also holds one layer's complete activations while that layer is
-recomputed and back-propagated (Korthikanti leave this working set out). Embedding (gpt: dropout
+recomputed and back-propagated (Korthikanti leave this working set out); op-level SAC holds the
+recomputed part of one layer (its "none" activations less what it saved). Embedding (gpt: dropout
 mask) and head (final-norm and logits inputs, fp32 softmax of the vocab shard kept for the loss
 gradient) activations are counted when the rank holds them. Framework workspace, allocator
 fragmentation and communication buffers are not modelled.
@@ -51,7 +54,14 @@ from dataclasses import dataclass
 
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
-from heterosim.workload.ops import grad_buffer_bytes, layer_params_on_rank, rank_expert_params, rank_params
+from heterosim.workload.op_sac import selective_op_saved_bytes
+from heterosim.workload.ops import (
+    grad_buffer_bytes,
+    layer_forward_ops,
+    layer_params_on_rank,
+    rank_expert_params,
+    rank_params,
+)
 from heterosim.workload.ops_base import FP32, MASK_BYTES, dims
 
 FP8_BYTES = 1
@@ -102,6 +112,9 @@ def layer_activation_bytes(
     replicated_tokens = d.sp_tokens  # tokens of the norm/dropout/residual region on this rank
     if recompute == "full":
         return e * replicated_tokens * d.h
+    if recompute == "selective_op":
+        forward = layer_forward_ops(model, training, parallel, layer)
+        return selective_op_saved_bytes(forward, d, model)
     masks = 2 * MASK_BYTES if model.arch == "gpt" else 0
     fp8 = training.dtype == "fp8"
     lin = FP8_BYTES if fp8 else e  # a linear layer's saved input (TE keeps its fp8 cast)
@@ -226,9 +239,15 @@ def estimate_rank_memory(
         for layer, count in kinds
     ) + _end_activation_bytes(model, training, parallel, has_embedding, has_head)
     activations = per_micro_batch * in_flight_micro_batches
-    if training.recompute == "full" and kinds:
+    if training.recompute in ("full", "selective_op") and kinds:
+        # the recomputed layer's activations while it is back-propagated
         activations += max(
             layer_activation_bytes(model, training, parallel, layer, flash_attention, "none")
+            - (
+                layer_activation_bytes(model, training, parallel, layer, flash_attention, "selective_op")
+                if training.recompute == "selective_op"
+                else 0
+            )
             for layer, _ in kinds
         )
     total = weights + grads + optimizer + activations

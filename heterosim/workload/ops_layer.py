@@ -58,6 +58,7 @@ from dataclasses import replace
 from heterosim.catalog.models import ModelConfig
 from heterosim.config.experiment import ParallelConfig, TrainingConfig
 from heterosim.workload.cp import context_parallel_attention
+from heterosim.workload.op_sac import selective_op_recompute
 from heterosim.workload.ops_base import (
     ATTN_SOFTMAX_BWD_FLOPS,
     ATTN_SOFTMAX_FLOPS,
@@ -585,6 +586,9 @@ def layer_backward_ops(
     recompute=full (Megatron "full" granularity): the whole forward, TP collectives included, is
     re-run first with phase "recompute" (only the layer input was kept). recompute=selective
     (Korthikanti et al. 2022): core attention is re-run right before its backward.
+    recompute=selective_op (torchtitan's op-level selective AC, heterosim.workload.op_sac): the
+    unsaved forward ops (every second linear GEMM, norms, RoPE, activation, SP all-gathers) are
+    re-run first with phase "recompute".
     """
     _check_layer(model, layer)
     d = dims(model, training, parallel)
@@ -592,6 +596,9 @@ def layer_backward_ops(
     if training.recompute == "full":
         forward = layer_forward_ops(model, training, parallel, layer, routing)
         ops += [_with_phase(op, "recompute") for op in forward]
+    elif training.recompute == "selective_op":
+        forward = _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer, routing)
+        ops += selective_op_recompute(forward, d, model)
     ops += _mlp_block_bwd(model, parallel, d, layer, routing)
     ops += _attention_block_bwd(model, d, training.recompute == "selective")
     return overlap_tp_comms(ops) if parallel.tp_comm_overlap else ops

@@ -142,6 +142,13 @@ CASES = [
         ["parallel.partition", "layers sum to 28 but the model has 32"],
     ),
     (
+        "unknown-recompute",
+        "experiment",
+        "training.recompute",
+        "selective_ops",
+        ["exp.yaml", "training.recompute", "none, selective, selective_op, full", "'selective_ops'"],
+    ),
+    (
         "partition-empty-stage",
         "experiment",
         "parallel.partition",

@@ -58,8 +58,10 @@ def test_unexpressible_settings_are_named() -> None:
         assert case.assumed["training.kernels"]["why"], case.id
         if not compiled:
             assert "RoPE" in what, case.id
-        if case.assumed["training.recompute"]["value"] == "selective":
-            assert "op-level selective AC" in what, case.id
+        if exp.training.recompute == "selective_op":  # torchtitan's op SAC, with its policy source
+            why = case.assumed["training.recompute"]["why"]
+            assert "_save_list" in why and "9dec370" in why and "op-level" not in what, case.id
+        assert exp.training.recompute in ("selective_op", "full"), case.id
         if "fp8rw" in case.id:
             assert "APPROX" in case.flags and "rowwise" in what, case.id
         else:

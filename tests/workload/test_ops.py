@@ -71,7 +71,7 @@ def all_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConf
 
 @pytest.mark.parametrize("model", [GPT, LLAMA, MOE])
 @pytest.mark.parametrize("tp,sp,ep", [(1, False, 1), (2, False, 1), (2, True, 1), (2, True, 2)])
-@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("recompute", ["none", "selective", "selective_op", "full"])
 def test_ops_follow_trace_conventions(model: ModelConfig, tp: int, sp: bool, ep: int, recompute: str) -> None:
     if ep > 1 and model.moe is None:
         pytest.skip("EP needs MoE")
