@@ -153,15 +153,13 @@ def execute_plan(
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int32)
     borrowed, parents = _load(executor, plan, connection)  # the executor reads these: alive until the end
     _set_planes(net, plan, topology)
-    terms = _compute_terms(plan) if simulation.compute_contention else None  # a schedule column
-    valid = bool(executor.Validate())  # builds the children lists: the parents are not read again
-    if valid and release_schedule:
-        executor.ReleaseParents()
-        parents.clear()
-        plan.release_schedule()  # the columns the run reads stay alive in `borrowed` and `terms`
-    # the contention model after the check (its flow blocks are not held beside both CSRs)
-    contention, contention_arrays = (
-        _install_contention(ns3, executor, plan, terms) if terms is not None else (None, [])
+    valid, contention, contention_arrays = _check_and_install_contention(
+        ns3,
+        executor,
+        plan,
+        parents,
+        compute_contention=simulation.compute_contention,
+        release_schedule=release_schedule,
     )
     times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
@@ -172,10 +170,7 @@ def execute_plan(
         executor.ReleaseTasks()
         borrowed.clear()
         parents.clear()
-        accounts = _contention_accounts(contention, plan) if contention is not None else None
-        if contention is not None:
-            contention.ReleaseTasks()
-        contention_arrays.clear()
+        accounts = _release_contention(contention, contention_arrays, plan)
         result = _collect(executor, net, ns3, plan, topology, model, connection, times)
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
@@ -188,6 +183,40 @@ def execute_plan(
         return result
     finally:
         _dispose(gbl, executor, contention, net, schedule)
+
+
+def _check_and_install_contention(
+    ns3: Any,
+    executor: Any,
+    plan: ExecutionPlan,
+    parents: list[Any],
+    *,
+    compute_contention: bool,
+    release_schedule: bool,
+) -> tuple[bool, Any, list[Any]]:
+    """Check the loaded plan (``Validate`` builds the children lists), free the parents and the
+    plan's schedule columns when ``release_schedule``, then install the contention model: its
+    flow blocks are not held beside both dependency lists. Returns (valid, contention, arrays)."""
+    terms = _compute_terms(plan) if compute_contention else None  # reads a schedule column
+    valid = bool(executor.Validate())  # the parents are not read again
+    if valid and release_schedule:
+        executor.ReleaseParents()
+        parents.clear()
+        plan.release_schedule()  # the columns the run reads stay alive in the borrowed arrays and `terms`
+    if terms is None:
+        return valid, None, []
+    contention, arrays = _install_contention(ns3, executor, plan, terms)
+    return valid, contention, arrays
+
+
+def _release_contention(contention: Any, arrays: list[Any], plan: ExecutionPlan) -> Any:
+    """The contention accounts (None without the model), then the model's per-task state and
+    the arrays it borrowed are freed."""
+    accounts = _contention_accounts(contention, plan) if contention is not None else None
+    if contention is not None:
+        contention.ReleaseTasks()
+    arrays.clear()
+    return accounts
 
 
 def _fast_forward(mode: str, result: EngineResult, plan: ExecutionPlan) -> dict[str, Any]:

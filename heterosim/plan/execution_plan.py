@@ -226,11 +226,29 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     task_bits = max(len(plan) - 1, 1).bit_length()
     if float(np.prod(np.array(sizes, dtype=np.float64))) >= 2.0 ** (63 - task_bits):
         return _connection_ids_by_columns(plan, np.flatnonzero(on), sources, out)
-    # key (instance, channel, source, destination) above the task index: one in-place sort
-    # orders the flows by group and, within a group, by task
+    packed = _packed_group_keys(on, count, sources, sizes, task_bits)
+    del on
+    new_group, ids = _group_ids(packed, task_bits, out.dtype)
+    task_mask = (1 << task_bits) - 1
+    groups_before = 0
+    for lo in range(0, count, CONNECTION_BLOCK):
+        hi = min(lo + CONNECTION_BLOCK, count)
+        group = np.cumsum(new_group[lo:hi], dtype=np.int64)
+        group += groups_before - 1
+        groups_before = int(group[-1]) + 1
+        out[packed[lo:hi] & task_mask] = ids[group]
+    return out
+
+
+def _packed_group_keys(
+    on: np.ndarray, count: int, sources: tuple[np.ndarray, ...], sizes: list[int], task_bits: int
+) -> np.ndarray:
+    """One int64 per flow that ``on`` marks: its key (instance, channel, source, destination)
+    above its task index, sorted in place, which orders the flows by group and, within a group,
+    by task. Built a block of rows at a time."""
     packed = np.empty(count, np.int64)
     filled = 0
-    for lo in range(0, len(plan), CONNECTION_BLOCK):
+    for lo in range(0, len(on), CONNECTION_BLOCK):
         tasks = np.flatnonzero(on[lo : lo + CONNECTION_BLOCK]) + lo
         key = sources[0][tasks].astype(np.int64)
         for column, size in zip(sources[1:], sizes[1:]):
@@ -240,10 +258,16 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
         key |= tasks
         packed[filled : filled + tasks.size] = key
         filled += tasks.size
-    del on
     packed.sort()
+    return packed
+
+
+def _group_ids(packed: np.ndarray, task_bits: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """For the sorted keys of :func:`_packed_group_keys`: per row whether it starts a group, and
+    per group its connection id (-1 for a group of one flow), dense from 0 in order of the
+    groups' earliest tasks."""
+    count = packed.size
     task_mask = (1 << task_bits) - 1
-    # the groups' first rows (sorted order) and, per row, its group
     new_group = np.empty(count, dtype=bool)
     new_group[0] = True
     for lo in range(1, count, CONNECTION_BLOCK):
@@ -255,19 +279,11 @@ def connection_ids(plan: ExecutionPlan) -> np.ndarray:
     for lo in range(0, group_start.size, CONNECTION_BLOCK):
         first_task[lo : lo + CONNECTION_BLOCK] = packed[group_start[lo : lo + CONNECTION_BLOCK]] & task_mask
     del group_start
-    ids = np.full(first_task.size, -1, out.dtype)
+    ids = np.full(first_task.size, -1, dtype)
     by_first = task_indices(shared)
     by_first = by_first[np.argsort(first_task[by_first], kind="stable")]
     ids[by_first] = np.arange(by_first.size)
-    del shared, first_task, by_first
-    groups_before = 0
-    for lo in range(0, count, CONNECTION_BLOCK):
-        hi = min(lo + CONNECTION_BLOCK, count)
-        group = np.cumsum(new_group[lo:hi], dtype=np.int64)
-        group += groups_before - 1
-        groups_before = int(group[-1]) + 1
-        out[packed[lo:hi] & task_mask] = ids[group]
-    return out
+    return new_group, ids
 
 
 CONNECTION_BLOCK = 1 << 20  # rows per block of connection_ids' passes (8 MiB of int64)
