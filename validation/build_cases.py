@@ -1492,10 +1492,11 @@ TT_NOT_MODELLED = {
         "source": "torch/distributed/tensor/experimental/_attention.py _templated_ring_attention",
     },
     "asynctp": {
-        "what": "async TP as PyTorch's SymmetricMemory micro-pipelined all-gather/reduce-scatter "
-        "matmuls (torch._inductor micro_pipeline_tp): simulated as Transformer Engine's userbuffers "
-        "overlap (parallel.tp_comm_overlap)",
-        "source": "torchtitan/parallelisms/parallelize_llama.py apply_tp (enable_async_tp)",
+        "what": "async TP's SymmetricMemory fused matmuls pull the shards with the copy engine, one "
+        "peer at a time, and fused_matmul_reduce_scatter ends in a local sum: simulated as the NCCL "
+        "collectives beside the fused GEMMs (parallel.tp_comm_overlap_method: torch_async_tp)",
+        "source": "torch/distributed/_symmetric_memory/__init__.py _pipelined_all_gather_and_consume, "
+        "_pipelined_produce_and_all2all",
     },
 }
 
@@ -1531,7 +1532,7 @@ def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
     if cp > 1:
         parallel.update(cp=cp, cp_comm="all_gather")
     if async_tp:
-        parallel["tp_comm_overlap"] = True
+        parallel.update(tp_comm_overlap=True, tp_comm_overlap_method="torch_async_tp")
     return {
         "name": f"torchtitan-{name}",
         "model": {
@@ -1612,7 +1613,16 @@ def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, t
             "torchtitan's TP plan shards the norms over the sequence (SequenceParallel in apply_tp)",
         )
     if experiment["parallel"].get("tp_comm_overlap"):
-        assumed["parallel.tp_comm_overlap"] = (True, "async TP stated (nearest mechanism, see not_modelled)")
+        assumed["parallel.tp_comm_overlap"] = (True, "async TP stated (enable_async_tp)")
+        assumed["parallel.tp_comm_overlap_method"] = (
+            "torch_async_tp",
+            "torchtitan's enable_async_tp sets torch._inductor.config._micro_pipeline_tp; its pass "
+            "(torch/_inductor/fx_passes/micro_pipeline_tp.py fuse_all_gather_matmul, "
+            "fuse_matmul_reduce_scatter) fuses the all-gathers feeding QKV/fc1 and the out_proj/fc2 "
+            "dgrad as left operand and the reduce-scatters of a single-user matmul (out_proj/fc2 "
+            "forward); the backward input re-gather and the input-gradient reduce-scatters (sums of "
+            "the wq/wk/wv or w1/w3 dgrads) stay unfused",
+        )
     if cp > 1:
         assumed["parallel.cp_comm"] = (
             "all_gather",

@@ -55,6 +55,10 @@ ATTENTION_KERNELS = ("cudnn", "flash-attention-2", "flash-attention-triton")
 # Transformer Engine's ring (AttnFuncWithCPAndKVP2P, Megatron-core cp_comm_type "p2p") or an
 # all-gather of K/V before attention (AttnFuncWithCPAndKVAllGather, "all_gather"; Llama 3 §3.3.2)
 CP_COMMS = ("p2p", "all_gather")
+# parallel.tp_comm_overlap_method: which TP overlap runs with parallel.tp_comm_overlap
+# (heterosim/workload/tp_overlap.py): Transformer Engine's userbuffers (Megatron-core / NeMo) or
+# PyTorch's async TP (torch._inductor micro_pipeline_tp + SymmetricMemory fused matmuls)
+TP_OVERLAP_METHODS = ("userbuffers", "torch_async_tp")
 
 # training.recompute: activation recomputation: none, Megatron's selective (core attention,
 # Korthikanti et al. 2022), torchtitan's op-level selective AC (every second linear GEMM and the

@@ -31,6 +31,7 @@ from heterosim.config.choices import (
     QUEUE_PAIR_MODELS,
     RECOMPUTE,
     REPLICA_MODES,
+    TP_OVERLAP_METHODS,
     TRANSPORTS,
     UET_CCS,
 )
@@ -194,6 +195,9 @@ class ParallelConfig:
     # Transformer Engine userbuffers (Megatron-core / NeMo tp_comm_overlap): the sequence-parallel
     # all-gathers and reduce-scatters run under the GEMMs (heterosim.workload.tp_overlap)
     tp_comm_overlap: bool = False
+    # which overlap: "userbuffers" (Transformer Engine) or "torch_async_tp" (PyTorch's
+    # micro-pipeline TP: only the collectives its compiler pass fuses; heterosim.workload.tp_overlap)
+    tp_comm_overlap_method: str = "userbuffers"
     # context parallelism (heterosim/workload/cp.py): each sequence is cut into 2*cp chunks and
     # every rank of a CP group holds two of them; K/V travel by ring p2p or all-gather
     cp: int = 1
@@ -554,6 +558,9 @@ def _parallel(section: Section) -> ParallelConfig:
         p2p_sync=section.string("p2p_sync", d.p2p_sync, choices=P2P_SYNC),
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", d.p2p_scatter_gather),
         tp_comm_overlap=section.boolean("tp_comm_overlap", d.tp_comm_overlap),
+        tp_comm_overlap_method=section.string(
+            "tp_comm_overlap_method", d.tp_comm_overlap_method, choices=TP_OVERLAP_METHODS
+        ),
         cp=section.integer("cp", d.cp, minimum=1, maximum=MAX_PARALLEL),
         cp_comm=section.string("cp_comm", d.cp_comm, choices=CP_COMMS),
     )
@@ -972,6 +979,8 @@ def _check_consistency(top: Section, exp: ExperimentConfig) -> None:
         raise top.error(
             "parallel.tp_comm_overlap", "TP communication overlap needs sequence_parallel: true (and tp >= 2)"
         )
+    if par.tp_comm_overlap_method != "userbuffers" and not par.tp_comm_overlap:
+        raise top.error("parallel.tp_comm_overlap_method", "needs tp_comm_overlap: true")
     if par.zero == 3 and par.pp > 1:
         raise top.error("parallel.zero", "ZeRO-3 with pipeline parallelism is not supported")
     if train.seq_len % max(1, par.tp) and par.sequence_parallel:

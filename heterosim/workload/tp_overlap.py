@@ -16,14 +16,40 @@ configurations NeMo ships (e.g. its H100 configs: ``qkv_fprop``/``fc1_fprop``/``
 - bulk: in the backward of QKV and fc1 the all-gather of the stored input runs beside the dgrad
   GEMM and the reduce-scatter of the input gradient beside the wgrad GEMM.
 
+With ``parallel.tp_comm_overlap_method: torch_async_tp`` the overlap is PyTorch's async TP
+instead (torch.compile with ``torch._inductor.config._micro_pipeline_tp``, as torchtitan's
+``enable_async_tp`` sets it). Its post-grad pass (torch/_inductor/fx_passes/micro_pipeline_tp.py,
+run on every compiled graph, forward and backward alike) fuses only two patterns:
+
+- ``fuse_all_gather_matmul``: an all-gather whose result is the left operand of matmuls
+  (``_find_consumer_matmuls``: users that are ``mm(A, B)`` with A the gathered tensor) becomes
+  one ``fused_all_gather_matmul`` (torch/distributed/_symmetric_memory/__init__.py): the local
+  shard's GEMM runs first while the other shards are pulled from the peers' symmetric buffers by
+  the copy engine, one GEMM per shard. Forward (and recomputed forward): the gathers before
+  QKV and fc1; backward: the gather of the output gradient before the out_proj and fc2 dgrad.
+  The backward gather of the stored input (for the QKV/fc1 wgrad, ``grad.t() @ x``: the
+  gathered tensor is the right operand) is not fused and stays exposed.
+- ``fuse_matmul_reduce_scatter``: a reduce-scatter whose input is a single matmul with no other
+  user (``_find_producer_matmul``, ``len(input_node.users) != 1`` rejected) becomes
+  ``fused_matmul_reduce_scatter``: the chunk for each peer is computed and written to it while
+  the next is computed, the local chunk last, then a local sum. Forward: after out_proj and fc2,
+  the whole reduce-scatter beside the GEMM. In the backward the reduce-scatter of the input
+  gradient sums the dgrads of several linears (torchtitan's Llama: wq/wk/wv and w1/w3 are
+  separate ``nn.Linear``), so its input is an add, not a matmul: not fused, exposed.
+
 The collectives keep their NCCL decomposition and channels (userbuffers' own kernels take 1-32
-SMs; approximate), and the GEMMs beside them are slowed by ``simulation.compute_contention``.
+SMs; the SymmetricMemory copies run on the copy engine; approximate), and the GEMMs beside them
+are slowed by ``simulation.compute_contention``. APPROXIMATION (torch_async_tp): the local sum
+after ``fused_matmul_reduce_scatter`` is not a separate kernel (the NCCL reduce-scatter's timing
+holds the reduction), and models whose QKV or fc1 is one linear (where the backward
+reduce-scatter would be fused) are still treated as torchtitan's Llama.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from heterosim.config.choices import TP_OVERLAP_METHODS
 from heterosim.workload.ops_base import OpSpec
 
 PIPELINE_SPLITS = 4  # NeMo userbuffers configs: proj_fprop / fc2_fprop num_splits 4
@@ -33,9 +59,16 @@ def _is_tp(op: OpSpec, kind: str) -> bool:
     return op.is_comm and op.comm_group == "tp" and op.label.startswith(f"tp_{kind}")
 
 
-def overlap_tp_comms(ops: list[OpSpec]) -> list[OpSpec]:
+def overlap_tp_comms(ops: list[OpSpec], method: str = "userbuffers") -> list[OpSpec]:
     """``ops`` (one layer's forward or backward, in chain order) with their sequence-parallel
-    all-gathers and reduce-scatters overlapped with the GEMMs next to them (module docstring)."""
+    all-gathers and reduce-scatters overlapped with the GEMMs next to them as ``method`` runs
+    them (module docstring)."""
+    if method not in TP_OVERLAP_METHODS:
+        raise ValueError(f"unknown TP overlap method {method!r}; expected one of {TP_OVERLAP_METHODS}")
+    return _userbuffers(ops) if method == "userbuffers" else _torch_async_tp(ops)
+
+
+def _userbuffers(ops: list[OpSpec]) -> list[OpSpec]:
     out: list[OpSpec] = []
     i = 0
     while i < len(ops):
@@ -59,3 +92,28 @@ def overlap_tp_comms(ops: list[OpSpec]) -> list[OpSpec]:
             out.append(op)
         i += 1
     return out
+
+
+def _torch_async_tp(ops: list[OpSpec]) -> list[OpSpec]:
+    """Only the collectives PyTorch's micro-pipeline TP pass fuses run beside their GEMM."""
+    out: list[OpSpec] = []
+    for i, op in enumerate(ops):
+        nxt = ops[i + 1] if i + 1 < len(ops) else None
+        if op.overlap_next:  # already placed (full recompute re-runs the overlapped forward)
+            out.append(op)
+        elif _is_tp(op, "allgather") and nxt is not None and nxt.op_kind == "gemm" and _gathers_lhs(op, nxt):
+            out.append(replace(op, overlap_next=1))  # fused_all_gather_matmul
+        elif _is_tp(op, "reducescatter") and op.phase != "bwd" and out and out[-1].op_kind == "gemm":
+            gemm = out.pop()  # fused_matmul_reduce_scatter: every chunk beside the GEMM
+            out += [replace(op, overlap_next=1), gemm]
+        else:
+            out.append(op)  # backward reduce-scatters and input re-gathers: exposed
+    return out
+
+
+def _gathers_lhs(gather: OpSpec, gemm: OpSpec) -> bool:
+    """Whether the gathered tensor is the left operand of ``gemm``: forward inputs and backward
+    output gradients (dgrad), not the backward re-gather of a stored input (wgrad's right operand)."""
+    if gather.phase != "bwd":
+        return True
+    return gemm.label.endswith(".dgrad") and not gather.label.endswith("_input.bwd")

@@ -131,8 +131,11 @@ def test_shipped_cases_run_with_the_tp_overlap_their_configs_enable():
         assert not any("ub_tp_comm_overlap" in e["what"] for e in cases[i].not_modelled)
     for i in mbridge:
         assert "userbuffers" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
+    for i in nemo | mbridge:  # Transformer Engine userbuffers: the default method
+        assert "tp_comm_overlap_method" not in cases[i].experiment["parallel"]
     for i in titan:
         assert "async TP stated" in cases[i].assumed["parallel.tp_comm_overlap"]["why"]
+        assert cases[i].experiment["parallel"]["tp_comm_overlap_method"] == "torch_async_tp"
         assert any("SymmetricMemory" in e["what"] for e in cases[i].not_modelled)
 
 

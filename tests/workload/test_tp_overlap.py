@@ -13,15 +13,21 @@ from heterosim.config.experiment import TrainingConfig, load_experiment
 from heterosim.plan.compute.layer_check import single_gpu_parallel
 from heterosim.simulate.experiment import run_experiment
 from heterosim.workload import ops as wo
-from heterosim.workload.tp_overlap import PIPELINE_SPLITS
+from heterosim.workload.tp_overlap import PIPELINE_SPLITS, overlap_tp_comms
 
 TINY = "tests/data/tiny_experiment.yaml"
 
 
-def _ops(overlap: bool, phase: str):
-    model = ZOO["gpt3-175b"]
-    training = TrainingConfig(1, 1, 2048, "bf16", "none")
-    parallel = replace(single_gpu_parallel(), tp=8, sequence_parallel=True, tp_comm_overlap=overlap)
+def _ops(overlap: bool, phase: str, method: str = "userbuffers", model: str = "gpt3-175b", recompute="none"):
+    model = ZOO[model]
+    training = TrainingConfig(1, 1, 2048, "bf16", recompute)
+    parallel = replace(
+        single_gpu_parallel(),
+        tp=8,
+        sequence_parallel=True,
+        tp_comm_overlap=overlap,
+        tp_comm_overlap_method=method,
+    )
     make = wo.layer_forward_ops if phase == "fwd" else wo.layer_backward_ops
     return make(model, training, parallel, 0)
 
@@ -77,3 +83,68 @@ def test_overlap_needs_sequence_parallelism(tmp_path, capsys):
     assert main(["run", str(bad), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "parallel.tp_comm_overlap" in err[0] and "sequence_parallel" in err[0]
+
+
+def _beside(ops) -> dict[str, str]:
+    """Each overlapped collective -> the GEMM it runs beside."""
+    return {op.label: ops[i + 1].label for i, op in enumerate(ops) if op.is_comm and op.overlap_next}
+
+
+def test_torch_async_tp_fuses_forward_gathers_and_whole_scatters():
+    """micro_pipeline_tp: all-gather -> matmuls (lhs) and matmul -> reduce-scatter, whole."""
+    plain, fused = _ops(False, "fwd", model="llama3-8b"), _ops(True, "fwd", "torch_async_tp", "llama3-8b")
+    assert _beside(fused) == {
+        "tp_allgather.attn": "qkv_proj",
+        "tp_allgather.mlp": "fc1",
+        "tp_reducescatter.attn": "out_proj",
+        "tp_reducescatter.mlp": "fc2",
+    }
+    # nothing split, nothing left after the GEMM: same collectives, same bytes, same FLOPs
+    assert sorted((o.label, o.comm_bytes) for o in fused if o.is_comm) == sorted(
+        (o.label, o.comm_bytes) for o in plain if o.is_comm
+    )
+    assert sum(op.flops for op in fused) == sum(op.flops for op in plain)
+    labels = [op.label for op in fused]
+    assert labels.index("tp_reducescatter.attn") == labels.index("out_proj") - 1
+
+
+def test_torch_async_tp_backward_fuses_only_the_dgrad_gathers():
+    """Backward: the output-gradient gather is the dgrad's left operand (fused); the input
+    re-gather feeds the wgrad as right operand and the input-gradient scatter sums several
+    dgrads (not a single matmul): both exposed, unlike userbuffers' bulk overlaps."""
+    fused = _ops(True, "bwd", "torch_async_tp", "llama3-8b")
+    assert _beside(fused) == {"tp_allgather.mlp.bwd": "fc2.dgrad", "tp_allgather.attn.bwd": "out_proj.dgrad"}
+    ub = _beside(_ops(True, "bwd", "userbuffers", "llama3-8b"))
+    exposed = {"tp_allgather.mlp_input.bwd", "tp_reducescatter.mlp.bwd", "tp_allgather.attn_input.bwd"}
+    assert exposed | {"tp_reducescatter.attn.bwd"} <= set(ub)  # userbuffers hides them (bulk)
+    assert not exposed & set(_beside(fused))
+
+
+def test_torch_async_tp_full_recompute_keeps_the_forward_fusions():
+    ops = _ops(True, "bwd", "torch_async_tp", "llama3-8b", recompute="full")
+    rec = [op for op in ops if op.phase == "recompute"]
+    assert _beside(rec) == _beside(_ops(True, "fwd", "torch_async_tp", "llama3-8b"))
+    assert len(_beside(ops)) == 6
+
+
+def test_unknown_overlap_method_is_rejected():
+    with pytest.raises(ValueError, match="unknown TP overlap method"):
+        overlap_tp_comms([], "nvshmem")
+
+
+def test_overlap_method_needs_tp_comm_overlap(tmp_path, capsys):
+    text = open(TINY).read().replace("zero: 0,", "zero: 0, tp_comm_overlap_method: torch_async_tp,")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("../../topologies", str(__import__("pathlib").Path("topologies").resolve())))
+    assert main(["run", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "parallel.tp_comm_overlap_method" in err[0] and "tp_comm_overlap: true" in err[0]
+
+
+def test_torch_async_tp_hides_less_than_userbuffers_in_a_run():
+    exp = load_experiment(TINY)
+    sp = replace(exp, parallel=replace(exp.parallel, sequence_parallel=True))
+    ub = replace(sp, parallel=replace(sp.parallel, tp_comm_overlap=True))
+    tt = replace(ub, parallel=replace(ub.parallel, tp_comm_overlap_method="torch_async_tp"))
+    plain, a, b = (run_experiment(e).engine.makespan_ns for e in (sp, ub, tt))
+    assert a < b < plain
