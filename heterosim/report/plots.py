@@ -22,11 +22,16 @@ MAX_TIME_BINS = 800  # link and queue plots average consecutive samples down to 
 
 
 def timeline_rows(
-    rank_stage: np.ndarray, rank_gpu_type: list[str], max_rows: int = MAX_TIMELINE_ROWS
+    rank_stage: np.ndarray,
+    rank_gpu_type: list[str],
+    max_rows: int = MAX_TIMELINE_ROWS,
+    rank_ids: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[tuple[str, int, int]]]:
     """Ranks to draw, top to bottom, grouped by (stage, GPU type), and the groups as
     (label, first row, row count). Groups keep all their ranks when the total fits ``max_rows``;
-    otherwise each keeps evenly spaced ranks (its first and last included) in proportion to its size."""
+    otherwise each keeps evenly spaced ranks (its first and last included) in proportion to its size.
+    ``rank_ids``: the ranks' names in the labels (a folded run's global ranks; default 0..n-1)."""
+    names = np.arange(len(rank_gpu_type)) if rank_ids is None else np.asarray(rank_ids)
     keys = sorted({(int(s), g) for s, g in zip(rank_stage.tolist(), rank_gpu_type)})
     members = [np.flatnonzero((rank_stage == s) & (np.asarray(rank_gpu_type) == g)) for s, g in keys]
     total = sum(m.size for m in members)
@@ -38,7 +43,7 @@ def timeline_rows(
             count = max(2, int(round(max_rows * ranks.size / total)))
             picks = np.linspace(0, ranks.size - 1, min(count, ranks.size)).round().astype(int)
             keep = ranks[np.unique(picks)]
-        label = f"stage {stage} · {gpu}\nranks {_ranges(ranks)}"
+        label = f"stage {stage} · {gpu}\nranks {_ranges(np.sort(names[ranks]))}"
         groups.append((label, len(rows), keep.size))
         rows.extend(keep.tolist())
     return np.asarray(rows, dtype=np.int64), groups
@@ -53,16 +58,17 @@ def plot_timeline(
     rank_stage: np.ndarray,
     rank_gpu_type: list[str],
     width_px: int = 1300,
+    rank_ids: np.ndarray | None = None,
 ) -> None:
     """Gantt chart, one row per rank grouped by (pipeline stage, GPU type): compute in blue on the
     upper half of a row, flows the rank sends in orange on the lower half.
 
     Every span is drawn: spans of one row and kind closer than a pixel (of ``width_px`` across
     the run) are merged into one segment, so the picture is exact at its resolution. The title
-    says how many ranks are shown when not all are.
+    says how many ranks are shown when not all are. ``rank_ids`` names the ranks in the labels.
     """
     world = len(rank_gpu)
-    rows, groups = timeline_rows(np.asarray(rank_stage), list(rank_gpu_type))
+    rows, groups = timeline_rows(np.asarray(rank_stage), list(rank_gpu_type), rank_ids=rank_ids)
     row_of_rank = np.full(world, -1)
     row_of_rank[rows] = np.arange(rows.size)
     gpu_rank = np.full(max(plan.num_gpus, int(rank_gpu.max()) + 1), -1)
@@ -133,8 +139,9 @@ def merged_segments(
     return row[first], start[first], reach[last] - row[first] * stride
 
 
-def plot_breakdown(path: Path, terms_s: dict[str, np.ndarray]) -> None:
-    """Stacked bars per rank: compute, exposed communication, bubble (milliseconds)."""
+def plot_breakdown(path: Path, terms_s: dict[str, np.ndarray], rank_ids: np.ndarray | None = None) -> None:
+    """Stacked bars per rank: compute, exposed communication, bubble (milliseconds). ``rank_ids``:
+    the ranks' names on the axis when they are not 0..n-1 (a folded run's global ranks)."""
     n = len(next(iter(terms_s.values())))
     fig, ax = plt.subplots(figsize=(min(16, max(6, 0.12 * n + 3)), 4))
     bottom = np.zeros(n)
@@ -144,6 +151,10 @@ def plot_breakdown(path: Path, terms_s: dict[str, np.ndarray]) -> None:
         bottom = bottom + values
     ax.set_xlim(-0.5, n - 0.5)
     ax.set_xlabel("rank")
+    if rank_ids is not None and not np.array_equal(rank_ids, ranks):
+        ticks = np.unique(np.linspace(0, n - 1, min(n, 16)).round().astype(int))
+        ax.set_xticks(ticks, [str(int(rank_ids[t])) for t in ticks])
+        ax.set_xlabel("rank (global ids of the simulated replica)")
     ax.set_ylabel("time (ms)")
     ax.set_title("iteration-time breakdown per rank")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)

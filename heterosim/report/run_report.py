@@ -588,6 +588,7 @@ def _write_plots(
 ) -> None:
     """timeline.png, breakdown.png and, when sampled, link_utilization.png and queues.png."""
     ranks = results["ranks"]
+    rank_ids = np.array([r["rank"] for r in ranks])  # global ranks in a folded run
     plot_timeline(
         folder / "timeline.png",
         run.tables.plan,
@@ -596,6 +597,7 @@ def _write_plots(
         run.rank_gpu,
         np.array([r["stage"] for r in ranks]),
         [r["gpu"] for r in ranks],
+        rank_ids=rank_ids,
     )
     plot_breakdown(
         folder / "breakdown.png",
@@ -604,6 +606,7 @@ def _write_plots(
             "exposed comm": np.array([r["exposed_comm_s"] for r in ranks]),
             "bubble": np.array([r["bubble_s"] for r in ranks]),
         },
+        rank_ids=rank_ids,
     )
     if rates is not None:
         sampled = (

@@ -43,6 +43,16 @@ def test_timeline_rows_group_by_stage_and_gpu_and_thin_evenly_past_the_limit():
     assert sorted(all_rows.tolist()) == list(range(400))
 
 
+def test_timeline_labels_name_a_folded_replicas_global_ranks():
+    # replica 0 of a 16-GPU job folded by data parallelism: its ranks are 0, 1, 8, 9
+    stage = np.array([0, 0, 1, 1])
+    rows, groups = timeline_rows(stage, ["H100"] * 4, rank_ids=np.array([0, 1, 8, 9]))
+    assert rows.tolist() == [0, 1, 2, 3]  # rows stay positions in the replica
+    assert [label.split("\n")[1] for label, _, _ in groups] == ["ranks 0-1", "ranks 8-9"]
+    _, plain = timeline_rows(stage, ["H100"] * 4)
+    assert [label.split("\n")[1] for label, _, _ in plain] == ["ranks 0-1", "ranks 2-3"]
+
+
 @pytest.fixture(scope="module", params=["flow", "packet"])
 def tiny_run(request, native_lib):
     from heterosim.config.experiment import load_experiment
