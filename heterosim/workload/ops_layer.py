@@ -410,7 +410,11 @@ def layer_forward_ops(
     _check_layer(model, layer)
     d = dims(model, training, parallel)
     ops = _attention_block_fwd(model, d) + _mlp_block_fwd(model, parallel, d, layer, routing)
-    return overlap_tp_comms(ops, parallel.tp_comm_overlap_method) if parallel.tp_comm_overlap else ops
+    return (
+        overlap_tp_comms(ops, parallel.tp_comm_overlap_method, parallel.tp)
+        if parallel.tp_comm_overlap
+        else ops
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,4 +605,8 @@ def layer_backward_ops(
         ops += selective_op_recompute(forward, d, model)
     ops += _mlp_block_bwd(model, parallel, d, layer, routing)
     ops += _attention_block_bwd(model, d, training.recompute == "selective")
-    return overlap_tp_comms(ops, parallel.tp_comm_overlap_method) if parallel.tp_comm_overlap else ops
+    return (
+        overlap_tp_comms(ops, parallel.tp_comm_overlap_method, parallel.tp)
+        if parallel.tp_comm_overlap
+        else ops
+    )

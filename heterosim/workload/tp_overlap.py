@@ -39,16 +39,25 @@ run on every compiled graph, forward and backward alike) fuses only two patterns
 
 The collectives keep their NCCL decomposition and channels (userbuffers' own kernels take 1-32
 SMs; the SymmetricMemory copies run on the copy engine; approximate), and the GEMMs beside them
-are slowed by ``simulation.compute_contention``. APPROXIMATION (torch_async_tp): the local sum
+are slowed by ``simulation.compute_contention``. Both fused ops run one GEMM per shard
+(``_fused_all_gather_matmul`` calls the matmul on each gathered shard as it lands;
+``_fused_matmul_reduce_scatter`` computes each peer's output chunk with its own matmul), so
+each fused GEMM becomes ``tp`` GEMMs of ``M / tp`` rows (same N, K), timed one by one with their
+own (lower) efficiency: all-gather local shard first, then the peers in ring order;
+reduce-scatter the peers' chunks first, the local chunk last. FLOPs are conserved exactly; each
+shard GEMM reads the whole weight (no reuse across GEMMs assumed), so the bytes grow by
+``(tp - 1)`` weight reads. APPROXIMATION (torch_async_tp): the local sum
 after ``fused_matmul_reduce_scatter`` is not a separate kernel (the NCCL reduce-scatter's timing
-holds the reduction), and models whose QKV or fc1 is one linear (where the backward
-reduce-scatter would be fused) are still treated as torchtitan's Llama.
+holds the reduction), the shard GEMM is the simulator's fused QKV (fc1) GEMM where PyTorch runs
+one per weight (wq/wk/wv, w1/w3: 3 or 2 GEMMs per shard), and models whose QKV or fc1 is one
+linear (where the backward reduce-scatter would be fused) are still treated as torchtitan's Llama.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from heterosim.catalog.gpus import DTYPE_BYTES
 from heterosim.config.choices import TP_OVERLAP_METHODS
 from heterosim.workload.ops_base import OpSpec
 
@@ -59,13 +68,13 @@ def _is_tp(op: OpSpec, kind: str) -> bool:
     return op.is_comm and op.comm_group == "tp" and op.label.startswith(f"tp_{kind}")
 
 
-def overlap_tp_comms(ops: list[OpSpec], method: str = "userbuffers") -> list[OpSpec]:
+def overlap_tp_comms(ops: list[OpSpec], method: str = "userbuffers", tp: int = 1) -> list[OpSpec]:
     """``ops`` (one layer's forward or backward, in chain order) with their sequence-parallel
     all-gathers and reduce-scatters overlapped with the GEMMs next to them as ``method`` runs
-    them (module docstring)."""
+    them (module docstring); ``tp``: the TP degree (torch_async_tp's per-shard GEMMs)."""
     if method not in TP_OVERLAP_METHODS:
         raise ValueError(f"unknown TP overlap method {method!r}; expected one of {TP_OVERLAP_METHODS}")
-    return _userbuffers(ops) if method == "userbuffers" else _torch_async_tp(ops)
+    return _userbuffers(ops) if method == "userbuffers" else _torch_async_tp(ops, tp)
 
 
 def _userbuffers(ops: list[OpSpec]) -> list[OpSpec]:
@@ -94,20 +103,54 @@ def _userbuffers(ops: list[OpSpec]) -> list[OpSpec]:
     return out
 
 
-def _torch_async_tp(ops: list[OpSpec]) -> list[OpSpec]:
-    """Only the collectives PyTorch's micro-pipeline TP pass fuses run beside their GEMM."""
+def _torch_async_tp(ops: list[OpSpec], tp: int) -> list[OpSpec]:
+    """Only the collectives PyTorch's micro-pipeline TP pass fuses run beside their GEMM, which
+    runs as one GEMM per shard."""
     out: list[OpSpec] = []
+    skip = False
     for i, op in enumerate(ops):
         nxt = ops[i + 1] if i + 1 < len(ops) else None
-        if op.overlap_next:  # already placed (full recompute re-runs the overlapped forward)
+        if skip:  # the GEMM just split after its fused all-gather
+            skip = False
+        elif op.overlap_next:  # already placed (full recompute re-runs the overlapped forward)
             out.append(op)
         elif _is_tp(op, "allgather") and nxt is not None and nxt.op_kind == "gemm" and _gathers_lhs(op, nxt):
-            out.append(replace(op, overlap_next=1))  # fused_all_gather_matmul
+            shards = shard_gemm(nxt, tp, local_first=True)  # fused_all_gather_matmul
+            out += [replace(op, overlap_next=len(shards)), *shards]
+            skip = True
         elif _is_tp(op, "reducescatter") and op.phase != "bwd" and out and out[-1].op_kind == "gemm":
-            gemm = out.pop()  # fused_matmul_reduce_scatter: every chunk beside the GEMM
-            out += [replace(op, overlap_next=1), gemm]
+            shards = shard_gemm(out.pop(), tp, local_first=False)  # fused_matmul_reduce_scatter
+            out += [replace(op, overlap_next=len(shards)), *shards]
         else:
             out.append(op)  # backward reduce-scatters and input re-gathers: exposed
+    return out
+
+
+def shard_gemm(gemm: OpSpec, tp: int, local_first: bool) -> list[OpSpec]:
+    """``gemm`` (C[M,N] = A[M,K] @ B[K,N]) as the ``tp`` GEMMs of ``M / tp`` rows the fused
+    SymmetricMemory ops run, labelled ``.local`` and ``.peer{step}`` in issue order (the local
+    shard first when ``local_first``, else last). The rows (and FLOPs) are split exactly (the
+    first ``M % tp`` shards take one more row); every shard re-reads the whole weight B."""
+    m, n, k, batch = gemm.shape
+    if tp <= 1 or m < tp:
+        return [gemm]
+    weight = min(k * n * batch * DTYPE_BYTES[gemm.dtype], gemm.bytes_moved)  # B, as ops_base.gemm
+    rest = gemm.bytes_moved - weight  # A read + C written: in proportion to the rows
+    names = ["local", *(f"peer{step}" for step in range(1, tp))]
+    order = names if local_first else names[1:] + names[:1]
+    out = []
+    done = 0  # rows before this shard; integer cumulative splits keep the sums exact
+    for j, name in enumerate(order):
+        rows = m // tp + (1 if j < m % tp else 0)
+        upto = done + rows
+        flops = gemm.flops * upto // m - gemm.flops * done // m
+        moved = weight + rest * upto // m - rest * done // m
+        out.append(
+            replace(
+                gemm, label=f"{gemm.label}.{name}", shape=(rows, n, k, batch), flops=flops, bytes_moved=moved
+            )
+        )
+        done = upto
     return out
 
 
