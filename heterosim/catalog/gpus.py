@@ -32,6 +32,7 @@ GPU_FIELDS = (
     "pcie_gen",
     "pcie_p2p",
     "sm_count",
+    "power_limit_w",
     "sources",
 )
 GPU_REQUIRED_FIELDS = ("tflops", "memory_gb", "memory_tbps")
@@ -57,6 +58,8 @@ class GpuSpec:
     sm_count: int | None = None  # SMs / compute units, when the entry gives them
     nvlink_bridge: bool = False  # NVLink only between bridged pairs (no NVSwitch)
     pcie_p2p: bool = True  # the driver offers peer-to-peer over PCIe (GeForce: no; NCCL then uses SHM)
+    # a board power limit below the default (W); None: the default limit (power_curve's tdp_w)
+    power_limit_w: float | None = None
 
     def peak_flops(self, dtype: str) -> float:
         """Peak dense FLOP/s for ``dtype``; an unsupported dtype is a UserError."""
@@ -116,6 +119,50 @@ def make_gpu_spec(name: str, entry: dict) -> GpuSpec:
         sm_count=None if sm_count is None else int(sm_count),
         nvlink_bridge=bool(entry.get("nvlink_bridge", False)),
         pcie_p2p=bool(entry.get("pcie_p2p", entry.get("segment", "datacenter") != "consumer")),
+        power_limit_w=None if entry.get("power_limit_w") is None else float(entry["power_limit_w"]),
+    )
+
+
+@dataclass(frozen=True)
+class PowerCurve:
+    """How one GPU part's SM clock falls under a power limit (catalogue ``power_curves:``).
+
+    ``floor_w``: board power busy at the maximum clock with almost no switching;
+    ``clock_at_tdp_mhz``: the clock compute-bound work sustains at the default limit ``tdp_w``;
+    ``voltage_slope``: ``k`` in ``V(f) / V(f_max) = 1 - k (1 - f / f_max)``.
+    """
+
+    name: str
+    tdp_w: float
+    limit_range_w: tuple[float, float]
+    floor_w: float
+    clock_at_tdp_mhz: float
+    max_clock_mhz: float
+    voltage_slope: float
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+def power_curve_names() -> list[str]:
+    """Catalogue parts with a measured clock-power curve."""
+    return list(_raw().get("power_curves") or {})
+
+
+def power_curve(name: str) -> PowerCurve | None:
+    """The measured clock-power curve of the catalogue part ``name`` (aliases accepted), or None."""
+    canonical = canonical_gpu_name(name)
+    entry = (_raw().get("power_curves") or {}).get(canonical)
+    if entry is None:
+        return None
+    low, high = (float(v) for v in entry["limit_range_w"])
+    return PowerCurve(
+        name=str(canonical),
+        tdp_w=float(entry["tdp_w"]),
+        limit_range_w=(low, high),
+        floor_w=float(entry["floor_w"]),
+        clock_at_tdp_mhz=float(entry["clock_at_tdp_mhz"]),
+        max_clock_mhz=float(entry["max_clock_mhz"]),
+        voltage_slope=float(entry["voltage_slope"]),
+        sources={str(k): str(v) for k, v in (entry.get("sources") or {}).items()},
     )
 
 

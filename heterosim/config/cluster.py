@@ -8,7 +8,8 @@ says whether its NICs do RDMA (``rdma``, default) or NCCL must use its socket tr
 ``gpus:`` defines accelerators in the GPU catalogue's own fields (heterosim/catalog/gpus.yaml:
 ``tflops``, ``memory_gb`` and ``memory_tbps`` required; ``memory_mib`` (the driver-reported total,
 used as the capacity when given), ``vendor``, ``generation``, ``segment``, ``nvlink_gbps_per_dir``,
-``nvlink_bridge``, ``pcie_gen``, ``sm_count``, ``aliases``, ``sources`` optional). Host types
+``nvlink_bridge``, ``pcie_gen``, ``sm_count``, ``power_limit_w`` (a board power limit below the
+default, on parts whose clock-power curve is catalogued), ``aliases``, ``sources`` optional). Host types
 name them like catalogue GPUs. A ``gpus:`` entry whose name or alias is also a catalogue name
 *shadows* the catalogue entry inside this cluster (the file says what the hardware is); when any
 number differs, ``ClusterConfig.notes`` says which, and ``run`` prints it.
@@ -33,6 +34,8 @@ from heterosim.catalog.gpus import (
     known_gpu_names,
     make_gpu_spec,
     pcie_x16_bytes_per_s,
+    power_curve,
+    power_curve_names,
 )
 from heterosim.config.fields import Section, read_yaml_mapping
 from heterosim.errors import UserError
@@ -275,6 +278,8 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     entry["pcie_p2p"] = section.boolean("pcie_p2p", entry["segment"] != "consumer")
     if section.has("sm_count"):
         entry["sm_count"] = section.integer("sm_count", minimum=1, maximum=100_000)
+    if section.has("power_limit_w"):
+        entry["power_limit_w"] = _power_limit(section, name)
     sources = section.raw("sources", {})
     if not isinstance(sources, dict):
         raise section.error("sources", "expected a mapping of field name to source text")
@@ -289,6 +294,20 @@ def _gpu_entry(section: Section, name: str) -> GpuSpec:
     return make_gpu_spec(name, entry)
 
 
+def _power_limit(section: Section, name: str) -> float:
+    """``power_limit_w`` of a ``gpus:`` entry: only on a part whose clock-power curve the catalogue
+    holds, within the limits its driver accepts."""
+    curve = power_curve(name)
+    if curve is None:
+        measured = ", ".join(power_curve_names())
+        raise section.error(
+            "power_limit_w",
+            f"no measured clock-power curve for GPU {name} (measured: {measured}); remove the key",
+        )
+    low, high = curve.limit_range_w
+    return section.number("power_limit_w", minimum=low, maximum=high)
+
+
 def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
     def value(s: GpuSpec, name: str) -> object:
         v = getattr(s, name)
@@ -296,7 +315,14 @@ def _shadow_note(spec: GpuSpec, catalogued: GpuSpec, where: str) -> str | None:
 
     fields = [
         f
-        for f in ("peak_tflops", "memory_bytes", "memory_bytes_per_s", "nvlink_bytes_per_s", "pcie_gen")
+        for f in (
+            "peak_tflops",
+            "memory_bytes",
+            "memory_bytes_per_s",
+            "nvlink_bytes_per_s",
+            "pcie_gen",
+            "power_limit_w",
+        )
         if value(spec, f) != value(catalogued, f)
     ]
     if not fields:

@@ -59,6 +59,7 @@ from heterosim.plan.compute.database import (
 )
 from heterosim.plan.compute.efficiency import EfficiencyParams, attention_impl, default_params
 from heterosim.plan.compute.interpolation import MeasurementIndex
+from heterosim.plan.compute.power_limit import compute_slowdown
 from heterosim.plan.compute.roofline import roofline_time_ns
 from heterosim.plan.compute.scaling import nearest_sources, scale_time_ns
 from heterosim.workload.ops_eager import STRIDED
@@ -247,10 +248,27 @@ class ComputeModel:
             contiguous, provenance = self.time_op(op_kind, dtype, shape, (0, 0), flops, bytes_moved, name)
             self._cache[key] = (_ns(contiguous / STRIDED_BANDWIDTH_RATIO), provenance)
         if key not in self._cache:
-            self._cache[key] = self._time(
+            ns, provenance = self._time(
                 name, op_kind, dtype, shape, shape_extra, float(flops), float(bytes_moved)
             )
+            self._cache[key] = (
+                self._power_limited(name, dtype, ns, float(flops), float(bytes_moved)),
+                provenance,
+            )
         return self._cache[key]
+
+    def _power_limited(self, gpu: str, dtype: str, ns: int, flops: float, bytes_moved: float) -> int:
+        """``ns`` of an op on ``gpu`` under the GPU's ``power_limit_w``: compute-bound ops (their
+        FLOPs at peak take longer than their bytes at DRAM bandwidth) run at the lower clock
+        (:mod:`power_limit`); memory-bound ones keep their time."""
+        if not self._has_spec(gpu):
+            return ns
+        spec = self._spec(gpu)
+        slowdown = compute_slowdown(spec)
+        peak = spec.peak_tflops.get(dtype)
+        if slowdown == 1.0 or not peak or flops / (peak * 1e12) < bytes_moved / spec.memory_bytes_per_s:
+            return ns
+        return _ns(ns * slowdown)
 
     def _time(
         self,
