@@ -1311,7 +1311,11 @@ def _tt_h100_gpu(src: str) -> dict[str, Any]:
         "memory_tbps": 2.4,
         "nvlink_gbps_per_dir": 450,
         "pcie_gen": 5,
+        "power_limit_w": 500,
         "sources": {
+            "power_limit_w": "source 'Hardware' section: 'We used the default 500W power limit, although tuning it "
+            "up to 700W TDP can potentially provide further speedups' (the part's TDP is 700 W: the 700 W "
+            "H100-SXM's measured clock-power curve applies, heterosim/catalog/gpus.yaml power_curves)",
             "memory_gb": f"{where}: {TT_H100_MEMORY_GB[src]} GB HBM2e",
             "memory_tbps": "source 'Hardware' section: 2.4 TB/sec peak memory bandwidth (HBM2e)",
             "tflops": "H100-SXM peaks (source footnote 2: the exact peak is not known)",
@@ -1433,11 +1437,11 @@ TT_COMMON = {
 TT_GPU_NOTE = {
     "H100-GT": (
         "H100-SXM",
-        "the Grand Teton H100 as stated (96 GB HBM2e, 2.4 TB/s), defined in the cluster's gpus: "
-        "under the catalogue name H100-SXM it shadows; its peaks (the source: 'between SXM and NVL, "
-        "and we don't know its exact value'), NVLink and PCIe are the H100-SXM's, and its compute "
-        "curves and sustained GEMM ceiling are the H100-SXM's at 700 W (the 500 W limit is not "
-        "modelled, see not_modelled)",
+        "the Grand Teton H100 as stated (96 GB HBM2e, 2.4 TB/s, 500 W power limit), defined in the "
+        "cluster's gpus: under the catalogue name H100-SXM it shadows; its peaks (the source: 'between "
+        "SXM and NVL, and we don't know its exact value'), NVLink and PCIe are the H100-SXM's; its "
+        "compute curves and sustained GEMM ceiling are the H100-SXM's at 700 W, and compute-bound ops "
+        "run at the clock the H100-SXM's measured clock-power curve gives at 500 W (power_limit_w)",
     ),
     "H200": ("H200-SXM", "H200 stated; SXM form factor assumed (8 per host on NVLink)"),
 }
@@ -1460,9 +1464,9 @@ TT_AC = {
 }
 TT_NOT_MODELLED = {
     "gpu": {
-        "what": "the Grand Teton H100's 500 W power limit: its sustained SM clock under the cap is not "
-        "modelled: compute runs at the H100-SXM's 700 W sustained rate (its 96 GB of HBM2e at 2.4 TB/s "
-        "are modelled)",
+        "what": "the Grand Teton H100's own clock-power curve: its 500 W limit is modelled with the 700 W "
+        "H100-SXM's measured curve (HBM3; the HBM2e part's memory draws less, leaving its SMs more of "
+        "the limit, so its clock may be higher)",
         "source": "source 'Hardware' section and footnote 2",
     },
     "rw": {
