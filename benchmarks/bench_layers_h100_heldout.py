@@ -41,6 +41,8 @@ SETS = (  # (name, file, the op lists' kernels: the eager layers' own, or fused 
     ("standard (third run)", "layers_standard.json", "eager"),
     ("standard (third run)", "layers_standard.json", "fused"),
     ("standard, torch.compile", "layers_standard_compile.json", "fused"),
+    ("large, a third H100 (2026-11-27d)", "../h100_2026-11-27d/layers_large.json", "eager"),
+    ("large, a third H100 (2026-11-27d)", "../h100_2026-11-27d/layers_large.json", "fused"),
 )
 
 

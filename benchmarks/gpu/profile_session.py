@@ -28,6 +28,7 @@ def main() -> None:
     parser.add_argument("out")
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--device", default="cuda", help="cpu: a plumbing check with small shapes")
+    parser.add_argument("--skip-contention", action="store_true", help="leave out step 1")
     args = parser.parse_args()
     out = Path(args.out)
     t0 = time.time()
@@ -46,9 +47,10 @@ def main() -> None:
         )
         (out / "smi.txt").write_text(smi.stdout + smi.stderr)
         print(smi.stdout, flush=True)
-        step("contention")
-        bench = ROOT / "benchmarks/gpu/contention_bench.py"
-        subprocess.run([sys.executable, str(bench), str(out / "contention.json")], check=False)
+        if not args.skip_contention:
+            step("contention")
+            bench = ROOT / "benchmarks/gpu/contention_bench.py"
+            subprocess.run([sys.executable, str(bench), str(out / "contention.json")], check=False)
 
     from heterosim.plan.compute import layer_profiler, profiler
 
