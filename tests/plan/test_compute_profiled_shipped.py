@@ -62,3 +62,23 @@ def test_fp8_gemms_are_timed_with_transformer_engines_accumulation_per_pass():
     assert {m.pass_ for m in fp8} == {"fwd", "bwd"}
     assert all(f"run {run['run_id']} " in m.citation for m in fp8)
     assert all(f"run {run['run_id']} " not in m.citation for m in rows if m.dtype != "fp8")
+
+
+def test_h200_database_is_sustained_covers_the_standard_layers_and_is_used():
+    (path,) = [p for p in shipped_measured_databases() if p.name.startswith("h200-sxm-sustained")]
+    db = OpDatabase(path)
+    rows, runs = db.measurements(), db.runs()
+    db.close()
+    assert {r["method"] for r in runs} == {"sustained"} and {r["device"] for r in runs} == {"NVIDIA H200"}
+    assert {m.gpu for m in rows} == {"H200-SXM"}
+    have = {(m.op_kind, m.dtype, m.shape, m.shape_extra, m.bytes_moved) for m in rows}
+    for spec in lp.standard_layers():
+        training, parallel = spec.configs()
+        ops = wo.layer_forward_ops(spec.model, training, parallel, 0)
+        ops += wo.layer_backward_ops(spec.model, training, parallel, 0)
+        assert all(
+            (o.op_kind, o.dtype, o.shape, o.shape_extra, o.bytes_moved) in have for o in ops if not o.is_comm
+        )
+    gemm = next(m for m in rows if m.op_kind == "gemm" and m.dtype == "fp8")
+    args = (gemm.op_kind, gemm.dtype, gemm.shape, gemm.shape_extra, gemm.flops, gemm.bytes_moved, "H200-SXM")
+    assert ComputeModel().time_op(*args) == (max(int(round(gemm.time_ns)), 1), "measured")
