@@ -136,6 +136,7 @@ class ComputeModel:
             [rows for i, rows in enumerate(layers) if i not in profiled_layers]
         )
         self._uncalibrated_gemm: set[tuple[str, str]] = set()
+        self._capped_gpus: dict[str, float] = {}  # GPU -> slowdown of compute-bound ops
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
         self.add_gpus(gpus or {})
@@ -268,6 +269,7 @@ class ComputeModel:
         peak = spec.peak_tflops.get(dtype)
         if slowdown == 1.0 or not peak or flops / (peak * 1e12) < bytes_moved / spec.memory_bytes_per_s:
             return ns
+        self._capped_gpus[gpu] = slowdown
         return _ns(ns * slowdown)
 
     def _time(
@@ -339,7 +341,8 @@ class ComputeModel:
         """One line per GPU whose GEMMs so far were timed by the roofline with a ceiling no
         measurement of that GPU and dtype fitted (and no GPU to scale from): the ceiling comes from
         one large shape (a MAMF envelope or a sustained GEMM) or is a modelled default;
-        the line says how to replace it with measurements. ``new_only``: only lines this process has not
+        the line says how to replace it with measurements; and one per GPU whose compute-bound ops
+        a ``power_limit_w`` slowed. ``new_only``: only lines this process has not
         returned with ``new_only`` before (a sweep or validation prints each once)."""
         lines = self._notes()
         if not new_only:
@@ -372,6 +375,13 @@ class ComputeModel:
                 f"ceiling {'; '.join(bounds)}. To use measurements, run `heterosim "
                 f"profile --out PROFILE.db --experiment E.yaml` on that GPU and pass "
                 f"the database (`heterosim run E.yaml --db PROFILE.db`)"
+            )
+        for gpu, slowdown in sorted(self._capped_gpus.items()):
+            limit = self._spec(gpu).power_limit_w
+            lines.append(
+                f"{gpu}: power limit {limit:g} W: compute-bound ops run x{slowdown:.2f} as long, at the"
+                f" clock the catalogue's measured clock-power curve gives there; memory-bound ops keep"
+                f" their time"
             )
         return lines
 
