@@ -14,7 +14,9 @@ This says whether a copy launched into running compute starts only when a comput
 (a wait for SMs) and how fast each of its blocks then runs against alone (a rate effect).
 Compute: a persistent 8192^3 bf16 GEMM and a 2048x6144x12288 one. Needs CuPy. Usage on a GPU:
 
-    python3 benchmarks/gpu/copy_block_timeline.py OUT.json
+    python3 benchmarks/gpu/copy_block_timeline.py OUT.json [SMEM_KB]
+
+``SMEM_KB``: dynamic shared memory per copy block (120: one block per SM).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import torch
 SOURCE = r"""
 extern "C" __global__ void copy_timed(int4* a, int4* b, long long n, int passes,
                                       unsigned long long* rec) {
+  extern __shared__ int reserved[];  // dynamic shared memory: limits the blocks per SM
+  if (threadIdx.x == 0 && n < 0) reserved[0] = passes;
   unsigned long long t0;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   unsigned int smid;
@@ -66,10 +70,12 @@ REPEATS = 3
 
 
 class Kernels:
-    def __init__(self) -> None:
-        module = cp.RawModule(code=SOURCE)
-        self.copy = module.get_function("copy_timed")
-        self.stamp_fn = module.get_function("stamp")
+    def __init__(self, smem_bytes: int = 0) -> None:
+        self.copy = cp.RawKernel(SOURCE, "copy_timed")
+        self.smem_bytes = smem_bytes
+        if smem_bytes > 48 << 10:
+            self.copy.max_dynamic_shared_size_bytes = smem_bytes
+        self.stamp_fn = cp.RawKernel(SOURCE, "stamp")
         self.n = COPY_BYTES // 16
         self.a = cp.zeros(self.n * 4, dtype=cp.int32)
         self.b = cp.zeros(self.n * 4, dtype=cp.int32)
@@ -78,7 +84,8 @@ class Kernels:
 
     def launch_copy(self, stream: torch.cuda.Stream, blocks: int, passes: int) -> None:
         with cp.cuda.ExternalStream(stream.cuda_stream):
-            self.copy((blocks,), (THREADS,), (self.a, self.b, cp.int64(self.n), cp.int32(passes), self.rec))
+            args = (self.a, self.b, cp.int64(self.n), cp.int32(passes), self.rec)
+            self.copy((blocks,), (THREADS,), args, shared_mem=self.smem_bytes)
 
     def stamp(self, stream: torch.cuda.Stream, i: int) -> None:
         with cp.cuda.ExternalStream(stream.cuda_stream):
@@ -150,10 +157,17 @@ def one_run(
     }
 
 
-def main(out_path: str) -> None:
-    k = Kernels()
+def main(out_path: str, smem_kb: int = 0) -> None:
+    """``smem_kb``: dynamic shared memory per copy block (e.g. 120: one block per SM, as a
+    kernel built with ``__launch_bounds__(512, 1)`` and NCCL's shared-memory footprint)."""
+    k = Kernels(smem_kb << 10)
     comp, comm = torch.cuda.Stream(), torch.cuda.Stream()
-    result: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "threads": THREADS, "runs": []}
+    result: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(0),
+        "threads": THREADS,
+        "smem_kb": smem_kb,
+        "runs": [],
+    }
     offset = host_to_gpu_offset(k, comm)
     result["host_to_gpu_offset_ns"] = offset
     computes = {}
@@ -207,4 +221,4 @@ def main(out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0)
