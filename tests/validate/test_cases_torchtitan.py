@@ -77,3 +77,15 @@ def test_unexpressible_settings_are_named() -> None:
             assert exp.cluster.gpu_spec(exp.cluster.host_types["h"].gpu) == gpu_spec("H200-SXM"), case.id
         if exp.parallel.cp > 1:
             assert exp.parallel.cp_comm == "all_gather" and "SDPA call per K/V chunk" in what, case.id
+
+
+def test_the_grand_teton_h100s_run_at_their_stated_500_w_limit() -> None:
+    """'We used the default 500W power limit' (the 2412 file's hardware section): every H100 case
+    says so, citing it; the H200 cases state no limit."""
+    for case in _titan():
+        spec = case_experiment(case).cluster.host(0).spec
+        if spec.name == "H100-SXM":
+            assert spec.power_limit_w == 500.0, case.id
+            assert "default 500W power limit" in spec.sources["power_limit_w"], case.id
+        else:
+            assert spec.power_limit_w is None, case.id
