@@ -1313,9 +1313,10 @@ def _tt_h100_gpu(src: str) -> dict[str, Any]:
         "pcie_gen": 5,
         "power_limit_w": 500,
         "sources": {
-            "power_limit_w": "source 'Hardware' section: 'We used the default 500W power limit, although tuning it "
-            "up to 700W TDP can potentially provide further speedups' (the part's TDP is 700 W: the 700 W "
-            "H100-SXM's measured clock-power curve applies, heterosim/catalog/gpus.yaml power_curves)",
+            "power_limit_w": "source 'Hardware' section: 'We used the default 500W power limit, although "
+            "tuning it up to 700W TDP can potentially provide further speedups' (the part's TDP is 700 W: "
+            "the 700 W H100-SXM's measured clock-power curve applies, heterosim/catalog/gpus.yaml "
+            "power_curves)",
             "memory_gb": f"{where}: {TT_H100_MEMORY_GB[src]} GB HBM2e",
             "memory_tbps": "source 'Hardware' section: 2.4 TB/sec peak memory bandwidth (HBM2e)",
             "tflops": "H100-SXM peaks (source footnote 2: the exact peak is not known)",
