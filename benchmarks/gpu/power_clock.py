@@ -207,7 +207,8 @@ def layer_step(spec: Any) -> Callable[[], None]:
     return step
 
 
-def main(out_path: str) -> None:
+def open_session(out_path: str) -> tuple[Sampler, dict[str, Any], list[dict[str, Any]], Callable[[], None]]:
+    """A started sampler, the result (device, static NVML fields, phases) and its writer."""
     sampler = Sampler()
     result: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
     result["static"] = sampler.static()
@@ -218,6 +219,12 @@ def main(out_path: str) -> None:
 
     def save() -> None:
         json.dump(result, open(out_path, "w"), indent=1)
+
+    return sampler, result, phases, save
+
+
+def main(out_path: str) -> None:
+    sampler, result, phases, save = open_session(out_path)
 
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=BF16)
@@ -337,15 +344,7 @@ def duty_sweep(
 def main_dvfs(out_path: str) -> None:
     """The clock-power curve of more workloads: fp8 products (they reach lower clocks at the
     limit than bf16 ones) and a whole layer, each at several duties."""
-    sampler = Sampler()
-    result: dict[str, Any] = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__}
-    result["static"] = sampler.static()
-    sampler.start()
-    phases: list[dict[str, Any]] = []
-    result["phases"] = phases
-
-    def save() -> None:
-        json.dump(result, open(out_path, "w"), indent=1)
+    sampler, result, phases, save = open_session(out_path)
 
     n = 8192
     a = torch.randn(n, n, device="cuda", dtype=BF16)
