@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from heterosim.config.experiment import load_experiment
+from heterosim.engine import flow_table
 from heterosim.engine.executor import execute_plan
-from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, FlowTable
+from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, TASK_BLOCK, FlowTable
 from heterosim.plan import execution_plan
 from heterosim.plan.execution_plan import (
     COMPUTE,
@@ -61,8 +62,10 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
         assert engine.task_start_ns.nbytes + engine.task_end_ns.nbytes == 16 * tasks
         assert isinstance(engine.flows, FlowTable)
         assert engine.flows.flows == flows
-        # 32-bit task indices and connection ids (the tiny plan's collectives have connections)
-        assert engine.flows.retained_bytes() == 4 * flows + 4 * flows
+        # 32-bit connection ids (the tiny plan's collectives have connections); the task indices
+        # are found again from the plan's kinds (a flow count per block of tasks)
+        blocks = -(-tasks // TASK_BLOCK)
+        assert engine.flows.retained_bytes() == 4 * flows + 8 * (blocks + 1)
         assert plan.rank.dtype == plan.node.dtype == np.int16 and plan.collective.dtype == np.int32
         assert plan.bytes.dtype == plan.duration_ns.dtype == plan.delay_ns.dtype == np.int32
     assert per_task_columns <= 54  # 71 B per task with the CSR at the OPT-350M plans' edge counts
@@ -74,7 +77,10 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
     )
     edges = large.tables.plan.dep_idx.size - small.tables.plan.dep_idx.size
     flows = large.engine.flows.flows - small.engine.flows.flows
-    assert per_micro_batch_bytes == (per_task_columns + 8) * growth + 8 * edges + 8 * flows
+    blocks = [-(-len(art.tables.plan) // TASK_BLOCK) for art in (small, large)]
+    assert per_micro_batch_bytes == (
+        (per_task_columns + 8) * growth + 8 * edges + 4 * flows + 8 * (blocks[1] - blocks[0])
+    )
 
 
 def test_flow_table_columns_are_the_plans(runs):
@@ -95,6 +101,25 @@ def test_flow_table_columns_are_the_plans(runs):
     assert "task" in flows and "nothing" not in flows
     with pytest.raises(KeyError):
         flows["nothing"]
+
+
+@pytest.mark.parametrize("block", [1, 3, 64, 1 << 16])
+def test_flow_rows_find_their_tasks_in_any_block_of_tasks(runs, monkeypatch, block):
+    """The flow table's task indices, found again from the plan's kinds a block of tasks at a
+    time, are the plan's FLOW tasks for every slice of rows (blocks without flows included)."""
+    monkeypatch.setattr(flow_table, "TASK_BLOCK", block)
+    art = runs[8]
+    plan, engine = art.tables.plan, art.engine
+    task = np.flatnonzero(plan.kind == FLOW)
+    table = FlowTable(plan, task, engine.task_start_ns, engine.task_end_ns, None, {})
+    assert table.flows == task.size and np.array_equal(table["task"], task)
+    cuts = [0, 1, 2, 5, 17, 100, task.size // 2, task.size - 1, task.size]
+    for lo in cuts:
+        for hi in cuts:
+            got = table.rows(lo, hi)["task"]
+            assert np.array_equal(got, task[lo:hi]) and got.dtype == np.int64, (lo, hi)
+    with pytest.raises(ValueError, match="every FLOW task"):
+        FlowTable(plan, task[1:], engine.task_start_ns, engine.task_end_ns, None, {})
 
 
 def _outputs(art, folder) -> dict[str, bytes]:
