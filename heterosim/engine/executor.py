@@ -80,9 +80,9 @@ class EngineResult:
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
     # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
     fast_forward: dict[str, Any] = field(default_factory=dict)
-    # compute/communication contention: extra_ns and tasks_slowed per GPU (int64), task_extra_ns
-    # per task (int32 when every value fits, else int64); empty when simulation.compute_contention
-    # is off
+    # compute/communication contention: extra_ns and tasks_slowed per GPU (int64), the slowed
+    # compute tasks (slowed_task, ascending) and each one's extra time (slowed_extra_ns), both
+    # int64: no per-task array; empty when simulation.compute_contention is off
     contention: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -377,24 +377,19 @@ def _instances32(plan: ExecutionPlan) -> np.ndarray:
 
 
 def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:
+    """``EngineResult.contention``: the per-GPU accounts, and the slowed tasks with their extra
+    time (a compute task not slowed has none: no array of every task)."""
     gpus = max(int(plan.num_gpus), 1)
     extra, slowed = np.zeros(gpus, np.int64), np.zeros(gpus, np.uint64)
-    task_extra = np.zeros(max(len(plan), 1), np.int64)
-    model.CopyAccounts(extra, slowed, task_extra)
+    count = int(model.GetNSlowedTasks())
+    tasks, task_extra = np.zeros(max(count, 1), np.uint32), np.zeros(max(count, 1), np.int64)
+    model.CopyAccounts(extra, slowed, tasks, task_extra)
     return {
         "extra_ns": extra,
         "tasks_slowed": slowed.astype(np.int64),
-        "task_extra_ns": _narrow_times(task_extra[: len(plan)]),
+        "slowed_task": tasks[:count].astype(np.int64),
+        "slowed_extra_ns": task_extra[:count],
     }
-
-
-def _narrow_times(values: np.ndarray) -> np.ndarray:
-    """Per-task times (ns) in int32 when every value fits (4 bytes per task less for the
-    reports), else as they are."""
-    info = np.iinfo(np.int32)
-    if values.size and (int(values.min()) < info.min or int(values.max()) > info.max):
-        return values
-    return values.astype(np.int32)
 
 
 def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:

@@ -140,14 +140,22 @@ class ComputeContention : public Object
     /** \return extra ns of each slowed task (task -> ns; tasks not slowed are absent) */
     const std::unordered_map<uint32_t, int64_t>& GetTaskExtraNs() const;
 
+    /** \return the number of compute tasks slowed (the per-task accounts CopyAccounts copies) */
+    uint32_t GetNSlowedTasks() const;
+
     /**
-     * \brief Copy the per-GPU and per-task accounts into caller-owned arrays.
+     * \brief Copy the per-GPU accounts and the slowed tasks' accounts into caller-owned arrays
+     * (only the slowed tasks: a plan of millions of tasks with few slowed ones needs no
+     * per-task array).
      * \param extraNs per GPU (SetGpuCount values)
      * \param slowed per GPU
-     * \param taskExtraNs per task (SetComputeTerms values): the slowed tasks' extra ns are
-     * written, the other values left as they are (the caller zeroes them)
+     * \param tasks the slowed tasks, ascending (GetNSlowedTasks() values)
+     * \param taskExtraNs their extra ns, in the same order
      */
-    void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
+    void CopyAccounts(int64_t* extraNs,
+                      uint64_t* slowed,
+                      uint32_t* tasks,
+                      int64_t* taskExtraNs) const;
 
     /**
      * \brief Free the per-task terms and accounts once the run is over and the accounts are

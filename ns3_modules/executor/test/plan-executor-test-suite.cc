@@ -353,6 +353,16 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().at(0), expected - 100000, "per task");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 1, "only slowed tasks kept");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetNSlowedTasks(), 1, "one slowed task to copy out");
+        std::vector<int64_t> gpuExtra(contention->GetExtraNs().size());
+        std::vector<uint64_t> gpuSlowed(gpuExtra.size());
+        uint32_t slowedTask = 7;
+        int64_t slowedExtra = 0;
+        contention->CopyAccounts(gpuExtra.data(), gpuSlowed.data(), &slowedTask, &slowedExtra);
+        NS_TEST_ASSERT_MSG_EQ(gpuExtra[0], expected - 100000, "copied: time lost on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(gpuSlowed[0], 1, "copied: one task slowed on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(slowedTask, 0, "copied: the slowed task");
+        NS_TEST_ASSERT_MSG_EQ(slowedExtra, expected - 100000, "copied: its extra time");
         NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
         contention->ReleaseTasks();
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 0, "per-task accounts freed");
