@@ -150,6 +150,8 @@ def execute_plan(
     if stall_timeout_ns is None:
         stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
     executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
+    if release_schedule:
+        plan.narrow_dependencies()  # read once, then freed: 32-bit where they fit
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int32)
     borrowed, parents = _load(executor, plan, connection)  # the executor reads these: alive until the end
     _set_planes(net, plan, topology)
@@ -317,8 +319,15 @@ def _load(
         _buffer(plan.stream, np.int16),
         _buffer(plan.priority, np.uint8),
     ]
-    parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
-    (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
+    if plan.dep_ptr.dtype == np.int32:  # ExecutionPlan.narrow_dependencies
+        parents = [_buffer(plan.dep_ptr, np.int32), _buffer(plan.dep_idx, np.int32)]
+        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(
+            len(plan), *arrays, native.null_pointer(), native.null_pointer()
+        )
+        executor.BorrowParentsNarrow(len(plan), *parents)
+    else:
+        parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
+        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
     if np.any(connection >= 0):
         if connection.dtype == np.int32:
             arrays.append(_buffer(connection, np.int32))

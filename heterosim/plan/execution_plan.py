@@ -78,8 +78,8 @@ class ExecutionPlan:
     delay_ns: np.ndarray  # int32 / int64: fixed latency before the task
     stream: np.ndarray  # int16: compute stream on the GPU
     priority: np.ndarray  # uint8: flow traffic class
-    dep_ptr: np.ndarray  # int64 (T+1,)
-    dep_idx: np.ndarray  # int64 (E,)
+    dep_ptr: np.ndarray  # int64 (T+1,); int32 once narrow_dependencies() narrowed it
+    dep_idx: np.ndarray  # int64 (E,); likewise
     # id columns in the narrowest of int16 (rank, node) / int32 / int64 that holds every id
     # (index_column: plans hold millions of tasks, the reports only index with these)
     rank: np.ndarray  # rank whose trace the task came from (-1 if none)
@@ -125,6 +125,22 @@ class ExecutionPlan:
             setattr(self, name, np.zeros(0, column.dtype))
         self.released = True
         return freed
+
+    def narrow_dependencies(self) -> int:
+        """Hold the dependency CSR (``dep_ptr``, ``dep_idx``) in int32 when every offset and
+        parent index fits: the same values, 4 bytes per task and per dependency less. For a plan
+        that is run once and then released (``execute_plan(release_schedule=True)``): the engine
+        reads either width (``PlanExecutor::BorrowParentsNarrow``), the plan's other readers
+        (folding, iterations, merging) build int64 ones. Returns the bytes saved."""
+        limit = np.iinfo(np.int32).max
+        if self.released or self.dep_ptr.dtype == np.int32 or len(self) >= limit:
+            return 0
+        if self.dep_ptr.size and int(self.dep_ptr[-1]) > limit:  # dependencies counted 32-bit
+            return 0
+        before = self.dep_ptr.nbytes + self.dep_idx.nbytes
+        self.dep_ptr = self.dep_ptr.astype(np.int32)
+        self.dep_idx = self.dep_idx.astype(np.int32)
+        return before - self.dep_ptr.nbytes - self.dep_idx.nbytes
 
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""

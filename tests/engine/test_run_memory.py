@@ -182,6 +182,32 @@ def test_a_plan_runs_the_same_with_64_bit_amounts(runs, monkeypatch):
     assert results[0].makespan_ns == results[1].makespan_ns > 0
 
 
+def test_a_plan_runs_the_same_with_32_bit_dependencies(runs):
+    """``ExecutionPlan.narrow_dependencies``: the same parents in int32 (4 bytes per task and
+    per dependency less), read by the engine (``PlanExecutor::BorrowParentsNarrow``) as it
+    reads int64 ones."""
+    art = runs[8]
+    wide = replace(art.tables.plan)
+    narrow = replace(art.tables.plan)
+    n, edges = len(wide), wide.dep_idx.size
+    assert narrow.narrow_dependencies() == 4 * (n + 1) + 4 * edges
+    assert narrow.dep_ptr.dtype == narrow.dep_idx.dtype == np.int32 and wide.dep_ptr.dtype == np.int64
+    assert np.array_equal(narrow.dep_ptr, wide.dep_ptr) and np.array_equal(narrow.dep_idx, wide.dep_idx)
+    assert narrow.narrow_dependencies() == 0  # already narrow
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (wide, narrow)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+    # more dependencies than int32 counts: kept as they are
+    huge = replace(art.tables.plan)
+    huge.dep_ptr = huge.dep_ptr.copy()
+    huge.dep_ptr[-1] = 2**31
+    assert huge.narrow_dependencies() == 0 and huge.dep_ptr.dtype == np.int64
+
+
 def test_id_columns_are_32_bit_only_when_every_id_fits():
     small = index_column(np.array([-1, 0, 2**31 - 1], np.int64))
     assert small.dtype == np.int32 and small.tolist() == [-1, 0, 2**31 - 1]

@@ -258,7 +258,8 @@ PlanExecutor::UsePlan(uint32_t n,
 {
     m_borrowStart = {}; // times borrowed for a previous plan
     m_borrowEnd = {};
-    int64_t edges = n > 0 ? std::max<int64_t>(depPtr[n], 0) : 0;
+    // null: given in 32 bits next (BorrowParentsNarrow)
+    int64_t edges = n > 0 && depPtr ? std::max<int64_t>(depPtr[n], 0) : 0;
     m_n = n;
     m_kind = {kind, n};
     m_gpu = {gpu, n};
@@ -270,13 +271,31 @@ PlanExecutor::UsePlan(uint32_t n,
     m_delay = {delayNs ? std::span<const int64_t>(delayNs, n) : std::span<const int64_t>(), {}};
     m_stream = {stream, n};
     m_priority = {priority, n};
-    m_depPtr = {depPtr, static_cast<std::size_t>(n) + 1};
-    m_depIdx = {depIdx, static_cast<std::size_t>(edges)};
+    m_depPtr = {};
+    m_depIdx = {};
+    if (depPtr)
+    {
+        m_depPtr.wide = {depPtr, static_cast<std::size_t>(n) + 1};
+        m_depIdx.wide = {depIdx, static_cast<std::size_t>(edges)};
+    }
     FreeVector(m_owned.connection);
     m_connection = {}; // every flow on its own until SetConnections
     m_validated = false;
     m_runState = NOT_STARTED;
     m_error.clear();
+}
+
+void
+PlanExecutor::BorrowParentsNarrow(uint32_t n, const int32_t* depPtr, const int32_t* depIdx)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowParentsNarrow: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.depPtr);
+    FreeVector(m_owned.depIdx);
+    int64_t edges = n > 0 ? std::max<int32_t>(depPtr[n], 0) : 0;
+    m_depPtr = {{}, {depPtr, static_cast<std::size_t>(n) + 1}};
+    m_depIdx = {{}, {depIdx, static_cast<std::size_t>(edges)}};
+    m_validated = false;
 }
 
 void

@@ -193,6 +193,17 @@ class PlanExecutor : public Object
                           const int64_t* depIdx);
 
     /**
+     * \brief Give the loaded plan the parents CSR in 32 bits, kept, not copied (lifetime as for
+     * BorrowPlan, or until ReleaseParents()): a plan whose offsets and indices all fit holds
+     * 4 bytes per task and per dependency less; the executor reads them as 64-bit values.
+     * BorrowPlan / BorrowPlanNarrow may then be given null dependency arrays.
+     * \param n number of tasks (as given to BorrowPlan)
+     * \param depPtr CSR offsets of the parent lists (n + 1 values)
+     * \param depIdx parent task indices
+     */
+    void BorrowParentsNarrow(uint32_t n, const int32_t* depPtr, const int32_t* depIdx);
+
+    /**
      * \brief As SetConnections, but the caller's array is kept, not copied (lifetime as for
      * BorrowPlan).
      * \param n number of tasks (as given to LoadPlan / BorrowPlan)
@@ -395,6 +406,13 @@ class PlanExecutor : public Object
         {
             return narrow.empty() ? wide[i] : narrow[i];
         }
+
+        /** \return the number of values */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
     };
 
     /** The plan's columns when LoadPlan / SetConnections copied them (empty when borrowed). */
@@ -425,8 +443,8 @@ class PlanExecutor : public Object
     std::span<const int16_t> m_stream;   //!< compute stream
     std::span<const uint8_t> m_priority; //!< flow class
     IntColumn m_connection;              //!< flow connection id, -1 for none; both empty: none
-    std::span<const int64_t> m_depPtr;   //!< parents CSR
-    std::span<const int64_t> m_depIdx;   //!< parents
+    IntColumn m_depPtr;                  //!< parents CSR
+    IntColumn m_depIdx;                  //!< parents
     std::vector<uint32_t> m_childPtr;    //!< children CSR (<= 2^32 - 1 dependencies)
     std::vector<uint32_t> m_childIdx;    //!< children
     std::vector<std::vector<uint32_t>> m_denseStream; //!< dense index per GPU and stream number

@@ -138,7 +138,7 @@ class ComputeFlowComputeTestCase : public TestCase
  * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
  * as the copied one: the same start and end of every task; so does one whose parents CSR is let
  * go after Validate() (ReleaseParents) and then overwritten, which Validate() then refuses, and
- * one borrowed with its sizes, durations, delays and connections in 32 bits.
+ * one borrowed with its sizes, durations, delays, connections and parents in 32 bits.
  */
 class BorrowedPlanTestCase : public TestCase
 {
@@ -164,7 +164,9 @@ class BorrowedPlanTestCase : public TestCase
         std::vector<int32_t> duration(plan.duration.begin(), plan.duration.end());
         std::vector<int32_t> delay(plan.delay.begin(), plan.delay.end());
         std::vector<int32_t> narrowConnection(connection.begin(), connection.end());
-        // copied, borrowed, borrowed with the parents released, borrowed in 32 bits
+        std::vector<int32_t> narrowPtr(plan.depPtr.begin(), plan.depPtr.end());
+        std::vector<int32_t> narrowIdx(plan.depIdx.begin(), plan.depIdx.end());
+        // copied, borrowed, borrowed with the parents released, borrowed in 32 bits (parents too)
         for (int mode : {0, 1, 2, 3})
         {
             Ptr<PlanExecutor> executor = MakeExecutor(plan);
@@ -181,8 +183,10 @@ class BorrowedPlanTestCase : public TestCase
                                            delay.data(),
                                            plan.stream.data(),
                                            plan.priority.data(),
-                                           depPtr.data(),
-                                           depIdx.data());
+                                           nullptr,
+                                           nullptr);
+                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), false, "no parents given yet");
+                executor->BorrowParentsNarrow(plan.kind.size(), narrowPtr.data(), narrowIdx.data());
                 executor->BorrowConnectionsNarrow(narrowConnection.size(), narrowConnection.data());
             }
             else if (mode > 0)
