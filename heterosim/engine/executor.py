@@ -3,12 +3,12 @@
 The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
 the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
 the chosen network when they are ready and records every task's start and end in arrays Python
-owns (``PlanExecutor::BorrowTimes``). Python only builds the inputs, calls the progress callback
-between slices of the run (about every 0.5 s of wall time) and copies the network's results out
-as arrays; the run over, the executor frees its per-task state (``PlanExecutor::ReleaseTasks``)
-before the network's tables are read. The per-flow table (:class:`FlowTable`) keeps only the
-flow task indices and what the network measured; its other columns come from the plan and the
-task times when read.
+owns (``PlanExecutor::BorrowTimesNarrow``: 32 bits while every time fits, 64 from then on).
+Python only builds the inputs, calls the progress callback between slices of the run (about
+every 0.5 s of wall time) and copies the network's results out as arrays; the run over, the
+executor frees its per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables
+are read. The per-flow table (:class:`FlowTable`) keeps only the connection ids and what the
+network measured; its other columns come from the plan and the task times when read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -163,17 +163,18 @@ def execute_plan(
         compute_contention=simulation.compute_contention,
         release_schedule=release_schedule,
     )
-    times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
+    times = _TaskTimes(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
-        state, interruption = _run(executor, ns3, len(plan), progress) if valid else (_INVALID, None)
+        state, interruption = _run(executor, ns3, len(plan), progress, times) if valid else (_INVALID, None)
+        times.widen_if_full()  # a time of the last events beyond 32 bits
         error = _run_error(executor, model, net, state, interruption, raise_on_stall)
         # the run state, then the arrays it read: memory for the readout (and the accounts)
         executor.ReleaseTasks()
         borrowed.clear()
         parents.clear()
         accounts = _release_contention(contention, contention_arrays, plan)
-        result = _collect(executor, net, ns3, plan, topology, model, connection, times)
+        result = _collect(executor, net, ns3, plan, topology, model, connection, times.wide())
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
             result.contention = accounts
@@ -401,13 +402,17 @@ def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarra
     }
 
 
-def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:
-    """Run to the end; return the executor's state and, if interrupted, why."""
+def _run(
+    executor: Any, ns3: Any, total: int, progress: ProgressCallback | None, times: _TaskTimes
+) -> tuple[int, str | None]:
+    """Run to the end; return the executor's state and, if interrupted, why. ``times`` are
+    widened to 64 bits when a time stops fitting 32."""
     if not executor.Start():
         return _INVALID, None
     while True:
         try:
             state = int(executor.Resume())
+            times.widen_if_full()
             if progress is not None:
                 progress(
                     int(ns3.Simulator.Now().GetNanoSeconds()),
@@ -423,13 +428,38 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
-def _borrow_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+class _TaskTimes:
     """Start and end of every task (ns; -1 where a task did not start / finish), arrays the
-    executor fills as the run goes (``PlanExecutor::BorrowTimes``: no copy of its own)."""
-    start = np.full(max(n, 1), -1, np.int64)
-    end = np.full(max(n, 1), -1, np.int64)
-    executor.BorrowTimes(n, start, end)
-    return start[:n], end[:n]
+    executor fills as the run goes (no copy of its own): in int32 while every time fits
+    (``PlanExecutor::BorrowTimesNarrow``: 8 bytes per task less during the run), widened to
+    int64 when the run passes 2^31 ns (:meth:`widen_if_full`, ``PlanExecutor::WidenTimes``)
+    and for the reports once it is over (:meth:`wide`)."""
+
+    def __init__(self, executor: Any, n: int) -> None:
+        self.executor, self.n = executor, n
+        self.start: np.ndarray = np.full(max(n, 1), -1, np.int32)
+        self.end: np.ndarray = np.full(max(n, 1), -1, np.int32)
+        executor.BorrowTimesNarrow(n, self.start, self.end)
+
+    def widen_if_full(self) -> None:
+        """If a time did not fit 32 bits, hand the executor 64-bit arrays with every time so far
+        (it records the rest of the run there) and let go of the 32-bit ones."""
+        if self.start.dtype == np.int64 or not self.executor.NarrowTimesFull():
+            return
+        start = np.empty(max(self.n, 1), np.int64)
+        end = np.empty(max(self.n, 1), np.int64)
+        self.executor.WidenTimes(self.n, start, end)
+        self.start, self.end = start, end
+
+    def wide(self) -> tuple[np.ndarray, np.ndarray]:
+        """The times in int64, as the reports read them (after the run; the 32-bit arrays are
+        let go of)."""
+        start, end = self.start[: self.n], self.end[: self.n]
+        self.start = self.end = np.zeros(0, np.int64)
+        if start.dtype != np.int64:
+            start = start.astype(np.int64)
+            end = end.astype(np.int64)
+        return start, end
 
 
 def _collect(

@@ -8,6 +8,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -241,6 +242,88 @@ class BorrowedPlanTestCase : public TestCase
         }
         // one connection: the second message follows the first (not a fair share of the link)
         NS_TEST_ASSERT_MSG_GT(times[0][4 + 2], times[0][4 + 1], "messages in post order");
+    }
+};
+
+/**
+ * \brief Times recorded in 32 bits (BorrowTimesNarrow) while they fit: a run that passes
+ * 2^31 ns returns (NarrowTimesFull) and goes on in 64 bits, widened by the caller
+ * (WidenTimes) or by the executor itself; every time equals a 64-bit run's.
+ */
+class NarrowTimesTestCase : public TestCase
+{
+  public:
+    NarrowTimesTestCase()
+        : TestCase("32-bit task times widen when the run passes 2^31 ns")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        PlanArrays plan;
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 2000000000, {});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 1000000, 0, {0});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 1000000000, {1}); // ends past 2^31 ns
+        plan.Add(PlanExecutor::MARKER, -1, -1, 0, 0, {2});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {3});
+        std::size_t n = plan.kind.size();
+        std::vector<std::vector<int64_t>> runs;
+        // 64 bits; 32 bits widened by the caller; 32 bits widened by the executor
+        for (int mode : {0, 1, 2})
+        {
+            Ptr<PlanExecutor> executor = MakeExecutor(plan);
+            std::vector<int64_t> start(n, 7);
+            std::vector<int64_t> end(n, 7);
+            std::vector<int32_t> start32(n, 7);
+            std::vector<int32_t> end32(n, 7);
+            if (mode == 0)
+            {
+                executor->BorrowTimes(n, start.data(), end.data());
+            }
+            else
+            {
+                executor->BorrowTimesNarrow(n, start32.data(), end32.data());
+            }
+            NS_TEST_ASSERT_MSG_EQ(executor->Start(), true, executor->GetError());
+            int32_t state = executor->Resume();
+            bool full = false;
+            while (state == PlanExecutor::YIELDED)
+            {
+                full = full || executor->NarrowTimesFull();
+                if (mode == 1 && executor->NarrowTimesFull())
+                {
+                    executor->WidenTimes(n, start.data(), end.data());
+                    NS_TEST_ASSERT_MSG_EQ(executor->NarrowTimesFull(), false, "widened");
+                }
+                state = executor->Resume();
+            }
+            NS_TEST_ASSERT_MSG_EQ(state, PlanExecutor::FINISHED, executor->GetError());
+            NS_TEST_ASSERT_MSG_EQ(full, (mode > 0), "only 32-bit times fill up");
+            NS_TEST_ASSERT_MSG_EQ(
+                start32[0], (mode > 0 ? 0 : 7), "32-bit times before the widening");
+            std::vector<int64_t> times(2 * n);
+            executor->CopyTimes(times.data(), times.data() + n);
+            if (mode < 2)
+            {
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    NS_TEST_ASSERT_MSG_EQ(start[i], times[i], "the caller's arrays hold the run");
+                    NS_TEST_ASSERT_MSG_EQ(end[i], times[n + i], "the caller's arrays hold the run");
+                }
+            }
+            runs.push_back(times);
+            executor->Dispose();
+            Simulator::Destroy();
+        }
+        NS_TEST_ASSERT_MSG_GT(runs[0][n + 2], std::numeric_limits<int32_t>::max(), "past 2^31");
+        NS_TEST_ASSERT_MSG_EQ(runs[0][n + 4], runs[0][n + 2] + 500, "the last task after it");
+        for (std::size_t i = 0; i < runs[0].size(); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(runs[1][i], runs[0][i], "widened by the caller: the same times");
+            NS_TEST_ASSERT_MSG_EQ(runs[2][i], runs[0][i], "widened by the executor: the same");
+        }
     }
 };
 
@@ -579,6 +662,7 @@ class PlanExecutorTestSuite : public TestSuite
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
         AddTestCase(new BorrowedPlanTestCase, Duration::QUICK);
         AddTestCase(new FinishTimesTestCase, Duration::QUICK);
+        AddTestCase(new NarrowTimesTestCase, Duration::QUICK);
         AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
