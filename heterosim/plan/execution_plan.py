@@ -114,12 +114,14 @@ class ExecutionPlan:
     def __len__(self) -> int:
         return int(self.kind.shape[0])
 
-    def release_schedule(self) -> int:
+    def release_schedule(self, durations: bool = False) -> int:
         """Free :data:`SCHEDULE_COLUMNS` (empty arrays of the same dtypes take their place) once
         every run of the plan is over; return the bytes they held. The plan's other columns, which
-        the reports read, stay; the plan cannot run again (``released``)."""
+        the reports read, stay; the plan cannot run again (``released``). ``durations``: also
+        ``duration_ns``, which the reports read only for fault records (a straggler window's
+        slowed tasks, :mod:`heterosim.engine.faults`), once the run is over."""
         freed = 0
-        for name in SCHEDULE_COLUMNS:
+        for name in SCHEDULE_COLUMNS + (("duration_ns",) if durations else ()):
             column: np.ndarray = getattr(self, name)
             freed += column.nbytes
             setattr(self, name, np.zeros(0, column.dtype))
