@@ -310,10 +310,12 @@ def _load(
     the dependency lists, which must until ``ReleaseParents``."""
     narrow = plan.bytes.dtype == np.int32  # the three amounts: 32 bits together or not at all
     amount = np.int32 if narrow else np.int64
+    null = native.null_pointer()
+    # GPU ids in 16 bits (ExecutionPlan.endpoint_columns): given apart, BorrowEndpointsNarrow
+    ids = [_buffer(plan.gpu, np.int16), _buffer(plan.dst, np.int16)] if plan.gpu.dtype == np.int16 else []
     arrays = [
         _buffer(plan.kind, np.uint8),
-        _buffer(plan.gpu, np.int32),
-        _buffer(plan.dst, np.int32),
+        *([null, null] if ids else [_buffer(plan.gpu, np.int32), _buffer(plan.dst, np.int32)]),
         _buffer(plan.bytes, amount),
         _buffer(plan.duration_ns, amount),
         _buffer(plan.delay_ns, amount),
@@ -322,13 +324,14 @@ def _load(
     ]
     if plan.dep_ptr.dtype == np.int32:  # ExecutionPlan.narrow_dependencies
         parents = [_buffer(plan.dep_ptr, np.int32), _buffer(plan.dep_idx, np.int32)]
-        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(
-            len(plan), *arrays, native.null_pointer(), native.null_pointer()
-        )
+        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, null, null)
         executor.BorrowParentsNarrow(len(plan), *parents)
     else:
         parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
         (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
+    if ids:
+        executor.BorrowEndpointsNarrow(len(plan), *ids)
+    arrays = [a for a in arrays if isinstance(a, np.ndarray)] + ids
     if np.any(connection >= 0):
         if connection.dtype == np.int32:
             arrays.append(_buffer(connection, np.int32))

@@ -67,6 +67,7 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
         blocks = -(-tasks // TASK_BLOCK)
         assert engine.flows.retained_bytes() == 4 * flows + 8 * (blocks + 1)
         assert plan.rank.dtype == plan.node.dtype == np.int16 and plan.collective.dtype == np.int32
+        assert plan.gpu.dtype == plan.dst.dtype == np.int16
         assert plan.bytes.dtype == plan.duration_ns.dtype == plan.delay_ns.dtype == np.int32
     assert per_task_columns <= 54  # 71 B per task with the CSR at the OPT-350M plans' edge counts
     small, large = runs[8], runs[32]
@@ -180,6 +181,31 @@ def test_a_plan_runs_the_same_with_64_bit_amounts(runs, monkeypatch):
     assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
     assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
     assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
+def test_a_plan_runs_the_same_with_32_bit_gpu_ids(runs, monkeypatch):
+    """``endpoint_columns``: GPU ids in int16 when both columns fit (else int32), read by the
+    engine (``PlanExecutor::BorrowEndpointsNarrow``) as it reads 32-bit ones."""
+    art = runs[8]
+    narrow = replace(art.tables.plan)
+    monkeypatch.setattr(execution_plan, "fits", lambda values, dtype: dtype is not np.int16)
+    wide = replace(narrow)
+    assert narrow.gpu.dtype == narrow.dst.dtype == np.int16
+    assert wide.gpu.dtype == wide.dst.dtype == np.int32 and np.array_equal(wide.dst, narrow.dst)
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (narrow, wide)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
+def test_gpu_ids_are_16_bit_together_only_when_both_columns_fit():
+    gpu, dst = execution_plan.endpoint_columns(np.array([-1, 0, 32767]), np.array([-1, 5, 2]))
+    assert gpu.dtype == dst.dtype == np.int16 and gpu.tolist() == [-1, 0, 32767]
+    gpu, dst = execution_plan.endpoint_columns(np.array([-1, 0, 3]), np.array([-1, 32768, 2]))
+    assert gpu.dtype == dst.dtype == np.int32 and dst.tolist() == [-1, 32768, 2]
 
 
 def test_a_plan_runs_the_same_with_32_bit_dependencies(runs):

@@ -264,8 +264,9 @@ PlanExecutor::UsePlan(uint32_t n,
     int64_t edges = n > 0 && depPtr ? std::max<int64_t>(depPtr[n], 0) : 0;
     m_n = n;
     m_kind = {kind, n};
-    m_gpu = {gpu, n};
-    m_dst = {dst, n};
+    // null: given in 16 bits next (BorrowEndpointsNarrow)
+    m_gpu = {gpu ? std::span<const int32_t>(gpu, n) : std::span<const int32_t>(), {}};
+    m_dst = {dst ? std::span<const int32_t>(dst, n) : std::span<const int32_t>(), {}};
     // null: given in 32 bits (BorrowPlanNarrow)
     m_bytes = {bytes ? std::span<const int64_t>(bytes, n) : std::span<const int64_t>(), {}};
     m_duration = {durationNs ? std::span<const int64_t>(durationNs, n) : std::span<const int64_t>(),
@@ -285,6 +286,18 @@ PlanExecutor::UsePlan(uint32_t n,
     m_validated = false;
     m_runState = NOT_STARTED;
     m_error.clear();
+}
+
+void
+PlanExecutor::BorrowEndpointsNarrow(uint32_t n, const int16_t* gpu, const int16_t* dst)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowEndpointsNarrow: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.gpu);
+    FreeVector(m_owned.dst);
+    m_gpu = {{}, {gpu, n}};
+    m_dst = {{}, {dst, n}};
+    m_validated = false;
 }
 
 void
@@ -435,6 +448,10 @@ PlanExecutor::Validate()
 std::string
 PlanExecutor::CheckTasks() const
 {
+    if (m_gpu.size() != m_n || m_dst.size() != m_n)
+    {
+        return "the plan's GPU columns were not given (BorrowEndpointsNarrow)";
+    }
     int64_t nGpus = m_network->GetNGpus();
     std::unordered_set<uint64_t> checkedPairs; // (source, destination) GPU pairs routed
     FirstFlowOfConnection firstFlow(m_n);

@@ -206,6 +206,16 @@ class PlanExecutor : public Object
     void BorrowParentsNarrow(uint32_t n, const int32_t* depPtr, const int32_t* depIdx);
 
     /**
+     * \brief Give the loaded plan its GPU columns in 16 bits, kept, not copied (lifetime as for
+     * BorrowPlan): a cluster of up to 32,767 GPUs holds 4 bytes per task less. BorrowPlan /
+     * BorrowPlanNarrow may then be given null gpu and dst arrays.
+     * \param n number of tasks (as given to BorrowPlan)
+     * \param gpu GPU of a compute task / source of a flow
+     * \param dst destination GPU of a flow
+     */
+    void BorrowEndpointsNarrow(uint32_t n, const int16_t* gpu, const int16_t* dst);
+
+    /**
      * \brief As SetConnections, but the caller's array is kept, not copied (lifetime as for
      * BorrowPlan).
      * \param n number of tasks (as given to LoadPlan / BorrowPlan)
@@ -441,6 +451,27 @@ class PlanExecutor : public Object
         }
     };
 
+    /** A per-task GPU column: 32-bit ids, or 16-bit ones (BorrowEndpointsNarrow). */
+    struct GpuColumn
+    {
+        std::span<const int32_t> wide;   //!< the ids in 32 bits, or empty
+        std::span<const int16_t> narrow; //!< the ids in 16 bits, or empty
+
+        /** \return id \p i */
+        int32_t
+        operator[](std::size_t i) const
+        {
+            return narrow.empty() ? wide[i] : narrow[i];
+        }
+
+        /** \return the number of ids */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
+    };
+
     /** Start or end times of every task: 64-bit, or 32-bit (BorrowTimesNarrow) with the
      * values that do not fit held apart (\c beyond) until WidenTimes(). */
     struct TimeColumn
@@ -515,8 +546,8 @@ class PlanExecutor : public Object
     uint32_t m_n{0};                     //!< tasks
     OwnedPlan m_owned;                   //!< copies, when not borrowed
     std::span<const uint8_t> m_kind;     //!< kind per task
-    std::span<const int32_t> m_gpu;      //!< gpu per task
-    std::span<const int32_t> m_dst;      //!< flow destination
+    GpuColumn m_gpu;                     //!< gpu per task
+    GpuColumn m_dst;                     //!< flow destination
     IntColumn m_bytes;                   //!< flow bytes
     IntColumn m_duration;                //!< compute ns
     IntColumn m_delay;                   //!< release delay ns

@@ -139,7 +139,8 @@ class ComputeFlowComputeTestCase : public TestCase
  * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
  * as the copied one: the same start and end of every task; so does one whose parents CSR is let
  * go after Validate() (ReleaseParents) and then overwritten, which Validate() then refuses, and
- * one borrowed with its sizes, durations, delays, connections and parents in 32 bits.
+ * one borrowed with its sizes, durations, delays, connections and parents in 32 bits and its GPU
+ * ids in 16 (and one whose GPU columns are missing, which Validate() refuses).
  */
 class BorrowedPlanTestCase : public TestCase
 {
@@ -165,6 +166,8 @@ class BorrowedPlanTestCase : public TestCase
         std::vector<int32_t> duration(plan.duration.begin(), plan.duration.end());
         std::vector<int32_t> delay(plan.delay.begin(), plan.delay.end());
         std::vector<int32_t> narrowConnection(connection.begin(), connection.end());
+        std::vector<int16_t> narrowGpu(plan.gpu.begin(), plan.gpu.end());
+        std::vector<int16_t> narrowDst(plan.dst.begin(), plan.dst.end());
         std::vector<int32_t> narrowPtr(plan.depPtr.begin(), plan.depPtr.end());
         std::vector<int32_t> narrowIdx(plan.depIdx.begin(), plan.depIdx.end());
         // copied, borrowed, borrowed with the parents released, borrowed in 32 bits (parents too)
@@ -177,8 +180,8 @@ class BorrowedPlanTestCase : public TestCase
             {
                 executor->BorrowPlanNarrow(plan.kind.size(),
                                            plan.kind.data(),
-                                           plan.gpu.data(),
-                                           plan.dst.data(),
+                                           nullptr,
+                                           nullptr,
                                            bytes.data(),
                                            duration.data(),
                                            delay.data(),
@@ -186,8 +189,14 @@ class BorrowedPlanTestCase : public TestCase
                                            plan.priority.data(),
                                            nullptr,
                                            nullptr);
-                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), false, "no parents given yet");
                 executor->BorrowParentsNarrow(plan.kind.size(), narrowPtr.data(), narrowIdx.data());
+                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), false, "no GPU columns given yet");
+                NS_TEST_ASSERT_MSG_EQ(
+                    executor->GetError(),
+                    "the plan's GPU columns were not given (BorrowEndpointsNarrow)",
+                    "the message says which");
+                executor->BorrowEndpointsNarrow(
+                    plan.kind.size(), narrowGpu.data(), narrowDst.data());
                 executor->BorrowConnectionsNarrow(narrowConnection.size(), narrowConnection.data());
             }
             else if (mode > 0)
