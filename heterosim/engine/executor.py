@@ -363,16 +363,24 @@ def _install_contention(
     ns3: Any, executor: Any, plan: ExecutionPlan, terms: list[np.ndarray]
 ) -> tuple[Any, list[np.ndarray]]:
     """``ns3::ComputeContention`` for the plan's compute ``terms`` (:func:`_compute_terms`) and
-    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor;
+    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`; in 8 bits where every
+    count fits, ``BorrowFlowBlocksNarrow``), attached to the executor;
     it reads the arrays returned with it in place, which must stay alive until its
     ``ReleaseTasks``."""
     from heterosim.plan.compute.contention import flow_blocks
 
     n = len(plan)
-    arrays = [*terms, _buffer(flow_blocks(plan), np.int32), _buffer(_instances32(plan), np.int32)]
+    blocks = flow_blocks(plan)
+    narrow = blocks.size == 0 or int(blocks.max()) <= np.iinfo(np.uint8).max  # NCCL's channels: 8 bits
+    arrays = [
+        *terms,
+        _buffer(blocks, np.uint8 if narrow else np.int32),
+        _buffer(_instances32(plan), np.int32),
+    ]
+    del blocks
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.BorrowComputeTerms(n, *arrays[:3])
-    model.BorrowFlowBlocks(n, *arrays[3:])
+    (model.BorrowFlowBlocksNarrow if narrow else model.BorrowFlowBlocks)(n, *arrays[3:])
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
     return model, arrays

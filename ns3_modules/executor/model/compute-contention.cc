@@ -64,7 +64,7 @@ ComputeContention::SetFlowBlocks(uint32_t n, const int32_t* blocks, const int32_
 {
     m_ownBlocks.assign(blocks, blocks + n);
     m_ownInstance.assign(instance, instance + n);
-    m_blocks = m_ownBlocks;
+    m_blocks = {m_ownBlocks, {}};
     m_instance = m_ownInstance;
 }
 
@@ -91,7 +91,19 @@ ComputeContention::BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int
     NS_LOG_FUNCTION(this << n);
     std::vector<int32_t>().swap(m_ownBlocks);
     std::vector<int32_t>().swap(m_ownInstance);
-    m_blocks = {blocks, n};
+    m_blocks = {{blocks, n}, {}};
+    m_instance = {instance, n};
+}
+
+void
+ComputeContention::BorrowFlowBlocksNarrow(uint32_t n,
+                                          const uint8_t* blocks,
+                                          const int32_t* instance)
+{
+    NS_LOG_FUNCTION(this << n);
+    std::vector<int32_t>().swap(m_ownBlocks);
+    std::vector<int32_t>().swap(m_ownInstance);
+    m_blocks = {{}, {blocks, n}};
     m_instance = {instance, n};
 }
 

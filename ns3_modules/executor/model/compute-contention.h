@@ -93,6 +93,15 @@ class ComputeContention : public Object
      */
     void BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance);
 
+    /**
+     * \brief As BorrowFlowBlocks, with the blocks in 8 bits (a plan whose flows hold at most
+     * 255 blocks: NCCL's channels; 3 bytes per task less).
+     * \param n number of tasks (the plan's)
+     * \param blocks blocks held on each GPU the flow touches
+     * \param instance collective instance, -1: the flow's own kernel
+     */
+    void BorrowFlowBlocksNarrow(uint32_t n, const uint8_t* blocks, const int32_t* instance);
+
     /** \param gpus number of GPUs (sizes the per-GPU state) */
     void SetGpuCount(uint32_t gpus);
 
@@ -167,18 +176,39 @@ class ComputeContention : public Object
     /** Add \p delta flows of \p task's kernel on \p gpu. */
     void Touch(uint32_t task, int32_t gpu, int delta, std::vector<int32_t>& changed);
 
-    double m_maxShare;                   //!< cap on c * blockShare
-    std::vector<double> m_ownWave;       //!< copies (SetComputeTerms); empty when borrowed
-    std::vector<double> m_ownShare;      //!< copies (SetComputeTerms)
-    std::vector<int32_t> m_ownAbove;     //!< copies (SetComputeTerms)
-    std::vector<int32_t> m_ownBlocks;    //!< copies (SetFlowBlocks)
-    std::vector<int32_t> m_ownInstance;  //!< copies (SetFlowBlocks)
-    std::span<const double> m_wave;      //!< per task
-    std::span<const double> m_share;     //!< per task
-    std::span<const int32_t> m_above;    //!< per task: blocks above which the wave term applies
-    std::span<const int32_t> m_blocks;   //!< per task (flows)
-    std::span<const int32_t> m_instance; //!< per task (flows)
-    std::vector<int64_t> m_gpuBlocks;    //!< blocks held per GPU now
+    double m_maxShare;                  //!< cap on c * blockShare
+    std::vector<double> m_ownWave;      //!< copies (SetComputeTerms); empty when borrowed
+    std::vector<double> m_ownShare;     //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownAbove;    //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownBlocks;   //!< copies (SetFlowBlocks)
+    std::vector<int32_t> m_ownInstance; //!< copies (SetFlowBlocks)
+    std::span<const double> m_wave;     //!< per task
+    std::span<const double> m_share;    //!< per task
+    std::span<const int32_t> m_above;   //!< per task: blocks above which the wave term applies
+    /** Blocks per task: 32-bit, or 8-bit (BorrowFlowBlocksNarrow). */
+    struct BlockColumn
+    {
+        std::span<const int32_t> wide;   //!< the values in 32 bits, or empty
+        std::span<const uint8_t> narrow; //!< the values in 8 bits, or empty
+
+        /** \return value \p i */
+        int32_t
+        operator[](std::size_t i) const
+        {
+            return narrow.empty() ? wide[i] : narrow[i];
+        }
+
+        /** \return the number of values */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
+    };
+
+    BlockColumn m_blocks;                                        //!< per task (flows)
+    std::span<const int32_t> m_instance;                         //!< per task (flows)
+    std::vector<int64_t> m_gpuBlocks;                            //!< blocks held per GPU now
     std::vector<std::unordered_map<int64_t, uint32_t>> m_active; //!< per GPU: kernel -> flows
     std::vector<int64_t> m_extraNs;                              //!< per GPU
     std::vector<uint64_t> m_slowed;                              //!< per GPU

@@ -477,6 +477,19 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(end[0], expected, "borrowed terms slow the task as copied ones");
         again->Dispose();
         Simulator::Destroy();
+        // the blocks in 8 bits: the same slowed end
+        std::vector<uint8_t> narrowBlocks(blocks.begin(), blocks.end());
+        Ptr<PlanExecutor> third = MakeExecutor(plan);
+        Ptr<ComputeContention> narrow = CreateObject<ComputeContention>();
+        narrow->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
+        narrow->BorrowFlowBlocksNarrow(3, narrowBlocks.data(), instance.data());
+        narrow->SetGpuCount(2);
+        third->SetComputeContention(narrow);
+        NS_TEST_ASSERT_MSG_EQ(third->Run(), PlanExecutor::FINISHED, third->GetError());
+        third->CopyTimes(start.data(), end.data());
+        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "8-bit blocks slow the task as 32-bit ones");
+        third->Dispose();
+        Simulator::Destroy();
     }
 };
 
