@@ -444,33 +444,44 @@ class _TaskTimes:
     executor fills as the run goes (no copy of its own): in int32 while every time fits
     (``PlanExecutor::BorrowTimesNarrow``: 8 bytes per task less during the run), widened to
     int64 when the run passes 2^31 ns (:meth:`widen_if_full`, ``PlanExecutor::WidenTimes``)
-    and for the reports once it is over (:meth:`wide`)."""
+    and for the reports once it is over (:meth:`wide`). Each 32-bit array is the first half of
+    the int64 array it becomes, widened in place from its last value down: untouched, the
+    second half takes no memory (a fresh mapping, heterosim/engine/process_memory.py), and
+    widening makes no second copy of the times."""
 
     def __init__(self, executor: Any, n: int) -> None:
         self.executor, self.n = executor, n
-        self.start: np.ndarray = np.full(max(n, 1), -1, np.int32)
-        self.end: np.ndarray = np.full(max(n, 1), -1, np.int32)
-        executor.BorrowTimesNarrow(n, self.start, self.end)
+        self.buffers = [np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)]
+        self.narrow = True
+        start, end = (b.view(np.int32)[: max(n, 1)] for b in self.buffers)
+        executor.BorrowTimesNarrow(n, start, end)  # Start() sets them to -1
 
     def widen_if_full(self) -> None:
-        """If a time did not fit 32 bits, hand the executor 64-bit arrays with every time so far
-        (it records the rest of the run there) and let go of the 32-bit ones."""
-        if self.start.dtype == np.int64 or not self.executor.NarrowTimesFull():
-            return
-        start = np.empty(max(self.n, 1), np.int64)
-        end = np.empty(max(self.n, 1), np.int64)
-        self.executor.WidenTimes(self.n, start, end)
-        self.start, self.end = start, end
+        """If a time did not fit 32 bits, let the executor widen every time so far in place (it
+        records the rest of the run in 64 bits)."""
+        if self.narrow and self.executor.NarrowTimesFull():
+            self.executor.WidenTimes(self.n, *self.buffers)
+            self.narrow = False
 
     def wide(self) -> tuple[np.ndarray, np.ndarray]:
-        """The times in int64, as the reports read them (after the run; the 32-bit arrays are
-        let go of)."""
-        start, end = self.start[: self.n], self.end[: self.n]
-        self.start = self.end = np.zeros(0, np.int64)
-        if start.dtype != np.int64:
-            start = start.astype(np.int64)
-            end = end.astype(np.int64)
+        """The times in int64, as the reports read them (after the run, widened in place if the
+        run never passed 2^31 ns)."""
+        if self.narrow:
+            for values in self.buffers:
+                widen_in_place(values, self.n)
+            self.narrow = False
+        start, end = (b[: self.n] for b in self.buffers)
         return start, end
+
+
+def widen_in_place(values: np.ndarray, n: int, block: int = 1 << 20) -> None:
+    """Turn the ``n`` int32 values held in the first half of int64 array ``values`` into its
+    first ``n`` int64 values, a block of ``block`` values at a time from the last down (value i in
+    64 bits covers 32-bit values 2i and 2i + 1, both read by then): no copy of them all."""
+    narrow = values.view(np.int32)
+    for hi in range(n, 0, -block):
+        lo = max(hi - block, 0)
+        values[lo:hi] = narrow[lo:hi].astype(np.int64)
 
 
 def _collect(

@@ -18,7 +18,7 @@ import pytest
 
 from heterosim.config.experiment import load_experiment
 from heterosim.engine import flow_table
-from heterosim.engine.executor import execute_plan
+from heterosim.engine.executor import execute_plan, widen_in_place
 from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, TASK_BLOCK, FlowTable
 from heterosim.plan import execution_plan
 from heterosim.plan.execution_plan import (
@@ -232,6 +232,17 @@ def test_a_plan_runs_the_same_with_32_bit_dependencies(runs):
     huge.dep_ptr = huge.dep_ptr.copy()
     huge.dep_ptr[-1] = 2**31
     assert huge.narrow_dependencies() == 0 and huge.dep_ptr.dtype == np.int64
+
+
+@pytest.mark.parametrize("n, block", [(1, 1), (2, 1), (1000, 7), (1000, 1 << 20), (4097, 64)])
+def test_times_widened_in_place_are_the_32_bit_values(n, block):
+    """The run's 32-bit times, held in the first half of the int64 arrays they become, widened
+    in place a block at a time from the last down: every value as ``astype`` gives it."""
+    values = np.random.default_rng(n).integers(-1, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    buffer = np.empty(n, np.int64)
+    buffer.view(np.int32)[:n] = values
+    widen_in_place(buffer, n, block)
+    assert np.array_equal(buffer, values.astype(np.int64))
 
 
 def test_id_columns_are_32_bit_only_when_every_id_fits():

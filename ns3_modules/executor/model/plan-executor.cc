@@ -388,7 +388,9 @@ PlanExecutor::WidenTimes(uint32_t n, int64_t* start, int64_t* end)
 void
 PlanExecutor::MoveTimes(int64_t* start, int64_t* end)
 {
-    for (uint32_t i = 0; i < m_n; ++i)
+    // from the last task down: \p start may be the memory of the 32-bit start array itself
+    // (value i in 64 bits covers 32-bit values 2i and 2i + 1, both read by then), as \p end
+    for (uint32_t i = m_n; i-- > 0;)
     {
         start[i] = i < m_start.size() ? m_start.Get(i) : -1;
         end[i] = i < m_end.size() ? m_end.Get(i) : -1;

@@ -324,7 +324,8 @@ class PlanExecutor : public Object
     /**
      * \brief Copy every time so far (-1 where a task did not start / finish) into the caller's
      * 64-bit arrays and record the rest of the run there (as BorrowTimes; the 32-bit arrays are
-     * not read or written again).
+     * not read or written again). Each may be the memory of the 32-bit array it widens, 8
+     * bytes per task from its start (widened in place: no second copy of the times).
      * \param n number of tasks (that of the loaded plan)
      * \param start output, n values
      * \param end output, n values
@@ -523,7 +524,8 @@ class PlanExecutor : public Object
     /** Record \p ns as task \p t's time in \p column; one that does not fit 32 bits
      * returns from the run (NarrowTimesFull()). */
     void SetTime(TimeColumn& column, uint32_t t, int64_t ns);
-    /** Copy every time into \p start and \p end (m_n values each) and record there from now on. */
+    /** Copy every time into \p start and \p end (m_n values each; each may overlay the
+     * 32-bit array it widens) and record there from now on. */
     void MoveTimes(int64_t* start, int64_t* end);
 
     /** The plan's columns when LoadPlan / SetConnections copied them (empty when borrowed). */

@@ -279,21 +279,28 @@ class NarrowTimesTestCase : public TestCase
         plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {3});
         std::size_t n = plan.kind.size();
         std::vector<std::vector<int64_t>> runs;
-        // 64 bits; 32 bits widened by the caller; 32 bits widened by the executor
-        for (int mode : {0, 1, 2})
+        // 64 bits; 32 bits widened by the caller; 32 bits widened by the executor; 32 bits
+        // widened by the caller in place (the 64-bit arrays overlay the 32-bit ones)
+        for (int mode : {0, 1, 2, 3})
         {
             Ptr<PlanExecutor> executor = MakeExecutor(plan);
             std::vector<int64_t> start(n, 7);
             std::vector<int64_t> end(n, 7);
-            std::vector<int32_t> start32(n, 7);
-            std::vector<int32_t> end32(n, 7);
+            std::vector<int32_t> own32(2 * n, 7);
+            int32_t* start32 = own32.data();
+            int32_t* end32 = own32.data() + n;
+            if (mode == 3)
+            {
+                start32 = reinterpret_cast<int32_t*>(start.data());
+                end32 = reinterpret_cast<int32_t*>(end.data());
+            }
             if (mode == 0)
             {
                 executor->BorrowTimes(n, start.data(), end.data());
             }
             else
             {
-                executor->BorrowTimesNarrow(n, start32.data(), end32.data());
+                executor->BorrowTimesNarrow(n, start32, end32);
             }
             NS_TEST_ASSERT_MSG_EQ(executor->Start(), true, executor->GetError());
             int32_t state = executor->Resume();
@@ -301,7 +308,7 @@ class NarrowTimesTestCase : public TestCase
             while (state == PlanExecutor::YIELDED)
             {
                 full = full || executor->NarrowTimesFull();
-                if (mode == 1 && executor->NarrowTimesFull())
+                if ((mode == 1 || mode == 3) && executor->NarrowTimesFull())
                 {
                     executor->WidenTimes(n, start.data(), end.data());
                     NS_TEST_ASSERT_MSG_EQ(executor->NarrowTimesFull(), false, "widened");
@@ -311,10 +318,10 @@ class NarrowTimesTestCase : public TestCase
             NS_TEST_ASSERT_MSG_EQ(state, PlanExecutor::FINISHED, executor->GetError());
             NS_TEST_ASSERT_MSG_EQ(full, (mode > 0), "only 32-bit times fill up");
             NS_TEST_ASSERT_MSG_EQ(
-                start32[0], (mode > 0 ? 0 : 7), "32-bit times before the widening");
+                own32[0], (mode == 1 || mode == 2 ? 0 : 7), "32-bit times before the widening");
             std::vector<int64_t> times(2 * n);
             executor->CopyTimes(times.data(), times.data() + n);
-            if (mode < 2)
+            if (mode != 2)
             {
                 for (std::size_t i = 0; i < n; ++i)
                 {
@@ -332,6 +339,7 @@ class NarrowTimesTestCase : public TestCase
         {
             NS_TEST_ASSERT_MSG_EQ(runs[1][i], runs[0][i], "widened by the caller: the same times");
             NS_TEST_ASSERT_MSG_EQ(runs[2][i], runs[0][i], "widened by the executor: the same");
+            NS_TEST_ASSERT_MSG_EQ(runs[3][i], runs[0][i], "widened in place: the same times");
         }
     }
 };
