@@ -46,6 +46,9 @@ from heterosim.plan.collectives.planes import flow_planes
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids, task_indices
 
 PROGRESS_WALL_INTERVAL_S = 0.5
+# Flow blocks (blocks a flow's kernel holds: its collective's NCCL channels) go to the
+# contention model in 8 bits when none exceeds this (ComputeContention::BorrowFlowBlocksNarrow)
+NARROW_BLOCKS_MAX = np.iinfo(np.uint8).max
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
@@ -371,7 +374,7 @@ def _install_contention(
 
     n = len(plan)
     blocks = flow_blocks(plan)
-    narrow = blocks.size == 0 or int(blocks.max()) <= np.iinfo(np.uint8).max  # NCCL's channels: 8 bits
+    narrow = blocks.size == 0 or int(blocks.max()) <= NARROW_BLOCKS_MAX
     arrays = [
         *terms,
         _buffer(blocks, np.uint8 if narrow else np.int32),

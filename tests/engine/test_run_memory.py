@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from heterosim.config.experiment import load_experiment
+from heterosim.engine import executor as executor_module
 from heterosim.engine import flow_table
 from heterosim.engine.executor import execute_plan, widen_in_place
 from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, TASK_BLOCK, FlowTable
@@ -152,6 +153,47 @@ def test_the_memory_saving_run_writes_what_the_plain_run_writes(tmp_path, micro_
     assert packed.max() > 0 and np.array_equal(packed, by_columns)
     assert np.array_equal(plain.engine.task_end_ns, lean.engine.task_end_ns)
     want, got = _outputs(plain, tmp_path / "plain"), _outputs(lean, tmp_path / "lean")
+    assert {"ranks.csv", "flows.csv", "trace.json", "results"} <= set(want)
+    for name, content in want.items():
+        assert got[name] == content, name
+
+
+class _WideTimes:
+    """The run's task times as int64 from the start (``PlanExecutor::BorrowTimes``), as before
+    the 32-bit times: the reference the narrow ones must match."""
+
+    def __init__(self, executor, n: int) -> None:
+        self.start, self.end = np.full(max(n, 1), -1, np.int64), np.full(max(n, 1), -1, np.int64)
+        self.n = n
+        executor.BorrowTimes(n, self.start, self.end)
+
+    def widen_if_full(self) -> None:
+        pass
+
+    def wide(self):
+        return self.start[: self.n], self.end[: self.n]
+
+
+@pytest.mark.parametrize("micro_batches", [2, 24])
+def test_narrow_representations_write_what_wide_ones_write(tmp_path, monkeypatch, micro_batches):
+    """`heterosim run`'s path with its narrow representations (32-bit task times, 16-bit GPU ids,
+    32-bit dependency lists, 8-bit flow blocks) against the same path with each in its wide form:
+    every file byte for byte."""
+    sets = [f"training.global_batch={2 * micro_batches}", "simulation.sample_interval=10us"]
+    narrow = run_for_reports(load_experiment(TINY, sets))
+    assert narrow.tables.plan.gpu.dtype == np.int16
+    with monkeypatch.context() as wide:
+        wide.setattr(executor_module, "_TaskTimes", _WideTimes)
+        wide.setattr(executor_module, "NARROW_BLOCKS_MAX", -1)
+        wide.setattr(execution_plan.ExecutionPlan, "narrow_dependencies", lambda plan: 0)
+        wide.setattr(
+            execution_plan, "endpoint_columns", lambda g, d: (g.astype(np.int32), d.astype(np.int32))
+        )
+        reference = run_for_reports(load_experiment(TINY, sets))
+    assert reference.tables.plan.gpu.dtype == np.int32
+    assert np.array_equal(narrow.engine.task_start_ns, reference.engine.task_start_ns)
+    assert narrow.engine.task_end_ns.dtype == np.int64
+    want, got = _outputs(reference, tmp_path / "wide"), _outputs(narrow, tmp_path / "narrow")
     assert {"ranks.csv", "flows.csv", "trace.json", "results"} <= set(want)
     for name, content in want.items():
         assert got[name] == content, name
