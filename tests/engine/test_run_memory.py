@@ -1,8 +1,9 @@
 """Memory a run holds per task and per micro-batch (benchmarks/README.md, "Memory against the
 micro-batch count"): the plan's arrays, the task times and the flow table, asserted against byte
 formulas at 8 and 32 micro-batches per pipeline; the plan's engine-only columns freed once the run
-is over; and the bounded-memory writers, breakdown and trace selection giving the results a single
-pass gives."""
+is over; the narrow representations (32-bit times, 16-bit GPU ids, 32-bit dependency lists, 8-bit
+flow blocks) writing what the wide ones write; and the bounded-memory writers, breakdown and trace
+selection giving the results a single pass gives."""
 
 from __future__ import annotations
 
