@@ -133,9 +133,10 @@ def execute_plan(
     model's stall timeout then also covers the outages and twice the retransmission timeout.
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
-    ``release_schedule``: the caller runs the plan no more; its schedule columns are freed
-    (:meth:`ExecutionPlan.release_schedule`) once the executor has checked the plan and built
-    its own children lists (``PlanExecutor::ReleaseParents``), before the task times are
+    ``release_schedule``: the caller runs the plan no more; its dependency lists are narrowed
+    to int32 where they fit (:meth:`ExecutionPlan.narrow_dependencies`) and its schedule columns
+    are freed (:meth:`ExecutionPlan.release_schedule`) once the executor has checked the plan and
+    built its own children lists (``PlanExecutor::ReleaseParents``), before the task times are
     allocated, so that a plan of millions of tasks does not hold both dependency lists and the
     times at once; the columns the run still reads stay alive until it is over.
     """
