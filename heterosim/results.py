@@ -83,8 +83,9 @@ class RunArtifacts:
 
     def release_schedule(self) -> int:
         """Free the plan's engine-only columns once the run is over (reports do not read them;
-        :meth:`ExecutionPlan.release_schedule`); return the bytes freed."""
-        return self.tables.plan.release_schedule()
+        :meth:`ExecutionPlan.release_schedule`), and its compute durations too when there are no
+        fault records to read them; return the bytes freed."""
+        return self.tables.plan.release_schedule(durations=self.faults is None)
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,12 @@
 The plan is handed to ``ns3::PlanExecutor`` (C++) in bulk, as views of its arrays (no copy);
 the executor counts dependencies, runs compute tasks on per-(GPU, stream) queues, starts flows on
 the chosen network when they are ready and records every task's start and end in arrays Python
-owns (``PlanExecutor::BorrowTimes``). Python only builds the inputs, calls the progress callback
-between slices of the run (about every 0.5 s of wall time) and copies the network's results out
-as arrays; the run over, the executor frees its per-task state (``PlanExecutor::ReleaseTasks``)
-before the network's tables are read. The per-flow table (:class:`FlowTable`) keeps only the
-flow task indices and what the network measured; its other columns come from the plan and the
-task times when read.
+owns (``PlanExecutor::BorrowTimesNarrow``: 32 bits while every time fits, 64 from then on).
+Python only builds the inputs, calls the progress callback between slices of the run (about
+every 0.5 s of wall time) and copies the network's results out as arrays; the run over, the
+executor frees its per-task state (``PlanExecutor::ReleaseTasks``) before the network's tables
+are read. The per-flow table (:class:`FlowTable`) keeps only the connection ids and what the
+network measured; its other columns come from the plan and the task times when read.
 
 Fidelities: ``flow`` is the fluid max-min model of :mod:`heterosim.engine.fluid` (see its
 approximations); ``packet`` is the RDMA packet network of :mod:`heterosim.engine.packet`.
@@ -46,6 +46,9 @@ from heterosim.plan.collectives.planes import flow_planes
 from heterosim.plan.execution_plan import FLOW, ExecutionPlan, connection_ids, task_indices
 
 PROGRESS_WALL_INTERVAL_S = 0.5
+# Flow blocks (blocks a flow's kernel holds: its collective's NCCL channels) go to the
+# contention model in 8 bits when none exceeds this (ComputeContention::BorrowFlowBlocksNarrow)
+NARROW_BLOCKS_MAX = np.iinfo(np.uint8).max
 
 # ns3::PlanExecutor::RunState
 _FINISHED, _YIELDED, _STOPPED, _STALLED, _INVALID = 1, 2, 3, 4, 5
@@ -80,9 +83,9 @@ class EngineResult:
     fault_counts: list[dict[str, Any]] = field(default_factory=list)  # per fault, model counters
     # packet fidelity: simulation.packet_acceleration and the fast-forward's counters
     fast_forward: dict[str, Any] = field(default_factory=dict)
-    # compute/communication contention: extra_ns and tasks_slowed per GPU (int64), task_extra_ns
-    # per task (int32 when every value fits, else int64); empty when simulation.compute_contention
-    # is off
+    # compute/communication contention: extra_ns and tasks_slowed per GPU (int64), the slowed
+    # compute tasks (slowed_task, ascending) and each one's extra time (slowed_extra_ns), both
+    # int64: no per-task array; empty when simulation.compute_contention is off
     contention: dict[str, np.ndarray] = field(default_factory=dict)
 
 
@@ -130,9 +133,10 @@ def execute_plan(
     model's stall timeout then also covers the outages and twice the retransmission timeout.
     On a multi-plane topology every flow gets its plane as NCCL would map its channel to a NIC
     port (:func:`heterosim.plan.collectives.planes.flow_planes`, ``FlowNetwork::SetFlowPlanes``).
-    ``release_schedule``: the caller runs the plan no more; its schedule columns are freed
-    (:meth:`ExecutionPlan.release_schedule`) once the executor has checked the plan and built
-    its own children lists (``PlanExecutor::ReleaseParents``), before the task times are
+    ``release_schedule``: the caller runs the plan no more; its dependency lists are narrowed
+    to int32 where they fit (:meth:`ExecutionPlan.narrow_dependencies`) and its schedule columns
+    are freed (:meth:`ExecutionPlan.release_schedule`) once the executor has checked the plan and
+    built its own children lists (``PlanExecutor::ReleaseParents``), before the task times are
     allocated, so that a plan of millions of tasks does not hold both dependency lists and the
     times at once; the columns the run still reads stay alive until it is over.
     """
@@ -150,6 +154,8 @@ def execute_plan(
     if stall_timeout_ns is None:
         stall_timeout_ns = model.default_stall_timeout_ns(plan, topology, network, faults)
     executor = _create_executor(ns3, net, desc, simulation.sample_interval_ns, stop_ns, stall_timeout_ns)
+    if release_schedule:
+        plan.narrow_dependencies()  # read once, then freed: 32-bit where they fit
     connection = connection_ids(plan) if queue_pairs == "connection" else np.full(len(plan), -1, np.int32)
     borrowed, parents = _load(executor, plan, connection)  # the executor reads these: alive until the end
     _set_planes(net, plan, topology)
@@ -161,17 +167,18 @@ def execute_plan(
         compute_contention=simulation.compute_contention,
         release_schedule=release_schedule,
     )
-    times = _borrow_times(executor, len(plan))  # after the set-up's temporaries (peak memory)
+    times = _TaskTimes(executor, len(plan))  # after the set-up's temporaries (peak memory)
     schedule = fault_models.install(faults, gbl, net, executor)
     try:
-        state, interruption = _run(executor, ns3, len(plan), progress) if valid else (_INVALID, None)
+        state, interruption = _run(executor, ns3, len(plan), progress, times) if valid else (_INVALID, None)
+        times.widen_if_full()  # a time of the last events beyond 32 bits
         error = _run_error(executor, model, net, state, interruption, raise_on_stall)
         # the run state, then the arrays it read: memory for the readout (and the accounts)
         executor.ReleaseTasks()
         borrowed.clear()
         parents.clear()
         accounts = _release_contention(contention, contention_arrays, plan)
-        result = _collect(executor, net, ns3, plan, topology, model, connection, times)
+        result = _collect(executor, net, ns3, plan, topology, model, connection, times.wide())
         result.fault_counts = fault_models.collect(faults, schedule, net, model)
         if accounts is not None:
             result.contention = accounts
@@ -307,18 +314,28 @@ def _load(
     the dependency lists, which must until ``ReleaseParents``."""
     narrow = plan.bytes.dtype == np.int32  # the three amounts: 32 bits together or not at all
     amount = np.int32 if narrow else np.int64
+    null = native.null_pointer()
+    # GPU ids in 16 bits (ExecutionPlan.endpoint_columns): given apart, BorrowEndpointsNarrow
+    ids = [_buffer(plan.gpu, np.int16), _buffer(plan.dst, np.int16)] if plan.gpu.dtype == np.int16 else []
     arrays = [
         _buffer(plan.kind, np.uint8),
-        _buffer(plan.gpu, np.int32),
-        _buffer(plan.dst, np.int32),
+        *([null, null] if ids else [_buffer(plan.gpu, np.int32), _buffer(plan.dst, np.int32)]),
         _buffer(plan.bytes, amount),
         _buffer(plan.duration_ns, amount),
         _buffer(plan.delay_ns, amount),
         _buffer(plan.stream, np.int16),
         _buffer(plan.priority, np.uint8),
     ]
-    parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
-    (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
+    if plan.dep_ptr.dtype == np.int32:  # ExecutionPlan.narrow_dependencies
+        parents = [_buffer(plan.dep_ptr, np.int32), _buffer(plan.dep_idx, np.int32)]
+        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, null, null)
+        executor.BorrowParentsNarrow(len(plan), *parents)
+    else:
+        parents = [_buffer(plan.dep_ptr, np.int64), _buffer(plan.dep_idx, np.int64)]
+        (executor.BorrowPlanNarrow if narrow else executor.BorrowPlan)(len(plan), *arrays, *parents)
+    if ids:
+        executor.BorrowEndpointsNarrow(len(plan), *ids)
+    arrays = [a for a in arrays if isinstance(a, np.ndarray)] + ids
     if np.any(connection >= 0):
         if connection.dtype == np.int32:
             arrays.append(_buffer(connection, np.int32))
@@ -350,16 +367,24 @@ def _install_contention(
     ns3: Any, executor: Any, plan: ExecutionPlan, terms: list[np.ndarray]
 ) -> tuple[Any, list[np.ndarray]]:
     """``ns3::ComputeContention`` for the plan's compute ``terms`` (:func:`_compute_terms`) and
-    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`), attached to the executor;
+    flow blocks (:func:`heterosim.plan.compute.contention.flow_blocks`; in 8 bits where every
+    count fits, ``BorrowFlowBlocksNarrow``), attached to the executor;
     it reads the arrays returned with it in place, which must stay alive until its
     ``ReleaseTasks``."""
     from heterosim.plan.compute.contention import flow_blocks
 
     n = len(plan)
-    arrays = [*terms, _buffer(flow_blocks(plan), np.int32), _buffer(_instances32(plan), np.int32)]
+    blocks = flow_blocks(plan)
+    narrow = blocks.size == 0 or int(blocks.max()) <= NARROW_BLOCKS_MAX
+    arrays = [
+        *terms,
+        _buffer(blocks, np.uint8 if narrow else np.int32),
+        _buffer(_instances32(plan), np.int32),
+    ]
+    del blocks
     model = ns3.CreateObject[ns3.ComputeContention]()
     model.BorrowComputeTerms(n, *arrays[:3])
-    model.BorrowFlowBlocks(n, *arrays[3:])
+    (model.BorrowFlowBlocksNarrow if narrow else model.BorrowFlowBlocks)(n, *arrays[3:])
     model.SetGpuCount(int(plan.num_gpus))
     executor.SetComputeContention(model)
     return model, arrays
@@ -377,33 +402,32 @@ def _instances32(plan: ExecutionPlan) -> np.ndarray:
 
 
 def _contention_accounts(model: Any, plan: ExecutionPlan) -> dict[str, np.ndarray]:
+    """``EngineResult.contention``: the per-GPU accounts, and the slowed tasks with their extra
+    time (a compute task not slowed has none: no array of every task)."""
     gpus = max(int(plan.num_gpus), 1)
     extra, slowed = np.zeros(gpus, np.int64), np.zeros(gpus, np.uint64)
-    task_extra = np.zeros(max(len(plan), 1), np.int64)
-    model.CopyAccounts(extra, slowed, task_extra)
+    count = int(model.GetNSlowedTasks())
+    tasks, task_extra = np.zeros(max(count, 1), np.uint32), np.zeros(max(count, 1), np.int64)
+    model.CopyAccounts(extra, slowed, tasks, task_extra)
     return {
         "extra_ns": extra,
         "tasks_slowed": slowed.astype(np.int64),
-        "task_extra_ns": _narrow_times(task_extra[: len(plan)]),
+        "slowed_task": tasks[:count].astype(np.int64),
+        "slowed_extra_ns": task_extra[:count],
     }
 
 
-def _narrow_times(values: np.ndarray) -> np.ndarray:
-    """Per-task times (ns) in int32 when every value fits (4 bytes per task less for the
-    reports), else as they are."""
-    info = np.iinfo(np.int32)
-    if values.size and (int(values.min()) < info.min or int(values.max()) > info.max):
-        return values
-    return values.astype(np.int32)
-
-
-def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None) -> tuple[int, str | None]:
-    """Run to the end; return the executor's state and, if interrupted, why."""
+def _run(
+    executor: Any, ns3: Any, total: int, progress: ProgressCallback | None, times: _TaskTimes
+) -> tuple[int, str | None]:
+    """Run to the end; return the executor's state and, if interrupted, why. ``times`` are
+    widened to 64 bits when a time stops fitting 32."""
     if not executor.Start():
         return _INVALID, None
     while True:
         try:
             state = int(executor.Resume())
+            times.widen_if_full()
             if progress is not None:
                 progress(
                     int(ns3.Simulator.Now().GetNanoSeconds()),
@@ -419,13 +443,49 @@ def _run(executor: Any, ns3: Any, total: int, progress: ProgressCallback | None)
             return state, None
 
 
-def _borrow_times(executor: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+class _TaskTimes:
     """Start and end of every task (ns; -1 where a task did not start / finish), arrays the
-    executor fills as the run goes (``PlanExecutor::BorrowTimes``: no copy of its own)."""
-    start = np.full(max(n, 1), -1, np.int64)
-    end = np.full(max(n, 1), -1, np.int64)
-    executor.BorrowTimes(n, start, end)
-    return start[:n], end[:n]
+    executor fills as the run goes (no copy of its own): in int32 while every time fits
+    (``PlanExecutor::BorrowTimesNarrow``: 8 bytes per task less during the run), widened to
+    int64 when the run passes 2^31 ns (:meth:`widen_if_full`, ``PlanExecutor::WidenTimes``)
+    and for the reports once it is over (:meth:`wide`). Each 32-bit array is the first half of
+    the int64 array it becomes, widened in place from its last value down: untouched, the
+    second half takes no memory (a fresh mapping, heterosim/engine/process_memory.py), and
+    widening makes no second copy of the times."""
+
+    def __init__(self, executor: Any, n: int) -> None:
+        self.executor, self.n = executor, n
+        self.buffers = [np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)]
+        self.narrow = True
+        start, end = (b.view(np.int32)[: max(n, 1)] for b in self.buffers)
+        executor.BorrowTimesNarrow(n, start, end)  # Start() sets them to -1
+
+    def widen_if_full(self) -> None:
+        """If a time did not fit 32 bits, let the executor widen every time so far in place (it
+        records the rest of the run in 64 bits)."""
+        if self.narrow and self.executor.NarrowTimesFull():
+            self.executor.WidenTimes(self.n, *self.buffers)
+            self.narrow = False
+
+    def wide(self) -> tuple[np.ndarray, np.ndarray]:
+        """The times in int64, as the reports read them (after the run, widened in place if the
+        run never passed 2^31 ns)."""
+        if self.narrow:
+            for values in self.buffers:
+                widen_in_place(values, self.n)
+            self.narrow = False
+        start, end = (b[: self.n] for b in self.buffers)
+        return start, end
+
+
+def widen_in_place(values: np.ndarray, n: int, block: int = 1 << 20) -> None:
+    """Turn the ``n`` int32 values held in the first half of int64 array ``values`` into its
+    first ``n`` int64 values, a block of ``block`` values at a time from the last down (value i in
+    64 bits covers 32-bit values 2i and 2i + 1, both read by then): no copy of them all."""
+    narrow = values.view(np.int32)
+    for hi in range(n, 0, -block):
+        lo = max(hi - block, 0)
+        values[lo:hi] = narrow[lo:hi].astype(np.int64)
 
 
 def _collect(

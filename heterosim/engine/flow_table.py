@@ -2,10 +2,12 @@
 
 Most of its columns repeat the plan's (source, destination, bytes, collective of each flow task)
 or the run's task times; storing them again costs ~70 bytes per flow (half a gigabyte at 7 M
-flows). :class:`FlowTable` keeps only the flow task indices, references to the plan and the
+flows). :class:`FlowTable` keeps only the connection ids, references to the plan and the
 times, and the columns the network model measured that are not all zero; it builds a column
 (or a block of rows, :meth:`FlowTable.rows`) when asked, with the same values and dtypes a
-plain dict of arrays would hold.
+plain dict of arrays would hold. The flow task indices are not kept either: they are the
+plan's FLOW tasks in order, found again from its kinds (a count of flows per block of
+:data:`TASK_BLOCK` tasks locates a block of rows).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from heterosim.plan.execution_plan import ExecutionPlan
+from heterosim.plan.execution_plan import FLOW, ExecutionPlan
 
 # Columns, in order, and the dtype each is given
 FLOW_TABLE_COLUMNS = {
@@ -32,18 +34,22 @@ FLOW_TABLE_COLUMNS = {
 }
 # Columns measured by the network model (per flow row); the others come from the plan and times
 MEASURED = ("retransmits", "out_of_order", "max_reorder_depth")
+# Tasks per block of the flow counts that locate a row's task (4 bytes per 65,536 tasks)
+TASK_BLOCK = 1 << 16
 
 
 class FlowTable(Mapping[str, np.ndarray]):
     """Per FLOW task: task, src, dst, bytes, start_ns, end_ns, retransmits, collective,
     connection, out_of_order, max_reorder_depth (see ``EngineResult.flows``).
 
-    ``start_ns``/``end_ns`` are the run's per-task times, read in place with ``plan``, so they
-    must not change while the table is used; ``connection`` is a per-task array (None: -1
-    everywhere) of which the table keeps the flows' values. ``measured`` holds per-flow-row
-    columns of :data:`MEASURED` (missing or all-zero ones are stored as nothing and read as
-    zeros). Task indices and connection ids are held in 32 bits when they fit (4 bytes per flow
-    each), and read out in the dtypes of :data:`FLOW_TABLE_COLUMNS`.
+    ``flow_tasks`` are every FLOW task of ``plan``, ascending (a row per flow task); the table
+    finds them again from ``plan.kind`` when read, keeping only a count of flows per block of
+    :data:`TASK_BLOCK` tasks. ``start_ns``/``end_ns`` are the run's per-task times, read in
+    place with ``plan``, so they must not change while the table is used; ``connection`` is a
+    per-task array (None: -1 everywhere) of which the table keeps the flows' values.
+    ``measured`` holds per-flow-row columns of :data:`MEASURED` (missing or all-zero ones are
+    stored as nothing and read as zeros). Connection ids are held in 32 bits when they fit
+    (4 bytes per flow), and every column is read out in the dtypes of :data:`FLOW_TABLE_COLUMNS`.
     """
 
     def __init__(
@@ -56,11 +62,14 @@ class FlowTable(Mapping[str, np.ndarray]):
         measured: Mapping[str, np.ndarray | None],
     ) -> None:
         self._plan = plan
-        self._task = _narrow(np.asarray(flow_tasks))
+        flow_tasks = np.asarray(flow_tasks)
+        self._before = _flows_before_blocks(plan.kind)  # flows in the tasks before each block
+        if int(self._before[-1]) != flow_tasks.size:
+            raise ValueError("flow table: flow_tasks must be every FLOW task of the plan")
         self._start, self._end = start_ns, end_ns
         self._connection = None  # per flow row
         if connection is not None and np.any(connection >= 0):
-            self._connection = _gather_narrow(np.asarray(connection), self._task)
+            self._connection = _gather_narrow(np.asarray(connection), flow_tasks)
         self._measured: dict[str, np.ndarray] = {}
         for key, values in measured.items():
             if key not in MEASURED:
@@ -83,7 +92,7 @@ class FlowTable(Mapping[str, np.ndarray]):
     @property
     def flows(self) -> int:
         """Rows (flow tasks) in the table."""
-        return int(self._task.size)
+        return int(self._before[-1])
 
     def rows(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """Every column for rows ``lo:hi`` (new arrays; a block of a large table at a time)."""
@@ -91,14 +100,14 @@ class FlowTable(Mapping[str, np.ndarray]):
 
     def retained_bytes(self) -> int:
         """Bytes of the arrays this table holds of its own (not the plan's or the times)."""
-        own = [self._task, *self._measured.values()]
+        own = [self._before, *self._measured.values()]
         if self._connection is not None:
             own.append(self._connection)
         return int(sum(v.nbytes for v in own))
 
     def _column(self, key: str, lo: int, hi: int) -> np.ndarray:
         dtype = FLOW_TABLE_COLUMNS[key]  # KeyError for an unknown column, as a dict would
-        task = self._task[lo:hi]
+        task = self._tasks(lo, hi)
         if key in MEASURED:
             values = self._measured.get(key)
             return values[lo:hi].copy() if values is not None else np.zeros(task.size, dtype)
@@ -117,6 +126,33 @@ class FlowTable(Mapping[str, np.ndarray]):
             "collective": self._plan.collective,
         }[key]
         return source[task].astype(dtype, copy=False)
+
+    def _tasks(self, lo: int, hi: int) -> np.ndarray:
+        """The task indices of rows ``lo:hi`` (ascending; int32 where every task index fits),
+        found from the plan's kinds in the blocks of tasks that hold those rows."""
+        hi = min(hi, self.flows)
+        lo = min(lo, hi)
+        kind = self._plan.kind
+        dtype = np.int32 if kind.size <= np.iinfo(np.int32).max else np.int64
+        if lo == hi:
+            return np.zeros(0, dtype)
+        first = int(np.searchsorted(self._before, lo, side="right")) - 1  # block holding row lo
+        last = int(np.searchsorted(self._before, hi, side="left"))  # blocks before it hold row hi - 1
+        base = first * TASK_BLOCK
+        tasks = np.flatnonzero(kind[base : last * TASK_BLOCK] == FLOW).astype(dtype)
+        tasks += base
+        skip = lo - int(self._before[first])
+        return tasks[skip : skip + hi - lo]
+
+
+def _flows_before_blocks(kind: np.ndarray) -> np.ndarray:
+    """Per block of :data:`TASK_BLOCK` tasks, the FLOW tasks before it, then the total (int64,
+    blocks + 1 values)."""
+    blocks = -(-kind.size // TASK_BLOCK)
+    counts = np.zeros(blocks + 1, np.int64)
+    for b in range(blocks):
+        counts[b + 1] = np.count_nonzero(kind[b * TASK_BLOCK : (b + 1) * TASK_BLOCK] == FLOW)
+    return np.cumsum(counts)
 
 
 def _narrow(values: np.ndarray) -> np.ndarray:

@@ -379,6 +379,13 @@ def load() -> Any:
     return cppyy.gbl
 
 
+def null_pointer() -> Any:
+    """C++'s null pointer, for a pointer argument that a call may leave out (after :func:`load`)."""
+    import cppyy  # noqa: PLC0415
+
+    return cppyy.nullptr
+
+
 @cache
 def _use_event_scheduler(cppyy: Any) -> None:
     """Make :data:`EVENT_SCHEDULER` the queue of every simulator created from now on."""

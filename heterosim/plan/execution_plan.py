@@ -71,15 +71,17 @@ SCHEDULE_COLUMNS = (
 @dataclass
 class ExecutionPlan:
     kind: np.ndarray  # uint8 (T,)
-    gpu: np.ndarray  # int32: GPU running a compute task / sending a flow; -1 for markers
-    dst: np.ndarray  # int32: flow destination GPU, -1 otherwise
+    # GPU ids in int16 together when both columns fit (clusters up to 32,767 GPUs), else int32
+    # (endpoint_columns)
+    gpu: np.ndarray  # GPU running a compute task / sending a flow; -1 for markers
+    dst: np.ndarray  # flow destination GPU, -1 otherwise
     bytes: np.ndarray  # int32, or int64 (see AMOUNT_COLUMNS): flow size
     duration_ns: np.ndarray  # int32 / int64: compute duration
     delay_ns: np.ndarray  # int32 / int64: fixed latency before the task
     stream: np.ndarray  # int16: compute stream on the GPU
     priority: np.ndarray  # uint8: flow traffic class
-    dep_ptr: np.ndarray  # int64 (T+1,)
-    dep_idx: np.ndarray  # int64 (E,)
+    dep_ptr: np.ndarray  # int64 (T+1,); int32 once narrow_dependencies() narrowed it
+    dep_idx: np.ndarray  # int64 (E,); likewise
     # id columns in the narrowest of int16 (rank, node) / int32 / int64 that holds every id
     # (index_column: plans hold millions of tasks, the reports only index with these)
     rank: np.ndarray  # rank whose trace the task came from (-1 if none)
@@ -101,6 +103,7 @@ class ExecutionPlan:
         self.rank = index_column(self.rank, np.int16)
         self.node = index_column(self.node, np.int16)
         self.collective = index_column(self.collective)
+        self.gpu, self.dst = endpoint_columns(self.gpu, self.dst)
         self.bytes, self.duration_ns, self.delay_ns = amount_columns(
             self.bytes, self.duration_ns, self.delay_ns
         )
@@ -114,17 +117,35 @@ class ExecutionPlan:
     def __len__(self) -> int:
         return int(self.kind.shape[0])
 
-    def release_schedule(self) -> int:
+    def release_schedule(self, durations: bool = False) -> int:
         """Free :data:`SCHEDULE_COLUMNS` (empty arrays of the same dtypes take their place) once
         every run of the plan is over; return the bytes they held. The plan's other columns, which
-        the reports read, stay; the plan cannot run again (``released``)."""
+        the reports read, stay; the plan cannot run again (``released``). ``durations``: also
+        ``duration_ns``, which the reports read only for fault records (a straggler window's
+        slowed tasks, :mod:`heterosim.engine.faults`), once the run is over."""
         freed = 0
-        for name in SCHEDULE_COLUMNS:
+        for name in SCHEDULE_COLUMNS + (("duration_ns",) if durations else ()):
             column: np.ndarray = getattr(self, name)
             freed += column.nbytes
             setattr(self, name, np.zeros(0, column.dtype))
         self.released = True
         return freed
+
+    def narrow_dependencies(self) -> int:
+        """Hold the dependency CSR (``dep_ptr``, ``dep_idx``) in int32 when every offset and
+        parent index fits: the same values, 4 bytes per task and per dependency less. For a plan
+        that is run once and then released (``execute_plan(release_schedule=True)``): the engine
+        reads either width (``PlanExecutor::BorrowParentsNarrow``), the plan's other readers
+        (folding, iterations, merging) build int64 ones. Returns the bytes saved."""
+        limit = np.iinfo(np.int32).max
+        if self.released or self.dep_ptr.dtype == np.int32 or len(self) >= limit:
+            return 0
+        if self.dep_ptr.size and int(self.dep_ptr[-1]) > limit:  # dependencies counted 32-bit
+            return 0
+        before = self.dep_ptr.nbytes + self.dep_idx.nbytes
+        self.dep_ptr = self.dep_ptr.astype(np.int32)
+        self.dep_idx = self.dep_idx.astype(np.int32)
+        return before - self.dep_ptr.nbytes - self.dep_idx.nbytes
 
     def check(self) -> None:
         """Assert structural invariants; raises AssertionError with the broken one."""
@@ -152,6 +173,16 @@ def index_column(values: np.ndarray, narrowest: type = np.int32) -> np.ndarray:
         if np.iinfo(dtype).bits >= np.iinfo(narrowest).bits and fits(values, dtype):
             return values.astype(dtype, copy=False)
     return values.astype(np.int64, copy=False)
+
+
+def endpoint_columns(gpu: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU columns (``gpu``, ``dst``) in int16 together when every id of both fits, else in
+    int32 (the engine's GPU ids; ``PlanExecutor::BorrowEndpointsNarrow`` reads 16-bit ones): the
+    same values, 4 bytes per task less on clusters of up to 32,767 GPUs. A column already of
+    that dtype is kept, not copied."""
+    gpu, dst = np.asarray(gpu), np.asarray(dst)
+    dtype = np.int16 if fits(gpu, np.int16) and fits(dst, np.int16) else np.int32
+    return gpu.astype(dtype, copy=False), dst.astype(dtype, copy=False)
 
 
 def task_indices(mask: np.ndarray, block: int = 1 << 20) -> np.ndarray:

@@ -48,16 +48,16 @@ def write_perfetto_trace(
     counters: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
     max_spans: int | None = DEFAULT_MAX_SPANS,
     extra_events: list[dict] | None = None,
-    contention_ns: np.ndarray | None = None,
+    contention: tuple[np.ndarray, np.ndarray] | None = None,
     chunk_spans: int = SPAN_CHUNK,
 ) -> dict[str, int]:
     """Write ``trace.json``; return ``{spans, dropped_spans, max_spans}`` (0: no cap).
 
     ``task_label(task_indices)`` names tasks; ``counters`` maps a track name to (time_ns, value)
     arrays; ``extra_events`` (e.g. :func:`fault_events`) are written as given. ``max_spans`` None or 0
-    writes every span. ``contention_ns`` (per task) adds ``contention_us`` to the compute spans
-    that communication kernels beside them made longer. Spans are formatted and written
-    ``chunk_spans`` at a time; the file does not depend on it.
+    writes every span. ``contention`` (the slowed tasks, ascending, and their extra ns) adds
+    ``contention_us`` to the compute spans that communication kernels beside them made longer.
+    Spans are formatted and written ``chunk_spans`` at a time; the file does not depend on it.
     """
     num_gpus = max(plan.num_gpus, int(rank_gpu.max()) + 1 if rank_gpu.size else 0)
     gpu_rank = np.full(num_gpus, -1, dtype=np.int32)
@@ -76,7 +76,7 @@ def write_perfetto_trace(
     events = _track_names(rank_names, rank[is_comp], tid[is_comp], lanes, streams)
     send = side == SEND
     peer = np.where(send, gpu_rank[plan.dst[task]], gpu_rank[plan.gpu[task]])
-    lost = contention_ns if contention_ns is not None and contention_ns.shape[0] == len(plan) else None
+    lost = _SlowedTasks(*contention) if contention is not None and _of_plan(contention[0], plan) else None
     events += _p2p_arrows(plan, task, rank, tid, side, start_ns, end_ns)
     counter_pid = len(rank_names)
     if counters:
@@ -274,6 +274,28 @@ class _ItemWriter:
         self._first = False
 
 
+def _of_plan(tasks: np.ndarray, plan: ExecutionPlan) -> bool:
+    """Whether slowed ``tasks`` (ascending) can be the plan's: none beyond its last task."""
+    return tasks.size == 0 or int(tasks[-1]) < len(plan)
+
+
+class _SlowedTasks:
+    """The extra ns of the compute tasks contention slowed, looked up by task (0 for the
+    others): two arrays of the slowed tasks, not one value per task of the plan."""
+
+    def __init__(self, tasks: np.ndarray, extra_ns: np.ndarray) -> None:
+        self.tasks, self.extra = tasks, extra_ns
+
+    def extra_ns(self, task: np.ndarray) -> np.ndarray:
+        """Extra ns of each of ``task`` (int64)."""
+        out = np.zeros(task.shape[0], np.int64)
+        if self.tasks.size:
+            at = np.minimum(np.searchsorted(self.tasks, task), self.tasks.size - 1)
+            hit = self.tasks[at] == task
+            out[hit] = self.extra[at[hit]]
+        return out
+
+
 class _SpanColumns:
     """The kept spans' columns; :meth:`format` writes a slice of them as JSON text, so a run's
     millions of spans are never held as text at once (the file is the same, chunk or not)."""
@@ -288,7 +310,7 @@ class _SpanColumns:
         start_ns: np.ndarray,
         end_ns: np.ndarray,
         size: np.ndarray,
-        lost_ns: np.ndarray | None,
+        lost_ns: _SlowedTasks | None,
         task_label: Callable[[np.ndarray], list[str]],
     ) -> None:
         self.task, self.rank, self.tid, self.is_comp, self.peer = task, rank, tid, is_comp, peer
@@ -306,7 +328,9 @@ class _SpanColumns:
             quoted[name] = json.dumps(name)
         ts = (self.start_ns[task] / 1000.0).tolist()
         dur = ((self.end_ns[task] - self.start_ns[task]) / 1000.0).tolist()
-        lost = (self.lost_ns[task] / 1000.0).tolist() if self.lost_ns is not None else [0.0] * task.size
+        lost = (
+            (self.lost_ns.extra_ns(task) / 1000.0).tolist() if self.lost_ns is not None else [0.0] * task.size
+        )
         return [
             f'{{"ph":"X","name":{quoted[name]},"pid":{pid},"tid":{t},"ts":{start!r},"dur":{length!r}}}'
             if comp and not extra_us

@@ -575,8 +575,16 @@ def _write_trace(
         counters,
         max_spans=trace_max_spans,
         extra_events=extra,
-        contention_ns=engine.contention.get("task_extra_ns") if getattr(engine, "contention", None) else None,
+        contention=_slowed_tasks(engine),
     )
+
+
+def _slowed_tasks(engine: EngineResult) -> tuple[np.ndarray, np.ndarray] | None:
+    """The compute tasks contention slowed and their extra ns (None without the model)."""
+    accounts = getattr(engine, "contention", None)
+    if not accounts:
+        return None
+    return accounts["slowed_task"], accounts["slowed_extra_ns"]
 
 
 def _write_plots(

@@ -196,6 +196,29 @@ def test_markers_finish_with_their_last_parent_and_long_chains_do_not_recurse(to
     assert result.task_end_ns[-1] == 2510 == result.makespan_ns
 
 
+@pytest.mark.parametrize("after", [0, 1])
+def test_times_past_2_to_the_31_ns_are_recorded_exactly(topo, after):
+    """The executor records times in 32 bits while they fit and widens them (to 64) when the
+    run passes 2^31 ns, mid-run (``after`` = 1: a task ends past it, another follows) or at
+    its last event (``after`` = 0); the reports get int64 times either way."""
+    tasks = [
+        {"kind": COMPUTE, "gpu": 0, "dur": 2_000_000_000},
+        {"kind": FLOW, "gpu": 0, "dst": 8, "bytes": 1 << 20, "deps": [0]},
+        {"kind": COMPUTE, "gpu": 8, "dur": 1_000_000_000, "deps": [1]},
+        {"kind": MARKER, "deps": [2]},
+    ]
+    tasks += [{"kind": COMPUTE, "gpu": 8, "dur": 500, "deps": [3]}] * after
+    result = execute_plan(make_plan(tasks), topo, NETWORK, FLUID)
+    flow_end = 2_000_000_000 + flow_time_ns(topo, 0, 8, 1 << 20)
+    assert result.task_start_ns.dtype == result.task_end_ns.dtype == np.int64
+    assert result.task_end_ns[:4].tolist() == [2_000_000_000, flow_end, flow_end + 10**9, flow_end + 10**9]
+    assert result.task_start_ns[3] == flow_end + 10**9 > 2**31
+    if after:
+        assert result.task_start_ns[4] == flow_end + 10**9 and result.task_end_ns[4] == flow_end + 10**9 + 500
+    assert result.makespan_ns == int(result.task_end_ns.max())
+    assert result.flows["end_ns"].tolist() == [flow_end]
+
+
 def test_dependency_cycle_is_rejected_naming_the_cycle(topo):
     plan = make_plan(
         [

@@ -1,8 +1,9 @@
 """Memory a run holds per task and per micro-batch (benchmarks/README.md, "Memory against the
 micro-batch count"): the plan's arrays, the task times and the flow table, asserted against byte
 formulas at 8 and 32 micro-batches per pipeline; the plan's engine-only columns freed once the run
-is over; and the bounded-memory writers, breakdown and trace selection giving the results a single
-pass gives."""
+is over; the narrow representations (32-bit times, 16-bit GPU ids, 32-bit dependency lists, 8-bit
+flow blocks) writing what the wide ones write; and the bounded-memory writers, breakdown and trace
+selection giving the results a single pass gives."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import numpy as np
 import pytest
 
 from heterosim.config.experiment import load_experiment
-from heterosim.engine.executor import execute_plan
-from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, FlowTable
+from heterosim.engine import executor as executor_module
+from heterosim.engine import flow_table
+from heterosim.engine.executor import execute_plan, widen_in_place
+from heterosim.engine.flow_table import FLOW_TABLE_COLUMNS, TASK_BLOCK, FlowTable
 from heterosim.plan import execution_plan
 from heterosim.plan.execution_plan import (
     COMPUTE,
@@ -61,11 +64,14 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
         assert engine.task_start_ns.nbytes + engine.task_end_ns.nbytes == 16 * tasks
         assert isinstance(engine.flows, FlowTable)
         assert engine.flows.flows == flows
-        # 32-bit task indices and connection ids (the tiny plan's collectives have connections)
-        assert engine.flows.retained_bytes() == 4 * flows + 4 * flows
+        # 32-bit connection ids (the tiny plan's collectives have connections); the task indices
+        # are found again from the plan's kinds (a flow count per block of tasks)
+        blocks = -(-tasks // TASK_BLOCK)
+        assert engine.flows.retained_bytes() == 4 * flows + 8 * (blocks + 1)
         assert plan.rank.dtype == plan.node.dtype == np.int16 and plan.collective.dtype == np.int32
+        assert plan.gpu.dtype == plan.dst.dtype == np.int16
         assert plan.bytes.dtype == plan.duration_ns.dtype == plan.delay_ns.dtype == np.int32
-    assert per_task_columns <= 54  # 71 B per task with the CSR at the OPT-350M plans' edge counts
+    assert per_task_columns <= 50  # 16-bit GPU ids: 67 B per task with the CSR at these edge counts
     small, large = runs[8], runs[32]
     growth = len(large.tables.plan) - len(small.tables.plan)
     assert growth > 0
@@ -74,7 +80,10 @@ def test_plan_and_engine_bytes_per_task_do_not_grow_with_micro_batches(runs):
     )
     edges = large.tables.plan.dep_idx.size - small.tables.plan.dep_idx.size
     flows = large.engine.flows.flows - small.engine.flows.flows
-    assert per_micro_batch_bytes == (per_task_columns + 8) * growth + 8 * edges + 8 * flows
+    blocks = [-(-len(art.tables.plan) // TASK_BLOCK) for art in (small, large)]
+    assert per_micro_batch_bytes == (
+        (per_task_columns + 8) * growth + 8 * edges + 4 * flows + 8 * (blocks[1] - blocks[0])
+    )
 
 
 def test_flow_table_columns_are_the_plans(runs):
@@ -95,6 +104,25 @@ def test_flow_table_columns_are_the_plans(runs):
     assert "task" in flows and "nothing" not in flows
     with pytest.raises(KeyError):
         flows["nothing"]
+
+
+@pytest.mark.parametrize("block", [1, 3, 64, 1 << 16])
+def test_flow_rows_find_their_tasks_in_any_block_of_tasks(runs, monkeypatch, block):
+    """The flow table's task indices, found again from the plan's kinds a block of tasks at a
+    time, are the plan's FLOW tasks for every slice of rows (blocks without flows included)."""
+    monkeypatch.setattr(flow_table, "TASK_BLOCK", block)
+    art = runs[8]
+    plan, engine = art.tables.plan, art.engine
+    task = np.flatnonzero(plan.kind == FLOW)
+    table = FlowTable(plan, task, engine.task_start_ns, engine.task_end_ns, None, {})
+    assert table.flows == task.size and np.array_equal(table["task"], task)
+    cuts = [0, 1, 2, 5, 17, 100, task.size // 2, task.size - 1, task.size]
+    for lo in cuts:
+        for hi in cuts:
+            got = table.rows(lo, hi)["task"]
+            assert np.array_equal(got, task[lo:hi]) and got.dtype == np.int64, (lo, hi)
+    with pytest.raises(ValueError, match="every FLOW task"):
+        FlowTable(plan, task[1:], engine.task_start_ns, engine.task_end_ns, None, {})
 
 
 def _outputs(art, folder) -> dict[str, bytes]:
@@ -131,6 +159,47 @@ def test_the_memory_saving_run_writes_what_the_plain_run_writes(tmp_path, micro_
         assert got[name] == content, name
 
 
+class _WideTimes:
+    """The run's task times as int64 from the start (``PlanExecutor::BorrowTimes``), as before
+    the 32-bit times: the reference the narrow ones must match."""
+
+    def __init__(self, executor, n: int) -> None:
+        self.start, self.end = np.full(max(n, 1), -1, np.int64), np.full(max(n, 1), -1, np.int64)
+        self.n = n
+        executor.BorrowTimes(n, self.start, self.end)
+
+    def widen_if_full(self) -> None:
+        pass
+
+    def wide(self):
+        return self.start[: self.n], self.end[: self.n]
+
+
+@pytest.mark.parametrize("micro_batches", [2, 24])
+def test_narrow_representations_write_what_wide_ones_write(tmp_path, monkeypatch, micro_batches):
+    """`heterosim run`'s path with its narrow representations (32-bit task times, 16-bit GPU ids,
+    32-bit dependency lists, 8-bit flow blocks) against the same path with each in its wide form:
+    every file byte for byte."""
+    sets = [f"training.global_batch={2 * micro_batches}", "simulation.sample_interval=10us"]
+    narrow = run_for_reports(load_experiment(TINY, sets))
+    assert narrow.tables.plan.gpu.dtype == np.int16
+    with monkeypatch.context() as wide:
+        wide.setattr(executor_module, "_TaskTimes", _WideTimes)
+        wide.setattr(executor_module, "NARROW_BLOCKS_MAX", -1)
+        wide.setattr(execution_plan.ExecutionPlan, "narrow_dependencies", lambda plan: 0)
+        wide.setattr(
+            execution_plan, "endpoint_columns", lambda g, d: (g.astype(np.int32), d.astype(np.int32))
+        )
+        reference = run_for_reports(load_experiment(TINY, sets))
+    assert reference.tables.plan.gpu.dtype == np.int32
+    assert np.array_equal(narrow.engine.task_start_ns, reference.engine.task_start_ns)
+    assert narrow.engine.task_end_ns.dtype == np.int64
+    want, got = _outputs(reference, tmp_path / "wide"), _outputs(narrow, tmp_path / "narrow")
+    assert {"ranks.csv", "flows.csv", "trace.json", "results"} <= set(want)
+    for name, content in want.items():
+        assert got[name] == content, name
+
+
 def test_amounts_are_32_bit_together_only_when_every_value_fits():
     size, duration, delay = np.array([1, 2**31 - 1]), np.array([0, 5]), np.array([0, 7])
     narrow = execution_plan.amount_columns(size, duration, delay)
@@ -155,6 +224,68 @@ def test_a_plan_runs_the_same_with_64_bit_amounts(runs, monkeypatch):
     assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
     assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
     assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
+def test_a_plan_runs_the_same_with_32_bit_gpu_ids(runs, monkeypatch):
+    """``endpoint_columns``: GPU ids in int16 when both columns fit (else int32), read by the
+    engine (``PlanExecutor::BorrowEndpointsNarrow``) as it reads 32-bit ones."""
+    art = runs[8]
+    narrow = replace(art.tables.plan)
+    monkeypatch.setattr(execution_plan, "fits", lambda values, dtype: dtype is not np.int16)
+    wide = replace(narrow)
+    assert narrow.gpu.dtype == narrow.dst.dtype == np.int16
+    assert wide.gpu.dtype == wide.dst.dtype == np.int32 and np.array_equal(wide.dst, narrow.dst)
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (narrow, wide)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
+def test_gpu_ids_are_16_bit_together_only_when_both_columns_fit():
+    gpu, dst = execution_plan.endpoint_columns(np.array([-1, 0, 32767]), np.array([-1, 5, 2]))
+    assert gpu.dtype == dst.dtype == np.int16 and gpu.tolist() == [-1, 0, 32767]
+    gpu, dst = execution_plan.endpoint_columns(np.array([-1, 0, 3]), np.array([-1, 32768, 2]))
+    assert gpu.dtype == dst.dtype == np.int32 and dst.tolist() == [-1, 32768, 2]
+
+
+def test_a_plan_runs_the_same_with_32_bit_dependencies(runs):
+    """``ExecutionPlan.narrow_dependencies``: the same parents in int32 (4 bytes per task and
+    per dependency less), read by the engine (``PlanExecutor::BorrowParentsNarrow``) as it
+    reads int64 ones."""
+    art = runs[8]
+    wide = replace(art.tables.plan)
+    narrow = replace(art.tables.plan)
+    n, edges = len(wide), wide.dep_idx.size
+    assert narrow.narrow_dependencies() == 4 * (n + 1) + 4 * edges
+    assert narrow.dep_ptr.dtype == narrow.dep_idx.dtype == np.int32 and wide.dep_ptr.dtype == np.int64
+    assert np.array_equal(narrow.dep_ptr, wide.dep_ptr) and np.array_equal(narrow.dep_idx, wide.dep_idx)
+    assert narrow.narrow_dependencies() == 0  # already narrow
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (wide, narrow)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+    # more dependencies than int32 counts: kept as they are
+    huge = replace(art.tables.plan)
+    huge.dep_ptr = huge.dep_ptr.copy()
+    huge.dep_ptr[-1] = 2**31
+    assert huge.narrow_dependencies() == 0 and huge.dep_ptr.dtype == np.int64
+
+
+@pytest.mark.parametrize("n, block", [(1, 1), (2, 1), (1000, 7), (1000, 1 << 20), (4097, 64)])
+def test_times_widened_in_place_are_the_32_bit_values(n, block):
+    """The run's 32-bit times, held in the first half of the int64 arrays they become, widened
+    in place a block at a time from the last down: every value as ``astype`` gives it."""
+    values = np.random.default_rng(n).integers(-1, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    buffer = np.empty(n, np.int64)
+    buffer.view(np.int32)[:n] = values
+    widen_in_place(buffer, n, block)
+    assert np.array_equal(buffer, values.astype(np.int64))
 
 
 def test_id_columns_are_32_bit_only_when_every_id_fits():
@@ -249,13 +380,16 @@ def test_a_released_plan_frees_its_engine_columns_and_reports_the_same(tmp_path)
     before = results_dict(art)
     expected = copy.deepcopy(before)  # writing the outputs adds the trace's span counts
     write_run_outputs(art, tmp_path / "before", before, plots=False)
-    held = {name: weakref.ref(getattr(plan, name)) for name in SCHEDULE_COLUMNS}
-    nbytes = sum(getattr(plan, name).nbytes for name in SCHEDULE_COLUMNS)
+    # without faults the compute durations go too (only fault records read them after a run)
+    released = (*SCHEDULE_COLUMNS, "duration_ns")
+    assert art.faults is None
+    held = {name: weakref.ref(getattr(plan, name)) for name in released}
+    nbytes = sum(getattr(plan, name).nbytes for name in released)
     assert art.release_schedule() == nbytes > 0
     gc.collect()
     # nothing else held them: their memory is free (not merely unreferenced by the plan)
     assert [name for name, ref in held.items() if ref() is not None] == []
-    assert plan.released and all(getattr(plan, name).size == 0 for name in SCHEDULE_COLUMNS)
+    assert plan.released and all(getattr(plan, name).size == 0 for name in released)
     after = results_dict(art)
     assert after == expected
     write_run_outputs(art, tmp_path / "after", after, plots=False)

@@ -84,12 +84,15 @@ def test_contention_slows_the_run_and_accounts_its_time():
     assert off.engine.contention == {}
     acc = on.engine.contention
     assert acc["extra_ns"].sum() > 0
-    assert acc["task_extra_ns"].sum() == acc["extra_ns"].sum()  # per task adds up per GPU
+    assert acc["slowed_extra_ns"].sum() == acc["extra_ns"].sum()  # per task adds up per GPU
+    assert acc["slowed_task"].size == acc["tasks_slowed"].sum()  # only the slowed tasks are kept
+    assert np.all(np.diff(acc["slowed_task"]) > 0) and np.all(acc["slowed_extra_ns"] > 0)
     assert on.engine.makespan_ns >= off.engine.makespan_ns
     # the slowed tasks took exactly their extra time beyond the run without contention's nominal
-    slowed = np.flatnonzero(acc["task_extra_ns"] > 0)
+    slowed = acc["slowed_task"]
     took = on.engine.task_end_ns[slowed] - on.engine.task_start_ns[slowed]
-    assert np.all(took - acc["task_extra_ns"][slowed] == on.tables.plan.duration_ns[slowed])
+    assert np.all(took - acc["slowed_extra_ns"] == on.tables.plan.duration_ns[slowed])
+    assert np.all(on.tables.plan.kind[slowed] == COMPUTE)
 
 
 def test_results_and_trace_report_contention(tmp_path):

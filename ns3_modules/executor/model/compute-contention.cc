@@ -64,7 +64,7 @@ ComputeContention::SetFlowBlocks(uint32_t n, const int32_t* blocks, const int32_
 {
     m_ownBlocks.assign(blocks, blocks + n);
     m_ownInstance.assign(instance, instance + n);
-    m_blocks = m_ownBlocks;
+    m_blocks = {m_ownBlocks, {}};
     m_instance = m_ownInstance;
 }
 
@@ -91,7 +91,19 @@ ComputeContention::BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int
     NS_LOG_FUNCTION(this << n);
     std::vector<int32_t>().swap(m_ownBlocks);
     std::vector<int32_t>().swap(m_ownInstance);
-    m_blocks = {blocks, n};
+    m_blocks = {{blocks, n}, {}};
+    m_instance = {instance, n};
+}
+
+void
+ComputeContention::BorrowFlowBlocksNarrow(uint32_t n,
+                                          const uint8_t* blocks,
+                                          const int32_t* instance)
+{
+    NS_LOG_FUNCTION(this << n);
+    std::vector<int32_t>().swap(m_ownBlocks);
+    std::vector<int32_t>().swap(m_ownInstance);
+    m_blocks = {{}, {blocks, n}};
     m_instance = {instance, n};
 }
 
@@ -212,14 +224,26 @@ ComputeContention::GetTaskExtraNs() const
     return m_taskExtra;
 }
 
+uint32_t
+ComputeContention::GetNSlowedTasks() const
+{
+    return static_cast<uint32_t>(m_taskExtra.size());
+}
+
 void
-ComputeContention::CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const
+ComputeContention::CopyAccounts(int64_t* extraNs,
+                                uint64_t* slowed,
+                                uint32_t* tasks,
+                                int64_t* taskExtraNs) const
 {
     std::copy(m_extraNs.begin(), m_extraNs.end(), extraNs);
     std::copy(m_slowed.begin(), m_slowed.end(), slowed);
-    for (const auto& [task, extra] : m_taskExtra)
+    std::vector<std::pair<uint32_t, int64_t>> sorted(m_taskExtra.begin(), m_taskExtra.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
     {
-        taskExtraNs[task] = extra;
+        tasks[i] = sorted[i].first;
+        taskExtraNs[i] = sorted[i].second;
     }
 }
 

@@ -93,6 +93,15 @@ class ComputeContention : public Object
      */
     void BorrowFlowBlocks(uint32_t n, const int32_t* blocks, const int32_t* instance);
 
+    /**
+     * \brief As BorrowFlowBlocks, with the blocks in 8 bits (a plan whose flows hold at most
+     * 255 blocks: NCCL's channels; 3 bytes per task less).
+     * \param n number of tasks (the plan's)
+     * \param blocks blocks held on each GPU the flow touches
+     * \param instance collective instance, -1: the flow's own kernel
+     */
+    void BorrowFlowBlocksNarrow(uint32_t n, const uint8_t* blocks, const int32_t* instance);
+
     /** \param gpus number of GPUs (sizes the per-GPU state) */
     void SetGpuCount(uint32_t gpus);
 
@@ -140,14 +149,22 @@ class ComputeContention : public Object
     /** \return extra ns of each slowed task (task -> ns; tasks not slowed are absent) */
     const std::unordered_map<uint32_t, int64_t>& GetTaskExtraNs() const;
 
+    /** \return the number of compute tasks slowed (the per-task accounts CopyAccounts copies) */
+    uint32_t GetNSlowedTasks() const;
+
     /**
-     * \brief Copy the per-GPU and per-task accounts into caller-owned arrays.
+     * \brief Copy the per-GPU accounts and the slowed tasks' accounts into caller-owned arrays
+     * (only the slowed tasks: a plan of millions of tasks with few slowed ones needs no
+     * per-task array).
      * \param extraNs per GPU (SetGpuCount values)
      * \param slowed per GPU
-     * \param taskExtraNs per task (SetComputeTerms values): the slowed tasks' extra ns are
-     * written, the other values left as they are (the caller zeroes them)
+     * \param tasks the slowed tasks, ascending (GetNSlowedTasks() values)
+     * \param taskExtraNs their extra ns, in the same order
      */
-    void CopyAccounts(int64_t* extraNs, uint64_t* slowed, int64_t* taskExtraNs) const;
+    void CopyAccounts(int64_t* extraNs,
+                      uint64_t* slowed,
+                      uint32_t* tasks,
+                      int64_t* taskExtraNs) const;
 
     /**
      * \brief Free the per-task terms and accounts once the run is over and the accounts are
@@ -159,18 +176,39 @@ class ComputeContention : public Object
     /** Add \p delta flows of \p task's kernel on \p gpu. */
     void Touch(uint32_t task, int32_t gpu, int delta, std::vector<int32_t>& changed);
 
-    double m_maxShare;                   //!< cap on c * blockShare
-    std::vector<double> m_ownWave;       //!< copies (SetComputeTerms); empty when borrowed
-    std::vector<double> m_ownShare;      //!< copies (SetComputeTerms)
-    std::vector<int32_t> m_ownAbove;     //!< copies (SetComputeTerms)
-    std::vector<int32_t> m_ownBlocks;    //!< copies (SetFlowBlocks)
-    std::vector<int32_t> m_ownInstance;  //!< copies (SetFlowBlocks)
-    std::span<const double> m_wave;      //!< per task
-    std::span<const double> m_share;     //!< per task
-    std::span<const int32_t> m_above;    //!< per task: blocks above which the wave term applies
-    std::span<const int32_t> m_blocks;   //!< per task (flows)
-    std::span<const int32_t> m_instance; //!< per task (flows)
-    std::vector<int64_t> m_gpuBlocks;    //!< blocks held per GPU now
+    double m_maxShare;                  //!< cap on c * blockShare
+    std::vector<double> m_ownWave;      //!< copies (SetComputeTerms); empty when borrowed
+    std::vector<double> m_ownShare;     //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownAbove;    //!< copies (SetComputeTerms)
+    std::vector<int32_t> m_ownBlocks;   //!< copies (SetFlowBlocks)
+    std::vector<int32_t> m_ownInstance; //!< copies (SetFlowBlocks)
+    std::span<const double> m_wave;     //!< per task
+    std::span<const double> m_share;    //!< per task
+    std::span<const int32_t> m_above;   //!< per task: blocks above which the wave term applies
+    /** Blocks per task: 32-bit, or 8-bit (BorrowFlowBlocksNarrow). */
+    struct BlockColumn
+    {
+        std::span<const int32_t> wide;   //!< the values in 32 bits, or empty
+        std::span<const uint8_t> narrow; //!< the values in 8 bits, or empty
+
+        /** \return value \p i */
+        int32_t
+        operator[](std::size_t i) const
+        {
+            return narrow.empty() ? wide[i] : narrow[i];
+        }
+
+        /** \return the number of values */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
+    };
+
+    BlockColumn m_blocks;                                        //!< per task (flows)
+    std::span<const int32_t> m_instance;                         //!< per task (flows)
+    std::vector<int64_t> m_gpuBlocks;                            //!< blocks held per GPU now
     std::vector<std::unordered_map<int64_t, uint32_t>> m_active; //!< per GPU: kernel -> flows
     std::vector<int64_t> m_extraNs;                              //!< per GPU
     std::vector<uint64_t> m_slowed;                              //!< per GPU

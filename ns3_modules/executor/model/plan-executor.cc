@@ -258,11 +258,15 @@ PlanExecutor::UsePlan(uint32_t n,
 {
     m_borrowStart = {}; // times borrowed for a previous plan
     m_borrowEnd = {};
-    int64_t edges = n > 0 ? std::max<int64_t>(depPtr[n], 0) : 0;
+    m_borrowStart32 = {};
+    m_borrowEnd32 = {};
+    // null: given in 32 bits next (BorrowParentsNarrow)
+    int64_t edges = n > 0 && depPtr ? std::max<int64_t>(depPtr[n], 0) : 0;
     m_n = n;
     m_kind = {kind, n};
-    m_gpu = {gpu, n};
-    m_dst = {dst, n};
+    // null: given in 16 bits next (BorrowEndpointsNarrow)
+    m_gpu = {gpu ? std::span<const int32_t>(gpu, n) : std::span<const int32_t>(), {}};
+    m_dst = {dst ? std::span<const int32_t>(dst, n) : std::span<const int32_t>(), {}};
     // null: given in 32 bits (BorrowPlanNarrow)
     m_bytes = {bytes ? std::span<const int64_t>(bytes, n) : std::span<const int64_t>(), {}};
     m_duration = {durationNs ? std::span<const int64_t>(durationNs, n) : std::span<const int64_t>(),
@@ -270,13 +274,43 @@ PlanExecutor::UsePlan(uint32_t n,
     m_delay = {delayNs ? std::span<const int64_t>(delayNs, n) : std::span<const int64_t>(), {}};
     m_stream = {stream, n};
     m_priority = {priority, n};
-    m_depPtr = {depPtr, static_cast<std::size_t>(n) + 1};
-    m_depIdx = {depIdx, static_cast<std::size_t>(edges)};
+    m_depPtr = {};
+    m_depIdx = {};
+    if (depPtr)
+    {
+        m_depPtr.wide = {depPtr, static_cast<std::size_t>(n) + 1};
+        m_depIdx.wide = {depIdx, static_cast<std::size_t>(edges)};
+    }
     FreeVector(m_owned.connection);
     m_connection = {}; // every flow on its own until SetConnections
     m_validated = false;
     m_runState = NOT_STARTED;
     m_error.clear();
+}
+
+void
+PlanExecutor::BorrowEndpointsNarrow(uint32_t n, const int16_t* gpu, const int16_t* dst)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowEndpointsNarrow: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.gpu);
+    FreeVector(m_owned.dst);
+    m_gpu = {{}, {gpu, n}};
+    m_dst = {{}, {dst, n}};
+    m_validated = false;
+}
+
+void
+PlanExecutor::BorrowParentsNarrow(uint32_t n, const int32_t* depPtr, const int32_t* depIdx)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowParentsNarrow: " << n << " tasks, but the plan has " << m_n);
+    FreeVector(m_owned.depPtr);
+    FreeVector(m_owned.depIdx);
+    int64_t edges = n > 0 ? std::max<int32_t>(depPtr[n], 0) : 0;
+    m_depPtr = {{}, {depPtr, static_cast<std::size_t>(n) + 1}};
+    m_depIdx = {{}, {depIdx, static_cast<std::size_t>(edges)}};
+    m_validated = false;
 }
 
 void
@@ -317,6 +351,64 @@ PlanExecutor::BorrowTimes(uint32_t n, int64_t* start, int64_t* end)
     NS_ABORT_MSG_IF(n != m_n, "BorrowTimes: " << n << " tasks, but the plan has " << m_n);
     m_borrowStart = {start, n};
     m_borrowEnd = {end, n};
+    m_borrowStart32 = {};
+    m_borrowEnd32 = {};
+}
+
+void
+PlanExecutor::BorrowTimesNarrow(uint32_t n, int32_t* start, int32_t* end)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "BorrowTimesNarrow: " << n << " tasks, but the plan has " << m_n);
+    m_borrowStart32 = {start, n};
+    m_borrowEnd32 = {end, n};
+    m_borrowStart = {};
+    m_borrowEnd = {};
+}
+
+bool
+PlanExecutor::NarrowTimesFull() const
+{
+    return m_timesFull;
+}
+
+void
+PlanExecutor::WidenTimes(uint32_t n, int64_t* start, int64_t* end)
+{
+    NS_LOG_FUNCTION(this << n);
+    NS_ABORT_MSG_IF(n != m_n, "WidenTimes: " << n << " tasks, but the plan has " << m_n);
+    MoveTimes(start, end);
+    FreeVector(m_ownTimes);
+    m_borrowStart = {start, n};
+    m_borrowEnd = {end, n};
+    m_borrowStart32 = {};
+    m_borrowEnd32 = {};
+}
+
+void
+PlanExecutor::MoveTimes(int64_t* start, int64_t* end)
+{
+    // from the last task down: \p start may be the memory of the 32-bit start array itself
+    // (value i in 64 bits covers 32-bit values 2i and 2i + 1, both read by then), as \p end
+    for (uint32_t i = m_n; i-- > 0;)
+    {
+        start[i] = i < m_start.size() ? m_start.Get(i) : -1;
+        end[i] = i < m_end.size() ? m_end.Get(i) : -1;
+    }
+    m_start = {{start, m_n}, {}, {}};
+    m_end = {{end, m_n}, {}, {}};
+    m_timesFull = false;
+}
+
+void
+PlanExecutor::SetTime(TimeColumn& column, uint32_t t, int64_t ns)
+{
+    if (!column.Set(t, ns) && !m_timesFull)
+    {
+        m_timesFull = true; // return to the caller, which widens the times (WidenTimes)
+        m_yield = true;
+        Simulator::Stop();
+    }
 }
 
 int64_t
@@ -358,6 +450,10 @@ PlanExecutor::Validate()
 std::string
 PlanExecutor::CheckTasks() const
 {
+    if (m_gpu.size() != m_n || m_dst.size() != m_n)
+    {
+        return "the plan's GPU columns were not given (BorrowEndpointsNarrow)";
+    }
     int64_t nGpus = m_network->GetNGpus();
     std::unordered_set<uint64_t> checkedPairs; // (source, destination) GPU pairs routed
     FirstFlowOfConnection firstFlow(m_n);
@@ -653,20 +749,32 @@ PlanExecutor::Start()
         ++m_waiting[child];
     }
     m_state.assign(m_n, 0);
-    if (m_borrowStart.size() == m_n && m_borrowEnd.size() == m_n)
+    m_timesFull = false;
+    if (m_n > 0 && m_borrowStart32.size() == m_n && m_borrowEnd32.size() == m_n)
     {
         FreeVector(m_ownTimes);
-        m_start = m_borrowStart;
-        m_end = m_borrowEnd;
+        m_start = {{}, m_borrowStart32, {}};
+        m_end = {{}, m_borrowEnd32, {}};
+        std::fill(m_borrowStart32.begin(), m_borrowStart32.end(), -1);
+        std::fill(m_borrowEnd32.begin(), m_borrowEnd32.end(), -1);
     }
     else
     {
-        m_ownTimes.assign(2 * static_cast<std::size_t>(m_n), -1);
-        m_start = {m_ownTimes.data(), m_n};
-        m_end = {m_ownTimes.data() + m_n, m_n};
+        if (m_borrowStart.size() == m_n && m_borrowEnd.size() == m_n)
+        {
+            FreeVector(m_ownTimes);
+            m_start = {m_borrowStart, {}, {}};
+            m_end = {m_borrowEnd, {}, {}};
+        }
+        else
+        {
+            m_ownTimes.assign(2 * static_cast<std::size_t>(m_n), -1);
+            m_start = {{m_ownTimes.data(), m_n}, {}, {}};
+            m_end = {{m_ownTimes.data() + m_n, m_n}, {}, {}};
+        }
+        std::fill(m_start.wide.begin(), m_start.wide.end(), -1);
+        std::fill(m_end.wide.begin(), m_end.wide.end(), -1);
     }
-    std::fill(m_start.begin(), m_start.end(), -1);
-    std::fill(m_end.begin(), m_end.end(), -1);
     m_queues.clear();
     m_queues.resize(m_nStreams);
     m_streamBusy.assign(m_nStreams, 0);
@@ -705,6 +813,14 @@ PlanExecutor::Resume()
     if (m_runState != YIELDED)
     {
         return m_runState;
+    }
+    if (m_timesFull)
+    {
+        // the caller did not widen the 32-bit times (WidenTimes): the executor's own hold them
+        m_ownTimes.assign(2 * static_cast<std::size_t>(m_n), -1);
+        MoveTimes(m_ownTimes.data(), m_ownTimes.data() + m_n);
+        m_borrowStart32 = {};
+        m_borrowEnd32 = {};
     }
     m_yield = false;
     m_lastYield = std::chrono::steady_clock::now();
@@ -840,7 +956,7 @@ PlanExecutor::Release(uint32_t task)
     }
     case FLOW:
         m_state[task] = 3;
-        m_start[task] = now;
+        SetTime(m_start, task, now);
         ++m_flowsInFlight;
         m_taskStartTrace(task);
         if (m_contention)
@@ -865,7 +981,7 @@ PlanExecutor::Release(uint32_t task)
         break;
     default:
         m_state[task] = 3;
-        m_start[task] = now;
+        SetTime(m_start, task, now);
         m_taskStartTrace(task);
         m_completed.push_back(task);
         break;
@@ -883,12 +999,13 @@ PlanExecutor::TryStartStream(uint32_t s)
     m_queues[s].pop();
     m_streamBusy[s] = 1;
     m_state[task] = 3;
-    m_start[task] = Simulator::Now().GetNanoSeconds();
+    int64_t now = Simulator::Now().GetNanoSeconds();
+    SetTime(m_start, task, now);
     m_taskStartTrace(task);
     int64_t duration = m_duration[task];
     if (m_slowdown)
     {
-        duration = m_slowdown->Stretch(m_gpu[task], m_start[task], duration);
+        duration = m_slowdown->Stretch(m_gpu[task], now, duration);
     }
     if (!m_contention)
     {
@@ -899,7 +1016,7 @@ PlanExecutor::TryStartStream(uint32_t s)
     run.task = task;
     run.nominalNs = duration;
     run.leftNs = static_cast<double>(duration);
-    run.sinceNs = m_start[task];
+    run.sinceNs = now;
     run.factor = m_contention->Factor(task, m_gpu[task]);
     ScheduleComputeEnd(s);
 }
@@ -951,7 +1068,8 @@ PlanExecutor::ComputeDone(uint32_t stream, uint32_t task)
     if (m_contention)
     {
         int64_t now = Simulator::Now().GetNanoSeconds();
-        m_contention->Finished(m_gpu[task], task, m_running[stream].nominalNs, now - m_start[task]);
+        m_contention->Finished(
+            m_gpu[task], task, m_running[stream].nominalNs, now - m_start.Get(task));
     }
     m_streamBusy[stream] = 0;
     m_completed.push_back(task);
@@ -992,7 +1110,7 @@ PlanExecutor::Drain()
             uint32_t t = m_completed[head++];
             SampleUntil(now, false);
             m_state[t] = 4;
-            m_end[t] = now;
+            SetTime(m_end, t, now);
             m_makespan = std::max(m_makespan, now);
             ++m_done;
             m_taskDoneTrace(t);
@@ -1083,7 +1201,7 @@ PlanExecutor::DescribeTask(uint32_t t, std::ostream& out) const
         out << " is queued on its stream";
         break;
     default:
-        out << " started at " << m_start[t] << " ns and never finished";
+        out << " started at " << m_start.Get(t) << " ns and never finished";
         break;
     }
 }
@@ -1154,8 +1272,8 @@ PlanExecutor::CopyTimes(int64_t* start, int64_t* end) const
 {
     for (uint32_t i = 0; i < m_n; ++i)
     {
-        start[i] = i < m_start.size() ? m_start[i] : -1;
-        end[i] = i < m_end.size() ? m_end[i] : -1;
+        start[i] = i < m_start.size() ? m_start.Get(i) : -1;
+        end[i] = i < m_end.size() ? m_end.Get(i) : -1;
     }
 }
 
@@ -1217,6 +1335,9 @@ PlanExecutor::ReleaseTasks()
     m_end = {};
     m_borrowStart = {};
     m_borrowEnd = {};
+    m_borrowStart32 = {};
+    m_borrowEnd32 = {};
+    m_timesFull = false;
     FreeVector(m_ownTimes);
     FreeVector(m_queues);
     FreeVector(m_running);

@@ -17,9 +17,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ns3
@@ -193,6 +195,27 @@ class PlanExecutor : public Object
                           const int64_t* depIdx);
 
     /**
+     * \brief Give the loaded plan the parents CSR in 32 bits, kept, not copied (lifetime as for
+     * BorrowPlan, or until ReleaseParents()): a plan whose offsets and indices all fit holds
+     * 4 bytes per task and per dependency less; the executor reads them as 64-bit values.
+     * BorrowPlan / BorrowPlanNarrow may then be given null dependency arrays.
+     * \param n number of tasks (as given to BorrowPlan)
+     * \param depPtr CSR offsets of the parent lists (n + 1 values)
+     * \param depIdx parent task indices
+     */
+    void BorrowParentsNarrow(uint32_t n, const int32_t* depPtr, const int32_t* depIdx);
+
+    /**
+     * \brief Give the loaded plan its GPU columns in 16 bits, kept, not copied (lifetime as for
+     * BorrowPlan): a cluster of up to 32,767 GPUs holds 4 bytes per task less. BorrowPlan /
+     * BorrowPlanNarrow may then be given null gpu and dst arrays.
+     * \param n number of tasks (as given to BorrowPlan)
+     * \param gpu GPU of a compute task / source of a flow
+     * \param dst destination GPU of a flow
+     */
+    void BorrowEndpointsNarrow(uint32_t n, const int16_t* gpu, const int16_t* dst);
+
+    /**
      * \brief As SetConnections, but the caller's array is kept, not copied (lifetime as for
      * BorrowPlan).
      * \param n number of tasks (as given to LoadPlan / BorrowPlan)
@@ -283,6 +306,31 @@ class PlanExecutor : public Object
      * \param end output, n values
      */
     void BorrowTimes(uint32_t n, int64_t* start, int64_t* end);
+
+    /**
+     * \brief As BorrowTimes, in 32 bits (4 bytes per task and time less while the run goes).
+     * A time that does not fit (2^31 ns, 2.1 s, or later) is kept apart, and the executor
+     * returns from Resume() (YIELDED) with NarrowTimesFull() true: the caller then hands it
+     * 64-bit arrays (WidenTimes), or the next Resume() moves the times into the executor's own.
+     * \param n number of tasks (that of the loaded plan)
+     * \param start output, n values
+     * \param end output, n values
+     */
+    void BorrowTimesNarrow(uint32_t n, int32_t* start, int32_t* end);
+
+    /** \return whether a time of the run did not fit the 32-bit arrays of BorrowTimesNarrow */
+    bool NarrowTimesFull() const;
+
+    /**
+     * \brief Copy every time so far (-1 where a task did not start / finish) into the caller's
+     * 64-bit arrays and record the rest of the run there (as BorrowTimes; the 32-bit arrays are
+     * not read or written again). Each may be the memory of the 32-bit array it widens, 8
+     * bytes per task from its start (widened in place: no second copy of the times).
+     * \param n number of tasks (that of the loaded plan)
+     * \param start output, n values
+     * \param end output, n values
+     */
+    void WidenTimes(uint32_t n, int64_t* start, int64_t* end);
 
     /** \return number of progress samples */
     uint32_t GetNSamples() const;
@@ -395,7 +443,90 @@ class PlanExecutor : public Object
         {
             return narrow.empty() ? wide[i] : narrow[i];
         }
+
+        /** \return the number of values */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
     };
+
+    /** A per-task GPU column: 32-bit ids, or 16-bit ones (BorrowEndpointsNarrow). */
+    struct GpuColumn
+    {
+        std::span<const int32_t> wide;   //!< the ids in 32 bits, or empty
+        std::span<const int16_t> narrow; //!< the ids in 16 bits, or empty
+
+        /** \return id \p i */
+        int32_t
+        operator[](std::size_t i) const
+        {
+            return narrow.empty() ? wide[i] : narrow[i];
+        }
+
+        /** \return the number of ids */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
+    };
+
+    /** Start or end times of every task: 64-bit, or 32-bit (BorrowTimesNarrow) with the
+     * values that do not fit held apart (\c beyond) until WidenTimes(). */
+    struct TimeColumn
+    {
+        static constexpr int32_t kBeyond = std::numeric_limits<int32_t>::min(); //!< in \c beyond
+
+        std::span<int64_t> wide;                      //!< the times in 64 bits, or empty
+        std::span<int32_t> narrow;                    //!< the times in 32 bits, or empty
+        std::unordered_map<uint32_t, int64_t> beyond; //!< narrow: times above 2^31 - 1, by task
+
+        /** \return the time of task \p i */
+        int64_t
+        Get(uint32_t i) const
+        {
+            if (narrow.empty())
+            {
+                return wide[i];
+            }
+            return narrow[i] == kBeyond ? beyond.at(i) : narrow[i];
+        }
+
+        /** Set the time of task \p i to \p ns. \return false if it did not fit 32 bits */
+        bool
+        Set(uint32_t i, int64_t ns)
+        {
+            if (narrow.empty())
+            {
+                wide[i] = ns;
+                return true;
+            }
+            if (ns <= std::numeric_limits<int32_t>::max())
+            {
+                narrow[i] = static_cast<int32_t>(ns);
+                return true;
+            }
+            narrow[i] = kBeyond;
+            beyond[i] = ns;
+            return false;
+        }
+
+        /** \return the number of tasks */
+        std::size_t
+        size() const
+        {
+            return narrow.empty() ? wide.size() : narrow.size();
+        }
+    };
+
+    /** Record \p ns as task \p t's time in \p column; one that does not fit 32 bits
+     * returns from the run (NarrowTimesFull()). */
+    void SetTime(TimeColumn& column, uint32_t t, int64_t ns);
+    /** Copy every time into \p start and \p end (m_n values each; each may overlay the
+     * 32-bit array it widens) and record there from now on. */
+    void MoveTimes(int64_t* start, int64_t* end);
 
     /** The plan's columns when LoadPlan / SetConnections copied them (empty when borrowed). */
     struct OwnedPlan
@@ -417,16 +548,16 @@ class PlanExecutor : public Object
     uint32_t m_n{0};                     //!< tasks
     OwnedPlan m_owned;                   //!< copies, when not borrowed
     std::span<const uint8_t> m_kind;     //!< kind per task
-    std::span<const int32_t> m_gpu;      //!< gpu per task
-    std::span<const int32_t> m_dst;      //!< flow destination
+    GpuColumn m_gpu;                     //!< gpu per task
+    GpuColumn m_dst;                     //!< flow destination
     IntColumn m_bytes;                   //!< flow bytes
     IntColumn m_duration;                //!< compute ns
     IntColumn m_delay;                   //!< release delay ns
     std::span<const int16_t> m_stream;   //!< compute stream
     std::span<const uint8_t> m_priority; //!< flow class
     IntColumn m_connection;              //!< flow connection id, -1 for none; both empty: none
-    std::span<const int64_t> m_depPtr;   //!< parents CSR
-    std::span<const int64_t> m_depIdx;   //!< parents
+    IntColumn m_depPtr;                  //!< parents CSR
+    IntColumn m_depIdx;                  //!< parents
     std::vector<uint32_t> m_childPtr;    //!< children CSR (<= 2^32 - 1 dependencies)
     std::vector<uint32_t> m_childIdx;    //!< children
     std::vector<std::vector<uint32_t>> m_denseStream; //!< dense index per GPU and stream number
@@ -434,13 +565,16 @@ class PlanExecutor : public Object
     bool m_validated{false};                          //!< Validate() passed
 
     // run state
-    std::vector<uint32_t> m_waiting;  //!< unfinished parents per task
-    std::vector<uint8_t> m_state;     //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
-    std::span<int64_t> m_start;       //!< ns: m_ownTimes or the caller's (BorrowTimes)
-    std::span<int64_t> m_end;         //!< ns: m_ownTimes or the caller's (BorrowTimes)
-    std::vector<int64_t> m_ownTimes;  //!< start then end per task, without BorrowTimes
-    std::span<int64_t> m_borrowStart; //!< BorrowTimes' start array, empty: none
-    std::span<int64_t> m_borrowEnd;   //!< BorrowTimes' end array
+    std::vector<uint32_t> m_waiting;    //!< unfinished parents per task
+    std::vector<uint8_t> m_state;       //!< 0 waiting, 1 delayed, 2 queued, 3 running, 4 done
+    TimeColumn m_start;                 //!< ns: m_ownTimes or the caller's (BorrowTimes...)
+    TimeColumn m_end;                   //!< ns: m_ownTimes or the caller's (BorrowTimes...)
+    std::vector<int64_t> m_ownTimes;    //!< start then end per task, without BorrowTimes
+    std::span<int64_t> m_borrowStart;   //!< BorrowTimes' start array, empty: none
+    std::span<int64_t> m_borrowEnd;     //!< BorrowTimes' end array
+    std::span<int32_t> m_borrowStart32; //!< BorrowTimesNarrow's start array, empty: none
+    std::span<int32_t> m_borrowEnd32;   //!< BorrowTimesNarrow's end array
+    bool m_timesFull{false};            //!< a time did not fit the 32-bit arrays
     std::vector<std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<>>>
         m_queues;                                    //!< ready compute tasks per stream
     std::vector<uint8_t> m_streamBusy;               //!< per stream

@@ -8,6 +8,7 @@
 #include "ns3/test.h"
 #include "ns3/uinteger.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -138,7 +139,8 @@ class ComputeFlowComputeTestCase : public TestCase
  * \brief A borrowed plan (BorrowPlan, BorrowConnections: the caller's arrays, not copies) runs
  * as the copied one: the same start and end of every task; so does one whose parents CSR is let
  * go after Validate() (ReleaseParents) and then overwritten, which Validate() then refuses, and
- * one borrowed with its sizes, durations, delays and connections in 32 bits.
+ * one borrowed with its sizes, durations, delays, connections and parents in 32 bits and its GPU
+ * ids in 16 (and one whose GPU columns are missing, which Validate() refuses).
  */
 class BorrowedPlanTestCase : public TestCase
 {
@@ -164,7 +166,11 @@ class BorrowedPlanTestCase : public TestCase
         std::vector<int32_t> duration(plan.duration.begin(), plan.duration.end());
         std::vector<int32_t> delay(plan.delay.begin(), plan.delay.end());
         std::vector<int32_t> narrowConnection(connection.begin(), connection.end());
-        // copied, borrowed, borrowed with the parents released, borrowed in 32 bits
+        std::vector<int16_t> narrowGpu(plan.gpu.begin(), plan.gpu.end());
+        std::vector<int16_t> narrowDst(plan.dst.begin(), plan.dst.end());
+        std::vector<int32_t> narrowPtr(plan.depPtr.begin(), plan.depPtr.end());
+        std::vector<int32_t> narrowIdx(plan.depIdx.begin(), plan.depIdx.end());
+        // copied, borrowed, borrowed with the parents released, borrowed in 32 bits (parents too)
         for (int mode : {0, 1, 2, 3})
         {
             Ptr<PlanExecutor> executor = MakeExecutor(plan);
@@ -174,15 +180,23 @@ class BorrowedPlanTestCase : public TestCase
             {
                 executor->BorrowPlanNarrow(plan.kind.size(),
                                            plan.kind.data(),
-                                           plan.gpu.data(),
-                                           plan.dst.data(),
+                                           nullptr,
+                                           nullptr,
                                            bytes.data(),
                                            duration.data(),
                                            delay.data(),
                                            plan.stream.data(),
                                            plan.priority.data(),
-                                           depPtr.data(),
-                                           depIdx.data());
+                                           nullptr,
+                                           nullptr);
+                executor->BorrowParentsNarrow(plan.kind.size(), narrowPtr.data(), narrowIdx.data());
+                NS_TEST_ASSERT_MSG_EQ(executor->Validate(), false, "no GPU columns given yet");
+                NS_TEST_ASSERT_MSG_EQ(
+                    executor->GetError(),
+                    "the plan's GPU columns were not given (BorrowEndpointsNarrow)",
+                    "the message says which");
+                executor->BorrowEndpointsNarrow(
+                    plan.kind.size(), narrowGpu.data(), narrowDst.data());
                 executor->BorrowConnectionsNarrow(narrowConnection.size(), narrowConnection.data());
             }
             else if (mode > 0)
@@ -237,6 +251,96 @@ class BorrowedPlanTestCase : public TestCase
         }
         // one connection: the second message follows the first (not a fair share of the link)
         NS_TEST_ASSERT_MSG_GT(times[0][4 + 2], times[0][4 + 1], "messages in post order");
+    }
+};
+
+/**
+ * \brief Times recorded in 32 bits (BorrowTimesNarrow) while they fit: a run that passes
+ * 2^31 ns returns (NarrowTimesFull) and goes on in 64 bits, widened by the caller
+ * (WidenTimes) or by the executor itself; every time equals a 64-bit run's.
+ */
+class NarrowTimesTestCase : public TestCase
+{
+  public:
+    NarrowTimesTestCase()
+        : TestCase("32-bit task times widen when the run passes 2^31 ns")
+    {
+    }
+
+  private:
+    void
+    DoRun() override
+    {
+        PlanArrays plan;
+        plan.Add(PlanExecutor::COMPUTE, 0, -1, 0, 2000000000, {});
+        plan.Add(PlanExecutor::FLOW, 0, 1, 1000000, 0, {0});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 1000000000, {1}); // ends past 2^31 ns
+        plan.Add(PlanExecutor::MARKER, -1, -1, 0, 0, {2});
+        plan.Add(PlanExecutor::COMPUTE, 1, -1, 0, 500, {3});
+        std::size_t n = plan.kind.size();
+        std::vector<std::vector<int64_t>> runs;
+        // 64 bits; 32 bits widened by the caller; 32 bits widened by the executor; 32 bits
+        // widened by the caller in place (the 64-bit arrays overlay the 32-bit ones)
+        for (int mode : {0, 1, 2, 3})
+        {
+            Ptr<PlanExecutor> executor = MakeExecutor(plan);
+            std::vector<int64_t> start(n, 7);
+            std::vector<int64_t> end(n, 7);
+            std::vector<int32_t> own32(2 * n, 7);
+            int32_t* start32 = own32.data();
+            int32_t* end32 = own32.data() + n;
+            if (mode == 3)
+            {
+                start32 = reinterpret_cast<int32_t*>(start.data());
+                end32 = reinterpret_cast<int32_t*>(end.data());
+            }
+            if (mode == 0)
+            {
+                executor->BorrowTimes(n, start.data(), end.data());
+            }
+            else
+            {
+                executor->BorrowTimesNarrow(n, start32, end32);
+            }
+            NS_TEST_ASSERT_MSG_EQ(executor->Start(), true, executor->GetError());
+            int32_t state = executor->Resume();
+            bool full = false;
+            while (state == PlanExecutor::YIELDED)
+            {
+                full = full || executor->NarrowTimesFull();
+                if ((mode == 1 || mode == 3) && executor->NarrowTimesFull())
+                {
+                    executor->WidenTimes(n, start.data(), end.data());
+                    NS_TEST_ASSERT_MSG_EQ(executor->NarrowTimesFull(), false, "widened");
+                }
+                state = executor->Resume();
+            }
+            NS_TEST_ASSERT_MSG_EQ(state, PlanExecutor::FINISHED, executor->GetError());
+            NS_TEST_ASSERT_MSG_EQ(full, (mode > 0), "only 32-bit times fill up");
+            NS_TEST_ASSERT_MSG_EQ(
+                own32[0], (mode == 1 || mode == 2 ? 0 : 7), "32-bit times before the widening");
+            std::vector<int64_t> times(2 * n);
+            executor->CopyTimes(times.data(), times.data() + n);
+            if (mode != 2)
+            {
+                for (std::size_t i = 0; i < n; ++i)
+                {
+                    NS_TEST_ASSERT_MSG_EQ(start[i], times[i], "the caller's arrays hold the run");
+                    NS_TEST_ASSERT_MSG_EQ(end[i], times[n + i], "the caller's arrays hold the run");
+                }
+            }
+            runs.push_back(times);
+            executor->Dispose();
+            Simulator::Destroy();
+        }
+        NS_TEST_ASSERT_MSG_GT(runs[0][n + 2], std::numeric_limits<int32_t>::max(), "past 2^31");
+        NS_TEST_ASSERT_MSG_EQ(runs[0][n + 4], runs[0][n + 2] + 500, "the last task after it");
+        for (std::size_t i = 0; i < runs[0].size(); ++i)
+        {
+            NS_TEST_ASSERT_MSG_EQ(runs[1][i], runs[0][i], "widened by the caller: the same times");
+            NS_TEST_ASSERT_MSG_EQ(runs[2][i], runs[0][i], "widened by the executor: the same");
+            NS_TEST_ASSERT_MSG_EQ(runs[3][i], runs[0][i], "widened in place: the same times");
+        }
     }
 };
 
@@ -353,6 +457,16 @@ class ContentionTestCase : public TestCase
         NS_TEST_ASSERT_MSG_EQ(contention->GetTasksSlowed()[1], 0, "none on GPU 1");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().at(0), expected - 100000, "per task");
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 1, "only slowed tasks kept");
+        NS_TEST_ASSERT_MSG_EQ(contention->GetNSlowedTasks(), 1, "one slowed task to copy out");
+        std::vector<int64_t> gpuExtra(contention->GetExtraNs().size());
+        std::vector<uint64_t> gpuSlowed(gpuExtra.size());
+        uint32_t slowedTask = 7;
+        int64_t slowedExtra = 0;
+        contention->CopyAccounts(gpuExtra.data(), gpuSlowed.data(), &slowedTask, &slowedExtra);
+        NS_TEST_ASSERT_MSG_EQ(gpuExtra[0], expected - 100000, "copied: time lost on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(gpuSlowed[0], 1, "copied: one task slowed on GPU 0");
+        NS_TEST_ASSERT_MSG_EQ(slowedTask, 0, "copied: the slowed task");
+        NS_TEST_ASSERT_MSG_EQ(slowedExtra, expected - 100000, "copied: its extra time");
         NS_TEST_ASSERT_MSG_EQ(contention->BlocksOn(0), 0, "no block held after the run");
         contention->ReleaseTasks();
         NS_TEST_ASSERT_MSG_EQ(contention->GetTaskExtraNs().size(), 0, "per-task accounts freed");
@@ -370,6 +484,19 @@ class ContentionTestCase : public TestCase
         again->CopyTimes(start.data(), end.data());
         NS_TEST_ASSERT_MSG_EQ(end[0], expected, "borrowed terms slow the task as copied ones");
         again->Dispose();
+        Simulator::Destroy();
+        // the blocks in 8 bits: the same slowed end
+        std::vector<uint8_t> narrowBlocks(blocks.begin(), blocks.end());
+        Ptr<PlanExecutor> third = MakeExecutor(plan);
+        Ptr<ComputeContention> narrow = CreateObject<ComputeContention>();
+        narrow->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
+        narrow->BorrowFlowBlocksNarrow(3, narrowBlocks.data(), instance.data());
+        narrow->SetGpuCount(2);
+        third->SetComputeContention(narrow);
+        NS_TEST_ASSERT_MSG_EQ(third->Run(), PlanExecutor::FINISHED, third->GetError());
+        third->CopyTimes(start.data(), end.data());
+        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "8-bit blocks slow the task as 32-bit ones");
+        third->Dispose();
         Simulator::Destroy();
     }
 };
@@ -565,6 +692,7 @@ class PlanExecutorTestSuite : public TestSuite
         AddTestCase(new ComputeFlowComputeTestCase, Duration::QUICK);
         AddTestCase(new BorrowedPlanTestCase, Duration::QUICK);
         AddTestCase(new FinishTimesTestCase, Duration::QUICK);
+        AddTestCase(new NarrowTimesTestCase, Duration::QUICK);
         AddTestCase(new ContentionTestCase, Duration::QUICK);
         AddTestCase(new CycleTestCase, Duration::QUICK);
         AddTestCase(new ValidationMessagesTestCase, Duration::QUICK);
