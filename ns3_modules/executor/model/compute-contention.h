@@ -4,6 +4,8 @@
 #ifndef HETEROSIM_COMPUTE_CONTENTION_H
 #define HETEROSIM_COMPUTE_CONTENTION_H
 
+#include "narrow-column.h"
+
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
@@ -186,25 +188,7 @@ class ComputeContention : public Object
     std::span<const double> m_share;    //!< per task
     std::span<const int32_t> m_above;   //!< per task: blocks above which the wave term applies
     /** Blocks per task: 32-bit, or 8-bit (BorrowFlowBlocksNarrow). */
-    struct BlockColumn
-    {
-        std::span<const int32_t> wide;   //!< the values in 32 bits, or empty
-        std::span<const uint8_t> narrow; //!< the values in 8 bits, or empty
-
-        /** \return value \p i */
-        int32_t
-        operator[](std::size_t i) const
-        {
-            return narrow.empty() ? wide[i] : narrow[i];
-        }
-
-        /** \return the number of values */
-        std::size_t
-        size() const
-        {
-            return narrow.empty() ? wide.size() : narrow.size();
-        }
-    };
+    using BlockColumn = NarrowColumn<int32_t, uint8_t>;
 
     BlockColumn m_blocks;                                        //!< per task (flows)
     std::span<const int32_t> m_instance;                         //!< per task (flows)

@@ -7,6 +7,7 @@
 #include "compute-contention.h"
 #include "compute-slowdown.h"
 #include "flow-network.h"
+#include "narrow-column.h"
 #include "topology-description.h"
 
 #include "ns3/event-id.h"
@@ -430,48 +431,11 @@ class PlanExecutor : public Object
     Time m_wallInterval;                 //!< 0 = never yield
     Time m_stallTimeout;                 //!< 0 = only an empty event queue is a stall
 
-    /** A per-task integer column: 64-bit values, or 32-bit ones (BorrowPlanNarrow); read as
-     * 64-bit values either way. */
-    struct IntColumn
-    {
-        std::span<const int64_t> wide;   //!< the values in 64 bits, or empty
-        std::span<const int32_t> narrow; //!< the values in 32 bits, or empty
-
-        /** \return value \p i */
-        int64_t
-        operator[](std::size_t i) const
-        {
-            return narrow.empty() ? wide[i] : narrow[i];
-        }
-
-        /** \return the number of values */
-        std::size_t
-        size() const
-        {
-            return narrow.empty() ? wide.size() : narrow.size();
-        }
-    };
+    /** A per-task integer column: 64-bit values, or 32-bit ones (BorrowPlanNarrow). */
+    using IntColumn = NarrowColumn<int64_t, int32_t>;
 
     /** A per-task GPU column: 32-bit ids, or 16-bit ones (BorrowEndpointsNarrow). */
-    struct GpuColumn
-    {
-        std::span<const int32_t> wide;   //!< the ids in 32 bits, or empty
-        std::span<const int16_t> narrow; //!< the ids in 16 bits, or empty
-
-        /** \return id \p i */
-        int32_t
-        operator[](std::size_t i) const
-        {
-            return narrow.empty() ? wide[i] : narrow[i];
-        }
-
-        /** \return the number of ids */
-        std::size_t
-        size() const
-        {
-            return narrow.empty() ? wide.size() : narrow.size();
-        }
-    };
+    using GpuColumn = NarrowColumn<int32_t, int16_t>;
 
     /** Start or end times of every task: 64-bit, or 32-bit (BorrowTimesNarrow) with the
      * values that do not fit held apart (\c beyond) until WidenTimes(). */
