@@ -200,6 +200,17 @@ def test_narrow_representations_write_what_wide_ones_write(tmp_path, monkeypatch
         assert got[name] == content, name
 
 
+def _assert_same_run(art, first, second) -> None:
+    """The engine gives every task the same start and end on both plans."""
+    results = [
+        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
+        for plan in (first, second)
+    ]
+    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
+    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
+    assert results[0].makespan_ns == results[1].makespan_ns > 0
+
+
 def test_amounts_are_32_bit_together_only_when_every_value_fits():
     size, duration, delay = np.array([1, 2**31 - 1]), np.array([0, 5]), np.array([0, 7])
     narrow = execution_plan.amount_columns(size, duration, delay)
@@ -217,13 +228,7 @@ def test_a_plan_runs_the_same_with_64_bit_amounts(runs, monkeypatch):
     monkeypatch.setattr(execution_plan, "amount_dtype", lambda *columns: np.int64)
     wide = replace(narrow)
     assert narrow.bytes.dtype == np.int32 and wide.bytes.dtype == wide.delay_ns.dtype == np.int64
-    results = [
-        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
-        for plan in (narrow, wide)
-    ]
-    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
-    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
-    assert results[0].makespan_ns == results[1].makespan_ns > 0
+    _assert_same_run(art, narrow, wide)
 
 
 def test_a_plan_runs_the_same_with_32_bit_gpu_ids(runs, monkeypatch):
@@ -235,13 +240,7 @@ def test_a_plan_runs_the_same_with_32_bit_gpu_ids(runs, monkeypatch):
     wide = replace(narrow)
     assert narrow.gpu.dtype == narrow.dst.dtype == np.int16
     assert wide.gpu.dtype == wide.dst.dtype == np.int32 and np.array_equal(wide.dst, narrow.dst)
-    results = [
-        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
-        for plan in (narrow, wide)
-    ]
-    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
-    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
-    assert results[0].makespan_ns == results[1].makespan_ns > 0
+    _assert_same_run(art, narrow, wide)
 
 
 def test_gpu_ids_are_16_bit_together_only_when_both_columns_fit():
@@ -263,13 +262,7 @@ def test_a_plan_runs_the_same_with_32_bit_dependencies(runs):
     assert narrow.dep_ptr.dtype == narrow.dep_idx.dtype == np.int32 and wide.dep_ptr.dtype == np.int64
     assert np.array_equal(narrow.dep_ptr, wide.dep_ptr) and np.array_equal(narrow.dep_idx, wide.dep_idx)
     assert narrow.narrow_dependencies() == 0  # already narrow
-    results = [
-        execute_plan(plan, art.topology, art.experiment.network, art.experiment.simulation)
-        for plan in (wide, narrow)
-    ]
-    assert np.array_equal(results[0].task_start_ns, results[1].task_start_ns)
-    assert np.array_equal(results[0].task_end_ns, results[1].task_end_ns)
-    assert results[0].makespan_ns == results[1].makespan_ns > 0
+    _assert_same_run(art, wide, narrow)
     # more dependencies than int32 counts: kept as they are
     huge = replace(art.tables.plan)
     huge.dep_ptr = huge.dep_ptr.copy()
