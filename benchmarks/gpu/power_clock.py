@@ -116,7 +116,7 @@ class Sampler:
                 self.rows.append((t, sm, mem, watts, self._reasons(), temp))
                 if n % 5 == 0:
                     self.energy.append((t, float(pynvml.nvmlDeviceGetTotalEnergyConsumption(h))))
-            except Exception:
+            except Exception:  # an NVML read that fails once is a missing sample, not an error
                 pass
             n += 1
             time.sleep(self.period_s)

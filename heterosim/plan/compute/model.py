@@ -136,7 +136,8 @@ class ComputeModel:
             [rows for i, rows in enumerate(layers) if i not in profiled_layers]
         )
         self._uncalibrated_gemm: set[tuple[str, str]] = set()
-        self._capped_gpus: dict[str, float] = {}  # GPU -> slowdown of compute-bound ops
+        self._capped_gpus: dict[str, float] = {}  # GPU -> slowdown of compute-bound ops applied
+        self._slowdowns: dict[str, float] = {}  # GPU -> power-limit slowdown (1: no limit)
         self._params: dict[str, tuple[EfficiencyParams, CalibrationReport]] = {}
         self._cache: dict[tuple, tuple[int, str]] = {}
         self.add_gpus(gpus or {})
@@ -158,6 +159,7 @@ class ComputeModel:
         if gpus:
             self._cache.clear()
             self._params = {k: v for k, v in self._params.items() if k not in gpus}
+            self._slowdowns = {k: v for k, v in self._slowdowns.items() if k not in gpus}
 
     def _spec(self, gpu: str) -> GpuSpec:
         return self._own[gpu] if gpu in self._own else gpu_spec(gpu)
@@ -265,7 +267,9 @@ class ComputeModel:
         if not self._has_spec(gpu):
             return ns
         spec = self._spec(gpu)
-        slowdown = compute_slowdown(spec)
+        if gpu not in self._slowdowns:  # one solve of the clock per GPU, not per op
+            self._slowdowns[gpu] = compute_slowdown(spec)
+        slowdown = self._slowdowns[gpu]
         peak = spec.peak_tflops.get(dtype)
         if slowdown == 1.0 or not peak or flops / (peak * 1e12) < bytes_moved / spec.memory_bytes_per_s:
             return ns
