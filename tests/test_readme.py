@@ -14,6 +14,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -145,9 +146,36 @@ def runnable() -> list[str]:
     return out
 
 
+def output_no_later_command_reads(command: str, later: list[str]) -> Path | None:
+    """The --out target of ``command`` when none of the ``later`` commands names it (so the test
+    may delete it once checked: the comparisons write hundreds of MB of flows and traces each)."""
+    argv = shlex.split(command)
+    if "--out" not in argv:
+        return None
+    target = argv[argv.index("--out") + 1]
+    return None if any(target in other for other in later) else REPO / target
+
+
+def test_only_outputs_no_later_command_reads_are_deleted():
+    run_a, plot_a = "heterosim run a.yaml --out out/a", "heterosim plot out/a/flows.csv"
+    assert output_no_later_command_reads(run_a, [plot_a]) is None
+    assert output_no_later_command_reads(run_a, ["heterosim run b.yaml --out out/b"]) == REPO / "out/a"
+    assert output_no_later_command_reads("heterosim run", []) is None  # writes out/run, kept
+
+
 @pytest.mark.ns3
 @pytest.mark.parametrize("command", runnable())
 def test_readme_command_runs_and_prints_what_the_readme_shows(command):
+    try:
+        _run_and_compare(command)
+    finally:
+        commands = runnable()
+        disposable = output_no_later_command_reads(command, commands[commands.index(command) + 1 :])
+        if disposable is not None and disposable.is_dir():
+            shutil.rmtree(disposable, ignore_errors=True)
+
+
+def _run_and_compare(command: str) -> None:
     argv = shlex.split(command)
     if argv[0] == "heterosim":
         argv = [sys.executable, "-m", "heterosim.cli", *argv[1:], *(["--quiet"] if argv[1] == "run" else [])]
