@@ -2,7 +2,7 @@
 
 A training step keeps the GPU at its power limit: the firmware lowers the SM clock until the
 board's power meets the limit (NVML's "SW power cap" clock-event reason, read on an H100 in
-``validation/h100_2026-11-27d/``). The shipped rates were measured at the default limit
+``validation/h100_2026-11-27d/`` and an H200 in ``validation/h200_2026-11-27c/``). The shipped rates were measured at the default limit
 (``tdp_w``), at the clock compute-bound work sustains there (``clock_at_tdp_mhz``). Under a lower
 limit the clock ``f`` solves
 
@@ -13,13 +13,14 @@ compute-bound work is its energy per operation (proportional to the square of th
 times its rate (proportional to the clock), and ``V(f) / V(f_max) = 1 - k (1 - f / f_max)``
 (the voltage slope ``k`` fitted to NVML readings of GEMMs and a layer at several duties,
 ``benchmarks/bench_power_limit.py``). Compute-bound ops then take ``f_tdp / f`` times as long;
-memory-bound ones keep their time (the memory clock held at 2619 MHz in every phase measured).
+memory-bound ones keep their time (the memory clock held at 2619 MHz (H100) and 3201 MHz (H200)
+in every phase measured).
 
 APPROXIMATION: the clock is the one at which compute-bound work alone draws the limit; a step's
 memory-bound phases draw less, and the firmware averages over them, so a step with a large
 memory-bound share runs at a somewhat lower clock for its compute-bound ops (for a 30 % share
-the step's time differs by under 3 % at 500 W). The voltage line is measured from 1238 to
-1980 MHz and extrapolated below; the floor is held at its 1980 MHz value (lower at lower clocks,
+the step's time differs by under 3 % at 500 W). The voltage line is measured from 1238 (H100) and
+1358 MHz (H200) to 1980 MHz and extrapolated below; the floor is held at its 1980 MHz value (lower at lower clocks,
 which would make the clock under a limit higher); and a part sold with a lower default limit
 (an HBM2e H100) is taken to follow the 700 W part's curve, its memory's lower power not counted.
 """
