@@ -139,9 +139,16 @@ def test_notes_say_when_gemms_are_envelope_bounded_and_how_to_profile(tmp_path):
     model.time_op(*gemm, "H100-SXM")
     (note,) = model.notes()
     assert note.startswith("H100-SXM: GEMMs timed by the roofline without GEMM measurements")
-    assert "fp8: 71% of peak" in note
-    assert "mamf-fp8-h100-sxm" in note and "upper bound" in note
+    # fp8: the GEMM measured back to back at the 700 W cap (62 %), not MAMF's burst (71 %)
+    assert "fp8: 62% of peak" in note and "heterosim-h100-fp8-8192-700w" in note
+    assert "mamf-fp8-h100-sxm" not in note and "optimistic for other shapes" in note
     assert "heterosim profile" in note and "--db" in note
+    # where only a burst envelope is published, it is the ceiling and the note says so
+    bf16_model = ComputeModel(profiled=False)
+    bf16_model.time_op("gemm", "bf16", *gemm[2:], "H100-SXM")
+    (burst_note,) = bf16_model.notes()
+    assert "bf16: 80% of peak" in burst_note and "mamf-bf16-h100-sxm" in burst_note
+    assert "upper bound" in burst_note
     # GPUs without a published envelope say their ceiling is modelled
     ComputeModel(profiled=False).time_op(
         "gemm", "bf16", (4096, 4096, 4096, 1), (0, 0), 2 * 4096**3, 1, "L40S"
