@@ -2,9 +2,9 @@
 
 A training step keeps the GPU at its power limit: the firmware lowers the SM clock until the
 board's power meets the limit (NVML's "SW power cap" clock-event reason, read on an H100 in
-``validation/h100_2026-11-27d/`` and an H200 in ``validation/h200_2026-11-27c/``). The shipped rates were measured at the default limit
-(``tdp_w``), at the clock compute-bound work sustains there (``clock_at_tdp_mhz``). Under a lower
-limit the clock ``f`` solves
+``validation/h100_2026-11-27d/`` and an H200 in ``validation/h200_2026-11-27c/``). The shipped
+rates were measured at the default limit (``tdp_w``), at the clock compute-bound work sustains
+there (``clock_at_tdp_mhz``). Under a lower limit the clock ``f`` solves
 
     P_floor + (P_tdp - P_floor) * (V(f) / V(f_tdp))^2 * (f / f_tdp) = limit
 
@@ -18,9 +18,10 @@ in every phase measured).
 
 APPROXIMATION: the clock is the one at which compute-bound work alone draws the limit; a step's
 memory-bound phases draw less, and the firmware averages over them, so a step with a large
-memory-bound share runs at a somewhat lower clock for its compute-bound ops (for a 30 % share
-the step's time differs by under 3 % at 500 W). The voltage line is measured from 1238 (H100) and
-1358 MHz (H200) to 1980 MHz and extrapolated below; the floor is held at its 1980 MHz value (lower at lower clocks,
+memory-bound share runs its compute-bound ops at a somewhat higher clock (whole layers at the
+700 W cap: 1,454-1,529 MHz on the H100 and 1,584-1,589 on the H200, against 1,364 and 1,494 for
+back-to-back GEMMs). The voltage line is measured from 1238 (H100) and 1358 MHz (H200) to
+1980 MHz and extrapolated below; the floor is held at its 1980 MHz value (lower at lower clocks,
 which would make the clock under a limit higher); and a part sold with a lower default limit
 (an HBM2e H100) is taken to follow the 700 W part's curve, its memory's lower power not counted.
 """
