@@ -6,7 +6,9 @@ For each op family with enough measurements on the GPU, the parameters of the ro
 
 - gemm (>= 3 rows): ``gemm_max_efficiency`` of the dominant dtype (bounded above by the GPU's
   published MAMF burst envelope when there is one, not by its lower sustained ceiling),
-  ``gemm_k_half`` and ``launch_overhead_ns``;
+  ``gemm_k_half`` and ``launch_overhead_ns``; then the ``gemm_max_efficiency`` of every other
+  dtype with >= 3 rows alone (the shape terms held), reported as family ``gemm:<dtype>`` (an H100
+  profile's fp8 GEMMs set its fp8 ceiling instead of a published envelope);
 - attention (>= 3 rows): ``attention_fwd_efficiency``, ``attention_seq_half``, and, when the
   data can tell them apart, ``attention_bwd_ratio`` (needs single-pass rows plus rows with a
   backward) and ``attention_head_dim_half`` (needs two head dims); ``fwd+bwd`` rows are modelled
@@ -61,11 +63,16 @@ class CalibrationReport:
     gpu: str
     fits: dict[str, FitResult] = field(default_factory=dict)
 
+    def gemm_fitted(self, dtype: str) -> bool:
+        """Whether the GEMM ceiling of ``dtype`` was fitted to measurements."""
+        key = f"gemm_max_efficiency.{dtype}"
+        return any(key in fit.values for name, fit in self.fits.items() if name.split(":")[0] == "gemm")
+
     @property
     def calibrated_kinds(self) -> set[str]:
         kinds: set[str] = set()
         for family in self.fits:
-            kinds.update(MEMORY_KINDS if family == "memory" else (family,))
+            kinds.update(MEMORY_KINDS if family == "memory" else (family.split(":")[0],))
         return kinds
 
     def summary(self) -> str:
@@ -140,14 +147,33 @@ def _launch_identifiable(rows: Sequence[Measurement], base: EfficiencyParams) ->
     return min(r.time_ns for r in rows) < 50.0 * base.launch_overhead_ns
 
 
-def _fit_gemm(rows, spec, base):
-    dtype = Counter(r.dtype for r in rows).most_common(1)[0][0]
-    rows = [r for r in rows if r.dtype == dtype]
+def _fit_gemm(rows, spec, base) -> tuple[EfficiencyParams, list[FitResult]]:
+    """The dominant dtype's curve (ceiling, k_half, launch overhead), then each other dtype's
+    ceiling with the shape terms held; one result per dtype, the dominant one first."""
+    counts = Counter(r.dtype for r in rows)
+    dominant = counts.most_common(1)[0][0]
+    params, result = _fit_gemm_dtype([r for r in rows if r.dtype == dominant], spec, base, dominant, True)
+    results = [result]
+    for dtype in sorted(counts):
+        if dtype != dominant and counts[dtype] >= MIN_ROWS["gemm"]:
+            params, extra = _fit_gemm_dtype([r for r in rows if r.dtype == dtype], spec, params, dtype, False)
+            extra.family = f"gemm:{dtype}"
+            results.append(extra)
+    return params, results
+
+
+def _fit_gemm_dtype(rows, spec, base, dtype: str, shape_terms: bool):
+    """Fit ``dtype``'s GEMM ceiling (and, with ``shape_terms``, k_half and the launch overhead)."""
     ceiling = base.gemm_bound(dtype)
-    names = ["gemm_max_efficiency", "gemm_k_half"]
-    x0 = [min(base.gemm_ceiling(dtype), 0.95 * ceiling), base.gemm_k_half]
-    lo, hi = [0.01, 0.0], [ceiling, 1e5]
-    fit_launch = _launch_identifiable(rows, base)
+    names = ["gemm_max_efficiency"]
+    x0 = [min(base.gemm_ceiling(dtype), 0.95 * ceiling)]
+    lo, hi = [0.01], [ceiling]
+    fit_launch = shape_terms and _launch_identifiable(rows, base)
+    if shape_terms:
+        names.append("gemm_k_half")
+        x0.append(base.gemm_k_half)
+        lo.append(0.0)
+        hi.append(1e5)
     if fit_launch:
         names.append("launch_overhead_ns")
         x0.append(base.launch_overhead_ns)
@@ -157,10 +183,14 @@ def _fit_gemm(rows, spec, base):
     def build(p: EfficiencyParams, z: np.ndarray) -> EfficiencyParams:
         by_dtype = dict(p.gemm_max_by_dtype)
         by_dtype[dtype] = float(z[0])
-        new = replace(p, gemm_max_by_dtype=by_dtype, gemm_k_half=float(z[1]))
+        new = replace(p, gemm_max_by_dtype=by_dtype)
+        if shape_terms:
+            new = replace(new, gemm_k_half=float(z[1]))
         return replace(new, launch_overhead_ns=float(z[2])) if fit_launch else new
 
     fixed = [] if fit_launch else ["launch_overhead_ns"]
+    if not shape_terms:
+        fixed.insert(0, "gemm_k_half")
     fitted, result = _fit("gemm", rows, spec, base, names, x0, lo, hi, build, fixed)
     result.values = {
         ("gemm_max_efficiency." + dtype if k == "gemm_max_efficiency" else k): v
@@ -231,5 +261,6 @@ def calibrate(
         if len(rows) < MIN_ROWS[family]:
             continue
         params, result = fitters[family](rows, spec, params)
-        report.fits[family] = result
+        for fit in result if isinstance(result, list) else [result]:
+            report.fits[fit.family] = fit
     return params, report

@@ -306,8 +306,7 @@ class ComputeModel:
             scaled = self._scaled(gpu, *args)
             if scaled is not None:
                 return _ns(scaled), "scaled"
-        gemm_fit = report.fits.get("gemm")
-        if op_kind == "gemm" and (gemm_fit is None or f"gemm_max_efficiency.{dtype}" not in gemm_fit.values):
+        if op_kind == "gemm" and not report.gemm_fitted(dtype):
             self._uncalibrated_gemm.add((gpu, dtype))  # its ceiling was not fitted
         return _ns(roofline_time_ns(*args, spec, params)), "roofline"
 
