@@ -199,7 +199,7 @@ def _fit_gemm_dtype(rows, spec, base, dtype: str, shape_terms: bool):
     return fitted, result
 
 
-def _fit_attention(rows, spec, base):
+def _fit_attention(rows, spec, base) -> tuple[EfficiencyParams, list[FitResult]]:
     passes = {r.pass_ for r in rows}
     has_single = bool(passes & {"fwd", "bwd"})
     has_backward = bool(passes & {"bwd", "fwd+bwd"})
@@ -224,10 +224,11 @@ def _fit_attention(rows, spec, base):
     def build(p: EfficiencyParams, z: np.ndarray) -> EfficiencyParams:
         return p.with_values(**{n: float(v) for n, v in zip(names, z)})
 
-    return _fit("attention", rows, spec, base, names, x0, lo, hi, build, fixed)
+    params, result = _fit("attention", rows, spec, base, names, x0, lo, hi, build, fixed)
+    return params, [result]
 
 
-def _fit_memory(rows, spec, base):
+def _fit_memory(rows, spec, base) -> tuple[EfficiencyParams, list[FitResult]]:
     names, x0, lo, hi = ["memory_efficiency"], [base.memory_efficiency], [0.01], [1.0]
     fit_launch = _launch_identifiable(rows, base) and len({r.bytes_moved for r in rows}) >= 2
     if fit_launch:
@@ -240,7 +241,8 @@ def _fit_memory(rows, spec, base):
         return p.with_values(**{n: float(v) for n, v in zip(names, z)})
 
     fixed = [] if fit_launch else ["launch_overhead_ns"]
-    return _fit("memory", rows, spec, base, names, x0, lo, hi, build, fixed)
+    params, result = _fit("memory", rows, spec, base, names, x0, lo, hi, build, fixed)
+    return params, [result]
 
 
 def calibrate(
@@ -260,7 +262,7 @@ def calibrate(
         rows = families[family]
         if len(rows) < MIN_ROWS[family]:
             continue
-        params, result = fitters[family](rows, spec, params)
-        for fit in result if isinstance(result, list) else [result]:
+        params, results = fitters[family](rows, spec, params)
+        for fit in results:  # gemm: one per dtype fitted
             report.fits[fit.family] = fit
     return params, report
