@@ -191,7 +191,7 @@ def gemm_envelopes(gpu: str) -> tuple[dict[str, float], dict[str, str], dict[str
             if dtype in ceilings and ceilings[dtype] < mean:
                 continue  # a burst envelope below a sustained figure bounds it
             ceilings[dtype] = mean
-            sources[dtype] = f"sustained GEMM, mean of {len(rows)} measured row(s): {cases}"
+            sources[dtype] = f"sustained GEMM, mean of {len(rows)} row(s): {cases}"
     return ceilings, sources, {dtype: value for dtype, (value, _) in burst.items()}
 
 
