@@ -169,7 +169,7 @@ class _WideTimes:
         executor.BorrowTimes(n, self.start, self.end)
 
     def widen_if_full(self) -> None:
-        pass
+        """Nothing to widen: these times are int64 from the start."""
 
     def wide(self):
         return self.start[: self.n], self.end[: self.n]

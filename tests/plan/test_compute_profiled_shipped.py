@@ -5,16 +5,36 @@ from heterosim.plan.compute.database import OpDatabase, shipped_measured_databas
 from heterosim.plan.compute.model import ComputeModel
 from heterosim.workload import ops as wo
 
-# ops the op lists gained after the H100 profile (timed by the H100 curves fitted to its rows)
-ADDED_AFTER_PROFILE = ("rope",)
 
-
-def _h100_rows():
-    (path,) = [p for p in shipped_measured_databases() if p.name.startswith("h100-sxm-sustained")]
+def _shipped(prefix: str):
+    """Rows and runs of the shipped database whose file name starts with ``prefix``."""
+    (path,) = [p for p in shipped_measured_databases() if p.name.startswith(prefix)]
     db = OpDatabase(path)
     rows, runs = db.measurements(), db.runs()
     db.close()
     return rows, runs
+
+
+def _h100_rows():
+    return _shipped("h100-sxm-sustained")
+
+
+def _standard_layer_ops_missing(rows) -> list[tuple[str, str]]:
+    """(layer, op) of every compute op of the standard layers that ``rows`` do not hold."""
+
+    def key(o):
+        return (o.op_kind, o.dtype, o.shape, o.shape_extra, o.bytes_moved)
+
+    have = {key(m) for m in rows}
+    missing = []
+    for spec in lp.standard_layers():
+        training, parallel = spec.configs()
+        ops = wo.layer_forward_ops(spec.model, training, parallel, 0)
+        ops += wo.layer_backward_ops(spec.model, training, parallel, 0)
+        for op in ops:
+            if not op.is_comm and key(op) not in have:
+                missing.append((spec.label, op.label))
+    return missing
 
 
 def test_h100_database_is_sustained_and_covers_the_standard_layers():
@@ -22,18 +42,7 @@ def test_h100_database_is_sustained_and_covers_the_standard_layers():
     assert {r["method"] for r in runs} == {"sustained"}
     assert {r["device"] for r in runs} == {"NVIDIA H100 80GB HBM3"}
     assert {m.gpu for m in rows} == {"H100-SXM"}
-    have = {(m.op_kind, m.dtype, m.shape, m.shape_extra, m.bytes_moved) for m in rows}
-    for spec in lp.standard_layers():
-        training, parallel = spec.configs()
-        ops = wo.layer_forward_ops(spec.model, training, parallel, 0)
-        ops += wo.layer_backward_ops(spec.model, training, parallel, 0)
-        for op in ops:
-            if op.is_comm or op.label.startswith(ADDED_AFTER_PROFILE):
-                continue
-            assert (op.op_kind, op.dtype, op.shape, op.shape_extra, op.bytes_moved) in have, (
-                spec.label,
-                op.label,
-            )
+    assert _standard_layer_ops_missing(rows) == []
 
 
 def test_model_times_a_profiled_op_by_its_row_and_publication_tables_stay_below():
@@ -65,20 +74,10 @@ def test_fp8_gemms_are_timed_with_transformer_engines_accumulation_per_pass():
 
 
 def test_h200_database_is_sustained_covers_the_standard_layers_and_is_used():
-    (path,) = [p for p in shipped_measured_databases() if p.name.startswith("h200-sxm-sustained")]
-    db = OpDatabase(path)
-    rows, runs = db.measurements(), db.runs()
-    db.close()
+    rows, runs = _shipped("h200-sxm-sustained")
     assert {r["method"] for r in runs} == {"sustained"} and {r["device"] for r in runs} == {"NVIDIA H200"}
     assert {m.gpu for m in rows} == {"H200-SXM"}
-    have = {(m.op_kind, m.dtype, m.shape, m.shape_extra, m.bytes_moved) for m in rows}
-    for spec in lp.standard_layers():
-        training, parallel = spec.configs()
-        ops = wo.layer_forward_ops(spec.model, training, parallel, 0)
-        ops += wo.layer_backward_ops(spec.model, training, parallel, 0)
-        assert all(
-            (o.op_kind, o.dtype, o.shape, o.shape_extra, o.bytes_moved) in have for o in ops if not o.is_comm
-        )
+    assert _standard_layer_ops_missing(rows) == []
     gemm = next(m for m in rows if m.op_kind == "gemm" and m.dtype == "fp8")
     args = (gemm.op_kind, gemm.dtype, gemm.shape, gemm.shape_extra, gemm.flops, gemm.bytes_moved, "H200-SXM")
     assert ComputeModel().time_op(*args) == (max(int(round(gemm.time_ns)), 1), "measured")
