@@ -474,30 +474,36 @@ class ContentionTestCase : public TestCase
         executor->Dispose();
         Simulator::Destroy();
         // the same terms borrowed (the caller's arrays, not copies): the same slowed end
-        Ptr<PlanExecutor> again = MakeExecutor(plan);
         Ptr<ComputeContention> borrowed = CreateObject<ComputeContention>();
         borrowed->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
         borrowed->BorrowFlowBlocks(3, blocks.data(), instance.data());
-        borrowed->SetGpuCount(2);
-        again->SetComputeContention(borrowed);
-        NS_TEST_ASSERT_MSG_EQ(again->Run(), PlanExecutor::FINISHED, again->GetError());
-        again->CopyTimes(start.data(), end.data());
-        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "borrowed terms slow the task as copied ones");
-        again->Dispose();
-        Simulator::Destroy();
+        NS_TEST_ASSERT_MSG_EQ(
+            FirstTaskEnd(plan, borrowed), expected, "borrowed terms slow the task as copied ones");
         // the blocks in 8 bits: the same slowed end
         std::vector<uint8_t> narrowBlocks(blocks.begin(), blocks.end());
-        Ptr<PlanExecutor> third = MakeExecutor(plan);
         Ptr<ComputeContention> narrow = CreateObject<ComputeContention>();
         narrow->BorrowComputeTerms(3, wave.data(), share.data(), above.data());
         narrow->BorrowFlowBlocksNarrow(3, narrowBlocks.data(), instance.data());
-        narrow->SetGpuCount(2);
-        third->SetComputeContention(narrow);
-        NS_TEST_ASSERT_MSG_EQ(third->Run(), PlanExecutor::FINISHED, third->GetError());
-        third->CopyTimes(start.data(), end.data());
-        NS_TEST_ASSERT_MSG_EQ(end[0], expected, "8-bit blocks slow the task as 32-bit ones");
-        third->Dispose();
+        NS_TEST_ASSERT_MSG_EQ(
+            FirstTaskEnd(plan, narrow), expected, "8-bit blocks slow the task as 32-bit ones");
+    }
+
+    /// End of task 0 when \p plan runs on two GPUs with \p contention installed (-1 if the run
+    /// does not finish).
+    int64_t
+    FirstTaskEnd(const PlanArrays& plan, Ptr<ComputeContention> contention)
+    {
+        Ptr<PlanExecutor> executor = MakeExecutor(plan);
+        contention->SetGpuCount(2);
+        executor->SetComputeContention(contention);
+        int32_t state = executor->Run();
+        NS_TEST_EXPECT_MSG_EQ(state, PlanExecutor::FINISHED, executor->GetError());
+        std::vector<int64_t> start(plan.kind.size());
+        std::vector<int64_t> end(plan.kind.size());
+        executor->CopyTimes(start.data(), end.data());
+        executor->Dispose();
         Simulator::Destroy();
+        return state == PlanExecutor::FINISHED ? end[0] : -1;
     }
 };
 
