@@ -1491,10 +1491,13 @@ TT_NOT_MODELLED = {
         "source": TT_TITAN_9DEC + "torchtitan/models/llama/model.py",
     },
     "cp": {
-        "what": "PyTorch's context parallel attention: one SDPA call per K/V chunk (cp calls forward and "
-        "backward on the all-gathered K/V) with outputs and log-sum-exps merged in fp32 "
-        "(_SDPAMerger, convert_to_f32); simulated as fused attention over the rank's share",
-        "source": "torch/distributed/tensor/experimental/_attention.py _templated_ring_attention",
+        "what": "PyTorch's context parallel attention (parallel.cp_impl: pytorch): every CP rank is "
+        "charged the slowest rank's fp32 merges and accumulations (the others merge half the output "
+        "on some steps), the SDPA calls over half chunks are timed as causal kernels of the same "
+        "FLOPs, and the dK/dV rotation of step 0 may start before the K/V all-gather ends (one NCCL "
+        "stream in PyTorch)",
+        "source": "torch/distributed/tensor/experimental/_attention.py _templated_ring_attention, "
+        "_templated_ring_attention_backward",
     },
     "asynctp": {
         "what": "async TP's SymmetricMemory fused matmuls pull the shards with the copy engine, one "
@@ -1535,7 +1538,7 @@ def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
         "partition": "uniform",
     }
     if cp > 1:
-        parallel.update(cp=cp, cp_comm="all_gather")
+        parallel.update(cp=cp, cp_comm="all_gather", cp_impl="pytorch")
     if async_tp:
         parallel.update(tp_comm_overlap=True, tp_comm_overlap_method="torch_async_tp")
     return {
@@ -1633,6 +1636,13 @@ def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, t
             "all_gather",
             "torch.distributed.tensor.experimental context_parallel: _ContextParallelOptions."
             "rotate_method defaults to ALL_GATHER, enable_load_balance = True (head-tail chunks)",
+        )
+        assumed["parallel.cp_impl"] = (
+            "pytorch",
+            "torchtitan's create_context_parallel_ctx enters torch.distributed.tensor.experimental."
+            "context_parallel (torchtitan/utils.py at 9dec370): PyTorch's ring attention with "
+            "convert_to_f32 (fp32 merges, dK/dV rotated in fp32), on K/V that torchtitan's Llama "
+            "repeats to the query's heads (repeat_kv) before SDPA",
         )
         assumed["parallel.zero"] = (
             3,

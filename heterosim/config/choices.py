@@ -55,6 +55,11 @@ ATTENTION_KERNELS = ("cudnn", "flash-attention-2", "flash-attention-triton")
 # Transformer Engine's ring (AttnFuncWithCPAndKVP2P, Megatron-core cp_comm_type "p2p") or an
 # all-gather of K/V before attention (AttnFuncWithCPAndKVAllGather, "all_gather"; Llama 3 §3.3.2)
 CP_COMMS = ("p2p", "all_gather")
+# parallel.cp_impl: whose context-parallel attention runs it (heterosim/workload/cp.py):
+# Transformer Engine's (Megatron-core, NeMo) or PyTorch's experimental context_parallel
+# (torch.distributed.tensor.experimental, as torchtitan calls it: one SDPA call per K/V chunk,
+# outputs merged in fp32, dK/dV rotated in fp32)
+CP_IMPLS = ("transformer_engine", "pytorch")
 # parallel.tp_comm_overlap_method: which TP overlap runs with parallel.tp_comm_overlap
 # (heterosim/workload/tp_overlap.py): Transformer Engine's userbuffers (Megatron-core / NeMo) or
 # PyTorch's async TP (torch._inductor micro_pipeline_tp + SymmetricMemory fused matmuls)

@@ -19,6 +19,7 @@ from heterosim.config.choices import (
     COLLECTIVE_ALGORITHMS,
     COLLECTIVE_PROTOCOLS,
     CP_COMMS,
+    CP_IMPLS,
     DEFAULT_FIDELITY,
     DEFAULT_PACKET_ACCELERATION,
     FIDELITIES,
@@ -202,6 +203,7 @@ class ParallelConfig:
     # every rank of a CP group holds two of them; K/V travel by ring p2p or all-gather
     cp: int = 1
     cp_comm: str = "p2p"
+    cp_impl: str = "transformer_engine"  # CP_IMPLS
     # parallel.stages: an explicit heterogeneous plan; then pp/dp are its sizes, tp the largest
     # replica TP degree, partition "explicit" with stage_layers from the plan
     plan: StagedPlan | None = None
@@ -457,7 +459,7 @@ def _attention_kernels() -> tuple[str, ...]:
     return ("auto", *ATTENTION_KERNELS)
 
 
-_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "cp", "cp_comm", "rank_order")
+_NOT_WITH_STAGES = ("tp", "pp", "dp", "vpp", "ep", "cp", "cp_comm", "cp_impl", "rank_order")
 
 
 def _stages(section: Section) -> StagedPlan:
@@ -563,6 +565,7 @@ def _parallel(section: Section) -> ParallelConfig:
         ),
         cp=section.integer("cp", d.cp, minimum=1, maximum=MAX_PARALLEL),
         cp_comm=section.string("cp_comm", d.cp_comm, choices=CP_COMMS),
+        cp_impl=section.string("cp_impl", d.cp_impl, choices=CP_IMPLS),
     )
     section.reject_unknown()
     return parallel

@@ -80,7 +80,8 @@ class UnitWriter:
             for j in range(min(self.prefetch, len(self.blocks))):
                 self._issue_gather(j, [PREVIOUS_TAIL])
         buckets = GradBuckets(self.ctx, unit) if self.sync else None
-        ring = RingPlacer(*self.ctx.w.groups.cp_ring(self.ctx.rank))
+        pytorch_order = self.ctx.par.cp_impl == "pytorch"
+        ring = RingPlacer(*self.ctx.w.groups.cp_ring(self.ctx.rank), pytorch_order=pytorch_order)
         for j, block in enumerate(self.blocks):
             if self.prefetch == 0:
                 self._issue_gather(j, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])

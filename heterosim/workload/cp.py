@@ -40,6 +40,34 @@ on the GPU) run here one after the other on the rank's stream; the softmax/outpu
 between steps (``flash_attn_fwd_out_correction``) and the dQ/dK/dV accumulation adds are small
 elementwise kernels left out; the all-gather variant's two kernels over the local query halves
 against the gathered K/V prefix are charged as ``cp`` causal ``s/cp`` kernels (same FLOPs).
+
+``parallel.cp_impl: pytorch``: PyTorch's experimental ``context_parallel``
+(torch/distributed/tensor/experimental/_attention.py ``_templated_ring_attention`` and
+``_templated_ring_attention_backward``, as torchtitan calls it), with its defaults
+``convert_to_f32`` and ``enable_load_balance``. The same ``cp`` steps of the same FLOPs, one
+SDPA call each, but with PyTorch's own copies and merges around them, eager kernels on the rank's
+stream (:func:`torch_attention_ops`). K and V are taken with the query's head count: torchtitan's
+Llama repeats the KV heads (``repeat_kv``) before SDPA, so that is what CP copies and moves.
+
+- Forward: ``key.contiguous()`` and ``value.contiguous()`` (the transposed SDPA operands are
+  copied), and before every step but the last ``torch.cat`` of K and V into one buffer.
+  ``cp_comm: all_gather`` (PyTorch's default rotate method, ``_AllGatherRotater``): one
+  all-gather of that buffer over the CP group, issued at step 0 and waited at step 1, so it runs
+  beside step 0; ``cp_comm: p2p`` (``_AllToAllRotater``): the buffer goes to CP rank +1 before
+  every step but the last and is waited at the next step. Each step's output and log-sum-exp are
+  cast to fp32 (``_SDPAMerger.step``) and merged into the running output,
+  ``out - sigmoid(lse_b - lse) * (out - out_b)`` (three passes over fp32 outputs: 32 B per
+  element with the cast's 6 B); the result is cast back at the end.
+- Backward: fp32 zeros for dQ, dK and dV; the K/V copies and cats and the rotation as forward
+  (the all-gather again); after every step dK and dV are added into fp32 accumulators that then
+  travel, concatenated in fp32, to CP rank +1 (``dkv_rotater``, always all-to-all), each waited
+  after the next step's SDPA backward and the last at the end, where dQ and dK/dV are cast back.
+
+The byte counts are the slowest CP rank's (the last: every later step attends all its queries,
+so its merges and adds cover the whole output; earlier ranks merge half the output on some
+steps). APPROXIMATION: every rank is charged them (the per-layer all-gather, or the dK/dV
+rotation, makes every rank wait for the slowest); the merge's log-sum-exp arithmetic
+(``heads x tokens`` elements, a 1/head_dim share of the output's) is left out.
 """
 
 from __future__ import annotations
@@ -47,13 +75,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from heterosim.workload.builder import PREVIOUS_TAIL, UnitProgram
-from heterosim.workload.ops_base import Dims, OpSpec, collective
+from heterosim.workload.ops_base import Dims, OpSpec, collective, elementwise
 from heterosim.workload.trace import ALL_GATHER, COMM_RECV_NODE, COMM_SEND_NODE, NO_COLLECTIVE, REDUCE_SCATTER
 
 # Tags of the ring's sends and receives: a base above the pipeline's tags (which start at 0 and
 # grow with micro-batch and virtual stage) plus the exchange's index inside its schedule step.
 CP_TAG_BASE = 1 << 24
 RING = "cp_ring"
+TORCH_RING = "cp_rotate"  # PyTorch's all-to-all rotations (parallel.cp_impl: pytorch)
+FP32 = 4
+# PyTorch's fp32 merge of one step's output into the running one, bytes per output element:
+# out - out_b (read 2, write 1), sigmoid(lse_b - lse) * that (read 1, write 1; the lse factor is
+# per row), out - that (read 2, write 1): eight 4-byte passes
+MERGE_BYTES = 8 * FP32
 
 
 def kv_chunk_bytes(d: Dims) -> int:
@@ -115,10 +149,75 @@ def all_gather_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
     return ops
 
 
+def _rotation(label: str, phase: str, d: Dims, size: int, beside: int) -> list[OpSpec]:
+    """One of PyTorch's all-to-all rotations (``permute_tensor`` to CP rank +1) as a ring
+    exchange that runs beside the next ``beside`` chain ops (module docstring)."""
+    return [
+        replace(_p2p(f"{TORCH_RING}.{label}.{end}", phase, d, size, kind), ring_beside=beside)
+        for end, kind in (("send", COMM_SEND_NODE), ("recv", COMM_RECV_NODE))
+    ]
+
+
+def _pass(label: str, phase: str, d: Dims, elements: int, bytes_moved: int) -> OpSpec:
+    """An eager elementwise pass of PyTorch's CP (a copy, a cast, a merge, an add)."""
+    return elementwise(label, phase, d, elements, 1, bytes_moved)
+
+
+def torch_step_bytes(d: Dims, backward: bool, step: int) -> int:
+    """Bytes the slowest CP rank's eager passes move after attention step ``step`` (module
+    docstring): forward the fp32 cast and, from step 1, the merge; backward the dK/dV
+    accumulation (a half-chunk add and a ``cat`` from step 1), their fp32 ``cat`` for the
+    rotation and the dQ accumulation."""
+    q, a = query_elements(d), d.act_bytes
+    cast_to_fp32 = q * (a + FP32)
+    if not backward:
+        return cast_to_fp32 + (q * MERGE_BYTES if step else 0)
+    add = q * (FP32 + a + FP32)  # fp32 += bf16: read both, write fp32
+    dkv = 2 * add if step == 0 else 2 * (add // 2 + 2 * q * FP32)  # partial update: add + cat
+    return dkv + 2 * (2 * q * FP32) + add  # + cat(dK, dV) in fp32 + dQ +=
+
+
+def query_elements(d: Dims) -> int:
+    """Elements of the rank's query (and of K or V repeated to the query's heads)."""
+    return d.tokens * d.heads * d.head_dim
+
+
+def torch_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
+    """PyTorch's context-parallel attention (``parallel.cp_impl: pytorch``) in issue order:
+    copies, K/V rotation, ``cp`` steps each followed by its fp32 merge or accumulation, the
+    final casts (module docstring)."""
+    backward = phase == "bwd"
+    q, a, cp = query_elements(d), d.act_bytes, d.cp
+    kv = 2 * q * a  # cat(K, V) of one rank
+    ops: list[OpSpec] = []
+    if backward:
+        ops.append(_pass("cp_grad_zeros", phase, d, 3 * q, 3 * q * FP32))
+    ops.append(_pass("cp_kv_contiguous", phase, d, 2 * q, 2 * kv))
+    for i in range(cp):
+        if i < cp - 1:
+            ops.append(_pass("cp_kv_cat", phase, d, 2 * q, 2 * kv))
+            if d.cp_comm == "p2p":
+                ops += _rotation("kv", phase, d, kv, beside=2)
+            elif i == 0:  # one all-gather, waited at step 1: beside step 0 and its merge
+                gather = collective("cp_allgather.kv", phase, ALL_GATHER, kv * cp, "cp", d.act_dtype)
+                ops.append(replace(gather, overlap_next=2))
+        ops.append(step)
+        merge = "cp_grad_accumulate" if backward else ("cp_merge" if i else "cp_out_to_fp32")
+        ops.append(_pass(merge, phase, d, q, torch_step_bytes(d, backward, i)))
+        if backward:  # waited after the next step's SDPA backward (and its K/V cat), or at the end
+            beside = 0 if i == cp - 1 else 1 + (i + 1 < cp - 1)
+            ops += _rotation("dkv", phase, d, 2 * q * FP32, beside)
+    cast_back = q * (FP32 + a) + (2 * q * (FP32 + a) if backward else 0)
+    ops.append(_pass("cp_cast_back", phase, d, q * (3 if backward else 1), cast_back))
+    return ops
+
+
 def context_parallel_attention(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
     """Core attention of one layer under context parallelism; ``step`` is one causal attention
     op over the rank's ``s/cp`` tokens in ``phase``."""
     step = step if step.phase == phase else replace(step, phase=phase)
+    if d.cp_impl == "pytorch":
+        return torch_attention_ops(phase, d, step)
     if d.cp_comm == "all_gather":
         return all_gather_attention_ops(phase, d, step)
     return ring_attention_ops(phase, d, step)
@@ -133,32 +232,51 @@ def is_ring_op(op: OpSpec) -> bool:
 class RingPlacer:
     """Places the ring's sends and recvs of one schedule step into its unit program.
 
-    An exchange's send and recv start together once the previous exchange has ended (TE waits on
-    both requests before posting the next), the first one after the chain so far (K/V ready); a
-    send that carries dK/dV also waits for the chain (the attention backward of the previous
-    step). The chain op after an exchange's own step, the next step's attention, waits for it.
-    Forward and recompute sends go to CP rank +1, backward ones to rank -1.
+    An exchange (the sends and recvs placed between two chain ops) runs beside the next
+    ``ring_beside`` chain ops of its ops, and the chain op after them waits for it (Transformer
+    Engine: 1, the step it feeds, so step ``i+1`` waits for exchange ``i``).
+    Transformer Engine (``pytorch_order`` False): an exchange's send and recv start together once
+    the previous exchange has ended (TE waits on both requests before posting the next), the
+    first one after the chain so far (K/V ready); a send that carries dK/dV also waits for the
+    chain (the attention backward of the previous step); forward and recompute sends go to CP
+    rank +1, backward ones to rank -1. PyTorch (``pytorch_order``): every exchange waits for the
+    chain so far (the ``cat`` that made its buffer) and for the exchange before it (one stream
+    of collectives), and every send goes to CP rank +1 (``permute_tensor``).
     """
 
     prev_rank: int
     next_rank: int
-    _pending: list[int] = field(default_factory=list)  # exchange the next chain op waits for
-    _posted: list[int] = field(default_factory=list)  # exchange running beside the current step
+    pytorch_order: bool = False
+    _beside: list[list[int]] = field(default_factory=list)  # [node, chain ops still beside it]
+    _current: list[int] = field(default_factory=list)  # the exchange being placed
+    _previous: list[int] = field(default_factory=list)  # the exchange before it
+    _chained: bool = True  # a chain op came since the last placement
     _count: dict[int, int] = field(default_factory=dict)  # per node type: exchanges so far
 
     def place(self, unit: UnitProgram, template: int, op: OpSpec, layer: int) -> None:
+        if self._chained:
+            self._previous, self._current, self._chained = self._current, [], False
         tail = unit.tail if unit.tail >= 0 else PREVIOUS_TAIL
-        deps = list(self._pending) if self._pending else [tail]
-        if "dkv" in op.label and self._pending:
-            deps.append(tail)
+        outstanding = {node for node, _ in self._beside}
+        before = [node for node in self._previous if node in outstanding]
+        if self.pytorch_order:
+            deps = [tail, *before]
+        else:
+            deps = before if before else [tail]
+            if "dkv" in op.label and before:
+                deps.append(tail)
         sending = op.node_type == COMM_SEND_NODE
-        forward_dir = op.phase != "bwd"
+        forward_dir = op.phase != "bwd" or self.pytorch_order
         peer = self.next_rank if sending == forward_dir else self.prev_rank
         n = self._count.get(op.node_type, 0)
         self._count[op.node_type] = n + 1
-        self._posted.append(unit.add(template, layer, deps, peer=peer, tag=CP_TAG_BASE + n))
+        node = unit.add(template, layer, deps, peer=peer, tag=CP_TAG_BASE + n)
+        self._current.append(node)
+        self._beside.append([node, op.ring_beside])
 
     def before_chain(self) -> list[int]:
-        """Dependencies of the next chain op (the exchange before the step it computes)."""
-        waits, self._pending, self._posted = self._pending, self._posted, []
+        """Dependencies of the next chain op: the exchanges whose ops beside them have run."""
+        self._chained = True
+        waits = [node for node, left in self._beside if left == 0]
+        self._beside = [[node, left - 1] for node, left in self._beside if left > 0]
         return waits

@@ -73,6 +73,9 @@ class OpSpec:
     # > 0: the op runs beside the next ``overlap_next`` ops of the chain (starting with the
     # first of them) and the op after them waits for it (heterosim.workload.tp_overlap)
     overlap_next: int = 0
+    # a context-parallel ring exchange (heterosim.workload.cp.RingPlacer): how many chain ops
+    # run beside it before the next one waits for it (Transformer Engine: 1, the step it feeds)
+    ring_beside: int = 1
 
     @property
     def is_comm(self) -> bool:
@@ -103,6 +106,7 @@ class Dims:
     kernels: str = "fused"  # TrainingConfig.kernels: "fused" or "eager" (heterosim.workload.ops_eager)
     cp: int = 1  # context-parallel degree (heterosim.workload.cp)
     cp_comm: str = "p2p"  # ParallelConfig.cp_comm
+    cp_impl: str = "transformer_engine"  # ParallelConfig.cp_impl
 
     @property
     def te_fp8(self) -> bool:
@@ -162,6 +166,7 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         kernels=training.kernels,
         cp=parallel.cp,
         cp_comm=parallel.cp_comm,
+        cp_impl=parallel.cp_impl,
     )
 
 

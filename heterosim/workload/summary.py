@@ -101,6 +101,7 @@ def workload_summary(
             "ep": exp.parallel.ep,
             "cp": exp.parallel.cp,
             "cp_comm": exp.parallel.cp_comm,
+            "cp_impl": exp.parallel.cp_impl,
             "vpp": exp.parallel.vpp,
             "schedule": exp.parallel.schedule,
             "zero": exp.parallel.zero,

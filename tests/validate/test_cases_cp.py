@@ -41,3 +41,20 @@ def test_cp_case_parses_into_an_experiment_with_cp_groups():
     assert data is not None
     exp = parse_experiment(data, "cases.yaml")
     assert exp.parallel.cp == 2 and exp.cluster.world_size == 8
+
+
+def test_torchtitan_cp_cases_run_pytorchs_cp_and_the_others_transformer_engines():
+    """torchtitan calls PyTorch's context_parallel (all-gather rotation by default); the NeMo and
+    Megatron-Bridge runs use Transformer Engine's (parallel.cp_impl's default)."""
+    raw = {c["id"]: c for c in yaml.safe_load(SHIPPED.read_text())["cases"]}
+    torchtitan = [
+        c for c in raw.values() if c["group"] == "torchtitan" and c["experiment"]["parallel"].get("cp", 1) > 1
+    ]
+    assert len(torchtitan) == 3
+    for case in torchtitan:
+        par = case["experiment"]["parallel"]
+        assert (par["cp_impl"], par["cp_comm"]) == ("pytorch", "all_gather"), case["id"]
+        assert case["assumed"]["parallel.cp_impl"]["value"] == "pytorch"
+        assert parse_experiment(copy.deepcopy(case["experiment"]), "cases.yaml").parallel.cp_impl == "pytorch"
+    for name in CP_CASES:
+        assert "cp_impl" not in raw[name]["experiment"]["parallel"], name

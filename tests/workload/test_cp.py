@@ -22,7 +22,14 @@ from heterosim.workload.generator import generate_workload
 from heterosim.workload.groups import ParallelGroups, RankLayout
 from heterosim.workload.memory import estimate_rank_memory, layer_activation_bytes
 from heterosim.workload.ops_ends import optimizer_shard
-from heterosim.workload.trace import ALL_GATHER, COMM_RECV_NODE, COMM_SEND_NODE, REDUCE_SCATTER
+from heterosim.workload.trace import (
+    ALL_GATHER,
+    COMM_COLL_NODE,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMP_NODE,
+    REDUCE_SCATTER,
+)
 
 TINY = "tests/data/tiny_experiment.yaml"  # gpt 512 hidden, 8 heads, 4 layers, seq 512, 16 GPUs
 
@@ -222,6 +229,124 @@ def test_all_gather_variant_gathers_kv_and_reduce_scatters_dkv_over_the_cp_group
     )
 
 
+# -- PyTorch's context parallel (parallel.cp_impl: pytorch) ----------------------------------------
+
+
+def _torch_cp(cp: int, comm: str):
+    """The tiny experiment's 16 GPUs as pp 2 x tp x cp (tp = 8 / cp) under PyTorch's CP."""
+    tp = 8 // cp
+    exp = _experiment(
+        f"parallel.cp={cp}", f"parallel.tp={tp}", "parallel.cp_impl=pytorch", f"parallel.cp_comm={comm}"
+    )
+    w = generate_workload(exp)
+    trace = w.trace(0)
+    trace.check()
+    return w, trace, _labels(trace)
+
+
+def _query_elements(tp: int, cp: int) -> int:
+    # the rank's query (K, V repeated to its heads): b 1 x s/cp tokens x 8/tp heads x head dim 64
+    return (512 // cp) * (8 // tp) * 64
+
+
+def _layer_span(labels: list[str], first: str, last: str = "cp_cast_back") -> range:
+    start = labels.index(first)
+    return range(start, labels.index(last, start) + 1)
+
+
+@pytest.mark.parametrize("cp", [2, 4])
+@pytest.mark.parametrize("comm", ["all_gather", "p2p"])
+def test_pytorch_cp_moves_the_bytes_counted_from_its_source(cp, comm):
+    """Bytes of PyTorch's eager passes per layer for the slowest rank, counted by hand from
+    _templated_ring_attention(_backward) in units of q (the rank's query elements), bf16:
+    forward: K, V contiguous 8q, a cat before each of the first cp-1 steps 8q each, the fp32
+    cast of each step's output 6q, the merge of steps 1.. 32q each, the cast back 6q:
+    20 + 46 (cp-1); backward: fp32 zeros 12q, contiguous 8q, cats 8q each, step 0's dK/dV adds
+    20q, later steps' half-chunk adds and cats 26q, every step's fp32 cat(dK, dV) 16q and dQ add
+    10q, the casts back 6q + 12q: 84 + 60 (cp-1). cp 4 gives 158q and 264q, the counts recorded
+    in benchmarks/HISTORY.md's torchtitan CP analysis."""
+    _, trace, labels = _torch_cp(cp, comm)
+    q = _query_elements(tp=8 // cp, cp=cp)
+    moved = trace.templates.bytes_moved[trace.template]
+    for first, per_q in (("cp_kv_contiguous", 20 + 46 * (cp - 1)), ("cp_grad_zeros", 84 + 60 * (cp - 1))):
+        span = [
+            i
+            for i in _layer_span(labels, first)
+            if labels[i].startswith("cp_") and trace.node_type[i] == COMP_NODE
+        ]
+        assert int(moved[span].sum()) == per_q * q, (first, cp, comm)
+    steps = [labels[i] for i in _layer_span(labels, "cp_kv_contiguous")].count("attn_core")
+    assert steps == cp  # one SDPA call per K/V chunk
+
+
+def test_pytorch_cp_all_gather_runs_beside_step_0_and_the_dkv_rotation_beside_the_next_step():
+    """cp 4, all-gather rotate method: one all-gather of cat(K, V) (4q bytes per rank, K/V with
+    the query's heads) waited at step 1; in the backward dK/dV (fp32, 8q bytes) go to CP rank +1
+    after each step, waited after the next step's SDPA backward (and its K/V cat), the last one
+    by the final cast."""
+    cp = 4
+    w, trace, labels = _torch_cp(cp, "all_gather")
+    q = _query_elements(tp=2, cp=cp)
+    size = trace.templates.comm_bytes[trace.template]
+    fwd = list(_layer_span(labels, "cp_kv_contiguous"))
+    gather = next(i for i in fwd if labels[i] == "cp_allgather.kv")
+    assert int(size[gather]) == cp * 4 * q and trace.node_type[gather] == COMM_COLL_NODE
+    steps = [i for i in fwd if labels[i] == "attn_core"]
+    assert gather not in trace.parents(steps[0]) and gather not in trace.parents(steps[0] + 1)
+    assert gather in trace.parents(steps[0] + 2)  # step 1's K/V cat waits for it
+    bwd = list(_layer_span(labels, "cp_grad_zeros"))
+    sends = [i for i in bwd if labels[i] == "cp_rotate.dkv.send"]
+    recvs = [i for i in bwd if labels[i] == "cp_rotate.dkv.recv"]
+    adds = [i for i in bwd if labels[i] == "cp_grad_accumulate"]
+    assert len(sends) == len(recvs) == len(adds) == cp
+    _, next_rank = w.groups.cp_ring(0)
+    prev_rank, _ = w.groups.cp_ring(0)
+    assert {int(trace.peer[i]) for i in sends} == {next_rank}
+    assert {int(trace.peer[i]) for i in recvs} == {prev_rank}
+    assert {int(size[i]) for i in sends + recvs} == {8 * q}
+    for i in range(cp - 1):
+        assert {sends[i], recvs[i]} <= set(trace.parents(adds[i + 1]))
+        assert adds[i] in trace.parents(sends[i])
+        assert sends[i] not in trace.parents(adds[i + 1] - 1)  # the SDPA backward runs beside it
+    assert {sends[-1], recvs[-1]} <= set(trace.parents(bwd[-1]))  # cp_cast_back
+
+
+def test_pytorch_cp_rotations_are_conserved_per_rank_pair_and_the_run_finishes():
+    """The all-to-all variant: K/V (4q) forward and backward, dK/dV (8q) backward, every rank to
+    CP rank +1; every sent byte is received by that rank; the run completes."""
+    cp = 4
+    exp = _experiment(f"parallel.cp={cp}", "parallel.tp=2", "parallel.cp_impl=pytorch")
+    w = generate_workload(exp)
+    q = _query_elements(tp=2, cp=cp)
+    layers_mb = exp.micro_batches_per_replica
+    sent: Counter[tuple[int, int]] = Counter()
+    received: Counter[tuple[int, int]] = Counter()
+    for rank in range(w.world_size):
+        trace = w.trace(rank)
+        labels = _labels(trace)
+        size = trace.templates.comm_bytes[trace.template]
+        for i, label in enumerate(labels):
+            if label.startswith("cp_rotate"):
+                if trace.node_type[i] == COMM_SEND_NODE:
+                    sent[rank, int(trace.peer[i])] += int(size[i])
+                else:
+                    received[int(trace.peer[i]), rank] += int(size[i])
+        layers = sum(len(r) for r in w.rank_layers(rank))
+        per_layer = 2 * (cp - 1) * 4 * q + cp * 8 * q
+        assert sum(v for (src, _), v in sent.items() if src == rank) == layers_mb * layers * per_layer
+        assert {dst for src, dst in sent if src == rank} == {w.groups.cp_ring(rank)[1]}
+    assert sent == received
+    assert run_experiment(exp).engine.makespan_ns > 0
+
+
+def test_pytorch_cp_is_slower_than_transformer_engine_by_its_eager_passes():
+    """Same model and split: PyTorch's merges, casts and copies add compute time."""
+    base = ["parallel.cp=2", "parallel.cp_comm=all_gather"]
+    te = run_experiment(_experiment(*base)).engine.makespan_ns
+    torch = run_experiment(_experiment(*base, "parallel.cp_impl=pytorch")).engine.makespan_ns
+    assert torch > te
+
+
 # -- compute, memory and gradient reduction --------------------------------------------------------
 
 
@@ -310,6 +435,11 @@ CLUSTER = {
             {"tp": 4, "pp": 2, "dp": 1, "cp": 2, "cp_comm": "ring"},
             {},
             ["parallel.cp_comm", "p2p, all_gather"],
+        ),
+        (
+            {"tp": 4, "pp": 2, "dp": 1, "cp": 2, "cp_impl": "megatron"},
+            {},
+            ["parallel.cp_impl", "transformer_engine, pytorch"],
         ),
         ({"tp": 4, "pp": 2, "dp": 1, "cp": 0}, {}, ["parallel.cp"]),
         ({"tp": 4, "pp": 2, "dp": 1, "cp": 2}, {"attention": "unfused"}, ["parallel.cp", "flash"]),
