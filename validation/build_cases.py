@@ -1495,7 +1495,9 @@ TT_NOT_MODELLED = {
         "charged the slowest rank's fp32 merges and accumulations (the others merge half the output "
         "on some steps), the SDPA calls over half chunks are timed as causal kernels of the same "
         "FLOPs, and the dK/dV rotation of step 0 may start before the K/V all-gather ends (one NCCL "
-        "stream in PyTorch)",
+        "stream in PyTorch); the merges are charged as the source's eager kernels, though these runs "
+        "compile every block: whether torch.compile captures the CP path is not established (compiled, "
+        "a forward merge would be about one fused pass, 10 B per output element instead of 38)",
         "source": "torch/distributed/tensor/experimental/_attention.py _templated_ring_attention, "
         "_templated_ring_attention_backward",
     },

@@ -60,14 +60,19 @@ Llama repeats the KV heads (``repeat_kv``) before SDPA, so that is what CP copie
   element with the cast's 6 B); the result is cast back at the end.
 - Backward: fp32 zeros for dQ, dK and dV; the K/V copies and cats and the rotation as forward
   (the all-gather again); after every step dK and dV are added into fp32 accumulators that then
-  travel, concatenated in fp32, to CP rank +1 (``dkv_rotater``, always all-to-all), each waited
-  after the next step's SDPA backward and the last at the end, where dQ and dK/dV are cast back.
+  travel, concatenated in fp32, to CP rank +1 (``dkv_rotater``, always all-to-all), issued
+  before the step's dQ add, each waited after the next step's SDPA backward and the last at the
+  end, after dQ is cast back and before dK/dV are.
 
 The byte counts are the slowest CP rank's (the last: every later step attends all its queries,
 so its merges and adds cover the whole output; earlier ranks merge half the output on some
 steps). APPROXIMATION: every rank is charged them (the per-layer all-gather, or the dK/dV
 rotation, makes every rank wait for the slowest); the merge's log-sum-exp arithmetic
-(``heads x tokens`` elements, a 1/head_dim share of the output's) is left out.
+(``heads x tokens`` elements, a 1/head_dim share of the output's) is left out; each pass is one
+op, where PyTorch launches several kernels (a merge about nine); the passes are the eager
+kernels of the source: whether torch.compile captures the CP path of a compiled block (the
+torchtitan CP runs compile) is not established, and compiled, the merge would fuse into about
+one pass (10 B per output element instead of 38) and the collectives would be waited at once.
 """
 
 from __future__ import annotations
@@ -163,18 +168,20 @@ def _pass(label: str, phase: str, d: Dims, elements: int, bytes_moved: int) -> O
     return elementwise(label, phase, d, elements, 1, bytes_moved)
 
 
-def torch_step_bytes(d: Dims, backward: bool, step: int) -> int:
+def torch_step_bytes(d: Dims, backward: bool, step: int) -> tuple[int, int]:
     """Bytes the slowest CP rank's eager passes move after attention step ``step`` (module
-    docstring): forward the fp32 cast and, from step 1, the merge; backward the dK/dV
-    accumulation (a half-chunk add and a ``cat`` from step 1), their fp32 ``cat`` for the
-    rotation and the dQ accumulation."""
+    docstring), as (before the rotation, after it). Forward: the fp32 cast and, from step 1, the
+    merge; nothing after. Backward: the dK/dV accumulation (at step 0 an add into the fp32 zeros,
+    which keep K's transposed strides, so their ``cat`` for the rotation first copies each
+    (``flatten``); from step 1 a half-chunk add and a ``cat`` per tensor) and their fp32 ``cat``
+    for the rotation; after it the dQ accumulation."""
     q, a = query_elements(d), d.act_bytes
-    cast_to_fp32 = q * (a + FP32)
     if not backward:
-        return cast_to_fp32 + (q * MERGE_BYTES if step else 0)
+        return q * (a + FP32) + (q * MERGE_BYTES if step else 0), 0
     add = q * (FP32 + a + FP32)  # fp32 += bf16: read both, write fp32
-    dkv = 2 * add if step == 0 else 2 * (add // 2 + 2 * q * FP32)  # partial update: add + cat
-    return dkv + 2 * (2 * q * FP32) + add  # + cat(dK, dV) in fp32 + dQ +=
+    fp32_copy = 2 * q * FP32  # read and write one fp32 tensor of q elements
+    dkv = 2 * (add + fp32_copy) if step == 0 else 2 * (add // 2 + fp32_copy)
+    return dkv + 2 * fp32_copy, add  # + cat(dK, dV) in fp32; then dQ +=
 
 
 def query_elements(d: Dims) -> int:
@@ -184,11 +191,13 @@ def query_elements(d: Dims) -> int:
 
 def torch_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
     """PyTorch's context-parallel attention (``parallel.cp_impl: pytorch``) in issue order:
-    copies, K/V rotation, ``cp`` steps each followed by its fp32 merge or accumulation, the
-    final casts (module docstring)."""
+    copies, K/V rotation, ``cp`` steps each followed by its fp32 merge or accumulation (and in
+    the backward the dK/dV rotation, issued before the dQ add), the final casts (module
+    docstring)."""
     backward = phase == "bwd"
     q, a, cp = query_elements(d), d.act_bytes, d.cp
     kv = 2 * q * a  # cat(K, V) of one rank
+    kv_beside = 3 if backward else 2  # K/V waited at the next step: beside the step's chain ops
     ops: list[OpSpec] = []
     if backward:
         ops.append(_pass("cp_grad_zeros", phase, d, 3 * q, 3 * q * FP32))
@@ -197,18 +206,21 @@ def torch_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
         if i < cp - 1:
             ops.append(_pass("cp_kv_cat", phase, d, 2 * q, 2 * kv))
             if d.cp_comm == "p2p":
-                ops += _rotation("kv", phase, d, kv, beside=2)
-            elif i == 0:  # one all-gather, waited at step 1: beside step 0 and its merge
+                ops += _rotation("kv", phase, d, kv, beside=kv_beside)
+            elif i == 0:  # one all-gather, waited at step 1
                 gather = collective("cp_allgather.kv", phase, ALL_GATHER, kv * cp, "cp", d.act_dtype)
-                ops.append(replace(gather, overlap_next=2))
+                ops.append(replace(gather, overlap_next=kv_beside))
         ops.append(step)
-        merge = "cp_grad_accumulate" if backward else ("cp_merge" if i else "cp_out_to_fp32")
-        ops.append(_pass(merge, phase, d, q, torch_step_bytes(d, backward, i)))
-        if backward:  # waited after the next step's SDPA backward (and its K/V cat), or at the end
-            beside = 0 if i == cp - 1 else 1 + (i + 1 < cp - 1)
+        merged, after = torch_step_bytes(d, backward, i)
+        merge = "cp_dkv_accumulate" if backward else ("cp_merge" if i else "cp_out_to_fp32")
+        ops.append(_pass(merge, phase, d, q, merged))
+        if backward:  # waited after the dQ add and the next step's SDPA backward, or at the end
+            beside = 2 + (i + 1 < cp - 1) if i < cp - 1 else 2
             ops += _rotation("dkv", phase, d, 2 * q * FP32, beside)
-    cast_back = q * (FP32 + a) + (2 * q * (FP32 + a) if backward else 0)
-    ops.append(_pass("cp_cast_back", phase, d, q * (3 if backward else 1), cast_back))
+            ops.append(_pass("cp_dq_accumulate", phase, d, q, after))
+    ops.append(_pass("cp_cast_back", phase, d, q, q * (FP32 + a)))
+    if backward:  # dK/dV cast back once the last rotation has come home
+        ops.append(_pass("cp_dkv_cast_back", phase, d, 2 * q, 2 * q * (FP32 + a)))
     return ops
 
 

@@ -262,16 +262,19 @@ def test_pytorch_cp_moves_the_bytes_counted_from_its_source(cp, comm):
     forward: K, V contiguous 8q, a cat before each of the first cp-1 steps 8q each, the fp32
     cast of each step's output 6q, the merge of steps 1.. 32q each, the cast back 6q:
     20 + 46 (cp-1); backward: fp32 zeros 12q, contiguous 8q, cats 8q each, step 0's dK/dV adds
-    20q, later steps' half-chunk adds and cats 26q, every step's fp32 cat(dK, dV) 16q and dQ add
-    10q, the casts back 6q + 12q: 84 + 60 (cp-1). cp 4 gives 158q and 264q, the counts recorded
-    in benchmarks/HISTORY.md's torchtitan CP analysis."""
+    20q and the copies of the transposed fp32 accumulators before their first cat 16q, later
+    steps' half-chunk adds and cats 26q, every step's fp32 cat(dK, dV) 16q and dQ add 10q, the
+    casts back 6q + 12q: 100 + 60 (cp-1). cp 4 gives 158q and 280q."""
     _, trace, labels = _torch_cp(cp, comm)
     q = _query_elements(tp=8 // cp, cp=cp)
     moved = trace.templates.bytes_moved[trace.template]
-    for first, per_q in (("cp_kv_contiguous", 20 + 46 * (cp - 1)), ("cp_grad_zeros", 84 + 60 * (cp - 1))):
+    for first, last, per_q in (
+        ("cp_kv_contiguous", "cp_cast_back", 20 + 46 * (cp - 1)),
+        ("cp_grad_zeros", "cp_dkv_cast_back", 100 + 60 * (cp - 1)),
+    ):
         span = [
             i
-            for i in _layer_span(labels, first)
+            for i in _layer_span(labels, first, last)
             if labels[i].startswith("cp_") and trace.node_type[i] == COMP_NODE
         ]
         assert int(moved[span].sum()) == per_q * q, (first, cp, comm)
@@ -281,9 +284,9 @@ def test_pytorch_cp_moves_the_bytes_counted_from_its_source(cp, comm):
 
 def test_pytorch_cp_all_gather_runs_beside_step_0_and_the_dkv_rotation_beside_the_next_step():
     """cp 4, all-gather rotate method: one all-gather of cat(K, V) (4q bytes per rank, K/V with
-    the query's heads) waited at step 1; in the backward dK/dV (fp32, 8q bytes) go to CP rank +1
-    after each step, waited after the next step's SDPA backward (and its K/V cat), the last one
-    by the final cast."""
+    the query's heads) waited at step 1's K/V cat; in the backward dK/dV (fp32, 8q bytes) go to CP
+    rank +1 after each step's accumulation and before its dQ add, waited after the next step's
+    SDPA backward; the last one after the dQ cast, by the dK/dV cast."""
     cp = 4
     w, trace, labels = _torch_cp(cp, "all_gather")
     q = _query_elements(tp=2, cp=cp)
@@ -293,22 +296,26 @@ def test_pytorch_cp_all_gather_runs_beside_step_0_and_the_dkv_rotation_beside_th
     assert int(size[gather]) == cp * 4 * q and trace.node_type[gather] == COMM_COLL_NODE
     steps = [i for i in fwd if labels[i] == "attn_core"]
     assert gather not in trace.parents(steps[0]) and gather not in trace.parents(steps[0] + 1)
-    assert gather in trace.parents(steps[0] + 2)  # step 1's K/V cat waits for it
-    bwd = list(_layer_span(labels, "cp_grad_zeros"))
+    assert labels[steps[0] + 2] == "cp_kv_cat" and gather in trace.parents(steps[0] + 2)
+    bwd = list(_layer_span(labels, "cp_grad_zeros", "cp_dkv_cast_back"))
     sends = [i for i in bwd if labels[i] == "cp_rotate.dkv.send"]
     recvs = [i for i in bwd if labels[i] == "cp_rotate.dkv.recv"]
-    adds = [i for i in bwd if labels[i] == "cp_grad_accumulate"]
-    assert len(sends) == len(recvs) == len(adds) == cp
-    _, next_rank = w.groups.cp_ring(0)
-    prev_rank, _ = w.groups.cp_ring(0)
+    adds = [i for i in bwd if labels[i] == "cp_dkv_accumulate"]
+    dq = [i for i in bwd if labels[i] == "cp_dq_accumulate"]
+    assert len(sends) == len(recvs) == len(adds) == len(dq) == cp
+    prev_rank, next_rank = w.groups.cp_ring(0)
     assert {int(trace.peer[i]) for i in sends} == {next_rank}
     assert {int(trace.peer[i]) for i in recvs} == {prev_rank}
     assert {int(size[i]) for i in sends + recvs} == {8 * q}
+    for i in range(cp):
+        assert set(trace.parents(sends[i])) == {adds[i]} and set(trace.parents(dq[i])) == {adds[i]}
     for i in range(cp - 1):
         assert {sends[i], recvs[i]} <= set(trace.parents(adds[i + 1]))
-        assert adds[i] in trace.parents(sends[i])
-        assert sends[i] not in trace.parents(adds[i + 1] - 1)  # the SDPA backward runs beside it
-    assert {sends[-1], recvs[-1]} <= set(trace.parents(bwd[-1]))  # cp_cast_back
+        assert labels[adds[i + 1] - 1] == "attn_core.bwd"  # it runs beside the rotation
+        assert sends[i] not in trace.parents(adds[i + 1] - 1)
+    dq_cast, dkv_cast = bwd[-2], bwd[-1]
+    assert labels[dq_cast] == "cp_cast_back" and sends[-1] not in trace.parents(dq_cast)
+    assert {sends[-1], recvs[-1]} <= set(trace.parents(dkv_cast))
 
 
 def test_pytorch_cp_rotations_are_conserved_per_rank_pair_and_the_run_finishes():
