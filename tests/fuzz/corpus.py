@@ -113,6 +113,17 @@ ALT_COMMANDS: dict[str, list[list[str]]] = {
     ],
 }
 
+
+def _overridden_keys(argv: list[str]) -> set[str]:
+    """Dotted keys a command line sets itself (``--variant NAME:KEY=VALUE``, ``--set KEY=VALUE``)."""
+    keys = set()
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ("--variant", "--set"):
+            setting = value.split(":", 1)[1] if flag == "--variant" else value
+            keys.add(setting.split("=", 1)[0])
+    return keys
+
+
 # Values no numeric key accepts: infinite, NaN, too large for any range, negative, wrong type.
 BAD_NUMBERS: list[Any] = [
     float("inf"),
@@ -250,14 +261,20 @@ class Generator:
     def bad_number(self) -> Case:
         target = self.rng.choice([t for t in self.docs if t != "sweep.yaml"])
         doc = self.docs[target]
-        leaves = [p for p in _leaves(doc) if _is_number_leaf(_get(doc, p))]
+        argv = self._command(target)
+        overridden = _overridden_keys(argv)  # a --variant / --set value replaces the file's
+        leaves = [
+            p
+            for p in _leaves(doc)
+            if _is_number_leaf(_get(doc, p)) and ".".join(map(str, p)) not in overridden
+        ]
         path = self.rng.choice(leaves)
         value = self.rng.choice(BAD_NUMBERS)
         # in a validation case only the experiment and the measured values are read as numbers
         strict = target != "cases.yaml" or path[2:3] in (("experiment",), ("measured",))
         return self._case(
             f"number-{target}-{'.'.join(map(str, path))}",
-            self._command(target),
+            argv,
             {target: _dump_with(doc, path, value)},
             strict=strict,
         )
