@@ -245,6 +245,13 @@ class HostDispatch:
             b if self.backward_ns is None else self.backward_ns,
         )
 
+    def per_kernel_ns(self, arch: str, kernels: str = "fused") -> tuple[int, int]:
+        """(forward, backward) host ns of an op that is one kernel (a context-parallel copy or
+        merge): the measured per-kernel rate, or the per-op rate where that is lower."""
+        per_op = self.per_op_ns(arch, kernels)
+        forward, backward = HOST_DISPATCH_PER_KERNEL_NS
+        return min(per_op[0], forward), min(per_op[1], backward)
+
     @property
     def enabled(self) -> bool:
         return self.forward_ns != 0 or self.backward_ns != 0

@@ -205,10 +205,11 @@ def _time_traces(
             if scale is not None:
                 ns = scale_templates(ns, trace.templates, scale)
             elif fw.pipelined_host_dispatch.enabled:
-                per_op = fw.pipelined_host_dispatch.per_op_ns(
-                    experiment.model.arch, experiment.training.kernels
-                )
-                ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, compute.resolve_gpu(gpu_type))
+                dispatch = fw.pipelined_host_dispatch
+                per_op = dispatch.per_op_ns(experiment.model.arch, experiment.training.kernels)
+                per_kernel = dispatch.per_kernel_ns(experiment.model.arch, experiment.training.kernels)
+                resolved = compute.resolve_gpu(gpu_type)
+                ns, stretch = stretch_to_host_dispatch(ns, trace, per_op, resolved, per_kernel)
                 if stretch is not None:
                     dispatch_stretches.setdefault(stretch.gpu, stretch)
             ns = add_host_overhead(

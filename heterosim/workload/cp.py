@@ -34,12 +34,26 @@ non-causal: each of the ``cp`` steps has the FLOPs of causal attention over ``s/
 all ``1/cp`` of the causal attention over ``s`` (the load balance the split exists for). Every
 step is one causal flash-attention op on ``s/cp`` tokens (``attention_core`` on the rank's dims).
 
+Transformer Engine's passes around the ring (``p2p``; TE 1.x ``AttnFuncWithCP``, the
+implementation of mid-2024 NeMo and Megatron-core, transformer_engine/pytorch/attention.py;
+:func:`te_passes`), all in the activation dtype: forward, a ``torch.cat`` of K and V into the
+first send buffer; before each later step a ``.contiguous()`` copy of the K/V half (steps
+``i <= rank``) or of the Q half (``i > rank``) it attends; after the last step the output's
+``zero_()`` and one fused correction per step (``out.add_(out_i * exp(lse_i - lse))``: reads both,
+writes the output; half of it for half-Q steps). Backward: a copy of the saved K/V into the
+first send buffer; per step the copies of the K/V half, or of the Q, output and output-gradient
+halves; the dQ accumulation (``copy_`` or ``add_``, whole or half); once the exchange is in,
+``torch.cat`` of this step's dK and dV and their accumulation into the received buffer (cuDNN
+fused attention, TE's default on Hopper). The slowest CP rank's counts of each pass are
+charged to every rank.
+
 APPROXIMATION: the non-causal half-size steps are timed as causal ``s/cp`` kernels (same FLOPs,
 kernel efficiency of a causal shape); TE's two alternating streams (consecutive steps may overlap
-on the GPU) run here one after the other on the rank's stream; the softmax/output corrections
-between steps (``flash_attn_fwd_out_correction``) and the dQ/dK/dV accumulation adds are small
-elementwise kernels left out; the all-gather variant's two kernels over the local query halves
-against the gathered K/V prefix are charged as ``cp`` causal ``s/cp`` kernels (same FLOPs).
+on the GPU) run here one after the other on the rank's stream; the log-sum-exp corrections
+(``heads x tokens`` elements, a 1/head_dim share) are left out; TE 2.x reorganised these passes
+(not modelled separately); the all-gather variant's copies are left out and its two kernels over
+the local query halves against the gathered K/V prefix are charged as ``cp`` causal ``s/cp``
+kernels (same FLOPs).
 
 ``parallel.cp_impl: pytorch``: PyTorch's experimental ``context_parallel``
 (torch/distributed/tensor/experimental/_attention.py ``_templated_ring_attention`` and
@@ -124,19 +138,95 @@ def ring_step_bytes(d: Dims, backward: bool) -> list[int]:
     return [kv if i == 0 else kv if i == d.cp - 1 else 2 * kv for i in range(d.cp)]
 
 
+@dataclass(frozen=True)
+class TePasses:
+    """Bytes of Transformer Engine's copies and merges around one layer's ring attention for the
+    slowest CP rank of each pass (module docstring): forward the K/V ``cat`` before the ring, a
+    copy before each step, the output's zeroing and per-step corrections after the last step;
+    backward the copy of the saved K/V, and per step a copy, the dQ accumulation and the dK/dV
+    ``cat`` and accumulation."""
+
+    fwd_start: int
+    fwd_copy: tuple[int, ...]
+    fwd_end: int
+    bwd_start: int
+    bwd_copy: tuple[int, ...]
+    bwd_dq: tuple[int, ...]
+    bwd_dkv: tuple[int, ...]
+
+
+def te_passes(d: Dims) -> TePasses:
+    """Transformer Engine 1.x's eager passes (``AttnFuncWithCP``), counted for every CP rank and
+    taken from the slowest one of each pass."""
+    cp, a = d.cp, d.act_bytes
+    q = d.tokens * d.q_dim  # elements of the rank's Q (and of its output and dQ)
+    kv = d.tokens * d.kv_dim  # elements of its K (or V)
+    forward = []
+    backward = []
+    for r in range(cp):
+        copy = [0] + [2 * kv * a if i <= r else q * a for i in range(1, cp)]  # K/V half or Q half
+        end = q * a + sum(3 * q * a if i <= r else 3 * q * a // 2 for i in range(cp))  # zero_, out.add_
+        forward.append((4 * kv * a, tuple(copy), end))
+        first = cp - r - 1  # the first backward step that attends half the K/V (not half the Q)
+        bcopy, dq, dkv = [], [], []
+        for i in range(cp):
+            bcopy.append(0 if i == cp - 1 else 2 * kv * a if i >= first else 3 * q * a)
+            if i > first:
+                dq.append(3 * q * a)  # dq.add_
+            elif i == first:
+                dq.append(2 * q * a if r == cp - 1 else 5 * q * a // 2)  # copy_, or half copy + half add
+            else:
+                dq.append(3 * q * a // 2 if i > 0 else q * a)  # half add, half copy
+            half = first <= i < cp - 1
+            cat = 2 * kv * a if half else 4 * kv * a  # torch.cat((dk_, dv_))
+            if i == cp - 1:
+                acc = 5 * kv * a if r == 0 else 6 * kv * a
+            elif half:
+                acc = 2 * kv * a if (i == 0 and r == cp - 1) else 3 * kv * a
+            else:
+                acc = 6 * kv * a if i > 0 else 4 * kv * a
+            dkv.append(cat + acc)
+        backward.append((4 * kv * a, tuple(bcopy), tuple(dq), tuple(dkv)))
+    fs, fc, fe = max(forward, key=lambda f: f[0] + sum(f[1]) + f[2])
+    bs, bc, bq, bk = max(backward, key=lambda b: b[0] + sum(b[1]) + sum(b[2]) + sum(b[3]))
+    return TePasses(fs, fc, fe, bs, bc, bq, bk)
+
+
 def ring_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
-    """Ring attention (``cp_comm: p2p``) in issue order: per step the exchange for the next step
-    (a send and a recv of the "cp" group), then the attention ``step`` op on the chunk held."""
+    """Ring attention (``cp_comm: p2p``) in issue order, with Transformer Engine's passes: per
+    step the exchange for the next step (a send and a recv of the "cp" group), the copy of the
+    step's K/V or Q half, the attention ``step`` op on the chunk held, and in the backward the dQ
+    accumulation and, once the exchange is in, the dK/dV accumulation; the forward's output
+    corrections after the last step (module docstring)."""
     backward = phase == "bwd"
     sizes = ring_step_bytes(d, backward)
-    ops: list[OpSpec] = []
+    te = te_passes(d)
+    copies = te.bwd_copy if backward else te.fwd_copy
+    start = te.bwd_start if backward else te.fwd_start
+    ops: list[OpSpec] = [_te_pass("cp_kv_copy" if backward else "cp_kv_cat", phase, d, start)]
     for i in range(d.cp):
         if i < len(sizes):
             what = "kv" if not backward or i == 0 else ("dkv" if i == d.cp - 1 else "kv_dkv")
-            ops.append(_p2p(f"{RING}.{what}.send", phase, d, sizes[i], COMM_SEND_NODE))
-            ops.append(_p2p(f"{RING}.{what}.recv", phase, d, sizes[i], COMM_RECV_NODE))
+            # beside the step's copy and attention (and, backward, its dQ accumulation)
+            beside = (copies[i] > 0) + 1 + backward
+            for end, kind in (("send", COMM_SEND_NODE), ("recv", COMM_RECV_NODE)):
+                ops.append(
+                    replace(_p2p(f"{RING}.{what}.{end}", phase, d, sizes[i], kind), ring_beside=beside)
+                )
+        if copies[i]:
+            ops.append(_te_pass("cp_step_copy", phase, d, copies[i]))
         ops.append(step)
+        if backward:
+            ops.append(_te_pass("cp_dq_accumulate", phase, d, te.bwd_dq[i]))
+            ops.append(_te_pass("cp_dkv_accumulate", phase, d, te.bwd_dkv[i]))
+    if not backward:
+        ops.append(_te_pass("cp_out_correction", phase, d, te.fwd_end))
     return ops
+
+
+def _te_pass(label: str, phase: str, d: Dims, bytes_moved: int) -> OpSpec:
+    """One of Transformer Engine's copies or merges: ``bytes_moved`` over 2-byte elements."""
+    return elementwise(label, phase, d, bytes_moved // (2 * d.act_bytes), 1, bytes_moved)
 
 
 def all_gather_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from heterosim.catalog.models import ZOO
-from heterosim.config.experiment import HOST_DISPATCH_NS, HostDispatch, TrainingConfig, parse_experiment
+from heterosim.config.experiment import (
+    HOST_DISPATCH_NS,
+    HOST_DISPATCH_PER_KERNEL_NS,
+    HostDispatch,
+    TrainingConfig,
+    parse_experiment,
+)
 from heterosim.errors import UserError
 from heterosim.plan.compute.host_dispatch import pipelined_pass_ns
 from heterosim.plan.compute.layer_check import single_gpu_parallel
@@ -86,6 +92,57 @@ def test_a_small_layer_takes_the_hosts_time_per_pass():
     assert entry["mode"] == "host-dispatch" and entry["gpu"] == "H100-SXM"
     assert entry["backward_factor"] == pytest.approx(expected_b / gpu_b, rel=1e-4)
     assert off.compute_layers == []
+
+
+def _queue_each_ns(gpu_ns: np.ndarray, host_ns: np.ndarray) -> float:
+    """One launch queue with a host time per op: op k is issued once the host has issued the
+    ops before it, and starts when issued and the previous op is done."""
+    done = issued = 0.0
+    for g, h in zip(gpu_ns, host_ns):
+        done = max(done, issued) + g
+        issued += h
+    return done
+
+
+def test_a_host_time_per_op_is_a_launch_queue_too():
+    rng = np.random.default_rng(3)
+    groups = rng.integers(0, 4, 120)
+    gpu = rng.exponential(30_000.0, 120)
+    host = rng.choice([36_000.0, 136_000.0], 120)
+    total, pipelined = pipelined_pass_ns(groups, gpu, op_host=host)
+    for p in range(4):
+        mine = groups == p
+        assert total[p] == pytest.approx(gpu[mine].sum())
+        assert pipelined[p] == pytest.approx(_queue_each_ns(gpu[mine], host[mine]))
+
+
+def test_context_parallel_passes_cost_the_host_one_kernel_each():
+    """A CP layer's copies and merges (cp_* ops, one kernel each) are issued at the measured
+    per-kernel rate, the layer's other ops at the per-op rate of the layer measurements."""
+
+    def cp_run(framework: dict | None):
+        exp = _experiment(framework)
+        exp["parallel"] = {"tp": 1, "pp": 1, "dp": 1, "cp": 2}
+        exp["cluster"]["host_types"]["h"]["gpus"] = 2
+        return prepare_run(parse_experiment(exp, "exp.yaml"), with_topology=False)
+
+    off, on = cp_run({"host_dispatch": "0us"}), cp_run(None)
+    trace = off.traces[0]
+    t = trace.templates
+    nodes = (
+        (t.node_type[trace.template] == COMP_NODE)
+        & (trace.layer == 0)
+        & (trace.micro_batch == 0)
+        & (t.phase[trace.template] == PHASES.index("bwd"))
+    )
+    labels = np.asarray(t.label_names)[t.label[trace.template[nodes]]]
+    one_kernel = np.char.startswith(labels.astype(str), "cp_")
+    assert one_kernel.sum() >= 4  # the K/V copy, a step copy, the dQ and dK/dV accumulations
+    gpu = t.duration_ns[trace.template[nodes]].astype(np.float64)
+    per_op, per_kernel = HOST_DISPATCH_NS["gpt"][1], HOST_DISPATCH_PER_KERNEL_NS[1]
+    expected = _queue_each_ns(gpu, np.where(one_kernel, per_kernel, per_op))
+    assert _pass_ns(on, "bwd")[0] == pytest.approx(expected, rel=1e-4)
+    assert expected < _queue_ns(gpu, per_op)  # charged per op, the pass would last longer
 
 
 def test_ops_outside_the_layers_and_communication_keep_their_time():

@@ -94,9 +94,13 @@ def _first_layer_ring(trace, phase_labels: tuple[str, ...]):
 def test_ring_forward_and_backward_match_the_hand_schedule_cp4():
     """cp = 4, tp = 2: per layer and micro-batch each rank sends 3 K/V chunks of
     2*1*128*4*64*2 = 131,072 bytes to CP rank +1 in the forward; the backward sends 4 messages to
-    CP rank -1: K/V, K/V+dK/dV, K/V+dK/dV, dK/dV (131,072, 262,144, 262,144, 131,072). Attention
-    step i+1 waits for exchange i; exchange i+1 waits for exchange i (and, carrying dK/dV, for
-    the attention backward of step i)."""
+    CP rank -1: K/V, K/V+dK/dV, K/V+dK/dV, dK/dV (131,072, 262,144, 262,144, 131,072).
+    Transformer Engine 1.x's order: forward, the K/V cat, then per step the exchange for the next
+    step, the copy of the K/V half the step attends (from step 1) and the step; exchange i waits
+    for exchange i-1 and the copy of step i+1 waits for it; the output corrections end the
+    attention. Backward, per step: the exchange, the copy, the step, the dQ accumulation, then
+    the dK/dV accumulation, which waits for the exchange; the next exchange, carrying dK/dV,
+    waits for that accumulation."""
     exp = _experiment("parallel.cp=4", "parallel.tp=2")
     w = generate_workload(exp)
     rank = 2  # tp 0, cp 1 of stage 0
@@ -110,55 +114,84 @@ def test_ring_forward_and_backward_match_the_hand_schedule_cp4():
     assert kv == 131_072
     node_type = trace.node_type
     size = trace.templates.comm_bytes[trace.template]
+    ring = ["cp_ring.kv.send", "cp_ring.kv.recv"]
 
-    # the forward of the first layer of the first micro-batch: s0 r0 a0 s1 r1 a1 s2 r2 a2 a3
-    first = labels.index("cp_ring.kv.send")
-    fwd = list(range(first, first + 10))
-    assert [labels[i] for i in fwd] == ["cp_ring.kv.send", "cp_ring.kv.recv", "attn_core"] * 3 + ["attn_core"]
+    # the forward of the first layer of the first micro-batch
+    first = labels.index("cp_kv_cat")
+    fwd = list(range(first, first + 15))
+    assert [labels[i] for i in fwd] == (
+        ["cp_kv_cat", *ring, "attn_core"]
+        + [*ring, "cp_step_copy", "attn_core"] * 2
+        + ["cp_step_copy", "attn_core", "cp_out_correction"]
+    )
     sends = [i for i in fwd if node_type[i] == COMM_SEND_NODE]
     recvs = [i for i in fwd if node_type[i] == COMM_RECV_NODE]
     steps = [i for i in fwd if labels[i] == "attn_core"]
+    copies = [i for i in fwd if labels[i] == "cp_step_copy"]
     assert [int(trace.peer[i]) for i in sends] == [next_rank] * 3
     assert [int(trace.peer[i]) for i in recvs] == [prev_rank] * 3
     assert [int(size[i]) for i in sends + recvs] == [kv] * 6
     assert [int(trace.tag[i]) - CP_TAG_BASE for i in sends] == [0, 1, 2]
-    before = first - 1  # the op that makes K/V (rope is gpt-less: the QKV GEMM)
-    assert set(trace.parents(sends[0])) == {before} and set(trace.parents(recvs[0])) == {before}
+    assert set(trace.parents(sends[0])) == {first} and set(trace.parents(recvs[0])) == {first}
     for i in (1, 2):
         assert set(trace.parents(sends[i])) == {sends[i - 1], recvs[i - 1]}
-    assert set(trace.parents(steps[0])) == {before}
+    assert set(trace.parents(steps[0])) == {first}
     for i in (1, 2, 3):
-        assert set(trace.parents(steps[i])) == {steps[i - 1], sends[i - 1], recvs[i - 1]}
+        assert set(trace.parents(copies[i - 1])) == {steps[i - 1], sends[i - 1], recvs[i - 1]}
+        assert set(trace.parents(steps[i])) == {copies[i - 1]}
 
     # the backward of that layer
-    first = labels.index("cp_ring.kv.send", labels.index("attn_core.bwd") - 2)
-    bwd = list(range(first, first + 12))
-    assert [labels[i] for i in bwd] == [
-        "cp_ring.kv.send",
-        "cp_ring.kv.recv",
-        "attn_core.bwd",
-        "cp_ring.kv_dkv.send",
-        "cp_ring.kv_dkv.recv",
-        "attn_core.bwd",
-        "cp_ring.kv_dkv.send",
-        "cp_ring.kv_dkv.recv",
-        "attn_core.bwd",
-        "cp_ring.dkv.send",
-        "cp_ring.dkv.recv",
-        "attn_core.bwd",
-    ]
+    first = labels.index("cp_kv_copy")
+    bwd = list(range(first, first + 24))
+    step_ops = ["cp_step_copy", "attn_core.bwd", "cp_dq_accumulate", "cp_dkv_accumulate"]
+    assert [labels[i] for i in bwd] == (
+        ["cp_kv_copy", *ring, *step_ops]
+        + ["cp_ring.kv_dkv.send", "cp_ring.kv_dkv.recv", *step_ops] * 2
+        + ["cp_ring.dkv.send", "cp_ring.dkv.recv", *step_ops[1:]]
+    )
     sends = [i for i in bwd if node_type[i] == COMM_SEND_NODE]
     recvs = [i for i in bwd if node_type[i] == COMM_RECV_NODE]
     steps = [i for i in bwd if labels[i] == "attn_core.bwd"]
+    dkv = [i for i in bwd if labels[i] == "cp_dkv_accumulate"]
     assert [int(trace.peer[i]) for i in sends] == [prev_rank] * 4
     assert [int(trace.peer[i]) for i in recvs] == [next_rank] * 4
     assert [int(size[i]) for i in sends] == [kv, 2 * kv, 2 * kv, kv]
     assert [int(size[i]) for i in recvs] == [kv, 2 * kv, 2 * kv, kv]
+    for i in range(4):
+        assert {sends[i], recvs[i]} <= set(trace.parents(dkv[i]))  # the dK/dV received
+        assert sends[i] not in trace.parents(steps[i])  # the step runs beside its exchange
     for i in (1, 2, 3):
-        assert set(trace.parents(sends[i])) == {sends[i - 1], recvs[i - 1], steps[i - 1]}
-        assert set(trace.parents(steps[i])) == {steps[i - 1], sends[i - 1], recvs[i - 1]}
-    after = bwd[-1] + 1  # the op after the last step waits for the dK/dV that came home
-    assert {sends[3], recvs[3]} <= set(trace.parents(after))
+        assert set(trace.parents(sends[i])) == {dkv[i - 1]}  # sends the accumulated dK/dV
+
+
+def test_transformer_engine_passes_match_the_hand_count():
+    """Bytes of TE 1.x's copies and merges per layer for the slowest CP rank, counted by hand
+    from AttnFuncWithCP in units of q (the rank's query elements) with K (or V) k elements, bf16.
+    cp 4, MHA (k = q): forward rank 3: K/V cat 8k, three K/V-half copies 4k, zero_ 2q and four
+    corrections 6q = 46q; backward rank 0: saved K/V copy 8k, three Q/out/dout-half copies 6q,
+    dQ half copy 2q, two half adds 3q, half copy + half add 5q, dK/dV cat 8k per step with a
+    full copy 8k, two full adds 12k and the last step's half add + half copy 10k = 113q.
+    cp 2, one K/V head per two Q heads (k = q/2): forward rank 1 12k + 14q = 20q; backward
+    rank 0 42k + 13q = 34q."""
+    for sets, fwd_q, bwd_q in (
+        (["parallel.cp=4", "parallel.tp=2"], 46, 113),
+        (["parallel.cp=2", "parallel.tp=4", "model.kv_heads=2"], 20, 34),
+    ):
+        w = generate_workload(_experiment(*sets))
+        trace = w.trace(0)
+        labels = _labels(trace)
+        moved = trace.templates.bytes_moved[trace.template]
+        q = (512 // w.experiment.parallel.cp) * (8 // w.experiment.parallel.tp) * 64
+        for first, last, per_q in (
+            ("cp_kv_cat", "cp_out_correction", fwd_q),
+            ("cp_kv_copy", "qkv_proj.dgrad", bwd_q),
+        ):
+            span = [
+                i
+                for i in _layer_span(labels, first, last)
+                if labels[i].startswith("cp_") and trace.node_type[i] == COMP_NODE
+            ]
+            assert int(moved[span].sum()) == per_q * q, (sets, first)
 
 
 def test_ring_totals_per_iteration_and_conservation_per_rank_pair():

@@ -33,7 +33,9 @@ by ``T / GPU time``.
 
 APPROXIMATION: one host rate per architecture for every framework and host CPU (the measuring
 machine's eager PyTorch; a faster CPU, fused kernels or CUDA graphs dispatch faster: set the
-rate, or 0 to turn the model off); every op of a pass costs the host the same; each pass starts
+rate, or 0 to turn the model off); every op of a pass costs the host the same, but for the
+context-parallel copies and merges, one kernel each, which cost the per-kernel rate (36 and
+42 us on that machine); each pass starts
 with the host and GPU together when it is host-bound (a lead from GPU-bound passes before it is
 not credited); a
 rank's micro-batches are taken to dispatch like its first, and a template two different passes
@@ -54,6 +56,9 @@ from heterosim.workload.trace import COMP_NODE, PHASES, RankTrace
 
 # the layer passes stretched, each with the host rate of its kind
 _PASSES = (("forward", "fwd", 0), ("recompute", "recompute", 0), ("backward", "bwd", 1))
+# compute ops that are one kernel each, outside the measured layers' structure: the context-
+# parallel copies and merges (heterosim/workload/cp.py labels them cp_*)
+ONE_KERNEL_PREFIX = "cp_"
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,11 @@ class DispatchStretch:
 
 
 def stretch_to_host_dispatch(
-    durations_ns: np.ndarray, trace: RankTrace, per_op_ns: tuple[int, int], gpu: str
+    durations_ns: np.ndarray,
+    trace: RankTrace,
+    per_op_ns: tuple[int, int],
+    gpu: str,
+    per_kernel_ns: tuple[int, int] | None = None,
 ) -> tuple[np.ndarray, DispatchStretch | None]:
     """``durations_ns`` (per template of ``trace``) with each layer pass's compute templates
     scaled so that the pass lasts the host's dispatch time where that is longer, and what was
@@ -88,11 +97,15 @@ def stretch_to_host_dispatch(
 
     Every layer's passes of the rank's first micro-batch are measured apart (layers differ:
     uneven expert routing gives each MoE layer its own expert GEMMs); a template shared by
-    several passes takes the largest of their factors."""
+    several passes takes the largest of their factors. The context-parallel copies and merges
+    (:data:`ONE_KERNEL_PREFIX`) cost the host ``per_kernel_ns`` each (default ``per_op_ns``):
+    they are single kernels outside the layers the per-op rate was measured on."""
     t = trace.templates
     template = np.asarray(trace.template)
-    marker = np.asarray(t.label_names + [""], dtype=object)[np.asarray(t.label)] == COLLECTIVE_CALL_LABEL
+    names = np.asarray(t.label_names + [""], dtype=object)[np.asarray(t.label)]
+    marker = names == COLLECTIVE_CALL_LABEL
     kernel = ((t.node_type == COMP_NODE) & ~marker)[template]  # a collective call's marker is no kernel
+    one_kernel = np.array([str(n).startswith(ONE_KERNEL_PREFIX) for n in names], dtype=bool)[template]
     layer = np.asarray(trace.layer)
     phase = np.asarray(t.phase)[template]
     rate_of_phase = np.full(len(PHASES), -1, dtype=np.int64)
@@ -106,9 +119,14 @@ def stretch_to_host_dispatch(
     key = layer[sel].astype(np.int64) * len(PHASES) + phase[sel]
     keys, inverse = np.unique(key, return_inverse=True)
     ns = np.asarray(durations_ns, dtype=np.float64)
-    rates = np.asarray(per_op_ns, dtype=np.float64)[rate_of_phase[keys % len(PHASES)]]
-    gpu_ns, pass_ns = pipelined_pass_ns(inverse, ns[template[sel]], rates)
-    host_bound = np.bincount(inverse, minlength=keys.size) * rates > gpu_ns
+    op_rate = rate_of_phase[phase[sel]]
+    op_host = np.where(
+        one_kernel[sel],
+        np.asarray(per_kernel_ns or per_op_ns, dtype=np.float64)[op_rate],
+        np.asarray(per_op_ns, dtype=np.float64)[op_rate],
+    )
+    gpu_ns, pass_ns = pipelined_pass_ns(inverse, ns[template[sel]], op_host=op_host)
+    host_bound = np.bincount(inverse, weights=op_host, minlength=keys.size) > gpu_ns
     factor = np.where((gpu_ns > 0) & host_bound, pass_ns / np.maximum(gpu_ns, 1.0), 1.0)
     per_template = np.ones(len(ns))
     np.maximum.at(per_template, template[sel], factor[inverse])
@@ -121,21 +139,31 @@ def stretch_to_host_dispatch(
 
 
 def pipelined_pass_ns(
-    group: np.ndarray, gpu_ns: np.ndarray, host_ns: np.ndarray
+    group: np.ndarray,
+    gpu_ns: np.ndarray,
+    host_ns: np.ndarray | None = None,
+    *,
+    op_host: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(GPU time, pipelined time) of each pass: ``group[i]`` is op ``i``'s pass (ops in issue
     order within a pass), ``gpu_ns[i]`` its GPU time, ``host_ns[p]`` pass ``p``'s host time per
-    op. The pipelined time is ``max_k (k * host + sum of GPU times from op k on)``."""
+    op, or ``op_host[i]`` op ``i``'s own. The pipelined time is ``max_k (issue_k + sum of GPU
+    times from op k on)``, ``issue_k`` the host time of the pass's ops before op ``k``."""
     order = np.argsort(group, kind="stable")
     g = np.asarray(gpu_ns, dtype=np.float64)[order]
     grp = np.asarray(group)[order]
-    passes = host_ns.size
+    if op_host is None:
+        assert host_ns is not None
+        op_host = np.asarray(host_ns, dtype=np.float64)[np.asarray(group)]
+    h = np.asarray(op_host, dtype=np.float64)[order]
+    passes = int(grp.max()) + 1 if host_ns is None else host_ns.size
     total = np.bincount(grp, weights=g, minlength=passes)
     counts = np.bincount(grp, minlength=passes)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     before = np.cumsum(g) - g  # GPU time of all earlier ops in the sorted order
     suffix = total[grp] - (before - before[starts][grp])  # this op and the rest of its pass
-    issue = (np.arange(g.size) - starts[grp]) * host_ns[grp]
+    host_before = np.cumsum(h) - h
+    issue = host_before - host_before[starts][grp]
     finish = np.full(passes, -np.inf)
     np.maximum.at(finish, grp, issue + suffix)
     return total, np.where(counts > 0, finish, 0.0)
@@ -154,4 +182,4 @@ def _first_layer_stretch(
     return DispatchStretch(gpu, factors, gaps)
 
 
-__all__ = ["DispatchStretch", "pipelined_pass_ns", "stretch_to_host_dispatch"]
+__all__ = ["ONE_KERNEL_PREFIX", "DispatchStretch", "pipelined_pass_ns", "stretch_to_host_dispatch"]
