@@ -30,17 +30,22 @@ def _prepared(framework: dict | None = None, layers: int = 4):
     return prepare_run(parse_experiment(_experiment(framework, layers), "exp.yaml"), with_topology=False)
 
 
-def _pass_durations(run, phase: str) -> np.ndarray:
-    """Durations of rank 0's first layer pass of ``phase``, first micro-batch, in trace order."""
+def _pass_nodes(run, phase: str) -> np.ndarray:
+    """Rank 0's compute nodes of its first layer pass of ``phase``, first micro-batch."""
     trace = run.traces[0]
     t = trace.templates
-    nodes = (
+    return (
         (t.node_type[trace.template] == COMP_NODE)
         & (trace.layer == 0)
         & (trace.micro_batch == 0)
         & (t.phase[trace.template] == PHASES.index(phase))
     )
-    return t.duration_ns[trace.template[nodes]].astype(np.float64)
+
+
+def _pass_durations(run, phase: str) -> np.ndarray:
+    """Durations of rank 0's first layer pass of ``phase``, first micro-batch, in trace order."""
+    trace = run.traces[0]
+    return trace.templates.duration_ns[trace.template[_pass_nodes(run, phase)]].astype(np.float64)
 
 
 def _pass_ns(run, phase: str) -> tuple[float, int]:
@@ -129,16 +134,10 @@ def test_context_parallel_passes_cost_the_host_one_kernel_each():
     off, on = cp_run({"host_dispatch": "0us"}), cp_run(None)
     trace = off.traces[0]
     t = trace.templates
-    nodes = (
-        (t.node_type[trace.template] == COMP_NODE)
-        & (trace.layer == 0)
-        & (trace.micro_batch == 0)
-        & (t.phase[trace.template] == PHASES.index("bwd"))
-    )
-    labels = np.asarray(t.label_names)[t.label[trace.template[nodes]]]
+    labels = np.asarray(t.label_names)[t.label[trace.template[_pass_nodes(off, "bwd")]]]
     one_kernel = np.char.startswith(labels.astype(str), "cp_")
     assert one_kernel.sum() >= 4  # the K/V copy, a step copy, the dQ and dK/dV accumulations
-    gpu = t.duration_ns[trace.template[nodes]].astype(np.float64)
+    gpu = _pass_durations(off, "bwd")
     per_op, per_kernel = HOST_DISPATCH_NS["gpt"][1], HOST_DISPATCH_PER_KERNEL_NS[1]
     expected = _queue_each_ns(gpu, np.where(one_kernel, per_kernel, per_op))
     assert _pass_ns(on, "bwd")[0] == pytest.approx(expected, rel=1e-4)
