@@ -158,38 +158,49 @@ class TePasses:
 def te_passes(d: Dims) -> TePasses:
     """Transformer Engine 1.x's eager passes (``AttnFuncWithCP``), counted for every CP rank and
     taken from the slowest one of each pass."""
-    cp, a = d.cp, d.act_bytes
     q = d.tokens * d.q_dim  # elements of the rank's Q (and of its output and dQ)
     kv = d.tokens * d.kv_dim  # elements of its K (or V)
-    forward = []
-    backward = []
-    for r in range(cp):
-        copy = [0] + [2 * kv * a if i <= r else q * a for i in range(1, cp)]  # K/V half or Q half
-        end = q * a + sum(3 * q * a if i <= r else 3 * q * a // 2 for i in range(cp))  # zero_, out.add_
-        forward.append((4 * kv * a, tuple(copy), end))
-        first = cp - r - 1  # the first backward step that attends half the K/V (not half the Q)
-        bcopy, dq, dkv = [], [], []
-        for i in range(cp):
-            bcopy.append(0 if i == cp - 1 else 2 * kv * a if i >= first else 3 * q * a)
-            if i > first:
-                dq.append(3 * q * a)  # dq.add_
-            elif i == first:
-                dq.append(2 * q * a if r == cp - 1 else 5 * q * a // 2)  # copy_, or half copy + half add
-            else:
-                dq.append(3 * q * a // 2 if i > 0 else q * a)  # half add, half copy
-            half = first <= i < cp - 1
-            cat = 2 * kv * a if half else 4 * kv * a  # torch.cat((dk_, dv_))
-            if i == cp - 1:
-                acc = 5 * kv * a if r == 0 else 6 * kv * a
-            elif half:
-                acc = 2 * kv * a if (i == 0 and r == cp - 1) else 3 * kv * a
-            else:
-                acc = 6 * kv * a if i > 0 else 4 * kv * a
-            dkv.append(cat + acc)
-        backward.append((4 * kv * a, tuple(bcopy), tuple(dq), tuple(dkv)))
-    fs, fc, fe = max(forward, key=lambda f: f[0] + sum(f[1]) + f[2])
-    bs, bc, bq, bk = max(backward, key=lambda b: b[0] + sum(b[1]) + sum(b[2]) + sum(b[3]))
-    return TePasses(fs, fc, fe, bs, bc, bq, bk)
+    forward = [_te_forward(d.cp, r, q, kv, d.act_bytes) for r in range(d.cp)]
+    backward = [_te_backward(d.cp, r, q, kv, d.act_bytes) for r in range(d.cp)]
+    start, copy, end = max(forward, key=lambda f: f[0] + sum(f[1]) + f[2])
+    bstart, bcopy, dq, dkv = max(backward, key=lambda b: b[0] + sum(b[1]) + sum(b[2]) + sum(b[3]))
+    return TePasses(start, copy, end, bstart, bcopy, dq, dkv)
+
+
+def _te_forward(cp: int, r: int, q: int, kv: int, a: int) -> tuple[int, tuple[int, ...], int]:
+    """CP rank ``r``'s forward bytes: the K/V cat, each step's copy (the K/V half it attends for
+    ``1 <= i <= r``, the Q half after), the output's ``zero_`` and per-step ``add_`` corrections."""
+    copy = (0, *(2 * kv * a if i <= r else q * a for i in range(1, cp)))
+    end = q * a + sum(3 * q * a if i <= r else 3 * q * a // 2 for i in range(cp))
+    return 4 * kv * a, copy, end
+
+
+def _te_backward(
+    cp: int, r: int, q: int, kv: int, a: int
+) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """CP rank ``r``'s backward bytes: the saved K/V copy, then per step the input copies (K/V
+    half, or the Q, output and output-gradient halves), the dQ accumulation and the dK/dV cat and
+    accumulation, by the branches of ``AttnFuncWithCP.backward``."""
+    first = cp - r - 1  # the first step that attends half the K/V (not half the Q)
+    copy, dq, dkv = [], [], []
+    for i in range(cp):
+        half_kv = first <= i < cp - 1
+        copy.append(0 if i == cp - 1 else 2 * kv * a if half_kv else 3 * q * a)
+        if i > first:
+            dq.append(3 * q * a)  # dq.add_
+        elif i == first:
+            dq.append(2 * q * a if r == cp - 1 else 5 * q * a // 2)  # copy_, or half copy + half add
+        else:
+            dq.append(3 * q * a // 2 if i > 0 else q * a)  # half add, half copy
+        cat = 2 * kv * a if half_kv else 4 * kv * a  # torch.cat((dk_, dv_))
+        if i == cp - 1:
+            add = 5 * kv * a if r == 0 else 6 * kv * a  # half add + half copy, or add_
+        elif half_kv:
+            add = 2 * kv * a if (i == 0 and r == cp - 1) else 3 * kv * a  # half copy_ / add_
+        else:
+            add = 6 * kv * a if i > 0 else 4 * kv * a  # add_, or copy_
+        dkv.append(cat + add)
+    return 4 * kv * a, tuple(copy), tuple(dq), tuple(dkv)
 
 
 def ring_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
