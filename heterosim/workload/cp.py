@@ -214,7 +214,7 @@ def ring_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
     te = te_passes(d)
     copies = te.bwd_copy if backward else te.fwd_copy
     start = te.bwd_start if backward else te.fwd_start
-    ops: list[OpSpec] = [_te_pass("cp_kv_copy" if backward else "cp_kv_cat", phase, d, start)]
+    ops: list[OpSpec] = [_pass("cp_kv_copy" if backward else "cp_kv_cat", phase, d, start)]
     for i in range(d.cp):
         if i < len(sizes):
             what = "kv" if not backward or i == 0 else ("dkv" if i == d.cp - 1 else "kv_dkv")
@@ -225,19 +225,14 @@ def ring_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
                     replace(_p2p(f"{RING}.{what}.{end}", phase, d, sizes[i], kind), ring_beside=beside)
                 )
         if copies[i]:
-            ops.append(_te_pass("cp_step_copy", phase, d, copies[i]))
+            ops.append(_pass("cp_step_copy", phase, d, copies[i]))
         ops.append(step)
         if backward:
-            ops.append(_te_pass("cp_dq_accumulate", phase, d, te.bwd_dq[i]))
-            ops.append(_te_pass("cp_dkv_accumulate", phase, d, te.bwd_dkv[i]))
+            ops.append(_pass("cp_dq_accumulate", phase, d, te.bwd_dq[i]))
+            ops.append(_pass("cp_dkv_accumulate", phase, d, te.bwd_dkv[i]))
     if not backward:
-        ops.append(_te_pass("cp_out_correction", phase, d, te.fwd_end))
+        ops.append(_pass("cp_out_correction", phase, d, te.fwd_end))
     return ops
-
-
-def _te_pass(label: str, phase: str, d: Dims, bytes_moved: int) -> OpSpec:
-    """One of Transformer Engine's copies or merges: ``bytes_moved`` over 2-byte elements."""
-    return elementwise(label, phase, d, bytes_moved // (2 * d.act_bytes), 1, bytes_moved)
 
 
 def all_gather_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
@@ -264,9 +259,11 @@ def _rotation(label: str, phase: str, d: Dims, size: int, beside: int) -> list[O
     ]
 
 
-def _pass(label: str, phase: str, d: Dims, elements: int, bytes_moved: int) -> OpSpec:
-    """An eager elementwise pass of PyTorch's CP (a copy, a cast, a merge, an add)."""
-    return elementwise(label, phase, d, elements, 1, bytes_moved)
+def _pass(label: str, phase: str, d: Dims, bytes_moved: int, elements: int | None = None) -> OpSpec:
+    """One eager elementwise pass of CP attention (a copy, a cast, a merge, an add) moving
+    ``bytes_moved``; ``elements`` defaults to a read and a write of activation-dtype elements."""
+    count = bytes_moved // (2 * d.act_bytes) if elements is None else elements
+    return elementwise(label, phase, d, count, 1, bytes_moved)
 
 
 def torch_step_bytes(d: Dims, backward: bool, step: int) -> tuple[int, int]:
@@ -301,11 +298,11 @@ def torch_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
     kv_beside = 3 if backward else 2  # K/V waited at the next step: beside the step's chain ops
     ops: list[OpSpec] = []
     if backward:
-        ops.append(_pass("cp_grad_zeros", phase, d, 3 * q, 3 * q * FP32))
-    ops.append(_pass("cp_kv_contiguous", phase, d, 2 * q, 2 * kv))
+        ops.append(_pass("cp_grad_zeros", phase, d, 3 * q * FP32, 3 * q))
+    ops.append(_pass("cp_kv_contiguous", phase, d, 2 * kv, 2 * q))
     for i in range(cp):
         if i < cp - 1:
-            ops.append(_pass("cp_kv_cat", phase, d, 2 * q, 2 * kv))
+            ops.append(_pass("cp_kv_cat", phase, d, 2 * kv, 2 * q))
             if d.cp_comm == "p2p":
                 ops += _rotation("kv", phase, d, kv, beside=kv_beside)
             elif i == 0:  # one all-gather, waited at step 1
@@ -314,14 +311,14 @@ def torch_attention_ops(phase: str, d: Dims, step: OpSpec) -> list[OpSpec]:
         ops.append(step)
         merged, after = torch_step_bytes(d, backward, i)
         merge = "cp_dkv_accumulate" if backward else ("cp_merge" if i else "cp_out_to_fp32")
-        ops.append(_pass(merge, phase, d, q, merged))
+        ops.append(_pass(merge, phase, d, merged, q))
         if backward:  # waited after the dQ add and the next step's SDPA backward, or at the end
             beside = 2 + (i + 1 < cp - 1) if i < cp - 1 else 2
             ops += _rotation("dkv", phase, d, 2 * q * FP32, beside)
-            ops.append(_pass("cp_dq_accumulate", phase, d, q, after))
-    ops.append(_pass("cp_cast_back", phase, d, q, q * (FP32 + a)))
+            ops.append(_pass("cp_dq_accumulate", phase, d, after, q))
+    ops.append(_pass("cp_cast_back", phase, d, q * (FP32 + a), q))
     if backward:  # dK/dV cast back once the last rotation has come home
-        ops.append(_pass("cp_dkv_cast_back", phase, d, 2 * q, 2 * q * (FP32 + a)))
+        ops.append(_pass("cp_dkv_cast_back", phase, d, 2 * q * (FP32 + a), 2 * q))
     return ops
 
 
@@ -349,10 +346,10 @@ class RingPlacer:
     ``ring_beside`` chain ops of its ops, and the chain op after them waits for it (Transformer
     Engine: 1, the step it feeds, so step ``i+1`` waits for exchange ``i``).
     Transformer Engine (``pytorch_order`` False): an exchange's send and recv start together once
-    the previous exchange has ended (TE waits on both requests before posting the next), the
-    first one after the chain so far (K/V ready); a send that carries dK/dV also waits for the
-    chain (the attention backward of the previous step); forward and recompute sends go to CP
-    rank +1, backward ones to rank -1. PyTorch (``pytorch_order``): every exchange waits for the
+    the previous exchange has ended (TE waits on both requests before posting the next), or,
+    when that one has already been waited for, after the chain so far (K/V ready; in the
+    backward the dK/dV accumulation whose sum the exchange carries); forward and recompute sends
+    go to CP rank +1, backward ones to rank -1. PyTorch (``pytorch_order``): every exchange waits for the
     chain so far (the ``cat`` that made its buffer) and for the exchange before it (one stream
     of collectives), and every send goes to CP rank +1 (``permute_tensor``).
     """
@@ -372,12 +369,7 @@ class RingPlacer:
         tail = unit.tail if unit.tail >= 0 else PREVIOUS_TAIL
         outstanding = {node for node, _ in self._beside}
         before = [node for node in self._previous if node in outstanding]
-        if self.pytorch_order:
-            deps = [tail, *before]
-        else:
-            deps = before if before else [tail]
-            if "dkv" in op.label and before:
-                deps.append(tail)
+        deps = [tail, *before] if self.pytorch_order else (before or [tail])
         sending = op.node_type == COMM_SEND_NODE
         forward_dir = op.phase != "bwd" or self.pytorch_order
         peer = self.next_rank if sending == forward_dir else self.prev_rank
