@@ -98,6 +98,14 @@ SC21_T2 = {
     "training.dtype": ("fp16", "not restated for Table 2; mixed 16-bit as in Table 1"),
     "training.recompute": ("full", "Eq. (3), used for the published TFLOP/s, assumes full recompute"),
 }
+TE_TP_BACKWARD = {
+    "parallel.tp_backward_overlap": (
+        True,
+        "Transformer Engine 1.x LayerNormLinear backward: the sequence-parallel input all-gather "
+        "beside the dgrad GEMM ('Overlap input AG with dgrad') and the dgrad reduce-scatter beside "
+        "the wgrad GEMM ('Overlap dgrad-RS/AR with wgrad'), async_op=True",
+    )
+}
 NEMO = {
     "training.attention": FLASH,
     "training.recompute": ("none", "NeMo 24.07 H100 performance configs do not recompute"),
@@ -110,13 +118,14 @@ NEMO = {
     ),
     "parallel.distributed_optimizer": (True, "NeMo/Megatron-Core default (distributed Adam)"),
     "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
+    **TE_TP_BACKWARD,
 }
 SP = {"parallel.sequence_parallel": (True, "Megatron-Core performance configs enable SP with TP")}
 MBRIDGE = {
     "training.attention": FLASH,
     "training.recompute": ("none", "Megatron-Bridge H100 performance recipes do not recompute"),
     "parallel.distributed_optimizer": (True, "fsdp column 0 = DDP with distributed optimizer (note)"),
-    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
+    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),    **TE_TP_BACKWARD,
 }
 FP8_2509 = {
     "training.dtype": (
@@ -143,8 +152,21 @@ MEGATRON_V1_DDP = {
         "overlapped with it (arguments.py: --DDP-impl default 'local')",
     )
 }
-README2020 = {**README2020, **MEGATRON_V1_DDP}
-SC21 = {**SC21, **MEGATRON_V1_DDP}
+# Megatron-LM before 2021-08-30 (commit cf7efd4, "allreduce overlap with wgrad gemm"; the SC'21
+# artifact commit de7dc40 of 2021-08-10 predates it) reduced the input gradient of a
+# column-parallel linear in _CopyToModelParallelRegion's backward, synchronously, after the linear's
+# whole backward: no TP collective beside a GEMM.
+MEGATRON_V1_TP = {
+    "parallel.tp_backward_overlap": (
+        False,
+        "Megatron-LM before commit cf7efd4 (2021-08-30, 'allreduce overlap with wgrad gemm'; the "
+        "SC'21 artifact commit de7dc40 of 2021-08-10 predates it): the column-parallel input "
+        "gradient is all-reduced in _CopyToModelParallelRegion.backward, after the linear's "
+        "dgrad and wgrad, not beside them",
+    )
+}
+README2020 = {**README2020, **MEGATRON_V1_DDP, **MEGATRON_V1_TP}
+SC21 = {**SC21, **MEGATRON_V1_DDP, **MEGATRON_V1_TP}
 
 # Megatron-LM's SC'21 artifact (examples/sc21/run_table_1.sh and CONFIG.sh, commit de7dc40 "scripts
 # for sc21", August 2021, run in nvcr.io/nvidia/pytorch:20.12-py3) states per Table 1 row what the
@@ -219,6 +241,7 @@ for name in ("175b-384", "175b-768", "175b-1536", "530b-560", "530b-1120", "530b
         "parallel.sequence_parallel": SC21["parallel.sequence_parallel"],
         "parallel.zero": SC21["parallel.zero"],
         **MEGATRON_V1_DDP,
+        **MEGATRON_V1_TP,
     }
 DS_ZERO3_2021 = {
     "parallel.zero3_impl": (
@@ -441,7 +464,7 @@ def experiment_of(case: dict[str, Any], assumed: dict[str, tuple[Any, str]]) -> 
         parallel["grad_sync"] = assumed["parallel.grad_sync"][0]
     if "parallel.dp_bucket" in assumed:
         parallel["dp_bucket"] = assumed["parallel.dp_bucket"][0]
-    for key in ("p2p_sync", "p2p_scatter_gather", "tp_comm_overlap"):
+    for key in ("p2p_sync", "p2p_scatter_gather", "tp_comm_overlap", "tp_backward_overlap"):
         if f"parallel.{key}" in assumed:
             parallel[key] = assumed[f"parallel.{key}"][0]
     if "parallel.zero3_impl" in assumed:
@@ -552,6 +575,13 @@ MLSYS23_ASSUMED = {
         "parallelism, whose stage output is already split over the TP ranks",
     ),
     "parallel.distributed_optimizer": (False, "2022 Megatron-LM: no distributed optimizer in the paper"),
+    "parallel.tp_backward_overlap": (
+        True,
+        "Megatron-LM of 2022 megatron/mpu/layers.py: ColumnParallelLinearWithAsyncAllreduce "
+        "all-reduces the input gradient with async_op=True before the wgrad GEMM (on unless "
+        "--no-async-tensor-model-parallel-allreduce); with sequence parallelism the input "
+        "all-gather runs beside the dgrad and the reduce-scatter beside the wgrad",
+    ),
     "network": (SELENE, "source §6"),
 }
 
@@ -567,6 +597,7 @@ def _mlsys23_experiment(name: str, recompute: str, sp: bool, dp: int = 1) -> dic
         "sequence_parallel": sp,
         "distributed_optimizer": False,
         "partition": "uniform",
+        "tp_backward_overlap": True,
     }
     if pp > 1:
         parallel.update(p2p_sync="blocking", p2p_scatter_gather=True)
@@ -1541,6 +1572,8 @@ def _tt_experiment(row: tuple[Any, ...]) -> dict[str, Any]:
     }
     if cp > 1:
         parallel.update(cp=cp, cp_comm="all_gather", cp_impl="pytorch")
+    if tp > 1:
+        parallel["tp_backward_overlap"] = False  # DTensor (_tt_assumed)
     if async_tp:
         parallel.update(tp_comm_overlap=True, tp_comm_overlap_method="torch_async_tp")
     return {
@@ -1599,6 +1632,13 @@ def _tt_assumed(row: tuple[Any, ...], experiment: dict[str, Any]) -> dict[str, t
             "(RMSNorm, SiLU x mul, RoPE) with Inductor"
             if compile_
             else "no torch.compile: plain PyTorch kernels",
+        )
+    if tp > 1:
+        assumed["parallel.tp_backward_overlap"] = (
+            False,
+            "PyTorch DTensor TP: the input gradient's reduction is the backward of the input "
+            "redistribution, run when autograd reaches it, after the linear's backward node has "
+            "computed dgrad and wgrad together",
         )
     if f8:
         assumed["training.dtype"] = (

@@ -199,6 +199,11 @@ class ParallelConfig:
     # which overlap: "userbuffers" (Transformer Engine) or "torch_async_tp" (PyTorch's
     # micro-pipeline TP: only the collectives its compiler pass fuses; heterosim.workload.tp_overlap)
     tp_comm_overlap_method: str = "userbuffers"
+    # the column-parallel backward's TP collectives asynchronous, beside the dgrad / wgrad GEMMs
+    # (Megatron-LM since 2021-08, Transformer Engine; heterosim.workload.ops_layer
+    # _column_parallel_bwd); None ("auto" in a file) until load_experiment resolves it
+    # (backward_overlap)
+    tp_backward_overlap: bool | None = None
     # context parallelism (heterosim/workload/cp.py): each sequence is cut into 2*cp chunks and
     # every rank of a CP group holds two of them; K/V travel by ring p2p or all-gather
     cp: int = 1
@@ -210,6 +215,17 @@ class ParallelConfig:
     # with parallel.stages: how pipelines without micro_batches share the rest of the batch
     # (auto: in proportion to their speed; uniform: evenly)
     micro_batch_split: str = "auto"
+
+    def backward_overlap(self, framework: str = "megatron") -> bool:
+        """Whether the column-parallel backward's TP collectives run beside its GEMMs:
+        ``tp_backward_overlap`` where set, else (auto) as ``framework``'s TP layers do: Megatron-LM
+        and Transformer Engine yes; DeepSpeed (Megatron-LM v1.1.5's mpu) and PyTorch's own TP
+        (``tp_comm_overlap_method: torch_async_tp``, DTensor) no."""
+        if self.tp_backward_overlap is not None:
+            return self.tp_backward_overlap
+        return framework == "megatron" and not (
+            self.tp_comm_overlap and self.tp_comm_overlap_method == "torch_async_tp"
+        )
 
 
 PARALLEL_DEFAULTS = ParallelConfig()  # what a file's parallel section gets for each key it omits
@@ -573,6 +589,7 @@ def _parallel(section: Section) -> ParallelConfig:
         cp=section.integer("cp", d.cp, minimum=1, maximum=MAX_PARALLEL),
         cp_comm=section.string("cp_comm", d.cp_comm, choices=CP_COMMS),
         cp_impl=section.string("cp_impl", d.cp_impl, choices=CP_IMPLS),
+        tp_backward_overlap=section.boolean_or_auto("tp_backward_overlap"),
     )
     section.reject_unknown()
     return parallel
@@ -598,6 +615,7 @@ def _staged_parallel(section: Section) -> ParallelConfig:
         grad_sync=section.string("grad_sync", d.grad_sync, choices=GRAD_SYNC),
         # only where every replica has one TP degree (heterosim.workload.generator)
         p2p_scatter_gather=section.boolean("p2p_scatter_gather", d.p2p_scatter_gather),
+        tp_backward_overlap=section.boolean_or_auto("tp_backward_overlap"),
         plan=plan,
     )
     section.reject_unknown()
@@ -1042,6 +1060,7 @@ def parse_experiment(
     simulation = _simulation(top.section("simulation"))
     check_load_balancing(network, simulation.network_model)
     framework = _framework(top.section("framework"))
+    parallel = replace(parallel, tp_backward_overlap=parallel.backward_overlap(framework.name))
     faults = parse_faults(top.raw("faults", None), source)
     top.reject_unknown()
     experiment = ExperimentConfig(

@@ -414,6 +414,15 @@ class Section:
             raise self.error(key, f"expected true or false, got {_shown(value)}")
         return value
 
+    def boolean_or_auto(self, key: str) -> bool | None:
+        """true or false, or None for ``auto`` (also when the key is absent)."""
+        value = self.raw(key, "auto")
+        if value == "auto":
+            return None
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true, false or auto, got {_shown(value)}")
+        return value
+
     def size(
         self, key: str, default: Any = _MISSING, minimum: int | None = None, maximum: int | None = None
     ) -> int:

@@ -409,9 +409,9 @@ def intra_host_note(
 
 
 def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
-    """The experiment with its collective granularity and (packet fidelity) intra-host model,
-    defaults included, written into ``resolved``, so results.json
-    (experiment.resolved.simulation) says which ones ran."""
+    """The experiment with its collective granularity, (packet fidelity) intra-host model and
+    (TP > 1) backward TP overlap, defaults included, written into ``resolved``, so results.json
+    (experiment.resolved) says which ones ran."""
     resolved = copy.deepcopy(experiment.resolved)
     simulation = resolved.get("simulation")
     simulation = dict(simulation) if isinstance(simulation, dict) else {}
@@ -423,4 +423,7 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
     if model.accelerates:
         simulation["packet_acceleration"] = experiment.simulation.packet_acceleration
     resolved["simulation"] = simulation
+    parallel = resolved.get("parallel")
+    if isinstance(parallel, dict) and experiment.parallel.tp > 1:  # auto resolved by the framework
+        resolved["parallel"] = {**parallel, "tp_backward_overlap": experiment.parallel.backward_overlap()}
     return replace(experiment, resolved=resolved)

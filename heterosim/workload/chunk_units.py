@@ -143,7 +143,10 @@ class UnitWriter:
             if self.ctx.call_marker is not None and op.comm_group == "tp":
                 unit.chain(self.ctx.call_marker, layer)
             if op.overlap_next > 0:  # runs beside the next ops of the chain (tp_overlap.py)
-                side = unit.add(tmpl, layer, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL])
+                # after the collectives whose ops are done (one communicator's calls run in
+                # order); the next chain op still waits for those too
+                done = [s for s, left in self.beside if left == 0]
+                side = unit.add(tmpl, layer, [unit.tail if unit.tail >= 0 else PREVIOUS_TAIL, *done])
                 self.beside.append([side, op.overlap_next])
                 continue
             extra = [self.gathers[j]] if first and j in self.gathers else []

@@ -168,6 +168,8 @@ class Workload:
         on EP rank ``ep_index``; layers differ only in being dense or MoE, and with uneven
         routing (``model.moe_routing``) in what each EP rank routes and receives."""
         par = self.experiment.parallel if tp is None else replace(self.experiment.parallel, tp=tp)
+        if par.tp_backward_overlap is None:  # a config built in code: as load_experiment resolves it
+            par = replace(par, tp_backward_overlap=par.backward_overlap(self.experiment.framework.name))
         moe = self.experiment.model.is_moe_layer(layer)
         routing = self.rank_routing(layer, ep_index) if moe else None
         key = (moe, par.tp, routing)

@@ -107,6 +107,9 @@ class Dims:
     cp: int = 1  # context-parallel degree (heterosim.workload.cp)
     cp_comm: str = "p2p"  # ParallelConfig.cp_comm
     cp_impl: str = "transformer_engine"  # ParallelConfig.cp_impl
+    # ParallelConfig.tp_backward_overlap: the column-parallel backward's TP collectives run
+    # beside its GEMMs (input all-gather beside the dgrad, input-gradient reduction beside the wgrad)
+    tp_backward_overlap: bool = True
 
     @property
     def te_fp8(self) -> bool:
@@ -167,6 +170,7 @@ def dims(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig)
         cp=parallel.cp,
         cp_comm=parallel.cp_comm,
         cp_impl=parallel.cp_impl,
+        tp_backward_overlap=parallel.backward_overlap(),
     )
 
 

@@ -163,18 +163,22 @@ def _logits_dims(d: Dims) -> Dims:
 
 def head_backward_ops(model: ModelConfig, training: TrainingConfig, parallel: ParallelConfig) -> list[OpSpec]:
     """Loss gradient (softmax minus one-hot from the stored fp32 exponentials), logits dgrad and
-    wgrad with the column-parallel TP communication (see ops_layer), final norm backward."""
+    wgrad with the column-parallel TP communication (see ops_layer; Megatron's output layer is a
+    ColumnParallelLinear, asynchronous like the layers' with ``tp_backward_overlap``), final
+    norm backward."""
     d = dims(model, training, parallel)
     t, v, e = d.tokens, d.vocab, d.act_bytes
     ops = [_logits_pass("cross_entropy.bwd", "bwd", d, 1, 2)]  # softmax * dloss, in place
     if e != FP32:  # backward of logits.float(): read fp32, write 16-bit
         ops.append(_logits_pass("ce_to_fp32.bwd", "bwd", d, 0, 1, t * v * e))
     dgrad, *wgrad = gemm_backward("logits", _logits_dims(d), t, d.vocab, d.h)
+    beside = d.tp_backward_overlap  # asynchronous, as in the layers' QKV/fc1 (ops_layer)
     if d.sp:
-        ops.append(tp_collective("allgather", "head_input.bwd", "bwd", d))
+        ops.append(replace(tp_collective("allgather", "head_input.bwd", "bwd", d), overlap_next=int(beside)))
     ops.append(dgrad)
     if d.tp > 1:
-        ops.append(tp_collective("reducescatter" if d.sp else "allreduce", "head.bwd", "bwd", d))
+        reduce = tp_collective("reducescatter" if d.sp else "allreduce", "head.bwd", "bwd", d)
+        ops.append(replace(reduce, overlap_next=len(wgrad) if beside else 0))
     ops += wgrad  # [and eager: its accumulation]
     ops.append(norm("final_norm.bwd", "bwd", d, model, d.sp_tokens))
     return ops

@@ -431,17 +431,23 @@ def _column_parallel_bwd(
 ) -> list[OpSpec]:
     """Backward of a column-parallel LayerNormLinear: [fp8: cast the output gradient], [SP:
     all-gather the stored input], dgrad, TP reduction of the input gradient, [fp8: transpose the
-    stored fp8 norm output], wgrad, [the bias gradient]."""
+    stored fp8 norm output], wgrad, [the bias gradient].
+
+    With ``d.tp_backward_overlap`` the collectives are asynchronous, as Megatron-LM (since
+    2021-08-30, commit cf7efd4 "allreduce overlap with wgrad gemm": ``all_reduce(grad_input,
+    async_op=True)`` before the wgrad, ``handle.wait()`` after it; with sequence parallelism the
+    input ``_all_gather_base`` beside the dgrad and ``_reduce_scatter_base`` beside the wgrad,
+    megatron/mpu/layers.py, 2022-03) and Transformer Engine's LayerNormLinear backward ("Overlap
+    input AG with dgrad", "Overlap dgrad-RS/AR with wgrad") issue them: the gather runs beside
+    the dgrad, the reduction beside the wgrad work, and the op after them waits for both."""
     dgrad, *wgrad = gemm_backward(label, d, m, n, k)  # wgrad [and eager: its accumulation]
-    return (
-        _grad_cast(label, d, m, n)
-        + _sp_gather(f"{where}_input.bwd", "bwd", d)
-        + [dgrad]
-        + _tp_reduce(f"{where}.bwd", "bwd", d)
-        + _wgrad_transpose(label, d, m, k, True)
-        + wgrad
-        + _bias_grads(label, d, m, n, bias)
-    )
+    gather = _sp_gather(f"{where}_input.bwd", "bwd", d)
+    reduce = _tp_reduce(f"{where}.bwd", "bwd", d)
+    after = _wgrad_transpose(label, d, m, k, True) + wgrad + _bias_grads(label, d, m, n, bias)
+    if d.tp_backward_overlap:
+        gather = [replace(op, overlap_next=1) for op in gather]
+        reduce = [replace(op, overlap_next=len(after)) for op in reduce]
+    return _grad_cast(label, d, m, n) + gather + [dgrad] + reduce + after
 
 
 def _bias_grads(label: str, d: Dims, rows: int, cols: int, bias: bool) -> list[OpSpec]:

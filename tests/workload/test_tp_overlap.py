@@ -18,7 +18,14 @@ from heterosim.workload.tp_overlap import PIPELINE_SPLITS, overlap_tp_comms, sha
 TINY = "tests/data/tiny_experiment.yaml"
 
 
-def _ops(overlap: bool, phase: str, method: str = "userbuffers", model: str = "gpt3-175b", recompute="none"):
+def _ops(
+    overlap: bool,
+    phase: str,
+    method: str = "userbuffers",
+    model: str = "gpt3-175b",
+    recompute="none",
+    backward: bool | None = None,
+):
     model = ZOO[model]
     training = TrainingConfig(1, 1, 2048, "bf16", recompute)
     parallel = replace(
@@ -27,6 +34,7 @@ def _ops(overlap: bool, phase: str, method: str = "userbuffers", model: str = "g
         sequence_parallel=True,
         tp_comm_overlap=overlap,
         tp_comm_overlap_method=method,
+        tp_backward_overlap=backward,
     )
     make = wo.layer_forward_ops if phase == "fwd" else wo.layer_backward_ops
     return make(model, training, parallel, 0)
@@ -53,9 +61,9 @@ def test_backward_bulk_overlaps_gather_with_dgrad_and_scatter_with_wgrad():
     labels = [op.label for op in over]
     i = labels.index("tp_allgather.attn_input.bwd")
     assert over[i].overlap_next == 1 and labels[i + 1] == "qkv_proj.dgrad"
-    j = labels.index("tp_reducescatter.attn.bwd")
-    assert over[j].overlap_next == 1 and labels[j + 1] == "qkv_proj.wgrad"
-    assert not any(op.overlap_next for op in _ops(False, "bwd"))
+    j = labels.index("tp_reducescatter.attn.bwd")  # beside the wgrad and the bias gradient after it
+    assert over[j].overlap_next == 2 and labels[j + 1 : j + 3] == ["qkv_proj.wgrad", "qkv_proj.bias_grad"]
+    assert not any(op.overlap_next for op in _ops(False, "bwd", backward=False))
 
 
 def test_overlap_shortens_the_run_and_keeps_every_byte():
