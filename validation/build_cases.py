@@ -125,7 +125,8 @@ MBRIDGE = {
     "training.attention": FLASH,
     "training.recompute": ("none", "Megatron-Bridge H100 performance recipes do not recompute"),
     "parallel.distributed_optimizer": (True, "fsdp column 0 = DDP with distributed optimizer (note)"),
-    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),    **TE_TP_BACKWARD,
+    "parallel.zero": (0, "sharding is the distributed optimizer (above)"),
+    **TE_TP_BACKWARD,
 }
 FP8_2509 = {
     "training.dtype": (

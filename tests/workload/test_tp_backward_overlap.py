@@ -95,6 +95,7 @@ def test_overlap_shortens_the_iteration_by_no_more_than_the_reductions_and_keeps
     assert overlap.engine.makespan_ns < serial.engine.makespan_ns
     plan_a, plan_b = serial.tables.plan, overlap.tables.plan
     assert plan_a.bytes[plan_a.kind == FLOW].sum() == plan_b.bytes[plan_b.kind == FLOW].sum()
+
     # what is hidden is at most the backward reductions' time on the critical path, which runs
     # through one rank of each pipeline stage: pp x the most any rank spends in them
     def reduction_ns(rank: int) -> int:
