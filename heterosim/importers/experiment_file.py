@@ -237,6 +237,12 @@ def _experiment(
         # Sailor runs DeepSpeed's PipelineEngine, which sends 1/tp of each activation and gradient
         # per TP rank (PartitionedTensor; eth-easl/sailor deepspeed/pipe_engine.py)
         parallel["p2p_scatter_gather"] = True
+    if fmt in ("sailor", "amp"):
+        # TP input gradients reduced blocking, between dgrad and wgrad: Sailor's Megatron-DeepSpeed
+        # turns the asynchronous all-reduce off under DeepSpeed (megatron/arguments.py: "if
+        # args.deepspeed: args.async_tensor_model_parallel_allreduce = False"); AMP's
+        # Megatron-LM v1.1.5 predates it
+        parallel["tp_backward_overlap"] = False
     return {
         "name": Path(file).stem,
         "model": model,
@@ -277,5 +283,14 @@ def _header(
             "pipeline sends carry 1/tp of each activation and gradient per TP rank "
             "(p2p_scatter_gather, where all replicas share one TP degree), as Sailor's "
             "DeepSpeed pipeline engine partitions them"
+        )
+    if fmt in ("sailor", "amp"):
+        header.append(
+            "TP collectives of the backward blocking (tp_backward_overlap: false): "
+            + (
+                "Sailor's Megatron-DeepSpeed turns the asynchronous all-reduce off under DeepSpeed"
+                if fmt == "sailor"
+                else "AMP's Megatron-LM v1.1.5 predates the asynchronous all-reduce"
+            )
         )
     return header

@@ -180,6 +180,14 @@ def test_import_amp_cli(tmp_path: Path) -> None:
     assert code == 0
     exp = load_experiment(out)
     assert exp.parallel.plan.stage_tp(0) == (2, 2) and exp.training.global_batch == 8
+    assert exp.parallel.tp_backward_overlap is False  # AMP's Megatron-LM v1.1.5: blocking
+
+
+def test_sailor_example_runs_its_tp_backward_blocking() -> None:
+    """Sailor's Megatron-DeepSpeed turns the asynchronous TP all-reduce off under DeepSpeed: the
+    import writes tp_backward_overlap: false, so the backward's TP collectives block."""
+    exp = load_experiment(ROOT / "workloads" / "examples" / "sailor_workstations.yaml")
+    assert exp.parallel.tp_backward_overlap is False and exp.parallel.plan is not None
 
 
 def test_shipped_sailor_example_reimports_identically(tmp_path: Path) -> None:
