@@ -389,6 +389,8 @@ class Generator:
                 "simulation.sample_interval=1ns",
                 "network.dp_bucket=0",
                 "parallel.dp_bucket=0",
+                "parallel.tp_backward_overlap=sometimes",
+                "parallel.tp_backward_overlap=[1]",
                 "simulation.seed=4294967296",
                 "model=" + ALIAS_BOMB.replace("\n", " "),
             ]
