@@ -425,5 +425,6 @@ def _record_granularity(experiment: ExperimentConfig) -> ExperimentConfig:
     resolved["simulation"] = simulation
     parallel = resolved.get("parallel")
     if isinstance(parallel, dict) and experiment.parallel.tp > 1:  # auto resolved by the framework
-        resolved["parallel"] = {**parallel, "tp_backward_overlap": experiment.parallel.backward_overlap()}
+        overlap = experiment.parallel.backward_overlap(experiment.framework.name)
+        resolved["parallel"] = {**parallel, "tp_backward_overlap": overlap}
     return replace(experiment, resolved=resolved)

@@ -11,10 +11,10 @@ import pytest
 
 from heterosim.catalog.models import ZOO
 from heterosim.cli import main
-from heterosim.config.experiment import TrainingConfig, load_experiment
+from heterosim.config.experiment import FrameworkConfig, TrainingConfig, load_experiment
 from heterosim.plan.compute.layer_check import single_gpu_parallel
 from heterosim.plan.execution_plan import FLOW
-from heterosim.simulate.experiment import run_experiment
+from heterosim.simulate.experiment import _record_granularity, run_experiment
 from heterosim.workload import ops as wo
 
 TINY = "tests/data/tiny_experiment.yaml"
@@ -138,3 +138,11 @@ def test_a_bad_value_is_a_one_line_error(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "parallel.tp_backward_overlap" in err[0] and "sometimes" in err[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_results_record_the_value_auto_resolves_to_for_a_config_built_in_code() -> None:
+    exp = load_experiment(TINY)
+    built = replace(exp, parallel=replace(exp.parallel, tp_backward_overlap=None))
+    deepspeed = replace(built, framework=FrameworkConfig(name="deepspeed"))
+    assert _record_granularity(built).resolved["parallel"]["tp_backward_overlap"] is True
+    assert _record_granularity(deepspeed).resolved["parallel"]["tp_backward_overlap"] is False
